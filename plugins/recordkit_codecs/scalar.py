@@ -1,0 +1,111 @@
+"""The ``scalar`` codec: one int, float, bool or string per record.
+
+Stored as a single Example value of the matching kind. ``float64`` is stored as the
+int64 bit pattern of the double, so it comes back exact (a float list would round it to
+float32); ``bool`` as an int64 0/1; ``str`` as UTF-8 bytes.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from collections.abc import Mapping
+from typing import Any, Literal
+
+import numpy as np
+
+import recordkit as rk
+
+__all__ = ["ScalarCodec", "ScalarOptions"]
+
+ScalarDtype = Literal["int64", "int32", "float32", "float64", "bool", "str"]
+
+_INT_RANGE = {"int64": (-(2**63), 2**63 - 1), "int32": (-(2**31), 2**31 - 1)}
+
+
+class ScalarOptions(rk.CodecOptions):
+    """Options of the ``scalar`` codec."""
+
+    dtype: ScalarDtype = "int64"
+
+
+class ScalarCodec(rk.Codec[ScalarOptions]):
+    """A single number, boolean or short string per record."""
+
+    name = "scalar"
+    version = "1"
+    options_model = ScalarOptions
+    summary = "one int, float, bool or str per record"
+
+    def wire_spec(self) -> rk.WireSpec:
+        kind = {
+            "int64": rk.WireKind.INT64,
+            "int32": rk.WireKind.INT64,
+            "float32": rk.WireKind.FLOAT,
+            "float64": rk.WireKind.INT64,
+            "bool": rk.WireKind.INT64,
+            "str": rk.WireKind.BYTES,
+        }[self.options.dtype]
+        return rk.WireSpec((rk.WireFeature("", kind, (), f"the {self.options.dtype} value"),))
+
+    def encode(self, value: Any) -> rk.WireValues:
+        dtype = self.options.dtype
+        if isinstance(value, np.generic):
+            value = value.item()
+        if dtype == "str":
+            if not isinstance(value, str):
+                raise rk.errors.InvalidValueError(f"expected a str, got {type(value).__name__}")
+            try:
+                return {"": value.encode("utf-8")}
+            except UnicodeEncodeError as exc:
+                raise rk.errors.InvalidValueError(f"not encodable as UTF-8: {exc.reason}") from None
+        if dtype == "bool":
+            if not isinstance(value, bool):
+                raise rk.errors.InvalidValueError(f"expected a bool, got {type(value).__name__}")
+            return {"": int(value)}
+        if isinstance(value, bool) or not isinstance(value, numbers.Real):
+            raise rk.errors.InvalidValueError(f"expected a number, got {type(value).__name__}")
+        if dtype in _INT_RANGE:
+            if not isinstance(value, numbers.Integral):
+                raise rk.errors.InvalidValueError(f"expected an integer, got {value!r}")
+            low, high = _INT_RANGE[dtype]
+            if not low <= int(value) <= high:
+                raise rk.errors.InvalidValueError(f"{value} is outside the {dtype} range")
+            return {"": int(value)}
+        if dtype == "float32":
+            if math.isfinite(value) and abs(value) > float(np.finfo(np.float32).max):
+                raise rk.errors.InvalidValueError(f"{value} overflows float32")
+            return {"": float(value)}
+        return {"": int(np.float64(value).view(np.int64))}
+
+    def decode_numpy(self, wire: Mapping[str, Any]) -> Any:
+        value = wire[""]
+        dtype = self.options.dtype
+        if dtype == "str":
+            return value.decode("utf-8")
+        if dtype == "bool":
+            return bool(value)
+        if dtype == "float32":
+            return float(value)
+        if dtype == "float64":
+            return float(np.int64(value).view(np.float64))
+        return int(value)
+
+    def decode_tf(self, wire: Mapping[str, Any]) -> Any:
+        import tensorflow as tf
+
+        value = wire[""]
+        dtype = self.options.dtype
+        if dtype == "bool":
+            return tf.not_equal(value, 0)
+        if dtype == "int32":
+            return tf.cast(value, tf.int32)
+        if dtype == "float64":
+            return tf.bitcast(value, tf.float64)
+        return value
+
+
+@rk.hookimpl
+def recordkit_register_codecs(registry: rk.CodecRegistry) -> None:
+    """Register the ``scalar`` codec."""
+    registry.register(ScalarCodec)

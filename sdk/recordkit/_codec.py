@@ -1,0 +1,136 @@
+"""The codec contract: one class per kind of value.
+
+A codec turns one field's Python value into tf.train.Example features and back. It is
+identified by a stable ``name`` (what schema files say), carries a ``version`` (bumped
+when what it stores changes), validates its options with a Pydantic model, and declares
+a :class:`~recordkit.WireSpec` from which both the writer and the parser are derived.
+
+Decoding exists twice, because datasets are read two ways:
+
+* :meth:`Codec.decode_tf` runs inside a tf.data pipeline on a whole *batch*: it
+  receives the output of ``tf.io.parse_example`` for its keys (dense ``[B, *shape]``
+  tensors for fixed features, ``tf.RaggedTensor`` ``[B, (n), *inner]`` for variable
+  ones) and returns tensors whose first dimension is the batch.
+* :meth:`Codec.decode_numpy` decodes one record without TensorFlow.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Mapping
+from typing import Any, ClassVar, Generic, TypeVar
+
+import pydantic
+
+from recordkit._wire import WireSpec, WireValues
+from recordkit.errors import CodecOptionsError
+
+__all__ = ["Codec", "CodecOptions"]
+
+
+class CodecOptions(pydantic.BaseModel):
+    """Base of every codec's options model: immutable, unknown options are errors."""
+
+    model_config = pydantic.ConfigDict(extra="forbid", frozen=True)
+
+
+OptionsT = TypeVar("OptionsT", bound=CodecOptions)
+
+
+class Codec(abc.ABC, Generic[OptionsT]):
+    """Base class of every codec, built-in or from a plugin.
+
+    Subclasses set the class attributes ``name``, ``version`` and ``options_model`` and
+    implement the four abstract methods. Codecs must be cheap to construct and hold no
+    open resources: the writer builds one per field and sends it to worker processes.
+    """
+
+    #: The stable name schemas refer to ("image", "audio" ...). Never a module path.
+    name: ClassVar[str]
+    #: The codec's version; bump it whenever the bytes it writes change meaning.
+    version: ClassVar[str] = "1"
+    #: The Pydantic model that validates this codec's options.
+    options_model: ClassVar[type[CodecOptions]] = CodecOptions
+    #: One line for ``recordkit plugins`` and the docs.
+    summary: ClassVar[str] = ""
+
+    def __init__(self, options: OptionsT | Mapping[str, Any] | None = None) -> None:
+        self.options: OptionsT = self.parse_options(options)
+
+    @classmethod
+    def parse_options(cls, options: CodecOptions | Mapping[str, Any] | None) -> OptionsT:
+        """Validate ``options`` against :attr:`options_model`.
+
+        Raises :class:`~recordkit.errors.CodecOptionsError` naming each bad option.
+        """
+        if isinstance(options, cls.options_model):
+            return options  # type: ignore[return-value]  # OptionsT is options_model
+        try:
+            return cls.options_model.model_validate(dict(options or {}))  # type: ignore[return-value]
+        except pydantic.ValidationError as exc:
+            problems = "; ".join(
+                f"option {'.'.join(str(p) for p in err['loc']) or '(all)'}: {err['msg']}"
+                for err in exc.errors()
+            )
+            raise CodecOptionsError(problems, codec=cls.name) from None
+        except TypeError as exc:
+            raise CodecOptionsError(f"options must be a mapping ({exc})", codec=cls.name) from None
+
+    def options_dict(self) -> dict[str, Any]:
+        """The options as JSON-ready data, without those left at their defaults."""
+        return self.options.model_dump(mode="json", exclude_defaults=True)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.options_dict()!r})"
+
+    def __eq__(self, other: object) -> bool:
+        return type(self) is type(other) and self.options == other.options  # type: ignore[attr-defined]
+
+    def __hash__(self) -> int:
+        return hash((type(self), self.options))
+
+    # -- the contract ------------------------------------------------------------------
+
+    @abc.abstractmethod
+    def wire_spec(self) -> WireSpec:
+        """The Example features this field becomes; the writer and parser derive from it."""
+
+    @abc.abstractmethod
+    def encode(self, value: Any) -> WireValues:
+        """Validate one Python value and return its wire values by feature name.
+
+        BYTES features take ``bytes`` (shape ``()``) or a sequence of ``bytes``; INT64
+        and FLOAT features take a number, a sequence of numbers or a numpy array whose
+        size matches the feature's shape. Raise
+        :class:`~recordkit.errors.InvalidValueError` with the reason on bad input; the
+        writer adds the field and record to the message.
+        """
+
+    @abc.abstractmethod
+    def decode_numpy(self, wire: Mapping[str, Any]) -> Any:
+        """Decode one record without TensorFlow.
+
+        ``wire`` maps each feature name to its parsed values: ``bytes`` for a BYTES
+        feature of shape ``()``, a ``list[bytes]`` for other BYTES features, and a numpy
+        array of shape ``shape`` (fixed) or ``(n, *inner)`` (variable) for numbers.
+        """
+
+    @abc.abstractmethod
+    def decode_tf(self, wire: Mapping[str, Any]) -> Any:
+        """Decode a batch inside a TensorFlow graph (must be ``tf.function``-safe).
+
+        ``wire`` maps each feature name to the batched output of
+        ``tf.io.parse_example``; return a tensor, a ragged tensor or a dict of them, each
+        with the batch as its first dimension.
+        """
+
+    # -- optional hooks ---------------------------------------------------------------
+
+    def related_fields(self) -> tuple[str, ...]:
+        """Other fields of the record this codec checks its value against (e.g. the
+        image whose size bounds a set of boxes). Empty by default."""
+        return ()
+
+    def check_related(self, wire: WireValues, related: Mapping[str, WireValues]) -> None:
+        """Check this field's encoded ``wire`` values against the encoded values of
+        :meth:`related_fields` (raise InvalidValueError on a mismatch)."""

@@ -1,0 +1,199 @@
+"""tf.train.Example bytes without TensorFlow.
+
+Encoding is written out by hand: an Example is a map of string keys to one of three
+packed lists, and emitting that wire format directly from bytes and numpy buffers is
+several times faster than building protobuf messages field by field (the writer's hot
+path). The output is byte-for-byte what protobuf would accept and TensorFlow parses;
+tests check it against ``tf.train.Example`` and ``tf.io.parse_example``.
+
+Decoding uses the protobuf runtime with the Example messages declared in a private
+descriptor pool, so reading needs neither TensorFlow nor generated code, and does not
+clash with TensorFlow's own ``tensorflow.Example`` when both are imported.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import numpy as np
+
+from recordkit._wire import WireKind
+
+__all__ = ["ExampleFeature", "decode_example", "encode_example"]
+
+#: (key, kind, values) with values already normalised by :func:`normalize_values`.
+ExampleFeature = tuple[str, WireKind, Any]
+
+_TAG_1_LEN = b"\x0a"  # field 1, wire type 2 (length-delimited)
+_TAG_2_LEN = b"\x12"
+_TAG_3_LEN = b"\x1a"
+_SMALL_VARINTS = [bytes((i,)) for i in range(128)]
+
+
+def _varint(value: int) -> bytes:
+    if value < 128:
+        return _SMALL_VARINTS[value]
+    out = bytearray()
+    while value > 0x7F:
+        out.append((value & 0x7F) | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
+
+
+def _len_prefixed(tag: bytes, payload: bytes) -> bytes:
+    return tag + _varint(len(payload)) + payload
+
+
+def _bytes_list(values: Sequence[bytes]) -> bytes:
+    parts = []
+    for value in values:
+        parts.append(_TAG_1_LEN)
+        parts.append(_varint(len(value)))
+        parts.append(value)
+    return b"".join(parts)
+
+
+def _float_list(values: np.ndarray) -> bytes:
+    if values.size == 0:
+        return b""
+    return _len_prefixed(_TAG_1_LEN, values.astype("<f4", copy=False).tobytes())
+
+
+def _int64_list(values: np.ndarray) -> bytes:
+    if values.size == 0:
+        return b""
+    # Negative int64 values are varint-encoded as their 64-bit two's complement.
+    payload = b"".join(_varint(int(v) & 0xFFFFFFFFFFFFFFFF) for v in values.tolist())
+    return _len_prefixed(_TAG_1_LEN, payload)
+
+
+def encode_feature(kind: WireKind, values: Any) -> bytes:
+    """The serialized ``tf.train.Feature`` holding ``values`` (already normalised)."""
+    if kind is WireKind.BYTES:
+        return _len_prefixed(_TAG_1_LEN, _bytes_list(values))
+    if kind is WireKind.FLOAT:
+        return _len_prefixed(_TAG_2_LEN, _float_list(values))
+    return _len_prefixed(_TAG_3_LEN, _int64_list(values))
+
+
+def encode_example(features: Iterable[tuple[bytes, bytes]]) -> bytes:
+    """A serialized ``tf.train.Example`` from ``(encoded key, serialized Feature)`` pairs.
+
+    Keys are passed pre-encoded (UTF-8) so the hot path does not re-encode them.
+    """
+    entries = []
+    for key, feature in features:
+        entry = _TAG_1_LEN + _varint(len(key)) + key + _TAG_2_LEN + _varint(len(feature)) + feature
+        entries.append(_TAG_1_LEN)
+        entries.append(_varint(len(entry)))
+        entries.append(entry)
+    return _len_prefixed(_TAG_1_LEN, b"".join(entries))
+
+
+def normalize_values(kind: WireKind, value: Any) -> Any:
+    """Bring one feature's value to the form :func:`encode_feature` takes.
+
+    BYTES: a list of bytes. INT64: an int64 numpy array. FLOAT: a float32 numpy array.
+    Raises ``TypeError``/``ValueError`` on values of the wrong kind; callers turn them
+    into recordkit errors with context.
+    """
+    if kind is WireKind.BYTES:
+        if isinstance(value, (bytes, bytearray, memoryview)):
+            return [bytes(value)]
+        if isinstance(value, np.ndarray) and value.dtype.kind == "S":
+            return [bytes(v) for v in value.reshape(-1)]
+        items = list(value)
+        for item in items:
+            if not isinstance(item, bytes):
+                raise TypeError(f"a bytes feature takes bytes, got {type(item).__name__}")
+        return items
+    dtype = np.int64 if kind is WireKind.INT64 else np.float32
+    array = np.asarray(value)
+    if kind is WireKind.INT64 and array.dtype.kind not in "iub":
+        if array.size and array.dtype.kind == "f" and not np.all(np.mod(array, 1) == 0):
+            raise ValueError("an int64 feature takes integers")
+        if array.dtype.kind not in "f" and array.size:
+            raise TypeError(f"an int64 feature takes integers, got dtype {array.dtype}")
+    if kind is WireKind.FLOAT and array.size and array.dtype.kind not in "fiub":
+        raise TypeError(f"a float feature takes numbers, got dtype {array.dtype}")
+    return array.astype(dtype, copy=False).reshape(-1)
+
+
+# -- decoding ---------------------------------------------------------------------------
+
+
+@functools.cache
+def _example_class() -> Any:
+    from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+
+    fdp = descriptor_pb2.FileDescriptorProto(
+        name="recordkit/_private/example.proto", package="recordkit_private", syntax="proto3"
+    )
+    field = descriptor_pb2.FieldDescriptorProto
+    repeated = field.LABEL_REPEATED
+
+    def message(name: str) -> Any:
+        msg = fdp.message_type.add()
+        msg.name = name
+        return msg
+
+    def add(msg: Any, name: str, number: int, type_: int, label: int = field.LABEL_OPTIONAL,
+            type_name: str | None = None, packed: bool = False, oneof: int | None = None) -> None:
+        f = msg.field.add(name=name, number=number, type=type_, label=label)
+        if type_name:
+            f.type_name = type_name
+        if packed:
+            f.options.packed = True
+        if oneof is not None:
+            f.oneof_index = oneof
+
+    add(message("BytesList"), "value", 1, field.TYPE_BYTES, repeated)
+    add(message("FloatList"), "value", 1, field.TYPE_FLOAT, repeated, packed=True)
+    add(message("Int64List"), "value", 1, field.TYPE_INT64, repeated, packed=True)
+    feature = message("Feature")
+    feature.oneof_decl.add(name="kind")
+    add(feature, "bytes_list", 1, field.TYPE_MESSAGE, type_name=".recordkit_private.BytesList", oneof=0)
+    add(feature, "float_list", 2, field.TYPE_MESSAGE, type_name=".recordkit_private.FloatList", oneof=0)
+    add(feature, "int64_list", 3, field.TYPE_MESSAGE, type_name=".recordkit_private.Int64List", oneof=0)
+    features = message("Features")
+    entry = features.nested_type.add(name="FeatureEntry")
+    entry.options.map_entry = True
+    add(entry, "key", 1, field.TYPE_STRING)
+    add(entry, "value", 2, field.TYPE_MESSAGE, type_name=".recordkit_private.Feature")
+    add(features, "feature", 1, field.TYPE_MESSAGE, repeated,
+        type_name=".recordkit_private.Features.FeatureEntry")
+    add(message("Example"), "features", 1, field.TYPE_MESSAGE, type_name=".recordkit_private.Features")
+
+    pool = descriptor_pool.DescriptorPool()
+    pool.Add(fdp)
+    return message_factory.GetMessageClass(pool.FindMessageTypeByName("recordkit_private.Example"))
+
+
+def decode_example(data: bytes) -> dict[str, tuple[WireKind, Any]]:
+    """Parse a serialized Example into ``{key: (kind, values)}``.
+
+    Bytes features give a ``list[bytes]``, numeric ones a 1-D numpy array (int64 or
+    float32). Raises ``ValueError`` when ``data`` is not a valid Example.
+    """
+    from google.protobuf.message import DecodeError as ProtoDecodeError
+
+    example = _example_class()()
+    try:
+        example.ParseFromString(data)
+    except ProtoDecodeError as exc:
+        raise ValueError(f"not a valid tf.train.Example: {exc}") from None
+    out: dict[str, tuple[WireKind, Any]] = {}
+    for key, feature in example.features.feature.items():
+        which = feature.WhichOneof("kind")
+        if which == "bytes_list":
+            out[key] = (WireKind.BYTES, list(feature.bytes_list.value))
+        elif which == "float_list":
+            out[key] = (WireKind.FLOAT, np.array(feature.float_list.value, dtype=np.float32))
+        elif which == "int64_list":
+            out[key] = (WireKind.INT64, np.array(feature.int64_list.value, dtype=np.int64))
+        else:  # an empty Feature: TensorFlow treats it as an empty list of any kind
+            out[key] = (WireKind.BYTES, [])
+    return out

@@ -1,0 +1,107 @@
+"""One serialized Example to Python and numpy values, without TensorFlow."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from recordkit._example import decode_example
+from recordkit._schema import BoundField, KeyedFeature
+from recordkit._wire import WireKind
+from recordkit.errors import DecodeError, RecordkitError
+
+__all__ = ["decode_record_numpy"]
+
+
+def _values(keyed: KeyedFeature, parsed: dict[str, tuple[WireKind, Any]]) -> Any:
+    kind, values = parsed.get(keyed.key, (keyed.feature.kind, None))
+    if values is None:
+        raise DecodeError(f"Example key {keyed.key!r} is missing")
+    if kind is not keyed.feature.kind and len(values):
+        raise DecodeError(f"Example key {keyed.key!r} holds {kind.value}, expected {keyed.feature.kind.value}")
+    if keyed.feature.kind is WireKind.BYTES:
+        return list(values)
+    return np.asarray(values, dtype=keyed.feature.kind.numpy_dtype)
+
+
+def _shape_one(keyed: KeyedFeature, values: Any) -> Any:
+    """Give one element's values their wire shape (the form decode_numpy takes)."""
+    feature = keyed.feature
+    if feature.kind is WireKind.BYTES:
+        if feature.shape == ():
+            if len(values) != 1:
+                raise DecodeError(f"Example key {keyed.key!r} holds {len(values)} values, expected 1")
+            return values[0]
+        return values
+    if feature.is_fixed:
+        if values.size != feature.fixed_size:
+            raise DecodeError(
+                f"Example key {keyed.key!r} holds {values.size} values, shape {feature.shape} needs {feature.fixed_size}"
+            )
+        return values.reshape(feature.shape)
+    return values.reshape((-1, *feature.inner_shape))
+
+
+def _split(keyed: KeyedFeature, values: Any, lengths: Sequence[int] | None, count: int | None) -> list[Any]:
+    feature = keyed.feature
+    if feature.is_fixed:
+        size = feature.fixed_size
+        pieces = [values[i * size : (i + 1) * size] for i in range(len(values) // max(size, 1))]
+    else:
+        assert lengths is not None
+        inner = int(np.prod(feature.inner_shape)) if feature.inner_shape else 1
+        pieces, start = [], 0
+        for n in lengths:
+            pieces.append(values[start : start + n * inner])
+            start += n * inner
+    if count is not None and len(pieces) != count:
+        raise DecodeError(f"Example key {keyed.key!r} holds {len(pieces)} elements, expected {count}")
+    return [_shape_one(keyed, p) for p in pieces]
+
+
+def decode_field_numpy(field: BoundField, parsed: dict[str, tuple[WireKind, Any]]) -> Any:
+    """Decode one field of a parsed Example; ``None`` for an absent optional field."""
+    if field.presence_key is not None:
+        _, present = parsed.get(field.presence_key, (WireKind.INT64, np.zeros(0)))
+        if not (len(present) and int(present[0])):
+            return None
+    if not field.spec.sequence:
+        wire = {k.feature.name: _shape_one(k, _values(k, parsed)) for k in field.features}
+        return field.codec.decode_numpy(wire)
+    columns: dict[str, list[Any]] = {}
+    count: int | None = None
+    for keyed in field.features:
+        lengths = None
+        if keyed.lengths_key is not None:
+            _, lengths = parsed.get(keyed.lengths_key, (WireKind.INT64, np.zeros(0, np.int64)))
+            lengths = [int(n) for n in lengths]
+        columns[keyed.feature.name] = _split(keyed, _values(keyed, parsed), lengths, count)
+        count = len(columns[keyed.feature.name])
+    return [
+        field.codec.decode_numpy({name: column[i] for name, column in columns.items()})
+        for i in range(count or 0)
+    ]
+
+
+def decode_record_numpy(
+    fields: Sequence[BoundField], data: bytes, *, index: int | str | None = None
+) -> dict[str, Any]:
+    """Decode the ``fields`` of one serialized Example to Python/numpy values."""
+    try:
+        parsed = decode_example(data)
+    except ValueError as exc:
+        raise DecodeError(str(exc), record=index) from None
+    out: dict[str, Any] = {}
+    for field in fields:
+        try:
+            out[field.name] = decode_field_numpy(field, parsed)
+        except RecordkitError as exc:
+            raise exc.with_context(field=field.name, record=index) from None
+        except Exception as exc:
+            raise DecodeError(
+                f"codec {field.codec.name!r} failed: {type(exc).__name__}: {exc}",
+                field=field.name, record=index,
+            ) from exc
+    return out

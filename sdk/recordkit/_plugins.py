@@ -1,0 +1,172 @@
+"""Plugin loading: entry points in, a filled codec registry out.
+
+Nothing is loaded at import time. :func:`load_plugins` builds a pluggy manager, loads
+the ``recordkit`` entry points (optionally only those an allowlist names, never those a
+blocklist names), and asks each plugin to register its codecs. :class:`PluginSet` is
+the typed facade over ``pm.hook``: nothing else in recordkit touches untyped hook calls.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.metadata
+import os
+import re
+import threading
+from collections.abc import Collection, Iterable
+import pluggy
+
+from recordkit import hookspecs
+from recordkit._registry import CodecRegistry
+from recordkit.errors import PluginLoadError, RecordkitError
+
+__all__ = [
+    "PluginInfo",
+    "PluginSet",
+    "default_plugins",
+    "default_registry",
+    "load_plugins",
+    "reset_default_registry",
+]
+
+ENTRY_POINT_GROUP = hookspecs.PROJECT_NAME
+ALLOW_ENV = "RECORDKIT_PLUGINS"
+BLOCK_ENV = "RECORDKIT_BLOCK_PLUGINS"
+
+
+@dataclasses.dataclass(frozen=True)
+class PluginInfo:
+    """A loaded plugin: its entry-point name and the distribution that ships it."""
+
+    name: str
+    distribution: str | None
+    distribution_version: str | None
+
+
+@dataclasses.dataclass
+class PluginSet:
+    """The loaded plugins, their pluggy manager and the codecs they registered."""
+
+    manager: pluggy.PluginManager
+    plugins: list[PluginInfo]
+    registry: CodecRegistry
+    blocked: list[str]
+
+    def register_codecs(self, registry: CodecRegistry) -> None:
+        """Call ``recordkit_register_codecs`` on every plugin, one at a time, so the
+        registry knows which plugin registers what and a failing plugin is named."""
+        by_name = {p.name: p for p in self.plugins}
+        for impl in reversed(self.manager.hook.recordkit_register_codecs.get_hookimpls()):
+            info = by_name.get(impl.plugin_name, PluginInfo(impl.plugin_name, None, None))
+            registry._set_current_plugin(info.name, info.distribution, info.distribution_version)
+            try:
+                impl.function(registry=registry)
+            except RecordkitError:
+                raise
+            except Exception as exc:
+                raise PluginLoadError(
+                    f"failed while registering codecs: {type(exc).__name__}: {exc}",
+                    plugin=info.name,
+                    distribution=info.distribution,
+                ) from exc
+            finally:
+                registry._set_current_plugin("<direct>", None, None)
+
+
+def _normalize(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def _matches(ep: importlib.metadata.EntryPoint, names: Collection[str]) -> bool:
+    wanted = {_normalize(n) for n in names}
+    dist = ep.dist.name if ep.dist is not None else None
+    return _normalize(ep.name) in wanted or (dist is not None and _normalize(dist) in wanted)
+
+
+def load_plugins(
+    *,
+    allow: Collection[str] | None = None,
+    block: Collection[str] = (),
+    extra_plugins: Iterable[tuple[str, object]] = (),
+    entry_points: bool = True,
+) -> PluginSet:
+    """Load plugins and return them with a registry holding their codecs.
+
+    :param allow: if given, load only the entry points whose name or distribution is
+        listed (recordkit's built-in codecs are the ``recordkit`` distribution).
+    :param block: never load entry points whose name or distribution is listed.
+    :param extra_plugins: ``(name, plugin)`` pairs registered in-process, for codecs
+        that live in an application or a test rather than a distribution.
+    :param entry_points: set to False to load only ``extra_plugins``.
+    :raises PluginLoadError: a plugin failed to import or to register, naming its
+        distribution and the original error.
+    """
+    manager = pluggy.PluginManager(hookspecs.PROJECT_NAME)
+    manager.add_hookspecs(hookspecs)
+    plugins: list[PluginInfo] = []
+    blocked: list[str] = []
+    if entry_points:
+        for ep in sorted(importlib.metadata.entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name):
+            if _matches(ep, block) or (allow is not None and not _matches(ep, allow)):
+                manager.set_blocked(ep.name)
+                blocked.append(ep.name)
+                continue
+            if manager.get_plugin(ep.name) is not None:
+                continue  # the same entry point seen twice (e.g. an editable install)
+            dist = ep.dist.name if ep.dist is not None else None
+            dist_version = ep.dist.version if ep.dist is not None else None
+            try:
+                plugin = ep.load()
+            except Exception as exc:
+                raise PluginLoadError(
+                    f"could not be imported ({ep.value}): {type(exc).__name__}: {exc}",
+                    plugin=ep.name,
+                    distribution=dist,
+                ) from exc
+            manager.register(plugin, name=ep.name)
+            plugins.append(PluginInfo(ep.name, dist, dist_version))
+    for name, plugin in extra_plugins:
+        manager.register(plugin, name=name)
+        plugins.append(PluginInfo(name, None, None))
+    registry = CodecRegistry()
+    plugin_set = PluginSet(manager, plugins, registry, blocked)
+    plugin_set.register_codecs(registry)
+    return plugin_set
+
+
+_default_lock = threading.Lock()
+_default: PluginSet | None = None
+
+
+def _env_list(name: str) -> list[str] | None:
+    raw = os.environ.get(name)
+    if raw is None:
+        return None
+    return [part.strip() for part in raw.split(",") if part.strip()]
+
+
+def default_plugins() -> PluginSet:
+    """The plugins recordkit uses when none are passed explicitly, loaded on first use.
+
+    ``RECORDKIT_PLUGINS`` (comma-separated names) is an allowlist and
+    ``RECORDKIT_BLOCK_PLUGINS`` a blocklist, for environments that must control what
+    code runs.
+    """
+    global _default
+    with _default_lock:
+        if _default is None:
+            _default = load_plugins(allow=_env_list(ALLOW_ENV), block=_env_list(BLOCK_ENV) or ())
+        return _default
+
+
+def default_registry() -> CodecRegistry:
+    """The codec registry of :func:`default_plugins`."""
+    return default_plugins().registry
+
+
+def reset_default_registry() -> None:
+    """Forget the default plugins so the next use loads them again (after installs)."""
+    global _default
+    with _default_lock:
+        _default = None
+

@@ -1,0 +1,115 @@
+"""The codec registry: codec names to codec classes, with where each came from."""
+
+from __future__ import annotations
+
+import dataclasses
+import warnings
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from recordkit._codec import Codec
+from recordkit.errors import DuplicateCodecError, PluginError, UnknownCodecError
+
+__all__ = ["CodecInfo", "CodecRegistry"]
+
+
+@dataclasses.dataclass(frozen=True)
+class CodecInfo:
+    """One registered codec and its provenance."""
+
+    name: str
+    codec: type[Codec[Any]]
+    plugin: str
+    distribution: str | None = None
+    distribution_version: str | None = None
+
+    @property
+    def version(self) -> str:
+        return self.codec.version
+
+
+class CodecRegistry:
+    """Codec classes by name.
+
+    Plugins fill it through the ``recordkit_register_codecs`` hook; the writer and
+    reader look codecs up here once per schema, never per record.
+    """
+
+    def __init__(self) -> None:
+        self._codecs: dict[str, CodecInfo] = {}
+        self._current_plugin: tuple[str, str | None, str | None] = ("<direct>", None, None)
+
+    # -- filling -----------------------------------------------------------------------
+
+    def register(self, codec: type[Codec[Any]], *, replace: bool = False) -> None:
+        """Register ``codec`` under its ``name``.
+
+        A name registered already is a :class:`DuplicateCodecError` unless ``replace``
+        is true, in which case the new codec wins and a warning names both providers.
+        """
+        if not (isinstance(codec, type) and issubclass(codec, Codec)):
+            raise PluginError(
+                f"register() takes a Codec subclass, not {codec!r}", plugin=self._current_plugin[0]
+            )
+        name = getattr(codec, "name", None)
+        if not isinstance(name, str) or not name:
+            raise PluginError(
+                f"codec class {codec.__qualname__} has no 'name'", plugin=self._current_plugin[0]
+            )
+        plugin, distribution, dist_version = self._current_plugin
+        info = CodecInfo(name, codec, plugin, distribution, dist_version)
+        existing = self._codecs.get(name)
+        if existing is not None and existing.codec is not codec:
+            if not replace:
+                raise DuplicateCodecError(
+                    f"codec {name!r} is already registered by plugin {existing.plugin!r}"
+                    f"{_from(existing.distribution)}; pass replace=True to replace it",
+                    codec=name,
+                    plugin=plugin,
+                    distribution=distribution,
+                )
+            warnings.warn(
+                f"codec {name!r} from plugin {existing.plugin!r} is replaced by plugin {plugin!r}",
+                stacklevel=2,
+            )
+        self._codecs[name] = info
+
+    def _set_current_plugin(
+        self, plugin: str, distribution: str | None, distribution_version: str | None
+    ) -> None:
+        self._current_plugin = (plugin, distribution, distribution_version)
+
+    # -- lookup ------------------------------------------------------------------------
+
+    def get(self, name: str) -> type[Codec[Any]]:
+        """The codec class registered as ``name``; the error lists the installed ones."""
+        return self.info(name).codec
+
+    def info(self, name: str) -> CodecInfo:
+        try:
+            return self._codecs[name]
+        except KeyError:
+            installed = ", ".join(sorted(self._codecs)) or "none"
+            raise UnknownCodecError(
+                f"no codec named {name!r} is installed (installed: {installed})", codec=name
+            ) from None
+
+    def create(self, name: str, options: Mapping[str, Any] | None = None) -> Codec[Any]:
+        """An instance of codec ``name`` with validated ``options``."""
+        return self.get(name)(options)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._codecs
+
+    def __iter__(self) -> Iterator[CodecInfo]:
+        return iter(sorted(self._codecs.values(), key=lambda i: i.name))
+
+    def __len__(self) -> int:
+        return len(self._codecs)
+
+    def names(self) -> list[str]:
+        return sorted(self._codecs)
+
+
+def _from(distribution: str | None) -> str:
+    return f" (distribution {distribution!r})" if distribution else ""

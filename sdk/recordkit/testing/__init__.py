@@ -1,0 +1,1 @@
+"""recordkit.testing: the conformance kit for codec authors (filled in below)."""

@@ -1,0 +1,1 @@
+"""pytest plugin of the conformance kit (filled in below)."""
