@@ -28,7 +28,7 @@ typecheck: $(STAMP)
 	$(VENV)/bin/mypy
 
 docs: $(STAMP)
-	$(VENV)/bin/mkdocs build --strict --quiet --site-dir build/site
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet --site-dir build/site
 
 unit: $(STAMP)
 	$(VENV)/bin/pytest -n 2
