@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import abc
 from collections.abc import Mapping
-from typing import Any, ClassVar, Generic, TypeVar
+from typing import Any, ClassVar, Generic, TypeVar, cast
 
 import pydantic
 
@@ -63,10 +63,11 @@ class Codec(abc.ABC, Generic[OptionsT]):
 
         Raises :class:`~recordkit.errors.CodecOptionsError` naming each bad option.
         """
+        # OptionsT is options_model; the casts are what Python's generics cannot say.
         if isinstance(options, cls.options_model):
-            return options  # type: ignore[return-value]  # OptionsT is options_model
+            return cast(OptionsT, options)
         try:
-            return cls.options_model.model_validate(dict(options or {}))  # type: ignore[return-value]
+            return cast(OptionsT, cls.options_model.model_validate(dict(options or {})))
         except pydantic.ValidationError as exc:
             problems = "; ".join(
                 f"option {'.'.join(str(p) for p in err['loc']) or '(all)'}: {err['msg']}"
@@ -84,7 +85,7 @@ class Codec(abc.ABC, Generic[OptionsT]):
         return f"{type(self).__name__}({self.options_dict()!r})"
 
     def __eq__(self, other: object) -> bool:
-        return type(self) is type(other) and self.options == other.options  # type: ignore[attr-defined]
+        return isinstance(other, Codec) and type(self) is type(other) and self.options == other.options
 
     def __hash__(self) -> int:
         return hash((type(self), self.options))

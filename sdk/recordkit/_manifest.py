@@ -23,7 +23,7 @@ from recordkit.errors import ManifestError
 __all__ = ["MANIFEST_FILE", "CodecProvenance", "Manifest", "ShardInfo", "SplitInfo"]
 
 MANIFEST_FILE = "dataset.json"
-FORMAT = "recordkit.dataset/1"
+FORMAT: Literal["recordkit.dataset/1"] = "recordkit.dataset/1"
 
 
 class _Model(pydantic.BaseModel):
@@ -104,7 +104,9 @@ class Manifest(_Model):
         try:
             raw = path.read_text(encoding="utf-8")
         except FileNotFoundError:
-            raise ManifestError(f"no {MANIFEST_FILE}: not a recordkit dataset", file=str(Path(root))) from None
+            raise ManifestError(
+                f"no {MANIFEST_FILE}: not a recordkit dataset", file=str(Path(root))
+            ) from None
         try:
             data: Any = json.loads(raw)
             return cls.model_validate(data)

@@ -20,7 +20,8 @@ def _values(keyed: KeyedFeature, parsed: dict[str, tuple[WireKind, Any]]) -> Any
     if values is None:
         raise DecodeError(f"Example key {keyed.key!r} is missing")
     if kind is not keyed.feature.kind and len(values):
-        raise DecodeError(f"Example key {keyed.key!r} holds {kind.value}, expected {keyed.feature.kind.value}")
+        expected = keyed.feature.kind.value
+        raise DecodeError(f"Example key {keyed.key!r} holds {kind.value}, expected {expected}")
     if keyed.feature.kind is WireKind.BYTES:
         return list(values)
     return np.asarray(values, dtype=keyed.feature.kind.numpy_dtype)
@@ -38,13 +39,16 @@ def _shape_one(keyed: KeyedFeature, values: Any) -> Any:
     if feature.is_fixed:
         if values.size != feature.fixed_size:
             raise DecodeError(
-                f"Example key {keyed.key!r} holds {values.size} values, shape {feature.shape} needs {feature.fixed_size}"
+                f"Example key {keyed.key!r} holds {values.size} values, "
+                f"shape {feature.shape} needs {feature.fixed_size}"
             )
         return values.reshape(feature.shape)
     return values.reshape((-1, *feature.inner_shape))
 
 
-def _split(keyed: KeyedFeature, values: Any, lengths: Sequence[int] | None, count: int | None) -> list[Any]:
+def _split(
+    keyed: KeyedFeature, values: Any, lengths: Sequence[int] | None, count: int | None
+) -> list[Any]:
     feature = keyed.feature
     if feature.is_fixed:
         size = feature.fixed_size

@@ -119,8 +119,13 @@ def _scatter_rows(values: Any, rows: Any, batch: Any) -> Any:
     if isinstance(values, tf.RaggedTensor):
         lengths = tf.scatter_nd(rows[:, None], values.row_lengths(), [batch])
         return tf.RaggedTensor.from_row_lengths(values.values, lengths)
-    shape = tf.concat([[batch], tf.shape(values, out_type=tf.int64)[1:]], axis=0)
-    return tf.scatter_nd(rows[:, None], values, shape)
+    # A gather from the values plus one zero row copies bits exactly; scatter_nd would add
+    # into zeros, and TensorFlow flushes denormal floats to zero in arithmetic.
+    filler = tf.zeros(tf.concat([[1], tf.shape(values, out_type=tf.int64)[1:]], axis=0), values.dtype)
+    padded = tf.concat([values, filler], axis=0)
+    slot = tf.fill([batch], tf.shape(values, out_type=tf.int64)[0])
+    slot = tf.tensor_scatter_nd_update(slot, rows[:, None], tf.range(tf.shape(rows, out_type=tf.int64)[0]))
+    return tf.gather(padded, slot)
 
 
 def make_parser(

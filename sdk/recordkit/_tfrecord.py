@@ -62,7 +62,7 @@ class Compression(str, enum.Enum):
 
 def masked_crc(data: bytes) -> int:
     """TFRecord's masked CRC-32C of ``data``."""
-    crc = google_crc32c.value(data)
+    crc = int(google_crc32c.value(data))
     return (((crc >> 15) | (crc << 17)) + _MASK_DELTA) & 0xFFFFFFFF
 
 
@@ -140,7 +140,7 @@ def _open_for_reading(path: Path, compression: Compression) -> BinaryIO:
         return gzip.open(path, "rb")  # type: ignore[return-value]
     if compression is Compression.ZLIB:
         return io.BytesIO(zlib.decompress(path.read_bytes()))
-    return open(path, "rb")  # noqa: SIM115 - the caller's with-block closes it
+    return open(path, "rb")
 
 
 def iter_tfrecords(

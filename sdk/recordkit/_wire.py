@@ -79,14 +79,14 @@ class WireFeature:
     @property
     def inner_shape(self) -> tuple[int, ...]:
         """The shape after the first (possibly variable) dimension."""
-        return tuple(int(d) for d in self.shape[1:]) if self.shape else ()
+        return tuple(d for d in self.shape[1:] if d is not None)
 
     @property
     def fixed_size(self) -> int:
         """How many values a fixed feature holds in one record."""
         if not self.is_fixed:
             raise ValueError(f"wire feature {self.name!r} has a variable shape {self.shape}")
-        return math.prod(int(d) for d in self.shape)
+        return math.prod(d for d in self.shape if d is not None)
 
     def as_dict(self) -> dict[str, Any]:
         """A JSON-ready description (used in manifests and fingerprints)."""

@@ -1,0 +1,423 @@
+"""The codec conformance check: one call that runs a codec through everything recordkit
+does with it, so codec authors (built-in and third-party) prove the contract the same way.
+
+For a codec and a few example values, :func:`check_codec`:
+
+1. checks the codec's declaration: name, version, options model, a deterministic wire
+   spec, and that options survive a round trip through their JSON form;
+2. checks that options survive a round trip through a schema file (YAML), giving an
+   equal codec and an equal schema fingerprint;
+3. encodes each value as a record's field, checking encode's keys against the wire spec;
+4. writes the records to a real TFRecord file;
+5. reads it back with ``tf.data``, batched, through the parser generated from the schema
+   (``tf.io.parse_example`` then the codec's ``decode_tf``), and compares each row with
+   the expected value (or a declared tolerance);
+6. reads it back without TensorFlow through the codec's ``decode_numpy`` and compares;
+7. repeats 3-6 with the field declared optional (absent records between present ones) and
+   as a sequence (several values per record, and none);
+8. checks that each declared bad input raises a recordkit error whose message names the
+   field and matches the declared reason.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import re
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import yaml
+
+from recordkit._codec import Codec, CodecOptions
+from recordkit._encode import RecordEncoder
+from recordkit._numpy_decode import decode_record_numpy
+from recordkit._parse import PRESENT_SUFFIX, make_parser
+from recordkit._plugins import load_plugins
+from recordkit._registry import CodecRegistry
+from recordkit._schema import BoundSchema, FieldSpec, Schema
+from recordkit._tfrecord import TFRecordFileWriter, iter_tfrecords
+from recordkit._wire import WireSpec
+from recordkit.errors import RecordkitError
+from recordkit.hookspecs import hookimpl
+
+__all__ = [
+    "BadInput",
+    "CodecCase",
+    "ConformanceError",
+    "ConformanceReport",
+    "assert_values_equal",
+    "check_codec",
+]
+
+FIELD = "value"
+
+
+class _Same:
+    def __repr__(self) -> str:
+        return "<same as value>"
+
+
+SAME: Any = _Same()
+
+
+@dataclasses.dataclass(frozen=True)
+class CodecCase:
+    """One value to round-trip, and what decoding it must give back.
+
+    ``expected`` defaults to the value itself; give it when decoding returns another
+    form (a path decodes to pixels, a name to a class id ...). ``atol`` is the absolute
+    tolerance for floats (0: exact).
+    """
+
+    value: Any
+    expected: Any = SAME
+    atol: float = 0.0
+    id: str = ""
+
+    @property
+    def want(self) -> Any:
+        return self.value if self.expected is SAME else self.expected
+
+
+@dataclasses.dataclass(frozen=True)
+class BadInput:
+    """A value the codec must refuse, with a regex the error's reason must match."""
+
+    value: Any
+    match: str
+    id: str = ""
+
+
+@dataclasses.dataclass
+class ConformanceReport:
+    """What :func:`check_codec` verified, check by check."""
+
+    codec: str
+    checks: list[str] = dataclasses.field(default_factory=list)
+
+    def passed(self, check: str) -> None:
+        self.checks.append(check)
+
+
+class ConformanceError(AssertionError):
+    """A codec does not conform; the message names the check and the case."""
+
+
+def _fail(check: str, case: str, detail: str) -> ConformanceError:
+    return ConformanceError(f"[{check}] {case}: {detail}")
+
+
+class _SingleCodecPlugin:
+    """An in-process plugin registering one codec class (the codec need not be installed)."""
+
+    def __init__(self, codec: type[Codec[Any]]) -> None:
+        self._codec = codec
+
+    @hookimpl
+    def recordkit_register_codecs(self, registry: CodecRegistry) -> None:
+        registry.register(self._codec)
+
+
+# -- comparison ---------------------------------------------------------------------------
+
+
+def _plain(value: Any) -> Any:
+    """Bring TF, numpy and Python values to one comparable form."""
+    try:
+        import tensorflow as tf
+    except ImportError:  # pragma: no cover - tensorflow is a dependency
+        tf = None
+    if tf is not None:
+        if isinstance(value, tf.RaggedTensor):
+            return _plain(value.to_list())
+        if isinstance(value, tf.Tensor):
+            return _plain(value.numpy())
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, bytes):
+        try:
+            return value.decode("utf-8")
+        except UnicodeDecodeError:
+            return value
+    if isinstance(value, np.ndarray):
+        if value.dtype == object:
+            return [_plain(v) for v in value.tolist()]
+        return value
+    if isinstance(value, np.generic):
+        return _plain(value.item())
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value
+
+
+def assert_values_equal(expected: Any, actual: Any, *, atol: float = 0.0, path: str = "") -> None:
+    """Assert ``actual`` (TF, numpy or Python) equals ``expected`` within ``atol``.
+
+    Strings and UTF-8 bytes compare equal; arrays and nested lists compare by value and
+    shape; dicts key by key. Raises AssertionError naming the first differing path.
+    """
+    exp, act = _plain(expected), _plain(actual)
+    where = path or "value"
+    if isinstance(exp, dict) or isinstance(act, dict):
+        if not (isinstance(exp, dict) and isinstance(act, dict)) or set(exp) != set(act):
+            raise AssertionError(f"{where}: expected {exp!r}, got {act!r}")
+        for key in exp:
+            assert_values_equal(exp[key], act[key], atol=atol, path=f"{where}.{key}")
+        return
+    if isinstance(exp, (str, bytes, bool)) or exp is None or isinstance(act, (str, bytes)) or act is None:
+        if exp != act:
+            raise AssertionError(f"{where}: expected {exp!r}, got {act!r}")
+        return
+    try:
+        exp_arr, act_arr = np.asarray(exp), np.asarray(act)
+    except ValueError:  # ragged nested lists: compare element by element
+        exp_arr = act_arr = np.asarray(None)
+    if exp_arr.dtype != object and act_arr.dtype != object:
+        if exp_arr.shape != act_arr.shape:
+            raise AssertionError(f"{where}: expected shape {exp_arr.shape}, got {act_arr.shape}")
+        if exp_arr.dtype.kind in "fc" or act_arr.dtype.kind in "fc":
+            ok = np.allclose(act_arr, exp_arr, rtol=0.0, atol=atol, equal_nan=True)
+        else:
+            ok = bool(np.array_equal(act_arr, exp_arr))
+        if not ok:
+            raise AssertionError(f"{where}: expected {exp_arr!r}, got {act_arr!r} (atol={atol})")
+        return
+    if isinstance(exp, list) and isinstance(act, list):
+        if len(exp) != len(act):
+            raise AssertionError(f"{where}: expected {len(exp)} elements, got {len(act)}")
+        for i, (e, a) in enumerate(zip(exp, act, strict=True)):
+            assert_values_equal(e, a, atol=atol, path=f"{where}[{i}]")
+        return
+    if isinstance(exp, float) and isinstance(act, float):
+        if not (math.isclose(exp, act, abs_tol=atol) or (math.isnan(exp) and math.isnan(act))):
+            raise AssertionError(f"{where}: expected {exp!r}, got {act!r}")
+        return
+    if exp != act:
+        raise AssertionError(f"{where}: expected {exp!r}, got {act!r}")
+
+
+# -- the check ------------------------------------------------------------------------------
+
+
+def _check_declaration(codec: Codec[Any], report: ConformanceReport) -> None:
+    cls = type(codec)
+    name = getattr(cls, "name", None)
+    if not isinstance(name, str) or not re.fullmatch(r"[a-z][a-z0-9_\-.]*", name):
+        raise _fail("declaration", cls.__qualname__, f"name must be a lowercase identifier, got {name!r}")
+    if not isinstance(cls.version, str) or not cls.version:
+        raise _fail("declaration", name, "version must be a non-empty string")
+    if not (isinstance(cls.options_model, type) and issubclass(cls.options_model, CodecOptions)):
+        raise _fail("declaration", name, "options_model must subclass recordkit.CodecOptions")
+    spec = codec.wire_spec()
+    if not isinstance(spec, WireSpec):
+        raise _fail("wire spec", name, f"wire_spec() must return a WireSpec, got {type(spec).__name__}")
+    if codec.wire_spec() != spec:
+        raise _fail("wire spec", name, "wire_spec() is not deterministic")
+    report.passed("declaration and wire spec")
+    again = cls.parse_options(codec.options_dict())
+    if again != codec.options:
+        raise _fail(
+            "options", name, f"options do not survive their JSON form: {codec.options!r} -> {again!r}"
+        )
+    report.passed("options round trip")
+
+
+def _check_schema_file(
+    schema: Schema, registry: CodecRegistry, tmp_path: Path, report: ConformanceReport
+) -> None:
+    path = tmp_path / "conformance-schema.yaml"
+    path.write_text(yaml.safe_dump(schema.model_dump(mode="json"), sort_keys=False), encoding="utf-8")
+    loaded = Schema.model_validate(yaml.safe_load(path.read_text(encoding="utf-8")))
+    if loaded != schema:
+        raise _fail("schema file", FIELD, f"schema changed through its file: {schema!r} -> {loaded!r}")
+    if loaded.bind(registry).fingerprint() != schema.bind(registry).fingerprint():
+        raise _fail("schema file", FIELD, "the fingerprint changed through the schema file")
+    report.passed("options round trip through a schema file")
+
+
+def _write(bound: BoundSchema, records: list[dict[str, Any]], path: Path, check: str) -> list[bytes]:
+    encoder = RecordEncoder(bound)
+    wire_names = set(bound.fields[0].codec.wire_spec().names)
+    serialized = []
+    writer = TFRecordFileWriter(path)
+    try:
+        for i, record in enumerate(records):
+            value = record.get(FIELD)
+            if value is not None and not bound.fields[0].spec.sequence:
+                extra = set(bound.fields[0].codec.encode(value)) - wire_names
+                if extra:
+                    raise _fail(
+                        check, f"case {i}", f"encode() returned keys not in the wire spec: {sorted(extra)}"
+                    )
+            try:
+                data = encoder.encode(record, i)
+            except RecordkitError as exc:
+                raise _fail(check, f"case {i}", f"encoding failed: {exc}") from exc
+            writer.write(data)
+            serialized.append(data)
+    finally:
+        writer.close()
+    return serialized
+
+
+def _read_tf(bound: BoundSchema, path: Path, batch: int) -> list[dict[str, Any]]:
+    import tensorflow as tf
+
+    dataset = tf.data.TFRecordDataset(str(path)).batch(batch).map(make_parser(bound))
+    rows: list[dict[str, Any]] = []
+    for out in dataset:
+        size = int(tf.shape(next(iter(tf.nest.flatten(out))))[0])
+        for i in range(size):
+            rows.append(
+                {key: tf.nest.map_structure(lambda t, i=i: t[i], value) for key, value in out.items()}
+            )
+    return rows
+
+
+def _read_numpy(bound: BoundSchema, path: Path) -> list[dict[str, Any]]:
+    return [
+        decode_record_numpy(bound.fields, data, index=i) for i, (_, data) in enumerate(iter_tfrecords(path))
+    ]
+
+
+def _round_trip(
+    check: str,
+    schema: Schema,
+    registry: CodecRegistry,
+    records: list[dict[str, Any]],
+    expected: list[Any],
+    atols: list[float],
+    tmp_path: Path,
+    report: ConformanceReport,
+) -> None:
+    bound = schema.bind(registry)
+    path = tmp_path / f"conformance-{check.replace(' ', '-')}.tfrecord"
+    _write(bound, records, path, check)
+    optional = bound.fields[0].spec.optional
+    for reader, rows in (
+        ("tf.data batched decode", _read_tf(bound, path, batch=max(len(records), 1))),
+        ("tf.data batch of 1", _read_tf(bound, path, batch=1)),
+        ("numpy decode", _read_numpy(bound, path)),
+    ):
+        if len(rows) != len(records):
+            raise _fail(check, reader, f"read {len(rows)} records, wrote {len(records)}")
+        for i, (row, want, atol) in enumerate(zip(rows, expected, atols, strict=True)):
+            got = row[FIELD]
+            if optional and reader != "numpy decode":
+                present = bool(_plain(row[FIELD + PRESENT_SUFFIX]))
+                if present != (want is not None):
+                    raise _fail(check, f"{reader}, case {i}", f"presence flag is {present}")
+                if want is None:
+                    continue
+            try:
+                assert_values_equal(want, got, atol=atol)
+            except AssertionError as exc:
+                raise _fail(check, f"{reader}, case {i}", str(exc)) from None
+        report.passed(f"{check}: {reader}")
+
+
+def _check_bad_inputs(bound: BoundSchema, bad_inputs: Sequence[BadInput], report: ConformanceReport) -> None:
+    encoder = RecordEncoder(bound)
+    for i, bad in enumerate(bad_inputs):
+        label = bad.id or f"bad input {i}"
+        try:
+            encoder.encode({FIELD: bad.value}, i)
+        except RecordkitError as exc:
+            message = str(exc)
+            if f"field {FIELD!r}" not in message or f"record {i}" not in message:
+                raise _fail(
+                    "bad input", label, f"the error does not name the field and record: {message}"
+                ) from None
+            if not re.search(bad.match, message):
+                raise _fail(
+                    "bad input", label, f"the error {message!r} does not match {bad.match!r}"
+                ) from None
+        except Exception as exc:
+            raise _fail(
+                "bad input", label, f"raised {type(exc).__name__} instead of a recordkit error: {exc}"
+            ) from exc
+        else:
+            raise _fail("bad input", label, f"{bad.value!r} was accepted")
+    if bad_inputs:
+        report.passed(f"{len(bad_inputs)} bad inputs refused with the field named")
+
+
+def check_codec(
+    codec: Codec[Any] | type[Codec[Any]],
+    cases: Sequence[CodecCase | Any],
+    *,
+    tmp_path: str | Path,
+    bad_inputs: Sequence[BadInput] = (),
+    options: Mapping[str, Any] | None = None,
+    optional: bool = True,
+    sequence: bool = True,
+) -> ConformanceReport:
+    """Run ``codec`` through the whole conformance check; raise ConformanceError on the
+    first failure, return a report of the checks passed.
+
+    :param codec: a codec instance, or a class instantiated with ``options``.
+    :param cases: values (or :class:`CodecCase` with expected values and tolerances);
+        give at least two, ideally of different sizes.
+    :param tmp_path: a folder for the TFRecord and schema files (pytest's ``tmp_path``).
+    :param bad_inputs: values the codec must refuse, with the reason to expect.
+    :param optional: also check the field declared optional.
+    :param sequence: also check the field declared as a sequence of values.
+    """
+    instance = codec(options) if isinstance(codec, type) else codec
+    tmp = Path(tmp_path)
+    tmp.mkdir(parents=True, exist_ok=True)
+    normalized = [c if isinstance(c, CodecCase) else CodecCase(c) for c in cases]
+    if not normalized:
+        raise ValueError("check_codec needs at least one case")
+    report = ConformanceReport(instance.name)
+    registry = load_plugins(
+        entry_points=False, extra_plugins=[("conformance", _SingleCodecPlugin(type(instance)))]
+    ).registry
+    _check_declaration(instance, report)
+
+    def schema(**flags: Any) -> Schema:
+        spec = FieldSpec(codec=instance.name, options=instance.options_dict(), **flags)
+        return Schema(name=f"conformance-{instance.name}", fields={FIELD: spec})
+
+    plain = schema()
+    _check_schema_file(plain, registry, tmp, report)
+    atols = [c.atol for c in normalized]
+    _round_trip(
+        "plain field",
+        plain,
+        registry,
+        [{FIELD: c.value} for c in normalized],
+        [c.want for c in normalized],
+        atols,
+        tmp,
+        report,
+    )
+    if optional:
+        records: list[dict[str, Any]] = []
+        expected: list[Any] = []
+        opt_atols: list[float] = []
+        for c in normalized:
+            records += [{}, {FIELD: c.value}]
+            expected += [None, c.want]
+            opt_atols += [0.0, c.atol]
+        _round_trip(
+            "optional field", schema(optional=True), registry, records, expected, opt_atols, tmp, report
+        )
+    if sequence:
+        half = max(len(normalized) // 2, 1)
+        groups = [normalized[:half], [], normalized[half:] or normalized[:1]]
+        _round_trip(
+            "sequence field",
+            schema(sequence=True),
+            registry,
+            [{FIELD: [c.value for c in g]} for g in groups],
+            [[c.want for c in g] for g in groups],
+            [max((c.atol for c in g), default=0.0) for g in groups],
+            tmp,
+            report,
+        )
+    _check_bad_inputs(plain.bind(registry), bad_inputs, report)
+    return report
