@@ -1,12 +1,20 @@
-"""Shared test configuration: quiet TensorFlow, deterministic hypothesis profile."""
+"""Shared test configuration: quiet TensorFlow, deterministic hypothesis profile, and
+throwaway plugin distributions for the plugin-loading tests."""
 
 from __future__ import annotations
 
+import importlib
 import os
+import sys
+import textwrap
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-from hypothesis import HealthCheck, settings  # noqa: E402 - after the environment is set
+from hypothesis import HealthCheck, settings
 
 settings.register_profile(
     "recordkit",
@@ -15,3 +23,58 @@ settings.register_profile(
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
 )
 settings.load_profile("recordkit")
+
+
+# -- throwaway plugin distributions ------------------------------------------------------
+
+
+class PluginDistFactory:
+    """Builds real, installed-looking distributions (a ``*.dist-info`` folder with
+    METADATA and entry_points.txt, plus their modules) in one folder on ``sys.path``, so
+    plugin loading is tested through real entry points rather than mocks."""
+
+    def __init__(self, site: Path) -> None:
+        self.site = site
+        self.modules: list[str] = []
+
+    def __call__(
+        self,
+        dist: str,
+        modules: dict[str, str],
+        entry_points: dict[str, str] | None = None,
+        version: str = "1.0",
+    ) -> Path:
+        """Create distribution ``dist`` holding ``modules`` (name to source); its
+        ``recordkit`` entry points default to one per module, named like it."""
+        for name, source in modules.items():
+            (self.site / f"{name}.py").write_text(textwrap.dedent(source), encoding="utf-8")
+            self.modules.append(name)
+        info = self.site / f"{dist.replace('-', '_')}-{version}.dist-info"
+        info.mkdir()
+        (info / "METADATA").write_text(
+            f"Metadata-Version: 2.1\nName: {dist}\nVersion: {version}\n", encoding="utf-8"
+        )
+        eps = entry_points if entry_points is not None else {name: name for name in modules}
+        lines = "".join(f"{name} = {target}\n" for name, target in eps.items())
+        (info / "entry_points.txt").write_text(f"[recordkit]\n{lines}", encoding="utf-8")
+        importlib.invalidate_caches()
+        return info
+
+
+@pytest.fixture
+def plugin_dist(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[PluginDistFactory]:
+    """A factory of throwaway plugin distributions, visible to importlib.metadata for
+    the test only; recordkit's default plugins are reloaded before and after."""
+    from recordkit._plugins import reset_default_registry
+
+    site = tmp_path / "site-packages"
+    site.mkdir()
+    monkeypatch.syspath_prepend(str(site))
+    factory = PluginDistFactory(site)
+    reset_default_registry()
+    yield factory
+    for name in factory.modules:
+        sys.modules.pop(name, None)
+    monkeypatch.undo()
+    importlib.invalidate_caches()
+    reset_default_registry()

@@ -73,9 +73,10 @@ class ScalarCodec(rk.Codec[ScalarOptions]):
                 raise rk.errors.InvalidValueError(f"{value} is outside the {dtype} range")
             return {"": int(value)}
         if dtype == "float32":
-            if math.isfinite(value) and abs(value) > float(np.finfo(np.float32).max):
+            number = float(value)
+            if math.isfinite(number) and abs(number) > float(np.finfo(np.float32).max):
                 raise rk.errors.InvalidValueError(f"{value} overflows float32")
-            return {"": float(value)}
+            return {"": number}
         return {"": int(np.float64(value).view(np.int64))}
 
     def decode_numpy(self, wire: Mapping[str, Any]) -> Any:
@@ -90,6 +91,12 @@ class ScalarCodec(rk.Codec[ScalarOptions]):
         if dtype == "float64":
             return float(np.int64(value).view(np.float64))
         return int(value)
+
+    def decode_tf_source(self) -> rk.DecodeSource:
+        """decode_tf as standalone code, for ``recordkit codegen``."""
+        from recordkit_codecs._standalone import scalar_source
+
+        return scalar_source(self.options)
 
     def decode_tf(self, wire: Mapping[str, Any]) -> Any:
         import tensorflow as tf

@@ -13,10 +13,16 @@ from typing import Any
 import numpy as np
 import pydantic
 
-from recordkit._example import encode_example, encode_feature, normalize_values
-from recordkit._schema import BoundField, BoundSchema, KeyedFeature
+from recordkit._example import (
+    encode_example,
+    encode_feature,
+    encode_single_bytes_feature,
+    entry_size,
+    normalize_values,
+)
+from recordkit._schema import BoundField, BoundSchema, KeyedFeature, read_only_reason
 from recordkit._wire import WireKind
-from recordkit.errors import InvalidValueError, RecordError, RecordkitError
+from recordkit.errors import InvalidValueError, RecordError, RecordkitError, SchemaError
 
 __all__ = ["EncodedRecord", "RecordEncoder"]
 
@@ -44,6 +50,9 @@ class RecordEncoder:
     """Validates records against a bound schema and serializes them."""
 
     def __init__(self, bound: BoundSchema) -> None:
+        reason = read_only_reason(bound)
+        if reason is not None:
+            raise SchemaError(reason)
         self.bound = bound
         self._names = frozenset(f.name for f in bound.fields)
         self._related = [f for f in bound.fields if f.codec.related_fields()]
@@ -74,9 +83,7 @@ class RecordEncoder:
             if wire is not None:
                 wires[field.name] = wire
             if sizes:
-                field_bytes[field.name] = sum(
-                    len(key) + len(feature) + 4 for key, feature in parts[start:]
-                )
+                field_bytes[field.name] = sum(entry_size(key, feature) for key, feature in parts[start:])
         for field in self._related:
             if field.name not in wires:
                 continue
@@ -110,6 +117,11 @@ class RecordEncoder:
         else:
             wire = _call_encode(field, value, None)
             for keyed in field.features:
+                single = wire[keyed.feature.name]
+                feature = keyed.feature
+                if type(single) is bytes and feature.kind is WireKind.BYTES and feature.shape == ():
+                    parts.append((keyed.key_bytes, encode_single_bytes_feature(single)))
+                    continue
                 values = _normalize(keyed, wire)
                 _check_size(keyed, values)
                 parts.append((keyed.key_bytes, encode_feature(keyed.feature.kind, values)))
@@ -130,7 +142,7 @@ class RecordEncoder:
             except RecordkitError as exc:
                 raise exc.with_context(field=f"[{i}]") from None
             chunks.append(values)
-            inner = max(keyed.feature.fixed_size if keyed.feature.is_fixed else _inner_size(keyed), 1)
+            inner = max(keyed.feature.fixed_size if keyed.feature.is_fixed else keyed.feature.inner_size, 1)
             lengths.append(len(values) // inner)
         kind = keyed.feature.kind
         if kind is WireKind.BYTES:
@@ -169,13 +181,6 @@ def _normalize(keyed: KeyedFeature, wire: Mapping[str, Any]) -> Any:
         raise InvalidValueError(f"wire feature {keyed.feature.name!r}: {exc}") from None
 
 
-def _inner_size(keyed: KeyedFeature) -> int:
-    size = 1
-    for dim in keyed.feature.inner_shape:
-        size *= dim
-    return size
-
-
 def _check_size(keyed: KeyedFeature, values: Any) -> None:
     feature = keyed.feature
     if feature.is_fixed:
@@ -184,7 +189,7 @@ def _check_size(keyed: KeyedFeature, values: Any) -> None:
                 f"wire feature {feature.name!r} holds {len(values)} values, its shape "
                 f"{feature.shape} needs {feature.fixed_size}"
             )
-    elif len(values) % max(_inner_size(keyed), 1):
+    elif len(values) % max(feature.inner_size, 1):
         raise InvalidValueError(
             f"wire feature {feature.name!r} holds {len(values)} values, not a multiple of "
             f"its inner shape {feature.inner_shape}"

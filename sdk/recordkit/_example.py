@@ -57,17 +57,25 @@ def _bytes_list(values: Sequence[bytes]) -> bytes:
 
 
 def _float_list(values: np.ndarray) -> bytes:
-    if values.size == 0:
+    if len(values) == 0:
         return b""
     return _len_prefixed(_TAG_1_LEN, values.astype("<f4", copy=False).tobytes())
 
 
-def _int64_list(values: np.ndarray) -> bytes:
-    if values.size == 0:
+def _int64_list(values: Sequence[int] | np.ndarray) -> bytes:
+    if len(values) == 0:
         return b""
+    items = values.tolist() if isinstance(values, np.ndarray) else values
     # Negative int64 values are varint-encoded as their 64-bit two's complement.
-    payload = b"".join(_varint(int(v) & 0xFFFFFFFFFFFFFFFF) for v in values.tolist())
+    payload = b"".join([_varint(v & 0xFFFFFFFFFFFFFFFF) for v in items])
     return _len_prefixed(_TAG_1_LEN, payload)
+
+
+def encode_single_bytes_feature(value: bytes) -> bytes:
+    """The serialized ``tf.train.Feature`` holding one bytes value (the common case of
+    an encoded image, audio clip or string), without building a list first."""
+    inner = _TAG_1_LEN + _varint(len(value)) + value
+    return _TAG_1_LEN + _varint(len(inner)) + inner
 
 
 def encode_feature(kind: WireKind, values: Any) -> bytes:
@@ -93,13 +101,23 @@ def encode_example(features: Iterable[tuple[bytes, bytes]]) -> bytes:
     return _len_prefixed(_TAG_1_LEN, b"".join(entries))
 
 
+def entry_size(key: bytes, feature: bytes) -> int:
+    """Bytes one ``key: feature`` map entry takes inside a serialized Example."""
+    entry = 2 + len(_varint(len(key))) + len(key) + len(_varint(len(feature))) + len(feature)
+    return 1 + len(_varint(entry)) + entry
+
+
 def normalize_values(kind: WireKind, value: Any) -> Any:
     """Bring one feature's value to the form :func:`encode_feature` takes.
 
-    BYTES: a list of bytes. INT64: an int64 numpy array. FLOAT: a float32 numpy array.
-    Raises ``TypeError``/``ValueError`` on values of the wrong kind; callers turn them
-    into recordkit errors with context.
+    BYTES: a list of bytes. INT64: a list of ints or an int64 numpy array. FLOAT: a
+    float32 numpy array. Raises ``TypeError``/``ValueError`` on values of the wrong kind;
+    callers turn them into recordkit errors with context.
     """
+    if type(value) is int and kind is WireKind.INT64:  # the common scalar: skip numpy
+        if not -(2**63) <= value < 2**63:
+            raise ValueError(f"{value} does not fit in int64")
+        return [value]
     if kind is WireKind.BYTES:
         if isinstance(value, (bytes, bytearray, memoryview)):
             return [bytes(value)]
@@ -117,6 +135,10 @@ def normalize_values(kind: WireKind, value: Any) -> Any:
             raise ValueError("an int64 feature takes integers")
         if array.dtype.kind not in "f" and array.size:
             raise TypeError(f"an int64 feature takes integers, got dtype {array.dtype}")
+    # uint64 (what numpy makes of ints above 2**63 - 1) and floats would wrap silently.
+    out_of_range = kind is WireKind.INT64 and array.size and array.dtype.kind in "uf"
+    if out_of_range and not (np.all(array >= -(2**63)) and np.all(array < 2**63)):
+        raise ValueError("a value does not fit in int64")
     if kind is WireKind.FLOAT and array.size and array.dtype.kind not in "fiub":
         raise TypeError(f"a float feature takes numbers, got dtype {array.dtype}")
     return array.astype(dtype, copy=False).reshape(-1)

@@ -4,6 +4,10 @@ The manifest holds the schema and its fingerprint, the codecs (with the versions
 distributions that provide them), and per split the shards with their record counts,
 byte sizes and sha256. It is written last, atomically: a dataset is whatever its
 manifest says, and a shard that the manifest does not list is not part of it.
+
+While a write runs, the writer also rewrites the manifest after each completed shard,
+with the split marked :class:`UnfinishedWrite`; so the manifest always lists exactly
+the complete shards on disk, and an interrupted write can be resumed from it.
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ import pydantic
 from recordkit._schema import Schema
 from recordkit.errors import ManifestError
 
-__all__ = ["MANIFEST_FILE", "CodecProvenance", "Manifest", "ShardInfo", "SplitInfo"]
+__all__ = ["MANIFEST_FILE", "CodecProvenance", "Manifest", "ShardInfo", "SplitInfo", "UnfinishedWrite"]
 
 MANIFEST_FILE = "dataset.json"
 FORMAT: Literal["recordkit.dataset/1"] = "recordkit.dataset/1"
@@ -39,6 +43,24 @@ class ShardInfo(_Model):
     sha256: str = pydantic.Field(description="Hex sha256 of the file's bytes.")
 
 
+class UnfinishedWrite(_Model):
+    """A write to a split that has not finished (still running, or stopped).
+
+    The writer records it when the write starts and updates it with every completed
+    shard; it disappears when the write finishes. ``resume=True`` reads it to skip the
+    input records that the complete shards already hold.
+    """
+
+    consumed: int = pydantic.Field(
+        ge=0,
+        description=(
+            "Records of the unfinished write's input that its complete shards hold or that "
+            "were rejected; a resumed write skips this many input records."
+        ),
+    )
+    started: str = pydantic.Field(description="When the unfinished write started (ISO 8601, UTC).")
+
+
 class SplitInfo(_Model):
     """One split (train, validation ...) and its shards, in order."""
 
@@ -46,6 +68,13 @@ class SplitInfo(_Model):
     rejected: int = pydantic.Field(default=0, ge=0, description="Records skipped as invalid.")
     rejects_file: str | None = pydantic.Field(
         default=None, description="JSON-lines file listing each rejected record and why."
+    )
+    unfinished: UnfinishedWrite | None = pydantic.Field(
+        default=None,
+        description=(
+            "Present while a write to this split has not finished: the listed shards are "
+            "complete and valid, but more records may follow (see resume)."
+        ),
     )
 
     @property

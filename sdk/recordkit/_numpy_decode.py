@@ -15,13 +15,31 @@ from recordkit.errors import DecodeError, RecordkitError
 __all__ = ["decode_record_numpy"]
 
 
-def _values(keyed: KeyedFeature, parsed: dict[str, tuple[WireKind, Any]]) -> Any:
-    kind, values = parsed.get(keyed.key, (keyed.feature.kind, None))
+def _values(keyed: KeyedFeature, parsed: dict[str, tuple[WireKind, Any]], ragged: bool = False) -> Any:
+    """A feature's values; a missing key of a ``ragged`` feature (variable, or in a
+    sequence field) holds none, as TensorFlow's parse has it."""
+    if keyed.constant is not None:  # a foreign layout's constant: not stored
+        return np.full(keyed.feature.fixed_size, keyed.constant, dtype=keyed.feature.kind.numpy_dtype)
+    if keyed.columns:  # a foreign layout's columns, one key each: interleave them
+        columns = [_key_values(keyed, key, parsed, ragged) for key in keyed.columns]
+        if len({len(column) for column in columns}) > 1:
+            counts = ", ".join(f"{key!r}: {len(c)}" for key, c in zip(keyed.columns, columns, strict=True))
+            raise DecodeError(f"column keys hold different numbers of values ({counts})")
+        if keyed.feature.kind is WireKind.BYTES:
+            return [value for row in zip(*columns, strict=True) for value in row]
+        return np.stack(columns, axis=-1).reshape(-1)
+    return _key_values(keyed, keyed.key, parsed, ragged)
+
+
+def _key_values(keyed: KeyedFeature, key: str, parsed: dict[str, tuple[WireKind, Any]], ragged: bool) -> Any:
+    kind, values = parsed.get(key, (keyed.feature.kind, None))
+    if values is None and ragged:
+        values = []
     if values is None:
-        raise DecodeError(f"Example key {keyed.key!r} is missing")
+        raise DecodeError(f"Example key {key!r} is missing")
     if kind is not keyed.feature.kind and len(values):
         expected = keyed.feature.kind.value
-        raise DecodeError(f"Example key {keyed.key!r} holds {kind.value}, expected {expected}")
+        raise DecodeError(f"Example key {key!r} holds {kind.value}, expected {expected}")
     if keyed.feature.kind is WireKind.BYTES:
         return list(values)
     return np.asarray(values, dtype=keyed.feature.kind.numpy_dtype)
@@ -72,7 +90,10 @@ def decode_field_numpy(field: BoundField, parsed: dict[str, tuple[WireKind, Any]
         if not (len(present) and int(present[0])):
             return None
     if not field.spec.sequence:
-        wire = {k.feature.name: _shape_one(k, _values(k, parsed)) for k in field.features}
+        wire = {
+            k.feature.name: _shape_one(k, _values(k, parsed, ragged=not k.feature.is_fixed))
+            for k in field.features
+        }
         return field.codec.decode_numpy(wire)
     columns: dict[str, list[Any]] = {}
     count: int | None = None
@@ -81,7 +102,7 @@ def decode_field_numpy(field: BoundField, parsed: dict[str, tuple[WireKind, Any]
         if keyed.lengths_key is not None:
             _, lengths = parsed.get(keyed.lengths_key, (WireKind.INT64, np.zeros(0, np.int64)))
             lengths = [int(n) for n in lengths]
-        columns[keyed.feature.name] = _split(keyed, _values(keyed, parsed), lengths, count)
+        columns[keyed.feature.name] = _split(keyed, _values(keyed, parsed, ragged=True), lengths, count)
         count = len(columns[keyed.feature.name])
     return [
         field.codec.decode_numpy({name: column[i] for name, column in columns.items()})

@@ -12,7 +12,17 @@ The parse spec comes from each codec's wire spec through the field's keys:
   present rows are decoded, and the output is scattered back into the batch (absent
   rows hold zeros/empty) next to an explicit ``"<field>/present"`` boolean.
 
-TensorFlow is imported only when a parser is built.
+The work is split in two layers so that standalone code can be generated from it
+(:func:`recordkit.generate_parser_code`):
+
+* :func:`field_plan` turns a bound field into a *plan*: plain data (keys, dtypes,
+  shapes, flags) that can be written out as a Python literal;
+* the runtime functions below the line (:func:`parse_feature`, :func:`spec_from_plans`,
+  :func:`decode_field`, :func:`scatter_rows`) use only TensorFlow and a plan. The code
+  generator copies their source verbatim into the generated module, so the generated
+  parser and this one are the same code.
+
+TensorFlow is imported only when a parser is built or run.
 """
 
 from __future__ import annotations
@@ -20,116 +30,80 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from recordkit._schema import BoundField, BoundSchema, KeyedFeature, Schema
-from recordkit._wire import WireFeature
+from recordkit._schema import BoundField, BoundSchema, Schema
 
-__all__ = ["PRESENT_SUFFIX", "feature_spec", "make_parser"]
+__all__ = [
+    "PRESENT_SUFFIX",
+    "RUNTIME_FUNCTIONS",
+    "FieldPlan",
+    "decode_field",
+    "feature_spec",
+    "field_plan",
+    "make_parser",
+    "parse_feature",
+    "scatter_rows",
+    "spec_from_plans",
+    "wire_values",
+]
 
 #: Suffix of the boolean output that says whether an optional field was present.
 PRESENT_SUFFIX = "/present"
 
-
-def _tf() -> Any:
-    import tensorflow as tf
-
-    return tf
+#: A field's plan: ``{"name", "sequence", "presence_key", "features": [{"name", "key",
+#: "dtype", "shape", "lengths_key"}]}``, plain data only (see :func:`field_plan`).
+FieldPlan = dict[str, Any]
 
 
-def _dtype(feature: WireFeature) -> Any:
-    return getattr(_tf(), feature.kind.tf_dtype_name)
+def field_plan(field: BoundField) -> FieldPlan:
+    """The plain-data description of how ``field`` is parsed (keys, dtypes, shapes).
 
-
-def _parse_feature(field: BoundField, keyed: KeyedFeature) -> Any:
-    tf = _tf()
-    feature = keyed.feature
-    dtype = _dtype(feature)
-    if not field.spec.sequence and not field.spec.optional and feature.is_fixed:
-        return tf.io.FixedLenFeature([int(d) for d in feature.shape], dtype)  # type: ignore[arg-type]
-    partitions: list[Any] = []
-    if field.spec.sequence and keyed.lengths_key is not None:
-        partitions.append(tf.io.RaggedFeature.RowLengths(keyed.lengths_key))
-    inner = feature.shape if (field.spec.sequence and feature.is_fixed) else feature.inner_shape
-    if field.spec.optional and not field.spec.sequence and feature.is_fixed:
-        inner = ()  # flat: reshaped to the fixed shape after absent rows are dropped
-    partitions += [tf.io.RaggedFeature.UniformRowLength(int(d)) for d in inner]  # type: ignore[arg-type]
-    return tf.io.RaggedFeature(dtype=dtype, value_key=keyed.key, partitions=partitions,
-                               row_splits_dtype=tf.int64)
-
-
-def feature_spec(
-    schema: Schema | BoundSchema, fields: Sequence[str] | None = None
-) -> dict[str, Any]:
-    """The ``tf.io.parse_example`` spec of ``fields`` (all when None)."""
-    bound = schema.bind() if isinstance(schema, Schema) else schema
-    tf = _tf()
-    spec: dict[str, Any] = {}
-    for field in bound.select(fields):
-        for keyed in field.features:
-            spec[keyed.key] = _parse_feature(field, keyed)
-        if field.presence_key is not None:
-            spec[field.presence_key] = tf.io.FixedLenFeature([], tf.int64, default_value=0)
-    return spec
-
-
-def _decode_field(field: BoundField, parsed: dict[str, Any]) -> dict[str, Any]:
-    tf = _tf()
-    wire = {k.feature.name: parsed[k.key] for k in field.features}
-    out: dict[str, Any] = {}
-    present_idx = None
-    batch = None
-    if field.presence_key is not None:
-        present = tf.cast(parsed[field.presence_key], tf.bool)
-        out[field.name + PRESENT_SUFFIX] = present
-        batch = tf.shape(present, out_type=tf.int64)[0]
-        present_idx = tf.where(present)[:, 0]
-        wire = {name: tf.gather(value, present_idx) for name, value in wire.items()}
-        if not field.spec.sequence:
-            wire = {
-                k.feature.name: (
-                    tf.reshape(wire[k.feature.name].flat_values, [-1, *k.feature.shape])
-                    if k.feature.is_fixed else wire[k.feature.name]
-                )
-                for k in field.features
-            }
-    if field.spec.sequence:
-        first = wire[field.features[0].feature.name]
-        element_counts = first.row_lengths()
-        flat = {
-            k.feature.name: (
-                tf.reshape(wire[k.feature.name].flat_values, [-1, *k.feature.shape])
-                if k.feature.is_fixed else wire[k.feature.name].values
-            )
-            for k in field.features
+    A feature read from column keys has ``"columns"``, and one that is not stored a
+    ``"constant"`` (layouts of TFRecords recordkit did not write).
+    """
+    features = []
+    for keyed in field.features:
+        feature: dict[str, Any] = {
+            "name": keyed.feature.name,
+            "key": keyed.key,
+            "dtype": keyed.feature.kind.tf_dtype_name,
+            "shape": list(keyed.feature.shape),
+            "lengths_key": keyed.lengths_key,
         }
-        decoded = field.codec.decode_tf(flat)
-        decoded = tf.nest.map_structure(
-            lambda t: tf.RaggedTensor.from_row_lengths(t, element_counts), decoded
-        )
-    else:
-        decoded = field.codec.decode_tf(wire)
-    if present_idx is not None:
-        decoded = tf.nest.map_structure(lambda t: _scatter_rows(t, present_idx, batch), decoded)
-    out[field.name] = decoded
-    return out
+        if keyed.columns:
+            feature["columns"] = list(keyed.columns)
+        if keyed.constant is not None:
+            feature["constant"] = keyed.constant
+        features.append(feature)
+    return {
+        "name": field.name,
+        "sequence": field.spec.sequence,
+        "presence_key": field.presence_key,
+        "features": features,
+    }
 
 
-def _scatter_rows(values: Any, rows: Any, batch: Any) -> Any:
-    """Place ``values`` (one row per present record) at ``rows`` of a batch of ``batch``."""
-    tf = _tf()
-    if isinstance(values, tf.RaggedTensor):
-        lengths = tf.scatter_nd(rows[:, None], values.row_lengths(), [batch])
-        return tf.RaggedTensor.from_row_lengths(values.values, lengths)
-    # A gather from the values plus one zero row copies bits exactly; scatter_nd would add
-    # into zeros, and TensorFlow flushes denormal floats to zero in arithmetic.
-    filler = tf.zeros(tf.concat([[1], tf.shape(values, out_type=tf.int64)[1:]], axis=0), values.dtype)
-    padded = tf.concat([values, filler], axis=0)
-    slot = tf.fill([batch], tf.shape(values, out_type=tf.int64)[0])
-    slot = tf.tensor_scatter_nd_update(slot, rows[:, None], tf.range(tf.shape(rows, out_type=tf.int64)[0]))
-    return tf.gather(padded, slot)
+def _bound(schema: Schema | BoundSchema) -> BoundSchema:
+    return schema.bind() if isinstance(schema, Schema) else schema
+
+
+def _names(fields: str | Sequence[str] | None) -> list[str] | None:
+    if fields is None:
+        return None
+    return [fields] if isinstance(fields, str) else list(fields)
+
+
+def feature_spec(schema: Schema | BoundSchema, fields: str | Sequence[str] | None = None) -> dict[str, Any]:
+    """The ``tf.io.parse_example`` spec of ``fields`` (all when None).
+
+    Only the Example keys of the named fields are in it, so ``tf.io.parse_example``
+    leaves every other key of the records alone.
+    """
+    bound = _bound(schema)
+    return spec_from_plans([field_plan(f) for f in bound.select(_names(fields))])
 
 
 def make_parser(
-    schema: Schema | BoundSchema, fields: Sequence[str] | None = None
+    schema: Schema | BoundSchema, fields: str | Sequence[str] | None = None
 ) -> Callable[[Any], dict[str, Any]]:
     """A function from a batch of serialized Examples (a ``[B]`` string tensor) to a
     dict of decoded fields, parsing and decoding only ``fields`` (all when None).
@@ -138,16 +112,188 @@ def make_parser(
 
         ds = tf.data.TFRecordDataset(files).batch(64).map(rk.make_parser(schema))
     """
-    bound = schema.bind() if isinstance(schema, Schema) else schema
-    selected = bound.select(fields)
-    spec = feature_spec(bound, [f.name for f in selected])
+    bound = _bound(schema)
+    selected = bound.select(_names(fields))
+    plans = [(field_plan(field), field.codec.decode_tf) for field in selected]
+    spec = spec_from_plans([plan for plan, _ in plans])
 
     def parse(serialized: Any) -> dict[str, Any]:
-        tf = _tf()
+        import tensorflow as tf
+
         parsed = tf.io.parse_example(serialized, spec)
         out: dict[str, Any] = {}
-        for field in selected:
-            out.update(_decode_field(field, parsed))
+        for plan, decode in plans:
+            out.update(decode_field(plan, parsed, decode))
         return out
 
     return parse
+
+
+# -- runtime -----------------------------------------------------------------------------
+# Everything below uses only TensorFlow, plain data and PRESENT_SUFFIX: the code generator
+# copies these functions into standalone parser modules. Keep it that way.
+
+
+def parse_feature(plan: FieldPlan, feature: dict[str, Any]) -> Any:
+    """The ``tf.io`` parse spec entry of one wire feature of a field."""
+    import tensorflow as tf
+
+    dtype = tf.as_dtype(feature["dtype"])
+    shape = list(feature["shape"])
+    fixed = None not in shape
+    sequence = plan["sequence"]
+    optional = plan["presence_key"] is not None
+    if fixed and not sequence and not optional:
+        return tf.io.FixedLenFeature(shape, dtype)
+    partitions: list[Any] = []
+    if sequence and feature["lengths_key"] is not None:
+        partitions.append(tf.io.RaggedFeature.RowLengths(feature["lengths_key"]))
+    if sequence and fixed:
+        inner = shape
+    elif optional and fixed:
+        inner = []  # flat: reshaped to the fixed shape once absent rows are dropped
+    else:
+        inner = shape[1:]
+    partitions += [tf.io.RaggedFeature.UniformRowLength(int(dim)) for dim in inner]
+    return tf.io.RaggedFeature(
+        dtype=dtype, value_key=feature["key"], partitions=partitions, row_splits_dtype=tf.int64
+    )
+
+
+def spec_from_plans(plans: Sequence[FieldPlan]) -> dict[str, Any]:
+    """The ``tf.io.parse_example`` spec of the fields ``plans`` describe."""
+    import tensorflow as tf
+
+    spec: dict[str, Any] = {}
+    for plan in plans:
+        for feature in plan["features"]:
+            if feature.get("constant") is not None:
+                continue
+            if feature.get("columns"):
+                for key in feature["columns"]:
+                    column = dict(feature, key=key, shape=feature["shape"][:-1])
+                    spec[key] = parse_feature(plan, column)
+            else:
+                spec[feature["key"]] = parse_feature(plan, feature)
+        if plan["presence_key"] is not None:
+            spec[plan["presence_key"]] = tf.io.FixedLenFeature([], tf.int64, default_value=0)
+    return spec
+
+
+def decode_field(plan: FieldPlan, parsed: dict[str, Any], decode: Callable[[Any], Any]) -> dict[str, Any]:
+    """Decode one field of a parsed batch with the codec's batched ``decode``.
+
+    Returns ``{name: decoded}``, plus ``{name + "/present": bool [B]}`` for an
+    optional field.
+    """
+    import tensorflow as tf
+
+    name = plan["name"]
+    features = plan["features"]
+    wire = wire_values(plan, parsed)
+    out: dict[str, Any] = {}
+    present_rows = None
+    batch = None
+    if plan["presence_key"] is not None:
+        present = tf.cast(parsed[plan["presence_key"]], tf.bool)
+        out[name + PRESENT_SUFFIX] = present
+        batch = tf.shape(present, out_type=tf.int64)[0]
+        present_rows = tf.where(present)[:, 0]
+        wire = {key: tf.gather(value, present_rows) for key, value in wire.items()}
+        if not plan["sequence"]:
+            for f in features:
+                if None not in f["shape"]:
+                    wire[f["name"]] = tf.reshape(wire[f["name"]].flat_values, [-1, *f["shape"]])
+    if plan["sequence"]:
+        element_counts = wire[features[0]["name"]].row_lengths()
+        flat = {}
+        for f in features:
+            if None not in f["shape"]:
+                flat[f["name"]] = tf.reshape(wire[f["name"]].flat_values, [-1, *f["shape"]])
+            else:
+                flat[f["name"]] = wire[f["name"]].values
+        decoded = tf.nest.map_structure(
+            lambda t: tf.RaggedTensor.from_row_lengths(t, element_counts), decode(flat)
+        )
+    else:
+        decoded = decode(wire)
+    if present_rows is not None:
+        decoded = tf.nest.map_structure(lambda t: scatter_rows(t, present_rows, batch), decoded)
+    out[name] = decoded
+    return out
+
+
+def wire_values(plan: FieldPlan, parsed: dict[str, Any]) -> dict[str, Any]:
+    """The parsed values of a field's wire features, by feature name: each from its
+    key, or stacked from its column keys, or filled with its constant."""
+    import tensorflow as tf
+
+    optional = plan["presence_key"] is not None
+    wire: dict[str, Any] = {}
+    batch = None
+    for f in plan["features"]:
+        if f.get("constant") is not None:
+            continue
+        if f.get("columns"):
+            columns = [parsed[key] for key in f["columns"]]
+            if isinstance(columns[0], tf.RaggedTensor):
+                checks = [
+                    tf.debugging.assert_equal(
+                        column.row_splits,
+                        columns[0].row_splits,
+                        message=f"column keys {f['columns']} hold different numbers of values",
+                    )
+                    for column in columns[1:]
+                ]
+                with tf.control_dependencies(checks):
+                    stacked = tf.stack([column.values for column in columns], axis=-1)
+                value = tf.RaggedTensor.from_row_splits(stacked, columns[0].row_splits)
+            else:
+                value = tf.stack(columns, axis=-1)
+        else:
+            value = parsed[f["key"]]
+        wire[f["name"]] = value
+        if batch is None:
+            batch = (
+                value.nrows() if isinstance(value, tf.RaggedTensor) else tf.shape(value, out_type=tf.int64)[0]
+            )
+    for f in plan["features"]:
+        if f.get("constant") is None:
+            continue
+        shape = [int(dim) for dim in f["shape"]]
+        constant = tf.constant(f["constant"], tf.as_dtype(f["dtype"]))
+        size = 1
+        for dim in shape:
+            size *= dim
+        if optional:  # parsed optional features are flat ragged rows
+            wire[f["name"]] = tf.RaggedTensor.from_tensor(tf.fill(tf.stack([batch, size]), constant))
+        else:
+            wire[f["name"]] = tf.fill(
+                tf.concat([tf.reshape(batch, [1]), tf.constant(shape, tf.int64)], 0), constant
+            )
+    return {f["name"]: wire[f["name"]] for f in plan["features"]}
+
+
+def scatter_rows(values: Any, rows: Any, batch: Any) -> Any:
+    """Place ``values`` (one row per present record) at ``rows`` of a batch of ``batch``."""
+    import tensorflow as tf
+
+    if isinstance(values, tf.RaggedTensor):
+        lengths = tf.scatter_nd(rows[:, None], values.row_lengths(), [batch])
+        return tf.RaggedTensor.from_row_lengths(values.values, lengths)
+    # A gather from the values plus one zero row copies bits exactly; scatter_nd would add
+    # into zeros, and TensorFlow flushes denormal floats to zero in arithmetic.
+    present = tf.shape(values, out_type=tf.int64)[0]
+    filler = tf.zeros(tf.concat([[1], tf.shape(values, out_type=tf.int64)[1:]], axis=0), values.dtype)
+    slot = tf.tensor_scatter_nd_update(tf.fill([batch], present), rows[:, None], tf.range(present))
+    return tf.gather(tf.concat([values, filler], axis=0), slot)
+
+
+#: The runtime functions, in the order the code generator writes them out.
+RUNTIME_FUNCTIONS: tuple[Callable[..., Any], ...] = (
+    parse_feature,
+    spec_from_plans,
+    decode_field,
+    wire_values,
+    scatter_rows,
+)

@@ -14,6 +14,7 @@ import os
 import re
 import threading
 from collections.abc import Collection, Iterable
+
 import pluggy
 
 from recordkit import hookspecs

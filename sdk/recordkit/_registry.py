@@ -38,14 +38,16 @@ class CodecRegistry:
     def __init__(self) -> None:
         self._codecs: dict[str, CodecInfo] = {}
         self._current_plugin: tuple[str, str | None, str | None] = ("<direct>", None, None)
+        self._replacers: set[str] = set()  # names whose codec was registered with replace=True
 
     # -- filling -----------------------------------------------------------------------
 
     def register(self, codec: type[Codec[Any]], *, replace: bool = False) -> None:
         """Register ``codec`` under its ``name``.
 
-        A name registered already is a :class:`DuplicateCodecError` unless ``replace``
-        is true, in which case the new codec wins and a warning names both providers.
+        A name registered already is a :class:`DuplicateCodecError` unless one of the
+        two registrations passed ``replace=True``: that one wins, whichever plugin loaded
+        first, and a warning names both providers.
         """
         if not (isinstance(codec, type) and issubclass(codec, Codec)):
             raise PluginError(
@@ -60,6 +62,12 @@ class CodecRegistry:
         info = CodecInfo(name, codec, plugin, distribution, dist_version)
         existing = self._codecs.get(name)
         if existing is not None and existing.codec is not codec:
+            if not replace and name in self._replacers:
+                warnings.warn(
+                    f"codec {name!r} from plugin {plugin!r} is replaced by plugin {existing.plugin!r}",
+                    stacklevel=2,
+                )
+                return
             if not replace:
                 raise DuplicateCodecError(
                     f"codec {name!r} is already registered by plugin {existing.plugin!r}"
@@ -73,6 +81,8 @@ class CodecRegistry:
                 stacklevel=2,
             )
         self._codecs[name] = info
+        if replace:
+            self._replacers.add(name)
 
     def _set_current_plugin(
         self, plugin: str, distribution: str | None, distribution_version: str | None

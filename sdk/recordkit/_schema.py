@@ -10,32 +10,93 @@ and reader use.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import json
+import math
 import re
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
+import numpy as np
 import pydantic
 
 from recordkit._codec import Codec
 from recordkit._registry import CodecRegistry
 from recordkit._wire import WireFeature, wire_key
-from recordkit.errors import RecordkitError, SchemaError
+from recordkit.errors import RecordError, RecordkitError, SchemaError
+
+if TYPE_CHECKING:
+    from recordkit._encode import RecordEncoder
 
 __all__ = ["BoundField", "BoundSchema", "FieldSpec", "KeyedFeature", "Schema"]
 
 _FIELD_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.\-]*$")
 
+SchemaFormat: TypeAlias = Literal["yaml", "json"]
+#: Where a wire feature comes from: an Example key, the keys of its last dimension's
+#: columns, or a constant (a feature the records do not store).
+KeySource: TypeAlias = "str | list[str] | int | float"
+
+
+def json_data(value: Any, where: str = "value") -> Any:
+    """``value`` as plain JSON data (dict, list, str, int, float, bool, None).
+
+    Options and defaults live in schema files and manifests, so they must be data:
+    tuples become lists and numpy scalars and arrays become Python numbers and lists
+    (a Python-declared schema then equals its YAML twin); anything else is an error.
+    """
+    if value is None or isinstance(value, (bool, str, int)):
+        return value
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise ValueError(f"{where}: {value} is not allowed (schema files hold finite numbers)")
+        return value
+    if isinstance(value, (np.generic, np.ndarray)):
+        return json_data(value.tolist(), where)
+    if isinstance(value, Mapping):
+        out: dict[str, Any] = {}
+        for key, item in value.items():
+            if not isinstance(key, str):
+                raise ValueError(f"{where}: mapping keys must be strings, not {type(key).__name__}")
+            out[key] = json_data(item, f"{where}.{key}")
+        return out
+    if isinstance(value, (list, tuple)):
+        return [json_data(item, f"{where}[{i}]") for i, item in enumerate(value)]
+    raise ValueError(
+        f"{where}: {type(value).__name__} is not schema data "
+        "(use strings, numbers, booleans, null, lists and mappings)"
+    )
+
+
+def field_name_problem(name: object) -> str | None:
+    """Why ``name`` cannot name a field, or None when it can. Field names become
+    Example keys, where ``/`` separates a field from its wire features."""
+    if not isinstance(name, str) or not _FIELD_NAME.match(name):
+        return f"invalid field name {name!r}: start with a letter or _, then use letters, digits, _ . -"
+    return None
+
 
 class FieldSpec(pydantic.BaseModel):
     """One field of a schema: which codec stores it, with which options."""
 
-    model_config = pydantic.ConfigDict(extra="forbid", frozen=True)
+    model_config = pydantic.ConfigDict(
+        extra="forbid",
+        frozen=True,
+        # optional and a (non-null) default exclude each other (see _optional_or_default).
+        json_schema_extra={
+            "not": {
+                "required": ["optional", "default"],
+                "properties": {"optional": {"const": True}, "default": {"not": {"type": "null"}}},
+            }
+        },
+    )
 
     codec: str = pydantic.Field(description="Name of the codec that stores this field (e.g. image).")
     options: dict[str, Any] = pydantic.Field(
-        default_factory=dict, description="Options of the codec, validated by the codec."
+        default_factory=dict,
+        description="Options of the codec, validated by the codec (see its reference page).",
     )
     optional: bool = pydantic.Field(
         default=False,
@@ -48,13 +109,41 @@ class FieldSpec(pydantic.BaseModel):
         default=False, description="The field holds a list of the codec's values (e.g. several images)."
     )
     description: str = pydantic.Field(default="", description="Free text for people; not stored on the wire.")
-    keys: dict[str, str] = pydantic.Field(
+    keys: dict[str, KeySource] = pydantic.Field(
         default_factory=dict,
         description=(
             "Example keys for the codec's wire features, to read TFRecords that recordkit "
-            "did not write (feature name to key; '' is the main feature)."
+            "did not write (wire feature name to key; '' is the main feature, 'present' the "
+            "presence flag of an optional field). A list of keys gives the columns of the "
+            "feature's last dimension from separate keys (e.g. a box's xmin, ymin, xmax, "
+            "ymax); a number is a constant for a feature the records do not store. Schemas "
+            "with lists, numbers or keys shared by fields are for reading only."
         ),
     )
+
+    @pydantic.field_validator("keys")
+    @classmethod
+    def _key_sources(cls, keys: dict[str, KeySource]) -> dict[str, KeySource]:
+        for name, source in keys.items():
+            if isinstance(source, bool) or (isinstance(source, float) and not math.isfinite(source)):
+                raise ValueError(
+                    f"keys[{name!r}]: {source!r} is not a key, a list of keys or a finite number"
+                )
+            if isinstance(source, list) and (not source or not all(source)):
+                raise ValueError(f"keys[{name!r}]: a list of column keys needs at least one non-empty key")
+            if name == "present" and not isinstance(source, str):
+                raise ValueError("keys['present'] (the presence flag's key) must be a key")
+        return keys
+
+    @pydantic.field_validator("options")
+    @classmethod
+    def _options_are_data(cls, options: dict[str, Any]) -> dict[str, Any]:
+        return {name: json_data(value, f"option {name!r}") for name, value in options.items()}
+
+    @pydantic.field_validator("default")
+    @classmethod
+    def _default_is_data(cls, default: Any) -> Any:
+        return json_data(default, "default")
 
     @pydantic.model_validator(mode="after")
     def _optional_or_default(self) -> FieldSpec:
@@ -64,7 +153,8 @@ class FieldSpec(pydantic.BaseModel):
 
     @property
     def has_default(self) -> bool:
-        return "default" in self.model_fields_set and self.default is not None
+        """True when records may leave the field out and get :attr:`default` written."""
+        return self.default is not None
 
 
 class Schema(pydantic.BaseModel):
@@ -72,10 +162,24 @@ class Schema(pydantic.BaseModel):
 
     model_config = pydantic.ConfigDict(extra="forbid", frozen=True)
 
-    name: str = pydantic.Field(description="The schema's name (e.g. pets).")
-    version: str = pydantic.Field(default="1.0.0", description="The schema's own version.")
-    description: str = pydantic.Field(default="", description="Free text for people.")
-    fields: dict[str, FieldSpec] = pydantic.Field(description="The fields, by name, in order.")
+    name: str = pydantic.Field(min_length=1, description="The schema's name (e.g. pets).")
+    version: str = pydantic.Field(
+        default="1.0.0",
+        min_length=1,
+        description="The schema's own version, a string (quote it in YAML: version: \"1.0\").",
+    )
+    description: str = pydantic.Field(default="", description="Free text for people; not stored on the wire.")
+    fields: dict[str, FieldSpec] = pydantic.Field(
+        description="The fields, by name, in order.",
+        json_schema_extra={"minProperties": 1, "propertyNames": {"pattern": _FIELD_NAME.pattern}},
+    )
+
+    @pydantic.field_validator("version", mode="before")
+    @classmethod
+    def _version_is_text(cls, version: Any) -> Any:
+        if isinstance(version, (int, float)) and not isinstance(version, bool):
+            raise ValueError(f"must be a string, not the number {version!r}; quote it (\"{version}\")")
+        return version
 
     @pydantic.field_validator("fields")
     @classmethod
@@ -83,13 +187,90 @@ class Schema(pydantic.BaseModel):
         if not fields:
             raise ValueError("a schema needs at least one field")
         for name in fields:
-            if not _FIELD_NAME.match(name) or "/" in name:
-                raise ValueError(f"invalid field name {name!r}: use letters, digits, _ . -")
+            problem = field_name_problem(name)
+            if problem is not None:
+                raise ValueError(problem)
         return fields
+
+    # -- schema files -------------------------------------------------------------------
+
+    @classmethod
+    def load(
+        cls, path: str | Path, *, registry: CodecRegistry | None = None, check: bool = True
+    ) -> Schema:
+        """Read a schema file (YAML, or JSON when the name ends in ``.json``).
+
+        With ``check`` (the default) every field is also bound against ``registry``
+        (default: the installed plugins), so unknown codecs and bad options are caught
+        here, with the file, line, field and option in the error. ``check=False`` only
+        checks the file's structure, for tools that run without the codecs installed.
+
+        :raises SchemaFileError: the file cannot be read, parsed or is malformed.
+        :raises UnknownCodecError: a field names a codec that is not installed.
+        :raises CodecOptionsError: a field's options fail its codec's options model.
+        """
+        from recordkit._schema_file import load_schema
+
+        return load_schema(path, registry=registry, check=check)
+
+    @classmethod
+    def loads(
+        cls,
+        text: str,
+        format: SchemaFormat = "yaml",
+        *,
+        source: str = "<string>",
+        registry: CodecRegistry | None = None,
+        check: bool = True,
+    ) -> Schema:
+        """Parse a schema from ``text``; like :meth:`load`, ``source`` names it in errors."""
+        from recordkit._schema_file import loads_schema
+
+        return loads_schema(text, format, source=source, registry=registry, check=check)
+
+    def dumps(self, format: SchemaFormat = "yaml") -> str:
+        """The schema as a schema file's text (YAML or JSON); keys at their defaults
+        (``optional: false``, empty options ...) are left out, options are kept as given."""
+        from recordkit._schema_file import dumps_schema
+
+        return dumps_schema(self, format)
+
+    def dump(self, path: str | Path, format: SchemaFormat | None = None) -> None:
+        """Write the schema file ``path`` (JSON when it ends in ``.json``, else YAML)."""
+        from recordkit._schema_file import dump_schema
+
+        dump_schema(self, path, format)
+
+    # -- binding, fingerprint, records ------------------------------------------------
 
     def fingerprint(self, registry: CodecRegistry | None = None) -> str:
         """The hash of the wire layout (see :meth:`BoundSchema.fingerprint`)."""
         return self.bind(registry).fingerprint()
+
+    def feature_spec(
+        self, fields: str | Sequence[str] | None = None, *, registry: CodecRegistry | None = None
+    ) -> dict[str, Any]:
+        """The ``tf.io.parse_example`` spec of ``fields`` (all when None); imports
+        TensorFlow (see :func:`recordkit.feature_spec`)."""
+        from recordkit._parse import feature_spec
+
+        return feature_spec(self.bind(registry), fields)
+
+    def validate_record(
+        self, record: Any, index: int | str | None = None, *, registry: CodecRegistry | None = None
+    ) -> None:
+        """Check ``record`` against the schema (see :meth:`BoundSchema.validate_record`).
+
+        Binds the schema on each call: to check many records, bind once and call
+        :meth:`BoundSchema.validate_record`.
+        """
+        self.bind(registry).validate_record(record, index)
+
+    def record_errors(
+        self, record: Any, index: int | str | None = None, *, registry: CodecRegistry | None = None
+    ) -> list[RecordkitError]:
+        """Every problem of ``record`` (see :meth:`BoundSchema.record_errors`)."""
+        return self.bind(registry).record_errors(record, index)
 
     def bind(self, registry: CodecRegistry | None = None) -> BoundSchema:
         """Resolve every field's codec through ``registry`` (default: installed plugins).
@@ -108,12 +289,19 @@ class Schema(pydantic.BaseModel):
                 raise exc.with_context(field=field_name) from None
             bound.append(BoundField.build(field_name, spec, codec))
         names = {b.name for b in bound}
+        owners: dict[str, tuple[str, Any, bool]] = {}
         for b in bound:
             for related in b.codec.related_fields():
                 if related not in names:
                     raise SchemaError(
                         f"refers to field {related!r}, which the schema does not have", field=b.name
                     )
+            for key, how, column in _key_readers(b):
+                if key in owners and not _may_share(owners[key][1:], (how, column)):
+                    raise SchemaError(
+                        f"writes Example key {key!r}, which field {owners[key][0]!r} writes too", field=b.name
+                    )
+                owners[key] = (b.name, how, column or (key in owners and owners[key][2]))
         return BoundSchema(self, tuple(bound))
 
 
@@ -126,10 +314,28 @@ class KeyedFeature:
     #: Key of the int64 list that holds each element's length, for a variable feature of
     #: a sequence field (the elements' values are concatenated under ``key``).
     lengths_key: str | None = None
+    #: Keys of the columns of the last dimension, when stored as separate keys (reading
+    #: foreign layouts); ``key`` is then the first of them.
+    columns: tuple[str, ...] = ()
+    #: The value of a feature the records do not store (reading foreign layouts).
+    constant: int | float | None = None
+
+    @functools.cached_property
+    def key_bytes(self) -> bytes:
+        """The key as UTF-8, encoded once (the writer uses it for every record)."""
+        return self.key.encode("utf-8")
 
     @property
-    def key_bytes(self) -> bytes:
-        return self.key.encode("utf-8")
+    def stored_keys(self) -> tuple[str, ...]:
+        """The Example keys that hold this feature's values."""
+        if self.columns:
+            return self.columns
+        return () if self.constant is not None else (self.key,)
+
+    @property
+    def key_shape(self) -> tuple[int | None, ...]:
+        """The shape of what each of :attr:`stored_keys` holds in one record."""
+        return self.feature.shape[:-1] if self.columns else self.feature.shape
 
 
 @dataclasses.dataclass(frozen=True)
@@ -154,16 +360,41 @@ class BoundField:
             )
         features = []
         for feature in wire:
-            key = wire_key(name, feature.name, spec.keys)
+            source = spec.keys.get(feature.name)
+            if isinstance(source, (list, int, float)):
+                features.append(_foreign_feature(name, spec, feature, source))
+                continue
+            key = wire_key(name, feature.name, {feature.name: source} if source else None)
             lengths = f"{key}/lengths" if spec.sequence and not feature.is_fixed else None
             features.append(KeyedFeature(feature, key, lengths))
-        presence = spec.keys.get("present", f"{name}/present") if spec.optional else None
+        if all(k.constant is not None for k in features):
+            raise SchemaError(
+                "'keys' makes every wire feature a constant; at least one must be stored", field=name
+            )
+        present = spec.keys.get("present", f"{name}/present")
+        presence = present if spec.optional and isinstance(present, str) else None
+        if spec.has_default:
+            _check_default(name, spec, codec)
         return cls(name, spec, codec, tuple(features), presence)
+
+    def wire_layout(self) -> dict[str, Any]:
+        """What this field stores: the part of :meth:`BoundSchema.wire_layout` it makes."""
+        return {
+            "field": self.name,
+            "codec": self.spec.codec,
+            "codec_version": self.codec.version,
+            "options": self.codec.options.model_dump(mode="json"),
+            "optional": self.spec.optional,
+            "default": self.spec.default if self.spec.has_default else None,
+            "sequence": self.spec.sequence,
+            "keys": [_keyed_layout(k) for k in self.features],
+            "presence_key": self.presence_key,
+        }
 
     @property
     def keys(self) -> list[str]:
         """Every Example key this field writes."""
-        keys = [f.key for f in self.features]
+        keys = [key for f in self.features for key in f.stored_keys]
         keys += [f.lengths_key for f in self.features if f.lengths_key]
         if self.presence_key:
             keys.append(self.presence_key)
@@ -176,6 +407,9 @@ class BoundSchema:
 
     schema: Schema
     fields: tuple[BoundField, ...]
+    _cache: dict[str, Any] = dataclasses.field(
+        default_factory=dict, init=False, repr=False, compare=False, hash=False
+    )
 
     def __getitem__(self, name: str) -> BoundField:
         for field in self.fields:
@@ -185,7 +419,7 @@ class BoundSchema:
             f"no field named {name!r} (fields: {', '.join(f.name for f in self.fields)})", field=name
         )
 
-    def select(self, names: list[str] | tuple[str, ...] | None) -> tuple[BoundField, ...]:
+    def select(self, names: Sequence[str] | None) -> tuple[BoundField, ...]:
         """The fields named (all when ``names`` is None), in the order asked for."""
         if names is None:
             return self.fields
@@ -196,29 +430,153 @@ class BoundSchema:
 
     def wire_layout(self) -> list[dict[str, Any]]:
         """What is stored, field by field: codec, version, every option (defaults
-        included), optional/sequence, and each Example key with its kind and shape.
-        Descriptions, the schema's name and formatting are not part of it."""
-        layout = []
-        for field in self.fields:
-            layout.append(
-                {
-                    "field": field.name,
-                    "codec": field.spec.codec,
-                    "codec_version": field.codec.version,
-                    "options": field.codec.options.model_dump(mode="json"),
-                    "optional": field.spec.optional,
-                    "default": field.spec.default if field.spec.has_default else None,
-                    "sequence": field.spec.sequence,
-                    "keys": [
-                        {**k.feature.as_dict(), "key": k.key, "lengths_key": k.lengths_key}
-                        for k in field.features
-                    ],
-                    "presence_key": field.presence_key,
-                }
-            )
-        return layout
+        included), optional/sequence, the default, and each Example key with its kind
+        and shape. Descriptions, the schema's name and version, and formatting are not
+        part of it."""
+        return [field.wire_layout() for field in self.fields]
 
     def fingerprint(self) -> str:
-        """A stable hash of :meth:`wire_layout`: equal exactly when the stored layout is."""
-        canonical = json.dumps(self.wire_layout(), sort_keys=True, separators=(",", ":"), default=str)
+        """A stable hash of :meth:`wire_layout`: equal exactly when the stored layout is.
+
+        Fields are hashed in name order: an Example is a map, so reordering the fields
+        of a schema changes nothing that is stored.
+        """
+        layout = sorted(self.wire_layout(), key=lambda entry: str(entry["field"]))
+        canonical = json.dumps(layout, sort_keys=True, separators=(",", ":"), allow_nan=False)
         return "sha256:" + hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+    # -- records --------------------------------------------------------------------
+
+    def encoder(self) -> RecordEncoder:
+        """The :class:`~recordkit.RecordEncoder` of this schema (built once, then kept)."""
+        from recordkit._encode import RecordEncoder
+
+        cached = self._cache.get("encoder")
+        if cached is None:
+            cached = self._cache["encoder"] = RecordEncoder(self)
+        return cached
+
+    def record_errors(self, record: Any, index: int | str | None = None) -> list[RecordkitError]:
+        """Every problem of ``record``, each naming the record (``index``: its position
+        or key) and the field path (``boxes``, ``frames[2]``); empty when it is valid.
+
+        The checks are exactly the writer's (the record is encoded, and the bytes
+        dropped): missing and unknown fields, each codec's value checks, the wire
+        shapes, and checks between related fields.
+        """
+        try:
+            self.validate_record(record, index)
+        except RecordError as exc:
+            return list(exc.errors) or [exc]
+        except RecordkitError as exc:
+            return [exc]
+        return []
+
+    def validate_record(self, record: Any, index: int | str | None = None) -> None:
+        """Raise a :class:`~recordkit.errors.RecordError` listing every problem of
+        ``record`` (see :meth:`record_errors`); return quietly when it is valid."""
+        try:
+            self.encoder().encode(record, index)
+        except RecordkitError as exc:
+            raise exc.with_context(record=index) from None
+
+
+def _check_default(name: str, spec: FieldSpec, codec: Codec[Any]) -> None:
+    """A default is written for every record that leaves the field out: check that the
+    codec takes it once, when the schema is bound, not once per record."""
+    values: Sequence[Any] = spec.default if spec.sequence else [spec.default]
+    if spec.sequence and not isinstance(spec.default, list):
+        raise SchemaError(f"the default of a sequence field must be a list, not {spec.default!r}", field=name)
+    for value in values:
+        try:
+            codec.encode(value)
+        except RecordkitError as exc:
+            raise SchemaError(
+                f"the default {spec.default!r} is not a valid value: {exc.reason}", field=name
+            ) from None
+        except Exception as exc:
+            raise SchemaError(
+                f"the default {spec.default!r} is not a valid value: {type(exc).__name__}: {exc}", field=name
+            ) from exc
+
+
+# -- layouts of TFRecords that recordkit did not write ----------------------------------
+
+
+def _foreign_feature(
+    name: str, spec: FieldSpec, feature: WireFeature, source: list[str] | float
+) -> KeyedFeature:
+    """A wire feature read from column keys (a list) or given as a constant (a number)."""
+    if spec.sequence:
+        raise SchemaError(
+            f"keys[{feature.name!r}]: column keys and constants are not supported for sequence fields",
+            field=name,
+        )
+    default_key = wire_key(name, feature.name)
+    if isinstance(source, list):
+        if not feature.shape or feature.shape[-1] != len(source):
+            raise SchemaError(
+                f"keys[{feature.name!r}] lists {len(source)} column keys, but the wire feature's shape "
+                f"{feature.shape} does not end in {len(source)}",
+                field=name,
+            )
+        if len(set(source)) != len(source):
+            raise SchemaError(f"keys[{feature.name!r}] lists a column key twice", field=name)
+        return KeyedFeature(feature, source[0], columns=tuple(source))
+    if feature.kind.value == "bytes" or not feature.is_fixed:
+        raise SchemaError(
+            f"keys[{feature.name!r}]: a constant needs a numeric wire feature of fixed shape, "
+            f"not {feature.kind.value} {feature.shape}",
+            field=name,
+        )
+    if feature.kind.value == "int64" and float(source) != int(source):
+        raise SchemaError(
+            f"keys[{feature.name!r}]: the int64 feature needs an integer, not {source}", field=name
+        )
+    return KeyedFeature(feature, default_key, constant=source)
+
+
+def _keyed_layout(keyed: KeyedFeature) -> dict[str, Any]:
+    layout = {**keyed.feature.as_dict(), "key": keyed.key, "lengths_key": keyed.lengths_key}
+    if keyed.columns:
+        layout["columns"] = list(keyed.columns)
+    if keyed.constant is not None:
+        layout["constant"] = keyed.constant
+        del layout["key"]
+    return layout
+
+
+def _key_readers(field: BoundField) -> list[tuple[str, Any, bool]]:
+    """Each Example key ``field`` uses, with how it is read (a plain field's kind and
+    shape; None: not shareable) and whether it is a column key."""
+    plain = not field.spec.optional and not field.spec.sequence
+    out: list[tuple[str, Any, bool]] = []
+    for keyed in field.features:
+        how = (keyed.feature.kind.value, keyed.key_shape) if plain else None
+        out += [(key, how, bool(keyed.columns)) for key in keyed.stored_keys]
+        if keyed.lengths_key:
+            out.append((keyed.lengths_key, None, False))
+    if field.presence_key:
+        out.append((field.presence_key, None, False))
+    return out
+
+
+def _may_share(first: tuple[Any, bool], second: tuple[Any, bool]) -> bool:
+    """Fields may share an Example key only to read a foreign layout (one of them reads
+    it as a column, e.g. an image's and a mask's height) and only when they read it alike."""
+    (how_a, column_a), (how_b, column_b) = first, second
+    return how_a is not None and how_a == how_b and (column_a or column_b)
+
+
+def read_only_reason(bound: BoundSchema) -> str | None:
+    """Why records cannot be written with ``bound`` (None: they can): it describes a
+    foreign layout, with column keys, constants or keys shared by fields."""
+    for field in bound.fields:
+        for keyed in field.features:
+            if keyed.columns or keyed.constant is not None:
+                what = "column keys" if keyed.columns else "a constant"
+                return (
+                    f"field {field.name!r} reads wire feature {keyed.feature.name!r} from {what}: "
+                    "the schema describes TFRecords written elsewhere and is for reading only"
+                )
+    return None

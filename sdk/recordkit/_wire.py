@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import functools
 import math
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, TypeAlias
@@ -30,6 +31,7 @@ Shape: TypeAlias = tuple[int | None, ...]
 #: What a codec's encode returns for one wire feature: bytes for BYTES features (or a
 #: sequence of them), numbers (a sequence or a numpy array) for INT64 and FLOAT ones.
 WireValue: TypeAlias = "bytes | Sequence[bytes] | Sequence[int] | Sequence[float] | np.ndarray | int | float"
+#: What a codec's encode returns for one field: each wire feature's name to its value.
 WireValues: TypeAlias = Mapping[str, Any]
 
 
@@ -71,17 +73,24 @@ class WireFeature:
         if any(dim is not None and dim < 0 for dim in self.shape):
             raise ValueError(f"wire feature {self.name!r}: negative dimension in {self.shape}")
 
-    @property
+    # Cached: the writer asks these for every record (a frozen dataclass still has a
+    # __dict__, which functools.cached_property fills without going through __setattr__).
+    @functools.cached_property
     def is_fixed(self) -> bool:
         """True when every record holds exactly ``prod(shape)`` values."""
         return None not in self.shape
 
-    @property
+    @functools.cached_property
     def inner_shape(self) -> tuple[int, ...]:
         """The shape after the first (possibly variable) dimension."""
         return tuple(d for d in self.shape[1:] if d is not None)
 
-    @property
+    @functools.cached_property
+    def inner_size(self) -> int:
+        """How many values one step of the first dimension holds (1 for ``(None,)``)."""
+        return math.prod(self.inner_shape)
+
+    @functools.cached_property
     def fixed_size(self) -> int:
         """How many values a fixed feature holds in one record."""
         if not self.is_fixed:

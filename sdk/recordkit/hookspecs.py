@@ -32,21 +32,25 @@ __all__ = ["PROJECT_NAME", "hookimpl", "hookspec", "recordkit_register_codecs"]
 #: The pluggy project name, which is also the entry-point group plugins are found in.
 PROJECT_NAME = "recordkit"
 
+#: Marks a function of this module as a hook specification (recordkit's own use).
 hookspec = pluggy.HookspecMarker(PROJECT_NAME)
 #: Marks a function of a plugin as the implementation of a recordkit hook.
 hookimpl = pluggy.HookimplMarker(PROJECT_NAME)
 
 
+# --8<-- [start:recordkit_register_codecs]
 @hookspec
 def recordkit_register_codecs(registry: CodecRegistry) -> None:
     """Register the plugin's codec classes with ``registry``.
 
     Called once per plugin when plugins are loaded, never while records are written or
     read. Call ``registry.register(CodecClass)`` for each codec. A codec name that
-    another plugin already registered is refused with
-    :class:`~recordkit.errors.DuplicateCodecError`, unless the call says
-    ``registry.register(CodecClass, replace=True)``, which replaces it and warns.
+    another plugin registers too is refused with
+    :class:`~recordkit.errors.DuplicateCodecError`, unless one of the two calls says
+    ``registry.register(CodecClass, replace=True)``: that codec then wins, whichever
+    plugin loads first, and a warning names both.
 
     :param registry: the registry being filled; it knows which plugin is calling, so
         ``recordkit plugins`` can show where each codec came from.
     """
+# --8<-- [end:recordkit_register_codecs]

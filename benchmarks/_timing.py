@@ -1,0 +1,120 @@
+"""How every figure is measured: warm up once, then the median of a few repetitions.
+
+The warm-up run also samples the resident memory of the process and its children (a
+background thread, every few milliseconds), so the timed repetitions run unobserved.
+Times come from :func:`time.perf_counter`; the repetitions of the cases being compared
+are interleaved (see :func:`measure`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import math
+import statistics
+import threading
+import time
+from collections.abc import Callable, Mapping
+from typing import TypeVar
+
+import psutil
+
+__all__ = ["Case", "RssSampler", "Timing", "measure"]
+
+K = TypeVar("K")
+
+
+class RssSampler:
+    """Samples the resident set size of this process plus its children in a thread;
+    :attr:`peak_delta` is the highest total seen minus the total at the start."""
+
+    def __init__(self, interval: float = 0.005) -> None:
+        self._process = psutil.Process()
+        self._interval = interval
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self.start_rss = 0
+        self.peak_rss = 0
+
+    def _total(self) -> int:
+        total: int = self._process.memory_info().rss
+        for child in self._process.children(recursive=True):
+            with contextlib.suppress(psutil.Error):  # the child ended between listing and reading
+                total += child.memory_info().rss
+        return total
+
+    def _run(self) -> None:
+        while not self._stop.wait(self._interval):
+            self.peak_rss = max(self.peak_rss, self._total())
+
+    def __enter__(self) -> RssSampler:
+        self.start_rss = self.peak_rss = self._total()
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+        self.peak_rss = max(self.peak_rss, self._total())
+
+    @property
+    def peak_delta(self) -> int:
+        return self.peak_rss - self.start_rss
+
+
+@dataclasses.dataclass(frozen=True)
+class Timing:
+    """Seconds of one pass over the workload: every repetition, and their median."""
+
+    seconds: tuple[float, ...]
+    passes: int
+    peak_rss_delta: int
+
+    @property
+    def median(self) -> float:
+        return statistics.median(self.seconds)
+
+
+@dataclasses.dataclass(frozen=True)
+class Case:
+    """One thing to time: ``run`` is one pass over a workload; ``cleanup`` runs after
+    each timed repetition, untimed (e.g. to delete what a write produced)."""
+
+    run: Callable[[], object]
+    cleanup: Callable[[], object] | None = None
+    #: A repetition runs enough passes to last about this long (0: one pass).
+    min_seconds: float = 0.0
+
+
+def measure(cases: Mapping[K, Case], *, repeats: int) -> dict[K, Timing]:
+    """Time every case: a warm-up pass each (memory sampled, not timed), then
+    ``repeats`` rounds in which every case runs once.
+
+    Rounds interleave the cases (and rotate their order), so a change in the machine's
+    load during the run (the cores are shared) falls on all of them alike and the
+    ratios between them stay fair. When a case's warm-up pass is shorter than its
+    ``min_seconds``, its repetitions run enough passes to last about that long, and
+    the time per pass is reported.
+    """
+    passes: dict[K, int] = {}
+    peaks: dict[K, int] = {}
+    for key, case in cases.items():
+        with RssSampler() as sampler:
+            start = time.perf_counter()
+            case.run()
+            warm = time.perf_counter() - start
+        peaks[key] = sampler.peak_delta
+        passes[key] = max(1, math.ceil(case.min_seconds / warm)) if case.min_seconds > 0 and warm > 0 else 1
+    seconds: dict[K, list[float]] = {key: [] for key in cases}
+    order = list(cases)
+    for round_ in range(repeats):
+        shift = round_ % max(len(order), 1)
+        for key in order[shift:] + order[:shift]:
+            case = cases[key]
+            start = time.perf_counter()
+            for _ in range(passes[key]):
+                case.run()
+            seconds[key].append((time.perf_counter() - start) / passes[key])
+            if case.cleanup is not None:
+                case.cleanup()
+    return {key: Timing(tuple(seconds[key]), passes[key], peaks[key]) for key in cases}

@@ -1,0 +1,18 @@
+"""recordkit-keypoints: a ``keypoints`` codec for recordkit, shipped as a plugin.
+
+recordkit finds this package through the entry point it declares (group ``recordkit``,
+name ``keypoints``); importing it is only needed to use its classes directly.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+
+from recordkit_keypoints.keypoints import COCO_PERSON_KEYPOINTS, KeypointsCodec, KeypointsOptions
+
+__all__ = ["COCO_PERSON_KEYPOINTS", "KeypointsCodec", "KeypointsOptions", "__version__"]
+
+try:
+    __version__ = importlib.metadata.version("recordkit-keypoints")
+except importlib.metadata.PackageNotFoundError:  # imported from a source tree
+    __version__ = "0.0.0+unknown"

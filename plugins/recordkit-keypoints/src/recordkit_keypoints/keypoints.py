@@ -1,0 +1,188 @@
+"""The ``keypoints`` codec: K points per record, each ``(x, y)`` or ``(x, y, visibility)``.
+
+A value is a ``K x 2`` array of ``x, y`` coordinates, or, with ``visibility: true``, a
+``K x 3`` array whose last column is COCO's visibility flag (0: not labelled, 1:
+labelled but hidden, 2: visible). COCO's flat list ``[x1, y1, v1, x2, y2, v2, ...]`` is
+accepted too. ``num_keypoints`` (or ``names``) fixes K; without it each record may hold
+any number of points.
+
+On the wire the coordinates are one packed float list (``<field>``, shape ``(K, 2)``)
+and the flags an int64 list (``<field>/visibility``, shape ``(K,)``; a flag is one byte
+on the wire). Decoding gives float32 arrays of the input's shape: dense ``[B, K, w]`` in
+TensorFlow when K is fixed, ragged ``[B, (K), w]`` when it varies.
+
+This module imports only recordkit's public API, as every plugin should.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import pydantic
+
+import recordkit as rk
+
+__all__ = ["COCO_PERSON_KEYPOINTS", "KeypointsCodec", "KeypointsOptions", "recordkit_register_codecs"]
+
+#: The 17 keypoints of COCO's person annotations, in COCO's order.
+COCO_PERSON_KEYPOINTS = (
+    "nose", "left_eye", "right_eye", "left_ear", "right_ear",
+    "left_shoulder", "right_shoulder", "left_elbow", "right_elbow", "left_wrist", "right_wrist",
+    "left_hip", "right_hip", "left_knee", "right_knee", "left_ankle", "right_ankle",
+)  # fmt: skip
+
+_VISIBILITY_FLAGS = (0, 1, 2)
+_FLOAT32_MAX = float(np.finfo(np.float32).max)
+
+
+# --8<-- [start:options]
+class KeypointsOptions(rk.CodecOptions):
+    """Options of the ``keypoints`` codec."""
+
+    num_keypoints: int | None = pydantic.Field(
+        default=None, ge=1, description="Keypoints per record; unset: any number (ragged)."
+    )
+    names: tuple[str, ...] = pydantic.Field(
+        default=(), description="A name per keypoint, in order; fixes num_keypoints to their count."
+    )
+    visibility: bool = pydantic.Field(
+        default=False, description="Each keypoint carries a COCO visibility flag (values are K x 3)."
+    )
+    normalized: bool = pydantic.Field(
+        default=False, description="Coordinates are fractions of the image size, checked to lie in [0, 1]."
+    )
+
+    @pydantic.model_validator(mode="after")
+    def _names_match_count(self) -> KeypointsOptions:
+        if len(set(self.names)) != len(self.names):
+            raise ValueError(f"names must be unique, got {list(self.names)}")
+        if self.names and self.num_keypoints is not None and self.num_keypoints != len(self.names):
+            raise ValueError(f"num_keypoints is {self.num_keypoints} but {len(self.names)} names are given")
+        return self
+
+    @property
+    def count(self) -> int | None:
+        """K when every record holds the same number of keypoints, else None."""
+        return self.num_keypoints if self.num_keypoints is not None else (len(self.names) or None)
+
+    @property
+    def width(self) -> int:
+        """Values per keypoint: 2 (x, y) or 3 (x, y, visibility)."""
+        return 3 if self.visibility else 2
+# --8<-- [end:options]
+
+
+# --8<-- [start:codec]
+class KeypointsCodec(rk.Codec[KeypointsOptions]):
+    """K keypoints per record as float32 ``(x, y)``, optionally with COCO visibility."""
+
+    name = "keypoints"
+    version = "1"
+    options_model = KeypointsOptions
+    summary = "K keypoints (x, y) per record, optionally with COCO visibility flags"
+
+    def wire_spec(self) -> rk.WireSpec:
+        count = self.options.count
+        features = [rk.WireFeature("", rk.WireKind.FLOAT, (count, 2), "x, y of each keypoint")]
+        if self.options.visibility:
+            features.append(
+                rk.WireFeature("visibility", rk.WireKind.INT64, (count,), "COCO visibility flag (0, 1, 2)")
+            )
+        return rk.WireSpec(tuple(features))
+# --8<-- [end:codec]
+
+    # -- encoding ----------------------------------------------------------------------
+
+    # --8<-- [start:encode]
+    def encode(self, value: Any) -> rk.WireValues:
+        points = self._as_points(value)
+        xy = points[:, :2]
+        self._fail_at(~np.isfinite(xy), "has a coordinate that is not finite")
+        self._fail_at(np.abs(xy) > _FLOAT32_MAX, "has a coordinate that overflows float32")
+        if self.options.normalized:
+            self._fail_at((xy < 0) | (xy > 1), "is outside [0, 1] (the codec's 'normalized' option is set)")
+        wire: dict[str, Any] = {"": xy.astype(np.float32)}
+        if self.options.visibility:
+            flags = points[:, 2]
+            self._fail_at(~np.isin(flags, _VISIBILITY_FLAGS), "has a visibility flag that is not 0, 1 or 2")
+            wire["visibility"] = flags.astype(np.int64)
+        return wire
+    # --8<-- [end:encode]
+
+    def _as_points(self, value: Any) -> np.ndarray:
+        """``value`` as a float64 ``K x width`` array, or InvalidValueError saying why not."""
+        width = self.options.width
+        layout = "x, y, visibility" if self.options.visibility else "x, y"
+        if isinstance(value, (str, bytes, Mapping)):
+            raise rk.errors.InvalidValueError(
+                f"expected a K x {width} array of keypoints ({layout}), got {type(value).__name__}"
+            )
+        try:
+            array = np.asarray(value)
+        except ValueError as exc:  # ragged nested lists
+            raise rk.errors.InvalidValueError(f"expected a K x {width} array of keypoints: {exc}") from None
+        if array.size and array.dtype.kind not in "iuf":
+            raise rk.errors.InvalidValueError(f"expected numbers, got an array of dtype {array.dtype}")
+        if array.ndim == 1:
+            if array.size % width:
+                raise rk.errors.InvalidValueError(
+                    f"a flat list of keypoints needs {width} numbers ({layout}) per keypoint, "
+                    f"got {array.size} numbers"
+                )
+            array = array.reshape(-1, width)
+        elif array.ndim != 2 or array.shape[1] != width:
+            raise rk.errors.InvalidValueError(
+                f"expected a K x {width} array of keypoints ({layout}), got shape {array.shape}"
+            )
+        count = self.options.count
+        if count is not None and array.shape[0] != count:
+            raise rk.errors.InvalidValueError(f"expected {count} keypoints, got {array.shape[0]}")
+        return array.astype(np.float64)
+
+    def _fail_at(self, bad: np.ndarray, problem: str) -> None:
+        """Raise naming the first keypoint (index and name) where ``bad`` holds."""
+        if not bad.any():
+            return
+        rows = np.flatnonzero(bad.reshape(len(bad), -1).any(axis=1))
+        first = int(rows[0])
+        label = f"keypoint {first}"
+        if self.options.names:
+            label += f" ({self.options.names[first]!r})"
+        more = f" (and {len(rows) - 1} more)" if len(rows) > 1 else ""
+        raise rk.errors.InvalidValueError(f"{label} {problem}{more}")
+
+    # -- decoding ----------------------------------------------------------------------
+
+    # --8<-- [start:decode]
+    def decode_numpy(self, wire: Mapping[str, Any]) -> np.ndarray:
+        xy = np.asarray(wire[""], dtype=np.float32).reshape(-1, 2)
+        if not self.options.visibility:
+            return xy
+        flags = np.asarray(wire["visibility"], dtype=np.float32).reshape(-1, 1)
+        return np.concatenate([xy, flags], axis=1)
+
+    def decode_tf(self, wire: Mapping[str, Any]) -> Any:
+        import tensorflow as tf
+
+        points = wire[""]
+        if not self.options.visibility:
+            return points
+        flags = tf.cast(wire["visibility"], tf.float32)
+        if isinstance(points, tf.RaggedTensor):
+            # [B, (K), 2] and [B, (K)] share their row splits: join the flat values.
+            xy = tf.reshape(points.flat_values, [-1, 2])
+            v = tf.reshape(flags.flat_values, [-1, 1])
+            joined = tf.concat([xy, v], axis=1)
+            return tf.RaggedTensor.from_row_splits(joined, points.row_splits, validate=False)
+        return tf.concat([points, flags[..., tf.newaxis]], axis=-1)
+    # --8<-- [end:decode]
+
+
+# --8<-- [start:hook]
+@rk.hookimpl
+def recordkit_register_codecs(registry: rk.CodecRegistry) -> None:
+    """Register the ``keypoints`` codec."""
+    registry.register(KeypointsCodec)
+# --8<-- [end:hook]

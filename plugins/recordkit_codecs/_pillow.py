@@ -1,0 +1,251 @@
+"""Pillow helpers shared by the ``image`` and ``mask`` codecs: reading untrusted inputs safely.
+
+Every image a codec reads goes through the same gate: the format is sniffed from the
+first bytes, the size of a PNG or JPEG is read from its header (IHDR, SOF) *before*
+Pillow decodes anything, and the pixel count is checked against the codec's
+``max_pixels`` and Pillow's own ``Image.MAX_IMAGE_PIXELS``. Only then is the image
+decoded; a corrupt, truncated or oversized image becomes an ``InvalidValueError`` (when
+writing) or a ``DecodeError`` (when reading) that says why.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+import struct
+import zlib
+
+import numpy as np
+from PIL import Image, UnidentifiedImageError
+
+import recordkit as rk
+
+__all__ = [
+    "DEFAULT_MAX_PIXELS",
+    "Header",
+    "check_pixels",
+    "check_structure",
+    "decode_array",
+    "load",
+    "open_image",
+    "pixel_limit",
+    "read_header",
+    "save",
+]
+
+#: Pillow's default ``Image.MAX_IMAGE_PIXELS`` (about 89.5 megapixels), written out so a
+#: schema's fingerprint does not depend on a global someone may have changed.
+DEFAULT_MAX_PIXELS = 1024 * 1024 * 1024 // 4 // 3
+
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+JPEG_SIGNATURE = b"\xff\xd8\xff"
+
+# JPEG start-of-frame markers carry the size; C4 (DHT), C8 (JPG) and CC (DAC) share the range.
+_SOF_MARKERS = frozenset(range(0xC0, 0xD0)) - {0xC4, 0xC8, 0xCC}
+_STANDALONE_MARKERS = frozenset([0x01, *range(0xD0, 0xD9)])
+
+Error = type[rk.errors.RecordkitError]
+
+
+@dataclasses.dataclass(frozen=True)
+class Header:
+    """What the first bytes of a PNG or JPEG say, read without decoding pixels."""
+
+    format: str  # "PNG" or "JPEG"
+    width: int
+    height: int
+    #: PNG: bit depth and colour type from IHDR; JPEG: None.
+    bit_depth: int | None = None
+    color_type: int | None = None
+    #: JPEG: number of colour components in the frame; PNG: None.
+    components: int | None = None
+
+
+def sniff(data: bytes) -> str | None:
+    """``"PNG"``, ``"JPEG"`` or None (another format, or not an image) from the signature."""
+    if data.startswith(PNG_SIGNATURE):
+        return "PNG"
+    if data.startswith(JPEG_SIGNATURE):
+        return "JPEG"
+    return None
+
+
+def _png_header(data: bytes, error: Error) -> Header:
+    # Signature (8), then the IHDR chunk: length (4) "IHDR" width height depth colour ...
+    if len(data) < 33 or data[12:16] != b"IHDR":
+        raise error("corrupt PNG: the IHDR header is missing or truncated")
+    width, height, depth, color = struct.unpack(">IIBB", data[16:26])
+    if width == 0 or height == 0:
+        raise error(f"corrupt PNG: the header declares a {width}x{height} image")
+    return Header("PNG", width, height, bit_depth=depth, color_type=color)
+
+
+def _jpeg_header(data: bytes, error: Error) -> Header:
+    pos = 2
+    end = len(data)
+    while pos < end:
+        # Markers are 0xFF followed by a code; any number of 0xFF fill bytes may precede it.
+        if data[pos] != 0xFF:
+            raise error(f"corrupt JPEG: no marker at byte {pos}")
+        while pos < end and data[pos] == 0xFF:
+            pos += 1
+        if pos >= end:
+            break
+        marker = data[pos]
+        pos += 1
+        if marker in _STANDALONE_MARKERS:
+            continue
+        if marker == 0xD9 or marker == 0xDA:  # end of image or start of scan before any frame
+            break
+        if pos + 2 > end:
+            break
+        (length,) = struct.unpack(">H", data[pos : pos + 2])
+        if length < 2:
+            raise error(f"corrupt JPEG: segment of length {length} at byte {pos}")
+        if marker in _SOF_MARKERS:
+            if pos + 8 > end:
+                break
+            height, width, components = struct.unpack(">HHB", data[pos + 3 : pos + 8])
+            if width == 0 or height == 0:
+                raise error(f"corrupt JPEG: the frame header declares a {width}x{height} image")
+            return Header("JPEG", width, height, components=components)
+        pos += length
+    raise error("corrupt or truncated JPEG: no frame header (SOF) before the image data")
+
+
+def read_header(data: bytes, error: Error = rk.errors.InvalidValueError) -> Header | None:
+    """The header of PNG or JPEG ``data``; None for other formats.
+
+    Raises ``error`` when the bytes claim to be PNG/JPEG but the header is broken.
+    """
+    kind = sniff(data)
+    if kind == "PNG":
+        return _png_header(data, error)
+    if kind == "JPEG":
+        return _jpeg_header(data, error)
+    return None
+
+
+def _png_chunks_ok(data: bytes, error: Error) -> bool:
+    """Walk every PNG chunk, checking its CRC; True when the image has no tRNS chunk
+    (a transparent colour, which TensorFlow's decoder ignores and Pillow applies)."""
+    pos = len(PNG_SIGNATURE)
+    transparent = False
+    while pos + 12 <= len(data):
+        (length,) = struct.unpack(">I", data[pos : pos + 4])
+        kind = data[pos + 4 : pos + 8]
+        end = pos + 12 + length
+        if end > len(data):
+            break
+        (crc,) = struct.unpack(">I", data[end - 4 : end])
+        if zlib.crc32(data[pos + 4 : end - 4]) != crc:
+            raise error(f"corrupt PNG: CRC mismatch in chunk {kind.decode('latin-1')!r} at byte {pos}")
+        transparent = transparent or kind == b"tRNS"
+        if kind == b"IEND":
+            return not transparent
+        pos = end
+    raise error("corrupt or truncated PNG: it ends before its IEND chunk")
+
+
+def check_structure(data: bytes, header: Header, error: Error = rk.errors.InvalidValueError) -> int | None:
+    """Check PNG/JPEG bytes without decoding pixels; return the channel count TensorFlow
+    and Pillow would both decode them to, or None when they may differ (so the caller
+    re-encodes instead of keeping the bytes).
+
+    PNG: every chunk's CRC and the closing IEND chunk (catches truncation and bit flips).
+    JPEG: the frame header and the closing end-of-image marker (catches truncation;
+    JPEG has no checksum, so damage inside the compressed data is only found by a full
+    decode, the codec's ``verify: decode``).
+    """
+    if header.format == "PNG":
+        if not _png_chunks_ok(data, error) or header.bit_depth != 8:
+            return None
+        return {0: 1, 2: 3, 6: 4}.get(header.color_type or -1)
+    if data.rstrip(b"\x00")[-2:] != b"\xff\xd9":
+        raise error("corrupt or truncated JPEG: it does not end with the end-of-image marker")
+    return {1: 1, 3: 3}.get(header.components or -1)
+
+
+def pixel_limit(max_pixels: int) -> int:
+    """The effective limit: the codec's ``max_pixels`` and Pillow's global, whichever is lower."""
+    pillow = Image.MAX_IMAGE_PIXELS
+    return min(max_pixels, int(pillow)) if pillow else max_pixels
+
+
+def check_pixels(
+    width: int, height: int, max_pixels: int, error: Error = rk.errors.InvalidValueError
+) -> None:
+    """Refuse an image with more pixels than :func:`pixel_limit` allows (decompression bombs)."""
+    limit = pixel_limit(max_pixels)
+    if width * height > limit:
+        raise error(
+            f"image of {width}x{height} = {width * height} pixels is over the limit of {limit} pixels "
+            "(decompression-bomb guard: the codec's max_pixels option and PIL.Image.MAX_IMAGE_PIXELS)"
+        )
+
+
+def open_image(
+    data: bytes, max_pixels: int, *, verify: bool = False, error: Error = rk.errors.InvalidValueError
+) -> Image.Image:
+    """Decode ``data`` fully with Pillow after the header and pixel-limit checks.
+
+    ``verify`` also runs Pillow's ``verify()`` first (for PNG it checks every chunk's
+    CRC, which a plain decode skips for the image data), as needed before storing the
+    bytes unchanged.
+    """
+    header = read_header(data, error)
+    if header is not None:
+        check_pixels(header.width, header.height, max_pixels, error)
+    try:
+        if verify:
+            with Image.open(io.BytesIO(data)) as probe:
+                probe.verify()
+        image = Image.open(io.BytesIO(data))
+        check_pixels(image.width, image.height, max_pixels, error)
+        image.load()
+    except Image.DecompressionBombError as exc:
+        raise error(f"decompression bomb refused by Pillow: {exc}") from None
+    except UnidentifiedImageError:
+        if header is not None:
+            raise error(f"corrupt or truncated {header.format}: Pillow cannot read it") from None
+        raise error(f"not a readable image ({_describe_start(data)})") from None
+    except (OSError, SyntaxError, ValueError, struct.error, EOFError) as exc:
+        name = header.format if header is not None else "image"
+        raise error(f"corrupt or truncated {name}: {exc}") from None
+    return image
+
+
+def load(image: Image.Image) -> None:
+    """Make sure a PIL image given by a record has its pixels (a lazily opened image whose
+    file is truncated or closed fails here, as an InvalidValueError)."""
+    try:
+        image.load()
+    except (OSError, SyntaxError, ValueError, struct.error, EOFError) as exc:
+        raise rk.errors.InvalidValueError(f"the PIL image cannot be loaded: {exc}") from None
+
+
+def save(image: Image.Image, fmt: str, *, quality: int = 95) -> bytes:
+    """Encode ``image`` as PNG or JPEG."""
+    buffer = io.BytesIO()
+    if fmt == "JPEG":
+        image.save(buffer, "JPEG", quality=quality)
+    else:
+        image.save(buffer, "PNG")
+    return buffer.getvalue()
+
+
+def decode_array(data: bytes, max_pixels: int, mode: str | None) -> np.ndarray:
+    """Stored bytes to a uint8 array (read side); errors are ``DecodeError``.
+
+    ``mode`` converts the decoded image (``"L"``, ``"RGB"``, ``"RGBA"``) when given.
+    """
+    image = open_image(data, max_pixels, error=rk.errors.DecodeError)
+    if mode is not None and image.mode != mode:
+        image = image.convert(mode)
+    return np.asarray(image, dtype=np.uint8)
+
+
+def _describe_start(data: bytes) -> str:
+    if not data:
+        return "the bytes are empty"
+    return f"{len(data)} bytes starting with {data[:8]!r}"

@@ -1,0 +1,367 @@
+"""The ``audio`` codec: a waveform per record, stored as 16-bit WAV, FLAC or raw PCM bytes.
+
+A record gives a path, encoded bytes (WAV, FLAC or OGG) or a numpy array of samples
+(``[samples]`` or ``[samples, channels]``, int16 or float in [-1, 1]). An array carries
+its sample rate as a tuple ``(array, rate)`` or a dict ``{"samples": array,
+"sample_rate": rate}``; a bare array is taken to be at the schema's rate. The schema
+declares ``sample_rate`` and ``channels`` and every record is checked against them: a
+mismatch is an error, never a silent resample or remix.
+
+What is stored is 16-bit PCM in the chosen ``format`` under the field's own key, with
+the number of samples (per channel) in ``num_samples``:
+
+* ``wav``: a standard WAV file, decoded inside the TensorFlow graph (``tf.audio.decode_wav``);
+* ``flac``: lossless and smaller; TensorFlow has no FLAC op, so reading calls soundfile
+  through ``tf.numpy_function`` (works in tf.data, but holds the GIL and cannot be
+  saved in a SavedModel: the wire spec says ``in_graph=False``);
+* ``pcm``: raw int16 little-endian samples, interleaved, decoded in the graph with
+  ``tf.io.decode_raw``.
+
+Decoding gives float32 ``[samples, channels]`` in [-1, 1) (int16 / 32768); a TensorFlow
+batch is a ``tf.RaggedTensor`` ``[B, (samples), channels]``.
+"""
+
+from __future__ import annotations
+
+import io
+import struct
+import wave
+from collections.abc import Mapping
+from typing import Any, Literal
+
+import numpy as np
+import pydantic
+
+import recordkit as rk
+from recordkit_codecs._inputs import read_input_bytes
+
+__all__ = ["AudioCodec", "AudioOptions"]
+
+_SCALE = 32768.0
+_SF_FORMATS = {"wav": "WAV", "flac": "FLAC"}
+
+
+class AudioOptions(rk.CodecOptions):
+    """Options of the ``audio`` codec."""
+
+    format: Literal["wav", "flac", "pcm"] = pydantic.Field(
+        default="wav",
+        description="wav (decoded in-graph), flac (lossless, smaller, read via Python), pcm (raw int16).",
+    )
+    sample_rate: int = pydantic.Field(ge=1, description="Samples per second every record must have.")
+    channels: int = pydantic.Field(default=1, ge=1, le=64, description="Channels every record must have.")
+    subtype: Literal["PCM_16"] = pydantic.Field(
+        default="PCM_16", description="Sample encoding of what is stored; 16-bit PCM is the one supported."
+    )
+    clip: bool = pydantic.Field(
+        default=False, description="Clip float samples outside [-1, 1] instead of refusing them."
+    )
+
+
+class AudioCodec(rk.Codec[AudioOptions]):
+    """A waveform stored as 16-bit PCM (WAV, FLAC or raw), checked against the schema's rate."""
+
+    name = "audio"
+    version = "1"
+    options_model = AudioOptions
+    summary = "a waveform stored as 16-bit WAV, FLAC or raw PCM bytes"
+
+    def wire_spec(self) -> rk.WireSpec:
+        return rk.WireSpec(
+            (
+                rk.WireFeature("", rk.WireKind.BYTES, (), f"the audio as 16-bit {self.options.format}"),
+                rk.WireFeature("num_samples", rk.WireKind.INT64, (), "samples per channel"),
+            ),
+            in_graph=self.options.format != "flac",
+        )
+
+    # -- encode ----------------------------------------------------------------------
+
+    def encode(self, value: Any) -> rk.WireValues:
+        samples = self._samples(value)
+        if samples.shape[0] == 0:
+            raise rk.errors.InvalidValueError("the audio has no samples")
+        fmt = self.options.format
+        if fmt == "pcm":
+            data = samples.astype("<i2", copy=False).tobytes()
+        elif fmt == "wav":
+            data = _wav_bytes(samples, self.options.sample_rate)
+        else:
+            import soundfile as sf
+
+            buffer = io.BytesIO()
+            sf.write(buffer, samples, self.options.sample_rate, format=_SF_FORMATS[fmt], subtype="PCM_16")
+            data = buffer.getvalue()
+        return {"": data, "num_samples": samples.shape[0]}
+
+    def _samples(self, value: Any) -> np.ndarray:
+        """int16 ``[samples, channels]`` from any accepted input, checked against the schema."""
+        data = read_input_bytes(value, "audio")
+        if data is not None:
+            return self._from_bytes(data)
+        rate: Any = None
+        if isinstance(value, tuple):
+            if len(value) != 2:
+                raise rk.errors.InvalidValueError(
+                    f"an audio tuple is (samples, sample_rate), got a tuple of {len(value)} items"
+                )
+            value, rate = value
+        elif isinstance(value, Mapping):
+            unknown = set(value) - {"samples", "sample_rate"}
+            if "samples" not in value or unknown:
+                raise rk.errors.InvalidValueError(
+                    f"an audio dict has the keys 'samples' and 'sample_rate', got {sorted(value)}"
+                )
+            value, rate = value["samples"], value.get("sample_rate")
+        if not isinstance(value, np.ndarray):
+            raise rk.errors.InvalidValueError(
+                "expected a path, encoded audio bytes (WAV, FLAC, OGG), a numpy array of samples, "
+                f"(array, sample_rate) or {{'samples': ..., 'sample_rate': ...}}; got {type(value).__name__}"
+            )
+        if rate is not None:
+            if isinstance(rate, bool) or not isinstance(rate, (int, np.integer)):
+                raise rk.errors.InvalidValueError(f"the sample rate must be an int, got {rate!r}")
+            self._check_rate(int(rate))
+        return self._from_array(value)
+
+    def _check_rate(self, rate: int) -> None:
+        if rate != self.options.sample_rate:
+            raise rk.errors.InvalidValueError(
+                f"sample rate is {rate} Hz, the schema declares {self.options.sample_rate} Hz "
+                "(recordkit never resamples: resample it first)"
+            )
+
+    def _check_channels(self, channels: int, hint: str = "") -> None:
+        if channels != self.options.channels:
+            raise rk.errors.InvalidValueError(
+                f"audio has {channels} channel(s), the schema declares {self.options.channels}{hint}"
+            )
+
+    def _from_array(self, array: np.ndarray) -> np.ndarray:
+        if array.ndim == 1:
+            array = array[:, None]
+            self._check_channels(1, " (a 1-D array is mono; give samples x channels)")
+        elif array.ndim == 2:
+            hint = " (arrays are samples x channels: transpose a channels-first array)"
+            self._check_channels(array.shape[1], hint if array.shape[0] == self.options.channels else "")
+        else:
+            raise rk.errors.InvalidValueError(
+                f"an audio array is [samples] or [samples, channels], got shape {array.shape}"
+            )
+        if array.dtype == np.int16:
+            return np.ascontiguousarray(array)
+        if array.dtype.kind != "f":
+            raise rk.errors.InvalidValueError(
+                f"audio samples must be int16 or float (in [-1, 1]), got dtype {array.dtype}"
+            )
+        if not np.all(np.isfinite(array)):
+            raise rk.errors.InvalidValueError("audio samples hold NaN or infinite values")
+        if not self.options.clip and array.size and float(np.max(np.abs(array))) > 1.0:
+            raise rk.errors.InvalidValueError(
+                f"float samples must be in [-1, 1], got a peak of {float(np.max(np.abs(array))):.6g} "
+                "(normalise them, or set the codec option clip: true)"
+            )
+        return _quantize(array)
+
+    def _from_bytes(self, data: bytes) -> np.ndarray:
+        import soundfile as sf
+
+        kind = _sniff(data)
+        if kind is None:
+            raise rk.errors.InvalidValueError(
+                "unsupported audio bytes: not WAV, FLAC or OGG "
+                f"({len(data)} bytes starting with {data[:8]!r})"
+            )
+        if kind == "WAV":
+            samples = self._from_pcm16_wav(data)
+            if samples is not None:
+                return samples
+        try:
+            with sf.SoundFile(io.BytesIO(data)) as handle:
+                self._check_rate(int(handle.samplerate))
+                self._check_channels(int(handle.channels))
+                exact = handle.subtype in ("PCM_16", "PCM_S8", "PCM_U8")
+                samples = handle.read(dtype="int16" if exact else "float32", always_2d=True)
+        except rk.errors.RecordkitError:
+            raise
+        except (sf.LibsndfileError, RuntimeError, ValueError, TypeError) as exc:
+            raise rk.errors.InvalidValueError(f"corrupt or unreadable {kind} audio: {_reason(exc)}") from None
+        if exact:
+            return np.ascontiguousarray(samples)
+        # Decoders of lossy or wider formats may overshoot [-1, 1] a little: clip those.
+        return _quantize(samples)
+
+    def _from_pcm16_wav(self, data: bytes) -> np.ndarray | None:
+        """The samples of a plain 16-bit PCM WAV, read with the standard library's
+        ``wave`` (ten times faster than a soundfile round trip); None for any other WAV
+        flavour (float, 24-bit, extensible ...), which soundfile then reads."""
+        try:
+            with wave.open(io.BytesIO(data)) as handle:
+                if handle.getsampwidth() != 2:
+                    return None
+                self._check_rate(handle.getframerate())
+                channels = handle.getnchannels()
+                self._check_channels(channels)
+                frames = handle.getnframes()
+                raw = handle.readframes(frames)
+        except rk.errors.RecordkitError:
+            raise
+        except (wave.Error, EOFError, RuntimeError, ValueError, struct.error):
+            return None  # not plain or not readable by wave: soundfile decides and explains
+        if len(raw) != frames * channels * 2:
+            raise rk.errors.InvalidValueError(
+                f"corrupt or truncated WAV audio: the header announces {frames} frames, "
+                f"{len(raw) // (2 * channels)} are present"
+            )
+        return np.frombuffer(raw, dtype="<i2").reshape(-1, channels)
+
+    # -- decode ----------------------------------------------------------------------
+
+    def decode_numpy(self, wire: Mapping[str, Any]) -> np.ndarray:
+        samples = _decode_one(
+            wire[""], int(wire["num_samples"]), self.options, rk.errors.DecodeError
+        )
+        return samples.astype(np.float32) / np.float32(_SCALE)
+
+    def decode_tf_source(self) -> rk.DecodeSource | None:
+        """decode_tf as standalone code, for ``recordkit codegen``."""
+        from recordkit_codecs._standalone import audio_source
+
+        return audio_source(self.options)
+
+    def decode_tf(self, wire: Mapping[str, Any]) -> Any:
+        import tensorflow as tf
+
+        encoded = tf.reshape(wire[""], [-1])
+        counts = tf.cast(tf.reshape(wire["num_samples"], [-1]), tf.int64)
+        channels = self.options.channels
+        fmt = self.options.format
+        if fmt == "pcm":
+            sizes = tf.cast(tf.strings.length(encoded), tf.int64)
+            check = tf.debugging.assert_equal(
+                sizes,
+                counts * channels * 2,
+                message=(
+                    f"audio codec: raw PCM byte length differs from num_samples x {channels} channels x 2"
+                ),
+            )
+            with tf.control_dependencies([check]):
+                joined = tf.strings.reduce_join(encoded)
+            flat = tf.io.decode_raw(joined, tf.int16, little_endian=True)
+            values = tf.cast(tf.reshape(flat, [-1, channels]), tf.float32) / _SCALE
+            return tf.RaggedTensor.from_row_lengths(values, counts, validate=False)
+        if fmt == "wav":
+            rate = self.options.sample_rate
+
+            def one(args: Any) -> Any:
+                data, count = args
+                audio, file_rate = tf.audio.decode_wav(data)
+                checks = [
+                    tf.debugging.assert_equal(
+                        file_rate, rate, message=f"audio codec: the WAV sample rate is not {rate} Hz"
+                    ),
+                    tf.debugging.assert_equal(
+                        tf.shape(audio, out_type=tf.int64),
+                        tf.stack([count, tf.constant(channels, tf.int64)]),
+                        message=(
+                            "audio codec: the decoded WAV [samples, channels] differs from "
+                            f"num_samples and the schema's channels ({channels})"
+                        ),
+                    ),
+                ]
+                with tf.control_dependencies(checks):
+                    return tf.identity(audio)
+
+            signature = tf.RaggedTensorSpec(
+                shape=[None, channels], dtype=tf.float32, ragged_rank=0, row_splits_dtype=tf.int64
+            )
+            decoded = tf.map_fn(one, (encoded, counts), fn_output_signature=signature)
+            # An empty batch's values lose their inner dimension in map_fn: restore it.
+            values = tf.reshape(decoded.flat_values, [-1, channels])
+            return tf.RaggedTensor.from_row_lengths(values, counts, validate=False)
+        # flac: no TensorFlow op reads it; decode the batch in Python with soundfile.
+        options = self.options
+
+        def decode_batch(batch: np.ndarray, batch_counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+            parts = [
+                _decode_one(bytes(data), int(count), options, ValueError)
+                for data, count in zip(batch, batch_counts, strict=True)
+            ]
+            values = np.concatenate(parts) if parts else np.zeros((0, options.channels), np.int16)
+            return values.astype(np.float32) / np.float32(_SCALE), batch_counts.astype(np.int64)
+
+        values, lengths = tf.numpy_function(
+            decode_batch, [encoded, counts], [tf.float32, tf.int64], stateful=False, name="decode_flac"
+        )
+        values = tf.ensure_shape(values, [None, channels])
+        lengths = tf.ensure_shape(lengths, [None])
+        return tf.RaggedTensor.from_row_lengths(values, lengths, validate=False)
+
+
+def _sniff(data: bytes) -> str | None:
+    if data[:4] == b"RIFF" and data[8:12] == b"WAVE":
+        return "WAV"
+    if data[:4] == b"fLaC":
+        return "FLAC"
+    if data[:4] == b"OggS":
+        return "OGG"
+    return None
+
+
+def _reason(exc: Exception) -> str:
+    """libsndfile's own words, without soundfile's "Error opening <BytesIO ...>" prefix."""
+    return str(getattr(exc, "error_string", None) or exc)
+
+
+def _wav_bytes(samples: np.ndarray, rate: int) -> bytes:
+    """int16 ``[samples, channels]`` as a canonical 16-bit PCM WAV file (44-byte header),
+    the layout ``tf.audio.decode_wav`` reads."""
+    buffer = io.BytesIO()
+    with wave.open(buffer, "wb") as out:
+        out.setnchannels(samples.shape[1])
+        out.setsampwidth(2)
+        out.setframerate(rate)
+        out.writeframes(samples.astype("<i2", copy=False).tobytes())
+    return buffer.getvalue()
+
+
+def _quantize(samples: np.ndarray) -> np.ndarray:
+    """Float samples in [-1, 1] to int16 (round(x * 32768), clipped): the inverse of
+    decoding's int16 / 32768, exact for samples that came from int16."""
+    scaled = np.rint(np.asarray(samples, dtype=np.float64) * _SCALE)
+    return np.ascontiguousarray(np.clip(scaled, -32768, 32767).astype(np.int16))
+
+
+def _decode_one(data: bytes, count: int, options: AudioOptions, error: type[Exception]) -> np.ndarray:
+    """One record's stored bytes to int16 ``[samples, channels]``, checked against the
+    schema and ``count``; problems raise ``error`` (DecodeError, or ValueError inside TF)."""
+    channels = options.channels
+    if options.format == "pcm":
+        if len(data) != count * channels * 2:
+            raise error(
+                f"audio codec: {len(data)} bytes of raw PCM, expected num_samples {count} x "
+                f"{channels} channel(s) x 2"
+            )
+        return np.frombuffer(data, dtype="<i2").astype(np.int16).reshape(-1, channels)
+    import soundfile as sf
+
+    try:
+        samples, rate = sf.read(io.BytesIO(data), dtype="int16", always_2d=True)
+    except (sf.LibsndfileError, RuntimeError, ValueError) as exc:
+        raise error(f"audio codec: the stored {options.format} bytes do not decode: {_reason(exc)}") from None
+    if rate != options.sample_rate:
+        raise error(
+            f"audio codec: the stored audio is at {rate} Hz, the schema declares {options.sample_rate} Hz"
+        )
+    if samples.shape != (count, channels):
+        raise error(
+            f"audio codec: decoded {samples.shape[0]} samples x {samples.shape[1]} channel(s), the record "
+            f"stores num_samples {count} and the schema {channels} channel(s)"
+        )
+    return np.asarray(samples, dtype=np.int16)
+
+
+@rk.hookimpl
+def recordkit_register_codecs(registry: rk.CodecRegistry) -> None:
+    """Register the ``audio`` codec."""
+    registry.register(AudioCodec)

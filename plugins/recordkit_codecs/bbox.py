@@ -1,0 +1,434 @@
+"""The ``bbox`` codec: a variable number of bounding boxes per record.
+
+Records give boxes in the schema's declared ``format`` (``xyxy``, ``xywh``, ``yxyx`` or
+``cxcywh``), in ``[0, 1]`` image coordinates (``normalized: true``) or in pixels.
+Whatever the declared format, boxes are stored in one canonical form: float32
+``x_min, y_min, x_max, y_max`` under the field's main key (shape ``(None, 4)``); the
+declared format is one of the field's options, so it is part of the schema's
+fingerprint. With ``labels`` each box has a class (stored as int64 ids under
+``<field>/labels``) and each name of ``extras`` adds a float32 value per box (stored
+under ``<field>/<name>``, e.g. scores).
+
+Validation on write: coordinates are finite, ``min <= max`` on both axes, normalized
+boxes lie inside ``[0, 1]`` and pixel boxes are non-negative, all within ``tolerance``
+(values just outside by floating-point noise, such as ``1.0000000000000002``, are
+clamped, not rejected). When ``image_field`` names the record's image field, pixel
+boxes are checked against that image's stored height and width.
+
+Readers get the boxes converted back to the declared format: a ragged float32 tensor
+``[B, (n), 4]`` in TensorFlow, a float32 ``(n, 4)`` array in numpy, or with labels or
+extras a dict ``{"boxes", "labels", <extras>...}``. :func:`convert_boxes` converts
+between formats (numpy arrays, tensors and ragged tensors) for readers who want
+another one.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal, get_args
+
+import numpy as np
+import pydantic
+
+import recordkit as rk
+
+__all__ = ["BOX_FORMATS", "BBoxCodec", "BBoxOptions", "BoxFormat", "convert_boxes"]
+
+BoxFormat = Literal["xyxy", "xywh", "yxyx", "cxcywh"]
+#: The box formats, by name: the order of the four numbers of a box.
+BOX_FORMATS: tuple[str, ...] = get_args(BoxFormat)
+
+_EXTRA_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_RESERVED = frozenset({"boxes", "box", "labels", "label", "present", "lengths"})
+_AXES = ("x_min", "y_min", "x_max", "y_max")
+_FLOAT32_MAX = float(np.finfo(np.float32).max)
+
+
+class BBoxOptions(rk.CodecOptions):
+    """Options of the ``bbox`` codec."""
+
+    format: BoxFormat = pydantic.Field(default="xyxy", description="The order of a box's four numbers.")
+    normalized: bool = pydantic.Field(
+        default=True, description="Coordinates are in [0, 1] of the image (false: in pixels)."
+    )
+    labels: list[str] | None = pydantic.Field(
+        default=None, description="Class names; each box then has a label (a name or an id)."
+    )
+    extras: list[str] = pydantic.Field(
+        default_factory=list, description="Names of per-box float values (e.g. score)."
+    )
+    image_field: str | None = pydantic.Field(
+        default=None, description="The record's image field; pixel boxes must fit in its height and width."
+    )
+    tolerance: float = pydantic.Field(
+        default=1e-6, ge=0.0, description="How far outside its bounds a coordinate may be (it is clamped)."
+    )
+
+    @pydantic.model_validator(mode="after")
+    def _consistent(self) -> BBoxOptions:
+        if self.labels is not None:
+            if not self.labels or any(not isinstance(n, str) or not n for n in self.labels):
+                raise ValueError("labels must list at least one non-empty class name")
+            if len(set(self.labels)) != len(self.labels):
+                raise ValueError("labels lists a class name twice")
+        for extra in self.extras:
+            if not _EXTRA_NAME.match(extra) or extra in _RESERVED:
+                raise ValueError(
+                    f"invalid extra name {extra!r}: use letters, digits and _, not one of {sorted(_RESERVED)}"
+                )
+        if len(set(self.extras)) != len(self.extras):
+            raise ValueError("extras lists a name twice")
+        if not math.isfinite(self.tolerance):
+            raise ValueError("tolerance must be finite")
+        return self
+
+
+class BBoxCodec(rk.Codec[BBoxOptions]):
+    """Bounding boxes, optionally with labels and per-box extras."""
+
+    name = "bbox"
+    version = "1"
+    options_model = BBoxOptions
+    summary = "a variable number of bounding boxes per record, with optional labels and extras"
+
+    def __init__(self, options: BBoxOptions | Mapping[str, Any] | None = None) -> None:
+        super().__init__(options)
+        self._label_ids = {n: i for i, n in enumerate(self.options.labels or ())}
+
+    @property
+    def _has_dict(self) -> bool:
+        return self.options.labels is not None or bool(self.options.extras)
+
+    def wire_spec(self) -> rk.WireSpec:
+        unit = "in [0, 1]" if self.options.normalized else "in pixels"
+        features = [
+            rk.WireFeature("", rk.WireKind.FLOAT, (None, 4), f"boxes as x_min, y_min, x_max, y_max {unit}")
+        ]
+        if self.options.labels is not None:
+            features.append(rk.WireFeature("labels", rk.WireKind.INT64, (None,), "class id of each box"))
+        for extra in self.options.extras:
+            features.append(rk.WireFeature(extra, rk.WireKind.FLOAT, (None,), f"{extra} of each box"))
+        return rk.WireSpec(tuple(features))
+
+    def related_fields(self) -> tuple[str, ...]:
+        return (self.options.image_field,) if self.options.image_field else ()
+
+    # -- encoding -------------------------------------------------------------------
+
+    def encode(self, value: Any) -> rk.WireValues:
+        boxes, labels, extras = self._split(value)
+        given = _as_boxes(boxes)
+        wire: dict[str, Any] = {"": self._canonical(given)}
+        if self.options.labels is not None:
+            wire["labels"] = self._label_ids_of(labels, len(given))
+        for name in self.options.extras:
+            wire[name] = _as_extra(name, extras[name], len(given))
+        return wire
+
+    def _split(self, value: Any) -> tuple[Any, Any, dict[str, Any]]:
+        """The boxes, labels and extras of a record, from any accepted input form."""
+        wanted = (["labels"] if self.options.labels is not None else []) + list(self.options.extras)
+        if isinstance(value, Mapping):
+            return self._split_columns(value, wanted)
+        if isinstance(value, (list, tuple)) and value and all(isinstance(v, Mapping) for v in value):
+            return self._split_rows(value)
+        if isinstance(value, (list, tuple)) and value and any(isinstance(v, Mapping) for v in value):
+            raise rk.errors.InvalidValueError("mixes per-box dicts with other values")
+        if self._has_dict and _is_empty(value):
+            return value, [], {name: [] for name in self.options.extras}
+        if self._has_dict:
+            raise rk.errors.InvalidValueError(
+                f"this field has {' and '.join(wanted)} for each box: give "
+                f"{{'boxes': [[...], ...], {', '.join(repr(w) + ': [...]' for w in wanted)}}}"
+            )
+        return value, None, {}
+
+    def _split_columns(self, value: Mapping[str, Any], wanted: list[str]) -> tuple[Any, Any, dict[str, Any]]:
+        allowed = {"boxes", *wanted}
+        unknown = sorted(str(k) for k in value if k not in allowed)
+        if unknown:
+            raise rk.errors.InvalidValueError(f"unknown keys {unknown} (expected {sorted(allowed)})")
+        missing = [k for k in ("boxes", *wanted) if k not in value]
+        if missing:
+            raise rk.errors.InvalidValueError(f"missing keys {missing}")
+        return value["boxes"], value.get("labels"), {name: value[name] for name in self.options.extras}
+
+    def _split_rows(self, rows: Sequence[Mapping[str, Any]]) -> tuple[Any, Any, dict[str, Any]]:
+        keys = ["box", *(("label",) if self.options.labels is not None else ()), *self.options.extras]
+        for i, row in enumerate(rows):
+            if set(row) != set(keys):
+                raise rk.errors.InvalidValueError(
+                    f"box {i}: has keys {sorted(str(k) for k in row)}, expected {sorted(keys)}"
+                )
+        boxes = [row["box"] for row in rows]
+        labels = [row["label"] for row in rows] if self.options.labels is not None else None
+        return boxes, labels, {name: [row[name] for row in rows] for name in self.options.extras}
+
+    def _canonical(self, given: np.ndarray) -> np.ndarray:
+        """Validate boxes given in the declared format; return them as float32 xyxy."""
+        fmt = self.options.format
+        tol = self.options.tolerance
+        bad = ~np.isfinite(given).all(axis=1)
+        if bad.any():
+            i = int(np.argmax(bad))
+            raise rk.errors.InvalidValueError(f"{_describe(i, given, fmt)} has a non-finite coordinate")
+        xyxy = np.stack(_convert((given[:, 0], given[:, 1], given[:, 2], given[:, 3]), fmt, "xyxy"), axis=1)
+        for low, high in ((0, 2), (1, 3)):
+            gap = xyxy[:, low] - xyxy[:, high]
+            if (gap > tol).any():
+                i = int(np.argmax(gap > tol))
+                raise rk.errors.InvalidValueError(
+                    f"{_describe(i, given, fmt)}: {_AXES[low]} {xyxy[i, low]:.9g} > {_AXES[high]} "
+                    f"{xyxy[i, high]:.9g}"
+                )
+            xyxy[:, high] = np.maximum(xyxy[:, high], xyxy[:, low])
+        if self.options.normalized:
+            outside = (xyxy < -tol) | (xyxy > 1.0 + tol)
+            if outside.any():
+                i, k = (int(n) for n in np.argwhere(outside)[0])
+                raise rk.errors.InvalidValueError(
+                    f"{_describe(i, given, fmt)}: {_AXES[k]} {xyxy[i, k]:.9g} is outside [0, 1] "
+                    f"(tolerance {tol:g}); are the boxes in pixels? (then set normalized: false)"
+                )
+            xyxy = np.clip(xyxy, 0.0, 1.0)
+        else:
+            negative = xyxy < -tol
+            if negative.any():
+                i, k = (int(n) for n in np.argwhere(negative)[0])
+                raise rk.errors.InvalidValueError(
+                    f"{_describe(i, given, fmt)}: {_AXES[k]} {xyxy[i, k]:.9g} is negative"
+                )
+            too_big = np.abs(xyxy) > _FLOAT32_MAX
+            if too_big.any():
+                i = int(np.argwhere(too_big)[0][0])
+                raise rk.errors.InvalidValueError(f"{_describe(i, given, fmt)} overflows float32")
+            xyxy = np.maximum(xyxy, 0.0)
+        return np.asarray(xyxy, dtype=np.float32)
+
+    def _label_ids_of(self, labels: Any, count: int) -> np.ndarray:
+        items = _as_list("labels", labels)
+        if len(items) != count:
+            raise rk.errors.InvalidValueError(f"{count} boxes but {len(items)} labels")
+        names = self.options.labels or []
+        ids = np.empty(count, dtype=np.int64)
+        for i, label in enumerate(items):
+            if isinstance(label, np.generic):
+                label = label.item()
+            if isinstance(label, str):
+                if label not in self._label_ids:
+                    raise rk.errors.InvalidValueError(
+                        f"box {i}: unknown label {label!r} (labels: {', '.join(map(repr, names[:10]))}"
+                        f"{' ...' if len(names) > 10 else ''})"
+                    )
+                ids[i] = self._label_ids[label]
+            elif isinstance(label, numbers.Integral) and not isinstance(label, bool):
+                if not 0 <= int(label) < len(names):
+                    raise rk.errors.InvalidValueError(
+                        f"box {i}: label id {int(label)} is out of range (ids are [0, {len(names)}))"
+                    )
+                ids[i] = int(label)
+            else:
+                raise rk.errors.InvalidValueError(
+                    f"box {i}: a label is a class name or an integer id, got {type(label).__name__} {label!r}"
+                )
+        return ids
+
+    def check_related(self, wire: rk.WireValues, related: Mapping[str, rk.WireValues]) -> None:
+        image_field = self.options.image_field
+        if image_field is None or self.options.normalized or image_field not in related or "" not in wire:
+            return
+        image = related[image_field]
+        size = {}
+        for key in ("height", "width"):
+            if key not in image:
+                raise rk.errors.InvalidValueError(
+                    f"image_field {image_field!r} stores no {key!r} (is it an image field?)"
+                )
+            size[key] = float(np.asarray(image[key]).reshape(-1)[0])
+        boxes = np.asarray(wire[""], dtype=np.float64).reshape(-1, 4)
+        tol = self.options.tolerance
+        for k, key in ((2, "width"), (3, "height")):
+            over = boxes[:, k] > size[key] + tol
+            if over.any():
+                i = int(np.argmax(over))
+                raise rk.errors.InvalidValueError(
+                    f"box {i}: {_AXES[k]} {boxes[i, k]:.9g} is outside the {key} {size[key]:g} "
+                    f"of image field {image_field!r}"
+                )
+
+    # -- decoding -------------------------------------------------------------------
+
+    def decode_numpy(self, wire: Mapping[str, Any]) -> Any:
+        stored = np.asarray(wire[""], dtype=np.float32).reshape(-1, 4)
+        boxes = convert_boxes(stored, "xyxy", self.options.format)
+        if not self._has_dict:
+            return boxes
+        out: dict[str, Any] = {"boxes": boxes}
+        if self.options.labels is not None:
+            out["labels"] = np.asarray(wire["labels"], dtype=np.int64).reshape(-1)
+        for name in self.options.extras:
+            out[name] = np.asarray(wire[name], dtype=np.float32).reshape(-1)
+        return out
+
+    def decode_tf_source(self) -> rk.DecodeSource:
+        """decode_tf as standalone code, for ``recordkit codegen``."""
+        from recordkit_codecs._standalone import bbox_source
+
+        return bbox_source(self.options)
+
+    def decode_tf(self, wire: Mapping[str, Any]) -> Any:
+        import tensorflow as tf
+
+        stored = wire[""]
+        flat = tf.reshape(stored.flat_values, [-1, 4])
+        boxes = tf.RaggedTensor.from_row_splits(
+            _convert_dense_tf(flat, "xyxy", self.options.format), stored.row_splits, validate=False
+        )
+        if not self._has_dict:
+            return boxes
+        out: dict[str, Any] = {"boxes": boxes}
+        if self.options.labels is not None:
+            out["labels"] = wire["labels"]
+        for name in self.options.extras:
+            out[name] = wire[name]
+        return out
+
+
+# -- helpers ---------------------------------------------------------------------------
+
+
+def _is_empty(value: Any) -> bool:
+    try:
+        return bool(len(value) == 0)
+    except TypeError:
+        return False
+
+
+def _as_boxes(value: Any) -> np.ndarray:
+    """Boxes as a float64 ``(n, 4)`` array (an empty input gives ``(0, 4)``)."""
+    try:
+        array = np.asarray(value)
+    except (ValueError, TypeError) as exc:
+        raise rk.errors.InvalidValueError(f"boxes are not an (n, 4) array: {exc}") from None
+    if array.shape in ((0,), (0, 4)):
+        return np.zeros((0, 4), dtype=np.float64)
+    if array.dtype.kind not in "iuf":
+        raise rk.errors.InvalidValueError(f"boxes must be numbers, got {array.dtype} values")
+    if array.ndim == 1 and array.shape[0] == 4:
+        raise rk.errors.InvalidValueError("boxes must be an (n, 4) array; for one box give [[a, b, c, d]]")
+    if array.ndim != 2 or array.shape[1] != 4:
+        raise rk.errors.InvalidValueError(f"boxes must be an (n, 4) array, got shape {array.shape}")
+    return array.astype(np.float64)
+
+
+def _as_list(what: str, value: Any) -> list[Any]:
+    if value is None or isinstance(value, (str, bytes, Mapping)):
+        raise rk.errors.InvalidValueError(f"{what} must be a list, got {type(value).__name__}")
+    try:
+        return list(value)
+    except TypeError:
+        raise rk.errors.InvalidValueError(f"{what} must be a list, got {type(value).__name__}") from None
+
+
+def _as_extra(name: str, value: Any, count: int) -> np.ndarray:
+    items = _as_list(name, value)
+    if len(items) != count:
+        raise rk.errors.InvalidValueError(f"{count} boxes but {len(items)} values of {name!r}")
+    try:
+        array = np.asarray(items, dtype=np.float64).reshape(-1)
+    except (TypeError, ValueError):
+        raise rk.errors.InvalidValueError(f"{name!r} must be numbers, got {items!r}") from None
+    bad = ~np.isfinite(array) | (np.abs(array) > _FLOAT32_MAX)
+    if bad.any():
+        i = int(np.argmax(bad))
+        raise rk.errors.InvalidValueError(f"box {i}: {name} {float(array[i])} is not a finite float32")
+    return array.astype(np.float32)
+
+
+def _describe(index: int, boxes: np.ndarray, fmt: str) -> str:
+    coords = ", ".join(f"{v:.9g}" for v in boxes[index])
+    return f"box {index} [{coords}] ({fmt})"
+
+
+def _convert(cols: tuple[Any, Any, Any, Any], source: str, target: str) -> tuple[Any, Any, Any, Any]:
+    """Convert the four coordinate columns from ``source`` to ``target`` format.
+
+    Works on anything with arithmetic (numpy arrays, tensors); both directions go
+    through ``x_min, y_min, x_max, y_max``.
+    """
+    a, b, c, d = cols
+    if source == target:
+        return cols
+    if source == "xyxy":
+        x1, y1, x2, y2 = a, b, c, d
+    elif source == "yxyx":
+        x1, y1, x2, y2 = b, a, d, c
+    elif source == "xywh":
+        x1, y1, x2, y2 = a, b, a + c, b + d
+    else:  # cxcywh
+        x1, y1, x2, y2 = a - c / 2, b - d / 2, a + c / 2, b + d / 2
+    if target == "xyxy":
+        return x1, y1, x2, y2
+    if target == "yxyx":
+        return y1, x1, y2, x2
+    if target == "xywh":
+        return x1, y1, x2 - x1, y2 - y1
+    return (x1 + x2) / 2, (y1 + y2) / 2, x2 - x1, y2 - y1
+
+
+def _check_format(fmt: str) -> None:
+    if fmt not in BOX_FORMATS:
+        raise ValueError(f"unknown box format {fmt!r} (formats: {', '.join(BOX_FORMATS)})")
+
+
+def convert_boxes(boxes: Any, source: str, target: str) -> Any:
+    """Convert boxes from format ``source`` to format ``target``.
+
+    ``boxes`` has the four coordinates in its last dimension: a numpy array (or
+    anything ``np.asarray`` takes), a ``tf.Tensor`` or a ``tf.RaggedTensor`` such as
+    the ``[B, (n), 4]`` boxes a parser returns. The result has the same type, shape and
+    float dtype (numbers are computed in float64). Formats are ``xyxy``, ``xywh``,
+    ``yxyx`` and ``cxcywh``; units (pixels or normalized) are kept as they are.
+    """
+    _check_format(source)
+    _check_format(target)
+    if type(boxes).__module__.startswith("tensorflow"):
+        return _convert_tf(boxes, source, target)
+    array = np.asarray(boxes)
+    if array.shape[-1:] != (4,):
+        raise ValueError(f"boxes need 4 numbers in their last dimension, got shape {array.shape}")
+    dtype = array.dtype if array.dtype.kind == "f" else np.dtype(np.float64)
+    wide = array.astype(np.float64)
+    cols = _convert((wide[..., 0], wide[..., 1], wide[..., 2], wide[..., 3]), source, target)
+    return np.stack(cols, axis=-1).astype(dtype)
+
+
+def _convert_tf(boxes: Any, source: str, target: str) -> Any:
+    import tensorflow as tf
+
+    if isinstance(boxes, tf.RaggedTensor):
+        flat = boxes.flat_values
+        converted = _convert_dense_tf(tf.reshape(flat, [-1, 4]), source, target)
+        return boxes.with_flat_values(tf.reshape(converted, tf.shape(flat)))
+    return _convert_dense_tf(tf.convert_to_tensor(boxes), source, target)
+
+
+def _convert_dense_tf(boxes: Any, source: str, target: str) -> Any:
+    import tensorflow as tf
+
+    if source == target:
+        return boxes
+    wide = tf.cast(boxes, tf.float64)
+    x, y, z, w = tf.unstack(wide, num=4, axis=-1)
+    cols = _convert((x, y, z, w), source, target)
+    out = tf.stack(cols, axis=-1)
+    return tf.cast(out, boxes.dtype if boxes.dtype.is_floating else tf.float64)
+
+
+@rk.hookimpl
+def recordkit_register_codecs(registry: rk.CodecRegistry) -> None:
+    """Register the ``bbox`` codec."""
+    registry.register(BBoxCodec)

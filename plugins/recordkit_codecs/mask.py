@@ -1,0 +1,226 @@
+"""The ``mask`` codec: a segmentation mask of class indices, stored as a lossless PNG.
+
+Segmentation masks such as Pascal VOC's are palette ("P" mode) PNGs whose pixel values
+are class indices and whose palette only colours them for people. The mask codec keeps
+the *indices*: a record gives a palette or grayscale PIL image, a PNG (bytes or path)
+or a 2-D integer array, and the codec stores the indices as an 8-bit grayscale PNG
+(so TensorFlow's ``decode_png`` returns the indices too, not palette colours) with the
+mask's ``height`` and ``width``. ``num_classes`` checks every index, allowing
+``ignore_index`` (255, VOC's "void" border, by default).
+
+Decoding gives uint8 ``[H, W]``: in TensorFlow a batch is dense ``[B, H, W]`` when the
+schema declares ``height`` and ``width`` and a ``tf.RaggedTensor`` ``[B, (H), (W)]``
+otherwise.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import pydantic
+from PIL import Image
+
+import recordkit as rk
+from recordkit_codecs import _pillow
+from recordkit_codecs._inputs import read_input_bytes
+from recordkit_codecs._tf_images import decode_image_batch
+
+__all__ = ["MaskCodec", "MaskOptions"]
+
+_INDEX_MODES = ("P", "L", "1")
+
+
+class MaskOptions(rk.CodecOptions):
+    """Options of the ``mask`` codec."""
+
+    num_classes: int | None = pydantic.Field(
+        default=None,
+        ge=1,
+        le=256,
+        description="Indices must be below this (ignore_index aside); None: no check.",
+    )
+    ignore_index: int | None = pydantic.Field(
+        default=255,
+        ge=0,
+        le=255,
+        description="An index allowed besides the classes (VOC's void border: 255).",
+    )
+    max_pixels: int = pydantic.Field(
+        default=_pillow.DEFAULT_MAX_PIXELS,
+        ge=1,
+        description="Largest width x height accepted (also bounded by PIL.Image.MAX_IMAGE_PIXELS).",
+    )
+    height: int | None = pydantic.Field(
+        default=None, ge=1, description="A fixed height every mask must have."
+    )
+    width: int | None = pydantic.Field(
+        default=None, ge=1, description="A fixed width every mask must have."
+    )
+
+    @pydantic.model_validator(mode="after")
+    def _consistent(self) -> MaskOptions:
+        if (self.height is None) != (self.width is None):
+            raise ValueError("set both height and width (a fixed size), or neither")
+        if self.height is not None and self.width is not None and self.height * self.width > self.max_pixels:
+            raise ValueError(
+                f"the fixed size {self.height}x{self.width} is over max_pixels={self.max_pixels}"
+            )
+        return self
+
+
+class MaskCodec(rk.Codec[MaskOptions]):
+    """A single-channel mask of class indices, stored as a grayscale PNG."""
+
+    name = "mask"
+    version = "1"
+    options_model = MaskOptions
+    summary = "a segmentation mask of class indices, stored as a lossless PNG"
+
+    def wire_spec(self) -> rk.WireSpec:
+        return rk.WireSpec(
+            (
+                rk.WireFeature("", rk.WireKind.BYTES, (), "the class indices as an 8-bit grayscale PNG"),
+                rk.WireFeature("height", rk.WireKind.INT64, (), "height in pixels"),
+                rk.WireFeature("width", rk.WireKind.INT64, (), "width in pixels"),
+            )
+        )
+
+    @property
+    def fixed_size(self) -> tuple[int, int] | None:
+        """``(height, width)`` when the schema declares a fixed size."""
+        if self.options.height is None or self.options.width is None:
+            return None
+        return (self.options.height, self.options.width)
+
+    # -- encode ----------------------------------------------------------------------
+
+    def encode(self, value: Any) -> rk.WireValues:
+        indices = self._indices(value)
+        height, width = indices.shape
+        fixed = self.fixed_size
+        if fixed is not None and (height, width) != fixed:
+            raise rk.errors.InvalidValueError(
+                f"mask is {height}x{width} (height x width), the schema declares a fixed size of "
+                f"{fixed[0]}x{fixed[1]}"
+            )
+        self._check_classes(indices)
+        return {
+            "": _pillow.save(Image.fromarray(indices, mode="L"), "PNG"),
+            "height": height,
+            "width": width,
+        }
+
+    def _indices(self, value: Any) -> np.ndarray:
+        """The mask's class indices as a contiguous uint8 ``[H, W]`` array."""
+        max_pixels = self.options.max_pixels
+        data = read_input_bytes(value, "mask")
+        if data is not None:
+            header = _pillow.read_header(data)
+            if header is None or header.format != "PNG":
+                kind = header.format if header is not None else "not PNG"
+                raise rk.errors.InvalidValueError(
+                    f"mask bytes must be a PNG (lossless), got {kind}: a lossy format changes class indices"
+                )
+            value = _pillow.open_image(data, max_pixels)
+        if isinstance(value, Image.Image):
+            _pillow.check_pixels(value.width, value.height, max_pixels)
+            _pillow.load(value)
+            if value.mode not in _INDEX_MODES:
+                raise rk.errors.InvalidValueError(
+                    f"a mask must be single-channel class indices (Pillow mode P, L or 1), got mode "
+                    f"{value.mode}; map colours to class indices first"
+                )
+            return np.ascontiguousarray(np.asarray(value).astype(np.uint8, copy=False))
+        if isinstance(value, np.ndarray):
+            return self._from_array(value)
+        raise rk.errors.InvalidValueError(
+            "expected a PNG (bytes or path), a P/L mode PIL image or a 2-D integer array, "
+            f"got {type(value).__name__}"
+        )
+
+    def _from_array(self, array: np.ndarray) -> np.ndarray:
+        if array.ndim == 3 and array.shape[2] == 1:
+            array = array[:, :, 0]
+        if array.ndim != 2:
+            raise rk.errors.InvalidValueError(f"a mask array must be H x W, got shape {array.shape}")
+        if array.shape[0] == 0 or array.shape[1] == 0:
+            raise rk.errors.InvalidValueError(f"the mask array is empty (shape {array.shape})")
+        if array.dtype.kind not in "iu":
+            raise rk.errors.InvalidValueError(
+                f"a mask array holds integer class indices, got dtype {array.dtype}"
+            )
+        _pillow.check_pixels(array.shape[1], array.shape[0], self.options.max_pixels)
+        if array.dtype != np.uint8:
+            low, high = int(array.min()), int(array.max())
+            if low < 0 or high > 255:
+                raise rk.errors.InvalidValueError(
+                    f"mask indices must be in 0..255 to fit a uint8 PNG, got values from {low} to {high}"
+                )
+        return np.ascontiguousarray(array, dtype=np.uint8)
+
+    def _check_classes(self, indices: np.ndarray) -> None:
+        num_classes = self.options.num_classes
+        if num_classes is None:
+            return
+        bad = indices >= num_classes
+        ignore = self.options.ignore_index
+        if ignore is not None:
+            bad &= indices != ignore
+        if bad.any():
+            row, col = (int(i) for i in np.argwhere(bad)[0])
+            values = sorted({int(v) for v in np.unique(indices[bad])})
+            allowed = f"0..{num_classes - 1}"
+            if ignore is not None:
+                allowed += f" or the ignore index {ignore}"
+            raise rk.errors.InvalidValueError(
+                f"mask holds index {indices[row, col]} at row {row}, column {col} (all bad values: "
+                f"{values[:10]}); num_classes is {num_classes}, so indices must be {allowed}"
+            )
+
+    # -- decode ----------------------------------------------------------------------
+
+    def decode_numpy(self, wire: Mapping[str, Any]) -> np.ndarray:
+        height, width = int(wire["height"]), int(wire["width"])
+        image = _pillow.open_image(wire[""], self.options.max_pixels, error=rk.errors.DecodeError)
+        if image.mode not in _INDEX_MODES:
+            raise rk.errors.DecodeError(
+                f"mask codec: the stored PNG is mode {image.mode}, not single-channel"
+            )
+        indices = np.asarray(image).astype(np.uint8, copy=False)
+        if indices.shape != (height, width):
+            raise rk.errors.DecodeError(
+                f"mask codec: the decoded mask is {indices.shape} (height, width), the record stores "
+                f"({height}, {width})"
+            )
+        return indices
+
+    def decode_tf_source(self) -> rk.DecodeSource:
+        """decode_tf as standalone code, for ``recordkit codegen``."""
+        from recordkit_codecs._standalone import mask_source
+
+        return mask_source(self.options)
+
+    def decode_tf(self, wire: Mapping[str, Any]) -> Any:
+        import tensorflow as tf
+
+        decoded = decode_image_batch(
+            wire[""],
+            wire["height"],
+            wire["width"],
+            None,
+            decode_one=lambda data: tf.io.decode_png(data, channels=1, dtype=tf.uint8),
+            static_channels=1,
+            fixed_size=self.fixed_size,
+            codec=self.name,
+        )
+        if isinstance(decoded, tf.RaggedTensor):
+            return decoded.with_flat_values(tf.reshape(decoded.flat_values, [-1]))
+        return tf.squeeze(decoded, axis=-1)
+
+
+@rk.hookimpl
+def recordkit_register_codecs(registry: rk.CodecRegistry) -> None:
+    """Register the ``mask`` codec."""
+    registry.register(MaskCodec)

@@ -1,0 +1,259 @@
+"""The ``tensor`` codec: a numpy array of a declared dtype, fixed or variable shape.
+
+Arrays are stored as their raw little-endian bytes in C order under the field's main
+key (one bytes value per record, so a float64 tensor costs 8 bytes a number and comes
+back exact, instead of being rounded to float32 or bloated into an int64 list). When
+the declared ``shape`` has variable dimensions (``None``), or is ``None`` altogether
+(any rank), each record's shape is stored too, as int64 under ``<field>/shape``; a
+fully fixed shape lives only in the schema.
+
+Which values a field takes:
+
+* numpy arrays and numpy scalars whose dtype casts *safely* to the declared one
+  (numpy's ``can_cast(..., "safe")``: ``uint8`` into ``int16`` or ``float32`` into
+  ``float64`` are fine; ``float64`` into ``float32`` or ``int64`` into ``int32`` are an
+  error, never a silent narrowing: cast explicitly with ``.astype``);
+* Python numbers and nested lists, whose values must be representable: integers must
+  fit the integer dtype exactly, floats may round to a narrower float but never
+  overflow it, and floats are never stored in an integer or bool field.
+
+Decoding gives numpy arrays of the declared dtype and the record's shape. In
+TensorFlow (``tf.io.decode_raw``, in the graph): a fixed shape decodes to a dense
+``[B, *shape]`` tensor; a shape with ``None`` dimensions to a ragged tensor with one
+ragged dimension per ``None`` (``[B, (n), 3]`` for ``shape: [null, 3]``); any rank
+(``shape: null``) to a dict ``{"values": [B, (n)] ragged flat values, "shape": [B,
+(rank)] int64}``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import pydantic
+
+import recordkit as rk
+
+__all__ = ["SUPPORTED_DTYPES", "TensorCodec", "TensorOptions"]
+
+#: The dtypes a tensor field can declare (numpy names).
+SUPPORTED_DTYPES: tuple[str, ...] = (
+    "bool",
+    "int8",
+    "int16",
+    "int32",
+    "int64",
+    "uint8",
+    "uint16",
+    "uint32",
+    "uint64",
+    "float16",
+    "float32",
+    "float64",
+    "complex64",
+    "complex128",
+)
+
+
+class TensorOptions(rk.CodecOptions):
+    """Options of the ``tensor`` codec."""
+
+    dtype: str = pydantic.Field(default="float32", description="numpy dtype name of the stored values.")
+    shape: list[int | None] | None = pydantic.Field(
+        default=None, description="Shape of every record's array; None dims vary per record; None: any rank."
+    )
+
+    @pydantic.field_validator("dtype")
+    @classmethod
+    def _known_dtype(cls, value: str) -> str:
+        try:
+            name = np.dtype(value).name
+        except TypeError:
+            name = None
+        if name not in SUPPORTED_DTYPES:
+            raise ValueError(f"unsupported dtype {value!r} (supported: {', '.join(SUPPORTED_DTYPES)})")
+        return name
+
+    @pydantic.field_validator("shape")
+    @classmethod
+    def _valid_shape(cls, value: list[int | None] | None) -> list[int | None] | None:
+        if value is not None and any(dim is not None and dim < 0 for dim in value):
+            raise ValueError(f"dimensions must be non-negative or null, got {value}")
+        return value
+
+    @property
+    def is_fixed(self) -> bool:
+        """True when the shape is fully declared (no per-record shape is stored)."""
+        return self.shape is not None and None not in self.shape
+
+
+class TensorCodec(rk.Codec[TensorOptions]):
+    """A numpy array per record, stored as raw bytes with its shape."""
+
+    name = "tensor"
+    version = "1"
+    options_model = TensorOptions
+    summary = "a numpy array of any dtype, fixed or variable shape, stored as raw bytes"
+
+    def __init__(self, options: TensorOptions | Mapping[str, Any] | None = None) -> None:
+        super().__init__(options)
+        self._dtype = np.dtype(self.options.dtype)
+        self._wire_dtype = self._dtype.newbyteorder("<")
+
+    def wire_spec(self) -> rk.WireSpec:
+        shape = self.options.shape
+        what = f"raw little-endian {self.options.dtype} values, C order"
+        features = [rk.WireFeature("", rk.WireKind.BYTES, (), what)]
+        if not self.options.is_fixed:
+            rank: tuple[int | None, ...] = (None,) if shape is None else (len(shape),)
+            features.append(rk.WireFeature("shape", rk.WireKind.INT64, rank, "the array's shape"))
+        return rk.WireSpec(tuple(features))
+
+    # -- encoding -------------------------------------------------------------------
+
+    def encode(self, value: Any) -> rk.WireValues:
+        array = self._as_array(value)
+        declared = self.options.shape
+        if declared is not None and (
+            len(declared) != array.ndim
+            or any(d is not None and d != n for d, n in zip(declared, array.shape, strict=True))
+        ):
+            raise rk.errors.InvalidValueError(
+                f"array of shape {list(array.shape)} does not fit the field's shape {declared} "
+                "(null dimensions may vary)"
+            )
+        data = np.ascontiguousarray(array.astype(self._wire_dtype, copy=False)).tobytes()
+        wire: dict[str, Any] = {"": data}
+        if not self.options.is_fixed:
+            wire["shape"] = np.asarray(array.shape, dtype=np.int64)
+        return wire
+
+    def _as_array(self, value: Any) -> np.ndarray:
+        target = self._dtype
+        if isinstance(value, (np.ndarray, np.generic)):
+            array = np.asarray(value)
+            if array.dtype != target and not np.can_cast(array.dtype, target, "safe"):
+                raise rk.errors.InvalidValueError(
+                    f"an array of dtype {array.dtype} cannot be stored as {target} without loss; "
+                    f"cast it explicitly (value.astype({target.name!r}))"
+                )
+            return array.astype(target, copy=False)
+        if isinstance(value, (str, bytes, Mapping)) or value is None:
+            raise rk.errors.InvalidValueError(
+                f"expected a numpy array or (nested lists of) numbers, got {type(value).__name__}"
+            )
+        try:
+            array = np.asarray(value)
+        except (ValueError, TypeError) as exc:
+            raise rk.errors.InvalidValueError(f"not a rectangular array of numbers: {exc}") from None
+        if array.size == 0:
+            return array.astype(target)
+        return _convert_python(array, target)
+
+    # -- decoding -------------------------------------------------------------------
+
+    def decode_numpy(self, wire: Mapping[str, Any]) -> np.ndarray:
+        data = bytes(wire[""])
+        if self.options.is_fixed:
+            shape = tuple(d for d in self.options.shape or () if d is not None)
+        else:
+            shape = tuple(int(d) for d in np.asarray(wire["shape"]).reshape(-1))
+        expected = math.prod(shape) * self._dtype.itemsize
+        if len(data) != expected or any(d < 0 for d in shape):
+            raise rk.errors.DecodeError(
+                f"stored tensor has {len(data)} bytes; shape {list(shape)} of {self._dtype} needs {expected}"
+            )
+        return np.frombuffer(data, dtype=self._wire_dtype).astype(self._dtype).reshape(shape)
+
+    def decode_tf_source(self) -> rk.DecodeSource:
+        """decode_tf as standalone code, for ``recordkit codegen``."""
+        from recordkit_codecs._standalone import tensor_source
+
+        return tensor_source(self.options)
+
+    def decode_tf(self, wire: Mapping[str, Any]) -> Any:
+        import tensorflow as tf
+
+        data = wire[""]
+        shape = self.options.shape
+        if self.options.is_fixed:
+            assert shape is not None
+            values = self._decode_raw(data)
+            return tf.reshape(values, [-1, *(int(d) for d in shape if d is not None)])
+        dims = wire["shape"]
+        counts = tf.reduce_prod(dims, axis=1)
+        check = tf.debugging.assert_equal(
+            tf.strings.length(data, unit="BYTE"),
+            tf.cast(counts * self._dtype.itemsize, tf.int32),
+            message=f"stored {self._dtype} tensor bytes do not match its stored shape",
+        )
+        with tf.control_dependencies([check] if check is not None else []):
+            flat = self._decode_raw(tf.strings.reduce_join(data))
+        if shape is None:
+            return {"values": tf.RaggedTensor.from_row_lengths(flat, counts), "shape": dims}
+        return _nest(flat, dims, shape)
+
+    def _decode_raw(self, data: Any) -> Any:
+        import tensorflow as tf
+
+        name = self._dtype.name
+        if name == "bool":
+            return tf.not_equal(tf.io.decode_raw(data, tf.uint8), 0)
+        if name in ("uint32", "uint64"):  # decode_raw has no unsigned 32/64-bit output
+            signed = tf.io.decode_raw(data, tf.int32 if name == "uint32" else tf.int64)
+            return tf.bitcast(signed, tf.uint32 if name == "uint32" else tf.uint64)
+        return tf.io.decode_raw(data, tf.as_dtype(self._dtype))
+
+
+def _convert_python(array: np.ndarray, target: np.dtype[Any]) -> np.ndarray:
+    """Python numbers to ``target``, refusing conversions that change values."""
+    kind, want = array.dtype.kind, target.kind
+    if kind not in "biufc":
+        raise rk.errors.InvalidValueError(f"expected numbers, got values of dtype {array.dtype}")
+    if kind == "c" and want != "c":
+        raise rk.errors.InvalidValueError(f"complex values cannot be stored as {target}")
+    if kind == "f" and want in "biu":
+        raise rk.errors.InvalidValueError(f"float values cannot be stored as {target} (cast them explicitly)")
+    with np.errstate(over="ignore", invalid="ignore"):
+        converted = array.astype(target)
+    if kind in "biu":
+        exact = converted.astype(array.dtype) == array if want in "biu" else converted == array
+        if not np.all(exact):
+            bad = array.reshape(-1)[int(np.argmin(np.asarray(exact).reshape(-1)))]
+            raise rk.errors.InvalidValueError(f"value {bad} does not fit {target}")
+    elif want in "fc":
+        overflow = np.isinf(converted) & np.isfinite(array)
+        if np.any(overflow):
+            bad = array.reshape(-1)[int(np.argmax(overflow.reshape(-1)))]
+            raise rk.errors.InvalidValueError(f"value {bad} overflows {target}")
+    return converted
+
+
+def _nest(flat: Any, dims: Any, shape: list[int | None]) -> Any:
+    """Give each record's flat values its stored shape ``dims[b]``: one ragged
+    dimension per ``None`` of ``shape``, uniform (static) ones for its fixed dims."""
+    import tensorflow as tf
+
+    rank = len(shape)
+    split = rank  # dims[split:] are fixed: a dense suffix
+    while split > 1 and shape[split - 1] is not None:
+        split -= 1
+    values = tf.reshape(flat, [-1, *(int(d) for d in shape[split:] if d is not None)])
+    for level in range(split - 1, 0, -1):
+        fixed = shape[level]
+        if fixed is not None:
+            values = tf.RaggedTensor.from_uniform_row_length(values, int(fixed))
+        else:
+            rows_per_record = tf.reduce_prod(dims[:, :level], axis=1)
+            values = tf.RaggedTensor.from_row_lengths(values, tf.repeat(dims[:, level], rows_per_record))
+    if shape[0] is not None:
+        return tf.RaggedTensor.from_uniform_row_length(values, int(shape[0]))
+    return tf.RaggedTensor.from_row_lengths(values, dims[:, 0])
+
+
+@rk.hookimpl
+def recordkit_register_codecs(registry: rk.CodecRegistry) -> None:
+    """Register the ``tensor`` codec."""
+    registry.register(TensorCodec)

@@ -1,0 +1,103 @@
+"""The ``text`` codec: one UTF-8 string per record.
+
+A record gives a ``str``, or ``bytes`` that must be valid UTF-8 (invalid bytes are an
+error naming their offset, never replaced silently). The text is optionally brought to
+a Unicode normal form first, then checked against ``max_length``, counted in characters
+(code points) of the normalised text; a longer text is an error unless the schema asks
+for ``overflow: truncate``. Stored as its UTF-8 bytes under the field's main key.
+Decodes to a ``tf.string`` ``[B]`` tensor in TensorFlow and to ``str`` in numpy.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from collections.abc import Mapping
+from typing import Any, Literal
+
+import numpy as np
+import pydantic
+
+import recordkit as rk
+
+__all__ = ["TextCodec", "TextOptions"]
+
+
+class TextOptions(rk.CodecOptions):
+    """Options of the ``text`` codec."""
+
+    max_length: int | None = pydantic.Field(
+        default=None, ge=0, description="Most characters (code points, after normalisation) a text may have."
+    )
+    overflow: Literal["error", "truncate"] = pydantic.Field(
+        default="error", description="What a text longer than max_length does: fail, or get cut."
+    )
+    normalize: Literal["NFC", "NFD", "NFKC", "NFKD"] | None = pydantic.Field(
+        default=None, description="Unicode normal form applied before storing (None: keep as given)."
+    )
+
+
+class TextCodec(rk.Codec[TextOptions]):
+    """A UTF-8 string per record, with optional normalisation and length limit."""
+
+    name = "text"
+    version = "1"
+    options_model = TextOptions
+    summary = "a UTF-8 string per record (optional normalisation and length limit)"
+
+    def wire_spec(self) -> rk.WireSpec:
+        return rk.WireSpec((rk.WireFeature("", rk.WireKind.BYTES, (), "the text, UTF-8"),))
+
+    def encode(self, value: Any) -> rk.WireValues:
+        text = _as_text(value)
+        options = self.options
+        if options.normalize is not None:
+            text = unicodedata.normalize(options.normalize, text)
+        if options.max_length is not None and len(text) > options.max_length:
+            if options.overflow == "error":
+                raise rk.errors.InvalidValueError(
+                    f"text has {len(text)} characters, more than max_length {options.max_length} "
+                    "(set overflow: truncate to cut it)"
+                )
+            text = text[: options.max_length]
+        try:
+            return {"": text.encode("utf-8")}
+        except UnicodeEncodeError as exc:
+            raise rk.errors.InvalidValueError(
+                f"text is not encodable as UTF-8 at character {exc.start}: {exc.reason}"
+            ) from None
+
+    def decode_numpy(self, wire: Mapping[str, Any]) -> str:
+        data = wire[""]
+        try:
+            return bytes(data).decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise rk.errors.DecodeError(f"stored text is not valid UTF-8 at byte {exc.start}") from None
+
+    def decode_tf_source(self) -> rk.DecodeSource:
+        """decode_tf as standalone code, for ``recordkit codegen``."""
+        from recordkit_codecs._standalone import text_source
+
+        return text_source()
+
+    def decode_tf(self, wire: Mapping[str, Any]) -> Any:
+        return wire[""]
+
+
+def _as_text(value: Any) -> str:
+    """``value`` as a ``str``: bytes are decoded strictly as UTF-8."""
+    if isinstance(value, (str, np.str_)):
+        return str(value)
+    if isinstance(value, (bytes, bytearray, memoryview, np.bytes_)):
+        try:
+            return bytes(value).decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise rk.errors.InvalidValueError(
+                f"bytes are not valid UTF-8 at byte offset {exc.start} ({exc.reason})"
+            ) from None
+    raise rk.errors.InvalidValueError(f"expected a str or UTF-8 bytes, got {type(value).__name__}")
+
+
+@rk.hookimpl
+def recordkit_register_codecs(registry: rk.CodecRegistry) -> None:
+    """Register the ``text`` codec."""
+    registry.register(TextCodec)

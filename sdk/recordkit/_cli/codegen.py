@@ -1,0 +1,50 @@
+"""``recordkit codegen``: write a standalone parser module for a schema."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from recordkit._codegen import generate_parser_code
+from recordkit._manifest import MANIFEST_FILE, Manifest
+from recordkit._schema import Schema
+
+__all__ = ["codegen_command"]
+
+
+def _schema_of(source: Path) -> Schema:
+    """The schema in a schema file, or the one a dataset's manifest holds."""
+    if source.is_dir() or source.name == MANIFEST_FILE:
+        return Manifest.load(source if source.is_dir() else source.parent).schema
+    return Schema.load(source)
+
+
+@click.command("codegen")
+@click.argument("schema", type=click.Path(exists=True, path_type=Path))
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Write the module to this file (default: standard output).",
+)
+@click.option(
+    "-f",
+    "--field",
+    "fields",
+    multiple=True,
+    help="Only parse this field (repeat for several; default: every field).",
+)
+def codegen_command(schema: Path, output: Path | None, fields: tuple[str, ...]) -> None:
+    """Write a Python module that parses SCHEMA's records with TensorFlow alone.
+
+    SCHEMA is a schema file (YAML or JSON) or a dataset folder (its manifest's schema).
+    The module needs no recordkit: import it in training jobs and use its ``parse``
+    after ``.batch()``, or its ``dataset(files, batch_size)``.
+    """
+    code = generate_parser_code(_schema_of(schema), list(fields) or None)
+    if output is None:
+        click.echo(code, nl=False)
+        return
+    output.write_text(code, encoding="utf-8")
+    click.echo(f"wrote {output} ({len(code.splitlines())} lines)", err=True)

@@ -1,0 +1,297 @@
+"""Standalone parser code: a Python module that reproduces a schema's parser with
+TensorFlow alone, for training jobs that must not depend on recordkit.
+
+The generated module is made of three parts, each copied or written from the source of
+truth rather than re-implemented:
+
+* the *plans* of the fields (their Example keys, dtypes and shapes), written out as
+  Python literals by :func:`recordkit._parse.field_plan`;
+* recordkit's own runtime parse functions (:data:`recordkit._parse.RUNTIME_FUNCTIONS`:
+  the parse spec, optional and sequence handling), their source copied verbatim;
+* each codec's decode, from the codec's :meth:`~recordkit.Codec.decode_tf_source`: a
+  :class:`DecodeSource` naming module-level functions that use only TensorFlow, and the
+  literal constants (the field's options) to call them with. Each codec's functions are
+  wrapped in a factory function of their own, so names never clash.
+
+A codec whose decode cannot be written out (no ``decode_tf_source``, or one that calls
+back into Python, such as FLAC audio) makes generation fail with an error naming the
+field and the codec.
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import inspect
+import pprint
+import re
+import textwrap
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from recordkit._parse import PRESENT_SUFFIX, RUNTIME_FUNCTIONS, field_plan
+from recordkit._registry import CodecRegistry
+from recordkit._schema import BoundField, BoundSchema, Schema
+from recordkit._version import __version__
+from recordkit.errors import SchemaError
+
+__all__ = ["DecodeSource", "generate_parser_code"]
+
+
+@dataclasses.dataclass(frozen=True)
+class DecodeSource:
+    """A codec's batched TensorFlow decode, as code a generated module can carry.
+
+    :param function: a module-level function ``function(wire, **constants)`` that
+        returns what the codec's ``decode_tf(wire)`` returns. It may use only
+        TensorFlow (``import tensorflow as tf`` inside it, or the module-level name
+        ``tf``), the Python standard library, its arguments and ``helpers``.
+    :param constants: the keyword arguments that bake in the field's options; plain
+        literals only (str, bytes, int, float, bool, None, and tuples, lists and dicts
+        of them).
+    :param helpers: other module-level functions ``function`` calls, by their names.
+    """
+
+    function: Callable[..., Any]
+    constants: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    helpers: tuple[Callable[..., Any], ...] = ()
+
+
+def generate_parser_code(
+    schema: Schema | BoundSchema | str | Path,
+    fields: str | Sequence[str] | None = None,
+    *,
+    registry: CodecRegistry | None = None,
+) -> str:
+    """The source of a Python module that parses ``schema``'s records with TensorFlow
+    alone (see the module docs). ``schema`` may be a schema file's path.
+
+    The module exposes ``feature_spec(fields=None)``, ``make_parser(fields=None)``,
+    ``parse(serialized)`` (a batch of serialized Examples to a dict of decoded tensors)
+    and ``dataset(files, batch_size, fields=None, ...)``, plus ``SCHEMA_NAME``,
+    ``SCHEMA_VERSION``, ``FINGERPRINT`` and ``FIELDS``.
+
+    :raises SchemaError: a field's codec cannot be written out as standalone code.
+    """
+    if isinstance(schema, (str, Path)):
+        schema = Schema.load(schema, registry=registry)
+    bound = schema if isinstance(schema, BoundSchema) else schema.bind(registry)
+    names = [fields] if isinstance(fields, str) else (list(fields) if fields is not None else None)
+    selected = bound.select(names)
+    return _Module(bound, selected).render()
+
+
+# -- rendering ------------------------------------------------------------------------------
+
+
+def _literal(value: Any, where: str) -> str:
+    text = pprint.pformat(value, indent=1, width=100, sort_dicts=False)
+    try:
+        same = ast.literal_eval(text) == value
+    except (ValueError, SyntaxError):
+        same = False
+    if not same:
+        raise SchemaError(f"{where}: {value!r} cannot be written as a Python literal")
+    return text
+
+
+def _plans_literal(plans: dict[str, Any]) -> str:
+    """The plans as a literal with one line per wire feature."""
+    lines = ["{"]
+    for name, plan in plans.items():
+        lines.append(f"    {name!r}: {{")
+        for key, value in plan.items():
+            if key != "features":
+                lines.append(f"        {key!r}: {value!r},")
+        lines.append("        'features': [")
+        lines += [f"            {feature!r}," for feature in plan["features"]]
+        lines += ["        ],", "    },"]
+    lines.append("}")
+    text = "\n".join(lines)
+    if ast.literal_eval(text) != plans:
+        raise SchemaError("the field plans cannot be written as a Python literal")
+    return text
+
+
+def _source(function: Callable[..., Any]) -> str:
+    try:
+        text = inspect.getsource(function)
+    except (OSError, TypeError) as exc:
+        raise SchemaError(f"the source of {function.__qualname__} is not available: {exc}") from None
+    text = textwrap.dedent(text)
+    if not text.startswith("def "):
+        raise SchemaError(f"{function.__qualname__} must be a plain module-level function (no decorators)")
+    return text
+
+
+def _identifier(text: str) -> str:
+    name = re.sub(r"\W", "_", text)
+    return name if name and not name[0].isdigit() else f"_{name}"
+
+
+class _Module:
+    """Collects the parts of one generated module and renders it."""
+
+    def __init__(self, bound: BoundSchema, selected: Sequence[BoundField]) -> None:
+        self.bound = bound
+        self.selected = list(selected)
+        #: factory name -> its source, one per distinct (function, helpers)
+        self.factories: dict[tuple[Any, ...], tuple[str, str]] = {}
+        self.field_decoders: list[str] = []
+
+    def render(self) -> str:
+        plans = {}
+        for field in self.selected:
+            plans[field.name] = field_plan(field)
+            self.field_decoders.append(self._decoder(field))
+        schema = self.bound.schema
+        header = _HEADER.format(
+            name=schema.name,
+            version=schema.version,
+            fingerprint=self.bound.fingerprint(),
+            recordkit=__version__,
+            fields=", ".join(f.name for f in self.selected),
+        )
+        parts = [
+            header,
+            f"SCHEMA_NAME = {schema.name!r}",
+            f"SCHEMA_VERSION = {schema.version!r}",
+            f"FINGERPRINT = {self.bound.fingerprint()!r}",
+            f"FIELDS = {tuple(f.name for f in self.selected)!r}",
+            f"PRESENT_SUFFIX = {PRESENT_SUFFIX!r}",
+            "",
+            "#: How each field is parsed: its Example keys, dtypes and shapes.",
+            f"PLANS = {_plans_literal(plans)}",
+            "",
+            "",
+            "# -- codec decoders " + "-" * 70,
+            "",
+            *[source for _, source in self.factories.values()],
+            *self.field_decoders,
+            "DECODERS = {",
+            *[f"    {f.name!r}: _decode_{_identifier(f.name)}," for f in self.selected],
+            "}",
+            "",
+            "",
+            "# -- parsing (recordkit's runtime, copied from recordkit._parse) " + "-" * 24,
+            "",
+            *[_source(fn) + "\n" for fn in RUNTIME_FUNCTIONS],
+            _API,
+        ]
+        return "\n".join(parts).rstrip() + "\n"
+
+    def _decoder(self, field: BoundField) -> str:
+        codec = field.codec
+        source = codec.decode_tf_source()
+        if source is None:
+            why = (
+                "its decode calls back into Python (in_graph=False)"
+                if not codec.wire_spec().in_graph
+                else "it provides no decode_tf_source()"
+            )
+            raise SchemaError(
+                f"codec {codec.name!r} cannot be written into standalone parser code: {why}; "
+                "leave the field out (fields=...) or read it with recordkit",
+                field=field.name,
+                codec=codec.name,
+            )
+        factory = self._factory(field, source)
+        args = [
+            f"{name}={_literal(value, f'field {field.name!r}: constant {name!r}')}"
+            for name, value in source.constants.items()
+        ]
+        call = ", ".join(["wire", *args])
+        return (
+            f"def _decode_{_identifier(field.name)}(wire):\n"
+            f'    """Decode field {field.name!r} (codec {codec.name!r})."""\n'
+            f"    return {factory}({call})\n\n"
+        )
+
+    def _factory(self, field: BoundField, source: DecodeSource) -> str:
+        key = (source.function, *source.helpers)
+        if key in self.factories:
+            return self.factories[key][0] + "_decode"
+        base = _identifier(f"_{field.codec.name}_{source.function.__name__}")
+        name = base
+        taken = {n for n, _ in self.factories.values()}
+        suffix = 2
+        while name in taken:
+            name, suffix = f"{base}_{suffix}", suffix + 1
+        body = "".join(_source(fn) + "\n" for fn in (*source.helpers, source.function))
+        module = getattr(source.function, "__module__", "?")
+        text = (
+            f"def {name}():\n"
+            f'    """The decode of codec {field.codec.name!r} (from {module})."""\n\n'
+            f"{textwrap.indent(body, '    ')}"
+            f"    return {source.function.__name__}\n\n\n"
+            f"{name}_decode = {name}()\n\n"
+        )
+        self.factories[key] = (name, text)
+        return name + "_decode"
+
+
+_HEADER = '''"""Standalone parser for records of schema {name!r} (version {version}).
+
+Generated by recordkit {recordkit}; it needs TensorFlow only. Do not edit: regenerate
+it with ``recordkit codegen`` (or ``recordkit.generate_parser_code``).
+
+Schema fingerprint: {fingerprint}
+Fields: {fields}
+
+Usage::
+
+    import tensorflow as tf
+    ds = tf.data.TFRecordDataset(files).batch(64).map(parse)   # or: dataset(files, 64)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import tensorflow as tf
+
+#: A field's plan (see PLANS); the names above are for the copied functions' annotations.
+FieldPlan = dict[str, Any]
+__all__ = ["FIELDS", "FINGERPRINT", "PLANS", "dataset", "feature_spec", "make_parser", "parse"]
+'''
+
+_API = '''
+# -- public API ------------------------------------------------------------------------
+
+
+def feature_spec(fields=None):
+    """The tf.io.parse_example spec of ``fields`` (all when None)."""
+    names = FIELDS if fields is None else ([fields] if isinstance(fields, str) else list(fields))
+    unknown = [name for name in names if name not in PLANS]
+    if unknown:
+        raise KeyError(f"unknown fields {unknown}; this module parses {list(FIELDS)}")
+    return spec_from_plans([PLANS[name] for name in names])
+
+
+def make_parser(fields=None):
+    """A function from a batch of serialized Examples (a [B] string tensor) to a dict
+    of decoded fields, parsing and decoding only ``fields`` (all when None)."""
+    names = FIELDS if fields is None else ([fields] if isinstance(fields, str) else list(fields))
+    spec = feature_spec(names)
+
+    def parse_batch(serialized):
+        parsed = tf.io.parse_example(serialized, spec)
+        out = {}
+        for name in names:
+            out.update(decode_field(PLANS[name], parsed, DECODERS[name]))
+        return out
+
+    return parse_batch
+
+
+parse = make_parser()
+
+
+def dataset(files, batch_size, fields=None, *, compression_type=None, drop_remainder=False):
+    """TFRecord files as a tf.data.Dataset of decoded batches (parsed after batching)."""
+    records = tf.data.TFRecordDataset(files, compression_type=compression_type)
+    batches = records.batch(batch_size, drop_remainder=drop_remainder)
+    return batches.map(make_parser(fields), num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
+'''

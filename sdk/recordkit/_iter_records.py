@@ -1,0 +1,229 @@
+"""``iter_records``: a dataset's records as Python and numpy values, without TensorFlow.
+
+Shards are read with recordkit's own TFRecord framing (:mod:`recordkit._tfrecord`), CRCs
+checked, and each requested field decoded by its codec's ``decode_numpy``. Useful for
+inspection, tests, data loaders of other frameworks, and machines without TensorFlow.
+
+With ``on_corrupt="skip"`` a damaged shard costs only its damaged records: a record
+whose data fails its CRC is skipped alone (its length is intact), and after a damaged
+header the reader searches forward for the next intact record (a valid header CRC and
+data CRC) and carries on from there; a record that does not decode is skipped too.
+What was skipped goes to a :class:`~recordkit.CorruptionReport`.
+"""
+
+from __future__ import annotations
+
+import mmap
+import struct
+import zlib
+from collections.abc import Iterator, Sequence
+from contextlib import ExitStack
+from pathlib import Path
+from typing import Any
+
+from recordkit._numpy_decode import decode_record_numpy
+from recordkit._registry import CodecRegistry
+from recordkit._schema import Schema
+from recordkit._source import CorruptionReport, OnCorrupt, Paths, Shard, SkippedRecords, open_source
+from recordkit._tfrecord import Compression, iter_tfrecords, masked_crc
+from recordkit.errors import RecordkitError
+
+__all__ = ["iter_records", "iter_shard_records"]
+
+_U64 = struct.Struct("<Q")
+_U32 = struct.Struct("<I")
+_HEADER = 12  # length (8) + its CRC (4)
+_FOOTER = 4  # the data's CRC
+
+
+def iter_records(
+    path: Paths,
+    split: str = "train",
+    fields: str | Sequence[str] | None = None,
+    *,
+    schema: Schema | None = None,
+    registry: CodecRegistry | None = None,
+    verify: bool = True,
+    on_corrupt: OnCorrupt = "raise",
+    report: CorruptionReport | None = None,
+    verify_sha256: bool = False,
+    compression: str | None = None,
+) -> Iterator[dict[str, Any]]:
+    """Yield each record of a split as a dict of Python and numpy values.
+
+    :param path: a dataset folder (with ``dataset.json``); or, with ``schema``, TFRecord
+        files recordkit did not write (a file, a glob pattern or a list).
+    :param fields: the fields to decode (default: all); others are not decoded.
+    :param schema: the reader's schema, checked against the stored one (see
+        :func:`recordkit.load_dataset`).
+    :param verify: check each record's data CRC (header CRCs are always checked).
+    :param on_corrupt: ``"raise"`` stops at the first corrupt record with a
+        :class:`~recordkit.errors.CorruptRecordError` (or ``DecodeError``) naming the
+        shard and offset; ``"skip"`` skips it and goes on (see the module docs).
+    :param report: collects what ``"skip"`` skipped (each skip is also logged).
+    :param verify_sha256: hash every shard first and compare with the manifest.
+    :param compression: for files without a manifest (default: guessed from the suffix).
+
+    An optional field that a record leaves out is ``None``.
+    """
+    if on_corrupt not in ("raise", "skip"):
+        raise ValueError(f"on_corrupt must be 'raise' or 'skip', not {on_corrupt!r}")
+    source = open_source(
+        path,
+        split,
+        fields,
+        schema=schema,
+        registry=registry,
+        compression=compression,
+        check_sizes=on_corrupt == "raise",
+        verify_sha256=verify_sha256,
+    )
+    if on_corrupt == "skip" and report is None:
+        report = CorruptionReport()  # still logs each skip
+    index = 0
+    for shard in source.shards:
+        for offset, data in iter_shard_records(shard, source.compression, verify=verify, report=report):
+            try:
+                record = decode_record_numpy(source.fields, data, index=index)
+            except RecordkitError as exc:
+                exc.with_context(shard=shard.name, offset=offset)
+                if report is None:
+                    raise
+                report.add(
+                    SkippedRecords(shard.name, offset, 1, f"record {index} does not decode: {exc.reason}")
+                )
+                index += 1
+                continue
+            yield record
+            index += 1
+
+
+def iter_shard_records(
+    shard: Shard,
+    compression: Compression = Compression.NONE,
+    *,
+    verify: bool = True,
+    report: CorruptionReport | None = None,
+) -> Iterator[tuple[int, bytes]]:
+    """Yield ``(offset, data)`` of each record of ``shard``.
+
+    Without ``report`` the first damaged record raises CorruptRecordError (naming the
+    shard and offset); with one, damaged records are skipped and reported.
+    """
+    if report is None:
+        try:
+            yield from iter_tfrecords(shard.path, compression, verify=verify)
+        except RecordkitError as exc:
+            raise exc.with_context(shard=shard.name) from None
+        return
+    skips: list[SkippedRecords] = []
+    read = 0
+    try:
+        with ExitStack() as stack:
+            buffer = _shard_bytes(shard.path, compression, stack, skips, shard.name)
+            for offset, data in _scan(buffer, shard.name, verify, skips):
+                read += 1
+                yield offset, data
+    finally:
+        _settle(skips, shard, read)
+        for skip in skips:
+            report.add(skip)
+
+
+def _shard_bytes(
+    path: Path, compression: Compression, stack: ExitStack, skips: list[SkippedRecords], name: str
+) -> bytes | mmap.mmap:
+    """The shard's (uncompressed) bytes: memory-mapped, or decompressed as far as possible."""
+    if compression is Compression.NONE:
+        stream = stack.enter_context(path.open("rb"))
+        if path.stat().st_size == 0:
+            return b""
+        return stack.enter_context(mmap.mmap(stream.fileno(), 0, access=mmap.ACCESS_READ))
+    raw = path.read_bytes()
+    wbits = 16 + zlib.MAX_WBITS if compression is Compression.GZIP else zlib.MAX_WBITS
+    inflater = zlib.decompressobj(wbits)
+    out = bytearray()
+    step = 1 << 16
+    for start in range(0, len(raw), step):
+        try:
+            out += inflater.decompress(raw[start : start + step])
+        except zlib.error as exc:
+            skips.append(SkippedRecords(name, len(out), None, f"cannot decompress past here ({exc})"))
+            return bytes(out)
+    if not inflater.eof and raw:
+        skips.append(SkippedRecords(name, len(out), None, "the compressed stream is truncated"))
+    return bytes(out)
+
+
+def _scan(
+    buffer: bytes | mmap.mmap, name: str, verify: bool, skips: list[SkippedRecords]
+) -> Iterator[tuple[int, bytes]]:
+    size = len(buffer)
+    pos = 0
+    while pos < size:
+        if size - pos < _HEADER:
+            skips.append(SkippedRecords(name, pos, None, "truncated record header at the end of the shard"))
+            return
+        (length,) = _U64.unpack_from(buffer, pos)
+        (length_crc,) = _U32.unpack_from(buffer, pos + 8)
+        if masked_crc(bytes(buffer[pos : pos + 8])) == length_crc:
+            end = pos + _HEADER + length + _FOOTER
+            if end > size:
+                skips.append(
+                    SkippedRecords(
+                        name, pos, None, f"truncated record: {length} bytes announced, the shard ends first"
+                    )
+                )
+                return
+            data = bytes(buffer[pos + _HEADER : pos + _HEADER + length])
+            if verify and masked_crc(data) != _U32.unpack_from(buffer, end - _FOOTER)[0]:
+                skips.append(SkippedRecords(name, pos, 1, "data CRC mismatch (corrupt record)"))
+            else:
+                yield pos, data
+            pos = end
+            continue
+        resume = _resync(buffer, pos + 1, verify)
+        if resume is None:
+            skips.append(
+                SkippedRecords(name, pos, None, "corrupt record header; no intact record follows it")
+            )
+            return
+        skips.append(
+            SkippedRecords(name, pos, None, f"corrupt record header; reading resumed at offset {resume}")
+        )
+        pos = resume
+
+
+def _resync(buffer: bytes | mmap.mmap, start: int, verify: bool) -> int | None:
+    """The first offset from ``start`` where an intact record begins, or None."""
+    size = len(buffer)
+    for pos in range(start, size - _HEADER - _FOOTER + 1):
+        (length,) = _U64.unpack_from(buffer, pos)
+        end = pos + _HEADER + length + _FOOTER
+        if end > size:
+            continue
+        if masked_crc(bytes(buffer[pos : pos + 8])) != _U32.unpack_from(buffer, pos + 8)[0]:
+            continue
+        if (
+            verify
+            and masked_crc(bytes(buffer[pos + _HEADER : end - _FOOTER]))
+            != _U32.unpack_from(buffer, end - _FOOTER)[0]
+        ):
+            continue
+        return pos
+    return None
+
+
+def _settle(skips: list[SkippedRecords], shard: Shard, read: int) -> None:
+    """Give skips of unknown size their count when the manifest tells how many records
+    the shard holds and only one skip is of unknown size."""
+    if shard.records is None:
+        return
+    unknown = [i for i, s in enumerate(skips) if s.records is None]
+    if len(unknown) != 1:
+        return
+    known = sum(s.records or 0 for s in skips)
+    lost = shard.records - read - known
+    if lost >= 0:
+        skip = skips[unknown[0]]
+        skips[unknown[0]] = SkippedRecords(skip.shard, skip.offset, lost, skip.reason)

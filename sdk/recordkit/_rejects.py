@@ -1,0 +1,91 @@
+"""The rejects file: one JSON line per record skipped with ``on_error="skip"``.
+
+Each line names the record (its index in the write's input and, when the writer was
+given a key, its key), every field that was wrong and why::
+
+    {"index": 7, "key": "cat-7.jpg", "errors": [{"field": "image", "reason": "..."}],
+     "message": "record key 'cat-7.jpg', field 'image': ..."}
+
+The manifest counts the lines (``SplitInfo.rejected``); the file is synced before each
+manifest update, and a resumed write cuts it back to that count, so the two agree.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from recordkit.errors import ManifestError, RecordError, RecordkitError
+
+__all__ = ["RejectsFile", "error_entries", "rejects_file_name"]
+
+
+def rejects_file_name(split: str) -> str:
+    """``rejects-<split>.jsonl``, next to the shards."""
+    return f"rejects-{split}.jsonl"
+
+
+def error_entries(error: RecordkitError) -> list[dict[str, Any]]:
+    """Each wrong field of a record's error as ``{"field": ..., "reason": ...}``."""
+    inner = error.errors if isinstance(error, RecordError) and error.errors else [error]
+    return [{"field": e.field, "reason": e.reason} for e in inner]
+
+
+class RejectsFile:
+    """Appends rejected records to ``rejects-<split>.jsonl``; created on the first reject."""
+
+    def __init__(self, root: Path, split: str, *, keep: int) -> None:
+        """Open for appending after the first ``keep`` lines (later lines are dropped:
+        they belong to shards that were never completed)."""
+        self.name = rejects_file_name(split)
+        self.path = root / self.name
+        self._file: Any = None
+        if self.path.exists():
+            _truncate_lines(self.path, keep)
+        elif keep:
+            raise ManifestError(
+                f"the manifest counts {keep} rejected records but {self.name} is missing", file=str(root)
+            )
+
+    def add(self, index: int, key: str | None, error: RecordkitError) -> None:
+        entry: dict[str, Any] = {"index": index}
+        if key is not None:
+            entry["key"] = key
+        entry["errors"] = error_entries(error)
+        entry["message"] = str(error)
+        if self._file is None:
+            self._file = open(self.path, "a", encoding="utf-8")  # noqa: SIM115 - closed in close()
+        self._file.write(json.dumps(entry, ensure_ascii=False, default=str) + "\n")
+
+    def sync(self) -> None:
+        """Flush to disk, so that a manifest written next never counts lines not there."""
+        if self._file is not None:
+            self._file.flush()
+            os.fsync(self._file.fileno())
+
+    def close(self) -> None:
+        if self._file is not None:
+            self.sync()
+            self._file.close()
+            self._file = None
+
+    def cut_to(self, keep: int) -> None:
+        """Close, and drop every line after the first ``keep`` (those the manifest
+        does not count, after a write stopped)."""
+        self.close()
+        if self.path.exists():
+            _truncate_lines(self.path, keep)
+
+
+def _truncate_lines(path: Path, keep: int) -> None:
+    """Cut ``path`` after its first ``keep`` lines."""
+    with open(path, "rb+") as f:
+        position = 0
+        for _ in range(keep):
+            line = f.readline()
+            if not line:
+                break
+            position += len(line)
+        f.truncate(position)

@@ -1,0 +1,180 @@
+"""Shard files: names, size limits, and writing one shard so it appears only when complete.
+
+A shard is written under a hidden temporary name (``.train-00003.tfrecord.tmp``), its
+sha256 and size computed from the bytes as they go to disk, then flushed, fsynced and
+renamed to its final name (``train-00003.tfrecord``). A final name therefore always
+holds a complete shard; a temporary name is debris of a write that stopped, removed by
+the next write to the split.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import os
+import re
+import zlib
+from pathlib import Path
+from typing import Any
+
+from recordkit._manifest import ShardInfo
+from recordkit._tfrecord import Compression
+
+__all__ = [
+    "DEFAULT_SHARD_BYTES",
+    "ShardFile",
+    "ShardLimits",
+    "check_split_name",
+    "fsync_dir",
+    "shard_name",
+    "shard_pattern",
+    "temp_pattern",
+]
+
+#: Default target size of a shard: 128 MiB of (uncompressed) TFRecord data. Large
+#: enough that reading is sequential and per-file overheads (opening, first-byte latency
+#: on object stores) vanish; small enough that a dataset of a few GB still has enough
+#: shards to interleave across readers and hosts, and a stopped write loses little.
+DEFAULT_SHARD_BYTES = 128 * 2**20
+
+#: Encoded records are collected to this many bytes before being hashed, compressed and
+#: written, so the per-record cost is one list append.
+_CHUNK_BYTES = 1 << 20
+_DIGITS = 5
+_SPLIT_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$")
+
+
+def check_split_name(split: str) -> str:
+    """``split`` if it is a valid split name (letters, digits, ``_ . -``), else ValueError."""
+    if not isinstance(split, str) or not _SPLIT_NAME.match(split):
+        raise ValueError(
+            f"invalid split name {split!r}: use letters, digits, '_', '.' and '-', starting "
+            "with a letter or digit"
+        )
+    return split
+
+
+def shard_name(split: str, index: int, compression: Compression) -> str:
+    """The final file name of shard ``index`` of ``split``: ``train-00000.tfrecord[.gz]``.
+
+    Zero-padded so names sort in shard order (past 99999 shards they grow a digit).
+    """
+    return f"{split}-{index:0{_DIGITS}d}.tfrecord{compression.suffix}"
+
+
+def shard_pattern(split: str) -> re.Pattern[str]:
+    """Matches the final names of ``split``'s shards (any compression); group 1 is the index."""
+    return re.compile(rf"^{re.escape(split)}-(\d{{{_DIGITS},}})\.tfrecord(?:\.gz|\.zz)?$")
+
+
+def temp_pattern(split: str) -> re.Pattern[str]:
+    """Matches the temporary names of ``split``'s shards."""
+    return re.compile(rf"^\.{re.escape(split)}-\d{{{_DIGITS},}}\.tfrecord(?:\.gz|\.zz)?\.tmp$")
+
+
+def fsync_dir(path: Path) -> None:
+    """Make renames in ``path`` durable (a no-op where directories cannot be opened)."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:  # e.g. Windows
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+@dataclasses.dataclass(frozen=True)
+class ShardLimits:
+    """When to start a new shard.
+
+    A shard never goes over ``max_bytes`` of framed TFRecord data (uncompressed; a
+    single record bigger than that gets a shard of its own) nor over ``max_records``
+    records. Either may be None (no limit). Boundaries depend only on the records'
+    sizes and order, so the same input always gives the same shards.
+    """
+
+    max_bytes: int | None = DEFAULT_SHARD_BYTES
+    max_records: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.max_bytes is not None and self.max_bytes < 1:
+            raise ValueError(f"shard_bytes must be positive, not {self.max_bytes}")
+        if self.max_records is not None and self.max_records < 1:
+            raise ValueError(f"shard_records must be positive, not {self.max_records}")
+
+
+class ShardFile:
+    """One shard being written: framed records in, a complete file and its ShardInfo out."""
+
+    def __init__(self, root: Path, split: str, index: int, compression: Compression) -> None:
+        self.name = shard_name(split, index, compression)
+        self.final_path = root / self.name
+        self.temp_path = root / f".{self.name}.tmp"
+        self.records = 0
+        #: Framed, uncompressed bytes so far (what the shard size limit counts).
+        self.payload_bytes = 0
+        self._stored_bytes = 0
+        self._hash = hashlib.sha256()
+        self._pending: list[bytes] = []
+        self._pending_bytes = 0
+        self._compressor: Any = None
+        if compression is Compression.GZIP:
+            # wbits=31: a gzip stream with a fixed header (no name, mtime 0): reproducible.
+            self._compressor = zlib.compressobj(wbits=31)
+        elif compression is Compression.ZLIB:
+            self._compressor = zlib.compressobj()
+        self._file = open(self.temp_path, "wb")  # noqa: SIM115 - closed in commit()/discard()
+
+    def fits(self, size: int, limits: ShardLimits) -> bool:
+        """Whether a record of ``size`` framed bytes may still go into this shard."""
+        if self.records == 0:
+            return True
+        if limits.max_records is not None and self.records >= limits.max_records:
+            return False
+        return limits.max_bytes is None or self.payload_bytes + size <= limits.max_bytes
+
+    def add(self, framed: bytes) -> None:
+        """Append one record already framed by :func:`~recordkit._tfrecord.frame_record`."""
+        self._pending.append(framed)
+        self._pending_bytes += len(framed)
+        self.records += 1
+        self.payload_bytes += len(framed)
+        if self._pending_bytes >= _CHUNK_BYTES:
+            self._flush_pending()
+
+    def _flush_pending(self) -> None:
+        data = b"".join(self._pending)
+        self._pending.clear()
+        self._pending_bytes = 0
+        if self._compressor is not None:
+            data = self._compressor.compress(data)
+        self._store(data)
+
+    def _store(self, data: bytes) -> None:
+        if data:
+            self._hash.update(data)
+            self._file.write(data)
+            self._stored_bytes += len(data)
+
+    def commit(self) -> ShardInfo:
+        """Finish the file, fsync it and rename it to its final name."""
+        self._flush_pending()
+        if self._compressor is not None:
+            self._store(self._compressor.flush())
+        self._file.flush()
+        os.fsync(self._file.fileno())
+        self._file.close()
+        os.replace(self.temp_path, self.final_path)
+        return ShardInfo(
+            file=self.name, records=self.records, bytes=self._stored_bytes, sha256=self._hash.hexdigest()
+        )
+
+    def discard(self) -> None:
+        """Close and delete the temporary file (the shard was not completed)."""
+        try:
+            self._file.close()
+        finally:
+            self.temp_path.unlink(missing_ok=True)

@@ -1,0 +1,328 @@
+"""What a reader reads: a dataset's shards and the schema to decode them with.
+
+Both readers (:func:`recordkit.load_dataset` with TensorFlow, :func:`recordkit.iter_records`
+without) start here. :func:`open_source` takes either a recordkit dataset (a folder with
+``dataset.json``) or TFRecord files recordkit did not write (a file, a glob pattern or a
+list of them, with a schema that describes their keys), and returns the shards with what
+the manifest knows of each, and the fields to decode, bound to their codecs.
+
+Checks made here, before any record is read:
+
+* the schema the caller gives is checked against the stored one with the compatibility
+  rules (:func:`recordkit.check_compatibility`, mode ``"read"``);
+* every codec the requested fields need is installed; if not, the error names the codec
+  and the distribution that wrote the dataset (from the manifest's ``codecs`` section);
+* every shard exists and has the size the manifest gives (a cheap ``stat``), and on
+  request its sha256 matches; a mismatch names the shard and, where the framing shows
+  it, the offset of the first bad record.
+
+Also here: :class:`CorruptionReport`, what a read that skips corrupt records lost.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import glob
+import hashlib
+import logging
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Literal
+
+from recordkit._manifest import MANIFEST_FILE, Manifest
+from recordkit._registry import CodecRegistry
+from recordkit._schema import BoundField, BoundSchema, Schema
+from recordkit._tfrecord import Compression, iter_tfrecords
+from recordkit.errors import (
+    CorruptRecordError,
+    DatasetError,
+    ManifestError,
+    RecordkitError,
+    SchemaError,
+    UnknownCodecError,
+)
+
+__all__ = ["CorruptionReport", "OnCorrupt", "Shard", "SkippedRecords", "Source", "open_source"]
+
+logger = logging.getLogger("recordkit")
+
+#: What a reader does with a corrupt record: stop with an error, or skip it and report.
+OnCorrupt = Literal["raise", "skip"]
+
+PathLike = str | Path
+Paths = PathLike | Sequence[PathLike]
+
+
+@dataclasses.dataclass(frozen=True)
+class Shard:
+    """One TFRecord file to read, with what the manifest says about it (None: unknown)."""
+
+    path: Path
+    name: str
+    records: int | None = None
+    bytes: int | None = None
+    sha256: str | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class Source:
+    """The shards to read and the bound fields to decode them with."""
+
+    shards: tuple[Shard, ...]
+    compression: Compression
+    #: The schema records are decoded with (the caller's, or the stored one).
+    schema: Schema
+    #: The requested fields only, bound to their codecs.
+    bound: BoundSchema
+    manifest: Manifest | None = None
+
+    @property
+    def fields(self) -> tuple[BoundField, ...]:
+        return self.bound.fields
+
+
+@dataclasses.dataclass(frozen=True)
+class SkippedRecords:
+    """Records a read skipped: where, how many (None: unknown) and why."""
+
+    shard: str
+    offset: int | None
+    records: int | None
+    reason: str
+
+    def __str__(self) -> str:
+        count = "records" if self.records is None else f"{self.records} record{'s' * (self.records != 1)}"
+        where = f"shard {self.shard}" + (f", offset {self.offset}" if self.offset is not None else "")
+        return f"{where}: skipped {count}: {self.reason}"
+
+
+class CorruptionReport:
+    """What a read with ``on_corrupt="skip"`` skipped; pass one in to see it.
+
+    It fills in while the data is read (with tf.data, when a shard's end is reached), so
+    look at it after iterating. Each skip is also logged as a warning on the
+    ``recordkit`` logger.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._skipped: list[SkippedRecords] = []
+
+    def add(self, skipped: SkippedRecords) -> None:
+        with self._lock:
+            self._skipped.append(skipped)
+        logger.warning("recordkit: %s", skipped)
+
+    @property
+    def skipped(self) -> list[SkippedRecords]:
+        """Each skip, in the order it happened."""
+        with self._lock:
+            return list(self._skipped)
+
+    @property
+    def records_skipped(self) -> int:
+        """How many records were skipped in all (those of unknown count not included)."""
+        return sum(s.records or 0 for s in self.skipped)
+
+    @property
+    def shards(self) -> list[str]:
+        """The shards where something was skipped."""
+        return list(dict.fromkeys(s.shard for s in self.skipped))
+
+    def __bool__(self) -> bool:
+        return bool(self.skipped)
+
+    def __str__(self) -> str:
+        skipped = self.skipped
+        if not skipped:
+            return "nothing skipped"
+        lines = "".join(f"\n  - {s}" for s in skipped)
+        return f"{self.records_skipped} records skipped in {len(self.shards)} shard(s):{lines}"
+
+    def __repr__(self) -> str:
+        return f"CorruptionReport({self.skipped!r})"
+
+
+def open_source(
+    path: Paths,
+    split: str = "train",
+    fields: str | Sequence[str] | None = None,
+    *,
+    schema: Schema | None = None,
+    registry: CodecRegistry | None = None,
+    compression: str | None = None,
+    check_sizes: bool = True,
+    verify_sha256: bool = False,
+) -> Source:
+    """Resolve ``path`` (see the module docs) into a :class:`Source`.
+
+    :param check_sizes: compare each shard's size with the manifest (raise on a mismatch).
+    :param verify_sha256: also hash every shard and compare with the manifest.
+    """
+    names = [fields] if isinstance(fields, str) else (list(fields) if fields is not None else None)
+    if registry is None:
+        from recordkit._plugins import default_registry
+
+        registry = default_registry()
+    root = _dataset_root(path)
+    if root is None:
+        if schema is None:
+            raise DatasetError(
+                f"{_describe(path)} is not a recordkit dataset (no {MANIFEST_FILE}); to read TFRecord "
+                "files written elsewhere, pass schema= with a schema that describes their keys"
+            )
+        files = _expand(path)
+        comp = Compression.parse(compression) if compression is not None else _guess_compression(files)
+        shards = tuple(Shard(f, f.name) for f in files)
+        bound = bind_fields(schema, names, registry)
+        return Source(shards, comp, schema, bound)
+    manifest = Manifest.load(root)
+    info = manifest.split(split)
+    if info.unfinished is not None:
+        logger.warning(
+            "recordkit: split %r of %s has an unfinished write; reading its %d complete shards",
+            split,
+            root,
+            len(info.shards),
+        )
+    stored = manifest.schema
+    if schema is not None:
+        from recordkit._compat import check_compatibility
+
+        check_compatibility(
+            stored, schema, fields=names, mode="read", registry=registry
+        ).raise_for_incompatible()
+    read_schema = schema if schema is not None else stored
+    try:
+        bound = bind_fields(read_schema, names, registry)
+    except UnknownCodecError as exc:
+        raise _missing_codec(exc, manifest) from None
+    shards = tuple(Shard(root / s.file, s.file, s.records, s.bytes, s.sha256) for s in info.shards)
+    comp = Compression.parse(manifest.compression)
+    for shard in shards:
+        _check_shard(shard, comp, sizes=check_sizes, sha256=verify_sha256)
+    return Source(shards, comp, read_schema, bound, manifest)
+
+
+def bind_fields(schema: Schema, names: Sequence[str] | None, registry: CodecRegistry) -> BoundSchema:
+    """Bind only the fields ``names`` (all when None) of ``schema``.
+
+    Reading needs the codecs of the requested fields only, so a dataset can be read in
+    part where some of its codecs are not installed.
+    """
+    wanted = list(schema.fields) if names is None else list(dict.fromkeys(names))
+    bound = []
+    for name in wanted:
+        spec = schema.fields.get(name)
+        if spec is None:
+            raise SchemaError(f"no field named {name!r} (fields: {', '.join(schema.fields)})", field=name)
+        try:
+            codec = registry.create(spec.codec, spec.options)
+        except RecordkitError as exc:
+            raise exc.with_context(field=name, codec=spec.codec) from None
+        bound.append(BoundField.build(name, spec, codec))
+    return BoundSchema(schema, tuple(bound))
+
+
+def _missing_codec(exc: UnknownCodecError, manifest: Manifest) -> UnknownCodecError:
+    codec = exc.context.codec
+    provenance = manifest.codecs.get(codec) if codec else None
+    if provenance is None or provenance.distribution is None:
+        return exc
+    dist = provenance.distribution
+    version = f" {provenance.distribution_version}" if provenance.distribution_version else ""
+    reason = (
+        f"{exc.reason}; this dataset was written with codec {codec!r} version {provenance.version} "
+        f"from distribution {dist!r}{version}: install it (pip install {dist}) to read this field"
+    )
+    return UnknownCodecError(reason, context=exc.context.merged(distribution=dist))
+
+
+def _dataset_root(path: Paths) -> Path | None:
+    if isinstance(path, (str, Path)):
+        candidate = Path(path)
+        if candidate.is_dir() and (candidate / MANIFEST_FILE).is_file():
+            return candidate
+        if candidate.name == MANIFEST_FILE and candidate.is_file():
+            return candidate.parent
+    return None
+
+
+def _describe(path: Paths) -> str:
+    return str(path) if isinstance(path, (str, Path)) else f"{len(path)} paths"
+
+
+def _expand(path: Paths) -> list[Path]:
+    items = [path] if isinstance(path, (str, Path)) else list(path)
+    files: list[Path] = []
+    for item in items:
+        text = str(item)
+        if any(ch in text for ch in "*?["):
+            matches = sorted(glob.glob(text))
+            if not matches:
+                raise DatasetError(f"no files match {text!r}")
+            files += [Path(m) for m in matches]
+        elif Path(text).is_dir():
+            raise DatasetError(
+                f"{text} is a folder without {MANIFEST_FILE}; "
+                "give its TFRecord files (a list or a glob pattern)"
+            )
+        elif not Path(text).is_file():
+            raise DatasetError(f"no such file: {text}")
+        else:
+            files.append(Path(text))
+    if not files:
+        raise DatasetError("no files to read")
+    return files
+
+
+def _guess_compression(files: list[Path]) -> Compression:
+    if all(f.suffix in (".gz", ".gzip") for f in files):
+        return Compression.GZIP
+    if all(f.suffix in (".zz", ".zlib") for f in files):
+        return Compression.ZLIB
+    return Compression.NONE
+
+
+def _check_shard(shard: Shard, compression: Compression, *, sizes: bool, sha256: bool) -> None:
+    try:
+        size = shard.path.stat().st_size
+    except FileNotFoundError:
+        raise ManifestError("listed in the manifest but missing on disk", shard=shard.name) from None
+    if sizes and shard.bytes is not None and size != shard.bytes:
+        problem = locate_corruption(shard, compression)
+        raise CorruptRecordError(
+            f"the file has {size} bytes, the manifest says {shard.bytes} (truncated or changed)"
+            + (f"; {problem.reason}" if problem else ""),
+            shard=shard.name,
+            offset=problem.context.offset if problem else None,
+        )
+    if sha256 and shard.sha256 is not None:
+        digest = _sha256(shard.path)
+        if digest != shard.sha256:
+            problem = locate_corruption(shard, compression)
+            raise CorruptRecordError(
+                f"sha256 {digest} differs from the manifest's {shard.sha256}"
+                + (f"; {problem.reason}" if problem else "; every record's framing and CRCs are intact"),
+                shard=shard.name,
+                offset=problem.context.offset if problem else None,
+            )
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as stream:
+        for block in iter(lambda: stream.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def locate_corruption(shard: Shard, compression: Compression) -> CorruptRecordError | None:
+    """The first framing or CRC error in ``shard``, or None when its records are intact."""
+    try:
+        for _ in iter_tfrecords(shard.path, compression):
+            pass
+    except CorruptRecordError as exc:
+        return exc
+    return None

@@ -1,0 +1,553 @@
+"""Writing records into a sharded TFRecord dataset with its manifest.
+
+:class:`DatasetWriter` streams records of one or several splits into shards
+(``train-00000.tfrecord`` ...), and :func:`write_dataset` writes one iterable with it.
+The guarantees, and how they are kept:
+
+* A shard appears under its final name only when complete: it is written under a
+  temporary name, fsynced, then renamed (:mod:`recordkit._sharding`).
+* ``dataset.json`` is the commit. It is written when a write starts, after every
+  completed shard (so it always lists exactly the complete shards, and an interrupted
+  write can be resumed), and when the write finishes.
+* Shard boundaries depend only on the records' sizes and order, so the same input
+  gives the same shards, serial or parallel, and a resumed write skips exactly the
+  records that the complete shards (and the rejects file) account for.
+* The per-record path is one codec ``encode`` per field, the Example and TFRecord
+  framing, and a list append: no plugin calls, no registry lookups, no TensorFlow.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import itertools
+import sys
+from collections.abc import Callable, Iterable, Sized
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Literal
+
+from recordkit._compat import check_compatibility
+from recordkit._encode import RecordEncoder, record_items
+from recordkit._manifest import MANIFEST_FILE, CodecProvenance, Manifest, SplitInfo, UnfinishedWrite
+from recordkit._parallel import BATCH_RECORDS, Item, OrderedPool, Result, WorkerSetup
+from recordkit._progress import Progress
+from recordkit._record import Record, schema_of
+from recordkit._registry import CodecRegistry
+from recordkit._rejects import RejectsFile
+from recordkit._schema import BoundSchema, Schema
+from recordkit._sharding import (
+    DEFAULT_SHARD_BYTES,
+    ShardFile,
+    ShardLimits,
+    check_split_name,
+    fsync_dir,
+    shard_pattern,
+    temp_pattern,
+)
+from recordkit._tfrecord import Compression, frame_record
+from recordkit._version import __version__
+from recordkit.errors import DatasetError, IncompatibleSchemaError, RecordError, RecordkitError
+
+__all__ = ["DEFAULT_SHARD_BYTES", "DatasetWriter", "OnError", "write_dataset"]
+
+OnError = Literal["raise", "skip"]
+#: How to name records in errors and in the rejects file: a field's name, or a function
+#: of the record.
+RecordKey = str | Callable[[Any], Any]
+
+_ALL = sys.maxsize
+#: Where a batch sent to the workers goes back: its split and each record's (index, key).
+_BatchTag = tuple["_Split", list[tuple[int, "str | None"]]]
+
+
+def _now() -> str:
+    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+
+
+class _Split:
+    """The state of one split being written by a :class:`DatasetWriter`."""
+
+    def __init__(self, writer: DatasetWriter, name: str, info: SplitInfo, *, skip: int) -> None:
+        self.writer = writer
+        self.name = name
+        self.info = info
+        #: Input records to drop before writing (resume): those already accounted for.
+        self.skip = skip
+        #: Index of the next record given to write() (its position in the input).
+        self.next_index = 0
+        #: Input records handled so far (written, rejected or skipped), in order.
+        self.handled = skip
+        self.shard: ShardFile | None = None
+        self.rejects = RejectsFile(writer.root, name, keep=info.rejected)
+        self.rejected_since_commit = 0
+        #: Records waiting to be sent to the workers: (index, key) and (label, record).
+        self.batch_meta: list[tuple[int, str | None]] = []
+        self.batch_items: list[Item] = []
+
+    def add(self, framed: bytes) -> None:
+        shard = self.shard
+        if shard is None or not shard.fits(len(framed), self.writer._limits):
+            if shard is not None:
+                self.commit_shard()
+            shard = self.shard = ShardFile(
+                self.writer.root, self.name, len(self.info.shards), self.writer.compression
+            )
+        shard.add(framed)
+        self.handled += 1
+        self.writer._progress.advance(len(framed))
+
+    def reject(self, index: int, key: str | None, error: RecordkitError) -> None:
+        self.rejects.add(index, key, error)
+        self.rejected_since_commit += 1
+        self.handled += 1
+        self.writer._progress.advance(0)
+
+    def _account(self) -> None:
+        self.rejects.sync()
+        if self.rejected_since_commit:
+            self.info.rejected += self.rejected_since_commit
+            self.info.rejects_file = self.rejects.name
+            self.rejected_since_commit = 0
+
+    def commit_shard(self) -> None:
+        """Complete the current shard; everything handled before now is accounted for."""
+        assert self.shard is not None
+        shard_info = self.shard.commit()
+        self.shard = None
+        self.info.shards.append(shard_info)
+        # Records handled so far except the one that did not fit (it opens the next shard).
+        self._account()
+        started = self.info.unfinished.started if self.info.unfinished else _now()
+        self.info.unfinished = UnfinishedWrite(consumed=self.handled, started=started)
+        self.writer._save(sync_dir=True)
+
+    def finish(self) -> None:
+        if self.shard is not None:
+            self.commit_shard()
+        self._account()
+        self.rejects.close()
+        self.info.unfinished = None
+
+    def abort(self) -> None:
+        if self.shard is not None:
+            self.shard.discard()
+            self.shard = None
+        # Rejects after the last complete shard are not counted: cut them from the file.
+        self.rejects.cut_to(self.info.rejected)
+        self.rejected_since_commit = 0
+        self.batch_meta, self.batch_items = [], []
+
+
+class DatasetWriter:
+    """Writes records into a sharded TFRecord dataset at ``path``, one or several splits.
+
+    Use it as a context manager; leaving the block finishes every split and writes the
+    final manifest, and an exception aborts (complete shards stay valid and listed,
+    the partial shard is removed, and ``resume=True`` continues later)::
+
+        with rk.DatasetWriter("data/pets", schema) as writer:
+            for record in train_records:
+                writer.write(record, split="train")
+            for record in test_records:
+                writer.write(record, split="test")
+
+    :param path: the dataset's folder (created if missing).
+    :param schema: the :class:`~recordkit.Schema` records are checked and encoded with.
+    :param shard_bytes: target shard size in bytes of (uncompressed) TFRecord data; a
+        shard never exceeds it unless a single record does. None: no size limit.
+    :param shard_records: maximum records per shard (None: no limit).
+    :param compression: None/"none", "GZIP" or "ZLIB"; an existing dataset keeps its own.
+    :param workers: 0 or 1 encodes in this process; N > 1 encodes in N worker processes.
+    :param on_error: "raise" stops at the first bad record with an error naming it;
+        "skip" leaves it out and lists it in ``rejects-<split>.jsonl``.
+    :param key: names records in errors and rejects: a field's name or a function of
+        the record (default: the record's index in the split's input).
+    :param resume: continue an interrupted write: the records that complete shards
+        already hold are skipped (the input must be the same, in the same order).
+    :param append: add records or new splits to an existing dataset (the schema must be
+        compatible with the stored one).
+    :param progress: show a progress bar; None: only when stderr is a terminal.
+    :param registry: the codec registry (default: the installed plugins).
+    """
+
+    def __init__(
+        self,
+        path: str | Path,
+        schema: Schema | type[Record],
+        *,
+        shard_bytes: int | None = DEFAULT_SHARD_BYTES,
+        shard_records: int | None = None,
+        compression: str | Compression | None = None,
+        workers: int = 0,
+        on_error: OnError = "raise",
+        key: RecordKey | None = None,
+        resume: bool = False,
+        append: bool = False,
+        progress: bool | None = None,
+        registry: CodecRegistry | None = None,
+        _total: int | None = None,
+    ) -> None:
+        if on_error not in ("raise", "skip"):
+            raise ValueError(f"on_error must be 'raise' or 'skip', not {on_error!r}")
+        if not isinstance(workers, int) or workers < 0:
+            raise ValueError(f"workers must be 0, 1 (in-process) or more (processes), not {workers!r}")
+        self.root = Path(path)
+        self._limits = ShardLimits(shard_bytes, shard_records)
+        self._on_error = on_error
+        self._key = key
+        self._resume = resume
+        self._append = append
+        self._workers = workers
+        if registry is None:
+            from recordkit._plugins import default_registry
+
+            registry = default_registry()
+        self._registry = registry
+        self.schema = schema_of(schema)
+        self._bound = self.schema.bind(registry)
+        self._encoder = RecordEncoder(self._bound)
+        self._pool: OrderedPool[_BatchTag] | None = None
+        self._splits: dict[str, _Split] = {}
+        self._state: Literal["open", "closed", "aborted"] = "open"
+        self.manifest, self.compression = self._open_manifest(compression)
+        self._progress = Progress(progress, total=_total, desc=f"writing {self.root.name}")
+
+    # -- the manifest ---------------------------------------------------------------------
+
+    def _open_manifest(self, compression: str | Compression | None) -> tuple[Manifest, Compression]:
+        if self.root.exists() and not self.root.is_dir():
+            raise DatasetError("exists and is not a folder", file=str(self.root))
+        existing = _load_if_present(self.root)
+        if existing is None:
+            chosen = Compression.parse(compression)
+            manifest = Manifest(
+                recordkit_version=__version__,
+                schema=self.schema,
+                fingerprint=self._bound.fingerprint(),
+                codecs=_provenance(self._bound, self._registry),
+                compression=chosen.value,
+            )
+            self.root.mkdir(parents=True, exist_ok=True)
+            manifest.save(self.root)
+            return manifest, chosen
+        if not (self._append or self._resume):
+            raise DatasetError(
+                f"already holds a dataset ({MANIFEST_FILE}); pass append=True to add records or "
+                "splits, or resume=True to finish an interrupted write",
+                file=str(self.root),
+            )
+        stored = Compression.parse(existing.compression)
+        if compression is not None and Compression.parse(compression) is not stored:
+            raise DatasetError(
+                f"the dataset is stored with compression {stored.value or 'none'!r}; cannot add "
+                f"shards with {Compression.parse(compression).value or 'none'!r}",
+                file=str(self.root),
+            )
+        _check_schema(existing, self.schema, self._bound, self._registry, append=self._append)
+        _remove_manifest_debris(self.root)
+        return existing, stored
+
+    def _save(self, *, sync_dir: bool = False) -> None:
+        if sync_dir:
+            fsync_dir(self.root)  # make shard renames durable before the manifest lists them
+        self.manifest.save(self.root)
+
+    # -- splits ---------------------------------------------------------------------------
+
+    def _open_split(self, name: str) -> _Split:
+        if self._state != "open":
+            raise DatasetError(f"this writer is {self._state}; open a new one", file=str(self.root))
+        check_split_name(name)
+        info = self.manifest.splits.get(name)
+        skip = 0
+        if info is None:
+            info = SplitInfo(unfinished=UnfinishedWrite(consumed=0, started=_now()))
+            _check_no_strays(self.root, name, info)
+            self.manifest.splits[name] = info
+        elif info.unfinished is not None:
+            if not self._resume:
+                raise DatasetError(
+                    f"split {name!r} has an unfinished write; pass resume=True (with the same input) "
+                    "to finish it first",
+                    file=str(self.root),
+                )
+            skip = info.unfinished.consumed
+            _remove_split_debris(self.root, name, info)
+        elif self._resume:
+            skip = _ALL  # the write finished: resuming it writes nothing
+        else:  # append to a finished split
+            _check_no_strays(self.root, name, info)
+            info.unfinished = UnfinishedWrite(consumed=0, started=_now())
+        split = _Split(self, name, info, skip=skip)
+        self._splits[name] = split
+        self._save()
+        return split
+
+    # -- writing --------------------------------------------------------------------------
+
+    def write(self, record: Any, split: str = "train") -> None:
+        """Write one record (a Record or a mapping of field name to value) to ``split``.
+
+        Raises :class:`~recordkit.errors.RecordError` naming the record and field when
+        ``on_error="raise"`` (with workers, possibly on a later call or at close); the
+        writer is then aborted.
+        """
+        state = self._splits.get(split)
+        if state is None:
+            state = self._open_split(split)
+        index = state.next_index
+        state.next_index = index + 1
+        if index < state.skip:
+            return
+        key = None if self._key is None else self._key_of(record, index)
+        label: int | str = index if key is None else key
+        if self._workers < 2:
+            try:
+                framed = frame_record(self._encoder.encode(record, label))
+            except RecordkitError as exc:
+                self._reject(state, index, key, exc)
+                return
+            state.add(framed)
+            return
+        state.batch_meta.append((index, key))
+        state.batch_items.append((label, record))
+        if len(state.batch_items) >= BATCH_RECORDS:
+            self._submit(state)
+
+    def write_all(self, records: Iterable[Any], split: str = "train") -> None:
+        """Write every record of ``records`` to ``split`` (skipping, on resume, those
+        already written without encoding them)."""
+        state = self._splits.get(split) or self._open_split(split)
+        if state.skip == _ALL:
+            return
+        iterator = iter(records)
+        to_skip = state.skip - state.next_index
+        if to_skip > 0:
+            skipped = sum(1 for _ in itertools.islice(iterator, to_skip))
+            state.next_index += skipped
+        for record in iterator:
+            self.write(record, split)
+
+    def _key_of(self, record: Any, index: int) -> str:
+        try:
+            key = self._key
+            assert key is not None
+            value = key(record) if callable(key) else record_items(record)[key]
+        except Exception as exc:
+            self.abort()
+            reason = f"cannot get the record's key: {type(exc).__name__}: {exc}"
+            raise RecordError(reason, record=index) from exc
+        return value if isinstance(value, str) else str(value)
+
+    def _reject(self, state: _Split, index: int, key: str | None, error: RecordkitError) -> None:
+        if self._on_error == "raise":
+            self.abort()
+            raise error
+        state.reject(index, key, error)
+
+    def _submit(self, state: _Split) -> None:
+        if self._pool is None:
+            self._pool = OrderedPool(WorkerSetup.from_bound(self._bound, self._registry), self._workers)
+        tag = (state, state.batch_meta)
+        items = state.batch_items
+        state.batch_meta, state.batch_items = [], []
+        try:
+            done = self._pool.submit(tag, items)
+        except BaseException:
+            self.abort()
+            raise
+        for (done_state, meta), results in done:
+            self._place(done_state, meta, results)
+
+    def _place(self, state: _Split, meta: list[tuple[int, str | None]], results: list[Result]) -> None:
+        for (index, key), result in zip(meta, results, strict=True):
+            if isinstance(result, bytes):
+                state.add(result)
+            else:
+                self._reject(state, index, key, result)
+
+    # -- finishing ------------------------------------------------------------------------
+
+    def close(self) -> Manifest:
+        """Finish every split and write the final manifest; returns it."""
+        if self._state == "closed":
+            return self.manifest
+        if self._state == "aborted":
+            raise DatasetError("this writer was aborted; resume with a new writer", file=str(self.root))
+        try:
+            for state in self._splits.values():
+                if state.batch_items:
+                    self._submit(state)
+            if self._pool is not None:
+                for (state, meta), results in self._pool.drain():
+                    self._place(state, meta, results)
+            for state in self._splits.values():
+                state.finish()
+            self._save(sync_dir=True)
+        except BaseException:
+            self.abort()
+            raise
+        self._shutdown(cancel=False)
+        self._state = "closed"
+        self._splits.clear()  # a later write() reaches _open_split, which refuses
+        return self.manifest
+
+    def abort(self) -> None:
+        """Stop: remove partial shards, keep complete ones listed (resume continues)."""
+        if self._state != "open":
+            return
+        self._state = "aborted"
+        self._shutdown(cancel=True)
+        for state in self._splits.values():
+            state.abort()
+        self._splits.clear()  # a later write() reaches _open_split, which refuses
+        self._save()
+
+    def _shutdown(self, *, cancel: bool) -> None:
+        if self._pool is not None:
+            pool, self._pool = self._pool, None
+            pool.close(cancel=cancel)
+        self._progress.close()
+
+    def __enter__(self) -> DatasetWriter:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        if exc_type is None:
+            self.close()
+        else:
+            self.abort()
+
+
+def write_dataset(
+    records: Iterable[Any],
+    schema: Schema | type[Record],
+    path: str | Path,
+    split: str = "train",
+    *,
+    shard_bytes: int | None = DEFAULT_SHARD_BYTES,
+    shard_records: int | None = None,
+    compression: str | Compression | None = None,
+    workers: int = 0,
+    on_error: OnError = "raise",
+    key: RecordKey | None = None,
+    resume: bool = False,
+    append: bool = False,
+    progress: bool | None = None,
+    registry: CodecRegistry | None = None,
+) -> Manifest:
+    """Write ``records`` (any iterable of Records or mappings) as split ``split`` of the
+    dataset at ``path``, and return its manifest.
+
+    The options are those of :class:`DatasetWriter`. With ``resume=True`` the same
+    ``records`` (same order) must be given again; those already in complete shards are
+    skipped without being encoded, and if the earlier write finished nothing is written.
+    """
+    total = len(records) if isinstance(records, Sized) else None
+    with DatasetWriter(
+        path,
+        schema,
+        shard_bytes=shard_bytes,
+        shard_records=shard_records,
+        compression=compression,
+        workers=workers,
+        on_error=on_error,
+        key=key,
+        resume=resume,
+        append=append,
+        progress=progress,
+        registry=registry,
+        _total=total,
+    ) as writer:
+        writer.write_all(records, split)
+    return writer.manifest
+
+
+# -- helpers ------------------------------------------------------------------------------
+
+
+def _load_if_present(root: Path) -> Manifest | None:
+    if not (root / MANIFEST_FILE).exists():
+        return None
+    return Manifest.load(root)
+
+
+def _provenance(bound: BoundSchema, registry: CodecRegistry) -> dict[str, CodecProvenance]:
+    codecs = {}
+    for field in bound.fields:
+        info = registry.info(field.spec.codec)
+        codecs[info.name] = CodecProvenance(
+            version=field.codec.version,
+            plugin=info.plugin,
+            distribution=info.distribution,
+            distribution_version=info.distribution_version,
+        )
+    return dict(sorted(codecs.items()))
+
+
+def _check_schema(
+    manifest: Manifest, schema: Schema, bound: BoundSchema, registry: CodecRegistry, *, append: bool
+) -> None:
+    """Records written with ``schema`` may join the dataset only if they store exactly
+    the stored layout (the append rules of :func:`~recordkit.check_compatibility`) with
+    the same codec versions; otherwise IncompatibleSchemaError names the fields."""
+    check_compatibility(manifest.schema, schema, mode="append", registry=registry).raise_for_incompatible()
+    if bound.fingerprint() == manifest.fingerprint:
+        return
+    differences = []
+    for field in bound.fields:
+        stored = manifest.codecs.get(field.spec.codec)
+        if stored is not None and stored.version != field.codec.version:
+            differences.append(
+                f"field {field.name!r}: codec {field.spec.codec!r} version {stored.version!r} stored, "
+                f"{field.codec.version!r} installed"
+            )
+    if not differences:
+        differences.append(f"fingerprint {manifest.fingerprint} stored, {bound.fingerprint()} now")
+    action = "append to" if append else "resume writing"
+    raise IncompatibleSchemaError(
+        f"cannot {action} the dataset: the records would not be stored as the stored ones are",
+        differences=differences,
+    )
+
+
+def _remove_manifest_debris(root: Path) -> None:
+    """Temp files of a manifest save that was interrupted."""
+    for path in root.glob(".dataset.*.json.tmp"):
+        path.unlink(missing_ok=True)
+
+
+def _unlisted_shards(root: Path, split: str, info: SplitInfo) -> list[Path]:
+    listed = {s.file for s in info.shards}
+    pattern = shard_pattern(split)
+    return sorted(p for p in root.iterdir() if pattern.match(p.name) and p.name not in listed)
+
+
+def _remove_split_debris(root: Path, split: str, info: SplitInfo) -> None:
+    """Before resuming: remove temp shards, and shards renamed but never listed (the
+    process stopped between the rename and the manifest update)."""
+    temp = temp_pattern(split)
+    for path in root.iterdir():
+        if temp.match(path.name):
+            path.unlink(missing_ok=True)
+    for path in _unlisted_shards(root, split, info):
+        path.unlink(missing_ok=True)
+
+
+def _check_no_strays(root: Path, split: str, info: SplitInfo) -> None:
+    """Before a fresh write to a split: remove temp shards, refuse to overwrite shard
+    files that the manifest does not list."""
+    temp = temp_pattern(split)
+    for path in root.iterdir():
+        if temp.match(path.name):
+            path.unlink(missing_ok=True)
+    strays = _unlisted_shards(root, split, info)
+    if strays:
+        names = ", ".join(p.name for p in strays[:5]) + (" ..." if len(strays) > 5 else "")
+        raise DatasetError(
+            f"holds shard files of split {split!r} that {MANIFEST_FILE} does not list ({names}); "
+            "remove them, or pass resume=True if they come from an interrupted write",
+            file=str(root),
+        )

@@ -1,0 +1,148 @@
+"""Smoke test of the benchmark harness: ``benchmarks/run.py --size toy`` end to end.
+
+It checks that every contender ran on every workload and that the report is
+consistent with its own figures (ratios, bytes, targets); never how fast anything is.
+TFDS and the plot need the ``bench`` extra: without it their rows are skipped, with it
+they must be there.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+HAVE_TFDS = importlib.util.find_spec("tensorflow_datasets") is not None
+HAVE_MATPLOTLIB = importlib.util.find_spec("matplotlib") is not None
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def toy_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any], str, Path]:
+    out = tmp_path_factory.mktemp("bench")
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "run.py"), "--size", "toy", "--out", str(out)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    results = json.loads((out / "results.json").read_text())
+    return results, done.stdout, out
+
+
+def _rows(results: dict[str, Any], section: str) -> dict[tuple[str, str], dict[str, Any]]:
+    key = "workload" if section == "write" else "mode"
+    return {(row[key], row["contender"]): row for row in results[section]}
+
+
+def test_every_writer_wrote_every_workload(toy_run: tuple[dict[str, Any], str, Path]) -> None:
+    results, _, _ = toy_run
+    write = _rows(results, "write")
+    size = results["meta"]["config"]
+    raw = size["raw_records"]
+    expected = {"mixed": size["mixed_records"], "raw-jpeg": raw, "raw-png": raw}
+    contenders = ["recordkit", "hand-written"] + (["TFDS"] if HAVE_TFDS else [])
+    for workload, records in expected.items():
+        for contender in contenders:
+            row = write[(workload, contender)]
+            assert not row["skipped"], row
+            assert row["records"] == records
+            assert len(row["seconds"]) == size["repeats"]
+            assert row["median_seconds"] > 0
+            assert math.isclose(row["records_per_s"], records / row["median_seconds"])
+            assert math.isclose(row["bytes_per_record"] * records, row["file_bytes"])
+    # The same JPEG, WAV, caption, boxes and label bytes: recordkit's file and the
+    # hand-written one differ only by keys and framing.
+    mixed_rk, mixed_hand = write[("mixed", "recordkit")], write[("mixed", "hand-written")]
+    assert 0.9 < mixed_rk["bytes_per_record"] / mixed_hand["bytes_per_record"] < 1.1
+    if HAVE_TFDS:
+        # TFDS stores the audio as an int64 sample list, which is larger than the WAV.
+        assert write[("mixed", "TFDS")]["bytes_per_record"] > mixed_hand["bytes_per_record"]
+    else:
+        assert "tensorflow-datasets" in write[("mixed", "TFDS")]["skipped"]
+
+
+def test_every_reader_read_every_mode(toy_run: tuple[dict[str, Any], str, Path]) -> None:
+    results, _, _ = toy_run
+    read = _rows(results, "read")
+    contenders = ["recordkit", "hand-written per record", "hand-written batched"]
+    contenders += ["TFDS"] if HAVE_TFDS else []
+    for mode in ("full", "parse", "projection"):
+        for contender in contenders:
+            row = read[(mode, contender)]
+            assert not row["skipped"], row
+            assert row["records"] == results["meta"]["config"]["mixed_records"]
+            assert row["records_per_s"] > 0
+    assert read[("limit", "raw TFRecordDataset")]["records_per_s"] > 0
+
+
+def test_memory_runs_in_fresh_processes(toy_run: tuple[dict[str, Any], str, Path]) -> None:
+    results, _, _ = toy_run
+    config = results["meta"]["config"]
+    runs = [(row["contender"], row["records"]) for row in results["memory"]]
+    assert runs == [(c, n) for n in config["stream_counts"] for c in config["stream_contenders"]]
+    for row in results["memory"]:
+        assert row["peak_rss_mb"] >= row["baseline_rss_mb"] > 0
+        assert math.isclose(row["growth_mb"], row["peak_rss_mb"] - row["baseline_rss_mb"])
+
+
+def test_targets_follow_from_the_figures(toy_run: tuple[dict[str, Any], str, Path]) -> None:
+    results, stdout, _ = toy_run
+    targets = {t["name"]: t for t in results["targets"]}
+    write = _rows(results, "write")
+    size = targets["size/mixed/vs-hand"]
+    rk, hand = write[("mixed", "recordkit")], write[("mixed", "hand-written")]
+    assert math.isclose(size["value"], rk["bytes_per_record"] / hand["bytes_per_record"])
+    assert size["met"] == (size["value"] <= 1.01)
+    speed = targets["write/raw-png/vs-hand"]
+    rk, hand = write[("raw-png", "recordkit")], write[("raw-png", "hand-written")]
+    assert math.isclose(speed["value"], rk["records_per_s"] / hand["records_per_s"])
+    # Inputs that did not run are "not measured", never "met": the toy size starts no
+    # worker processes.
+    workers = targets["write/raw-png/2-workers"]
+    assert (workers["value"], workers["met"], workers["status"]) == (None, None, "not measured")
+    for target in results["targets"]:
+        assert target["status"] in ("met", "MISSED", "not measured")
+        assert target["description"] in stdout
+    for heading in ("WRITE", "READ", "MEMORY", "TARGETS"):
+        assert heading in stdout
+
+
+@pytest.mark.skipif(not HAVE_MATPLOTLIB, reason="the plot needs matplotlib (the bench extra)")
+def test_plot_is_a_png(toy_run: tuple[dict[str, Any], str, Path]) -> None:
+    _, _, out = toy_run
+    assert (out / "benchmarks.png").read_bytes().startswith(b"\x89PNG\r\n\x1a\n")
+
+
+def test_publish_rewrites_only_the_generated_section(
+    toy_run: tuple[dict[str, Any], str, Path], tmp_path: Path
+) -> None:
+    from benchmarks import _report
+
+    results, _, _ = toy_run
+    start, end = _report.MARKERS
+    page = tmp_path / "performance.md"
+    page.write_text(f"# Performance\n\nBefore.\n\n{start}\nold figures\n{end}\n\nAfter.\n", encoding="utf-8")
+    _report.publish_markdown(results, page)
+    text = page.read_text(encoding="utf-8")
+    assert text.startswith("# Performance\n\nBefore.\n\n")
+    assert text.endswith(f"{end}\n\nAfter.\n")
+    assert "old figures" not in text
+    for target in results["targets"]:
+        assert target["description"] in text
+    _report.publish_markdown(results, page)  # idempotent: the markers stay, once each
+    assert page.read_text(encoding="utf-8") == text
+    page.write_text("# No markers\n", encoding="utf-8")
+    with pytest.raises(ValueError, match="no generated section"):
+        _report.publish_markdown(results, page)

@@ -1,0 +1,45 @@
+"""README.md: its quick start runs, and its two commands are what CI and the Makefile run."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from PIL import Image
+
+ROOT = Path(__file__).resolve().parents[2]
+README = ROOT / "README.md"
+
+
+def test_quick_start_runs(page_examples: Any, in_tmp_path: Path) -> None:
+    for label, colour in [("cat", (200, 120, 40)), ("dog", (60, 90, 200))]:
+        (in_tmp_path / "photos" / label).mkdir(parents=True)
+        for i in range(2):
+            Image.new("RGB", (40 + i, 30), colour).save(in_tmp_path / "photos" / label / f"{i}.jpg")
+    blocks = page_examples.code_blocks(README)
+    schema = [b for b in blocks if b.language == "yaml"]
+    assert len(schema) == 1
+    (in_tmp_path / "pets.yaml").write_text(schema[0].body, encoding="utf-8")
+    page_examples.run_python_blocks(blocks)
+    outputs = [b.output for b in blocks if b.language == "python"]
+    assert outputs == ["(2, 128, 128, 3) int64\n"]
+
+
+def test_ci_runs_the_readme_test_command() -> None:
+    commands = re.findall(r"^make (\w+)", README.read_text(encoding="utf-8"), re.MULTILINE)
+    assert commands == ["demo", "test"]
+    ci = [line.strip() for line in (ROOT / ".ci" / "run").read_text().splitlines()]
+    assert [line for line in ci if line and not line.startswith(("#", "set ", "cd "))] == ["make test"]
+
+
+def test_make_test_runs_lint_types_docs_and_tests() -> None:
+    makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
+    targets = dict(re.findall(r"^([\w-]+):[^\n=]*\n((?:\t[^\n]*\n)*)", makefile, re.MULTILINE))
+    assert re.search(r"^test: lint typecheck docs unit$", makefile, re.MULTILINE)
+    assert "ruff check" in targets["lint"]
+    assert "mypy" in targets["typecheck"]
+    assert "mkdocs build --strict" in targets["docs"]
+    assert "pytest" in targets["unit"]
+    assert "examples/demo.py" in targets["demo"]
+    assert (ROOT / "examples" / "demo.py").is_file()

@@ -1,0 +1,169 @@
+"""Helpers for the reader tests: a small multimodal dataset covering every built-in
+codec (written with ``recordkit.write_dataset``), the values that went in, and splitting
+decoded batches back into records to compare them.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from PIL import Image
+
+import recordkit as rk
+from recordkit.testing import assert_values_equal
+
+SCHEMA = rk.Schema(
+    name="reader-test",
+    fields={
+        "image": rk.FieldSpec(codec="image"),
+        "photo": rk.FieldSpec(codec="image", options={"format": "keep"}),
+        "mask": rk.FieldSpec(codec="mask", options={"num_classes": 21}),
+        "audio": rk.FieldSpec(codec="audio", options={"sample_rate": 8000}),
+        "stereo": rk.FieldSpec(codec="audio", options={"sample_rate": 8000, "channels": 2, "format": "pcm"}),
+        "caption": rk.FieldSpec(codec="text"),
+        "note": rk.FieldSpec(codec="text", optional=True),
+        "objects": rk.FieldSpec(
+            codec="bbox", options={"format": "xywh", "labels": ["cat", "dog"], "extras": ["score"]}
+        ),
+        "label": rk.FieldSpec(codec="label", options={"names": ["a", "b", "c"]}),
+        "tags": rk.FieldSpec(codec="label", options={"num_classes": 4, "multi": True, "multi_hot": True}),
+        "depth": rk.FieldSpec(codec="tensor", options={"dtype": "float64", "shape": [None, 2]}),
+        "anything": rk.FieldSpec(codec="tensor", options={"dtype": "int16"}),
+        "weight": rk.FieldSpec(codec="scalar", options={"dtype": "float64"}),
+        "flag": rk.FieldSpec(codec="scalar", options={"dtype": "bool"}),
+        "words": rk.FieldSpec(codec="text", sequence=True),
+    },
+)
+
+#: Tolerance per field for decoded floats (boxes are converted from stored xyxy float32).
+ATOL = {"objects": 1e-6}
+
+
+def jpeg_bytes(pixels: np.ndarray) -> bytes:
+    out = io.BytesIO()
+    Image.fromarray(pixels).save(out, format="JPEG", quality=90)
+    return out.getvalue()
+
+
+def make_records(n: int, seed: int = 0) -> list[dict[str, Any]]:
+    """``n`` records of :data:`SCHEMA` with small random content of varying sizes."""
+    rng = np.random.default_rng(seed)
+    records = []
+    for i in range(n):
+        height, width = (int(v) for v in rng.integers(3, 9, 2))
+        boxes = rng.uniform(0.0, 0.4, (i % 3, 4))
+        records.append(
+            {
+                "image": rng.integers(0, 256, (height, width, 3), dtype=np.uint8),
+                "photo": jpeg_bytes(rng.integers(0, 256, (4, 5, 3), dtype=np.uint8)),
+                "mask": rng.integers(0, 21, (height, width), dtype=np.uint8),
+                "audio": rng.integers(-3000, 3000, 40 + i, dtype=np.int16),
+                "stereo": rng.integers(-3000, 3000, (10 + i, 2), dtype=np.int16),
+                "caption": f"record {i} — ünïcode",
+                "note": f"note {i}" if i % 2 else None,
+                "objects": {
+                    "boxes": boxes,
+                    "labels": ["cat" if j % 2 else "dog" for j in range(len(boxes))],
+                    "score": rng.uniform(0, 1, len(boxes)).tolist(),
+                },
+                "label": ["a", "b", "c"][i % 3],
+                "tags": [t for t in range(4) if (i >> t) & 1],
+                "depth": rng.normal(size=(i % 4, 2)),
+                "anything": rng.integers(
+                    -5, 5, tuple(int(d) for d in rng.integers(1, 4, 1 + i % 3)), dtype=np.int16
+                ),
+                "weight": float(rng.normal()),
+                "flag": bool(i % 2),
+                "words": [f"w{j}" for j in range(i % 4)],
+            }
+        )
+    return records
+
+
+def expected(record: dict[str, Any]) -> dict[str, Any]:
+    """What the readers decode ``record`` to (numpy form)."""
+    audio = record["audio"].astype(np.float32)[:, None] / np.float32(32768)
+    stereo = record["stereo"].astype(np.float32) / np.float32(32768)
+    objects = record["objects"]
+    return {
+        "image": record["image"],
+        "photo": np.asarray(Image.open(io.BytesIO(record["photo"])).convert("RGB")),
+        "mask": record["mask"],
+        "audio": audio,
+        "stereo": stereo,
+        "caption": record["caption"],
+        "note": record["note"],
+        "objects": {
+            "boxes": np.asarray(objects["boxes"], np.float32),
+            "labels": [["cat", "dog"].index(name) for name in objects["labels"]],
+            "score": np.asarray(objects["score"], np.float32),
+        },
+        "label": ["a", "b", "c"].index(record["label"]),
+        "tags": np.asarray([float(t in record["tags"]) for t in range(4)], np.float32),
+        "depth": record["depth"],
+        "anything": record["anything"],
+        "weight": record["weight"],
+        "flag": record["flag"],
+        "words": record["words"],
+    }
+
+
+def write(path: Path, records: list[dict[str, Any]], **options: Any) -> rk.Manifest:
+    options.setdefault("shard_records", 4)
+    return rk.write_dataset(records, SCHEMA, path, progress=False, **options)
+
+
+def rows(batch: dict[str, Any]) -> list[dict[str, Any]]:
+    """Split a decoded batch (tensors with the batch first) into per-record dicts."""
+    import tensorflow as tf
+
+    size = int(tf.shape(next(iter(tf.nest.flatten(batch, expand_composites=False))))[0])
+    return [
+        {key: tf.nest.map_structure(lambda t, i=i: t[i], value) for key, value in batch.items()}
+        for i in range(size)
+    ]
+
+
+def assert_record(want: dict[str, Any], got: dict[str, Any], fields: list[str] | None = None) -> None:
+    """``got`` (a TF row or a numpy record) decodes ``want`` (from :func:`expected`)."""
+    for name in fields or list(want):
+        value = got[name]
+        if name + rk.PRESENT_SUFFIX in got:
+            present = bool(np.asarray(got[name + rk.PRESENT_SUFFIX]))
+            assert present == (want[name] is not None), name
+            if not present:
+                continue
+        if isinstance(value, dict) and set(value) == {"values", "shape"}:  # a tensor of any rank, in TF
+            value = np.reshape(np.asarray(value["values"]), np.asarray(value["shape"]))
+        assert_values_equal(want[name], value, atol=ATOL.get(name, 0.0), path=name)
+
+
+def plain(value: Any) -> Any:
+    """A JSON-ready form of decoded values (tensors, ragged tensors, numpy, bytes)."""
+    import tensorflow as tf
+
+    if isinstance(value, dict):
+        return {k: plain(v) for k, v in value.items()}
+    if isinstance(value, tf.RaggedTensor):
+        return plain(value.to_list())
+    if isinstance(value, tf.Tensor):
+        return plain(value.numpy())
+    if isinstance(value, np.ndarray):
+        return plain(value.tolist())
+    if isinstance(value, (list, tuple)):
+        return [plain(v) for v in value]
+    if isinstance(value, bytes):
+        return value.decode("latin-1")
+    if isinstance(value, np.generic):
+        return plain(value.item())
+    if isinstance(value, float):
+        return repr(value)  # exact, and NaN-safe
+    return value
+
+
+def dumps(batches: list[dict[str, Any]]) -> str:
+    return json.dumps([plain(batch) for batch in batches], sort_keys=True)

@@ -1,0 +1,70 @@
+"""Helpers for the writer tests: small deterministic records, and reading a written
+dataset back without TensorFlow (framing CRCs checked) to compare with what went in.
+
+Also imported by the subprocess of the kill-and-resume test, so it stays light.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import recordkit as rk
+from recordkit._numpy_decode import decode_record_numpy
+from recordkit._tfrecord import Compression, iter_tfrecords
+
+SCHEMA = rk.Schema(
+    name="writer-test",
+    fields={
+        "id": rk.FieldSpec(codec="scalar"),
+        "payload": rk.FieldSpec(codec="scalar", options={"dtype": "str"}),
+    },
+)
+
+
+def make_records(n: int, *, bad: frozenset[int] = frozenset()) -> Iterator[dict[str, Any]]:
+    """``n`` records with ids 0..n-1 and payloads of 0 to 96 characters; the ids in
+    ``bad`` get an int payload, which the ``str`` scalar codec rejects."""
+    for i in range(n):
+        payload: Any = i if i in bad else chr(ord("a") + i % 26) * ((i * 37) % 97)
+        yield {"id": i, "payload": payload}
+
+
+def read_split(root: Path, split: str = "train") -> list[dict[str, Any]]:
+    """Every record of ``split``, in shard order, decoded through the manifest's schema."""
+    manifest = rk.Manifest.load(root)
+    bound = manifest.schema.bind()
+    compression = Compression.parse(manifest.compression)
+    records = []
+    for shard in manifest.split(split).shards:
+        for _, data in iter_tfrecords(root / shard.file, compression):
+            records.append(decode_record_numpy(bound.fields, data))
+    return records
+
+
+def read_ids(root: Path, split: str = "train") -> list[int]:
+    return [int(r["id"]) for r in read_split(root, split)]
+
+
+def check_manifest_matches_files(root: Path) -> None:
+    """Every shard the manifest lists exists with its size, sha256 and record count, and
+    the folder holds nothing but the manifest, the shards and the rejects files."""
+    manifest = rk.Manifest.load(root)
+    compression = Compression.parse(manifest.compression)
+    expected = {"dataset.json"}
+    for name, split in manifest.splits.items():
+        for shard in split.shards:
+            path = root / shard.file
+            data = path.read_bytes()
+            assert len(data) == shard.bytes, shard.file
+            assert hashlib.sha256(data).hexdigest() == shard.sha256, shard.file
+            assert sum(1 for _ in iter_tfrecords(path, compression)) == shard.records, shard.file
+            expected.add(shard.file)
+        if split.rejects_file is not None:
+            assert split.rejects_file == f"rejects-{name}.jsonl"
+            lines = (root / split.rejects_file).read_text().splitlines()
+            assert len(lines) == split.rejected
+            expected.add(split.rejects_file)
+    assert {p.name for p in root.iterdir()} == expected

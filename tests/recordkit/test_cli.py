@@ -1,0 +1,187 @@
+"""The ``recordkit`` command (sdk/recordkit/cli.py and sdk/recordkit/_cli/)."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner, Result
+
+import recordkit as rk
+from recordkit.cli import main
+
+pytestmark = pytest.mark.usefixtures("keypoints_plugin")
+
+RECORDKIT_SCRIPT = Path(sys.executable).with_name("recordkit")
+
+
+def run(*args: str, env: dict[str, str] | None = None) -> Result:
+    return CliRunner().invoke(main, list(args), env=env, catch_exceptions=False)
+
+
+def run_json(*args: str) -> dict[str, Any]:
+    result = run("plugins", "--json", *args)
+    assert result.exit_code == 0, result.output
+    report: dict[str, Any] = json.loads(result.output)
+    return report
+
+
+def rows_by_codec(output: str) -> dict[str, list[str]]:
+    """The table's rows by codec name, each split into its cells."""
+    lines = output.splitlines()
+    header = lines[0]
+    starts = [header.index(col) for col in ("codec", "version", "plugin", "distribution", "summary")]
+    rows = {}
+    for line in lines[2:]:
+        if not line.strip():
+            break
+        cells = [line[a:b].strip() for a, b in zip(starts, [*starts[1:], None], strict=True)]
+        rows[cells[0]] = cells
+    return rows
+
+
+def test_version() -> None:
+    result = run("--version")
+    assert result.exit_code == 0
+    assert result.output.strip() == f"recordkit {rk.__version__}"
+
+
+def test_help_lists_the_plugins_command() -> None:
+    result = run("--help")
+    assert result.exit_code == 0
+    assert "plugins" in result.output
+
+
+def test_plugins_table_lists_builtins_and_the_example_plugin() -> None:
+    result = run("plugins")
+    assert result.exit_code == 0, result.output
+    rows = rows_by_codec(result.output)
+    recordkit_version = importlib.metadata.version("recordkit")
+    keypoints_version = importlib.metadata.version("recordkit-keypoints")
+    assert rows["scalar"][1:4] == ["1", "scalar", f"recordkit {recordkit_version}"]
+    assert rows["keypoints"][1:4] == ["1", "keypoints", f"recordkit-keypoints {keypoints_version}"]
+    # Every installed codec is listed, with the summary its class declares.
+    registry = rk.load_plugins().registry
+    assert set(rows) == set(registry.names())
+    assert rows["keypoints"][4] == registry.get("keypoints").summary
+
+
+def test_plugins_json() -> None:
+    report = run_json()
+    codecs = {c["codec"]: c for c in report["codecs"]}
+    assert codecs["keypoints"] == {
+        "codec": "keypoints",
+        "version": "1",
+        "plugin": "keypoints",
+        "distribution": "recordkit-keypoints",
+        "distribution_version": importlib.metadata.version("recordkit-keypoints"),
+        "summary": rk.load_plugins().registry.get("keypoints").summary,
+    }
+    assert codecs["scalar"]["distribution"] == "recordkit"
+    plugins = {p["plugin"]: p for p in report["plugins"]}
+    assert plugins["keypoints"]["codecs"] == ["keypoints"]
+    assert report["recordkit_version"] == rk.__version__
+    assert report["blocked"] == []
+
+
+def test_block_option_hides_a_plugin() -> None:
+    result = run("plugins", "--block", "recordkit-keypoints")
+    assert result.exit_code == 0
+    assert "keypoints" not in rows_by_codec(result.output)
+    assert "scalar" in rows_by_codec(result.output)
+    assert "blocked plugins (not loaded): keypoints" in result.output
+
+
+def test_allow_option_takes_repeats_and_commas() -> None:
+    report = run_json("--allow", "keypoints", "--allow", "scalar,nothing-else")
+    assert [c["codec"] for c in report["codecs"]] == ["keypoints", "scalar"]
+
+
+def test_environment_lists_apply_unless_overridden() -> None:
+    env = {"RECORDKIT_PLUGINS": "keypoints"}
+    result = run("plugins", env=env)
+    assert list(rows_by_codec(result.output)) == ["keypoints"]
+    result = run("plugins", "--allow", "scalar", env=env)
+    assert list(rows_by_codec(result.output)) == ["scalar"]
+    result = run("plugins", "--block", "scalar", env={"RECORDKIT_BLOCK_PLUGINS": "keypoints"})
+    assert "scalar" not in rows_by_codec(result.output)
+    assert "keypoints" not in rows_by_codec(result.output)
+
+
+def test_nothing_loaded() -> None:
+    result = run("plugins", "--allow", "nothing-at-all")
+    assert result.exit_code == 0
+    assert result.output.startswith("no codecs are installed")
+
+
+def test_a_plugin_load_error_is_one_line_without_traceback(plugin_dist) -> None:
+    plugin_dist("rk-cli-broken", {"rk_cli_broken": "raise ImportError('needs libfoo')\n"})
+    result = CliRunner().invoke(main, ["plugins"])
+    assert result.exit_code == 1
+    assert "Traceback" not in result.output
+    assert result.output.startswith("Error: PluginLoadError: plugin 'rk_cli_broken'")
+    assert "distribution 'rk-cli-broken'" in result.output
+    assert "ImportError: needs libfoo" in result.output
+    # ... and blocking it is the way out.
+    assert run("plugins", "--block", "rk-cli-broken").exit_code == 0
+
+
+# -- the installed script, in a real process -----------------------------------------------
+
+
+def test_installed_script_lists_codecs_with_distributions() -> None:
+    result = subprocess.run(
+        [str(RECORDKIT_SCRIPT), "plugins", "--json"], capture_output=True, text=True, check=False
+    )
+    assert result.returncode == 0, result.stderr
+    codecs = {c["codec"]: c for c in json.loads(result.stdout)["codecs"]}
+    assert (codecs["scalar"]["distribution"], codecs["scalar"]["distribution_version"]) == (
+        "recordkit",
+        importlib.metadata.version("recordkit"),
+    )
+    assert (codecs["keypoints"]["distribution"], codecs["keypoints"]["distribution_version"]) == (
+        "recordkit-keypoints",
+        importlib.metadata.version("recordkit-keypoints"),
+    )
+
+
+def test_installed_script_reports_a_broken_plugin_and_exits_non_zero(plugin_dist) -> None:
+    info = plugin_dist("rk-script-broken", {"rk_script_broken": "raise RuntimeError('kaput')\n"})
+    env = {**os.environ, "PYTHONPATH": str(info.parent)}
+    result = subprocess.run(
+        [str(RECORDKIT_SCRIPT), "plugins"], capture_output=True, text=True, env=env, check=False
+    )
+    assert result.returncode == 1
+    assert "Traceback" not in result.stderr
+    assert "plugin 'rk_script_broken'" in result.stderr
+    assert "distribution 'rk-script-broken'" in result.stderr
+    assert "RuntimeError: kaput" in result.stderr
+
+
+def test_the_cli_does_not_import_tensorflow() -> None:
+    code = textwrap.dedent(
+        """
+        import sys
+        from recordkit.cli import main
+        main(["plugins"], standalone_mode=False)
+        main(["plugins", "--json"], standalone_mode=False)
+        assert "tensorflow" not in sys.modules, "the CLI imported tensorflow"
+        """
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert result.returncode == 0, result.stderr
+
+
+def test_python_dash_m_recordkit() -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "recordkit", "--version"], capture_output=True, text=True, check=False
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == f"recordkit {rk.__version__}"

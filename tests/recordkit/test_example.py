@@ -1,0 +1,166 @@
+"""The hand-written tf.train.Example encoder and the TF-free decoder (sdk/recordkit/_example.py),
+checked against TensorFlow's own parsers."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+import tensorflow as tf
+from hypothesis import given
+from hypothesis import strategies as st
+
+from recordkit._example import decode_example, encode_example, encode_feature, normalize_values
+from recordkit._wire import WireKind
+
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+
+int64s = st.one_of(
+    st.sampled_from([0, 1, -1, 127, 128, -128, 2**31, -(2**31) - 1, INT64_MIN, INT64_MAX]),
+    st.integers(INT64_MIN, INT64_MAX),
+)
+float32s = st.floats(width=32, allow_nan=False)  # infinities and subnormals included
+keys = st.text(min_size=1, max_size=20)
+
+feature_values = st.one_of(
+    st.tuples(st.just(WireKind.BYTES), st.lists(st.binary(max_size=40), max_size=5)),
+    st.tuples(st.just(WireKind.INT64), st.lists(int64s, max_size=8)),
+    st.tuples(st.just(WireKind.FLOAT), st.lists(float32s, max_size=8)),
+)
+examples = st.dictionaries(keys, feature_values, max_size=6)
+
+
+def encode(features: dict[str, tuple[WireKind, list[Any]]]) -> bytes:
+    return encode_example(
+        (key.encode("utf-8"), encode_feature(kind, normalize_values(kind, values)))
+        for key, (kind, values) in features.items()
+    )
+
+
+def tf_values(feature: tf.train.Feature) -> tuple[WireKind, list[Any]]:
+    which = feature.WhichOneof("kind")
+    kind = {"bytes_list": WireKind.BYTES, "int64_list": WireKind.INT64, "float_list": WireKind.FLOAT}[which]
+    return kind, list(getattr(feature, which).value)
+
+
+@given(examples)
+def test_protobuf_reads_what_the_encoder_writes(features: dict[str, tuple[WireKind, list[Any]]]) -> None:
+    parsed = tf.train.Example.FromString(encode(features))
+    assert set(parsed.features.feature) == set(features)
+    for key, (kind, values) in features.items():
+        got_kind, got = tf_values(parsed.features.feature[key])
+        assert got_kind is kind
+        if kind is WireKind.FLOAT:
+            np.testing.assert_array_equal(np.asarray(got, np.float32), np.asarray(values, np.float32))
+        else:
+            assert got == values
+
+
+@given(examples)
+def test_same_message_as_protobuf_builds(features: dict[str, tuple[WireKind, list[Any]]]) -> None:
+    expected = tf.train.Example(features=tf.train.Features())
+    for key, (kind, values) in features.items():
+        feature = expected.features.feature[key]
+        if kind is WireKind.BYTES:
+            feature.bytes_list.value.extend(values)
+        elif kind is WireKind.INT64:
+            feature.int64_list.value.extend(values)
+        else:
+            feature.float_list.value.extend(values)
+    assert tf.train.Example.FromString(encode(features)) == expected
+
+
+@given(examples)
+def test_decode_example_round_trip(features: dict[str, tuple[WireKind, list[Any]]]) -> None:
+    decoded = decode_example(encode(features))
+    assert set(decoded) == set(features)
+    for key, (kind, values) in features.items():
+        got_kind, got = decoded[key]
+        assert got_kind is kind
+        if kind is WireKind.BYTES:
+            assert got == values
+        else:
+            assert got.dtype == kind.numpy_dtype
+            np.testing.assert_array_equal(got, np.asarray(values, kind.numpy_dtype))
+
+
+@given(st.lists(st.tuples(st.binary(max_size=30), st.lists(int64s, min_size=1, max_size=4),
+                          st.lists(float32s, min_size=3, max_size=3)), min_size=1, max_size=5))
+def test_tf_parse_example_reads_a_batch(rows: list[tuple[bytes, list[int], list[float]]]) -> None:
+    batch = [
+        encode({
+            "image/encoded": (WireKind.BYTES, [data]),
+            "label/ids": (WireKind.INT64, ids),
+            "rgb": (WireKind.FLOAT, rgb),
+        })
+        for data, ids, rgb in rows
+    ]  # fmt: skip
+    spec = {
+        "image/encoded": tf.io.FixedLenFeature([], tf.string),
+        "label/ids": tf.io.RaggedFeature(tf.int64),
+        "rgb": tf.io.FixedLenFeature([3], tf.float32),
+    }
+    parsed = tf.io.parse_example(tf.constant(batch), spec)
+    assert parsed["image/encoded"].numpy().tolist() == [data for data, _, _ in rows]
+    assert parsed["label/ids"].to_list() == [ids for _, ids, _ in rows]
+    np.testing.assert_array_equal(parsed["rgb"].numpy(), np.asarray([rgb for _, _, rgb in rows], np.float32))
+
+
+def test_empty_example_and_empty_lists() -> None:
+    assert tf.train.Example.FromString(encode_example([])) == tf.train.Example(features=tf.train.Features())
+    data = encode({"b": (WireKind.BYTES, []), "i": (WireKind.INT64, []), "f": (WireKind.FLOAT, [])})
+    decoded = decode_example(data)
+    assert decoded["b"] == (WireKind.BYTES, [])
+    assert decoded["i"][0] is WireKind.INT64
+    assert decoded["i"][1].size == 0
+    assert decoded["f"][0] is WireKind.FLOAT
+    parsed = tf.io.parse_example(tf.constant([data]), {"i": tf.io.RaggedFeature(tf.int64)})
+    assert parsed["i"].to_list() == [[]]
+
+
+def test_large_payload_lengths_use_multi_byte_varints() -> None:
+    blob = bytes(range(256)) * 1000  # 256000 bytes: a 3-byte length varint
+    parsed = tf.train.Example.FromString(encode({"blob": (WireKind.BYTES, [blob])}))
+    assert parsed.features.feature["blob"].bytes_list.value == [blob]
+
+
+def test_decode_example_rejects_garbage() -> None:
+    with pytest.raises(ValueError, match=r"not a valid tf\.train\.Example"):
+        decode_example(b"\x0a\xff\xff\xff")
+
+
+# -- normalize_values ------------------------------------------------------------------------
+
+
+def test_normalize_accepts_the_documented_forms() -> None:
+    assert normalize_values(WireKind.BYTES, b"x") == [b"x"]
+    assert normalize_values(WireKind.BYTES, bytearray(b"ab")) == [b"ab"]
+    assert normalize_values(WireKind.BYTES, np.array([b"a", b"bc"])) == [b"a", b"bc"]
+    assert list(normalize_values(WireKind.INT64, 5)) == [5]
+    assert normalize_values(WireKind.INT64, np.array([[1, 2], [3, 4]], np.int32)).tolist() == [1, 2, 3, 4]
+    assert normalize_values(WireKind.INT64, [True, False]).tolist() == [1, 0]
+    assert normalize_values(WireKind.INT64, [2.0, -3.0]).tolist() == [2, -3]
+    floats = normalize_values(WireKind.FLOAT, [1, 2.5])
+    assert floats.dtype == np.float32
+    assert floats.tolist() == [1.0, 2.5]
+
+
+@pytest.mark.parametrize(
+    ("kind", "value", "error", "match"),
+    [
+        (WireKind.BYTES, ["text"], TypeError, "takes bytes, got str"),
+        (WireKind.INT64, [1.5], ValueError, "takes integers"),
+        (WireKind.INT64, ["1"], TypeError, "takes integers"),
+        (WireKind.INT64, 2**63, ValueError, "does not fit in int64"),
+        (WireKind.INT64, [2**63], ValueError, "does not fit in int64"),
+        (WireKind.INT64, np.array([2**64 - 1], np.uint64), ValueError, "does not fit in int64"),
+        (WireKind.INT64, [1e30], ValueError, "does not fit in int64"),
+        (WireKind.FLOAT, ["1.0"], TypeError, "takes numbers"),
+    ],
+)
+def test_normalize_refuses_values_of_the_wrong_kind(
+    kind: WireKind, value: Any, error: type[Exception], match: str
+) -> None:
+    with pytest.raises(error, match=match):
+        normalize_values(kind, value)

@@ -1,0 +1,306 @@
+"""TFRecords recordkit did not write: schemas with key mappings, and infer_schema.
+
+The files here are written the tutorials' way, with tf.train.Example and
+tf.io.TFRecordWriter.
+"""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+import tensorflow as tf
+from PIL import Image
+
+import recordkit as rk
+from recordkit.errors import SchemaError
+from recordkit.testing import assert_values_equal
+
+COORDS = ("xmin", "ymin", "xmax", "ymax")
+
+
+def _bytes(*values: bytes) -> tf.train.Feature:
+    return tf.train.Feature(bytes_list=tf.train.BytesList(value=list(values)))
+
+
+def _ints(*values: int) -> tf.train.Feature:
+    return tf.train.Feature(int64_list=tf.train.Int64List(value=list(values)))
+
+
+def _floats(values: Any) -> tf.train.Feature:
+    return tf.train.Feature(float_list=tf.train.FloatList(value=list(values)))
+
+
+def write_examples(path: Path, examples: list[dict[str, tf.train.Feature]]) -> None:
+    with tf.io.TFRecordWriter(str(path)) as writer:
+        for features in examples:
+            writer.write(tf.train.Example(features=tf.train.Features(feature=features)).SerializeToString())
+
+
+@pytest.fixture(scope="module")
+def detection(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[dict[str, Any]]]:
+    """The object detection API's layout: image/encoded with image/height, image/width
+    and each box coordinate in its own float list."""
+    rng = np.random.default_rng(4)
+    path = tmp_path_factory.mktemp("od") / "train.tfrecord"
+    originals, examples = [], []
+    for i in range(5):
+        height, width = 6 + i, 9
+        pixels = rng.integers(0, 256, (height, width, 3), dtype=np.uint8)
+        out = io.BytesIO()
+        Image.fromarray(pixels).save(out, format="JPEG", quality=90)
+        n = i % 3
+        xy = rng.uniform(0.0, 0.5, (n, 2))
+        boxes = np.concatenate([xy, xy + 0.4], axis=1).astype(np.float32)
+        labels = [1 + (j % 2) for j in range(n)]
+        examples.append(
+            {
+                "image/encoded": _bytes(out.getvalue()),
+                "image/format": _bytes(b"jpeg"),
+                "image/height": _ints(height),
+                "image/width": _ints(width),
+                "image/filename": _bytes(f"{i:03d}.jpg".encode()),
+                **{f"image/object/bbox/{c}": _floats(boxes[:, k]) for k, c in enumerate(COORDS)},
+                "image/object/class/label": _ints(*labels),
+                "image/object/class/text": _bytes(*[[b"", b"cat", b"dog"][label] for label in labels]),
+            }
+        )
+        decoded = np.asarray(Image.open(io.BytesIO(out.getvalue())).convert("RGB"))
+        originals.append({"image": decoded, "boxes": boxes, "labels": labels, "filename": f"{i:03d}.jpg"})
+    write_examples(path, examples)
+    return path, originals
+
+
+DETECTION = rk.Schema(
+    name="detection",
+    fields={
+        "image": rk.FieldSpec(
+            codec="image",
+            options={"format": "jpeg", "channels": 3},
+            keys={"": "image/encoded", "height": "image/height", "width": "image/width", "channels": 3},
+        ),
+        "objects": rk.FieldSpec(
+            codec="bbox",
+            options={"labels": ["background", "cat", "dog"]},
+            keys={"": [f"image/object/bbox/{c}" for c in COORDS], "labels": "image/object/class/label"},
+        ),
+        "filename": rk.FieldSpec(codec="text", keys={"": "image/filename"}),
+    },
+)
+
+
+@pytest.fixture(scope="module")
+def segmentation(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[dict[str, Any]]]:
+    """The segmentation tutorial's layout: raw uint8 image_raw and mask_raw with
+    height, width and depth as int64."""
+    rng = np.random.default_rng(5)
+    path = tmp_path_factory.mktemp("voc") / "voc.tfrecord"
+    originals, examples = [], []
+    for i in range(4):
+        height, width = 4 + i, 7 - i
+        image = rng.integers(0, 256, (height, width, 3), dtype=np.uint8)
+        mask = rng.integers(0, 21, (height, width), dtype=np.uint8)
+        mask[0, 0] = 255  # VOC's void border
+        examples.append(
+            {
+                "height": _ints(height),
+                "width": _ints(width),
+                "depth": _ints(3),
+                "image_raw": _bytes(image.tobytes()),
+                "mask_raw": _bytes(mask.tobytes()),
+            }
+        )
+        originals.append({"image": image, "mask": mask})
+    write_examples(path, examples)
+    return path, originals
+
+
+SEGMENTATION = rk.Schema(
+    name="segmentation",
+    fields={
+        "image": rk.FieldSpec(
+            codec="tensor",
+            options={"dtype": "uint8", "shape": [None, None, 3]},
+            keys={"": "image_raw", "shape": ["height", "width", "depth"]},
+        ),
+        "mask": rk.FieldSpec(
+            codec="tensor",
+            options={"dtype": "uint8", "shape": [None, None]},
+            keys={"": "mask_raw", "shape": ["height", "width"]},
+        ),
+    },
+)
+
+
+def check_detection(rows: list[dict[str, Any]], originals: list[dict[str, Any]]) -> None:
+    assert len(rows) == len(originals)
+    for row, original in zip(rows, originals, strict=True):
+        assert_values_equal(original["image"], row["image"], path="image")
+        assert_values_equal(original["boxes"], row["objects"]["boxes"], atol=1e-6, path="boxes")
+        assert_values_equal(original["labels"], row["objects"]["labels"], path="labels")
+        assert_values_equal(original["filename"], row["filename"], path="filename")
+
+
+def unbatch(ds: Any) -> list[dict[str, Any]]:
+    return [
+        {k: tf.nest.map_structure(lambda t, i=i: t[i], v) for k, v in batch.items()}
+        for batch in ds
+        for i in range(int(batch["filename"].shape[0]))
+    ]
+
+
+def test_the_detection_layout_reads_through_a_key_mapping(
+    detection: tuple[Path, list[dict[str, Any]]],
+) -> None:
+    path, originals = detection
+    spec = DETECTION.feature_spec()
+    assert "image/object/bbox/xmin" in spec
+    assert "objects" not in spec
+    assert "image/channels" not in spec
+    check_detection(unbatch(rk.load_dataset(path, schema=DETECTION, batch_size=2)), originals)
+    check_detection(list(rk.iter_records(path, schema=DETECTION)), originals)
+    parsed = tf.data.TFRecordDataset(str(path)).batch(3).map(rk.make_parser(DETECTION))
+    check_detection(unbatch(parsed), originals)
+
+
+def test_the_segmentation_layout_reads_through_a_key_mapping(
+    segmentation: tuple[Path, list[dict[str, Any]]],
+) -> None:
+    path, originals = segmentation
+    assert set(SEGMENTATION.feature_spec()) == {"image_raw", "mask_raw", "height", "width", "depth"}
+    for rows in (
+        list(rk.load_dataset(path, schema=SEGMENTATION)),
+        list(rk.iter_records(path, schema=SEGMENTATION)),
+    ):
+        assert len(rows) == len(originals)
+        for row, original in zip(rows, originals, strict=True):
+            assert_values_equal(original["image"], row["image"])
+            assert_values_equal(original["mask"], row["mask"])
+    # then crop or pad to one size, and shuffled batches, as the tutorial does by hand
+    ds = rk.load_dataset(
+        path,
+        schema=SEGMENTATION,
+        batch_size=2,
+        shuffle_buffer=4,
+        seed=0,
+        image_size={"image": (5, 5), "mask": (5, 5)},
+        image_fit="crop_or_pad",
+    )
+    batches = list(ds)
+    assert [b["image"].shape for b in batches] == [(2, 5, 5, 3)] * 2
+    assert [b["mask"].shape for b in batches] == [(2, 5, 5)] * 2
+
+
+def test_generated_code_reads_foreign_layouts(
+    detection: tuple[Path, list[dict[str, Any]]], segmentation: tuple[Path, list[dict[str, Any]]]
+) -> None:
+    for schema, (path, _) in ((DETECTION, detection), (SEGMENTATION, segmentation)):
+        namespace: dict[str, Any] = {}
+        exec(compile(rk.generate_parser_code(schema), "<generated>", "exec"), namespace)
+        want = next(iter(tf.data.TFRecordDataset(str(path)).batch(4).map(rk.make_parser(schema))))
+        got = next(iter(namespace["dataset"]([str(path)], 4)))
+        assert_values_equal(want, got)
+
+
+def test_infer_schema_proposes_the_detection_layout(detection: tuple[Path, list[dict[str, Any]]]) -> None:
+    path, originals = detection
+    schema = rk.infer_schema(path)
+    assert schema.fields["objects"].codec == "bbox"
+    assert schema.fields["objects"].keys[""] == [f"image/object/bbox/{c}" for c in COORDS]
+    assert schema.fields["objects"].options["labels"] == ["class_0", "cat", "dog"]
+    assert schema.fields["image"].codec == "image"
+    assert schema.fields["image"].keys["channels"] == 3
+    assert schema.fields["filename"].codec == "text"
+    check_detection(list(rk.iter_records(path, schema=schema)), originals)
+
+
+def test_infer_schema_proposes_the_segmentation_layout(
+    segmentation: tuple[Path, list[dict[str, Any]]],
+) -> None:
+    path, originals = segmentation
+    schema = rk.infer_schema(path, name="voc")
+    assert schema.name == "voc"
+    assert schema.fields["image"].keys == {"": "image_raw", "shape": ["height", "width", "depth"]}
+    assert schema.fields["mask"].keys == {"": "mask_raw", "shape": ["height", "width"]}
+    assert schema.fields["mask"].options == {"dtype": "uint8", "shape": [None, None]}
+    rows = list(rk.iter_records(path, schema=schema))
+    for row, original in zip(rows, originals, strict=True):
+        assert_values_equal(original["mask"], row["mask"])
+    # a proposal round-trips through a schema file
+    assert rk.Schema.loads(schema.dumps()) == schema
+
+
+def test_infer_schema_on_plain_keys(tmp_path: Path) -> None:
+    path = tmp_path / "plain.tfrecord"
+    write_examples(
+        path,
+        [
+            {
+                "label": _ints(i % 3),
+                "score": _floats([0.5 * i]),
+                "tokens": _ints(*range(i)),
+                "text": _bytes(f"t{i}".encode()),
+                **({"extra": _bytes(b"x")} if i % 2 else {}),
+            }
+            for i in range(6)
+        ],
+    )
+    schema = rk.infer_schema(path)
+    assert schema.fields["label"].codec == "label"
+    assert schema.fields["label"].options == {"num_classes": 3}
+    assert schema.fields["score"].options == {"dtype": "float32"}
+    assert schema.fields["tokens"].sequence
+    assert schema.fields["extra"].sequence
+    rows = list(rk.iter_records(path, schema=schema))
+    assert [r["tokens"] for r in rows] == [list(range(i)) for i in range(6)]
+    assert [r["extra"] for r in rows] == [["x"] if i % 2 else [] for i in range(6)]
+
+
+def test_foreign_layouts_are_for_reading_only(tmp_path: Path) -> None:
+    with pytest.raises(SchemaError, match="for reading only"):
+        rk.write_dataset([], SEGMENTATION, tmp_path / "out", progress=False)
+
+
+def test_bad_key_mappings_are_named() -> None:
+    def bind(**spec: Any) -> None:
+        rk.Schema(name="s", fields={"f": rk.FieldSpec(**spec)}).bind()
+
+    with pytest.raises(SchemaError, match="does not end in 3") as err:
+        bind(codec="bbox", keys={"": ["a", "b", "c"]})
+    assert err.value.field == "f"
+    with pytest.raises(SchemaError, match="constant needs a numeric"):
+        bind(codec="text", keys={"": 3})
+    with pytest.raises(SchemaError, match="sequence"):
+        bind(codec="bbox", sequence=True, keys={"": ["a", "b", "c", "d"]})
+    with pytest.raises(SchemaError, match="every wire feature a constant"):
+        bind(codec="scalar", keys={"": 1})
+    with pytest.raises(ValueError, match="at least one non-empty key"):
+        rk.FieldSpec(codec="bbox", keys={"": []})
+    # two fields may share a key only to read it alike, as a column
+    plain = {"a": rk.FieldSpec(codec="scalar"), "b": rk.FieldSpec(codec="scalar", keys={"": "a"})}
+    with pytest.raises(SchemaError, match="which field 'a' writes too"):
+        rk.Schema(name="s", fields=plain).bind()
+    SEGMENTATION.bind()  # height and width are columns of both shapes
+
+
+def test_a_corrupt_foreign_file_is_named(
+    detection: tuple[Path, list[dict[str, Any]]], tmp_path: Path
+) -> None:
+    path, _ = detection
+    broken = tmp_path / "broken.tfrecord"
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 0x04
+    broken.write_bytes(bytes(data))
+    # no manifest, so no record count: the reader checks that it read the file to its end
+    with pytest.raises(tf.errors.InvalidArgumentError, match=r"shard broken\.tfrecord, offset \d+"):
+        list(rk.load_dataset(broken, schema=DETECTION, fields=["filename"]))
+    report = rk.CorruptionReport()
+    kept = list(
+        rk.load_dataset(broken, schema=DETECTION, fields=["filename"], on_corrupt="skip", report=report)
+    )
+    assert len(kept) < 5
+    assert report.shards == ["broken.tfrecord"]
+    assert report.skipped[0].records is None  # unknown without a manifest

@@ -1,0 +1,94 @@
+"""Shard names, limits and the temp-then-rename shard file."""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import zlib
+from pathlib import Path
+
+import pytest
+
+from recordkit._sharding import (
+    ShardFile,
+    ShardLimits,
+    check_split_name,
+    shard_name,
+    shard_pattern,
+    temp_pattern,
+)
+from recordkit._tfrecord import Compression, frame_record, iter_tfrecords
+
+
+def test_names_sort_in_shard_order_and_carry_split_and_compression() -> None:
+    names = [shard_name("train", i, Compression.NONE) for i in (0, 1, 10, 99999)]
+    assert names == [
+        "train-00000.tfrecord",
+        "train-00001.tfrecord",
+        "train-00010.tfrecord",
+        "train-99999.tfrecord",
+    ]
+    assert sorted(names) == names
+    assert shard_name("test", 3, Compression.GZIP) == "test-00003.tfrecord.gz"
+    assert shard_name("test", 3, Compression.ZLIB) == "test-00003.tfrecord.zz"
+
+
+def test_patterns_do_not_confuse_splits_that_share_a_prefix() -> None:
+    pattern = shard_pattern("train")
+    assert pattern.match("train-00012.tfrecord.gz")
+    assert not pattern.match("train-extra-00012.tfrecord")
+    assert not pattern.match(".train-00012.tfrecord.tmp")
+    assert temp_pattern("train").match(".train-00012.tfrecord.tmp")
+    assert not temp_pattern("train").match(".train-extra-00012.tfrecord.tmp")
+
+
+@pytest.mark.parametrize("name", ["", "../up", "a/b", ".hidden", "with space"])
+def test_bad_split_names(name: str) -> None:
+    with pytest.raises(ValueError, match="invalid split name"):
+        check_split_name(name)
+
+
+def test_limits() -> None:
+    with pytest.raises(ValueError, match="shard_records"):
+        ShardLimits(max_records=0)
+    assert ShardLimits(None, None).max_bytes is None
+
+
+@pytest.mark.parametrize("compression", list(Compression))
+def test_a_shard_appears_under_its_final_name_only_when_committed(
+    tmp_path: Path, compression: Compression
+) -> None:
+    shard = ShardFile(tmp_path, "train", 7, compression)
+    records = [bytes([i]) * (i * 1000) for i in range(40)]
+    for record in records:
+        shard.add(frame_record(record))
+    assert [p.name for p in tmp_path.iterdir()] == [f".train-00007.tfrecord{compression.suffix}.tmp"]
+    info = shard.commit()
+    data = (tmp_path / info.file).read_bytes()
+    assert [p.name for p in tmp_path.iterdir()] == [info.file]
+    assert (info.records, info.bytes, info.sha256) == (40, len(data), hashlib.sha256(data).hexdigest())
+    assert [d for _, d in iter_tfrecords(tmp_path / info.file, compression)] == records
+    if compression is Compression.GZIP:
+        assert gzip.decompress(data) == b"".join(frame_record(r) for r in records)
+    elif compression is Compression.ZLIB:
+        assert zlib.decompress(data) == b"".join(frame_record(r) for r in records)
+
+
+def test_a_discarded_shard_leaves_nothing(tmp_path: Path) -> None:
+    shard = ShardFile(tmp_path, "train", 0, Compression.NONE)
+    shard.add(frame_record(b"x"))
+    shard.discard()
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_fits_counts_framed_bytes_and_records(tmp_path: Path) -> None:
+    shard = ShardFile(tmp_path, "train", 0, Compression.NONE)
+    limits = ShardLimits(max_bytes=100, max_records=3)
+    assert shard.fits(1000, limits)  # an empty shard takes any record
+    shard.add(b"x" * 60)
+    assert shard.fits(40, limits)
+    assert not shard.fits(41, limits)
+    shard.add(b"x" * 20)
+    shard.add(b"x" * 10)
+    assert not shard.fits(1, limits)  # three records already
+    shard.discard()

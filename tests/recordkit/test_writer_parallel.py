@@ -1,0 +1,162 @@
+"""Encoding in worker processes: the same bytes as in-process, errors named, codecs rebuilt."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import pytest
+from _writer_support import SCHEMA, check_manifest_matches_files, make_records, read_ids, read_split
+
+import recordkit as rk
+from recordkit._parallel import WorkerSetup
+from recordkit.errors import InvalidValueError, PluginError, RecordError
+
+BAD = frozenset({5, 77, 150})
+
+
+@pytest.fixture(autouse=True)
+def _workers_import_the_real_recordkit(monkeypatch: pytest.MonkeyPatch) -> None:
+    """pytest puts tests/ on sys.path (for tests/conftest.py). Spawned workers inherit
+    sys.path, and with tests/ on it ``import recordkit`` finds tests/recordkit/ (a
+    namespace package) before the installed package's finder; so take it off while the
+    workers start. This is an artefact of the test layout, not of the writer."""
+    tests_dir = os.path.abspath(Path(__file__).parents[1])
+    monkeypatch.setattr(sys, "path", [p for p in sys.path if os.path.abspath(p or ".") != tests_dir])
+
+
+def shard_bytes_of(root: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted(root.iterdir()) if p.name != "dataset.json"}
+
+
+def test_parallel_output_equals_serial_byte_for_byte(tmp_path: Path) -> None:
+    options: dict[str, Any] = {
+        "shard_bytes": 4000,
+        "compression": "GZIP",
+        "on_error": "skip",
+        "progress": False,
+    }
+    serial = rk.write_dataset(make_records(400, bad=BAD), SCHEMA, tmp_path / "serial", **options)
+    parallel = rk.write_dataset(
+        make_records(400, bad=BAD), SCHEMA, tmp_path / "parallel", workers=2, **options
+    )
+
+    assert len(serial.split("train").shards) > 3
+    assert parallel.splits == serial.splits
+    assert shard_bytes_of(tmp_path / "parallel") == shard_bytes_of(tmp_path / "serial")  # rejects too
+    assert read_ids(tmp_path / "parallel") == [i for i in range(400) if i not in BAD]
+    check_manifest_matches_files(tmp_path / "parallel")
+
+
+def test_parallel_error_names_record_and_field(tmp_path: Path) -> None:
+    with pytest.raises(RecordError) as caught:
+        rk.write_dataset(
+            make_records(300, bad=frozenset({170})),
+            SCHEMA,
+            tmp_path,
+            shard_records=50,
+            workers=2,
+            progress=False,
+        )
+    assert caught.value.record == 170
+    assert caught.value.field == "payload"
+    split = rk.Manifest.load(tmp_path).split("train")
+    assert [s.records for s in split.shards] == [50, 50, 50]
+    check_manifest_matches_files(tmp_path)
+
+
+def test_parallel_splits_keep_their_order(tmp_path: Path) -> None:
+    records = list(make_records(200))
+    with rk.DatasetWriter(tmp_path, SCHEMA, shard_records=40, workers=2, progress=False) as writer:
+        for record in records:
+            writer.write(record, split="test" if record["id"] % 3 == 0 else "train")
+    assert read_ids(tmp_path, "test") == list(range(0, 200, 3))
+    assert read_split(tmp_path, "train") == [r for r in records if r["id"] % 3]  # values, not just ids
+    check_manifest_matches_files(tmp_path)
+
+
+# -- codecs that no entry point provides ----------------------------------------------------
+
+
+class TaggedCodec(rk.Codec[rk.CodecOptions]):
+    """A test-local codec: bytes that must start with b"TAG:"."""
+
+    name = "tagged"
+    version = "3"
+
+    def wire_spec(self) -> rk.WireSpec:
+        return rk.WireSpec((rk.WireFeature("", rk.WireKind.BYTES, ()),))
+
+    def encode(self, value: Any) -> rk.WireValues:
+        if not isinstance(value, bytes) or not value.startswith(b"TAG:"):
+            raise InvalidValueError("not tagged bytes")
+        return {"": value}
+
+    def decode_numpy(self, wire: Mapping[str, Any]) -> Any:
+        return wire[""]
+
+    def decode_tf(self, wire: Mapping[str, Any]) -> Any:
+        return wire[""]
+
+
+class TaggedPlugin:
+    @staticmethod
+    @rk.hookimpl
+    def recordkit_register_codecs(registry: rk.CodecRegistry) -> None:
+        registry.register(TaggedCodec)
+
+
+TAGGED = rk.Schema(
+    name="tagged", fields={"id": rk.FieldSpec(codec="scalar"), "blob": rk.FieldSpec(codec="tagged")}
+)
+
+
+def test_workers_rebuild_in_process_codecs(tmp_path: Path) -> None:
+    registry = rk.load_plugins(allow=["scalar"], extra_plugins=[("tagged-plugin", TaggedPlugin)]).registry
+    setup = WorkerSetup.from_bound(TAGGED.bind(registry), registry)
+    assert setup.plugins == ("scalar",)  # entry points: loaded by name in the worker
+    assert setup.direct_codecs == (f"{__name__}:TaggedCodec",)
+    assert setup.build_encoder().bound.fingerprint() == TAGGED.fingerprint(registry)
+
+    records = [{"id": i, "blob": b"TAG:%d" % i if i != 40 else b"untagged"} for i in range(100)]
+    manifest = rk.write_dataset(
+        records,
+        TAGGED,
+        tmp_path,
+        registry=registry,
+        workers=2,
+        on_error="skip",
+        shard_records=30,
+        progress=False,
+    )
+    assert manifest.codecs["tagged"].version == "3"
+    assert manifest.codecs["tagged"].plugin == "tagged-plugin"
+    assert manifest.split("train").num_records == 99
+    reject = json.loads((tmp_path / "rejects-train.jsonl").read_text())
+    assert (reject["index"], reject["errors"][0]["field"]) == (40, "blob")
+    # Reading back needs the same registry (the codec is not installed as a plugin).
+    decoded = []
+    for shard in manifest.split("train").shards:
+        from recordkit._numpy_decode import decode_record_numpy
+        from recordkit._tfrecord import iter_tfrecords
+
+        bound = manifest.schema.bind(registry)
+        decoded += [
+            decode_record_numpy(bound.fields, data) for _, data in iter_tfrecords(tmp_path / shard.file)
+        ]
+    assert [r["blob"] for r in decoded] == [r["blob"] for r in records if r["id"] != 40]
+
+
+def test_a_worker_that_gets_another_codec_is_refused() -> None:
+    registry = rk.load_plugins(allow=["scalar"], extra_plugins=[("tagged-plugin", TaggedPlugin)]).registry
+    setup = WorkerSetup.from_bound(TAGGED.bind(registry), registry)
+    wrong = WorkerSetup(
+        setup.schema_json, setup.fingerprint, setup.plugins, setup.direct_codecs,
+        (("scalar", "somewhere:Else"), *setup.codecs[1:]),
+    )  # fmt: skip
+    with pytest.raises(PluginError, match="somewhere:Else"):
+        wrong.build_encoder()

@@ -1,0 +1,303 @@
+"""Tests of the ``audio`` codec: real WAV/FLAC/OGG files made with soundfile, real
+TFRecord files and batched tf.data pipelines."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import re
+import runpy
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+import soundfile as sf
+from hypothesis import given
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+
+import recordkit as rk
+from recordkit._example import decode_example, encode_example, encode_feature
+from recordkit._numpy_decode import decode_record_numpy
+from recordkit._tfrecord import TFRecordFileWriter
+from recordkit.testing import BadInput, CodecCase, check_codec
+from recordkit_codecs.audio import AudioCodec
+
+FIELD = "speech"
+RATE = 16000
+
+
+def samples(count: int, channels: int = 1, seed: int = 0) -> np.ndarray:
+    """int16 noise covering the whole range, [count, channels]."""
+    rng = np.random.default_rng(seed)
+    return rng.integers(-32768, 32768, (count, channels), dtype=np.int16)
+
+
+def audio_file(data: np.ndarray, fmt: str, rate: int = RATE, subtype: str | None = "PCM_16") -> bytes:
+    buffer = io.BytesIO()
+    sf.write(buffer, data, rate, format=fmt, subtype=subtype)
+    return buffer.getvalue()
+
+
+def as_float(data: np.ndarray) -> np.ndarray:
+    return data.astype(np.float32) / 32768
+
+
+def schema(**options: Any) -> rk.Schema:
+    options.setdefault("sample_rate", RATE)
+    return rk.Schema(name="speech", fields={FIELD: rk.FieldSpec(codec="audio", options=options)})
+
+
+def encode_error(value: Any, **options: Any) -> rk.errors.RecordkitError:
+    encoder = rk.RecordEncoder(schema(**options).bind())
+    with pytest.raises(rk.errors.InvalidValueError) as info:
+        encoder.encode({FIELD: value}, 3)
+    assert f"field {FIELD!r}" in str(info.value)
+    assert "record 3" in str(info.value)
+    return info.value
+
+
+def round_trip(
+    tmp_path: Path, values: list[Any], batch: int | None = None, **options: Any
+) -> tuple[list[Any], list[Any]]:
+    """Write ``values`` to a real TFRecord file; read them back with tf.data (batched)
+    and with the numpy decoder."""
+    import tensorflow as tf
+
+    bound = schema(**options).bind()
+    encoder = rk.RecordEncoder(bound)
+    path = tmp_path / "speech.tfrecord"
+    writer = TFRecordFileWriter(path)
+    serialized = [encoder.encode({FIELD: v}, i) for i, v in enumerate(values)]
+    for data in serialized:
+        writer.write(data)
+    writer.close()
+    dataset = tf.data.TFRecordDataset(str(path)).batch(batch or len(values)).map(rk.make_parser(bound))
+    batches = [out[FIELD] for out in dataset]
+    return batches, [decode_record_numpy(bound.fields, data)[FIELD] for data in serialized]
+
+
+@pytest.mark.parametrize("fmt", ["wav", "flac", "pcm"])
+@pytest.mark.parametrize("channels", [1, 2])
+def test_round_trip_is_exact_to_the_sample(tmp_path: Path, fmt: str, channels: int) -> None:
+    import tensorflow as tf
+
+    clips = [samples(n, channels, seed) for seed, n in enumerate((100, 37, 250))]
+    path = tmp_path / "clip.wav"
+    path.write_bytes(audio_file(clips[2], "WAV"))
+    values = [clips[0], audio_file(clips[1], "FLAC"), path]
+    (batch,), numpy_values = round_trip(tmp_path, values, format=fmt, channels=channels)
+    assert isinstance(batch, tf.RaggedTensor)
+    assert batch.shape.as_list() == [3, None, channels]
+    assert batch.dtype == tf.float32
+    for i, clip in enumerate(clips):
+        np.testing.assert_array_equal(batch[i].numpy(), as_float(clip))
+        np.testing.assert_array_equal(numpy_values[i], as_float(clip))
+        np.testing.assert_array_equal(np.round(numpy_values[i] * 32768).astype(np.int16), clip)
+
+
+def test_only_flac_leaves_the_graph() -> None:
+    assert AudioCodec({"sample_rate": RATE, "format": "wav"}).wire_spec().in_graph
+    assert AudioCodec({"sample_rate": RATE, "format": "pcm"}).wire_spec().in_graph
+    assert not AudioCodec({"sample_rate": RATE, "format": "flac"}).wire_spec().in_graph
+
+
+def test_stored_bytes_are_the_declared_format() -> None:
+    clip = samples(200, 2)
+    for fmt, start in (("wav", b"RIFF"), ("flac", b"fLaC")):
+        data = rk.RecordEncoder(schema(format=fmt, channels=2).bind()).encode({FIELD: clip})
+        stored = decode_example(data)[FIELD][1][0]
+        assert stored.startswith(start)
+        read, rate = sf.read(io.BytesIO(stored), dtype="int16", always_2d=True)
+        assert rate == RATE
+        assert np.array_equal(read, clip)
+    pcm = rk.RecordEncoder(schema(format="pcm", channels=2).bind()).encode({FIELD: clip})
+    assert decode_example(pcm)[FIELD][1][0] == clip.astype("<i2").tobytes()
+
+
+def test_the_rate_comes_with_the_array_as_a_tuple_or_dict(tmp_path: Path) -> None:
+    clip = samples(50)
+    values = [(clip, RATE), {"samples": clip[:, 0], "sample_rate": RATE}, {"samples": clip}, clip[:, 0]]
+    _, numpy_values = round_trip(tmp_path, values)
+    for got in numpy_values:
+        np.testing.assert_array_equal(got, as_float(clip))
+
+
+def test_float_samples(tmp_path: Path) -> None:
+    clip = samples(64, 2, 4)
+    exact = as_float(clip)  # floats that came from int16 come back exactly
+    loud = exact.copy()
+    loud[3, 1] = 1.5
+    loud[5, 0] = -2.0
+    (batch,), numpy_values = round_trip(tmp_path, [exact, exact.astype(np.float64)], channels=2)
+    np.testing.assert_array_equal(numpy_values[0], exact)
+    np.testing.assert_array_equal(numpy_values[1], exact)
+    np.testing.assert_array_equal(batch[0].numpy(), exact)
+    assert "float samples must be in [-1, 1], got a peak of 2" in str(encode_error(loud, channels=2))
+    _, (clipped,) = round_trip(tmp_path, [loud], channels=2, clip=True)
+    np.testing.assert_array_equal(clipped, np.clip(np.round(loud * 32768), -32768, 32767) / 32768)
+    assert "NaN or infinite" in str(encode_error(np.array([0.0, np.nan], np.float32)))
+
+
+def test_ogg_input_is_decoded_and_stored_as_pcm(tmp_path: Path) -> None:
+    t = np.arange(RATE // 4) / RATE
+    tone = (0.5 * np.sin(2 * np.pi * 440 * t)).astype(np.float32)
+    ogg = audio_file(tone, "OGG", subtype="VORBIS")
+    assert ogg.startswith(b"OggS")
+    (batch,), (decoded,) = round_trip(tmp_path, [ogg])
+    assert decoded.shape == (len(tone), 1)
+    np.testing.assert_array_equal(batch[0].numpy(), decoded)
+    assert np.abs(decoded[:, 0] - tone).max() < 0.05  # lossy, but the same tone
+
+
+def test_wrong_rate_and_channels_are_refused(tmp_path: Path) -> None:
+    wav8k = audio_file(samples(80), "WAV", rate=8000)
+    message = "sample rate is 8000 Hz, the schema declares 16000 Hz"
+    assert message in str(encode_error(wav8k))
+    assert message in str(encode_error((samples(80), 8000)))
+    assert message in str(encode_error({"samples": samples(80), "sample_rate": 8000}))
+    path = tmp_path / "stereo.flac"
+    path.write_bytes(audio_file(samples(80, 2), "FLAC"))
+    assert "audio has 2 channel(s), the schema declares 1" in str(encode_error(path))
+    assert "a 1-D array is mono" in str(encode_error(samples(80)[:, 0], channels=2))
+    assert "transpose a channels-first array" in str(encode_error(samples(80, 2).T, channels=2))
+
+
+def test_bad_inputs_are_refused(tmp_path: Path) -> None:
+    assert "unsupported audio bytes: not WAV, FLAC or OGG" in str(encode_error(b"ID3\x03\x00\x00 mp3 data"))
+    wav = audio_file(samples(80), "WAV")
+    assert "corrupt or unreadable WAV audio" in str(encode_error(wav[:12] + b"garbage!" * 4))
+    assert "int16 or float" in str(encode_error(samples(8).astype(np.int32)))
+    assert "no samples" in str(encode_error(np.zeros((0, 1), np.int16)))
+    assert "cannot read audio file" in str(encode_error(tmp_path / "missing.wav"))
+    assert "(samples, sample_rate)" in str(encode_error((samples(8), RATE, 1)))
+    assert "the sample rate must be an int" in str(encode_error((samples(8), 16000.0)))
+    assert "keys 'samples' and 'sample_rate'" in str(encode_error({"audio": samples(8)}))
+    assert "got shape (2, 2, 2)" in str(encode_error(np.zeros((2, 2, 2), np.int16)))
+    assert "expected a path, encoded audio bytes" in str(encode_error([0.1, 0.2]))
+
+
+@pytest.mark.parametrize("fmt", ["wav", "flac", "pcm"])
+def test_decoding_checks_the_stored_length(fmt: str) -> None:
+    import tensorflow as tf
+
+    bound = schema(format=fmt).bind()
+    data = rk.RecordEncoder(bound).encode({FIELD: samples(20)})
+    stored = decode_example(data)[FIELD][1][0]
+    wrong = encode_example(
+        [
+            (FIELD.encode(), encode_feature(rk.WireKind.BYTES, [stored])),
+            (f"{FIELD}/num_samples".encode(), encode_feature(rk.WireKind.INT64, np.array([21]))),
+        ]
+    )
+    dataset = tf.data.Dataset.from_tensors([data, wrong]).map(rk.make_parser(bound))
+    with pytest.raises(tf.errors.OpError, match="audio codec"):
+        list(dataset)
+    with pytest.raises(rk.errors.DecodeError, match=r"field 'speech'.*audio codec"):
+        decode_record_numpy(bound.fields, wrong)
+
+
+def test_a_wav_at_another_rate_fails_to_decode() -> None:
+    import tensorflow as tf
+
+    bound = schema().bind()
+    wav8k = audio_file(samples(20), "WAV", rate=8000)
+    foreign = encode_example(
+        [
+            (FIELD.encode(), encode_feature(rk.WireKind.BYTES, [wav8k])),
+            (f"{FIELD}/num_samples".encode(), encode_feature(rk.WireKind.INT64, np.array([20]))),
+        ]
+    )
+    with pytest.raises(tf.errors.InvalidArgumentError, match="sample rate is not 16000 Hz"):
+        rk.make_parser(bound)(tf.constant([foreign]))
+    with pytest.raises(rk.errors.DecodeError, match="8000 Hz, the schema declares 16000 Hz"):
+        decode_record_numpy(bound.fields, foreign)
+
+
+def test_stored_bytes_are_the_payload() -> None:
+    t = np.arange(4000) / RATE
+    tone = np.stack([np.sin(2 * np.pi * 220 * t), np.sin(2 * np.pi * 330 * t)], -1) * 0.5
+    clip = np.round(tone * 32767).astype(np.int16)
+    sizes = {}
+    for fmt in ("wav", "flac", "pcm"):
+        bound = schema(format=fmt, channels=2).bind()
+        record = rk.RecordEncoder(bound).encode_with_sizes({FIELD: clip})
+        payload = decode_example(record.data)[FIELD][1][0]
+        framing = sum(len(key) + 16 for key in bound[FIELD].keys)
+        assert len(payload) <= record.field_bytes[FIELD] <= len(payload) * 1.01 + framing
+        sizes[fmt] = record.field_bytes[FIELD]
+    # 16 bits a sample plus a header, never an int64 list (up to 10 bytes a sample); FLAC smaller.
+    assert sizes["pcm"] < sizes["wav"] <= clip.size * 2 + 100
+    assert sizes["flac"] < sizes["pcm"] / 2
+
+
+@given(
+    hnp.arrays(np.int16, st.tuples(st.integers(1, 64), st.sampled_from([1, 2]))),
+    st.sampled_from(["wav", "flac", "pcm"]),
+)
+def test_round_trip_property(clip: np.ndarray, fmt: str) -> None:
+    codec = AudioCodec({"sample_rate": RATE, "channels": clip.shape[1], "format": fmt})
+    wire = codec.encode(clip)
+    assert wire["num_samples"] == clip.shape[0]
+    np.testing.assert_array_equal(codec.decode_numpy(wire), as_float(clip))
+
+
+@given(hnp.arrays(np.int16, st.tuples(st.integers(1, 32), st.just(2))))
+def test_in_graph_round_trip_property(clip: np.ndarray) -> None:
+    import tensorflow as tf
+
+    for fmt in ("wav", "pcm"):
+        codec = AudioCodec({"sample_rate": RATE, "channels": 2, "format": fmt})
+        wire = codec.encode(clip)
+        batch = {"": tf.constant([wire[""]]), "num_samples": tf.constant([wire["num_samples"]], tf.int64)}
+        np.testing.assert_array_equal(codec.decode_tf(batch)[0].numpy(), as_float(clip))
+
+
+@pytest.mark.parametrize("fmt", ["wav", "flac", "pcm"])
+def test_conformance(tmp_path: Path, fmt: str) -> None:
+    clips = [samples(30, 2, 1), samples(7, 2, 2), samples(12, 2, 3)]
+    check_codec(
+        AudioCodec({"sample_rate": RATE, "channels": 2, "format": fmt}),
+        cases=[
+            CodecCase(clips[0], expected=as_float(clips[0]), id="int16 array"),
+            CodecCase(audio_file(clips[1], "WAV"), expected=as_float(clips[1]), id="wav bytes"),
+            CodecCase((as_float(clips[2]), RATE), expected=as_float(clips[2]), id="float array with rate"),
+        ],
+        bad_inputs=[
+            BadInput((clips[0], 44100), match="sample rate is 44100 Hz"),
+            BadInput(clips[0][:, :1], match="1 channel"),
+            BadInput(b"not audio at all", match="unsupported audio bytes"),
+        ],
+        tmp_path=tmp_path,
+    )
+
+
+# -- docs --------------------------------------------------------------------------------------
+
+
+def test_docs_page_examples_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """docs/codecs/audio.md: the example runs and prints what the page says (the other
+    snippets run after it, on its results)."""
+    page = Path(__file__).resolve().parents[2] / "docs" / "codecs" / "audio.md"
+    blocks = re.findall(r"```python\n(.*?)```", page.read_text(encoding="utf-8"), flags=re.DOTALL)
+    script = tmp_path / "page.py"
+    script.write_text("\n".join([blocks[-1], *blocks[:-1]]), encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        namespace = runpy.run_path(str(script))
+    printed = out.getvalue()
+    lines = printed.splitlines()
+    assert lines[:2] == ["(2, None, 1)", "[4000 1600]"]
+    assert lines[2].startswith("record 2, field 'tone': sample rate is 8000 Hz, the schema declares 16000 Hz")
+    assert len(namespace["tones"]) == 2
+
+
+def test_a_truncated_wav_is_refused_not_shortened() -> None:
+    """The data chunk announces more frames than the bytes hold: an error, never silently
+    fewer samples."""
+    buffer = io.BytesIO()
+    sf.write(buffer, np.zeros(1600, np.int16), RATE, format="WAV", subtype="PCM_16")
+    wav = buffer.getvalue()
+    assert "truncated WAV audio" in str(encode_error(wav[: len(wav) - 100]))

@@ -1,0 +1,383 @@
+"""The ``bbox`` codec: formats, canonical storage, tolerance, labels, image-size checks."""
+
+from __future__ import annotations
+
+import itertools
+import re
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+import tensorflow as tf
+from _codec_io import bind, encode_error, parse_eager, read_numpy, read_tf, run_doc_examples, write
+from hypothesis import given
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+
+import recordkit as rk
+from recordkit._example import decode_example
+from recordkit._numpy_decode import decode_record_numpy
+from recordkit.testing import BadInput, CodecCase, check_codec
+from recordkit_codecs.bbox import BOX_FORMATS, BBoxCodec, convert_boxes
+
+# Normalized xyxy boxes per record: 2 boxes, none, 3 (one touching the border).
+XYXY = [
+    np.array([[0.1, 0.2, 0.5, 0.6], [0.0, 0.0, 1.0, 1.0]]),
+    np.zeros((0, 4)),
+    np.array([[0.25, 0.125, 0.75, 0.375], [0.3, 0.3, 0.3, 0.3], [0.9, 0.01, 1.0, 0.99]]),
+]
+
+
+def _in(fmt: str, xyxy: np.ndarray) -> np.ndarray:
+    return convert_boxes(xyxy, "xyxy", fmt)
+
+
+@pytest.mark.parametrize("fmt", BOX_FORMATS)
+def test_each_format_round_trips_within_1e_6(tmp_path: Path, fmt: str) -> None:
+    bound = bind(boxes={"codec": "bbox", "options": {"format": fmt}})
+    given_boxes = [_in(fmt, b) for b in XYXY]
+    path = write(bound, [{"boxes": b.tolist()} for b in given_boxes], tmp_path / "b.tfrecord")
+
+    (batch,) = read_tf(bound, path, batch=3)
+    boxes = batch["boxes"]
+    assert isinstance(boxes, tf.RaggedTensor)
+    assert boxes.dtype == tf.float32
+    assert boxes.shape.as_list() == [3, None, 4]
+    assert boxes.row_lengths().numpy().tolist() == [2, 0, 3]
+    for want, got in zip(given_boxes, boxes, strict=True):
+        np.testing.assert_allclose(got.numpy().reshape(-1, 4), want, rtol=0, atol=1e-6)
+    for want, row in zip(given_boxes, read_numpy(bound, path), strict=True):
+        assert row["boxes"].dtype == np.float32
+        assert row["boxes"].shape == want.shape
+        np.testing.assert_allclose(row["boxes"], want, rtol=0, atol=1e-6)
+
+
+@pytest.mark.parametrize("fmt", BOX_FORMATS)
+def test_boxes_are_stored_as_float32_xyxy_whatever_the_format(fmt: str) -> None:
+    bound = bind(b={"codec": "bbox", "options": {"format": fmt}})
+    stored = decode_example(rk.RecordEncoder(bound).encode({"b": _in(fmt, XYXY[2])}))
+    kind, values = stored["b"]
+    assert kind is rk.WireKind.FLOAT
+    np.testing.assert_allclose(values.reshape(-1, 4), XYXY[2], rtol=0, atol=1e-7)
+
+
+def test_the_declared_format_is_part_of_the_fingerprint() -> None:
+    prints = {bind(b={"codec": "bbox", "options": {"format": f}}).fingerprint() for f in BOX_FORMATS}
+    assert len(prints) == len(BOX_FORMATS)
+
+
+def test_pixel_boxes(tmp_path: Path) -> None:
+    bound = bind(b={"codec": "bbox", "options": {"format": "xywh", "normalized": False}})
+    given_boxes = [np.array([[10, 20, 300, 400], [0, 0, 4000, 3000]]), np.array([[12.5, 7.25, 0.5, 100.75]])]
+    path = write(bound, [{"b": b} for b in given_boxes], tmp_path / "px.tfrecord")
+    rows = read_numpy(bound, path)
+    (batch,) = read_tf(bound, path, batch=2)
+    for want, row, got in zip(given_boxes, rows, batch["b"], strict=True):
+        np.testing.assert_array_equal(row["b"], want.astype(np.float32))  # exact in float32
+        np.testing.assert_array_equal(got.numpy(), want.astype(np.float32))
+
+
+@pytest.mark.parametrize(
+    ("value", "stored"),
+    [
+        ([[0.0, 0.0, 1.0000000000000002, 1.0]], [0.0, 0.0, 1.0, 1.0]),
+        ([[-1e-9, 0.5, 0.5, 1.0 + 5e-7]], [0.0, 0.5, 0.5, 1.0]),
+        ([[0.5, 0.2, 0.5 - 1e-7, 0.3]], [0.5, 0.2, 0.5, 0.3]),  # min > max by noise
+    ],
+)
+def test_coordinates_within_tolerance_are_clamped(value: list[list[float]], stored: list[float]) -> None:
+    bound = bind(b={"codec": "bbox"})
+    decoded = decode_record_numpy(bound.fields, rk.RecordEncoder(bound).encode({"b": value}))["b"]
+    np.testing.assert_allclose(decoded, [stored], rtol=0, atol=1e-7)
+    assert decoded.min() >= 0.0
+    assert decoded.max() <= 1.0
+
+
+def test_tolerance_is_an_option() -> None:
+    strict = bind(b={"codec": "bbox", "options": {"tolerance": 0}})
+    loose = bind(b={"codec": "bbox", "options": {"tolerance": 0.02}})
+    box = {"b": [[0.0, 0.0, 1.01, 0.5]]}
+    assert "x_max 1.01 is outside [0, 1] (tolerance 0)" in str(encode_error(strict, box))
+    decoded = decode_record_numpy(loose.fields, rk.RecordEncoder(loose).encode(box))["b"]
+    np.testing.assert_allclose(decoded, [[0.0, 0.0, 1.0, 0.5]], atol=1e-7)
+
+
+def test_labels_and_extras_in_both_input_forms(tmp_path: Path) -> None:
+    options = {"labels": ["cat", "dog", "person"], "extras": ["score", "iou"], "format": "cxcywh"}
+    bound = bind(objects={"codec": "bbox", "options": options})
+    records = [
+        {"objects": {"boxes": [[0.5, 0.5, 0.2, 0.4], [0.2, 0.3, 0.1, 0.1]], "labels": ["dog", 2],
+                     "score": [0.9, 0.25], "iou": [1.0, 0.5]}},
+        {"objects": []},
+        {"objects": [{"box": [0.5, 0.5, 1.0, 1.0], "label": "cat", "score": 0.5, "iou": 0.0}]},
+        {"objects": {"boxes": np.zeros((0, 4)), "labels": [], "score": [], "iou": []}},
+    ]  # fmt: skip
+    path = write(bound, records, tmp_path / "l.tfrecord")
+    want_boxes = [[[0.5, 0.5, 0.2, 0.4], [0.2, 0.3, 0.1, 0.1]], [], [[0.5, 0.5, 1.0, 1.0]], []]
+
+    (batch,) = read_tf(bound, path, batch=4)
+    objects = batch["objects"]
+    assert set(objects) == {"boxes", "labels", "score", "iou"}
+    assert objects["labels"].dtype == tf.int64
+    assert objects["labels"].to_list() == [[1, 2], [], [0], []]
+    np.testing.assert_allclose(objects["score"].flat_values.numpy(), [0.9, 0.25, 0.5], rtol=1e-7)
+    assert objects["iou"].to_list() == [[1.0, 0.5], [], [0.0], []]
+    for want, got in zip(want_boxes, objects["boxes"], strict=True):
+        np.testing.assert_allclose(got.numpy().reshape(-1, 4), np.reshape(want, (-1, 4)), atol=1e-6)
+
+    rows = read_numpy(bound, path)
+    assert [r["objects"]["labels"].tolist() for r in rows] == [[1, 2], [], [0], []]
+    assert rows[0]["objects"]["score"].dtype == np.float32
+    for want, row in zip(want_boxes, rows, strict=True):
+        np.testing.assert_allclose(row["objects"]["boxes"], np.reshape(want, (-1, 4)), atol=1e-6)
+
+
+@pytest.mark.parametrize(
+    ("options", "value", "reason"),
+    [
+        ({}, [[0.1, np.nan, 0.2, 0.3]], r"box 0 \[0.1, nan, 0.2, 0.3\] \(xyxy\) has a non-finite coordinate"),
+        ({}, [[0.1, 0.1, 0.2, 0.2], [0.1, 0.1, np.inf, 0.3]], r"box 1 .* non-finite"),
+        ({}, [[0.6, 0.1, 0.2, 0.3]], r"box 0 \[0.6, 0.1, 0.2, 0.3\] \(xyxy\): x_min 0.6 > x_max 0.2"),
+        ({"format": "xywh"}, [[0.1, 0.1, 0.2, -0.05]], r"\(xywh\): y_min 0.1 > y_max 0.05"),
+        ({"format": "yxyx"}, [[0.1, 0.2, 0.3, 1.5]], r"\(yxyx\): x_max 1.5 is outside \[0, 1\]"),
+        ({}, [[0.1, 0.1, 1.2, 0.3]], r"x_max 1.2 is outside \[0, 1\] .*set normalized: false"),
+        ({"normalized": False}, [[-3, 0, 10, 10]], r"x_min -3 is negative"),
+        ({"normalized": False}, [[0, 0, 1e39, 10]], r"overflows float32"),
+        ({}, [0.1, 0.1, 0.2, 0.2], r"for one box give \[\[a, b, c, d\]\]"),
+        ({}, [[0.1, 0.1, 0.2]], r"boxes must be an \(n, 4\) array, got shape \(1, 3\)"),
+        ({}, [["a", "b", "c", "d"]], r"boxes must be numbers"),
+        ({}, [[0.1, 0.2, 0.3, 0.4], [0.1]], r"boxes are not an \(n, 4\) array"),
+        ({}, {"boxes": [[0, 0, 1, 1]], "labels": [0]}, r"unknown keys \['labels'\]"),
+        ({"labels": ["a"]}, [[0, 0, 1, 1]], r"this field has labels for each box: give \{'boxes'"),
+        ({"labels": ["a"]}, {"boxes": [[0, 0, 1, 1]]}, r"missing keys \['labels'\]"),
+        ({"labels": ["a", "b"]}, {"boxes": [[0, 0, 1, 1]], "labels": []}, r"1 boxes but 0 labels"),
+        ({"labels": ["a", "b"]}, {"boxes": [[0, 0, 1, 1]], "labels": ["c"]}, r"box 0: unknown label 'c'"),
+        ({"labels": ["a", "b"]}, {"boxes": [[0, 0, 1, 1]], "labels": [2]}, r"label id 2 is out of range"),
+        ({"labels": ["a", "b"]}, {"boxes": [[0, 0, 1, 1]], "labels": "a"}, r"labels must be a list, got str"),
+        ({"labels": ["a"]}, {"boxes": [[0, 0, 1, 1]], "labels": [0.5]}, r"got float 0.5"),
+        ({"extras": ["score"]}, {"boxes": [[0, 0, 1, 1]], "score": [np.nan]}, r"score nan is not a finite"),
+        (
+            {"extras": ["score"]},
+            {"boxes": [[0, 0, 1, 1]], "score": [1, 2]},
+            r"1 boxes but 2 values of 'score'",
+        ),
+        (
+            {"labels": ["a"]},
+            [{"box": [0, 0, 1, 1]}],
+            r"box 0: has keys \['box'\], expected \['box', 'label'\]",
+        ),
+        ({}, [{"box": [0, 0, 1, 1]}, [0, 0, 1, 1]], r"mixes per-box dicts with other values"),
+    ],
+)
+def test_bad_boxes_name_field_record_and_reason(options: dict[str, Any], value: Any, reason: str) -> None:
+    bound = bind(objects={"codec": "bbox", "options": options})
+    error = encode_error(bound, {"objects": value}, index=9)
+    assert isinstance(error, rk.errors.InvalidValueError)
+    assert "record 9, field 'objects'" in str(error)
+    assert re.search(reason, str(error)), str(error)
+
+
+@pytest.mark.parametrize(
+    ("options", "reason"),
+    [
+        ({"format": "xyzw"}, r"option format"),
+        ({"labels": ["a", "a"]}, r"labels lists a class name twice"),
+        ({"labels": []}, r"at least one"),
+        ({"extras": ["labels"]}, r"invalid extra name 'labels'"),
+        ({"extras": ["a/b"]}, r"invalid extra name 'a/b'"),
+        ({"extras": ["s", "s"]}, r"extras lists a name twice"),
+        ({"tolerance": -1}, r"option tolerance"),
+    ],
+)
+def test_invalid_options(options: dict[str, Any], reason: str) -> None:
+    with pytest.raises(rk.errors.CodecOptionsError, match=reason):
+        bind(b={"codec": "bbox", "options": options})
+
+
+def _image_schema(**bbox_options: Any) -> rk.BoundSchema:
+    options = {"normalized": False, "image_field": "image", **bbox_options}
+    return bind(image={"codec": "image"}, boxes={"codec": "bbox", "options": options})
+
+
+def test_pixel_boxes_are_checked_against_the_linked_image(tmp_path: Path) -> None:
+    bound = _image_schema(format="xywh")
+    image = np.zeros((48, 64, 3), dtype=np.uint8)  # height 48, width 64
+    fits = {"image": image, "boxes": [[0, 0, 64, 48], [10, 10, 54.0000005, 38]]}
+    path = write(bound, [fits], tmp_path / "img.tfrecord")
+    np.testing.assert_allclose(
+        read_numpy(bound, path)[0]["boxes"], [[0, 0, 64, 48], [10, 10, 54, 38]], atol=1e-5
+    )
+
+    error = encode_error(bound, {"image": image, "boxes": [[0, 0, 10, 10], [60, 0, 10, 10]]}, index=4)
+    assert "record 4, field 'boxes'" in str(error)
+    assert "box 1: x_max 70 is outside the width 64 of image field 'image'" in str(error)
+    error = encode_error(bound, {"image": image, "boxes": [[0, 40, 10, 10]]})
+    assert "y_max 50 is outside the height 48" in str(error)
+
+
+def test_image_link_needs_an_existing_field_with_a_size() -> None:
+    with pytest.raises(rk.errors.SchemaError, match="refers to field 'picture'"):
+        bind(boxes={"codec": "bbox", "options": {"normalized": False, "image_field": "picture"}})
+    bound = bind(
+        caption={"codec": "text"},
+        boxes={"codec": "bbox", "options": {"normalized": False, "image_field": "caption"}},
+    )
+    error = encode_error(bound, {"caption": "x", "boxes": [[0, 0, 1, 1]]})
+    assert "image_field 'caption' stores no 'height'" in str(error)
+
+
+def test_normalized_boxes_with_an_image_link_skip_the_pixel_check(tmp_path: Path) -> None:
+    bound = _image_schema(normalized=True)
+    record = {"image": np.zeros((4, 4), dtype=np.uint8), "boxes": [[0.5, 0.5, 1.0, 1.0]]}
+    path = write(bound, [record], tmp_path / "n.tfrecord")
+    np.testing.assert_allclose(read_numpy(bound, path)[0]["boxes"], [[0.5, 0.5, 1.0, 1.0]])
+
+
+def test_optional_default_and_sequence_fields(tmp_path: Path) -> None:
+    bound = bind(
+        maybe={"codec": "bbox", "options": {"format": "xywh"}, "optional": True},
+        dflt={"codec": "bbox", "default": []},
+        frames={"codec": "bbox", "options": {"labels": ["a", "b"]}, "sequence": True},
+    )
+    records: list[dict[str, Any]] = [
+        {"maybe": [[0.1, 0.1, 0.2, 0.2]], "dflt": [[0, 0, 1, 1]],
+         "frames": [{"boxes": [[0, 0, 0.5, 0.5]], "labels": ["b"]}, []]},
+        {"frames": []},
+        {"maybe": [], "frames": [{"boxes": [[0.1, 0.2, 0.3, 0.4], [0, 0, 1, 1]], "labels": [0, 1]}]},
+    ]  # fmt: skip
+    path = write(bound, records, tmp_path / "o.tfrecord")
+
+    (batch,) = read_tf(bound, path, batch=3)
+    assert batch["maybe/present"].numpy().tolist() == [True, False, True]
+    np.testing.assert_allclose(
+        batch["maybe"].flat_values.numpy().reshape(-1), [0.1, 0.1, 0.2, 0.2], atol=1e-6
+    )
+    assert batch["maybe"].row_lengths().numpy().tolist() == [1, 0, 0]
+    assert batch["dflt"].row_lengths().numpy().tolist() == [1, 0, 0]
+    frames = batch["frames"]
+    assert frames["labels"].to_list() == [[[1], []], [], [[0, 1]]]
+    assert frames["boxes"].row_lengths().numpy().tolist() == [2, 0, 1]
+    np.testing.assert_allclose(frames["boxes"][2][0].numpy(), [[0.1, 0.2, 0.3, 0.4], [0, 0, 1, 1]], atol=1e-6)
+
+    rows = read_numpy(bound, path)
+    assert rows[1]["maybe"] is None
+    assert rows[2]["maybe"].shape == (0, 4)
+    assert [len(r["frames"]) for r in rows] == [2, 0, 1]
+    assert rows[0]["frames"][0]["labels"].tolist() == [1]
+    assert rows[0]["frames"][1]["boxes"].shape == (0, 4)
+
+
+def _normalized_xyxy() -> st.SearchStrategy[np.ndarray]:
+    """(n, 4) normalized xyxy boxes with min <= max, including degenerate ones and 0/1."""
+    unit = st.one_of(st.floats(0.0, 1.0), st.sampled_from([0.0, 1.0]))
+    corners = hnp.arrays(np.float64, st.tuples(st.integers(0, 5), st.just(4)), elements=unit)
+    return corners.map(
+        lambda a: np.stack(
+            [np.minimum(a[:, 0], a[:, 2]), np.minimum(a[:, 1], a[:, 3]),
+             np.maximum(a[:, 0], a[:, 2]), np.maximum(a[:, 1], a[:, 3])], axis=1
+        )
+    )  # fmt: skip
+
+
+@given(st.lists(_normalized_xyxy(), min_size=1, max_size=4), st.sampled_from(BOX_FORMATS))
+def test_random_boxes_round_trip_within_1e_6_in_every_format(records: list[np.ndarray], fmt: str) -> None:
+    bound = bind(b={"codec": "bbox", "options": {"format": fmt}})
+    encoder = rk.RecordEncoder(bound)
+    given_boxes = [_in(fmt, xyxy) for xyxy in records]  # may stray 1e-16 outside [0, 1]
+    serialized = [encoder.encode({"b": b}, i) for i, b in enumerate(given_boxes)]
+    parsed = parse_eager(bound, serialized)["b"]
+    for i, want in enumerate(given_boxes):
+        np.testing.assert_allclose(parsed[i].numpy().reshape(-1, 4), want, rtol=0, atol=1e-6)
+        np.testing.assert_allclose(
+            decode_record_numpy(bound.fields, serialized[i])["b"], want, rtol=0, atol=1e-6
+        )
+
+
+@given(
+    hnp.arrays(np.float64, st.tuples(st.integers(0, 6), st.just(4)), elements=st.floats(-1e4, 1e4)),
+    st.sampled_from(list(itertools.permutations(BOX_FORMATS, 2))),
+)
+def test_convert_boxes_is_invertible_in_numpy_and_tensorflow(
+    boxes: np.ndarray, formats: tuple[str, str]
+) -> None:
+    source, target = formats
+    there = convert_boxes(boxes, source, target)
+    assert there.dtype == np.float64
+    assert there.shape == boxes.shape
+    np.testing.assert_allclose(convert_boxes(there, target, source), boxes, rtol=0, atol=1e-8)
+    in_tf = convert_boxes(tf.constant(boxes), source, target)
+    np.testing.assert_allclose(in_tf.numpy(), there, rtol=0, atol=1e-9)
+
+
+def test_convert_boxes_known_values_and_types() -> None:
+    xyxy = np.array([[0.1, 0.2, 0.5, 0.8]], dtype=np.float32)
+    expected = {
+        "xyxy": [[0.1, 0.2, 0.5, 0.8]],
+        "xywh": [[0.1, 0.2, 0.4, 0.6]],
+        "yxyx": [[0.2, 0.1, 0.8, 0.5]],
+        "cxcywh": [[0.3, 0.5, 0.4, 0.6]],
+    }
+    for fmt, want in expected.items():
+        got = convert_boxes(xyxy, "xyxy", fmt)
+        assert got.dtype == np.float32
+        np.testing.assert_allclose(got, want, atol=1e-7)
+    ragged = tf.ragged.constant([[[0.1, 0.2, 0.5, 0.8]], []], ragged_rank=1, dtype=tf.float32)
+    converted = convert_boxes(ragged, "xyxy", "cxcywh")
+    assert isinstance(converted, tf.RaggedTensor)
+    assert converted.dtype == tf.float32
+    np.testing.assert_allclose(converted.flat_values.numpy(), expected["cxcywh"], atol=1e-7)
+    assert converted.row_lengths().numpy().tolist() == [1, 0]
+    assert convert_boxes([[1, 2, 3, 4]], "xywh", "xyxy").tolist() == [[1.0, 2.0, 4.0, 6.0]]
+    with pytest.raises(ValueError, match="unknown box format 'xy'"):
+        convert_boxes(xyxy, "xy", "xyxy")
+    with pytest.raises(ValueError, match="4 numbers in their last dimension"):
+        convert_boxes(np.zeros((2, 3)), "xyxy", "xywh")
+
+
+def test_parsed_ragged_boxes_convert_to_another_format(tmp_path: Path) -> None:
+    bound = bind(b={"codec": "bbox", "options": {"format": "xyxy"}})
+    path = write(bound, [{"b": XYXY[0]}, {"b": XYXY[1]}], tmp_path / "c.tfrecord")
+    (batch,) = read_tf(bound, path, batch=2)
+    cxcywh = convert_boxes(batch["b"], "xyxy", "cxcywh")
+    np.testing.assert_allclose(cxcywh[0].numpy(), _in("cxcywh", XYXY[0]), atol=1e-6)
+    assert cxcywh[1].shape[0] == 0
+
+
+def test_conformance_plain(tmp_path: Path) -> None:
+    check_codec(
+        BBoxCodec({"format": "cxcywh"}),
+        cases=[
+            CodecCase(_in("cxcywh", XYXY[0]), atol=1e-6),
+            CodecCase(np.zeros((0, 4)), expected=[]),
+            CodecCase(_in("cxcywh", XYXY[2]).tolist(), atol=1e-6),
+        ],
+        bad_inputs=[BadInput([[0.5, 0.5, 2.0, 0.1]], match=r"x_min -0.5 is outside \[0, 1\]")],
+        tmp_path=tmp_path,
+    )
+
+
+def test_conformance_with_labels(tmp_path: Path) -> None:
+    def objects(boxes: np.ndarray, labels: list[int], scores: list[float]) -> dict[str, Any]:
+        return {"boxes": boxes, "labels": labels, "score": scores}
+
+    check_codec(
+        BBoxCodec({"labels": ["cat", "dog"], "extras": ["score"]}),
+        cases=[
+            CodecCase(objects(XYXY[0], [1, 0], [0.5, 0.25]), atol=1e-6),
+            CodecCase(objects(XYXY[1], [], []), expected=objects(np.zeros((0, 4)), [], [])),
+            CodecCase(
+                {"boxes": XYXY[2], "labels": ["dog", "dog", "cat"], "score": [1, 0, 0.5]},
+                expected=objects(XYXY[2], [1, 1, 0], [1.0, 0.0, 0.5]),
+                atol=1e-6,
+            ),
+        ],
+        bad_inputs=[
+            BadInput({"boxes": XYXY[0], "labels": ["cow", 0], "score": [0, 0]}, match="unknown label 'cow'")
+        ],
+        tmp_path=tmp_path,
+    )
+
+
+def test_docs_examples_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    assert run_doc_examples("bbox.md", tmp_path, monkeypatch) >= 1

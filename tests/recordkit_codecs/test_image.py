@@ -1,0 +1,503 @@
+"""Tests of the ``image`` codec: real PNG/JPEG bytes made with Pillow, real TFRecord files,
+real batched tf.data pipelines through the parser generated from the schema."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import re
+import runpy
+import struct
+import zlib
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+from PIL import Image
+
+import recordkit as rk
+from recordkit._example import decode_example, encode_example, encode_feature
+from recordkit._numpy_decode import decode_record_numpy
+from recordkit._tfrecord import TFRecordFileWriter
+from recordkit.testing import BadInput, CodecCase, check_codec
+from recordkit_codecs.image import ImageCodec
+
+FIELD = "photo"
+
+
+# -- helpers -----------------------------------------------------------------------------
+
+
+def pixels(height: int, width: int, channels: int, seed: int = 0) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    shape = (height, width) if channels == 1 else (height, width, channels)
+    return rng.integers(0, 256, shape, dtype=np.uint8)
+
+
+def smooth(height: int, width: int) -> np.ndarray:
+    """An RGB gradient: JPEG keeps it close, unlike noise."""
+    y, x = np.mgrid[0:height, 0:width]
+    return np.stack([x * 255 // max(width - 1, 1), y * 255 // max(height - 1, 1), (x + y) % 256], -1).astype(
+        np.uint8
+    )
+
+
+def encoded(array_or_image: np.ndarray | Image.Image, fmt: str, **save: Any) -> bytes:
+    image = array_or_image if isinstance(array_or_image, Image.Image) else Image.fromarray(array_or_image)
+    buffer = io.BytesIO()
+    image.save(buffer, fmt, **save)
+    return buffer.getvalue()
+
+
+def hwc(array: np.ndarray) -> np.ndarray:
+    return array[:, :, None] if array.ndim == 2 else array
+
+
+def schema(**options: Any) -> rk.Schema:
+    return rk.Schema(name="images", fields={FIELD: rk.FieldSpec(codec="image", options=options)})
+
+
+def encode_record(value: Any, **options: Any) -> bytes:
+    return rk.RecordEncoder(schema(**options).bind()).encode({FIELD: value}, 0)
+
+
+def stored(value: Any, **options: Any) -> dict[str, Any]:
+    """The wire values the Example holds for the field (decoded without TensorFlow)."""
+    parsed = decode_example(encode_record(value, **options))
+    return {
+        "bytes": parsed[FIELD][1][0],
+        "shape": tuple(int(parsed[f"{FIELD}/{k}"][1][0]) for k in ("height", "width", "channels")),
+    }
+
+
+def encode_error(value: Any, **options: Any) -> rk.errors.RecordkitError:
+    """The error of encoding ``value`` as record 3 of a schema (checked to name both)."""
+    encoder = rk.RecordEncoder(schema(**options).bind())
+    with pytest.raises(rk.errors.InvalidValueError) as info:
+        encoder.encode({FIELD: value}, 3)
+    message = str(info.value)
+    assert f"field {FIELD!r}" in message
+    assert "record 3" in message
+    return info.value
+
+
+def round_trip(
+    tmp_path: Path, values: list[Any], batch: int | None = None, **options: Any
+) -> tuple[list[Any], list[Any]]:
+    """Write ``values`` to a real TFRecord file; read it back batched with tf.data and
+    with the numpy decoder. Returns (the TF batches' field values, the numpy values)."""
+    import tensorflow as tf
+
+    bound = schema(**options).bind()
+    encoder = rk.RecordEncoder(bound)
+    path = tmp_path / "images.tfrecord"
+    writer = TFRecordFileWriter(path)
+    serialized = []
+    for i, value in enumerate(values):
+        data = encoder.encode({FIELD: value}, i)
+        serialized.append(data)
+        writer.write(data)
+    writer.close()
+    dataset = tf.data.TFRecordDataset(str(path)).batch(batch or len(values)).map(rk.make_parser(bound))
+    batches = [out[FIELD] for out in dataset]
+    numpy_values = [decode_record_numpy(bound.fields, data)[FIELD] for data in serialized]
+    return batches, numpy_values
+
+
+def png_with_header(width: int, height: int) -> bytes:
+    """A PNG whose IHDR claims ``width x height`` (8-bit gray) with a tiny, valid chunk
+    structure: the shape of a decompression bomb."""
+
+    def chunk(kind: bytes, payload: bytes) -> bytes:
+        crc = struct.pack(">I", zlib.crc32(kind + payload))
+        return struct.pack(">I", len(payload)) + kind + payload + crc
+
+    ihdr = struct.pack(">IIBBBBB", width, height, 8, 0, 0, 0, 0)
+    data = chunk(b"IDAT", zlib.compress(b"\0" * 64))
+    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", ihdr) + data + chunk(b"IEND", b"")
+
+
+# -- round trips ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("channels", [1, 3, 4])
+def test_png_round_trip_is_exact_to_the_pixel(tmp_path: Path, channels: int) -> None:
+    arrays = [pixels(5, 7, channels, 1), pixels(9, 4, channels, 2), pixels(3, 11, channels, 3)]
+    # The same pixels given four ways: array, PNG bytes, a path, a PIL image.
+    path = tmp_path / "third.png"
+    path.write_bytes(encoded(arrays[2], "PNG"))
+    values = [arrays[0], encoded(arrays[1], "PNG"), path, Image.fromarray(arrays[0])]
+    expected = [arrays[0], arrays[1], arrays[2], arrays[0]]
+    batches, numpy_values = round_trip(tmp_path, values, batch=4)
+    (batch,) = batches
+    import tensorflow as tf
+
+    assert isinstance(batch, tf.RaggedTensor)
+    assert batch.shape.as_list() == [4, None, None, channels]
+    assert batch.dtype == tf.uint8
+    for i, want in enumerate(expected):
+        np.testing.assert_array_equal(batch[i].numpy(), hwc(want))
+        np.testing.assert_array_equal(numpy_values[i], hwc(want))
+        assert numpy_values[i].dtype == np.uint8
+
+
+def test_ragged_batch_rows_have_their_own_height_and_width(tmp_path: Path) -> None:
+    arrays = [pixels(2, 3, 3, 1), pixels(4, 1, 3, 2)]
+    (batch,), _ = round_trip(tmp_path, arrays)
+    assert batch.row_lengths(axis=1).numpy().tolist() == [2, 4]
+    assert batch.values.row_lengths().numpy().tolist() == [3, 3, 1, 1, 1, 1]
+    # The documented way to a dense, padded batch.
+    dense = batch.to_tensor()
+    assert dense.shape == (2, 4, 3, 3)
+    np.testing.assert_array_equal(dense[1, :, :1].numpy(), arrays[1])
+    assert not dense[0, 2:].numpy().any()
+
+
+def test_fixed_size_decodes_to_a_dense_batch(tmp_path: Path) -> None:
+    import tensorflow as tf
+
+    arrays = [pixels(6, 5, 3, seed) for seed in range(3)]
+    batches, numpy_values = round_trip(tmp_path, arrays, batch=2, height=6, width=5, channels=3)
+    assert all(isinstance(b, tf.Tensor) and not isinstance(b, tf.RaggedTensor) for b in batches)
+    assert [b.shape.as_list() for b in batches] == [[2, 6, 5, 3], [1, 6, 5, 3]]
+    np.testing.assert_array_equal(np.concatenate([b.numpy() for b in batches]), np.stack(arrays))
+    np.testing.assert_array_equal(numpy_values[2], arrays[2])
+
+
+def test_fixed_size_is_checked_on_write() -> None:
+    error = encode_error(pixels(6, 4, 3), height=6, width=5)
+    assert "image is 6x4 (height x width), the schema declares a fixed size of 6x5" in str(error)
+
+
+def test_keep_stores_jpeg_bytes_byte_for_byte(tmp_path: Path) -> None:
+    jpeg = encoded(smooth(12, 16), "JPEG", quality=80)
+    gray_jpeg = encoded(pixels(7, 9, 1), "JPEG", quality=90)
+    path = tmp_path / "photo.jpg"
+    path.write_bytes(jpeg)
+    assert stored(jpeg, format="keep") == {"bytes": jpeg, "shape": (12, 16, 3)}
+    assert stored(path, format="keep")["bytes"] == jpeg
+    assert stored(gray_jpeg, format="keep") == {"bytes": gray_jpeg, "shape": (7, 9, 1)}
+    # TensorFlow and Pillow decode the kept JPEG to the same pixels.
+    # Mixed channel counts cannot share a batch (channels is not set): read them one by one.
+    (first, second), numpy_values = round_trip(tmp_path, [jpeg, gray_jpeg], batch=1, format="keep")
+    for source, batch, from_numpy in zip((jpeg, gray_jpeg), (first, second), numpy_values, strict=True):
+        with Image.open(io.BytesIO(source)) as original:
+            np.testing.assert_array_equal(from_numpy, hwc(np.asarray(original)))
+        # TensorFlow and Pillow decode the kept JPEG to the same pixels.
+        np.testing.assert_array_equal(batch[0].numpy(), from_numpy)
+
+
+def test_keep_stores_png_bytes_byte_for_byte() -> None:
+    for channels in (1, 3, 4):
+        png = encoded(pixels(4, 6, channels), "PNG", compress_level=9)
+        assert stored(png, format="keep") == {"bytes": png, "shape": (4, 6, channels)}
+
+
+def test_keep_re_encodes_other_inputs_as_png(tmp_path: Path) -> None:
+    array = pixels(5, 6, 3)
+    palette = Image.fromarray(array).quantize(colors=8)
+    palette_png = encoded(palette, "PNG")
+    bmp = encoded(array, "BMP")
+    gray16 = encoded(Image.fromarray(pixels(4, 4, 1)).convert("I;16"), "PNG")
+    kept = [stored(v, format="keep") for v in (palette_png, bmp)]
+    assert all(k["bytes"].startswith(b"\x89PNG") for k in kept)
+    assert kept[0]["bytes"] != palette_png
+    _, numpy_values = round_trip(tmp_path, [palette_png, bmp], format="keep")
+    np.testing.assert_array_equal(numpy_values[0], np.asarray(palette.convert("RGB")))
+    np.testing.assert_array_equal(numpy_values[1], array)
+    assert "more than 8 bits per sample" in str(encode_error(gray16, format="keep"))
+
+
+def test_keep_with_other_channels_converts(tmp_path: Path) -> None:
+    gray = pixels(4, 5, 1)
+    png = encoded(gray, "PNG")
+    wire = stored(png, format="keep", channels=3)
+    assert wire["shape"] == (4, 5, 3)
+    (batch,), numpy_values = round_trip(tmp_path, [png], format="keep", channels=3)
+    np.testing.assert_array_equal(numpy_values[0], np.repeat(gray[:, :, None], 3, axis=2))
+    np.testing.assert_array_equal(batch[0].numpy(), numpy_values[0])
+
+
+def test_jpeg_format_re_encodes_at_the_quality_asked(tmp_path: Path) -> None:
+    image = smooth(24, 32)
+    low, high = stored(image, format="jpeg", quality=30), stored(image, format="jpeg", quality=95)
+    assert low["bytes"].startswith(b"\xff\xd8\xff")
+    assert high["bytes"].startswith(b"\xff\xd8\xff")
+    assert len(low["bytes"]) < len(high["bytes"])
+    (batch,), numpy_values = round_trip(tmp_path, [image], format="jpeg", quality=95)
+    # TensorFlow decodes with the method Pillow uses, so both readers agree exactly.
+    np.testing.assert_array_equal(batch[0].numpy(), numpy_values[0])
+    assert np.abs(numpy_values[0].astype(int) - image).mean() < 3
+
+
+def test_rgba_to_jpeg_is_an_error_unless_flattened(tmp_path: Path) -> None:
+    rgba = pixels(4, 4, 4)
+    rgba[0, 0, 3] = 0  # fully transparent
+    rgba[0, 1, 3] = 255  # opaque
+    error = encode_error(rgba, format="jpeg")
+    assert "transparent pixels (alpha) and JPEG cannot store it" in str(error)
+    assert "alpha: flatten" in str(error)
+    # Flattened onto white in PNG (so the check is exact), then onto grey in JPEG.
+    _, numpy_values = round_trip(tmp_path, [rgba], channels=3, alpha="flatten", background=[255, 255, 255])
+    flat = numpy_values[0]
+    assert flat.shape == (4, 4, 3)
+    np.testing.assert_array_equal(flat[0, 0], [255, 255, 255])
+    np.testing.assert_array_equal(flat[0, 1], rgba[0, 1, :3])
+    alpha = rgba[..., 3:].astype(float) / 255
+    np.testing.assert_allclose(flat, rgba[..., :3] * alpha + 255 * (1 - alpha), atol=1)
+    wire = stored(rgba, format="jpeg", alpha="flatten", background=[128, 128, 128])
+    assert wire["bytes"].startswith(b"\xff\xd8")
+    assert wire["shape"] == (4, 4, 3)
+
+
+def test_opaque_alpha_is_dropped_without_an_error() -> None:
+    rgba = pixels(3, 3, 4)
+    rgba[..., 3] = 255
+    assert stored(rgba, format="jpeg")["shape"] == (3, 3, 3)
+    assert stored(rgba, channels=3)["shape"] == (3, 3, 3)
+    assert stored(rgba)["shape"] == (3, 3, 4)  # png, channels as the input
+
+
+def test_channels_option_converts(tmp_path: Path) -> None:
+    rgb = pixels(4, 5, 3)
+    gray = pixels(4, 5, 1)
+    _, numpy_values = round_trip(tmp_path, [rgb], channels=1)
+    np.testing.assert_array_equal(numpy_values[0][:, :, 0], np.asarray(Image.fromarray(rgb).convert("L")))
+    _, numpy_values = round_trip(tmp_path, [gray], channels=4)
+    np.testing.assert_array_equal(numpy_values[0][:, :, :3], np.repeat(gray[:, :, None], 3, axis=2))
+    assert (numpy_values[0][:, :, 3] == 255).all()
+    transparent = pixels(4, 5, 4)
+    transparent[..., 3] = 10
+    assert "channels is 3" in str(encode_error(transparent, channels=3))
+
+
+def test_options_that_contradict_each_other_are_schema_errors() -> None:
+    with pytest.raises(rk.errors.CodecOptionsError, match="JPEG cannot store 4 channels"):
+        ImageCodec({"format": "jpeg", "channels": 4})
+    with pytest.raises(rk.errors.CodecOptionsError, match="both height and width"):
+        ImageCodec({"height": 4})
+    with pytest.raises(rk.errors.CodecOptionsError, match="quality"):
+        ImageCodec({"quality": 0})
+    with pytest.raises(rk.errors.CodecOptionsError, match="background"):
+        ImageCodec({"background": [0, 0, 256]})
+
+
+# -- bad inputs ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("verify", ["structure", "decode"])
+def test_corrupt_and_truncated_images_are_refused(verify: str) -> None:
+    png = encoded(pixels(16, 16, 3), "PNG")
+    jpeg = encoded(smooth(32, 32), "JPEG")
+    assert "not a readable image" in str(encode_error(b"certainly not an image", verify=verify))
+    assert "corrupt or truncated PNG" in str(encode_error(png[: len(png) // 2], verify=verify))
+    truncated_jpeg = encode_error(jpeg[: len(jpeg) // 2], format="keep", verify=verify)
+    assert "corrupt or truncated JPEG" in str(truncated_jpeg)
+    assert "IHDR header is missing" in str(encode_error(png[:20], verify=verify))
+    # A flipped byte inside the image data: the chunk CRC no longer matches.
+    damaged = bytearray(png)
+    damaged[png.index(b"IDAT") + 10] ^= 0xFF
+    message = str(encode_error(bytes(damaged), format="keep", verify=verify))
+    assert "corrupt" in message
+    assert "PNG" in message
+
+
+def test_keep_checks_structure_without_decoding_pixels(monkeypatch: pytest.MonkeyPatch) -> None:
+    """verify: structure stores good JPEG/PNG bytes without ever asking Pillow to decode."""
+    png = encoded(pixels(16, 12, 4), "PNG")
+    jpeg = encoded(smooth(32, 24), "JPEG")
+
+    def no_decoding(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("Pillow was asked to open the image")
+
+    monkeypatch.setattr(Image, "open", no_decoding)
+    codec = ImageCodec({"format": "keep"})
+    assert codec.encode(png) == {"": png, "height": 16, "width": 12, "channels": 4}
+    assert codec.encode(jpeg) == {"": jpeg, "height": 32, "width": 24, "channels": 3}
+
+
+def test_decompression_bombs_are_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The codec's own limit.
+    error = encode_error(pixels(20, 20, 3), max_pixels=100)
+    assert "20x20 = 400 pixels is over the limit of 100 pixels" in str(error)
+    assert "over the limit of 100" in str(encode_error(encoded(pixels(20, 20, 3), "PNG"), max_pixels=100))
+    # A crafted PNG header claiming 100000 x 100000 pixels, refused before any decoding.
+    bomb = png_with_header(100_000, 100_000)
+    assert "100000x100000 = 10000000000 pixels is over the limit" in str(encode_error(bomb))
+    assert "decompression-bomb guard" in str(encode_error(bomb, format="keep"))
+    # Pillow's global limit is honoured even when the codec's is higher.
+    monkeypatch.setattr(Image, "MAX_IMAGE_PIXELS", 50)
+    assert "over the limit of 50 pixels" in str(encode_error(encoded(pixels(10, 10, 1), "PNG")))
+
+
+def test_wrong_values_are_refused(tmp_path: Path) -> None:
+    assert "must be uint8" in str(encode_error(np.zeros((4, 4, 3), np.float32)))
+    assert "got shape (4, 4, 2)" in str(encode_error(np.zeros((4, 4, 2), np.uint8)))
+    assert "is empty" in str(encode_error(np.zeros((0, 4), np.uint8)))
+    assert "expected encoded image bytes, a path" in str(encode_error(12))
+    missing = tmp_path / "nope.png"
+    assert f"cannot read image file {str(missing)!r}" in str(encode_error(missing))
+    assert "more than 8 bits per sample" in str(encode_error(Image.new("I;16", (3, 3))))
+    assert "cannot read image file" in str(encode_error("bad\0path.png"))
+    # A PIL image opened lazily from a truncated file fails when its pixels are needed.
+    png = encoded(pixels(32, 32, 3), "PNG")
+    truncated = tmp_path / "truncated.png"
+    truncated.write_bytes(png[: len(png) // 2])
+    with Image.open(truncated) as lazy:
+        assert "the PIL image cannot be loaded" in str(encode_error(lazy))
+
+
+def _lying_record(height: int, width: int, channels: int, png: bytes) -> bytes:
+    """An Example whose stored size disagrees with its PNG (a damaged or foreign record)."""
+    wire = rk.WireKind
+    return encode_example(
+        [
+            (FIELD.encode(), encode_feature(wire.BYTES, [png])),
+            (f"{FIELD}/height".encode(), encode_feature(wire.INT64, np.array([height]))),
+            (f"{FIELD}/width".encode(), encode_feature(wire.INT64, np.array([width]))),
+            (f"{FIELD}/channels".encode(), encode_feature(wire.INT64, np.array([channels]))),
+        ]
+    )
+
+
+def test_decoding_checks_the_stored_size() -> None:
+    import tensorflow as tf
+
+    png = encoded(pixels(4, 5, 3), "PNG")
+    bound = schema().bind()
+    good, bad = _lying_record(4, 5, 3, png), _lying_record(4, 6, 3, png)
+    parser = rk.make_parser(bound)
+    assert parser(tf.constant([good]))[FIELD].shape.as_list() == [1, None, None, 3]
+    with pytest.raises(tf.errors.InvalidArgumentError, match=r"image codec: .*differs from the height"):
+        parser(tf.constant([good, bad]))
+    with pytest.raises(rk.errors.DecodeError, match=r"record 7, field 'photo'.*stores \(4, 6, 3\)"):
+        decode_record_numpy(bound.fields, bad, index=7)
+
+
+def test_mixed_channel_counts_in_one_batch_fail_clearly() -> None:
+    import tensorflow as tf
+
+    bound = schema().bind()
+    encoder = rk.RecordEncoder(bound)
+    records = [encoder.encode({FIELD: pixels(3, 3, c)}) for c in (1, 3)]
+    with pytest.raises(tf.errors.InvalidArgumentError, match="different channel counts"):
+        rk.make_parser(bound)(tf.constant(records))
+
+
+# -- bytes ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("options", "value"),
+    [
+        ({"format": "png"}, pixels(32, 48, 3)),
+        ({"format": "jpeg", "quality": 90}, smooth(32, 48)),
+        ({"format": "keep"}, encoded(smooth(32, 48), "JPEG")),
+    ],
+)
+def test_stored_bytes_are_the_encoded_image(options: dict[str, Any], value: Any) -> None:
+    bound = schema(**options).bind()
+    record = rk.RecordEncoder(bound).encode_with_sizes({FIELD: value})
+    payload = stored(value, **options)["bytes"]
+    field_bytes = record.field_bytes[FIELD]
+    # Framing: each Example key's name plus a few bytes of tags, lengths and the int64 sizes.
+    framing = sum(len(key) + 16 for key in bound[FIELD].keys)
+    assert len(payload) <= field_bytes <= len(payload) * 1.01 + framing
+    # Stored raw, the pixels alone would take 32 * 48 * 3 = 4608 bytes.
+    if options["format"] != "png":
+        assert field_bytes < 32 * 48 * 3 / 2
+
+
+# -- properties --------------------------------------------------------------------------------
+
+
+@given(
+    hnp.arrays(
+        np.uint8,
+        st.tuples(st.integers(1, 6), st.integers(1, 6), st.sampled_from([1, 3, 4])),
+        elements=st.integers(0, 255),
+    )
+)
+def test_png_round_trip_property(array: np.ndarray) -> None:
+    import tensorflow as tf
+
+    codec = ImageCodec({"format": "png"})
+    wire = codec.encode(array)
+    assert (wire["height"], wire["width"], wire["channels"]) == array.shape
+    np.testing.assert_array_equal(codec.decode_numpy(wire), array)
+    batch = {
+        "": tf.constant([wire[""]]),
+        **{k: tf.constant([wire[k]], tf.int64) for k in ("height", "width", "channels")},
+    }
+    np.testing.assert_array_equal(codec.decode_tf(batch)[0].numpy(), array)
+
+
+@given(st.integers(1, 5), st.integers(1, 5), st.sampled_from([1, 3]), st.integers(0, 2**32 - 1))
+def test_keep_round_trip_property(height: int, width: int, channels: int, seed: int) -> None:
+    data = encoded(pixels(height, width, channels, seed), "JPEG", quality=75)
+    codec = ImageCodec({"format": "keep"})
+    wire = codec.encode(data)
+    assert wire[""] == data
+    with Image.open(io.BytesIO(data)) as original:
+        np.testing.assert_array_equal(codec.decode_numpy(wire), hwc(np.asarray(original)))
+
+
+# -- conformance ----------------------------------------------------------------------------------
+
+
+def test_conformance_png(tmp_path: Path) -> None:
+    rgba = pixels(3, 4, 4, 5)
+    rgba[0, 0, 3] = 0
+    report = check_codec(
+        ImageCodec({"format": "png"}),
+        cases=[
+            CodecCase(pixels(4, 5, 3, 1), id="rgb"),
+            CodecCase(encoded(pixels(2, 7, 3, 2), "PNG"), expected=pixels(2, 7, 3, 2), id="png bytes"),
+            CodecCase(pixels(6, 3, 3, 3), id="rgb, taller"),
+        ],
+        bad_inputs=[
+            BadInput(b"\x89PNG\r\n\x1a\n broken", match="corrupt PNG"),
+            BadInput(np.zeros((2, 2), np.int32), match="must be uint8"),
+            BadInput(png_with_header(60_000, 60_000), match="over the limit"),
+        ],
+        tmp_path=tmp_path,
+    )
+    assert "sequence field: tf.data batched decode" in report.checks
+
+
+def test_conformance_keep_and_fixed_size(tmp_path: Path) -> None:
+    jpegs = [encoded(smooth(8, 8), "JPEG", quality=q) for q in (60, 90)]
+    expected = []
+    for data in jpegs:
+        with Image.open(io.BytesIO(data)) as image:
+            expected.append(np.asarray(image))
+    check_codec(
+        ImageCodec({"format": "keep", "height": 8, "width": 8, "channels": 3}),
+        cases=[CodecCase(d, expected=e) for d, e in zip(jpegs, expected, strict=True)],
+        bad_inputs=[BadInput(encoded(smooth(8, 9), "JPEG"), match="8x9 .* fixed size of 8x8")],
+        tmp_path=tmp_path,
+    )
+
+
+# -- docs --------------------------------------------------------------------------------------
+
+
+def test_docs_page_examples_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """docs/codecs/image.md: the example runs and prints what the page says (the other
+    snippets run after it, on its results)."""
+    page = Path(__file__).resolve().parents[2] / "docs" / "codecs" / "image.md"
+    blocks = re.findall(r"```python\n(.*?)```", page.read_text(encoding="utf-8"), flags=re.DOTALL)
+    script = tmp_path / "page.py"
+    script.write_text("\n".join([blocks[-1], *blocks[:-1]]), encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        namespace = runpy.run_path(str(script))
+    printed = out.getvalue()
+    assert "(2, None, None, 3)\n(2, 8, 8, 3)\n" in printed
+    assert 0 < int(printed.splitlines()[2]) < 100
+    assert namespace["resized"].shape == (2, 224, 224, 3)

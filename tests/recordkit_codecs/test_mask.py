@@ -1,0 +1,259 @@
+"""Tests of the ``mask`` codec: Pascal VOC style palette PNGs made with Pillow, real
+TFRecord files and batched tf.data pipelines."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import re
+import runpy
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+from PIL import Image
+
+import recordkit as rk
+from recordkit._example import decode_example, encode_example, encode_feature
+from recordkit._numpy_decode import decode_record_numpy
+from recordkit._tfrecord import TFRecordFileWriter
+from recordkit.testing import BadInput, CodecCase, check_codec
+from recordkit_codecs.mask import MaskCodec
+
+FIELD = "segmentation"
+
+
+def voc_palette() -> list[int]:
+    """The Pascal VOC colour map (class i gets the colour built from i's bits)."""
+    palette = []
+    for index in range(256):
+        r = g = b = 0
+        c = index
+        for shift in range(7, -1, -1):
+            r |= (c & 1) << shift
+            g |= ((c >> 1) & 1) << shift
+            b |= ((c >> 2) & 1) << shift
+            c >>= 3
+        palette += [r, g, b]
+    return palette
+
+
+def voc_mask(height: int, width: int, seed: int = 0) -> np.ndarray:
+    """Class indices 0..20 with a 255 ("void") border around each object, like VOC."""
+    rng = np.random.default_rng(seed)
+    indices = rng.integers(0, 21, (height, width), dtype=np.uint8)
+    indices[0, :] = 255
+    indices[:, -1] = 255
+    return indices
+
+
+def palette_png(indices: np.ndarray) -> bytes:
+    image = Image.fromarray(indices, mode="L").convert("P")
+    image.putpalette(voc_palette())
+    image.putdata(indices.reshape(-1).tolist())
+    buffer = io.BytesIO()
+    image.save(buffer, "PNG")
+    return buffer.getvalue()
+
+
+def schema(**options: Any) -> rk.Schema:
+    return rk.Schema(name="segmentation", fields={FIELD: rk.FieldSpec(codec="mask", options=options)})
+
+
+def encode_error(value: Any, **options: Any) -> rk.errors.RecordkitError:
+    encoder = rk.RecordEncoder(schema(**options).bind())
+    with pytest.raises(rk.errors.InvalidValueError) as info:
+        encoder.encode({FIELD: value}, 3)
+    assert f"field {FIELD!r}" in str(info.value)
+    assert "record 3" in str(info.value)
+    return info.value
+
+
+def round_trip(
+    tmp_path: Path, values: list[Any], batch: int | None = None, **options: Any
+) -> tuple[list[Any], list[Any]]:
+    """Write ``values`` to a real TFRecord file and read them back with tf.data (batched)
+    and with the numpy decoder."""
+    import tensorflow as tf
+
+    bound = schema(**options).bind()
+    encoder = rk.RecordEncoder(bound)
+    path = tmp_path / "masks.tfrecord"
+    writer = TFRecordFileWriter(path)
+    serialized = [encoder.encode({FIELD: v}, i) for i, v in enumerate(values)]
+    for data in serialized:
+        writer.write(data)
+    writer.close()
+    dataset = tf.data.TFRecordDataset(str(path)).batch(batch or len(values)).map(rk.make_parser(bound))
+    batches = [out[FIELD] for out in dataset]
+    return batches, [decode_record_numpy(bound.fields, data)[FIELD] for data in serialized]
+
+
+def test_palette_masks_keep_their_indices(tmp_path: Path) -> None:
+    import tensorflow as tf
+
+    masks = [voc_mask(5, 7, 1), voc_mask(8, 3, 2), voc_mask(4, 4, 3)]
+    png = palette_png(masks[0])
+    with Image.open(io.BytesIO(png)) as check:
+        assert check.mode == "P"  # a real palette PNG, as VOC ships them
+    path = tmp_path / "2007_000032.png"
+    path.write_bytes(palette_png(masks[1]))
+    with Image.open(io.BytesIO(palette_png(masks[2]))) as pil:
+        values = [png, path, pil.copy()]
+    (batch,), numpy_values = round_trip(tmp_path, values, num_classes=21)
+    assert isinstance(batch, tf.RaggedTensor)
+    assert batch.shape.as_list() == [3, None, None]
+    assert batch.dtype == tf.uint8
+    for i, want in enumerate(masks):
+        np.testing.assert_array_equal(batch[i].numpy(), want)
+        np.testing.assert_array_equal(numpy_values[i], want)
+
+
+def test_arrays_grayscale_and_one_bit_masks(tmp_path: Path) -> None:
+    indices = voc_mask(6, 5)
+    bits = Image.fromarray(np.eye(4, dtype=bool))
+    values = [indices, Image.fromarray(indices, mode="L"), bits, indices.astype(np.int64)[:, :, None]]
+    _, numpy_values = round_trip(tmp_path, values, batch=1)
+    np.testing.assert_array_equal(numpy_values[0], indices)
+    np.testing.assert_array_equal(numpy_values[1], indices)
+    np.testing.assert_array_equal(numpy_values[2], np.eye(4, dtype=np.uint8))
+    np.testing.assert_array_equal(numpy_values[3], indices)
+
+
+def test_stored_as_a_grayscale_png_decodable_by_tensorflow() -> None:
+    import tensorflow as tf
+
+    indices = voc_mask(6, 9)
+    data = rk.RecordEncoder(schema().bind()).encode({FIELD: palette_png(indices)})
+    png = decode_example(data)[FIELD][1][0]
+    with Image.open(io.BytesIO(png)) as image:
+        assert (image.format, image.mode) == ("PNG", "L")
+    # Even a plain decode_png (no recordkit) gives the indices, not palette colours.
+    np.testing.assert_array_equal(tf.io.decode_png(png).numpy()[:, :, 0], indices)
+
+
+def test_fixed_size_decodes_to_a_dense_batch(tmp_path: Path) -> None:
+    import tensorflow as tf
+
+    masks = [voc_mask(4, 6, seed) for seed in range(3)]
+    batches, _ = round_trip(tmp_path, masks, batch=3, height=4, width=6)
+    (batch,) = batches
+    assert isinstance(batch, tf.Tensor)
+    assert batch.shape.as_list() == [3, 4, 6]
+    np.testing.assert_array_equal(batch.numpy(), np.stack(masks))
+    assert "mask is 4x5 (height x width)" in str(encode_error(voc_mask(4, 5), height=4, width=6))
+
+
+def test_num_classes_and_ignore_index() -> None:
+    indices = voc_mask(5, 5)
+    indices[2, 3] = 21
+    error = encode_error(indices, num_classes=21)
+    assert "index 21 at row 2, column 3" in str(error)
+    assert "indices must be 0..20 or the ignore index 255" in str(error)
+    # 255 is allowed by default, refused once ignore_index is unset.
+    error = encode_error(voc_mask(5, 5), num_classes=21, ignore_index=None)
+    assert "index 255 at row 0, column 0" in str(error)
+    MaskCodec({"num_classes": 21}).encode(voc_mask(5, 5))
+
+
+def test_wrong_values_are_refused(tmp_path: Path) -> None:
+    rgb = Image.new("RGB", (4, 4))
+    assert "got mode RGB" in str(encode_error(rgb))
+    buffer = io.BytesIO()
+    Image.new("L", (4, 4)).save(buffer, "JPEG")
+    assert "must be a PNG (lossless), got JPEG" in str(encode_error(buffer.getvalue()))
+    assert "got dtype float32" in str(encode_error(np.zeros((3, 3), np.float32)))
+    assert "from -1 to 300" in str(encode_error(np.array([[-1, 300]], np.int32)))
+    assert "must be H x W, got shape (2, 2, 3)" in str(encode_error(np.zeros((2, 2, 3), np.uint8)))
+    assert "cannot read mask file" in str(encode_error(tmp_path / "missing.png"))
+    png = palette_png(voc_mask(8, 8))
+    assert "corrupt or truncated PNG" in str(encode_error(png[: len(png) - 30]))
+    assert "64 pixels is over the limit of 10 pixels" in str(encode_error(png, max_pixels=10))
+    assert "expected a PNG" in str(encode_error([[1, 2]]))
+
+
+def test_decoding_checks_the_stored_size() -> None:
+    import tensorflow as tf
+
+    png = rk.RecordEncoder(schema().bind()).encode({FIELD: voc_mask(3, 4)})
+    parsed = decode_example(png)[FIELD][1][0]
+    wrong = encode_example(
+        [
+            (FIELD.encode(), encode_feature(rk.WireKind.BYTES, [parsed])),
+            (f"{FIELD}/height".encode(), encode_feature(rk.WireKind.INT64, np.array([4]))),
+            (f"{FIELD}/width".encode(), encode_feature(rk.WireKind.INT64, np.array([4]))),
+        ]
+    )
+    bound = schema().bind()
+    with pytest.raises(tf.errors.InvalidArgumentError, match="mask codec: "):
+        rk.make_parser(bound)(tf.constant([wrong]))
+    with pytest.raises(rk.errors.DecodeError, match=r"field 'segmentation'.*stores \(4, 4\)"):
+        decode_record_numpy(bound.fields, wrong)
+
+
+def test_stored_bytes_are_the_png() -> None:
+    bound = schema(num_classes=21).bind()
+    value = voc_mask(40, 50)
+    record = rk.RecordEncoder(bound).encode_with_sizes({FIELD: value})
+    payload = decode_example(record.data)[FIELD][1][0]
+    framing = sum(len(key) + 16 for key in bound[FIELD].keys)
+    assert len(payload) <= record.field_bytes[FIELD] <= len(payload) * 1.01 + framing
+
+
+@given(
+    hnp.arrays(
+        np.uint8, st.tuples(st.integers(1, 8), st.integers(1, 8)), elements=st.integers(0, 255)
+    )
+)
+def test_round_trip_property(indices: np.ndarray) -> None:
+    import tensorflow as tf
+
+    codec = MaskCodec()
+    wire = codec.encode(indices)
+    np.testing.assert_array_equal(codec.decode_numpy(wire), indices)
+    batch = {
+        "": tf.constant([wire[""]]),
+        "height": tf.constant([wire["height"]], tf.int64),
+        "width": tf.constant([wire["width"]], tf.int64),
+    }
+    np.testing.assert_array_equal(codec.decode_tf(batch)[0].numpy(), indices)
+
+
+def test_conformance(tmp_path: Path) -> None:
+    masks = [voc_mask(4, 5, 1), voc_mask(2, 6, 2), voc_mask(3, 3, 3)]
+    check_codec(
+        MaskCodec({"num_classes": 21}),
+        cases=[
+            CodecCase(masks[0], id="array"),
+            CodecCase(palette_png(masks[1]), expected=masks[1], id="palette png"),
+            CodecCase(masks[2], id="array, square"),
+        ],
+        bad_inputs=[
+            BadInput(np.full((2, 2), 30, np.uint8), match="index 30 at row 0, column 0"),
+            BadInput(Image.new("RGBA", (2, 2)), match="mode RGBA"),
+        ],
+        tmp_path=tmp_path,
+    )
+
+
+# -- docs --------------------------------------------------------------------------------------
+
+
+def test_docs_page_examples_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """docs/codecs/mask.md: the example runs and prints what the page says (the other
+    snippets run after it, on its results)."""
+    page = Path(__file__).resolve().parents[2] / "docs" / "codecs" / "mask.md"
+    blocks = re.findall(r"```python\n(.*?)```", page.read_text(encoding="utf-8"), flags=re.DOTALL)
+    script = tmp_path / "page.py"
+    script.write_text("\n".join([blocks[-1], *blocks[:-1]]), encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        namespace = runpy.run_path(str(script))
+    printed = out.getvalue()
+    assert printed.splitlines() == ["(2, None, None)", "(2, 6, 8)"]
+    assert namespace["padded"].dtype.name == "uint8"
