@@ -50,7 +50,7 @@ SIZES: dict[str, Size] = {
         batch_size=4,
         min_read_seconds=0.0,
     ),
-    # For development: a minute or two.
+    # For development: a few minutes.
     "small": Size(
         "small",
         mixed_records=200,

@@ -9,6 +9,7 @@ side reads.
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
 import itertools
 import shutil
 from collections.abc import Callable
@@ -52,10 +53,11 @@ class WriteRow:
 
 
 def _tfds_or_reason() -> tuple[Any, str]:
-    try:
-        from benchmarks import _tfds
-    except ImportError as exc:  # pragma: no cover - the bench extra is not installed
-        return None, f"tensorflow-datasets is not installed ({exc}); pip install -e '.[bench]'"
+    """The TFDS contender's module, or why it cannot run (the bench extra is missing)."""
+    if importlib.util.find_spec("tensorflow_datasets") is None:
+        return None, "tensorflow-datasets is not installed (pip install -e '.[bench]')"
+    from benchmarks import _tfds
+
     return _tfds, ""
 
 

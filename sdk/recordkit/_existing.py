@@ -29,8 +29,9 @@ from pathlib import Path
 from typing import Any
 
 from recordkit._example import decode_example
+from recordkit._manifest import Manifest
 from recordkit._schema import FieldSpec, Schema
-from recordkit._source import Paths, _expand, _guess_compression
+from recordkit._source import Paths, dataset_root, expand_paths, guess_compression
 from recordkit._tfrecord import Compression, iter_tfrecords
 from recordkit._wire import WireKind
 from recordkit.errors import DatasetError
@@ -97,10 +98,14 @@ def infer_schema(
     :param compression: ``"GZIP"``, ``"ZLIB"`` or None (guessed from the suffix).
 
     The schema's fields say in their descriptions what they were inferred from; keys
-    that no codec fits are listed in the schema's description.
+    that no codec fits are listed in the schema's description. For a recordkit dataset
+    (a folder with ``dataset.json``) there is nothing to infer: its schema is returned.
     """
-    paths = _expand(files)
-    comp = Compression.parse(compression) if compression is not None else _guess_compression(paths)
+    root = dataset_root(files)
+    if root is not None:
+        return Manifest.load(root).schema
+    paths = expand_paths(files)
+    comp = Compression.parse(compression) if compression is not None else guess_compression(paths)
     keys = _sample(paths, comp, max_records)
     if not keys:
         raise DatasetError(f"no records in {', '.join(str(p) for p in paths[:3])}")

@@ -13,6 +13,7 @@ What was skipped goes to a :class:`~recordkit.CorruptionReport`.
 
 from __future__ import annotations
 
+import copy
 import mmap
 import struct
 import zlib
@@ -80,11 +81,19 @@ def iter_records(
     )
     if on_corrupt == "skip" and report is None:
         report = CorruptionReport()  # still logs each skip
+    stored = source.stored_fields.fields
+    defaults = {  # fields the records lack, read as the reader schema's default
+        name: decode_record_numpy([source.bound[name]], example)[name]
+        for name, example in source.defaults.items()
+    }
     index = 0
     for shard in source.shards:
         for offset, data in iter_shard_records(shard, source.compression, verify=verify, report=report):
             try:
-                record = decode_record_numpy(source.fields, data, index=index)
+                record = decode_record_numpy(stored, data, index=index)
+                if defaults:
+                    record.update(copy.deepcopy(defaults))
+                    record = {f.name: record[f.name] for f in source.fields}
             except RecordkitError as exc:
                 exc.with_context(shard=shard.name, offset=offset)
                 if report is None:

@@ -23,9 +23,9 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal
 
-from recordkit._parse import make_parser
+from recordkit._parse import PRESENT_SUFFIX, make_parser
 from recordkit._registry import CodecRegistry
-from recordkit._schema import BoundField, Schema
+from recordkit._schema import BoundField, BoundSchema, Schema
 from recordkit._source import CorruptionReport, OnCorrupt, Paths, Shard, SkippedRecords, Source, open_source
 
 __all__ = ["DEFAULT_BLOCK_LENGTH", "SHAPE_SUFFIX", "ImageFit", "load_dataset"]
@@ -356,7 +356,12 @@ def _decoder(
     image_fit: ImageFit,
     image_method: str | Mapping[str, str] | None,
 ) -> Callable[[Any], dict[str, Any]]:
-    parse = make_parser(source.bound)
+    parse = make_parser(source.stored_fields)
+    defaults = {
+        field.name: (make_parser(BoundSchema(source.bound.schema, (field,))), source.defaults[field.name])
+        for field in source.fields
+        if field.name in source.defaults
+    }
     names = [f.name for f in source.fields]
     sizes = _image_sizes(source.fields, image_size)
     padded = set(names) if pad is True else set() if pad is False else set(_known(pad, names, "pad"))
@@ -365,7 +370,18 @@ def _decoder(
     _known(methods, list(sizes), "image_method")
 
     def decode(serialized: Any) -> dict[str, Any]:
-        out = parse(serialized)
+        import tensorflow as tf
+
+        parsed = parse(serialized)
+        rows = tf.zeros(tf.shape(serialized)[:1], tf.int64)
+        for default_parse, example in defaults.values():  # each row gets the one default
+            for key, value in default_parse(tf.constant([example])).items():
+                parsed[key] = tf.nest.map_structure(lambda t: tf.gather(t, rows), value)
+        out = {}  # in field order
+        for name in names:
+            out[name] = parsed[name]
+            if name + PRESENT_SUFFIX in parsed:
+                out[name + PRESENT_SUFFIX] = parsed[name + PRESENT_SUFFIX]
         for field in source.fields:
             name = field.name
             if name in sizes:

@@ -26,7 +26,7 @@ import glob
 import hashlib
 import logging
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Literal
 
@@ -43,7 +43,19 @@ from recordkit.errors import (
     UnknownCodecError,
 )
 
-__all__ = ["CorruptionReport", "OnCorrupt", "Shard", "SkippedRecords", "Source", "open_source"]
+__all__ = [
+    "CorruptionReport",
+    "OnCorrupt",
+    "Shard",
+    "SkippedRecords",
+    "Source",
+    "bind_fields",
+    "dataset_root",
+    "expand_paths",
+    "guess_compression",
+    "locate_corruption",
+    "open_source",
+]
 
 logger = logging.getLogger("recordkit")
 
@@ -76,10 +88,18 @@ class Source:
     #: The requested fields only, bound to their codecs.
     bound: BoundSchema
     manifest: Manifest | None = None
+    #: Requested fields that the stored records lack and the reader's schema gives a
+    #: default: each record reads as holding it, as one serialized Example holds it.
+    defaults: Mapping[str, bytes] = dataclasses.field(default_factory=dict)
 
     @property
     def fields(self) -> tuple[BoundField, ...]:
         return self.bound.fields
+
+    @property
+    def stored_fields(self) -> BoundSchema:
+        """The requested fields that the records store (all but :attr:`defaults`)."""
+        return BoundSchema(self.bound.schema, tuple(f for f in self.fields if f.name not in self.defaults))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -165,15 +185,15 @@ def open_source(
         from recordkit._plugins import default_registry
 
         registry = default_registry()
-    root = _dataset_root(path)
+    root = dataset_root(path)
     if root is None:
         if schema is None:
             raise DatasetError(
                 f"{_describe(path)} is not a recordkit dataset (no {MANIFEST_FILE}); to read TFRecord "
                 "files written elsewhere, pass schema= with a schema that describes their keys"
             )
-        files = _expand(path)
-        comp = Compression.parse(compression) if compression is not None else _guess_compression(files)
+        files = expand_paths(path)
+        comp = Compression.parse(compression) if compression is not None else guess_compression(files)
         shards = tuple(Shard(f, f.name) for f in files)
         bound = bind_fields(schema, names, registry)
         return Source(shards, comp, schema, bound)
@@ -202,7 +222,19 @@ def open_source(
     comp = Compression.parse(manifest.compression)
     for shard in shards:
         _check_shard(shard, comp, sizes=check_sizes, sha256=verify_sha256)
-    return Source(shards, comp, read_schema, bound, manifest)
+    defaults = {
+        field.name: _default_example(bound, field)
+        for field in bound.fields
+        if field.name not in stored.fields and field.spec.has_default
+    }
+    return Source(shards, comp, read_schema, bound, manifest, defaults)
+
+
+def _default_example(bound: BoundSchema, field: BoundField) -> bytes:
+    """A serialized Example holding only ``field``'s default, encoded by its codec."""
+    from recordkit._encode import RecordEncoder
+
+    return RecordEncoder(BoundSchema(bound.schema, (field,))).encode({})
 
 
 def bind_fields(schema: Schema, names: Sequence[str] | None, registry: CodecRegistry) -> BoundSchema:
@@ -239,7 +271,7 @@ def _missing_codec(exc: UnknownCodecError, manifest: Manifest) -> UnknownCodecEr
     return UnknownCodecError(reason, context=exc.context.merged(distribution=dist))
 
 
-def _dataset_root(path: Paths) -> Path | None:
+def dataset_root(path: Paths) -> Path | None:
     if isinstance(path, (str, Path)):
         candidate = Path(path)
         if candidate.is_dir() and (candidate / MANIFEST_FILE).is_file():
@@ -253,7 +285,7 @@ def _describe(path: Paths) -> str:
     return str(path) if isinstance(path, (str, Path)) else f"{len(path)} paths"
 
 
-def _expand(path: Paths) -> list[Path]:
+def expand_paths(path: Paths) -> list[Path]:
     items = [path] if isinstance(path, (str, Path)) else list(path)
     files: list[Path] = []
     for item in items:
@@ -277,7 +309,7 @@ def _expand(path: Paths) -> list[Path]:
     return files
 
 
-def _guess_compression(files: list[Path]) -> Compression:
+def guess_compression(files: list[Path]) -> Compression:
     if all(f.suffix in (".gz", ".gzip") for f in files):
         return Compression.GZIP
     if all(f.suffix in (".zz", ".zlib") for f in files):

@@ -304,3 +304,9 @@ def test_a_corrupt_foreign_file_is_named(
     assert len(kept) < 5
     assert report.shards == ["broken.tfrecord"]
     assert report.skipped[0].records is None  # unknown without a manifest
+
+
+def test_a_recordkit_dataset_needs_no_inference(tmp_path: Path) -> None:
+    schema = rk.Schema(name="tiny", fields={"x": rk.FieldSpec(codec="scalar")})
+    rk.write_dataset([{"x": 1}], schema, tmp_path / "tiny", progress=False)
+    assert rk.infer_schema(tmp_path / "tiny") == schema

@@ -268,3 +268,21 @@ def test_bad_options_are_errors(dataset: Path) -> None:
         rk.load_dataset(dataset, image_size={"nope": (2, 2)})
     with pytest.raises(ValueError, match="pad"):
         rk.load_dataset(dataset, pad=["nope"])
+
+
+def test_a_field_the_records_lack_reads_as_the_readers_default(
+    dataset: Path, records: list[dict[str, Any]]
+) -> None:
+    fields = dict(SCHEMA.fields)
+    fields["source"] = rk.FieldSpec(codec="text", default="unknown")
+    fields["boxes2"] = rk.FieldSpec(codec="bbox", default=[[0.0, 0.0, 0.5, 0.5]])
+    newer = SCHEMA.model_copy(update={"fields": fields})
+    wanted = ["label", "source", "boxes2"]
+    batch = next(iter(rk.load_dataset(dataset, fields=wanted, schema=newer, batch_size=4)))
+    assert list(batch) == wanted
+    assert batch["source"].numpy().tolist() == [b"unknown"] * 4
+    assert batch["boxes2"].to_list() == [[[0.0, 0.0, 0.5, 0.5]]] * 4
+    rows = list(rk.iter_records(dataset, fields=wanted, schema=newer))
+    assert [r["source"] for r in rows] == ["unknown"] * N
+    assert [r["label"] for r in rows] == [expected(r)["label"] for r in records]
+    np.testing.assert_array_equal(rows[0]["boxes2"], [[0.0, 0.0, 0.5, 0.5]])
