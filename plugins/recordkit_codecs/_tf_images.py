@@ -1,12 +1,15 @@
 """Batched, graph-safe image decoding shared by the ``image`` and ``mask`` codecs.
 
-One ``tf.map_fn`` over the batch decodes each record's bytes and checks the decoded
-shape against the height, width and channels the record stores (a
-``tf.debugging.assert_equal`` whose message names the codec). The result is dense
-``[B, H, W, C]`` when the schema declares a fixed size, and otherwise a
-``tf.RaggedTensor`` ``[B, (H), (W), C]`` built from the flat pixels and the stored
-sizes (ragged rank 2: each image has its own height, each row its own width).
-TensorFlow is imported by the caller's ``decode_tf`` only.
+A ``tf.while_loop`` over the batch decodes each record's bytes (several images at once:
+the loop's iterations run in parallel) and checks the decoded shape against the height,
+width and channels the record stores (a ``tf.debugging.assert_equal`` whose message
+names the codec). Each image's pixels are written flat into a ``tf.TensorArray`` and
+concatenated once: one copy of the pixels, where ``tf.map_fn`` with a ragged output
+signature encodes, stacks and decodes every image again (it cost as much as the JPEG
+decoding itself). The result is dense ``[B, H, W, C]`` when the schema declares a fixed
+size, and otherwise a ``tf.RaggedTensor`` ``[B, (H), (W), C]`` built from the flat pixels
+and the stored sizes (ragged rank 2: each image has its own height, each row its own
+width). TensorFlow is imported by the caller's ``decode_tf`` only.
 """
 
 from __future__ import annotations
@@ -42,6 +45,14 @@ def decode_image_batch(
         channels = tf.fill(tf.shape(heights), tf.constant(static_channels, tf.int64))
     channels = tf.cast(tf.reshape(channels, [-1]), tf.int64)
     checks = []
+    if fixed_size is not None:
+        checks.append(
+            tf.debugging.assert_equal(
+                tf.stack([heights, widths], axis=1),
+                tf.broadcast_to(tf.constant(fixed_size, tf.int64), tf.stack([tf.size(heights), 2])),
+                message=f"{codec} codec: an image of this batch is not the schema's fixed size {fixed_size}",
+            )
+        )
     if static_channels is None:
         # A batch stacks into one tensor only when every image has the same channel count.
         checks.append(
@@ -56,38 +67,38 @@ def decode_image_batch(
         )
     with tf.control_dependencies(checks):
         encoded = tf.identity(tf.reshape(encoded, [-1]))
+    count = tf.shape(encoded)[0]
 
-    def one(args: Any) -> Any:
-        data, height, width, depth = args
-        image = decode_one(data)
-        shape = tf.shape(image, out_type=tf.int64)
+    def body(index: Any, pixels: Any) -> Any:
+        image = decode_one(encoded[index])
         check = tf.debugging.assert_equal(
-            shape,
-            tf.stack([height, width, depth]),
+            tf.shape(image, out_type=tf.int64),
+            tf.stack([heights[index], widths[index], channels[index]]),
             message=(
                 f"{codec} codec: the decoded image shape [height, width, channels] differs "
                 "from the height, width and channels stored with it"
             ),
         )
         with tf.control_dependencies([check]):
-            image = tf.identity(image)
-        if fixed_size is not None:
-            return tf.ensure_shape(image, [fixed_size[0], fixed_size[1], static_channels])
-        return tf.reshape(image, [-1, static_channels if static_channels is not None else shape[2]])
+            flat = tf.reshape(image, [-1])
+        return index + 1, pixels.write(index, flat)
 
-    signature = (
-        tf.TensorSpec([fixed_size[0], fixed_size[1], static_channels], tf.uint8)
-        if fixed_size is not None
-        else tf.RaggedTensorSpec(
-            shape=[None, static_channels], dtype=tf.uint8, ragged_rank=0, row_splits_dtype=tf.int64
-        )
+    # Flat 1-D elements: their concatenation is defined for an empty batch too.
+    pixels = tf.TensorArray(tf.uint8, size=count, infer_shape=False, element_shape=tf.TensorShape([None]))
+    _, pixels = tf.while_loop(lambda index, _: index < count, body, (tf.constant(0), pixels))
+    flat = pixels.concat()
+    # An empty batch has no channel count of its own: its (zero) pixels get one channel.
+    depth = (
+        tf.constant(static_channels, tf.int64)
+        if static_channels is not None
+        else tf.reduce_max(tf.concat([channels, tf.ones([1], tf.int64)], 0))
     )
-    decoded = tf.map_fn(one, (encoded, heights, widths, channels), fn_output_signature=signature)
     if fixed_size is not None:
-        return decoded
-    # [sum of h*w, C]; an empty batch's values lose their inner dimension in map_fn.
-    depth = static_channels if static_channels is not None else tf.reduce_max(tf.concat([channels, [1]], 0))
-    pixels = tf.reshape(decoded.flat_values, tf.stack([tf.constant(-1, tf.int64), tf.cast(depth, tf.int64)]))
+        shape = tf.stack([tf.cast(count, tf.int64), fixed_size[0], fixed_size[1], depth])
+        return tf.ensure_shape(tf.reshape(flat, shape), [None, fixed_size[0], fixed_size[1], static_channels])
+    values = tf.reshape(flat, tf.stack([tf.constant(-1, tf.int64), depth]))
+    if static_channels is not None:
+        values = tf.ensure_shape(values, [None, static_channels])
     return tf.RaggedTensor.from_nested_row_lengths(
-        pixels, [heights, tf.repeat(widths, heights)], validate=False
+        values, [heights, tf.repeat(widths, heights)], validate=False
     )

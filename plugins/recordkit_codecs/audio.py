@@ -34,6 +34,7 @@ import pydantic
 
 import recordkit as rk
 from recordkit_codecs._inputs import read_input_bytes
+from recordkit_codecs._tf_audio import decode_wav_batch
 
 __all__ = ["AudioCodec", "AudioOptions"]
 
@@ -78,7 +79,18 @@ class AudioCodec(rk.Codec[AudioOptions]):
     # -- encode ----------------------------------------------------------------------
 
     def encode(self, value: Any) -> rk.WireValues:
-        samples = self._samples(value)
+        data = read_input_bytes(value, "audio")
+        if data is not None and self.options.format == "wav":
+            header = _canonical_wav_header(data)
+            if header is not None:
+                # Already exactly what would be stored: keep the bytes, copy nothing.
+                channels, rate, frames = header
+                self._check_rate(rate)
+                self._check_channels(channels)
+                if frames == 0:
+                    raise rk.errors.InvalidValueError("the audio has no samples")
+                return {"": data, "num_samples": frames}
+        samples = self._from_bytes(data) if data is not None else self._samples(value)
         if samples.shape[0] == 0:
             raise rk.errors.InvalidValueError("the audio has no samples")
         fmt = self.options.format
@@ -95,10 +107,8 @@ class AudioCodec(rk.Codec[AudioOptions]):
         return {"": data, "num_samples": samples.shape[0]}
 
     def _samples(self, value: Any) -> np.ndarray:
-        """int16 ``[samples, channels]`` from any accepted input, checked against the schema."""
-        data = read_input_bytes(value, "audio")
-        if data is not None:
-            return self._from_bytes(data)
+        """int16 ``[samples, channels]`` from a value that is not encoded bytes (an array,
+        ``(array, rate)`` or a dict), checked against the schema."""
         rate: Any = None
         if isinstance(value, tuple):
             if len(value) != 2:
@@ -251,34 +261,7 @@ class AudioCodec(rk.Codec[AudioOptions]):
             values = tf.cast(tf.reshape(flat, [-1, channels]), tf.float32) / _SCALE
             return tf.RaggedTensor.from_row_lengths(values, counts, validate=False)
         if fmt == "wav":
-            rate = self.options.sample_rate
-
-            def one(args: Any) -> Any:
-                data, count = args
-                audio, file_rate = tf.audio.decode_wav(data)
-                checks = [
-                    tf.debugging.assert_equal(
-                        file_rate, rate, message=f"audio codec: the WAV sample rate is not {rate} Hz"
-                    ),
-                    tf.debugging.assert_equal(
-                        tf.shape(audio, out_type=tf.int64),
-                        tf.stack([count, tf.constant(channels, tf.int64)]),
-                        message=(
-                            "audio codec: the decoded WAV [samples, channels] differs from "
-                            f"num_samples and the schema's channels ({channels})"
-                        ),
-                    ),
-                ]
-                with tf.control_dependencies(checks):
-                    return tf.identity(audio)
-
-            signature = tf.RaggedTensorSpec(
-                shape=[None, channels], dtype=tf.float32, ragged_rank=0, row_splits_dtype=tf.int64
-            )
-            decoded = tf.map_fn(one, (encoded, counts), fn_output_signature=signature)
-            # An empty batch's values lose their inner dimension in map_fn: restore it.
-            values = tf.reshape(decoded.flat_values, [-1, channels])
-            return tf.RaggedTensor.from_row_lengths(values, counts, validate=False)
+            return decode_wav_batch(encoded, counts, channels=channels, sample_rate=self.options.sample_rate)
         # flac: no TensorFlow op reads it; decode the batch in Python with soundfile.
         options = self.options
 
@@ -311,6 +294,33 @@ def _sniff(data: bytes) -> str | None:
 def _reason(exc: Exception) -> str:
     """libsndfile's own words, without soundfile's "Error opening <BytesIO ...>" prefix."""
     return str(getattr(exc, "error_string", None) or exc)
+
+
+_WAV_HEADER = struct.Struct("<4sI4s4sIHHIIHH4sI")
+
+
+def _canonical_wav_header(data: bytes) -> tuple[int, int, int] | None:
+    """``(channels, sample rate, frames)`` when ``data`` is exactly a canonical 16-bit PCM
+    WAV (the 44-byte header :func:`_wav_bytes` writes, sizes consistent with the length,
+    no other chunks); None for anything else, which the full readers then check."""
+    if len(data) < _WAV_HEADER.size:
+        return None
+    fields = _WAV_HEADER.unpack_from(data)
+    riff, riff_size, wave_id, fmt_id, fmt_size, audio_format, channels, rate = fields[:8]
+    byte_rate, align, bits, data_id, size = fields[8:]
+    canonical = (
+        (riff, wave_id, fmt_id, data_id) == (b"RIFF", b"WAVE", b"fmt ", b"data")
+        and fmt_size == 16
+        and audio_format == 1
+        and bits == 16
+        and channels > 0
+        and align == 2 * channels
+        and byte_rate == rate * align
+        and size == len(data) - _WAV_HEADER.size
+        and riff_size == len(data) - 8
+        and size % align == 0
+    )
+    return (channels, rate, size // align) if canonical else None
 
 
 def _wav_bytes(samples: np.ndarray, rate: int) -> bytes:

@@ -170,6 +170,9 @@ class BBoxCodec(rk.Codec[BBoxOptions]):
     def _canonical(self, given: np.ndarray) -> np.ndarray:
         """Validate boxes given in the declared format; return them as float32 xyxy."""
         fmt = self.options.format
+        upper = 1.0 if self.options.normalized else _FLOAT32_MAX
+        if fmt == "xyxy" and given.size and _plainly_valid(given, upper):
+            return given.astype(np.float32)
         tol = self.options.tolerance
         bad = ~np.isfinite(given).all(axis=1)
         if bad.any():
@@ -209,6 +212,12 @@ class BBoxCodec(rk.Codec[BBoxOptions]):
         return np.asarray(xyxy, dtype=np.float32)
 
     def _label_ids_of(self, labels: Any, count: int) -> np.ndarray:
+        # Integer ids in an array take one range check (out of range: the loop below says which).
+        if isinstance(labels, np.ndarray) and labels.dtype.kind in "iu" and labels.shape == (count,):
+            names_count = len(self.options.labels or [])
+            if count == 0 or (labels.min() >= 0 and labels.max() < names_count):
+                ids: np.ndarray = labels.astype(np.int64)
+                return ids
         items = _as_list("labels", labels)
         if len(items) != count:
             raise rk.errors.InvalidValueError(f"{count} boxes but {len(items)} labels")
@@ -298,6 +307,21 @@ class BBoxCodec(rk.Codec[BBoxOptions]):
 
 
 # -- helpers ---------------------------------------------------------------------------
+
+
+#: Up to this many boxes, checking them in plain Python beats numpy's per-call overhead.
+_FEW_BOXES = 32
+
+
+def _plainly_valid(xyxy: np.ndarray, upper: float) -> bool:
+    """Whether every box is finite, within ``[0, upper]`` and has min <= max: the common
+    case, which needs no clipping or tolerance. Any doubt (a NaN fails every comparison)
+    returns False, and the full check then says what is wrong."""
+    if len(xyxy) <= _FEW_BOXES:
+        return all(0.0 <= x0 <= x1 <= upper and 0.0 <= y0 <= y1 <= upper for x0, y0, x1, y1 in xyxy.tolist())
+    low, high = xyxy.min(), xyxy.max()
+    ordered = bool((xyxy[:, 0] <= xyxy[:, 2]).all() and (xyxy[:, 1] <= xyxy[:, 3]).all())
+    return bool(low >= 0.0 and high <= upper and ordered)
 
 
 def _is_empty(value: Any) -> bool:

@@ -14,13 +14,16 @@ import numpy as np
 import pydantic
 
 from recordkit._example import (
-    encode_example,
+    encode_entry,
     encode_feature,
-    encode_single_bytes_feature,
-    entry_size,
+    encode_float_scalar_feature,
+    encode_int64_scalar_entry,
+    join_entries,
     normalize_values,
+    payload_entry_head,
 )
 from recordkit._schema import BoundField, BoundSchema, KeyedFeature, read_only_reason
+from recordkit._tfrecord import frame_pieces
 from recordkit._wire import WireKind
 from recordkit.errors import InvalidValueError, RecordError, RecordkitError, SchemaError
 
@@ -59,31 +62,44 @@ class RecordEncoder:
 
     def encode(self, record: Any, index: int | str | None = None) -> bytes:
         """The serialized Example of ``record``; raises RecordError naming the record."""
-        return self.encode_with_sizes(record, index, sizes=False).data
+        return b"".join(join_entries(self._entries(record, index, None)))
 
-    def encode_with_sizes(
-        self, record: Any, index: int | str | None = None, *, sizes: bool = True
-    ) -> EncodedRecord:
+    def encode_framed(self, record: Any, index: int | str | None = None) -> bytes:
+        """The serialized Example of ``record`` with its TFRecord framing, ready to be
+        appended to a shard (the writer's path: payloads are copied once)."""
+        pieces = join_entries(self._entries(record, index, None))
+        return frame_pieces(pieces, sum(map(len, pieces)))
+
+    def encode_with_sizes(self, record: Any, index: int | str | None = None) -> EncodedRecord:
         """Like :meth:`encode`, also counting each field's serialized bytes."""
-        items = record_items(record)
-        errors: list[RecordkitError] = []
-        unknown = [name for name in items if name not in self._names]
-        for name in unknown:
-            errors.append(RecordError("not a field of the schema", field=name, record=index))
-        parts: list[tuple[bytes, bytes]] = []
         field_bytes: dict[str, int] = {}
+        pieces = join_entries(self._entries(record, index, field_bytes))
+        return EncodedRecord(b"".join(pieces), field_bytes)
+
+    def _entries(
+        self, record: Any, index: int | str | None, field_bytes: dict[str, int] | None
+    ) -> list[bytes]:
+        """The pieces of every field's Example map entries; all of the record's errors
+        raised as one. With ``field_bytes``, each field's share of the bytes goes there."""
+        items = record if type(record) is dict else record_items(record)
+        errors: list[RecordkitError] = []
+        if len(items) > len(self._names) or not self._names.issuperset(items):
+            for name in items:
+                if name not in self._names:
+                    errors.append(RecordError("not a field of the schema", field=name, record=index))
+        entries: list[bytes] = []
         wires: dict[str, Mapping[str, Any]] = {}
         for field in self.bound.fields:
-            start = len(parts)
+            start = len(entries)
             try:
-                wire = self._encode_field(field, items, parts)
+                wire = self._encode_field(field, items, entries)
             except RecordkitError as exc:
                 errors.append(exc.with_context(field=field.name, record=index))
                 continue
             if wire is not None:
                 wires[field.name] = wire
-            if sizes:
-                field_bytes[field.name] = sum(entry_size(key, feature) for key, feature in parts[start:])
+            if field_bytes is not None:
+                field_bytes[field.name] = sum(map(len, entries[start:]))
         for field in self._related:
             if field.name not in wires:
                 continue
@@ -94,10 +110,10 @@ class RecordEncoder:
                 errors.append(exc.with_context(field=field.name, record=index))
         if errors:
             raise _combine(errors, index)
-        return EncodedRecord(encode_example(parts), field_bytes)
+        return entries
 
     def _encode_field(
-        self, field: BoundField, items: Mapping[str, Any], parts: list[tuple[bytes, bytes]]
+        self, field: BoundField, items: Mapping[str, Any], entries: list[bytes]
     ) -> Mapping[str, Any] | None:
         value = items.get(field.name)
         if value is None:
@@ -107,58 +123,78 @@ class RecordEncoder:
                 value = field.spec.default
             else:
                 raise RecordError("missing (the field is neither optional nor has a default)")
-        if field.spec.sequence:
-            if isinstance(value, (str, bytes)) or not hasattr(value, "__iter__"):
-                raise InvalidValueError(f"a sequence field takes a list, not {type(value).__name__}")
-            elements = [_call_encode(field, element, i) for i, element in enumerate(value)]
-            for keyed in field.features:
-                self._append_sequence(keyed, elements, parts)
-            wire: Mapping[str, Any] = elements[0] if len(elements) == 1 else {}
-        else:
-            wire = _call_encode(field, value, None)
-            for keyed in field.features:
-                single = wire[keyed.feature.name]
-                feature = keyed.feature
-                if type(single) is bytes and feature.kind is WireKind.BYTES and feature.shape == ():
-                    parts.append((keyed.key_bytes, encode_single_bytes_feature(single)))
-                    continue
-                values = _normalize(keyed, wire)
-                _check_size(keyed, values)
-                parts.append((keyed.key_bytes, encode_feature(keyed.feature.kind, values)))
+        try:
+            if field.spec.sequence:
+                if isinstance(value, (str, bytes)) or not hasattr(value, "__iter__"):
+                    raise InvalidValueError(f"a sequence field takes a list, not {type(value).__name__}")
+                elements = [_call_encode(field, element, i) for i, element in enumerate(value)]
+                for keyed in field.features:
+                    _append_sequence(keyed, elements, entries)
+                wire: Mapping[str, Any] = elements[0] if len(elements) == 1 else {}
+            else:
+                wire = _call_encode(field, value, None)
+                for keyed in field.features:
+                    _append_single(keyed, wire[keyed.feature.name], entries)
+        except KeyError as exc:  # only the wire lookups raise it: codec errors are wrapped
+            raise InvalidValueError(
+                f"codec {field.codec.name!r} returned no value for its wire feature {exc.args[0]!r}"
+            ) from None
         if field.presence_key is not None:
-            parts.append((field.presence_key.encode(), _PRESENT))
+            entries.append(encode_entry(field.presence_key.encode(), _PRESENT))
         return wire
 
-    @staticmethod
-    def _append_sequence(
-        keyed: KeyedFeature, elements: list[Mapping[str, Any]], parts: list[tuple[bytes, bytes]]
-    ) -> None:
-        chunks = []
-        lengths = []
-        for i, wire in enumerate(elements):
+
+def _append_single(keyed: KeyedFeature, value: Any, entries: list[bytes]) -> None:
+    """The entry of one feature of a (non-sequence) field."""
+    feature = keyed.feature
+    if feature.shape == ():  # fast paths for the commonest values
+        value_type = type(value)
+        if value_type is bytes and feature.kind is WireKind.BYTES:
+            entries.append(payload_entry_head(keyed.key_bytes, len(value)))
+            entries.append(value)  # the payload, uncopied
+            return
+        if value_type is int and feature.kind is WireKind.INT64:
+            entries.append(_int64_scalar(keyed, value))
+            return
+        if value_type is float and feature.kind is WireKind.FLOAT:
             try:
-                values = _normalize(keyed, wire)
-                _check_size(keyed, values)
-            except RecordkitError as exc:
-                raise exc.with_context(field=f"[{i}]") from None
-            chunks.append(values)
-            inner = max(keyed.feature.fixed_size if keyed.feature.is_fixed else keyed.feature.inner_size, 1)
-            lengths.append(len(values) // inner)
-        kind = keyed.feature.kind
-        if kind is WireKind.BYTES:
-            joined: Any = [b for chunk in chunks for b in chunk]
-        else:
-            joined = np.concatenate(chunks) if chunks else np.zeros(0, kind.numpy_dtype)
-        parts.append((keyed.key_bytes, encode_feature(kind, joined)))
-        if keyed.lengths_key is not None:
-            parts.append(
-                (keyed.lengths_key.encode(), encode_feature(WireKind.INT64, np.asarray(lengths, np.int64)))
-            )
+                entries.append(encode_entry(keyed.key_bytes, encode_float_scalar_feature(value)))
+                return
+            except OverflowError:
+                pass  # beyond float32: the general path below stores what numpy makes of it
+    values = _normalize(keyed, value)
+    _check_size(keyed, values)
+    entries.append(encode_entry(keyed.key_bytes, encode_feature(feature.kind, values)))
+
+
+def _append_sequence(keyed: KeyedFeature, elements: list[Mapping[str, Any]], entries: list[bytes]) -> None:
+    """The entries of one feature of a sequence field: every element's values
+    concatenated, and their lengths when the feature is variable."""
+    chunks = []
+    lengths = []
+    for i, wire in enumerate(elements):
+        try:
+            values = _normalize(keyed, wire[keyed.feature.name])
+            _check_size(keyed, values)
+        except RecordkitError as exc:
+            raise exc.with_context(field=f"[{i}]") from None
+        chunks.append(values)
+        inner = max(keyed.feature.fixed_size if keyed.feature.is_fixed else keyed.feature.inner_size, 1)
+        lengths.append(len(values) // inner)
+    kind = keyed.feature.kind
+    if kind is WireKind.BYTES:
+        joined: Any = [b for chunk in chunks for b in chunk]
+    else:
+        joined = np.concatenate(chunks) if chunks else np.zeros(0, kind.numpy_dtype)
+    entries.append(encode_entry(keyed.key_bytes, encode_feature(kind, joined)))
+    if keyed.lengths_key is not None:
+        lengths_feature = encode_feature(WireKind.INT64, np.asarray(lengths, np.int64))
+        entries.append(encode_entry(keyed.lengths_key.encode(), lengths_feature))
 
 
 def _call_encode(field: BoundField, value: Any, element: int | None) -> Mapping[str, Any]:
     try:
-        wire = field.codec.encode(value)
+        return field.codec.encode(value)
     except RecordkitError as exc:
         if element is not None:
             exc.with_context(field=f"{field.name}[{element}]")
@@ -168,15 +204,18 @@ def _call_encode(field: BoundField, value: Any, element: int | None) -> Mapping[
         raise InvalidValueError(
             f"codec {field.codec.name!r} failed: {type(exc).__name__}: {exc}", field=where
         ) from exc
-    missing = [k.feature.name for k in field.features if k.feature.name not in wire]
-    if missing:
-        raise InvalidValueError(f"codec {field.codec.name!r} returned no value for wire features {missing}")
-    return wire
 
 
-def _normalize(keyed: KeyedFeature, wire: Mapping[str, Any]) -> Any:
+def _int64_scalar(keyed: KeyedFeature, value: int) -> bytes:
     try:
-        return normalize_values(keyed.feature.kind, wire[keyed.feature.name])
+        return encode_int64_scalar_entry(keyed.key_bytes, value)
+    except ValueError as exc:
+        raise InvalidValueError(f"wire feature {keyed.feature.name!r}: {exc}") from None
+
+
+def _normalize(keyed: KeyedFeature, value: Any) -> Any:
+    try:
+        return normalize_values(keyed.feature.kind, value)
     except (TypeError, ValueError) as exc:
         raise InvalidValueError(f"wire feature {keyed.feature.name!r}: {exc}") from None
 

@@ -14,6 +14,7 @@ clash with TensorFlow's own ``tensorflow.Example`` when both are imported.
 from __future__ import annotations
 
 import functools
+import struct
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -35,6 +36,8 @@ _SMALL_VARINTS = [bytes((i,)) for i in range(128)]
 def _varint(value: int) -> bytes:
     if value < 128:
         return _SMALL_VARINTS[value]
+    if value < 16384:
+        return bytes(((value & 0x7F) | 0x80, value >> 7))
     out = bytearray()
     while value > 0x7F:
         out.append((value & 0x7F) | 0x80)
@@ -71,11 +74,39 @@ def _int64_list(values: Sequence[int] | np.ndarray) -> bytes:
     return _len_prefixed(_TAG_1_LEN, payload)
 
 
+def single_bytes_feature_head(size: int) -> bytes:
+    """The bytes that precede a value of ``size`` bytes in the serialized
+    ``tf.train.Feature`` holding that one value: the feature is ``head + value``.
+
+    Kept apart from the value so that a large payload (an encoded image or audio clip)
+    is copied once, into the finished record, rather than at every level of nesting.
+    """
+    inner = 1 + len(_varint(size)) + size
+    return _TAG_1_LEN + _varint(inner) + _TAG_1_LEN + _varint(size)
+
+
 def encode_single_bytes_feature(value: bytes) -> bytes:
-    """The serialized ``tf.train.Feature`` holding one bytes value (the common case of
-    an encoded image, audio clip or string), without building a list first."""
-    inner = _TAG_1_LEN + _varint(len(value)) + value
-    return _TAG_1_LEN + _varint(len(inner)) + inner
+    """The serialized ``tf.train.Feature`` holding one bytes value."""
+    return single_bytes_feature_head(len(value)) + value
+
+
+@functools.lru_cache(maxsize=4096)
+def encode_int64_scalar_feature(value: int) -> bytes:
+    """The serialized ``tf.train.Feature`` holding one int64 (ValueError if it does not
+    fit). Cached: heights, widths, sample rates and labels repeat from record to record."""
+    if not -(2**63) <= value < 2**63:
+        raise ValueError(f"{value} does not fit in int64")
+    return _len_prefixed(_TAG_3_LEN, _int64_list([value]))
+
+
+_FLOAT_SCALAR_HEAD = _TAG_2_LEN + b"\x06" + _TAG_1_LEN + b"\x04"
+_F32 = struct.Struct("<f")
+
+
+def encode_float_scalar_feature(value: float) -> bytes:
+    """The serialized ``tf.train.Feature`` holding one float32 (rounded as numpy rounds;
+    OverflowError beyond float32's range, where numpy would give an infinity)."""
+    return _FLOAT_SCALAR_HEAD + _F32.pack(value)
 
 
 def encode_feature(kind: WireKind, values: Any) -> bytes:
@@ -87,24 +118,53 @@ def encode_feature(kind: WireKind, values: Any) -> bytes:
     return _len_prefixed(_TAG_3_LEN, _int64_list(values))
 
 
+# -- Examples as pieces -------------------------------------------------------------------
+#
+# An Example is a Features message whose map entries are ``key: Feature``. The writer
+# builds each entry as soon as its feature is encoded and keeps the entries as a list of
+# pieces; a large payload (an encoded image or audio clip) is a piece of its own, so it
+# is copied once, when the record is framed, rather than at every level of nesting.
+
+
+@functools.lru_cache(maxsize=4096)
+def _entry_prefix(key: bytes) -> bytes:
+    # A map entry's key field and the tag of its value field: fixed for a key.
+    return _TAG_1_LEN + _varint(len(key)) + key + _TAG_2_LEN
+
+
+def encode_entry(key: bytes, feature: bytes) -> bytes:
+    """One ``key: feature`` map entry of an Example, for a serialized Feature."""
+    body = _entry_prefix(key) + _varint(len(feature)) + feature
+    return _TAG_1_LEN + _varint(len(body)) + body
+
+
+@functools.lru_cache(maxsize=8192)
+def encode_int64_scalar_entry(key: bytes, value: int) -> bytes:
+    """:func:`encode_entry` of one int64, cached (see :func:`encode_int64_scalar_feature`)."""
+    return encode_entry(key, encode_int64_scalar_feature(value))
+
+
+def payload_entry_head(key: bytes, size: int) -> bytes:
+    """The map entry holding one bytes value of ``size`` bytes, up to the value: the
+    entry is ``payload_entry_head(key, len(value)) + value``."""
+    feature_size = size + 1 + len(_varint(size))
+    feature_size += 1 + len(_varint(feature_size))
+    body = _entry_prefix(key) + _varint(feature_size) + single_bytes_feature_head(size)
+    return _TAG_1_LEN + _varint(len(body) + size) + body
+
+
+def join_entries(entries: list[bytes]) -> list[bytes]:
+    """The pieces of the serialized Example made of ``entries`` (pieces of map entries,
+    in order): the Features header, then the entries themselves."""
+    return [_TAG_1_LEN + _varint(sum(map(len, entries))), *entries]
+
+
 def encode_example(features: Iterable[tuple[bytes, bytes]]) -> bytes:
     """A serialized ``tf.train.Example`` from ``(encoded key, serialized Feature)`` pairs.
 
     Keys are passed pre-encoded (UTF-8) so the hot path does not re-encode them.
     """
-    entries = []
-    for key, feature in features:
-        entry = _TAG_1_LEN + _varint(len(key)) + key + _TAG_2_LEN + _varint(len(feature)) + feature
-        entries.append(_TAG_1_LEN)
-        entries.append(_varint(len(entry)))
-        entries.append(entry)
-    return _len_prefixed(_TAG_1_LEN, b"".join(entries))
-
-
-def entry_size(key: bytes, feature: bytes) -> int:
-    """Bytes one ``key: feature`` map entry takes inside a serialized Example."""
-    entry = 2 + len(_varint(len(key))) + len(key) + len(_varint(len(feature))) + len(feature)
-    return 1 + len(_varint(entry)) + entry
+    return b"".join(join_entries([encode_entry(key, feature) for key, feature in features]))
 
 
 def normalize_values(kind: WireKind, value: Any) -> Any:
@@ -118,6 +178,8 @@ def normalize_values(kind: WireKind, value: Any) -> Any:
         if not -(2**63) <= value < 2**63:
             raise ValueError(f"{value} does not fit in int64")
         return [value]
+    if type(value) is np.ndarray and value.dtype == (np.float32 if kind is WireKind.FLOAT else np.int64):
+        return value.reshape(-1)  # already in the stored type: nothing to check
     if kind is WireKind.BYTES:
         if isinstance(value, (bytes, bytearray, memoryview)):
             return [bytes(value)]

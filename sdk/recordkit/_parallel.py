@@ -11,9 +11,12 @@ fingerprint matches the parent's. Workers return framed TFRecord bytes (or the
 record's error); the parent only writes.
 
 Processes are started with the ``spawn`` method: forking a process that has imported
-TensorFlow (or holds threads) is unsafe. Memory stays bounded: at most
-``batches_per_worker`` batches of ``batch_records`` records per worker are in flight,
-whatever the size of the input.
+TensorFlow (or holds threads) is unsafe. Records travel in batches sized from the
+measured encoding time (about :data:`TARGET_BATCH_SECONDS` of work each, at most
+:data:`MAX_BATCH_RECORDS` records), so a slow record (a large PNG to compress) does not
+hold a whole batch hostage and a fast one does not pay a round trip each. Memory stays
+bounded: at most ``batches_per_worker`` batches per worker are in flight, whatever the
+size of the input.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ import collections
 import dataclasses
 import importlib
 import multiprocessing
+import time
 from collections.abc import Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -30,20 +34,26 @@ from typing import Any, Generic, TypeVar
 from recordkit._encode import RecordEncoder
 from recordkit._registry import CodecRegistry
 from recordkit._schema import BoundSchema, Schema
-from recordkit._tfrecord import frame_record
 from recordkit.errors import DatasetError, PluginError, RecordkitError
 
-__all__ = ["BATCH_RECORDS", "OrderedPool", "WorkerSetup", "encode_batch"]
+__all__ = ["FIRST_BATCH_RECORDS", "OrderedPool", "WorkerSetup", "encode_batch"]
 
-#: Records sent to a worker at a time: enough to amortise the IPC round trip.
-BATCH_RECORDS = 32
-#: Batches in flight per worker: enough to keep every worker busy while the parent writes.
-BATCHES_PER_WORKER = 4
+#: Records in the first batch, before any encoding time has been measured.
+FIRST_BATCH_RECORDS = 4
+#: Encoding work per batch: long enough to amortise a round trip to a worker (about a
+#: millisecond), short enough to spread slow records evenly over the workers.
+TARGET_BATCH_SECONDS = 0.05
+#: Records per batch at most, which bounds the memory of fast, small records in flight.
+MAX_BATCH_RECORDS = 256
+#: Batches in flight per worker: one being encoded and one waiting keeps a worker busy.
+BATCHES_PER_WORKER = 2
 
 #: A record travels as (label for its errors: its index or key, the record).
 Item = tuple[int | str, Any]
 #: A record comes back as its framed TFRecord bytes, or the error that rejected it.
 Result = bytes | RecordkitError
+#: A batch's results and the seconds its encoding took (for sizing the next batches).
+Timed = tuple[list[Result], float]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -121,10 +131,10 @@ def encode_batch(encoder: RecordEncoder, items: Sequence[Item]) -> list[Result]:
     """Encode and frame each record; a record that fails gives its error instead."""
     results: list[Result] = []
     append = results.append
-    encode = encoder.encode
+    encode = encoder.encode_framed
     for label, record in items:
         try:
-            append(frame_record(encode(record, label)))
+            append(encode(record, label))
         except RecordkitError as exc:
             append(exc)
     return results
@@ -141,15 +151,35 @@ def _init_worker(setup: WorkerSetup) -> None:
     _worker_setup = setup
 
 
-def _encode_in_worker(items: list[Item]) -> list[Result]:
-    # The encoder is built on the first batch, not in the initializer, so that a failure
-    # (a plugin missing in the worker's environment) reaches the parent as itself
-    # rather than as a broken pool.
+def _encoder_in_worker() -> RecordEncoder:
+    # The encoder is built by a task, not in the initializer, so that a failure (a plugin
+    # missing in the worker's environment) reaches the parent as itself rather than as a
+    # broken pool.
     global _worker_encoder
     if _worker_encoder is None:
         assert _worker_setup is not None, "worker started without its setup"
         _worker_encoder = _worker_setup.build_encoder()
-    return encode_batch(_worker_encoder, items)
+    return _worker_encoder
+
+
+def _warm_up_worker() -> bool:
+    """Build the worker's encoder ahead of the first batch; True when it is ready.
+    A failure is left for the first batch to report."""
+    try:
+        _encoder_in_worker()
+    except Exception:
+        return False
+    return True
+
+
+def _timed_encode(encoder: RecordEncoder, items: Sequence[Item]) -> Timed:
+    start = time.perf_counter()
+    results = encode_batch(encoder, items)
+    return results, time.perf_counter() - start
+
+
+def _encode_in_worker(items: list[Item]) -> Timed:
+    return _timed_encode(_encoder_in_worker(), items)
 
 
 # -- in the parent -----------------------------------------------------------------------
@@ -162,11 +192,22 @@ class OrderedPool(Generic[T]):
 
     :meth:`submit` returns the results that had to be collected to keep at most
     ``workers * batches_per_worker`` batches in flight; :meth:`drain` returns the rest.
-    Each batch carries a ``tag`` (whatever the caller needs to place its results).
+    Each batch carries a ``tag`` (whatever the caller needs to place its results), and
+    :attr:`batch_records` says how many records the next batch should have.
+
+    Starting a worker (a fresh interpreter that imports recordkit and the plugins) takes
+    about half a second. With a ``local_encoder``, batches submitted before every worker
+    is ready are encoded in the calling process instead of waiting, so the start-up
+    costs a short write little and a long one nothing.
     """
 
     def __init__(
-        self, setup: WorkerSetup, workers: int, *, batches_per_worker: int = BATCHES_PER_WORKER
+        self,
+        setup: WorkerSetup,
+        workers: int,
+        *,
+        batches_per_worker: int = BATCHES_PER_WORKER,
+        local_encoder: RecordEncoder | None = None,
     ) -> None:
         if workers < 2:
             raise ValueError(f"an OrderedPool needs at least 2 workers, not {workers}")
@@ -176,15 +217,35 @@ class OrderedPool(Generic[T]):
             initializer=_init_worker,
             initargs=(setup,),
         )
-        self._in_flight: collections.deque[tuple[T, Future[list[Result]]]] = collections.deque()
+        self._in_flight: collections.deque[tuple[T, int, Future[Timed]]] = collections.deque()
         self._max_in_flight = workers * batches_per_worker
+        self._local_encoder = local_encoder
+        self._warming = [self._executor.submit(_warm_up_worker) for _ in range(workers)]
+        self._seconds_per_record: float | None = None
+
+    @property
+    def batch_records(self) -> int:
+        """Records for the next batch: about :data:`TARGET_BATCH_SECONDS` of encoding."""
+        if self._seconds_per_record is None:
+            return FIRST_BATCH_RECORDS
+        wanted = TARGET_BATCH_SECONDS / max(self._seconds_per_record, 1e-9)
+        return max(1, min(MAX_BATCH_RECORDS, int(wanted)))
+
+    def _workers_ready(self) -> bool:
+        if self._warming and all(future.done() for future in self._warming):
+            self._warming = []
+        return not self._warming
 
     def submit(self, tag: T, items: list[Item]) -> list[tuple[T, list[Result]]]:
-        try:
-            future = self._executor.submit(_encode_in_worker, items)
-        except BrokenProcessPool as exc:
-            raise _worker_died(exc) from exc
-        self._in_flight.append((tag, future))
+        if self._local_encoder is not None and not self._workers_ready():
+            future: Future[Timed] = Future()
+            future.set_result(_timed_encode(self._local_encoder, items))
+        else:
+            try:
+                future = self._executor.submit(_encode_in_worker, items)
+            except BrokenProcessPool as exc:
+                raise _worker_died(exc) from exc
+        self._in_flight.append((tag, len(items), future))
         done = []
         while len(self._in_flight) > self._max_in_flight:
             done.append(self._collect())
@@ -195,16 +256,20 @@ class OrderedPool(Generic[T]):
             yield self._collect()
 
     def _collect(self) -> tuple[T, list[Result]]:
-        tag, future = self._in_flight.popleft()
+        tag, count, future = self._in_flight.popleft()
         try:
-            return tag, future.result()
+            results, seconds = future.result()
         except BrokenProcessPool as exc:
             raise _worker_died(exc) from exc
+        per_record = seconds / max(count, 1)
+        previous = self._seconds_per_record
+        self._seconds_per_record = per_record if previous is None else 0.7 * previous + 0.3 * per_record
+        return tag, results
 
     def close(self, *, cancel: bool = False) -> None:
         """Stop the workers; with ``cancel``, drop the batches still queued."""
         if cancel:
-            for _, future in self._in_flight:
+            for _, _, future in self._in_flight:
                 future.cancel()
             self._in_flight.clear()
         self._executor.shutdown(wait=True, cancel_futures=cancel)

@@ -5,15 +5,21 @@ sha256 and size computed from the bytes as they go to disk, then flushed, fsynce
 renamed to its final name (``train-00003.tfrecord``). A final name therefore always
 holds a complete shard; a temporary name is debris of a write that stopped, removed by
 the next write to the split.
+
+Hashing, compressing and writing happen on one background thread per shard, in chunks
+of about a megabyte: all three release the GIL, so they overlap with the encoding of
+the next records instead of adding to it.
 """
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import hashlib
 import os
 import re
 import zlib
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +46,9 @@ DEFAULT_SHARD_BYTES = 128 * 2**20
 #: Encoded records are collected to this many bytes before being hashed, compressed and
 #: written, so the per-record cost is one list append.
 _CHUNK_BYTES = 1 << 20
+#: Chunks handed to the background thread and not yet written: bounds the memory a slow
+#: disk can hold up, and makes the encoder wait for it.
+_CHUNKS_IN_FLIGHT = 4
 _DIGITS = 5
 _SPLIT_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$")
 
@@ -127,6 +136,8 @@ class ShardFile:
         elif compression is Compression.ZLIB:
             self._compressor = zlib.compressobj()
         self._file = open(self.temp_path, "wb")  # noqa: SIM115 - closed in commit()/discard()
+        self._io = ThreadPoolExecutor(max_workers=1, thread_name_prefix="recordkit-shard")
+        self._in_flight: collections.deque[Future[None]] = collections.deque()
 
     def fits(self, size: int, limits: ShardLimits) -> bool:
         """Whether a record of ``size`` framed bytes may still go into this shard."""
@@ -146,9 +157,17 @@ class ShardFile:
             self._flush_pending()
 
     def _flush_pending(self) -> None:
-        data = b"".join(self._pending)
-        self._pending.clear()
+        if not self._pending:
+            return
+        chunk, self._pending = self._pending, []
         self._pending_bytes = 0
+        while len(self._in_flight) >= _CHUNKS_IN_FLIGHT:
+            self._in_flight.popleft().result()
+        self._in_flight.append(self._io.submit(self._store_chunk, chunk))
+
+    def _store_chunk(self, chunk: list[bytes]) -> None:
+        """On the background thread: join, compress, hash and write one chunk."""
+        data = b"".join(chunk)
         if self._compressor is not None:
             data = self._compressor.compress(data)
         self._store(data)
@@ -159,9 +178,16 @@ class ShardFile:
             self._file.write(data)
             self._stored_bytes += len(data)
 
+    def _wait_for_io(self) -> None:
+        """Wait until every chunk handed over is written; re-raise a write's error."""
+        while self._in_flight:
+            self._in_flight.popleft().result()
+
     def commit(self) -> ShardInfo:
         """Finish the file, fsync it and rename it to its final name."""
         self._flush_pending()
+        self._wait_for_io()
+        self._io.shutdown()
         if self._compressor is not None:
             self._store(self._compressor.flush())
         self._file.flush()
@@ -175,6 +201,10 @@ class ShardFile:
     def discard(self) -> None:
         """Close and delete the temporary file (the shard was not completed)."""
         try:
+            for future in self._in_flight:
+                future.cancel()
+            self._in_flight.clear()
+            self._io.shutdown(wait=True)
             self._file.close()
         finally:
             self.temp_path.unlink(missing_ok=True)

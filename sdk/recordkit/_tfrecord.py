@@ -21,7 +21,7 @@ import io
 import os
 import struct
 import zlib
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import BinaryIO
 
@@ -29,7 +29,14 @@ import google_crc32c
 
 from recordkit.errors import CorruptRecordError
 
-__all__ = ["Compression", "TFRecordFileWriter", "frame_record", "iter_tfrecords", "masked_crc"]
+__all__ = [
+    "Compression",
+    "TFRecordFileWriter",
+    "frame_pieces",
+    "frame_record",
+    "iter_tfrecords",
+    "masked_crc",
+]
 
 _LENGTH = struct.Struct("<Q")
 _CRC = struct.Struct("<I")
@@ -60,16 +67,31 @@ class Compression(str, enum.Enum):
         return {"": "", "GZIP": ".gz", "ZLIB": ".zz"}[self.value]
 
 
+def _mask(crc: int) -> int:
+    return (((crc >> 15) | (crc << 17)) + _MASK_DELTA) & 0xFFFFFFFF
+
+
 def masked_crc(data: bytes) -> int:
     """TFRecord's masked CRC-32C of ``data``."""
-    crc = int(google_crc32c.value(data))
-    return (((crc >> 15) | (crc << 17)) + _MASK_DELTA) & 0xFFFFFFFF
+    return _mask(int(google_crc32c.value(data)))
 
 
 def frame_record(data: bytes) -> bytes:
     """One record with its TFRecord framing."""
-    length = _LENGTH.pack(len(data))
-    return length + _CRC.pack(masked_crc(length)) + data + _CRC.pack(masked_crc(data))
+    return frame_pieces([data], len(data))
+
+
+def frame_pieces(pieces: Sequence[bytes], size: int) -> bytes:
+    """One record given as pieces (of ``size`` bytes in all), framed, in one copy.
+
+    The CRC of the data is accumulated piece by piece, so the record is never joined
+    before it is joined into its frame.
+    """
+    length = _LENGTH.pack(size)
+    crc = 0
+    for piece in pieces:
+        crc = google_crc32c.extend(crc, piece)
+    return b"".join([length, _CRC.pack(masked_crc(length)), *pieces, _CRC.pack(_mask(int(crc)))])
 
 
 class _ZlibWriter(io.RawIOBase):

@@ -29,7 +29,7 @@ from typing import Any, Literal
 from recordkit._compat import check_compatibility
 from recordkit._encode import RecordEncoder, record_items
 from recordkit._manifest import MANIFEST_FILE, CodecProvenance, Manifest, SplitInfo, UnfinishedWrite
-from recordkit._parallel import BATCH_RECORDS, Item, OrderedPool, Result, WorkerSetup
+from recordkit._parallel import FIRST_BATCH_RECORDS, Item, OrderedPool, Result, WorkerSetup
 from recordkit._progress import Progress
 from recordkit._record import Record, schema_of
 from recordkit._registry import CodecRegistry
@@ -44,7 +44,7 @@ from recordkit._sharding import (
     shard_pattern,
     temp_pattern,
 )
-from recordkit._tfrecord import Compression, frame_record
+from recordkit._tfrecord import Compression
 from recordkit._version import __version__
 from recordkit.errors import DatasetError, IncompatibleSchemaError, RecordError, RecordkitError
 
@@ -303,7 +303,7 @@ class DatasetWriter:
         label: int | str = index if key is None else key
         if self._workers < 2:
             try:
-                framed = frame_record(self._encoder.encode(record, label))
+                framed = self._encoder.encode_framed(record, label)
             except RecordkitError as exc:
                 self._reject(state, index, key, exc)
                 return
@@ -311,7 +311,8 @@ class DatasetWriter:
             return
         state.batch_meta.append((index, key))
         state.batch_items.append((label, record))
-        if len(state.batch_items) >= BATCH_RECORDS:
+        wanted = FIRST_BATCH_RECORDS if self._pool is None else self._pool.batch_records
+        if len(state.batch_items) >= wanted:
             self._submit(state)
 
     def write_all(self, records: Iterable[Any], split: str = "train") -> None:
@@ -347,7 +348,8 @@ class DatasetWriter:
 
     def _submit(self, state: _Split) -> None:
         if self._pool is None:
-            self._pool = OrderedPool(WorkerSetup.from_bound(self._bound, self._registry), self._workers)
+            setup = WorkerSetup.from_bound(self._bound, self._registry)
+            self._pool = OrderedPool(setup, self._workers, local_encoder=self._encoder)
         tag = (state, state.batch_meta)
         items = state.batch_items
         state.batch_meta, state.batch_items = [], []

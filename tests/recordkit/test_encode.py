@@ -210,9 +210,20 @@ def test_a_codec_bug_keeps_the_context_and_the_cause(registry: rk.CodecRegistry)
     assert isinstance(info.value.__cause__, ZeroDivisionError)
 
 
-def test_a_codec_that_skips_a_wire_feature_is_caught(registry: rk.CodecRegistry) -> None:
-    with pytest.raises(rk.errors.InvalidValueError, match=r"returned no value for wire features \[''\]"):
-        encoder(registry, x=spec("forgetful")).encode({"x": 1}, 0)
+@pytest.mark.parametrize("sequence", [False, True])
+def test_a_codec_that_skips_a_wire_feature_is_caught(registry: rk.CodecRegistry, sequence: bool) -> None:
+    enc = encoder(registry, x=spec("forgetful", sequence=sequence))
+    reason = r"returned no value for its wire feature ''"
+    with pytest.raises(rk.errors.InvalidValueError, match=reason) as info:
+        enc.encode({"x": [1, 2] if sequence else 1}, 0)
+    assert (info.value.field, info.value.record) == ("x", 0)
+
+
+def test_float32_scalars_round_as_numpy_does(registry: rk.CodecRegistry) -> None:
+    enc = encoder(registry, x=spec(options={"dtype": "float32"}))
+    values = [0.1, -2.5e-40, 3.4e38, 1e-46, float("inf"), float("nan"), 16777217.0]
+    out = rk.make_parser(enc.bound)(tf.constant([enc.encode({"x": v}) for v in values]))
+    np.testing.assert_array_equal(out["x"].numpy(), np.asarray(values, dtype=np.float32))
 
 
 def test_a_wrong_number_of_values_for_the_shape_is_caught(registry: rk.CodecRegistry) -> None:

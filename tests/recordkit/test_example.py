@@ -8,10 +8,22 @@ from typing import Any
 import numpy as np
 import pytest
 import tensorflow as tf
-from hypothesis import given
+from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from recordkit._example import decode_example, encode_example, encode_feature, normalize_values
+from recordkit._example import (
+    decode_example,
+    encode_entry,
+    encode_example,
+    encode_feature,
+    encode_int64_scalar_entry,
+    encode_int64_scalar_feature,
+    encode_single_bytes_feature,
+    join_entries,
+    normalize_values,
+    payload_entry_head,
+)
+from recordkit._tfrecord import frame_pieces, frame_record
 from recordkit._wire import WireKind
 
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
@@ -164,3 +176,38 @@ def test_normalize_refuses_values_of_the_wrong_kind(
 ) -> None:
     with pytest.raises(error, match=match):
         normalize_values(kind, value)
+
+
+@given(examples, st.binary(max_size=20_000))
+def test_entries_with_an_uncopied_payload_make_the_example(
+    features: dict[str, tuple[WireKind, list[Any]]], payload: bytes
+) -> None:
+    assume("payload" not in features)
+    entries = [
+        encode_entry(key.encode("utf-8"), encode_feature(kind, normalize_values(kind, values)))
+        for key, (kind, values) in features.items()
+    ]
+    entries += [payload_entry_head(b"payload", len(payload)), payload]
+    pieces = join_entries(entries)
+    example = b"".join(pieces)
+    assert example == encode({**features, "payload": (WireKind.BYTES, [payload])})
+    assert tf.train.Example.FromString(example).features.feature["payload"].bytes_list.value == [payload]
+    assert frame_pieces(pieces, len(example)) == frame_record(example)
+
+
+@given(int64s)
+def test_the_cached_int64_scalar_feature_is_the_general_one(value: int) -> None:
+    assert encode_int64_scalar_feature(value) == encode_feature(WireKind.INT64, [value])
+    general = encode_entry(b"k", encode_feature(WireKind.INT64, [value]))
+    assert encode_int64_scalar_entry(b"k", value) == general
+
+
+def test_single_bytes_feature_is_head_plus_value() -> None:
+    for size in (0, 1, 127, 128, 16_383, 16_384, 300_000):
+        value = b"v" * size
+        assert encode_single_bytes_feature(value) == encode_feature(WireKind.BYTES, [value])
+
+
+def test_int64_scalar_out_of_range() -> None:
+    with pytest.raises(ValueError, match="does not fit in int64"):
+        encode_int64_scalar_feature(2**63)

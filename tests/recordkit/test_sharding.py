@@ -92,3 +92,37 @@ def test_fits_counts_framed_bytes_and_records(tmp_path: Path) -> None:
     shard.add(b"x" * 10)
     assert not shard.fits(1, limits)  # three records already
     shard.discard()
+
+
+@pytest.mark.parametrize("compression", [Compression.NONE, Compression.GZIP])
+def test_many_chunks_written_in_the_background_keep_their_order(
+    tmp_path: Path, compression: Compression
+) -> None:
+    # ~7 MB: several chunks go through the background thread, more than it holds at once.
+    records = [bytes([i % 251]) * 70_000 + i.to_bytes(4, "little") for i in range(100)]
+    shard = ShardFile(tmp_path, "train", 0, compression)
+    for record in records:
+        shard.add(frame_record(record))
+    info = shard.commit()
+    data = (tmp_path / info.file).read_bytes()
+    assert (info.bytes, info.sha256) == (len(data), hashlib.sha256(data).hexdigest())
+    assert [d for _, d in iter_tfrecords(tmp_path / info.file, compression)] == records
+
+
+def test_a_failed_background_write_surfaces_and_leaves_no_shard(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def disk_full(self: ShardFile, data: bytes) -> None:
+        raise OSError(28, "No space left on device")
+
+    def fill_and_commit(shard: ShardFile) -> None:
+        for _ in range(200):  # ~14 MB: the error reaches the writer while it adds
+            shard.add(frame_record(b"x" * 70_000))
+        shard.commit()
+
+    shard = ShardFile(tmp_path, "train", 0, Compression.NONE)
+    monkeypatch.setattr(ShardFile, "_store", disk_full)
+    with pytest.raises(OSError, match="No space left"):
+        fill_and_commit(shard)
+    shard.discard()
+    assert list(tmp_path.iterdir()) == []

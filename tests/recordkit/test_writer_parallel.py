@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -160,3 +161,64 @@ def test_a_worker_that_gets_another_codec_is_refused() -> None:
     )  # fmt: skip
     with pytest.raises(PluginError, match="somewhere:Else"):
         wrong.build_encoder()
+
+
+# -- who encodes: the parent until the workers are ready, then the workers ------------------
+
+
+class PidCodec(rk.Codec[rk.CodecOptions]):
+    """A test-local codec that stores the id of the process that encoded the record."""
+
+    name = "encoder_pid"
+    version = "1"
+
+    def wire_spec(self) -> rk.WireSpec:
+        return rk.WireSpec((rk.WireFeature("", rk.WireKind.INT64, ()),))
+
+    def encode(self, value: Any) -> rk.WireValues:
+        return {"": os.getpid()}
+
+    def decode_numpy(self, wire: Mapping[str, Any]) -> Any:
+        return wire[""]
+
+    def decode_tf(self, wire: Mapping[str, Any]) -> Any:
+        return wire[""]
+
+
+class PidPlugin:
+    @staticmethod
+    @rk.hookimpl
+    def recordkit_register_codecs(registry: rk.CodecRegistry) -> None:
+        registry.register(PidCodec)
+
+
+def test_batches_are_encoded_here_until_the_workers_are_ready() -> None:
+    from recordkit._encode import RecordEncoder
+    from recordkit._example import decode_example
+    from recordkit._parallel import OrderedPool
+
+    registry = rk.load_plugins(allow=["scalar"], extra_plugins=[("pid-plugin", PidPlugin)]).registry
+    schema = rk.Schema(name="pids", fields={"pid": rk.FieldSpec(codec="encoder_pid")})
+    bound = schema.bind(registry)
+    pool: OrderedPool[int] = OrderedPool(
+        WorkerSetup.from_bound(bound, registry), 2, local_encoder=RecordEncoder(bound)
+    )
+    done: list[tuple[int, list[Any]]] = []
+    try:
+        # Submitted while the workers are still starting (a fresh interpreter each).
+        done += pool.submit(0, [(0, {"pid": 0})])
+        deadline = time.monotonic() + 120
+        tag = 1
+        while time.monotonic() < deadline:  # until a batch has gone to a worker
+            done += pool.submit(tag, [(tag, {"pid": 0})])
+            done += list(pool.drain())
+            if decode_example(done[-1][1][0][12:-4])["pid"][1][0] != os.getpid():
+                break
+            tag += 1
+            time.sleep(0.05)
+    finally:
+        pool.close()
+    pids = [decode_example(results[0][12:-4])["pid"][1][0] for _, results in done]
+    assert [t for t, _ in done] == list(range(len(done)))  # in submission order
+    assert pids[0] == os.getpid()
+    assert pids[-1] != os.getpid()

@@ -301,3 +301,27 @@ def test_a_truncated_wav_is_refused_not_shortened() -> None:
     sf.write(buffer, np.zeros(1600, np.int16), RATE, format="WAV", subtype="PCM_16")
     wav = buffer.getvalue()
     assert "truncated WAV audio" in str(encode_error(wav[: len(wav) - 100]))
+
+
+def stored_bytes(value: Any, **options: Any) -> bytes:
+    data = rk.RecordEncoder(schema(**options).bind()).encode({FIELD: value})
+    stored: bytes = decode_example(data)[FIELD][1][0]
+    return stored
+
+
+def test_a_canonical_wav_is_stored_as_given_and_others_are_rewritten() -> None:
+    clip = samples(300, 2)
+    canonical = audio_file(clip, "WAV")  # soundfile writes the plain 44-byte header
+    assert stored_bytes(canonical, channels=2) == canonical
+    # The same audio with a metadata chunk before the samples: stored canonical.
+    riff_body = canonical[12:36] + b"LIST" + (4).to_bytes(4, "little") + b"INFO" + canonical[36:]
+    with_metadata = b"RIFF" + (len(riff_body) + 4).to_bytes(4, "little") + b"WAVE" + riff_body
+    assert stored_bytes(with_metadata, channels=2) == canonical
+
+
+def test_a_canonical_wav_is_still_checked() -> None:
+    wav = audio_file(samples(100), "WAV", rate=8000)
+    assert "sample rate is 8000 Hz, the schema declares 16000 Hz" in str(encode_error(wav))
+    mono = audio_file(samples(100), "WAV")
+    assert "audio has 1 channel(s), the schema declares 2" in str(encode_error(mono, channels=2))
+    assert "the audio has no samples" in str(encode_error(audio_file(samples(0), "WAV")))

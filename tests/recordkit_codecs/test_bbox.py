@@ -381,3 +381,41 @@ def test_conformance_with_labels(tmp_path: Path) -> None:
 
 def test_docs_examples_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     assert run_doc_examples("bbox.md", tmp_path, monkeypatch) >= 1
+
+
+@pytest.mark.parametrize("count", [3, 40])  # few boxes are checked in Python, many with numpy
+@pytest.mark.parametrize(
+    ("bad", "reason"),
+    [
+        ([0.1, 0.2, np.nan, 0.6], r"non-finite coordinate"),
+        ([0.1, 0.2, np.inf, 0.6], r"non-finite coordinate"),
+        ([0.5, 0.2, 0.1, 0.6], r"x_min 0.5 > x_max 0.1"),
+        ([0.1, 0.2, 0.5, 1.5], r"y_max 1.5 is outside \[0, 1\]"),
+        ([-0.5, 0.2, 0.5, 0.6], r"x_min -0.5 is outside \[0, 1\]"),
+    ],
+)
+def test_one_bad_box_among_many_is_found(count: int, bad: list[float], reason: str) -> None:
+    boxes = np.tile([[0.1, 0.2, 0.5, 0.6]], (count, 1))
+    boxes[count - 1] = bad
+    error = encode_error(bind(objects={"codec": "bbox"}), {"objects": boxes}, index=4)
+    assert f"box {count - 1}" in str(error)
+    assert re.search(reason, str(error)), str(error)
+
+
+@pytest.mark.parametrize("count", [3, 40])
+def test_valid_boxes_are_stored_exactly_as_float32(count: int) -> None:
+    rng = np.random.default_rng(count)
+    low = rng.uniform(0, 0.5, (count, 2))
+    boxes = np.concatenate([low, low + rng.uniform(0, 0.5, (count, 2))], axis=1)
+    stored = BBoxCodec({}).encode(boxes)[""]
+    assert stored.dtype == np.float32
+    assert np.array_equal(stored, boxes.astype(np.float32))
+
+
+def test_label_ids_given_as_an_array_are_range_checked() -> None:
+    bound = bind(objects={"codec": "bbox", "options": {"labels": ["cat", "dog"]}})
+    boxes = [[0, 0, 1, 1], [0, 0, 0.5, 0.5]]
+    error = encode_error(bound, {"objects": {"boxes": boxes, "labels": np.array([1, 2])}}, index=0)
+    assert "box 1: label id 2 is out of range (ids are [0, 2))" in str(error)
+    stored = BBoxCodec({"labels": ["cat", "dog"]}).encode({"boxes": boxes, "labels": np.array([1, 0])})
+    assert stored["labels"].tolist() == [1, 0]
