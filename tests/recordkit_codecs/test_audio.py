@@ -3,16 +3,14 @@ TFRecord files and batched tf.data pipelines."""
 
 from __future__ import annotations
 
-import contextlib
 import io
-import re
-import runpy
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 import soundfile as sf
+from _codec_io import field_error, field_round_trip, run_doc_example_first
 from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
@@ -20,7 +18,6 @@ from hypothesis.extra import numpy as hnp
 import recordkit as rk
 from recordkit._example import decode_example, encode_example, encode_feature
 from recordkit._numpy_decode import decode_record_numpy
-from recordkit._tfrecord import TFRecordFileWriter
 from recordkit.testing import BadInput, CodecCase, check_codec
 from recordkit_codecs.audio import AudioCodec
 
@@ -50,12 +47,8 @@ def schema(**options: Any) -> rk.Schema:
 
 
 def encode_error(value: Any, **options: Any) -> rk.errors.RecordkitError:
-    encoder = rk.RecordEncoder(schema(**options).bind())
-    with pytest.raises(rk.errors.InvalidValueError) as info:
-        encoder.encode({FIELD: value}, 3)
-    assert f"field {FIELD!r}" in str(info.value)
-    assert "record 3" in str(info.value)
-    return info.value
+    """The error of encoding ``value`` as record 3 of a schema (checked to name both)."""
+    return field_error(schema(**options).bind(), FIELD, value)
 
 
 def round_trip(
@@ -63,19 +56,7 @@ def round_trip(
 ) -> tuple[list[Any], list[Any]]:
     """Write ``values`` to a real TFRecord file; read them back with tf.data (batched)
     and with the numpy decoder."""
-    import tensorflow as tf
-
-    bound = schema(**options).bind()
-    encoder = rk.RecordEncoder(bound)
-    path = tmp_path / "speech.tfrecord"
-    writer = TFRecordFileWriter(path)
-    serialized = [encoder.encode({FIELD: v}, i) for i, v in enumerate(values)]
-    for data in serialized:
-        writer.write(data)
-    writer.close()
-    dataset = tf.data.TFRecordDataset(str(path)).batch(batch or len(values)).map(rk.make_parser(bound))
-    batches = [out[FIELD] for out in dataset]
-    return batches, [decode_record_numpy(bound.fields, data)[FIELD] for data in serialized]
+    return field_round_trip(schema(**options).bind(), FIELD, values, tmp_path / "speech.tfrecord", batch)
 
 
 @pytest.mark.parametrize("fmt", ["wav", "flac", "pcm"])
@@ -276,18 +257,13 @@ def test_conformance(tmp_path: Path, fmt: str) -> None:
 # -- docs --------------------------------------------------------------------------------------
 
 
-def test_docs_page_examples_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_docs_page_examples_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     """docs/codecs/audio.md: the example runs and prints what the page says (the other
     snippets run after it, on its results)."""
-    page = Path(__file__).resolve().parents[2] / "docs" / "codecs" / "audio.md"
-    blocks = re.findall(r"```python\n(.*?)```", page.read_text(encoding="utf-8"), flags=re.DOTALL)
-    script = tmp_path / "page.py"
-    script.write_text("\n".join([blocks[-1], *blocks[:-1]]), encoding="utf-8")
-    monkeypatch.chdir(tmp_path)
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out):
-        namespace = runpy.run_path(str(script))
-    printed = out.getvalue()
+    namespace = run_doc_example_first("audio.md", tmp_path, monkeypatch)
+    printed = capsys.readouterr().out
     lines = printed.splitlines()
     assert lines[:2] == ["(2, None, 1)", "[4000 1600]"]
     assert lines[2].startswith("record 2, field 'tone': sample rate is 8000 Hz, the schema declares 16000 Hz")

@@ -3,10 +3,7 @@ real batched tf.data pipelines through the parser generated from the schema."""
 
 from __future__ import annotations
 
-import contextlib
 import io
-import re
-import runpy
 import struct
 import zlib
 from pathlib import Path
@@ -14,6 +11,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from _codec_io import field_error, field_round_trip, run_doc_example_first
 from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
@@ -22,7 +20,6 @@ from PIL import Image
 import recordkit as rk
 from recordkit._example import decode_example, encode_example, encode_feature
 from recordkit._numpy_decode import decode_record_numpy
-from recordkit._tfrecord import TFRecordFileWriter
 from recordkit.testing import BadInput, CodecCase, check_codec
 from recordkit_codecs.image import ImageCodec
 
@@ -76,13 +73,7 @@ def stored(value: Any, **options: Any) -> dict[str, Any]:
 
 def encode_error(value: Any, **options: Any) -> rk.errors.RecordkitError:
     """The error of encoding ``value`` as record 3 of a schema (checked to name both)."""
-    encoder = rk.RecordEncoder(schema(**options).bind())
-    with pytest.raises(rk.errors.InvalidValueError) as info:
-        encoder.encode({FIELD: value}, 3)
-    message = str(info.value)
-    assert f"field {FIELD!r}" in message
-    assert "record 3" in message
-    return info.value
+    return field_error(schema(**options).bind(), FIELD, value)
 
 
 def round_trip(
@@ -90,22 +81,7 @@ def round_trip(
 ) -> tuple[list[Any], list[Any]]:
     """Write ``values`` to a real TFRecord file; read it back batched with tf.data and
     with the numpy decoder. Returns (the TF batches' field values, the numpy values)."""
-    import tensorflow as tf
-
-    bound = schema(**options).bind()
-    encoder = rk.RecordEncoder(bound)
-    path = tmp_path / "images.tfrecord"
-    writer = TFRecordFileWriter(path)
-    serialized = []
-    for i, value in enumerate(values):
-        data = encoder.encode({FIELD: value}, i)
-        serialized.append(data)
-        writer.write(data)
-    writer.close()
-    dataset = tf.data.TFRecordDataset(str(path)).batch(batch or len(values)).map(rk.make_parser(bound))
-    batches = [out[FIELD] for out in dataset]
-    numpy_values = [decode_record_numpy(bound.fields, data)[FIELD] for data in serialized]
-    return batches, numpy_values
+    return field_round_trip(schema(**options).bind(), FIELD, values, tmp_path / "images.tfrecord", batch)
 
 
 def png_with_header(width: int, height: int) -> bytes:
@@ -486,18 +462,13 @@ def test_conformance_keep_and_fixed_size(tmp_path: Path) -> None:
 # -- docs --------------------------------------------------------------------------------------
 
 
-def test_docs_page_examples_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_docs_page_examples_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     """docs/codecs/image.md: the example runs and prints what the page says (the other
     snippets run after it, on its results)."""
-    page = Path(__file__).resolve().parents[2] / "docs" / "codecs" / "image.md"
-    blocks = re.findall(r"```python\n(.*?)```", page.read_text(encoding="utf-8"), flags=re.DOTALL)
-    script = tmp_path / "page.py"
-    script.write_text("\n".join([blocks[-1], *blocks[:-1]]), encoding="utf-8")
-    monkeypatch.chdir(tmp_path)
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out):
-        namespace = runpy.run_path(str(script))
-    printed = out.getvalue()
+    namespace = run_doc_example_first("image.md", tmp_path, monkeypatch)
+    printed = capsys.readouterr().out
     assert "(2, None, None, 3)\n(2, 8, 8, 3)\n" in printed
     assert 0 < int(printed.splitlines()[2]) < 100
     assert namespace["resized"].shape == (2, 224, 224, 3)

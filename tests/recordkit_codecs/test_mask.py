@@ -3,15 +3,13 @@ TFRecord files and batched tf.data pipelines."""
 
 from __future__ import annotations
 
-import contextlib
 import io
-import re
-import runpy
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
+from _codec_io import field_error, field_round_trip, run_doc_example_first
 from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
@@ -20,7 +18,6 @@ from PIL import Image
 import recordkit as rk
 from recordkit._example import decode_example, encode_example, encode_feature
 from recordkit._numpy_decode import decode_record_numpy
-from recordkit._tfrecord import TFRecordFileWriter
 from recordkit.testing import BadInput, CodecCase, check_codec
 from recordkit_codecs.mask import MaskCodec
 
@@ -65,12 +62,8 @@ def schema(**options: Any) -> rk.Schema:
 
 
 def encode_error(value: Any, **options: Any) -> rk.errors.RecordkitError:
-    encoder = rk.RecordEncoder(schema(**options).bind())
-    with pytest.raises(rk.errors.InvalidValueError) as info:
-        encoder.encode({FIELD: value}, 3)
-    assert f"field {FIELD!r}" in str(info.value)
-    assert "record 3" in str(info.value)
-    return info.value
+    """The error of encoding ``value`` as record 3 of a schema (checked to name both)."""
+    return field_error(schema(**options).bind(), FIELD, value)
 
 
 def round_trip(
@@ -78,19 +71,7 @@ def round_trip(
 ) -> tuple[list[Any], list[Any]]:
     """Write ``values`` to a real TFRecord file and read them back with tf.data (batched)
     and with the numpy decoder."""
-    import tensorflow as tf
-
-    bound = schema(**options).bind()
-    encoder = rk.RecordEncoder(bound)
-    path = tmp_path / "masks.tfrecord"
-    writer = TFRecordFileWriter(path)
-    serialized = [encoder.encode({FIELD: v}, i) for i, v in enumerate(values)]
-    for data in serialized:
-        writer.write(data)
-    writer.close()
-    dataset = tf.data.TFRecordDataset(str(path)).batch(batch or len(values)).map(rk.make_parser(bound))
-    batches = [out[FIELD] for out in dataset]
-    return batches, [decode_record_numpy(bound.fields, data)[FIELD] for data in serialized]
+    return field_round_trip(schema(**options).bind(), FIELD, values, tmp_path / "masks.tfrecord", batch)
 
 
 def test_palette_masks_keep_their_indices(tmp_path: Path) -> None:
@@ -243,17 +224,12 @@ def test_conformance(tmp_path: Path) -> None:
 # -- docs --------------------------------------------------------------------------------------
 
 
-def test_docs_page_examples_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_docs_page_examples_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     """docs/codecs/mask.md: the example runs and prints what the page says (the other
     snippets run after it, on its results)."""
-    page = Path(__file__).resolve().parents[2] / "docs" / "codecs" / "mask.md"
-    blocks = re.findall(r"```python\n(.*?)```", page.read_text(encoding="utf-8"), flags=re.DOTALL)
-    script = tmp_path / "page.py"
-    script.write_text("\n".join([blocks[-1], *blocks[:-1]]), encoding="utf-8")
-    monkeypatch.chdir(tmp_path)
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out):
-        namespace = runpy.run_path(str(script))
-    printed = out.getvalue()
+    namespace = run_doc_example_first("mask.md", tmp_path, monkeypatch)
+    printed = capsys.readouterr().out
     assert printed.splitlines() == ["(2, None, None)", "(2, 6, 8)"]
     assert namespace["padded"].dtype.name == "uint8"
