@@ -436,3 +436,17 @@ def test_no_progress_bar_when_stderr_is_not_a_terminal(
 ) -> None:
     rk.write_dataset(make_records(300), SCHEMA, tmp_path / "auto")
     assert capsys.readouterr().err == ""
+
+
+def test_write_dataset_takes_every_option_of_the_writer_with_the_same_default() -> None:
+    """write_dataset spells out DatasetWriter's keyword options (so users see them and
+    their defaults); this keeps the two lists from drifting apart."""
+    import inspect
+
+    def keyword_options(function: Any) -> dict[str, Any]:
+        parameters = inspect.signature(function).parameters.values()
+        return {p.name: p.default for p in parameters if p.kind is inspect.Parameter.KEYWORD_ONLY}
+
+    writer_options = keyword_options(rk.DatasetWriter.__init__)
+    writer_options.pop("_total")  # internal: write_dataset passes the length of a Sized input
+    assert keyword_options(rk.write_dataset) == writer_options
