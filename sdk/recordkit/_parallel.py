@@ -240,6 +240,7 @@ class OrderedPool(Generic[T]):
         if self._local_encoder is not None and not self._workers_ready():
             future: Future[Timed] = Future()
             future.set_result(_timed_encode(self._local_encoder, items))
+            self._note_time(len(items), future.result()[1])
         else:
             try:
                 future = self._executor.submit(_encode_in_worker, items)
@@ -261,10 +262,14 @@ class OrderedPool(Generic[T]):
             results, seconds = future.result()
         except BrokenProcessPool as exc:
             raise _worker_died(exc) from exc
+        self._note_time(count, seconds)
+        return tag, results
+
+    def _note_time(self, count: int, seconds: float) -> None:
+        """Fold a batch's encoding time into the running estimate per record."""
         per_record = seconds / max(count, 1)
         previous = self._seconds_per_record
         self._seconds_per_record = per_record if previous is None else 0.7 * previous + 0.3 * per_record
-        return tag, results
 
     def close(self, *, cancel: bool = False) -> None:
         """Stop the workers; with ``cancel``, drop the batches still queued."""
