@@ -204,6 +204,17 @@ class ImageCodec(rk.Codec[ImageOptions]):
         return image_source(self.options)
 
     def decode_tf(self, wire: Mapping[str, Any]) -> Any:
+        return self._decode_batch(wire, pad=False)
+
+    def decode_tf_padded(self, wire: Mapping[str, Any]) -> tuple[Any, Any] | None:
+        """The batch's images padded to its largest as they are decoded, and their shapes
+        (None for a fixed size: those batch densely, there is nothing to pad)."""
+        if self.fixed_size is not None:
+            return None
+        images, shapes = self._decode_batch(wire, pad=True)
+        return images, shapes
+
+    def _decode_batch(self, wire: Mapping[str, Any], *, pad: bool) -> Any:
         import tensorflow as tf
 
         fmt = self.options.format
@@ -232,6 +243,7 @@ class ImageCodec(rk.Codec[ImageOptions]):
             static_channels=self.options.channels,
             fixed_size=self.fixed_size,
             codec=self.name,
+            pad=pad,
         )
 
 

@@ -185,7 +185,25 @@ class MaskCodec(rk.Codec[MaskOptions]):
     def decode_tf(self, wire: Mapping[str, Any]) -> Any:
         import tensorflow as tf
 
-        decoded = decode_image_batch(
+        decoded = self._decode_batch(wire, pad=False)
+        if isinstance(decoded, tf.RaggedTensor):
+            return decoded.with_flat_values(tf.reshape(decoded.flat_values, [-1]))
+        return tf.squeeze(decoded, axis=-1)
+
+    def decode_tf_padded(self, wire: Mapping[str, Any]) -> tuple[Any, Any] | None:
+        """The batch's masks padded to its largest as they are decoded, and their shapes
+        (None for a fixed size: those batch densely, there is nothing to pad)."""
+        if self.fixed_size is not None:
+            return None
+        import tensorflow as tf
+
+        masks, shapes = self._decode_batch(wire, pad=True)
+        return tf.squeeze(masks, axis=-1), shapes[:, :2]
+
+    def _decode_batch(self, wire: Mapping[str, Any], *, pad: bool) -> Any:
+        import tensorflow as tf
+
+        return decode_image_batch(
             wire[""],
             wire["height"],
             wire["width"],
@@ -194,10 +212,8 @@ class MaskCodec(rk.Codec[MaskOptions]):
             static_channels=1,
             fixed_size=self.fixed_size,
             codec=self.name,
+            pad=pad,
         )
-        if isinstance(decoded, tf.RaggedTensor):
-            return decoded.with_flat_values(tf.reshape(decoded.flat_values, [-1]))
-        return tf.squeeze(decoded, axis=-1)
 
 
 @rk.hookimpl

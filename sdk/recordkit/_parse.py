@@ -27,9 +27,10 @@ TensorFlow is imported only when a parser is built or run.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import Any
 
+from recordkit._layout import SHAPE_SUFFIX
 from recordkit._schema import BoundField, BoundSchema, Schema
 
 __all__ = [
@@ -39,6 +40,7 @@ __all__ = [
     "decode_field",
     "feature_spec",
     "field_plan",
+    "make_padded_parser",
     "make_parser",
     "parse_feature",
     "scatter_rows",
@@ -112,9 +114,18 @@ def make_parser(
 
         ds = tf.data.TFRecordDataset(files).batch(64).map(rk.make_parser(schema))
     """
-    bound = _bound(schema)
-    selected = bound.select(_names(fields))
-    plans = [(field_plan(field), field.codec.decode_tf) for field in selected]
+    return make_padded_parser(_bound(schema).select(_names(fields)), ())
+
+
+def make_padded_parser(
+    fields: Sequence[BoundField], padded: Collection[str]
+) -> Callable[[Any], dict[str, Any]]:
+    """:func:`make_parser` for ``fields``, where each plain field (neither optional nor
+    a sequence) named in ``padded`` whose codec pads as it decodes
+    (:meth:`~recordkit.Codec.decode_tf_padded`) comes back dense, padded to the batch's
+    largest, with its records' true shapes under ``"<field>/shape"``. Other fields
+    decode as :func:`make_parser` decodes them (the reader pads those afterwards)."""
+    plans = [(field_plan(field), field.codec) for field in fields]
     spec = spec_from_plans([plan for plan, _ in plans])
 
     def parse(serialized: Any) -> dict[str, Any]:
@@ -122,8 +133,14 @@ def make_parser(
 
         parsed = tf.io.parse_example(serialized, spec)
         out: dict[str, Any] = {}
-        for plan, decode in plans:
-            out.update(decode_field(plan, parsed, decode))
+        for plan, codec in plans:
+            name = plan["name"]
+            if name in padded and plan["presence_key"] is None and not plan["sequence"]:
+                dense = codec.decode_tf_padded(wire_values(plan, parsed))
+                if dense is not None:
+                    out[name], out[name + SHAPE_SUFFIX] = dense
+                    continue
+            out.update(decode_field(plan, parsed, codec.decode_tf))
         return out
 
     return parse

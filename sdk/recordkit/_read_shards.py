@@ -1,0 +1,170 @@
+"""Reading a split's shards for :func:`recordkit.load_dataset`: checked chunks of records.
+
+Each shard is read with TensorFlow's ``TFRecordDataset`` (its errors ignored: a corrupt
+or truncated record ends that shard's records) in chunks of ``block_length`` serialized
+records; several shards are read at once and interleaved. Every chunk carries the index
+of its shard, and each shard ends with one empty chunk, a marker. One ``scan`` over the
+interleaved chunks counts the records and bytes read from each shard; at a shard's
+marker it compares them with what the manifest lists (the records, and every byte of
+the file but for compressed shards), and on a loss raises an error naming the shard and
+the offset of the first record it could not read (TensorFlow's own ``DataLossError``
+names neither), or with ``on_corrupt="skip"`` adds the loss to the report. The markers
+are then dropped.
+
+The checks cost one function for the whole read, run once per chunk: the per-shard
+part (reader, index, marker) is made of datasets alone, so opening a shard instantiates
+no function. A version with a ``map`` and ``scan`` per shard cost more to start an
+iterator than to read 2,000 records of the benchmark's workload.
+
+TensorFlow is imported when :func:`read_shards` is called.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from recordkit._source import CorruptionReport, OnCorrupt, Shard, SkippedRecords, Source
+
+__all__ = ["RECORD_FRAMING", "read_shards"]
+
+#: Bytes around each record in a TFRecord file: its length, the length's CRC, the data's CRC.
+RECORD_FRAMING = 16
+
+
+def read_shards(
+    source: Source,
+    shards: list[Shard],
+    *,
+    block_length: int,
+    on_corrupt: OnCorrupt,
+    report: CorruptionReport | None,
+    shuffle_files: bool,
+    seed: int | None,
+    cycle_length: int | None,
+    deterministic: bool,
+) -> Any:
+    """A dataset of ``[n]`` string tensors (``n <= block_length``): the records of
+    ``shards``, checked as the module docs say. Repeat it to read it again: each pass
+    counts afresh."""
+    import tensorflow as tf
+
+    compression = source.compression.value
+    paths = [str(shard.path) for shard in shards]
+    indices = tf.constant(list(range(len(shards))), tf.int64)
+    files = tf.data.Dataset.from_tensor_slices((indices, tf.constant(paths, tf.string)))
+    if shuffle_files and len(shards) > 1:
+        files = files.shuffle(len(shards), seed=seed, reshuffle_each_iteration=True)
+    # Compressed files without a manifest: neither a record count nor the uncompressed size
+    # is known, nothing to check against; let TensorFlow's own error through rather than
+    # hide a loss.
+    checked = not (compression and source.manifest is None)
+
+    def read(index: Any, path: Any) -> Any:
+        records = tf.data.TFRecordDataset(path, compression_type=compression)
+        if not checked:
+            return records.batch(block_length)
+        chunks = records.ignore_errors().batch(block_length)
+        chunks = tf.data.Dataset.zip((chunks, tf.data.Dataset.from_tensors(index).repeat()))
+        marker = tf.data.Dataset.from_tensors((tf.zeros([0], tf.string), index))
+        return chunks.concatenate(marker)
+
+    if len(shards) > 1:
+        chunks = files.interleave(
+            read,
+            cycle_length=cycle_length or min(len(shards), 16),
+            block_length=1,
+            num_parallel_calls=tf.data.AUTOTUNE,
+            deterministic=deterministic,
+        )
+    else:
+        chunks = files.flat_map(read)
+    if not checked:
+        return chunks
+    counts = tf.zeros([len(shards), 2], tf.int64)  # records and bytes read, by shard
+    check = _checker(source, shards, on_corrupt, report)
+    return chunks.scan(counts, check).filter(lambda chunk: tf.size(chunk) > 0)
+
+
+def _expected(shards: list[Shard], source: Source) -> tuple[list[int], list[int]]:
+    """The records and bytes each shard should give; -1: unknown (no manifest, or
+    compressed, where the file's size is not the records' size)."""
+    records = [-1 if shard.records is None else shard.records for shard in shards]
+    sizes = []
+    for shard in shards:
+        size = -1
+        if not source.compression.value:
+            size = shard.bytes if shard.bytes is not None else shard.path.stat().st_size
+        sizes.append(size)
+    return records, sizes
+
+
+def _checker(
+    source: Source, shards: list[Shard], on_corrupt: OnCorrupt, report: CorruptionReport | None
+) -> Callable[[Any, Any], Any]:
+    """The ``scan`` function: counts each shard's records and bytes, checks them at its
+    marker. Kept small (the messages are written here, per shard): TensorFlow optimizes
+    it again for every iterator."""
+    import tensorflow as tf
+
+    expected_records, expected_bytes = _expected(shards, source)
+    pairs = [[n, size] for n, size in zip(expected_records, expected_bytes, strict=True)]
+    wanted = tf.constant(pairs or [[0, 0]], tf.int64)
+    heads = [f"recordkit CorruptRecordError: shard {shard.name}, offset " for shard in shards]
+    tails = [
+        f" of {'?' if n < 0 else n} records could be read (recordkit.iter_records(..., on_corrupt='skip')"
+        " shows every bad record; on_corrupt='skip' reads past it)"
+        for n in expected_records
+    ]
+    heads_t, tails_t = tf.constant(heads or [""], tf.string), tf.constant(tails or [""], tf.string)
+    names = tf.constant([shard.name for shard in shards] or [""], tf.string)
+    add = _reporter(report) if on_corrupt == "skip" and report is not None else None
+
+    def check(counts: Any, element: Any) -> Any:
+        chunk, index = element
+        size = tf.size(chunk, out_type=tf.int64)
+        length = tf.reduce_sum(tf.cast(tf.strings.length(chunk), tf.int64)) + RECORD_FRAMING * size
+        counts = tf.tensor_scatter_nd_add(counts, [[index]], [tf.stack([size, length])])
+        got, want = counts[index], wanted[index]  # records, bytes
+        complete = tf.reduce_all((want < 0) | tf.equal(got, want))
+        lost = tf.equal(size, 0) & ~complete  # an empty chunk is a shard's marker
+        if add is None:
+            message = tf.strings.join(
+                [
+                    heads_t[index],
+                    tf.strings.as_string(got[1]),
+                    ": the record there is corrupt or truncated; ",
+                    tf.strings.as_string(got[0]),
+                    tails_t[index],
+                ]
+            )
+            guard = tf.debugging.Assert(~lost, [message], summarize=1)
+        else:
+            guard = tf.cond(
+                lost,
+                lambda: tf.py_function(add, [names[index], got[1], got[0], want[0]], tf.int64),
+                lambda: tf.constant(0, tf.int64),
+            )
+        with tf.control_dependencies([guard]):
+            return counts, tf.identity(chunk)
+
+    return check
+
+
+def _reporter(report: CorruptionReport) -> Callable[[Any, Any, Any, Any], int]:
+    """The Python function the checks call (once per damaged shard) to report a loss."""
+
+    def add(name: Any, offset: Any, records: Any, expected: Any) -> int:
+        read, total = int(records.numpy()), int(expected.numpy())
+        report.add(
+            SkippedRecords(
+                shard=name.numpy().decode("utf-8"),
+                offset=int(offset.numpy()),
+                records=total - read if total >= 0 else None,
+                reason="corrupt or truncated record; the rest of the shard was skipped"
+                + (f" ({read} of {total} records read)" if total >= 0 else ""),
+            )
+        )
+        return 0
+
+    return add
