@@ -7,7 +7,7 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
@@ -59,6 +59,7 @@ class RecordEncoder:
         self.bound = bound
         self._names = frozenset(f.name for f in bound.fields)
         self._related = [f for f in bound.fields if f.codec.related_fields()]
+        self._plans = tuple(_FieldPlan.build(f) for f in bound.fields)
 
     def encode(self, record: Any, index: int | str | None = None) -> bytes:
         """The serialized Example of ``record``; raises RecordError naming the record."""
@@ -89,17 +90,17 @@ class RecordEncoder:
                     errors.append(RecordError("not a field of the schema", field=name, record=index))
         entries: list[bytes] = []
         wires: dict[str, Mapping[str, Any]] = {}
-        for field in self.bound.fields:
+        for plan in self._plans:
             start = len(entries)
             try:
-                wire = self._encode_field(field, items, entries)
+                wire = plan.encode_into(items.get(plan.name), entries)
             except RecordkitError as exc:
-                errors.append(exc.with_context(field=field.name, record=index))
+                errors.append(exc.with_context(field=plan.name, record=index))
                 continue
             if wire is not None:
-                wires[field.name] = wire
+                wires[plan.name] = wire
             if field_bytes is not None:
-                field_bytes[field.name] = sum(map(len, entries[start:]))
+                field_bytes[plan.name] = sum(map(len, entries[start:]))
         for field in self._related:
             if field.name not in wires:
                 continue
@@ -112,56 +113,106 @@ class RecordEncoder:
             raise _combine(errors, index)
         return entries
 
-    def _encode_field(
-        self, field: BoundField, items: Mapping[str, Any], entries: list[bytes]
-    ) -> Mapping[str, Any] | None:
-        value = items.get(field.name)
+
+#: A field's default when it has none (a default may be None itself).
+_NO_DEFAULT: Any = object()
+
+
+@dataclasses.dataclass(frozen=True)
+class _FieldPlan:
+    """What encoding one field needs, looked up once per schema rather than per record:
+    the codec's bound ``encode``, the presence entry, and per wire feature its name,
+    encoded key, kind and whether it holds a single value (the fast paths)."""
+
+    field: BoundField
+    name: str
+    encode: Callable[[Any], Mapping[str, Any]]
+    optional: bool
+    default: Any
+    sequence: bool
+    features: tuple[tuple[str, bytes, WireKind, bool, KeyedFeature], ...]
+    presence_entry: bytes | None
+
+    @classmethod
+    def build(cls, field: BoundField) -> _FieldPlan:
+        spec = field.spec
+        features = tuple(
+            (keyed.feature.name, keyed.key_bytes, keyed.feature.kind, keyed.feature.shape == (), keyed)
+            for keyed in field.features
+        )
+        presence = None if field.presence_key is None else encode_entry(field.presence_key.encode(), _PRESENT)
+        return cls(
+            field=field,
+            name=field.name,
+            encode=field.codec.encode,
+            optional=spec.optional,
+            default=spec.default if spec.has_default else _NO_DEFAULT,
+            sequence=spec.sequence,
+            features=features,
+            presence_entry=presence,
+        )
+
+    def encode_into(self, value: Any, entries: list[bytes]) -> Mapping[str, Any] | None:
+        """Append the field's Example entries for ``value``; its wire values (None when
+        an optional field is absent). Raises RecordkitError without the field's context."""
         if value is None:
-            if field.spec.optional:
+            if self.optional:
                 return None
-            if field.spec.has_default:
-                value = field.spec.default
-            else:
+            if self.default is _NO_DEFAULT:
                 raise RecordError("missing (the field is neither optional nor has a default)")
+            value = self.default
         try:
-            if field.spec.sequence:
-                if isinstance(value, (str, bytes)) or not hasattr(value, "__iter__"):
-                    raise InvalidValueError(f"a sequence field takes a list, not {type(value).__name__}")
-                elements = [_call_encode(field, element, i) for i, element in enumerate(value)]
-                for keyed in field.features:
-                    _append_sequence(keyed, elements, entries)
-                wire: Mapping[str, Any] = elements[0] if len(elements) == 1 else {}
+            if self.sequence:
+                wire = self._encode_sequence(value, entries)
             else:
-                wire = _call_encode(field, value, None)
-                for keyed in field.features:
-                    _append_single(keyed, wire[keyed.feature.name], entries)
+                wire = self._encode_single(value)
+                for name, key, kind, single, keyed in self.features:
+                    feature_value = wire[name]
+                    if single:  # fast paths for the commonest values
+                        value_type = type(feature_value)
+                        if value_type is bytes and kind is WireKind.BYTES:
+                            entries.append(payload_entry_head(key, len(feature_value)))
+                            entries.append(feature_value)  # the payload, uncopied
+                            continue
+                        if value_type is int and kind is WireKind.INT64:
+                            entries.append(_int64_scalar(keyed, feature_value))
+                            continue
+                    _append_general(keyed, feature_value, entries)
         except KeyError as exc:  # only the wire lookups raise it: codec errors are wrapped
             raise InvalidValueError(
-                f"codec {field.codec.name!r} returned no value for its wire feature {exc.args[0]!r}"
+                f"codec {self.field.codec.name!r} returned no value for its wire feature {exc.args[0]!r}"
             ) from None
-        if field.presence_key is not None:
-            entries.append(encode_entry(field.presence_key.encode(), _PRESENT))
+        if self.presence_entry is not None:
+            entries.append(self.presence_entry)
         return wire
 
+    def _encode_single(self, value: Any) -> Mapping[str, Any]:
+        try:
+            return self.encode(value)
+        except RecordkitError:
+            raise
+        except Exception as exc:  # a codec bug or an unexpected value type: keep the context
+            reason = f"codec {self.field.codec.name!r} failed: {type(exc).__name__}: {exc}"
+            raise InvalidValueError(reason) from exc
 
-def _append_single(keyed: KeyedFeature, value: Any, entries: list[bytes]) -> None:
-    """The entry of one feature of a (non-sequence) field."""
+    def _encode_sequence(self, value: Any, entries: list[bytes]) -> Mapping[str, Any]:
+        if isinstance(value, (str, bytes)) or not hasattr(value, "__iter__"):
+            raise InvalidValueError(f"a sequence field takes a list, not {type(value).__name__}")
+        elements = [_call_encode(self.field, element, i) for i, element in enumerate(value)]
+        for keyed in self.field.features:
+            _append_sequence(keyed, elements, entries)
+        return elements[0] if len(elements) == 1 else {}
+
+
+def _append_general(keyed: KeyedFeature, value: Any, entries: list[bytes]) -> None:
+    """The entry of one feature of a (non-sequence) field, for any value it accepts."""
     feature = keyed.feature
-    if feature.shape == ():  # fast paths for the commonest values
-        value_type = type(value)
-        if value_type is bytes and feature.kind is WireKind.BYTES:
-            entries.append(payload_entry_head(keyed.key_bytes, len(value)))
-            entries.append(value)  # the payload, uncopied
+    if feature.kind is WireKind.FLOAT and type(value) is float and feature.shape == ():
+        try:
+            entries.append(encode_entry(keyed.key_bytes, encode_float_scalar_feature(value)))
             return
-        if value_type is int and feature.kind is WireKind.INT64:
-            entries.append(_int64_scalar(keyed, value))
-            return
-        if value_type is float and feature.kind is WireKind.FLOAT:
-            try:
-                entries.append(encode_entry(keyed.key_bytes, encode_float_scalar_feature(value)))
-                return
-            except OverflowError:
-                pass  # beyond float32: the general path below stores what numpy makes of it
+        except OverflowError:
+            pass  # beyond float32: the general path below stores what numpy makes of it
     values = _normalize(keyed, value)
     _check_size(keyed, values)
     entries.append(encode_entry(keyed.key_bytes, encode_feature(feature.kind, values)))
@@ -192,18 +243,16 @@ def _append_sequence(keyed: KeyedFeature, elements: list[Mapping[str, Any]], ent
         entries.append(encode_entry(keyed.lengths_key.encode(), lengths_feature))
 
 
-def _call_encode(field: BoundField, value: Any, element: int | None) -> Mapping[str, Any]:
+def _call_encode(field: BoundField, value: Any, element: int) -> Mapping[str, Any]:
+    """Encode one element of a sequence field, naming the element in errors."""
     try:
         return field.codec.encode(value)
     except RecordkitError as exc:
-        if element is not None:
-            exc.with_context(field=f"{field.name}[{element}]")
+        exc.with_context(field=f"{field.name}[{element}]")
         raise
     except Exception as exc:  # a codec bug or an unexpected value type: keep the context
-        where = f"{field.name}[{element}]" if element is not None else None
-        raise InvalidValueError(
-            f"codec {field.codec.name!r} failed: {type(exc).__name__}: {exc}", field=where
-        ) from exc
+        reason = f"codec {field.codec.name!r} failed: {type(exc).__name__}: {exc}"
+        raise InvalidValueError(reason, field=f"{field.name}[{element}]") from exc
 
 
 def _int64_scalar(keyed: KeyedFeature, value: int) -> bytes:

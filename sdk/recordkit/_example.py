@@ -34,10 +34,17 @@ _SMALL_VARINTS = [bytes((i,)) for i in range(128)]
 
 
 def _varint(value: int) -> bytes:
-    if value < 128:
+    # Unrolled up to four bytes (values below 2**28): every length in a record is one.
+    if value < 0x80:
         return _SMALL_VARINTS[value]
-    if value < 16384:
+    if value < 0x4000:
         return bytes(((value & 0x7F) | 0x80, value >> 7))
+    if value < 0x200000:
+        return bytes(((value & 0x7F) | 0x80, ((value >> 7) & 0x7F) | 0x80, value >> 14))
+    if value < 0x10000000:
+        return bytes(
+            ((value & 0x7F) | 0x80, ((value >> 7) & 0x7F) | 0x80, ((value >> 14) & 0x7F) | 0x80, value >> 21)
+        )
     out = bytearray()
     while value > 0x7F:
         out.append((value & 0x7F) | 0x80)
@@ -147,10 +154,16 @@ def encode_int64_scalar_entry(key: bytes, value: int) -> bytes:
 def payload_entry_head(key: bytes, size: int) -> bytes:
     """The map entry holding one bytes value of ``size`` bytes, up to the value: the
     entry is ``payload_entry_head(key, len(value)) + value``."""
-    feature_size = size + 1 + len(_varint(size))
-    feature_size += 1 + len(_varint(feature_size))
-    body = _entry_prefix(key) + _varint(feature_size) + single_bytes_feature_head(size)
-    return _TAG_1_LEN + _varint(len(body) + size) + body
+    # Innermost first: BytesList(value), then Feature(bytes_list), then the map entry.
+    size_varint = _varint(size)
+    list_size = 1 + len(size_varint) + size
+    list_varint = _varint(list_size)
+    feature_size = 1 + len(list_varint) + list_size
+    feature_varint = _varint(feature_size)
+    prefix = _entry_prefix(key)
+    body_size = len(prefix) + len(feature_varint) + feature_size
+    head = (_TAG_1_LEN, _varint(body_size), prefix, feature_varint)
+    return b"".join((*head, _TAG_1_LEN, list_varint, _TAG_1_LEN, size_varint))
 
 
 def join_entries(entries: list[bytes]) -> list[bytes]:

@@ -12,6 +12,7 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from recordkit._example import (
+    _varint,
     decode_example,
     encode_entry,
     encode_example,
@@ -206,6 +207,24 @@ def test_single_bytes_feature_is_head_plus_value() -> None:
     for size in (0, 1, 127, 128, 16_383, 16_384, 300_000):
         value = b"v" * size
         assert encode_single_bytes_feature(value) == encode_feature(WireKind.BYTES, [value])
+
+
+#: Every value where a varint gains a byte, and the largest (uint64's maximum).
+VARINT_BOUNDARIES = sorted({0, 2**64 - 1} | {2 ** (7 * k) + d for k in range(1, 10) for d in (-1, 0)})
+
+
+@pytest.mark.parametrize("value", VARINT_BOUNDARIES)
+def test_varint_matches_protobuf_at_every_width_boundary(value: int) -> None:
+    from google.protobuf.internal.encoder import _VarintBytes
+
+    assert _varint(value) == _VarintBytes(value)
+
+
+@pytest.mark.parametrize("size", [0, 127, 128, 16_370, 16_383, 16_384, 2**21 - 20, 2**21, 2**22])
+def test_payload_entry_head_at_varint_boundaries(size: int) -> None:
+    payload = b"p" * size
+    example = b"".join(join_entries([payload_entry_head(b"image", size), payload]))
+    assert example == encode({"image": (WireKind.BYTES, [payload])})
 
 
 def test_int64_scalar_out_of_range() -> None:

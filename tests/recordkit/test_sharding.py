@@ -96,9 +96,10 @@ def test_fits_counts_framed_bytes_and_records(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("compression", [Compression.NONE, Compression.GZIP])
 def test_many_chunks_written_in_the_background_keep_their_order(
-    tmp_path: Path, compression: Compression
+    tmp_path: Path, compression: Compression, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # ~7 MB: several chunks go through the background thread, more than it holds at once.
+    # ~7 MB in 256 KB chunks: many go through the background thread, more than it holds at once.
+    monkeypatch.setattr("recordkit._sharding._CHUNK_BYTES", 256 << 10)
     records = [bytes([i % 251]) * 70_000 + i.to_bytes(4, "little") for i in range(100)]
     shard = ShardFile(tmp_path, "train", 0, compression)
     for record in records:
@@ -120,6 +121,7 @@ def test_a_failed_background_write_surfaces_and_leaves_no_shard(
             shard.add(frame_record(b"x" * 70_000))
         shard.commit()
 
+    monkeypatch.setattr("recordkit._sharding._CHUNK_BYTES", 256 << 10)
     shard = ShardFile(tmp_path, "train", 0, Compression.NONE)
     monkeypatch.setattr(ShardFile, "_store", disk_full)
     with pytest.raises(OSError, match="No space left"):
