@@ -96,6 +96,9 @@ class RecordEncoder:
                 wire = plan.encode_into(items.get(plan.name), entries)
             except RecordkitError as exc:
                 errors.append(exc.with_context(field=plan.name, record=index))
+                if isinstance(exc, RecordError):  # a sequence's elements, each with its own path
+                    for element_error in exc.errors:
+                        element_error.with_context(record=index)
                 continue
             if wire is not None:
                 wires[plan.name] = wire
@@ -198,7 +201,17 @@ class _FieldPlan:
     def _encode_sequence(self, value: Any, entries: list[bytes]) -> Mapping[str, Any]:
         if isinstance(value, (str, bytes)) or not hasattr(value, "__iter__"):
             raise InvalidValueError(f"a sequence field takes a list, not {type(value).__name__}")
-        elements = [_call_encode(self.field, element, i) for i, element in enumerate(value)]
+        elements: list[Mapping[str, Any]] = []
+        errors: list[RecordkitError] = []
+        for i, element in enumerate(value):  # every bad element is reported, not the first
+            try:
+                elements.append(_call_encode(self.field, element, i))
+            except RecordkitError as exc:
+                errors.append(exc)
+        if len(errors) == 1:
+            raise errors[0]
+        if errors:
+            raise RecordError(f"{len(errors)} invalid elements:{_listing(errors)}", errors=errors)
         for keyed in self.field.features:
             _append_sequence(keyed, elements, entries)
         return elements[0] if len(elements) == 1 else {}
@@ -287,5 +300,9 @@ def _check_size(keyed: KeyedFeature, values: Any) -> None:
 def _combine(errors: list[RecordkitError], index: int | str | None) -> RecordkitError:
     if len(errors) == 1:
         return errors[0]
-    listing = "".join(f"\n  - {e}" for e in errors)
-    return RecordError(f"{len(errors)} invalid fields:{listing}", errors=errors, record=index)
+    return RecordError(f"{len(errors)} invalid fields:{_listing(errors)}", errors=errors, record=index)
+
+
+def _listing(errors: list[RecordkitError]) -> str:
+    """One indented line per error; an error's own listing is indented under it."""
+    return "".join("\n  - " + str(e).replace("\n", "\n  ") for e in errors)

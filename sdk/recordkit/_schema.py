@@ -10,6 +10,7 @@ and reader use.
 from __future__ import annotations
 
 import dataclasses
+import datetime
 import functools
 import hashlib
 import json
@@ -179,6 +180,8 @@ class Schema(pydantic.BaseModel):
     def _version_is_text(cls, version: Any) -> Any:
         if isinstance(version, (int, float)) and not isinstance(version, bool):
             raise ValueError(f"must be a string, not the number {version!r}; quote it (\"{version}\")")
+        if isinstance(version, datetime.date):  # YAML reads an unquoted 2024-01-31 as a date
+            raise ValueError(f"must be a string, not the date {version}; quote it (\"{version}\")")
         return version
 
     @pydantic.field_validator("fields")

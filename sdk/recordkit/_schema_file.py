@@ -280,6 +280,12 @@ def _describe(error: Mapping[str, Any], loc: Loc, *, in_field: bool) -> str:
         return f"unknown key {key!r} (allowed: {allowed})"
     if kind == "missing":
         return f"missing required key {key!r}"
+    if kind == "model_type" and in_field and not loc:  # a field that is not a mapping
+        value = error.get("input")
+        return (
+            f"a field must be a mapping with a codec ({{codec: ..., options: ...}}), "
+            f"not {'nothing' if value is None else _shown(value)}"
+        )
     message = str(error["msg"]).removeprefix("Value error, ")
     where = ".".join(str(p) for p in loc)
     value = error.get("input")

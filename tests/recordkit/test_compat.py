@@ -188,3 +188,28 @@ def test_the_example_schemas_with_built_in_codecs() -> None:
     assert kinds(report) == {"frame": ("options", False), "transcript": ("added", True)}
     assert "quality: 90 -> 95" in str(report)
     assert rk.check_compatibility(stored, requested, fields=["audio", "transcript", "objects"]).compatible
+
+
+def test_the_reader_and_the_writer_apply_the_rules(tmp_path: Path) -> None:
+    path = tmp_path / "points"
+    records = [{"id": i, "position": [i, 0, 0], "note": "n" if i else None} for i in range(3)]
+    rk.write_dataset(records, schema(STORED), path, registry=REGISTRY)
+
+    def read(requested: dict[str, Any], **kwargs: Any) -> list[dict[str, Any]]:
+        return list(rk.iter_records(path, schema=schema(requested), registry=REGISTRY, **kwargs))
+
+    # Reading with an optional field added, and one left out: old records read fine.
+    newer = {k: v for k, v in STORED.items() if k != "note"}
+    newer["caption"] = {"codec": "scalar", "options": {"dtype": "str"}, "optional": True}
+    assert [(r["id"], r["caption"]) for r in read(newer)] == [(0, None), (1, None), (2, None)]
+    # A changed field stops the reader before it reads, unless it is not asked for.
+    changed = {**STORED, "position": {"codec": "vector", "options": {"size": 4}}}
+    with pytest.raises(IncompatibleSchemaError, match="'position'") as err:
+        read(changed)
+    assert err.value.differences == ["field 'position': options: size: 3 -> 4 (incompatible)"]
+    assert [r["id"] for r in read(changed, fields=["id", "note"])] == [0, 1, 2]
+    # Appending records stored another way is refused before anything is written.
+    before = sorted(p.name for p in path.iterdir())
+    with pytest.raises(IncompatibleSchemaError, match="'position'"):
+        rk.write_dataset(records, schema(changed), path, append=True, registry=REGISTRY)
+    assert sorted(p.name for p in path.iterdir()) == before

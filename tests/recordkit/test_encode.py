@@ -195,6 +195,18 @@ def test_a_bad_sequence_element_is_named_by_index(registry: rk.CodecRegistry) ->
     assert str(info.value) == "record 0, field 'tags[1]': expected a str, got int"
 
 
+def test_every_bad_sequence_element_is_named(registry: rk.CodecRegistry) -> None:
+    enc = encoder(registry, tags=spec(options={"dtype": "str"}, sequence=True))
+    with pytest.raises(rk.errors.RecordError) as info:
+        enc.encode({"tags": [1, "ok", 2.5]}, 7)
+    assert info.value.field == "tags"
+    assert [(e.field, e.record) for e in info.value.errors] == [("tags[0]", 7), ("tags[2]", 7)]
+    message = str(info.value)
+    assert message.startswith("record 7, field 'tags': 2 invalid elements:")
+    assert "field 'tags[0]': expected a str, got int" in message
+    assert "field 'tags[2]': expected a str, got float" in message
+
+
 def test_a_sequence_field_takes_a_list(registry: rk.CodecRegistry) -> None:
     enc = encoder(registry, tags=spec(options={"dtype": "str"}, sequence=True))
     with pytest.raises(rk.errors.InvalidValueError, match="takes a list, not str") as info:

@@ -13,6 +13,7 @@ from _schema_codecs import registry as schema_registry
 from PIL import Image
 
 import recordkit as rk
+from recordkit._example import decode_example
 from recordkit._numpy_decode import decode_record_numpy
 from recordkit.errors import RecordError, SchemaError
 
@@ -88,6 +89,10 @@ TWINS = {
     "speech.yaml": Speech,
     "multimodal.yaml": Scenes,
 }
+
+
+def test_every_example_schema_file_has_a_python_twin() -> None:
+    assert sorted(TWINS) == sorted(path.name for path in SCHEMAS.glob("*.yaml"))
 
 
 @pytest.mark.parametrize("file", sorted(TWINS))
@@ -297,3 +302,80 @@ def test_records_take_arrays_pil_images_paths_and_bytes(tmp_path: Path) -> None:
     errors = bound.record_errors(Album(cover=b"not an image", pages=[pixels[1], "nowhere.png"]), 5)
     assert {e.field for e in errors} == {"cover", "pages[1]"}
     assert all(e.record == 5 for e in errors)
+
+
+# -- a plugin's codec, optional fields and sequences, through real TFRecords -------------------
+
+
+class Pose(rk.Record, name="poses", version="1.0.0"):
+    """People in photos: their joints (a third-party codec), more views, a caption."""
+
+    image: Annotated[bytes, rk.field("image", format="png")]
+    joints: Annotated[np.ndarray, rk.field("keypoints", num_keypoints=3, visibility=True)]
+    """Three keypoints, each x, y and a COCO visibility flag."""
+    views: Annotated[list[Any], rk.field("image", format="png", sequence=True)] = pydantic.Field(
+        default_factory=list
+    )
+    tracks: Annotated[list[np.ndarray] | None, rk.field("keypoints", sequence=True)] = None
+    caption: Annotated[str | None, rk.field("text")] = None
+
+
+POSE_YAML = """\
+name: poses
+version: 1.0.0
+description: 'People in photos: their joints (a third-party codec), more views, a caption.'
+fields:
+  image: {codec: image, options: {format: png}}
+  joints:
+    codec: keypoints
+    options: {num_keypoints: 3, visibility: true}
+    description: Three keypoints, each x, y and a COCO visibility flag.
+  views: {codec: image, options: {format: png}, sequence: true, default: []}
+  tracks: {codec: keypoints, sequence: true, optional: true}
+  caption: {codec: text, optional: true}
+"""
+
+
+@pytest.mark.usefixtures("keypoints_plugin")
+def test_a_plugin_codec_optional_fields_and_sequences_round_trip(tmp_path: Path) -> None:
+    schema = rk.schema_of(Pose)
+    # The plugin's codec is named like a built-in one, in Python and in the file alike.
+    assert schema == rk.Schema.loads(POSE_YAML)
+    assert schema.fingerprint() == rk.Schema.loads(POSE_YAML).fingerprint()
+    assert rk.default_registry().info("keypoints").distribution == "recordkit-keypoints"
+    assert rk.default_registry().info("image").distribution == "recordkit"
+
+    rng = np.random.default_rng(0)
+    pixels = [rng.integers(0, 256, (4 + i, 5, 3), dtype=np.uint8) for i in range(4)]
+    joints = np.array([[1, 2, 2], [3, 4, 1], [5, 6, 0]], np.float32)
+    tracks = [np.array([[0.5, 1.5], [2.5, 3.5]], np.float32), np.array([[4.0, 5.0]], np.float32)]
+    records = [
+        Pose(image=_png(pixels[0]), joints=joints, views=[pixels[1], pixels[2]], tracks=tracks, caption=""),
+        Pose(image=_png(pixels[3]), joints=np.zeros((3, 3), np.float32)),
+    ]
+    bound = schema.bind()
+    # An absent optional field stores nothing at all (no made-up value); a present one,
+    # even an empty string, stores its value and a presence flag.
+    stored = [decode_example(bound.encoder().encode(record)) for record in records]
+    assert {"caption", "caption/present", "tracks/present"} <= set(stored[0])
+    assert int(stored[0]["caption/present"][1][0]) == 1
+    assert not {"caption", "caption/present", "tracks", "tracks/present"} & set(stored[1])
+
+    rk.write_dataset(records, Pose, tmp_path / "poses")
+    first, second = rk.iter_records(tmp_path / "poses")
+    np.testing.assert_array_equal(first["joints"], joints)
+    assert [view.shape for view in first["views"]] == [(5, 5, 3), (6, 5, 3)]
+    np.testing.assert_array_equal(first["views"][1], pixels[2])
+    assert len(first["tracks"]) == 2
+    np.testing.assert_array_equal(first["tracks"][0], tracks[0])
+    assert first["caption"] == ""
+    assert (second["views"], second["tracks"], second["caption"]) == ([], None, None)
+
+    batch = next(iter(rk.load_dataset(tmp_path / "poses", batch_size=2)))
+    assert batch["caption/present"].numpy().tolist() == [True, False]
+    assert batch["tracks/present"].numpy().tolist() == [True, False]
+    assert batch["joints"].shape == (2, 3, 3)
+    np.testing.assert_array_equal(batch["joints"][0].numpy(), joints)
+    assert batch["views"].row_lengths().numpy().tolist() == [2, 0]
+    np.testing.assert_array_equal(batch["views"][0][1].numpy(), pixels[2])
+    np.testing.assert_array_equal(batch["tracks"][0][0].numpy(), tracks[0])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import copy
 import json
 from pathlib import Path
@@ -15,6 +16,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import recordkit as rk
+from recordkit import _schema_file
 from recordkit.errors import CodecOptionsError, SchemaError, SchemaFileError, UnknownCodecError
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -137,6 +139,39 @@ def test_changing_an_option_changes_the_fingerprint(path: Path) -> None:
     assert rk.Schema.loads(yaml.safe_dump(explicit)).fingerprint() == reference
 
 
+# What is stored, changed one way at a time in multimodal.yaml: each changes the
+# fingerprint. The first stores the same wire kind and shape under another codec.
+LAYOUT_CHANGES = {
+    "codec": ("caption", {"codec": "scalar", "options": {"dtype": "str"}, "optional": True}),
+    "kind": ("embedding", {"codec": "tensor", "options": {"dtype": "int64", "shape": [128]},
+                           "optional": True}),
+    "shape": ("embedding", {"codec": "tensor", "options": {"dtype": "float32", "shape": [64]},
+                            "optional": True}),
+    "optional": ("caption", {"codec": "text", "options": {"max_length": 500}}),
+    "sequence": ("frame", {"codec": "image", "options": {"format": "jpeg", "quality": 90, "channels": 3},
+                           "sequence": True}),
+    "default": ("caption", {"codec": "text", "options": {"max_length": 500}, "default": "none"}),
+    "key": ("scene", {"codec": "label", "options": {"names": ["indoor", "outdoor", "underwater"]},
+                      "keys": {"": "scene_label"}}),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("change", sorted(LAYOUT_CHANGES))
+def test_changing_what_is_stored_changes_the_fingerprint(change: str) -> None:
+    path = ROOT / "schemas" / "multimodal.yaml"
+    stored = rk.Schema.load(path)
+    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    field, spec = LAYOUT_CHANGES[change]
+    before = {k: v for k, v in data["fields"][field].items() if k != "description"}
+    assert before != spec
+    data["fields"][field] = {**spec, "description": data["fields"][field].get("description", "")}
+    changed = rk.Schema.loads(yaml.safe_dump(data, sort_keys=False))
+    assert changed.fingerprint() != stored.fingerprint()
+    # ... while the same change written back leaves it as it was.
+    data["fields"][field] = before
+    assert rk.Schema.loads(yaml.safe_dump(data)).fingerprint() == stored.fingerprint()
+
+
 def test_a_broken_example_names_file_line_field_and_option(tmp_path: Path) -> None:
     text = (ROOT / "schemas" / "multimodal.yaml").read_text(encoding="utf-8")
     broken = tmp_path / "broken.yaml"
@@ -245,6 +280,28 @@ def test_bad_option_value_names_field_option_and_line() -> None:
     )
 
 
+def test_option_of_the_wrong_type_names_field_option_and_line() -> None:
+    err = _error(GOOD.replace("size: 3", "size: three"), CodecOptionsError)
+    line = line_of(GOOD, "size: 3")
+    assert str(err) == (
+        f"file points.yaml, line {line}, field 'position', codec 'vector': option 'size': "
+        "Input should be a valid integer, unable to parse string as an integer (got 'three')"
+    )
+
+
+def test_errors_name_the_file_they_were_loaded_from(tmp_path: Path) -> None:
+    path = tmp_path / "pets.yaml"
+    path.write_text(GOOD.replace("codec: vector", "codec: vectr"), encoding="utf-8")
+    with pytest.raises(UnknownCodecError) as err:
+        rk.Schema.load(path, registry=REGISTRY)
+    assert err.value.context.file == str(path)
+    assert str(err.value).startswith(f"file {path}, line {line_of(GOOD, 'codec: vector')}, field 'position'")
+    path.write_text(GOOD + "  bad: [\n", encoding="utf-8")
+    with pytest.raises(SchemaFileError) as syntax:
+        rk.Schema.load(path, registry=REGISTRY)
+    assert str(syntax.value).startswith(f"file {path}, line ")
+
+
 def test_unknown_option_lists_the_codecs_options() -> None:
     err = _error(GOOD.replace("scale: 2.0", "scael: 2.0"), CodecOptionsError)
     assert err.context.line == line_of(GOOD, "scale: 2.0")
@@ -276,6 +333,15 @@ def test_unknown_top_level_key_and_missing_name() -> None:
     assert "missing required key 'name'" in str(err)
 
 
+def test_a_field_that_is_not_a_mapping() -> None:
+    err = _error(GOOD.replace("  id:\n    codec: scalar\n", "  id: scalar\n"))
+    assert (err.context.line, err.field) == (line_of(GOOD, "id:"), "id")
+    assert "a field must be a mapping with a codec ({codec: ..., options: ...}), not 'scalar'" in str(err)
+    err = _error(GOOD.replace("  id:\n    codec: scalar\n", "  id:\n"))
+    assert "a field must be a mapping with a codec" in str(err)
+    assert "not nothing" in str(err)
+
+
 def test_wrong_type_names_the_key_and_value() -> None:
     err = _error(GOOD.replace("optional: true", "optional: perhaps"))
     assert (err.context.line, err.field) == (line_of(GOOD, "optional: true"), "note")
@@ -287,6 +353,9 @@ def test_unquoted_numeric_version() -> None:
     err = _error(GOOD.replace("version: 1.0.0", "version: 1.0"))
     assert err.context.line == 2
     assert 'must be a string, not the number 1.0; quote it ("1.0")' in str(err)
+    err = _error(GOOD.replace("version: 1.0.0", "version: 2024-01-31"))
+    assert err.context.line == 2
+    assert 'must be a string, not the date 2024-01-31; quote it ("2024-01-31")' in str(err)
 
 
 def test_bad_field_name_points_at_it() -> None:
@@ -302,6 +371,16 @@ def test_duplicate_keys_are_errors() -> None:
     assert f"duplicate key 'size' (first at line {line_of(text, 'size: 3')})" in str(err)
     err = _error(GOOD + "  id:\n    codec: scalar\n")
     assert f"duplicate key 'id' (first at line {line_of(GOOD, 'id:')})" in str(err)
+    # The top level and flow mappings too.
+    err = _error(GOOD.replace("version: 1.0.0", "version: 1.0.0\nname: other"))
+    assert (err.context.line, err.field) == (3, None)
+    assert "duplicate key 'name' (first at line 1)" in str(err)
+    text = GOOD.replace("options: {dtype: str}", "options: {dtype: str, dtype: int64}")
+    err = _error(text)
+    assert (err.context.line, err.field) == (line_of(text, "dtype: int64"), "note")
+    assert "duplicate key 'dtype'" in str(err)
+    # (PyYAML's safe_load alone would silently keep the last one.)
+    assert yaml.safe_load(text)["fields"]["note"]["options"] == {"dtype": "int64"}
 
 
 def test_json_errors_have_lines_too() -> None:
@@ -320,7 +399,13 @@ def test_json_errors_have_lines_too() -> None:
 def test_yaml_syntax_error_has_a_line() -> None:
     err = _error(GOOD.replace("options: {dtype: str}", "options: {dtype: str"))
     assert "is not valid YAML" in str(err)
-    assert err.context.line is not None
+    assert err.context.line == line_of(GOOD, "optional: true")  # where the parser notices
+    text = GOOD.replace("    codec: vector", "   codec: vector")  # bad indentation
+    err = _error(text)
+    assert err.context.line == line_of(text, "codec: vector") + 1
+    assert str(err).startswith(f"file points.yaml, line {err.context.line}: is not valid YAML: ")
+    err = _error(GOOD + "---\nname: second\n")
+    assert "is not valid YAML: but found another document" in str(err)
 
 
 def test_python_tags_are_refused() -> None:
@@ -406,3 +491,53 @@ def test_any_schema_survives_yaml_and_json(fields: dict[str, Any], description: 
         assert again == schema
         assert list(again.fields) == list(schema.fields)
         assert again.fingerprint(REGISTRY) == schema.fingerprint(REGISTRY)
+
+
+# -- safe loading, everywhere -----------------------------------------------------------------
+
+#: PyYAML entry points that can build Python objects (or take a loader that can).
+UNSAFE_YAML = {
+    "load", "load_all", "full_load", "full_load_all", "unsafe_load", "unsafe_load_all",
+    "Loader", "FullLoader", "UnsafeLoader", "CLoader", "CFullLoader", "CUnsafeLoader",
+    "add_constructor", "add_multi_constructor",
+}  # fmt: skip
+#: Modules that turn bytes into arbitrary objects.
+UNSAFE_MODULES = {"pickle", "cPickle", "_pickle", "dill", "cloudpickle", "marshal", "shelve", "jsonpickle"}
+
+
+def _unsafe_uses(path: Path) -> list[str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "yaml":
+            if node.attr in UNSAFE_YAML:
+                found.append(f"{path}:{node.lineno}: yaml.{node.attr}")
+        elif isinstance(node, ast.ImportFrom) and node.module == "yaml":
+            found += [
+                f"{path}:{node.lineno}: from yaml import {a.name}"
+                for a in node.names
+                if a.name in UNSAFE_YAML
+            ]
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            modules = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
+            found += [
+                f"{path}:{node.lineno}: import {m}" for m in modules if m.split(".")[0] in UNSAFE_MODULES
+            ]
+    return found
+
+
+def test_the_library_reads_yaml_with_the_safe_loader_only_and_never_unpickles(tmp_path: Path) -> None:
+    sources = [
+        path
+        for folder in ("sdk", "plugins")
+        for path in (ROOT / folder).rglob("*.py")
+        if not {"build", "__pycache__"} & set(path.parts)
+    ]
+    assert any(path.name == "_schema_file.py" for path in sources)
+    assert [use for path in sources for use in _unsafe_uses(path)] == []
+    assert issubclass(_schema_file._Loader, yaml.SafeLoader)
+    # The checker does see unsafe uses.
+    probe = tmp_path / "unsafe_probe.py"
+    probe.write_text("import yaml, pickle\nyaml.load('a: 1', Loader=yaml.FullLoader)\n", encoding="utf-8")
+    found = sorted(use.split(": ", 1)[1] for use in _unsafe_uses(probe))
+    assert found == ["import pickle", "yaml.FullLoader", "yaml.load"]
