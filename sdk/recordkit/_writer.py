@@ -26,7 +26,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Literal
 
-from recordkit._compat import check_compatibility
+from recordkit._compat import CompatibilityReport, check_compatibility
 from recordkit._encode import RecordEncoder, record_items
 from recordkit._manifest import MANIFEST_FILE, CodecProvenance, Manifest, SplitInfo, UnfinishedWrite
 from recordkit._parallel import FIRST_BATCH_RECORDS, Item, OrderedPool, Result, WorkerSetup
@@ -164,8 +164,11 @@ class DatasetWriter:
         the record (default: the record's index in the split's input).
     :param resume: continue an interrupted write: the records that complete shards
         already hold are skipped (the input must be the same, in the same order).
-    :param append: add records or new splits to an existing dataset (the schema must be
-        compatible with the stored one).
+    :param append: add records or new splits to an existing dataset. ``schema`` must
+        store records as the dataset's schema does, except that it may leave out the
+        dataset's optional fields and add optional fields of its own (the dataset's
+        schema then becomes ``schema``, keeping the optional fields it leaves out);
+        anything else is an IncompatibleSchemaError.
     :param progress: show a progress bar; None: only when stderr is a terminal.
     :param registry: the codec registry (default: the installed plugins).
     """
@@ -208,6 +211,8 @@ class DatasetWriter:
         self._encoder = RecordEncoder(self._bound)
         self._pool: OrderedPool[_BatchTag] | None = None
         self._splits: dict[str, _Split] = {}
+        #: The dataset's schema grown by optional fields these records add, until saved.
+        self._grown: Schema | None = None
         self._state: Literal["open", "closed", "aborted"] = "open"
         self.manifest, self.compression = self._open_manifest(compression)
         self._progress = Progress(progress, total=_total, desc=f"writing {self.root.name}")
@@ -243,9 +248,20 @@ class DatasetWriter:
                 f"shards with {Compression.parse(compression).value or 'none'!r}",
                 file=str(self.root),
             )
-        _check_schema(existing, self.schema, self._bound, self._registry, append=self._append)
+        self._grown = _check_schema(existing, self.schema, self._registry, append=self._append)
         _remove_manifest_debris(self.root)
         return existing, stored
+
+    def _grow_schema(self) -> None:
+        """The records add optional fields to a stored dataset: its schema grows (see
+        :func:`_check_schema`), in the manifest save that first marks a split as being
+        written."""
+        grown, self._grown = self._grown, None
+        if grown is not None:
+            codecs = {**_provenance(self._bound, self._registry), **self.manifest.codecs}
+            self.manifest.schema_ = grown
+            self.manifest.fingerprint = grown.bind(self._registry).fingerprint()
+            self.manifest.codecs = dict(sorted(codecs.items()))
 
     def _save(self, *, sync_dir: bool = False) -> None:
         if sync_dir:
@@ -280,6 +296,7 @@ class DatasetWriter:
             info.unfinished = UnfinishedWrite(consumed=0, started=_now())
         split = _Split(self, name, info, skip=skip)
         self._splits[name] = split
+        self._grow_schema()
         self._save()
         return split
 
@@ -341,6 +358,9 @@ class DatasetWriter:
         return value if isinstance(value, str) else str(value)
 
     def _reject(self, state: _Split, index: int, key: str | None, error: RecordkitError) -> None:
+        # Errors raised before any field is looked at (a record that is not a mapping)
+        # do not know the record yet; context set deeper down is kept.
+        error.with_context(record=index if key is None else key)
         if self._on_error == "raise":
             self.abort()
             raise error
@@ -490,29 +510,59 @@ def _provenance(bound: BoundSchema, registry: CodecRegistry) -> dict[str, CodecP
 
 
 def _check_schema(
-    manifest: Manifest, schema: Schema, bound: BoundSchema, registry: CodecRegistry, *, append: bool
-) -> None:
-    """Records written with ``schema`` may join the dataset only if they store exactly
-    the stored layout (the append rules of :func:`~recordkit.check_compatibility`) with
-    the same codec versions; otherwise IncompatibleSchemaError names the fields."""
-    check_compatibility(manifest.schema, schema, mode="append", registry=registry).raise_for_incompatible()
-    if bound.fingerprint() == manifest.fingerprint:
-        return
-    differences = []
-    for field in bound.fields:
-        stored = manifest.codecs.get(field.spec.codec)
-        if stored is not None and stored.version != field.codec.version:
-            differences.append(
-                f"field {field.name!r}: codec {field.spec.codec!r} version {stored.version!r} stored, "
-                f"{field.codec.version!r} installed"
-            )
-    if not differences:
-        differences.append(f"fingerprint {manifest.fingerprint} stored, {bound.fingerprint()} now")
-    action = "append to" if append else "resume writing"
-    raise IncompatibleSchemaError(
-        f"cannot {action} the dataset: the records would not be stored as the stored ones are",
-        differences=differences,
-    )
+    manifest: Manifest, schema: Schema, registry: CodecRegistry, *, append: bool
+) -> Schema | None:
+    """Records written with ``schema`` may join the dataset only if every stored record
+    stays a valid record of the dataset's schema, and every new record is one.
+
+    That holds when the layouts are identical (the append rules of
+    :func:`~recordkit.check_compatibility`) with the same codec versions; and also when
+    they differ only by optional fields, because an absent optional value is stored as
+    no Example keys at all: records of a schema that leaves out an optional field of the
+    dataset are valid records of the dataset's schema (the field absent), and stored
+    records are valid records of a schema that adds an optional field. In the second
+    case the dataset's schema must grow: the appending schema, plus the dataset's
+    optional fields it leaves out, is returned (None when the stored schema stays as it
+    is). Any other difference raises IncompatibleSchemaError naming the fields.
+    """
+    report = check_compatibility(manifest.schema, schema, mode="append", registry=registry)
+    # Looked for among all differences, whatever verdict check_compatibility gives them.
+    added = [d.field for d in report.differences if d.kind == "added" and schema.fields[d.field].optional]
+    left_out = [
+        d.field
+        for d in report.differences
+        if d.kind == "removed"
+        and d.field in manifest.schema.fields
+        and manifest.schema.fields[d.field].optional
+    ]
+    tolerated = {("added", name) for name in added} | {("removed", name) for name in left_out}
+    blocking = [d for d in report.differences if (d.kind, d.field) not in tolerated]
+    CompatibilityReport(report.mode, blocking).raise_for_incompatible()
+    stored_now = manifest.schema.bind(registry)
+    if stored_now.fingerprint() != manifest.fingerprint:
+        differences = []
+        for field in stored_now.fields:
+            stored = manifest.codecs.get(field.spec.codec)
+            if stored is not None and stored.version != field.codec.version:
+                differences.append(
+                    f"field {field.name!r}: codec {field.spec.codec!r} version {stored.version!r} stored, "
+                    f"{field.codec.version!r} installed"
+                )
+        if not differences:
+            differences.append(f"fingerprint {manifest.fingerprint} stored, {stored_now.fingerprint()} now")
+        action = "append to" if append else "resume writing"
+        raise IncompatibleSchemaError(
+            f"cannot {action} the dataset: the records would not be stored as the stored ones are",
+            differences=differences,
+        )
+    if not added:
+        return None
+    # The appending schema (newer: it has the added fields), keeping the dataset's
+    # optional fields that it leaves out.
+    fields = {**schema.fields, **{name: manifest.schema.fields[name] for name in left_out}}
+    grown = Schema.model_validate({**schema.model_dump(), "fields": fields})
+    grown.bind(registry)  # refused if an added field's Example keys clash with a left-out field's
+    return grown
 
 
 def _remove_manifest_debris(root: Path) -> None:

@@ -32,10 +32,13 @@ def make_records(n: int, *, bad: frozenset[int] = frozenset()) -> Iterator[dict[
         yield {"id": i, "payload": payload}
 
 
-def read_split(root: Path, split: str = "train") -> list[dict[str, Any]]:
-    """Every record of ``split``, in shard order, decoded through the manifest's schema."""
+def read_split(
+    root: Path, split: str = "train", *, registry: rk.CodecRegistry | None = None
+) -> list[dict[str, Any]]:
+    """Every record of ``split``, in shard order, decoded through the manifest's schema
+    (its codecs from ``registry``, default: the installed plugins)."""
     manifest = rk.Manifest.load(root)
-    bound = manifest.schema.bind()
+    bound = manifest.schema.bind(registry)
     compression = Compression.parse(manifest.compression)
     records = []
     for shard in manifest.split(split).shards:

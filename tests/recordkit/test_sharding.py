@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from recordkit._sharding import (
+    DEFAULT_SHARD_BYTES,
     ShardFile,
     ShardLimits,
     check_split_name,
@@ -128,3 +129,15 @@ def test_a_failed_background_write_surfaces_and_leaves_no_shard(
         fill_and_commit(shard)
     shard.discard()
     assert list(tmp_path.iterdir()) == []
+
+
+def test_the_default_shard_size_suits_tfrecord_readers() -> None:
+    """Tens to hundreds of MB (see docs/how-to/write-datasets.md, Sharding), and the
+    default of both write_dataset and DatasetWriter."""
+    import inspect
+
+    import recordkit as rk
+
+    assert 10 * 2**20 <= DEFAULT_SHARD_BYTES <= 512 * 2**20
+    for function in (rk.write_dataset, rk.DatasetWriter.__init__):
+        assert inspect.signature(function).parameters["shard_bytes"].default == DEFAULT_SHARD_BYTES

@@ -176,10 +176,11 @@ def test_foreign_shard_files_are_not_overwritten(tmp_path: Path) -> None:
 # -- bad records ---------------------------------------------------------------------------
 
 
-def png_bytes(seed: int) -> bytes:
+def image_bytes(seed: int, fmt: str) -> bytes:
+    """A real 4x5 RGB image file, PNG or JPEG, made with Pillow."""
     pixels = np.random.default_rng(seed).integers(0, 255, (4, 5, 3), dtype=np.uint8)
     buffer = io.BytesIO()
-    Image.fromarray(pixels).save(buffer, "PNG")
+    Image.fromarray(pixels).save(buffer, fmt)
     return buffer.getvalue()
 
 
@@ -192,21 +193,23 @@ IMAGE_SCHEMA = rk.Schema(
 )
 
 
-def photos(n: int, corrupt: int) -> list[dict[str, Any]]:
-    records = [{"image": png_bytes(i), "name": f"photo-{i}.png"} for i in range(n)]
-    records[corrupt]["image"] = records[corrupt]["image"][:40]  # a truncated PNG
+def photos(n: int, corrupt: int, fmt: str) -> list[dict[str, Any]]:
+    """``n`` photo records; record ``corrupt`` holds its file cut in half (truncated)."""
+    records = [{"image": image_bytes(i, fmt), "name": f"photo-{i}.{fmt.lower()}"} for i in range(n)]
+    data = records[corrupt]["image"]
+    records[corrupt]["image"] = data[: len(data) // 2]
     return records
 
 
-def test_a_corrupt_image_raises_naming_record_and_field(tmp_path: Path) -> None:
-    records = photos(10, corrupt=5)
+@pytest.mark.parametrize("fmt", ["JPEG", "PNG"])
+def test_a_corrupt_image_raises_naming_record_and_field(tmp_path: Path, fmt: str) -> None:
+    records = photos(10, corrupt=5, fmt=fmt)
     with pytest.raises(RecordError) as caught:
         rk.write_dataset(records, IMAGE_SCHEMA, tmp_path, shard_records=2, progress=False)
     error = caught.value
     assert error.record == 5
     assert error.field == "image"
-    assert "record 5, field 'image'" in str(error)
-    assert "PNG" in str(error)
+    assert f"record 5, field 'image': corrupt or truncated {fmt}" in str(error)
     # The complete shards (records 0-3) are valid and listed; the partial one is gone.
     manifest = rk.Manifest.load(tmp_path)
     split = manifest.split("train")
@@ -214,11 +217,13 @@ def test_a_corrupt_image_raises_naming_record_and_field(tmp_path: Path) -> None:
     assert split.unfinished is not None
     assert split.unfinished.consumed == 4
     check_manifest_matches_files(tmp_path)
-    assert [r["name"] for r in read_split(tmp_path)] == [f"photo-{i}.png" for i in range(4)]
+    assert [r["name"] for r in read_split(tmp_path)] == [f"photo-{i}.{fmt.lower()}" for i in range(4)]
 
 
-def test_skip_lists_the_corrupt_image_in_the_rejects_file(tmp_path: Path) -> None:
-    records = photos(10, corrupt=5)
+@pytest.mark.parametrize("fmt", ["JPEG", "PNG"])
+def test_skip_lists_the_corrupt_image_in_the_rejects_file(tmp_path: Path, fmt: str) -> None:
+    records = photos(10, corrupt=5, fmt=fmt)
+    suffix = fmt.lower()
     manifest = rk.write_dataset(
         records, IMAGE_SCHEMA, tmp_path, shard_records=3, on_error="skip", key="name", progress=False
     )
@@ -228,13 +233,14 @@ def test_skip_lists_the_corrupt_image_in_the_rejects_file(tmp_path: Path) -> Non
     (line,) = (tmp_path / "rejects-train.jsonl").read_text().splitlines()
     reject = json.loads(line)
     assert reject["index"] == 5
-    assert reject["key"] == "photo-5.png"
+    assert reject["key"] == f"photo-5.{suffix}"
     assert [e["field"] for e in reject["errors"]] == ["image"]
-    assert "PNG" in reject["errors"][0]["reason"]
-    assert "record key 'photo-5.png', field 'image'" in reject["message"]
+    assert f"corrupt or truncated {fmt}" in reject["errors"][0]["reason"]
+    assert f"record key 'photo-5.{suffix}', field 'image'" in reject["message"]
     written = read_split(tmp_path)
-    assert [r["name"] for r in written] == [f"photo-{i}.png" for i in range(10) if i != 5]
-    assert written[0]["image"].shape == (4, 5, 3)
+    assert [r["name"] for r in written] == [f"photo-{i}.{suffix}" for i in range(10) if i != 5]
+    assert [r["image"].shape for r in written] == [(4, 5, 3)] * 9
+    assert split.num_records == 9
     check_manifest_matches_files(tmp_path)
 
 
@@ -246,6 +252,20 @@ def test_a_record_with_several_bad_fields_is_one_reject(tmp_path: Path) -> None:
     assert reject["index"] == 1
     assert "key" not in reject
     assert sorted(e["field"] for e in reject["errors"]) == ["extra", "id", "payload"]
+
+
+@pytest.mark.parametrize("workers", [0, 2])
+def test_a_record_that_is_not_a_mapping_is_named(tmp_path: Path, workers: int) -> None:
+    records: list[Any] = [{"id": 0, "payload": "fine"}, ["id", 1], {"id": 2, "payload": "fine"}]
+    with pytest.raises(RecordError) as caught:
+        rk.write_dataset(records, SCHEMA, tmp_path / "raise", workers=workers, progress=False)
+    assert caught.value.record == 1
+    assert str(caught.value) == "record 1: a record must be a mapping or a Record, not list"
+    rk.write_dataset(records, SCHEMA, tmp_path / "skip", on_error="skip", workers=workers, progress=False)
+    reject = json.loads((tmp_path / "skip" / "rejects-train.jsonl").read_text())
+    assert reject["index"] == 1
+    assert reject["errors"] == [{"field": None, "reason": "a record must be a mapping or a Record, not list"}]
+    assert read_ids(tmp_path / "skip") == [0, 2]
 
 
 def test_the_key_names_the_record_in_errors(tmp_path: Path) -> None:
@@ -312,6 +332,7 @@ def test_resume_after_an_error_writes_every_record_once(tmp_path: Path) -> None:
 
 def test_a_streaming_writer_resumes_record_by_record(tmp_path: Path) -> None:
     records = list(make_records(50))
+
     def stopped_write() -> None:
         with rk.DatasetWriter(tmp_path, SCHEMA, shard_records=8, progress=False) as writer:
             for record in records[:30]:
@@ -420,15 +441,126 @@ def test_append_with_an_incompatible_schema_names_the_fields(tmp_path: Path) -> 
     assert read_ids(tmp_path) == [0, 1, 2, 3, 4, 0, 1, 2]
 
 
+WITH_NOTE = rk.Schema(
+    name="writer-test-v2",
+    version="2.0.0",
+    description="the writer test schema, with notes",
+    fields={**SCHEMA.fields, "note": rk.FieldSpec(codec="text", optional=True)},
+)
+
+
+def test_append_with_an_added_optional_field_grows_the_dataset_schema(tmp_path: Path) -> None:
+    rk.write_dataset(make_records(30), SCHEMA, tmp_path, shard_records=20, progress=False)
+    old_shards = rk.Manifest.load(tmp_path).split("train").shards
+    more = [{"id": 100 + i, "payload": "more", "note": f"note {i}" if i % 2 else None} for i in range(10)]
+    manifest = rk.write_dataset(more, WITH_NOTE, tmp_path, shard_records=20, append=True, progress=False)
+
+    # The dataset's schema becomes the appending one, which describes every record.
+    assert manifest.schema == WITH_NOTE
+    assert manifest.fingerprint == WITH_NOTE.fingerprint() != SCHEMA.fingerprint()
+    assert manifest.codecs["text"].version == rk.default_registry().info("text").version
+    assert rk.Manifest.load(tmp_path) == manifest
+    assert manifest.split("train").shards[:2] == old_shards
+    check_manifest_matches_files(tmp_path)
+    # Every record, old and new, is a valid record of the grown schema.
+    notes = [r["note"] for r in read_split(tmp_path)]
+    assert notes == [None] * 30 + [f"note {i}" if i % 2 else None for i in range(10)]
+
+    # Plain tf.data through the generated parser reads the old shards with the note absent.
+    pytest.importorskip("tensorflow")
+    (batch,) = list(rk.load_dataset(tmp_path, batch_size=64))
+    assert batch["id"].numpy().tolist() == list(range(30)) + [100 + i for i in range(10)]
+    assert batch["note/present"].numpy().tolist() == [False] * 30 + [bool(i % 2) for i in range(10)]
+
+    # The narrower schema may still append (its records leave the optional note out),
+    # and the dataset's schema stays as it is: it keeps the note.
+    again = rk.write_dataset(make_records(3), SCHEMA, tmp_path, append=True, progress=False)
+    assert again.schema == WITH_NOTE
+    assert again.fingerprint == manifest.fingerprint
+    assert read_ids(tmp_path)[-3:] == [0, 1, 2]
+    check_manifest_matches_files(tmp_path)
+
+
+def test_a_grown_schema_keeps_the_optional_fields_the_appending_one_leaves_out(tmp_path: Path) -> None:
+    with_flag = rk.Schema(
+        name="writer-test", fields={**SCHEMA.fields, "flag": rk.FieldSpec(codec="scalar", optional=True)}
+    )
+    rk.write_dataset([{"id": 0, "payload": "a", "flag": 1}], with_flag, tmp_path, progress=False)
+    # Leaves "flag" out, adds "note": the dataset's schema has both.
+    without_flag = WITH_NOTE.model_copy(
+        update={"fields": {**SCHEMA.fields, "note": WITH_NOTE.fields["note"]}}
+    )
+    records = [{"id": 1, "payload": "b", "note": "n"}]
+    manifest = rk.write_dataset(records, without_flag, tmp_path, append=True, progress=False)
+    assert list(manifest.schema.fields) == ["id", "payload", "note", "flag"]
+    assert manifest.schema.version == WITH_NOTE.version
+    assert [(r["flag"], r["note"]) for r in read_split(tmp_path)] == [(1, None), (None, "n")]
+    check_manifest_matches_files(tmp_path)
+
+
+def test_an_added_field_that_is_not_optional_is_refused(tmp_path: Path) -> None:
+    rk.write_dataset(make_records(5), SCHEMA, tmp_path, progress=False)
+    before = (tmp_path / "dataset.json").read_bytes()
+    required = rk.Schema(
+        name="writer-test", fields={**SCHEMA.fields, "note": rk.FieldSpec(codec="text", default="")}
+    )
+    with pytest.raises(IncompatibleSchemaError, match="'note' differ") as caught:
+        rk.write_dataset([{"id": 9, "payload": "x", "note": "n"}], required, tmp_path, append=True)
+    assert caught.value.differences == [
+        "field 'note': added: the stored records do not have it (incompatible)"
+    ]
+    assert (tmp_path / "dataset.json").read_bytes() == before
+
+
+def test_a_failed_append_keeps_everything_committed_before_it(tmp_path: Path) -> None:
+    """Crash safety: an append that stops (here at a bad record) loses nothing already
+    written: the earlier shards and splits stay listed, unchanged and readable, and
+    the append can be resumed."""
+    rk.write_dataset(make_records(45), SCHEMA, tmp_path, shard_records=20, progress=False)
+    rk.write_dataset(make_records(7), SCHEMA, tmp_path, split="test", append=True, progress=False)
+    before = rk.Manifest.load(tmp_path)
+    files_before = {p.name: p.read_bytes() for p in tmp_path.iterdir() if p.name != "dataset.json"}
+
+    more = [{"id": 100 + i, "payload": "more"} for i in range(50)]
+    more[27]["payload"] = 27  # a bad record, after one complete new shard
+    with pytest.raises(RecordError, match="record 27, field 'payload'"):
+        rk.write_dataset(more, SCHEMA, tmp_path, shard_records=20, append=True, progress=False)
+
+    after = rk.Manifest.load(tmp_path)
+    train = after.split("train")
+    assert train.shards[:3] == before.split("train").shards  # listed as before
+    assert [s.records for s in train.shards[3:]] == [20]  # plus the complete new shard
+    assert after.split("test") == before.split("test")
+    assert (after.schema, after.fingerprint, after.codecs) == (
+        before.schema,
+        before.fingerprint,
+        before.codecs,
+    )
+    for name, data in files_before.items():
+        assert (tmp_path / name).read_bytes() == data  # not rewritten
+    check_manifest_matches_files(tmp_path)  # no partial shard, every listed shard valid
+    assert read_ids(tmp_path) == list(range(45)) + [100 + i for i in range(20)]
+    assert read_ids(tmp_path, "test") == list(range(7))
+    assert train.unfinished is not None
+    assert train.unfinished.consumed == 20
+
+    more[27]["payload"] = "fixed"
+    manifest = rk.write_dataset(more, SCHEMA, tmp_path, shard_records=20, resume=True, progress=False)
+    assert manifest.split("train").unfinished is None
+    assert read_ids(tmp_path) == list(range(45)) + [100 + i for i in range(50)]
+    assert read_ids(tmp_path, "test") == list(range(7))
+    check_manifest_matches_files(tmp_path)
+
+
 # -- progress ------------------------------------------------------------------------------
 
 
 def test_progress_bar_when_asked(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    rk.write_dataset(make_records(300), SCHEMA, tmp_path / "on", progress=True)
+    rk.write_dataset(list(make_records(300)), SCHEMA, tmp_path / "on", progress=True)
     err = capsys.readouterr().err
-    assert "300" in err
-    assert "rec" in err
-    assert "written" in err
+    assert "300/300" in err  # records (the total is known: the input is a list)
+    assert "rec/s" in err  # rate
+    assert "B written" in err  # bytes
 
 
 def test_no_progress_bar_when_stderr_is_not_a_terminal(

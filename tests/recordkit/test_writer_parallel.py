@@ -2,19 +2,21 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 from _writer_support import SCHEMA, check_manifest_matches_files, make_records, read_ids, read_split
 
 import recordkit as rk
-from recordkit._parallel import WorkerSetup
+from recordkit._parallel import BATCHES_PER_WORKER, MAX_BATCH_RECORDS, WorkerSetup
 from recordkit.errors import InvalidValueError, PluginError, RecordError
 
 BAD = frozenset({5, 77, 150})
@@ -222,3 +224,79 @@ def test_batches_are_encoded_here_until_the_workers_are_ready() -> None:
     assert [t for t, _ in done] == list(range(len(done)))  # in submission order
     assert pids[0] == os.getpid()
     assert pids[-1] != os.getpid()
+
+
+# -- order and memory on real records -------------------------------------------------------
+
+
+def photo_records(n: int) -> Iterator[dict[str, Any]]:
+    """Real photos to re-encode: noise images of varying sizes (so batches take uneven
+    times and may finish out of order), made one at a time as they are written."""
+    for i in range(n):
+        rng = np.random.default_rng(i)
+        height, width = (int(v) for v in rng.integers(24, 160, 2))
+        yield {
+            "image": rng.integers(0, 256, (height, width, 3), dtype=np.uint8),
+            "name": f"photo-{i:03d}",
+            "pid": 0,  # replaced by the id of the process that encodes the record
+        }
+
+
+PHOTOS = rk.Schema(
+    name="photos",
+    fields={
+        "image": rk.FieldSpec(codec="image", options={"format": "jpeg", "quality": 90}),
+        "name": rk.FieldSpec(codec="scalar", options={"dtype": "str"}),
+        "pid": rk.FieldSpec(codec="encoder_pid"),
+    },
+)
+
+
+def test_workers_encode_real_images_in_input_order(tmp_path: Path) -> None:
+    registry = rk.load_plugins(allow=["scalar", "image"], extra_plugins=[("pid-plugin", PidPlugin)]).registry
+    n = 240
+    with rk.DatasetWriter(
+        tmp_path / "parallel", PHOTOS, registry=registry, workers=2, shard_records=50, progress=False
+    ) as writer:
+        records = photo_records(n)
+        for record in itertools.islice(records, 8):
+            writer.write(record)
+        # Wait for the workers to be up, so the rest is encoded by them, not here.
+        deadline = time.monotonic() + 120
+        while writer._pool is None or not writer._pool._workers_ready():
+            assert time.monotonic() < deadline, "the workers never started"
+            time.sleep(0.05)
+        for record in records:
+            writer.write(record)
+    serial = rk.write_dataset(
+        photo_records(n), PHOTOS, tmp_path / "serial", registry=registry, shard_records=50
+    )
+
+    parallel = read_split(tmp_path / "parallel", registry=registry)
+    assert [r["name"] for r in parallel] == [f"photo-{i:03d}" for i in range(n)]
+    pids = [int(r["pid"]) for r in parallel]
+    assert pids[0] == os.getpid()  # the first batch, encoded here while the workers started
+    assert os.getpid() not in pids[8:]  # the rest by the workers
+    expected = read_split(tmp_path / "serial", registry=registry)
+    for got, want in zip(parallel, expected, strict=True):
+        assert got["name"] == want["name"]
+        assert np.array_equal(got["image"], want["image"])  # the same JPEG bytes, decoded
+    assert [s.records for s in writer.manifest.split("train").shards] == [50, 50, 50, 50, 40]
+    assert writer.manifest.splits.keys() == serial.splits.keys()
+    check_manifest_matches_files(tmp_path / "parallel")
+
+
+def test_records_in_flight_stay_bounded_whatever_the_input_size(tmp_path: Path) -> None:
+    """Memory is bounded by the records in flight (handed to the writer, not yet in a
+    shard): at most a batch being filled and ``workers * BATCHES_PER_WORKER`` batches
+    at the workers, however long the input."""
+    workers, n = 2, 4000
+    bound = (workers * BATCHES_PER_WORKER + 1) * MAX_BATCH_RECORDS
+    in_flight = []
+    with rk.DatasetWriter(tmp_path, SCHEMA, workers=workers, progress=False) as writer:
+        for i, record in enumerate(make_records(n)):
+            writer.write(record)
+            in_flight.append(i + 1 - writer._progress.records)  # given minus written
+    assert max(in_flight) <= bound < n
+    assert max(in_flight) > 0  # records did wait for the workers
+    assert read_ids(tmp_path) == list(range(n))
