@@ -16,7 +16,14 @@ Reading (``mode="read"``) follows these rules:
   Descriptions never matter.
 
 Appending (``mode="append"``) needs the wire layouts to be identical (equal
-fingerprints): every difference but descriptions is incompatible.
+fingerprints), with one relaxation for optional fields, because a record that leaves an
+optional field out stores nothing for it (no Example key at all):
+
+* an optional field the appending schema adds is compatible: the stored records hold it
+  as absent, and the dataset's schema grows to include it;
+* an optional field of the stored schema that the appending one leaves out is
+  compatible: the appended records hold it as absent;
+* every other difference but descriptions is incompatible.
 
 Codec versions are not part of a schema: readers compare the versions in a dataset's
 manifest with the installed codecs separately.
@@ -112,7 +119,8 @@ def check_compatibility(
     :param fields: for ``mode="read"``, the fields the reader asks for (default: all
         of the requested schema's); only they must be readable.
     :param mode: ``"read"`` (reading stored data with ``requested``) or ``"append"``
-        (writing more records with ``requested``: the layouts must be identical).
+        (writing more records with ``requested``: the layouts must be identical but
+        for optional fields added or left out).
     :param registry: resolves codecs to compare options with their defaults filled in
         and wire layouts (default: the installed plugins).
     """
@@ -137,17 +145,23 @@ def check_compatibility(
             differences += _compare(name, old, spec, reading, resolver)
     for name in stored.fields:
         if name not in requested.fields and name not in wanted:
+            optional = stored.fields[name].optional
             if reading:
                 detail = "the requested schema does not have it; it is not read"
+            elif optional:
+                detail = "appended records hold it as absent (optional)"
             else:
-                detail = "stored records have it; appended records would not"
-            differences.append(FieldDifference(name, "removed", detail, reading))
+                detail = "stored records have it; appended records would not, and it is not optional"
+            differences.append(FieldDifference(name, "removed", detail, reading or optional))
     return CompatibilityReport(mode, differences)
 
 
 def _added(name: str, spec: FieldSpec, reading: bool) -> FieldDifference:
     if not reading:
-        return FieldDifference(name, "added", "the stored records do not have it", False)
+        if spec.optional:
+            detail = "stored records hold it as absent (optional); the dataset's schema grows to include it"
+            return FieldDifference(name, "added", detail, True)
+        return FieldDifference(name, "added", "stored records do not have it, and it is not optional", False)
     if spec.optional:
         return FieldDifference(name, "added", "not in the stored data; read as absent (optional)", True)
     if spec.has_default:

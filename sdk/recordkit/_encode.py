@@ -82,7 +82,10 @@ class RecordEncoder:
     ) -> list[bytes]:
         """The pieces of every field's Example map entries; all of the record's errors
         raised as one. With ``field_bytes``, each field's share of the bytes goes there."""
-        items = record if type(record) is dict else record_items(record)
+        try:
+            items = record if type(record) is dict else record_items(record)
+        except RecordError as exc:
+            raise exc.with_context(record=index) from None
         errors: list[RecordkitError] = []
         if len(items) > len(self._names) or not self._names.issuperset(items):
             for name in items:

@@ -26,7 +26,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Literal
 
-from recordkit._compat import CompatibilityReport, check_compatibility
+from recordkit._compat import check_compatibility
 from recordkit._encode import RecordEncoder, record_items
 from recordkit._manifest import MANIFEST_FILE, CodecProvenance, Manifest, SplitInfo, UnfinishedWrite
 from recordkit._parallel import FIRST_BATCH_RECORDS, Item, OrderedPool, Result, WorkerSetup
@@ -515,29 +515,18 @@ def _check_schema(
     """Records written with ``schema`` may join the dataset only if every stored record
     stays a valid record of the dataset's schema, and every new record is one.
 
-    That holds when the layouts are identical (the append rules of
-    :func:`~recordkit.check_compatibility`) with the same codec versions; and also when
-    they differ only by optional fields, because an absent optional value is stored as
-    no Example keys at all: records of a schema that leaves out an optional field of the
-    dataset are valid records of the dataset's schema (the field absent), and stored
-    records are valid records of a schema that adds an optional field. In the second
-    case the dataset's schema must grow: the appending schema, plus the dataset's
-    optional fields it leaves out, is returned (None when the stored schema stays as it
-    is). Any other difference raises IncompatibleSchemaError naming the fields.
+    That holds under the append rules of :func:`~recordkit.check_compatibility`
+    (identical layouts, but for optional fields added or left out) with the same codec
+    versions. When the appending schema adds optional fields, the dataset's schema must
+    grow: the appending schema, plus the dataset's optional fields it leaves out, is
+    returned (None when the stored schema stays as it is). Any other difference raises
+    IncompatibleSchemaError naming the fields.
     """
     report = check_compatibility(manifest.schema, schema, mode="append", registry=registry)
-    # Looked for among all differences, whatever verdict check_compatibility gives them.
-    added = [d.field for d in report.differences if d.kind == "added" and schema.fields[d.field].optional]
-    left_out = [
-        d.field
-        for d in report.differences
-        if d.kind == "removed"
-        and d.field in manifest.schema.fields
-        and manifest.schema.fields[d.field].optional
-    ]
-    tolerated = {("added", name) for name in added} | {("removed", name) for name in left_out}
-    blocking = [d for d in report.differences if (d.kind, d.field) not in tolerated]
-    CompatibilityReport(report.mode, blocking).raise_for_incompatible()
+    report.raise_for_incompatible()
+    # What is left is compatible: optional fields added, or optional fields left out.
+    added = [d.field for d in report.differences if d.kind == "added"]
+    left_out = [d.field for d in report.differences if d.kind == "removed"]
     stored_now = manifest.schema.bind(registry)
     if stored_now.fingerprint() != manifest.fingerprint:
         differences = []

@@ -41,14 +41,18 @@ def code_blocks(page: Path) -> list[Block]:
 def run_python_blocks(blocks: list[Block], *, skip: Callable[[Block], bool] = lambda b: False) -> None:
     """Run the ``python`` blocks in order in one namespace (as one script would), recording
     each one's printed output; a block directly followed by a ``text`` block must print
-    exactly that."""
+    exactly that.
+
+    Compiled without inheriting this module's ``from __future__ import annotations``:
+    the page's code (its Record classes above all) is evaluated as in a user's script.
+    """
     namespace: dict[str, object] = {"__name__": "__docs__"}
     for i, block in enumerate(blocks):
         if block.language != "python" or skip(block):
             continue
         out = io.StringIO()
         with contextlib.redirect_stdout(out):
-            exec(compile(block.body, f"<block {i}>", "exec"), namespace)  # the page's own code
+            exec(compile(block.body, f"<block {i}>", "exec", dont_inherit=True), namespace)  # the page's code
         block.output = out.getvalue()
         following = blocks[i + 1] if i + 1 < len(blocks) else None
         if following is not None and following.language == "text" and following.adjacent:

@@ -76,11 +76,19 @@ def test_adding_an_optional_field_or_one_with_a_default_reads_old_data() -> None
     assert check(STORED, requested, fields=["id", "caption", "score"]).compatible
 
 
-def test_appending_needs_the_same_fields() -> None:
-    requested = {**STORED, "caption": {"codec": "scalar", "options": {"dtype": "str"}, "optional": True}}
+def test_appending_needs_the_same_fields_but_for_optional_ones() -> None:
+    optional_caption = {"codec": "scalar", "options": {"dtype": "str"}, "optional": True}
+    requested = {**STORED, "caption": optional_caption}
+    assert kinds(check(STORED, requested, mode="append")) == {"caption": ("added", True)}
+    required_caption = {**optional_caption, "optional": False}
+    requested = {**STORED, "caption": required_caption}
     assert kinds(check(STORED, requested, mode="append")) == {"caption": ("added", False)}
+    assert STORED["note"].get("optional") is True
     fewer = {k: v for k, v in STORED.items() if k != "note"}
-    assert kinds(check(STORED, fewer, mode="append")) == {"note": ("removed", False)}
+    assert kinds(check(STORED, fewer, mode="append")) == {"note": ("removed", True)}
+    required = [name for name, field in STORED.items() if not field.get("optional")]
+    without_required = {k: v for k, v in STORED.items() if k != required[0]}
+    assert kinds(check(STORED, without_required, mode="append")) == {required[0]: ("removed", False)}
 
 
 def test_a_removed_field_matters_only_to_readers_that_ask_for_it() -> None:
@@ -151,8 +159,9 @@ def test_every_incompatible_field_is_listed_in_the_error() -> None:
     with pytest.raises(IncompatibleSchemaError) as err:
         report.raise_for_incompatible()
     message = str(err.value)
-    assert "the schema cannot append to the stored data: 'id', 'position', 'weight', 'note' differ" in message
-    assert len(err.value.differences) == 4
+    # 'note' is optional: leaving it out is compatible, so it is not listed.
+    assert "the schema cannot append to the stored data: 'id', 'position', 'weight' differ" in message
+    assert len(err.value.differences) == 3
 
 
 def test_append_compatible_means_equal_fingerprints(tmp_path: Path) -> None:

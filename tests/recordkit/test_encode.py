@@ -195,6 +195,14 @@ def test_a_bad_sequence_element_is_named_by_index(registry: rk.CodecRegistry) ->
     assert str(info.value) == "record 0, field 'tags[1]': expected a str, got int"
 
 
+def test_a_record_that_is_not_a_mapping_is_named(registry: rk.CodecRegistry) -> None:
+    enc = encoder(registry, tags=spec(options={"dtype": "str"}, sequence=True))
+    with pytest.raises(rk.errors.RecordError) as info:
+        enc.encode(["not", "a", "mapping"], 3)
+    assert info.value.record == 3
+    assert str(info.value) == "record 3: a record must be a mapping or a Record, not list"
+
+
 def test_every_bad_sequence_element_is_named(registry: rk.CodecRegistry) -> None:
     enc = encoder(registry, tags=spec(options={"dtype": "str"}, sequence=True))
     with pytest.raises(rk.errors.RecordError) as info:

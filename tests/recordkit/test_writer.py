@@ -507,7 +507,7 @@ def test_an_added_field_that_is_not_optional_is_refused(tmp_path: Path) -> None:
     with pytest.raises(IncompatibleSchemaError, match="'note' differ") as caught:
         rk.write_dataset([{"id": 9, "payload": "x", "note": "n"}], required, tmp_path, append=True)
     assert caught.value.differences == [
-        "field 'note': added: the stored records do not have it (incompatible)"
+        "field 'note': added: stored records do not have it, and it is not optional (incompatible)"
     ]
     assert (tmp_path / "dataset.json").read_bytes() == before
 
