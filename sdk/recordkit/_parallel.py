@@ -25,7 +25,9 @@ import collections
 import dataclasses
 import importlib
 import multiprocessing
+import sys
 import time
+import warnings
 from collections.abc import Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -198,7 +200,10 @@ class OrderedPool(Generic[T]):
     Starting a worker (a fresh interpreter that imports recordkit and the plugins) takes
     about half a second. With a ``local_encoder``, batches submitted before every worker
     is ready are encoded in the calling process instead of waiting, so the start-up
-    costs a short write little and a long one nothing.
+    costs a short write little and a long one nothing; and when the workers cannot start
+    at all (a ``spawn`` worker re-imports the main module, which fails for code typed
+    into an interpreter or piped to one), a warning says why and the calling process
+    encodes everything.
     """
 
     def __init__(
@@ -221,6 +226,8 @@ class OrderedPool(Generic[T]):
         self._max_in_flight = workers * batches_per_worker
         self._local_encoder = local_encoder
         self._warming = [self._executor.submit(_warm_up_worker) for _ in range(workers)]
+        #: True once the workers are known not to have started (the pool broke at start-up).
+        self._local_only = False
         self._seconds_per_record: float | None = None
 
     @property
@@ -233,8 +240,23 @@ class OrderedPool(Generic[T]):
 
     def _workers_ready(self) -> bool:
         if self._warming and all(future.done() for future in self._warming):
+            if any(future.exception() is not None for future in self._warming):
+                self._start_failed()
             self._warming = []
-        return not self._warming
+        return not self._warming and not self._local_only
+
+    def _start_failed(self) -> None:
+        """The pool broke before any worker ran a task: encode here from now on (or, with
+        no local encoder, raise an error that says what to do)."""
+        if self._local_encoder is None:
+            raise DatasetError(f"the writer's worker processes could not start; {_START_ADVICE}")
+        self._local_only = True
+        warnings.warn(
+            f"recordkit: the writer's worker processes could not start, so this process encodes "
+            f"every record; {_START_ADVICE}",
+            RuntimeWarning,
+            stacklevel=_first_frame_outside_recordkit(),
+        )
 
     def submit(self, tag: T, items: list[Item]) -> list[tuple[T, list[Result]]]:
         if self._local_encoder is not None and not self._workers_ready():
@@ -278,6 +300,23 @@ class OrderedPool(Generic[T]):
                 future.cancel()
             self._in_flight.clear()
         self._executor.shutdown(wait=True, cancel_futures=cancel)
+        if not cancel:
+            self._workers_ready()  # every worker has started or failed by now: warn if they failed
+
+
+def _first_frame_outside_recordkit() -> int:
+    """The ``stacklevel`` that points a warning at the user's call, however deep inside
+    recordkit it is raised."""
+    frame, level = sys._getframe(1), 1
+    while frame.f_back is not None and frame.f_globals.get("__name__", "").startswith("recordkit"):
+        frame, level = frame.f_back, level + 1
+    return level
+
+
+_START_ADVICE = (
+    "worker processes are started with 'spawn' and re-import the main module: run the code from a "
+    "file, with the writing under `if __name__ == \"__main__\":`, or pass workers=1"
+)
 
 
 def _worker_died(exc: BaseException) -> DatasetError:

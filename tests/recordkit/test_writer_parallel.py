@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import json
 import os
+import subprocess
 import sys
 import time
 from collections.abc import Iterator, Mapping
@@ -300,3 +301,28 @@ def test_records_in_flight_stay_bounded_whatever_the_input_size(tmp_path: Path) 
     assert max(in_flight) <= bound < n
     assert max(in_flight) > 0  # records did wait for the workers
     assert read_ids(tmp_path) == list(range(n))
+
+
+def test_workers_that_cannot_start_leave_the_write_to_this_process_with_a_warning(tmp_path: Path) -> None:
+    # Code piped to the interpreter: 'spawn' workers cannot re-import the main module.
+    script = f"""
+import warnings
+import recordkit as rk
+schema = rk.Schema(name="s", fields={{"x": rk.FieldSpec(codec="scalar", options={{"dtype": "int64"}})}})
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    manifest = rk.write_dataset(({{"x": i}} for i in range(50)), schema, {str(tmp_path)!r},
+                                workers=2, progress=False)
+print(sum(shard.records for shard in manifest.splits["train"].shards))
+for warning in caught:
+    print(warning.category.__name__, warning.filename, warning.message)
+"""
+    run = {"capture_output": True, "text": True, "cwd": tmp_path, "timeout": 120, "check": True}
+    done = subprocess.run([sys.executable, "-"], input=script, **run)
+    lines = done.stdout.splitlines()
+    assert lines[0] == "50"
+    assert len(lines) == 2, done.stdout
+    warning = "RuntimeWarning <stdin> recordkit: the writer's worker processes could not start"
+    assert lines[1].startswith(warning)
+    assert "or pass workers=1" in lines[1]
+    assert sorted(int(r["x"]) for r in rk.iter_records(tmp_path)) == list(range(50))
