@@ -15,7 +15,7 @@ import pytest
 from click.testing import CliRunner, Result
 
 import recordkit as rk
-from recordkit.cli import main
+from recordkit.cli import RecordkitGroup, main
 
 pytestmark = pytest.mark.usefixtures("keypoints_plugin")
 
@@ -53,10 +53,32 @@ def test_version() -> None:
     assert result.output.strip() == f"recordkit {rk.__version__}"
 
 
-def test_help_lists_the_plugins_command() -> None:
+def test_help_lists_every_command() -> None:
     result = run("--help")
     assert result.exit_code == 0
-    assert "plugins" in result.output
+    commands = result.output.split("Commands:")[1].split()
+    for command in ("plugins", "inspect", "verify", "schema", "codegen"):
+        assert command in commands
+    assert "check" in run("schema", "--help").output
+
+
+def test_a_multi_line_error_is_shown_on_one_line() -> None:
+    group = RecordkitGroup("demo")
+
+    @group.command("fail")
+    def fail() -> None:
+        raise rk.errors.IncompatibleSchemaError(
+            "the schemas differ",
+            differences=["field 'a': codec changed", "field 'b': removed"],
+            file="s.yaml",
+        )
+
+    result = CliRunner().invoke(group, ["fail"])
+    assert result.exit_code == 1
+    assert result.output == (
+        "Error: IncompatibleSchemaError: file s.yaml: the schemas differ; "
+        "field 'a': codec changed; field 'b': removed\n"
+    )
 
 
 def test_plugins_table_lists_builtins_and_the_example_plugin() -> None:
@@ -165,18 +187,24 @@ def test_installed_script_reports_a_broken_plugin_and_exits_non_zero(plugin_dist
     assert "RuntimeError: kaput" in result.stderr
 
 
-def test_the_cli_does_not_import_tensorflow() -> None:
+def test_the_cli_does_not_import_tensorflow(tmp_path: Path) -> None:
+    schema = rk.Schema.loads("name: t\nfields:\n  n: {codec: scalar, options: {dtype: int64}}\n")
+    schema.dump(tmp_path / "t.yaml")
+    rk.write_dataset([{"n": i} for i in range(3)], schema, tmp_path / "data", progress=False)
+    data, schema_file = str(tmp_path / "data"), str(tmp_path / "t.yaml")
     code = textwrap.dedent(
-        """
+        f"""
         import sys
-        from recordkit.cli import main
-        main(["plugins"], standalone_mode=False)
-        main(["plugins", "--json"], standalone_mode=False)
+        from recordkit.cli import RecordkitGroup, main
+        for args in (["plugins"], ["plugins", "--json"], ["inspect", {data!r}], ["verify", {data!r}],
+                     ["schema", "check", {schema_file!r}]):
+            main(args, standalone_mode=False)
         assert "tensorflow" not in sys.modules, "the CLI imported tensorflow"
         """
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
     assert result.returncode == 0, result.stderr
+    assert "verified 1 shard of 1 split: 3 records" in result.stdout
 
 
 def test_python_dash_m_recordkit() -> None:

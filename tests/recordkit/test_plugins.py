@@ -8,10 +8,12 @@ importlib.metadata exactly as for an installed package.
 from __future__ import annotations
 
 import importlib.metadata
+import re
 import subprocess
 import sys
 import textwrap
 import uuid
+from pathlib import Path
 
 import pytest
 
@@ -266,3 +268,40 @@ def test_import_and_plugin_loading_do_not_import_tensorflow() -> None:
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "ok"
+
+
+# -- no pluggy in the per-record path ------------------------------------------------------
+
+
+def test_only_the_plugin_modules_touch_pluggy() -> None:
+    """Everything else reaches plugins through the filled registry, never ``pm.hook``."""
+    repo = Path(__file__).resolve().parents[2]
+    roots = [repo / "sdk" / "recordkit", repo / "plugins" / "recordkit_codecs"]
+    users = sorted(
+        path.relative_to(root.parent).as_posix()
+        for root in roots
+        for path in root.rglob("*.py")
+        if re.search(r"^\s*(import pluggy|from pluggy\b)|\.hook\.", path.read_text(encoding="utf-8"), re.M)
+    )
+    assert users == ["recordkit/_plugins.py", "recordkit/hookspecs.py"]
+
+
+def test_writing_and_reading_records_call_no_hook(tmp_path: Path) -> None:
+    from recordkit_codecs.scalar import ScalarCodec
+
+    calls = []
+
+    class CountingPlugin:
+        @rk.hookimpl
+        def recordkit_register_codecs(self, registry: rk.CodecRegistry) -> None:
+            calls.append(registry)
+            registry.register(ScalarCodec)
+
+    plugins = rk.load_plugins(entry_points=False, extra_plugins=[("counting", CountingPlugin())])
+    assert len(calls) == 1
+    schema = rk.Schema(name="n", fields={"n": rk.FieldSpec(codec="scalar", options={"dtype": "int64"})})
+    rk.write_dataset(
+        ({"n": i} for i in range(50)), schema, tmp_path / "d", progress=False, registry=plugins.registry
+    )
+    assert [r["n"] for r in rk.iter_records(tmp_path / "d", registry=plugins.registry)] == list(range(50))
+    assert len(calls) == 1

@@ -20,7 +20,7 @@ def _schema_of(source: Path) -> Schema:
     return Schema.load(source)
 
 
-@click.command("codegen")
+@click.command("codegen", short_help="Write a standalone tf.data parser module for a schema.")
 @click.argument("schema", type=click.Path(exists=True, path_type=Path))
 @click.option(
     "-o",

@@ -9,6 +9,7 @@ from typing import Any
 
 import click
 
+from recordkit._cli._common import table
 from recordkit._plugins import ALLOW_ENV, BLOCK_ENV, PluginSet, load_plugins
 from recordkit._version import __version__
 
@@ -50,20 +51,13 @@ def plugins_report(plugin_set: PluginSet) -> dict[str, Any]:
     }
 
 
-def _table(rows: list[list[str]]) -> str:
-    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in rows]
-    lines.insert(1, "  ".join("-" * width for width in widths))
-    return "\n".join(lines)
-
-
 def _provider(distribution: str | None, version: str | None) -> str:
     if distribution is None:
         return "(in-process)"
     return f"{distribution} {version}" if version else distribution
 
 
-@click.command("plugins")
+@click.command("plugins", short_help="List the installed codecs and where each comes from.")
 @click.option(
     "--allow",
     "allow",
@@ -100,7 +94,7 @@ def plugins_command(allow: tuple[str, ...], block: tuple[str, ...], as_json: boo
     if len(rows) == 1:
         click.echo("no codecs are installed")
     else:
-        click.echo(_table(rows))
+        click.echo(table(rows))
     if report["blocked"]:
         click.echo(f"\nblocked plugins (not loaded): {', '.join(report['blocked'])}")
 

@@ -6,17 +6,20 @@ For a codec and a few example values, :func:`check_codec`:
 1. checks the codec's declaration: name, version, options model, a deterministic wire
    spec, and that options survive a round trip through their JSON form;
 2. checks that options survive a round trip through a schema file (YAML), giving an
-   equal codec and an equal schema fingerprint;
-3. encodes each value as a record's field, checking encode's keys against the wire spec;
+   equal schema, an equal codec and an equal schema fingerprint;
+3. encodes each value as a record's field, checking encode's keys against the wire spec
+   (the encoder then checks each value's kind and size against its wire feature);
 4. writes the records to a real TFRecord file;
 5. reads it back with ``tf.data``, batched, through the parser generated from the schema
    (``tf.io.parse_example`` then the codec's ``decode_tf``), and compares each row with
-   the expected value (or a declared tolerance);
+   the expected value (or a declared tolerance); a wire spec that says ``in_graph`` must
+   give a parser without Python callbacks;
 6. reads it back without TensorFlow through the codec's ``decode_numpy`` and compares;
 7. repeats 3-6 with the field declared optional (absent records between present ones) and
    as a sequence (several values per record, and none);
-8. checks that each declared bad input raises a recordkit error whose message names the
-   field and matches the declared reason.
+8. checks that each declared bad input is refused by ``encode`` with a recordkit error
+   (not a crash), whose message, once the writer adds its context, names the field and
+   the record and matches the declared reason.
 """
 
 from __future__ import annotations
@@ -234,7 +237,11 @@ def _check_schema_file(
     loaded = Schema.load(path, registry=registry)
     if loaded != schema:
         raise _fail("schema file", FIELD, f"schema changed through its file: {schema!r} -> {loaded!r}")
-    if loaded.bind(registry).fingerprint() != schema.bind(registry).fingerprint():
+    bound, original = loaded.bind(registry), schema.bind(registry)
+    before, after = original.fields[0].codec, bound.fields[0].codec
+    if after != before:
+        raise _fail("schema file", FIELD, f"the codec changed through its file: {before!r} -> {after!r}")
+    if bound.fingerprint() != original.fingerprint():
         raise _fail("schema file", FIELD, "the fingerprint changed through the schema file")
     report.passed("options round trip through a schema file")
 
@@ -247,13 +254,12 @@ def _write(bound: BoundSchema, records: list[dict[str, Any]], path: Path, check:
     try:
         for i, record in enumerate(records):
             value = record.get(FIELD)
-            if value is not None and not bound.fields[0].spec.sequence:
-                extra = set(bound.fields[0].codec.encode(value)) - wire_names
-                if extra:
-                    raise _fail(
-                        check, f"case {i}", f"encode() returned keys not in the wire spec: {sorted(extra)}"
-                    )
             try:
+                if value is not None and not bound.fields[0].spec.sequence:
+                    extra = set(bound.fields[0].codec.encode(value)) - wire_names
+                    if extra:
+                        problem = f"encode() returned keys not in the wire spec: {sorted(extra)}"
+                        raise _fail(check, f"case {i}", problem)
                 data = encoder.encode(record, i)
             except RecordkitError as exc:
                 raise _fail(check, f"case {i}", f"encoding failed: {exc}") from exc
@@ -278,6 +284,35 @@ def _read_tf(bound: BoundSchema, path: Path, batch: int) -> list[dict[str, Any]]
                 row[FIELD] = _elements(row[FIELD])
             rows.append(row)
     return rows
+
+
+#: TensorFlow ops that call back into Python (tf.numpy_function, tf.py_function).
+_PYTHON_OPS = frozenset({"PyFunc", "PyFuncStateless", "EagerPyFunc"})
+
+
+def _python_ops(bound: BoundSchema) -> set[str]:
+    """The Python-callback ops in the graph of the parser generated for ``bound``,
+    nested functions (loops, conditions, map_fn) included."""
+    import tensorflow as tf
+
+    parser = tf.function(make_parser(bound))
+    graph = parser.get_concrete_function(tf.TensorSpec([None], tf.string)).graph.as_graph_def()
+    nodes = list(graph.node) + [node for function in graph.library.function for node in function.node_def]
+    return {node.op for node in nodes} & _PYTHON_OPS
+
+
+def _check_in_graph(bound: BoundSchema, report: ConformanceReport) -> None:
+    if not bound.fields[0].codec.wire_spec().in_graph:
+        return
+    found = _python_ops(bound)
+    if found:
+        raise _fail(
+            "wire spec",
+            FIELD,
+            "the wire spec says in_graph=True but decode_tf calls back into Python "
+            f"({', '.join(sorted(found))}); declare WireSpec(..., in_graph=False)",
+        )
+    report.passed("decode_tf is pure graph ops, as the wire spec says")
 
 
 def _elements(columns: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -332,8 +367,20 @@ def _round_trip(
 
 def _check_bad_inputs(bound: BoundSchema, bad_inputs: Sequence[BadInput], report: ConformanceReport) -> None:
     encoder = RecordEncoder(bound)
+    codec = bound.fields[0].codec
     for i, bad in enumerate(bad_inputs):
         label = bad.id or f"bad input {i}"
+        try:
+            codec.encode(bad.value)
+        except RecordkitError:
+            pass
+        except Exception as exc:
+            raise _fail(
+                "bad input",
+                label,
+                f"encode() crashed with {type(exc).__name__}: {exc}; refuse bad values with "
+                "recordkit.errors.InvalidValueError and a reason",
+            ) from exc
         try:
             encoder.encode({FIELD: bad.value}, i)
         except RecordkitError as exc:
@@ -406,6 +453,7 @@ def check_codec(
         tmp,
         report,
     )
+    _check_in_graph(plain.bind(registry), report)
     if optional:
         records: list[dict[str, Any]] = []
         expected: list[Any] = []

@@ -100,3 +100,148 @@ def test_values_compare_across_tf_numpy_and_python() -> None:
         assert_values_equal({"a": 1.0}, {"a": 2.0})
     with pytest.raises(AssertionError, match="shape"):
         assert_values_equal(np.zeros((2, 2)), np.zeros((2, 3)))
+
+
+class _WrongSize(_AcceptsAnything):
+    """Declares two int64 values per record but encodes three."""
+
+    name = "wrong-size"
+
+    def wire_spec(self) -> rk.WireSpec:
+        return rk.WireSpec((rk.WireFeature("", rk.WireKind.INT64, (2,)),))
+
+    def encode(self, value: Any) -> rk.WireValues:
+        return {"": [1, 2, 3]}
+
+
+class _Crashes(_LossyCodec):
+    """Decodes faithfully but crashes on a bad value instead of refusing it."""
+
+    name = "crashes"
+
+    def encode(self, value: Any) -> rk.WireValues:
+        return {"": int(value)}  # int("nope") raises ValueError, not InvalidValueError
+
+    def decode_numpy(self, wire: Mapping[str, Any]) -> Any:
+        return int(wire[""])
+
+
+class _PythonInGraph(_Crashes):
+    """Claims in_graph (the default) but decodes through tf.numpy_function."""
+
+    name = "python-in-graph"
+
+    def decode_tf(self, wire: Mapping[str, Any]) -> Any:
+        import tensorflow as tf
+
+        return tf.numpy_function(lambda x: x, [wire[""]], tf.int64)
+
+
+class _Options(rk.CodecOptions):
+    scale: float = 1.0
+
+
+class _LosesOptions(_Crashes):
+    """Writes its options to the schema file in a form that reads back differently."""
+
+    name = "loses-options"
+    options_model = _Options
+
+    def options_dict(self) -> dict[str, Any]:
+        return {}
+
+
+class _BadNameInMessage(_Crashes):
+    """Refuses bad values with a recordkit error, as it should."""
+
+    name = "refuses"
+
+    def encode(self, value: Any) -> rk.WireValues:
+        if not isinstance(value, int):
+            raise rk.errors.InvalidValueError(f"expected an int, got {type(value).__name__}")
+        return {"": value}
+
+
+def test_values_that_do_not_fit_the_wire_spec_are_caught(tmp_path: Path) -> None:
+    with pytest.raises(ConformanceError, match=r"\[plain field\] case 0: encoding failed: .*holds 3 values"):
+        check_codec(_WrongSize(), [0], tmp_path=tmp_path)
+
+
+def test_a_crash_on_a_bad_input_is_caught(tmp_path: Path) -> None:
+    with pytest.raises(ConformanceError, match=r"encode\(\) crashed with ValueError"):
+        check_codec(_Crashes(), [1, 2], tmp_path=tmp_path, bad_inputs=[BadInput("nope", match="nope")])
+
+
+def test_a_refused_bad_input_must_match_the_declared_reason(tmp_path: Path) -> None:
+    report = check_codec(
+        _BadNameInMessage(), [1, 2], tmp_path=tmp_path, bad_inputs=[BadInput("x", match="expected an int")]
+    )
+    assert "1 bad inputs refused with the field named" in report.checks
+    with pytest.raises(ConformanceError, match=r"does not match 'a float'"):
+        check_codec(
+            _BadNameInMessage(), [1], tmp_path=tmp_path / "2", bad_inputs=[BadInput("x", match="a float")]
+        )
+
+
+def test_a_python_callback_in_an_in_graph_decode_is_caught(tmp_path: Path) -> None:
+    with pytest.raises(
+        ConformanceError, match=r"in_graph=True but decode_tf calls back into Python \(.*PyFunc"
+    ):
+        check_codec(_PythonInGraph(), [1, 2], tmp_path=tmp_path)
+
+
+def test_pure_graph_decode_passes_the_in_graph_check(tmp_path: Path) -> None:
+    report = check_codec(_Crashes(), [1, 2], tmp_path=tmp_path)
+    assert "decode_tf is pure graph ops, as the wire spec says" in report.checks
+
+
+def test_options_that_do_not_survive_their_json_form_are_caught(tmp_path: Path) -> None:
+    with pytest.raises(ConformanceError, match=r"\[options\] loses-options: options do not survive"):
+        check_codec(_LosesOptions({"scale": 2.0}), [1], tmp_path=tmp_path)
+
+
+def test_a_schema_file_that_changes_the_options_is_caught(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    load = rk.Schema.load
+
+    def lossy_load(path: Any, **kwargs: Any) -> rk.Schema:
+        """A schema file reader that drops the options (the fault to catch)."""
+        schema = load(path, **kwargs)
+        fields = {name: spec.model_copy(update={"options": {}}) for name, spec in schema.fields.items()}
+        return schema.model_copy(update={"fields": fields})
+
+    monkeypatch.setattr(rk.Schema, "load", lossy_load)
+    with pytest.raises(ConformanceError, match=r"\[schema file\] value: schema changed through its file"):
+        check_codec(ScalarCodec({"dtype": "int32"}), [1], tmp_path=tmp_path)
+
+
+def test_a_wrong_tf_decode_is_caught(tmp_path: Path) -> None:
+    class _TfOffByOne(_Crashes):
+        name = "tf-off-by-one"
+
+        def decode_tf(self, wire: Mapping[str, Any]) -> Any:
+            return wire[""] + 1
+
+    with pytest.raises(
+        ConformanceError, match=r"tf.data batched decode, case 0: value: expected array\(1\), got array\(2\)"
+    ):
+        check_codec(_TfOffByOne(), [1, 2], tmp_path=tmp_path)
+
+
+def test_a_float_tolerance_is_applied(tmp_path: Path) -> None:
+    class _Rounds(_Crashes):
+        name = "rounds"
+
+        def wire_spec(self) -> rk.WireSpec:
+            return rk.WireSpec((rk.WireFeature("", rk.WireKind.FLOAT),))
+
+        def encode(self, value: Any) -> rk.WireValues:
+            return {"": float(round(value, 1))}
+
+        def decode_numpy(self, wire: Mapping[str, Any]) -> Any:
+            return float(wire[""])
+
+    check_codec(_Rounds(), [CodecCase(0.12, atol=0.03), CodecCase(1.04, atol=0.05)], tmp_path=tmp_path)
+    with pytest.raises(ConformanceError, match=r"plain field\] tf.data batched decode, case 0"):
+        check_codec(_Rounds(), [CodecCase(0.12, atol=0.001)], tmp_path=tmp_path / "strict")

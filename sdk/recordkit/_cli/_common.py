@@ -1,0 +1,44 @@
+"""Helpers the CLI commands share: plain-text tables, byte sizes, the dataset argument."""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+from pathlib import Path
+
+from recordkit._manifest import MANIFEST_FILE
+
+__all__ = ["dataset_root", "human_bytes", "table"]
+
+
+def table(rows: Sequence[Sequence[str]], *, right: Collection[int] = ()) -> str:
+    """``rows`` (the first is the header) as aligned columns under a dashed rule.
+
+    Columns whose index is in ``right`` (numbers) are right-aligned.
+    """
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+
+    def line(cells: Sequence[str]) -> str:
+        return "  ".join(
+            cell.rjust(width) if i in right else cell.ljust(width)
+            for i, (cell, width) in enumerate(zip(cells, widths, strict=True))
+        ).rstrip()
+
+    lines = [line(row) for row in rows]
+    lines.insert(1, "  ".join("-" * width for width in widths))
+    return "\n".join(lines)
+
+
+def human_bytes(size: float) -> str:
+    """A byte count for people: ``"512 B"``, ``"1.2 KiB"``, ``"3.4 MiB"``."""
+    if size < 1024:
+        return f"{size:.0f} B" if float(size).is_integer() else f"{size:.1f} B"
+    for unit in ("KiB", "MiB", "GiB", "TiB"):
+        size /= 1024
+        if size < 1024 or unit == "TiB":
+            return f"{size:.1f} {unit}"
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def dataset_root(path: Path) -> Path:
+    """The dataset folder that ``path`` names: the folder itself or its ``dataset.json``."""
+    return path.parent if path.is_file() and path.name == MANIFEST_FILE else path

@@ -1,0 +1,207 @@
+"""``recordkit inspect``: what a dataset holds, and where its bytes go.
+
+The summary comes from ``dataset.json`` alone (schema, codecs, splits, shards, records,
+bytes). The per-field byte breakdown reads a sample of records, spread over the shards,
+and charges each record's bytes to its fields with :func:`recordkit.byte_breakdown`;
+it needs the dataset's codecs installed, and is left out (with the reason) when they
+are not. Nothing here imports TensorFlow.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import click
+
+from recordkit._breakdown import byte_breakdown
+from recordkit._cli._common import dataset_root, human_bytes, table
+from recordkit._manifest import Manifest, ShardInfo
+from recordkit._plugins import default_registry
+from recordkit._schema import BoundSchema
+from recordkit._tfrecord import Compression, iter_tfrecords
+from recordkit.errors import ManifestError, RecordkitError
+
+__all__ = ["dataset_summary", "field_bytes", "inspect_command", "sample_records"]
+
+#: Bytes TFRecord adds around each record (length, its CRC, the data's CRC).
+TFRECORD_FRAMING = 16
+
+
+def _selected_splits(manifest: Manifest, splits: Sequence[str]) -> list[str]:
+    for name in splits:
+        manifest.split(name)  # ManifestError listing the splits there are
+    return list(dict.fromkeys(splits)) if splits else list(manifest.splits)
+
+
+def dataset_summary(root: Path, manifest: Manifest, splits: Sequence[str]) -> dict[str, Any]:
+    """What the manifest says about the dataset at ``root``, as JSON-ready data."""
+    schema = manifest.schema
+    split_rows = {}
+    for name in splits:
+        info = manifest.splits[name]
+        split_rows[name] = {
+            "shards": len(info.shards),
+            "records": info.num_records,
+            "bytes": info.num_bytes,
+            "rejected": info.rejected,
+            "unfinished": info.unfinished is not None,
+        }
+    return {
+        "path": str(root),
+        "format": manifest.format,
+        "recordkit_version": manifest.recordkit_version,
+        "created": manifest.created,
+        "schema": {
+            "name": schema.name,
+            "version": schema.version,
+            "fingerprint": manifest.fingerprint,
+            "fields": {name: spec.codec for name, spec in schema.fields.items()},
+        },
+        "compression": manifest.compression or "none",
+        "codecs": {name: prov.model_dump(exclude_none=True) for name, prov in manifest.codecs.items()},
+        "splits": split_rows,
+    }
+
+
+def sample_records(root: Path, manifest: Manifest, splits: Sequence[str], limit: int) -> Iterator[bytes]:
+    """Up to ``limit`` serialized records, taken from the start of evenly spread shards.
+
+    Reading stops as soon as enough records are read: the shards' heads, not the whole
+    dataset. CRCs are checked as the records are read.
+    """
+    shards: list[ShardInfo] = [s for name in splits for s in manifest.splits[name].shards if s.records]
+    if limit <= 0 or not shards:
+        return
+    if len(shards) > limit:
+        shards = [shards[i * len(shards) // limit] for i in range(limit)]
+    per_shard = -(-limit // len(shards))
+    compression = Compression.parse(manifest.compression)
+    taken = 0
+    for shard in shards:
+        path = root / shard.file
+        if not path.is_file():
+            raise ManifestError("listed in the manifest but missing on disk", shard=shard.file)
+        for _, data in itertools.islice(iter_tfrecords(path, compression), min(per_shard, limit - taken)):
+            yield data
+            taken += 1
+        if taken >= limit:
+            return
+
+
+def field_bytes(bound: BoundSchema, records: Iterator[bytes]) -> dict[str, Any]:
+    """The byte breakdown summed over ``records``: per field (and framing), in total."""
+    totals: dict[str, int] = {}
+    count = 0
+    for data in records:
+        for part, size in byte_breakdown(bound, data).items():
+            totals[part] = totals.get(part, 0) + size
+        count += 1
+    return {"records": count, "bytes": sum(totals.values()), "fields": totals}
+
+
+def _breakdown(root: Path, manifest: Manifest, splits: Sequence[str], sample: int) -> dict[str, Any]:
+    try:
+        bound = manifest.schema.bind(default_registry())
+    except RecordkitError as exc:  # a codec is not installed: the summary still helps
+        return {"error": f"no byte breakdown: {exc}"}
+    return field_bytes(bound, sample_records(root, manifest, splits, sample))
+
+
+def _print_summary(summary: dict[str, Any]) -> None:
+    schema = summary["schema"]
+    click.echo(f"dataset      {summary['path']}")
+    click.echo(f"schema       {schema['name']}, version {schema['version']}")
+    click.echo(f"fingerprint  {schema['fingerprint']}")
+    click.echo(f"written by   recordkit {summary['recordkit_version']}, {summary['created']}")
+    click.echo(f"compression  {summary['compression']}")
+    click.echo("")
+    codec_rows = [["codec", "version", "distribution", "fields"]]
+    for name, prov in summary["codecs"].items():
+        dist = prov.get("distribution") or "(in-process)"
+        if prov.get("distribution_version"):
+            dist = f"{dist} {prov['distribution_version']}"
+        fields = ", ".join(f for f, codec in schema["fields"].items() if codec == name)
+        codec_rows.append([name, prov["version"], dist, fields])
+    click.echo(table(codec_rows))
+    click.echo("")
+    split_rows = [["split", "shards", "records", "bytes", "rejected"]]
+    for name, info in summary["splits"].items():
+        label = f"{name} (unfinished write)" if info["unfinished"] else name
+        split_rows.append(
+            [
+                label,
+                str(info["shards"]),
+                str(info["records"]),
+                human_bytes(info["bytes"]),
+                str(info["rejected"]),
+            ]
+        )
+    if len(summary["splits"]) > 1:
+        totals = [sum(info[k] for info in summary["splits"].values()) for k in ("shards", "records", "bytes")]
+        rejected = sum(info["rejected"] for info in summary["splits"].values())
+        split_rows.append(["total", str(totals[0]), str(totals[1]), human_bytes(totals[2]), str(rejected)])
+    if len(split_rows) == 1:
+        click.echo("no splits")
+    else:
+        click.echo(table(split_rows, right={1, 2, 3, 4}))
+
+
+def _print_breakdown(breakdown: dict[str, Any]) -> None:
+    click.echo("")
+    if "error" in breakdown:
+        click.echo(breakdown["error"])
+        return
+    count = breakdown["records"]
+    if not count:
+        click.echo("no records to break down")
+        return
+    total = breakdown["bytes"]
+    click.echo(f"bytes per field, over a sample of {count} record{'s' * (count != 1)}:")
+    rows = [["field", "per record", "share"]]
+    for part, size in breakdown["fields"].items():
+        rows.append([part, human_bytes(size / count), f"{100 * size / total:.1f}%" if total else "-"])
+    rows.append(["total", human_bytes(total / count), "100.0%"])
+    click.echo(table(rows, right={1, 2}))
+    click.echo(f"(each record also takes {TFRECORD_FRAMING} bytes of TFRecord framing in its shard)")
+
+
+@click.command("inspect", short_help="Summarise a dataset and show its bytes per field.")
+@click.argument("dataset", type=click.Path(exists=True, path_type=Path))
+@click.option(
+    "-s",
+    "--split",
+    "splits",
+    multiple=True,
+    metavar="NAME",
+    help="Only this split (repeat for several; default: every split).",
+)
+@click.option(
+    "--sample",
+    type=click.IntRange(min=0),
+    default=100,
+    show_default=True,
+    help="How many records the per-field byte breakdown reads (0: none).",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of tables.")
+def inspect_command(dataset: Path, splits: tuple[str, ...], sample: int, as_json: bool) -> None:
+    """Summarise DATASET: schema, codecs, splits, shards, records, bytes per field.
+
+    DATASET is a dataset folder (or its dataset.json). The byte breakdown charges every
+    byte of a sample of records to the field that owns it, so you can see which field
+    to shrink (for example, images stored as raw pixels instead of encoded bytes).
+    """
+    root = dataset_root(dataset)
+    manifest = Manifest.load(root)
+    chosen = _selected_splits(manifest, splits)
+    summary = dataset_summary(root, manifest, chosen)
+    breakdown = _breakdown(root, manifest, chosen, sample) if sample else None
+    if as_json:
+        click.echo(json.dumps({**summary, "breakdown": breakdown}, indent=2))
+        return
+    _print_summary(summary)
+    if breakdown is not None:
+        _print_breakdown(breakdown)
