@@ -21,9 +21,9 @@ import io
 import os
 import struct
 import zlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Generator, Sequence
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 import google_crc32c
 
@@ -157,11 +157,53 @@ class TFRecordFileWriter:
             self._raw.close()
 
 
+class _ZlibReader(io.RawIOBase):
+    """A read-only file object over a zlib stream (TFRecord's ZLIB), decompressed as it
+    is read: memory stays at one chunk whatever the shard's size, and the records
+    before a truncation or a damaged block are still read."""
+
+    _CHUNK = 1 << 16
+
+    def __init__(self, raw: BinaryIO) -> None:
+        self._raw = raw
+        self._decompressor = zlib.decompressobj()
+        self._buffer = b""
+        self._position = 0
+        self._finished = False
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, target: Any) -> int:
+        while self._position == len(self._buffer) and not self._finished:
+            self._refill()
+        count = min(len(target), len(self._buffer) - self._position)
+        target[:count] = self._buffer[self._position : self._position + count]
+        self._position += count
+        return count
+
+    def _refill(self) -> None:
+        # Bounded output per call: a small chunk can inflate to a great deal.
+        pending = self._decompressor.unconsumed_tail or self._raw.read(self._CHUNK)
+        if pending:
+            self._buffer = self._decompressor.decompress(pending, self._CHUNK)
+        else:
+            self._buffer = self._decompressor.flush()
+            self._finished = True
+            if not self._decompressor.eof:
+                raise zlib.error("the zlib stream ends early (truncated file)")
+        self._position = 0
+
+    def close(self) -> None:
+        self._raw.close()
+        super().close()
+
+
 def _open_for_reading(path: Path, compression: Compression) -> BinaryIO:
     if compression is Compression.GZIP:
         return gzip.open(path, "rb")  # type: ignore[return-value]
     if compression is Compression.ZLIB:
-        return io.BytesIO(zlib.decompress(path.read_bytes()))
+        return io.BufferedReader(_ZlibReader(open(path, "rb")))
     return open(path, "rb")
 
 
@@ -170,7 +212,7 @@ def iter_tfrecords(
     compression: Compression = Compression.NONE,
     *,
     verify: bool = True,
-) -> Iterator[tuple[int, bytes]]:
+) -> Generator[tuple[int, bytes], None, None]:
     """Yield ``(offset, data)`` for each record in a TFRecord file, checking CRCs.
 
     ``offset`` is the byte offset of the record's header in the (uncompressed) stream.
@@ -181,8 +223,8 @@ def iter_tfrecords(
     shard = path.name
     try:
         stream = _open_for_reading(path, compression)
-    except (OSError, zlib.error) as exc:
-        raise CorruptRecordError(f"cannot decompress: {exc}", shard=shard) from None
+    except OSError as exc:
+        raise CorruptRecordError(f"cannot read the shard file: {exc.strerror or exc}", shard=shard) from None
     with stream:
         offset = 0
         while True:

@@ -139,6 +139,36 @@ def test_truncated_compressed_shard(tmp_path: Path, compression: Compression) ->
     assert info.value.shard == "s.tfrecord"
 
 
+def test_a_large_zlib_shard_streams_through_many_chunks(tmp_path: Path) -> None:
+    # Zeros compress ~1000:1, so each 64 KB read inflates far past one output chunk;
+    # records straddle the decompressor's chunk boundaries.
+    payloads = [bytes([i]) * (300_000 + i) for i in range(40)]
+    path = write(tmp_path / "big.tfrecord.zz", payloads, Compression.ZLIB)
+    assert path.stat().st_size < sum(map(len, payloads)) // 50
+    assert [data for _, data in iter_tfrecords(path, Compression.ZLIB)] == payloads
+    dataset = tf.data.TFRecordDataset(str(path), compression_type="ZLIB")
+    assert [t.numpy() for t in dataset] == payloads
+
+
+@pytest.mark.parametrize("compression", [Compression.GZIP, Compression.ZLIB], ids=lambda c: c.name)
+def test_records_before_a_compressed_truncation_are_read(tmp_path: Path, compression: Compression) -> None:
+    payloads = [bytes(range(256)) * 400 + bytes([i]) for i in range(30)]  # ~3 MB, compressible
+    path = write(tmp_path / "s.tfrecord", payloads, compression)
+    path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
+    read: list[bytes] = []
+    with pytest.raises(CorruptRecordError, match=r"cannot decompress|truncated") as info:
+        read.extend(data for _, data in iter_tfrecords(path, compression))
+    assert 0 < len(read) < len(payloads)
+    assert read == payloads[: len(read)]
+    assert info.value.shard == "s.tfrecord"
+
+
+def test_a_missing_shard_file_is_named_as_missing(tmp_path: Path) -> None:
+    with pytest.raises(CorruptRecordError, match="cannot read the shard file: No such file") as info:
+        list(iter_tfrecords(tmp_path / "gone.tfrecord"))
+    assert info.value.shard == "gone.tfrecord"
+
+
 def test_not_compressed_as_declared(tmp_path: Path) -> None:
     path = write(tmp_path / "plain.tfrecord", PAYLOADS)
     with pytest.raises(CorruptRecordError, match="cannot decompress") as info:
