@@ -24,6 +24,7 @@ batch is a ``tf.RaggedTensor`` ``[B, (samples), channels]``.
 from __future__ import annotations
 
 import io
+import math
 import struct
 import wave
 from collections.abc import Mapping
@@ -164,11 +165,13 @@ class AudioCodec(rk.Codec[AudioOptions]):
             raise rk.errors.InvalidValueError(
                 f"audio samples must be int16 or float (in [-1, 1]), got dtype {array.dtype}"
             )
-        if not np.all(np.isfinite(array)):
+        # One pass finds the peak; a NaN or an infinity makes it non-finite.
+        peak = float(np.max(np.abs(array))) if array.size else 0.0
+        if not math.isfinite(peak):
             raise rk.errors.InvalidValueError("audio samples hold NaN or infinite values")
-        if not self.options.clip and array.size and float(np.max(np.abs(array))) > 1.0:
+        if not self.options.clip and peak > 1.0:
             raise rk.errors.InvalidValueError(
-                f"float samples must be in [-1, 1], got a peak of {float(np.max(np.abs(array))):.6g} "
+                f"float samples must be in [-1, 1], got a peak of {peak:.6g} "
                 "(normalise them, or set the codec option clip: true)"
             )
         return _quantize(array)
@@ -325,21 +328,35 @@ def _canonical_wav_header(data: bytes) -> tuple[int, int, int] | None:
 
 def _wav_bytes(samples: np.ndarray, rate: int) -> bytes:
     """int16 ``[samples, channels]`` as a canonical 16-bit PCM WAV file (44-byte header),
-    the layout ``tf.audio.decode_wav`` reads."""
-    buffer = io.BytesIO()
-    with wave.open(buffer, "wb") as out:
-        out.setnchannels(samples.shape[1])
-        out.setsampwidth(2)
-        out.setframerate(rate)
-        out.writeframes(samples.astype("<i2", copy=False).tobytes())
-    return buffer.getvalue()
+    the layout ``tf.audio.decode_wav`` reads (and the standard library's ``wave``
+    writes)."""
+    channels = samples.shape[1]
+    data = samples.astype("<i2", copy=False).tobytes()
+    align = 2 * channels
+    header = _WAV_HEADER.pack(
+        b"RIFF", 36 + len(data), b"WAVE",
+        b"fmt ", 16, 1, channels, rate, rate * align, align, 16,
+        b"data", len(data),
+    )  # fmt: skip
+    return header + data
 
 
 def _quantize(samples: np.ndarray) -> np.ndarray:
     """Float samples in [-1, 1] to int16 (round(x * 32768), clipped): the inverse of
-    decoding's int16 / 32768, exact for samples that came from int16."""
-    scaled = np.rint(np.asarray(samples, dtype=np.float64) * _SCALE)
-    return np.ascontiguousarray(np.clip(scaled, -32768, 32767).astype(np.int16))
+    decoding's int16 / 32768, exact for samples that came from int16.
+
+    float32 and float64 samples are scaled in their own precision: multiplying by a
+    power of two is exact, so the rounding is the same as in float64 (float32 values
+    past 1e34 overflow to infinity, which clips to the same 32767).
+    """
+    array = np.asarray(samples)
+    if array.dtype != np.float32 and array.dtype != np.float64:
+        array = array.astype(np.float64)
+    with np.errstate(over="ignore"):  # clip: true lets huge values through, to clip them
+        scaled = array * array.dtype.type(_SCALE)
+    np.rint(scaled, out=scaled)
+    np.clip(scaled, -32768, 32767, out=scaled)
+    return np.ascontiguousarray(scaled.astype(np.int16))
 
 
 def _decode_one(data: bytes, count: int, options: AudioOptions, error: type[Exception]) -> np.ndarray:

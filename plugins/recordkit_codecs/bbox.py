@@ -120,12 +120,17 @@ class BBoxCodec(rk.Codec[BBoxOptions]):
 
     def encode(self, value: Any) -> rk.WireValues:
         boxes, labels, extras = self._split(value)
-        given = _as_boxes(boxes)
-        wire: dict[str, Any] = {"": self._canonical(given)}
+        # Few plain boxes (the common record) are checked and converted in plain Python;
+        # anything else, or any doubt, takes the full numpy path, which explains errors.
+        canonical = _few_plain_boxes(boxes, self.options.format, self.options.normalized)
+        if canonical is None:
+            canonical = self._canonical(_as_boxes(boxes))
+        count = len(canonical)
+        wire: dict[str, Any] = {"": canonical}
         if self.options.labels is not None:
-            wire["labels"] = self._label_ids_of(labels, len(given))
+            wire["labels"] = self._label_ids_of(labels, count)
         for name in self.options.extras:
-            wire[name] = _as_extra(name, extras[name], len(given))
+            wire[name] = _as_extra(name, extras[name], count)
         return wire
 
     def _split(self, value: Any) -> tuple[Any, Any, dict[str, Any]]:
@@ -212,12 +217,27 @@ class BBoxCodec(rk.Codec[BBoxOptions]):
         return np.asarray(xyxy, dtype=np.float32)
 
     def _label_ids_of(self, labels: Any, count: int) -> np.ndarray:
+        names_count = len(self.options.labels or [])
+        if type(labels) in (list, tuple) and len(labels) == count:
+            # All names, or all ids in range (the common records): no per-label checks.
+            if all(type(label) is str for label in labels):
+                try:
+                    return np.array([self._label_ids[label] for label in labels], dtype=np.int64)
+                except KeyError:
+                    pass  # an unknown name: the loop below says which
+            elif all(type(label) is int for label in labels) and (
+                count == 0 or (min(labels) >= 0 and max(labels) < names_count)
+            ):
+                return np.array(labels, dtype=np.int64)
         # Integer ids in an array take one range check (out of range: the loop below says which).
-        if isinstance(labels, np.ndarray) and labels.dtype.kind in "iu" and labels.shape == (count,):
-            names_count = len(self.options.labels or [])
-            if count == 0 or (labels.min() >= 0 and labels.max() < names_count):
-                ids: np.ndarray = labels.astype(np.int64)
-                return ids
+        if (
+            isinstance(labels, np.ndarray)
+            and labels.dtype.kind in "iu"
+            and labels.shape == (count,)
+            and (count == 0 or (labels.min() >= 0 and labels.max() < names_count))
+        ):
+            ids: np.ndarray = labels.astype(np.int64)
+            return ids
         items = _as_list("labels", labels)
         if len(items) != count:
             raise rk.errors.InvalidValueError(f"{count} boxes but {len(items)} labels")
@@ -313,6 +333,57 @@ class BBoxCodec(rk.Codec[BBoxOptions]):
 _FEW_BOXES = 32
 
 
+#: Pixel coordinates the plain-Python path takes: integers up to 2**53 convert to float
+#: exactly, as numpy converts them; larger values go through numpy and its checks.
+_PLAIN_PIXEL_LIMIT = 2.0**53
+_PLAIN_NUMBERS = (float, int)
+
+
+def _few_plain_boxes(boxes: Any, fmt: str, normalized: bool) -> np.ndarray | None:
+    """Up to ``_FEW_BOXES`` boxes as float32 ``x_min, y_min, x_max, y_max``, converted
+    from ``fmt`` in float64 exactly as the numpy path converts them, when every box is
+    made of Python numbers (or is a row of a numeric array) and is plainly valid: no
+    coordinate outside ``[0, 1]`` (or negative pixels), none needing the tolerance, no
+    NaN. None for anything else: the numpy path then checks, clamps or explains."""
+    if isinstance(boxes, np.ndarray):
+        if boxes.shape in ((0,), (0, 4)):
+            return np.zeros((0, 4), dtype=np.float32)
+        if boxes.ndim != 2 or boxes.shape[1] != 4 or boxes.dtype.kind not in "iuf" or len(boxes) > _FEW_BOXES:
+            return None
+        rows: Any = boxes.astype(np.float64, copy=False).tolist()
+    elif type(boxes) in (list, tuple) and len(boxes) <= _FEW_BOXES:
+        if not boxes:
+            return np.zeros((0, 4), dtype=np.float32)
+        rows = boxes
+    else:
+        return None
+    upper = 1.0 if normalized else _PLAIN_PIXEL_LIMIT
+    out = []
+    for row in rows:
+        if type(row) not in (list, tuple) or len(row) != 4:
+            return None
+        a, b, c, d = row
+        if not (type(a) in _PLAIN_NUMBERS and type(b) in _PLAIN_NUMBERS
+                and type(c) in _PLAIN_NUMBERS and type(d) in _PLAIN_NUMBERS):  # fmt: skip
+            return None
+        try:
+            a, b, c, d = float(a), float(b), float(c), float(d)
+        except OverflowError:  # an int beyond any float: numpy's path refuses it
+            return None
+        if fmt == "xyxy":
+            x1, y1, x2, y2 = a, b, c, d
+        elif fmt == "yxyx":
+            x1, y1, x2, y2 = b, a, d, c
+        elif fmt == "xywh":
+            x1, y1, x2, y2 = a, b, a + c, b + d
+        else:  # cxcywh, as _convert computes it
+            x1, y1, x2, y2 = a - c / 2, b - d / 2, a + c / 2, b + d / 2
+        if not (0.0 <= x1 <= x2 <= upper and 0.0 <= y1 <= y2 <= upper):
+            return None  # NaN fails too
+        out.append((x1, y1, x2, y2))
+    return np.array(out, dtype=np.float32)
+
+
 def _plainly_valid(xyxy: np.ndarray, upper: float) -> bool:
     """Whether every box is finite, within ``[0, upper]`` and has min <= max: the common
     case, which needs no clipping or tolerance. Any doubt (a NaN fails every comparison)
@@ -358,6 +429,12 @@ def _as_list(what: str, value: Any) -> list[Any]:
 
 
 def _as_extra(name: str, value: Any, count: int) -> np.ndarray:
+    if (
+        type(value) in (list, tuple)
+        and len(value) == count <= _FEW_BOXES
+        and all((type(x) is float or type(x) is int) and -_FLOAT32_MAX <= x <= _FLOAT32_MAX for x in value)
+    ):
+        return np.array(value, dtype=np.float64).astype(np.float32)  # NaN fails the range test
     items = _as_list(name, value)
     if len(items) != count:
         raise rk.errors.InvalidValueError(f"{count} boxes but {len(items)} values of {name!r}")

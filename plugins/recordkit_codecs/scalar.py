@@ -83,7 +83,10 @@ class ScalarCodec(rk.Codec[ScalarOptions]):
         value = wire[""]
         dtype = self.options.dtype
         if dtype == "str":
-            return value.decode("utf-8")
+            try:
+                return bytes(value).decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise rk.errors.DecodeError(f"stored text is not valid UTF-8 at byte {exc.start}") from None
         if dtype == "bool":
             return bool(value)
         if dtype == "float32":

@@ -87,6 +87,26 @@ def field_error(
     return error
 
 
+def field_share(bound: rk.BoundSchema, field: str, value: Any) -> tuple[bytes, int, int]:
+    """Encode the record ``{field: value}``; return its serialized bytes, the bytes
+    ``rk.byte_breakdown`` charges to ``field``, and the framing allowed on top of the
+    field's payload: each of its Example keys' name plus 16 bytes (map entry, feature
+    and list tags and lengths, and the varint of an int64 such as a height)."""
+    data = rk.RecordEncoder(bound).encode({field: value})
+    sizes = rk.byte_breakdown(bound, data)
+    assert sum(sizes.values()) == len(data)
+    framing = sum(len(key) + 16 for key in bound[field].keys)
+    return data, sizes[field], framing
+
+
+def assert_stored_near_payload(bound: rk.BoundSchema, field: str, value: Any, payload: int) -> int:
+    """Assert that ``{field: value}`` costs its ``payload`` bytes, plus at most 1% and a
+    few bytes of framing, by the record's byte breakdown; return the field's share."""
+    _, share, framing = field_share(bound, field, value)
+    assert payload <= share <= payload * 1.01 + framing, (field, payload, share, framing)
+    return share
+
+
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "codecs"
 _PYTHON_BLOCK = re.compile(r"^```python\n(.*?)^```", re.MULTILINE | re.DOTALL)
 

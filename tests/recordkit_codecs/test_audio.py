@@ -10,7 +10,15 @@ from typing import Any
 import numpy as np
 import pytest
 import soundfile as sf
-from _codec_io import field_error, field_round_trip, run_doc_example_first
+from _codec_io import (
+    assert_stored_near_payload,
+    field_error,
+    field_round_trip,
+    read_numpy,
+    read_tf,
+    run_doc_example_first,
+    write,
+)
 from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
@@ -211,6 +219,56 @@ def test_stored_bytes_are_the_payload() -> None:
     # 16 bits a sample plus a header, never an int64 list (up to 10 bytes a sample); FLAC smaller.
     assert sizes["pcm"] < sizes["wav"] <= clip.size * 2 + 100
     assert sizes["flac"] < sizes["pcm"] / 2
+
+
+@pytest.mark.parametrize("fmt", ["wav", "flac", "pcm"])
+def test_a_long_clip_costs_its_encoded_bytes_by_the_byte_breakdown(fmt: str) -> None:
+    """Twenty seconds of stereo speech-like audio: the field's share of the record
+    (rk.byte_breakdown) is the stored file plus a few bytes; WAV and PCM take 2 bytes a
+    sample (never an int64 or float list), FLAC less."""
+    t = np.arange(20 * RATE) / RATE
+    envelope = 0.5 + 0.5 * np.sin(2 * np.pi * 3 * t)
+    tone = np.stack([np.sin(2 * np.pi * 220 * t), np.sin(2 * np.pi * 331 * t)], -1) * envelope[:, None]
+    clip = np.round(tone * 12000).astype(np.int16)
+    bound = schema(format=fmt, channels=2).bind()
+    payload = AudioCodec({"sample_rate": RATE, "channels": 2, "format": fmt}).encode(clip)[""]
+    share = assert_stored_near_payload(bound, FIELD, clip, len(payload))
+    assert share - len(payload) < 60
+    if fmt == "flac":
+        assert share < clip.nbytes / 2
+    else:
+        assert share <= clip.nbytes + 44 + 60
+
+
+def test_optional_and_default_fields(tmp_path: Path) -> None:
+    """An optional clip is absent (presence flag False, None in numpy) where a record
+    leaves it out; a field with a default (the path of a WAV file) gets it."""
+    silence = np.zeros((5, 1), np.int16)
+    default_path = tmp_path / "silence.wav"
+    default_path.write_bytes(audio_file(silence, "WAV"))
+    options = {"sample_rate": RATE, "format": "flac"}
+    bound = rk.Schema(
+        name="speech",
+        fields={
+            "maybe": rk.FieldSpec(codec="audio", options=options, optional=True),
+            "speech": rk.FieldSpec(codec="audio", options={"sample_rate": RATE}, default=str(default_path)),
+        },
+    ).bind()
+    first, second = samples(30, 1, 1), samples(12, 1, 2)
+    records: list[dict[str, Any]] = [{"maybe": first, "speech": second}, {}, {"maybe": (second, RATE)}]
+    path = write(bound, records, tmp_path / "optional.tfrecord")
+
+    (batch,) = read_tf(bound, path, batch=3)
+    assert batch["maybe/present"].numpy().tolist() == [True, False, True]
+    assert batch["maybe"].row_lengths().numpy().tolist() == [30, 0, 12]
+    np.testing.assert_array_equal(batch["maybe"][2].numpy(), as_float(second))
+    assert batch["speech"].row_lengths().numpy().tolist() == [12, 5, 5]
+    np.testing.assert_array_equal(batch["speech"][1].numpy(), as_float(silence))
+
+    rows = read_numpy(bound, path)
+    assert [r["maybe"] is None for r in rows] == [False, True, False]
+    np.testing.assert_array_equal(rows[0]["maybe"], as_float(first))
+    np.testing.assert_array_equal(rows[2]["speech"], as_float(silence))
 
 
 @given(

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 from _codec_io import (
+    assert_stored_near_payload,
     bind,
     encode_error,
     field_error,
@@ -28,7 +29,7 @@ import recordkit as rk
 from recordkit._example import decode_example
 from recordkit._numpy_decode import decode_record_numpy
 from recordkit.testing import BadInput, CodecCase, check_codec
-from recordkit_codecs.bbox import BOX_FORMATS, BBoxCodec, convert_boxes
+from recordkit_codecs.bbox import BOX_FORMATS, BBoxCodec, _as_boxes, _few_plain_boxes, convert_boxes
 
 # Normalized xyxy boxes per record: 2 boxes, none, 3 (one touching the border).
 XYXY = [
@@ -74,6 +75,21 @@ def test_boxes_are_stored_as_float32_xyxy_whatever_the_format(fmt: str) -> None:
 def test_the_declared_format_is_part_of_the_fingerprint() -> None:
     prints = {bind(b={"codec": "bbox", "options": {"format": f}}).fingerprint() for f in BOX_FORMATS}
     assert len(prints) == len(BOX_FORMATS)
+
+
+def test_many_boxes_cost_their_float32_values_by_the_byte_breakdown() -> None:
+    """5000 boxes with labels and scores: the field's share of the record
+    (rk.byte_breakdown) is 16 bytes a box (four float32), one varint byte a label and
+    4 bytes a score, plus a few bytes of keys, tags and lengths."""
+    rng = np.random.default_rng(0)
+    count = 5000
+    low = rng.uniform(0, 0.5, (count, 2))
+    boxes = np.concatenate([low, low + rng.uniform(0, 0.5, (count, 2))], axis=1)
+    value = {"boxes": boxes, "labels": rng.integers(0, 3, count), "score": rng.uniform(0, 1, count)}
+    bound = bind(objects={"codec": "bbox", "options": {"labels": ["a", "b", "c"], "extras": ["score"]}})
+    payload = count * (16 + 1 + 4)
+    share = assert_stored_near_payload(bound, "objects", value, payload)
+    assert share - payload < 100  # three keys, their tags and lengths
 
 
 def test_pixel_boxes(tmp_path: Path) -> None:
@@ -417,6 +433,61 @@ def test_valid_boxes_are_stored_exactly_as_float32(count: int) -> None:
     stored = BBoxCodec({}).encode(boxes)[""]
     assert stored.dtype == np.float32
     assert np.array_equal(stored, boxes.astype(np.float32))
+
+
+_COORDINATE = st.one_of(
+    st.floats(-0.1, 1.1),
+    st.sampled_from([0.0, 1.0, 1.0000000000000002, -1e-300, 0.5]),
+    st.integers(-2, 3000),
+    st.floats(allow_nan=True, allow_infinity=True),
+)
+
+
+@given(
+    st.data(),
+    st.sampled_from(BOX_FORMATS),
+    st.booleans(),
+    st.sampled_from(["list", "float array", "int array"]),
+)
+def test_the_plain_python_path_agrees_with_numpy_to_the_bit(
+    data: st.DataObject, fmt: str, normalized: bool, form: str
+) -> None:
+    """Few plain boxes are checked and converted without numpy (the writer's hot path):
+    whatever it accepts, the numpy path stores identically; what it declines, the numpy
+    path decides (clamps within tolerance, or refuses with the reason)."""
+    scale = 1.0 if normalized else data.draw(st.sampled_from([1.0, 640.0, 3.0e9]))
+    boxes = (_in(fmt, data.draw(_normalized_xyxy())) * scale).tolist()
+    if boxes and data.draw(st.booleans()):  # one coordinate anything at all
+        row, column = data.draw(st.integers(0, len(boxes) - 1)), data.draw(st.integers(0, 3))
+        boxes[row][column] = data.draw(_COORDINATE)
+    value: Any = boxes
+    if form != "list":
+        value = np.asarray(boxes, dtype=np.float64).reshape(-1, 4)
+        if form == "int array":
+            value = np.round(np.clip(np.nan_to_num(value), -1e15, 1e15)).astype(np.int64)
+    codec = BBoxCodec({"format": fmt, "normalized": normalized})
+    fast = _few_plain_boxes(value, fmt, normalized)
+    try:
+        slow = codec._canonical(_as_boxes(value))
+    except rk.errors.InvalidValueError:
+        assert fast is None  # the plain path never accepts what numpy refuses
+        return
+    if fast is None:
+        return
+    assert fast.dtype == slow.dtype == np.float32
+    assert fast.shape == slow.shape
+    assert fast.tobytes() == slow.tobytes()
+    assert codec.encode(value)[""].tobytes() == slow.tobytes()
+
+
+@pytest.mark.parametrize("labels", [["dog", "cat"], [1, 0], ("dog", 0), np.array([1, 0]), [np.int64(1), 0]])
+def test_labels_in_every_form_store_the_same_ids(labels: Any) -> None:
+    codec = BBoxCodec({"labels": ["cat", "dog"], "extras": ["score"]})
+    wire = codec.encode({"boxes": [[0, 0, 1, 1], [0, 0, 0.5, 0.5]], "labels": labels, "score": [1, 0.25]})
+    assert wire["labels"].dtype == np.int64
+    assert wire["labels"].tolist() == [1, 0]
+    assert wire["score"].dtype == np.float32
+    assert wire["score"].tolist() == [1.0, 0.25]
 
 
 def test_label_ids_given_as_an_array_are_range_checked() -> None:

@@ -11,7 +11,16 @@ from typing import Any
 
 import numpy as np
 import pytest
-from _codec_io import field_error, field_round_trip, run_doc_example_first
+from _codec_io import (
+    assert_stored_near_payload,
+    field_error,
+    field_round_trip,
+    field_share,
+    read_numpy,
+    read_tf,
+    run_doc_example_first,
+    write,
+)
 from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
@@ -121,6 +130,18 @@ def test_png_round_trip_is_exact_to_the_pixel(tmp_path: Path, channels: int) -> 
         assert numpy_values[i].dtype == np.uint8
 
 
+def test_every_array_layout_is_accepted(tmp_path: Path) -> None:
+    """uint8 H x W, H x W x 1, H x W x 3 and H x W x 4 arrays, each stored with its own
+    channel count and read back exactly (one per batch: channel counts differ)."""
+    gray = pixels(3, 4, 1, 1)
+    arrays = [gray, gray[:, :, None], pixels(3, 4, 3, 2), pixels(3, 4, 4, 3)]
+    assert [stored(a)["shape"] for a in arrays] == [(3, 4, 1), (3, 4, 1), (3, 4, 3), (3, 4, 4)]
+    batches, numpy_values = round_trip(tmp_path, arrays, batch=1)
+    for array, batch, from_numpy in zip(arrays, batches, numpy_values, strict=True):
+        np.testing.assert_array_equal(batch[0].numpy(), hwc(array))
+        np.testing.assert_array_equal(from_numpy, hwc(array))
+
+
 def test_ragged_batch_rows_have_their_own_height_and_width(tmp_path: Path) -> None:
     arrays = [pixels(2, 3, 3, 1), pixels(4, 1, 3, 2)]
     (batch,), _ = round_trip(tmp_path, arrays)
@@ -142,6 +163,37 @@ def test_fixed_size_decodes_to_a_dense_batch(tmp_path: Path) -> None:
     assert [b.shape.as_list() for b in batches] == [[2, 6, 5, 3], [1, 6, 5, 3]]
     np.testing.assert_array_equal(np.concatenate([b.numpy() for b in batches]), np.stack(arrays))
     np.testing.assert_array_equal(numpy_values[2], arrays[2])
+
+
+def test_optional_and_default_fields(tmp_path: Path) -> None:
+    """An optional image is absent (presence flag False, None in numpy) where a record
+    leaves it out; a field with a default (a path, as schema files hold data) gets it."""
+    placeholder = pixels(2, 3, 3, 9)
+    default_path = tmp_path / "placeholder.png"
+    default_path.write_bytes(encoded(placeholder, "PNG"))
+    bound = rk.Schema(
+        name="images",
+        fields={
+            "thumb": rk.FieldSpec(codec="image", options={"channels": 3}, optional=True),
+            "photo": rk.FieldSpec(codec="image", options={"channels": 3}, default=str(default_path)),
+        },
+    ).bind()
+    first, second = pixels(4, 5, 3, 1), pixels(3, 3, 3, 2)
+    records: list[dict[str, Any]] = [{"thumb": first, "photo": second}, {}, {"thumb": second}]
+    path = write(bound, records, tmp_path / "optional.tfrecord")
+
+    (batch,) = read_tf(bound, path, batch=3)
+    assert batch["thumb/present"].numpy().tolist() == [True, False, True]
+    np.testing.assert_array_equal(batch["thumb"][0].numpy(), first)
+    assert batch["thumb"][1].shape[0] == 0  # an absent image has no rows
+    np.testing.assert_array_equal(batch["thumb"][2].numpy(), second)
+    for i, want in enumerate([second, placeholder, placeholder]):
+        np.testing.assert_array_equal(batch["photo"][i].numpy(), want)
+
+    rows = read_numpy(bound, path)
+    assert rows[1]["thumb"] is None
+    np.testing.assert_array_equal(rows[2]["thumb"], second)
+    np.testing.assert_array_equal(rows[1]["photo"], placeholder)
 
 
 def test_fixed_size_is_checked_on_write() -> None:
@@ -388,6 +440,30 @@ def test_stored_bytes_are_the_encoded_image(options: dict[str, Any], value: Any)
         assert field_bytes < 32 * 48 * 3 / 2
 
 
+def photo(height: int, width: int, seed: int = 0) -> np.ndarray:
+    """A photo-like RGB image: a gradient with sensor noise (neither trivially
+    compressible nor pure noise)."""
+    noise = np.random.default_rng(seed).integers(-12, 13, (height, width, 3))
+    return np.clip(smooth(height, width).astype(int) + noise, 0, 255).astype(np.uint8)
+
+
+@pytest.mark.parametrize("fmt", ["keep", "png", "jpeg"])
+def test_a_large_image_costs_its_encoded_bytes_by_the_byte_breakdown(fmt: str) -> None:
+    """A 768 x 1024 photo: the field's share of the serialized record (rk.byte_breakdown)
+    is the encoded file plus a few bytes of keys and sizes, never pixels."""
+    array = photo(768, 1024)
+    jpeg = encoded(array, "JPEG", quality=90)
+    value = jpeg if fmt == "keep" else array
+    bound = schema(format=fmt).bind()
+    data, share, _ = field_share(bound, FIELD, value)
+    payload = decode_example(data)[FIELD][1][0]
+    if fmt == "keep":
+        assert payload == jpeg
+    assert share == assert_stored_near_payload(bound, FIELD, value, len(payload))
+    assert share - len(payload) < 100  # keys, tags, lengths and three int64 sizes
+    assert share < array.nbytes / (1 if fmt == "png" else 4)  # raw pixels would be 2.4 MB
+
+
 # -- properties --------------------------------------------------------------------------------
 
 
@@ -455,6 +531,24 @@ def test_conformance_keep_and_fixed_size(tmp_path: Path) -> None:
         ImageCodec({"format": "keep", "height": 8, "width": 8, "channels": 3}),
         cases=[CodecCase(d, expected=e) for d, e in zip(jpegs, expected, strict=True)],
         bad_inputs=[BadInput(encoded(smooth(8, 9), "JPEG"), match="8x9 .* fixed size of 8x8")],
+        tmp_path=tmp_path,
+    )
+
+
+def test_conformance_jpeg(tmp_path: Path) -> None:
+    """format: jpeg re-encodes at the quality asked; both readers give the pixels Pillow
+    decodes from that JPEG."""
+    arrays = [smooth(6, 8), photo(5, 9, 1), smooth(7, 7)]
+    expected = []
+    for array in arrays:
+        with Image.open(io.BytesIO(encoded(array, "JPEG", quality=85))) as image:
+            expected.append(np.asarray(image))
+    rgba = pixels(4, 4, 4)
+    rgba[0, 0, 3] = 0
+    check_codec(
+        ImageCodec({"format": "jpeg", "quality": 85}),
+        cases=[CodecCase(a, expected=e) for a, e in zip(arrays, expected, strict=True)],
+        bad_inputs=[BadInput(rgba, match="transparent pixels .* JPEG cannot store it")],
         tmp_path=tmp_path,
     )
 

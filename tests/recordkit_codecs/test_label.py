@@ -204,5 +204,18 @@ def test_conformance_multi(tmp_path: Path) -> None:
     )
 
 
+def test_conformance_multi_hot(tmp_path: Path) -> None:
+    check_codec(
+        LabelCodec({"names": NAMES, "multi": True, "multi_hot": True}),
+        cases=[
+            CodecCase(["dog", "cat"], expected=np.array([1.0, 1.0, 0.0], np.float32)),
+            CodecCase([], expected=np.zeros(3, np.float32)),
+            CodecCase([2], expected=np.array([0.0, 0.0, 1.0], np.float32)),
+        ],
+        bad_inputs=[BadInput(["bird", 7], match=r"label id 7 is out of range \(ids are \[0, 3\)\)")],
+        tmp_path=tmp_path,
+    )
+
+
 def test_docs_examples_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     assert run_doc_examples("label.md", tmp_path, monkeypatch) >= 1

@@ -9,7 +9,15 @@ from typing import Any
 
 import numpy as np
 import pytest
-from _codec_io import field_error, field_round_trip, run_doc_example_first
+from _codec_io import (
+    assert_stored_near_payload,
+    field_error,
+    field_round_trip,
+    read_numpy,
+    read_tf,
+    run_doc_example_first,
+    write,
+)
 from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
@@ -174,6 +182,47 @@ def test_decoding_checks_the_stored_size() -> None:
         rk.make_parser(bound)(tf.constant([wrong]))
     with pytest.raises(rk.errors.DecodeError, match=r"field 'segmentation'.*stores \(4, 4\)"):
         decode_record_numpy(bound.fields, wrong)
+
+
+def test_optional_and_default_fields(tmp_path: Path) -> None:
+    """An optional mask is absent (presence flag False, None in numpy) where a record
+    leaves it out; a field with a default (the path of a VOC palette PNG) gets it."""
+    background = voc_mask(3, 4, 9)
+    default_path = tmp_path / "background.png"
+    default_path.write_bytes(palette_png(background))
+    bound = rk.Schema(
+        name="segmentation",
+        fields={
+            "maybe": rk.FieldSpec(codec="mask", optional=True),
+            "labels": rk.FieldSpec(codec="mask", default=str(default_path)),
+        },
+    ).bind()
+    first, second = voc_mask(5, 2, 1), voc_mask(2, 6, 2)
+    records: list[dict[str, Any]] = [{"maybe": first, "labels": second}, {}, {"maybe": palette_png(second)}]
+    path = write(bound, records, tmp_path / "optional.tfrecord")
+
+    (batch,) = read_tf(bound, path, batch=3)
+    assert batch["maybe/present"].numpy().tolist() == [True, False, True]
+    np.testing.assert_array_equal(batch["maybe"][0].numpy(), first)
+    assert batch["maybe"][1].shape[0] == 0
+    np.testing.assert_array_equal(batch["maybe"][2].numpy(), second)
+    for i, want in enumerate([second, background, background]):
+        np.testing.assert_array_equal(batch["labels"][i].numpy(), want)
+
+    rows = read_numpy(bound, path)
+    assert [r["maybe"] is None for r in rows] == [False, True, False]
+    np.testing.assert_array_equal(rows[2]["labels"], background)
+
+
+def test_a_large_mask_costs_its_png_by_the_byte_breakdown() -> None:
+    """A 1024 x 768 VOC-style mask (blocks of classes with void borders): the field's
+    share of the record (rk.byte_breakdown) is its PNG plus a few bytes."""
+    indices = np.kron(voc_mask(24, 32, 5), np.ones((32, 32), np.uint8))
+    bound = schema(num_classes=21).bind()
+    payload = MaskCodec().encode(indices)[""]
+    share = assert_stored_near_payload(bound, FIELD, indices, len(payload))
+    assert share - len(payload) < 100  # three keys, tags, lengths and two int64 sizes
+    assert share < indices.size / 20  # lossless, and far smaller than the raw indices
 
 
 def test_stored_bytes_are_the_png() -> None:

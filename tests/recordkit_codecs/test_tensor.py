@@ -8,7 +8,16 @@ from typing import Any
 
 import numpy as np
 import pytest
-from _codec_io import bind, field_error, parse_eager, read_numpy, read_tf, run_doc_examples, write
+from _codec_io import (
+    assert_stored_near_payload,
+    bind,
+    field_error,
+    parse_eager,
+    read_numpy,
+    read_tf,
+    run_doc_examples,
+    write,
+)
 from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
@@ -127,6 +136,25 @@ def test_stored_bytes_stay_within_one_percent_of_the_payload() -> None:
         stored = rk.byte_breakdown(bound, data)["t"]
         payload = value.nbytes
         assert payload <= stored <= payload * 1.01 + 32, (dtype, stored, payload)
+
+
+@pytest.mark.parametrize(
+    ("dtype", "shape", "value_shape"),
+    [
+        ("float64", [512, 512], (512, 512)),
+        ("float32", None, (64, 128, 32)),
+        ("uint8", [None, None, 3], (480, 640, 3)),
+    ],
+)
+def test_a_large_tensor_costs_its_raw_bytes_by_the_byte_breakdown(
+    dtype: str, shape: list[int | None] | None, value_shape: tuple[int, ...]
+) -> None:
+    """Megabytes of values: the field's share of the record (rk.byte_breakdown) is the
+    raw bytes plus a few bytes of keys and shape, never a number list."""
+    bound = bind(weights={"codec": "tensor", "options": {"dtype": dtype, "shape": shape}})
+    value = _sample(dtype, value_shape, seed=3)
+    share = assert_stored_near_payload(bound, "weights", value, value.nbytes)
+    assert share - value.nbytes < 60
 
 
 def test_non_contiguous_and_big_endian_arrays(tmp_path: Path) -> None:

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from _codec_io import (
+    assert_stored_near_payload,
     bind,
     encode_error,
     field_error,
@@ -151,6 +152,14 @@ def test_optional_default_and_sequence_fields(tmp_path: Path) -> None:
     assert [r["tags"] for r in rows] == [["a", "bé", ""], [], ["🙂"]]
 
 
+def test_a_long_text_costs_its_utf8_bytes_by_the_byte_breakdown() -> None:
+    text = "Ein Satz mit Umlauten: äöü, und 日本語, und 🙂. " * 4000
+    bound = bind(body={"codec": "text"})
+    payload = len(text.encode("utf-8"))
+    share = assert_stored_near_payload(bound, "body", text, payload)
+    assert share - payload < 30  # the key, tags and three-byte lengths
+
+
 @given(st.lists(st.text(), min_size=1, max_size=6))
 def test_random_unicode_text_round_trips_exactly(texts: list[str]) -> None:
     bound = bind(t={"codec": "text"})
@@ -183,9 +192,3 @@ def test_conformance(tmp_path: Path) -> None:
 
 def test_docs_examples_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     assert run_doc_examples("text.md", tmp_path, monkeypatch) >= 1
-
-
-def test_scalar_docs_examples_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    # docs/codecs/scalar.md is written with the text page; its example is checked here
-    # until the scalar codec has a test module of its own.
-    assert run_doc_examples("scalar.md", tmp_path, monkeypatch) >= 1
