@@ -41,6 +41,8 @@ __all__ = ["AudioCodec", "AudioOptions"]
 
 _SCALE = 32768.0
 _SF_FORMATS = {"wav": "WAV", "flac": "FLAC"}
+_FLAC_MAX_RATE = 655_350
+_FLAC_MAX_CHANNELS = 8
 
 
 class AudioOptions(rk.CodecOptions):
@@ -50,7 +52,9 @@ class AudioOptions(rk.CodecOptions):
         default="wav",
         description="wav (decoded in-graph), flac (lossless, smaller, read via Python), pcm (raw int16).",
     )
-    sample_rate: int = pydantic.Field(ge=1, description="Samples per second every record must have.")
+    sample_rate: int = pydantic.Field(
+        ge=1, le=768_000, description="Samples per second every record must have (at most 768 kHz)."
+    )
     channels: int = pydantic.Field(default=1, ge=1, le=64, description="Channels every record must have.")
     subtype: Literal["PCM_16"] = pydantic.Field(
         default="PCM_16", description="Sample encoding of what is stored; 16-bit PCM is the one supported."
@@ -58,6 +62,18 @@ class AudioOptions(rk.CodecOptions):
     clip: bool = pydantic.Field(
         default=False, description="Clip float samples outside [-1, 1] instead of refusing them."
     )
+
+    @pydantic.model_validator(mode="after")
+    def _within_flac_limits(self) -> AudioOptions:
+        """FLAC stores at most 8 channels at up to 655,350 Hz: refused here, when the schema
+        is loaded, rather than by the first record written."""
+        beyond = self.sample_rate > _FLAC_MAX_RATE or self.channels > _FLAC_MAX_CHANNELS
+        if self.format == "flac" and beyond:
+            raise ValueError(
+                f"flac stores at most {_FLAC_MAX_CHANNELS} channels at up to {_FLAC_MAX_RATE} Hz "
+                f"(asked: {self.channels} at {self.sample_rate} Hz); use format wav or pcm"
+            )
+        return self
 
 
 class AudioCodec(rk.Codec[AudioOptions]):

@@ -4,6 +4,7 @@ TFRecord files and batched tf.data pipelines."""
 from __future__ import annotations
 
 import io
+import re
 from pathlib import Path
 from typing import Any
 
@@ -359,3 +360,19 @@ def test_a_canonical_wav_is_still_checked() -> None:
     mono = audio_file(samples(100), "WAV")
     assert "audio has 1 channel(s), the schema declares 2" in str(encode_error(mono, channels=2))
     assert "the audio has no samples" in str(encode_error(audio_file(samples(0), "WAV")))
+
+
+@pytest.mark.parametrize(
+    ("options", "reason"),
+    [
+        ({"sample_rate": 10**10}, "option sample_rate: Input should be less than or equal to 768000"),
+        ({"sample_rate": 768_000, "format": "flac"}, "flac stores at most 8 channels at up to 655350 Hz"),
+        ({"sample_rate": 16_000, "channels": 9, "format": "flac"}, "asked: 9 at 16000 Hz"),
+    ],
+)
+def test_rates_and_channels_beyond_the_formats_limits_are_refused_with_the_options(
+    options: dict[str, Any], reason: str
+) -> None:
+    with pytest.raises(rk.errors.CodecOptionsError, match=re.escape(reason)):
+        AudioCodec(options)
+    assert AudioCodec({"sample_rate": 768_000, "format": "wav"}).options.sample_rate == 768_000
