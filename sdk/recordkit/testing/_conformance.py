@@ -15,8 +15,9 @@ For a codec and a few example values, :func:`check_codec`:
    the expected value (or a declared tolerance); a wire spec that says ``in_graph`` must
    give a parser without Python callbacks;
 6. reads it back without TensorFlow through the codec's ``decode_numpy`` and compares;
-7. repeats 3-6 with the field declared optional (absent records between present ones) and
-   as a sequence (several values per record, and none);
+7. repeats 3-6 with the field declared optional (absent records between present ones),
+   as a sequence (several values per record, and none) and, when a ``default`` is given,
+   with that default declared (absent records read back as it, through a schema file);
 8. checks that each declared bad input is refused by ``encode`` with a recordkit error
    (not a crash), whose message, once the writer adds its context, names the field and
    the record and matches the declared reason.
@@ -27,7 +28,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -70,18 +71,24 @@ class CodecCase:
     """One value to round-trip, and what decoding it must give back.
 
     ``expected`` defaults to the value itself; give it when decoding returns another
-    form (a path decodes to pixels, a name to a class id ...). ``atol`` is the absolute
-    tolerance for floats (0: exact).
+    form (a path decodes to pixels, a name to a class id ...). ``expected_numpy`` is what
+    ``decode_numpy`` must give, when it differs from what ``decode_tf`` gives (defaults to
+    ``expected``). ``atol`` is the absolute tolerance for floats (0: exact).
     """
 
     value: Any
     expected: Any = SAME
     atol: float = 0.0
     id: str = ""
+    expected_numpy: Any = SAME
 
     @property
     def want(self) -> Any:
         return self.value if self.expected is SAME else self.expected
+
+    @property
+    def want_numpy(self) -> Any:
+        return self.want if self.expected_numpy is SAME else self.expected_numpy
 
 
 @dataclasses.dataclass(frozen=True)
@@ -334,23 +341,26 @@ def _round_trip(
     schema: Schema,
     registry: CodecRegistry,
     records: list[dict[str, Any]],
-    expected: list[Any],
+    expected: tuple[list[Any], list[Any]],
     atols: list[float],
     tmp_path: Path,
     report: ConformanceReport,
 ) -> None:
+    """Write ``records``, read them back three ways and compare with ``expected``: what
+    the TensorFlow readers must give, and what the numpy reader must give."""
     bound = schema.bind(registry)
     path = tmp_path / f"conformance-{check.replace(' ', '-')}.tfrecord"
     _write(bound, records, path, check)
     optional = bound.fields[0].spec.optional
-    for reader, rows in (
-        ("tf.data batched decode", _read_tf(bound, path, batch=max(len(records), 1))),
-        ("tf.data batch of 1", _read_tf(bound, path, batch=1)),
-        ("numpy decode", _read_numpy(bound, path)),
+    want_tf, want_numpy = expected
+    for reader, rows, wanted in (
+        ("tf.data batched decode", _read_tf(bound, path, batch=max(len(records), 1)), want_tf),
+        ("tf.data batch of 1", _read_tf(bound, path, batch=1), want_tf),
+        ("numpy decode", _read_numpy(bound, path), want_numpy),
     ):
         if len(rows) != len(records):
             raise _fail(check, reader, f"read {len(rows)} records, wrote {len(records)}")
-        for i, (row, want, atol) in enumerate(zip(rows, expected, atols, strict=True)):
+        for i, (row, want, atol) in enumerate(zip(rows, wanted, atols, strict=True)):
             got = row[FIELD]
             if optional and reader != "numpy decode":
                 present = bool(_plain(row[FIELD + PRESENT_SUFFIX]))
@@ -412,6 +422,7 @@ def check_codec(
     options: Mapping[str, Any] | None = None,
     optional: bool = True,
     sequence: bool = True,
+    default: CodecCase | Any = None,
 ) -> ConformanceReport:
     """Run ``codec`` through the whole conformance check; raise ConformanceError on the
     first failure, return a report of the checks passed.
@@ -423,6 +434,9 @@ def check_codec(
     :param bad_inputs: values the codec must refuse, with the reason to expect.
     :param optional: also check the field declared optional.
     :param sequence: also check the field declared as a sequence of values.
+    :param default: a value (or :class:`CodecCase`) to declare as the field's default
+        (JSON-ready, as a schema file holds it): records without the field must read
+        back as it, and it must survive the schema file. None: not checked.
     """
     instance = codec(options) if isinstance(codec, type) else codec
     tmp = Path(tmp_path)
@@ -448,7 +462,7 @@ def check_codec(
         plain,
         registry,
         [{FIELD: c.value} for c in normalized],
-        [c.want for c in normalized],
+        ([c.want for c in normalized], [c.want_numpy for c in normalized]),
         atols,
         tmp,
         report,
@@ -456,11 +470,12 @@ def check_codec(
     _check_in_graph(plain.bind(registry), report)
     if optional:
         records: list[dict[str, Any]] = []
-        expected: list[Any] = []
+        expected: tuple[list[Any], list[Any]] = ([], [])
         opt_atols: list[float] = []
         for c in normalized:
             records += [{}, {FIELD: c.value}]
-            expected += [None, c.want]
+            expected[0].extend([None, c.want])
+            expected[1].extend([None, c.want_numpy])
             opt_atols += [0.0, c.atol]
         _round_trip(
             "optional field", schema(optional=True), registry, records, expected, opt_atols, tmp, report
@@ -473,10 +488,35 @@ def check_codec(
             schema(sequence=True),
             registry,
             [{FIELD: [c.value for c in g]} for g in groups],
-            [[c.want for c in g] for g in groups],
+            ([[c.want for c in g] for g in groups], [[c.want_numpy for c in g] for g in groups]),
             [max((c.atol for c in g), default=0.0) for g in groups],
             tmp,
             report,
         )
+    if default is not None:
+        _check_default(default, normalized[0], schema, registry, tmp, report)
     _check_bad_inputs(plain.bind(registry), bad_inputs, report)
     return report
+
+
+def _check_default(
+    default: CodecCase | Any,
+    present: CodecCase,
+    schema: Callable[..., Schema],
+    registry: CodecRegistry,
+    tmp_path: Path,
+    report: ConformanceReport,
+) -> None:
+    """Declare ``default`` as the field's default: it must bind, survive a schema file,
+    and be what records without the field read back as (between records that have it)."""
+    case = default if isinstance(default, CodecCase) else CodecCase(default)
+    try:
+        declared = schema(default=case.value)
+        declared.bind(registry)
+    except RecordkitError as exc:
+        raise _fail("default", repr(case.value), f"the default is refused: {exc}") from exc
+    _check_schema_file(declared, registry, tmp_path, report)
+    records = [{}, {FIELD: present.value}, {}]
+    expected = ([case.want, present.want, case.want], [case.want_numpy, present.want_numpy, case.want_numpy])
+    atols = [case.atol, present.atol, case.atol]
+    _round_trip("default field", declared, registry, records, expected, atols, tmp_path, report)

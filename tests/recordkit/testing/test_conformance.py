@@ -14,25 +14,53 @@ from recordkit.testing import BadInput, CodecCase, ConformanceError, assert_valu
 from recordkit_codecs.scalar import ScalarCodec
 
 
-def test_scalar_codec_conforms_for_every_dtype(tmp_path: Path) -> None:
-    cases: dict[str, list[Any]] = {
-        "int64": [0, -(2**63), 2**63 - 1, 42],
-        "int32": [-(2**31), 7],
-        "float32": [CodecCase(0.1, atol=1e-7), CodecCase(-3.5)],
-        "float64": [0.1, 1e300, -0.0, 5e-324],
-        "bool": [True, False],
-        "str": ["", "héllo wörld", "日本語"],
-    }
-    for dtype, values in cases.items():
-        report = check_codec(
-            ScalarCodec({"dtype": dtype}),
-            values,
-            tmp_path=tmp_path / dtype,
-            bad_inputs=[BadInput(object(), match="expected")],
-        )
-        assert "plain field: tf.data batched decode" in report.checks
-        assert "optional field: numpy decode" in report.checks
-        assert "sequence field: tf.data batch of 1" in report.checks
+def test_a_conforming_codec_passes_every_check(tmp_path: Path) -> None:
+    # Every dtype of the scalar codec is run in tests/recordkit_codecs/test_scalar.py.
+    report = check_codec(
+        ScalarCodec({"dtype": "str"}),
+        ["", "héllo wörld", "日本語"],
+        tmp_path=tmp_path,
+        bad_inputs=[BadInput(object(), match="expected")],
+        default="none given",
+    )
+    for check in (
+        "declaration and wire spec",
+        "options round trip through a schema file",
+        "plain field: tf.data batched decode",
+        "optional field: numpy decode",
+        "sequence field: tf.data batch of 1",
+        "default field: numpy decode",
+        "1 bad inputs refused with the field named",
+    ):
+        assert check in report.checks
+
+
+def test_a_default_reads_back_where_records_leave_the_field_out(tmp_path: Path) -> None:
+    report = check_codec(ScalarCodec({"dtype": "int64"}), [1, 2], tmp_path=tmp_path, default=7)
+    assert "default field: tf.data batched decode" in report.checks
+
+
+def test_a_default_the_codec_refuses_is_caught(tmp_path: Path) -> None:
+    with pytest.raises(ConformanceError, match=r"^\[default\] 'seven': the default is refused"):
+        check_codec(ScalarCodec({"dtype": "int64"}), [1, 2], tmp_path=tmp_path, default="seven")
+
+
+def test_numpy_decode_may_be_given_its_own_expectation(tmp_path: Path) -> None:
+    # A tensor of any rank decodes to values and shape in TF (a batch cannot hold
+    # arrays of different ranks) and to the array itself in numpy.
+    from recordkit_codecs.tensor import TensorCodec
+
+    arrays = [np.arange(6, dtype=np.int32).reshape(2, 3), np.ones((1, 2, 2), np.int32)]
+    cases = [
+        CodecCase(a, expected={"values": a.reshape(-1), "shape": list(a.shape)}, expected_numpy=a)
+        for a in arrays
+    ]
+    any_rank = TensorCodec({"dtype": "int32", "shape": None})
+    report = check_codec(any_rank, cases, tmp_path=tmp_path, sequence=False)
+    assert "plain field: numpy decode" in report.checks
+    wrong = [CodecCase(c.value, expected=c.expected, expected_numpy=c.value + 1) for c in cases]
+    with pytest.raises(ConformanceError, match=r"\[plain field\] numpy decode, case 0"):
+        check_codec(any_rank, wrong, tmp_path=tmp_path, sequence=False)
 
 
 def test_the_pytest_fixture_runs_the_check(codec_conformance: Any) -> None:
