@@ -3,11 +3,11 @@
 Records give boxes in the schema's declared ``format`` (``xyxy``, ``xywh``, ``yxyx`` or
 ``cxcywh``), in ``[0, 1]`` image coordinates (``normalized: true``) or in pixels.
 Whatever the declared format, boxes are stored in one canonical form: float32
-``x_min, y_min, x_max, y_max`` under the field's main key (shape ``(None, 4)``); the
-declared format is one of the field's options, so it is part of the schema's
-fingerprint. With ``labels`` each box has a class (stored as int64 ids under
-``<field>/labels``) and each name of ``extras`` adds a float32 value per box (stored
-under ``<field>/<name>``, e.g. scores).
+``x_min, y_min, x_max, y_max`` under the field's main key (shape ``(None, 4)``), so the
+format is not part of the schema's fingerprint (it is a *decode option*). With
+``labels`` each box has a class (stored as int64 ids under ``<field>/labels``) and each
+name of ``extras`` adds a float32 value per box (stored under ``<field>/<name>``, e.g.
+scores).
 
 Validation on write: coordinates are finite, ``min <= max`` on both axes, normalized
 boxes lie inside ``[0, 1]`` and pixel boxes are non-negative, all within ``tolerance``
@@ -15,11 +15,12 @@ boxes lie inside ``[0, 1]`` and pixel boxes are non-negative, all within ``toler
 clamped, not rejected). When ``image_field`` names the record's image field, pixel
 boxes are checked against that image's stored height and width.
 
-Readers get the boxes converted back to the declared format: a ragged float32 tensor
-``[B, (n), 4]`` in TensorFlow, a float32 ``(n, 4)`` array in numpy, or with labels or
-extras a dict ``{"boxes", "labels", <extras>...}``. :func:`convert_boxes` converts
-between formats (numpy arrays, tensors and ragged tensors) for readers who want
-another one.
+Readers get the boxes in the format of the schema they read with (the dataset's own,
+or the one passed as ``schema=``: ``format`` is a decode option, so a reader may ask for
+another format than the writer declared): a ragged float32 tensor ``[B, (n), 4]`` in
+TensorFlow, a float32 ``(n, 4)`` array in numpy, or with labels or extras a dict
+``{"boxes", "labels", <extras>...}``. :func:`convert_boxes` converts between formats
+(numpy arrays, tensors and ragged tensors) inside users' own pipelines.
 """
 
 from __future__ import annotations
@@ -93,6 +94,9 @@ class BBoxCodec(rk.Codec[BBoxOptions]):
     version = "1"
     options_model = BBoxOptions
     summary = "a variable number of bounding boxes per record, with optional labels and extras"
+    # Boxes are stored as xyxy whatever the format: it says how records give boxes and
+    # how readers get them, so a reader's schema may ask for another one.
+    decode_options = frozenset({"format"})
 
     def __init__(self, options: BBoxOptions | Mapping[str, Any] | None = None) -> None:
         super().__init__(options)

@@ -56,6 +56,11 @@ class Codec(abc.ABC, Generic[OptionsT]):
     options_model: ClassVar[type[CodecOptions]] = CodecOptions
     #: One line for ``recordkit plugins`` and the docs.
     summary: ClassVar[str] = ""
+    #: Options that change only how values are given to :meth:`encode` and returned by
+    #: the decodes, never the bytes stored (the bbox codec's ``format``: boxes are stored
+    #: in one canonical order). They are left out of the wire layout and the fingerprint,
+    #: and a reader's schema may set them otherwise than the writer's did.
+    decode_options: ClassVar[frozenset[str]] = frozenset()
 
     def __init__(self, options: OptionsT | Mapping[str, Any] | None = None) -> None:
         self.options: OptionsT = self.parse_options(options)
@@ -83,6 +88,12 @@ class Codec(abc.ABC, Generic[OptionsT]):
     def options_dict(self) -> dict[str, Any]:
         """The options as JSON-ready data, without those left at their defaults."""
         return self.options.model_dump(mode="json", exclude_defaults=True)
+
+    def stored_options(self) -> dict[str, Any]:
+        """The options that shape what is stored, as JSON-ready data with the defaults
+        filled in: every option but the :attr:`decode_options`."""
+        dumped = self.options.model_dump(mode="json")
+        return {name: value for name, value in dumped.items() if name not in self.decode_options}
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.options_dict()!r})"

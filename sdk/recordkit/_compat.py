@@ -12,8 +12,10 @@ Reading (``mode="read"``) follows these rules:
   not read, so it does not matter;
 * for a field both have: a different codec, different codec options (defaults filled
   in), a change of optional, sequence or Example keys, or any other change of its wire
-  layout is incompatible; a different default is not (old records hold their values).
-  Descriptions never matter.
+  layout is incompatible; a different default is not (old records hold their values),
+  nor are different *decode options* (:attr:`~recordkit.Codec.decode_options`, such as
+  the bbox codec's ``format``: the reader gets the values in the form its schema asks
+  for). Descriptions never matter.
 
 Appending (``mode="append"``) needs the wire layouts to be identical (equal
 fingerprints), with one relaxation for optional fields, because a record that leaves an
@@ -23,6 +25,8 @@ optional field out stores nothing for it (no Example key at all):
   as absent, and the dataset's schema grows to include it;
 * an optional field of the stored schema that the appending one leaves out is
   compatible: the appended records hold it as absent;
+* different decode options are compatible: appended records are given in the appending
+  schema's form and stored as the others are;
 * every other difference but descriptions is incompatible.
 
 Codec versions are not part of a schema: readers compare the versions in a dataset's
@@ -209,8 +213,15 @@ def _compare(
         old_bound = new_bound = None
         out.append(FieldDifference(name, "codec", f"cannot be resolved: {exc.reason}", False))
     if old_bound is not None and new_bound is not None:
-        old_options = old_bound.codec.options.model_dump(mode="json")
-        new_options = new_bound.codec.options.model_dump(mode="json")
+        old_options = old_bound.codec.stored_options()
+        new_options = new_bound.codec.stored_options()
+        old_all = old_bound.codec.options.model_dump(mode="json")
+        new_all = new_bound.codec.options.model_dump(mode="json")
+        decoding = {k: old_all[k] for k in old_bound.codec.decode_options}
+        wanted = {k: new_all[k] for k in new_bound.codec.decode_options}
+        if decoding != wanted:  # how values are given and read back, not what is stored
+            detail = f"{_changes(decoding, wanted)} (how values are given and read; the same is stored)"
+            out.append(FieldDifference(name, "options", detail, True))
     else:
         old_options, new_options = old.options, new.options
     if old_options != new_options:

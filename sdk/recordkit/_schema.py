@@ -386,7 +386,7 @@ class BoundField:
             "field": self.name,
             "codec": self.spec.codec,
             "codec_version": self.codec.version,
-            "options": self.codec.options.model_dump(mode="json"),
+            "options": self.codec.stored_options(),
             "optional": self.spec.optional,
             "default": self.spec.default if self.spec.has_default else None,
             "sequence": self.spec.sequence,

@@ -72,9 +72,31 @@ def test_boxes_are_stored_as_float32_xyxy_whatever_the_format(fmt: str) -> None:
     np.testing.assert_allclose(values.reshape(-1, 4), XYXY[2], rtol=0, atol=1e-7)
 
 
-def test_the_declared_format_is_part_of_the_fingerprint() -> None:
+def test_the_format_is_a_decode_option_left_out_of_the_fingerprint() -> None:
+    # Stored as xyxy whatever the format: what is stored, and so the fingerprint, is the same.
     prints = {bind(b={"codec": "bbox", "options": {"format": f}}).fingerprint() for f in BOX_FORMATS}
-    assert len(prints) == len(BOX_FORMATS)
+    assert len(prints) == 1
+    assert BBoxCodec.decode_options == {"format"}
+    pixels = bind(b={"codec": "bbox", "options": {"normalized": False}}).fingerprint()
+    assert pixels not in prints  # what the numbers mean is stored meaning
+
+
+def test_a_reader_gets_the_boxes_in_the_format_its_schema_asks_for(tmp_path: Path) -> None:
+    written = rk.Schema(name="det", fields={"b": rk.FieldSpec(codec="bbox", options={"format": "xywh"})})
+    records = [{"b": _in("xywh", XYXY[2])}, {"b": _in("xywh", XYXY[1])}]
+    rk.write_dataset(records, written, tmp_path, progress=False)
+    for fmt in BOX_FORMATS:
+        reading = rk.Schema(name="det", fields={"b": rk.FieldSpec(codec="bbox", options={"format": fmt})})
+        report = rk.check_compatibility(written, reading)
+        assert report.compatible
+        if fmt != "xywh":
+            assert [(d.kind, d.compatible) for d in report.differences] == [("options", True)]
+            assert f"format: 'xywh' -> '{fmt}'" in report.differences[0].detail
+        rows = list(rk.iter_records(tmp_path, schema=reading))
+        batch = next(iter(rk.load_dataset(tmp_path, schema=reading, batch_size=2)))
+        for i, want in enumerate([_in(fmt, XYXY[2]), _in(fmt, XYXY[1])]):
+            np.testing.assert_allclose(rows[i]["b"], want, rtol=0, atol=1e-6)
+            np.testing.assert_allclose(batch["b"][i].numpy(), want, rtol=0, atol=1e-6)
 
 
 def test_many_boxes_cost_their_float32_values_by_the_byte_breakdown() -> None:
