@@ -374,14 +374,7 @@ def _few_plain_boxes(boxes: Any, fmt: str, normalized: bool) -> np.ndarray | Non
             a, b, c, d = float(a), float(b), float(c), float(d)
         except OverflowError:  # an int beyond any float: numpy's path refuses it
             return None
-        if fmt == "xyxy":
-            x1, y1, x2, y2 = a, b, c, d
-        elif fmt == "yxyx":
-            x1, y1, x2, y2 = b, a, d, c
-        elif fmt == "xywh":
-            x1, y1, x2, y2 = a, b, a + c, b + d
-        else:  # cxcywh, as _convert computes it
-            x1, y1, x2, y2 = a - c / 2, b - d / 2, a + c / 2, b + d / 2
+        x1, y1, x2, y2 = _to_xyxy((a, b, c, d), fmt)
         if not (0.0 <= x1 <= x2 <= upper and 0.0 <= y1 <= y2 <= upper):
             return None  # NaN fails too
         out.append((x1, y1, x2, y2))
@@ -458,23 +451,28 @@ def _describe(index: int, boxes: np.ndarray, fmt: str) -> str:
     return f"box {index} [{coords}] ({fmt})"
 
 
+def _to_xyxy(cols: tuple[Any, Any, Any, Any], source: str) -> tuple[Any, Any, Any, Any]:
+    """``x_min, y_min, x_max, y_max`` of the four coordinates (floats, arrays or tensors)
+    given in ``source`` format."""
+    a, b, c, d = cols
+    if source == "xyxy":
+        return a, b, c, d
+    if source == "yxyx":
+        return b, a, d, c
+    if source == "xywh":
+        return a, b, a + c, b + d
+    return a - c / 2, b - d / 2, a + c / 2, b + d / 2  # cxcywh
+
+
 def _convert(cols: tuple[Any, Any, Any, Any], source: str, target: str) -> tuple[Any, Any, Any, Any]:
     """Convert the four coordinate columns from ``source`` to ``target`` format.
 
     Works on anything with arithmetic (numpy arrays, tensors); both directions go
     through ``x_min, y_min, x_max, y_max``.
     """
-    a, b, c, d = cols
     if source == target:
         return cols
-    if source == "xyxy":
-        x1, y1, x2, y2 = a, b, c, d
-    elif source == "yxyx":
-        x1, y1, x2, y2 = b, a, d, c
-    elif source == "xywh":
-        x1, y1, x2, y2 = a, b, a + c, b + d
-    else:  # cxcywh
-        x1, y1, x2, y2 = a - c / 2, b - d / 2, a + c / 2, b + d / 2
+    x1, y1, x2, y2 = _to_xyxy(cols, source)
     if target == "xyxy":
         return x1, y1, x2, y2
     if target == "yxyx":

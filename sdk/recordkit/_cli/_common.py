@@ -5,9 +5,21 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 from pathlib import Path
 
+import click
+
 from recordkit._manifest import MANIFEST_FILE
 
-__all__ = ["dataset_root", "human_bytes", "table"]
+__all__ = ["dataset_root", "human_bytes", "split_option", "table"]
+
+#: ``-s/--split NAME``, repeatable, for the commands that look at a dataset's splits.
+split_option = click.option(
+    "-s",
+    "--split",
+    "splits",
+    multiple=True,
+    metavar="NAME",
+    help="Only this split (repeat for several; default: every split).",
+)
 
 
 def table(rows: Sequence[Sequence[str]], *, right: Collection[int] = ()) -> str:

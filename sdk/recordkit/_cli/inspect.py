@@ -18,7 +18,7 @@ from typing import Any
 import click
 
 from recordkit._breakdown import byte_breakdown
-from recordkit._cli._common import dataset_root, human_bytes, table
+from recordkit._cli._common import dataset_root, human_bytes, split_option, table
 from recordkit._manifest import Manifest, ShardInfo
 from recordkit._plugins import default_registry
 from recordkit._schema import BoundSchema
@@ -171,14 +171,7 @@ def _print_breakdown(breakdown: dict[str, Any]) -> None:
 
 @click.command("inspect", short_help="Summarise a dataset and show its bytes per field.")
 @click.argument("dataset", type=click.Path(exists=True, path_type=Path))
-@click.option(
-    "-s",
-    "--split",
-    "splits",
-    multiple=True,
-    metavar="NAME",
-    help="Only this split (repeat for several; default: every split).",
-)
+@split_option
 @click.option(
     "--sample",
     type=click.IntRange(min=0),

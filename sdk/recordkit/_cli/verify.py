@@ -15,7 +15,7 @@ from pathlib import Path
 
 import click
 
-from recordkit._cli._common import dataset_root, human_bytes
+from recordkit._cli._common import dataset_root, human_bytes, split_option
 from recordkit._manifest import Manifest, ShardInfo
 from recordkit._tfrecord import Compression, iter_tfrecords
 from recordkit.errors import CorruptRecordError
@@ -86,14 +86,7 @@ def verify_dataset(root: Path, manifest: Manifest, splits: Sequence[str]) -> lis
 
 @click.command("verify", short_help="Check every shard of a dataset against its manifest.")
 @click.argument("dataset", type=click.Path(exists=True, path_type=Path))
-@click.option(
-    "-s",
-    "--split",
-    "splits",
-    multiple=True,
-    metavar="NAME",
-    help="Only this split (repeat for several; default: every split).",
-)
+@split_option
 @click.option("-q", "--quiet", is_flag=True, help="Print only the shards that fail.")
 def verify_command(dataset: Path, splits: tuple[str, ...], quiet: bool) -> None:
     """Check every shard of DATASET against its manifest (sha256, size, CRCs, records).
