@@ -38,10 +38,12 @@ def code_blocks(page: Path) -> list[Block]:
     return blocks
 
 
-def run_python_blocks(blocks: list[Block], *, skip: Callable[[Block], bool] = lambda b: False) -> None:
+def run_python_blocks(
+    blocks: list[Block], *, skip: Callable[[Block], bool] = lambda b: False
+) -> dict[str, object]:
     """Run the ``python`` blocks in order in one namespace (as one script would), recording
     each one's printed output; a block directly followed by a ``text`` block must print
-    exactly that.
+    exactly that. Returns the namespace, for tests to check what the page made.
 
     Compiled without inheriting this module's ``from __future__ import annotations``:
     the page's code (its Record classes above all) is evaluated as in a user's script.
@@ -57,6 +59,7 @@ def run_python_blocks(blocks: list[Block], *, skip: Callable[[Block], bool] = la
         following = blocks[i + 1] if i + 1 < len(blocks) else None
         if following is not None and following.language == "text" and following.adjacent:
             assert block.output == following.body, f"block {i} printed:\n{block.output}"
+    return namespace
 
 
 class PageExamples:

@@ -1,0 +1,124 @@
+"""docs/tutorials/multimodal.md: on a generated folder of scenes (PNG frames, WAV tones,
+captions, boxes, labels), the page's script writes a sharded dataset with worker
+processes, its terminal commands and Python examples print what the page shows, and the
+simulated workers of a multi-worker job read every record exactly once."""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import soundfile
+from _console import run_console_block
+from PIL import Image, ImageDraw
+
+import recordkit as rk
+
+PAGE = Path("docs") / "tutorials" / "multimodal.md"
+SPLITS = {"train": 256, "validation": 32}
+LABELS = ["person", "animal", "vehicle"]
+SCENES = ["indoor", "outdoor", "underwater"]
+BACKGROUNDS = [(200, 190, 170), (120, 180, 240), (20, 60, 140)]
+ARTICLES = {"person": "a person", "animal": "an animal", "vehicle": "a vehicle"}
+WHERE = {"indoor": "indoors", "outdoor": "outdoors", "underwater": "under water"}
+RATE = 16_000
+
+
+def make_scenes(root: Path, seed: int = 0) -> dict[str, list[dict[str, Any]]]:
+    """``scenes/``: per split an annotation file (JSON lines) and, for each scene, a
+    frame (PNG: a gradient with 0 to 3 coloured boxes) and a one-second sine tone (WAV)
+    whose pitch depends on the scene label. Every fourth scene has no caption."""
+    rng = np.random.default_rng(seed)
+    folder = root / "scenes"
+    (folder / "frames").mkdir(parents=True)
+    (folder / "sounds").mkdir()
+    time = np.arange(RATE) / RATE
+    written: dict[str, list[dict[str, Any]]] = {}
+    number = 0
+    for split, count in SPLITS.items():
+        lines = []
+        for _ in range(count):
+            name = f"scene-{number:04d}"
+            width, height = (int(v) for v in rng.integers(48, 97, 2))
+            scene = int(rng.integers(0, len(SCENES)))
+            shade = np.linspace(0.7, 1.0, height)[:, None, None] * np.array(BACKGROUNDS[scene])
+            frame = Image.fromarray(np.broadcast_to(shade, (height, width, 3)).astype(np.uint8))
+            draw = ImageDraw.Draw(frame)
+            objects = []
+            for _ in range(int(rng.integers(0, 4))):
+                x0, y0 = int(rng.integers(0, width - 16)), int(rng.integers(0, height - 16))
+                box = [x0, y0, x0 + int(rng.integers(8, 17)), y0 + int(rng.integers(8, 17))]
+                draw.rectangle((box[0], box[1], box[2] - 1, box[3] - 1), fill=tuple(rng.integers(0, 256, 3)))
+                objects.append({"box": box, "label": LABELS[int(rng.integers(0, len(LABELS)))]})
+            frame.save(folder / "frames" / f"{name}.png")
+            tone = 0.5 * np.sin(2 * math.pi * 220.0 * 2 ** (scene / 2) * time)
+            soundfile.write(folder / "sounds" / f"{name}.wav", tone, RATE, subtype="PCM_16")
+            line: dict[str, Any] = {
+                "id": name,
+                "frame": f"frames/{name}.png",
+                "sound": f"sounds/{name}.wav",
+                "objects": objects,
+                "scene": SCENES[scene],
+            }
+            if number % 4:
+                things = " and ".join(ARTICLES[o["label"]] for o in objects) or "nothing"
+                line["caption"] = f"{things} {WHERE[SCENES[scene]]}"
+            lines.append(line)
+            number += 1
+        (folder / f"{split}.jsonl").write_text(
+            "".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8"
+        )
+        written[split] = lines
+    return written
+
+
+def test_the_page_runs_as_written(page_examples: Any, in_tmp_path: Path) -> None:
+    scenes = make_scenes(in_tmp_path)
+    blocks = page_examples.code_blocks(page_examples.root / PAGE)
+    schemas = [b for b in blocks if b.language == "yaml"]
+    assert len(schemas) == 1
+    (in_tmp_path / "scenes.yaml").write_text(schemas[0].body, encoding="utf-8")
+
+    # The writing script runs as the page says, as a script of its own (its worker
+    # processes import it again as their main module).
+    script = next(b for b in blocks if b.language == "python" and "__main__" in b.body)
+    (in_tmp_path / "write_scenes.py").write_text(script.body, encoding="utf-8")
+    at = blocks.index(script)
+    assert blocks[at + 1].language == "bash"
+    assert blocks[at + 1].body.strip() == "python write_scenes.py"
+    assert blocks[at + 2].language == "text"
+    ran = subprocess.run(
+        [sys.executable, "write_scenes.py"], capture_output=True, text=True, check=False, timeout=120
+    )
+    assert ran.returncode == 0, ran.stderr
+    assert ran.stdout == blocks[at + 2].body
+
+    manifest = rk.Manifest.load(in_tmp_path / "data" / "scenes")
+    train = manifest.split("train")
+    assert [shard.records for shard in train.shards] == [32] * 8
+    assert [shard.records for shard in manifest.split("validation").shards] == [32]
+    written = [r["id"] for r in rk.iter_records("data/scenes", "train", "id")]
+    assert written == [scene["id"] for scene in scenes["train"]], "every scene once, in order"
+
+    commands = [c.argv[1] for b in blocks if b.language == "console" for c in run_console_block(b.body)]
+    assert commands == ["verify", "inspect"]
+
+    seen = page_examples.run_python_blocks(blocks, skip=lambda block: block is script)
+
+    printed = [b for b in blocks if b.language == "text" and b.adjacent]
+    assert len(printed) == 5, "every step shows what it prints"
+    # The four simulated workers read disjoint parts that together are the whole split.
+    ids = {scene["id"] for scene in scenes["train"]}
+    assert sorted(seen["seen"]) == sorted(ids)
+    assert sum(seen["counts"]) == len(ids)
+    # The last record shown is the second scene of the validation file.
+    first = scenes["validation"][1]
+    assert seen["record"]["id"] == first["id"]
+    assert seen["record"]["caption"] == first.get("caption")
+    boxes = [o["box"] for o in first["objects"]]
+    assert seen["record"]["objects"]["boxes"].tolist() == boxes
