@@ -9,6 +9,8 @@ from __future__ import annotations
 import sys
 from typing import Any
 
+from recordkit._units import human_bytes
+
 __all__ = ["Progress"]
 
 _EVERY = 256
@@ -24,7 +26,8 @@ class Progress:
         if enabled:
             from tqdm.auto import tqdm
 
-            self._bar = tqdm(total=total, desc=desc, unit=" rec", unit_scale=True, dynamic_ncols=True)
+            # Exact counts ("18/18", not "18.0/18.0"); sizes in the binary units of the CLI.
+            self._bar = tqdm(total=total, desc=desc, unit=" rec", dynamic_ncols=True)
         self.records = 0
         self.bytes = 0
         self._shown = 0
@@ -41,11 +44,9 @@ class Progress:
             self._refresh()
 
     def _refresh(self) -> None:
-        from tqdm import tqdm
-
         self._bar.update(self.records - self._shown)
         self._shown = self.records
-        self._bar.set_postfix_str(f"{tqdm.format_sizeof(self.bytes, 'B')} written", refresh=False)
+        self._bar.set_postfix_str(f"{human_bytes(self.bytes)} written", refresh=False)
 
     def close(self) -> None:
         if self._bar is not None:

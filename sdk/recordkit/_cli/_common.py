@@ -1,4 +1,4 @@
-"""Helpers the CLI commands share: plain-text tables, byte sizes, the dataset argument."""
+"""Helpers the CLI commands share: plain-text tables, the dataset argument, the split option."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import click
 
 from recordkit._manifest import MANIFEST_FILE
 
-__all__ = ["dataset_root", "human_bytes", "split_option", "table"]
+__all__ = ["dataset_root", "split_option", "table"]
 
 #: ``-s/--split NAME``, repeatable, for the commands that look at a dataset's splits.
 split_option = click.option(
@@ -38,17 +38,6 @@ def table(rows: Sequence[Sequence[str]], *, right: Collection[int] = ()) -> str:
     lines = [line(row) for row in rows]
     lines.insert(1, "  ".join("-" * width for width in widths))
     return "\n".join(lines)
-
-
-def human_bytes(size: float) -> str:
-    """A byte count for people: ``"512 B"``, ``"1.2 KiB"``, ``"3.4 MiB"``."""
-    if size < 1024:
-        return f"{size:.0f} B" if float(size).is_integer() else f"{size:.1f} B"
-    for unit in ("KiB", "MiB", "GiB", "TiB"):
-        size /= 1024
-        if size < 1024 or unit == "TiB":
-            return f"{size:.1f} {unit}"
-    raise AssertionError("unreachable")  # pragma: no cover
 
 
 def dataset_root(path: Path) -> Path:

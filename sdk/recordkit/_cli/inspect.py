@@ -18,11 +18,12 @@ from typing import Any
 import click
 
 from recordkit._breakdown import byte_breakdown
-from recordkit._cli._common import dataset_root, human_bytes, split_option, table
+from recordkit._cli._common import dataset_root, split_option, table
 from recordkit._manifest import Manifest, ShardInfo
 from recordkit._plugins import default_registry
 from recordkit._schema import BoundSchema
 from recordkit._tfrecord import Compression, iter_tfrecords
+from recordkit._units import human_bytes
 from recordkit.errors import ManifestError, RecordkitError
 
 __all__ = ["dataset_summary", "field_bytes", "inspect_command", "sample_records"]

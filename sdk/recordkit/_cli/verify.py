@@ -15,9 +15,10 @@ from pathlib import Path
 
 import click
 
-from recordkit._cli._common import dataset_root, human_bytes, split_option
+from recordkit._cli._common import dataset_root, split_option
 from recordkit._manifest import Manifest, ShardInfo
 from recordkit._tfrecord import Compression, iter_tfrecords
+from recordkit._units import human_bytes
 from recordkit.errors import CorruptRecordError
 
 __all__ = ["ShardCheck", "check_shard", "verify_command"]
