@@ -7,8 +7,9 @@ list of pixels) under the field's own key, with its ``height``, ``width`` and
 check the decoded image against it.
 
 ``format`` chooses the bytes: ``png`` (lossless), ``jpeg`` (lossy, at ``quality``) or
-``keep`` (JPEG and PNG inputs are stored byte for byte after checking that they decode;
-anything else is re-encoded as PNG). Decoding gives uint8 ``[H, W, C]``: in TensorFlow
+``keep`` (inputs already in one of ``keep_formats``, JPEG and PNG by default, are stored
+byte for byte after checking them; anything else is encoded as ``fallback``, PNG by
+default). Decoding gives uint8 ``[H, W, C]``: in TensorFlow
 a batch is dense ``[B, H, W, C]`` when the schema declares ``height`` and ``width`` and a
 ``tf.RaggedTensor`` ``[B, (H), (W), C]`` otherwise.
 """
@@ -16,7 +17,7 @@ a batch is dense ``[B, H, W, C]`` when the schema declares ``height`` and ``widt
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
 import numpy as np
 import pydantic
@@ -30,6 +31,8 @@ from recordkit_codecs._tf_images import decode_image_batch
 __all__ = ["ImageCodec", "ImageOptions"]
 
 Byte = Annotated[int, pydantic.Field(ge=0, le=255)]
+#: The encodings an image is stored in.
+EncodedFormat = Literal["jpeg", "png"]
 
 _MODES = {1: "L", 3: "RGB", 4: "RGBA"}
 # Pillow modes reduced to L / LA / RGB / RGBA before anything else happens.
@@ -58,6 +61,15 @@ class ImageOptions(rk.CodecOptions):
     background: tuple[Byte, Byte, Byte] = pydantic.Field(
         default=(0, 0, 0), description="RGB colour that alpha: flatten composites onto."
     )
+    keep_formats: list[EncodedFormat] = pydantic.Field(
+        default_factory=lambda: list(get_args(EncodedFormat)),
+        min_length=1,
+        description="With format keep: the input formats stored byte for byte.",
+    )
+    fallback: EncodedFormat = pydantic.Field(
+        default="png",
+        description="With format keep: how inputs that are not kept are encoded (jpeg at quality).",
+    )
     verify: Literal["structure", "decode"] = pydantic.Field(
         default="structure",
         description=(
@@ -72,11 +84,16 @@ class ImageOptions(rk.CodecOptions):
     @pydantic.model_validator(mode="after")
     def _consistent(self) -> ImageOptions:
         _raster.check_options(self.height, self.width, self.max_pixels)
-        if self.format == "jpeg" and self.channels == 4:
+        if self.encoding == "jpeg" and self.channels == 4:
             raise ValueError(
                 "JPEG cannot store 4 channels (alpha): use format png, or channels 3 with alpha flatten"
             )
         return self
+
+    @property
+    def encoding(self) -> EncodedFormat:
+        """How images that are encoded here (not kept as given) are encoded."""
+        return self.fallback if self.format == "keep" else self.format
 
 
 class ImageCodec(rk.Codec[ImageOptions]):
@@ -126,7 +143,7 @@ class ImageCodec(rk.Codec[ImageOptions]):
                 f"got {type(value).__name__}"
             )
         self._check_size(image.width, image.height)
-        fmt = "JPEG" if options.format == "jpeg" else "PNG"
+        fmt = "JPEG" if options.encoding == "jpeg" else "PNG"
         image = self._convert(image, fmt)
         return {
             "": _pillow.save(image, fmt, quality=options.quality),
@@ -139,7 +156,11 @@ class ImageCodec(rk.Codec[ImageOptions]):
         """Decode input bytes; with format keep, the wire values of the unchanged bytes
         when they can be stored as they are."""
         header = _pillow.read_header(data)
-        keep = self.options.format == "keep" and header is not None
+        keep = (
+            self.options.format == "keep"
+            and header is not None
+            and header.format.lower() in self.options.keep_formats
+        )
         if keep and header is not None and self.options.verify == "structure":
             _pillow.check_pixels(header.width, header.height, self.options.max_pixels)
             channels = _pillow.check_structure(data, header)

@@ -240,6 +240,26 @@ def test_keep_re_encodes_other_inputs_as_png(tmp_path: Path) -> None:
     assert "more than 8 bits per sample" in str(encode_error(gray16, format="keep"))
 
 
+def test_keep_only_jpegs_and_encode_the_rest_as_jpeg(tmp_path: Path) -> None:
+    jpeg = encoded(smooth(12, 16), "JPEG", quality=80)
+    png = encoded(smooth(10, 14), "PNG")
+    options = {"format": "keep", "keep_formats": ["jpeg"], "fallback": "jpeg", "quality": 90}
+    assert stored(jpeg, **options)["bytes"] == jpeg
+    from_png = stored(png, **options)
+    assert from_png["bytes"].startswith(b"\xff\xd8")  # re-encoded as JPEG, not kept
+    assert from_png["bytes"] == encoded(Image.open(io.BytesIO(png)).convert("RGB"), "JPEG", quality=90)
+    assert from_png["shape"] == (10, 14, 3)
+    # JPEG's rules apply to what falls back to it: alpha is refused unless flattened.
+    see_through = encoded(pixels(4, 4, 4), "PNG")
+    assert "transparent pixels (alpha) and JPEG cannot store it" in str(encode_error(see_through, **options))
+    assert stored(see_through, **options, alpha="flatten")["shape"] == (4, 4, 3)
+    with pytest.raises(rk.errors.CodecOptionsError, match="JPEG cannot store 4 channels"):
+        ImageCodec({**options, "channels": 4})
+    # The options change what is stored: they are part of the fingerprint.
+    prints = {schema(**o).bind().fingerprint() for o in ({"format": "keep"}, options)}
+    assert len(prints) == 2
+
+
 def test_keep_with_other_channels_converts(tmp_path: Path) -> None:
     gray = pixels(4, 5, 1)
     png = encoded(gray, "PNG")
