@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import recordkit as rk
 from recordkit_codecs._tf_images import decode_image_batch
-from recordkit_codecs.bbox import _convert, _convert_dense_tf
+from recordkit_codecs.bbox import _convert, _convert_dense_tf, _to_xyxy
 from recordkit_codecs.tensor import _nest
 
 if TYPE_CHECKING:
@@ -62,7 +62,7 @@ def bbox_source(options: BBoxOptions) -> rk.DecodeSource:
     return rk.DecodeSource(
         decode_bbox,
         {"fmt": options.format, "labels": options.labels is not None, "extras": list(options.extras)},
-        helpers=(_convert, _convert_dense_tf),
+        helpers=(_to_xyxy, _convert, _convert_dense_tf),
     )
 
 

@@ -15,16 +15,20 @@ truth rather than re-implemented:
 
 A codec whose decode cannot be written out (no ``decode_tf_source``, or one that calls
 back into Python, such as FLAC audio) makes generation fail with an error naming the
-field and the codec.
+field and the codec; so does a decode source that calls a module-level function it does
+not list among its helpers (found by looking at the names the copied code uses, so the
+mistake shows when the module is generated, not when a training job first runs it).
 """
 
 from __future__ import annotations
 
 import ast
+import builtins
 import dataclasses
 import inspect
 import pprint
 import re
+import symtable
 import textwrap
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -125,6 +129,26 @@ def _source(function: Callable[..., Any]) -> str:
     return text
 
 
+def _unresolved(text: str, defined: frozenset[str]) -> list[tuple[str, str]]:
+    """``(function, name)`` for each global name a function of ``text`` uses that is
+    neither defined at the top of ``text``, nor in ``defined``, nor a builtin."""
+    future = "from __future__ import annotations\n"
+    if future not in text:  # as in the generated module: annotations are never evaluated
+        text = future + text
+    top = symtable.symtable(text, "<generated>", "exec")
+    known = defined | {sym.get_name() for sym in top.get_symbols() if sym.is_assigned() or sym.is_imported()}
+    found: list[tuple[str, str]] = []
+    tables = list(top.get_children())
+    while tables:
+        table = tables.pop(0)
+        for sym in table.get_symbols():
+            name = sym.get_name()
+            if sym.is_global() and sym.is_referenced() and name not in known and not hasattr(builtins, name):
+                found.append((table.get_name(), name))
+        tables += table.get_children()
+    return found
+
+
 def _identifier(text: str) -> str:
     name = re.sub(r"\W", "_", text)
     return name if name and not name[0].isdigit() else f"_{name}"
@@ -179,7 +203,12 @@ class _Module:
             *[_source(fn) + "\n" for fn in RUNTIME_FUNCTIONS],
             _API,
         ]
-        return "\n".join(parts).rstrip() + "\n"
+        text = "\n".join(parts).rstrip() + "\n"
+        missing = _unresolved(text, frozenset())
+        if missing:  # the runtime functions of recordkit._parse, copied: a bug in recordkit
+            uses = ", ".join(f"{name!r} (in {function})" for function, name in missing)
+            raise SchemaError(f"the generated parser module would use undefined names: {uses}")
+        return text
 
     def _decoder(self, field: BoundField) -> str:
         codec = field.codec
@@ -219,6 +248,15 @@ class _Module:
         while name in taken:
             name, suffix = f"{base}_{suffix}", suffix + 1
         body = "".join(_source(fn) + "\n" for fn in (*source.helpers, source.function))
+        missing = _unresolved(body, _MODULE_NAMES)
+        if missing:
+            uses = ", ".join(f"{name!r} (in {function})" for function, name in missing)
+            raise SchemaError(
+                f"the standalone decode of codec {field.codec.name!r} uses {uses}, which the generated "
+                "module would not define: add the function to its DecodeSource's helpers",
+                field=field.name,
+                codec=field.codec.name,
+            )
         module = getattr(source.function, "__module__", "?")
         text = (
             f"def {name}():\n"
@@ -256,6 +294,13 @@ import tensorflow as tf
 FieldPlan = dict[str, Any]
 __all__ = ["FIELDS", "FINGERPRINT", "PLANS", "dataset", "feature_spec", "make_parser", "parse"]
 '''
+
+#: Names the generated module defines before the codecs' decodes (TensorFlow as ``tf``).
+_MODULE_NAMES = frozenset(
+    sym.get_name()
+    for sym in symtable.symtable(_HEADER, "<header>", "exec").get_symbols()
+    if sym.is_assigned() or sym.is_imported()
+)
 
 _API = '''
 # -- public API ------------------------------------------------------------------------

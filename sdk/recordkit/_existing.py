@@ -353,6 +353,7 @@ class _Proposal:
                 continue
             found = self._raw_dims(key)
             if found is None:
+                self._implicit_channels(key)
                 continue
             dims, dtype = found
             spec = FieldSpec(
@@ -363,6 +364,27 @@ class _Proposal:
             )
             self._add(_field_name(re.sub(r"[/_]?raw$", "", key) or key, self.fields, "array"), spec, key)
             self.used.update(dims)
+
+    def _implicit_channels(self, key: str) -> None:
+        """Note raw pixels whose channel count no key stores (the segmentation tutorial's
+        ``image_raw`` beside ``height`` and ``width`` only): the ``tensor`` codec reads a
+        shape from keys, so the proposal cannot include them, but says what it saw."""
+        height = self._int_scalar("height", "image/height", "rows")
+        width = self._int_scalar("width", "image/width", "cols")
+        if height is None or width is None:
+            return
+        sizes = self.keys[key].sizes
+        heights, widths = self.keys[height].values, self.keys[width].values
+        areas = [int(heights[i][0]) * int(widths[i][0]) for i in range(len(sizes))]
+        for channels in (3, 4):
+            if all(size == area * channels for size, area in zip(sizes, areas, strict=True)):
+                self.notes.append(
+                    f"{key}: raw uint8 pixels, {height} x {width} x {channels} values per record, but no "
+                    f"key stores the {channels} channels (the tensor codec reads each dimension of its "
+                    "shape from a key)"
+                )
+                self.used.add(key)
+                return
 
     def _raw_dims(self, key: str) -> tuple[list[str], str] | None:
         """The dimension keys and dtype that account for every sampled size of ``key``."""

@@ -21,10 +21,16 @@ def _values(keyed: KeyedFeature, parsed: dict[str, tuple[WireKind, Any]], ragged
     if keyed.constant is not None:  # a foreign layout's constant: not stored
         return np.full(keyed.feature.fixed_size, keyed.constant, dtype=keyed.feature.kind.numpy_dtype)
     if keyed.columns:  # a foreign layout's columns, one key each: interleave them
-        columns = [_key_values(keyed, key, parsed, ragged) for key in keyed.columns]
-        if len({len(column) for column in columns}) > 1:
-            counts = ", ".join(f"{key!r}: {len(c)}" for key, c in zip(keyed.columns, columns, strict=True))
+        keys = [key for key in keyed.columns if isinstance(key, str)]
+        stored = {key: _key_values(keyed, key, parsed, ragged) for key in keys}
+        if len({len(column) for column in stored.values()}) > 1:
+            counts = ", ".join(f"{key!r}: {len(c)}" for key, c in stored.items())
             raise DecodeError(f"column keys hold different numbers of values ({counts})")
+        rows = len(stored[keys[0]])
+        columns = [  # a number is a column the records do not store: that constant in every row
+            stored[key] if isinstance(key, str) else np.full(rows, key, keyed.feature.kind.numpy_dtype)
+            for key in keyed.columns
+        ]
         if keyed.feature.kind is WireKind.BYTES:
             return [value for row in zip(*columns, strict=True) for value in row]
         return np.stack(columns, axis=-1).reshape(-1)

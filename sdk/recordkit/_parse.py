@@ -59,7 +59,8 @@ FieldPlan = dict[str, Any]
 def field_plan(field: BoundField) -> FieldPlan:
     """The plain-data description of how ``field`` is parsed (keys, dtypes, shapes).
 
-    A feature read from column keys has ``"columns"``, and one that is not stored a
+    A feature read from column keys has ``"columns"`` (a number among them is a column
+    the records do not store, that constant in every row), and one that is not stored a
     ``"constant"`` (layouts of TFRecords recordkit did not write).
     """
     features = []
@@ -188,8 +189,9 @@ def spec_from_plans(plans: Sequence[FieldPlan]) -> dict[str, Any]:
                 continue
             if feature.get("columns"):
                 for key in feature["columns"]:
-                    column = dict(feature, key=key, shape=feature["shape"][:-1])
-                    spec[key] = parse_feature(plan, column)
+                    if isinstance(key, str):  # a number is a column the records do not store
+                        column = dict(feature, key=key, shape=feature["shape"][:-1])
+                        spec[key] = parse_feature(plan, column)
             else:
                 spec[feature["key"]] = parse_feature(plan, feature)
         if plan["presence_key"] is not None:
@@ -252,19 +254,32 @@ def wire_values(plan: FieldPlan, parsed: dict[str, Any]) -> dict[str, Any]:
         if f.get("constant") is not None:
             continue
         if f.get("columns"):
-            columns = [parsed[key] for key in f["columns"]]
-            if isinstance(columns[0], tf.RaggedTensor):
+            stored = [parsed[key] for key in f["columns"] if isinstance(key, str)]
+            first = stored[0]
+            columns = [
+                parsed[key]
+                if isinstance(key, str)  # else a constant column, shaped like a stored one
+                else (
+                    first.with_flat_values(
+                        tf.fill(tf.shape(first.flat_values), tf.constant(key, tf.as_dtype(f["dtype"])))
+                    )
+                    if isinstance(first, tf.RaggedTensor)
+                    else tf.fill(tf.shape(first), tf.constant(key, tf.as_dtype(f["dtype"])))
+                )
+                for key in f["columns"]
+            ]
+            if isinstance(first, tf.RaggedTensor):
                 checks = [
                     tf.debugging.assert_equal(
                         column.row_splits,
-                        columns[0].row_splits,
+                        first.row_splits,
                         message=f"column keys {f['columns']} hold different numbers of values",
                     )
-                    for column in columns[1:]
+                    for column in stored[1:]
                 ]
                 with tf.control_dependencies(checks):
                     stacked = tf.stack([column.values for column in columns], axis=-1)
-                value = tf.RaggedTensor.from_row_splits(stacked, columns[0].row_splits)
+                value = tf.RaggedTensor.from_row_splits(stacked, first.row_splits)
             else:
                 value = tf.stack(columns, axis=-1)
         else:

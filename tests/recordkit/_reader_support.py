@@ -1,12 +1,17 @@
 """Helpers for the reader tests: a small multimodal dataset covering every built-in
-codec (written with ``recordkit.write_dataset``), the values that went in, and splitting
-decoded batches back into records to compare them.
+codec (written with ``recordkit.write_dataset``), the values that went in, splitting
+decoded batches back into records to compare them, and running generated parser
+modules in a process where recordkit cannot be imported.
 """
 
 from __future__ import annotations
 
+import inspect
 import io
 import json
+import subprocess
+import sys
+import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -117,6 +122,15 @@ def write(path: Path, records: list[dict[str, Any]], **options: Any) -> rk.Manif
     return rk.write_dataset(records, SCHEMA, path, progress=False, **options)
 
 
+def record_offsets(shard: Path) -> list[int]:
+    """The byte offset of each record of an uncompressed TFRecord shard."""
+    data, offsets, pos = shard.read_bytes(), [], 0
+    while pos < len(data):
+        offsets.append(pos)
+        pos += 16 + int.from_bytes(data[pos : pos + 8], "little")
+    return offsets
+
+
 def rows(batch: dict[str, Any]) -> list[dict[str, Any]]:
     """Split a decoded batch (tensors with the batch first) into per-record dicts."""
     import tensorflow as tf
@@ -167,3 +181,59 @@ def plain(value: Any) -> Any:
 
 def dumps(batches: list[dict[str, Any]]) -> str:
     return json.dumps([plain(batch) for batch in batches], sort_keys=True)
+
+
+#: Run in a subprocess where recordkit (and its codecs) cannot be imported: for each
+#: (module, fields) job, read the files with the generated module and print the decoded
+#: batches as JSON (made with the source of :func:`plain`, put in for ``PLAIN``, so they
+#: compare with :func:`dumps`); then the recordkit modules that got imported (none).
+RUNNER = textwrap.dedent(
+    """
+    import importlib.util, json, sys
+
+    class Blocked:
+        def find_spec(self, name, path=None, target=None):
+            if name.split(".")[0] in ("recordkit", "recordkit_codecs"):
+                raise ImportError(f"{name} must not be needed")
+
+    sys.meta_path.insert(0, Blocked())
+    from typing import Any
+    import numpy as np
+    import tensorflow as tf
+
+    files, jobs, batch_size = json.loads(sys.argv[1]), json.loads(sys.argv[2]), int(sys.argv[3])
+
+    PLAIN
+
+    for i, (path, fields) in enumerate(jobs):
+        spec = importlib.util.spec_from_file_location(f"generated_{i}", path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        batches = list(module.dataset(files, batch_size, fields))
+        print(json.dumps([plain(b) for b in batches], sort_keys=True))
+    print(json.dumps(sorted(k for k in sys.modules if k.startswith("recordkit"))))
+    """
+).replace("PLAIN\n", inspect.getsource(plain))
+
+
+def run_generated(
+    files: list[str], jobs: list[tuple[Path, list[str] | None]], batch_size: int = 4
+) -> tuple[list[str], list[str]]:
+    """Run the generated modules of ``jobs`` in one subprocess where recordkit cannot be
+    imported; the JSON of each job's decoded batches, and the recordkit modules imported."""
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            RUNNER,
+            json.dumps(files),
+            json.dumps([(str(p), f) for p, f in jobs]),
+            str(batch_size),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert out.returncode == 0, out.stderr[-3000:]
+    *decoded, imported = out.stdout.strip().splitlines()
+    return decoded, json.loads(imported)

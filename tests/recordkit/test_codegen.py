@@ -2,55 +2,18 @@
 
 from __future__ import annotations
 
-import inspect
-import json
-import subprocess
-import sys
-import textwrap
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import pytest
 import tensorflow as tf
-from _reader_support import SCHEMA, dumps, make_records, plain, write
+from _reader_support import SCHEMA, dumps, make_records, run_generated, write
 from click.testing import CliRunner
 
 import recordkit as rk
 from recordkit.cli import main
 from recordkit.errors import SchemaError
-
-#: Run in a subprocess where recordkit (and its codecs) cannot be imported: for each
-#: (module, fields) job, read the files with the generated module and print the decoded
-#: batches as JSON (made with the source of _reader_support.plain, put in for ``PLAIN``,
-#: so they compare with :func:`dumps`); then the recordkit modules that got imported (none).
-RUNNER = textwrap.dedent(
-    """
-    import importlib.util, json, sys
-
-    class Blocked:
-        def find_spec(self, name, path=None, target=None):
-            if name.split(".")[0] in ("recordkit", "recordkit_codecs"):
-                raise ImportError(f"{name} must not be needed")
-
-    sys.meta_path.insert(0, Blocked())
-    from typing import Any
-    import numpy as np
-    import tensorflow as tf
-
-    files, jobs = json.loads(sys.argv[1]), json.loads(sys.argv[2])
-
-    PLAIN
-
-    for i, (path, fields) in enumerate(jobs):
-        spec = importlib.util.spec_from_file_location(f"generated_{i}", path)
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        batches = list(module.dataset(files, 4, fields))
-        print(json.dumps([plain(b) for b in batches], sort_keys=True))
-    print(json.dumps(sorted(k for k in sys.modules if k.startswith("recordkit"))))
-    """
-).replace("PLAIN\n", inspect.getsource(plain))
 
 
 @pytest.fixture(scope="module")
@@ -58,19 +21,6 @@ def files(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
     path = tmp_path_factory.mktemp("codegen") / "data"
     manifest = write(path, make_records(7, seed=3), shard_records=4)
     return [str(path / s.file) for s in manifest.split("train").shards]
-
-
-def run_generated(files: list[str], jobs: list[tuple[Path, list[str] | None]]) -> tuple[list[str], list[str]]:
-    """Run the generated modules of ``jobs`` in one subprocess without recordkit."""
-    out = subprocess.run(
-        [sys.executable, "-c", RUNNER, json.dumps(files), json.dumps([(str(p), f) for p, f in jobs])],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    assert out.returncode == 0, out.stderr[-3000:]
-    *decoded, imported = out.stdout.strip().splitlines()
-    return decoded, json.loads(imported)
 
 
 def with_recordkit(files: list[str], fields: list[str] | None = None) -> str:
@@ -133,6 +83,52 @@ def test_codecs_without_standalone_code_are_named() -> None:
     schema = rk.Schema(name="s", fields={"x": rk.FieldSpec(codec="opaque")})
     with pytest.raises(SchemaError, match="decode_tf_source"):
         rk.generate_parser_code(schema, registry=registry)
+
+
+def _double(values: Any) -> Any:
+    return values * 2
+
+
+def decode_doubled(wire: Mapping[str, Any]) -> Any:
+    return _double(wire[""])
+
+
+def test_a_helper_left_out_of_a_decode_source_is_named_when_generating() -> None:
+    """A standalone decode that calls a module-level function its DecodeSource does not
+    list would fail only when a training job runs it: generation refuses it instead."""
+
+    class Doubled(rk.Codec[rk.CodecOptions]):
+        name = "doubled"
+        helpers: tuple[Any, ...] = ()
+
+        def wire_spec(self) -> rk.WireSpec:
+            return rk.WireSpec((rk.WireFeature("", rk.WireKind.INT64),))
+
+        def encode(self, value: Any) -> rk.WireValues:
+            return {"": int(value) // 2}
+
+        def decode_numpy(self, wire: Mapping[str, Any]) -> Any:
+            return _double(int(wire[""]))
+
+        def decode_tf(self, wire: Mapping[str, Any]) -> Any:
+            return _double(wire[""])
+
+        def decode_tf_source(self) -> rk.DecodeSource:
+            return rk.DecodeSource(decode_doubled, helpers=self.helpers)
+
+    registry = rk.CodecRegistry()
+    registry.register(Doubled)
+    schema = rk.Schema(name="s", fields={"x": rk.FieldSpec(codec="doubled")})
+    with pytest.raises(SchemaError, match=r"'_double' \(in decode_doubled\).*helpers") as err:
+        rk.generate_parser_code(schema, registry=registry)
+    assert (err.value.field, err.value.context.codec) == ("x", "doubled")
+    Doubled.helpers = (_double,)
+    namespace: dict[str, Any] = {}
+    exec(compile(rk.generate_parser_code(schema, registry=registry), "<generated>", "exec"), namespace)
+    example = tf.train.Example(
+        features=tf.train.Features(feature={"x": tf.train.Feature(int64_list=tf.train.Int64List(value=[21]))})
+    )
+    assert namespace["parse"](tf.constant([example.SerializeToString()]))["x"].numpy().tolist() == [42]
 
 
 def test_the_codegen_command(tmp_path: Path, files: list[str]) -> None:

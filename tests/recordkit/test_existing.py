@@ -6,6 +6,7 @@ tf.io.TFRecordWriter.
 
 from __future__ import annotations
 
+import dataclasses
 import io
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,8 @@ import tensorflow as tf
 from PIL import Image
 
 import recordkit as rk
+from recordkit._numpy_decode import decode_record_numpy
+from recordkit._tfrecord import iter_tfrecords
 from recordkit.errors import SchemaError
 from recordkit.testing import assert_values_equal
 
@@ -231,6 +234,69 @@ def test_infer_schema_proposes_the_segmentation_layout(
         assert_values_equal(original["mask"], row["mask"])
     # a proposal round-trips through a schema file
     assert rk.Schema.loads(schema.dumps()) == schema
+
+
+def test_infer_schema_names_raw_pixels_whose_channels_no_key_stores(tmp_path: Path) -> None:
+    """The segmentation tutorial's own layout: height, width, image_raw and mask_raw,
+    with the image's 3 channels implied. The mask is proposed; the image is named in the
+    notes with what was seen."""
+    path = tmp_path / "voc.tfrecord"
+    rng = np.random.default_rng(8)
+    masks = [rng.integers(0, 21, (3 + i, 5), dtype=np.uint8) for i in range(3)]
+    write_examples(
+        path,
+        [
+            {
+                "height": _ints(3 + i),
+                "width": _ints(5),
+                "image_raw": _bytes(rng.integers(0, 256, (3 + i, 5, 3), dtype=np.uint8).tobytes()),
+                "mask_raw": _bytes(mask.tobytes()),
+            }
+            for i, mask in enumerate(masks)
+        ],
+    )
+    schema = rk.infer_schema(path)
+    assert list(schema.fields) == ["mask"]
+    assert "image_raw: raw uint8 pixels, height x width x 3 values per record" in schema.description
+    for mask, row in zip(masks, rk.iter_records(path, schema=schema), strict=True):
+        assert_values_equal(mask, row["mask"])
+
+
+def test_a_constant_among_column_keys_reads_in_every_reader(tmp_path: Path) -> None:
+    """The segmentation tutorial's own layout stores no depth: the image's shape is
+    ``[height, width, 3]`` with the 3 implied. The readers take a number among a
+    feature's column keys as a column the records do not store. Schema files cannot say
+    ``shape: [height, width, 3]`` yet (the schema's key validation refuses a number in a
+    list), so the binding is made here from the layout with a depth key."""
+    path = tmp_path / "voc.tfrecord"
+    rng = np.random.default_rng(12)
+    images = [rng.integers(0, 256, (3 + i, 4, 3), dtype=np.uint8) for i in range(3)]
+    write_examples(
+        path,
+        [
+            {"height": _ints(3 + i), "width": _ints(4), "image_raw": _bytes(image.tobytes())}
+            for i, image in enumerate(images)
+        ],
+    )
+    bound = SEGMENTATION.bind()
+    image = bound["image"]
+    shape = next(k for k in image.features if k.feature.name == "shape")
+    assert shape.columns == ("height", "width", "depth")
+    implied = dataclasses.replace(shape, columns=("height", "width", 3))
+    image = dataclasses.replace(image, features=tuple(implied if k is shape else k for k in image.features))
+    layout = rk.BoundSchema(SEGMENTATION, (image,))
+    assert set(rk.feature_spec(layout)) == {"image_raw", "height", "width"}
+
+    batch = next(iter(tf.data.TFRecordDataset(str(path)).batch(3).map(rk.make_parser(layout))))
+    assert batch["image"].shape.as_list() == [3, None, None, 3]
+    rows = [decode_record_numpy(layout.fields, data) for _, data in iter_tfrecords(path)]
+    namespace: dict[str, Any] = {}
+    exec(compile(rk.generate_parser_code(layout), "<generated>", "exec"), namespace)
+    generated = next(iter(namespace["dataset"]([str(path)], 3)))
+    for i, original in enumerate(images):
+        assert_values_equal(original, batch["image"][i])
+        assert_values_equal(original, rows[i]["image"])
+        assert_values_equal(original, generated["image"][i])
 
 
 def test_infer_schema_on_plain_keys(tmp_path: Path) -> None:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import struct
 import subprocess
 import sys
 import textwrap
@@ -12,10 +11,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _reader_support import SCHEMA, assert_record, expected, make_records, write
+from _reader_support import SCHEMA, assert_record, expected, make_records, record_offsets, write
 
 import recordkit as rk
-from recordkit.errors import CorruptRecordError, DecodeError
+from recordkit.errors import CorruptRecordError, DecodeError, IncompatibleSchemaError, UnknownCodecError
 
 N = 9
 
@@ -35,16 +34,6 @@ def dataset(tmp_path_factory: pytest.TempPathFactory, records: list[dict[str, An
 def shards(path: Path) -> list[Path]:
     manifest = json.loads((path / "dataset.json").read_text())
     return [path / s["file"] for s in manifest["splits"]["train"]["shards"]]
-
-
-def record_offsets(shard: Path) -> list[int]:
-    """The byte offset of each record of an uncompressed shard."""
-    data, offsets, pos = shard.read_bytes(), [], 0
-    while pos < len(data):
-        offsets.append(pos)
-        (length,) = struct.unpack_from("<Q", data, pos)
-        pos += 16 + length
-    return offsets
 
 
 def broken_copy(dataset: Path, tmp_path: Path) -> tuple[Path, Path]:
@@ -67,7 +56,14 @@ def test_only_the_requested_fields_are_decoded(dataset: Path, records: list[dict
     assert [r["note"] for r in got] == [r["note"] for r in records]
 
 
-def test_reading_needs_no_tensorflow(dataset: Path) -> None:
+def test_reading_needs_no_tensorflow(dataset: Path, records: list[dict[str, Any]], tmp_path: Path) -> None:
+    """In a process where tensorflow cannot be imported: every field decodes, and a
+    flipped bit fails its CRC (recordkit's own framing reader, crc32c from google-crc32c)."""
+    copy, shard = broken_copy(dataset, tmp_path)
+    offset = record_offsets(shard)[1]
+    data = bytearray(shard.read_bytes())
+    data[offset + 40] ^= 0x10
+    shard.write_bytes(bytes(data))
     script = textwrap.dedent(
         f"""
         import sys
@@ -77,12 +73,22 @@ def test_reading_needs_no_tensorflow(dataset: Path) -> None:
                     raise ImportError("tensorflow is blocked")
         sys.meta_path.insert(0, NoTensorFlow())
         import recordkit as rk
-        rows = list(rk.iter_records({str(dataset)!r}, fields=["image", "objects", "audio"]))
-        print(len(rows), rows[0]["image"].shape[2], "tensorflow" in sys.modules)
+        rows = list(rk.iter_records({str(dataset)!r}))
+        print(len(rows), rows[0]["image"].shape[2], rows[-1]["caption"])
+        try:
+            list(rk.iter_records({str(copy)!r}, fields=["label"]))
+        except rk.errors.CorruptRecordError as exc:
+            print(exc.shard, exc.context.offset, "data CRC mismatch" in str(exc))
+        print("tensorflow" in sys.modules, "google_crc32c" in sys.modules)
         """
     )
-    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
-    assert out.stdout.split() == [str(N), "3", "False"]
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=False)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert out.stdout.splitlines() == [
+        f"{N} 3 {records[-1]['caption']}",
+        f"{shard.name} {offset} True",
+        "False True",
+    ]
 
 
 def test_a_flipped_bit_names_the_shard_and_offset(dataset: Path, tmp_path: Path) -> None:
@@ -174,3 +180,18 @@ def test_files_of_a_dataset_read_with_its_schema(dataset: Path) -> None:
     files = shards(dataset)
     rows = list(rk.iter_records(files, fields=["label"], schema=SCHEMA))
     assert len(rows) == N
+
+
+def test_the_checks_on_read_apply_without_tensorflow_too(dataset: Path) -> None:
+    """The reader's schema against the stored one, and a codec that is not installed."""
+    fields = dict(SCHEMA.fields)
+    fields["label"] = rk.FieldSpec(codec="label", options={"names": ["x", "y"]})
+    changed = SCHEMA.model_copy(update={"fields": fields})
+    with pytest.raises(IncompatibleSchemaError, match="'label'"):
+        next(rk.iter_records(dataset, schema=changed))
+    assert len(list(rk.iter_records(dataset, fields=["caption"], schema=changed))) == N
+    registry = rk.load_plugins(allow=["text"]).registry
+    with pytest.raises(UnknownCodecError, match="pip install recordkit") as err:
+        next(rk.iter_records(dataset, fields=["caption", "objects"], registry=registry))
+    assert (err.value.field, err.value.context.codec) == ("objects", "bbox")
+    assert err.value.context.distribution == "recordkit"

@@ -74,30 +74,39 @@ def test_a_keras_model_trains_for_an_epoch_from_load_dataset(dataset: Path) -> N
 
 
 def test_a_training_step_consumes_ragged_boxes(dataset: Path) -> None:
-    """Learn to count the squares of each image: the target comes from the ragged boxes."""
+    """Learn to count the squares of each image and the area they cover: both targets
+    are computed in the training step from the ragged boxes, ``[B, (n), 4]``."""
     ds = rk.load_dataset(dataset, fields=["image", "objects"], batch_size=6, image_size=(12, 12))
     assert isinstance(ds.element_spec["objects"]["boxes"], tf.RaggedTensorSpec)
     tf.keras.utils.set_random_seed(0)
     model = tf.keras.Sequential(
-        [tf.keras.Input((12, 12, 3)), tf.keras.layers.Flatten(), tf.keras.layers.Dense(1)]
+        [tf.keras.Input((12, 12, 3)), tf.keras.layers.Flatten(), tf.keras.layers.Dense(2)]
     )
     optimizer = tf.keras.optimizers.SGD(0.001)
 
-    @tf.function
-    def step(batch: dict[str, tf.Tensor]) -> tf.Tensor:
-        boxes = batch["objects"]["boxes"]  # [B, (n), 4]
+    def targets(boxes: tf.RaggedTensor) -> tf.Tensor:
         counts = tf.cast(boxes.row_lengths(), tf.float32)
         areas = (boxes[:, :, 2] - boxes[:, :, 0]) * (boxes[:, :, 3] - boxes[:, :, 1])  # ragged [B, (n)]
-        covered = tf.reduce_sum(areas, axis=1)  # a ragged reduction: 0 for images without boxes
+        return tf.stack([counts, tf.reduce_sum(areas, axis=1)], axis=1)  # 0 area without boxes
+
+    @tf.function
+    def step(batch: dict[str, tf.Tensor]) -> tf.Tensor:
+        want = targets(batch["objects"]["boxes"])
         with tf.GradientTape() as tape:
-            predicted = model(tf.cast(batch["image"], tf.float32) / 255.0)[:, 0]
-            loss = tf.reduce_mean(tf.square(predicted - counts)) + 0.0 * tf.reduce_mean(covered)
+            predicted = model(tf.cast(batch["image"], tf.float32) / 255.0)
+            loss = tf.reduce_mean(tf.square(predicted - want))
         gradients = tape.gradient(loss, model.trainable_variables)
         optimizer.apply_gradients(zip(gradients, model.trainable_variables, strict=True))
         return loss
 
+    before = [v.numpy().copy() for v in model.trainable_variables]
     losses = [float(step(batch)) for batch in ds]
     assert len(losses) == 4
     assert all(np.isfinite(losses))
-    seen = sum(int(b["objects"]["boxes"].row_lengths().numpy().sum()) for b in ds)
-    assert seen == sum(i % 4 for i in range(24))
+    after = [v.numpy() for v in model.trainable_variables]
+    assert all(not np.array_equal(b, a) for b, a in zip(before, after, strict=True))  # it trained
+    got = np.concatenate([targets(b["objects"]["boxes"]).numpy() for b in ds])
+    np.testing.assert_array_equal(got[:, 0], [i % 4 for i in range(24)])
+    sizes = np.concatenate([b["image/shape"].numpy()[:, :2] for b in ds])
+    squares = np.array([i % 4 for i in range(24)]) * 16.0 / sizes.prod(axis=1)  # 4 x 4 pixels each
+    np.testing.assert_allclose(got[:, 1], squares, rtol=1e-5)
