@@ -11,7 +11,10 @@ fingerprint matches the parent's. Workers return framed TFRecord bytes (or the
 record's error); the parent only writes.
 
 Processes are started with the ``spawn`` method: forking a process that has imported
-TensorFlow (or holds threads) is unsafe. Records travel in batches sized from the
+TensorFlow (or holds threads) is unsafe. Starting one costs about half a second of CPU, so
+they are started only once the write has shown it is long enough to repay that: until
+:data:`START_AFTER_SECONDS` of encoding have been done, batches are encoded in the calling
+process, and a short write never starts a process at all. Records travel in batches sized from the
 measured encoding time (about :data:`TARGET_BATCH_SECONDS` of work each, at most
 :data:`MAX_BATCH_RECORDS` records), so a slow record (a large PNG to compress) does not
 hold a whole batch hostage and a fast one does not pay a round trip each. Memory stays
@@ -38,7 +41,7 @@ from recordkit._registry import CodecRegistry
 from recordkit._schema import BoundSchema, Schema
 from recordkit.errors import DatasetError, PluginError, RecordkitError
 
-__all__ = ["FIRST_BATCH_RECORDS", "OrderedPool", "WorkerSetup", "encode_batch"]
+__all__ = ["FIRST_BATCH_RECORDS", "START_AFTER_SECONDS", "OrderedPool", "WorkerSetup", "encode_batch"]
 
 #: Records in the first batch, before any encoding time has been measured.
 FIRST_BATCH_RECORDS = 4
@@ -49,6 +52,10 @@ TARGET_BATCH_SECONDS = 0.05
 MAX_BATCH_RECORDS = 256
 #: Batches in flight per worker: one being encoded and one waiting keeps a worker busy.
 BATCHES_PER_WORKER = 2
+#: Encoding time spent in the calling process before the worker processes are started:
+#: about what starting two of them costs, so a write too short to gain from them does
+#: not pay for them (and a long one loses nothing).
+START_AFTER_SECONDS = 0.5
 
 #: A record travels as (label for its errors: its index or key, the record).
 Item = tuple[int | str, Any]
@@ -198,9 +205,10 @@ class OrderedPool(Generic[T]):
     :attr:`batch_records` says how many records the next batch should have.
 
     Starting a worker (a fresh interpreter that imports recordkit and the plugins) takes
-    about half a second. With a ``local_encoder``, batches submitted before every worker
-    is ready are encoded in the calling process instead of waiting, so the start-up
-    costs a short write little and a long one nothing; and when the workers cannot start
+    about half a second. With a ``local_encoder``, the workers are started only after
+    :data:`START_AFTER_SECONDS` of encoding in the calling process, and batches submitted
+    before every worker is ready are encoded there too instead of waiting, so the
+    start-up costs a short write nothing and a long one little; and when the workers cannot start
     at all (a ``spawn`` worker re-imports the main module, which fails for code typed
     into an interpreter or piped to one), a warning says why and the calling process
     encodes everything.
@@ -216,19 +224,34 @@ class OrderedPool(Generic[T]):
     ) -> None:
         if workers < 2:
             raise ValueError(f"an OrderedPool needs at least 2 workers, not {workers}")
-        self._executor = ProcessPoolExecutor(
-            max_workers=workers,
-            mp_context=multiprocessing.get_context("spawn"),
-            initializer=_init_worker,
-            initargs=(setup,),
-        )
+        self._setup = setup
+        self._workers = workers
+        self._executor: ProcessPoolExecutor | None = None
+        self._warming: list[Future[bool]] = []
         self._in_flight: collections.deque[tuple[T, int, Future[Timed]]] = collections.deque()
         self._max_in_flight = workers * batches_per_worker
         self._local_encoder = local_encoder
-        self._warming = [self._executor.submit(_warm_up_worker) for _ in range(workers)]
+        #: Seconds of encoding done in this process so far (before the workers start).
+        self._local_seconds = 0.0
         #: True once the workers are known not to have started (the pool broke at start-up).
         self._local_only = False
         self._seconds_per_record: float | None = None
+        if local_encoder is None or START_AFTER_SECONDS <= 0:
+            self._start()
+
+    @property
+    def started(self) -> bool:
+        """Whether the worker processes have been started."""
+        return self._executor is not None
+
+    def _start(self) -> None:
+        self._executor = ProcessPoolExecutor(
+            max_workers=self._workers,
+            mp_context=multiprocessing.get_context("spawn"),
+            initializer=_init_worker,
+            initargs=(self._setup,),
+        )
+        self._warming = [self._executor.submit(_warm_up_worker) for _ in range(self._workers)]
 
     @property
     def batch_records(self) -> int:
@@ -239,6 +262,8 @@ class OrderedPool(Generic[T]):
         return max(1, min(MAX_BATCH_RECORDS, int(wanted)))
 
     def _workers_ready(self) -> bool:
+        if self._executor is None:
+            return False
         if self._warming and all(future.done() for future in self._warming):
             if any(future.exception() is not None for future in self._warming):
                 self._start_failed()
@@ -262,8 +287,13 @@ class OrderedPool(Generic[T]):
         if self._local_encoder is not None and not self._workers_ready():
             future: Future[Timed] = Future()
             future.set_result(_timed_encode(self._local_encoder, items))
-            self._note_time(len(items), future.result()[1])
+            seconds = future.result()[1]
+            self._note_time(len(items), seconds)
+            self._local_seconds += seconds
+            if self._executor is None and self._local_seconds >= START_AFTER_SECONDS:
+                self._start()
         else:
+            assert self._executor is not None  # started at once without a local encoder
             try:
                 future = self._executor.submit(_encode_in_worker, items)
             except BrokenProcessPool as exc:
@@ -299,6 +329,8 @@ class OrderedPool(Generic[T]):
             for _, _, future in self._in_flight:
                 future.cancel()
             self._in_flight.clear()
+        if self._executor is None:
+            return
         self._executor.shutdown(wait=True, cancel_futures=cancel)
         if not cancel:
             self._workers_ready()  # every worker has started or failed by now: warn if they failed

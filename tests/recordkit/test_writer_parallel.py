@@ -37,6 +37,13 @@ def shard_bytes_of(root: Path) -> dict[str, bytes]:
     return {p.name: p.read_bytes() for p in sorted(root.iterdir()) if p.name != "dataset.json"}
 
 
+@pytest.fixture(autouse=True)
+def workers_start_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """These tests are about the workers: start them with the first batch rather than
+    after START_AFTER_SECONDS of encoding here (see the test of that below)."""
+    monkeypatch.setattr("recordkit._parallel.START_AFTER_SECONDS", 0.0)
+
+
 def test_parallel_output_equals_serial_byte_for_byte(tmp_path: Path) -> None:
     options: dict[str, Any] = {
         "shard_bytes": 4000,
@@ -308,6 +315,8 @@ def test_workers_that_cannot_start_leave_the_write_to_this_process_with_a_warnin
     script = f"""
 import warnings
 import recordkit as rk
+import recordkit._parallel
+recordkit._parallel.START_AFTER_SECONDS = 0.0  # start the workers with the first batch
 schema = rk.Schema(name="s", fields={{"x": rk.FieldSpec(codec="scalar", options={{"dtype": "int64"}})}})
 with warnings.catch_warnings(record=True) as caught:
     warnings.simplefilter("always")
@@ -326,3 +335,35 @@ for warning in caught:
     assert lines[1].startswith(warning)
     assert "or pass workers=1" in lines[1]
     assert sorted(int(r["x"]) for r in rk.iter_records(tmp_path)) == list(range(50))
+
+
+def test_workers_start_only_once_the_write_has_shown_it_is_long(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    registry = rk.load_plugins(allow=["scalar", "image"], extra_plugins=[("pid-plugin", PidPlugin)]).registry
+    monkeypatch.setattr("recordkit._parallel.START_AFTER_SECONDS", 3600.0)
+    with rk.DatasetWriter(tmp_path / "short", PHOTOS, registry=registry, workers=2, progress=False) as writer:
+        for record in photo_records(40):
+            writer.write(record)
+        assert writer._pool is not None
+        assert not writer._pool.started  # too short to repay starting processes
+    assert {int(r["pid"]) for r in read_split(tmp_path / "short", registry=registry)} == {os.getpid()}
+
+    monkeypatch.setattr("recordkit._parallel.START_AFTER_SECONDS", 0.02)
+    with rk.DatasetWriter(tmp_path / "long", PHOTOS, registry=registry, workers=2, progress=False) as writer:
+        records = photo_records(5000)  # made lazily: only what is written is made
+        for record in records:
+            writer.write(record)
+            if writer._pool is not None and writer._pool.started:
+                break  # started after 0.02 s of encoding here
+        assert writer._pool is not None
+        assert writer._pool.started
+        deadline = time.monotonic() + 120
+        while not writer._pool._workers_ready():  # up: the rest goes to them
+            assert time.monotonic() < deadline, "the workers never started"
+            time.sleep(0.05)
+        for record in itertools.islice(records, 600):
+            writer.write(record)
+    pids = [int(r["pid"]) for r in read_split(tmp_path / "long", registry=registry)]
+    assert pids[0] == os.getpid()
+    assert os.getpid() not in pids[-50:]  # the rest by the workers
