@@ -6,7 +6,8 @@ codec's wire features are (see :class:`~recordkit.FieldSpec`):
 * a key: ``{"": "image/encoded", "height": "image/height"}``;
 * a list of keys, the columns of the feature's last dimension, for layouts that store
   them apart: ``{"": ["image/object/bbox/xmin", ".../ymin", ".../xmax", ".../ymax"]}``
-  for boxes, ``{"shape": ["height", "width", "depth"]}`` for a raw array's shape;
+  for boxes, ``{"shape": ["height", "width", "depth"]}`` for a raw array's shape, where
+  a number is a column the records do not store (``["height", "width", 3]``);
 * a number, for a feature the records do not store: ``{"channels": 3}``.
 
 Fields may share a key they read as a column (an image's and a mask's ``height``).
@@ -15,7 +16,8 @@ Such schemas are for reading: the writer refuses them.
 :func:`infer_schema` proposes such a schema by looking at a sample of records: each
 key's kind and lengths, JPEG/PNG magic bytes, UTF-8 text, and the usual key names
 (``image/encoded``, ``image/height``, ``image/object/bbox/xmin``, ``image_raw`` with
-``height``/``width``/``depth``, ``label``). It is a proposal: read it, adjust it, and
+``height``/``width``/``depth``, or with ``height``/``width`` and a channel count its
+byte length implies, ``label``). It is a proposal: read it, adjust it, and
 keep it as a schema file next to the data.
 """
 
@@ -356,35 +358,52 @@ class _Proposal:
                 self._implicit_channels(key)
                 continue
             dims, dtype = found
-            spec = FieldSpec(
-                codec="tensor",
-                options={"dtype": dtype, "shape": [None] * len(dims)},
-                keys={"": key, "shape": dims},
-                description=f"raw {dtype} values in {key}, shaped by {', '.join(dims)}",
-            )
-            self._add(_field_name(re.sub(r"[/_]?raw$", "", key) or key, self.fields, "array"), spec, key)
-            self.used.update(dims)
+            self._add_raw(key, [*dims], dtype, f"raw {dtype} values in {key}, shaped by {', '.join(dims)}")
+
+    def _add_raw(self, key: str, shape: list[str | int | float], dtype: str, description: str) -> None:
+        """Propose a ``tensor`` field for ``key``, shaped by the keys (and constant
+        dimensions) of ``shape``; fields share the dimension keys (an image and its mask)."""
+        dims = [dim if isinstance(dim, int) else None for dim in shape]
+        spec = FieldSpec(
+            codec="tensor",
+            options={"dtype": dtype, "shape": dims},
+            keys={"": key, "shape": shape},
+            description=description,
+        )
+        self._add(_field_name(re.sub(r"[/_]?raw$", "", key) or key, self.fields, "array"), spec, key)
+        self.used.update(dim for dim in shape if isinstance(dim, str))
 
     def _implicit_channels(self, key: str) -> None:
-        """Note raw pixels whose channel count no key stores (the segmentation tutorial's
-        ``image_raw`` beside ``height`` and ``width`` only): the ``tensor`` codec reads a
-        shape from keys, so the proposal cannot include them, but says what it saw."""
+        """Raw pixels whose channel count no key stores (the segmentation tutorial's
+        ``image_raw`` beside ``height`` and ``width`` only): when the byte length is the
+        same whole multiple of ``height x width`` in every record inspected, that multiple
+        is the channel count, proposed as a constant dimension (``[height, width, 3]``).
+        Otherwise no shape can be known, and the notes say what was seen."""
         height = self._int_scalar("height", "image/height", "rows")
         width = self._int_scalar("width", "image/width", "cols")
         if height is None or width is None:
             return
-        sizes = self.keys[key].sizes
+        sizes = [int(size or 0) for size in self.keys[key].sizes]
         heights, widths = self.keys[height].values, self.keys[width].values
         areas = [int(heights[i][0]) * int(widths[i][0]) for i in range(len(sizes))]
-        for channels in (3, 4):
-            if all(size == area * channels for size, area in zip(sizes, areas, strict=True)):
-                self.notes.append(
-                    f"{key}: raw uint8 pixels, {height} x {width} x {channels} values per record, but no "
-                    f"key stores the {channels} channels (the tensor codec reads each dimension of its "
-                    "shape from a key)"
-                )
-                self.used.add(key)
-                return
+        ratios = {size // area for size, area in zip(sizes, areas, strict=True) if area > 0}
+        channels = ratios.pop() if len(ratios) == 1 else 0
+        if channels > 0 and all(size == area * channels for size, area in zip(sizes, areas, strict=True)):
+            self._add_raw(
+                key,
+                [height, width, channels],
+                "uint8",
+                f"raw uint8 pixels in {key}, shaped by {height}, {width} and {channels} channels that no "
+                f"key stores ({key} holds {height} x {width} x {channels} bytes in every record inspected)",
+            )
+            return
+        pairs = list(zip(sizes, areas, strict=True))[:3]
+        shown = ", ".join(f"{size} bytes for {area}" for size, area in pairs)
+        self.notes.append(
+            f"{key}: raw bytes beside {height} and {width}, but not the same whole number of bytes per "
+            f"{height} x {width} in every record ({shown} ...), so no shape can be proposed"
+        )
+        self.used.add(key)
 
     def _raw_dims(self, key: str) -> tuple[list[str], str] | None:
         """The dimension keys and dtype that account for every sampled size of ``key``."""

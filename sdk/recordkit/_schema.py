@@ -18,7 +18,7 @@ import math
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, TypeAlias
+from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeAlias
 
 import numpy as np
 import pydantic
@@ -36,9 +36,22 @@ __all__ = ["BoundField", "BoundSchema", "FieldSpec", "KeyedFeature", "Schema"]
 _FIELD_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.\-]*$")
 
 SchemaFormat: TypeAlias = Literal["yaml", "json"]
-#: Where a wire feature comes from: an Example key, the keys of its last dimension's
-#: columns, or a constant (a feature the records do not store).
-KeySource: TypeAlias = "str | list[str] | int | float"
+#: Where a wire feature comes from: an Example key, the columns of its last dimension (a
+#: key each, or a number for a column the records do not store, as the 3 of
+#: ``[height, width, 3]``), or a constant (a feature the records do not store).
+KeySource: TypeAlias = "str | _ColumnSources | int | float"
+#: The columns of a wire feature's last dimension (see :data:`KeySource`). Its JSON Schema
+#: says what ``FieldSpec._key_sources`` checks: non-empty keys and numbers, at least one key.
+_ColumnSources: TypeAlias = Annotated[
+    list[str | int | float],
+    pydantic.Field(
+        json_schema_extra={
+            "items": {"anyOf": [{"type": "string", "minLength": 1}, {"type": "number"}]},
+            "contains": {"type": "string"},
+            "minItems": 1,
+        }
+    ),
+]
 
 
 def json_data(value: Any, where: str = "value") -> Any:
@@ -69,6 +82,16 @@ def json_data(value: Any, where: str = "value") -> Any:
         f"{where}: {type(value).__name__} is not schema data "
         "(use strings, numbers, booleans, null, lists and mappings)"
     )
+
+
+def _number_problem(value: object) -> str | None:
+    """Why ``value`` cannot be a constant among a field's keys (None: it can, or it is
+    no number). YAML reads ``true`` as a boolean, which Python counts as a number."""
+    if isinstance(value, bool):
+        return "a boolean, not a number"
+    if isinstance(value, float) and not math.isfinite(value):
+        return "not finite"
+    return None
 
 
 def field_name_problem(name: object) -> str | None:
@@ -117,21 +140,41 @@ class FieldSpec(pydantic.BaseModel):
             "did not write (wire feature name to key; '' is the main feature, 'present' the "
             "presence flag of an optional field). A list of keys gives the columns of the "
             "feature's last dimension from separate keys (e.g. a box's xmin, ymin, xmax, "
-            "ymax); a number is a constant for a feature the records do not store. Schemas "
+            "ymax); a number in such a list is a column the records do not store (e.g. a "
+            "shape's [height, width, 3]), and a number alone a constant for a feature the "
+            "records do not store; numbers only for numeric features of fixed shape. Schemas "
             "with lists, numbers or keys shared by fields are for reading only."
         ),
     )
 
-    @pydantic.field_validator("keys")
+    @pydantic.field_validator("keys", mode="before")
     @classmethod
-    def _key_sources(cls, keys: dict[str, KeySource]) -> dict[str, KeySource]:
+    def _key_sources(cls, keys: Any) -> Any:
+        """Check each source before pydantic's union coerces it (it would read ``true`` as 1)."""
+        if not isinstance(keys, Mapping):
+            return keys  # pydantic names the type error
         for name, source in keys.items():
-            if isinstance(source, bool) or (isinstance(source, float) and not math.isfinite(source)):
+            if isinstance(source, list):
+                for i, item in enumerate(source):
+                    problem = _number_problem(item)
+                    if problem or not isinstance(item, (str, int, float)):
+                        raise ValueError(
+                            f"keys[{name!r}][{i}]: {item!r} is not a key or a finite number"
+                            + (f" ({problem})" if problem else "")
+                        )
+                    if item == "":
+                        raise ValueError(f"keys[{name!r}][{i}]: an empty key")
+                if not any(isinstance(item, str) for item in source):
+                    raise ValueError(
+                        f"keys[{name!r}]: a list of columns needs at least one key (a string); "
+                        f"{source!r} stores nothing (a constant alone is a number, not a list)"
+                    )
+            elif not isinstance(source, (str, int, float)) or _number_problem(source):
+                problem = _number_problem(source)
                 raise ValueError(
-                    f"keys[{name!r}]: {source!r} is not a key, a list of keys or a finite number"
+                    f"keys[{name!r}]: {source!r} is not a key, a list of columns or a finite number"
+                    + (f" ({problem})" if problem else "")
                 )
-            if isinstance(source, list) and (not source or not all(source)):
-                raise ValueError(f"keys[{name!r}]: a list of column keys needs at least one non-empty key")
             if name == "present" and not isinstance(source, str):
                 raise ValueError("keys['present'] (the presence flag's key) must be a key")
         return keys
@@ -317,9 +360,10 @@ class KeyedFeature:
     #: Key of the int64 list that holds each element's length, for a variable feature of
     #: a sequence field (the elements' values are concatenated under ``key``).
     lengths_key: str | None = None
-    #: Keys of the columns of the last dimension, when stored as separate keys (reading
-    #: foreign layouts); ``key`` is then the first of them.
-    columns: tuple[str, ...] = ()
+    #: The columns of the last dimension, when stored as separate keys (reading foreign
+    #: layouts): each an Example key, or a number for a column the records do not store
+    #: (that constant in every row); ``key`` is then the first key among them.
+    columns: tuple[str | int | float, ...] = ()
     #: The value of a feature the records do not store (reading foreign layouts).
     constant: int | float | None = None
 
@@ -332,7 +376,7 @@ class KeyedFeature:
     def stored_keys(self) -> tuple[str, ...]:
         """The Example keys that hold this feature's values."""
         if self.columns:
-            return self.columns
+            return tuple(key for key in self.columns if isinstance(key, str))
         return () if self.constant is not None else (self.key,)
 
     @property
@@ -507,9 +551,10 @@ def _check_default(name: str, spec: FieldSpec, codec: Codec[Any]) -> None:
 
 
 def _foreign_feature(
-    name: str, spec: FieldSpec, feature: WireFeature, source: list[str] | float
+    name: str, spec: FieldSpec, feature: WireFeature, source: list[str | int | float] | int | float
 ) -> KeyedFeature:
-    """A wire feature read from column keys (a list) or given as a constant (a number)."""
+    """A wire feature read from columns (a list of keys, with numbers for columns the
+    records do not store) or given as a constant (a number)."""
     if spec.sequence:
         raise SchemaError(
             f"keys[{feature.name!r}]: column keys and constants are not supported for sequence fields",
@@ -517,26 +562,41 @@ def _foreign_feature(
         )
     default_key = wire_key(name, feature.name)
     if isinstance(source, list):
+        columns = tuple(
+            key if isinstance(key, str) else _constant(name, feature, key, f"keys[{feature.name!r}][{i}]")
+            for i, key in enumerate(source)
+        )
         if not feature.shape or feature.shape[-1] != len(source):
             raise SchemaError(
-                f"keys[{feature.name!r}] lists {len(source)} column keys, but the wire feature's shape "
+                f"keys[{feature.name!r}] lists {len(source)} columns, but the wire feature's shape "
                 f"{feature.shape} does not end in {len(source)}",
                 field=name,
             )
-        if len(set(source)) != len(source):
+        keys = [key for key in source if isinstance(key, str)]
+        if len(set(keys)) != len(keys):
             raise SchemaError(f"keys[{feature.name!r}] lists a column key twice", field=name)
-        return KeyedFeature(feature, source[0], columns=tuple(source))
+        return KeyedFeature(feature, keys[0], columns=columns)
+    constant = _constant(name, feature, source, f"keys[{feature.name!r}]")
+    return KeyedFeature(feature, default_key, constant=constant)
+
+
+def _constant(name: str, feature: WireFeature, value: int | float, where: str) -> int | float:
+    """``value`` as a constant of ``feature`` (an int for int64, a float for float), or a
+    SchemaError naming the field and key: bytes and variable-length features hold no
+    constants (a number there says nothing about what to store)."""
     if feature.kind.value == "bytes" or not feature.is_fixed:
+        what = f"wire feature {feature.name!r}" if feature.name else "the main wire feature"
         raise SchemaError(
-            f"keys[{feature.name!r}]: a constant needs a numeric wire feature of fixed shape, "
-            f"not {feature.kind.value} {feature.shape}",
+            f"{where}: a constant needs a numeric wire feature of fixed shape, but {what} is "
+            f"{feature.kind.value} of shape {list(feature.shape)} (got the number {value}; "
+            "give the Example key that stores it)",
             field=name,
         )
-    if feature.kind.value == "int64" and float(source) != int(source):
-        raise SchemaError(
-            f"keys[{feature.name!r}]: the int64 feature needs an integer, not {source}", field=name
-        )
-    return KeyedFeature(feature, default_key, constant=source)
+    if feature.kind.value == "int64":
+        if float(value) != int(value):
+            raise SchemaError(f"{where}: the int64 feature needs an integer, not {value}", field=name)
+        return int(value)
+    return float(value)
 
 
 def _keyed_layout(keyed: KeyedFeature) -> dict[str, Any]:

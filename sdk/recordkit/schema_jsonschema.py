@@ -102,11 +102,37 @@ def _resolve(node: Mapping[str, Any], root: Mapping[str, Any]) -> Mapping[str, A
     return node
 
 
+_PLURALS = {"string": "strings", "integer": "integers", "number": "numbers", "boolean": "booleans"}
+
+
+def _alternatives(options: Sequence[Mapping[str, Any]], root: Mapping[str, Any]) -> list[str]:
+    """The names of ``anyOf`` options, without "integer" beside "number" (which has it)."""
+    names = list(dict.fromkeys(_type_of(option, root) for option in options))
+    return [n for n in names if n != "integer"] if "number" in names else names
+
+
+def _either(names: Sequence[str]) -> str:
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " or " + names[-1]
+
+
+def _list_of(node: Mapping[str, Any], root: Mapping[str, Any]) -> str:
+    items = node.get("items")
+    if not isinstance(items, Mapping):
+        return "list"
+    if "anyOf" in items:  # e.g. keys and numbers: "list of (strings or numbers, ...)"
+        names = [_PLURALS.get(name, name) for name in _alternatives(items["anyOf"], root)]
+        contains = node.get("contains")
+        needs = f", at least one {_type_of(contains, root)}" if isinstance(contains, Mapping) else ""
+        return f"list of ({_either(names)}{needs})"
+    item = _type_of(items, root)
+    return f"list of {_PLURALS.get(item, item)}"
+
+
 def _type_of(node: Mapping[str, Any], root: Mapping[str, Any]) -> str:
     if "$ref" in node:
         return "a field (below)" if node["$ref"].endswith("/FieldSpec") else node["$ref"].rsplit("/", 1)[-1]
     if "anyOf" in node:
-        return " or ".join(_type_of(option, root) for option in node["anyOf"])
+        return _either(_alternatives(node["anyOf"], root))
     kind = node.get("type")
     if kind == "object":
         values = node.get("additionalProperties")
@@ -114,11 +140,7 @@ def _type_of(node: Mapping[str, Any], root: Mapping[str, Any]) -> str:
             return f"mapping of name to {_type_of(values, root)}"
         return "mapping"
     if kind == "array":
-        items = node.get("items")
-        if not isinstance(items, Mapping):
-            return "list"
-        item = _type_of(items, root)
-        return f"list of {item}s" if item in ("string", "integer", "number", "boolean") else f"list of {item}"
+        return _list_of(node, root)
     if kind is None:
         return "any"
     return str(kind)
@@ -190,6 +212,11 @@ def reference_markdown(schema: Mapping[str, Any] | None = None) -> str:
         "  mappings. Each codec documents its options; an unknown or invalid option is an error",
         "  naming the file, line, field and option.",
         "- `version` is a string: quote versions such as `\"1.0\"` that YAML would read as numbers.",
+        "- In `keys`, a number is a value the records do not store: alone, a constant feature",
+        "  (`channels: 3`); in a list of keys, a constant column (the `3` of",
+        "  `shape: [height, width, 3]`). Numbers are for numeric wire features of fixed shape",
+        "  only, and a list needs at least one key. See",
+        "  [Read TFRecords written elsewhere](../how-to/existing-tfrecords.md).",
         "",
         "## Validation and errors",
         "",

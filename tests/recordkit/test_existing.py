@@ -6,7 +6,7 @@ tf.io.TFRecordWriter.
 
 from __future__ import annotations
 
-import dataclasses
+import importlib.util
 import io
 from pathlib import Path
 from typing import Any
@@ -14,11 +14,11 @@ from typing import Any
 import numpy as np
 import pytest
 import tensorflow as tf
+from click.testing import CliRunner
 from PIL import Image
 
 import recordkit as rk
-from recordkit._numpy_decode import decode_record_numpy
-from recordkit._tfrecord import iter_tfrecords
+from recordkit.cli import main as cli_main
 from recordkit.errors import SchemaError
 from recordkit.testing import assert_values_equal
 
@@ -138,6 +138,86 @@ SEGMENTATION = rk.Schema(
 )
 
 
+VOC_YAML = """\
+# The Pascal VOC segmentation tutorial's TFRecords: no depth key, the 3 is implied.
+name: voc
+fields:
+  image:
+    codec: tensor
+    options: {dtype: uint8, shape: [null, null, 3]}
+    keys: {"": image_raw, shape: [height, width, 3]}
+  mask:
+    codec: tensor
+    options: {dtype: uint8, shape: [null, null]}
+    keys: {"": mask_raw, shape: [height, width]}
+"""
+
+
+@pytest.fixture(scope="module")
+def voc_tutorial(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> tuple[Path, Path, list[tuple[np.ndarray, np.ndarray]]]:
+    """The Pascal VOC segmentation tutorial's file, written the way it writes it: JPEG
+    photos and palette PNG masks read with ``np.array(Image.open(...))``, then height,
+    width, ``image.tobytes()`` and ``mask.tobytes()``, and no depth. Returns the file,
+    the schema file that reads it, and the original arrays."""
+
+    def _bytes_feature(value: bytes) -> tf.train.Feature:
+        return tf.train.Feature(bytes_list=tf.train.BytesList(value=[value]))
+
+    def _int64_feature(value: int) -> tf.train.Feature:
+        return tf.train.Feature(int64_list=tf.train.Int64List(value=[value]))
+
+    root = tmp_path_factory.mktemp("voc_tutorial")
+    rng = np.random.default_rng(21)
+    palette = [int(v) for v in rng.integers(0, 256, 256 * 3)]
+    originals = []
+    path = root / "voc_train.tfrecord"
+    with tf.io.TFRecordWriter(str(path)) as writer:
+        for i in range(5):
+            shape = (9 + 2 * i, 14 - i)
+            Image.fromarray(rng.integers(0, 256, (*shape, 3), dtype=np.uint8)).save(root / f"{i}.jpg")
+            classes = rng.integers(0, 21, shape, dtype=np.uint8)
+            classes[0, :] = 255  # the void border
+            annotation = Image.fromarray(classes, mode="P")
+            annotation.putpalette(palette)
+            annotation.save(root / f"{i}.png")
+
+            img = np.array(Image.open(root / f"{i}.jpg"))
+            mask = np.array(Image.open(root / f"{i}.png"))
+            height, width = img.shape[0], img.shape[1]
+            feature = {
+                "height": _int64_feature(height),
+                "width": _int64_feature(width),
+                "image_raw": _bytes_feature(img.tobytes()),
+                "mask_raw": _bytes_feature(mask.tobytes()),
+            }
+            example = tf.train.Example(features=tf.train.Features(feature=feature))
+            writer.write(example.SerializeToString())
+            originals.append((img, mask))
+    schema_file = root / "voc.yaml"
+    schema_file.write_text(VOC_YAML, encoding="utf-8")
+    return path, schema_file, originals
+
+
+def check_voc(images: list[Any], masks: list[Any], originals: list[tuple[np.ndarray, np.ndarray]]) -> None:
+    """Pixel-equal to the tutorial's arrays, in order."""
+    assert len(images) == len(masks) == len(originals)
+    for i, (image, mask) in enumerate(originals):
+        assert_values_equal(image, np.asarray(images[i]), path=f"image[{i}]")
+        assert_values_equal(mask, np.asarray(masks[i]), path=f"mask[{i}]")
+        assert np.asarray(images[i]).dtype == np.uint8
+
+
+def rows_of(batches: list[dict[str, Any]], field: str) -> list[Any]:
+    """Each record's value of ``field`` from batches of ragged or dense tensors."""
+    return [
+        row.to_tensor().numpy() if isinstance(row, tf.RaggedTensor) else row.numpy()
+        for batch in batches
+        for row in batch[field]
+    ]
+
+
 def check_detection(rows: list[dict[str, Any]], originals: list[dict[str, Any]]) -> None:
     assert len(rows) == len(originals)
     for row, original in zip(rows, originals, strict=True):
@@ -197,6 +277,44 @@ def test_the_segmentation_layout_reads_through_a_key_mapping(
     assert [b["mask"].shape for b in batches] == [(2, 5, 5)] * 2
 
 
+def test_the_voc_tutorial_layout_reads_through_a_schema_file(
+    voc_tutorial: tuple[Path, Path, list[tuple[np.ndarray, np.ndarray]]], tmp_path: Path
+) -> None:
+    """The tutorial's own file, with no depth key, through the schema file's constant
+    (``shape: [height, width, 3]``) in load_dataset, make_parser, iter_records and the
+    module ``recordkit codegen`` writes."""
+    path, schema_file, originals = voc_tutorial
+    schema = rk.Schema.load(schema_file)
+    assert set(schema.feature_spec()) == {"image_raw", "mask_raw", "height", "width"}
+
+    rows = list(rk.load_dataset(path, schema=schema))
+    check_voc([r["image"] for r in rows], [r["mask"] for r in rows], originals)
+    batches = list(rk.load_dataset(path, schema=schema, batch_size=2))
+    assert batches[0]["image"].shape.as_list() == [2, None, None, 3]
+    check_voc(rows_of(batches, "image"), rows_of(batches, "mask"), originals)
+    parsed = list(tf.data.TFRecordDataset(str(path)).batch(3).map(rk.make_parser(schema)))
+    check_voc(rows_of(parsed, "image"), rows_of(parsed, "mask"), originals)
+    records = list(rk.iter_records(path, schema=schema))
+    check_voc([r["image"] for r in records], [r["mask"] for r in records], originals)
+
+    module_file = tmp_path / "voc_parser.py"
+    result = CliRunner().invoke(cli_main, ["codegen", str(schema_file), "-o", str(module_file)])
+    assert result.exit_code == 0, result.output
+    spec = importlib.util.spec_from_file_location("voc_parser", module_file)
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    generated = list(module.dataset([str(path)], 2))
+    check_voc(rows_of(generated, "image"), rows_of(generated, "mask"), originals)
+    # the tutorial's crop-or-pad and shuffled batches, on top
+    fitted = rk.load_dataset(
+        path, schema=schema, batch_size=2, shuffle_buffer=5, seed=0,
+        image_size={"image": (8, 8), "mask": (8, 8)}, image_fit="crop_or_pad",
+    )
+    assert [b["image"].shape for b in fitted] == [(2, 8, 8, 3), (2, 8, 8, 3), (1, 8, 8, 3)]
+
+
 def test_generated_code_reads_foreign_layouts(
     detection: tuple[Path, list[dict[str, Any]]], segmentation: tuple[Path, list[dict[str, Any]]]
 ) -> None:
@@ -236,10 +354,33 @@ def test_infer_schema_proposes_the_segmentation_layout(
     assert rk.Schema.loads(schema.dumps()) == schema
 
 
-def test_infer_schema_names_raw_pixels_whose_channels_no_key_stores(tmp_path: Path) -> None:
-    """The segmentation tutorial's own layout: height, width, image_raw and mask_raw,
-    with the image's 3 channels implied. The mask is proposed; the image is named in the
-    notes with what was seen."""
+def test_infer_schema_proposes_the_channels_of_the_voc_tutorial_layout(
+    voc_tutorial: tuple[Path, Path, list[tuple[np.ndarray, np.ndarray]]],
+) -> None:
+    """The tutorial stores no depth: image_raw holds height x width x 3 bytes in every
+    record, so the proposal reads its shape as ``[height, width, 3]``."""
+    path, _, originals = voc_tutorial
+    schema = rk.infer_schema(path, name="voc")
+    assert list(schema.fields) == ["image", "mask"]
+    assert schema.fields["image"].keys == {"": "image_raw", "shape": ["height", "width", 3]}
+    assert schema.fields["image"].options == {"dtype": "uint8", "shape": [None, None, 3]}
+    assert "3 channels that no key stores" in schema.fields["image"].description
+    assert schema.fields["mask"].keys == {"": "mask_raw", "shape": ["height", "width"]}
+    assert "Keys left out" not in schema.description
+    rows = list(rk.iter_records(path, schema=schema))
+    assert len(rows) == len(originals)
+    for row, (image, mask) in zip(rows, originals, strict=True):
+        assert_values_equal(image, row["image"])
+        assert_values_equal(mask, row["mask"])
+    # the proposal, with its constant, round-trips through a schema file
+    again = rk.Schema.loads(schema.dumps())
+    assert again == schema
+    assert again.fingerprint() == rk.Schema.loads(VOC_YAML).fingerprint()
+
+
+def test_infer_schema_names_raw_pixels_of_no_one_channel_count(tmp_path: Path) -> None:
+    """Bytes that are not the same whole multiple of height x width in every record
+    give no shape: the mask is proposed, and the notes say what was seen."""
     path = tmp_path / "voc.tfrecord"
     rng = np.random.default_rng(8)
     masks = [rng.integers(0, 21, (3 + i, 5), dtype=np.uint8) for i in range(3)]
@@ -249,7 +390,7 @@ def test_infer_schema_names_raw_pixels_whose_channels_no_key_stores(tmp_path: Pa
             {
                 "height": _ints(3 + i),
                 "width": _ints(5),
-                "image_raw": _bytes(rng.integers(0, 256, (3 + i, 5, 3), dtype=np.uint8).tobytes()),
+                "image_raw": _bytes(rng.integers(0, 256, (3 + i, 5, 3 + i % 2), dtype=np.uint8).tobytes()),
                 "mask_raw": _bytes(mask.tobytes()),
             }
             for i, mask in enumerate(masks)
@@ -257,46 +398,10 @@ def test_infer_schema_names_raw_pixels_whose_channels_no_key_stores(tmp_path: Pa
     )
     schema = rk.infer_schema(path)
     assert list(schema.fields) == ["mask"]
-    assert "image_raw: raw uint8 pixels, height x width x 3 values per record" in schema.description
+    assert "image_raw: raw bytes beside height and width, but not the same whole number" in schema.description
+    assert "45 bytes for 15, 80 bytes for 20" in schema.description
     for mask, row in zip(masks, rk.iter_records(path, schema=schema), strict=True):
         assert_values_equal(mask, row["mask"])
-
-
-def test_a_constant_among_column_keys_reads_in_every_reader(tmp_path: Path) -> None:
-    """The segmentation tutorial's own layout stores no depth: the image's shape is
-    ``[height, width, 3]`` with the 3 implied. The readers take a number among a
-    feature's column keys as a column the records do not store. Schema files cannot say
-    ``shape: [height, width, 3]`` yet (the schema's key validation refuses a number in a
-    list), so the binding is made here from the layout with a depth key."""
-    path = tmp_path / "voc.tfrecord"
-    rng = np.random.default_rng(12)
-    images = [rng.integers(0, 256, (3 + i, 4, 3), dtype=np.uint8) for i in range(3)]
-    write_examples(
-        path,
-        [
-            {"height": _ints(3 + i), "width": _ints(4), "image_raw": _bytes(image.tobytes())}
-            for i, image in enumerate(images)
-        ],
-    )
-    bound = SEGMENTATION.bind()
-    image = bound["image"]
-    shape = next(k for k in image.features if k.feature.name == "shape")
-    assert shape.columns == ("height", "width", "depth")
-    implied = dataclasses.replace(shape, columns=("height", "width", 3))
-    image = dataclasses.replace(image, features=tuple(implied if k is shape else k for k in image.features))
-    layout = rk.BoundSchema(SEGMENTATION, (image,))
-    assert set(rk.feature_spec(layout)) == {"image_raw", "height", "width"}
-
-    batch = next(iter(tf.data.TFRecordDataset(str(path)).batch(3).map(rk.make_parser(layout))))
-    assert batch["image"].shape.as_list() == [3, None, None, 3]
-    rows = [decode_record_numpy(layout.fields, data) for _, data in iter_tfrecords(path)]
-    namespace: dict[str, Any] = {}
-    exec(compile(rk.generate_parser_code(layout), "<generated>", "exec"), namespace)
-    generated = next(iter(namespace["dataset"]([str(path)], 3)))
-    for i, original in enumerate(images):
-        assert_values_equal(original, batch["image"][i])
-        assert_values_equal(original, rows[i]["image"])
-        assert_values_equal(original, generated["image"][i])
 
 
 def test_infer_schema_on_plain_keys(tmp_path: Path) -> None:
@@ -343,8 +448,34 @@ def test_bad_key_mappings_are_named() -> None:
         bind(codec="bbox", sequence=True, keys={"": ["a", "b", "c", "d"]})
     with pytest.raises(SchemaError, match="every wire feature a constant"):
         bind(codec="scalar", keys={"": 1})
-    with pytest.raises(ValueError, match="at least one non-empty key"):
+    with pytest.raises(ValueError, match="at least one key"):
         rk.FieldSpec(codec="bbox", keys={"": []})
+    # a number among column keys: only for numeric features of fixed shape, beside a key
+    raw = {"codec": "tensor", "options": {"dtype": "uint8", "shape": [None, None, 3]}}
+    with pytest.raises(SchemaError, match=r"keys\[''\]\[1\]: a constant needs a numeric wire feature") as err:
+        bind(**raw, keys={"": ["image_raw", 3]})  # the pixels are bytes
+    assert err.value.field == "f"
+    assert "the main wire feature is bytes" in str(err.value)
+    with pytest.raises(SchemaError, match=r"keys\[''\]\[3\]: a constant needs .* float of shape \[None, 4\]"):
+        bind(codec="bbox", keys={"": ["x0", "y0", "x1", 1.0]})  # boxes vary in number
+    with pytest.raises(ValueError, match=r"keys\['shape'\]: a list of columns needs at least one key"):
+        rk.FieldSpec(**raw, keys={"shape": [4, 5, 3]})
+    with pytest.raises(ValueError, match=r"keys\['shape'\]\[2\]: True is not a key .*a boolean"):
+        rk.FieldSpec(**raw, keys={"shape": ["height", "width", True]})
+    with pytest.raises(ValueError, match=r"keys\['channels'\]: True is not a key, a list .*a boolean"):
+        rk.FieldSpec(codec="image", keys={"channels": True})
+    with pytest.raises(ValueError, match=r"keys\['shape'\]\[1\]: an empty key"):
+        rk.FieldSpec(**raw, keys={"shape": ["height", "", 3]})
+    with pytest.raises(SchemaError, match=r"keys\['shape'\]\[2\]: the int64 feature needs an integer"):
+        bind(**raw, keys={"": "image_raw", "shape": ["height", "width", 2.5]})
+    with pytest.raises(SchemaError, match="lists a column key twice"):
+        bind(**raw, keys={"": "image_raw", "shape": ["side", "side", 3]})
+    # 3 and 3.0 are the same column of an int64 feature
+    three = rk.Schema(name="s", fields={"f": rk.FieldSpec(**raw, keys={"": "r", "shape": ["h", "w", 3.0]})})
+    shape = three.bind()["f"].features[1]
+    assert shape.columns == ("h", "w", 3)
+    assert isinstance(shape.columns[2], int)
+    assert (shape.key, shape.stored_keys) == ("h", ("h", "w"))
     # two fields may share a key only to read it alike, as a column
     plain = {"a": rk.FieldSpec(codec="scalar"), "b": rk.FieldSpec(codec="scalar", keys={"": "a"})}
     with pytest.raises(SchemaError, match="which field 'a' writes too"):

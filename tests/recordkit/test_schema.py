@@ -126,6 +126,28 @@ def test_wire_layout_lists_what_is_stored() -> None:
     assert "words" not in json.dumps(layout)
 
 
+def test_a_number_among_column_keys_is_a_column_the_records_do_not_store() -> None:
+    def vector(*columns: str | float) -> rk.BoundSchema:
+        spec = {"codec": "vector", "options": {"size": 3}, "keys": {"": list(columns)}}
+        return schema(v=spec).bind(REGISTRY)
+
+    bound = vector("x", "y", 1)
+    keyed = bound["v"].features[0]
+    assert keyed.columns == ("x", "y", 1.0)
+    assert isinstance(keyed.columns[2], float)  # the float feature's constant is a float
+    assert (keyed.key, keyed.stored_keys, bound["v"].keys) == ("x", ("x", "y"), ["x", "y"])
+    assert keyed.key_shape == ()
+    wire = {"name": "", "kind": "float", "shape": [3], "key": "x", "lengths_key": None}
+    assert bound.wire_layout()[0]["keys"] == [{**wire, "columns": ["x", "y", 1.0]}]
+    # the constant is part of the layout: another number, or a key, is another layout
+    assert vector("x", "y", 1.0).fingerprint() == bound.fingerprint()
+    assert vector("x", "y", 2).fingerprint() != bound.fingerprint()
+    assert vector("x", "y", "z").fingerprint() != bound.fingerprint()
+    assert vector(0.5, "x", "y")["v"].features[0].key == "x"  # the first key, wherever it stands
+    with pytest.raises(SchemaError, match="for reading only"):
+        bound.validate_record({"v": [1.0, 2.0, 1.0]})
+
+
 # -- the fingerprint --------------------------------------------------------------------------
 
 _names = st.text(string.ascii_lowercase, min_size=1, max_size=6)

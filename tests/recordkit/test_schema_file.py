@@ -260,6 +260,85 @@ def test_check_false_skips_the_codecs() -> None:
         load(text)
 
 
+VOC = """\
+name: voc
+fields:
+  image:
+    codec: tensor
+    options: {dtype: uint8, shape: [null, null, 3]}
+    keys: {"": image_raw, shape: [height, width, 3]}
+  mask:
+    codec: tensor
+    options: {dtype: uint8, shape: [null, null]}
+    keys: {"": mask_raw, shape: [height, width]}
+"""
+
+
+def test_a_constant_among_column_keys_round_trips(tmp_path: Path) -> None:
+    """The segmentation tutorial's layout stores no depth: ``shape: [height, width, 3]``
+    (built-in codecs) dumps and loads back equal, with an equal fingerprint."""
+    schema = rk.Schema.loads(VOC, source="voc.yaml")
+    assert schema.fields["image"].keys["shape"] == ["height", "width", 3]
+    for name in ("voc.yaml", "voc.json"):
+        schema.dump(tmp_path / name)
+        again = rk.Schema.load(tmp_path / name)
+        assert again == schema
+        assert again.fingerprint() == schema.fingerprint()
+    dumped = yaml.safe_load((tmp_path / "voc.yaml").read_text(encoding="utf-8"))
+    assert dumped["fields"]["image"]["keys"]["shape"] == ["height", "width", 3]
+    assert rk.Schema.loads(VOC.replace("width, 3]", "width, 3.0]")).fingerprint() == schema.fingerprint()
+    assert rk.Schema.loads(VOC.replace("width, 3]", "width, depth]")).fingerprint() != schema.fingerprint()
+
+
+@pytest.mark.parametrize(
+    ("keys", "kind", "problem"),
+    [
+        (
+            '{"": 3, shape: [height, width, 3]}',
+            SchemaError,
+            "keys['']: a constant needs a numeric wire feature of fixed shape, but the main wire "
+            "feature is bytes of shape []",
+        ),
+        (
+            '{"": [image_raw, 3], shape: [height, width, 3]}',
+            SchemaError,
+            "keys[''][1]: a constant needs a numeric wire feature of fixed shape, but the main wire "
+            "feature is bytes of shape [] (got the number 3; give the Example key that stores it)",
+        ),
+        (
+            '{"": image_raw, shape: [480, 640, 3]}',
+            SchemaFileError,
+            "keys['shape']: a list of columns needs at least one key (a string); [480, 640, 3] stores "
+            "nothing (a constant alone is a number, not a list)",
+        ),
+        (
+            '{"": image_raw, shape: [height, width, yes]}',
+            SchemaFileError,
+            "keys['shape'][2]: True is not a key or a finite number (a boolean, not a number)",
+        ),
+        (
+            '{"": image_raw, shape: [height, width, .nan]}',
+            SchemaFileError,
+            "keys['shape'][2]: nan is not a key or a finite number (not finite)",
+        ),
+        (
+            '{"": image_raw, shape: [height, width]}',
+            SchemaError,
+            "keys['shape'] lists 2 columns, but the wire feature's shape (3,) does not end in 2",
+        ),
+    ],
+)
+def test_bad_constants_among_keys_name_the_file_line_and_field(
+    keys: str, kind: type[Exception], problem: str
+) -> None:
+    text = VOC.replace('{"": image_raw, shape: [height, width, 3]}', keys)
+    with pytest.raises(kind) as err:
+        rk.Schema.loads(text, source="voc.yaml")
+    assert str(err.value).startswith("file voc.yaml, line ")
+    assert "field 'image'" in str(err.value)
+    assert problem in str(err.value)
+
+
 # -- errors -----------------------------------------------------------------------------------
 
 

@@ -74,3 +74,42 @@ def test_the_json_schema_accepts_the_editor_key_and_null_defaults() -> None:
     }
     _validator().validate(data)
     assert rk.Schema.loads(json.dumps(data), "json", check=False).fields["a"].optional
+
+
+def _rules(errors: Any) -> set[str]:
+    """The validators that failed, with those inside ``anyOf`` branches."""
+    out: set[str] = set()
+    for error in errors:
+        out.add(str(error.validator))
+        out |= _rules(error.context or [])
+    return out
+
+
+def _tensor(keys: dict[str, Any]) -> dict[str, Any]:
+    options = {"dtype": "uint8", "shape": [None, None, 3]}
+    return {"name": "voc", "fields": {"image": {"codec": "tensor", "options": options, "keys": keys}}}
+
+
+def test_the_json_schema_takes_a_constant_among_column_keys() -> None:
+    """The segmentation tutorial's ``shape: [height, width, 3]`` (no depth key)."""
+    data = _tensor({"": "image_raw", "shape": ["height", "width", 3]})
+    _validator().validate(data)
+    assert rk.Schema.loads(json.dumps(data), "json").fields["image"].keys["shape"] == ["height", "width", 3]
+    assert "list of (strings or numbers, at least one string)" in schema_jsonschema.reference_markdown()
+
+
+@pytest.mark.parametrize(
+    ("shape", "rule"),
+    [
+        ([480, 640, 3], "contains"),  # no key: nothing stored
+        ([], "minItems"),
+        (["height", "", 3], "minLength"),
+        (["height", "width", True], "anyOf"),
+        (["height", "width", None], "anyOf"),
+    ],
+)
+def test_the_json_schema_refuses_columns_the_loader_refuses(shape: list[Any], rule: str) -> None:
+    data = _tensor({"": "image_raw", "shape": shape})
+    assert rule in _rules(_validator().iter_errors(data))
+    with pytest.raises(rk.errors.SchemaFileError, match=r"keys\['shape'\]"):
+        rk.Schema.loads(json.dumps(data), "json", check=False)
