@@ -33,6 +33,7 @@ def decode_image_batch(
     fixed_size: tuple[int, int] | None,
     codec: str,
     pad: bool = False,
+    pad_value: int = 0,
 ) -> Any:
     """Decode a ``[B]`` string tensor of encoded images (see the module docstring).
 
@@ -41,9 +42,9 @@ def decode_image_batch(
     a uint8 ``[h, w, c]`` tensor.
 
     With ``pad``, return ``(images, shapes)`` instead: the images dense ``[B, H, W, C]``,
-    each padded with zeros to the batch's largest height and width as it is decoded
-    (what ``to_tensor()`` of the ragged result gives, without building it), and each
-    image's int64 ``[height, width, channels]``.
+    each padded with ``pad_value`` (0 to 255) to the batch's largest height and width as
+    it is decoded (what ``to_tensor(default_value=pad_value)`` of the ragged result
+    gives, without building it), and each image's int64 ``[height, width, channels]``.
     """
     import tensorflow as tf
 
@@ -87,12 +88,12 @@ def decode_image_batch(
     padded = pad and fixed_size is None
     if padded:
         # Each image is followed by its padding, so one concatenation lays out the batch:
-        # the image widened with zeros on the right (whole rows copied), then the rows of
-        # zeros below it (a slice along the first axis of one block: no copy).
+        # the image widened with padding on the right (whole rows copied), then the rows of
+        # padding below it (a slice along the first axis of one block: no copy).
         largest = tf.stack(
             [tf.reduce_max(tf.concat([heights, [0]], 0)), tf.reduce_max(tf.concat([widths, [0]], 0))]
         )
-        zeros = tf.zeros(tf.concat([largest, tf.reshape(depth, [1])], 0), tf.uint8)
+        padding = tf.fill(tf.concat([largest, tf.reshape(depth, [1])], 0), tf.constant(pad_value, tf.uint8))
 
     def body(index: Any, pieces: Any, shapes: Any) -> Any:
         image = decode_one(encoded[index])
@@ -100,11 +101,11 @@ def decode_image_batch(
         shapes = shapes.write(index, shape)
         if not padded:
             return index + 1, pieces.write(index, tf.reshape(image, [-1])), shapes
-        image = tf.concat([image, zeros[: shape[0], : largest[1] - shape[1]]], axis=1)
+        image = tf.concat([image, padding[: shape[0], : largest[1] - shape[1]]], axis=1)
         pieces = pieces.write(2 * index, tf.reshape(image, [-1]))
         return (
             index + 1,
-            pieces.write(2 * index + 1, tf.reshape(zeros[: largest[0] - shape[0]], [-1])),
+            pieces.write(2 * index + 1, tf.reshape(padding[: largest[0] - shape[0]], [-1])),
             shapes,
         )
 

@@ -10,7 +10,8 @@ mask's ``height`` and ``width``. ``num_classes`` checks every index, allowing
 
 Decoding gives uint8 ``[H, W]``: in TensorFlow a batch is dense ``[B, H, W]`` when the
 schema declares ``height`` and ``width`` and a ``tf.RaggedTensor`` ``[B, (H), (W)]``
-otherwise.
+otherwise. Readers pad masks with ``ignore_index`` (:meth:`MaskCodec.pad_value`), not 0:
+0 is a class (VOC's background), and padding must be what losses ignore.
 """
 
 from __future__ import annotations
@@ -159,6 +160,11 @@ class MaskCodec(rk.Codec[MaskOptions]):
                 f"{values[:10]}); num_classes is {num_classes}, so indices must be {allowed}"
             )
 
+    def pad_value(self) -> int:
+        """Padding added by readers holds ``ignore_index`` (0 when there is none)."""
+        ignore = self.options.ignore_index
+        return 0 if ignore is None else ignore
+
     # -- decode ----------------------------------------------------------------------
 
     def decode_numpy(self, wire: Mapping[str, Any]) -> np.ndarray:
@@ -191,8 +197,9 @@ class MaskCodec(rk.Codec[MaskOptions]):
         return tf.squeeze(decoded, axis=-1)
 
     def decode_tf_padded(self, wire: Mapping[str, Any]) -> tuple[Any, Any] | None:
-        """The batch's masks padded to its largest as they are decoded, and their shapes
-        (None for a fixed size: those batch densely, there is nothing to pad)."""
+        """The batch's masks padded (with :meth:`pad_value`) to its largest as they are
+        decoded, and their shapes (None for a fixed size: those batch densely, there is
+        nothing to pad)."""
         if self.fixed_size is not None:
             return None
         import tensorflow as tf
@@ -213,6 +220,7 @@ class MaskCodec(rk.Codec[MaskOptions]):
             fixed_size=self.fixed_size,
             codec=self.name,
             pad=pad,
+            pad_value=self.pad_value(),
         )
 
 

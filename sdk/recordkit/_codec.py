@@ -150,15 +150,29 @@ class Codec(abc.ABC, Generic[OptionsT]):
         """Check this field's encoded ``wire`` values against the encoded values of
         :meth:`related_fields` (raise InvalidValueError on a mismatch)."""
 
+    def pad_value(self) -> int | float:
+        """The value that fills padding added to this codec's decoded values.
+
+        Readers pad when they make ragged batches dense (``load_dataset(pad=...)``) and
+        when they bring images to one size (``image_fit="crop_or_pad"``,
+        ``"random_crop_or_pad"``, ``"resize_with_pad"``). 0 (the default) suits pixels,
+        samples and counts; a codec whose 0 means something says what padding must be
+        instead (the ``mask`` codec: its ``ignore_index``, so that a loss skips the
+        padding rather than learning it as background). It applies to numeric and
+        boolean outputs (a nonzero value pads booleans with True); strings always pad
+        with the empty string. Read once when the pipeline is built, never per record.
+        """
+        return 0
+
     def decode_tf_padded(self, wire: Mapping[str, Any]) -> tuple[Any, Any] | None:
         """Decode a batch straight into the dense form ``load_dataset(pad=...)`` gives.
 
         Return ``(padded, shapes)``: ``padded`` is what :meth:`decode_tf` returns (a
-        single ragged tensor) made dense, padded with zeros to the batch's largest (what
-        its ``to_tensor()`` gives), and ``shapes`` is int64 ``[B, rank - 1]``, each
-        record's true shape. Codecs of large values (images) implement it to pad as they
-        decode, which saves copying every value again. None (the default): the reader
-        pads what :meth:`decode_tf` returns.
+        single ragged tensor) made dense, padded with :meth:`pad_value` to the batch's
+        largest (what its ``to_tensor(default_value=self.pad_value())`` gives), and
+        ``shapes`` is int64 ``[B, rank - 1]``, each record's true shape. Codecs of large
+        values (images) implement it to pad as they decode, which saves copying every
+        value again. None (the default): the reader pads what :meth:`decode_tf` returns.
         """
         return None
 

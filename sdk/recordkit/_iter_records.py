@@ -9,6 +9,12 @@ whose data fails its CRC is skipped alone (its length is intact), and after a da
 header the reader searches forward for the next intact record (a valid header CRC and
 data CRC) and carries on from there; a record that does not decode is skipped too.
 What was skipped goes to a :class:`~recordkit.CorruptionReport`.
+
+A worker of a multi-worker job (``num_workers`` and ``worker_index``, or an
+``input_context``) reads its share as :func:`recordkit.load_dataset` does: every
+``num_workers``-th shard when there are at least as many shards as workers, else every
+``num_workers``-th record (counted over the records the shards hold, so that all
+workers count alike; only a worker's own records are decoded).
 """
 
 from __future__ import annotations
@@ -25,7 +31,16 @@ from typing import Any
 from recordkit._numpy_decode import decode_record_numpy
 from recordkit._registry import CodecRegistry
 from recordkit._schema import Schema
-from recordkit._source import CorruptionReport, OnCorrupt, Paths, Shard, SkippedRecords, open_source
+from recordkit._source import (
+    CorruptionReport,
+    OnCorrupt,
+    Paths,
+    Shard,
+    SkippedRecords,
+    Source,
+    open_source,
+    worker_share,
+)
 from recordkit._tfrecord import Compression, iter_tfrecords, masked_crc
 from recordkit.errors import RecordkitError
 
@@ -49,8 +64,15 @@ def iter_records(
     report: CorruptionReport | None = None,
     verify_sha256: bool = False,
     compression: str | None = None,
+    num_workers: int | None = None,
+    worker_index: int | None = None,
+    input_context: Any = None,
 ) -> Iterator[dict[str, Any]]:
-    """Yield each record of a split as a dict of Python and numpy values.
+    """Each record of a split as a dict of Python and numpy values (an iterator).
+
+    The options are checked, the manifest read and the schemas compared when it is
+    called, so a bad option or an incompatible schema fails at once; the shards are read
+    as the iterator is consumed.
 
     :param path: a dataset folder (with ``dataset.json``); or, with ``schema``, TFRecord
         files recordkit did not write (a file, a glob pattern or a list).
@@ -64,11 +86,18 @@ def iter_records(
     :param report: collects what ``"skip"`` skipped (each skip is also logged).
     :param verify_sha256: hash every shard first and compare with the manifest.
     :param compression: for files without a manifest (default: guessed from the suffix).
+    :param num_workers: with ``worker_index``: read only this worker's share of the
+        split (see the module docs); all the workers together read every record once.
+    :param worker_index: this worker's index, 0 to ``num_workers - 1``.
+    :param input_context: instead of the two above, anything with
+        ``num_input_pipelines`` and ``input_pipeline_id`` (a
+        ``tf.distribute.InputContext``), as :func:`recordkit.load_dataset` takes.
 
     An optional field that a record leaves out is ``None``.
     """
     if on_corrupt not in ("raise", "skip"):
         raise ValueError(f"on_corrupt must be 'raise' or 'skip', not {on_corrupt!r}")
+    share = worker_share(input_context, num_workers, worker_index)
     source = open_source(
         path,
         split,
@@ -81,14 +110,32 @@ def iter_records(
     )
     if on_corrupt == "skip" and report is None:
         report = CorruptionReport()  # still logs each skip
-    stored = source.stored_fields.fields
     defaults = {  # fields the records lack, read as the reader schema's default
         name: decode_record_numpy([source.bound[name]], example)[name]
         for name, example in source.defaults.items()
     }
+    shards, by_record = share.shards(source.shards) if share is not None else (source.shards, False)
+    keep = (share.count, share.index) if by_record and share is not None else None
+    return _records(source, shards, keep, defaults, verify, report)
+
+
+def _records(
+    source: Source,
+    shards: Sequence[Shard],
+    keep: tuple[int, int] | None,
+    defaults: dict[str, Any],
+    verify: bool,
+    report: CorruptionReport | None,
+) -> Iterator[dict[str, Any]]:
+    """The decoded records of ``shards``; with ``keep = (count, index)`` only every
+    ``count``-th record, from the ``index``-th (the others are not decoded)."""
+    stored = source.stored_fields.fields
     index = 0
-    for shard in source.shards:
+    for shard in shards:
         for offset, data in iter_shard_records(shard, source.compression, verify=verify, report=report):
+            if keep is not None and index % keep[0] != keep[1]:
+                index += 1  # another worker's record
+                continue
             try:
                 record = decode_record_numpy(stored, data, index=index)
                 if defaults:

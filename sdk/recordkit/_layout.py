@@ -3,9 +3,15 @@
 Decoded batches hold values whose size varies from record to record as
 ``tf.RaggedTensor``. The reader's layout options turn them into dense tensors:
 
-* :func:`pad_ragged` pads to the batch's largest with zeros (empty strings);
+* :func:`pad_ragged` pads to the batch's largest with the field's pad value (its codec's
+  :meth:`~recordkit.Codec.pad_value`: zeros, or the mask codec's ``ignore_index``; empty
+  strings for text);
 * :func:`fit_images` brings images ``[B, (H), (W), C]`` or masks ``[B, (H), (W)]`` to one
-  size (resize, resize with pad, or crop or pad);
+  size (resize, resize with pad, or crop or pad at the centre or at random), padding
+  with the pad value too;
+* :func:`crop_offsets` is where each record's crop window starts: at the centre, or at
+  random from uniform draws that the reader shares between a record's fields, so that
+  an image and its mask of one size are cut at the same place;
 * :func:`dense_record` gives one record's ragged value (after ``unbatch``) its dense form;
 * :func:`row_shapes` is each record's true shape, returned next to padded values.
 
@@ -27,10 +33,13 @@ from collections.abc import Callable
 from typing import Any, Literal
 
 __all__ = [
+    "CROP_FITS",
     "LOOP_MIN_VALUES",
+    "OFFSET_SUFFIX",
     "SHAPE_SUFFIX",
     "ImageFit",
     "Size",
+    "crop_offsets",
     "dense_record",
     "fit_images",
     "pad_into",
@@ -41,8 +50,13 @@ __all__ = [
 #: Suffix of the output that holds each record's true shape when a field is padded,
 #: resized, cropped: ``"<field>/shape"``.
 SHAPE_SUFFIX = "/shape"
+#: Suffix of the output that holds where a cropped field's window starts in each
+#: record: ``"<field>/offset"``, ``[top, left]`` (negative where padding comes first).
+OFFSET_SUFFIX = "/offset"
 
-ImageFit = Literal["resize", "resize_with_pad", "crop_or_pad"]
+ImageFit = Literal["resize", "resize_with_pad", "crop_or_pad", "random_crop_or_pad"]
+#: The fits that cut a window out of each image (or pad it), without resampling.
+CROP_FITS = frozenset({"crop_or_pad", "random_crop_or_pad"})
 Size = tuple[int, int]
 
 #: A rectangular ragged batch with at least this many values is padded record by
@@ -50,19 +64,42 @@ Size = tuple[int, int]
 LOOP_MIN_VALUES = 1 << 15
 
 
-def pad_into(out: dict[str, Any], path: str, value: Any) -> None:
-    """Replace each ragged tensor under ``path`` with a padded one and its row shapes."""
+def pad_into(out: dict[str, Any], path: str, value: Any, pad_value: int | float = 0) -> None:
+    """Replace each ragged tensor under ``path`` with one padded with ``pad_value``, and
+    add its row shapes."""
     import tensorflow as tf
 
     if isinstance(value, dict):
         for key, item in value.items():
             if isinstance(item, tf.RaggedTensor):
                 out[f"{path}/{key}{SHAPE_SUFFIX}"] = row_shapes(item)
-                value[key] = pad_ragged(item)
+                value[key] = pad_ragged(item, pad_value)
         return
     if isinstance(value, tf.RaggedTensor):
         out[path + SHAPE_SUFFIX] = row_shapes(value)
-        out[path] = pad_ragged(value)
+        out[path] = pad_ragged(value, pad_value)
+
+
+def pad_constant(dtype: Any, pad_value: int | float) -> Any:
+    """``pad_value`` as a scalar of ``dtype`` (strings: the empty string; booleans: True
+    for a nonzero value), or None for 0, which ``to_tensor`` pads with by default."""
+    import tensorflow as tf
+
+    if dtype == tf.string:
+        return None
+    if pad_value == 0:
+        return None
+    if dtype == tf.bool:
+        return tf.constant(bool(pad_value))
+    return tf.constant(pad_value, dtype)
+
+
+def _filled(shape: Any, dtype: Any, pad_value: int | float) -> Any:
+    """A tensor of ``shape`` holding the pad value (zeros for 0, and for strings)."""
+    import tensorflow as tf
+
+    value = pad_constant(dtype, pad_value)
+    return tf.zeros(shape, dtype) if value is None else tf.fill(shape, value)
 
 
 def row_shapes(value: Any) -> Any:
@@ -125,17 +162,23 @@ def _records(value: Any, heights: Any, widths: Any) -> Callable[[Any], Any]:
     return record
 
 
-def pad_ragged(value: Any) -> Any:
-    """``value`` dense, padded with zeros (empty strings) to the batch's largest: what
-    ``value.to_tensor()`` gives, record by record for large rectangular batches."""
+def pad_ragged(value: Any, pad_value: int | float = 0) -> Any:
+    """``value`` dense, padded with ``pad_value`` (strings: empty strings) to the batch's
+    largest: what ``value.to_tensor(default_value=pad_value)`` gives, record by record
+    for large rectangular batches."""
     import tensorflow as tf
 
     if not isinstance(value, tf.RaggedTensor):
         return value
+    default = pad_constant(value.dtype, pad_value)
+
+    def to_tensor() -> Any:
+        return value.to_tensor(default_value=default)
+
     if value.ragged_rank == 1:
-        return _pad_rows(value)
+        return _pad_rows(value, to_tensor)
     if value.ragged_rank != 2:
-        return value.to_tensor()
+        return to_tensor()
     heights, widths, rectangular = _rectangles(value)
     flat = value.flat_values
 
@@ -148,7 +191,7 @@ def pad_ragged(value: Any) -> Any:
         count = tf.cast(value.nrows(), tf.int32)
         inner = tf.shape(flat, out_type=tf.int64)[1:]
         largest = tf.stack([tf.reduce_max(heights), tf.reduce_max(widths)])
-        zeros = tf.zeros(tf.concat([largest, inner], 0), flat.dtype)
+        zeros = _filled(tf.concat([largest, inner], 0), flat.dtype, pad_value)  # the padding
         record = _records(value, heights, widths)
         element_shape = tf.TensorShape([None, None]).concatenate(flat.shape[1:])
         pieces = tf.TensorArray(flat.dtype, size=2 * count, infer_shape=False, element_shape=element_shape)
@@ -164,12 +207,12 @@ def pad_ragged(value: Any) -> Any:
         return tf.reshape(pieces.concat(), shape)
 
     large = tf.size(flat, out_type=tf.int64) >= LOOP_MIN_VALUES
-    return tf.cond(rectangular & large & (value.nrows() > 0), by_record, value.to_tensor)
+    return tf.cond(rectangular & large & (value.nrows() > 0), by_record, to_tensor)
 
 
-def _pad_rows(value: Any) -> Any:
+def _pad_rows(value: Any, to_tensor: Callable[[], Any]) -> Any:
     """A ragged rank 1 batch ``[B, (n), ...]`` dense: only reshaped when every row has the
-    same length (audio clips of one duration, say), else ``to_tensor``."""
+    same length (audio clips of one duration, say), else ``to_tensor()``."""
     import tensorflow as tf
 
     lengths = value.row_lengths()
@@ -180,7 +223,7 @@ def _pad_rows(value: Any) -> Any:
         shape = tf.concat([tf.stack([value.nrows(), longest]), tf.shape(flat, out_type=tf.int64)[1:]], 0)
         return tf.reshape(flat, shape)
 
-    return tf.cond(tf.reduce_all(tf.equal(lengths, longest)), reshape, value.to_tensor)
+    return tf.cond(tf.reduce_all(tf.equal(lengths, longest)), reshape, to_tensor)
 
 
 def dense_record(value: Any) -> Any:
@@ -204,15 +247,77 @@ def dense_record(value: Any) -> Any:
     return tf.cond(rectangular, reshape, value.to_tensor)
 
 
-def fit_images(images: Any, size: Size, fit: ImageFit, method: str) -> Any:
+def crop_offsets(shapes: Any, size: Size, fit: ImageFit, uniforms: Any = None) -> Any:
+    """Where each record's window of ``size`` starts, int64 ``[B, 2]`` (top, left) in the
+    record's own pixels; negative where the record is smaller than the window and
+    padding comes first.
+
+    ``shapes`` is int64 ``[B, >= 2]``, each record's height and width first (what
+    :func:`row_shapes` gives). ``"crop_or_pad"`` takes the centre, as
+    ``tf.image.resize_with_crop_or_pad`` does; ``"random_crop_or_pad"`` places the window
+    at ``uniforms`` (float ``[B, 2]`` in [0, 1)) of the room there is, along each side:
+    records of one size given the same draws get the same window.
+    """
+    import tensorflow as tf
+
+    sides = tf.cast(shapes[:, :2], tf.int64)
+    target = tf.constant(size, tf.int64)
+    room = tf.maximum(sides - target, 0)  # crop: the window may start at 0..room
+    slack = tf.maximum(target - sides, 0)  # pad: the record may start at 0..slack
+    if fit == "crop_or_pad":
+        return room // 2 - slack // 2
+    if fit != "random_crop_or_pad" or uniforms is None:
+        raise ValueError(f"crop offsets are for crop_or_pad or random_crop_or_pad with draws, not {fit!r}")
+
+    def place(extent: Any) -> Any:
+        return tf.minimum(tf.cast(tf.floor(uniforms * tf.cast(extent + 1, tf.float32)), tf.int64), extent)
+
+    return place(room) - place(slack)
+
+
+def crop_at(image: Any, offset: Any, size: Size, pad_value: int | float = 0) -> Any:
+    """The window of ``size`` of ``image`` ``[..., h, w, c]`` whose top left corner is
+    at ``offset`` (top, left; negative: padding first), padded with ``pad_value`` where
+    it reaches outside the image. No resampling: every pixel is one of the image's."""
+    import tensorflow as tf
+
+    shape = tf.shape(image, out_type=tf.int64)
+    rank = image.shape.rank
+    height, width = shape[rank - 3], shape[rank - 2]
+    top, left = offset[0], offset[1]
+    rows = tf.clip_by_value(tf.stack([top, top + size[0]]), 0, height)
+    cols = tf.clip_by_value(tf.stack([left, left + size[1]]), 0, width)
+    window = image[..., rows[0] : rows[1], cols[0] : cols[1], :]
+    before = tf.stack([rows[0] - top, cols[0] - left])
+    after = tf.constant(size, tf.int64) - before - tf.stack([rows[1] - rows[0], cols[1] - cols[0]])
+    paddings = tf.concat(
+        [tf.zeros([rank - 3, 2], tf.int64), tf.stack([before, after], axis=1), tf.zeros([1, 2], tf.int64)], 0
+    )
+    value = pad_constant(image.dtype, pad_value)
+    return tf.pad(window, paddings, constant_values=0 if value is None else value)
+
+
+def fit_images(
+    images: Any,
+    size: Size,
+    fit: ImageFit,
+    method: str,
+    *,
+    pad_value: int | float = 0,
+    offsets: Any = None,
+) -> Any:
     """Bring a batch of images ``[B, H, W, C]`` or masks ``[B, H, W]`` (dense or ragged)
-    to ``size``, keeping their dtype. A record without pixels (an absent optional
-    image) becomes zeros of ``size``."""
+    to ``size``, keeping their dtype. Padding (``"resize_with_pad"``, the crop fits)
+    holds ``pad_value``; the crop fits cut each record at its row of ``offsets``
+    (:func:`crop_offsets`). A record without pixels (an absent optional image) becomes
+    ``size`` of the pad value."""
     import tensorflow as tf
 
     rank = images.shape.rank
     if rank not in (3, 4):
         raise ValueError(f"image_size applies to images [B, H, W, C] or masks [B, H, W], not rank {rank}")
+    if fit in CROP_FITS and offsets is None:
+        raise ValueError(f"image_fit {fit!r} needs the crop offsets")
     dtype = images.dtype
     mask = rank == 3
     if mask:
@@ -222,46 +327,69 @@ def fit_images(images: Any, size: Size, fit: ImageFit, method: str) -> Any:
             else images[..., None]
         )
 
-    def fit_one(image: Any) -> Any:
-        if fit == "crop_or_pad":
-            return tf.image.resize_with_crop_or_pad(image, size[0], size[1])
+    def fit_one(image: Any, offset: Any) -> Any:
+        """One image ``[h, w, c]``, or a dense batch (but for the random crop)."""
+        if fit in CROP_FITS:
+            return crop_at(image, offset, size, pad_value)
         if fit == "resize_with_pad":
             out = tf.image.resize_with_pad(image, size[0], size[1], method=method)
         else:
             out = tf.image.resize(image, size, method=method)
         if out.dtype != dtype:
             out = tf.saturate_cast(tf.round(out) if dtype.is_integer else out, dtype)
+        if fit == "resize_with_pad" and pad_constant(dtype, pad_value) is not None:
+            # Where the image lands: the same resize and pad of ones (zeros: padding).
+            ones = tf.ones(tf.concat([tf.shape(image)[:-1], [1]], 0), tf.float32)
+            inside = tf.image.resize_with_pad(ones, size[0], size[1], method="nearest") > 0
+            out = tf.where(inside, out, pad_constant(dtype, pad_value))
         return out
 
-    if not isinstance(images, tf.RaggedTensor):
-        fitted = fit_one(images)
-        return fitted[..., 0] if mask else fitted
     channels = images.shape[-1]
+    record_shape = tf.TensorShape([size[0], size[1], channels])
+    if not isinstance(images, tf.RaggedTensor):
+        if fit == "random_crop_or_pad":  # a window of its own for each record
+            fitted = tf.map_fn(
+                lambda args: fit_one(args[0], args[1]),
+                (images, offsets),
+                fn_output_signature=tf.TensorSpec(record_shape, dtype),
+            )
+        elif fit == "crop_or_pad":  # records of one size: one centre window for all
+            sides = tf.shape(images, out_type=tf.int64)[None, 1:3]
+            fitted = fit_one(images, crop_offsets(sides, size, fit)[0])
+        else:
+            fitted = fit_one(images, None)
+        fitted = tf.ensure_shape(fitted, [None, size[0], size[1], channels])
+        return fitted[..., 0] if mask else fitted
     depth = tf.shape(images.flat_values, out_type=tf.int64)[-1]
     heights, widths, rectangular = _rectangles(images)
+    if offsets is None:
+        offsets = tf.zeros(tf.stack([images.nrows(), 2]), tf.int64)  # unused by the resizes
 
-    def fit_record(image: Any, height: Any, width: Any) -> Any:
+    def fit_record(image: Any, height: Any, width: Any, offset: Any) -> Any:
         def empty() -> Any:
-            return tf.zeros(tf.stack([tf.constant(size[0], tf.int64), size[1], depth]), dtype)
+            return _filled(tf.stack([tf.constant(size[0], tf.int64), size[1], depth]), dtype, pad_value)
 
-        return tf.cond((height > 0) & (width > 0), lambda: fit_one(image), empty)
+        return tf.cond((height > 0) & (width > 0), lambda: fit_one(image, offset), empty)
 
     def by_record() -> Any:
         count = tf.cast(images.nrows(), tf.int32)
         record = _records(images, heights, widths)
-        fitted = tf.TensorArray(dtype, size=count, element_shape=tf.TensorShape([size[0], size[1], channels]))
+        fitted = tf.TensorArray(dtype, size=count, element_shape=record_shape)
 
         def body(index: Any, fitted: Any) -> Any:
-            return index + 1, fitted.write(index, fit_record(record(index), heights[index], widths[index]))
+            image = fit_record(record(index), heights[index], widths[index], offsets[index])
+            return index + 1, fitted.write(index, image)
 
         _, fitted = tf.while_loop(lambda index, _: index < count, body, (tf.constant(0), fitted))
         return fitted.stack()
 
     def ragged_rows() -> Any:  # not images: rows of a record differ in width; pad each first
         return tf.map_fn(
-            lambda image: fit_record(image.to_tensor(), image.nrows(), tf.reduce_max(image.row_lengths())),
-            images,
-            fn_output_signature=tf.TensorSpec([size[0], size[1], channels], dtype),
+            lambda args: fit_record(
+                args[0].to_tensor(), args[0].nrows(), tf.reduce_max(args[0].row_lengths()), args[1]
+            ),
+            (images, offsets),
+            fn_output_signature=tf.TensorSpec(record_shape, dtype),
         )
 
     def none() -> Any:  # no records: nothing to stack, and the channel count may be unknown

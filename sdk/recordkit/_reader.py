@@ -2,8 +2,9 @@
 
 The pipeline, in order (each step only when asked for):
 
-1. the split's shards from the manifest (:mod:`recordkit._source`), sharded by worker
-   for distributed input, shuffled with a seed;
+1. the split's shards from the manifest (:mod:`recordkit._source`), this worker's share
+   of them for distributed input (:func:`recordkit._source.worker_share`), shuffled with
+   a seed;
 2. the shards read in parallel and interleaved, ``block_length`` records at a time,
    checked on the way (:mod:`recordkit._read_shards`): every record the manifest lists
    and every byte of each file must be read, so a corrupt or truncated shard is named
@@ -11,8 +12,10 @@ The pipeline, in order (each step only when asked for):
 3. repeat, shuffle (a record buffer), then batch: *before* parsing, so each batch
    costs one ``tf.io.parse_example``;
 4. parse and decode (:func:`recordkit.make_parser`) only the requested fields, in
-   parallel, then the layout options: ragged fields padded, images resized, cropped or
-   padded to a size;
+   parallel, then the layout options: ragged fields padded (with each codec's
+   :meth:`~recordkit.Codec.pad_value`), images resized, cropped or padded to a size
+   (a random crop draws per record from a stateless generator keyed by the seed and the
+   batch's position, so that a seed gives the same windows run after run);
 5. unbatch when no batch size is given, and prefetch.
 
 TensorFlow is imported when :func:`load_dataset` is called.
@@ -20,17 +23,29 @@ TensorFlow is imported when :func:`load_dataset` is called.
 
 from __future__ import annotations
 
+import random
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from recordkit._layout import SHAPE_SUFFIX, ImageFit, Size, dense_record, fit_images, pad_into, row_shapes
+from recordkit._layout import (
+    CROP_FITS,
+    OFFSET_SUFFIX,
+    SHAPE_SUFFIX,
+    ImageFit,
+    Size,
+    crop_offsets,
+    dense_record,
+    fit_images,
+    pad_into,
+    row_shapes,
+)
 from recordkit._parse import PRESENT_SUFFIX, make_padded_parser, make_parser
 from recordkit._read_shards import read_shards
 from recordkit._registry import CodecRegistry
 from recordkit._schema import BoundField, BoundSchema, Schema
-from recordkit._source import CorruptionReport, OnCorrupt, Paths, Shard, Source, open_source
+from recordkit._source import CorruptionReport, OnCorrupt, Paths, Shard, Source, open_source, worker_share
 
-__all__ = ["DEFAULT_BLOCK_LENGTH", "SHAPE_SUFFIX", "ImageFit", "load_dataset"]
+__all__ = ["DEFAULT_BLOCK_LENGTH", "IMAGE_FITS", "OFFSET_SUFFIX", "SHAPE_SUFFIX", "ImageFit", "load_dataset"]
 
 #: Records read from one shard before the reader moves on to the next one. Shards are
 #: read in blocks (one tf.data element per block, not per record), which keeps the
@@ -41,6 +56,8 @@ DEFAULT_BLOCK_LENGTH = 64
 IMAGE_CODECS = frozenset({"image", "mask"})
 #: Codecs whose values are class indices: resized with nearest neighbour, never blended.
 INDEX_CODECS = frozenset({"mask"})
+#: The values of ``image_fit``.
+IMAGE_FITS = ("resize", "resize_with_pad", "crop_or_pad", "random_crop_or_pad")
 
 
 def load_dataset(
@@ -67,6 +84,8 @@ def load_dataset(
     report: CorruptionReport | None = None,
     verify_sha256: bool = False,
     input_context: Any = None,
+    num_workers: int | None = None,
+    worker_index: int | None = None,
     compression: str | None = None,
     prefetch: bool = True,
 ) -> Any:
@@ -84,7 +103,8 @@ def load_dataset(
     :param registry: the codec registry (default: the installed plugins).
     :param shuffle_files: read the shards in a random order (reshuffled every epoch;
         reproducible with ``seed``).
-    :param seed: seed of the shard and record shuffles.
+    :param seed: seed of the shard and record shuffles, and of the random crops (None:
+        other windows every run).
     :param shuffle_buffer: shuffle records through a buffer of this many (0: no shuffle).
     :param cycle_length: shards read at once (default: up to 16, one per CPU).
     :param block_length: records taken from one shard before moving to the next.
@@ -92,14 +112,22 @@ def load_dataset(
         yield out of order when that is faster.
     :param repeat: False reads once, True forever, an int that many times.
     :param drop_remainder: drop the last batch when it is smaller than ``batch_size``.
-    :param pad: turn ragged outputs into dense ones padded with zeros (empty strings)
-        to the batch's largest, adding ``"<field>/shape"`` with each record's true shape;
-        True for every field, or the names of the fields to pad.
+    :param pad: turn ragged outputs into dense ones padded to the batch's largest,
+        adding ``"<field>/shape"`` with each record's true shape; True for every field,
+        or the names of the fields to pad. Padding is each codec's
+        :meth:`~recordkit.Codec.pad_value`: zeros (empty strings), and the ignore index
+        for ``mask`` fields.
     :param image_size: ``(height, width)`` that image and mask fields are brought to
         (by ``image_fit``), so they batch densely; or a mapping of field name to size.
         ``"<field>/shape"`` then holds each image's original shape.
     :param image_fit: ``"resize"`` (stretch), ``"resize_with_pad"`` (keep the aspect
-        ratio, pad with zeros) or ``"crop_or_pad"`` (centre crop or pad, no resampling).
+        ratio, pad), ``"crop_or_pad"`` (centre crop or pad, no resampling) or
+        ``"random_crop_or_pad"`` (crop or pad at a random place, for augmentation: the
+        image fields of a record that have one size and one target size, such as an
+        image and its mask, are cut at the same place; reproducible with ``seed``).
+        Padding holds each codec's pad value (0; a mask's ignore index). The crop fits
+        add ``"<field>/offset"``: the window's top left corner in the original
+        (negative where padding comes first).
     :param image_method: the ``tf.image.ResizeMethod`` name, or a mapping of field name
         to method (default ``"bilinear"``, and ``"nearest"`` for fields of the ``mask``
         codec so class indices are never blended; give ``"nearest"`` for masks stored
@@ -112,6 +140,9 @@ def load_dataset(
     :param input_context: a ``tf.distribute.InputContext``: this input pipeline reads
         its share of the shards (of the records, when there are fewer shards than
         pipelines).
+    :param num_workers: with ``worker_index``, the same as ``input_context`` in plain
+        numbers (for jobs launched without ``tf.distribute``).
+    :param worker_index: this worker's index, 0 to ``num_workers - 1``.
     :param compression: for files without a manifest: ``"GZIP"``, ``"ZLIB"`` or None
         (guessed from the file suffix).
     :param prefetch: prefetch batches (``tf.data.AUTOTUNE``).
@@ -120,12 +151,13 @@ def load_dataset(
 
     if on_corrupt not in ("raise", "skip"):
         raise ValueError(f"on_corrupt must be 'raise' or 'skip', not {on_corrupt!r}")
-    if image_fit not in ("resize", "resize_with_pad", "crop_or_pad"):
-        raise ValueError(f"image_fit must be resize, resize_with_pad or crop_or_pad, not {image_fit!r}")
+    if image_fit not in IMAGE_FITS:
+        raise ValueError(f"image_fit must be one of {', '.join(IMAGE_FITS)}, not {image_fit!r}")
     if batch_size is not None and batch_size < 1:
         raise ValueError(f"batch_size must be at least 1, not {batch_size}")
     if block_length < 1:
         raise ValueError(f"block_length must be at least 1, not {block_length}")
+    share = worker_share(input_context, num_workers, worker_index)
     source = open_source(
         path,
         split,
@@ -138,12 +170,10 @@ def load_dataset(
     )
     shards = list(source.shards)
     record_shard: tuple[int, int] | None = None
-    if input_context is not None and input_context.num_input_pipelines > 1:
-        count, index = input_context.num_input_pipelines, input_context.input_pipeline_id
-        if len(shards) >= count:
-            shards = shards[index::count]
-        else:
-            record_shard = (count, index)
+    if share is not None:
+        mine, by_record = share.shards(shards)
+        shards = list(mine)
+        record_shard = (share.count, share.index) if by_record else None
     if report is None and on_corrupt == "skip":
         report = CorruptionReport()  # still logs each skip
     chunks = read_shards(
@@ -174,8 +204,16 @@ def load_dataset(
         batches = chunks.rebatch(batch_size, drop_remainder=drop_remainder)
     else:
         batches = chunks
-    parse = _decoder(source, pad, image_size, image_fit, image_method)
-    dataset = batches.map(parse, num_parallel_calls=tf.data.AUTOTUNE, deterministic=deterministic)
+    parse = _decoder(source, pad, image_size, image_fit, image_method, seed)
+    if image_fit == "random_crop_or_pad" and image_size is not None:
+        # Each batch's position keys its random draws: the same seed, the same windows.
+        dataset = batches.enumerate().map(
+            lambda position, serialized: parse(serialized, position),
+            num_parallel_calls=tf.data.AUTOTUNE,
+            deterministic=deterministic,
+        )
+    else:
+        dataset = batches.map(parse, num_parallel_calls=tf.data.AUTOTUNE, deterministic=deterministic)
     if batch_size is None:
         dataset = dataset.unbatch()
         densify = _record_densifier(source, dataset.element_spec)
@@ -218,7 +256,10 @@ def _decoder(
     image_size: Size | Mapping[str, Size] | None,
     image_fit: ImageFit,
     image_method: str | Mapping[str, str] | None,
-) -> Callable[[Any], dict[str, Any]]:
+    seed: int | None = None,
+) -> Callable[..., dict[str, Any]]:
+    """The function from a batch of serialized records (and, for the random crop, the
+    batch's position in the dataset) to the decoded, laid out batch."""
     names = [f.name for f in source.fields]
     sizes = _image_sizes(source.fields, image_size)
     padded = set(names) if pad is True else set() if pad is False else set(_known(pad, names, "pad"))
@@ -231,8 +272,11 @@ def _decoder(
     }
     methods = dict(image_method) if isinstance(image_method, Mapping) else {}
     _known(methods, list(sizes), "image_method")
+    pad_values = {f.name: _pad_value(f) for f in source.fields if f.name in sizes or f.name in padded}
+    # The random crop's draws: a stateless generator keyed by (seed, batch position).
+    crop_seed = seed if seed is not None else random.SystemRandom().randrange(1 << 31)
 
-    def decode(serialized: Any) -> dict[str, Any]:
+    def decode(serialized: Any, position: Any = None) -> dict[str, Any]:
         import tensorflow as tf
 
         parsed = parse(serialized)
@@ -246,6 +290,12 @@ def _decoder(
             for suffix in (PRESENT_SUFFIX, SHAPE_SUFFIX):  # SHAPE_SUFFIX: padded as decoded
                 if name + suffix in parsed:
                     out[name + suffix] = parsed[name + suffix]
+        uniforms = None
+        if image_fit == "random_crop_or_pad" and sizes:
+            key = tf.stack([tf.constant(crop_seed, tf.int64), tf.cast(position, tf.int64)])
+            # One pair of draws per record, shared by its fields: an image and its mask
+            # of one size get one window.
+            uniforms = tf.random.stateless_uniform(tf.stack([tf.shape(serialized)[0], 2]), seed=key)
         for field in source.fields:
             name = field.name
             if name in sizes:
@@ -254,13 +304,31 @@ def _decoder(
                     if field.spec.codec in INDEX_CODECS
                     else (image_method if isinstance(image_method, str) else "bilinear")
                 )
-                out[name + SHAPE_SUFFIX] = row_shapes(out[name])
-                out[name] = fit_images(out[name], sizes[name], image_fit, method)
+                shapes = row_shapes(out[name])
+                out[name + SHAPE_SUFFIX] = shapes
+                offsets = None
+                if image_fit in CROP_FITS:
+                    offsets = crop_offsets(shapes, sizes[name], image_fit, uniforms)
+                    out[name + OFFSET_SUFFIX] = offsets
+                out[name] = fit_images(
+                    out[name], sizes[name], image_fit, method, pad_value=pad_values[name], offsets=offsets
+                )
             elif name in padded and name + SHAPE_SUFFIX not in out:
-                pad_into(out, name, out[name])
+                pad_into(out, name, out[name], pad_values[name])
         return out
 
     return decode
+
+
+def _pad_value(field: BoundField) -> int | float:
+    """The field's codec's :meth:`~recordkit.Codec.pad_value`, checked to be a number."""
+    value = field.codec.pad_value()
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(
+            f"codec {field.codec.name!r} (field {field.name!r}): pad_value() must return an int or "
+            f"a float, not {value!r}"
+        )
+    return value
 
 
 def _known(names: Sequence[str] | Mapping[str, Any], fields: list[str], option: str) -> list[str]:

@@ -16,7 +16,8 @@ Checks made here, before any record is read:
   request its sha256 matches; a mismatch names the shard and, where the framing shows
   it, the offset of the first bad record.
 
-Also here: :class:`CorruptionReport`, what a read that skips corrupt records lost.
+Also here: :class:`CorruptionReport`, what a read that skips corrupt records lost, and
+:func:`worker_share`, the part of a split one worker of a multi-worker job reads.
 """
 
 from __future__ import annotations
@@ -25,10 +26,11 @@ import dataclasses
 import glob
 import hashlib
 import logging
+import operator
 import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from recordkit._manifest import MANIFEST_FILE, Manifest
 from recordkit._registry import CodecRegistry
@@ -49,12 +51,14 @@ __all__ = [
     "Shard",
     "SkippedRecords",
     "Source",
+    "WorkerShare",
     "bind_fields",
     "dataset_root",
     "expand_paths",
     "guess_compression",
     "locate_corruption",
     "open_source",
+    "worker_share",
 ]
 
 logger = logging.getLogger("recordkit")
@@ -162,6 +166,81 @@ class CorruptionReport:
 
     def __repr__(self) -> str:
         return f"CorruptionReport({self.skipped!r})"
+
+
+@dataclasses.dataclass(frozen=True)
+class WorkerShare:
+    """The part of a split that worker ``index`` of ``count`` reads.
+
+    With at least as many shards as workers, a worker reads every ``count``-th shard,
+    starting at its ``index`` (each shard is opened by one worker only); with fewer
+    shards, every worker reads every shard and keeps every ``count``-th record, starting
+    at its ``index`` (still every record exactly once across the workers). Both readers
+    split the same way, so a worker's share is the same records whichever reads it.
+    """
+
+    count: int
+    index: int
+
+    def shards(self, shards: Sequence[Shard]) -> tuple[tuple[Shard, ...], bool]:
+        """This worker's shards, and whether it must also keep only every ``count``-th
+        record of them (True when there are fewer shards than workers)."""
+        if len(shards) >= self.count:
+            return tuple(shards[self.index :: self.count]), False
+        return tuple(shards), True
+
+
+def worker_share(
+    input_context: Any = None, num_workers: int | None = None, worker_index: int | None = None
+) -> WorkerShare | None:
+    """The share of the split a reader's worker options ask for (None: the whole split).
+
+    ``input_context`` is anything with ``num_input_pipelines`` and ``input_pipeline_id``
+    (a ``tf.distribute.InputContext``); ``num_workers`` and ``worker_index`` say the same
+    in plain numbers. Give one form or the other; a bad value raises ``ValueError`` (or
+    ``TypeError``) naming the option.
+    """
+    if input_context is not None:
+        if num_workers is not None or worker_index is not None:
+            raise ValueError(
+                "give input_context or num_workers and worker_index, not both (input_context="
+                f"{input_context!r}, num_workers={num_workers!r}, worker_index={worker_index!r})"
+            )
+        missing = [a for a in ("num_input_pipelines", "input_pipeline_id") if not hasattr(input_context, a)]
+        if missing:
+            raise TypeError(
+                "input_context must have num_input_pipelines and input_pipeline_id (a "
+                f"tf.distribute.InputContext); {type(input_context).__name__} lacks {' and '.join(missing)}"
+            )
+        count = _whole(input_context.num_input_pipelines, "input_context.num_input_pipelines")
+        index = _whole(input_context.input_pipeline_id, "input_context.input_pipeline_id")
+        names = ("input_context.num_input_pipelines", "input_context.input_pipeline_id")
+    elif num_workers is None and worker_index is None:
+        return None
+    elif num_workers is None:
+        raise ValueError("worker_index needs num_workers too (how many workers share the split)")
+    elif worker_index is None:
+        raise ValueError("num_workers needs worker_index too (this worker's index, 0 to num_workers - 1)")
+    else:
+        count = _whole(num_workers, "num_workers")
+        index = _whole(worker_index, "worker_index")
+        names = ("num_workers", "worker_index")
+    if count < 1:
+        raise ValueError(f"{names[0]} must be at least 1, not {count}")
+    if not 0 <= index < count:
+        raise ValueError(f"{names[1]} must be in 0..{count - 1} ({names[0]} is {count}), not {index}")
+    return WorkerShare(count, index) if count > 1 else None
+
+
+def _whole(value: Any, name: str) -> int:
+    """``value`` as an int: Python and numpy integers pass, anything else (bool, float,
+    str) is a TypeError naming ``name``."""
+    if isinstance(value, bool):
+        raise TypeError(f"{name} must be an int, not {value!r}")
+    try:
+        return operator.index(value)
+    except TypeError:
+        raise TypeError(f"{name} must be an int, not {value!r}") from None
 
 
 def open_source(

@@ -112,10 +112,20 @@ def test_the_page_runs_as_written(page_examples: Any, in_tmp_path: Path) -> None
 
     printed = [b for b in blocks if b.language == "text" and b.adjacent]
     assert len(printed) == 5, "every step shows what it prints"
-    # The four simulated workers read disjoint parts that together are the whole split.
+    # The four simulated workers read disjoint parts that together are the whole split,
+    # with load_dataset and with iter_records; worker i gets the same records from both.
     ids = {scene["id"] for scene in scenes["train"]}
     assert sorted(seen["seen"]) == sorted(ids)
-    assert sum(seen["counts"]) == len(ids)
+    assert sorted(seen["numpy_ids"]) == sorted(ids)
+    assert seen["counts"] == [64] * 4
+    for worker in range(4):
+        part = slice(64 * worker, 64 * (worker + 1))
+        assert set(seen["numpy_ids"][part]) == set(seen["seen"][part]), worker
+        # by shard: worker i reads shards i and i + 4, in order (iter_records does not shuffle)
+        order = [scene["id"] for scene in scenes["train"]]
+        assert seen["numpy_ids"][part] == order[32 * worker : 32 * worker + 32] + order[
+            32 * (worker + 4) : 32 * (worker + 5)
+        ]
     # The last record shown is the second scene of the validation file.
     first = scenes["validation"][1]
     assert seen["record"]["id"] == first["id"]

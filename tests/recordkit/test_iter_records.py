@@ -195,3 +195,122 @@ def test_the_checks_on_read_apply_without_tensorflow_too(dataset: Path) -> None:
         next(rk.iter_records(dataset, fields=["caption", "objects"], registry=registry))
     assert (err.value.field, err.value.context.codec) == ("objects", "bbox")
     assert err.value.context.distribution == "recordkit"
+
+
+# -- a worker's share ---------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def many_shards(tmp_path_factory: pytest.TempPathFactory, records: list[dict[str, Any]]) -> Path:
+    path = tmp_path_factory.mktemp("iter-many") / "data"
+    write(path, records, shard_records=2)  # 5 shards: 2, 2, 2, 2 and 1 records
+    return path
+
+
+def captions(path: Path, **share: Any) -> list[str]:
+    return [r["caption"] for r in rk.iter_records(path, fields=["caption"], **share)]
+
+
+def caption(i: int) -> str:
+    return f"record {i} — ünïcode"
+
+
+@pytest.mark.parametrize(
+    ("fixture", "workers", "by_shard"),
+    [
+        ("many_shards", 2, True),  # 5 shards, 2 workers: shards 0, 2, 4 and 1, 3
+        ("many_shards", 5, True),  # one shard each
+        ("dataset", 2, True),  # 2 shards, 2 workers
+        ("dataset", 3, False),  # 2 shards, 3 workers: every 3rd record
+        ("many_shards", 7, False),  # 5 shards, 7 workers: every 7th record (some read none)
+    ],
+)
+def test_workers_read_disjoint_shares_that_cover_every_record_once(
+    request: pytest.FixtureRequest, fixture: str, workers: int, by_shard: bool
+) -> None:
+    path = request.getfixturevalue(fixture)
+    files = shards(path)
+    sizes = [len(list(rk.iter_records([f], schema=SCHEMA, fields=["label"]))) for f in files]
+    starts = [sum(sizes[:i]) for i in range(len(sizes))]
+    parts = [captions(path, num_workers=workers, worker_index=i) for i in range(workers)]
+    everything = [c for part in parts for c in part]
+    assert sorted(everything) == sorted(caption(i) for i in range(N)), "every record exactly once"
+    for index, part in enumerate(parts):
+        if by_shard:  # whole shards: every `workers`-th, from this worker's index
+            mine = [starts[s] + j for s in range(index, len(files), workers) for j in range(sizes[s])]
+        else:  # every `workers`-th record of the split
+            mine = list(range(index, N, workers))
+        assert part == [caption(i) for i in mine], (workers, index)
+
+
+def test_an_input_context_gives_the_same_share(many_shards: Path) -> None:
+    """Anything with num_input_pipelines and input_pipeline_id will do (no TensorFlow)."""
+
+    class Context:
+        def __init__(self, count: int, index: int) -> None:
+            self.num_input_pipelines, self.input_pipeline_id = count, index
+
+    for workers in (3, 7):
+        for index in range(workers):
+            assert captions(many_shards, input_context=Context(workers, index)) == captions(
+                many_shards, num_workers=workers, worker_index=index
+            )
+    # one worker reads everything
+    assert captions(many_shards, num_workers=1, worker_index=0) == [caption(i) for i in range(N)]
+
+
+@pytest.mark.parametrize(
+    ("share", "error", "message"),
+    [
+        ({"num_workers": 4}, ValueError, "num_workers needs worker_index"),
+        ({"worker_index": 1}, ValueError, "worker_index needs num_workers"),
+        ({"num_workers": 0, "worker_index": 0}, ValueError, "num_workers must be at least 1, not 0"),
+        ({"num_workers": 3, "worker_index": 3}, ValueError, r"worker_index must be in 0\.\.2 .*not 3"),
+        ({"num_workers": 3, "worker_index": -1}, ValueError, r"worker_index must be in 0\.\.2"),
+        ({"num_workers": 2.0, "worker_index": 0}, TypeError, "num_workers must be an int, not 2.0"),
+        ({"num_workers": 2, "worker_index": True}, TypeError, "worker_index must be an int, not True"),
+        ({"input_context": object()}, TypeError, "object lacks num_input_pipelines and input_pipeline_id"),
+        (
+            {"input_context": object(), "num_workers": 2, "worker_index": 0},
+            ValueError,
+            "give input_context or num_workers and worker_index, not both",
+        ),
+    ],
+)
+def test_bad_worker_options_are_clear_errors_at_the_call(
+    dataset: Path, share: dict[str, Any], error: type[Exception], message: str
+) -> None:
+    with pytest.raises(error, match=message):
+        rk.iter_records(dataset, **share)  # raised at the call, before iterating
+
+
+def test_a_worker_share_without_tensorflow(many_shards: Path, dataset: Path) -> None:
+    """In a process where tensorflow cannot be imported, the workers' shares (by shard and
+    by record, with numbers and with a context object) cover every record once."""
+    script = textwrap.dedent(
+        f"""
+        import sys, types
+        class NoTensorFlow:
+            def find_spec(self, name, path=None, target=None):
+                if name.split(".")[0] == "tensorflow":
+                    raise ImportError("tensorflow is blocked")
+        sys.meta_path.insert(0, NoTensorFlow())
+        import recordkit as rk
+        for path, workers in (({str(many_shards)!r}, 2), ({str(dataset)!r}, 4)):
+            def share(**options):
+                return [r["caption"] for r in rk.iter_records(path, fields=["caption"], **options)]
+            parts = [share(num_workers=workers, worker_index=i) for i in range(workers)]
+            context = types.SimpleNamespace(num_input_pipelines=workers, input_pipeline_id=1)
+            same = share(input_context=context)
+            flat = [c for part in parts for c in part]
+            print(len(flat), len(set(flat)), [len(p) for p in parts], same == parts[1])
+        print("tensorflow" in sys.modules)
+        """
+    )
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=False)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert out.stdout.splitlines() == [
+        f"{N} {N} [5, 4] True",  # shards 0, 2, 4 (2 + 2 + 1) and 1, 3
+        f"{N} {N} [3, 2, 2, 2] True",  # 2 shards, 4 workers: records 0, 4, 8 / 1, 5 / ...
+        "False",
+    ]

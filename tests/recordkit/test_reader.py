@@ -223,9 +223,10 @@ def test_images_brought_to_a_named_size(dataset: Path, records: list[dict[str, A
         assert batch["mask"].shape == (5, 4, 6)
         assert batch["mask"].dtype == tf.uint8
         assert batch["image/shape"].numpy().tolist() == [list(r["image"].shape) for r in records[:5]]
-        # masks are resized with nearest neighbour: only indices that exist (or 0, padding)
+        # masks are resized with nearest neighbour: only indices that exist (or the
+        # ignore index 255, the masks' padding)
         for i, record in enumerate(records[:5]):
-            assert set(np.unique(batch["mask"][i].numpy())) <= {0, *np.unique(record["mask"])}
+            assert set(np.unique(batch["mask"][i].numpy())) <= {255, *np.unique(record["mask"])}
     # crop_or_pad does not resample: the centre crop (or zero padding) of the original
     batch = next(iter(rk.load_dataset(dataset, fields=["image"], image_size=(3, 3), image_fit="crop_or_pad")))
     want = tf.image.resize_with_crop_or_pad(records[0]["image"], 3, 3).numpy()
@@ -249,6 +250,25 @@ def test_input_context_splits_the_shards_or_the_records(dataset: Path) -> None:
         everything = [c for part in parts for c in part]
         assert sorted(everything) == sorted(f"record {i} — ünïcode" for i in range(N))
         assert all(parts)
+
+
+def test_a_workers_share_is_the_same_through_every_form_and_both_readers(dataset: Path) -> None:
+    """num_workers/worker_index and an input_context give one share, and iter_records
+    (without TensorFlow) reads the same records as load_dataset, in the same order."""
+    for workers in (2, 4):  # 3 shards: by shard for 2, by record for 4
+        for index in range(workers):
+            context = tf.distribute.InputContext(num_input_pipelines=workers, input_pipeline_id=index)
+            by_context = rk.load_dataset(dataset, fields=["caption"], input_context=context)
+            by_numbers = rk.load_dataset(dataset, fields=["caption"], num_workers=workers, worker_index=index)
+            want = [r["caption"].numpy().decode() for r in by_context]
+            assert [r["caption"].numpy().decode() for r in by_numbers] == want
+            assert by_numbers.cardinality().numpy() == len(want)
+            numpy = rk.iter_records(dataset, fields=["caption"], num_workers=workers, worker_index=index)
+            assert [r["caption"] for r in numpy] == want, (workers, index)
+    with pytest.raises(ValueError, match=r"worker_index must be in 0\.\.1"):
+        rk.load_dataset(dataset, num_workers=2, worker_index=2)
+    with pytest.raises(ValueError, match="not both"):
+        rk.load_dataset(dataset, input_context=context, num_workers=2, worker_index=0)
 
 
 def test_a_reader_schema_is_checked_against_the_stored_one(dataset: Path) -> None:

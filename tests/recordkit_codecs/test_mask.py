@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 from _codec_io import (
     assert_stored_near_payload,
+    bind,
     field_error,
     field_round_trip,
     read_numpy,
@@ -270,6 +271,33 @@ def test_conformance(tmp_path: Path) -> None:
     )
 
 
+@pytest.mark.parametrize(("ignore_index", "pad"), [(255, 255), (7, 7), (None, 0)])
+def test_masks_pad_with_their_ignore_index(ignore_index: int | None, pad: int) -> None:
+    """pad_value is the ignore index (0 without one); decode_tf_padded pads with it as it
+    decodes, giving what the ragged batch's to_tensor(default_value=pad) gives."""
+    import tensorflow as tf
+
+    codec = MaskCodec({"ignore_index": ignore_index})
+    assert codec.pad_value() == pad
+    masks = [voc_mask(3, 5, 1) % 7, voc_mask(4, 2, 2) % 7]  # no 255, nor 7 as the pad
+    encoder = rk.RecordEncoder(bind(**{FIELD: {"codec": "mask", "options": {"ignore_index": ignore_index}}}))
+    serialized = tf.constant([encoder.encode({FIELD: m}) for m in masks])
+    spec = {
+        FIELD: tf.io.FixedLenFeature([], tf.string),
+        f"{FIELD}/height": tf.io.FixedLenFeature([], tf.int64),
+        f"{FIELD}/width": tf.io.FixedLenFeature([], tf.int64),
+    }
+    parsed = tf.io.parse_example(serialized, spec)
+    wire = {"": parsed[FIELD], "height": parsed[f"{FIELD}/height"], "width": parsed[f"{FIELD}/width"]}
+    padded, shapes = codec.decode_tf_padded(wire)  # type: ignore[misc]
+    assert shapes.numpy().tolist() == [[3, 5], [4, 2]]
+    want = codec.decode_tf(wire).to_tensor(default_value=pad).numpy()
+    np.testing.assert_array_equal(padded.numpy(), want)
+    assert (want[0, 3:] == pad).all()
+    assert (want[1, :, 2:] == pad).all()
+    np.testing.assert_array_equal(want[1, :4, :2], masks[1])
+
+
 # -- docs --------------------------------------------------------------------------------------
 
 
@@ -280,5 +308,5 @@ def test_docs_page_examples_run(
     snippets run after it, on its results)."""
     namespace = run_doc_example_first("mask.md", tmp_path, monkeypatch)
     printed = capsys.readouterr().out
-    assert printed.splitlines() == ["(2, None, None)", "(2, 6, 8)"]
+    assert printed.splitlines() == ["(2, None, None)", "(2, 6, 8)", "(2, 6, 8) [[6, 8], [5, 4]]"]
     assert namespace["padded"].dtype.name == "uint8"
