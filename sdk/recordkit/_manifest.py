@@ -147,15 +147,17 @@ class Manifest(_Model):
             )
             raise ManifestError(f"invalid manifest: {problems}", file=str(path)) from None
 
-    def save(self, root: str | Path) -> None:
-        """Write atomically: a temp file in the same folder, fsynced, then renamed."""
+    def save(self, root: str | Path, *, durable: bool = True) -> None:
+        """Write atomically: a temp file in the same folder, fsynced (when ``durable``),
+        then renamed."""
         root = Path(root)
         fd, tmp = tempfile.mkstemp(prefix=".dataset.", suffix=".json.tmp", dir=root)
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as out:
                 out.write(self.to_json())
                 out.flush()
-                os.fsync(out.fileno())
+                if durable:
+                    os.fsync(out.fileno())
             os.replace(tmp, root / MANIFEST_FILE)
         except BaseException:
             Path(tmp).unlink(missing_ok=True)

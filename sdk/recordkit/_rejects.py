@@ -36,11 +36,12 @@ def error_entries(error: RecordkitError) -> list[dict[str, Any]]:
 class RejectsFile:
     """Appends rejected records to ``rejects-<split>.jsonl``; created on the first reject."""
 
-    def __init__(self, root: Path, split: str, *, keep: int) -> None:
+    def __init__(self, root: Path, split: str, *, keep: int, durable: bool = True) -> None:
         """Open for appending after the first ``keep`` lines (later lines are dropped:
         they belong to shards that were never completed)."""
         self.name = rejects_file_name(split)
         self.path = root / self.name
+        self._durable = durable
         self._file: Any = None
         if self.path.exists():
             _truncate_lines(self.path, keep)
@@ -60,10 +61,12 @@ class RejectsFile:
         self._file.write(json.dumps(entry, ensure_ascii=False, default=str) + "\n")
 
     def sync(self) -> None:
-        """Flush to disk, so that a manifest written next never counts lines not there."""
+        """Flush (to disk, when durable), so that a manifest written next never counts
+        lines not there."""
         if self._file is not None:
             self._file.flush()
-            os.fsync(self._file.fileno())
+            if self._durable:
+                os.fsync(self._file.fileno())
 
     def close(self) -> None:
         if self._file is not None:

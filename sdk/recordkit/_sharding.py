@@ -121,8 +121,12 @@ class ShardLimits:
 class ShardFile:
     """One shard being written: framed records in, a complete file and its ShardInfo out."""
 
-    def __init__(self, root: Path, split: str, index: int, compression: Compression) -> None:
+    def __init__(
+        self, root: Path, split: str, index: int, compression: Compression, *, durable: bool = True
+    ) -> None:
         self.name = shard_name(split, index, compression)
+        #: fsync the file before renaming it (see ``DatasetWriter(durable=...)``).
+        self.durable = durable
         self.final_path = root / self.name
         self.temp_path = root / f".{self.name}.tmp"
         self.records = 0
@@ -187,14 +191,15 @@ class ShardFile:
             self._in_flight.popleft().result()
 
     def commit(self) -> ShardInfo:
-        """Finish the file, fsync it and rename it to its final name."""
+        """Finish the file, fsync it (when durable) and rename it to its final name."""
         self._flush_pending()
         self._wait_for_io()
         self._io.shutdown()
         if self._compressor is not None:
             self._store(self._compressor.flush())
         self._file.flush()
-        os.fsync(self._file.fileno())
+        if self.durable:
+            os.fsync(self._file.fileno())
         self._file.close()
         os.replace(self.temp_path, self.final_path)
         return ShardInfo(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -582,3 +583,34 @@ def test_write_dataset_takes_every_option_of_the_writer_with_the_same_default() 
     writer_options = keyword_options(rk.DatasetWriter.__init__)
     writer_options.pop("_total")  # internal: write_dataset passes the length of a Sized input
     assert keyword_options(rk.write_dataset) == writer_options
+
+
+@pytest.mark.parametrize("durable", [True, False])
+def test_durable_fsyncs_shards_folder_rejects_and_manifest(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, durable: bool
+) -> None:
+    synced: list[str] = []
+    real_fsync = os.fsync
+
+    def recording_fsync(fd: int) -> None:
+        target = os.readlink(f"/proc/self/fd/{fd}")
+        synced.append(Path(target).name if Path(target) != tmp_path / "out" else "(folder)")
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", recording_fsync)
+    records = [*make_records(30), {"id": "not an int", "payload": "x"}]
+    options = {"shard_records": 10, "on_error": "skip", "progress": False}
+    rk.write_dataset(records, SCHEMA, tmp_path / "out", durable=durable, **options)
+    if not durable:
+        assert synced == []
+    else:
+        shards = [name for name in synced if name.endswith(".tfrecord.tmp")]
+        assert shards == [f".train-0000{i}.tfrecord.tmp" for i in range(3)]  # each before its rename
+        assert "(folder)" in synced  # the renames, before a manifest lists them
+        assert any(name.startswith(".dataset.") for name in synced)  # every manifest save
+        assert "rejects-train.jsonl" in synced
+    monkeypatch.setattr(os, "fsync", real_fsync)
+    # The same files either way: only when they reach the disk differs.
+    rk.write_dataset(records, SCHEMA, tmp_path / "other", durable=not durable, **options)
+    for name in ("train-00000.tfrecord", "train-00002.tfrecord", "rejects-train.jsonl"):
+        assert (tmp_path / "out" / name).read_bytes() == (tmp_path / "other" / name).read_bytes()
