@@ -81,9 +81,13 @@ def stream_schema() -> rk.Schema:
     )
 
 
-def write(records: Iterable[Any], schema: rk.Schema, out_dir: Path, *, workers: int = 1) -> list[Path]:
+def write(
+    records: Iterable[Any], schema: rk.Schema, out_dir: Path, *, workers: int = 1, durable: bool = True
+) -> list[Path]:
     """Write ``records`` as a recordkit dataset under ``out_dir``; the data files written."""
-    rk.write_dataset(records, schema, out_dir, split="train", workers=workers, progress=False)
+    rk.write_dataset(
+        records, schema, out_dir, split="train", workers=workers, progress=False, durable=durable
+    )
     return data_files(out_dir)
 
 

@@ -61,6 +61,19 @@ def _tfds_or_reason() -> tuple[Any, str]:
     return _tfds, ""
 
 
+#: The contender that writes like the hand-written code: one process, no fsync.
+NOT_DURABLE = "recordkit (durable=False)"
+
+
+def _recordkit_variants(size: Size) -> list[tuple[str, int, bool]]:
+    """recordkit's contenders: (name, worker processes, durable). The default (durable,
+    one process), the same without fsync (what TFRecordWriter guarantees), and the
+    default with each larger number of workers."""
+    variants = [("recordkit", 1, True), (NOT_DURABLE, 1, False)]
+    variants += [(f"recordkit ({w} workers)", w, True) for w in size.workers if w > 1]
+    return variants
+
+
 def write_cases(size: Size) -> tuple[dict[str, int], list[WriteCase], dict[str, Any]]:
     """The workloads' record counts, the cases, and the in-memory workloads by name."""
     mixed = _data.mixed_records(size.mixed_records)
@@ -73,13 +86,12 @@ def write_cases(size: Size) -> tuple[dict[str, int], list[WriteCase], dict[str, 
     missing = _recordkit.missing_codecs(_recordkit.MIXED_FIELDS.values())
     rk_skip = f"codecs not installed: {', '.join(missing)}" if missing else ""
     mixed_schema = _recordkit.mixed_schema() if not missing else None
-    for workers in size.workers:
-        name = "recordkit" if workers == 1 else f"recordkit ({workers} workers)"
+    for name, workers, durable in _recordkit_variants(size):
 
-        def rk_mixed(out: Path, workers: int = workers) -> list[Path]:
+        def rk_mixed(out: Path, workers: int = workers, durable: bool = durable) -> list[Path]:
             assert mixed_schema is not None
             records = (_recordkit.mixed_record(r) for r in mixed)
-            return _recordkit.write(records, mixed_schema, out, workers=workers)
+            return _recordkit.write(records, mixed_schema, out, workers=workers, durable=durable)
 
         cases.append(WriteCase("mixed", name, None if rk_skip else rk_mixed, rk_skip))
     cases.append(WriteCase("mixed", "hand-written", lambda out: _handwritten.write_mixed(mixed, out)))
@@ -93,13 +105,14 @@ def write_cases(size: Size) -> tuple[dict[str, int], list[WriteCase], dict[str, 
     for fmt in ("jpeg", "png"):
         workload = f"raw-{fmt}"
         schema = _recordkit.raw_schema(fmt) if not raw_missing else None
-        for workers in size.workers:
-            name = "recordkit" if workers == 1 else f"recordkit ({workers} workers)"
+        for name, workers, durable in _recordkit_variants(size):
             skip = f"codecs not installed: {', '.join(raw_missing)}" if raw_missing else ""
 
-            def rk_raw(out: Path, workers: int = workers, schema: Any = schema) -> list[Path]:
+            def rk_raw(
+                out: Path, workers: int = workers, schema: Any = schema, durable: bool = durable
+            ) -> list[Path]:
                 records = ({"image": image, "label": label} for image, label in raw)
-                return _recordkit.write(records, schema, out, workers=workers)
+                return _recordkit.write(records, schema, out, workers=workers, durable=durable)
 
             cases.append(WriteCase(workload, name, None if skip else rk_raw, skip))
 
