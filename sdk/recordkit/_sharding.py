@@ -7,18 +7,24 @@ holds a complete shard; a temporary name is debris of a write that stopped, remo
 the next write to the split.
 
 Hashing, compressing and writing happen on one background thread per shard, in chunks
-of about a megabyte: all three release the GIL, so they overlap with the encoding of
-the next records instead of adding to it.
+of a few megabytes: all three release the GIL, so they overlap with the encoding of
+the next records instead of adding to it. A durable shard also asks the kernel to start
+writing each chunk to disk at once (Linux's ``sync_file_range``), so the fsync that
+completes the shard finds little left to wait for.
 """
 
 from __future__ import annotations
 
 import collections
+import ctypes
 import dataclasses
+import functools
 import hashlib
 import os
 import re
+import sys
 import zlib
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -82,6 +88,34 @@ def shard_pattern(split: str) -> re.Pattern[str]:
 def temp_pattern(split: str) -> re.Pattern[str]:
     """Matches the temporary names of ``split``'s shards."""
     return re.compile(rf"^\.{re.escape(split)}-\d{{{_DIGITS},}}\.tfrecord(?:\.gz|\.zz)?\.tmp$")
+
+
+#: ``sync_file_range`` flag: start writing the range's dirty pages, do not wait.
+_SYNC_FILE_RANGE_WRITE = 2
+
+
+@functools.cache
+def _sync_file_range() -> Callable[[int, int, int, int], int] | None:
+    """libc's ``sync_file_range(fd, offset, nbytes, flags)`` where there is one (Linux);
+    None elsewhere. Called through ctypes, which releases the GIL for the call."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        function = ctypes.CDLL(None, use_errno=True).sync_file_range
+    except (OSError, AttributeError):
+        return None
+    function.argtypes = [ctypes.c_int, ctypes.c_int64, ctypes.c_int64, ctypes.c_uint]
+    function.restype = ctypes.c_int
+    return function
+
+
+def start_writeback(fd: int, offset: int, size: int) -> None:
+    """Ask the kernel to start writing ``size`` bytes at ``offset`` of ``fd`` to disk
+    now, without waiting: a hint that makes a later fsync shorter (ignored where it is
+    not available, or fails)."""
+    function = _sync_file_range()
+    if function is not None:
+        function(fd, offset, size, _SYNC_FILE_RANGE_WRITE)
 
 
 def fsync_dir(path: Path) -> None:
@@ -183,6 +217,9 @@ class ShardFile:
         if data:
             self._hash.update(data)
             self._file.write(data)
+            if self.durable:  # it must reach the disk anyway: start now, fsync waits less
+                self._file.flush()
+                start_writeback(self._file.fileno(), self._stored_bytes, len(data))
             self._stored_bytes += len(data)
 
     def _wait_for_io(self) -> None:

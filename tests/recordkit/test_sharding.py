@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import gzip
 import hashlib
+import random
+import sys
 import zlib
 from pathlib import Path
 
@@ -141,3 +143,39 @@ def test_the_default_shard_size_suits_tfrecord_readers() -> None:
     assert 10 * 2**20 <= DEFAULT_SHARD_BYTES <= 512 * 2**20
     for function in (rk.write_dataset, rk.DatasetWriter.__init__):
         assert inspect.signature(function).parameters["shard_bytes"].default == DEFAULT_SHARD_BYTES
+
+
+@pytest.mark.parametrize("durable", [True, False])
+def test_a_durable_shard_starts_writeback_of_every_chunk(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, durable: bool
+) -> None:
+    calls: list[tuple[int, int]] = []
+    monkeypatch.setattr("recordkit._sharding._CHUNK_BYTES", 256 << 10)
+    monkeypatch.setattr(
+        "recordkit._sharding.start_writeback", lambda fd, offset, size: calls.append((offset, size))
+    )
+    shard = ShardFile(tmp_path, "train", 0, Compression.GZIP, durable=durable)
+    records = [random.Random(i).randbytes(70_000) for i in range(40)]  # ~2.8 MB, incompressible
+    for record in records:
+        shard.add(frame_record(record))
+    info = shard.commit()
+    assert [d for _, d in iter_tfrecords(tmp_path / info.file, Compression.GZIP)] == records
+    if not durable:
+        assert calls == []
+        return
+    # The chunks as stored (compressed), one after another, covering the whole file.
+    assert len(calls) > 2
+    assert [offset for offset, _ in calls] == [sum(size for _, size in calls[:i]) for i in range(len(calls))]
+    assert sum(size for _, size in calls) == info.bytes
+
+
+def test_writeback_is_a_hint_that_may_be_missing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from recordkit import _sharding
+
+    assert _sharding._sync_file_range() is not None or not sys.platform.startswith("linux")
+    monkeypatch.setattr(_sharding, "_sync_file_range", lambda: None)
+    shard = ShardFile(tmp_path, "train", 0, Compression.NONE)
+    shard.add(frame_record(b"x" * 100))
+    info = shard.commit()
+    assert info.records == 1
+    _sharding.start_writeback(0, 0, 0)  # nothing to call: no error
