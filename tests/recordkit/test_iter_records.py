@@ -42,6 +42,27 @@ def broken_copy(dataset: Path, tmp_path: Path) -> tuple[Path, Path]:
     return copy, shards(copy)[0]
 
 
+def run_without_tensorflow(script: str) -> str:
+    """Run ``script`` (with ``sys`` and recordkit as ``rk`` imported) in a fresh process
+    where importing tensorflow fails; what it prints."""
+    blocker = textwrap.dedent(
+        """
+        import sys
+        class NoTensorFlow:
+            def find_spec(self, name, path=None, target=None):
+                if name.split(".")[0] == "tensorflow":
+                    raise ImportError("tensorflow is blocked")
+        sys.meta_path.insert(0, NoTensorFlow())
+        import recordkit as rk
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", blocker + textwrap.dedent(script)], capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done.stdout
+
+
 def test_every_record_reads_back_equal(dataset: Path, records: list[dict[str, Any]]) -> None:
     got = list(rk.iter_records(dataset))
     assert len(got) == N
@@ -64,15 +85,8 @@ def test_reading_needs_no_tensorflow(dataset: Path, records: list[dict[str, Any]
     data = bytearray(shard.read_bytes())
     data[offset + 40] ^= 0x10
     shard.write_bytes(bytes(data))
-    script = textwrap.dedent(
+    out = run_without_tensorflow(
         f"""
-        import sys
-        class NoTensorFlow:
-            def find_spec(self, name, path=None, target=None):
-                if name.split(".")[0] == "tensorflow":
-                    raise ImportError("tensorflow is blocked")
-        sys.meta_path.insert(0, NoTensorFlow())
-        import recordkit as rk
         rows = list(rk.iter_records({str(dataset)!r}))
         print(len(rows), rows[0]["image"].shape[2], rows[-1]["caption"])
         try:
@@ -82,9 +96,7 @@ def test_reading_needs_no_tensorflow(dataset: Path, records: list[dict[str, Any]
         print("tensorflow" in sys.modules, "google_crc32c" in sys.modules)
         """
     )
-    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=False)
-    assert out.returncode == 0, out.stderr[-3000:]
-    assert out.stdout.splitlines() == [
+    assert out.splitlines() == [
         f"{N} 3 {records[-1]['caption']}",
         f"{shard.name} {offset} True",
         "False True",
@@ -287,15 +299,9 @@ def test_bad_worker_options_are_clear_errors_at_the_call(
 def test_a_worker_share_without_tensorflow(many_shards: Path, dataset: Path) -> None:
     """In a process where tensorflow cannot be imported, the workers' shares (by shard and
     by record, with numbers and with a context object) cover every record once."""
-    script = textwrap.dedent(
+    out = run_without_tensorflow(
         f"""
-        import sys, types
-        class NoTensorFlow:
-            def find_spec(self, name, path=None, target=None):
-                if name.split(".")[0] == "tensorflow":
-                    raise ImportError("tensorflow is blocked")
-        sys.meta_path.insert(0, NoTensorFlow())
-        import recordkit as rk
+        import types
         for path, workers in (({str(many_shards)!r}, 2), ({str(dataset)!r}, 4)):
             def share(**options):
                 return [r["caption"] for r in rk.iter_records(path, fields=["caption"], **options)]
@@ -307,9 +313,7 @@ def test_a_worker_share_without_tensorflow(many_shards: Path, dataset: Path) -> 
         print("tensorflow" in sys.modules)
         """
     )
-    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=False)
-    assert out.returncode == 0, out.stderr[-3000:]
-    assert out.stdout.splitlines() == [
+    assert out.splitlines() == [
         f"{N} {N} [5, 4] True",  # shards 0, 2, 4 (2 + 2 + 1) and 1, 3
         f"{N} {N} [3, 2, 2, 2] True",  # 2 shards, 4 workers: records 0, 4, 8 / 1, 5 / ...
         "False",
