@@ -103,6 +103,7 @@ class ImageCodec(rk.Codec[ImageOptions]):
     version = "1"
     options_model = ImageOptions
     summary = "an image stored as encoded PNG/JPEG bytes with height, width, channels"
+    raster = "pixels"
 
     # -- wire ------------------------------------------------------------------------
 

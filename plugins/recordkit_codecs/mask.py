@@ -65,6 +65,7 @@ class MaskCodec(rk.Codec[MaskOptions]):
     version = "1"
     options_model = MaskOptions
     summary = "a segmentation mask of class indices, stored as a lossless PNG"
+    raster = "indices"  # resized nearest-neighbour only
 
     def wire_spec(self) -> rk.WireSpec:
         return rk.WireSpec(

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import abc
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar, cast
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, TypeVar, cast
 
 import pydantic
 
@@ -61,6 +61,12 @@ class Codec(abc.ABC, Generic[OptionsT]):
     #: in one canonical order). They are left out of the wire layout and the fingerprint,
     #: and a reader's schema may set them otherwise than the writer's did.
     decode_options: ClassVar[frozenset[str]] = frozenset()
+    #: Whether decoded values are pictures that readers may resize, crop and pad
+    #: (``load_dataset(image_size=...)`` applies to such fields unless it names fields):
+    #: ``"pixels"`` (an image ``[H, W, C]``, resized with interpolation), ``"indices"``
+    #: (a map of class indices ``[H, W]`` or ``[H, W, 1]``, only ever resized with
+    #: nearest neighbour, so that no index is blended into another), or None.
+    raster: ClassVar[Literal["pixels", "indices"] | None] = None
 
     def __init__(self, options: OptionsT | Mapping[str, Any] | None = None) -> None:
         self.options: OptionsT = self.parse_options(options)

@@ -51,11 +51,6 @@ __all__ = ["DEFAULT_BLOCK_LENGTH", "IMAGE_FITS", "OFFSET_SUFFIX", "SHAPE_SUFFIX"
 #: read in blocks (one tf.data element per block, not per record), which keeps the
 #: per-element cost of interleaving off the hot path; a shuffle buffer mixes the blocks.
 DEFAULT_BLOCK_LENGTH = 64
-#: Codecs whose decoded values are images ``[H, W, C]`` or masks ``[H, W]``: the
-#: fields that ``image_size`` applies to unless it names fields.
-IMAGE_CODECS = frozenset({"image", "mask"})
-#: Codecs whose values are class indices: resized with nearest neighbour, never blended.
-INDEX_CODECS = frozenset({"mask"})
 #: The values of ``image_fit``.
 IMAGE_FITS = ("resize", "resize_with_pad", "crop_or_pad", "random_crop_or_pad")
 
@@ -117,8 +112,9 @@ def load_dataset(
         or the names of the fields to pad. Padding is each codec's
         :meth:`~recordkit.Codec.pad_value`: zeros (empty strings), and the ignore index
         for ``mask`` fields.
-    :param image_size: ``(height, width)`` that image and mask fields are brought to
-        (by ``image_fit``), so they batch densely; or a mapping of field name to size.
+    :param image_size: ``(height, width)`` that picture fields (those whose codec
+        declares a ``raster``: image, mask, and plugins' alike) are brought to (by
+        ``image_fit``), so they batch densely; or a mapping of field name to size.
         ``"<field>/shape"`` then holds each image's original shape.
     :param image_fit: ``"resize"`` (stretch), ``"resize_with_pad"`` (keep the aspect
         ratio, pad), ``"crop_or_pad"`` (centre crop or pad, no resampling) or
@@ -129,9 +125,10 @@ def load_dataset(
         add ``"<field>/offset"``: the window's top left corner in the original
         (negative where padding comes first).
     :param image_method: the ``tf.image.ResizeMethod`` name, or a mapping of field name
-        to method (default ``"bilinear"``, and ``"nearest"`` for fields of the ``mask``
-        codec so class indices are never blended; give ``"nearest"`` for masks stored
-        otherwise). Resized images keep their dtype (uint8 stays uint8, rounded).
+        to method (default ``"bilinear"``, and ``"nearest"`` for fields whose codec
+        declares ``raster = "indices"``, such as ``mask``, so class indices are never
+        blended; give ``"nearest"`` for masks stored otherwise). Resized images keep
+        their dtype (uint8 stays uint8, rounded).
     :param on_corrupt: ``"raise"``: a corrupt or truncated shard stops the read with an
         error naming the shard and the offset of the bad record; ``"skip"``: the rest of
         that shard is skipped, logged, and added to ``report``.
@@ -301,7 +298,7 @@ def _decoder(
             if name in sizes:
                 method = methods.get(name) or (
                     "nearest"
-                    if field.spec.codec in INDEX_CODECS
+                    if field.codec.raster == "indices"
                     else (image_method if isinstance(image_method, str) else "bilinear")
                 )
                 shapes = row_shapes(out[name])
@@ -347,7 +344,7 @@ def _image_sizes(
     if isinstance(image_size, Mapping):
         chosen = {name: image_size[name] for name in _known(image_size, names, "image_size")}
     else:
-        chosen = {f.name: image_size for f in fields if f.spec.codec in IMAGE_CODECS and not f.spec.sequence}
+        chosen = {f.name: image_size for f in fields if f.codec.raster and not f.spec.sequence}
     for name, size in chosen.items():
         if len(size) != 2 or any(int(d) < 1 for d in size):
             raise ValueError(

@@ -271,3 +271,34 @@ def test_resize_with_pad_pads_masks_with_the_ignore_index_and_resizes_them_with_
 def test_a_bad_image_fit_names_the_choices(dataset: Path) -> None:
     with pytest.raises(ValueError, match="random_crop_or_pad, not 'random'"):
         rk.load_dataset(dataset, image_size=CROP, image_fit="random")  # type: ignore[arg-type]
+
+
+def test_a_plugin_codec_declares_what_readers_fit_and_how(tmp_path: Path) -> None:
+    from recordkit_codecs.mask import MaskCodec
+
+    class LabelMap(MaskCodec):
+        """A third party's map of class indices: the same rules as masks, by declaration."""
+
+        name = "label-map"
+        raster = "indices"
+
+    assert (rk.Codec.raster, TensorCodec.raster) == (None, None)
+    registry = rk.load_plugins().registry
+    registry.register(LabelMap)
+    schema = rk.Schema(
+        name="maps",
+        fields={
+            "map": rk.FieldSpec(codec="label-map", options={"ignore_index": None}),
+            "values": rk.FieldSpec(codec="tensor", options={"dtype": "uint8", "shape": [None]}),
+        },
+    )
+    rng = np.random.default_rng(5)
+    maps = [rng.integers(0, 9, size, dtype=np.uint8) for size in [(5, 7), (9, 4), (6, 6)]]
+    records = [{"map": m, "values": np.arange(i + 1, dtype=np.uint8)} for i, m in enumerate(maps)]
+    rk.write_dataset(records, schema, tmp_path, progress=False, registry=registry)
+    ds = rk.load_dataset(tmp_path, batch_size=3, image_size=(8, 8), image_method="bicubic", registry=registry)
+    batch = next(iter(ds))
+    assert set(batch) == {"map", "map/shape", "values"}  # image_size: the raster field only
+    for i, original in enumerate(maps):  # nearest neighbour, whatever is named for images
+        want = tf.image.resize(original[..., None], (8, 8), method="nearest").numpy()[..., 0]
+        np.testing.assert_array_equal(np.reshape(batch["map"][i].numpy(), (8, 8)), want)
