@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import copy
 import mmap
+import os
 import struct
 import zlib
 from collections.abc import Iterator, Sequence
@@ -57,7 +58,7 @@ def iter_records(
     split: str = "train",
     fields: str | Sequence[str] | None = None,
     *,
-    schema: Schema | None = None,
+    schema: Schema | str | os.PathLike[str] | None = None,
     registry: CodecRegistry | None = None,
     verify: bool = True,
     on_corrupt: OnCorrupt = "raise",

@@ -27,8 +27,10 @@ TensorFlow is imported only when a parser is built or run.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Collection, Sequence
-from typing import Any
+from pathlib import Path
+from typing import Any, TypeAlias
 
 from recordkit._layout import SHAPE_SUFFIX
 from recordkit._schema import BoundField, BoundSchema, Schema
@@ -85,8 +87,16 @@ def field_plan(field: BoundField) -> FieldPlan:
     }
 
 
-def _bound(schema: Schema | BoundSchema) -> BoundSchema:
-    return schema.bind() if isinstance(schema, Schema) else schema
+#: What the parser functions take: a schema, bound or not, or the path of a schema file.
+SchemaLike: TypeAlias = Schema | BoundSchema | str | os.PathLike[str]
+
+
+def _bound(schema: SchemaLike) -> BoundSchema:
+    if isinstance(schema, BoundSchema):
+        return schema
+    if not isinstance(schema, Schema):
+        schema = Schema.load(Path(schema))
+    return schema.bind()
 
 
 def _names(fields: str | Sequence[str] | None) -> list[str] | None:
@@ -95,7 +105,7 @@ def _names(fields: str | Sequence[str] | None) -> list[str] | None:
     return [fields] if isinstance(fields, str) else list(fields)
 
 
-def feature_spec(schema: Schema | BoundSchema, fields: str | Sequence[str] | None = None) -> dict[str, Any]:
+def feature_spec(schema: SchemaLike, fields: str | Sequence[str] | None = None) -> dict[str, Any]:
     """The ``tf.io.parse_example`` spec of ``fields`` (all when None).
 
     Only the Example keys of the named fields are in it, so ``tf.io.parse_example``
@@ -106,7 +116,7 @@ def feature_spec(schema: Schema | BoundSchema, fields: str | Sequence[str] | Non
 
 
 def make_parser(
-    schema: Schema | BoundSchema, fields: str | Sequence[str] | None = None
+    schema: SchemaLike, fields: str | Sequence[str] | None = None
 ) -> Callable[[Any], dict[str, Any]]:
     """A function from a batch of serialized Examples (a ``[B]`` string tensor) to a
     dict of decoded fields, parsing and decoding only ``fields`` (all when None).

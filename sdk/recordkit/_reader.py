@@ -23,6 +23,7 @@ TensorFlow is imported when :func:`load_dataset` is called.
 
 from __future__ import annotations
 
+import os
 import random
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -61,7 +62,7 @@ def load_dataset(
     fields: str | Sequence[str] | None = None,
     batch_size: int | None = None,
     *,
-    schema: Schema | None = None,
+    schema: Schema | str | os.PathLike[str] | None = None,
     registry: CodecRegistry | None = None,
     shuffle_files: bool = False,
     seed: int | None = None,
@@ -93,8 +94,9 @@ def load_dataset(
         are not even parsed.
     :param batch_size: records per batch; None yields single records (still parsed in
         batches of ``block_length`` inside the pipeline).
-    :param schema: the reader's schema: checked against the stored one with the
-        compatibility rules, and used to decode (default: the stored schema).
+    :param schema: the reader's schema (a Schema, or the path of a schema file): checked
+        against the stored one with the compatibility rules, and used to decode (default:
+        the stored schema).
     :param registry: the codec registry (default: the installed plugins).
     :param shuffle_files: read the shards in a random order (reshuffled every epoch;
         reproducible with ``seed``).

@@ -27,6 +27,7 @@ import glob
 import hashlib
 import logging
 import operator
+import os
 import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -248,7 +249,7 @@ def open_source(
     split: str = "train",
     fields: str | Sequence[str] | None = None,
     *,
-    schema: Schema | None = None,
+    schema: Schema | str | os.PathLike[str] | None = None,
     registry: CodecRegistry | None = None,
     compression: str | None = None,
     check_sizes: bool = True,
@@ -256,6 +257,8 @@ def open_source(
 ) -> Source:
     """Resolve ``path`` (see the module docs) into a :class:`Source`.
 
+    :param schema: the reader's schema, or the path of a schema file (loaded and checked
+        against ``registry``).
     :param check_sizes: compare each shard's size with the manifest (raise on a mismatch).
     :param verify_sha256: also hash every shard and compare with the manifest.
     """
@@ -264,6 +267,8 @@ def open_source(
         from recordkit._plugins import default_registry
 
         registry = default_registry()
+    if schema is not None and not isinstance(schema, Schema):
+        schema = Schema.load(Path(schema), registry=registry)
     root = dataset_root(path)
     if root is None:
         if schema is None:

@@ -477,3 +477,20 @@ def test_everything_written_reads_back_equal_through_every_reader(tmp_path: Path
     assert imported == []
     projected = rk.load_dataset(tmp_path / "data", fields=standalone, batch_size=4)
     assert generated == dumps(list(projected))
+
+
+def test_every_reader_takes_the_path_of_a_schema_file(dataset: Path, tmp_path: Path) -> None:
+    schema_file = tmp_path / "reading.yaml"
+    SCHEMA.dump(schema_file)
+    by_object = dumps(list(rk.load_dataset(dataset, batch_size=4, schema=SCHEMA)))
+    assert dumps(list(rk.load_dataset(dataset, batch_size=4, schema=schema_file))) == by_object
+    assert dumps(list(rk.load_dataset(dataset, batch_size=4, schema=str(schema_file)))) == by_object
+    from_file = list(rk.iter_records(dataset, fields=["label"], schema=schema_file))
+    assert from_file == list(rk.iter_records(dataset, fields=["label"], schema=SCHEMA))
+    assert rk.feature_spec(schema_file) == rk.feature_spec(SCHEMA)
+    serialized = next(iter(tf.data.TFRecordDataset([str(f) for f in shard_files(dataset)]).batch(4)))
+    assert dumps([rk.make_parser(schema_file)(serialized)]) == dumps([rk.make_parser(SCHEMA)(serialized)])
+    broken = tmp_path / "broken.yaml"
+    broken.write_text("name: x\nfields:\n  label: {codec: nope}\n", encoding="utf-8")
+    with pytest.raises(rk.errors.UnknownCodecError, match=r"broken\.yaml"):
+        rk.load_dataset(dataset, schema=broken)
