@@ -99,9 +99,6 @@ class RecordEncoder:
                 wire = plan.encode_into(items.get(plan.name), entries)
             except RecordkitError as exc:
                 errors.append(exc.with_context(field=plan.name, record=index))
-                if isinstance(exc, RecordError):  # a sequence's elements, each with its own path
-                    for element_error in exc.errors:
-                        element_error.with_context(record=index)
                 continue
             if wire is not None:
                 wires[plan.name] = wire
@@ -171,7 +168,7 @@ class _FieldPlan:
             if self.sequence:
                 wire = self._encode_sequence(value, entries)
             else:
-                wire = self._encode_single(value)
+                wire = self._encode_value(value)
                 for name, key, kind, single, keyed in self.features:
                     feature_value = wire[name]
                     if single:  # fast paths for the commonest values
@@ -192,14 +189,19 @@ class _FieldPlan:
             entries.append(self.presence_entry)
         return wire
 
-    def _encode_single(self, value: Any) -> Mapping[str, Any]:
+    def _encode_value(self, value: Any, element: int | None = None) -> Mapping[str, Any]:
+        """The codec's encode of ``value`` (of element ``element`` of a sequence field,
+        which errors then name); a crash of the codec becomes an InvalidValueError."""
+        where = None if element is None else f"{self.name}[{element}]"
         try:
             return self.encode(value)
-        except RecordkitError:
+        except RecordkitError as exc:
+            if where is not None:
+                exc.with_context(field=where)
             raise
         except Exception as exc:  # a codec bug or an unexpected value type: keep the context
             reason = f"codec {self.field.codec.name!r} failed: {type(exc).__name__}: {exc}"
-            raise InvalidValueError(reason) from exc
+            raise InvalidValueError(reason, field=where) from exc
 
     def _encode_sequence(self, value: Any, entries: list[bytes]) -> Mapping[str, Any]:
         if isinstance(value, (str, bytes)) or not hasattr(value, "__iter__"):
@@ -208,7 +210,7 @@ class _FieldPlan:
         errors: list[RecordkitError] = []
         for i, element in enumerate(value):  # every bad element is reported, not the first
             try:
-                elements.append(_call_encode(self.field, element, i))
+                elements.append(self._encode_value(element, i))
             except RecordkitError as exc:
                 errors.append(exc)
         if len(errors) == 1:
@@ -257,18 +259,6 @@ def _append_sequence(keyed: KeyedFeature, elements: list[Mapping[str, Any]], ent
     if keyed.lengths_key is not None:
         lengths_feature = encode_feature(WireKind.INT64, np.asarray(lengths, np.int64))
         entries.append(encode_entry(keyed.lengths_key.encode(), lengths_feature))
-
-
-def _call_encode(field: BoundField, value: Any, element: int) -> Mapping[str, Any]:
-    """Encode one element of a sequence field, naming the element in errors."""
-    try:
-        return field.codec.encode(value)
-    except RecordkitError as exc:
-        exc.with_context(field=f"{field.name}[{element}]")
-        raise
-    except Exception as exc:  # a codec bug or an unexpected value type: keep the context
-        reason = f"codec {field.codec.name!r} failed: {type(exc).__name__}: {exc}"
-        raise InvalidValueError(reason, field=f"{field.name}[{element}]") from exc
 
 
 def _int64_scalar(keyed: KeyedFeature, value: int) -> bytes:

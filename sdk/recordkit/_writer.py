@@ -370,9 +370,6 @@ class DatasetWriter:
         return value if isinstance(value, str) else str(value)
 
     def _reject(self, state: _Split, index: int, key: str | None, error: RecordkitError) -> None:
-        # Errors raised before any field is looked at (a record that is not a mapping)
-        # do not know the record yet; context set deeper down is kept.
-        error.with_context(record=index if key is None else key)
         if self._on_error == "raise":
             self.abort()
             raise error

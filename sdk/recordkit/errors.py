@@ -205,6 +205,13 @@ class RecordError(RecordkitError):
         self.errors = list(errors or [])
         super().__init__(reason, **where)
 
+    def with_context(self, **where: Any) -> RecordkitError:
+        """Add context to this error and to each error it lists (where they have none of
+        their own: a nested field path stays as it is)."""
+        for error in self.errors:
+            error.with_context(**where)
+        return super().with_context(**where)
+
 
 class InvalidValueError(RecordError):
     """One value cannot be encoded by its field's codec; raised by codecs."""
