@@ -56,6 +56,7 @@ __all__ = [
     "bind_fields",
     "dataset_root",
     "expand_paths",
+    "file_sha256",
     "guess_compression",
     "locate_corruption",
     "open_source",
@@ -415,7 +416,7 @@ def _check_shard(shard: Shard, compression: Compression, *, sizes: bool, sha256:
             offset=problem.context.offset if problem else None,
         )
     if sha256 and shard.sha256 is not None:
-        digest = _sha256(shard.path)
+        digest = file_sha256(shard.path)
         if digest != shard.sha256:
             problem = locate_corruption(shard, compression)
             raise CorruptRecordError(
@@ -426,7 +427,8 @@ def _check_shard(shard: Shard, compression: Compression, *, sizes: bool, sha256:
             )
 
 
-def _sha256(path: Path) -> str:
+def file_sha256(path: Path) -> str:
+    """The sha256 of a file's bytes, as the manifest records it for each shard."""
     digest = hashlib.sha256()
     with open(path, "rb") as stream:
         for block in iter(lambda: stream.read(1 << 20), b""):

@@ -9,7 +9,6 @@ command exits with status 1 naming each bad shard. Nothing here imports TensorFl
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -17,6 +16,7 @@ import click
 
 from recordkit._cli._common import dataset_root, split_option
 from recordkit._manifest import Manifest, ShardInfo
+from recordkit._source import file_sha256
 from recordkit._tfrecord import Compression, iter_tfrecords
 from recordkit._units import human_bytes
 from recordkit.errors import CorruptRecordError
@@ -38,14 +38,6 @@ class ShardCheck:
         return not self.problems
 
 
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as stream:
-        for block in iter(lambda: stream.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def check_shard(root: Path, split: str, shard: ShardInfo, compression: Compression) -> ShardCheck:
     """Check one shard's size, sha256, TFRecord framing and CRCs, and record count."""
     path = root / shard.file
@@ -56,7 +48,7 @@ def check_shard(root: Path, split: str, shard: ShardInfo, compression: Compressi
         size = path.stat().st_size
         if size != shard.bytes:
             problems.append(f"the file has {size} bytes, the manifest says {shard.bytes}")
-        digest = _sha256(path)
+        digest = file_sha256(path)
     except OSError as exc:
         return ShardCheck(split, shard, 0, (f"cannot be read: {exc}",))
     if digest != shard.sha256:
