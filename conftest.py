@@ -117,7 +117,7 @@ def pytest_configure(config: pytest.Config) -> None:
 def keypoints_plugin() -> importlib.metadata.Distribution:
     """The installed recordkit-keypoints distribution, with recordkit's default plugins
     reloaded so that they include it."""
-    from recordkit._plugins import reset_default_registry
+    from recordkit.codec._plugins import reset_default_registry
 
     ensure_keypoints_installed()
     importlib.invalidate_caches()

@@ -135,7 +135,7 @@ def write_cases(size: Size) -> tuple[dict[str, int], list[WriteCase], dict[str, 
 
 def _check_count(files: list[Path], expected: int, case: WriteCase) -> None:
     """Every contender must have written every record (a harness self-check)."""
-    from recordkit._tfrecord import iter_tfrecords
+    from recordkit.format._tfrecord import iter_tfrecords
 
     written = sum(1 for f in files for _ in iter_tfrecords(f, verify=False))
     if written != expected:

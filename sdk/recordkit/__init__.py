@@ -8,25 +8,28 @@ an underscore are private and may change.
 from __future__ import annotations
 
 from recordkit import errors
-from recordkit._breakdown import byte_breakdown
-from recordkit._codec import Codec, CodecOptions
-from recordkit._codegen import DecodeSource, generate_parser_code
-from recordkit._compat import CompatibilityReport, FieldDifference, check_compatibility
-from recordkit._encode import EncodedRecord, RecordEncoder
-from recordkit._existing import infer_schema
-from recordkit._iter_records import iter_records
-from recordkit._manifest import Manifest, ShardInfo, SplitInfo
-from recordkit._parse import PRESENT_SUFFIX, feature_spec, make_parser
-from recordkit._plugins import PluginInfo, PluginSet, default_registry, load_plugins
-from recordkit._reader import load_dataset
-from recordkit._record import Record, field, schema_of
-from recordkit._registry import CodecInfo, CodecRegistry
-from recordkit._schema import BoundField, BoundSchema, FieldSpec, KeyedFeature, Schema
-from recordkit._source import CorruptionReport, SkippedRecords
 from recordkit._version import __version__
-from recordkit._wire import WireFeature, WireKind, WireSpec, WireValues
-from recordkit._writer import DatasetWriter, write_dataset
+from recordkit.codec._codec import Codec, CodecOptions
+from recordkit.codec._decode_source import DecodeSource
+from recordkit.codec._plugins import PluginInfo, PluginSet, default_registry, load_plugins
+from recordkit.codec._registry import CodecInfo, CodecRegistry
+from recordkit.codec._wire import WireFeature, WireKind, WireSpec, WireValues
+from recordkit.dataset._breakdown import byte_breakdown
+from recordkit.dataset._manifest import Manifest, ShardInfo, SplitInfo
 from recordkit.hookspecs import hookimpl
+from recordkit.read._iter_records import iter_records
+from recordkit.read._load_dataset import load_dataset
+from recordkit.read._open import CorruptionReport, SkippedRecords
+from recordkit.read._parse import PRESENT_SUFFIX, feature_spec, make_parser
+from recordkit.schema._bound import BoundField, KeyedFeature
+from recordkit.schema._compatibility import CompatibilityReport, FieldDifference, check_compatibility
+from recordkit.schema._encoder import EncodedRecord, RecordEncoder
+from recordkit.schema._fields import FieldSpec
+from recordkit.schema._record_class import Record, field, schema_of
+from recordkit.schema._schema import BoundSchema, Schema
+from recordkit.tools._adopt import infer_schema
+from recordkit.tools._codegen import generate_parser_code
+from recordkit.write._writer import DatasetWriter, write_dataset
 
 __all__ = [
     "PRESENT_SUFFIX",

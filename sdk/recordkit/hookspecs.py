@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 import pluggy
 
 if TYPE_CHECKING:
-    from recordkit._registry import CodecRegistry
+    from recordkit.codec._registry import CodecRegistry
 
 __all__ = ["PROJECT_NAME", "hookimpl", "hookspec", "recordkit_register_codecs"]
 

@@ -21,8 +21,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from recordkit._schema import Schema
-from recordkit._schema_file import SCHEMA_KEY
+from recordkit.schema._file import SCHEMA_KEY
+from recordkit.schema._schema import Schema
 
 __all__ = [
     "JSON_SCHEMA_PATH",

@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any
 
 import recordkit as rk
-from recordkit._numpy_decode import decode_record_numpy
-from recordkit._tfrecord import Compression, iter_tfrecords
+from recordkit.format._tfrecord import Compression, iter_tfrecords
+from recordkit.read._numpy_decode import decode_record_numpy
 
 SCHEMA = rk.Schema(
     name="writer-test",

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 import recordkit as rk
-from recordkit._breakdown import FRAMING, UNKNOWN
-from recordkit._example import encode_example, encode_feature
+from recordkit.dataset._breakdown import FRAMING, UNKNOWN
+from recordkit.format._example import encode_example, encode_feature
 
 SCHEMA = rk.Schema(
     name="breakdown",

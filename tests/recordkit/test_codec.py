@@ -1,4 +1,4 @@
-"""The codec contract (sdk/recordkit/_codec.py): options, identity, defaults."""
+"""The codec contract (sdk/recordkit/codec/_codec.py): options, identity, defaults."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""RecordEncoder (sdk/recordkit/_encode.py): records to Example bytes, every error reported."""
+"""RecordEncoder (sdk/recordkit/schema/_encoder.py): records to Example bytes, every error reported."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ import pytest
 import tensorflow as tf
 
 import recordkit as rk
-from recordkit._example import decode_example
-from recordkit._wire import WireKind
+from recordkit.codec._wire import WireKind
+from recordkit.format._example import decode_example
 from recordkit_codecs.scalar import ScalarCodec
 
 

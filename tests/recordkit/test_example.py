@@ -1,4 +1,4 @@
-"""The hand-written tf.train.Example encoder and the TF-free decoder (sdk/recordkit/_example.py),
+"""The hand-written tf.train.Example encoder and the TF-free decoder (sdk/recordkit/format/_example.py),
 checked against TensorFlow's own parsers."""
 
 from __future__ import annotations
@@ -11,7 +11,8 @@ import tensorflow as tf
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from recordkit._example import (
+from recordkit.codec._wire import WireKind
+from recordkit.format._example import (
     _varint,
     decode_example,
     encode_entry,
@@ -24,8 +25,7 @@ from recordkit._example import (
     normalize_values,
     payload_entry_head,
 )
-from recordkit._tfrecord import frame_pieces, frame_record
-from recordkit._wire import WireKind
+from recordkit.format._tfrecord import frame_pieces, frame_record
 
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 

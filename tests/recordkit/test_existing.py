@@ -239,7 +239,7 @@ def test_the_detection_layout_reads_through_a_key_mapping(
     detection: tuple[Path, list[dict[str, Any]]],
 ) -> None:
     path, originals = detection
-    spec = DETECTION.feature_spec()
+    spec = rk.feature_spec(DETECTION)
     assert "image/object/bbox/xmin" in spec
     assert "objects" not in spec
     assert "image/channels" not in spec
@@ -253,7 +253,7 @@ def test_the_segmentation_layout_reads_through_a_key_mapping(
     segmentation: tuple[Path, list[dict[str, Any]]],
 ) -> None:
     path, originals = segmentation
-    assert set(SEGMENTATION.feature_spec()) == {"image_raw", "mask_raw", "height", "width", "depth"}
+    assert set(rk.feature_spec(SEGMENTATION)) == {"image_raw", "mask_raw", "height", "width", "depth"}
     for rows in (
         list(rk.load_dataset(path, schema=SEGMENTATION)),
         list(rk.iter_records(path, schema=SEGMENTATION)),
@@ -285,7 +285,7 @@ def test_the_voc_tutorial_layout_reads_through_a_schema_file(
     module ``recordkit codegen`` writes."""
     path, schema_file, originals = voc_tutorial
     schema = rk.Schema.load(schema_file)
-    assert set(schema.feature_spec()) == {"image_raw", "mask_raw", "height", "width"}
+    assert set(rk.feature_spec(schema)) == {"image_raw", "mask_raw", "height", "width"}
 
     rows = list(rk.load_dataset(path, schema=schema))
     check_voc([r["image"] for r in rows], [r["mask"] for r in rows], originals)

@@ -11,7 +11,7 @@ import pydantic
 import pytest
 
 import recordkit as rk
-from recordkit._manifest import CodecProvenance, UnfinishedWrite
+from recordkit.dataset._manifest import CodecProvenance, UnfinishedWrite
 from recordkit.errors import ManifestError
 
 SCHEMA = rk.Schema(name="m", fields={"id": rk.FieldSpec(codec="scalar")})
@@ -72,7 +72,7 @@ def test_a_failed_save_keeps_the_previous_manifest(tmp_path: Path, monkeypatch: 
     def crash(src: object, dst: object) -> None:
         raise OSError(5, "Input/output error")
 
-    monkeypatch.setattr("recordkit._manifest.os.replace", crash)
+    monkeypatch.setattr("recordkit.dataset._manifest.os.replace", crash)
     shard = rk.ShardInfo(file="train-00000.tfrecord", records=3, bytes=120, sha256="ab" * 32)
     with pytest.raises(OSError, match="Input/output"):
         manifest(train=rk.SplitInfo(shards=[shard])).save(tmp_path)

@@ -1,4 +1,4 @@
-"""Reading without TensorFlow (sdk/recordkit/_numpy_decode.py), checked against the
+"""Reading without TensorFlow (sdk/recordkit/read/_numpy_decode.py), checked against the
 tf.data parser generated from the same schema (make_parser)."""
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ import pytest
 import tensorflow as tf
 
 import recordkit as rk
-from recordkit._example import encode_example, encode_feature
-from recordkit._numpy_decode import decode_record_numpy
-from recordkit._wire import WireKind
+from recordkit.codec._wire import WireKind
+from recordkit.format._example import encode_example, encode_feature
+from recordkit.read._numpy_decode import decode_record_numpy
 from recordkit_codecs.scalar import ScalarCodec
 
 

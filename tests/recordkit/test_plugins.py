@@ -1,4 +1,4 @@
-"""Plugin loading through real entry points (sdk/recordkit/_plugins.py).
+"""Plugin loading through real entry points (sdk/recordkit/codec/_plugins.py).
 
 Each test builds throwaway distributions (a dist-info folder with entry_points.txt and
 the plugin modules) with the ``plugin_dist`` fixture, so loading goes through
@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 import recordkit as rk
-from recordkit._plugins import default_plugins, reset_default_registry
+from recordkit.codec._plugins import default_plugins, reset_default_registry
 
 # A plugin module registering one codec named {codec!r}; {replace} is the register flag.
 CODEC_PLUGIN = """
@@ -283,7 +283,7 @@ def test_only_the_plugin_modules_touch_pluggy() -> None:
         for path in root.rglob("*.py")
         if re.search(r"^\s*(import pluggy|from pluggy\b)|\.hook\.", path.read_text(encoding="utf-8"), re.M)
     )
-    assert users == ["recordkit/_plugins.py", "recordkit/hookspecs.py"]
+    assert users == ["recordkit/codec/_plugins.py", "recordkit/hookspecs.py"]
 
 
 def test_writing_and_reading_records_call_no_hook(tmp_path: Path) -> None:

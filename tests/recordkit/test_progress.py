@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from recordkit._progress import Progress
+from recordkit.write._progress import Progress
 
 
 def test_counts_records_and_bytes_and_shows_them(capsys: pytest.CaptureFixture[str]) -> None:

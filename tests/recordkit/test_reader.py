@@ -130,7 +130,7 @@ def test_the_pipeline_interleaves_batches_parses_only_the_requested_keys_and_pre
             "dense_keys": {"label", "note/present"},
             "ragged_keys": {"note", "objects", "objects/labels", "objects/score"},
         }
-        assert set().union(*keys.values()) == set(SCHEMA.feature_spec(["label", "note", "objects"]))
+        assert set().union(*keys.values()) == set(rk.feature_spec(SCHEMA, ["label", "note", "objects"]))
 
 
 def test_keys_of_fields_not_requested_are_never_parsed(tmp_path: Path) -> None:

@@ -13,9 +13,9 @@ from _schema_codecs import registry as schema_registry
 from PIL import Image
 
 import recordkit as rk
-from recordkit._example import decode_example
-from recordkit._numpy_decode import decode_record_numpy
 from recordkit.errors import RecordError, SchemaError
+from recordkit.format._example import decode_example
+from recordkit.read._numpy_decode import decode_record_numpy
 
 SCHEMAS = Path(__file__).resolve().parents[2] / "schemas"
 REGISTRY = schema_registry()

@@ -1,4 +1,4 @@
-"""The codec registry (sdk/recordkit/_registry.py), used directly."""
+"""The codec registry (sdk/recordkit/codec/_registry.py), used directly."""
 
 from __future__ import annotations
 

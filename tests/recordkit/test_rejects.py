@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from recordkit._rejects import RejectsFile, error_entries
 from recordkit.errors import InvalidValueError, ManifestError, RecordError
+from recordkit.write._rejects import RejectsFile, error_entries
 
 
 def test_lines_name_index_key_fields_and_reasons(tmp_path: Path) -> None:

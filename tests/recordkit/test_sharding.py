@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from recordkit._sharding import (
+from recordkit.format._tfrecord import Compression, frame_record, iter_tfrecords
+from recordkit.write._shard_file import (
     DEFAULT_SHARD_BYTES,
     ShardFile,
     ShardLimits,
@@ -20,7 +21,6 @@ from recordkit._sharding import (
     shard_pattern,
     temp_pattern,
 )
-from recordkit._tfrecord import Compression, frame_record, iter_tfrecords
 
 
 def test_names_sort_in_shard_order_and_carry_split_and_compression() -> None:
@@ -102,7 +102,7 @@ def test_many_chunks_written_in_the_background_keep_their_order(
     tmp_path: Path, compression: Compression, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # ~7 MB in 256 KB chunks: many go through the background thread, more than it holds at once.
-    monkeypatch.setattr("recordkit._sharding._CHUNK_BYTES", 256 << 10)
+    monkeypatch.setattr("recordkit.write._shard_file._CHUNK_BYTES", 256 << 10)
     records = [bytes([i % 251]) * 70_000 + i.to_bytes(4, "little") for i in range(100)]
     shard = ShardFile(tmp_path, "train", 0, compression)
     for record in records:
@@ -124,7 +124,7 @@ def test_a_failed_background_write_surfaces_and_leaves_no_shard(
             shard.add(frame_record(b"x" * 70_000))
         shard.commit()
 
-    monkeypatch.setattr("recordkit._sharding._CHUNK_BYTES", 256 << 10)
+    monkeypatch.setattr("recordkit.write._shard_file._CHUNK_BYTES", 256 << 10)
     shard = ShardFile(tmp_path, "train", 0, Compression.NONE)
     monkeypatch.setattr(ShardFile, "_store", disk_full)
     with pytest.raises(OSError, match="No space left"):
@@ -150,9 +150,9 @@ def test_a_durable_shard_starts_writeback_of_every_chunk(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, durable: bool
 ) -> None:
     calls: list[tuple[int, int]] = []
-    monkeypatch.setattr("recordkit._sharding._CHUNK_BYTES", 256 << 10)
+    monkeypatch.setattr("recordkit.write._shard_file._CHUNK_BYTES", 256 << 10)
     monkeypatch.setattr(
-        "recordkit._sharding.start_writeback", lambda fd, offset, size: calls.append((offset, size))
+        "recordkit.write._shard_file.start_writeback", lambda fd, offset, size: calls.append((offset, size))
     )
     shard = ShardFile(tmp_path, "train", 0, Compression.GZIP, durable=durable)
     records = [random.Random(i).randbytes(70_000) for i in range(40)]  # ~2.8 MB, incompressible
@@ -170,7 +170,7 @@ def test_a_durable_shard_starts_writeback_of_every_chunk(
 
 
 def test_writeback_is_a_hint_that_may_be_missing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from recordkit import _sharding
+    from recordkit.write import _shard_file as _sharding
 
     assert _sharding._sync_file_range() is not None or not sys.platform.startswith("linux")
     monkeypatch.setattr(_sharding, "_sync_file_range", lambda: None)

@@ -1,4 +1,4 @@
-"""TFRecord framing without TensorFlow (sdk/recordkit/_tfrecord.py), against tf.data."""
+"""TFRecord framing without TensorFlow (sdk/recordkit/format/_tfrecord.py), against tf.data."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import tensorflow as tf
 from hypothesis import given
 from hypothesis import strategies as st
 
-from recordkit._tfrecord import Compression, TFRecordFileWriter, frame_record, iter_tfrecords
 from recordkit.errors import CorruptRecordError
+from recordkit.format._tfrecord import Compression, TFRecordFileWriter, frame_record, iter_tfrecords
 
 PAYLOADS = [b"", b"a", bytes(range(256)) * 40, b"\x00" * 3, "unicode \u00e9".encode()]
 ALL_COMPRESSIONS = list(Compression)

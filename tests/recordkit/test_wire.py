@@ -1,4 +1,4 @@
-"""Wire specs (sdk/recordkit/_wire.py): what one field becomes inside an Example."""
+"""Wire specs (sdk/recordkit/codec/_wire.py): what one field becomes inside an Example."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from recordkit._wire import WireFeature, WireKind, WireSpec, wire_key
+from recordkit.codec._wire import WireFeature, WireKind, WireSpec, wire_key
 
 
 @pytest.mark.parametrize("kind", list(WireKind))

@@ -14,8 +14,8 @@ from _writer_support import SCHEMA, check_manifest_matches_files, make_records, 
 from PIL import Image
 
 import recordkit as rk
-from recordkit._tfrecord import frame_record
 from recordkit.errors import DatasetError, IncompatibleSchemaError, RecordError
+from recordkit.format._tfrecord import frame_record
 
 
 def framed_size(record: dict[str, Any]) -> int:

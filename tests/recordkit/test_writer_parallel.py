@@ -17,8 +17,8 @@ import pytest
 from _writer_support import SCHEMA, check_manifest_matches_files, make_records, read_ids, read_split
 
 import recordkit as rk
-from recordkit._parallel import BATCHES_PER_WORKER, MAX_BATCH_RECORDS, WorkerSetup
 from recordkit.errors import InvalidValueError, PluginError, RecordError
+from recordkit.write._parallel import BATCHES_PER_WORKER, MAX_BATCH_RECORDS, WorkerSetup
 
 BAD = frozenset({5, 77, 150})
 
@@ -41,7 +41,7 @@ def shard_bytes_of(root: Path) -> dict[str, bytes]:
 def workers_start_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
     """These tests are about the workers: start them with the first batch rather than
     after START_AFTER_SECONDS of encoding here (see the test of that below)."""
-    monkeypatch.setattr("recordkit._parallel.START_AFTER_SECONDS", 0.0)
+    monkeypatch.setattr("recordkit.write._parallel.START_AFTER_SECONDS", 0.0)
 
 
 def test_parallel_output_equals_serial_byte_for_byte(tmp_path: Path) -> None:
@@ -152,8 +152,8 @@ def test_workers_rebuild_in_process_codecs(tmp_path: Path) -> None:
     # Reading back needs the same registry (the codec is not installed as a plugin).
     decoded = []
     for shard in manifest.split("train").shards:
-        from recordkit._numpy_decode import decode_record_numpy
-        from recordkit._tfrecord import iter_tfrecords
+        from recordkit.format._tfrecord import iter_tfrecords
+        from recordkit.read._numpy_decode import decode_record_numpy
 
         bound = manifest.schema.bind(registry)
         decoded += [
@@ -203,9 +203,9 @@ class PidPlugin:
 
 
 def test_batches_are_encoded_here_until_the_workers_are_ready() -> None:
-    from recordkit._encode import RecordEncoder
-    from recordkit._example import decode_example
-    from recordkit._parallel import OrderedPool
+    from recordkit.format._example import decode_example
+    from recordkit.schema._encoder import RecordEncoder
+    from recordkit.write._parallel import OrderedPool
 
     registry = rk.load_plugins(allow=["scalar"], extra_plugins=[("pid-plugin", PidPlugin)]).registry
     schema = rk.Schema(name="pids", fields={"pid": rk.FieldSpec(codec="encoder_pid")})
@@ -315,8 +315,8 @@ def test_workers_that_cannot_start_leave_the_write_to_this_process_with_a_warnin
     script = f"""
 import warnings
 import recordkit as rk
-import recordkit._parallel
-recordkit._parallel.START_AFTER_SECONDS = 0.0  # start the workers with the first batch
+import recordkit.write._parallel
+recordkit.write._parallel.START_AFTER_SECONDS = 0.0  # start the workers with the first batch
 schema = rk.Schema(name="s", fields={{"x": rk.FieldSpec(codec="scalar", options={{"dtype": "int64"}})}})
 with warnings.catch_warnings(record=True) as caught:
     warnings.simplefilter("always")
@@ -341,7 +341,7 @@ def test_workers_start_only_once_the_write_has_shown_it_is_long(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     registry = rk.load_plugins(allow=["scalar", "image"], extra_plugins=[("pid-plugin", PidPlugin)]).registry
-    monkeypatch.setattr("recordkit._parallel.START_AFTER_SECONDS", 3600.0)
+    monkeypatch.setattr("recordkit.write._parallel.START_AFTER_SECONDS", 3600.0)
     with rk.DatasetWriter(tmp_path / "short", PHOTOS, registry=registry, workers=2, progress=False) as writer:
         for record in photo_records(40):
             writer.write(record)
@@ -349,7 +349,7 @@ def test_workers_start_only_once_the_write_has_shown_it_is_long(
         assert not writer._pool.started  # too short to repay starting processes
     assert {int(r["pid"]) for r in read_split(tmp_path / "short", registry=registry)} == {os.getpid()}
 
-    monkeypatch.setattr("recordkit._parallel.START_AFTER_SECONDS", 0.02)
+    monkeypatch.setattr("recordkit.write._parallel.START_AFTER_SECONDS", 0.02)
     with rk.DatasetWriter(tmp_path / "long", PHOTOS, registry=registry, workers=2, progress=False) as writer:
         records = photo_records(5000)  # made lazily: only what is written is made
         for record in records:

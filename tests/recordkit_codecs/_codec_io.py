@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 import recordkit as rk
-from recordkit._numpy_decode import decode_record_numpy
-from recordkit._tfrecord import TFRecordFileWriter, iter_tfrecords
+from recordkit.format._tfrecord import TFRecordFileWriter, iter_tfrecords
+from recordkit.read._numpy_decode import decode_record_numpy
 
 
 def bind(**fields: rk.FieldSpec | Mapping[str, Any]) -> rk.BoundSchema:

@@ -26,8 +26,8 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 import recordkit as rk
-from recordkit._example import decode_example
-from recordkit._numpy_decode import decode_record_numpy
+from recordkit.format._example import decode_example
+from recordkit.read._numpy_decode import decode_record_numpy
 from recordkit.testing import BadInput, CodecCase, check_codec
 from recordkit_codecs.bbox import BOX_FORMATS, BBoxCodec, _as_boxes, _few_plain_boxes, convert_boxes
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from recordkit._manifest import MANIFEST_FILE
+from recordkit.dataset._manifest import MANIFEST_FILE
 
 __all__ = ["dataset_root", "split_option", "table"]
 

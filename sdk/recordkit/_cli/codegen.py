@@ -6,9 +6,9 @@ from pathlib import Path
 
 import click
 
-from recordkit._codegen import generate_parser_code
-from recordkit._manifest import MANIFEST_FILE, Manifest
-from recordkit._schema import Schema
+from recordkit.dataset._manifest import MANIFEST_FILE, Manifest
+from recordkit.schema._schema import Schema
+from recordkit.tools._codegen import generate_parser_code
 
 __all__ = ["codegen_command"]
 

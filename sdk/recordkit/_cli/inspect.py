@@ -17,14 +17,14 @@ from typing import Any
 
 import click
 
-from recordkit._breakdown import byte_breakdown
 from recordkit._cli._common import dataset_root, split_option, table
-from recordkit._manifest import Manifest, ShardInfo
-from recordkit._plugins import default_registry
-from recordkit._schema import BoundSchema
-from recordkit._tfrecord import Compression, iter_tfrecords
 from recordkit._units import human_bytes
+from recordkit.codec._plugins import default_registry
+from recordkit.dataset._breakdown import byte_breakdown
+from recordkit.dataset._manifest import Manifest, ShardInfo
 from recordkit.errors import ManifestError, RecordkitError
+from recordkit.format._tfrecord import Compression, iter_tfrecords
+from recordkit.schema._schema import BoundSchema
 
 __all__ = ["dataset_summary", "field_bytes", "inspect_command", "sample_records"]
 

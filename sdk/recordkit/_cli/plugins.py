@@ -10,8 +10,8 @@ from typing import Any
 import click
 
 from recordkit._cli._common import table
-from recordkit._plugins import ALLOW_ENV, BLOCK_ENV, PluginSet, load_plugins
 from recordkit._version import __version__
+from recordkit.codec._plugins import ALLOW_ENV, BLOCK_ENV, PluginSet, load_plugins
 
 __all__ = ["plugins_command", "plugins_report"]
 

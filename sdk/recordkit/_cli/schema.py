@@ -14,8 +14,8 @@ from typing import Any
 import click
 
 from recordkit._cli._common import table
-from recordkit._plugins import default_registry
-from recordkit._schema import Schema
+from recordkit.codec._plugins import default_registry
+from recordkit.schema._schema import Schema
 
 __all__ = ["schema_group"]
 

@@ -15,11 +15,11 @@ from pathlib import Path
 import click
 
 from recordkit._cli._common import dataset_root, split_option
-from recordkit._manifest import Manifest, ShardInfo
-from recordkit._source import file_sha256
-from recordkit._tfrecord import Compression, iter_tfrecords
 from recordkit._units import human_bytes
+from recordkit.dataset._manifest import Manifest, ShardInfo
 from recordkit.errors import CorruptRecordError
+from recordkit.format._tfrecord import Compression, iter_tfrecords
+from recordkit.read._open import file_sha256
 
 __all__ = ["ShardCheck", "check_shard", "verify_command"]
 

@@ -34,17 +34,18 @@ from typing import Any
 
 import numpy as np
 
-from recordkit._codec import Codec, CodecOptions
-from recordkit._encode import RecordEncoder
-from recordkit._numpy_decode import decode_record_numpy
-from recordkit._parse import PRESENT_SUFFIX, make_parser
-from recordkit._plugins import load_plugins
-from recordkit._registry import CodecRegistry
-from recordkit._schema import BoundSchema, FieldSpec, Schema
-from recordkit._tfrecord import TFRecordFileWriter, iter_tfrecords
-from recordkit._wire import WireSpec
+from recordkit.codec._codec import Codec, CodecOptions
+from recordkit.codec._plugins import load_plugins
+from recordkit.codec._registry import CodecRegistry
+from recordkit.codec._wire import WireSpec
 from recordkit.errors import RecordkitError
+from recordkit.format._tfrecord import TFRecordFileWriter, iter_tfrecords
 from recordkit.hookspecs import hookimpl
+from recordkit.read._numpy_decode import decode_record_numpy
+from recordkit.read._parse import PRESENT_SUFFIX, make_parser
+from recordkit.schema._encoder import RecordEncoder
+from recordkit.schema._fields import FieldSpec
+from recordkit.schema._schema import BoundSchema, Schema
 
 __all__ = [
     "BadInput",

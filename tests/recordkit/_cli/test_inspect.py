@@ -12,9 +12,9 @@ from click.testing import CliRunner, Result
 
 import recordkit as rk
 from recordkit._cli.inspect import TFRECORD_FRAMING, sample_records
-from recordkit._plugins import reset_default_registry
-from recordkit._tfrecord import iter_tfrecords
 from recordkit.cli import main
+from recordkit.codec._plugins import reset_default_registry
+from recordkit.format._tfrecord import iter_tfrecords
 
 
 def run(*args: str) -> Result:
@@ -159,7 +159,7 @@ def test_without_a_codec_the_summary_still_shows(tmp_path: Path, monkeypatch: py
 
 
 def test_an_unfinished_write_is_shown(dataset: Path) -> None:
-    from recordkit._manifest import UnfinishedWrite
+    from recordkit.dataset._manifest import UnfinishedWrite
 
     manifest = rk.Manifest.load(dataset)
     manifest.splits["train"].unfinished = UnfinishedWrite(consumed=12, started="2025-01-01T00:00:00+00:00")

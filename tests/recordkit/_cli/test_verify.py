@@ -161,7 +161,7 @@ def test_not_a_dataset(tmp_path: Path) -> None:
 
 
 def test_an_unfinished_write_is_noted_and_its_shards_checked(dataset: Path) -> None:
-    from recordkit._manifest import UnfinishedWrite
+    from recordkit.dataset._manifest import UnfinishedWrite
 
     manifest = rk.Manifest.load(dataset)
     manifest.splits["train"].unfinished = UnfinishedWrite(consumed=12, started="2025-01-01T00:00:00+00:00")

@@ -16,8 +16,8 @@ Field names cannot contain parentheses, so these names never clash with a field.
 
 from __future__ import annotations
 
-from recordkit._schema import BoundSchema, Schema
 from recordkit.errors import CorruptRecordError
+from recordkit.schema._schema import BoundSchema, Schema
 
 __all__ = ["FRAMING", "UNKNOWN", "byte_breakdown"]
 

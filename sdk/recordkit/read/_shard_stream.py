@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from recordkit._source import CorruptionReport, OnCorrupt, Shard, SkippedRecords, Source
+from recordkit.read._open import CorruptionReport, OnCorrupt, Shard, SkippedRecords, Source
 
 __all__ = ["RECORD_FRAMING", "read_shards"]
 

@@ -27,8 +27,9 @@ import pydantic
 from pydantic.fields import FieldInfo
 from pydantic_core import core_schema
 
-from recordkit._schema import FieldSpec, Schema
 from recordkit.errors import RecordError, RecordkitError, SchemaError
+from recordkit.schema._fields import FieldSpec
+from recordkit.schema._schema import Schema
 
 __all__ = ["FieldDeclaration", "Record", "field", "schema_of"]
 

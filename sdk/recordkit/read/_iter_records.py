@@ -1,6 +1,6 @@
 """``iter_records``: a dataset's records as Python and numpy values, without TensorFlow.
 
-Shards are read with recordkit's own TFRecord framing (:mod:`recordkit._tfrecord`), CRCs
+Shards are read with recordkit's own TFRecord framing (:mod:`recordkit.format._tfrecord`), CRCs
 checked, and each requested field decoded by its codec's ``decode_numpy``. Useful for
 inspection, tests, data loaders of other frameworks, and machines without TensorFlow.
 
@@ -29,10 +29,11 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
-from recordkit._numpy_decode import decode_record_numpy
-from recordkit._registry import CodecRegistry
-from recordkit._schema import Schema
-from recordkit._source import (
+from recordkit.codec._registry import CodecRegistry
+from recordkit.errors import RecordkitError
+from recordkit.format._tfrecord import Compression, iter_tfrecords, masked_crc
+from recordkit.read._numpy_decode import decode_record_numpy
+from recordkit.read._open import (
     CorruptionReport,
     OnCorrupt,
     Paths,
@@ -42,8 +43,7 @@ from recordkit._source import (
     open_source,
     worker_share,
 )
-from recordkit._tfrecord import Compression, iter_tfrecords, masked_crc
-from recordkit.errors import RecordkitError
+from recordkit.schema._schema import Schema
 
 __all__ = ["iter_records", "iter_shard_records"]
 

@@ -36,10 +36,11 @@ from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any, Generic, TypeVar
 
-from recordkit._encode import RecordEncoder
-from recordkit._registry import CodecRegistry
-from recordkit._schema import BoundSchema, Schema
+from recordkit.codec._plugins import load_plugins
+from recordkit.codec._registry import CodecRegistry
 from recordkit.errors import DatasetError, PluginError, RecordkitError
+from recordkit.schema._encoder import RecordEncoder
+from recordkit.schema._schema import BoundSchema, Schema
 
 __all__ = ["FIRST_BATCH_RECORDS", "START_AFTER_SECONDS", "OrderedPool", "WorkerSetup", "encode_batch"]
 
@@ -102,8 +103,6 @@ class WorkerSetup:
 
     def build_encoder(self) -> RecordEncoder:
         """Load the plugins, rebuild the schema and check it matches the parent's."""
-        from recordkit._plugins import load_plugins
-
         registry = load_plugins(allow=self.plugins).registry
         for ref in self.direct_codecs:
             codec = _import_ref(ref)

@@ -29,8 +29,8 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from recordkit._manifest import ShardInfo
-from recordkit._tfrecord import Compression
+from recordkit.dataset._manifest import ShardInfo
+from recordkit.format._tfrecord import Compression
 
 __all__ = [
     "DEFAULT_SHARD_BYTES",
@@ -189,7 +189,7 @@ class ShardFile:
         return limits.max_bytes is None or self.payload_bytes + size <= limits.max_bytes
 
     def add(self, framed: bytes) -> None:
-        """Append one record already framed by :func:`~recordkit._tfrecord.frame_record`."""
+        """Append one record already framed by :func:`~recordkit.format._tfrecord.frame_record`."""
         self._pending.append(framed)
         self._pending_bytes += len(framed)
         self.records += 1

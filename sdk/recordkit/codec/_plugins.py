@@ -18,7 +18,7 @@ from collections.abc import Collection, Iterable
 import pluggy
 
 from recordkit import hookspecs
-from recordkit._registry import CodecRegistry
+from recordkit.codec._registry import CodecRegistry
 from recordkit.errors import PluginLoadError, RecordkitError
 
 __all__ = [

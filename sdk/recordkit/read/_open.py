@@ -33,18 +33,20 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-from recordkit._manifest import MANIFEST_FILE, Manifest
-from recordkit._registry import CodecRegistry
-from recordkit._schema import BoundField, BoundSchema, Schema
-from recordkit._tfrecord import Compression, iter_tfrecords
+from recordkit.codec._plugins import default_registry
+from recordkit.codec._registry import CodecRegistry
+from recordkit.dataset._manifest import MANIFEST_FILE, Manifest
 from recordkit.errors import (
     CorruptRecordError,
     DatasetError,
     ManifestError,
-    RecordkitError,
-    SchemaError,
     UnknownCodecError,
 )
+from recordkit.format._tfrecord import Compression, iter_tfrecords
+from recordkit.schema._bound import BoundField
+from recordkit.schema._compatibility import check_compatibility
+from recordkit.schema._encoder import RecordEncoder
+from recordkit.schema._schema import BoundSchema, Schema
 
 __all__ = [
     "CorruptionReport",
@@ -53,7 +55,6 @@ __all__ = [
     "SkippedRecords",
     "Source",
     "WorkerShare",
-    "bind_fields",
     "dataset_root",
     "expand_paths",
     "file_sha256",
@@ -265,8 +266,6 @@ def open_source(
     """
     names = [fields] if isinstance(fields, str) else (list(fields) if fields is not None else None)
     if registry is None:
-        from recordkit._plugins import default_registry
-
         registry = default_registry()
     if schema is not None and not isinstance(schema, Schema):
         schema = Schema.load(Path(schema), registry=registry)
@@ -280,7 +279,7 @@ def open_source(
         files = expand_paths(path)
         comp = Compression.parse(compression) if compression is not None else guess_compression(files)
         shards = tuple(Shard(f, f.name) for f in files)
-        bound = bind_fields(schema, names, registry)
+        bound = schema.bind(registry, fields=names)
         return Source(shards, comp, schema, bound)
     manifest = Manifest.load(root)
     info = manifest.split(split)
@@ -293,14 +292,12 @@ def open_source(
         )
     stored = manifest.schema
     if schema is not None:
-        from recordkit._compat import check_compatibility
-
         check_compatibility(
             stored, schema, fields=names, mode="read", registry=registry
         ).raise_for_incompatible()
     read_schema = schema if schema is not None else stored
     try:
-        bound = bind_fields(read_schema, names, registry)
+        bound = read_schema.bind(registry, fields=names)
     except UnknownCodecError as exc:
         raise _missing_codec(exc, manifest) from None
     shards = tuple(Shard(root / s.file, s.file, s.records, s.bytes, s.sha256) for s in info.shards)
@@ -317,29 +314,7 @@ def open_source(
 
 def _default_example(bound: BoundSchema, field: BoundField) -> bytes:
     """A serialized Example holding only ``field``'s default, encoded by its codec."""
-    from recordkit._encode import RecordEncoder
-
     return RecordEncoder(BoundSchema(bound.schema, (field,))).encode({})
-
-
-def bind_fields(schema: Schema, names: Sequence[str] | None, registry: CodecRegistry) -> BoundSchema:
-    """Bind only the fields ``names`` (all when None) of ``schema``.
-
-    Reading needs the codecs of the requested fields only, so a dataset can be read in
-    part where some of its codecs are not installed.
-    """
-    wanted = list(schema.fields) if names is None else list(dict.fromkeys(names))
-    bound = []
-    for name in wanted:
-        spec = schema.fields.get(name)
-        if spec is None:
-            raise SchemaError(f"no field named {name!r} (fields: {', '.join(schema.fields)})", field=name)
-        try:
-            codec = registry.create(spec.codec, spec.options)
-        except RecordkitError as exc:
-            raise exc.with_context(field=name, codec=spec.codec) from None
-        bound.append(BoundField.build(name, spec, codec))
-    return BoundSchema(schema, tuple(bound))
 
 
 def _missing_codec(exc: UnknownCodecError, manifest: Manifest) -> UnknownCodecError:

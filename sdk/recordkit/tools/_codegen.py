@@ -5,8 +5,8 @@ The generated module is made of three parts, each copied or written from the sou
 truth rather than re-implemented:
 
 * the *plans* of the fields (their Example keys, dtypes and shapes), written out as
-  Python literals by :func:`recordkit._parse.field_plan`;
-* recordkit's own runtime parse functions (:data:`recordkit._parse.RUNTIME_FUNCTIONS`:
+  Python literals by :func:`recordkit.read._parse.field_plan`;
+* recordkit's own runtime parse functions (:data:`recordkit.read._parse.RUNTIME_FUNCTIONS`:
   the parse spec, optional and sequence handling), their source copied verbatim;
 * each codec's decode, from the codec's :meth:`~recordkit.Codec.decode_tf_source`: a
   :class:`DecodeSource` naming module-level functions that use only TensorFlow, and the
@@ -24,42 +24,24 @@ from __future__ import annotations
 
 import ast
 import builtins
-import dataclasses
 import inspect
 import pprint
 import re
 import symtable
 import textwrap
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from recordkit._parse import PRESENT_SUFFIX, RUNTIME_FUNCTIONS, field_plan
-from recordkit._registry import CodecRegistry
-from recordkit._schema import BoundField, BoundSchema, Schema
 from recordkit._version import __version__
+from recordkit.codec._decode_source import DecodeSource
+from recordkit.codec._registry import CodecRegistry
 from recordkit.errors import SchemaError
+from recordkit.read._parse import PRESENT_SUFFIX, RUNTIME_FUNCTIONS, field_plan
+from recordkit.schema._bound import BoundField
+from recordkit.schema._schema import BoundSchema, Schema
 
-__all__ = ["DecodeSource", "generate_parser_code"]
-
-
-@dataclasses.dataclass(frozen=True)
-class DecodeSource:
-    """A codec's batched TensorFlow decode, as code a generated module can carry.
-
-    :param function: a module-level function ``function(wire, **constants)`` that
-        returns what the codec's ``decode_tf(wire)`` returns. It may use only
-        TensorFlow (``import tensorflow as tf`` inside it, or the module-level name
-        ``tf``), the Python standard library, its arguments and ``helpers``.
-    :param constants: the keyword arguments that bake in the field's options; plain
-        literals only (str, bytes, int, float, bool, None, and tuples, lists and dicts
-        of them).
-    :param helpers: other module-level functions ``function`` calls, by their names.
-    """
-
-    function: Callable[..., Any]
-    constants: Mapping[str, Any] = dataclasses.field(default_factory=dict)
-    helpers: tuple[Callable[..., Any], ...] = ()
+__all__ = ["generate_parser_code"]
 
 
 def generate_parser_code(
@@ -198,14 +180,14 @@ class _Module:
             "}",
             "",
             "",
-            "# -- parsing (recordkit's runtime, copied from recordkit._parse) " + "-" * 24,
+            "# -- parsing (recordkit's runtime, copied from recordkit.read._parse) " + "-" * 24,
             "",
             *[_source(fn) + "\n" for fn in RUNTIME_FUNCTIONS],
             _API,
         ]
         text = "\n".join(parts).rstrip() + "\n"
         missing = _unresolved(text, frozenset())
-        if missing:  # the runtime functions of recordkit._parse, copied: a bug in recordkit
+        if missing:  # the runtime functions of recordkit.read._parse, copied: a bug in recordkit
             uses = ", ".join(f"{name!r} (in {function})" for function, name in missing)
             raise SchemaError(f"the generated parser module would use undefined names: {uses}")
         return text

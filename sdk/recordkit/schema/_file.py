@@ -1,5 +1,9 @@
 """Schema files: YAML (or JSON) text to a :class:`~recordkit.Schema` and back.
 
+This module sits below the Schema model, which calls it from ``Schema.load`` and
+``Schema.dumps``: it is handed the model class to validate into, and reads schemas
+through the :class:`SchemaModel` protocol, so it never imports the model.
+
 A schema file is data only: codec names and options, never module paths or code, read
 with PyYAML's safe loader (no Python tags), with duplicate keys rejected rather than
 silently overwritten. Every problem is reported with the file, the line, the field and
@@ -17,14 +21,15 @@ import dataclasses
 import json
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, TypeVar, cast
 
 import pydantic
 import yaml
 
-from recordkit._registry import CodecRegistry
-from recordkit._schema import FieldSpec, Schema, SchemaFormat, field_name_problem
+from recordkit.codec._plugins import default_registry
+from recordkit.codec._registry import CodecRegistry
 from recordkit.errors import CodecOptionsError, RecordkitError, SchemaFileError
+from recordkit.schema._fields import FieldSpec, SchemaFormat, field_name_problem
 
 __all__ = [
     "SCHEMA_KEY",
@@ -46,6 +51,24 @@ MAX_NODES = 100_000
 Loc = tuple[str | int, ...]
 
 
+class SchemaModel(Protocol):
+    """What this module reads of a schema (the :class:`~recordkit.Schema` model)."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def version(self) -> str: ...
+    @property
+    def description(self) -> str: ...
+    @property
+    def fields(self) -> dict[str, FieldSpec]: ...
+
+    def bind(self, registry: CodecRegistry | None = None) -> object: ...
+
+
+SchemaT = TypeVar("SchemaT", bound=pydantic.BaseModel)
+
+
 # -- reading --------------------------------------------------------------------------------
 
 
@@ -55,8 +78,8 @@ def format_of(path: str | Path) -> SchemaFormat:
 
 
 def load_schema(
-    path: str | Path, *, registry: CodecRegistry | None = None, check: bool = True
-) -> Schema:
+    path: str | Path, model: type[SchemaT], *, registry: CodecRegistry | None = None, check: bool = True
+) -> SchemaT:
     """Read the schema file ``path``; see :meth:`recordkit.Schema.load`."""
     source = str(path)
     try:
@@ -67,27 +90,28 @@ def load_schema(
         raise SchemaFileError(f"is not UTF-8 text (byte {exc.start})", file=source) from None
     except OSError as exc:
         raise SchemaFileError(f"cannot be read: {exc.strerror or exc}", file=source) from None
-    return loads_schema(text, format_of(path), source=source, registry=registry, check=check)
+    return loads_schema(text, model, format_of(path), source=source, registry=registry, check=check)
 
 
 def loads_schema(
     text: str,
+    model: type[SchemaT],
     format: SchemaFormat = "yaml",
     *,
     source: str = "<string>",
     registry: CodecRegistry | None = None,
     check: bool = True,
-) -> Schema:
-    """Parse a schema file's ``text``; see :meth:`recordkit.Schema.loads`."""
+) -> SchemaT:
+    """Parse a schema file's ``text`` into ``model``; see :meth:`recordkit.Schema.loads`."""
     if format == "yaml":
         data, lines = _parse_yaml(text, source)
     elif format == "json":
         data, lines = _parse_json(text, source)
     else:
         raise SchemaFileError(f"unknown schema file format {format!r} (yaml or json)", file=source)
-    schema = _validate(data, lines, source)
+    schema = _validate(data, lines, source, model)
     if check:
-        check_schema(schema, registry=registry, source=source, lines=lines)
+        check_schema(cast(SchemaModel, schema), registry=registry, source=source, lines=lines)
     return schema
 
 
@@ -272,11 +296,13 @@ def _shown(value: Any) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-def _describe(error: Mapping[str, Any], loc: Loc, *, in_field: bool) -> str:
+def _describe(
+    error: Mapping[str, Any], loc: Loc, model: type[pydantic.BaseModel], *, in_field: bool
+) -> str:
     kind = error["type"]
     key = loc[-1] if loc else None
     if kind == "extra_forbidden":
-        allowed = _allowed(FieldSpec) if in_field else _allowed(Schema, (SCHEMA_KEY,))
+        allowed = _allowed(FieldSpec) if in_field else _allowed(model, (SCHEMA_KEY,))
         return f"unknown key {key!r} (allowed: {allowed})"
     if kind == "missing":
         return f"missing required key {key!r}"
@@ -293,7 +319,7 @@ def _describe(error: Mapping[str, Any], loc: Loc, *, in_field: bool) -> str:
     return f"key {where!r}: {message}{got}" if where else message
 
 
-def _validate(data: Any, lines: _Lines, source: str) -> Schema:
+def _validate(data: Any, lines: _Lines, source: str, model: type[SchemaT]) -> SchemaT:
     if not isinstance(data, dict):
         raise SchemaFileError(
             f"must hold a mapping (name, version, fields), not {type(data).__name__}", file=source, line=1
@@ -308,18 +334,20 @@ def _validate(data: Any, lines: _Lines, source: str) -> Schema:
                     problem, file=source, line=lines.find(("fields", str(name))), field=str(name)
                 )
     try:
-        return Schema.model_validate(data)
+        return model.model_validate(data)
     except pydantic.ValidationError as exc:
-        raise _structure_error(exc, lines, source) from None
+        raise _structure_error(exc, lines, source, model) from None
 
 
-def _structure_error(exc: pydantic.ValidationError, lines: _Lines, source: str) -> SchemaFileError:
+def _structure_error(
+    exc: pydantic.ValidationError, lines: _Lines, source: str, model: type[pydantic.BaseModel]
+) -> SchemaFileError:
     problems: list[tuple[int | None, str | None, str]] = []
     for error in exc.errors(include_url=False):
         loc: Loc = tuple(error["loc"])
         field = _field_of(loc)
         rest = loc[2:] if field is not None else loc
-        problems.append((lines.find(loc), field, _describe(error, rest, in_field=field is not None)))
+        problems.append((lines.find(loc), field, _describe(error, rest, model, in_field=field is not None)))
     if len(problems) == 1:
         line, field, message = problems[0]
         return SchemaFileError(message, file=source, line=line, field=field)
@@ -336,7 +364,7 @@ def _structure_error(exc: pydantic.ValidationError, lines: _Lines, source: str) 
 
 
 def check_schema(
-    schema: Schema,
+    schema: SchemaModel,
     *,
     registry: CodecRegistry | None = None,
     source: str = "<string>",
@@ -345,8 +373,6 @@ def check_schema(
     """Check every field's codec and options against ``registry`` (default: the
     installed plugins), then bind the schema; errors name the file, line and field."""
     if registry is None:
-        from recordkit._plugins import default_registry
-
         registry = default_registry()
     lines = lines or _Lines()
     for name, spec in schema.fields.items():
@@ -393,7 +419,7 @@ def _options_error(
 # -- writing --------------------------------------------------------------------------------
 
 
-def schema_data(schema: Schema) -> dict[str, Any]:
+def schema_data(schema: SchemaModel) -> dict[str, Any]:
     """The schema as a schema file's data: name, version, description when set, and
     each field without the keys left at their defaults."""
     data: dict[str, Any] = {"name": schema.name, "version": schema.version}
@@ -425,7 +451,7 @@ def _represent_str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
 _Dumper.add_representer(str, _represent_str)
 
 
-def dumps_schema(schema: Schema, format: SchemaFormat = "yaml") -> str:
+def dumps_schema(schema: SchemaModel, format: SchemaFormat = "yaml") -> str:
     """The text of ``schema``'s file; see :meth:`recordkit.Schema.dumps`."""
     data = schema_data(schema)
     if format == "json":
@@ -435,6 +461,6 @@ def dumps_schema(schema: Schema, format: SchemaFormat = "yaml") -> str:
     raise SchemaFileError(f"unknown schema file format {format!r} (yaml or json)")
 
 
-def dump_schema(schema: Schema, path: str | Path, format: SchemaFormat | None = None) -> None:
+def dump_schema(schema: SchemaModel, path: str | Path, format: SchemaFormat | None = None) -> None:
     """Write ``schema`` to ``path``; see :meth:`recordkit.Schema.dump`."""
     Path(path).write_text(dumps_schema(schema, format or format_of(path)), encoding="utf-8")

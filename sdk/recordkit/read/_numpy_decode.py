@@ -7,10 +7,10 @@ from typing import Any
 
 import numpy as np
 
-from recordkit._example import decode_example
-from recordkit._schema import BoundField, KeyedFeature
-from recordkit._wire import WireKind
+from recordkit.codec._wire import WireKind
 from recordkit.errors import DecodeError, RecordkitError
+from recordkit.format._example import decode_example
+from recordkit.schema._bound import BoundField, KeyedFeature
 
 __all__ = ["decode_record_numpy"]
 

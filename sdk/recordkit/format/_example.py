@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from recordkit._wire import WireKind
+from recordkit.codec._wire import WireKind
 
 __all__ = ["ExampleFeature", "decode_example", "encode_example"]
 

@@ -13,7 +13,9 @@ from typing import Any
 import numpy as np
 import pydantic
 
-from recordkit._example import (
+from recordkit.codec._wire import WireKind
+from recordkit.errors import InvalidValueError, RecordError, RecordkitError, SchemaError
+from recordkit.format._example import (
     encode_entry,
     encode_feature,
     encode_float_scalar_feature,
@@ -22,10 +24,8 @@ from recordkit._example import (
     normalize_values,
     payload_entry_head,
 )
-from recordkit._schema import BoundField, BoundSchema, KeyedFeature, read_only_reason
-from recordkit._tfrecord import frame_pieces
-from recordkit._wire import WireKind
-from recordkit.errors import InvalidValueError, RecordError, RecordkitError, SchemaError
+from recordkit.format._tfrecord import frame_pieces
+from recordkit.schema._bound import BoundField, HasFields, KeyedFeature, read_only_reason
 
 __all__ = ["EncodedRecord", "RecordEncoder"]
 
@@ -52,7 +52,7 @@ def record_items(record: Any) -> Mapping[str, Any]:
 class RecordEncoder:
     """Validates records against a bound schema and serializes them."""
 
-    def __init__(self, bound: BoundSchema) -> None:
+    def __init__(self, bound: HasFields) -> None:
         reason = read_only_reason(bound)
         if reason is not None:
             raise SchemaError(reason)

@@ -30,13 +30,14 @@ import re
 from pathlib import Path
 from typing import Any
 
-from recordkit._example import decode_example
-from recordkit._manifest import Manifest
-from recordkit._schema import FieldSpec, Schema
-from recordkit._source import Paths, dataset_root, expand_paths, guess_compression
-from recordkit._tfrecord import Compression, iter_tfrecords
-from recordkit._wire import WireKind
+from recordkit.codec._wire import WireKind
+from recordkit.dataset._manifest import Manifest
 from recordkit.errors import DatasetError
+from recordkit.format._example import decode_example
+from recordkit.format._tfrecord import Compression, iter_tfrecords
+from recordkit.read._open import Paths, dataset_root, expand_paths, guess_compression
+from recordkit.schema._fields import FieldSpec
+from recordkit.schema._schema import Schema
 
 __all__ = ["infer_schema"]
 

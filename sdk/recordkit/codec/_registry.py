@@ -7,7 +7,7 @@ import warnings
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from recordkit._codec import Codec
+from recordkit.codec._codec import Codec
 from recordkit.errors import DuplicateCodecError, PluginError, UnknownCodecError
 
 __all__ = ["CodecInfo", "CodecRegistry"]

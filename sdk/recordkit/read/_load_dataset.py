@@ -2,11 +2,11 @@
 
 The pipeline, in order (each step only when asked for):
 
-1. the split's shards from the manifest (:mod:`recordkit._source`), this worker's share
-   of them for distributed input (:func:`recordkit._source.worker_share`), shuffled with
+1. the split's shards from the manifest (:mod:`recordkit.read._open`), this worker's share
+   of them for distributed input (:func:`recordkit.read._open.worker_share`), shuffled with
    a seed;
 2. the shards read in parallel and interleaved, ``block_length`` records at a time,
-   checked on the way (:mod:`recordkit._read_shards`): every record the manifest lists
+   checked on the way (:mod:`recordkit.read._shard_stream`): every record the manifest lists
    and every byte of each file must be read, so a corrupt or truncated shard is named
    (TensorFlow's own ``DataLossError`` names neither the file nor the shard);
 3. repeat, shuffle (a record buffer), then batch: *before* parsing, so each batch
@@ -28,7 +28,8 @@ import random
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from recordkit._layout import (
+from recordkit.codec._registry import CodecRegistry
+from recordkit.read._batch_layout import (
     CROP_FITS,
     OFFSET_SUFFIX,
     SHAPE_SUFFIX,
@@ -40,11 +41,11 @@ from recordkit._layout import (
     pad_into,
     row_shapes,
 )
-from recordkit._parse import PRESENT_SUFFIX, make_padded_parser, make_parser
-from recordkit._read_shards import read_shards
-from recordkit._registry import CodecRegistry
-from recordkit._schema import BoundField, BoundSchema, Schema
-from recordkit._source import CorruptionReport, OnCorrupt, Paths, Shard, Source, open_source, worker_share
+from recordkit.read._open import CorruptionReport, OnCorrupt, Paths, Shard, Source, open_source, worker_share
+from recordkit.read._parse import PRESENT_SUFFIX, make_padded_parser, make_parser
+from recordkit.read._shard_stream import read_shards
+from recordkit.schema._bound import BoundField
+from recordkit.schema._schema import BoundSchema, Schema
 
 __all__ = ["DEFAULT_BLOCK_LENGTH", "IMAGE_FITS", "OFFSET_SUFFIX", "SHAPE_SUFFIX", "ImageFit", "load_dataset"]
 

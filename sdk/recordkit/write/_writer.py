@@ -5,7 +5,7 @@
 The guarantees, and how they are kept:
 
 * A shard appears under its final name only when complete: it is written under a
-  temporary name, fsynced, then renamed (:mod:`recordkit._sharding`).
+  temporary name, fsynced, then renamed (:mod:`recordkit.write._shard_file`).
 * ``dataset.json`` is the commit. It is written when a write starts, after every
   completed shard (so it always lists exactly the complete shards, and an interrupted
   write can be resumed), and when the write finishes.
@@ -26,16 +26,20 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Literal
 
-from recordkit._compat import check_compatibility
-from recordkit._encode import RecordEncoder, record_items
-from recordkit._manifest import MANIFEST_FILE, CodecProvenance, Manifest, SplitInfo, UnfinishedWrite
-from recordkit._parallel import FIRST_BATCH_RECORDS, Item, OrderedPool, Result, WorkerSetup
-from recordkit._progress import Progress
-from recordkit._record import Record, schema_of
-from recordkit._registry import CodecRegistry
-from recordkit._rejects import RejectsFile
-from recordkit._schema import BoundSchema, Schema
-from recordkit._sharding import (
+from recordkit._version import __version__
+from recordkit.codec._plugins import default_registry
+from recordkit.codec._registry import CodecRegistry
+from recordkit.dataset._manifest import MANIFEST_FILE, CodecProvenance, Manifest, SplitInfo, UnfinishedWrite
+from recordkit.errors import DatasetError, IncompatibleSchemaError, RecordError, RecordkitError
+from recordkit.format._tfrecord import Compression
+from recordkit.schema._compatibility import check_compatibility
+from recordkit.schema._encoder import RecordEncoder, record_items
+from recordkit.schema._record_class import Record, schema_of
+from recordkit.schema._schema import BoundSchema, Schema
+from recordkit.write._parallel import FIRST_BATCH_RECORDS, Item, OrderedPool, Result, WorkerSetup
+from recordkit.write._progress import Progress
+from recordkit.write._rejects import RejectsFile
+from recordkit.write._shard_file import (
     DEFAULT_SHARD_BYTES,
     ShardFile,
     ShardLimits,
@@ -44,9 +48,6 @@ from recordkit._sharding import (
     shard_pattern,
     temp_pattern,
 )
-from recordkit._tfrecord import Compression
-from recordkit._version import __version__
-from recordkit.errors import DatasetError, IncompatibleSchemaError, RecordError, RecordkitError
 
 __all__ = ["DEFAULT_SHARD_BYTES", "DatasetWriter", "OnError", "write_dataset"]
 
@@ -214,8 +215,6 @@ class DatasetWriter:
         self._append = append
         self._workers = workers
         if registry is None:
-            from recordkit._plugins import default_registry
-
             registry = default_registry()
         self._registry = registry
         self.schema = schema_of(schema)

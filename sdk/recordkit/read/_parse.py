@@ -32,8 +32,9 @@ from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
 from typing import Any, TypeAlias
 
-from recordkit._layout import SHAPE_SUFFIX
-from recordkit._schema import BoundField, BoundSchema, Schema
+from recordkit.read._batch_layout import SHAPE_SUFFIX
+from recordkit.schema._bound import BoundField
+from recordkit.schema._schema import BoundSchema, Schema
 
 __all__ = [
     "PRESENT_SUFFIX",

@@ -39,9 +39,12 @@ import dataclasses
 from collections.abc import Sequence
 from typing import Any, Literal
 
-from recordkit._registry import CodecRegistry
-from recordkit._schema import BoundField, FieldSpec, Schema
+from recordkit.codec._plugins import default_registry
+from recordkit.codec._registry import CodecRegistry
 from recordkit.errors import IncompatibleSchemaError, RecordkitError
+from recordkit.schema._bound import BoundField, bind_field
+from recordkit.schema._fields import FieldSpec
+from recordkit.schema._schema import Schema
 
 __all__ = ["ChangeKind", "CompatibilityReport", "FieldDifference", "check_compatibility"]
 
@@ -133,7 +136,8 @@ def check_compatibility(
     if mode == "append" and fields is not None:
         raise ValueError("fields only applies to mode='read': appended records hold every field")
     reading = mode == "read"
-    resolver = _Resolver(registry)
+    if registry is None:
+        registry = default_registry()
     wanted = list(requested.fields) if fields is None else list(dict.fromkeys(fields))
     differences: list[FieldDifference] = []
     for name in wanted:
@@ -146,7 +150,7 @@ def check_compatibility(
         elif old is None:
             differences.append(_added(name, spec, reading))
         else:
-            differences += _compare(name, old, spec, reading, resolver)
+            differences += _compare(name, old, spec, reading, registry)
     for name in stored.fields:
         if name not in requested.fields and name not in wanted:
             optional = stored.fields[name].optional
@@ -177,20 +181,6 @@ def _added(name: str, spec: FieldSpec, reading: bool) -> FieldDifference:
     )
 
 
-class _Resolver:
-    """Binds single fields through a registry, loaded only when first needed."""
-
-    def __init__(self, registry: CodecRegistry | None) -> None:
-        self._registry = registry
-
-    def bind(self, name: str, spec: FieldSpec) -> BoundField:
-        if self._registry is None:
-            from recordkit._plugins import default_registry
-
-            self._registry = default_registry()
-        return BoundField.build(name, spec, self._registry.create(spec.codec, spec.options))
-
-
 def _changes(old: dict[str, Any], new: dict[str, Any]) -> str:
     parts = []
     for key in dict.fromkeys([*old, *new]):
@@ -200,14 +190,14 @@ def _changes(old: dict[str, Any], new: dict[str, Any]) -> str:
 
 
 def _compare(
-    name: str, old: FieldSpec, new: FieldSpec, reading: bool, resolver: _Resolver
+    name: str, old: FieldSpec, new: FieldSpec, reading: bool, registry: CodecRegistry
 ) -> list[FieldDifference]:
     if old.codec != new.codec:
         return [FieldDifference(name, "codec", f"{old.codec!r} -> {new.codec!r}", False)]
     out: list[FieldDifference] = []
     try:
-        old_bound: BoundField | None = resolver.bind(name, old)
-        new_bound: BoundField | None = resolver.bind(name, new)
+        old_bound: BoundField | None = bind_field(name, old, registry)
+        new_bound: BoundField | None = bind_field(name, new, registry)
     except RecordkitError as exc:
         # Without the codec, compare what the schemas say; a reader cannot decode anyway.
         old_bound = new_bound = None

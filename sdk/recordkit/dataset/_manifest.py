@@ -21,8 +21,8 @@ from typing import Any, Literal
 
 import pydantic
 
-from recordkit._schema import Schema
 from recordkit.errors import ManifestError
+from recordkit.schema._schema import Schema
 
 __all__ = ["MANIFEST_FILE", "CodecProvenance", "Manifest", "ShardInfo", "SplitInfo", "UnfinishedWrite"]
 

@@ -18,15 +18,13 @@ from __future__ import annotations
 
 import abc
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, TypeVar, cast
+from typing import Any, ClassVar, Generic, Literal, TypeVar, cast
 
 import pydantic
 
-from recordkit._wire import WireSpec, WireValues
+from recordkit.codec._decode_source import DecodeSource
+from recordkit.codec._wire import WireSpec, WireValues
 from recordkit.errors import CodecOptionsError
-
-if TYPE_CHECKING:
-    from recordkit._codegen import DecodeSource
 
 __all__ = ["Codec", "CodecOptions"]
 

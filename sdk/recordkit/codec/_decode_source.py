@@ -1,0 +1,33 @@
+"""A codec's TensorFlow decode as source code: what ``recordkit codegen`` copies into a
+standalone parser module (see :meth:`recordkit.Codec.decode_tf_source`).
+
+Part of the codec contract, so codecs can declare it without importing the code
+generator.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Mapping
+from typing import Any
+
+__all__ = ["DecodeSource"]
+
+
+@dataclasses.dataclass(frozen=True)
+class DecodeSource:
+    """A codec's batched TensorFlow decode, as code a generated module can carry.
+
+    :param function: a module-level function ``function(wire, **constants)`` that
+        returns what the codec's ``decode_tf(wire)`` returns. It may use only
+        TensorFlow (``import tensorflow as tf`` inside it, or the module-level name
+        ``tf``), the Python standard library, its arguments and ``helpers``.
+    :param constants: the keyword arguments that bake in the field's options; plain
+        literals only (str, bytes, int, float, bool, None, and tuples, lists and dicts
+        of them).
+    :param helpers: other module-level functions ``function`` calls, by their names.
+    """
+
+    function: Callable[..., Any]
+    constants: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    helpers: tuple[Callable[..., Any], ...] = ()

@@ -1,0 +1,1 @@
+"""Bytes on disk, without a schema: tf.train.Example wire bytes and TFRecord framing."""

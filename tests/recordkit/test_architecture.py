@@ -1,0 +1,186 @@
+"""The layout's rules, read from the code's own imports (ast): no import cycle among the
+modules of ``sdk/recordkit`` and ``plugins/recordkit_codecs``, no internal import hidden
+inside a function, layers that import only their own layer or the ones below, and codec
+modules that share no private names.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+ROOTS = {"recordkit": REPO / "sdk" / "recordkit", "recordkit_codecs": REPO / "plugins" / "recordkit_codecs"}
+#: The sub-packages of recordkit from the bottom layer up: a module may import from its own
+#: layer and the ones before it (errors, _units and _version sit below them all).
+LAYERS = ("codec", "format", "schema", "dataset", "write", "read", "tools")
+
+
+def _modules() -> dict[str, Path]:
+    found: dict[str, Path] = {}
+    for package, root in ROOTS.items():
+        for path in root.rglob("*.py"):
+            parts = path.relative_to(root).with_suffix("").parts
+            if parts[-1] == "__init__":
+                parts = parts[:-1]
+            found[".".join((package, *parts))] = path
+    return found
+
+
+MODULES = _modules()
+#: The built-in codecs still carry a second copy of their decode (issue 11, in progress).
+_STANDALONE = "codec modules <-> _standalone"
+
+
+def _imports(path: Path) -> Iterator[tuple[str, ast.AST, list[str]]]:
+    """Each import of ``path``: the module it names, the node and the names it takes."""
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                yield alias.name, node, []
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            yield node.module, node, [alias.name for alias in node.names]
+
+
+def _targets(module: str, names: list[str]) -> set[str]:
+    """The internal modules an import loads (``from a import b`` loads ``a.b`` when it is one)."""
+    out = {f"{module}.{name}" for name in names if f"{module}.{name}" in MODULES}
+    if module in MODULES and (not names or len(out) < len(names)):
+        out.add(module)
+    return out
+
+
+def _graph() -> dict[str, set[str]]:
+    graph: dict[str, set[str]] = {}
+    for module, path in MODULES.items():
+        edges = graph.setdefault(module, set())
+        for target, _, names in _imports(path):
+            edges |= _targets(target, names) - {module}
+    return graph
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components of more than one module (Tarjan's algorithm)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for nxt in sorted(graph.get(node, ())):
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in on_stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def test_the_import_graph_sees_real_imports() -> None:
+    """The walker finds the arrows it should (a broken walker would find no cycle either)."""
+    graph = _graph()
+    assert "recordkit.schema._schema" in graph["recordkit.read._open"]
+    assert "recordkit.codec._codec" in graph["recordkit.schema._bound"]
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+@pytest.mark.parametrize(
+    "package",
+    [
+        "recordkit",
+        pytest.param(
+            "recordkit_codecs",
+            marks=pytest.mark.xfail(strict=True, reason=_STANDALONE),
+        ),
+    ],
+)
+def test_no_import_cycle(package: str) -> None:
+    graph = {module: edges for module, edges in _graph().items() if module.split(".")[0] == package}
+    assert _cycles(graph) == []
+
+
+@pytest.mark.parametrize(
+    "package",
+    [
+        "recordkit",
+        pytest.param(
+            "recordkit_codecs",
+            marks=pytest.mark.xfail(strict=True, reason=_STANDALONE),
+        ),
+    ],
+)
+def test_no_internal_import_inside_a_function(package: str) -> None:
+    """Imports of recordkit's own modules sit at the top of a module, where the graph
+    above sees them; only third-party imports (TensorFlow) are deferred, for speed."""
+    hidden = []
+    for module, path in MODULES.items():
+        if module.split(".")[0] != package:
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for func in ast.walk(tree):
+            if not isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            for node in ast.walk(func):
+                if isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] in ROOTS:
+                    hidden.append(f"{module}:{node.lineno} from {node.module}")
+                elif isinstance(node, ast.Import):
+                    names = [a.name for a in node.names if a.name.split(".")[0] in ROOTS]
+                    hidden += [f"{module}:{node.lineno} import {name}" for name in names]
+    assert hidden == []
+
+
+def _layer(module: str) -> int | None:
+    parts = module.split(".")
+    if parts[0] != "recordkit" or len(parts) < 2:
+        return None
+    return LAYERS.index(parts[1]) if parts[1] in LAYERS else None
+
+
+@pytest.mark.parametrize("layer", LAYERS)
+def test_a_layer_imports_only_its_own_layer_or_below(layer: str) -> None:
+    upward = []
+    for module, targets in _graph().items():
+        if _layer(module) != LAYERS.index(layer):
+            continue
+        for target in targets:
+            level = _layer(target)
+            above = level is not None and level > LAYERS.index(layer)
+            if above or target.split(".")[:2] in (["recordkit", "_cli"], ["recordkit", "testing"]):
+                upward.append(f"{module} -> {target}")
+    assert upward == []
+
+
+@pytest.mark.xfail(strict=True, reason=_STANDALONE)
+def test_codec_modules_share_no_private_names() -> None:
+    """A codec module takes only public names from another codec module; shared helpers
+    live in the package's private helper modules (``_pillow``, ``_inputs`` ...)."""
+    taken = []
+    for module, path in MODULES.items():
+        if not module.startswith("recordkit_codecs"):
+            continue
+        for target, _, names in _imports(path):
+            last = target.rsplit(".", 1)[-1]
+            if target.startswith("recordkit_codecs.") and not last.startswith("_"):
+                taken += [f"{module}: {target}.{name}" for name in names if name.startswith("_")]
+    assert taken == []
