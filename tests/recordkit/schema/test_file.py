@@ -19,7 +19,7 @@ import recordkit as rk
 from recordkit.errors import CodecOptionsError, SchemaError, SchemaFileError, UnknownCodecError
 from recordkit.schema import _file as _schema_file
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 EXAMPLES = sorted((ROOT / "schemas").glob("*.yaml"))
 REGISTRY = schema_registry()
 

@@ -82,7 +82,7 @@ def test_a_failed_save_keeps_the_previous_manifest(tmp_path: Path, monkeypatch: 
 
 # -- every key is documented -------------------------------------------------------------------
 
-REFERENCE = Path(__file__).parents[2] / "docs" / "reference" / "dataset-format.md"
+REFERENCE = Path(__file__).parents[3] / "docs" / "reference" / "dataset-format.md"
 
 
 def model_keys(model: type[pydantic.BaseModel]) -> set[str]:

@@ -187,7 +187,7 @@ def test_bad_arguments() -> None:
 
 
 def test_the_example_schemas_with_built_in_codecs() -> None:
-    root = Path(__file__).resolve().parents[2] / "schemas"
+    root = Path(__file__).resolve().parents[3] / "schemas"
     stored = rk.Schema.load(root / "multimodal.yaml")
     data = yaml.safe_load((root / "multimodal.yaml").read_text(encoding="utf-8"))
     data["fields"]["frame"]["options"]["quality"] = 95

@@ -29,7 +29,7 @@ def _workers_import_the_real_recordkit(monkeypatch: pytest.MonkeyPatch) -> None:
     sys.path, and with tests/ on it ``import recordkit`` finds tests/recordkit/ (a
     namespace package) before the installed package's finder; so take it off while the
     workers start. This is an artefact of the test layout, not of the writer."""
-    tests_dir = os.path.abspath(Path(__file__).parents[1])
+    tests_dir = os.path.abspath(Path(__file__).parents[2])
     monkeypatch.setattr(sys, "path", [p for p in sys.path if os.path.abspath(p or ".") != tests_dir])
 
 

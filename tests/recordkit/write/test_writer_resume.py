@@ -73,7 +73,7 @@ def test_killed_write_resumes_with_every_record_once(tmp_path: Path, mode: str) 
     script = tmp_path / "write.py"
     script.write_text(SCRIPT)
     args = [
-        str(Path(__file__).parent),
+        str(Path(__file__).parents[1]),  # tests/recordkit, where _writer_support.py lives
         str(root),
         str(ready),
         str(N),

@@ -275,7 +275,7 @@ def test_import_and_plugin_loading_do_not_import_tensorflow() -> None:
 
 def test_only_the_plugin_modules_touch_pluggy() -> None:
     """Everything else reaches plugins through the filled registry, never ``pm.hook``."""
-    repo = Path(__file__).resolve().parents[2]
+    repo = Path(__file__).resolve().parents[3]
     roots = [repo / "sdk" / "recordkit", repo / "plugins" / "recordkit_codecs"]
     users = sorted(
         path.relative_to(root.parent).as_posix()

@@ -17,7 +17,7 @@ from recordkit.errors import RecordError, SchemaError
 from recordkit.format._example import decode_example
 from recordkit.read._numpy_decode import decode_record_numpy
 
-SCHEMAS = Path(__file__).resolve().parents[2] / "schemas"
+SCHEMAS = Path(__file__).resolve().parents[3] / "schemas"
 REGISTRY = schema_registry()
 
 
