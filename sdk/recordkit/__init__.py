@@ -7,6 +7,9 @@ an underscore are private and may change.
 
 from __future__ import annotations
 
+import warnings as _warnings
+from typing import Any as _Any
+
 from recordkit import errors
 from recordkit._version import __version__
 from recordkit.codec._codec import Codec, CodecOptions
@@ -23,7 +26,8 @@ from recordkit.read._open import CorruptionReport, SkippedRecords
 from recordkit.read._parse import PRESENT_SUFFIX, feature_spec, make_parser
 from recordkit.schema._bound import BoundField, KeyedFeature
 from recordkit.schema._compatibility import CompatibilityReport, FieldDifference, check_compatibility
-from recordkit.schema._encoder import EncodedRecord, RecordEncoder
+from recordkit.schema._encoder import EncodedRecord as _EncodedRecord
+from recordkit.schema._encoder import RecordEncoder
 from recordkit.schema._fields import FieldSpec
 from recordkit.schema._record_class import Record, field, schema_of
 from recordkit.schema._schema import BoundSchema, Schema
@@ -43,7 +47,6 @@ __all__ = [
     "CorruptionReport",
     "DatasetWriter",
     "DecodeSource",
-    "EncodedRecord",
     "FieldDifference",
     "FieldSpec",
     "KeyedFeature",
@@ -77,3 +80,21 @@ __all__ = [
     "schema_of",
     "write_dataset",
 ]
+
+#: Public names that still work but warn: name to (object, what to use instead).
+_DEPRECATED: dict[str, tuple[_Any, str]] = {
+    "EncodedRecord": (
+        _EncodedRecord,
+        "the result of the deprecated RecordEncoder.encode_with_sizes; use "
+        "RecordEncoder.encode, then recordkit.byte_breakdown",
+    ),
+}
+
+
+def __getattr__(name: str) -> _Any:
+    """Deprecated names, with a DeprecationWarning that says what replaces them."""
+    if name in _DEPRECATED:
+        obj, instead = _DEPRECATED[name]
+        _warnings.warn(f"recordkit.{name} is deprecated: {instead}", DeprecationWarning, stacklevel=2)
+        return obj
+    raise AttributeError(f"module 'recordkit' has no attribute {name!r}")

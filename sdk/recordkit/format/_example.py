@@ -22,10 +22,7 @@ import numpy as np
 
 from recordkit.codec._wire import WireKind
 
-__all__ = ["ExampleFeature", "decode_example", "encode_example"]
-
-#: (key, kind, values) with values already normalised by :func:`normalize_values`.
-ExampleFeature = tuple[str, WireKind, Any]
+__all__ = ["decode_example", "encode_example"]
 
 _TAG_1_LEN = b"\x0a"  # field 1, wire type 2 (length-delimited)
 _TAG_2_LEN = b"\x12"

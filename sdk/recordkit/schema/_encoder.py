@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import dataclasses
+import warnings
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -15,6 +16,7 @@ import pydantic
 
 from recordkit.codec._wire import WireKind
 from recordkit.errors import InvalidValueError, RecordError, RecordkitError, SchemaError
+from recordkit.format._entry_sizes import entry_sizes
 from recordkit.format._example import (
     encode_entry,
     encode_feature,
@@ -34,7 +36,8 @@ _PRESENT = encode_feature(WireKind.INT64, np.ones(1, dtype=np.int64))
 
 @dataclasses.dataclass(frozen=True)
 class EncodedRecord:
-    """A record's serialized Example, with each field's share of the bytes."""
+    """A record's serialized Example, with each field's share of the bytes: what the
+    deprecated :meth:`RecordEncoder.encode_with_sizes` returns."""
 
     data: bytes
     field_bytes: Mapping[str, int]
@@ -63,25 +66,31 @@ class RecordEncoder:
 
     def encode(self, record: Any, index: int | str | None = None) -> bytes:
         """The serialized Example of ``record``; raises RecordError naming the record."""
-        return b"".join(join_entries(self._entries(record, index, None)))
+        return b"".join(join_entries(self._entries(record, index)))
 
     def encode_framed(self, record: Any, index: int | str | None = None) -> bytes:
         """The serialized Example of ``record`` with its TFRecord framing, ready to be
         appended to a shard (the writer's path: payloads are copied once)."""
-        pieces = join_entries(self._entries(record, index, None))
+        pieces = join_entries(self._entries(record, index))
         return frame_pieces(pieces, sum(map(len, pieces)))
 
     def encode_with_sizes(self, record: Any, index: int | str | None = None) -> EncodedRecord:
-        """Like :meth:`encode`, also counting each field's serialized bytes."""
-        field_bytes: dict[str, int] = {}
-        pieces = join_entries(self._entries(record, index, field_bytes))
-        return EncodedRecord(b"".join(pieces), field_bytes)
+        """Deprecated: use :meth:`encode`, then :func:`recordkit.byte_breakdown` on the
+        bytes (the one way to see where a record's bytes go, written or read back)."""
+        warnings.warn(
+            "RecordEncoder.encode_with_sizes is deprecated: call encode(), then "
+            "recordkit.byte_breakdown(schema, data) for each field's share of the bytes",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        data = self.encode(record, index)
+        by_key = entry_sizes(data).by_key
+        field_bytes = {f.name: sum(by_key.get(key, 0) for key in f.keys) for f in self.bound.fields}
+        return EncodedRecord(data, field_bytes)
 
-    def _entries(
-        self, record: Any, index: int | str | None, field_bytes: dict[str, int] | None
-    ) -> list[bytes]:
+    def _entries(self, record: Any, index: int | str | None) -> list[bytes]:
         """The pieces of every field's Example map entries; all of the record's errors
-        raised as one. With ``field_bytes``, each field's share of the bytes goes there."""
+        raised as one."""
         try:
             items = record if type(record) is dict else record_items(record)
         except RecordError as exc:
@@ -94,7 +103,6 @@ class RecordEncoder:
         entries: list[bytes] = []
         wires: dict[str, Mapping[str, Any]] = {}
         for plan in self._plans:
-            start = len(entries)
             try:
                 wire = plan.encode_into(items.get(plan.name), entries)
             except RecordkitError as exc:
@@ -102,8 +110,6 @@ class RecordEncoder:
                 continue
             if wire is not None:
                 wires[plan.name] = wire
-            if field_bytes is not None:
-                field_bytes[plan.name] = sum(map(len, entries[start:]))
         for field in self._related:
             if field.name not in wires:
                 continue
