@@ -13,11 +13,11 @@ from recordkit.tools._codegen import generate_parser_code
 __all__ = ["codegen_command"]
 
 
-def _schema_of(source: Path) -> Schema:
+def _schema_of(path: Path) -> Schema:
     """The schema in a schema file, or the one a dataset's manifest holds."""
-    if source.is_dir() or source.name == MANIFEST_FILE:
-        return Manifest.load(source if source.is_dir() else source.parent).schema
-    return Schema.load(source)
+    if path.is_dir() or path.name == MANIFEST_FILE:
+        return Manifest.load(path if path.is_dir() else path.parent).schema
+    return Schema.load(path)
 
 
 @click.command("codegen", short_help="Write a standalone tf.data parser module for a schema.")

@@ -36,11 +36,11 @@ from recordkit.read._numpy_decode import decode_record_numpy
 from recordkit.read._open import (
     CorruptionReport,
     OnCorrupt,
+    OpenedDataset,
     Paths,
     Shard,
     SkippedRecords,
-    Source,
-    open_source,
+    open_dataset,
     worker_share,
 )
 from recordkit.schema._schema import Schema
@@ -99,7 +99,7 @@ def iter_records(
     if on_corrupt not in ("raise", "skip"):
         raise ValueError(f"on_corrupt must be 'raise' or 'skip', not {on_corrupt!r}")
     share = worker_share(input_context, num_workers, worker_index)
-    source = open_source(
+    source = open_dataset(
         path,
         split,
         fields,
@@ -121,7 +121,7 @@ def iter_records(
 
 
 def _records(
-    source: Source,
+    source: OpenedDataset,
     shards: Sequence[Shard],
     keep: tuple[int, int] | None,
     defaults: dict[str, Any],

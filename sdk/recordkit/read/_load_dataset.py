@@ -12,8 +12,9 @@ The pipeline, in order (each step only when asked for):
 3. repeat, shuffle (a record buffer), then batch: *before* parsing, so each batch
    costs one ``tf.io.parse_example``;
 4. parse and decode (:func:`recordkit.make_parser`) only the requested fields, in
-   parallel, then the layout options: ragged fields padded (with each codec's
-   :meth:`~recordkit.Codec.pad_value`), images resized, cropped or padded to a size
+   parallel, then the shaping options (:mod:`recordkit.read._dense`): ragged fields
+   padded (with each codec's :meth:`~recordkit.Codec.pad_value`), images resized,
+   cropped or padded to a size
    (a random crop draws per record from a stateless generator keyed by the seed and the
    batch's position, so that a seed gives the same windows run after run);
 5. unbatch when no batch size is given, and prefetch.
@@ -29,7 +30,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from recordkit.codec._registry import CodecRegistry
-from recordkit.read._batch_layout import (
+from recordkit.read._dense import (
     CROP_FITS,
     OFFSET_SUFFIX,
     SHAPE_SUFFIX,
@@ -41,7 +42,15 @@ from recordkit.read._batch_layout import (
     pad_into,
     row_shapes,
 )
-from recordkit.read._open import CorruptionReport, OnCorrupt, Paths, Shard, Source, open_source, worker_share
+from recordkit.read._open import (
+    CorruptionReport,
+    OnCorrupt,
+    OpenedDataset,
+    Paths,
+    Shard,
+    open_dataset,
+    worker_share,
+)
 from recordkit.read._parse import PRESENT_SUFFIX, make_padded_parser, make_parser
 from recordkit.read._shard_stream import read_shards
 from recordkit.schema._bound import BoundField
@@ -158,7 +167,7 @@ def load_dataset(
     if block_length < 1:
         raise ValueError(f"block_length must be at least 1, not {block_length}")
     share = worker_share(input_context, num_workers, worker_index)
-    source = open_source(
+    source = open_dataset(
         path,
         split,
         fields,
@@ -247,11 +256,11 @@ def _known_size(
     return records // batch_size if drop_remainder else -(-records // batch_size)
 
 
-# -- decoding and layout ----------------------------------------------------------------
+# -- decoding and shaping ---------------------------------------------------------------
 
 
 def _decoder(
-    source: Source,
+    source: OpenedDataset,
     pad: bool | Sequence[str],
     image_size: Size | Mapping[str, Size] | None,
     image_fit: ImageFit,
@@ -356,7 +365,7 @@ def _image_sizes(
     return {name: (int(size[0]), int(size[1])) for name, size in chosen.items()}
 
 
-def _record_densifier(source: Source, spec: Any) -> Callable[[dict[str, Any]], dict[str, Any]] | None:
+def _record_densifier(source: OpenedDataset, spec: Any) -> Callable[[dict[str, Any]], dict[str, Any]] | None:
     """After unbatching, a field's value is rectangular (an image, a tensor) unless the
     field is a sequence: give those still ragged their dense form."""
     import tensorflow as tf

@@ -1,7 +1,7 @@
 """What a reader reads: a dataset's shards and the schema to decode them with.
 
 Both readers (:func:`recordkit.load_dataset` with TensorFlow, :func:`recordkit.iter_records`
-without) start here. :func:`open_source` takes either a recordkit dataset (a folder with
+without) start here. :func:`open_dataset` takes either a recordkit dataset (a folder with
 ``dataset.json``) or TFRecord files recordkit did not write (a file, a glob pattern or a
 list of them, with a schema that describes their keys), and returns the shards with what
 the manifest knows of each, and the fields to decode, bound to their codecs.
@@ -51,16 +51,16 @@ from recordkit.schema._schema import BoundSchema, Schema
 __all__ = [
     "CorruptionReport",
     "OnCorrupt",
+    "OpenedDataset",
     "Shard",
     "SkippedRecords",
-    "Source",
     "WorkerShare",
     "dataset_root",
     "expand_paths",
     "file_sha256",
     "guess_compression",
     "locate_corruption",
-    "open_source",
+    "open_dataset",
     "worker_share",
 ]
 
@@ -85,8 +85,9 @@ class Shard:
 
 
 @dataclasses.dataclass(frozen=True)
-class Source:
-    """The shards to read and the bound fields to decode them with."""
+class OpenedDataset:
+    """A dataset opened for reading (recordkit's, or TFRecord files it did not write):
+    the shards to read and the bound fields to decode them with."""
 
     shards: tuple[Shard, ...]
     compression: Compression
@@ -246,7 +247,7 @@ def _whole(value: Any, name: str) -> int:
         raise TypeError(f"{name} must be an int, not {value!r}") from None
 
 
-def open_source(
+def open_dataset(
     path: Paths,
     split: str = "train",
     fields: str | Sequence[str] | None = None,
@@ -256,8 +257,8 @@ def open_source(
     compression: str | None = None,
     check_sizes: bool = True,
     verify_sha256: bool = False,
-) -> Source:
-    """Resolve ``path`` (see the module docs) into a :class:`Source`.
+) -> OpenedDataset:
+    """Resolve ``path`` (see the module docs) into a :class:`OpenedDataset`.
 
     :param schema: the reader's schema, or the path of a schema file (loaded and checked
         against ``registry``).
@@ -280,7 +281,7 @@ def open_source(
         comp = Compression.parse(compression) if compression is not None else guess_compression(files)
         shards = tuple(Shard(f, f.name) for f in files)
         bound = schema.bind(registry, fields=names)
-        return Source(shards, comp, schema, bound)
+        return OpenedDataset(shards, comp, schema, bound)
     manifest = Manifest.load(root)
     info = manifest.split(split)
     if info.unfinished is not None:
@@ -309,7 +310,7 @@ def open_source(
         for field in bound.fields
         if field.name not in stored.fields and field.spec.has_default
     }
-    return Source(shards, comp, read_schema, bound, manifest, defaults)
+    return OpenedDataset(shards, comp, read_schema, bound, manifest, defaults)
 
 
 def _default_example(bound: BoundSchema, field: BoundField) -> bytes:
@@ -419,3 +420,9 @@ def locate_corruption(shard: Shard, compression: Compression) -> CorruptRecordEr
     except CorruptRecordError as exc:
         return exc
     return None
+
+
+# The names this module had before (issue 11: "source" also names record sources and
+# source code); kept while branches written against them are merged, then removed.
+Source = OpenedDataset
+open_source = open_dataset

@@ -32,7 +32,7 @@ from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
 from typing import Any, TypeAlias
 
-from recordkit.read._batch_layout import SHAPE_SUFFIX
+from recordkit.read._dense import SHAPE_SUFFIX
 from recordkit.schema._bound import BoundField
 from recordkit.schema._schema import BoundSchema, Schema
 

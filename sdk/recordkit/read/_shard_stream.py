@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from recordkit.read._open import CorruptionReport, OnCorrupt, Shard, SkippedRecords, Source
+from recordkit.read._open import CorruptionReport, OnCorrupt, OpenedDataset, Shard, SkippedRecords
 
 __all__ = ["RECORD_FRAMING", "read_shards"]
 
@@ -33,7 +33,7 @@ RECORD_FRAMING = 16
 
 
 def read_shards(
-    source: Source,
+    source: OpenedDataset,
     shards: list[Shard],
     *,
     block_length: int,
@@ -86,7 +86,7 @@ def read_shards(
     return chunks.scan(counts, check).filter(lambda chunk: tf.size(chunk) > 0)
 
 
-def _expected(shards: list[Shard], source: Source) -> tuple[list[int], list[int]]:
+def _expected(shards: list[Shard], source: OpenedDataset) -> tuple[list[int], list[int]]:
     """The records and bytes each shard should give; -1: unknown (no manifest, or
     compressed, where the file's size is not the records' size)."""
     records = [-1 if shard.records is None else shard.records for shard in shards]
@@ -100,7 +100,7 @@ def _expected(shards: list[Shard], source: Source) -> tuple[list[int], list[int]
 
 
 def _checker(
-    source: Source, shards: list[Shard], on_corrupt: OnCorrupt, report: CorruptionReport | None
+    source: OpenedDataset, shards: list[Shard], on_corrupt: OnCorrupt, report: CorruptionReport | None
 ) -> Callable[[Any, Any], Any]:
     """The ``scan`` function: counts each shard's records and bytes, checks them at its
     marker. Kept small (the messages are written here, per shard): TensorFlow optimizes

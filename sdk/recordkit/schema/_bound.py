@@ -112,11 +112,11 @@ class BoundField:
             )
         features = []
         for feature in wire:
-            source = spec.keys.get(feature.name)
-            if isinstance(source, (list, int, float)):
-                features.append(_foreign_feature(name, spec, feature, source))
+            stored = spec.keys.get(feature.name)
+            if isinstance(stored, (list, int, float)):
+                features.append(_foreign_feature(name, spec, feature, stored))
                 continue
-            key = wire_key(name, feature.name, {feature.name: source} if source else None)
+            key = wire_key(name, feature.name, {feature.name: stored} if stored else None)
             lengths = f"{key}/lengths" if spec.sequence and not feature.is_fixed else None
             features.append(KeyedFeature(feature, key, lengths))
         if all(k.constant is not None for k in features):
@@ -176,7 +176,7 @@ def _check_default(name: str, spec: FieldSpec, codec: Codec[Any]) -> None:
 
 
 def _foreign_feature(
-    name: str, spec: FieldSpec, feature: WireFeature, source: list[str | int | float] | int | float
+    name: str, spec: FieldSpec, feature: WireFeature, stored: list[str | int | float] | int | float
 ) -> KeyedFeature:
     """A wire feature read from columns (a list of keys, with numbers for columns the
     records do not store) or given as a constant (a number)."""
@@ -186,22 +186,22 @@ def _foreign_feature(
             field=name,
         )
     default_key = wire_key(name, feature.name)
-    if isinstance(source, list):
+    if isinstance(stored, list):
         columns = tuple(
             key if isinstance(key, str) else _constant(name, feature, key, f"keys[{feature.name!r}][{i}]")
-            for i, key in enumerate(source)
+            for i, key in enumerate(stored)
         )
-        if not feature.shape or feature.shape[-1] != len(source):
+        if not feature.shape or feature.shape[-1] != len(stored):
             raise SchemaError(
-                f"keys[{feature.name!r}] lists {len(source)} columns, but the wire feature's shape "
-                f"{feature.shape} does not end in {len(source)}",
+                f"keys[{feature.name!r}] lists {len(stored)} columns, but the wire feature's shape "
+                f"{feature.shape} does not end in {len(stored)}",
                 field=name,
             )
-        keys = [key for key in source if isinstance(key, str)]
+        keys = [key for key in stored if isinstance(key, str)]
         if len(set(keys)) != len(keys):
             raise SchemaError(f"keys[{feature.name!r}] lists a column key twice", field=name)
         return KeyedFeature(feature, keys[0], columns=columns)
-    constant = _constant(name, feature, source, f"keys[{feature.name!r}]")
+    constant = _constant(name, feature, stored, f"keys[{feature.name!r}]")
     return KeyedFeature(feature, default_key, constant=constant)
 
 

@@ -62,7 +62,7 @@ class RecordEncoder:
         self.bound = bound
         self._names = frozenset(f.name for f in bound.fields)
         self._related = [f for f in bound.fields if f.codec.related_fields()]
-        self._plans = tuple(_FieldPlan.build(f) for f in bound.fields)
+        self._field_encoders = tuple(_FieldEncoder.build(f) for f in bound.fields)
 
     def encode(self, record: Any, index: int | str | None = None) -> bytes:
         """The serialized Example of ``record``; raises RecordError naming the record."""
@@ -102,14 +102,15 @@ class RecordEncoder:
                     errors.append(RecordError("not a field of the schema", field=name, record=index))
         entries: list[bytes] = []
         wires: dict[str, Mapping[str, Any]] = {}
-        for plan in self._plans:
+        for field_encoder in self._field_encoders:
+            name = field_encoder.name
             try:
-                wire = plan.encode_into(items.get(plan.name), entries)
+                wire = field_encoder.encode_into(items.get(name), entries)
             except RecordkitError as exc:
-                errors.append(exc.with_context(field=plan.name, record=index))
+                errors.append(exc.with_context(field=name, record=index))
                 continue
             if wire is not None:
-                wires[plan.name] = wire
+                wires[name] = wire
         for field in self._related:
             if field.name not in wires:
                 continue
@@ -128,7 +129,7 @@ _NO_DEFAULT: Any = object()
 
 
 @dataclasses.dataclass(frozen=True)
-class _FieldPlan:
+class _FieldEncoder:
     """What encoding one field needs, looked up once per schema rather than per record:
     the codec's bound ``encode``, the presence entry, and per wire feature its name,
     encoded key, kind and whether it holds a single value (the fast paths)."""
@@ -143,7 +144,7 @@ class _FieldPlan:
     presence_entry: bytes | None
 
     @classmethod
-    def build(cls, field: BoundField) -> _FieldPlan:
+    def build(cls, field: BoundField) -> _FieldEncoder:
         spec = field.spec
         features = tuple(
             (keyed.feature.name, keyed.key_bytes, keyed.feature.kind, keyed.feature.shape == (), keyed)

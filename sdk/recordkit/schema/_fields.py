@@ -19,13 +19,13 @@ __all__ = ["FIELD_NAME", "FieldSpec", "SchemaFormat", "field_name_problem", "jso
 FIELD_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.\-]*$")
 
 SchemaFormat: TypeAlias = Literal["yaml", "json"]
-#: Where a wire feature comes from: an Example key, the columns of its last dimension (a
+#: Where a wire feature is stored: an Example key, the columns of its last dimension (a
 #: key each, or a number for a column the records do not store, as the 3 of
 #: ``[height, width, 3]``), or a constant (a feature the records do not store).
-KeySource: TypeAlias = "str | _ColumnSources | int | float"
-#: The columns of a wire feature's last dimension (see :data:`KeySource`). Its JSON Schema
-#: says what ``FieldSpec._key_sources`` checks: non-empty keys and numbers, at least one key.
-_ColumnSources: TypeAlias = Annotated[
+StoredAs: TypeAlias = "str | _Columns | int | float"
+#: The columns of a wire feature's last dimension (see :data:`StoredAs`). Its JSON Schema
+#: says what ``FieldSpec._check_keys`` checks: non-empty keys and numbers, at least one key.
+_Columns: TypeAlias = Annotated[
     list[str | int | float],
     pydantic.Field(
         json_schema_extra={
@@ -116,7 +116,7 @@ class FieldSpec(pydantic.BaseModel):
         default=False, description="The field holds a list of the codec's values (e.g. several images)."
     )
     description: str = pydantic.Field(default="", description="Free text for people; not stored on the wire.")
-    keys: dict[str, KeySource] = pydantic.Field(
+    keys: dict[str, StoredAs] = pydantic.Field(
         default_factory=dict,
         description=(
             "Example keys for the codec's wire features, to read TFRecords that recordkit "
@@ -132,13 +132,13 @@ class FieldSpec(pydantic.BaseModel):
 
     @pydantic.field_validator("keys", mode="before")
     @classmethod
-    def _key_sources(cls, keys: Any) -> Any:
-        """Check each source before pydantic's union coerces it (it would read ``true`` as 1)."""
+    def _check_keys(cls, keys: Any) -> Any:
+        """Check each value before pydantic's union coerces it (it would read ``true`` as 1)."""
         if not isinstance(keys, Mapping):
             return keys  # pydantic names the type error
-        for name, source in keys.items():
-            if isinstance(source, list):
-                for i, item in enumerate(source):
+        for name, stored in keys.items():
+            if isinstance(stored, list):
+                for i, item in enumerate(stored):
                     problem = _number_problem(item)
                     if problem or not isinstance(item, (str, int, float)):
                         raise ValueError(
@@ -147,18 +147,18 @@ class FieldSpec(pydantic.BaseModel):
                         )
                     if item == "":
                         raise ValueError(f"keys[{name!r}][{i}]: an empty key")
-                if not any(isinstance(item, str) for item in source):
+                if not any(isinstance(item, str) for item in stored):
                     raise ValueError(
                         f"keys[{name!r}]: a list of columns needs at least one key (a string); "
-                        f"{source!r} stores nothing (a constant alone is a number, not a list)"
+                        f"{stored!r} stores nothing (a constant alone is a number, not a list)"
                     )
-            elif not isinstance(source, (str, int, float)) or _number_problem(source):
-                problem = _number_problem(source)
+            elif not isinstance(stored, (str, int, float)) or _number_problem(stored):
+                problem = _number_problem(stored)
                 raise ValueError(
-                    f"keys[{name!r}]: {source!r} is not a key, a list of columns or a finite number"
+                    f"keys[{name!r}]: {stored!r} is not a key, a list of columns or a finite number"
                     + (f" ({problem})" if problem else "")
                 )
-            if name == "present" and not isinstance(source, str):
+            if name == "present" and not isinstance(stored, str):
                 raise ValueError("keys['present'] (the presence flag's key) must be a key")
         return keys
 

@@ -1,7 +1,7 @@
-"""recordkit.load_dataset's layout options on a real segmentation dataset: padding with
-each codec's pad value (a mask's ignore index), images brought to one size (masks always
-with nearest neighbour), and the random crop-or-pad that cuts a record's image and mask
-at the same place."""
+"""recordkit.load_dataset's shaping options (sdk/recordkit/read/_dense.py) on a real
+segmentation dataset: padding with each codec's pad value (a mask's ignore index),
+images brought to one size (masks always with nearest neighbour), and the random
+crop-or-pad that cuts a record's image and mask at the same place."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import pytest
 import tensorflow as tf
 
 import recordkit as rk
-import recordkit.read._batch_layout
+import recordkit.read._dense
 from recordkit_codecs.tensor import TensorCodec
 
 VOID = 255
@@ -99,7 +99,7 @@ def test_the_pad_value_hook() -> None:
     assert registry.create("image").pad_value() == 0
 
 
-@pytest.mark.parametrize("loop_min_values", [recordkit.read._batch_layout.LOOP_MIN_VALUES, 0])
+@pytest.mark.parametrize("loop_min_values", [recordkit.read._dense.LOOP_MIN_VALUES, 0])
 def test_pad_fills_each_field_with_its_codecs_pad_value(
     dataset: Path,
     records: list[dict[str, Any]],
@@ -110,7 +110,7 @@ def test_pad_fills_each_field_with_its_codecs_pad_value(
     """Masks with their ignore index (as decoded, and afterwards for an optional one),
     images with 0, a plugin codec with its own value; 0 also takes the record-by-record
     padding path for large batches."""
-    monkeypatch.setattr(recordkit.read._batch_layout, "LOOP_MIN_VALUES", loop_min_values)
+    monkeypatch.setattr(recordkit.read._dense, "LOOP_MIN_VALUES", loop_min_values)
     ds = rk.load_dataset(dataset, batch_size=len(SIZES), pad=True, registry=registry)
     batch = numpy(next(iter(ds)))
     tall, wide = max(h for h, _ in SIZES), max(w for _, w in SIZES)

@@ -1,7 +1,8 @@
-"""Batch layout for :func:`recordkit.load_dataset`: ragged values padded, images fitted.
+"""Dense batches for :func:`recordkit.load_dataset`: ragged values padded, images fitted.
 
 Decoded batches hold values whose size varies from record to record as
-``tf.RaggedTensor``. The reader's layout options turn them into dense tensors:
+``tf.RaggedTensor``. The reader's shaping options (``pad``, ``image_size``,
+``image_fit``) turn them into dense tensors:
 
 * :func:`pad_ragged` pads to the batch's largest with the field's pad value (its codec's
   :meth:`~recordkit.Codec.pad_value`: zeros, or the mask codec's ``ignore_index``; empty
