@@ -1,10 +1,13 @@
-"""Repository-wide pytest setup: install the example plugin distribution.
+"""Repository-wide pytest setup: the example plugin distribution.
 
 plugins/recordkit-keypoints is a third-party plugin with its own pyproject. The test
 suite proves that recordkit finds it through entry points alone, so it is pip-installed
-(not editable, not put on ``sys.path``) into the running environment, before collection
-so that its own tests can import it at module level. It is reinstalled only when the
-installed copy differs from the source (version, entry points or any file's sha256).
+(not editable, not put on ``sys.path``) into the environment by ``make keypoints``,
+which ``make test``, ``make unit`` and ``make unit-fast`` run first (its own tests import
+it at module level, so it must be there before collection). The tests that need it take
+the ``keypoints_plugin`` fixture, which fails with what to run when the installed copy
+is missing or differs from the source (version, entry points or any file's sha256), so
+no test ever runs against a stale copy. Nothing is installed while tests run.
 
 This lives at the repository root, not in tests/conftest.py, because fixtures of a
 conftest are visible only below its directory and the plugin's tests live under plugins/.
@@ -13,17 +16,11 @@ conftest are visible only below its directory and the plugin's tests live under 
 from __future__ import annotations
 
 import base64
-import contextlib
-import fcntl
 import hashlib
 import importlib
 import importlib.metadata
 import os
-import shutil
-import subprocess
 import sys
-import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -71,55 +68,20 @@ def keypoints_install_problem() -> str | None:
     return None if installed == source else "installed files differ from the source"
 
 
-@contextlib.contextmanager
-def _install_lock() -> Iterator[None]:
-    """Serialise installs across pytest processes sharing this environment."""
-    with open(Path(sys.prefix) / ".recordkit-keypoints.lock", "w") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
-
-
-def ensure_keypoints_installed() -> None:
-    """pip-install plugins/recordkit-keypoints unless the installed copy is current.
-
-    It is built from a temporary copy so that no build/ or egg-info lands in the source
-    tree; ``--no-deps --no-build-isolation`` keeps it offline (recordkit and setuptools
-    are installed already).
-    """
-    with _install_lock():
-        if keypoints_install_problem() is None:
-            return
-        with tempfile.TemporaryDirectory() as tmp:
-            copy = Path(tmp) / KEYPOINTS_DIR.name
-            skip = shutil.ignore_patterns("build", "dist", "*.egg-info", "__pycache__")
-            shutil.copytree(KEYPOINTS_DIR, copy, ignore=skip)
-            subprocess.run(
-                [sys.executable, "-m", "pip", "install", "--no-deps", "--no-build-isolation",
-                 "--force-reinstall", "--disable-pip-version-check", "-q", str(copy)],
-                check=True,
-            )  # fmt: skip
-        importlib.invalidate_caches()
-        problem = keypoints_install_problem()
-        if problem is not None:
-            raise pytest.UsageError(f"installing {KEYPOINTS_DIR} did not take: {problem}")
-
-
-def pytest_configure(config: pytest.Config) -> None:
-    # xdist workers start after the controller's configure: it has installed already.
-    if not hasattr(config, "workerinput"):
-        ensure_keypoints_installed()
-
-
 @pytest.fixture(scope="session")
 def keypoints_plugin() -> importlib.metadata.Distribution:
     """The installed recordkit-keypoints distribution, with recordkit's default plugins
     reloaded so that they include it."""
     from recordkit.codec._plugins import reset_default_registry
 
-    ensure_keypoints_installed()
     importlib.invalidate_caches()
+    problem = keypoints_install_problem()
+    if problem is not None:
+        pytest.fail(
+            f"the example plugin {KEYPOINTS_DIST} is not installed as in the source ({problem}): "
+            "install it with `make keypoints` "
+            f"(or `pip install --no-deps {KEYPOINTS_DIR}`)",
+            pytrace=False,
+        )
     reset_default_registry()
     return importlib.metadata.distribution(KEYPOINTS_DIST)

@@ -77,6 +77,7 @@ def make_scenes(root: Path, seed: int = 0) -> dict[str, list[dict[str, Any]]]:
     return written
 
 
+@pytest.mark.slow
 def test_the_page_runs_as_written(page_examples: Any, in_tmp_path: Path) -> None:
     scenes = make_scenes(in_tmp_path)
     blocks = page_examples.code_blocks(page_examples.root / PAGE)

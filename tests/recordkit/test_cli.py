@@ -158,6 +158,7 @@ def test_a_plugin_load_error_is_one_line_without_traceback(plugin_dist) -> None:
 # -- the installed script, in a real process -----------------------------------------------
 
 
+@pytest.mark.slow
 def test_installed_script_lists_codecs_with_distributions() -> None:
     result = subprocess.run(
         [str(RECORDKIT_SCRIPT), "plugins", "--json"], capture_output=True, text=True, check=False
@@ -174,6 +175,7 @@ def test_installed_script_lists_codecs_with_distributions() -> None:
     )
 
 
+@pytest.mark.slow
 def test_installed_script_reports_a_broken_plugin_and_exits_non_zero(plugin_dist) -> None:
     info = plugin_dist("rk-script-broken", {"rk_script_broken": "raise RuntimeError('kaput')\n"})
     env = {**os.environ, "PYTHONPATH": str(info.parent)}
@@ -187,6 +189,7 @@ def test_installed_script_reports_a_broken_plugin_and_exits_non_zero(plugin_dist
     assert "RuntimeError: kaput" in result.stderr
 
 
+@pytest.mark.slow
 def test_the_cli_does_not_import_tensorflow(tmp_path: Path) -> None:
     schema = rk.Schema.loads("name: t\nfields:\n  n: {codec: scalar, options: {dtype: int64}}\n")
     schema.dump(tmp_path / "t.yaml")
@@ -207,6 +210,7 @@ def test_the_cli_does_not_import_tensorflow(tmp_path: Path) -> None:
     assert "verified 1 shard of 1 split: 3 records" in result.stdout
 
 
+@pytest.mark.slow
 def test_python_dash_m_recordkit() -> None:
     result = subprocess.run(
         [sys.executable, "-m", "recordkit", "--version"], capture_output=True, text=True, check=False

@@ -148,6 +148,7 @@ def worker() -> Any:
         yield pool
 
 
+@pytest.mark.slow
 def test_errors_raised_in_a_worker_keep_type_reason_and_context(worker: Any) -> None:
     with pytest.raises(errors.PluginLoadError) as info:
         worker.submit(_raise, "plugin").result()
@@ -155,6 +156,7 @@ def test_errors_raised_in_a_worker_keep_type_reason_and_context(worker: Any) -> 
     assert info.value.context == errors.ErrorContext(plugin="kp", distribution="kp-dist")
 
 
+@pytest.mark.slow
 def test_nested_record_errors_survive_the_trip(worker: Any) -> None:
     with pytest.raises(errors.RecordError) as info:
         worker.submit(_raise, "record").result()
@@ -166,6 +168,7 @@ def test_nested_record_errors_survive_the_trip(worker: Any) -> None:
     assert info.value.record == 4
 
 
+@pytest.mark.slow
 def test_errors_with_their_own_constructor_survive_the_trip(worker: Any) -> None:
     with pytest.raises(errors.IncompatibleSchemaError) as info:
         worker.submit(_raise, "incompatible").result()
@@ -175,6 +178,7 @@ def test_errors_with_their_own_constructor_survive_the_trip(worker: Any) -> None
         worker.submit(_raise, "extra").result()
 
 
+@pytest.mark.slow
 def test_context_added_after_the_trip_still_merges(worker: Any) -> None:
     with pytest.raises(errors.RecordError) as info:
         worker.submit(_raise, "record").result()

@@ -1,9 +1,10 @@
 """Test setup for recordkit-keypoints.
 
 The tests need the distribution installed (they find the codec through its entry
-point). Inside recordkit's repository, the root conftest.py pip-installs it before
-collection and provides the ``keypoints_plugin`` fixture used here; elsewhere, install
-it first (``pip install .``).
+point). Inside recordkit's repository, ``make keypoints`` (run by ``make test``,
+``make unit`` and ``make unit-fast``) pip-installs it, and the root conftest.py provides
+the ``keypoints_plugin`` fixture used here, which fails when the installed copy is
+missing or stale; elsewhere, install it first (``pip install .``).
 """
 
 from __future__ import annotations

@@ -253,6 +253,7 @@ def test_a_schema_with_an_unknown_codec_names_the_field() -> None:
 # -- no TensorFlow at import ---------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_import_and_plugin_loading_do_not_import_tensorflow() -> None:
     code = textwrap.dedent(
         """

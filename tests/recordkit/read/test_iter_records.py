@@ -77,6 +77,7 @@ def test_only_the_requested_fields_are_decoded(dataset: Path, records: list[dict
     assert [r["note"] for r in got] == [r["note"] for r in records]
 
 
+@pytest.mark.slow
 def test_reading_needs_no_tensorflow(dataset: Path, records: list[dict[str, Any]], tmp_path: Path) -> None:
     """In a process where tensorflow cannot be imported: every field decodes, and a
     flipped bit fails its CRC (recordkit's own framing reader, crc32c from google-crc32c)."""
@@ -296,6 +297,7 @@ def test_bad_worker_options_are_clear_errors_at_the_call(
         rk.iter_records(dataset, **share)  # raised at the call, before iterating
 
 
+@pytest.mark.slow
 def test_a_worker_share_without_tensorflow(many_shards: Path, dataset: Path) -> None:
     """In a process where tensorflow cannot be imported, the workers' shares (by shard and
     by record, with numbers and with a context object) cover every record once."""

@@ -445,6 +445,7 @@ def every_codec_expected(record: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+@pytest.mark.slow
 def test_everything_written_reads_back_equal_through_every_reader(tmp_path: Path) -> None:
     """The writer's records, through load_dataset, make_parser, iter_records and the
     generated standalone module (run where recordkit cannot be imported): each equals

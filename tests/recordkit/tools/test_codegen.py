@@ -28,6 +28,7 @@ def with_recordkit(files: list[str], fields: list[str] | None = None) -> str:
     return dumps(list(batches))
 
 
+@pytest.mark.slow
 def test_the_generated_module_reproduces_the_parser_without_recordkit(
     tmp_path: Path, files: list[str]
 ) -> None:

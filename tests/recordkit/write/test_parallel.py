@@ -20,6 +20,9 @@ import recordkit as rk
 from recordkit.errors import InvalidValueError, PluginError, RecordError
 from recordkit.write._parallel import BATCHES_PER_WORKER, MAX_BATCH_RECORDS, WorkerSetup
 
+#: Worker processes start for every test here.
+pytestmark = pytest.mark.slow
+
 BAD = frozenset({5, 77, 150})
 
 

@@ -255,6 +255,7 @@ def test_a_record_with_several_bad_fields_is_one_reject(tmp_path: Path) -> None:
     assert sorted(e["field"] for e in reject["errors"]) == ["extra", "id", "payload"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("workers", [0, 2])
 def test_a_record_that_is_not_a_mapping_is_named(tmp_path: Path, workers: int) -> None:
     records: list[Any] = [{"id": 0, "payload": "fine"}, ["id", 1], {"id": 2, "payload": "fine"}]

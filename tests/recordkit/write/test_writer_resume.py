@@ -22,6 +22,9 @@ import recordkit as rk
 
 N = 300
 KILL_AT = 137  # shards of 20 records: 0-119 complete, 120-136 in the partial shard
+#: Every test here runs a writing process and kills it.
+pytestmark = pytest.mark.slow
+
 BAD = frozenset({7, 57, 128, 201})  # rejected records, before and after the kill point
 
 SCRIPT = textwrap.dedent(
