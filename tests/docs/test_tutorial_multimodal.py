@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pytest
 import soundfile
 from _console import run_console_block
 from PIL import Image, ImageDraw
