@@ -307,27 +307,41 @@ class BBoxCodec(rk.Codec[BBoxOptions]):
         return out
 
     def decode_tf_source(self) -> rk.DecodeSource:
-        """decode_tf as standalone code, for ``recordkit codegen``."""
-        from recordkit_codecs._standalone import bbox_source
-
-        return bbox_source(self.options)
+        """:func:`decode_bbox_tf` with this field's options: what decode_tf runs and
+        ``recordkit codegen`` copies (with the conversions it calls)."""
+        return rk.DecodeSource(
+            decode_bbox_tf,
+            {
+                "fmt": self.options.format,
+                "labels": self.options.labels is not None,
+                "extras": list(self.options.extras),
+            },
+            helpers=(_to_xyxy, _convert, _convert_dense_tf),
+        )
 
     def decode_tf(self, wire: Mapping[str, Any]) -> Any:
-        import tensorflow as tf
+        return self.decode_tf_source()(wire)
 
-        stored = wire[""]
-        flat = tf.reshape(stored.flat_values, [-1, 4])
-        boxes = tf.RaggedTensor.from_row_splits(
-            _convert_dense_tf(flat, "xyxy", self.options.format), stored.row_splits, validate=False
-        )
-        if not self._has_dict:
-            return boxes
-        out: dict[str, Any] = {"boxes": boxes}
-        if self.options.labels is not None:
-            out["labels"] = wire["labels"]
-        for name in self.options.extras:
-            out[name] = wire[name]
-        return out
+
+def decode_bbox_tf(wire: Mapping[str, Any], fmt: str, labels: bool, extras: list[str]) -> Any:
+    """The batched TensorFlow decode of a bbox field: the stored xyxy boxes ``[B, (n),
+    4]`` converted to ``fmt``, in a dict with the labels and ``extras`` when the field
+    has them (generated parser modules carry a copy of this function)."""
+    import tensorflow as tf
+
+    stored = wire[""]
+    flat = tf.reshape(stored.flat_values, [-1, 4])
+    boxes = tf.RaggedTensor.from_row_splits(
+        _convert_dense_tf(flat, "xyxy", fmt), stored.row_splits, validate=False
+    )
+    if not labels and not extras:
+        return boxes
+    out = {"boxes": boxes}
+    if labels:
+        out["labels"] = wire["labels"]
+    for name in extras:
+        out[name] = wire[name]
+    return out
 
 
 # -- helpers ---------------------------------------------------------------------------

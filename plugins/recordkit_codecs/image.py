@@ -220,53 +220,67 @@ class ImageCodec(rk.Codec[ImageOptions]):
         return pixels
 
     def decode_tf_source(self) -> rk.DecodeSource:
-        """decode_tf as standalone code, for ``recordkit codegen``."""
-        from recordkit_codecs._standalone import image_source
-
-        return image_source(self.options)
+        """:func:`decode_image_tf` with this field's options: what decode_tf (and, with
+        ``pad=True``, decode_tf_padded) runs and ``recordkit codegen`` copies."""
+        return rk.DecodeSource(
+            decode_image_tf,
+            {"fmt": self.options.format, "channels": self.options.channels, "fixed_size": self.fixed_size},
+            helpers=(decode_image_batch,),
+        )
 
     def decode_tf(self, wire: Mapping[str, Any]) -> Any:
-        return self._decode_batch(wire, pad=False)
+        return self.decode_tf_source()(wire)
 
     def decode_tf_padded(self, wire: Mapping[str, Any]) -> tuple[Any, Any] | None:
         """The batch's images padded to its largest as they are decoded, and their shapes
         (None for a fixed size: those batch densely, there is nothing to pad)."""
         if self.fixed_size is not None:
             return None
-        images, shapes = self._decode_batch(wire, pad=True)
+        images, shapes = self.decode_tf_source()(wire, pad=True)
         return images, shapes
 
-    def _decode_batch(self, wire: Mapping[str, Any], *, pad: bool) -> Any:
-        import tensorflow as tf
 
-        fmt = self.options.format
-        depth = self.options.channels or 0
+def decode_image_tf(
+    wire: Mapping[str, Any],
+    fmt: str,
+    channels: int | None,
+    fixed_size: tuple[int, int] | None,
+    pad: bool = False,
+) -> Any:
+    """The batched TensorFlow decode of an image field stored as ``fmt`` (jpeg, png, or
+    keep: either), converted to ``channels`` (None: as stored), dense when the schema
+    fixes the size; with ``pad``, ``(images padded to the batch's largest, shapes)``
+    (see :func:`~recordkit_codecs._tf_images.decode_image_batch`). Generated parser
+    modules carry a copy of this function."""
+    import tensorflow as tf
 
-        def jpeg(data: Any) -> Any:
-            # INTEGER_ACCURATE is libjpeg's ISLOW, the method Pillow uses: both readers agree.
-            return tf.io.decode_jpeg(data, channels=depth, dct_method="INTEGER_ACCURATE")
+    depth = channels or 0
 
-        def png(data: Any) -> Any:
-            return tf.io.decode_png(data, channels=depth, dtype=tf.uint8)
+    def jpeg(data: Any) -> Any:
+        # INTEGER_ACCURATE is libjpeg's ISLOW, the method Pillow uses: both readers agree.
+        return tf.io.decode_jpeg(data, channels=depth, dct_method="INTEGER_ACCURATE")
 
-        def decode_one(data: Any) -> Any:
-            if fmt == "jpeg":
-                return jpeg(data)
-            if fmt == "png":
-                return png(data)
-            return tf.cond(tf.io.is_jpeg(data), lambda: jpeg(data), lambda: png(data))
+    def png(data: Any) -> Any:
+        return tf.io.decode_png(data, channels=depth, dtype=tf.uint8)
 
-        return decode_image_batch(
-            wire[""],
-            wire["height"],
-            wire["width"],
-            wire["channels"],
-            decode_one=decode_one,
-            static_channels=self.options.channels,
-            fixed_size=self.fixed_size,
-            codec=self.name,
-            pad=pad,
-        )
+    def decode_one(data: Any) -> Any:
+        if fmt == "jpeg":
+            return jpeg(data)
+        if fmt == "png":
+            return png(data)
+        return tf.cond(tf.io.is_jpeg(data), lambda: jpeg(data), lambda: png(data))
+
+    return decode_image_batch(
+        wire[""],
+        wire["height"],
+        wire["width"],
+        wire["channels"],
+        decode_one=decode_one,
+        static_channels=channels,
+        fixed_size=fixed_size,
+        codec="image",
+        pad=pad,
+    )
 
 
 def _from_array(array: np.ndarray) -> Image.Image:

@@ -136,23 +136,29 @@ class LabelCodec(rk.Codec[LabelOptions]):
         return ids
 
     def decode_tf_source(self) -> rk.DecodeSource:
-        """decode_tf as standalone code, for ``recordkit codegen``."""
-        from recordkit_codecs._standalone import label_source
-
-        return label_source(self.options)
+        """:func:`decode_label_tf` with this field's options: what decode_tf runs and
+        ``recordkit codegen`` copies."""
+        return rk.DecodeSource(
+            decode_label_tf, {"multi_hot": self.options.multi_hot, "class_count": self.options.class_count}
+        )
 
     def decode_tf(self, wire: Mapping[str, Any]) -> Any:
-        ids = wire[""]
-        if not self.options.multi_hot:
-            return ids
-        import tensorflow as tf
+        return self.decode_tf_source()(wire)
 
-        count = self.options.class_count
-        assert count is not None  # guaranteed by the options model
-        index = tf.stack([ids.value_rowids(), ids.values], axis=1)
-        shape = tf.stack([ids.nrows(), tf.constant(count, tf.int64)])
-        hot = tf.scatter_nd(index, tf.ones_like(ids.values, tf.float32), shape)
-        return tf.minimum(hot, 1.0)
+
+def decode_label_tf(wire: Mapping[str, Any], multi_hot: bool, class_count: int | None) -> Any:
+    """The batched TensorFlow decode of a label field: the ids as parsed, or with
+    ``multi_hot`` float32 ``[B, class_count]`` (generated parser modules carry a copy of
+    this function)."""
+    ids = wire[""]
+    if not multi_hot:
+        return ids
+    import tensorflow as tf
+
+    index = tf.stack([ids.value_rowids(), ids.values], axis=1)
+    shape = tf.stack([ids.nrows(), tf.constant(class_count, tf.int64)])
+    hot = tf.scatter_nd(index, tf.ones_like(ids.values, tf.float32), shape)
+    return tf.minimum(hot, 1.0)
 
 
 def _preview(names: list[str], limit: int = 10) -> str:

@@ -96,23 +96,27 @@ class ScalarCodec(rk.Codec[ScalarOptions]):
         return int(value)
 
     def decode_tf_source(self) -> rk.DecodeSource:
-        """decode_tf as standalone code, for ``recordkit codegen``."""
-        from recordkit_codecs._standalone import scalar_source
-
-        return scalar_source(self.options)
+        """:func:`decode_scalar_tf` with this field's dtype: what decode_tf runs and
+        ``recordkit codegen`` copies."""
+        return rk.DecodeSource(decode_scalar_tf, {"dtype": self.options.dtype})
 
     def decode_tf(self, wire: Mapping[str, Any]) -> Any:
-        import tensorflow as tf
+        return self.decode_tf_source()(wire)
 
-        value = wire[""]
-        dtype = self.options.dtype
-        if dtype == "bool":
-            return tf.not_equal(value, 0)
-        if dtype == "int32":
-            return tf.cast(value, tf.int32)
-        if dtype == "float64":
-            return tf.bitcast(value, tf.float64)
-        return value
+
+def decode_scalar_tf(wire: Mapping[str, Any], dtype: str) -> Any:
+    """The batched TensorFlow decode of a scalar field of ``dtype`` (TensorFlow only:
+    generated parser modules carry a copy of this function)."""
+    import tensorflow as tf
+
+    value = wire[""]
+    if dtype == "bool":
+        return tf.not_equal(value, 0)
+    if dtype == "int32":
+        return tf.cast(value, tf.int32)
+    if dtype == "float64":
+        return tf.bitcast(value, tf.float64)
+    return value
 
 
 @rk.hookimpl

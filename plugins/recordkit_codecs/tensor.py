@@ -168,43 +168,60 @@ class TensorCodec(rk.Codec[TensorOptions]):
         return np.frombuffer(data, dtype=self._wire_dtype).astype(self._dtype).reshape(shape)
 
     def decode_tf_source(self) -> rk.DecodeSource:
-        """decode_tf as standalone code, for ``recordkit codegen``."""
-        from recordkit_codecs._standalone import tensor_source
-
-        return tensor_source(self.options)
+        """:func:`decode_tensor_tf` with this field's dtype and shape: what decode_tf runs
+        and ``recordkit codegen`` copies (with the helpers it calls)."""
+        shape = self.options.shape
+        return rk.DecodeSource(
+            decode_tensor_tf,
+            {
+                "dtype": self._dtype.name,
+                "itemsize": self._dtype.itemsize,
+                "shape": None if shape is None else list(shape),
+            },
+            helpers=(_decode_raw_tf, _nest),
+        )
 
     def decode_tf(self, wire: Mapping[str, Any]) -> Any:
-        import tensorflow as tf
+        return self.decode_tf_source()(wire)
 
-        data = wire[""]
-        shape = self.options.shape
-        if self.options.is_fixed:
-            assert shape is not None
-            values = self._decode_raw(data)
-            return tf.reshape(values, [-1, *(int(d) for d in shape if d is not None)])
-        dims = wire["shape"]
-        counts = tf.reduce_prod(dims, axis=1)
-        check = tf.debugging.assert_equal(
-            tf.strings.length(data, unit="BYTE"),
-            tf.cast(counts * self._dtype.itemsize, tf.int32),
-            message=f"stored {self._dtype} tensor bytes do not match its stored shape",
-        )
-        with tf.control_dependencies([check] if check is not None else []):
-            flat = self._decode_raw(tf.strings.reduce_join(data))
-        if shape is None:
-            return {"values": tf.RaggedTensor.from_row_lengths(flat, counts), "shape": dims}
-        return _nest(flat, dims, shape)
 
-    def _decode_raw(self, data: Any) -> Any:
-        import tensorflow as tf
+def decode_tensor_tf(
+    wire: Mapping[str, Any], dtype: str, itemsize: int, shape: list[int | None] | None
+) -> Any:
+    """The batched TensorFlow decode of a tensor field of ``dtype`` (``itemsize`` bytes
+    a value) and declared ``shape``: dense for a fixed shape, ragged for ``None``
+    dimensions, ``{"values", "shape"}`` for any rank (generated parser modules carry a
+    copy of this function)."""
+    import tensorflow as tf
 
-        name = self._dtype.name
-        if name == "bool":
-            return tf.not_equal(tf.io.decode_raw(data, tf.uint8), 0)
-        if name in ("uint32", "uint64"):  # decode_raw has no unsigned 32/64-bit output
-            signed = tf.io.decode_raw(data, tf.int32 if name == "uint32" else tf.int64)
-            return tf.bitcast(signed, tf.uint32 if name == "uint32" else tf.uint64)
-        return tf.io.decode_raw(data, tf.as_dtype(self._dtype))
+    data = wire[""]
+    if shape is not None and None not in shape:
+        return tf.reshape(_decode_raw_tf(data, dtype), [-1, *(int(d) for d in shape if d is not None)])
+    dims = wire["shape"]
+    counts = tf.reduce_prod(dims, axis=1)
+    check = tf.debugging.assert_equal(
+        tf.strings.length(data, unit="BYTE"),
+        tf.cast(counts * itemsize, tf.int32),
+        message=f"stored {dtype} tensor bytes do not match its stored shape",
+    )
+    with tf.control_dependencies([check] if check is not None else []):  # None when eager
+        flat = _decode_raw_tf(tf.strings.reduce_join(data), dtype)
+    if shape is None:
+        return {"values": tf.RaggedTensor.from_row_lengths(flat, counts), "shape": dims}
+    return _nest(flat, dims, shape)
+
+
+def _decode_raw_tf(data: Any, dtype: str) -> Any:
+    """Little-endian raw bytes as ``dtype`` values (tf.io.decode_raw has no bool or
+    unsigned 32/64-bit output: those are read as bytes or signed and converted)."""
+    import tensorflow as tf
+
+    if dtype == "bool":
+        return tf.not_equal(tf.io.decode_raw(data, tf.uint8), 0)
+    if dtype in ("uint32", "uint64"):
+        signed = tf.io.decode_raw(data, tf.int32 if dtype == "uint32" else tf.int64)
+        return tf.bitcast(signed, tf.uint32 if dtype == "uint32" else tf.uint64)
+    return tf.io.decode_raw(data, tf.as_dtype(dtype))
 
 
 def _convert_python(array: np.ndarray, target: np.dtype[Any]) -> np.ndarray:

@@ -74,13 +74,17 @@ class TextCodec(rk.Codec[TextOptions]):
             raise rk.errors.DecodeError(f"stored text is not valid UTF-8 at byte {exc.start}") from None
 
     def decode_tf_source(self) -> rk.DecodeSource:
-        """decode_tf as standalone code, for ``recordkit codegen``."""
-        from recordkit_codecs._standalone import text_source
-
-        return text_source()
+        """:func:`decode_text_tf`: what decode_tf runs and ``recordkit codegen`` copies."""
+        return rk.DecodeSource(decode_text_tf)
 
     def decode_tf(self, wire: Mapping[str, Any]) -> Any:
-        return wire[""]
+        return self.decode_tf_source()(wire)
+
+
+def decode_text_tf(wire: Mapping[str, Any]) -> Any:
+    """The batched TensorFlow decode of a text field: the UTF-8 bytes, as parsed
+    (generated parser modules carry a copy of this function)."""
+    return wire[""]
 
 
 def _as_text(value: Any) -> str:
