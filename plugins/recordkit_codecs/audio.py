@@ -247,9 +247,7 @@ class AudioCodec(rk.Codec[AudioOptions]):
     # -- decode ----------------------------------------------------------------------
 
     def decode_numpy(self, wire: Mapping[str, Any]) -> np.ndarray:
-        samples = _decode_one(
-            wire[""], int(wire["num_samples"]), self.options, rk.errors.DecodeError
-        )
+        samples = _decode_one(wire[""], int(wire["num_samples"]), self.options, rk.errors.DecodeError)
         return samples.astype(np.float32) / np.float32(_SCALE)
 
     def decode_tf_source(self) -> rk.DecodeSource | None:

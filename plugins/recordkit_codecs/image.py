@@ -16,7 +16,9 @@ a batch is dense ``[B, H, W, C]`` when the schema declares ``height`` and ``widt
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import io
+import re
+from collections.abc import Iterator, Mapping
 from typing import Annotated, Any, Literal, get_args
 
 import numpy as np
@@ -25,6 +27,7 @@ from PIL import Image
 
 import recordkit as rk
 from recordkit_codecs import _pillow, _raster
+from recordkit_codecs._foreign import formats
 from recordkit_codecs._inputs import read_input_bytes
 from recordkit_codecs._tf_images import decode_image_batch
 
@@ -104,6 +107,57 @@ class ImageCodec(rk.Codec[ImageOptions]):
     options_model = ImageOptions
     summary = "an image stored as encoded PNG/JPEG bytes with height, width, channels"
     raster = "pixels"
+
+    adopt_order = 200
+
+    @classmethod
+    def adopt(cls, records: rk.ForeignRecords) -> Iterator[rk.Adoption | rk.LeftOut]:
+        """Foreign JPEG or PNG bytes, one per record, with int64 height and width keys
+        named after them (``image/encoded`` beside ``image/height``, ``image/width``),
+        kept as they are; the channels from a key, or from the images' headers when
+        every image has the same count. Images without height and width keys are left
+        out: this codec needs them."""
+        for stats in records.unclaimed():
+            key = stats.key
+            if records.claimed(key) or stats.kind is not rk.WireKind.BYTES or not stats.scalar:
+                continue
+            found = formats(stats)
+            if not found or not found <= {"jpeg", "png"}:
+                continue
+            shown = "/".join(sorted(found))
+            prefix = re.sub(r"[/_](encoded|bytes|data|jpeg|png)$", "", key)
+            height = records.int_scalar(f"{prefix}/height", f"{prefix}_height", "height")
+            width = records.int_scalar(f"{prefix}/width", f"{prefix}_width", "width")
+            if height is None or width is None:
+                yield rk.LeftOut(
+                    (key,),
+                    f"{key}: {shown} images, but no height and width keys (the image codec needs them)",
+                )
+                continue
+            channels_key = records.int_scalar(
+                f"{prefix}/channels", f"{prefix}/depth", f"{prefix}_channels", "channels", "depth"
+            )
+            keys: dict[str, Any] = {"": key, "height": height, "width": width}
+            options: dict[str, Any] = {"format": "keep"}
+            if channels_key is not None:
+                keys["channels"] = channels_key
+            else:
+                channels = {_header_channels(values[0]) for values in stats.values if values}
+                if len(channels) != 1 or None in channels:
+                    yield rk.LeftOut(
+                        (key,), f"{key}: images with differing or unknown channel counts {channels}"
+                    )
+                    continue
+                count = channels.pop()
+                keys["channels"] = count
+                options["channels"] = count
+            yield rk.Adoption(
+                claims=(key, height, width, *([channels_key] if channels_key else [])),
+                name=prefix,
+                options=options,
+                keys=keys,
+                description=f"{shown.upper()} bytes in {key}",
+            )
 
     # -- wire ------------------------------------------------------------------------
 
@@ -281,6 +335,22 @@ def decode_image_tf(
         codec="image",
         pad=pad,
     )
+
+
+#: Channels of the images a Pillow mode stands for, as the image codec stores them.
+_MODE_CHANNELS = {"L": 1, "1": 1, "I": 1, "RGB": 3, "YCbCr": 3, "CMYK": 3, "RGBA": 4, "LA": 4}
+
+
+def _header_channels(data: bytes) -> int | None:
+    """The channels of an encoded image, from its header (None: unknown)."""
+    try:
+        with Image.open(io.BytesIO(data)) as image:
+            mode = image.mode
+            if mode == "P":
+                return 4 if "transparency" in image.info else 3
+            return _MODE_CHANNELS.get(mode)
+    except Exception:  # an unreadable header only means "unknown"
+        return None
 
 
 def _from_array(array: np.ndarray) -> Image.Image:

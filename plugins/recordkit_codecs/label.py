@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import collections
 import numbers
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import numpy as np
 import pydantic
 
 import recordkit as rk
+from recordkit_codecs._foreign import LABEL_HINT, plain_key
 
 __all__ = ["LabelCodec", "LabelOptions"]
 
@@ -70,6 +71,30 @@ class LabelCodec(rk.Codec[LabelOptions]):
     version = "1"
     options_model = LabelOptions
     summary = "a class label (name or id) per record, or a list of them"
+    adopt_order = 800
+
+    @classmethod
+    def adopt(cls, records: rk.ForeignRecords) -> Iterator[rk.Adoption | rk.LeftOut]:
+        """Foreign int64 keys named like labels (``label``, ``class``, ``category_id``
+        ...), one non-negative id per record (or none, where a presence flag says so):
+        class ids up to the largest seen."""
+        for stats in records.unclaimed():
+            if records.claimed(stats.key) or records.flags_an_unclaimed_key(stats.key):
+                continue
+            plain = plain_key(records, stats)
+            single = stats.scalar or plain.optional
+            hinted = LABEL_HINT.search(stats.key) is not None
+            if stats.kind is not rk.WireKind.INT64 or not single or not hinted or stats.low < 0:
+                continue
+            count = int(stats.high) + 1
+            yield rk.Adoption(
+                claims=plain.claims,
+                name=stats.key,
+                options={"num_classes": count},
+                keys=plain.keys,
+                description=f"class ids 0..{count - 1} {plain.every}",
+                optional=plain.optional,
+            )
 
     def __init__(self, options: LabelOptions | Mapping[str, Any] | None = None) -> None:
         super().__init__(options)

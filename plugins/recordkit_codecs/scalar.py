@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import math
 import numbers
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any, Literal
 
 import numpy as np
 
 import recordkit as rk
+from recordkit_codecs._foreign import plain_key
 
 __all__ = ["ScalarCodec", "ScalarOptions"]
 
@@ -36,6 +37,29 @@ class ScalarCodec(rk.Codec[ScalarOptions]):
     version = "1"
     options_model = ScalarOptions
     summary = "one int, float, bool or str per record"
+    adopt_order = 900
+
+    @classmethod
+    def adopt(cls, records: rk.ForeignRecords) -> Iterator[rk.Adoption | rk.LeftOut]:
+        """Any foreign number key no other codec took, as int64 or float32 values (lists
+        of them when records hold other than one)."""
+        for stats in records.unclaimed():
+            if records.claimed(stats.key) or records.flags_an_unclaimed_key(stats.key):
+                continue
+            if stats.kind not in (rk.WireKind.INT64, rk.WireKind.FLOAT):
+                continue
+            plain = plain_key(records, stats)
+            dtype = "int64" if stats.kind is rk.WireKind.INT64 else "float32"
+            what = "one value" if stats.scalar else "lists of values"
+            yield rk.Adoption(
+                claims=plain.claims,
+                name=stats.key,
+                options={"dtype": dtype},
+                keys=plain.keys,
+                description=f"{dtype}: {what} {plain.every}",
+                optional=plain.optional,
+                sequence=plain.sequence,
+            )
 
     def wire_spec(self) -> rk.WireSpec:
         kind = {

@@ -28,13 +28,15 @@ ragged dimension per ``None`` (``[B, (n), 3]`` for ``shape: [null, 3]``); any ra
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+import re
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import numpy as np
 import pydantic
 
 import recordkit as rk
+from recordkit_codecs._foreign import formats
 
 __all__ = ["SUPPORTED_DTYPES", "TensorCodec", "TensorOptions"]
 
@@ -96,6 +98,32 @@ class TensorCodec(rk.Codec[TensorOptions]):
     version = "1"
     options_model = TensorOptions
     summary = "a numpy array of any dtype, fixed or variable shape, stored as raw bytes"
+    adopt_order = 300
+
+    @classmethod
+    def adopt(cls, records: rk.ForeignRecords) -> Iterator[rk.Adoption | rk.LeftOut]:
+        """Foreign raw arrays: one bytes value per record (not text, or under a key named
+        ``...raw``) whose length is, in every record, the product of int64 dimension keys
+        (``height``, ``width`` and ``depth`` or ``channels``) times 1 (uint8) or 4
+        (float32); or ``height x width`` times one channel count that no key stores
+        (the segmentation tutorial's ``image_raw``), proposed as a constant dimension.
+        Fields may share the dimension keys (an image and its mask)."""
+        for stats in records.unclaimed():
+            key = stats.key
+            if records.claimed(key) or stats.kind is not rk.WireKind.BYTES or not stats.scalar:
+                continue
+            if "binary" not in formats(stats) and not re.search(r"raw", key):
+                continue
+            found = _raw_dims(records, stats)
+            if found is not None:
+                dims, dtype = found
+                yield _raw_array(
+                    key, [*dims], dtype, f"raw {dtype} values in {key}, shaped by {', '.join(dims)}"
+                )
+                continue
+            implicit = _implicit_channels(records, stats)
+            if implicit is not None:
+                yield implicit
 
     def __init__(self, options: TensorOptions | Mapping[str, Any] | None = None) -> None:
         super().__init__(options)
@@ -222,6 +250,71 @@ def _decode_raw_tf(data: Any, dtype: str) -> Any:
         signed = tf.io.decode_raw(data, tf.int32 if dtype == "uint32" else tf.int64)
         return tf.bitcast(signed, tf.uint32 if dtype == "uint32" else tf.uint64)
     return tf.io.decode_raw(data, tf.as_dtype(dtype))
+
+
+# -- adopting foreign raw arrays --------------------------------------------------------------
+
+
+def _raw_array(key: str, shape: list[str | int], dtype: str, description: str) -> rk.Adoption:
+    """A ``tensor`` field for ``key``, shaped by the keys (and constant dimensions) of
+    ``shape``."""
+    return rk.Adoption(
+        claims=(key, *(dim for dim in shape if isinstance(dim, str))),
+        name=re.sub(r"[/_]?raw$", "", key) or key,
+        options={"dtype": dtype, "shape": [dim if isinstance(dim, int) else None for dim in shape]},
+        keys={"": key, "shape": shape},
+        description=description,
+    )
+
+
+def _raw_dims(records: rk.ForeignRecords, stats: rk.ForeignKey) -> tuple[list[str], str] | None:
+    """The dimension keys and dtype that account for every sampled size of ``stats``."""
+    height = records.int_scalar("height", "image/height", "rows")
+    width = records.int_scalar("width", "image/width", "cols")
+    depth = records.int_scalar("depth", "channels", "image/depth", "image/channels")
+    if height is None or width is None:
+        return None
+    sizes = stats.sizes
+    candidates: list[list[str]] = [[height, width, depth], [height, width]] if depth else [[height, width]]
+    for dims in candidates:
+        products = [math.prod(int(records[d].values[i][0]) for d in dims) for i in range(len(sizes))]
+        for dtype, itemsize in (("uint8", 1), ("float32", 4)):
+            if all(size == product * itemsize for size, product in zip(sizes, products, strict=True)):
+                return dims, dtype
+    return None
+
+
+def _implicit_channels(records: rk.ForeignRecords, stats: rk.ForeignKey) -> rk.Adoption | rk.LeftOut | None:
+    """Raw pixels whose channel count no key stores (``image_raw`` beside ``height`` and
+    ``width`` only): when the byte length is the same whole multiple of ``height x
+    width`` in every record inspected, that multiple is the channel count, proposed as a
+    constant dimension (``[height, width, 3]``). Otherwise no shape can be known, and a
+    note says what was seen. None when there are no height and width keys."""
+    key = stats.key
+    height = records.int_scalar("height", "image/height", "rows")
+    width = records.int_scalar("width", "image/width", "cols")
+    if height is None or width is None:
+        return None
+    sizes = [int(size or 0) for size in stats.sizes]
+    heights, widths = records[height].values, records[width].values
+    areas = [int(heights[i][0]) * int(widths[i][0]) for i in range(len(sizes))]
+    ratios = {size // area for size, area in zip(sizes, areas, strict=True) if area > 0}
+    channels = ratios.pop() if len(ratios) == 1 else 0
+    if channels > 0 and all(size == area * channels for size, area in zip(sizes, areas, strict=True)):
+        return _raw_array(
+            key,
+            [height, width, channels],
+            "uint8",
+            f"raw uint8 pixels in {key}, shaped by {height}, {width} and {channels} channels that no "
+            f"key stores ({key} holds {height} x {width} x {channels} bytes in every record inspected)",
+        )
+    pairs = list(zip(sizes, areas, strict=True))[:3]
+    shown = ", ".join(f"{size} bytes for {area}" for size, area in pairs)
+    return rk.LeftOut(
+        (key,),
+        f"{key}: raw bytes beside {height} and {width}, but not the same whole number of bytes per "
+        f"{height} x {width} in every record ({shown} ...), so no shape can be proposed",
+    )
 
 
 def _convert_python(array: np.ndarray, target: np.dtype[Any]) -> np.ndarray:

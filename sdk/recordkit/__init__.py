@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from recordkit import errors
 from recordkit._version import __version__
+from recordkit.codec._adoption import Adoption, ForeignKey, ForeignRecords, LeftOut
 from recordkit.codec._codec import Codec, CodecOptions
 from recordkit.codec._decode_source import DecodeSource
 from recordkit.codec._plugins import PluginInfo, PluginSet, default_registry, load_plugins
@@ -33,6 +34,7 @@ from recordkit.write._writer import DatasetWriter, write_dataset
 
 __all__ = [
     "PRESENT_SUFFIX",
+    "Adoption",
     "BoundField",
     "BoundSchema",
     "Codec",
@@ -46,7 +48,10 @@ __all__ = [
     "EncodedRecord",
     "FieldDifference",
     "FieldSpec",
+    "ForeignKey",
+    "ForeignRecords",
     "KeyedFeature",
+    "LeftOut",
     "Manifest",
     "PluginInfo",
     "PluginSet",
