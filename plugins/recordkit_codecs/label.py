@@ -71,6 +71,7 @@ class LabelCodec(rk.Codec[LabelOptions]):
     version = "1"
     options_model = LabelOptions
     summary = "a class label (name or id) per record, or a list of them"
+    # --8<-- [start:adopt]
     adopt_order = 800
 
     @classmethod
@@ -95,6 +96,7 @@ class LabelCodec(rk.Codec[LabelOptions]):
                 description=f"class ids 0..{count - 1} {plain.every}",
                 optional=plain.optional,
             )
+    # --8<-- [end:adopt]
 
     def __init__(self, options: LabelOptions | Mapping[str, Any] | None = None) -> None:
         super().__init__(options)
