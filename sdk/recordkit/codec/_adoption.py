@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from recordkit.codec._wire import WireKind
@@ -122,7 +122,7 @@ class ForeignRecords:
         """The keys no proposal has taken yet, by name."""
         return [stats for key, stats in self._keys.items() if key not in self._claimed]
 
-    def claim(self, keys: Iterator[str] | tuple[str, ...] | list[str]) -> None:
+    def claim(self, keys: Iterable[str]) -> None:
         """Mark ``keys`` as taken (infer_schema does this for each proposal)."""
         self._claimed.update(keys)
 
