@@ -247,41 +247,31 @@ class AudioCodec(rk.Codec[AudioOptions]):
     # -- decode ----------------------------------------------------------------------
 
     def decode_numpy(self, wire: Mapping[str, Any]) -> np.ndarray:
-        samples = _decode_one(
-            wire[""], int(wire["num_samples"]), self.options, rk.errors.DecodeError
-        )
+        samples = _decode_one(wire[""], int(wire["num_samples"]), self.options, rk.errors.DecodeError)
         return samples.astype(np.float32) / np.float32(_SCALE)
 
     def decode_tf_source(self) -> rk.DecodeSource | None:
-        """decode_tf as standalone code, for ``recordkit codegen``."""
-        from recordkit_codecs._standalone import audio_source
-
-        return audio_source(self.options)
+        """:func:`decode_audio_tf` with this field's format, channels and rate: what
+        decode_tf runs for WAV and PCM and ``recordkit codegen`` copies (with the batched
+        WAV decode it calls). None for FLAC, which no TensorFlow op reads."""
+        options = self.options
+        if options.format == "flac":
+            return None
+        return rk.DecodeSource(
+            decode_audio_tf,
+            {"fmt": options.format, "channels": options.channels, "sample_rate": options.sample_rate},
+            helpers=(decode_wav_batch,),
+        )
 
     def decode_tf(self, wire: Mapping[str, Any]) -> Any:
+        source = self.decode_tf_source()
+        if source is not None:
+            return source(wire)
+        # flac: no TensorFlow op reads it; decode the batch in Python with soundfile.
         import tensorflow as tf
 
         encoded = tf.reshape(wire[""], [-1])
         counts = tf.cast(tf.reshape(wire["num_samples"], [-1]), tf.int64)
-        channels = self.options.channels
-        fmt = self.options.format
-        if fmt == "pcm":
-            sizes = tf.cast(tf.strings.length(encoded), tf.int64)
-            check = tf.debugging.assert_equal(
-                sizes,
-                counts * channels * 2,
-                message=(
-                    f"audio codec: raw PCM byte length differs from num_samples x {channels} channels x 2"
-                ),
-            )
-            with tf.control_dependencies([check]):
-                joined = tf.strings.reduce_join(encoded)
-            flat = tf.io.decode_raw(joined, tf.int16, little_endian=True)
-            values = tf.cast(tf.reshape(flat, [-1, channels]), tf.float32) / _SCALE
-            return tf.RaggedTensor.from_row_lengths(values, counts, validate=False)
-        if fmt == "wav":
-            return decode_wav_batch(encoded, counts, channels=channels, sample_rate=self.options.sample_rate)
-        # flac: no TensorFlow op reads it; decode the batch in Python with soundfile.
         options = self.options
 
         def decode_batch(batch: np.ndarray, batch_counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -295,9 +285,34 @@ class AudioCodec(rk.Codec[AudioOptions]):
         values, lengths = tf.numpy_function(
             decode_batch, [encoded, counts], [tf.float32, tf.int64], stateful=False, name="decode_flac"
         )
-        values = tf.ensure_shape(values, [None, channels])
+        values = tf.ensure_shape(values, [None, options.channels])
         lengths = tf.ensure_shape(lengths, [None])
         return tf.RaggedTensor.from_row_lengths(values, lengths, validate=False)
+
+
+def decode_audio_tf(wire: Mapping[str, Any], fmt: str, channels: int, sample_rate: int) -> Any:
+    """The batched, in-graph TensorFlow decode of an audio field stored as ``fmt`` (wav
+    or pcm): float32 ``[B, (samples), channels]`` in [-1, 1). WAV goes through
+    :func:`~recordkit_codecs._tf_audio.decode_wav_batch` (all canonical headers checked
+    at once, one ``decode_raw`` for the batch). Generated parser modules carry a copy of
+    this function."""
+    import tensorflow as tf
+
+    encoded = tf.reshape(wire[""], [-1])
+    counts = tf.cast(tf.reshape(wire["num_samples"], [-1]), tf.int64)
+    if fmt == "wav":
+        return decode_wav_batch(encoded, counts, channels=channels, sample_rate=sample_rate)
+    sizes = tf.cast(tf.strings.length(encoded), tf.int64)
+    check = tf.debugging.assert_equal(
+        sizes,
+        counts * channels * 2,
+        message=f"audio codec: raw PCM byte length differs from num_samples x {channels} channels x 2",
+    )
+    with tf.control_dependencies([check] if check is not None else []):  # None when eager
+        joined = tf.strings.reduce_join(encoded)
+    flat = tf.io.decode_raw(joined, tf.int16, little_endian=True)
+    values = tf.cast(tf.reshape(flat, [-1, channels]), tf.float32) / 32768.0
+    return tf.RaggedTensor.from_row_lengths(values, counts, validate=False)
 
 
 def _sniff(data: bytes) -> str | None:

@@ -28,13 +28,14 @@ from __future__ import annotations
 import math
 import numbers
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Literal, get_args
 
 import numpy as np
 import pydantic
 
 import recordkit as rk
+from recordkit_codecs._foreign import LABEL_HINT, TEXT_HINT
 
 __all__ = ["BOX_FORMATS", "BBoxCodec", "BBoxOptions", "BoxFormat", "convert_boxes"]
 
@@ -105,6 +106,53 @@ class BBoxCodec(rk.Codec[BBoxOptions]):
     @property
     def _has_dict(self) -> bool:
         return self.options.labels is not None or bool(self.options.extras)
+
+    adopt_order = 100
+
+    @classmethod
+    def adopt(cls, records: rk.ForeignRecords) -> Iterator[rk.Adoption | rk.LeftOut]:
+        """Foreign boxes stored as four float lists ``<prefix>xmin, ymin, xmax, ymax`` of
+        equal lengths (the object detection API's layout), with the int64 class ids
+        beside them (``.../class/label``) and the class names from the text beside those
+        (``.../class/text``) where there are such keys."""
+        for stats in records.unclaimed():
+            key = stats.key
+            if not key.endswith("xmin") or stats.kind is not rk.WireKind.FLOAT or records.claimed(key):
+                continue
+            prefix = key[: -len("xmin")]
+            columns = [prefix + c for c in _COORDS]
+            found = [records.get(c) for c in columns]
+            if any(f is None or f.kind not in (rk.WireKind.FLOAT, None) for f in found):
+                continue
+            if any(f.lengths != stats.lengths for f in found if f is not None):
+                continue
+            low = min(f.low for f in found if f is not None)
+            high = max(f.high for f in found if f is not None)
+            normalized = not math.isfinite(high) or (low >= -1e-6 and high <= 1.0 + 1e-6)
+            options: dict[str, Any] = {"format": "xyxy", "normalized": normalized}
+            keys: dict[str, Any] = {"": columns}
+            root = prefix.rstrip("/_")
+            root = root.rsplit("/", 1)[0] if "/" in root else root
+            label_key = _beside(records, root, stats.lengths, rk.WireKind.INT64, LABEL_HINT)
+            claims = list(columns)
+            evidence = f"float lists {prefix}{{xmin,ymin,xmax,ymax}}"
+            if label_key is not None:
+                text_key = _beside(records, root, stats.lengths, rk.WireKind.BYTES, TEXT_HINT)
+                options["labels"] = _label_names(records, label_key, text_key)
+                keys["labels"] = label_key
+                claims.append(label_key)
+                evidence += f", class ids {label_key}"
+                if text_key is not None:
+                    claims.append(text_key)
+                    evidence += f" named by {text_key}"
+            unit = "normalized" if normalized else "pixel"
+            yield rk.Adoption(
+                claims=tuple(claims),
+                name="objects" if label_key else "boxes",
+                options=options,
+                keys=keys,
+                description=f"{evidence} ({unit} coordinates)",
+            )
 
     def wire_spec(self) -> rk.WireSpec:
         unit = "in [0, 1]" if self.options.normalized else "in pixels"
@@ -307,30 +355,77 @@ class BBoxCodec(rk.Codec[BBoxOptions]):
         return out
 
     def decode_tf_source(self) -> rk.DecodeSource:
-        """decode_tf as standalone code, for ``recordkit codegen``."""
-        from recordkit_codecs._standalone import bbox_source
-
-        return bbox_source(self.options)
+        """:func:`decode_bbox_tf` with this field's options: what decode_tf runs and
+        ``recordkit codegen`` copies (with the conversions it calls)."""
+        return rk.DecodeSource(
+            decode_bbox_tf,
+            {
+                "fmt": self.options.format,
+                "labels": self.options.labels is not None,
+                "extras": list(self.options.extras),
+            },
+            helpers=(_to_xyxy, _convert, _convert_dense_tf),
+        )
 
     def decode_tf(self, wire: Mapping[str, Any]) -> Any:
-        import tensorflow as tf
+        return self.decode_tf_source()(wire)
 
-        stored = wire[""]
-        flat = tf.reshape(stored.flat_values, [-1, 4])
-        boxes = tf.RaggedTensor.from_row_splits(
-            _convert_dense_tf(flat, "xyxy", self.options.format), stored.row_splits, validate=False
-        )
-        if not self._has_dict:
-            return boxes
-        out: dict[str, Any] = {"boxes": boxes}
-        if self.options.labels is not None:
-            out["labels"] = wire["labels"]
-        for name in self.options.extras:
-            out[name] = wire[name]
-        return out
+
+def decode_bbox_tf(wire: Mapping[str, Any], fmt: str, labels: bool, extras: list[str]) -> Any:
+    """The batched TensorFlow decode of a bbox field: the stored xyxy boxes ``[B, (n),
+    4]`` converted to ``fmt``, in a dict with the labels and ``extras`` when the field
+    has them (generated parser modules carry a copy of this function)."""
+    import tensorflow as tf
+
+    stored = wire[""]
+    flat = tf.reshape(stored.flat_values, [-1, 4])
+    boxes = tf.RaggedTensor.from_row_splits(
+        _convert_dense_tf(flat, "xyxy", fmt), stored.row_splits, validate=False
+    )
+    if not labels and not extras:
+        return boxes
+    out = {"boxes": boxes}
+    if labels:
+        out["labels"] = wire["labels"]
+    for name in extras:
+        out[name] = wire[name]
+    return out
 
 
 # -- helpers ---------------------------------------------------------------------------
+
+
+_COORDS = ("xmin", "ymin", "xmax", "ymax")
+
+
+def _beside(
+    records: rk.ForeignRecords, root: str, lengths: list[int | None], kind: rk.WireKind, hint: re.Pattern[str]
+) -> str | None:
+    """The unclaimed key under ``root`` of ``kind``, named as ``hint`` says, that holds
+    one value per box in every record: the boxes' class ids or names."""
+    for stats in records.unclaimed():
+        hinted = stats.key.startswith(root) and stats.kind is kind and hint.search(stats.key)
+        if hinted and stats.lengths == lengths:
+            return stats.key
+    return None
+
+
+def _label_names(records: rk.ForeignRecords, label_key: str, text_key: str | None) -> list[str]:
+    """Class names by id: from the text key beside the ids where there is one."""
+    high = records[label_key].high
+    count = int(high) + 1 if math.isfinite(high) and high >= 0 else 1
+    names = [f"class_{i}" for i in range(count)]
+    if text_key is not None:
+        pairs = zip(records[label_key].values, records[text_key].values, strict=True)
+        for ids, texts in pairs:
+            for label, text in zip(ids or [], texts or [], strict=False):
+                try:
+                    names[int(label)] = text.decode("utf-8")
+                except (UnicodeDecodeError, IndexError):
+                    continue
+    if len(set(names)) != len(names):  # the bbox codec needs distinct names
+        names = [f"{name}_{i}" if names.count(name) > 1 else name for i, name in enumerate(names)]
+    return names
 
 
 #: Up to this many boxes, checking them in plain Python beats numpy's per-call overhead.

@@ -16,7 +16,9 @@ a batch is dense ``[B, H, W, C]`` when the schema declares ``height`` and ``widt
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import io
+import re
+from collections.abc import Iterator, Mapping
 from typing import Annotated, Any, Literal, get_args
 
 import numpy as np
@@ -25,6 +27,7 @@ from PIL import Image
 
 import recordkit as rk
 from recordkit_codecs import _pillow, _raster
+from recordkit_codecs._foreign import formats
 from recordkit_codecs._inputs import read_input_bytes
 from recordkit_codecs._tf_images import decode_image_batch
 
@@ -104,6 +107,57 @@ class ImageCodec(rk.Codec[ImageOptions]):
     options_model = ImageOptions
     summary = "an image stored as encoded PNG/JPEG bytes with height, width, channels"
     raster = "pixels"
+
+    adopt_order = 200
+
+    @classmethod
+    def adopt(cls, records: rk.ForeignRecords) -> Iterator[rk.Adoption | rk.LeftOut]:
+        """Foreign JPEG or PNG bytes, one per record, with int64 height and width keys
+        named after them (``image/encoded`` beside ``image/height``, ``image/width``),
+        kept as they are; the channels from a key, or from the images' headers when
+        every image has the same count. Images without height and width keys are left
+        out: this codec needs them."""
+        for stats in records.unclaimed():
+            key = stats.key
+            if records.claimed(key) or stats.kind is not rk.WireKind.BYTES or not stats.scalar:
+                continue
+            found = formats(stats)
+            if not found or not found <= {"jpeg", "png"}:
+                continue
+            shown = "/".join(sorted(found))
+            prefix = re.sub(r"[/_](encoded|bytes|data|jpeg|png)$", "", key)
+            height = records.int_scalar(f"{prefix}/height", f"{prefix}_height", "height")
+            width = records.int_scalar(f"{prefix}/width", f"{prefix}_width", "width")
+            if height is None or width is None:
+                yield rk.LeftOut(
+                    (key,),
+                    f"{key}: {shown} images, but no height and width keys (the image codec needs them)",
+                )
+                continue
+            channels_key = records.int_scalar(
+                f"{prefix}/channels", f"{prefix}/depth", f"{prefix}_channels", "channels", "depth"
+            )
+            keys: dict[str, Any] = {"": key, "height": height, "width": width}
+            options: dict[str, Any] = {"format": "keep"}
+            if channels_key is not None:
+                keys["channels"] = channels_key
+            else:
+                channels = {_header_channels(values[0]) for values in stats.values if values}
+                if len(channels) != 1 or None in channels:
+                    yield rk.LeftOut(
+                        (key,), f"{key}: images with differing or unknown channel counts {channels}"
+                    )
+                    continue
+                count = channels.pop()
+                keys["channels"] = count
+                options["channels"] = count
+            yield rk.Adoption(
+                claims=(key, height, width, *([channels_key] if channels_key else [])),
+                name=prefix,
+                options=options,
+                keys=keys,
+                description=f"{shown.upper()} bytes in {key}",
+            )
 
     # -- wire ------------------------------------------------------------------------
 
@@ -220,53 +274,83 @@ class ImageCodec(rk.Codec[ImageOptions]):
         return pixels
 
     def decode_tf_source(self) -> rk.DecodeSource:
-        """decode_tf as standalone code, for ``recordkit codegen``."""
-        from recordkit_codecs._standalone import image_source
-
-        return image_source(self.options)
+        """:func:`decode_image_tf` with this field's options: what decode_tf (and, with
+        ``pad=True``, decode_tf_padded) runs and ``recordkit codegen`` copies."""
+        return rk.DecodeSource(
+            decode_image_tf,
+            {"fmt": self.options.format, "channels": self.options.channels, "fixed_size": self.fixed_size},
+            helpers=(decode_image_batch,),
+        )
 
     def decode_tf(self, wire: Mapping[str, Any]) -> Any:
-        return self._decode_batch(wire, pad=False)
+        return self.decode_tf_source()(wire)
 
     def decode_tf_padded(self, wire: Mapping[str, Any]) -> tuple[Any, Any] | None:
         """The batch's images padded to its largest as they are decoded, and their shapes
         (None for a fixed size: those batch densely, there is nothing to pad)."""
         if self.fixed_size is not None:
             return None
-        images, shapes = self._decode_batch(wire, pad=True)
+        images, shapes = self.decode_tf_source()(wire, pad=True)
         return images, shapes
 
-    def _decode_batch(self, wire: Mapping[str, Any], *, pad: bool) -> Any:
-        import tensorflow as tf
 
-        fmt = self.options.format
-        depth = self.options.channels or 0
+def decode_image_tf(
+    wire: Mapping[str, Any],
+    fmt: str,
+    channels: int | None,
+    fixed_size: tuple[int, int] | None,
+    pad: bool = False,
+) -> Any:
+    """The batched TensorFlow decode of an image field stored as ``fmt`` (jpeg, png, or
+    keep: either), converted to ``channels`` (None: as stored), dense when the schema
+    fixes the size; with ``pad``, ``(images padded to the batch's largest, shapes)``
+    (see :func:`~recordkit_codecs._tf_images.decode_image_batch`). Generated parser
+    modules carry a copy of this function."""
+    import tensorflow as tf
 
-        def jpeg(data: Any) -> Any:
-            # INTEGER_ACCURATE is libjpeg's ISLOW, the method Pillow uses: both readers agree.
-            return tf.io.decode_jpeg(data, channels=depth, dct_method="INTEGER_ACCURATE")
+    depth = channels or 0
 
-        def png(data: Any) -> Any:
-            return tf.io.decode_png(data, channels=depth, dtype=tf.uint8)
+    def jpeg(data: Any) -> Any:
+        # INTEGER_ACCURATE is libjpeg's ISLOW, the method Pillow uses: both readers agree.
+        return tf.io.decode_jpeg(data, channels=depth, dct_method="INTEGER_ACCURATE")
 
-        def decode_one(data: Any) -> Any:
-            if fmt == "jpeg":
-                return jpeg(data)
-            if fmt == "png":
-                return png(data)
-            return tf.cond(tf.io.is_jpeg(data), lambda: jpeg(data), lambda: png(data))
+    def png(data: Any) -> Any:
+        return tf.io.decode_png(data, channels=depth, dtype=tf.uint8)
 
-        return decode_image_batch(
-            wire[""],
-            wire["height"],
-            wire["width"],
-            wire["channels"],
-            decode_one=decode_one,
-            static_channels=self.options.channels,
-            fixed_size=self.fixed_size,
-            codec=self.name,
-            pad=pad,
-        )
+    def decode_one(data: Any) -> Any:
+        if fmt == "jpeg":
+            return jpeg(data)
+        if fmt == "png":
+            return png(data)
+        return tf.cond(tf.io.is_jpeg(data), lambda: jpeg(data), lambda: png(data))
+
+    return decode_image_batch(
+        wire[""],
+        wire["height"],
+        wire["width"],
+        wire["channels"],
+        decode_one=decode_one,
+        static_channels=channels,
+        fixed_size=fixed_size,
+        codec="image",
+        pad=pad,
+    )
+
+
+#: Channels of the images a Pillow mode stands for, as the image codec stores them.
+_MODE_CHANNELS = {"L": 1, "1": 1, "I": 1, "RGB": 3, "YCbCr": 3, "CMYK": 3, "RGBA": 4, "LA": 4}
+
+
+def _header_channels(data: bytes) -> int | None:
+    """The channels of an encoded image, from its header (None: unknown)."""
+    try:
+        with Image.open(io.BytesIO(data)) as image:
+            mode = image.mode
+            if mode == "P":
+                return 4 if "transparency" in image.info else 3
+            return _MODE_CHANNELS.get(mode)
+    except Exception:  # an unreadable header only means "unknown"
+        return None
 
 
 def _from_array(array: np.ndarray) -> Image.Image:

@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import collections
 import numbers
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import numpy as np
 import pydantic
 
 import recordkit as rk
+from recordkit_codecs._foreign import LABEL_HINT, plain_key
 
 __all__ = ["LabelCodec", "LabelOptions"]
 
@@ -70,6 +71,32 @@ class LabelCodec(rk.Codec[LabelOptions]):
     version = "1"
     options_model = LabelOptions
     summary = "a class label (name or id) per record, or a list of them"
+    # --8<-- [start:adopt]
+    adopt_order = 800
+
+    @classmethod
+    def adopt(cls, records: rk.ForeignRecords) -> Iterator[rk.Adoption | rk.LeftOut]:
+        """Foreign int64 keys named like labels (``label``, ``class``, ``category_id``
+        ...), one non-negative id per record (or none, where a presence flag says so):
+        class ids up to the largest seen."""
+        for stats in records.unclaimed():
+            if records.claimed(stats.key) or records.flags_an_unclaimed_key(stats.key):
+                continue
+            plain = plain_key(records, stats)
+            single = stats.scalar or plain.optional
+            hinted = LABEL_HINT.search(stats.key) is not None
+            if stats.kind is not rk.WireKind.INT64 or not single or not hinted or stats.low < 0:
+                continue
+            count = int(stats.high) + 1
+            yield rk.Adoption(
+                claims=plain.claims,
+                name=stats.key,
+                options={"num_classes": count},
+                keys=plain.keys,
+                description=f"class ids 0..{count - 1} {plain.every}",
+                optional=plain.optional,
+            )
+    # --8<-- [end:adopt]
 
     def __init__(self, options: LabelOptions | Mapping[str, Any] | None = None) -> None:
         super().__init__(options)
@@ -136,23 +163,29 @@ class LabelCodec(rk.Codec[LabelOptions]):
         return ids
 
     def decode_tf_source(self) -> rk.DecodeSource:
-        """decode_tf as standalone code, for ``recordkit codegen``."""
-        from recordkit_codecs._standalone import label_source
-
-        return label_source(self.options)
+        """:func:`decode_label_tf` with this field's options: what decode_tf runs and
+        ``recordkit codegen`` copies."""
+        return rk.DecodeSource(
+            decode_label_tf, {"multi_hot": self.options.multi_hot, "class_count": self.options.class_count}
+        )
 
     def decode_tf(self, wire: Mapping[str, Any]) -> Any:
-        ids = wire[""]
-        if not self.options.multi_hot:
-            return ids
-        import tensorflow as tf
+        return self.decode_tf_source()(wire)
 
-        count = self.options.class_count
-        assert count is not None  # guaranteed by the options model
-        index = tf.stack([ids.value_rowids(), ids.values], axis=1)
-        shape = tf.stack([ids.nrows(), tf.constant(count, tf.int64)])
-        hot = tf.scatter_nd(index, tf.ones_like(ids.values, tf.float32), shape)
-        return tf.minimum(hot, 1.0)
+
+def decode_label_tf(wire: Mapping[str, Any], multi_hot: bool, class_count: int | None) -> Any:
+    """The batched TensorFlow decode of a label field: the ids as parsed, or with
+    ``multi_hot`` float32 ``[B, class_count]`` (generated parser modules carry a copy of
+    this function)."""
+    ids = wire[""]
+    if not multi_hot:
+        return ids
+    import tensorflow as tf
+
+    index = tf.stack([ids.value_rowids(), ids.values], axis=1)
+    shape = tf.stack([ids.nrows(), tf.constant(class_count, tf.int64)])
+    hot = tf.scatter_nd(index, tf.ones_like(ids.values, tf.float32), shape)
+    return tf.minimum(hot, 1.0)
 
 
 def _preview(names: list[str], limit: int = 10) -> str:

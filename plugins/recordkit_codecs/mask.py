@@ -184,18 +184,16 @@ class MaskCodec(rk.Codec[MaskOptions]):
         return indices
 
     def decode_tf_source(self) -> rk.DecodeSource:
-        """decode_tf as standalone code, for ``recordkit codegen``."""
-        from recordkit_codecs._standalone import mask_source
-
-        return mask_source(self.options)
+        """:func:`decode_mask_tf` with this field's size and padding value: what decode_tf
+        (and, with ``pad=True``, decode_tf_padded) runs and ``recordkit codegen`` copies."""
+        return rk.DecodeSource(
+            decode_mask_tf,
+            {"fixed_size": self.fixed_size, "pad_value": self.pad_value()},
+            helpers=(decode_image_batch,),
+        )
 
     def decode_tf(self, wire: Mapping[str, Any]) -> Any:
-        import tensorflow as tf
-
-        decoded = self._decode_batch(wire, pad=False)
-        if isinstance(decoded, tf.RaggedTensor):
-            return decoded.with_flat_values(tf.reshape(decoded.flat_values, [-1]))
-        return tf.squeeze(decoded, axis=-1)
+        return self.decode_tf_source()(wire)
 
     def decode_tf_padded(self, wire: Mapping[str, Any]) -> tuple[Any, Any] | None:
         """The batch's masks padded (with :meth:`pad_value`) to its largest as they are
@@ -203,26 +201,37 @@ class MaskCodec(rk.Codec[MaskOptions]):
         nothing to pad)."""
         if self.fixed_size is not None:
             return None
-        import tensorflow as tf
+        masks, shapes = self.decode_tf_source()(wire, pad=True)
+        return masks, shapes
 
-        masks, shapes = self._decode_batch(wire, pad=True)
+
+def decode_mask_tf(
+    wire: Mapping[str, Any], fixed_size: tuple[int, int] | None, pad_value: int, pad: bool = False
+) -> Any:
+    """The batched TensorFlow decode of a mask field: uint8 class indices ``[B, H, W]``
+    (ragged ``[B, (H), (W)]`` unless the schema fixes the size); with ``pad``, ``(masks
+    padded with pad_value to the batch's largest, their [height, width])``. Generated
+    parser modules carry a copy of this function."""
+    import tensorflow as tf
+
+    decoded = decode_image_batch(
+        wire[""],
+        wire["height"],
+        wire["width"],
+        None,
+        decode_one=lambda data: tf.io.decode_png(data, channels=1, dtype=tf.uint8),
+        static_channels=1,
+        fixed_size=fixed_size,
+        codec="mask",
+        pad=pad,
+        pad_value=pad_value,
+    )
+    if pad:
+        masks, shapes = decoded
         return tf.squeeze(masks, axis=-1), shapes[:, :2]
-
-    def _decode_batch(self, wire: Mapping[str, Any], *, pad: bool) -> Any:
-        import tensorflow as tf
-
-        return decode_image_batch(
-            wire[""],
-            wire["height"],
-            wire["width"],
-            None,
-            decode_one=lambda data: tf.io.decode_png(data, channels=1, dtype=tf.uint8),
-            static_channels=1,
-            fixed_size=self.fixed_size,
-            codec=self.name,
-            pad=pad,
-            pad_value=self.pad_value(),
-        )
+    if isinstance(decoded, tf.RaggedTensor):
+        return decoded.with_flat_values(tf.reshape(decoded.flat_values, [-1]))
+    return tf.squeeze(decoded, axis=-1)
 
 
 @rk.hookimpl

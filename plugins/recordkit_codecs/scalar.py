@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import math
 import numbers
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any, Literal
 
 import numpy as np
 
 import recordkit as rk
+from recordkit_codecs._foreign import plain_key
 
 __all__ = ["ScalarCodec", "ScalarOptions"]
 
@@ -36,6 +37,29 @@ class ScalarCodec(rk.Codec[ScalarOptions]):
     version = "1"
     options_model = ScalarOptions
     summary = "one int, float, bool or str per record"
+    adopt_order = 900
+
+    @classmethod
+    def adopt(cls, records: rk.ForeignRecords) -> Iterator[rk.Adoption | rk.LeftOut]:
+        """Any foreign number key no other codec took, as int64 or float32 values (lists
+        of them when records hold other than one)."""
+        for stats in records.unclaimed():
+            if records.claimed(stats.key) or records.flags_an_unclaimed_key(stats.key):
+                continue
+            if stats.kind not in (rk.WireKind.INT64, rk.WireKind.FLOAT):
+                continue
+            plain = plain_key(records, stats)
+            dtype = "int64" if stats.kind is rk.WireKind.INT64 else "float32"
+            what = "one value" if stats.scalar else "lists of values"
+            yield rk.Adoption(
+                claims=plain.claims,
+                name=stats.key,
+                options={"dtype": dtype},
+                keys=plain.keys,
+                description=f"{dtype}: {what} {plain.every}",
+                optional=plain.optional,
+                sequence=plain.sequence,
+            )
 
     def wire_spec(self) -> rk.WireSpec:
         kind = {
@@ -96,23 +120,27 @@ class ScalarCodec(rk.Codec[ScalarOptions]):
         return int(value)
 
     def decode_tf_source(self) -> rk.DecodeSource:
-        """decode_tf as standalone code, for ``recordkit codegen``."""
-        from recordkit_codecs._standalone import scalar_source
-
-        return scalar_source(self.options)
+        """:func:`decode_scalar_tf` with this field's dtype: what decode_tf runs and
+        ``recordkit codegen`` copies."""
+        return rk.DecodeSource(decode_scalar_tf, {"dtype": self.options.dtype})
 
     def decode_tf(self, wire: Mapping[str, Any]) -> Any:
-        import tensorflow as tf
+        return self.decode_tf_source()(wire)
 
-        value = wire[""]
-        dtype = self.options.dtype
-        if dtype == "bool":
-            return tf.not_equal(value, 0)
-        if dtype == "int32":
-            return tf.cast(value, tf.int32)
-        if dtype == "float64":
-            return tf.bitcast(value, tf.float64)
-        return value
+
+def decode_scalar_tf(wire: Mapping[str, Any], dtype: str) -> Any:
+    """The batched TensorFlow decode of a scalar field of ``dtype`` (TensorFlow only:
+    generated parser modules carry a copy of this function)."""
+    import tensorflow as tf
+
+    value = wire[""]
+    if dtype == "bool":
+        return tf.not_equal(value, 0)
+    if dtype == "int32":
+        return tf.cast(value, tf.int32)
+    if dtype == "float64":
+        return tf.bitcast(value, tf.float64)
+    return value
 
 
 @rk.hookimpl

@@ -28,13 +28,15 @@ ragged dimension per ``None`` (``[B, (n), 3]`` for ``shape: [null, 3]``); any ra
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+import re
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import numpy as np
 import pydantic
 
 import recordkit as rk
+from recordkit_codecs._foreign import formats
 
 __all__ = ["SUPPORTED_DTYPES", "TensorCodec", "TensorOptions"]
 
@@ -96,6 +98,32 @@ class TensorCodec(rk.Codec[TensorOptions]):
     version = "1"
     options_model = TensorOptions
     summary = "a numpy array of any dtype, fixed or variable shape, stored as raw bytes"
+    adopt_order = 300
+
+    @classmethod
+    def adopt(cls, records: rk.ForeignRecords) -> Iterator[rk.Adoption | rk.LeftOut]:
+        """Foreign raw arrays: one bytes value per record (not text, or under a key named
+        ``...raw``) whose length is, in every record, the product of int64 dimension keys
+        (``height``, ``width`` and ``depth`` or ``channels``) times 1 (uint8) or 4
+        (float32); or ``height x width`` times one channel count that no key stores
+        (the segmentation tutorial's ``image_raw``), proposed as a constant dimension.
+        Fields may share the dimension keys (an image and its mask)."""
+        for stats in records.unclaimed():
+            key = stats.key
+            if records.claimed(key) or stats.kind is not rk.WireKind.BYTES or not stats.scalar:
+                continue
+            if "binary" not in formats(stats) and not re.search(r"raw", key):
+                continue
+            found = _raw_dims(records, stats)
+            if found is not None:
+                dims, dtype = found
+                yield _raw_array(
+                    key, [*dims], dtype, f"raw {dtype} values in {key}, shaped by {', '.join(dims)}"
+                )
+                continue
+            implicit = _implicit_channels(records, stats)
+            if implicit is not None:
+                yield implicit
 
     def __init__(self, options: TensorOptions | Mapping[str, Any] | None = None) -> None:
         super().__init__(options)
@@ -168,43 +196,125 @@ class TensorCodec(rk.Codec[TensorOptions]):
         return np.frombuffer(data, dtype=self._wire_dtype).astype(self._dtype).reshape(shape)
 
     def decode_tf_source(self) -> rk.DecodeSource:
-        """decode_tf as standalone code, for ``recordkit codegen``."""
-        from recordkit_codecs._standalone import tensor_source
-
-        return tensor_source(self.options)
+        """:func:`decode_tensor_tf` with this field's dtype and shape: what decode_tf runs
+        and ``recordkit codegen`` copies (with the helpers it calls)."""
+        shape = self.options.shape
+        return rk.DecodeSource(
+            decode_tensor_tf,
+            {
+                "dtype": self._dtype.name,
+                "itemsize": self._dtype.itemsize,
+                "shape": None if shape is None else list(shape),
+            },
+            helpers=(_decode_raw_tf, _nest),
+        )
 
     def decode_tf(self, wire: Mapping[str, Any]) -> Any:
-        import tensorflow as tf
+        return self.decode_tf_source()(wire)
 
-        data = wire[""]
-        shape = self.options.shape
-        if self.options.is_fixed:
-            assert shape is not None
-            values = self._decode_raw(data)
-            return tf.reshape(values, [-1, *(int(d) for d in shape if d is not None)])
-        dims = wire["shape"]
-        counts = tf.reduce_prod(dims, axis=1)
-        check = tf.debugging.assert_equal(
-            tf.strings.length(data, unit="BYTE"),
-            tf.cast(counts * self._dtype.itemsize, tf.int32),
-            message=f"stored {self._dtype} tensor bytes do not match its stored shape",
+
+def decode_tensor_tf(
+    wire: Mapping[str, Any], dtype: str, itemsize: int, shape: list[int | None] | None
+) -> Any:
+    """The batched TensorFlow decode of a tensor field of ``dtype`` (``itemsize`` bytes
+    a value) and declared ``shape``: dense for a fixed shape, ragged for ``None``
+    dimensions, ``{"values", "shape"}`` for any rank (generated parser modules carry a
+    copy of this function)."""
+    import tensorflow as tf
+
+    data = wire[""]
+    if shape is not None and None not in shape:
+        return tf.reshape(_decode_raw_tf(data, dtype), [-1, *(int(d) for d in shape if d is not None)])
+    dims = wire["shape"]
+    counts = tf.reduce_prod(dims, axis=1)
+    check = tf.debugging.assert_equal(
+        tf.strings.length(data, unit="BYTE"),
+        tf.cast(counts * itemsize, tf.int32),
+        message=f"stored {dtype} tensor bytes do not match its stored shape",
+    )
+    with tf.control_dependencies([check] if check is not None else []):  # None when eager
+        flat = _decode_raw_tf(tf.strings.reduce_join(data), dtype)
+    if shape is None:
+        return {"values": tf.RaggedTensor.from_row_lengths(flat, counts), "shape": dims}
+    return _nest(flat, dims, shape)
+
+
+def _decode_raw_tf(data: Any, dtype: str) -> Any:
+    """Little-endian raw bytes as ``dtype`` values (tf.io.decode_raw has no bool or
+    unsigned 32/64-bit output: those are read as bytes or signed and converted)."""
+    import tensorflow as tf
+
+    if dtype == "bool":
+        return tf.not_equal(tf.io.decode_raw(data, tf.uint8), 0)
+    if dtype in ("uint32", "uint64"):
+        signed = tf.io.decode_raw(data, tf.int32 if dtype == "uint32" else tf.int64)
+        return tf.bitcast(signed, tf.uint32 if dtype == "uint32" else tf.uint64)
+    return tf.io.decode_raw(data, tf.as_dtype(dtype))
+
+
+# -- adopting foreign raw arrays --------------------------------------------------------------
+
+
+def _raw_array(key: str, shape: list[str | int], dtype: str, description: str) -> rk.Adoption:
+    """A ``tensor`` field for ``key``, shaped by the keys (and constant dimensions) of
+    ``shape``."""
+    return rk.Adoption(
+        claims=(key, *(dim for dim in shape if isinstance(dim, str))),
+        name=re.sub(r"[/_]?raw$", "", key) or key,
+        options={"dtype": dtype, "shape": [dim if isinstance(dim, int) else None for dim in shape]},
+        keys={"": key, "shape": shape},
+        description=description,
+    )
+
+
+def _raw_dims(records: rk.ForeignRecords, stats: rk.ForeignKey) -> tuple[list[str], str] | None:
+    """The dimension keys and dtype that account for every sampled size of ``stats``."""
+    height = records.int_scalar("height", "image/height", "rows")
+    width = records.int_scalar("width", "image/width", "cols")
+    depth = records.int_scalar("depth", "channels", "image/depth", "image/channels")
+    if height is None or width is None:
+        return None
+    sizes = stats.sizes
+    candidates: list[list[str]] = [[height, width, depth], [height, width]] if depth else [[height, width]]
+    for dims in candidates:
+        products = [math.prod(int(records[d].values[i][0]) for d in dims) for i in range(len(sizes))]
+        for dtype, itemsize in (("uint8", 1), ("float32", 4)):
+            if all(size == product * itemsize for size, product in zip(sizes, products, strict=True)):
+                return dims, dtype
+    return None
+
+
+def _implicit_channels(records: rk.ForeignRecords, stats: rk.ForeignKey) -> rk.Adoption | rk.LeftOut | None:
+    """Raw pixels whose channel count no key stores (``image_raw`` beside ``height`` and
+    ``width`` only): when the byte length is the same whole multiple of ``height x
+    width`` in every record inspected, that multiple is the channel count, proposed as a
+    constant dimension (``[height, width, 3]``). Otherwise no shape can be known, and a
+    note says what was seen. None when there are no height and width keys."""
+    key = stats.key
+    height = records.int_scalar("height", "image/height", "rows")
+    width = records.int_scalar("width", "image/width", "cols")
+    if height is None or width is None:
+        return None
+    sizes = [int(size or 0) for size in stats.sizes]
+    heights, widths = records[height].values, records[width].values
+    areas = [int(heights[i][0]) * int(widths[i][0]) for i in range(len(sizes))]
+    ratios = {size // area for size, area in zip(sizes, areas, strict=True) if area > 0}
+    channels = ratios.pop() if len(ratios) == 1 else 0
+    if channels > 0 and all(size == area * channels for size, area in zip(sizes, areas, strict=True)):
+        return _raw_array(
+            key,
+            [height, width, channels],
+            "uint8",
+            f"raw uint8 pixels in {key}, shaped by {height}, {width} and {channels} channels that no "
+            f"key stores ({key} holds {height} x {width} x {channels} bytes in every record inspected)",
         )
-        with tf.control_dependencies([check] if check is not None else []):
-            flat = self._decode_raw(tf.strings.reduce_join(data))
-        if shape is None:
-            return {"values": tf.RaggedTensor.from_row_lengths(flat, counts), "shape": dims}
-        return _nest(flat, dims, shape)
-
-    def _decode_raw(self, data: Any) -> Any:
-        import tensorflow as tf
-
-        name = self._dtype.name
-        if name == "bool":
-            return tf.not_equal(tf.io.decode_raw(data, tf.uint8), 0)
-        if name in ("uint32", "uint64"):  # decode_raw has no unsigned 32/64-bit output
-            signed = tf.io.decode_raw(data, tf.int32 if name == "uint32" else tf.int64)
-            return tf.bitcast(signed, tf.uint32 if name == "uint32" else tf.uint64)
-        return tf.io.decode_raw(data, tf.as_dtype(self._dtype))
+    pairs = list(zip(sizes, areas, strict=True))[:3]
+    shown = ", ".join(f"{size} bytes for {area}" for size, area in pairs)
+    return rk.LeftOut(
+        (key,),
+        f"{key}: raw bytes beside {height} and {width}, but not the same whole number of bytes per "
+        f"{height} x {width} in every record ({shown} ...), so no shape can be proposed",
+    )
 
 
 def _convert_python(array: np.ndarray, target: np.dtype[Any]) -> np.ndarray:

@@ -11,13 +11,14 @@ Decodes to a ``tf.string`` ``[B]`` tensor in TensorFlow and to ``str`` in numpy.
 from __future__ import annotations
 
 import unicodedata
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any, Literal
 
 import numpy as np
 import pydantic
 
 import recordkit as rk
+from recordkit_codecs._foreign import formats, plain_key
 
 __all__ = ["TextCodec", "TextOptions"]
 
@@ -43,6 +44,25 @@ class TextCodec(rk.Codec[TextOptions]):
     version = "1"
     options_model = TextOptions
     summary = "a UTF-8 string per record (optional normalisation and length limit)"
+    adopt_order = 850
+
+    @classmethod
+    def adopt(cls, records: rk.ForeignRecords) -> Iterator[rk.Adoption | rk.LeftOut]:
+        """Foreign bytes keys whose every sampled value is UTF-8 text."""
+        for stats in records.unclaimed():
+            if records.claimed(stats.key) or records.flags_an_unclaimed_key(stats.key):
+                continue
+            if stats.kind is not rk.WireKind.BYTES or not formats(stats) <= {"text"}:
+                continue
+            plain = plain_key(records, stats)
+            yield rk.Adoption(
+                claims=plain.claims,
+                name=stats.key,
+                keys=plain.keys,
+                description=f"UTF-8 text {plain.every}",
+                optional=plain.optional,
+                sequence=plain.sequence,
+            )
 
     def wire_spec(self) -> rk.WireSpec:
         return rk.WireSpec((rk.WireFeature("", rk.WireKind.BYTES, (), "the text, UTF-8"),))
@@ -74,13 +94,17 @@ class TextCodec(rk.Codec[TextOptions]):
             raise rk.errors.DecodeError(f"stored text is not valid UTF-8 at byte {exc.start}") from None
 
     def decode_tf_source(self) -> rk.DecodeSource:
-        """decode_tf as standalone code, for ``recordkit codegen``."""
-        from recordkit_codecs._standalone import text_source
-
-        return text_source()
+        """:func:`decode_text_tf`: what decode_tf runs and ``recordkit codegen`` copies."""
+        return rk.DecodeSource(decode_text_tf)
 
     def decode_tf(self, wire: Mapping[str, Any]) -> Any:
-        return wire[""]
+        return self.decode_tf_source()(wire)
+
+
+def decode_text_tf(wire: Mapping[str, Any]) -> Any:
+    """The batched TensorFlow decode of a text field: the UTF-8 bytes, as parsed
+    (generated parser modules carry a copy of this function)."""
+    return wire[""]
 
 
 def _as_text(value: Any) -> str:

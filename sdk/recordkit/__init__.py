@@ -12,6 +12,7 @@ from typing import Any as _Any
 
 from recordkit import errors
 from recordkit._version import __version__
+from recordkit.codec._adoption import Adoption, ForeignKey, ForeignRecords, LeftOut
 from recordkit.codec._codec import Codec, CodecOptions
 from recordkit.codec._decode_source import DecodeSource
 from recordkit.codec._plugins import PluginInfo, PluginSet, default_registry, load_plugins
@@ -37,6 +38,7 @@ from recordkit.write._writer import DatasetWriter, write_dataset
 
 __all__ = [
     "PRESENT_SUFFIX",
+    "Adoption",
     "BoundField",
     "BoundSchema",
     "Codec",
@@ -49,7 +51,10 @@ __all__ = [
     "DecodeSource",
     "FieldDifference",
     "FieldSpec",
+    "ForeignKey",
+    "ForeignRecords",
     "KeyedFeature",
+    "LeftOut",
     "Manifest",
     "PluginInfo",
     "PluginSet",

@@ -50,6 +50,11 @@ def recordkit_register_codecs(registry: CodecRegistry) -> None:
     ``registry.register(CodecClass, replace=True)``: that codec then wins, whichever
     plugin loads first, and a warning names both.
 
+    A registered codec takes part everywhere a built-in one does: writing and reading,
+    ``recordkit codegen`` (through :meth:`~recordkit.Codec.decode_tf_source`) and
+    :func:`~recordkit.infer_schema`, which asks every registered codec to adopt the keys
+    of foreign TFRecords (through :meth:`~recordkit.Codec.adopt`).
+
     :param registry: the registry being filled; it knows which plugin is calling, so
         ``recordkit plugins`` can show where each codec came from.
     """

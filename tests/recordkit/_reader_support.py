@@ -193,7 +193,7 @@ RUNNER = textwrap.dedent(
 
     class Blocked:
         def find_spec(self, name, path=None, target=None):
-            if name.split(".")[0] in ("recordkit", "recordkit_codecs"):
+            if name.split(".")[0] in ("recordkit", "recordkit_codecs", "recordkit_keypoints"):
                 raise ImportError(f"{name} must not be needed")
 
     sys.meta_path.insert(0, Blocked())

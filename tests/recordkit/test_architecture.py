@@ -31,8 +31,6 @@ def _modules() -> dict[str, Path]:
 
 
 MODULES = _modules()
-#: The built-in codecs still carry a second copy of their decode (issue 11, in progress).
-_STANDALONE = "codec modules <-> _standalone"
 
 
 def _imports(path: Path) -> Iterator[tuple[str, ast.AST, list[str]]]:
@@ -105,31 +103,13 @@ def test_the_import_graph_sees_real_imports() -> None:
     assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
 
 
-@pytest.mark.parametrize(
-    "package",
-    [
-        "recordkit",
-        pytest.param(
-            "recordkit_codecs",
-            marks=pytest.mark.xfail(strict=True, reason=_STANDALONE),
-        ),
-    ],
-)
+@pytest.mark.parametrize("package", ["recordkit", "recordkit_codecs"])
 def test_no_import_cycle(package: str) -> None:
     graph = {module: edges for module, edges in _graph().items() if module.split(".")[0] == package}
     assert _cycles(graph) == []
 
 
-@pytest.mark.parametrize(
-    "package",
-    [
-        "recordkit",
-        pytest.param(
-            "recordkit_codecs",
-            marks=pytest.mark.xfail(strict=True, reason=_STANDALONE),
-        ),
-    ],
-)
+@pytest.mark.parametrize("package", ["recordkit", "recordkit_codecs"])
 def test_no_internal_import_inside_a_function(package: str) -> None:
     """Imports of recordkit's own modules sit at the top of a module, where the graph
     above sees them; only third-party imports (TensorFlow) are deferred, for speed."""
@@ -171,7 +151,6 @@ def test_a_layer_imports_only_its_own_layer_or_below(layer: str) -> None:
     assert upward == []
 
 
-@pytest.mark.xfail(strict=True, reason=_STANDALONE)
 def test_codec_modules_share_no_private_names() -> None:
     """A codec module takes only public names from another codec module; shared helpers
     live in the package's private helper modules (``_pillow``, ``_inputs`` ...)."""

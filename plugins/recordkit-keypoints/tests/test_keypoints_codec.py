@@ -17,6 +17,7 @@ from hypothesis.extra import numpy as hnp
 import recordkit as rk
 from recordkit.testing import BadInput, CodecCase, ConformanceReport
 from recordkit_keypoints import COCO_PERSON_KEYPOINTS, KeypointsCodec, KeypointsOptions
+from recordkit_keypoints.keypoints import decode_keypoints_tf
 
 Conformance = Callable[..., ConformanceReport]
 
@@ -167,6 +168,41 @@ def test_tf_decode_shapes_and_empty_records(tmp_path: Path) -> None:
     assert free.row_lengths().numpy().tolist() == [0, 3]
     assert free.flat_values.shape == (3, 3)
     np.testing.assert_array_equal(free[1].numpy(), records[1]["free"])
+
+
+def test_the_generated_parser_decodes_as_decode_tf_does() -> None:
+    """``recordkit codegen`` copies decode_keypoints_tf, the function decode_tf runs: the
+    generated module and recordkit's parser give the same values."""
+    import tensorflow as tf
+
+    schema = rk.Schema(
+        name="poses",
+        fields={
+            "fixed": rk.FieldSpec(codec="keypoints", options={"num_keypoints": 2, "visibility": True}),
+            "free": rk.FieldSpec(codec="keypoints"),
+        },
+    )
+    bound = schema.bind(rk.load_plugins().registry)
+    source = bound["fixed"].codec.decode_tf_source()
+    assert source is not None
+    assert source.function is decode_keypoints_tf
+    records = [
+        {"fixed": [[1, 2, 2], [3, 4, 0]], "free": np.zeros((0, 2))},
+        {"fixed": [[5, 6, 1], [7, 8, 2]], "free": [[9, 10], [11, 12], [13, 14]]},
+    ]
+    batch = tf.constant([rk.RecordEncoder(bound).encode(r, i) for i, r in enumerate(records)])
+    namespace: dict[str, Any] = {}
+    exec(compile(rk.generate_parser_code(bound), "<generated>", "exec"), namespace)
+    generated, parsed = namespace["parse"](batch), rk.make_parser(bound)(batch)
+    assert (
+        generated["fixed"].numpy().tolist()
+        == parsed["fixed"].numpy().tolist()
+        == [
+            [[1, 2, 2], [3, 4, 0]],
+            [[5, 6, 1], [7, 8, 2]],
+        ]
+    )
+    assert generated["free"].to_list() == parsed["free"].to_list() == [[], [[9, 10], [11, 12], [13, 14]]]
 
 
 @settings(deadline=None, max_examples=50)

@@ -2,7 +2,9 @@
 standalone parser module (see :meth:`recordkit.Codec.decode_tf_source`).
 
 Part of the codec contract, so codecs can declare it without importing the code
-generator.
+generator. A codec writes its decode once, as module-level functions, and uses them
+twice: its ``decode_tf`` calls the :class:`DecodeSource` (``source(wire)``), and the
+generator copies the very same functions into generated modules.
 """
 
 from __future__ import annotations
@@ -26,8 +28,20 @@ class DecodeSource:
         literals only (str, bytes, int, float, bool, None, and tuples, lists and dicts
         of them).
     :param helpers: other module-level functions ``function`` calls, by their names.
+
+    Calling it runs the decode in the running process: ``source(wire)`` is
+    ``function(wire, **constants)``, so a codec's ``decode_tf`` can be
+    ``return self.decode_tf_source()(wire)`` and the two can never differ.
     """
 
     function: Callable[..., Any]
     constants: Mapping[str, Any] = dataclasses.field(default_factory=dict)
     helpers: tuple[Callable[..., Any], ...] = ()
+
+    def __call__(self, wire: Mapping[str, Any], **extra: Any) -> Any:
+        """Run the decode on a batch: ``function(wire, **constants, **extra)``.
+
+        ``extra`` are keyword arguments the runtime passes and generated code leaves at
+        their defaults (the image codec's ``pad=True`` for ``decode_tf_padded``).
+        """
+        return self.function(wire, **self.constants, **extra)

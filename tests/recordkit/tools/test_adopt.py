@@ -309,8 +309,13 @@ def test_the_voc_tutorial_layout_reads_through_a_schema_file(
     check_voc(rows_of(generated, "image"), rows_of(generated, "mask"), originals)
     # the tutorial's crop-or-pad and shuffled batches, on top
     fitted = rk.load_dataset(
-        path, schema=schema, batch_size=2, shuffle_buffer=5, seed=0,
-        image_size={"image": (8, 8), "mask": (8, 8)}, image_fit="crop_or_pad",
+        path,
+        schema=schema,
+        batch_size=2,
+        shuffle_buffer=5,
+        seed=0,
+        image_size={"image": (8, 8), "mask": (8, 8)},
+        image_fit="crop_or_pad",
     )
     assert [b["image"].shape for b in fitted] == [(2, 8, 8, 3), (2, 8, 8, 3), (1, 8, 8, 3)]
 
@@ -507,3 +512,138 @@ def test_a_recordkit_dataset_needs_no_inference(tmp_path: Path) -> None:
     schema = rk.Schema(name="tiny", fields={"x": rk.FieldSpec(codec="scalar")})
     rk.write_dataset([{"x": 1}], schema, tmp_path / "tiny", progress=False)
     assert rk.infer_schema(tmp_path / "tiny") == schema
+
+
+# -- adoption is the codecs' business: Codec.adopt ------------------------------------------
+
+
+class CelsiusOptions(rk.CodecOptions):
+    """Options of the test codec ``celsius``."""
+
+    scale: int = 100
+
+
+class Celsius(rk.Codec[CelsiusOptions]):
+    """A plugin's codec: temperatures stored as int64 hundredths of a degree, which it
+    recognises in foreign records by their key names (``.../temp_c100``)."""
+
+    name = "celsius"
+    options_model = CelsiusOptions
+    adopt_order = 10  # before the built-in codecs, which would take the ints as scalars
+
+    def wire_spec(self) -> rk.WireSpec:
+        return rk.WireSpec((rk.WireFeature("", rk.WireKind.INT64),))
+
+    def encode(self, value: Any) -> rk.WireValues:
+        return {"": round(value * self.options.scale)}
+
+    def decode_numpy(self, wire: Any) -> Any:
+        return int(wire[""]) / self.options.scale
+
+    def decode_tf(self, wire: Any) -> Any:
+        return tf.cast(wire[""], tf.float64) / self.options.scale
+
+    @classmethod
+    def adopt(cls, records: rk.ForeignRecords) -> Any:
+        for stats in records.unclaimed():
+            if stats.key.endswith("temp_c100") and stats.kind is rk.WireKind.INT64 and stats.scalar:
+                yield rk.Adoption(
+                    claims=(stats.key,),
+                    name=stats.key.removesuffix("_c100"),
+                    options={"scale": 100},
+                    keys={"": stats.key},
+                    description=f"hundredths of a degree in {stats.key}",
+                )
+            elif stats.key.endswith("temp_f"):
+                yield rk.LeftOut((stats.key,), f"{stats.key}: Fahrenheit, which celsius does not read")
+
+
+def test_a_plugin_codec_adopts_foreign_keys_through_the_contract(tmp_path: Path) -> None:
+    """infer_schema asks every codec of the registry, a plugin's as the built-ins: the
+    plugin's codec claims its keys (before the built-in scalar could), and what it
+    leaves out is noted; the proposal reads the records back."""
+    path = tmp_path / "weather.tfrecord"
+    write_examples(
+        path,
+        [
+            {
+                "station/temp_c100": _ints(2150 + i),
+                "station/temp_f": _ints(70 + i),
+                "station/label": _ints(i % 2),
+            }
+            for i in range(4)
+        ],
+    )
+    registry = rk.load_plugins(allow=["recordkit"]).registry
+    registry.register(Celsius)
+    schema = rk.infer_schema(path, registry=registry)
+    assert list(schema.fields) == ["temp", "label"]
+    assert schema.fields["temp"].codec == "celsius"
+    assert schema.fields["temp"].options == {"scale": 100}
+    assert schema.fields["temp"].keys == {"": "station/temp_c100"}
+    assert schema.fields["label"].codec == "label"
+    assert "station/temp_f: Fahrenheit, which celsius does not read" in schema.description
+    rows = list(rk.iter_records(path, schema=schema, registry=registry))
+    assert [row["temp"] for row in rows] == [21.5, 21.51, 21.52, 21.53]
+    # without the plugin, the built-in scalar codec takes the ints, as ints
+    plain = rk.infer_schema(path, registry=rk.load_plugins(allow=["recordkit"]).registry)
+    assert plain.fields["temp_c100"].codec == "scalar"
+    assert plain.fields["temp_f"].options == {"dtype": "int64"}
+
+
+def test_the_core_knows_no_codec_only_the_registry_does(detection: tuple[Path, list[dict[str, Any]]]) -> None:
+    """With the image and bbox codecs left out of the registry, nothing proposes images
+    or boxes: what a layout means comes from the codecs, not from infer_schema."""
+    path, _ = detection
+    full = rk.load_plugins(allow=["recordkit"]).registry
+    registry = rk.CodecRegistry()
+    for info in full:
+        if info.name not in ("image", "bbox"):
+            registry.register(info.codec)
+    schema = rk.infer_schema(path, registry=registry)
+    assert {spec.codec for spec in schema.fields.values()} <= {"text", "label", "scalar", "tensor"}
+    assert "image" not in schema.fields
+    assert "objects" not in schema.fields
+    assert "image/encoded: bytes no codec reads from these keys alone" in schema.description
+    assert schema.fields["xmin"].codec == "scalar"  # the box columns, as plain float lists
+    assert schema.fields["xmin"].sequence
+
+
+def test_built_in_codecs_adopt_what_they_recognise(detection: tuple[Path, list[dict[str, Any]]]) -> None:
+    """Each built-in codec answers Codec.adopt for its own layout only."""
+    from recordkit.format._example import decode_example
+    from recordkit.format._tfrecord import iter_tfrecords
+    from recordkit_codecs.bbox import BBoxCodec
+    from recordkit_codecs.image import ImageCodec
+    from recordkit_codecs.mask import MaskCodec
+
+    path, _ = detection
+    keys: dict[str, rk.ForeignKey] = {}
+    count = 0
+    for _, data in iter_tfrecords(path):
+        for key, (kind, values) in decode_example(data).items():
+            stats = keys.setdefault(key, rk.ForeignKey(key, lengths=[None] * count, values=[None] * count))
+            stats.kinds.add(kind)
+            stats.lengths.append(len(values))
+            stats.values.append(list(values) or None)
+            if kind is not rk.WireKind.BYTES and len(values):
+                stats.low, stats.high = (
+                    min(stats.low, float(min(values))),
+                    max(stats.high, float(max(values))),
+                )
+        count += 1
+    records = rk.ForeignRecords(keys, count)
+    (image,) = ImageCodec.adopt(records)
+    assert isinstance(image, rk.Adoption)
+    assert image.claims == ("image/encoded", "image/height", "image/width")
+    assert image.keys == {
+        "": "image/encoded",
+        "height": "image/height",
+        "width": "image/width",
+        "channels": 3,
+    }
+    (boxes,) = BBoxCodec.adopt(records)
+    assert isinstance(boxes, rk.Adoption)
+    assert boxes.name == "objects"
+    assert boxes.options["labels"] == ["class_0", "cat", "dog"]
+    assert list(MaskCodec.adopt(records)) == []  # the default: a codec that recognises nothing

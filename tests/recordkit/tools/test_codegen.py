@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+import inspect
+import io
+import struct
+import textwrap
+import wave
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 import tensorflow as tf
 from _reader_support import SCHEMA, dumps, make_records, run_generated, write
@@ -14,6 +20,8 @@ from click.testing import CliRunner
 import recordkit as rk
 from recordkit.cli import main
 from recordkit.errors import SchemaError
+from recordkit.testing import assert_values_equal
+from recordkit_codecs._tf_audio import decode_wav_batch
 
 
 @pytest.fixture(scope="module")
@@ -151,3 +159,98 @@ def test_the_codegen_command(tmp_path: Path, files: list[str]) -> None:
     assert failed.exit_code == 1
     assert "field 'speech'" in failed.output
     assert "in_graph=False" in failed.output
+
+
+# -- audio: the generated module decodes WAV batched, as the runtime does ------------------
+
+
+def _wav(samples: np.ndarray, rate: int) -> bytes:
+    """A canonical 16-bit WAV (44-byte header), as the standard library writes it."""
+    out = io.BytesIO()
+    with wave.open(out, "wb") as handle:
+        handle.setnchannels(samples.shape[1])
+        handle.setsampwidth(2)
+        handle.setframerate(rate)
+        handle.writeframes(samples.astype("<i2").tobytes())
+    return out.getvalue()
+
+
+def _with_list_chunk(data: bytes) -> bytes:
+    """The same WAV with a LIST chunk between ``fmt `` and ``data``, as many tools write
+    it: not the canonical layout, so the batched decode's per-file branch reads it."""
+    chunk = b"LIST" + struct.pack("<I", 10) + b"INFOISFT\0\0"
+    body = data[12:36] + chunk + data[36:]
+    return b"RIFF" + struct.pack("<I", 4 + len(body)) + b"WAVE" + body
+
+
+def test_generated_audio_uses_the_batched_wav_decode() -> None:
+    """The generated module carries the codec's own batched WAV decode (no per-record
+    map_fn), and decodes canonical WAVs and WAVs written elsewhere (both branches of
+    that decode) exactly as recordkit's parser does."""
+    schema = rk.Schema(
+        name="speech",
+        fields={"speech": rk.FieldSpec(codec="audio", options={"sample_rate": 8000, "channels": 2})},
+    )
+    code = rk.generate_parser_code(schema)
+    assert "map_fn" not in code
+    assert textwrap.indent(inspect.getsource(decode_wav_batch), "    ") in code
+    rng = np.random.default_rng(2)
+    clips = [rng.integers(-3000, 3000, (n, 2), dtype=np.int16) for n in (5, 9, 1, 7)]
+    wavs = [_wav(clip, 8000) for clip in clips]
+    wavs[3] = _with_list_chunk(wavs[3])
+    examples = [
+        tf.train.Example(
+            features=tf.train.Features(
+                feature={
+                    "speech": tf.train.Feature(bytes_list=tf.train.BytesList(value=[data])),
+                    "speech/num_samples": tf.train.Feature(int64_list=tf.train.Int64List(value=[len(clip)])),
+                }
+            )
+        ).SerializeToString()
+        for data, clip in zip(wavs, clips, strict=True)
+    ]
+    namespace: dict[str, Any] = {}
+    exec(compile(code, "<generated>", "exec"), namespace)  # the generated module, in-process
+    parser = rk.make_parser(schema)
+    for start in (0, 2):  # all canonical; then one written elsewhere
+        serialized = tf.constant(examples[start : start + 2])
+        generated = namespace["parse"](serialized)["speech"]
+        assert dumps([{"speech": generated}]) == dumps([{"speech": parser(serialized)["speech"]}])
+        for i, got in enumerate(generated):
+            assert_values_equal(clips[start + i].astype(np.float32) / np.float32(32768), got)
+
+
+# -- the example plugin's codec ------------------------------------------------------------
+
+
+@pytest.mark.usefixtures("keypoints_plugin")
+def test_the_generated_module_reproduces_load_dataset_for_the_keypoints_plugin(tmp_path: Path) -> None:
+    """A third-party codec that follows the single-decode pattern generates code too."""
+    schema = rk.Schema(
+        name="poses",
+        fields={
+            "pose": rk.FieldSpec(codec="keypoints", options={"num_keypoints": 3, "visibility": True}),
+            "track": rk.FieldSpec(codec="keypoints"),
+            "outline": rk.FieldSpec(codec="keypoints", options={"visibility": True}, optional=True),
+        },
+    )
+    rng = np.random.default_rng(5)
+
+    def points(k: int) -> np.ndarray:
+        return np.concatenate([rng.random((k, 2)) * 100, rng.integers(0, 3, (k, 1))], axis=1)
+
+    records = [
+        {
+            "pose": points(3),
+            "track": rng.random((i % 4, 2)),
+            "outline": points(1 + i % 3) if i % 2 else None,
+        }
+        for i in range(6)
+    ]
+    manifest = rk.write_dataset(records, schema, tmp_path / "data", shard_records=4, progress=False)
+    files = [str(tmp_path / "data" / s.file) for s in manifest.split("train").shards]
+    module = tmp_path / "poses_parser.py"
+    module.write_text(rk.generate_parser_code(schema))
+    (generated,), imported = run_generated(files, [(module, None)])
+    assert imported == []
+    assert generated == dumps(list(rk.load_dataset(tmp_path / "data", batch_size=4)))
