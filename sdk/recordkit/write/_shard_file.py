@@ -23,14 +23,12 @@ import hashlib
 import os
 import re
 import sys
-import zlib
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
 
 from recordkit.dataset._manifest import ShardInfo
-from recordkit.format._tfrecord import Compression
+from recordkit.format._tfrecord import Compression, compressor
 
 __all__ = [
     "DEFAULT_SHARD_BYTES",
@@ -155,14 +153,12 @@ class ShardLimits:
 class ShardFile:
     """One shard being written: framed records in, a complete file and its ShardInfo out."""
 
-    def __init__(
-        self, root: Path, split: str, index: int, compression: Compression, *, durable: bool = True
-    ) -> None:
-        self.name = shard_name(split, index, compression)
+    def __init__(self, path: Path, compression: Compression, *, durable: bool = True) -> None:
+        self.name = path.name
         #: fsync the file before renaming it (see ``DatasetWriter(durable=...)``).
         self.durable = durable
-        self.final_path = root / self.name
-        self.temp_path = root / f".{self.name}.tmp"
+        self.final_path = path
+        self.temp_path = path.with_name(f".{self.name}.tmp")
         self.records = 0
         #: Framed, uncompressed bytes so far (what the shard size limit counts).
         self.payload_bytes = 0
@@ -170,12 +166,7 @@ class ShardFile:
         self._hash = hashlib.sha256()
         self._pending: list[bytes] = []
         self._pending_bytes = 0
-        self._compressor: Any = None
-        if compression is Compression.GZIP:
-            # wbits=31: a gzip stream with a fixed header (no name, mtime 0): reproducible.
-            self._compressor = zlib.compressobj(wbits=31)
-        elif compression is Compression.ZLIB:
-            self._compressor = zlib.compressobj()
+        self._compressor = compressor(compression)
         self._file = open(self.temp_path, "wb")  # noqa: SIM115 - closed in commit()/discard()
         self._io = ThreadPoolExecutor(max_workers=1, thread_name_prefix="recordkit-shard")
         self._in_flight: collections.deque[Future[None]] = collections.deque()

@@ -45,6 +45,7 @@ from recordkit.write._shard_file import (
     ShardLimits,
     check_split_name,
     fsync_dir,
+    shard_name,
     shard_pattern,
     temp_pattern,
 )
@@ -90,12 +91,9 @@ class _Split:
         if shard is None or not shard.fits(len(framed), self.writer._limits):
             if shard is not None:
                 self.commit_shard()
+            name = shard_name(self.name, len(self.info.shards), self.writer.compression)
             shard = self.shard = ShardFile(
-                self.writer.root,
-                self.name,
-                len(self.info.shards),
-                self.writer.compression,
-                durable=self.writer.durable,
+                self.writer.root / name, self.writer.compression, durable=self.writer.durable
             )
         shard.add(framed)
         self.handled += 1
