@@ -571,18 +571,32 @@ def test_no_progress_bar_when_stderr_is_not_a_terminal(
     assert capsys.readouterr().err == ""
 
 
-def test_write_dataset_takes_every_option_of_the_writer_with_the_same_default() -> None:
-    """write_dataset spells out DatasetWriter's keyword options (so users see them and
-    their defaults); this keeps the two lists from drifting apart."""
+def test_the_writer_and_write_dataset_take_the_one_list_of_write_options(tmp_path: Path) -> None:
+    """Both take ``**options: Unpack[WriteOptions]``: one list, documented once."""
     import inspect
 
-    def keyword_options(function: Any) -> dict[str, Any]:
-        parameters = inspect.signature(function).parameters.values()
-        return {p.name: p.default for p in parameters if p.kind is inspect.Parameter.KEYWORD_ONLY}
+    for function in (rk.DatasetWriter.__init__, rk.write_dataset):
+        (variadic,) = [p for p in inspect.signature(function).parameters.values() if p.kind is p.VAR_KEYWORD]
+        assert "Unpack[WriteOptions]" in str(variadic.annotation)
+    documented = rk.WriteOptions.__doc__ or ""
+    assert all(f":param {name}:" in documented for name in rk.WriteOptions.__annotations__)
+    # One dict of options serves both.
+    options: rk.WriteOptions = {"shard_records": 100, "progress": False, "durable": False}
+    first = rk.write_dataset(make_records(250), SCHEMA, tmp_path / "a", **options)
+    with rk.DatasetWriter(tmp_path / "b", SCHEMA, **options) as writer:
+        writer.write_all(make_records(250))
+    assert [s.sha256 for s in first.split("train").shards] == [
+        s.sha256 for s in writer.manifest.split("train").shards
+    ]
+    assert len(first.split("train").shards) == 3
 
-    writer_options = keyword_options(rk.DatasetWriter.__init__)
-    writer_options.pop("_total")  # internal: write_dataset passes the length of a Sized input
-    assert keyword_options(rk.write_dataset) == writer_options
+
+def test_an_unknown_write_option_is_named(tmp_path: Path) -> None:
+    with pytest.raises(
+        TypeError, match=r"unknown write option\(s\) \['shards'\]; the options are \['shard_bytes'"
+    ):
+        rk.write_dataset([], SCHEMA, tmp_path / "a", shards=3)  # type: ignore[call-arg]
+    assert not (tmp_path / "a").exists()
 
 
 @pytest.mark.parametrize("durable", [True, False])
