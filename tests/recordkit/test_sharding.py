@@ -133,16 +133,16 @@ def test_a_failed_background_write_surfaces_and_leaves_no_shard(
     assert list(tmp_path.iterdir()) == []
 
 
-def test_the_default_shard_size_suits_tfrecord_readers() -> None:
+def test_the_default_shard_size_suits_tfrecord_readers(tmp_path: Path) -> None:
     """Tens to hundreds of MB (see docs/how-to/write-datasets.md, Sharding), and the
-    default of both write_dataset and DatasetWriter."""
-    import inspect
-
+    default of the write options."""
     import recordkit as rk
 
     assert 10 * 2**20 <= DEFAULT_SHARD_BYTES <= 512 * 2**20
-    for function in (rk.write_dataset, rk.DatasetWriter.__init__):
-        assert inspect.signature(function).parameters["shard_bytes"].default == DEFAULT_SHARD_BYTES
+    schema = rk.Schema(name="s", fields={"id": rk.FieldSpec(codec="scalar")})
+    with rk.DatasetWriter(tmp_path / "d", schema, progress=False) as writer:
+        assert writer._limits == ShardLimits(DEFAULT_SHARD_BYTES, None)
+    assert "Default: :data:`DEFAULT_SHARD_BYTES` (128 MiB)" in (rk.WriteOptions.__doc__ or "")
 
 
 @pytest.mark.parametrize("durable", [True, False])

@@ -628,3 +628,53 @@ def test_durable_fsyncs_shards_folder_rejects_and_manifest(
     rk.write_dataset(records, SCHEMA, tmp_path / "other", durable=not durable, **options)
     for name in ("train-00000.tfrecord", "train-00002.tfrecord", "rejects-train.jsonl"):
         assert (tmp_path / "out" / name).read_bytes() == (tmp_path / "other" / name).read_bytes()
+
+
+def test_a_shard_is_fsynced_and_listed_while_the_next_is_encoded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The fsync that completes a durable shard runs on the shard's background thread,
+    not on the encoding thread; every shard ends up listed, in order."""
+    import threading
+
+    threads: dict[str, str] = {}
+    real_fsync = os.fsync
+
+    def recording_fsync(fd: int) -> None:
+        threads[Path(os.readlink(f"/proc/self/fd/{fd}")).name] = threading.current_thread().name
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", recording_fsync)
+    manifest = rk.write_dataset(make_records(50), SCHEMA, tmp_path / "out", shard_records=10, progress=False)
+    shards = {name: thread for name, thread in threads.items() if name.endswith(".tfrecord.tmp")}
+    assert sorted(shards) == [f".train-0000{i}.tfrecord.tmp" for i in range(5)]
+    assert all(thread.startswith("recordkit-shard") for thread in shards.values()), shards
+    assert [s.file for s in manifest.split("train").shards] == [f"train-0000{i}.tfrecord" for i in range(5)]
+    check_manifest_matches_files(tmp_path / "out")
+
+
+def test_a_shard_that_fails_to_complete_stops_the_write_and_keeps_the_ones_before(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real_fsync = os.fsync
+
+    def failing_fsync(fd: int) -> None:
+        if Path(os.readlink(f"/proc/self/fd/{fd}")).name == ".train-00002.tfrecord.tmp":
+            raise OSError(5, "Input/output error")
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", failing_fsync)
+    with pytest.raises(OSError, match="Input/output error"):
+        rk.write_dataset(make_records(50), SCHEMA, tmp_path / "out", shard_records=10, progress=False)
+    manifest = rk.Manifest.load(tmp_path / "out")
+    assert [s.file for s in manifest.split("train").shards] == [
+        "train-00000.tfrecord",
+        "train-00001.tfrecord",
+    ]
+    assert manifest.split("train").unfinished is not None
+    check_manifest_matches_files(tmp_path / "out")
+    monkeypatch.setattr(os, "fsync", real_fsync)
+    rk.write_dataset(
+        make_records(50), SCHEMA, tmp_path / "out", shard_records=10, progress=False, resume=True
+    )
+    assert read_ids(tmp_path / "out") == list(range(50))

@@ -18,10 +18,13 @@ The guarantees, and how they are kept:
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import itertools
 import sys
+import threading
 from collections.abc import Callable, Iterable, Sized
+from concurrent.futures import Future
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Literal, TypedDict
@@ -31,7 +34,14 @@ from typing_extensions import Unpack
 from recordkit._version import __version__
 from recordkit.codec._plugins import default_registry
 from recordkit.codec._registry import CodecRegistry
-from recordkit.dataset._manifest import MANIFEST_FILE, CodecProvenance, Manifest, SplitInfo, UnfinishedWrite
+from recordkit.dataset._manifest import (
+    MANIFEST_FILE,
+    CodecProvenance,
+    Manifest,
+    ShardInfo,
+    SplitInfo,
+    UnfinishedWrite,
+)
 from recordkit.errors import DatasetError, IncompatibleSchemaError, RecordError, RecordkitError
 from recordkit.format._tfrecord import Compression
 from recordkit.schema._compatibility import check_compatibility
@@ -130,6 +140,8 @@ class _Split:
         #: Input records handled so far (written, rejected or skipped), in order.
         self.handled = skip
         self.shard: ShardFile | None = None
+        #: The previous shard, being completed and listed in the background.
+        self.committing: Future[ShardInfo] | None = None
         self.rejects = RejectsFile(writer.root, name, keep=info.rejected, durable=writer.durable)
         self.rejected_since_commit = 0
         #: Records waiting to be sent to the workers: (index, key) and (label, record).
@@ -141,7 +153,8 @@ class _Split:
         if shard is None or not shard.fits(len(framed), self.writer._limits):
             if shard is not None:
                 self.commit_shard()
-            name = shard_name(self.name, len(self.info.shards), self.writer.compression)
+            index = len(self.info.shards) + (self.committing is not None)
+            name = shard_name(self.name, index, self.writer.compression)
             shard = self.shard = ShardFile(
                 self.writer.root / name, self.writer.compression, durable=self.writer.durable
             )
@@ -155,38 +168,60 @@ class _Split:
         self.handled += 1
         self.writer._progress.advance(0)
 
-    def _account(self) -> None:
-        self.rejects.sync()
-        if self.rejected_since_commit:
-            self.info.rejected += self.rejected_since_commit
-            self.info.rejects_file = self.rejects.name
-            self.rejected_since_commit = 0
-
     def commit_shard(self) -> None:
-        """Complete the current shard; everything handled before now is accounted for."""
+        """Complete the current shard in the background: its last writes and fsync, its
+        rename and the manifest that lists it overlap the encoding of the next records."""
         assert self.shard is not None
-        shard_info = self.shard.commit()
-        self.shard = None
-        self.info.shards.append(shard_info)
-        # Records handled so far except the one that did not fit (it opens the next shard).
-        self._account()
-        started = self.info.unfinished.started if self.info.unfinished else _now()
-        self.info.unfinished = UnfinishedWrite(consumed=self.handled, started=started)
-        self.writer._save(sync_dir=True)
+        self.settle_commit()  # at most one shard completing at a time
+        shard, self.shard = self.shard, None
+        handled, rejected = self.handled, self.rejected_since_commit
+        self.rejected_since_commit = 0
+        self.committing = shard.commit_async(then=lambda info: self._list(info, handled, rejected))
+
+    def _list(self, shard_info: ShardInfo, handled: int, rejected: int) -> None:
+        """On the shard's background thread, once it is complete: list it in the manifest,
+        with the ``handled`` input records and the ``rejected`` ones it accounts for."""
+        self.rejects.sync()  # the manifest never counts rejects not on disk
+        with self.writer._lock:
+            self.info.shards.append(shard_info)
+            if rejected:
+                self.info.rejected += rejected
+                self.info.rejects_file = self.rejects.name
+            started = self.info.unfinished.started if self.info.unfinished else _now()
+            # Records handled up to the commit (not the one that opened the next shard).
+            self.info.unfinished = UnfinishedWrite(consumed=handled, started=started)
+            self.writer._save(sync_dir=True)
+
+    def settle_commit(self) -> None:
+        """Wait until the shard being completed, if any, is listed (re-raising its error)."""
+        committing, self.committing = self.committing, None
+        if committing is not None:
+            committing.result()
 
     def finish(self) -> None:
         if self.shard is not None:
             self.commit_shard()
-        self._account()
+        self.settle_commit()
+        self.rejects.sync()
+        with self.writer._lock:
+            if self.rejected_since_commit:
+                self.info.rejected += self.rejected_since_commit
+                self.info.rejects_file = self.rejects.name
+                self.rejected_since_commit = 0
+            self.info.unfinished = None
         self.rejects.close()
-        self.info.unfinished = None
 
     def abort(self) -> None:
         if self.shard is not None:
             self.shard.discard()
             self.shard = None
+        # A shard completed before the error stays listed, as if committed at once; if it
+        # failed too, that failure is not the error being reported.
+        with contextlib.suppress(Exception):
+            self.settle_commit()
         # Rejects after the last complete shard are not counted: cut them from the file.
-        self.rejects.cut_to(self.info.rejected)
+        with self.writer._lock:
+            self.rejects.cut_to(self.info.rejected)
         self.rejected_since_commit = 0
         self.batch_meta, self.batch_items = [], []
 
@@ -255,6 +290,9 @@ class DatasetWriter:
         #: The dataset's schema grown by optional fields these records add, until saved.
         self._grown: Schema | None = None
         self._state: Literal["open", "closed", "aborted"] = "open"
+        #: Held while the manifest changes or is saved: shards are listed from their
+        #: background threads as they complete (see _Split.commit_shard).
+        self._lock = threading.RLock()
         self.manifest, self.compression = self._open_manifest(options.get("compression"))
         self._progress = Progress(options.get("progress"), total=_total, desc=f"writing {self.root.name}")
 
@@ -305,13 +343,18 @@ class DatasetWriter:
             self.manifest.codecs = dict(sorted(codecs.items()))
 
     def _save(self, *, sync_dir: bool = False) -> None:
-        if sync_dir and self.durable:
-            fsync_dir(self.root)  # make shard renames durable before the manifest lists them
-        self.manifest.save(self.root, durable=self.durable)
+        with self._lock:
+            if sync_dir and self.durable:
+                fsync_dir(self.root)  # make shard renames durable before the manifest lists them
+            self.manifest.save(self.root, durable=self.durable)
 
     # -- splits ---------------------------------------------------------------------------
 
     def _open_split(self, name: str) -> _Split:
+        with self._lock:
+            return self._open_split_locked(name)
+
+    def _open_split_locked(self, name: str) -> _Split:
         if self._state != "open":
             raise DatasetError(f"this writer is {self._state}; open a new one", file=str(self.root))
         check_split_name(name)
