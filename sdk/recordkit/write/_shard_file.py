@@ -176,7 +176,9 @@ class ShardFile:
         self._hash = hashlib.sha256()
         self._compressor = compressor(compression)
         self._chunk_bytes = _CHUNK_BYTES
-        self._buffer = bytearray(self._chunk_bytes)
+        #: The chunk being filled: grows to its size (small shards stay small), and is
+        #: reused once written, so big shards do not fault in fresh pages for every chunk.
+        self._buffer = bytearray()
         self._filled = 0
         #: Buffers the background thread has finished with, ready to be filled again.
         self._free: collections.deque[bytearray] = collections.deque()
@@ -200,17 +202,15 @@ class ShardFile:
         self.records += 1
         self.payload_bytes += size
         start = self._filled
-        end = start + size
-        if end <= self._chunk_bytes:
-            self._buffer[start:end] = framed
-            self._filled = end
-            return
-        self._hand_off()
-        if size >= self._chunk_bytes:  # a record bigger than a chunk goes as it is
-            self._submit(framed, None)
-        else:
-            self._buffer[:size] = framed
-            self._filled = size
+        if start + size > self._chunk_bytes:
+            self._hand_off()
+            if size >= self._chunk_bytes:  # a record bigger than a chunk goes as it is
+                self._submit(framed, None)
+                return
+            start = 0
+        # Overwrites a reused buffer, or grows it past its end (amortised, as a list).
+        self._buffer[start : start + size] = framed
+        self._filled = start + size
 
     def _hand_off(self) -> None:
         """Send the filled part of the chunk to the background thread; take an empty one."""
@@ -218,7 +218,7 @@ class ShardFile:
             return
         buffer, filled = self._buffer, self._filled
         self._submit(memoryview(buffer)[:filled], buffer)
-        self._buffer = self._free.popleft() if self._free else bytearray(self._chunk_bytes)
+        self._buffer = self._free.popleft() if self._free else bytearray()
         self._filled = 0
 
     def _submit(self, data: bytes | memoryview, buffer: bytearray | None) -> None:
@@ -227,7 +227,7 @@ class ShardFile:
         self._in_flight.append(self._io.submit(self._store_chunk, data, buffer))
 
     def _reclaim(self, buffer: bytearray | None) -> None:
-        if buffer is not None and len(buffer) == self._chunk_bytes:
+        if buffer is not None:
             self._free.append(buffer)
 
     def _store_chunk(self, data: bytes | memoryview, buffer: bytearray | None) -> bytearray | None:
