@@ -68,7 +68,6 @@ SIZES: dict[str, Size] = {
         repeats=3,
         batch_size=32,
         min_read_seconds=0.3,
-        stability_records=300,
     ),
     # The figures in docs/performance.md: several minutes on 2 cores.
     "full": Size(
