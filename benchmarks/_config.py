@@ -30,6 +30,10 @@ class Size:
     #: A read repetition loops over the file until it has run at least this long, so
     #: fast pipelines (raw, parse only) are not timed over a few milliseconds.
     min_read_seconds: float
+    #: The stability check (issue 19): records of its mixed workload (JPEG 200 to 320
+    #: px), and runs of each writer, alternating; every run is reported.
+    stability_records: int = 1500
+    stability_runs: int = 6
 
 
 _ALL_STREAM = ("recordkit write", "hand-written write", "recordkit read")
@@ -49,6 +53,8 @@ SIZES: dict[str, Size] = {
         repeats=1,
         batch_size=4,
         min_read_seconds=0.0,
+        stability_records=6,
+        stability_runs=2,
     ),
     # For development: a few minutes.
     "small": Size(

@@ -8,6 +8,7 @@ from typing import Any
 
 import recordkit as rk
 from benchmarks._data import BOX_LABELS, NUM_CLASSES, SAMPLE_RATE, MixedRecord
+from recordkit.write._shard_file import DEFAULT_SHARD_BYTES
 
 __all__ = [
     "MIXED_FIELDS",
@@ -82,11 +83,24 @@ def stream_schema() -> rk.Schema:
 
 
 def write(
-    records: Iterable[Any], schema: rk.Schema, out_dir: Path, *, workers: int = 1, durable: bool = True
+    records: Iterable[Any],
+    schema: rk.Schema,
+    out_dir: Path,
+    *,
+    workers: int = 1,
+    durable: bool = True,
+    shard_bytes: int | None = DEFAULT_SHARD_BYTES,
 ) -> list[Path]:
     """Write ``records`` as a recordkit dataset under ``out_dir``; the data files written."""
     rk.write_dataset(
-        records, schema, out_dir, split="train", workers=workers, progress=False, durable=durable
+        records,
+        schema,
+        out_dir,
+        split="train",
+        workers=workers,
+        progress=False,
+        durable=durable,
+        shard_bytes=shard_bytes,
     )
     return data_files(out_dir)
 

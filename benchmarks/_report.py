@@ -232,6 +232,11 @@ def format_tables(results: dict[str, Any]) -> str:
                 _fmt(_ratio(row, hand, "bytes_per_record"), ".3f"),
             ]
         )
+    rows_runs = [
+        [row["workload"], row["contender"], _runs(row), _fmt(_min_rate(row), ",.1f")]
+        for row in results["write"]
+        if not row.get("skipped")
+    ]
     parts.append(
         "WRITE (ratios against hand-written tf.train.Example on the same workload)\n"
         + _table(
@@ -248,6 +253,18 @@ def format_tables(results: dict[str, Any]) -> str:
             rows,
         )
     )
+    parts.append(
+        "WRITE, every repetition (records/s; the table above gives the median)\n"
+        + _table(["workload", "contender", "runs", "min"], rows_runs)
+    )
+    if results.get("stability"):
+        parts.append(
+            "STABILITY (issue 19: mixed write, JPEG 200-320 px, runs alternating between writers)\n"
+            + _table(
+                ["writer", "records", "runs (records/s)", "min", "median", "min x hand", "median x hand"],
+                _stability_rows(results, ",.0f"),
+            )
+        )
     rows = []
     for row in results["read"]:
         if row.get("skipped"):
@@ -291,6 +308,29 @@ def format_tables(results: dict[str, Any]) -> str:
     ]
     parts.append("TARGETS (issue 7)\n" + _table(["target", "bound", "value", "status"], rows))
     return "\n\n".join(parts)
+
+
+def _runs(row: dict[str, Any]) -> str:
+    """Every repetition's records/s, in the order they ran."""
+    return " ".join(f"{row['records'] / s:,.0f}" for s in row["seconds"])
+
+
+def _min_rate(row: dict[str, Any]) -> float | None:
+    """The slowest repetition's records/s."""
+    return row["records"] / max(row["seconds"]) if row.get("seconds") else None
+
+
+def _stability_rows(results: dict[str, Any], spec: str) -> list[list[str]]:
+    rows = []
+    stability = results.get("stability", [])
+    hand = next((r for r in stability if r["contender"] == "hand-written"), None)
+    for row in stability:
+        rows.append([
+            row["contender"], f"{row['records']:,}", " ".join(f"{v:{spec}}" for v in row["records_per_s"]),
+            _fmt(row["min_records_per_s"], spec), _fmt(row["median_records_per_s"], spec),
+            _fmt(_ratio(row, hand, "min_records_per_s")), _fmt(_ratio(row, hand, "median_records_per_s")),
+        ])  # fmt: skip
+    return rows
 
 
 def write_json(results: dict[str, Any], path: Path) -> None:
@@ -392,7 +432,21 @@ def format_markdown(results: dict[str, Any]) -> str:
         ])  # fmt: skip
     headers = ["workload", "writer", "records/s", "MB/s", "bytes/record", "peak RSS +MB", "speed x hand",
                "size x hand"]  # fmt: skip
-    parts.append("**Write**\n\n" + _md_table(headers, rows))
+    parts.append("**Write** (median of the repetitions)\n\n" + _md_table(headers, rows))
+    rows = [
+        [row["workload"], row["contender"], _runs(row), _fmt(_min_rate(row), ",.0f")]
+        for row in results["write"]
+        if not row.get("skipped")
+    ]
+    parts.append("**Write, every repetition** (records/s, in the order they ran)\n\n"
+                 + _md_table(["workload", "writer", "runs", "slowest"], rows))  # fmt: skip
+    if results.get("stability"):
+        headers = ["writer", "records", "runs (records/s)", "slowest", "median", "slowest x hand",
+                   "median x hand"]  # fmt: skip
+        parts.append(
+            "**Stability** (issue 19: the mixed write with JPEGs of 200 to 320 px, six runs per "
+            "writer, alternating)\n\n" + _md_table(headers, _stability_rows(results, ",.0f"), 2)
+        )
     rows = []
     for row in results["read"]:
         if row.get("skipped"):

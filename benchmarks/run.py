@@ -29,13 +29,13 @@ if str(ROOT) not in sys.path:  # run as a script: make the benchmarks package im
     sys.path.insert(0, str(ROOT))
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
-from benchmarks import _memory, _read, _report, _write  # noqa: E402
+from benchmarks import _memory, _read, _report, _stability, _write  # noqa: E402
 from benchmarks._config import SIZES, Size  # noqa: E402
 
 PUBLISHED_JSON = ROOT / "benchmarks" / "results" / "latest.json"
 PUBLISHED_PLOT = ROOT / "docs" / "img" / "benchmarks.png"
 PERFORMANCE_PAGE = ROOT / "docs" / "performance.md"
-SUITES = ("write", "read", "memory")
+SUITES = ("write", "read", "memory", "stability")
 
 
 def _version(distribution: str) -> str | None:
@@ -110,7 +110,13 @@ def machine_meta(size: Size) -> dict[str, Any]:
 
 def run(size: Size, out: Path, suites: tuple[str, ...] = SUITES, *, log: Any = print) -> dict[str, Any]:
     """Run ``suites`` at ``size``; write results.json and benchmarks.png into ``out``."""
-    results: dict[str, Any] = {"meta": machine_meta(size), "write": [], "read": [], "memory": []}
+    results: dict[str, Any] = {
+        "meta": machine_meta(size),
+        "write": [],
+        "read": [],
+        "memory": [],
+        "stability": [],
+    }
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="recordkit-bench-") as tmp:
         scratch = Path(tmp)
@@ -127,6 +133,10 @@ def run(size: Size, out: Path, suites: tuple[str, ...] = SUITES, *, log: Any = p
         if "memory" in suites:
             log(f"memory suite ({size.name})")
             results["memory"] = [dataclasses.asdict(r) for r in _memory.run_memory_suite(size, scratch, log)]
+        if "stability" in suites:
+            log(f"stability suite ({size.name}, {size.stability_runs} runs per writer, alternating)")
+            rows = _stability.run_stability_suite(size, scratch, log)
+            results["stability"] = [dataclasses.asdict(r) for r in rows]
     results["meta"]["seconds"] = round(time.perf_counter() - started, 1)
     results["meta"]["machine"]["load_average_end"] = list(os.getloadavg())
     results["targets"] = [t.as_dict() for t in _report.evaluate_targets(results)]

@@ -34,7 +34,7 @@ from recordkit.schema._record_class import Record, field, schema_of
 from recordkit.schema._schema import BoundSchema, Schema
 from recordkit.tools._adopt import infer_schema
 from recordkit.tools._codegen import generate_parser_code
-from recordkit.write._writer import DatasetWriter, write_dataset
+from recordkit.write._writer import DatasetWriter, WriteOptions, write_dataset
 
 __all__ = [
     "PRESENT_SUFFIX",
@@ -68,6 +68,7 @@ __all__ = [
     "WireKind",
     "WireSpec",
     "WireValues",
+    "WriteOptions",
     "__version__",
     "byte_breakdown",
     "check_compatibility",

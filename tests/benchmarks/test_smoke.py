@@ -73,6 +73,23 @@ def test_every_writer_wrote_every_workload(toy_run: tuple[dict[str, Any], str, P
         assert "tensorflow-datasets" in write[("mixed", "TFDS")]["skipped"]
 
 
+def test_the_stability_check_reports_every_run_of_every_writer(
+    toy_run: tuple[dict[str, Any], str, Path],
+) -> None:
+    results, printed, _ = toy_run
+    config = results["meta"]["config"]
+    rows = {row["contender"]: row for row in results["stability"]}
+    assert set(rows) == {"recordkit (durable=False)", "recordkit (durable, 16 MB shards)", "hand-written"}
+    for row in rows.values():
+        assert row["records"] == config["stability_records"]
+        assert len(row["records_per_s"]) == config["stability_runs"]
+        assert row["min_records_per_s"] == min(row["records_per_s"])
+        assert min(row["records_per_s"]) <= row["median_records_per_s"] <= max(row["records_per_s"])
+        assert row["shards"] >= 1
+    assert "STABILITY" in printed
+    assert "WRITE, every repetition" in printed
+
+
 def test_every_reader_read_every_mode(toy_run: tuple[dict[str, Any], str, Path]) -> None:
     results, _, _ = toy_run
     read = _rows(results, "read")

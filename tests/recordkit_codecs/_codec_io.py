@@ -11,8 +11,9 @@ from typing import Any
 import pytest
 
 import recordkit as rk
-from recordkit.format._tfrecord import TFRecordFileWriter, iter_tfrecords
+from recordkit.format._tfrecord import Compression, frame_record, iter_tfrecords
 from recordkit.read._numpy_decode import decode_record_numpy
+from recordkit.write._shard_file import ShardFile
 
 
 def bind(**fields: rk.FieldSpec | Mapping[str, Any]) -> rk.BoundSchema:
@@ -24,12 +25,14 @@ def bind(**fields: rk.FieldSpec | Mapping[str, Any]) -> rk.BoundSchema:
 def write(bound: rk.BoundSchema, records: Iterable[Mapping[str, Any]], path: Path) -> Path:
     """Encode ``records`` with rk.RecordEncoder into a TFRecord file at ``path``."""
     encoder = rk.RecordEncoder(bound)
-    writer = TFRecordFileWriter(path)
+    shard = ShardFile(path, Compression.NONE, durable=False)
     try:
         for i, record in enumerate(records):
-            writer.write(encoder.encode(record, i))
-    finally:
-        writer.close()
+            shard.add(frame_record(encoder.encode(record, i)))
+    except BaseException:
+        shard.discard()
+        raise
+    shard.commit()
     return path
 
 
@@ -76,9 +79,7 @@ def encode_error(
     return info.value
 
 
-def field_error(
-    bound: rk.BoundSchema, field: str, value: Any, index: int = 3
-) -> rk.errors.InvalidValueError:
+def field_error(bound: rk.BoundSchema, field: str, value: Any, index: int = 3) -> rk.errors.InvalidValueError:
     """The error encoding ``{field: value}`` as record ``index`` raises: checked to be an
     InvalidValueError whose message names the record and the field."""
     error = encode_error(bound, {field: value}, index)

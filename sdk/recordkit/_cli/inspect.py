@@ -23,13 +23,10 @@ from recordkit.codec._plugins import default_registry
 from recordkit.dataset._breakdown import byte_breakdown
 from recordkit.dataset._manifest import Manifest, ShardInfo
 from recordkit.errors import ManifestError, RecordkitError
-from recordkit.format._tfrecord import Compression, iter_tfrecords
+from recordkit.format._tfrecord import FRAMING_BYTES, Compression, iter_tfrecords
 from recordkit.schema._schema import BoundSchema
 
 __all__ = ["dataset_summary", "field_bytes", "inspect_command", "sample_records"]
-
-#: Bytes TFRecord adds around each record (length, its CRC, the data's CRC).
-TFRECORD_FRAMING = 16
 
 
 def _selected_splits(manifest: Manifest, splits: Sequence[str]) -> list[str]:
@@ -167,7 +164,7 @@ def _print_breakdown(breakdown: dict[str, Any]) -> None:
         rows.append([part, human_bytes(size / count), f"{100 * size / total:.1f}%" if total else "-"])
     rows.append(["total", human_bytes(total / count), "100.0%"])
     click.echo(table(rows, right={1, 2}))
-    click.echo(f"(each record also takes {TFRECORD_FRAMING} bytes of TFRecord framing in its shard)")
+    click.echo(f"(each record also takes {FRAMING_BYTES} bytes of TFRecord framing in its shard)")
 
 
 @click.command("inspect", short_help="Summarise a dataset and show its bytes per field.")

@@ -1,4 +1,5 @@
-"""TFRecord framing, written and read without TensorFlow.
+"""TFRecord files, without TensorFlow: framing, CRCs, compression, strict reading and
+the resynchronising scan. The one place that knows the format.
 
 A TFRecord file is a sequence of records, each framed as::
 
@@ -7,21 +8,27 @@ A TFRecord file is a sequence of records, each framed as::
     byte   data[length]
     uint32 masked_crc32c(data)
 
-optionally inside one GZIP or ZLIB stream. Files written here are read by plain
+optionally inside one GZIP or ZLIB stream. Framed records made here are read by plain
 ``tf.data.TFRecordDataset`` (tests check that); files read here get their CRCs checked,
 and a truncated or corrupt record is reported with its shard and byte offset, which
-TensorFlow's own error does not give.
+TensorFlow's own error does not give. Two readers share the framing and the streamed
+inflate: :func:`iter_tfrecords` stops at the first damage (strict), and
+:func:`scan_tfrecords` reports damage and carries on from the next intact record.
+
+Shards are written by :class:`recordkit.write._shard_file.ShardFile` from records framed
+by :func:`frame_pieces`, compressed by :func:`compressor`.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import enum
-import gzip
 import io
-import os
+import mmap
 import struct
 import zlib
-from collections.abc import Generator, Sequence
+from collections.abc import Callable, Generator, Iterator, Sequence
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -30,18 +37,30 @@ import google_crc32c
 from recordkit.errors import CorruptRecordError
 
 __all__ = [
+    "FOOTER_BYTES",
+    "FRAMING_BYTES",
+    "HEADER_BYTES",
     "Compression",
-    "TFRecordFileWriter",
+    "Damage",
+    "compressor",
     "frame_pieces",
     "frame_record",
     "iter_tfrecords",
     "masked_crc",
+    "scan_tfrecords",
 ]
 
 _LENGTH = struct.Struct("<Q")
 _CRC = struct.Struct("<I")
 _MASK_DELTA = 0xA282EAD8
-_HEADER_SIZE = _LENGTH.size + _CRC.size
+#: Bytes before a record's data: its length and the length's CRC.
+HEADER_BYTES = _LENGTH.size + _CRC.size
+#: Bytes after a record's data: the data's CRC.
+FOOTER_BYTES = _CRC.size
+#: Bytes of framing each record takes in a TFRecord file besides its data (16).
+FRAMING_BYTES = HEADER_BYTES + FOOTER_BYTES
+#: Compressed bytes read (and most bytes inflated) per step of a streamed inflate.
+_INFLATE_CHUNK = 1 << 16
 
 
 class Compression(str, enum.Enum):
@@ -66,6 +85,14 @@ class Compression(str, enum.Enum):
     def suffix(self) -> str:
         return {"": "", "GZIP": ".gz", "ZLIB": ".zz"}[self.value]
 
+    @property
+    def wbits(self) -> int:
+        """zlib's ``wbits`` for this stream: a gzip (31) or zlib (15) wrapper."""
+        return 16 + zlib.MAX_WBITS if self is Compression.GZIP else zlib.MAX_WBITS
+
+
+# -- framing ------------------------------------------------------------------------------
+
 
 def _mask(crc: int) -> int:
     return (((crc >> 15) | (crc << 17)) + _MASK_DELTA) & 0xFFFFFFFF
@@ -73,103 +100,62 @@ def _mask(crc: int) -> int:
 
 def masked_crc(data: bytes) -> int:
     """TFRecord's masked CRC-32C of ``data``."""
-    return _mask(int(google_crc32c.value(data)))
+    return _mask(google_crc32c.value(data))
 
 
 def frame_record(data: bytes) -> bytes:
     """One record with its TFRecord framing."""
-    return frame_pieces([data], len(data))
+    return frame_pieces((data,), len(data))
+
+
+_crc_extend = google_crc32c.extend
+_pack_length = _LENGTH.pack
+_pack_crc = _CRC.pack
 
 
 def frame_pieces(pieces: Sequence[bytes], size: int) -> bytes:
     """One record given as pieces (of ``size`` bytes in all), framed, in one copy.
 
-    The CRC of the data is accumulated piece by piece, so the record is never joined
-    before it is joined into its frame.
+    The CRC of the data is accumulated piece by piece (each a C call over the piece's
+    buffer), so the record is never joined before it is joined into its frame.
     """
-    length = _LENGTH.pack(size)
+    length = _pack_length(size)
     crc = 0
     for piece in pieces:
-        crc = google_crc32c.extend(crc, piece)
-    return b"".join([length, _CRC.pack(masked_crc(length)), *pieces, _CRC.pack(_mask(int(crc)))])
+        crc = _crc_extend(crc, piece)
+    return b"".join((length, _pack_crc(_mask(google_crc32c.value(length))), *pieces, _pack_crc(_mask(crc))))
 
 
-class _ZlibWriter(io.RawIOBase):
-    """A write-only file object that zlib-compresses into ``raw`` (TFRecord's ZLIB)."""
+# -- compression --------------------------------------------------------------------------
 
-    def __init__(self, raw: BinaryIO) -> None:
+
+def compressor(compression: Compression) -> Any:
+    """A zlib compress object for ``compression`` (None for no compression).
+
+    GZIP streams get a fixed header (no file name, mtime 0), so the same records always
+    give the same bytes.
+    """
+    if compression is Compression.NONE:
+        return None
+    return zlib.compressobj(wbits=compression.wbits)
+
+
+class _Inflater(io.RawIOBase):
+    """A read-only file object over a GZIP or ZLIB stream, inflated as it is read.
+
+    Memory stays at one chunk whatever the shard's size, and the records before a
+    truncation or a damaged block are still read. Concatenated gzip members are read
+    one after the other, as ``gzip`` and TensorFlow do.
+    """
+
+    def __init__(self, raw: BinaryIO, compression: Compression) -> None:
         self._raw = raw
-        self._compressor = zlib.compressobj()
-
-    def writable(self) -> bool:
-        return True
-
-    def write(self, data: bytes) -> int:  # type: ignore[override]
-        self._raw.write(self._compressor.compress(data))
-        return len(data)
-
-    def close(self) -> None:
-        if not self.closed:
-            self._raw.write(self._compressor.flush())
-        super().close()
-
-
-class TFRecordFileWriter:
-    """Appends framed records to one file; counts records and (uncompressed) bytes."""
-
-    def __init__(self, path: str | Path, compression: Compression = Compression.NONE) -> None:
-        self.path = Path(path)
-        self._raw: BinaryIO = open(self.path, "wb")  # noqa: SIM115 - closed in close()
-        self._out: BinaryIO
-        if compression is Compression.GZIP:
-            # mtime=0 keeps files reproducible; filename="" keeps temp names out of them.
-            self._out = gzip.GzipFile(filename="", mode="wb", fileobj=self._raw, mtime=0)  # type: ignore[assignment]
-        elif compression is Compression.ZLIB:
-            self._out = _ZlibWriter(self._raw)  # type: ignore[assignment]
-        else:
-            self._out = self._raw
-        self.records = 0
-        self.payload_bytes = 0
-
-    def write(self, data: bytes) -> None:
-        self.write_framed(frame_record(data))
-
-    def write_framed(self, framed: bytes) -> None:
-        """Write a record already framed by :func:`frame_record` (e.g. in a worker)."""
-        self._out.write(framed)
-        self.records += 1
-        self.payload_bytes += len(framed)
-
-    def close(self) -> None:
-        """Flush everything to disk (fsync) and close."""
-        if self._out is not self._raw:
-            self._out.close()
-        self._raw.flush()
-        os.fsync(self._raw.fileno())
-        self._raw.close()
-
-    def abort(self) -> None:
-        """Close without caring about the content (the caller deletes the file)."""
-        try:
-            if self._out is not self._raw:
-                self._out.close()
-        finally:
-            self._raw.close()
-
-
-class _ZlibReader(io.RawIOBase):
-    """A read-only file object over a zlib stream (TFRecord's ZLIB), decompressed as it
-    is read: memory stays at one chunk whatever the shard's size, and the records
-    before a truncation or a damaged block are still read."""
-
-    _CHUNK = 1 << 16
-
-    def __init__(self, raw: BinaryIO) -> None:
-        self._raw = raw
-        self._decompressor = zlib.decompressobj()
+        self._wbits = compression.wbits
+        self._inflater = zlib.decompressobj(self._wbits)
         self._buffer = b""
         self._position = 0
         self._finished = False
+        self._started = False
 
     def readable(self) -> bool:
         return True
@@ -183,15 +169,21 @@ class _ZlibReader(io.RawIOBase):
         return count
 
     def _refill(self) -> None:
-        # Bounded output per call: a small chunk can inflate to a great deal.
-        pending = self._decompressor.unconsumed_tail or self._raw.read(self._CHUNK)
-        if pending:
-            self._buffer = self._decompressor.decompress(pending, self._CHUNK)
+        inflater = self._inflater
+        if inflater.eof and inflater.unused_data:  # another gzip member follows
+            pending = inflater.unused_data
+            inflater = self._inflater = zlib.decompressobj(self._wbits)
         else:
-            self._buffer = self._decompressor.flush()
+            pending = inflater.unconsumed_tail or self._raw.read(_INFLATE_CHUNK)
+        if pending:
+            self._started = True
+            # Bounded output per call: a small chunk can inflate to a great deal.
+            self._buffer = inflater.decompress(pending, _INFLATE_CHUNK)
+        else:
+            self._buffer = inflater.flush()
             self._finished = True
-            if not self._decompressor.eof:
-                raise zlib.error("the zlib stream ends early (truncated file)")
+            if self._started and not inflater.eof:  # an empty file is an empty stream
+                raise zlib.error("the compressed stream ends early (truncated file)")
         self._position = 0
 
     def close(self) -> None:
@@ -199,12 +191,15 @@ class _ZlibReader(io.RawIOBase):
         super().close()
 
 
-def _open_for_reading(path: Path, compression: Compression) -> BinaryIO:
-    if compression is Compression.GZIP:
-        return gzip.open(path, "rb")  # type: ignore[return-value]
-    if compression is Compression.ZLIB:
-        return io.BufferedReader(_ZlibReader(open(path, "rb")))
-    return open(path, "rb")
+def _open(path: Path, compression: Compression) -> BinaryIO:
+    """``path`` opened for reading its uncompressed stream."""
+    raw = open(path, "rb")  # noqa: SIM115 - returned, closed by the caller
+    if compression is Compression.NONE:
+        return raw
+    return io.BufferedReader(_Inflater(raw, compression), _INFLATE_CHUNK)
+
+
+# -- strict reading -----------------------------------------------------------------------
 
 
 def iter_tfrecords(
@@ -217,44 +212,155 @@ def iter_tfrecords(
 
     ``offset`` is the byte offset of the record's header in the (uncompressed) stream.
     Raises :class:`CorruptRecordError` naming the file and offset on a truncated
-    record or a CRC mismatch; records before it have already been yielded.
+    record or a CRC mismatch; records before it have already been yielded. ``verify``
+    False skips the data CRCs (the header CRCs are always checked).
     """
     path = Path(path)
     shard = path.name
     try:
-        stream = _open_for_reading(path, compression)
+        stream = _open(path, compression)
     except OSError as exc:
         raise CorruptRecordError(f"cannot read the shard file: {exc.strerror or exc}", shard=shard) from None
     with stream:
         offset = 0
         while True:
             try:
-                header = stream.read(_HEADER_SIZE)
+                header = stream.read(HEADER_BYTES)
             except (OSError, EOFError, zlib.error) as exc:
                 raise CorruptRecordError(f"cannot decompress: {exc}", shard=shard, offset=offset) from None
             if not header:
                 return
-            if len(header) < _HEADER_SIZE:
+            if len(header) < HEADER_BYTES:
                 raise CorruptRecordError("truncated record header", shard=shard, offset=offset)
             length_bytes = header[: _LENGTH.size]
             (length,) = _LENGTH.unpack(length_bytes)
-            (length_crc,) = _CRC.unpack(header[_LENGTH.size :])
-            if verify and masked_crc(length_bytes) != length_crc:
+            (length_crc,) = _CRC.unpack_from(header, _LENGTH.size)
+            if masked_crc(length_bytes) != length_crc:
                 raise CorruptRecordError("length CRC mismatch (corrupt header)", shard=shard, offset=offset)
             try:
-                body = stream.read(length + _CRC.size)
+                body = stream.read(length + FOOTER_BYTES)
             except (OSError, EOFError, zlib.error) as exc:
                 raise CorruptRecordError(f"cannot decompress: {exc}", shard=shard, offset=offset) from None
-            if len(body) < length + _CRC.size:
+            if len(body) < length + FOOTER_BYTES:
                 raise CorruptRecordError(
-                    f"truncated record: {length} bytes announced, {max(len(body) - _CRC.size, 0)} present",
+                    f"truncated record: {length} bytes announced, {max(len(body) - FOOTER_BYTES, 0)} present",
                     shard=shard,
                     offset=offset,
                 )
             data = body[:length]
-            if verify:
-                (data_crc,) = _CRC.unpack(body[length:])
-                if masked_crc(data) != data_crc:
-                    raise CorruptRecordError("data CRC mismatch (corrupt record)", shard=shard, offset=offset)
+            if verify and masked_crc(data) != _CRC.unpack_from(body, length)[0]:
+                raise CorruptRecordError("data CRC mismatch (corrupt record)", shard=shard, offset=offset)
             yield offset, data
-            offset += _HEADER_SIZE + length + _CRC.size
+            offset += FRAMING_BYTES + length
+
+
+# -- the resynchronising scan ---------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class Damage:
+    """Damage :func:`scan_tfrecords` found and went past: where in the (uncompressed)
+    stream, how many records it cost (None when unknown) and what was wrong."""
+
+    offset: int
+    records: int | None
+    reason: str
+
+
+def scan_tfrecords(
+    path: str | Path,
+    compression: Compression,
+    on_damage: Callable[[Damage], None],
+    *,
+    verify: bool = True,
+) -> Iterator[tuple[int, bytes]]:
+    """Yield ``(offset, data)`` of every intact record of a TFRecord file, going past
+    damage instead of stopping at it; each damage goes to ``on_damage``.
+
+    A record whose data fails its CRC is skipped alone (its length is intact); after a
+    damaged header the scan searches forward for the next intact record (a valid header
+    CRC and, with ``verify``, data CRC) and carries on from there. A compressed file is
+    inflated as far as it can be, and the damage past that point reported.
+    """
+    path = Path(path)
+    with ExitStack() as stack:
+        buffer = _uncompressed(path, compression, stack, on_damage)
+        yield from _scan(buffer, verify, on_damage)
+
+
+def _uncompressed(
+    path: Path, compression: Compression, stack: ExitStack, on_damage: Callable[[Damage], None]
+) -> bytes | bytearray | mmap.mmap:
+    """The file's (uncompressed) bytes: memory-mapped, or inflated as far as possible."""
+    if compression is Compression.NONE:
+        raw = stack.enter_context(path.open("rb"))
+        if path.stat().st_size == 0:
+            return b""
+        return stack.enter_context(mmap.mmap(raw.fileno(), 0, access=mmap.ACCESS_READ))
+    out = bytearray()
+    with _open(path, compression) as stream:
+        try:
+            while chunk := stream.read(_INFLATE_CHUNK):
+                out += chunk
+        except zlib.error as exc:
+            reason = "the compressed stream is truncated" if "ends early" in str(exc) else None
+            on_damage(Damage(len(out), None, reason or f"cannot decompress past here ({exc})"))
+    return out
+
+
+def _scan(
+    buffer: bytes | bytearray | mmap.mmap, verify: bool, on_damage: Callable[[Damage], None]
+) -> Iterator[tuple[int, bytes]]:
+    size = len(buffer)
+    view = memoryview(buffer)
+    try:
+        pos = 0
+        while pos < size:
+            if size - pos < HEADER_BYTES:
+                on_damage(Damage(pos, None, "truncated record header at the end of the shard"))
+                return
+            (length,) = _LENGTH.unpack_from(buffer, pos)
+            if (
+                masked_crc(bytes(view[pos : pos + _LENGTH.size]))
+                == _CRC.unpack_from(buffer, pos + _LENGTH.size)[0]
+            ):
+                end = pos + FRAMING_BYTES + length
+                if end > size:
+                    reason = f"truncated record: {length} bytes announced, the shard ends first"
+                    on_damage(Damage(pos, None, reason))
+                    return
+                data = bytes(view[pos + HEADER_BYTES : end - FOOTER_BYTES])
+                if verify and masked_crc(data) != _CRC.unpack_from(buffer, end - FOOTER_BYTES)[0]:
+                    on_damage(Damage(pos, 1, "data CRC mismatch (corrupt record)"))
+                else:
+                    yield pos, data
+                pos = end
+                continue
+            resume = _resync(buffer, view, pos + 1, verify)
+            if resume is None:
+                on_damage(Damage(pos, None, "corrupt record header; no intact record follows it"))
+                return
+            on_damage(Damage(pos, None, f"corrupt record header; reading resumed at offset {resume}"))
+            pos = resume
+    finally:
+        view.release()
+
+
+def _resync(buffer: bytes | bytearray | mmap.mmap, view: memoryview, start: int, verify: bool) -> int | None:
+    """The first offset from ``start`` where an intact record begins, or None."""
+    size = len(buffer)
+    for pos in range(start, size - FRAMING_BYTES + 1):
+        (length,) = _LENGTH.unpack_from(buffer, pos)
+        end = pos + FRAMING_BYTES + length
+        if end > size:
+            continue
+        if (
+            masked_crc(bytes(view[pos : pos + _LENGTH.size]))
+            != _CRC.unpack_from(buffer, pos + _LENGTH.size)[0]
+        ):
+            continue
+        data_crc = _CRC.unpack_from(buffer, end - FOOTER_BYTES)[0]
+        if verify and masked_crc(bytes(view[pos + HEADER_BYTES : end - FOOTER_BYTES])) != data_crc:
+            continue
+        return pos
+    return None

@@ -4,10 +4,11 @@ Shards are read with recordkit's own TFRecord framing (:mod:`recordkit.format._t
 checked, and each requested field decoded by its codec's ``decode_numpy``. Useful for
 inspection, tests, data loaders of other frameworks, and machines without TensorFlow.
 
-With ``on_corrupt="skip"`` a damaged shard costs only its damaged records: a record
-whose data fails its CRC is skipped alone (its length is intact), and after a damaged
-header the reader searches forward for the next intact record (a valid header CRC and
-data CRC) and carries on from there; a record that does not decode is skipped too.
+With ``on_corrupt="skip"`` a damaged shard costs only its damaged records (found by
+:func:`~recordkit.format._tfrecord.scan_tfrecords`): a record whose data fails its CRC
+is skipped alone (its length is intact), and after a damaged header the reader searches
+forward for the next intact record (a valid header CRC and data CRC) and carries on from
+there; a record that does not decode is skipped too.
 What was skipped goes to a :class:`~recordkit.CorruptionReport`.
 
 A worker of a multi-worker job (``num_workers`` and ``worker_index``, or an
@@ -20,18 +21,13 @@ workers count alike; only a worker's own records are decoded).
 from __future__ import annotations
 
 import copy
-import mmap
 import os
-import struct
-import zlib
 from collections.abc import Iterator, Sequence
-from contextlib import ExitStack
-from pathlib import Path
 from typing import Any
 
 from recordkit.codec._registry import CodecRegistry
 from recordkit.errors import RecordkitError
-from recordkit.format._tfrecord import Compression, iter_tfrecords, masked_crc
+from recordkit.format._tfrecord import Compression, Damage, iter_tfrecords, scan_tfrecords
 from recordkit.read._numpy_decode import decode_record_numpy
 from recordkit.read._open import (
     CorruptionReport,
@@ -46,11 +42,6 @@ from recordkit.read._open import (
 from recordkit.schema._schema import Schema
 
 __all__ = ["iter_records", "iter_shard_records"]
-
-_U64 = struct.Struct("<Q")
-_U32 = struct.Struct("<I")
-_HEADER = 12  # length (8) + its CRC (4)
-_FOOTER = 4  # the data's CRC
 
 
 def iter_records(
@@ -174,101 +165,19 @@ def iter_shard_records(
             raise exc.with_context(shard=shard.name) from None
         return
     skips: list[SkippedRecords] = []
+
+    def damaged(damage: Damage) -> None:
+        skips.append(SkippedRecords(shard.name, damage.offset, damage.records, damage.reason))
+
     read = 0
     try:
-        with ExitStack() as stack:
-            buffer = _shard_bytes(shard.path, compression, stack, skips, shard.name)
-            for offset, data in _scan(buffer, shard.name, verify, skips):
-                read += 1
-                yield offset, data
+        for offset, data in scan_tfrecords(shard.path, compression, damaged, verify=verify):
+            read += 1
+            yield offset, data
     finally:
         _settle(skips, shard, read)
         for skip in skips:
             report.add(skip)
-
-
-def _shard_bytes(
-    path: Path, compression: Compression, stack: ExitStack, skips: list[SkippedRecords], name: str
-) -> bytes | mmap.mmap:
-    """The shard's (uncompressed) bytes: memory-mapped, or decompressed as far as possible."""
-    if compression is Compression.NONE:
-        stream = stack.enter_context(path.open("rb"))
-        if path.stat().st_size == 0:
-            return b""
-        return stack.enter_context(mmap.mmap(stream.fileno(), 0, access=mmap.ACCESS_READ))
-    raw = path.read_bytes()
-    wbits = 16 + zlib.MAX_WBITS if compression is Compression.GZIP else zlib.MAX_WBITS
-    inflater = zlib.decompressobj(wbits)
-    out = bytearray()
-    step = 1 << 16
-    for start in range(0, len(raw), step):
-        try:
-            out += inflater.decompress(raw[start : start + step])
-        except zlib.error as exc:
-            skips.append(SkippedRecords(name, len(out), None, f"cannot decompress past here ({exc})"))
-            return bytes(out)
-    if not inflater.eof and raw:
-        skips.append(SkippedRecords(name, len(out), None, "the compressed stream is truncated"))
-    return bytes(out)
-
-
-def _scan(
-    buffer: bytes | mmap.mmap, name: str, verify: bool, skips: list[SkippedRecords]
-) -> Iterator[tuple[int, bytes]]:
-    size = len(buffer)
-    pos = 0
-    while pos < size:
-        if size - pos < _HEADER:
-            skips.append(SkippedRecords(name, pos, None, "truncated record header at the end of the shard"))
-            return
-        (length,) = _U64.unpack_from(buffer, pos)
-        (length_crc,) = _U32.unpack_from(buffer, pos + 8)
-        if masked_crc(bytes(buffer[pos : pos + 8])) == length_crc:
-            end = pos + _HEADER + length + _FOOTER
-            if end > size:
-                skips.append(
-                    SkippedRecords(
-                        name, pos, None, f"truncated record: {length} bytes announced, the shard ends first"
-                    )
-                )
-                return
-            data = bytes(buffer[pos + _HEADER : pos + _HEADER + length])
-            if verify and masked_crc(data) != _U32.unpack_from(buffer, end - _FOOTER)[0]:
-                skips.append(SkippedRecords(name, pos, 1, "data CRC mismatch (corrupt record)"))
-            else:
-                yield pos, data
-            pos = end
-            continue
-        resume = _resync(buffer, pos + 1, verify)
-        if resume is None:
-            skips.append(
-                SkippedRecords(name, pos, None, "corrupt record header; no intact record follows it")
-            )
-            return
-        skips.append(
-            SkippedRecords(name, pos, None, f"corrupt record header; reading resumed at offset {resume}")
-        )
-        pos = resume
-
-
-def _resync(buffer: bytes | mmap.mmap, start: int, verify: bool) -> int | None:
-    """The first offset from ``start`` where an intact record begins, or None."""
-    size = len(buffer)
-    for pos in range(start, size - _HEADER - _FOOTER + 1):
-        (length,) = _U64.unpack_from(buffer, pos)
-        end = pos + _HEADER + length + _FOOTER
-        if end > size:
-            continue
-        if masked_crc(bytes(buffer[pos : pos + 8])) != _U32.unpack_from(buffer, pos + 8)[0]:
-            continue
-        if (
-            verify
-            and masked_crc(bytes(buffer[pos + _HEADER : end - _FOOTER]))
-            != _U32.unpack_from(buffer, end - _FOOTER)[0]
-        ):
-            continue
-        return pos
-    return None
 
 
 def _settle(skips: list[SkippedRecords], shard: Shard, read: int) -> None:

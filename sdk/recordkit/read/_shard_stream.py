@@ -24,12 +24,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from recordkit.format._tfrecord import FRAMING_BYTES
 from recordkit.read._open import CorruptionReport, OnCorrupt, OpenedDataset, Shard, SkippedRecords
 
-__all__ = ["RECORD_FRAMING", "read_shards"]
-
-#: Bytes around each record in a TFRecord file: its length, the length's CRC, the data's CRC.
-RECORD_FRAMING = 16
+__all__ = ["read_shards"]
 
 
 def read_shards(
@@ -123,7 +121,7 @@ def _checker(
     def check(counts: Any, element: Any) -> Any:
         chunk, index = element
         size = tf.size(chunk, out_type=tf.int64)
-        length = tf.reduce_sum(tf.cast(tf.strings.length(chunk), tf.int64)) + RECORD_FRAMING * size
+        length = tf.reduce_sum(tf.cast(tf.strings.length(chunk), tf.int64)) + FRAMING_BYTES * size
         counts = tf.tensor_scatter_nd_add(counts, [[index]], [tf.stack([size, length])])
         got, want = counts[index], wanted[index]  # records, bytes
         complete = tf.reduce_all((want < 0) | tf.equal(got, want))

@@ -39,13 +39,14 @@ from recordkit.codec._plugins import load_plugins
 from recordkit.codec._registry import CodecRegistry
 from recordkit.codec._wire import WireSpec
 from recordkit.errors import RecordkitError
-from recordkit.format._tfrecord import TFRecordFileWriter, iter_tfrecords
+from recordkit.format._tfrecord import Compression, frame_record, iter_tfrecords
 from recordkit.hookspecs import hookimpl
 from recordkit.read._numpy_decode import decode_record_numpy
 from recordkit.read._parse import PRESENT_SUFFIX, make_parser
 from recordkit.schema._encoder import RecordEncoder
 from recordkit.schema._fields import FieldSpec
 from recordkit.schema._schema import BoundSchema, Schema
+from recordkit.write._shard_file import ShardFile
 
 __all__ = [
     "BadInput",
@@ -258,7 +259,7 @@ def _write(bound: BoundSchema, records: list[dict[str, Any]], path: Path, check:
     encoder = RecordEncoder(bound)
     wire_names = set(bound.fields[0].codec.wire_spec().names)
     serialized = []
-    writer = TFRecordFileWriter(path)
+    shard = ShardFile(path, Compression.NONE, durable=False)
     try:
         for i, record in enumerate(records):
             value = record.get(FIELD)
@@ -271,10 +272,12 @@ def _write(bound: BoundSchema, records: list[dict[str, Any]], path: Path, check:
                 data = encoder.encode(record, i)
             except RecordkitError as exc:
                 raise _fail(check, f"case {i}", f"encoding failed: {exc}") from exc
-            writer.write(data)
+            shard.add(frame_record(data))
             serialized.append(data)
-    finally:
-        writer.close()
+    except BaseException:
+        shard.discard()
+        raise
+    shard.commit()
     return serialized
 
 

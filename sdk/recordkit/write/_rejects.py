@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +44,8 @@ class RejectsFile:
         self.path = root / self.name
         self._durable = durable
         self._file: Any = None
+        #: The writer's background thread syncs the file when it lists a shard.
+        self._lock = threading.Lock()
         if self.path.exists():
             _truncate_lines(self.path, keep)
         elif keep:
@@ -56,17 +59,20 @@ class RejectsFile:
             entry["key"] = key
         entry["errors"] = error_entries(error)
         entry["message"] = str(error)
-        if self._file is None:
-            self._file = open(self.path, "a", encoding="utf-8")  # noqa: SIM115 - closed in close()
-        self._file.write(json.dumps(entry, ensure_ascii=False, default=str) + "\n")
+        line = json.dumps(entry, ensure_ascii=False, default=str) + "\n"
+        with self._lock:
+            if self._file is None:
+                self._file = open(self.path, "a", encoding="utf-8")  # noqa: SIM115 - closed in close()
+            self._file.write(line)
 
     def sync(self) -> None:
         """Flush (to disk, when durable), so that a manifest written next never counts
         lines not there."""
-        if self._file is not None:
-            self._file.flush()
-            if self._durable:
-                os.fsync(self._file.fileno())
+        with self._lock:
+            if self._file is not None:
+                self._file.flush()
+                if self._durable:
+                    os.fsync(self._file.fileno())
 
     def close(self) -> None:
         if self._file is not None:

@@ -18,18 +18,30 @@ The guarantees, and how they are kept:
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import itertools
 import sys
+import threading
 from collections.abc import Callable, Iterable, Sized
+from concurrent.futures import Future
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Literal
+from typing import Any, Literal, TypedDict
+
+from typing_extensions import Unpack
 
 from recordkit._version import __version__
 from recordkit.codec._plugins import default_registry
 from recordkit.codec._registry import CodecRegistry
-from recordkit.dataset._manifest import MANIFEST_FILE, CodecProvenance, Manifest, SplitInfo, UnfinishedWrite
+from recordkit.dataset._manifest import (
+    MANIFEST_FILE,
+    CodecProvenance,
+    Manifest,
+    ShardInfo,
+    SplitInfo,
+    UnfinishedWrite,
+)
 from recordkit.errors import DatasetError, IncompatibleSchemaError, RecordError, RecordkitError
 from recordkit.format._tfrecord import Compression
 from recordkit.schema._compatibility import check_compatibility
@@ -45,16 +57,65 @@ from recordkit.write._shard_file import (
     ShardLimits,
     check_split_name,
     fsync_dir,
+    shard_name,
     shard_pattern,
     temp_pattern,
 )
 
-__all__ = ["DEFAULT_SHARD_BYTES", "DatasetWriter", "OnError", "write_dataset"]
+__all__ = ["DEFAULT_SHARD_BYTES", "DatasetWriter", "OnError", "WriteOptions", "write_dataset"]
 
 OnError = Literal["raise", "skip"]
 #: How to name records in errors and in the rejects file: a field's name, or a function
 #: of the record.
 RecordKey = str | Callable[[Any], Any]
+
+
+class WriteOptions(TypedDict, total=False):
+    """The options of a write, taken as keywords by both :class:`DatasetWriter` and
+    :func:`write_dataset` (the one list of them; a dict of them passes as ``**options``).
+
+    :param shard_bytes: target shard size in bytes of (uncompressed) TFRecord data; a
+        shard never exceeds it unless a single record does. None: no size limit.
+        Default: :data:`DEFAULT_SHARD_BYTES` (128 MiB).
+    :param shard_records: maximum records per shard (default None: no limit).
+    :param compression: None/"none" (default), "GZIP" or "ZLIB"; an existing dataset
+        keeps its own.
+    :param workers: 0 (default) or 1 encodes in this process; N > 1 encodes in N
+        worker processes.
+    :param on_error: "raise" (default) stops at the first bad record with an error
+        naming it; "skip" leaves it out and lists it in ``rejects-<split>.jsonl``.
+    :param key: names records in errors and rejects: a field's name or a function of
+        the record (default: the record's index in the split's input).
+    :param resume: continue an interrupted write: the records that complete shards
+        already hold are skipped (the input must be the same, in the same order).
+    :param append: add records or new splits to an existing dataset. The schema must
+        store records as the dataset's schema does, except that it may leave out the
+        dataset's optional fields and add optional fields of its own (the dataset's
+        schema then becomes the new one, keeping the optional fields it leaves out);
+        anything else is an IncompatibleSchemaError.
+    :param progress: show a progress bar; None (default): only when stderr is a terminal.
+    :param registry: the codec registry (default: the installed plugins).
+    :param durable: True (default) fsyncs every shard before its rename (while the next
+        shard is being encoded), the folder before the manifest lists it, and the
+        manifest and rejects files, so that what a manifest lists survives a machine
+        crash or power loss, not only the process stopping. False leaves the flushing to
+        the operating system, as ``tf.io.TFRecordWriter`` does: faster, and still atomic
+        if the process dies, but a machine crash may lose or truncate recently written
+        shards (``recordkit verify`` finds them).
+    """
+
+    shard_bytes: int | None
+    shard_records: int | None
+    compression: str | Compression | None
+    workers: int
+    on_error: OnError
+    key: RecordKey | None
+    resume: bool
+    append: bool
+    progress: bool | None
+    registry: CodecRegistry | None
+    durable: bool
+
 
 _ALL = sys.maxsize
 #: Where a batch sent to the workers goes back: its split and each record's (index, key).
@@ -79,6 +140,8 @@ class _Split:
         #: Input records handled so far (written, rejected or skipped), in order.
         self.handled = skip
         self.shard: ShardFile | None = None
+        #: The previous shard, being completed and listed in the background.
+        self.committing: Future[ShardInfo] | None = None
         self.rejects = RejectsFile(writer.root, name, keep=info.rejected, durable=writer.durable)
         self.rejected_since_commit = 0
         #: Records waiting to be sent to the workers: (index, key) and (label, record).
@@ -90,12 +153,10 @@ class _Split:
         if shard is None or not shard.fits(len(framed), self.writer._limits):
             if shard is not None:
                 self.commit_shard()
+            index = len(self.info.shards) + (self.committing is not None)
+            name = shard_name(self.name, index, self.writer.compression)
             shard = self.shard = ShardFile(
-                self.writer.root,
-                self.name,
-                len(self.info.shards),
-                self.writer.compression,
-                durable=self.writer.durable,
+                self.writer.root / name, self.writer.compression, durable=self.writer.durable
             )
         shard.add(framed)
         self.handled += 1
@@ -107,38 +168,60 @@ class _Split:
         self.handled += 1
         self.writer._progress.advance(0)
 
-    def _account(self) -> None:
-        self.rejects.sync()
-        if self.rejected_since_commit:
-            self.info.rejected += self.rejected_since_commit
-            self.info.rejects_file = self.rejects.name
-            self.rejected_since_commit = 0
-
     def commit_shard(self) -> None:
-        """Complete the current shard; everything handled before now is accounted for."""
+        """Complete the current shard in the background: its last writes and fsync, its
+        rename and the manifest that lists it overlap the encoding of the next records."""
         assert self.shard is not None
-        shard_info = self.shard.commit()
-        self.shard = None
-        self.info.shards.append(shard_info)
-        # Records handled so far except the one that did not fit (it opens the next shard).
-        self._account()
-        started = self.info.unfinished.started if self.info.unfinished else _now()
-        self.info.unfinished = UnfinishedWrite(consumed=self.handled, started=started)
-        self.writer._save(sync_dir=True)
+        self.settle_commit()  # at most one shard completing at a time
+        shard, self.shard = self.shard, None
+        handled, rejected = self.handled, self.rejected_since_commit
+        self.rejected_since_commit = 0
+        self.committing = shard.commit_async(then=lambda info: self._list(info, handled, rejected))
+
+    def _list(self, shard_info: ShardInfo, handled: int, rejected: int) -> None:
+        """On the shard's background thread, once it is complete: list it in the manifest,
+        with the ``handled`` input records and the ``rejected`` ones it accounts for."""
+        self.rejects.sync()  # the manifest never counts rejects not on disk
+        with self.writer._lock:
+            self.info.shards.append(shard_info)
+            if rejected:
+                self.info.rejected += rejected
+                self.info.rejects_file = self.rejects.name
+            started = self.info.unfinished.started if self.info.unfinished else _now()
+            # Records handled up to the commit (not the one that opened the next shard).
+            self.info.unfinished = UnfinishedWrite(consumed=handled, started=started)
+            self.writer._save(sync_dir=True)
+
+    def settle_commit(self) -> None:
+        """Wait until the shard being completed, if any, is listed (re-raising its error)."""
+        committing, self.committing = self.committing, None
+        if committing is not None:
+            committing.result()
 
     def finish(self) -> None:
         if self.shard is not None:
             self.commit_shard()
-        self._account()
+        self.settle_commit()
+        self.rejects.sync()
+        with self.writer._lock:
+            if self.rejected_since_commit:
+                self.info.rejected += self.rejected_since_commit
+                self.info.rejects_file = self.rejects.name
+                self.rejected_since_commit = 0
+            self.info.unfinished = None
         self.rejects.close()
-        self.info.unfinished = None
 
     def abort(self) -> None:
         if self.shard is not None:
             self.shard.discard()
             self.shard = None
+        # A shard completed before the error stays listed, as if committed at once; if it
+        # failed too, that failure is not the error being reported.
+        with contextlib.suppress(Exception):
+            self.settle_commit()
         # Rejects after the last complete shard are not counted: cut them from the file.
-        self.rejects.cut_to(self.info.rejected)
+        with self.writer._lock:
+            self.rejects.cut_to(self.info.rejected)
         self.rejected_since_commit = 0
         self.batch_meta, self.batch_items = [], []
 
@@ -158,30 +241,9 @@ class DatasetWriter:
 
     :param path: the dataset's folder (created if missing).
     :param schema: the :class:`~recordkit.Schema` records are checked and encoded with.
-    :param shard_bytes: target shard size in bytes of (uncompressed) TFRecord data; a
-        shard never exceeds it unless a single record does. None: no size limit.
-    :param shard_records: maximum records per shard (None: no limit).
-    :param compression: None/"none", "GZIP" or "ZLIB"; an existing dataset keeps its own.
-    :param workers: 0 or 1 encodes in this process; N > 1 encodes in N worker processes.
-    :param on_error: "raise" stops at the first bad record with an error naming it;
-        "skip" leaves it out and lists it in ``rejects-<split>.jsonl``.
-    :param key: names records in errors and rejects: a field's name or a function of
-        the record (default: the record's index in the split's input).
-    :param resume: continue an interrupted write: the records that complete shards
-        already hold are skipped (the input must be the same, in the same order).
-    :param append: add records or new splits to an existing dataset. ``schema`` must
-        store records as the dataset's schema does, except that it may leave out the
-        dataset's optional fields and add optional fields of its own (the dataset's
-        schema then becomes ``schema``, keeping the optional fields it leaves out);
-        anything else is an IncompatibleSchemaError.
-    :param progress: show a progress bar; None: only when stderr is a terminal.
-    :param registry: the codec registry (default: the installed plugins).
-    :param durable: fsync every shard before its rename, the folder before the manifest
-        lists it, and the manifest and rejects files, so that what a manifest lists
-        survives a machine crash or power loss, not only the process stopping. False
-        leaves the flushing to the operating system, as ``tf.io.TFRecordWriter`` does:
-        faster, and still atomic if the process dies, but a machine crash may lose or
-        truncate recently written shards (``recordkit verify`` finds them).
+    :param options: the write's options, listed and documented in :class:`WriteOptions`
+        (``shard_bytes``, ``shard_records``, ``compression``, ``workers``, ``on_error``,
+        ``key``, ``resume``, ``append``, ``progress``, ``registry``, ``durable``).
     """
 
     def __init__(
@@ -189,28 +251,31 @@ class DatasetWriter:
         path: str | Path,
         schema: Schema | type[Record],
         *,
-        shard_bytes: int | None = DEFAULT_SHARD_BYTES,
-        shard_records: int | None = None,
-        compression: str | Compression | None = None,
-        workers: int = 0,
-        on_error: OnError = "raise",
-        key: RecordKey | None = None,
-        resume: bool = False,
-        append: bool = False,
-        progress: bool | None = None,
-        registry: CodecRegistry | None = None,
-        durable: bool = True,
         _total: int | None = None,
+        **options: Unpack[WriteOptions],
     ) -> None:
+        unknown = sorted(set(options) - set(WriteOptions.__annotations__))
+        if unknown:
+            raise TypeError(
+                f"unknown write option(s) {unknown}; the options are {list(WriteOptions.__annotations__)}"
+            )
+        on_error = options.get("on_error", "raise")
+        workers = options.get("workers", 0)
+        durable = options.get("durable", True)
+        registry = options.get("registry")
+        resume = options.get("resume", False)
+        append = options.get("append", False)
         if on_error not in ("raise", "skip"):
             raise ValueError(f"on_error must be 'raise' or 'skip', not {on_error!r}")
         if not isinstance(workers, int) or workers < 0:
             raise ValueError(f"workers must be 0, 1 (in-process) or more (processes), not {workers!r}")
         self.root = Path(path)
         self.durable = durable
-        self._limits = ShardLimits(shard_bytes, shard_records)
+        self._limits = ShardLimits(
+            options.get("shard_bytes", DEFAULT_SHARD_BYTES), options.get("shard_records")
+        )
         self._on_error = on_error
-        self._key = key
+        self._key = options.get("key")
         self._resume = resume
         self._append = append
         self._workers = workers
@@ -225,8 +290,11 @@ class DatasetWriter:
         #: The dataset's schema grown by optional fields these records add, until saved.
         self._grown: Schema | None = None
         self._state: Literal["open", "closed", "aborted"] = "open"
-        self.manifest, self.compression = self._open_manifest(compression)
-        self._progress = Progress(progress, total=_total, desc=f"writing {self.root.name}")
+        #: Held while the manifest changes or is saved: shards are listed from their
+        #: background threads as they complete (see _Split.commit_shard).
+        self._lock = threading.RLock()
+        self.manifest, self.compression = self._open_manifest(options.get("compression"))
+        self._progress = Progress(options.get("progress"), total=_total, desc=f"writing {self.root.name}")
 
     # -- the manifest ---------------------------------------------------------------------
 
@@ -275,13 +343,18 @@ class DatasetWriter:
             self.manifest.codecs = dict(sorted(codecs.items()))
 
     def _save(self, *, sync_dir: bool = False) -> None:
-        if sync_dir and self.durable:
-            fsync_dir(self.root)  # make shard renames durable before the manifest lists them
-        self.manifest.save(self.root, durable=self.durable)
+        with self._lock:
+            if sync_dir and self.durable:
+                fsync_dir(self.root)  # make shard renames durable before the manifest lists them
+            self.manifest.save(self.root, durable=self.durable)
 
     # -- splits ---------------------------------------------------------------------------
 
     def _open_split(self, name: str) -> _Split:
+        with self._lock:
+            return self._open_split_locked(name)
+
+    def _open_split_locked(self, name: str) -> _Split:
         if self._state != "open":
             raise DatasetError(f"this writer is {self._state}; open a new one", file=str(self.root))
         check_split_name(name)
@@ -456,43 +529,18 @@ def write_dataset(
     schema: Schema | type[Record],
     path: str | Path,
     split: str = "train",
-    *,
-    shard_bytes: int | None = DEFAULT_SHARD_BYTES,
-    shard_records: int | None = None,
-    compression: str | Compression | None = None,
-    workers: int = 0,
-    on_error: OnError = "raise",
-    key: RecordKey | None = None,
-    resume: bool = False,
-    append: bool = False,
-    progress: bool | None = None,
-    registry: CodecRegistry | None = None,
-    durable: bool = True,
+    **options: Unpack[WriteOptions],
 ) -> Manifest:
     """Write ``records`` (any iterable of Records or mappings) as split ``split`` of the
     dataset at ``path``, and return its manifest.
 
-    The options are those of :class:`DatasetWriter`. With ``resume=True`` the same
-    ``records`` (same order) must be given again; those already in complete shards are
-    skipped without being encoded, and if the earlier write finished nothing is written.
+    The options are those of :class:`DatasetWriter`, listed in :class:`WriteOptions`.
+    With ``resume=True`` the same ``records`` (same order) must be given again; those
+    already in complete shards are skipped without being encoded, and if the earlier
+    write finished nothing is written.
     """
     total = len(records) if isinstance(records, Sized) else None
-    with DatasetWriter(
-        path,
-        schema,
-        shard_bytes=shard_bytes,
-        shard_records=shard_records,
-        compression=compression,
-        workers=workers,
-        on_error=on_error,
-        key=key,
-        resume=resume,
-        append=append,
-        progress=progress,
-        registry=registry,
-        durable=durable,
-        _total=total,
-    ) as writer:
+    with DatasetWriter(path, schema, _total=total, **options) as writer:
         writer.write_all(records, split)
     return writer.manifest
 

@@ -11,10 +11,10 @@ import pytest
 from click.testing import CliRunner, Result
 
 import recordkit as rk
-from recordkit._cli.inspect import TFRECORD_FRAMING, sample_records
+from recordkit._cli.inspect import sample_records
 from recordkit.cli import main
 from recordkit.codec._plugins import reset_default_registry
-from recordkit.format._tfrecord import iter_tfrecords
+from recordkit.format._tfrecord import FRAMING_BYTES, iter_tfrecords
 
 
 def run(*args: str) -> Result:
@@ -77,7 +77,7 @@ def test_breakdown_of_every_record_accounts_for_every_byte(dataset: Path) -> Non
     assert sum(parts.values()) == breakdown["bytes"]
     # Uncompressed shards hold exactly the records plus TFRecord's framing.
     shard_bytes = sum(split.num_bytes for split in manifest.splits.values())
-    assert breakdown["bytes"] + TFRECORD_FRAMING * records == shard_bytes
+    assert breakdown["bytes"] + FRAMING_BYTES * records == shard_bytes
     # The PNG pixels dominate; the label is one small int per record.
     assert parts["image"] > 10 * parts["label"]
     assert parts["caption"] > 0

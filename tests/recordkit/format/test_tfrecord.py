@@ -1,4 +1,5 @@
-"""TFRecord framing without TensorFlow (sdk/recordkit/format/_tfrecord.py), against tf.data."""
+"""TFRecord files without TensorFlow (sdk/recordkit/format/_tfrecord.py), against tf.data;
+written by the one shard writer (recordkit.write._shard_file.ShardFile)."""
 
 from __future__ import annotations
 
@@ -11,17 +12,25 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from recordkit.errors import CorruptRecordError
-from recordkit.format._tfrecord import Compression, TFRecordFileWriter, frame_record, iter_tfrecords
+from recordkit.format._tfrecord import (
+    FRAMING_BYTES,
+    Compression,
+    Damage,
+    frame_record,
+    iter_tfrecords,
+    scan_tfrecords,
+)
+from recordkit.write._shard_file import ShardFile
 
 PAYLOADS = [b"", b"a", bytes(range(256)) * 40, b"\x00" * 3, "unicode \u00e9".encode()]
 ALL_COMPRESSIONS = list(Compression)
 
 
 def write(path: Path, payloads: list[bytes], compression: Compression = Compression.NONE) -> Path:
-    writer = TFRecordFileWriter(path, compression)
+    shard = ShardFile(path, compression, durable=False)
     for payload in payloads:
-        writer.write(payload)
-    writer.close()
+        shard.add(frame_record(payload))
+    shard.commit()
     return path
 
 
@@ -63,12 +72,12 @@ def test_round_trip_with_offsets(payloads: list[bytes], compression: Compression
 
 
 def test_writer_counts_records_and_framed_bytes(tmp_path: Path) -> None:
-    writer = TFRecordFileWriter(tmp_path / "shard", Compression.GZIP)
+    shard = ShardFile(tmp_path / "shard", Compression.GZIP)
     for payload in PAYLOADS:
-        writer.write(payload)
-    writer.close()
-    assert writer.records == len(PAYLOADS)
-    assert writer.payload_bytes == sum(len(frame_record(p)) for p in PAYLOADS)
+        shard.add(frame_record(payload))
+    shard.commit()
+    assert shard.records == len(PAYLOADS)
+    assert shard.payload_bytes == sum(len(p) + FRAMING_BYTES for p in PAYLOADS)
 
 
 def test_gzip_output_is_reproducible(tmp_path: Path) -> None:
@@ -197,3 +206,55 @@ def test_compression_parse(given: str | Compression | None, expected: Compressio
 def test_compression_parse_refuses_unknown_names() -> None:
     with pytest.raises(ValueError, match="must be none, GZIP or ZLIB, not 'zip'"):
         Compression.parse("zip")
+
+
+# -- the resynchronising scan ------------------------------------------------------------------
+
+
+def scan(path: Path, compression: Compression = Compression.NONE) -> tuple[list[bytes], list[Damage]]:
+    damages: list[Damage] = []
+    return [data for _, data in scan_tfrecords(path, compression, damages.append)], damages
+
+
+@pytest.mark.parametrize("compression", ALL_COMPRESSIONS, ids=lambda c: c.name)
+def test_scan_reads_an_intact_file_like_the_strict_reader(tmp_path: Path, compression: Compression) -> None:
+    path = write(tmp_path / "s.tfrecord", PAYLOADS, compression)
+    assert scan(path, compression) == (PAYLOADS, [])
+    assert list(scan_tfrecords(path, compression, pytest.fail)) == list(iter_tfrecords(path, compression))
+
+
+def test_scan_goes_past_a_damaged_header_to_the_next_intact_record(tmp_path: Path) -> None:
+    path = write(tmp_path / "s.tfrecord", PAYLOADS)
+    damaged = bytearray(path.read_bytes())
+    victim = offsets_of(PAYLOADS)[2]
+    damaged[victim + 1] ^= 0x01  # record 2's length
+    path.write_bytes(bytes(damaged))
+    records, damages = scan(path)
+    assert records == PAYLOADS[:2] + PAYLOADS[3:]
+    assert damages == [
+        Damage(victim, None, f"corrupt record header; reading resumed at offset {offsets_of(PAYLOADS)[3]}")
+    ]
+
+
+@pytest.mark.parametrize("compression", [Compression.GZIP, Compression.ZLIB], ids=lambda c: c.name)
+def test_scan_reads_a_truncated_compressed_file_as_far_as_it_inflates(
+    tmp_path: Path, compression: Compression
+) -> None:
+    payloads = [bytes(range(256)) * 400 + bytes([i]) for i in range(30)]
+    path = write(tmp_path / "s.tfrecord", payloads, compression)
+    path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
+    records, damages = scan(path, compression)
+    assert 0 < len(records) < len(payloads)
+    assert records == payloads[: len(records)]
+    assert damages[0].reason == "the compressed stream is truncated"
+
+
+def test_concatenated_gzip_members_are_read_as_one_stream(tmp_path: Path) -> None:
+    first = write(tmp_path / "a.gz", PAYLOADS[:2], Compression.GZIP).read_bytes()
+    second = write(tmp_path / "b.gz", PAYLOADS[2:], Compression.GZIP).read_bytes()
+    path = tmp_path / "both.gz"
+    path.write_bytes(first + second)
+    assert [data for _, data in iter_tfrecords(path, Compression.GZIP)] == PAYLOADS
+    assert scan(path, Compression.GZIP) == (PAYLOADS, [])
+    dataset = tf.data.TFRecordDataset(str(path), compression_type="GZIP")
+    assert [t.numpy() for t in dataset] == PAYLOADS

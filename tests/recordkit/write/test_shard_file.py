@@ -61,7 +61,7 @@ def test_limits() -> None:
 def test_a_shard_appears_under_its_final_name_only_when_committed(
     tmp_path: Path, compression: Compression
 ) -> None:
-    shard = ShardFile(tmp_path, "train", 7, compression)
+    shard = ShardFile(tmp_path / shard_name("train", 7, compression), compression)
     records = [bytes([i]) * (i * 1000) for i in range(40)]
     for record in records:
         shard.add(frame_record(record))
@@ -78,14 +78,14 @@ def test_a_shard_appears_under_its_final_name_only_when_committed(
 
 
 def test_a_discarded_shard_leaves_nothing(tmp_path: Path) -> None:
-    shard = ShardFile(tmp_path, "train", 0, Compression.NONE)
+    shard = ShardFile(tmp_path / shard_name("train", 0, Compression.NONE), Compression.NONE)
     shard.add(frame_record(b"x"))
     shard.discard()
     assert list(tmp_path.iterdir()) == []
 
 
 def test_fits_counts_framed_bytes_and_records(tmp_path: Path) -> None:
-    shard = ShardFile(tmp_path, "train", 0, Compression.NONE)
+    shard = ShardFile(tmp_path / shard_name("train", 0, Compression.NONE), Compression.NONE)
     limits = ShardLimits(max_bytes=100, max_records=3)
     assert shard.fits(1000, limits)  # an empty shard takes any record
     shard.add(b"x" * 60)
@@ -104,7 +104,7 @@ def test_many_chunks_written_in_the_background_keep_their_order(
     # ~7 MB in 256 KB chunks: many go through the background thread, more than it holds at once.
     monkeypatch.setattr("recordkit.write._shard_file._CHUNK_BYTES", 256 << 10)
     records = [bytes([i % 251]) * 70_000 + i.to_bytes(4, "little") for i in range(100)]
-    shard = ShardFile(tmp_path, "train", 0, compression)
+    shard = ShardFile(tmp_path / shard_name("train", 0, compression), compression)
     for record in records:
         shard.add(frame_record(record))
     info = shard.commit()
@@ -125,7 +125,7 @@ def test_a_failed_background_write_surfaces_and_leaves_no_shard(
         shard.commit()
 
     monkeypatch.setattr("recordkit.write._shard_file._CHUNK_BYTES", 256 << 10)
-    shard = ShardFile(tmp_path, "train", 0, Compression.NONE)
+    shard = ShardFile(tmp_path / shard_name("train", 0, Compression.NONE), Compression.NONE)
     monkeypatch.setattr(ShardFile, "_store", disk_full)
     with pytest.raises(OSError, match="No space left"):
         fill_and_commit(shard)
@@ -133,16 +133,16 @@ def test_a_failed_background_write_surfaces_and_leaves_no_shard(
     assert list(tmp_path.iterdir()) == []
 
 
-def test_the_default_shard_size_suits_tfrecord_readers() -> None:
+def test_the_default_shard_size_suits_tfrecord_readers(tmp_path: Path) -> None:
     """Tens to hundreds of MB (see docs/how-to/write-datasets.md, Sharding), and the
-    default of both write_dataset and DatasetWriter."""
-    import inspect
-
+    default of the write options."""
     import recordkit as rk
 
     assert 10 * 2**20 <= DEFAULT_SHARD_BYTES <= 512 * 2**20
-    for function in (rk.write_dataset, rk.DatasetWriter.__init__):
-        assert inspect.signature(function).parameters["shard_bytes"].default == DEFAULT_SHARD_BYTES
+    schema = rk.Schema(name="s", fields={"id": rk.FieldSpec(codec="scalar")})
+    with rk.DatasetWriter(tmp_path / "d", schema, progress=False) as writer:
+        assert writer._limits == ShardLimits(DEFAULT_SHARD_BYTES, None)
+    assert "Default: :data:`DEFAULT_SHARD_BYTES` (128 MiB)" in (rk.WriteOptions.__doc__ or "")
 
 
 @pytest.mark.parametrize("durable", [True, False])
@@ -154,7 +154,7 @@ def test_a_durable_shard_starts_writeback_of_every_chunk(
     monkeypatch.setattr(
         "recordkit.write._shard_file.start_writeback", lambda fd, offset, size: calls.append((offset, size))
     )
-    shard = ShardFile(tmp_path, "train", 0, Compression.GZIP, durable=durable)
+    shard = ShardFile(tmp_path / shard_name("train", 0, Compression.GZIP), Compression.GZIP, durable=durable)
     records = [random.Random(i).randbytes(70_000) for i in range(40)]  # ~2.8 MB, incompressible
     for record in records:
         shard.add(frame_record(record))
@@ -174,7 +174,7 @@ def test_writeback_is_a_hint_that_may_be_missing(tmp_path: Path, monkeypatch: py
 
     assert _sharding._sync_file_range() is not None or not sys.platform.startswith("linux")
     monkeypatch.setattr(_sharding, "_sync_file_range", lambda: None)
-    shard = ShardFile(tmp_path, "train", 0, Compression.NONE)
+    shard = ShardFile(tmp_path / shard_name("train", 0, Compression.NONE), Compression.NONE)
     shard.add(frame_record(b"x" * 100))
     info = shard.commit()
     assert info.records == 1

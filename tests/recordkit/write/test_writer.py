@@ -572,18 +572,32 @@ def test_no_progress_bar_when_stderr_is_not_a_terminal(
     assert capsys.readouterr().err == ""
 
 
-def test_write_dataset_takes_every_option_of_the_writer_with_the_same_default() -> None:
-    """write_dataset spells out DatasetWriter's keyword options (so users see them and
-    their defaults); this keeps the two lists from drifting apart."""
+def test_the_writer_and_write_dataset_take_the_one_list_of_write_options(tmp_path: Path) -> None:
+    """Both take ``**options: Unpack[WriteOptions]``: one list, documented once."""
     import inspect
 
-    def keyword_options(function: Any) -> dict[str, Any]:
-        parameters = inspect.signature(function).parameters.values()
-        return {p.name: p.default for p in parameters if p.kind is inspect.Parameter.KEYWORD_ONLY}
+    for function in (rk.DatasetWriter.__init__, rk.write_dataset):
+        (variadic,) = [p for p in inspect.signature(function).parameters.values() if p.kind is p.VAR_KEYWORD]
+        assert "Unpack[WriteOptions]" in str(variadic.annotation)
+    documented = rk.WriteOptions.__doc__ or ""
+    assert all(f":param {name}:" in documented for name in rk.WriteOptions.__annotations__)
+    # One dict of options serves both.
+    options: rk.WriteOptions = {"shard_records": 100, "progress": False, "durable": False}
+    first = rk.write_dataset(make_records(250), SCHEMA, tmp_path / "a", **options)
+    with rk.DatasetWriter(tmp_path / "b", SCHEMA, **options) as writer:
+        writer.write_all(make_records(250))
+    assert [s.sha256 for s in first.split("train").shards] == [
+        s.sha256 for s in writer.manifest.split("train").shards
+    ]
+    assert len(first.split("train").shards) == 3
 
-    writer_options = keyword_options(rk.DatasetWriter.__init__)
-    writer_options.pop("_total")  # internal: write_dataset passes the length of a Sized input
-    assert keyword_options(rk.write_dataset) == writer_options
+
+def test_an_unknown_write_option_is_named(tmp_path: Path) -> None:
+    with pytest.raises(
+        TypeError, match=r"unknown write option\(s\) \['shards'\]; the options are \['shard_bytes'"
+    ):
+        rk.write_dataset([], SCHEMA, tmp_path / "a", shards=3)  # type: ignore[call-arg]
+    assert not (tmp_path / "a").exists()
 
 
 @pytest.mark.parametrize("durable", [True, False])
@@ -615,3 +629,53 @@ def test_durable_fsyncs_shards_folder_rejects_and_manifest(
     rk.write_dataset(records, SCHEMA, tmp_path / "other", durable=not durable, **options)
     for name in ("train-00000.tfrecord", "train-00002.tfrecord", "rejects-train.jsonl"):
         assert (tmp_path / "out" / name).read_bytes() == (tmp_path / "other" / name).read_bytes()
+
+
+def test_a_shard_is_fsynced_and_listed_while_the_next_is_encoded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The fsync that completes a durable shard runs on the shard's background thread,
+    not on the encoding thread; every shard ends up listed, in order."""
+    import threading
+
+    threads: dict[str, str] = {}
+    real_fsync = os.fsync
+
+    def recording_fsync(fd: int) -> None:
+        threads[Path(os.readlink(f"/proc/self/fd/{fd}")).name] = threading.current_thread().name
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", recording_fsync)
+    manifest = rk.write_dataset(make_records(50), SCHEMA, tmp_path / "out", shard_records=10, progress=False)
+    shards = {name: thread for name, thread in threads.items() if name.endswith(".tfrecord.tmp")}
+    assert sorted(shards) == [f".train-0000{i}.tfrecord.tmp" for i in range(5)]
+    assert all(thread.startswith("recordkit-shard") for thread in shards.values()), shards
+    assert [s.file for s in manifest.split("train").shards] == [f"train-0000{i}.tfrecord" for i in range(5)]
+    check_manifest_matches_files(tmp_path / "out")
+
+
+def test_a_shard_that_fails_to_complete_stops_the_write_and_keeps_the_ones_before(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real_fsync = os.fsync
+
+    def failing_fsync(fd: int) -> None:
+        if Path(os.readlink(f"/proc/self/fd/{fd}")).name == ".train-00002.tfrecord.tmp":
+            raise OSError(5, "Input/output error")
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", failing_fsync)
+    with pytest.raises(OSError, match="Input/output error"):
+        rk.write_dataset(make_records(50), SCHEMA, tmp_path / "out", shard_records=10, progress=False)
+    manifest = rk.Manifest.load(tmp_path / "out")
+    assert [s.file for s in manifest.split("train").shards] == [
+        "train-00000.tfrecord",
+        "train-00001.tfrecord",
+    ]
+    assert manifest.split("train").unfinished is not None
+    check_manifest_matches_files(tmp_path / "out")
+    monkeypatch.setattr(os, "fsync", real_fsync)
+    rk.write_dataset(
+        make_records(50), SCHEMA, tmp_path / "out", shard_records=10, progress=False, resume=True
+    )
+    assert read_ids(tmp_path / "out") == list(range(50))

@@ -93,6 +93,12 @@ def test_killed_write_resumes_with_every_record_once(tmp_path: Path, mode: str) 
             if time.monotonic() > deadline:
                 pytest.fail("the writer never reached the kill point")
             time.sleep(0.05)
+        # A completed shard is listed from the background (its fsync overlaps the next
+        # records), also while the writer waits for input: wait for the 6th, then kill.
+        while len(json.loads((root / "dataset.json").read_text())["splits"]["train"]["shards"]) < first + 6:
+            if time.monotonic() > deadline:
+                pytest.fail("the 6th complete shard was never listed")
+            time.sleep(0.05)
         os.kill(process.pid, signal.SIGKILL)
         assert process.wait(timeout=30) == -signal.SIGKILL
     finally:
