@@ -20,6 +20,7 @@ The tree::
     │   └── InvalidValueError       one field's value cannot be encoded
     ├── DatasetError                a dataset on disk is wrong or cannot be written
     │   ├── ManifestError           dataset.json is missing, malformed or inconsistent
+    │   ├── DatasetLockedError      another writer holds the dataset folder's lock
     │   └── CorruptRecordError      a shard's bytes fail their checks (CRC, framing, parse)
     ├── DecodeError                 stored bytes cannot be decoded back to a value
     └── MissingExtraError           an optional dependency is not installed (also ImportError)
@@ -38,6 +39,7 @@ __all__ = [
     "CodecOptionsError",
     "CorruptRecordError",
     "DatasetError",
+    "DatasetLockedError",
     "DecodeError",
     "DuplicateCodecError",
     "ErrorContext",
@@ -223,6 +225,10 @@ class DatasetError(RecordkitError):
 
 class ManifestError(DatasetError):
     """dataset.json is missing, malformed, or disagrees with the shards."""
+
+
+class DatasetLockedError(DatasetError):
+    """Another writer holds the dataset folder's lock; the message names its pid."""
 
 
 class CorruptRecordError(DatasetError):

@@ -22,6 +22,7 @@ from recordkit._units import human_bytes
 from recordkit.codec._plugins import default_registry
 from recordkit.dataset._breakdown import byte_breakdown
 from recordkit.dataset._manifest import Manifest, ShardInfo
+from recordkit.dataset._paths import resolve_member
 from recordkit.errors import ManifestError, RecordkitError
 from recordkit.format._tfrecord import Compression, iter_tfrecords
 from recordkit.schema._schema import BoundSchema
@@ -83,7 +84,7 @@ def sample_records(root: Path, manifest: Manifest, splits: Sequence[str], limit:
     compression = Compression.parse(manifest.compression)
     taken = 0
     for shard in shards:
-        path = root / shard.file
+        path = resolve_member(root, shard.file)
         if not path.is_file():
             raise ManifestError("listed in the manifest but missing on disk", shard=shard.file)
         for _, data in itertools.islice(iter_tfrecords(path, compression), min(per_shard, limit - taken)):

@@ -17,7 +17,8 @@ import click
 from recordkit._cli._common import dataset_root, split_option
 from recordkit._units import human_bytes
 from recordkit.dataset._manifest import Manifest, ShardInfo
-from recordkit.errors import CorruptRecordError
+from recordkit.dataset._paths import resolve_member
+from recordkit.errors import CorruptRecordError, ManifestError
 from recordkit.format._tfrecord import Compression, iter_tfrecords
 from recordkit.read._open import file_sha256
 
@@ -40,7 +41,10 @@ class ShardCheck:
 
 def check_shard(root: Path, split: str, shard: ShardInfo, compression: Compression) -> ShardCheck:
     """Check one shard's size, sha256, TFRecord framing and CRCs, and record count."""
-    path = root / shard.file
+    try:
+        path = resolve_member(root, shard.file)
+    except ManifestError as exc:
+        return ShardCheck(split, shard, 0, (exc.reason,))
     if not path.is_file():
         return ShardCheck(split, shard, 0, ("listed in the manifest but missing on disk",))
     problems: list[str] = []

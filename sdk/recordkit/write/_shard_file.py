@@ -1,6 +1,7 @@
 """Shard files: names, size limits, and writing one shard so it appears only when complete.
 
-A shard is written under a hidden temporary name (``.train-00003.tfrecord.tmp``), its
+A shard is written under a hidden temporary name unique to its writer
+(``.train-00003.tfrecord.<pid>-<random>.tmp``, created exclusively), its
 sha256 and size computed from the bytes as they go to disk, then flushed, fsynced and
 renamed to its final name (``train-00003.tfrecord``). A final name therefore always
 holds a complete shard; a temporary name is debris of a write that stopped, removed by
@@ -22,6 +23,7 @@ import functools
 import hashlib
 import os
 import re
+import secrets
 import sys
 import zlib
 from collections.abc import Callable
@@ -87,7 +89,9 @@ def shard_pattern(split: str) -> re.Pattern[str]:
 
 def temp_pattern(split: str) -> re.Pattern[str]:
     """Matches the temporary names of ``split``'s shards."""
-    return re.compile(rf"^\.{re.escape(split)}-\d{{{_DIGITS},}}\.tfrecord(?:\.gz|\.zz)?\.tmp$")
+    return re.compile(
+        rf"^\.{re.escape(split)}-\d{{{_DIGITS},}}\.tfrecord(?:\.gz|\.zz)?(?:\.[0-9a-f]+-[0-9a-f]+)?\.tmp$"
+    )
 
 
 #: ``sync_file_range`` flag: start writing the range's dirty pages, do not wait.
@@ -162,7 +166,8 @@ class ShardFile:
         #: fsync the file before renaming it (see ``DatasetWriter(durable=...)``).
         self.durable = durable
         self.final_path = root / self.name
-        self.temp_path = root / f".{self.name}.tmp"
+        # Unique per writer (pid and a random token), so no two writers ever share one.
+        self.temp_path = root / f".{self.name}.{os.getpid():x}-{secrets.token_hex(4)}.tmp"
         self.records = 0
         #: Framed, uncompressed bytes so far (what the shard size limit counts).
         self.payload_bytes = 0
@@ -176,7 +181,9 @@ class ShardFile:
             self._compressor = zlib.compressobj(wbits=31)
         elif compression is Compression.ZLIB:
             self._compressor = zlib.compressobj()
-        self._file = open(self.temp_path, "wb")  # noqa: SIM115 - closed in commit()/discard()
+        # O_EXCL: never write through a file (or symlink) that is already there.
+        fd = os.open(self.temp_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o644)
+        self._file = os.fdopen(fd, "wb")
         self._io = ThreadPoolExecutor(max_workers=1, thread_name_prefix="recordkit-shard")
         self._in_flight: collections.deque[Future[None]] = collections.deque()
 

@@ -36,6 +36,7 @@ from recordkit.schema._compatibility import check_compatibility
 from recordkit.schema._encoder import RecordEncoder, record_items
 from recordkit.schema._record_class import Record, schema_of
 from recordkit.schema._schema import BoundSchema, Schema
+from recordkit.write._lock import DatasetLock, Wait
 from recordkit.write._parallel import FIRST_BATCH_RECORDS, Item, OrderedPool, Result, WorkerSetup
 from recordkit.write._progress import Progress
 from recordkit.write._rejects import RejectsFile
@@ -182,6 +183,10 @@ class DatasetWriter:
         leaves the flushing to the operating system, as ``tf.io.TFRecordWriter`` does:
         faster, and still atomic if the process dies, but a machine crash may lose or
         truncate recently written shards (``recordkit verify`` finds them).
+    :param wait: the writer locks the dataset folder (one writer at a time, see
+        :mod:`recordkit.write._lock`); if another writer holds it, False (default) raises
+        DatasetLockedError at once naming its pid, True waits for it, a number waits at
+        most that many seconds.
     """
 
     def __init__(
@@ -200,6 +205,7 @@ class DatasetWriter:
         progress: bool | None = None,
         registry: CodecRegistry | None = None,
         durable: bool = True,
+        wait: Wait = False,
         _total: int | None = None,
     ) -> None:
         if on_error not in ("raise", "skip"):
@@ -225,14 +231,22 @@ class DatasetWriter:
         #: The dataset's schema grown by optional fields these records add, until saved.
         self._grown: Schema | None = None
         self._state: Literal["open", "closed", "aborted"] = "open"
-        self.manifest, self.compression = self._open_manifest(compression)
+        if self.root.exists() and not self.root.is_dir():
+            raise DatasetError("exists and is not a folder", file=str(self.root))
+        self.root.mkdir(parents=True, exist_ok=True)
+        self._lock = DatasetLock(self.root, wait=wait)
+        try:
+            # Holding the lock, this is the only writer: temp files are a dead one's.
+            _remove_manifest_debris(self.root)
+            self.manifest, self.compression = self._open_manifest(compression)
+        except BaseException:
+            self._lock.release()
+            raise
         self._progress = Progress(progress, total=_total, desc=f"writing {self.root.name}")
 
     # -- the manifest ---------------------------------------------------------------------
 
     def _open_manifest(self, compression: str | Compression | None) -> tuple[Manifest, Compression]:
-        if self.root.exists() and not self.root.is_dir():
-            raise DatasetError("exists and is not a folder", file=str(self.root))
         existing = _load_if_present(self.root)
         if existing is None:
             chosen = Compression.parse(compression)
@@ -243,7 +257,6 @@ class DatasetWriter:
                 codecs=_provenance(self._bound, self._registry),
                 compression=chosen.value,
             )
-            self.root.mkdir(parents=True, exist_ok=True)
             manifest.save(self.root, durable=self.durable)
             return manifest, chosen
         if not (self._append or self._resume):
@@ -260,7 +273,6 @@ class DatasetWriter:
                 file=str(self.root),
             )
         self._grown = _check_schema(existing, self.schema, self._registry, append=self._append)
-        _remove_manifest_debris(self.root)
         return existing, stored
 
     def _grow_schema(self) -> None:
@@ -418,6 +430,7 @@ class DatasetWriter:
             self.abort()
             raise
         self._shutdown(cancel=False)
+        self._lock.release()
         self._state = "closed"
         self._splits.clear()  # a later write() reaches _open_split, which refuses
         return self.manifest
@@ -428,10 +441,13 @@ class DatasetWriter:
             return
         self._state = "aborted"
         self._shutdown(cancel=True)
-        for state in self._splits.values():
-            state.abort()
-        self._splits.clear()  # a later write() reaches _open_split, which refuses
-        self._save()
+        try:
+            for state in self._splits.values():
+                state.abort()
+            self._splits.clear()  # a later write() reaches _open_split, which refuses
+            self._save()
+        finally:
+            self._lock.release()
 
     def _shutdown(self, *, cancel: bool) -> None:
         if self._pool is not None:
@@ -468,6 +484,7 @@ def write_dataset(
     progress: bool | None = None,
     registry: CodecRegistry | None = None,
     durable: bool = True,
+    wait: Wait = False,
 ) -> Manifest:
     """Write ``records`` (any iterable of Records or mappings) as split ``split`` of the
     dataset at ``path``, and return its manifest.
@@ -491,6 +508,7 @@ def write_dataset(
         progress=progress,
         registry=registry,
         durable=durable,
+        wait=wait,
         _total=total,
     ) as writer:
         writer.write_all(records, split)
@@ -565,7 +583,8 @@ def _check_schema(
 
 
 def _remove_manifest_debris(root: Path) -> None:
-    """Temp files of a manifest save that was interrupted."""
+    """Temp files of a manifest save that was interrupted (called holding the lock: no
+    other writer is running, so they are a dead writer's)."""
     for path in root.glob(".dataset.*.json.tmp"):
         path.unlink(missing_ok=True)
 
