@@ -63,6 +63,7 @@ class ErrorContext:
 
     field: str | None = None
     record: int | str | None = None
+    split: str | None = None
     shard: str | None = None
     offset: int | None = None
     plugin: str | None = None
@@ -84,6 +85,8 @@ class ErrorContext:
             parts.append(f"file {self.file}")
         if self.line is not None:
             parts.append(f"line {self.line}")
+        if self.split is not None:
+            parts.append(f"split {self.split!r}")
         if self.shard is not None:
             parts.append(f"shard {self.shard}")
         if self.offset is not None:

@@ -66,7 +66,8 @@ def test_a_shard_appears_under_its_final_name_only_when_committed(
     for record in records:
         shard.add(frame_record(record))
     (temp,) = [p.name for p in tmp_path.iterdir()]
-    assert temp_pattern("train").match(temp) and temp.startswith(f".train-00007.tfrecord{compression.suffix}.")
+    assert temp_pattern("train").match(temp)
+    assert temp.startswith(f".train-00007.tfrecord{compression.suffix}.")
     info = shard.commit()
     data = (tmp_path / info.file).read_bytes()
     assert [p.name for p in tmp_path.iterdir()] == [info.file]

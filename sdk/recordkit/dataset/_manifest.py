@@ -67,6 +67,15 @@ class UnfinishedWrite(_Model):
         ),
     )
     started: str = pydantic.Field(description="When the unfinished write started (ISO 8601, UTC).")
+    shards_before: int | None = pydantic.Field(
+        default=None,
+        ge=0,
+        description=(
+            "For an append to a finished split: how many of the listed shards the split had "
+            "before it. Readers read only those until the append finishes, so they see the "
+            "dataset as it was or as it is after the append, never a part of the append."
+        ),
+    )
 
 
 class SplitInfo(_Model):
@@ -89,6 +98,13 @@ class SplitInfo(_Model):
     @classmethod
     def _inside_the_dataset(cls, value: str | None) -> str | None:
         return None if value is None else check_member_name(value, what="rejects_file")
+
+    @property
+    def readable_shards(self) -> list[ShardInfo]:
+        """The shards a reader reads: all, but while an append to this split has not
+        finished, only those it had before (see :attr:`UnfinishedWrite.shards_before`)."""
+        before = self.unfinished.shards_before if self.unfinished is not None else None
+        return self.shards if before is None else self.shards[:before]
 
     @property
     def num_records(self) -> int:
@@ -171,7 +187,8 @@ class Manifest(_Model):
         try:
             raw = raw_bytes.decode("utf-8")
         except UnicodeDecodeError as exc:
-            raise ManifestError(f"is not UTF-8 text (byte {exc.start}): not a manifest", file=str(path)) from None
+            reason = f"is not UTF-8 text (byte {exc.start}): not a manifest"
+            raise ManifestError(reason, file=str(path)) from None
         try:
             data: Any = json.loads(raw)
         except json.JSONDecodeError as exc:

@@ -50,7 +50,9 @@ def check_member_name(name: object, *, what: str = "file") -> str:
         raise ValueError(f"{what} {shown} is nested more than {_MAX_PARTS} folders deep")
     for part in parts:
         if part in ("", ".", ".."):
-            raise ValueError(f"{what} {shown} has a {part or 'empty'!r} part; it must stay inside the dataset folder")
+            raise ValueError(
+                f"{what} {shown} has a {part or 'empty'!r} part; it must stay inside the dataset folder"
+            )
         if not _PART.match(part):
             raise ValueError(
                 f"{what} {shown} is not a plain file name (letters, digits, '_', '.', '-', "

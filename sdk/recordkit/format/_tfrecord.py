@@ -207,6 +207,26 @@ def _open_for_reading(path: Path, compression: Compression) -> BinaryIO:
     return open(path, "rb")
 
 
+#: Bytes read at a time from a compressed stream, whose size is not known in advance.
+_READ_CHUNK = 1 << 20
+
+
+def _read_up_to(stream: BinaryIO, count: int) -> bytes:
+    """Up to ``count`` bytes of ``stream``, read in bounded chunks: memory grows with the
+    bytes there are, never with the (untrusted) count asked for."""
+    if count <= _READ_CHUNK:
+        return stream.read(count)
+    parts: list[bytes] = []
+    left = count
+    while left > 0:
+        part = stream.read(min(left, _READ_CHUNK))
+        if not part:
+            break
+        parts.append(part)
+        left -= len(part)
+    return b"".join(parts)
+
+
 def iter_tfrecords(
     path: str | Path,
     compression: Compression = Compression.NONE,
@@ -226,6 +246,8 @@ def iter_tfrecords(
     except OSError as exc:
         raise CorruptRecordError(f"cannot read the shard file: {exc.strerror or exc}", shard=shard) from None
     with stream:
+        # The uncompressed stream's size where known: no declared length may pass it.
+        size = os.fstat(stream.fileno()).st_size if compression is Compression.NONE else None
         offset = 0
         while True:
             try:
@@ -241,8 +263,16 @@ def iter_tfrecords(
             (length_crc,) = _CRC.unpack(header[_LENGTH.size :])
             if verify and masked_crc(length_bytes) != length_crc:
                 raise CorruptRecordError("length CRC mismatch (corrupt header)", shard=shard, offset=offset)
+            if size is not None and length > size - offset - _HEADER_SIZE - _CRC.size:
+                # Checked before reading: a hostile header may declare 2**40 bytes.
+                raise CorruptRecordError(
+                    f"truncated record: {length} bytes announced, "
+                    f"{max(size - offset - _HEADER_SIZE - _CRC.size, 0)} present",
+                    shard=shard,
+                    offset=offset,
+                )
             try:
-                body = stream.read(length + _CRC.size)
+                body = _read_up_to(stream, length + _CRC.size)
             except (OSError, EOFError, zlib.error) as exc:
                 raise CorruptRecordError(f"cannot decompress: {exc}", shard=shard, offset=offset) from None
             if len(body) < length + _CRC.size:

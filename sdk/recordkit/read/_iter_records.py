@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from recordkit.codec._registry import CodecRegistry
-from recordkit.errors import RecordkitError
+from recordkit.errors import CorruptRecordError, RecordkitError
 from recordkit.format._tfrecord import Compression, iter_tfrecords, masked_crc
 from recordkit.read._numpy_decode import decode_record_numpy
 from recordkit.read._open import (
@@ -133,7 +133,17 @@ def _records(
     stored = source.stored_fields.fields
     index = 0
     for shard in shards:
+        in_shard = 0
         for offset, data in iter_shard_records(shard, source.compression, verify=verify, report=report):
+            in_shard += 1
+            if shard.records is not None and in_shard > shard.records:
+                # The manifest is the commit: records it does not count are not the dataset's.
+                reason = f"holds more records than the {shard.records} the manifest lists"
+                extra = CorruptRecordError(reason, shard=shard.name, offset=offset)
+                if report is None:
+                    raise extra
+                report.add(SkippedRecords(shard.name, offset, None, f"{extra.reason}; the rest was skipped"))
+                break
             if keep is not None and index % keep[0] != keep[1]:
                 index += 1  # another worker's record
                 continue

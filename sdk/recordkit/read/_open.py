@@ -285,12 +285,15 @@ def open_source(
         return Source(shards, comp, schema, bound)
     manifest = Manifest.load(root)
     info = manifest.split(split)
+    listed = info.readable_shards
     if info.unfinished is not None:
         logger.warning(
-            "recordkit: split %r of %s has an unfinished write; reading its %d complete shards",
+            "recordkit: split %r of %s has an unfinished %s; reading its %d complete shards%s",
             split,
             root,
-            len(info.shards),
+            "write" if info.unfinished.shards_before is None else "append",
+            len(listed),
+            "" if info.unfinished.shards_before is None else " from before the append",
         )
     stored = manifest.schema
     if schema is not None:
@@ -303,7 +306,7 @@ def open_source(
     except UnknownCodecError as exc:
         raise _missing_codec(exc, manifest) from None
     shards = tuple(
-        Shard(resolve_member(root, s.file), s.file, s.records, s.bytes, s.sha256) for s in info.shards
+        Shard(resolve_member(root, s.file), s.file, s.records, s.bytes, s.sha256) for s in listed
     )
     comp = Compression.parse(manifest.compression)
     for shard in shards:
@@ -347,9 +350,9 @@ def dataset_root(path: Paths) -> Path | None:
 
 def _check_exists(path: Paths) -> None:
     """A single path that names nothing: say so (not "not a dataset")."""
-    if isinstance(path, (str, Path)) and not any(ch in str(path) for ch in "*?["):
-        if not Path(path).exists():
-            raise DatasetError("does not exist", file=str(path))
+    single = isinstance(path, (str, Path)) and not any(ch in str(path) for ch in "*?[")
+    if single and not Path(str(path)).exists():
+        raise DatasetError("does not exist", file=str(path))
 
 
 def _describe(path: Paths) -> str:

@@ -26,6 +26,7 @@ from typing import Any, Protocol, TypeVar, cast
 import pydantic
 import yaml
 
+from recordkit._limits import MAX_NESTING, nesting_depth
 from recordkit.codec._plugins import default_registry
 from recordkit.codec._registry import CodecRegistry
 from recordkit.errors import CodecOptionsError, RecordkitError, SchemaFileError
@@ -103,12 +104,15 @@ def loads_schema(
     check: bool = True,
 ) -> SchemaT:
     """Parse a schema file's ``text`` into ``model``; see :meth:`recordkit.Schema.loads`."""
-    if format == "yaml":
-        data, lines = _parse_yaml(text, source)
-    elif format == "json":
-        data, lines = _parse_json(text, source)
-    else:
+    if format not in ("yaml", "json"):
         raise SchemaFileError(f"unknown schema file format {format!r} (yaml or json)", file=source)
+    too_deep = SchemaFileError(f"is nested more than {MAX_NESTING} levels deep", file=source)
+    try:  # the parsers recurse: a file nested thousands deep must not end in RecursionError
+        data, lines = _parse_yaml(text, source) if format == "yaml" else _parse_json(text, source)
+    except RecursionError:
+        raise too_deep from None
+    if nesting_depth(data) > MAX_NESTING:
+        raise too_deep
     schema = _validate(data, lines, source, model)
     if check:
         check_schema(cast(SchemaModel, schema), registry=registry, source=source, lines=lines)

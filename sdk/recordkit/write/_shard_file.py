@@ -182,7 +182,8 @@ class ShardFile:
         elif compression is Compression.ZLIB:
             self._compressor = zlib.compressobj()
         # O_EXCL: never write through a file (or symlink) that is already there.
-        fd = os.open(self.temp_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o644)
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
+        fd = os.open(self.temp_path, flags, 0o644)
         self._file = os.fdopen(fd, "wb")
         self._io = ThreadPoolExecutor(max_workers=1, thread_name_prefix="recordkit-shard")
         self._in_flight: collections.deque[Future[None]] = collections.deque()

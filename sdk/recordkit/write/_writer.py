@@ -85,6 +85,9 @@ class _Split:
         #: Records waiting to be sent to the workers: (index, key) and (label, record).
         self.batch_meta: list[tuple[int, str | None]] = []
         self.batch_items: list[Item] = []
+        #: write_all() went through its whole input: if the writer stops because another
+        #: split fails, this split is complete and is finished, not thrown away.
+        self.input_done = False
 
     def add(self, framed: bytes) -> None:
         shard = self.shard
@@ -123,8 +126,12 @@ class _Split:
         self.info.shards.append(shard_info)
         # Records handled so far except the one that did not fit (it opens the next shard).
         self._account()
-        started = self.info.unfinished.started if self.info.unfinished else _now()
-        self.info.unfinished = UnfinishedWrite(consumed=self.handled, started=started)
+        previous = self.info.unfinished
+        self.info.unfinished = UnfinishedWrite(
+            consumed=self.handled,
+            started=previous.started if previous else _now(),
+            shards_before=previous.shards_before if previous else None,
+        )
         self.writer._save(sync_dir=True)
 
     def finish(self) -> None:
@@ -316,7 +323,8 @@ class DatasetWriter:
             skip = _ALL  # the write finished: resuming it writes nothing
         else:  # append to a finished split
             _check_no_strays(self.root, name, info)
-            info.unfinished = UnfinishedWrite(consumed=0, started=_now())
+            # Readers keep reading the shards from before the append until it finishes.
+            info.unfinished = UnfinishedWrite(consumed=0, started=_now(), shards_before=len(info.shards))
         split = _Split(self, name, info, skip=skip)
         self._splits[name] = split
         self._grow_schema()
@@ -335,6 +343,7 @@ class DatasetWriter:
         state = self._splits.get(split)
         if state is None:
             state = self._open_split(split)
+        state.input_done = False
         index = state.next_index
         state.next_index = index + 1
         if index < state.skip:
@@ -368,6 +377,7 @@ class DatasetWriter:
             state.next_index += skipped
         for record in iterator:
             self.write(record, split)
+        state.input_done = True
 
     def _key_of(self, record: Any, index: int) -> str:
         try:
@@ -382,7 +392,9 @@ class DatasetWriter:
 
     def _reject(self, state: _Split, index: int, key: str | None, error: RecordkitError) -> None:
         if self._on_error == "raise":
-            self.abort()
+            if len(self.manifest.splits) > 1:  # which split, when there is a choice
+                error.with_context(split=state.name)
+            self.abort(failed=state)
             raise error
         state.reject(index, key, error)
 
@@ -435,14 +447,26 @@ class DatasetWriter:
         self._splits.clear()  # a later write() reaches _open_split, which refuses
         return self.manifest
 
-    def abort(self) -> None:
-        """Stop: remove partial shards, keep complete ones listed (resume continues)."""
+    def abort(self, *, failed: _Split | None = None) -> None:
+        """Stop: remove partial shards, keep complete ones listed (resume continues).
+
+        A split whose whole input :meth:`write_all` already wrote, other than the one
+        that ``failed``, is finished instead (when no worker process holds its records):
+        a bad record in one split does not throw away another that is complete.
+        """
         if self._state != "open":
             return
         self._state = "aborted"
+        in_flight = self._pool is not None
         self._shutdown(cancel=True)
         try:
             for state in self._splits.values():
+                if state is not failed and state.input_done and not in_flight and not state.batch_items:
+                    try:
+                        state.finish()
+                        continue
+                    except Exception:  # cannot finish it (a full disk?): it stays resumable
+                        pass
                 state.abort()
             self._splits.clear()  # a later write() reaches _open_split, which refuses
             self._save()
