@@ -195,6 +195,8 @@ class Manifest(_Model):
             raise ManifestError(f"not valid JSON: {exc.msg}", file=str(path), line=exc.lineno) from None
         except RecursionError:
             raise ManifestError(f"nested more than {MAX_NESTING} levels deep", file=str(path)) from None
+        except ValueError as exc:  # a number of more than 4300 digits
+            raise ManifestError(f"not valid JSON: {exc}", file=str(path)) from None
         if nesting_depth(data) > MAX_NESTING:
             raise ManifestError(f"nested more than {MAX_NESTING} levels deep", file=str(path))
         if not isinstance(data, dict):

@@ -53,7 +53,7 @@ def check_member_name(name: object, *, what: str = "file") -> str:
             raise ValueError(
                 f"{what} {shown} has a {part or 'empty'!r} part; it must stay inside the dataset folder"
             )
-        if not _PART.match(part):
+        if not _PART.fullmatch(part):
             raise ValueError(
                 f"{what} {shown} is not a plain file name (letters, digits, '_', '.', '-', "
                 "separated by '/', not starting with '.')"

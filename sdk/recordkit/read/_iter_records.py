@@ -163,6 +163,10 @@ def _records(
                 continue
             yield record
             index += 1
+        if report is None and shard.records is not None and in_shard < shard.records:
+            raise CorruptRecordError(
+                f"holds {in_shard} records, the manifest lists {shard.records}", shard=shard.name
+            )
 
 
 def iter_shard_records(

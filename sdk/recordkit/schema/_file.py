@@ -111,6 +111,8 @@ def loads_schema(
         data, lines = _parse_yaml(text, source) if format == "yaml" else _parse_json(text, source)
     except RecursionError:
         raise too_deep from None
+    except ValueError as exc:  # a number of more than 4300 digits
+        raise SchemaFileError(f"cannot be parsed: {exc}", file=source) from None
     if nesting_depth(data) > MAX_NESTING:
         raise too_deep
     schema = _validate(data, lines, source, model)

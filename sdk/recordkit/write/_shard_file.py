@@ -66,7 +66,7 @@ _SPLIT_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$")
 
 def check_split_name(split: str) -> str:
     """``split`` if it is a valid split name (letters, digits, ``_ . -``), else ValueError."""
-    if not isinstance(split, str) or not _SPLIT_NAME.match(split):
+    if not isinstance(split, str) or not _SPLIT_NAME.fullmatch(split):
         raise ValueError(
             f"invalid split name {split!r}: use letters, digits, '_', '.' and '-', starting "
             "with a letter or digit"
