@@ -18,8 +18,9 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-import recordkit as rk  # noqa: E402
-from _fault_support import SCHEMA, records  # noqa: E402
+from _fault_support import SCHEMA, records
+
+import recordkit as rk
 
 root, mode = Path(sys.argv[1]), sys.argv[2]
 start, n = int(sys.argv[3]), int(sys.argv[4])
@@ -38,8 +39,15 @@ def slow() -> Iterator[dict[str, Any]]:
 
 try:
     rk.write_dataset(
-        slow(), SCHEMA, root, "train", shard_records=5, append=mode == "append" or root.exists(),
-        progress=False, durable=False, wait=wait,
+        slow(),
+        SCHEMA,
+        root,
+        "train",
+        shard_records=5,
+        append=mode == "append" or root.exists(),
+        progress=False,
+        durable=False,
+        wait=wait,
     )
 except rk.errors.RecordkitError as exc:
     print(f"{type(exc).__name__}: {exc}")

@@ -33,11 +33,19 @@ def records(n: int, start: int = 0) -> Iterator[dict[str, Any]]:
         yield {"id": i, "payload": chr(ord("a") + i % 26) * ((i * 37) % 61)}
 
 
-def write(root: Path, n: int = 30, *, split: str = "train", shard_records: int = 10, **options: Any) -> rk.Manifest:
+def write(
+    root: Path, n: int = 30, *, split: str = "train", shard_records: int = 10, **options: Any
+) -> rk.Manifest:
     """A finished dataset (or a split appended to one) of ``n`` records."""
     return rk.write_dataset(
-        records(n, options.pop("start", 0)), SCHEMA, root, split, shard_records=shard_records,
-        progress=False, durable=False, **options,
+        records(n, options.pop("start", 0)),
+        SCHEMA,
+        root,
+        split,
+        shard_records=shard_records,
+        progress=False,
+        durable=False,
+        **options,
     )
 
 
@@ -66,6 +74,7 @@ def edit_manifest(root: Path, change: Callable[[dict[str, Any]], Any]) -> None:
 def relist(root: Path, split: str = "train") -> None:
     """Make the manifest agree with the shard files' current sizes and sha256, as an
     attacker who crafts a shard would."""
+
     def change(data: dict[str, Any]) -> None:
         for shard in data["splits"][split]["shards"]:
             payload = (root / shard["file"]).read_bytes()

@@ -19,9 +19,10 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-import recordkit as rk  # noqa: E402
-from _fault_support import SCHEMA, records  # noqa: E402
-from recordkit.write import _parallel, _shard_file  # noqa: E402
+from _fault_support import SCHEMA, records
+
+import recordkit as rk
+from recordkit.write import _parallel, _shard_file
 
 root, mode, kind = Path(sys.argv[1]), sys.argv[2], sys.argv[3]
 k, n, start, workers = (int(a) for a in sys.argv[4:8])
@@ -63,6 +64,13 @@ _shard_file.ShardFile.add = add  # type: ignore[method-assign]
 if workers > 1:
     _parallel.START_AFTER_SECONDS = 0  # worker processes from the first batch
 rk.write_dataset(
-    records(n, start), SCHEMA, root, "train", shard_records=7, workers=workers,
-    append=mode == "append", resume=mode == "resume", progress=False,
+    records(n, start),
+    SCHEMA,
+    root,
+    "train",
+    shard_records=7,
+    workers=workers,
+    append=mode == "append",
+    resume=mode == "resume",
+    progress=False,
 )

@@ -45,15 +45,32 @@ def _cases() -> dict[str, tuple[dict[str, Any], Any, list[Any]]]:
         "image": (
             {"format": "png"},
             np.zeros((4, 4, 3), np.uint8),
-            [png[: len(png) // 2], b"\x89PNG\r\n\x1a\n" + b"\x00" * 40, np.zeros((4, 4, 5), np.uint8),
-             np.zeros((4,), np.uint8), np.full((4, 4, 3), 1.5), "no/such/photo.png", None, True, 3,
-             *_garbage(rng, 3)],
+            [
+                png[: len(png) // 2],
+                b"\x89PNG\r\n\x1a\n" + b"\x00" * 40,
+                np.zeros((4, 4, 5), np.uint8),
+                np.zeros((4,), np.uint8),
+                np.full((4, 4, 3), 1.5),
+                "no/such/photo.png",
+                None,
+                True,
+                3,
+                *_garbage(rng, 3),
+            ],
         ),
         "audio": (
             {"sample_rate": 8000},
             np.zeros(80, np.float32),
-            [np.zeros((80, 3), np.float32), np.array([math.nan] * 10, np.float32), b"RIFF" + b"\x00" * 30,
-             "not audio", None, True, np.zeros((2, 2, 2), np.float32), *_garbage(rng, 3)],
+            [
+                np.zeros((80, 3), np.float32),
+                np.array([math.nan] * 10, np.float32),
+                b"RIFF" + b"\x00" * 30,
+                "not audio",
+                None,
+                True,
+                np.zeros((2, 2, 2), np.float32),
+                *_garbage(rng, 3),
+            ],
         ),
         "text": (
             {"max_length": 8},
@@ -73,20 +90,41 @@ def _cases() -> dict[str, tuple[dict[str, Any], Any, list[Any]]]:
         "tensor": (
             {"dtype": "float32", "shape": [2, 3]},
             np.zeros((2, 3), np.float32),
-            [np.zeros((3, 2), np.float32), np.zeros((2, 3, 1), np.float32), "tensor", None,
-             [[1, 2], [3]], np.array(["a"] * 6).reshape(2, 3), *_garbage(rng, 3)],
+            [
+                np.zeros((3, 2), np.float32),
+                np.zeros((2, 3, 1), np.float32),
+                "tensor",
+                None,
+                [[1, 2], [3]],
+                np.array(["a"] * 6).reshape(2, 3),
+                *_garbage(rng, 3),
+            ],
         ),
         "bbox": (
             {"format": "xyxy"},
             [[0.1, 0.1, 0.5, 0.5]],
-            [[[0.1, 0.1, 0.5]], [[0.5, 0.5, 0.1, 0.1]], [[math.nan, 0, 1, 1]], "boxes", [[0, 0, math.inf, 1]],
-             None, *_garbage(rng, 3)],
+            [
+                [[0.1, 0.1, 0.5]],
+                [[0.5, 0.5, 0.1, 0.1]],
+                [[math.nan, 0, 1, 1]],
+                "boxes",
+                [[0, 0, math.inf, 1]],
+                None,
+                *_garbage(rng, 3),
+            ],
         ),
         "mask": (
             {"num_classes": 3},
             np.zeros((4, 4), np.uint8),
-            [np.full((4, 4), 7, np.uint8), np.zeros((4,), np.uint8), np.zeros((4, 4, 3, 2), np.uint8),
-             np.full((4, 4), -1, np.int16), "mask", None, *_garbage(rng, 3)],
+            [
+                np.full((4, 4), 7, np.uint8),
+                np.zeros((4,), np.uint8),
+                np.zeros((4, 4, 3, 2), np.uint8),
+                np.full((4, 4), -1, np.int16),
+                "mask",
+                None,
+                *_garbage(rng, 3),
+            ],
         ),
     }
 
@@ -95,10 +133,14 @@ CASES = _cases()
 
 
 @pytest.mark.parametrize("codec", sorted(CASES))
-def test_bad_values_are_rejected_naming_record_and_field(tmp_path: Path, codec: str, fault_cases: Any) -> None:
+def test_bad_values_are_rejected_naming_record_and_field(
+    tmp_path: Path, codec: str, fault_cases: Any
+) -> None:
     options, good, bad = CASES[codec]
-    schema = rk.Schema(name="bad", fields={"id": rk.FieldSpec(codec="scalar"),
-                                            "value": rk.FieldSpec(codec=codec, options=options)})
+    schema = rk.Schema(
+        name="bad",
+        fields={"id": rk.FieldSpec(codec="scalar"), "value": rk.FieldSpec(codec=codec, options=options)},
+    )
     rows = []
     for i, value in enumerate(bad):
         rows.append({"id": 2 * i, "value": good})

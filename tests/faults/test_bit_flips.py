@@ -46,9 +46,12 @@ def _check_caught(root: Path, shard: str) -> None:
     assert "Traceback" not in result.output
 
 
-def test_bit_flips_are_caught(pristine: Path, tmp_path_factory: pytest.TempPathFactory, fault_cases: Any) -> None:
+def test_bit_flips_are_caught(
+    pristine: Path, tmp_path_factory: pytest.TempPathFactory, fault_cases: Any
+) -> None:
     rng = random.Random(SEED)
     for case in range(FLIPS):
+
         def damage(root: Path) -> Path:
             path = rng.choice(shard_paths(root))
             flip_bit(path, rng.randrange(path.stat().st_size * 8))
@@ -62,9 +65,12 @@ def test_bit_flips_are_caught(pristine: Path, tmp_path_factory: pytest.TempPathF
             list(rk.iter_records(root))
 
 
-def test_truncations_are_caught(pristine: Path, tmp_path_factory: pytest.TempPathFactory, fault_cases: Any) -> None:
+def test_truncations_are_caught(
+    pristine: Path, tmp_path_factory: pytest.TempPathFactory, fault_cases: Any
+) -> None:
     rng = random.Random(SEED + 1)
     for case in range(CUTS):
+
         def damage(root: Path) -> Path:
             path = rng.choice(shard_paths(root))
             truncate(path, rng.randrange(path.stat().st_size))
@@ -82,7 +88,8 @@ def test_load_dataset_catches_flips_and_truncations(
     pytest.importorskip("tensorflow")
     rng = random.Random(SEED + 2)
     for case in range(6):
-        def damage(root: Path) -> Path:
+
+        def damage(root: Path, case: int = case) -> Path:
             path = rng.choice(shard_paths(root))
             if case % 2:
                 truncate(path, rng.randrange(path.stat().st_size))

@@ -29,8 +29,19 @@ HERE = Path(__file__).parent
 
 def _start(root: Path, mode: str, start: int, n: int, wait: str, go: Path) -> subprocess.Popen[str]:
     return subprocess.Popen(
-        [sys.executable, str(HERE / "_concurrent_writer.py"), str(root), mode, str(start), str(n), wait, str(go)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        [
+            sys.executable,
+            str(HERE / "_concurrent_writer.py"),
+            str(root),
+            mode,
+            str(start),
+            str(n),
+            wait,
+            str(go),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
 
 

@@ -21,11 +21,15 @@ SEED = 1205
 
 
 def _deep_yaml(depth: int) -> bytes:
-    return ("name: x\nfields:\n  a: {codec: tensor, options: {shape: " + "[" * depth + "]" * depth + "}}\n").encode()
+    return (
+        "name: x\nfields:\n  a: {codec: tensor, options: {shape: " + "[" * depth + "]" * depth + "}}\n"
+    ).encode()
 
 
 def _deep_json(depth: int) -> bytes:
-    return ('{"name": "x", "fields": {"a": {"codec": "text", "description": ' + "[" * depth + "]" * depth + "}}}").encode()
+    return (
+        '{"name": "x", "fields": {"a": {"codec": "text", "description": ' + "[" * depth + "]" * depth + "}}}"
+    ).encode()
 
 
 def _field(codec: str, options: str) -> bytes:
@@ -58,7 +62,12 @@ def _cases() -> dict[str, tuple[str, bytes]]:
         "utf-16": ("yaml", "name: x\nfields: {}\n".encode("utf-16")),
         "NUL": ("yaml", b"name: x\x00\nfields: {}\n"),
         "huge int": ("yaml", _field("tensor", "{shape: [" + "9" * 5000 + "]}")),
-        "huge int json": ("json", b'{"name": "x", "fields": {"f": {"codec": "text", "options": {"max_length": ' + b"9" * 5000 + b"}}}}"),
+        "huge int json": (
+            "json",
+            b'{"name": "x", "fields": {"f": {"codec": "text", "options": {"max_length": '
+            + b"9" * 5000
+            + b"}}}}",
+        ),
         "shape beyond int64": ("yaml", _field("tensor", "{shape: [9223372036854775808]}")),
         "shape product beyond int64": ("yaml", _field("tensor", "{shape: [4294967296, 4294967296]}")),
         "channels true": ("yaml", _field("image", "{channels: true}")),

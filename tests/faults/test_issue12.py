@@ -69,10 +69,10 @@ def test_iter_records_notices_more_records_than_the_manifest_says(tmp_path: Path
 def test_a_multi_split_write_names_the_failing_split_and_keeps_the_complete_one(tmp_path: Path) -> None:
     root = tmp_path / "d"
     bad = [*records(5), {"id": 5, "payload": 5}]
+    writer = rk.DatasetWriter(root, SCHEMA, shard_records=4, progress=False)
+    writer.write_all(records(10), "train")  # complete: its input is all written
     with pytest.raises(rk.errors.RecordError, match=r"split 'test', record 5, field 'payload'"):
-        with rk.DatasetWriter(root, SCHEMA, shard_records=4, progress=False) as writer:
-            writer.write_all(records(10), "train")  # complete: its input is all written
-            writer.write_all(bad, "test")
+        writer.write_all(bad, "test")
     manifest = rk.Manifest.load(root)
     assert manifest.split("train").unfinished is None
     assert ids(root, "train") == list(range(10))
@@ -112,7 +112,9 @@ def test_debug_shows_the_traceback(tmp_path: Path) -> None:
     assert isinstance(debug.exception, rk.errors.ManifestError)  # not turned into one line
 
 
-def test_an_unexpected_error_is_one_line_asking_for_debug(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_unexpected_error_is_one_line_asking_for_debug(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     write(tmp_path / "d", 3)
 
     def broken(*args: Any, **kwargs: Any) -> Any:

@@ -34,9 +34,20 @@ OLD = 20  # records of the finished dataset an append starts from
 
 def _kill(root: Path, mode: str, kind: str, k: int, workers: int, start: int) -> int:
     done = subprocess.run(
-        [sys.executable, str(HERE / "_killed_writer.py"), str(root), mode, kind, str(k), str(N), str(start),
-         str(workers)],
-        capture_output=True, text=True, timeout=300,
+        [
+            sys.executable,
+            str(HERE / "_killed_writer.py"),
+            str(root),
+            mode,
+            kind,
+            str(k),
+            str(N),
+            str(start),
+            str(workers),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert done.returncode in (0, -signal.SIGKILL), done.stderr[-3000:]
     return done.returncode
@@ -86,7 +97,9 @@ def test_killed_then_resumed(tmp_path: Path, mode: str, kind: str, k: int, fault
 
 @pytest.mark.slow
 @pytest.mark.parametrize(("mode", "kind", "k"), _cases(7, SEED + 1)[1:])
-def test_killed_then_resumed_more_moments(tmp_path: Path, mode: str, kind: str, k: int, fault_cases: Any) -> None:
+def test_killed_then_resumed_more_moments(
+    tmp_path: Path, mode: str, kind: str, k: int, fault_cases: Any
+) -> None:
     fault_cases.tried(f"SIGKILL during {mode}")
     _run_case(tmp_path, mode, kind, k)
 

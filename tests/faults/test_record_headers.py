@@ -64,7 +64,7 @@ CASES = [(case, compression) for compression in (None, "GZIP") for case in range
 def test_iter_records_and_verify_refuse_a_hostile_length(
     tmp_path: Path, case: int, compression: str | None, fault_cases: Any
 ) -> None:
-    root, shard, offset, length = _hostile(tmp_path, case, compression)
+    root, shard, offset, _length = _hostile(tmp_path, case, compression)
     fault_cases.tried("hostile record headers")
     with pytest.raises(rk.errors.CorruptRecordError) as info:
         list(rk.iter_records(root))
@@ -112,7 +112,9 @@ def test_load_dataset_refuses_a_hostile_length_without_crashing(tmp_path: Path, 
     )
     assert done.returncode == 0, f"the reader died (signal {-done.returncode}): {done.stderr[-2000:]}"
     results = json.loads(done.stdout.strip().splitlines()[-1])
-    for (root, shard, offset, length), raised, skipped in zip(cases, results[::2], results[1::2], strict=True):
+    for (root, shard, offset, length), raised, skipped in zip(
+        cases, results[::2], results[1::2], strict=True
+    ):
         assert raised == {"error": "CorruptRecordError", "shard": shard, "offset": offset}, (root, length)
         assert "error" not in skipped
         assert skipped["records"] < 30
