@@ -12,7 +12,7 @@ from recordkit.errors import ManifestError
 from recordkit.write._shard_file import check_split_name
 
 
-@pytest.mark.parametrize("name", ["train-00000.tfrecord", "rejects-train.jsonl", "sub/train-00000.tfrecord.gz"])
+@pytest.mark.parametrize("name", ["train-00000.tfrecord", "rejects-train.jsonl", "sub/train-0.tfrecord.gz"])
 def test_plain_relative_names_pass(name: str) -> None:
     assert check_member_name(name) == name
 
@@ -20,10 +20,10 @@ def test_plain_relative_names_pass(name: str) -> None:
 @pytest.mark.parametrize(
     ("name", "problem"),
     [
-        ("../x.tfrecord", "'..' part"),
+        ("../x.tfrecord", r"'\.\.' part"),
         ("/etc/passwd", "absolute path"),
         ("C:/x", "absolute path"),
-        ("a/./b", "'.' part"),
+        ("a/./b", r"'\.' part"),
         ("a//b", "'empty' part"),
         (".hidden", "not a plain file name"),
         ("x.tfrecord\n", "not a plain file name"),
@@ -48,7 +48,7 @@ def test_a_symlink_out_of_the_folder_is_refused(tmp_path: Path) -> None:
     assert resolve_member(root, "inner.tfrecord") == root / "inner.tfrecord"  # stays inside: fine
     with pytest.raises(ManifestError, match="outside the dataset folder"):
         resolve_member(root, "link.tfrecord")
-    with pytest.raises(ManifestError, match="'..' part"):
+    with pytest.raises(ManifestError, match=r"'\.\.' part"):
         resolve_member(root, "../secret")
 
 
