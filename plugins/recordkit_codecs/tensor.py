@@ -83,6 +83,8 @@ class TensorOptions(rk.CodecOptions):
     def _valid_shape(cls, value: list[int | None] | None) -> list[int | None] | None:
         if value is not None and any(dim is not None and dim < 0 for dim in value):
             raise ValueError(f"dimensions must be non-negative or null, got {value}")
+        if value is not None and math.prod(dim for dim in value if dim is not None) > 2**63 - 1:
+            raise ValueError(f"shape {value} holds more values than int64 can count")
         return value
 
     @property

@@ -5,14 +5,18 @@ A click group; each command group lives in its own small module under
 all) when they run, so ``recordkit --help`` and ``recordkit plugins`` start fast and
 never load TensorFlow.
 
-recordkit's own errors are shown as one line naming their context (the plugin and its
-distribution, the field, the shard ...) and exit with status 1, without a traceback;
-an error whose message spans several lines (one per schema difference, say) has them
-joined with "; ".
+A user error never prints a traceback: recordkit's own errors, and the operating
+system's (a file that cannot be read, a folder given where a file is expected), are shown
+as one line on stderr naming their context (the plugin and its distribution, the field,
+the shard ...), and the command exits with status 1; an error whose message spans
+several lines (one per schema difference, say) has them joined with "; ". Anything else
+is a bug in recordkit or a plugin: one line too, asking for ``--debug``. ``--debug`` (or
+``RECORDKIT_DEBUG=1``) lets every error through with its traceback.
 """
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import click
@@ -25,17 +29,37 @@ from recordkit._cli.verify import verify_command
 from recordkit._version import __version__
 from recordkit.errors import RecordkitError
 
-__all__ = ["main"]
+__all__ = ["DEBUG_ENV", "describe_error", "main"]
+
+#: Environment variable that, set to anything but "" or "0", acts as ``--debug``.
+DEBUG_ENV = "RECORDKIT_DEBUG"
 
 
 class RecordkitGroup(click.Group):
-    """A click group that turns recordkit's errors into one-line command errors."""
+    """A click group that turns errors into one-line command errors (see the module docs)."""
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
-        except RecordkitError as exc:
-            raise click.ClickException(f"{type(exc).__name__}: {_one_line(str(exc))}") from exc
+        except (click.ClickException, click.exceptions.Exit, click.Abort):
+            raise
+        except Exception as exc:
+            if ctx.params.get("debug") or os.environ.get(DEBUG_ENV, "") not in ("", "0"):
+                raise
+            raise click.ClickException(describe_error(exc)) from exc
+
+
+def describe_error(exc: BaseException) -> str:
+    """One line for ``exc``: its type and message, with the file an OS error concerns."""
+    if isinstance(exc, RecordkitError):
+        return f"{type(exc).__name__}: {_one_line(str(exc))}"
+    if isinstance(exc, OSError) and exc.strerror:
+        where = f"{exc.filename}: " if exc.filename is not None else ""
+        return f"{type(exc).__name__}: {where}{exc.strerror}"
+    return (
+        f"{type(exc).__name__}: {_one_line(str(exc)) or '(no message)'} "
+        "(unexpected: run 'recordkit --debug ...' for the traceback, and report it)"
+    )
 
 
 def _one_line(message: str) -> str:
@@ -46,7 +70,10 @@ def _one_line(message: str) -> str:
 
 @click.group(cls=RecordkitGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, "-V", "--version", prog_name="recordkit", message="%(prog)s %(version)s")
-def main() -> None:
+@click.option(
+    "--debug", is_flag=True, help=f"Show the traceback of an error (also: {DEBUG_ENV}=1)."
+)
+def main(debug: bool) -> None:
     """recordkit: typed, multimodal datasets as sharded TFRecords."""
 
 

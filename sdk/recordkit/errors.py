@@ -20,6 +20,7 @@ The tree::
     │   └── InvalidValueError       one field's value cannot be encoded
     ├── DatasetError                a dataset on disk is wrong or cannot be written
     │   ├── ManifestError           dataset.json is missing, malformed or inconsistent
+    │   ├── DatasetLockedError      another writer holds the dataset folder's lock
     │   └── CorruptRecordError      a shard's bytes fail their checks (CRC, framing, parse)
     ├── DecodeError                 stored bytes cannot be decoded back to a value
     └── MissingExtraError           an optional dependency is not installed (also ImportError)
@@ -38,6 +39,7 @@ __all__ = [
     "CodecOptionsError",
     "CorruptRecordError",
     "DatasetError",
+    "DatasetLockedError",
     "DecodeError",
     "DuplicateCodecError",
     "ErrorContext",
@@ -61,6 +63,7 @@ class ErrorContext:
 
     field: str | None = None
     record: int | str | None = None
+    split: str | None = None
     shard: str | None = None
     offset: int | None = None
     plugin: str | None = None
@@ -82,6 +85,8 @@ class ErrorContext:
             parts.append(f"file {self.file}")
         if self.line is not None:
             parts.append(f"line {self.line}")
+        if self.split is not None:
+            parts.append(f"split {self.split!r}")
         if self.shard is not None:
             parts.append(f"shard {self.shard}")
         if self.offset is not None:
@@ -223,6 +228,10 @@ class DatasetError(RecordkitError):
 
 class ManifestError(DatasetError):
     """dataset.json is missing, malformed, or disagrees with the shards."""
+
+
+class DatasetLockedError(DatasetError):
+    """Another writer holds the dataset folder's lock; the message names its pid."""
 
 
 class CorruptRecordError(DatasetError):

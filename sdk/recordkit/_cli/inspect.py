@@ -22,6 +22,7 @@ from recordkit._units import human_bytes
 from recordkit.codec._plugins import default_registry
 from recordkit.dataset._breakdown import byte_breakdown
 from recordkit.dataset._manifest import Manifest, ShardInfo
+from recordkit.dataset._paths import resolve_member
 from recordkit.errors import ManifestError, RecordkitError
 from recordkit.format._tfrecord import FRAMING_BYTES, Compression, iter_tfrecords
 from recordkit.schema._schema import BoundSchema
@@ -80,7 +81,7 @@ def sample_records(root: Path, manifest: Manifest, splits: Sequence[str], limit:
     compression = Compression.parse(manifest.compression)
     taken = 0
     for shard in shards:
-        path = root / shard.file
+        path = resolve_member(root, shard.file)
         if not path.is_file():
             raise ManifestError("listed in the manifest but missing on disk", shard=shard.file)
         for _, data in itertools.islice(iter_tfrecords(path, compression), min(per_shard, limit - taken)):
@@ -168,7 +169,7 @@ def _print_breakdown(breakdown: dict[str, Any]) -> None:
 
 
 @click.command("inspect", short_help="Summarise a dataset and show its bytes per field.")
-@click.argument("dataset", type=click.Path(exists=True, path_type=Path))
+@click.argument("dataset", type=click.Path(path_type=Path))  # the manifest says what is wrong
 @split_option
 @click.option(
     "--sample",

@@ -17,7 +17,8 @@ import click
 from recordkit._cli._common import dataset_root, split_option
 from recordkit._units import human_bytes
 from recordkit.dataset._manifest import Manifest, ShardInfo
-from recordkit.errors import CorruptRecordError
+from recordkit.dataset._paths import resolve_member
+from recordkit.errors import CorruptRecordError, ManifestError
 from recordkit.format._tfrecord import Compression, iter_tfrecords
 from recordkit.read._open import file_sha256
 
@@ -40,7 +41,10 @@ class ShardCheck:
 
 def check_shard(root: Path, split: str, shard: ShardInfo, compression: Compression) -> ShardCheck:
     """Check one shard's size, sha256, TFRecord framing and CRCs, and record count."""
-    path = root / shard.file
+    try:
+        path = resolve_member(root, shard.file)
+    except ManifestError as exc:
+        return ShardCheck(split, shard, 0, (exc.reason,))
     if not path.is_file():
         return ShardCheck(split, shard, 0, ("listed in the manifest but missing on disk",))
     problems: list[str] = []
@@ -67,6 +71,12 @@ def check_shard(root: Path, split: str, shard: ShardInfo, compression: Compressi
     return ShardCheck(split, shard, count, tuple(problems))
 
 
+class UnfinishedDataset(click.ClickException):
+    """The shards match, but a split has an unfinished write: exit status 3."""
+
+    exit_code = 3
+
+
 def verify_dataset(root: Path, manifest: Manifest, splits: Sequence[str]) -> list[ShardCheck]:
     """Check every shard of ``splits`` (in manifest order)."""
     compression = Compression.parse(manifest.compression)
@@ -78,23 +88,29 @@ def verify_dataset(root: Path, manifest: Manifest, splits: Sequence[str]) -> lis
 
 
 @click.command("verify", short_help="Check every shard of a dataset against its manifest.")
-@click.argument("dataset", type=click.Path(exists=True, path_type=Path))
+@click.argument("dataset", type=click.Path(path_type=Path))  # the manifest says what is wrong
 @split_option
 @click.option("-q", "--quiet", is_flag=True, help="Print only the shards that fail.")
-def verify_command(dataset: Path, splits: tuple[str, ...], quiet: bool) -> None:
+@click.option(
+    "--allow-unfinished",
+    is_flag=True,
+    help="Pass a split with an unfinished write when its complete shards match (default: status 3).",
+)
+def verify_command(dataset: Path, splits: tuple[str, ...], quiet: bool, allow_unfinished: bool) -> None:
     """Check every shard of DATASET against its manifest (sha256, size, CRCs, records).
 
     DATASET is a dataset folder (or its dataset.json). Exits with status 1, naming each
-    bad shard, when any shard is missing, changed, truncated or corrupt.
+    bad shard, when any shard is missing, changed, truncated or corrupt; with status 3
+    when the shards match but a split has an unfinished write (records may be missing).
     """
     root = dataset_root(dataset)
     manifest = Manifest.load(root)
     for name in splits:
         manifest.split(name)  # ManifestError listing the splits there are
     chosen = list(dict.fromkeys(splits)) if splits else list(manifest.splits)
-    for name in chosen:
-        if manifest.splits[name].unfinished is not None:
-            click.echo(f"note: split {name!r} has an unfinished write; its complete shards are checked")
+    unfinished = [name for name in chosen if manifest.splits[name].unfinished is not None]
+    for name in unfinished:
+        click.echo(f"note: split {name!r} has an unfinished write; its complete shards are checked")
     checks = verify_dataset(root, manifest, chosen)
     width = max((len(check.shard.file) for check in checks), default=0)
     for check in checks:
@@ -108,6 +124,13 @@ def verify_command(dataset: Path, splits: tuple[str, ...], quiet: bool) -> None:
         names = ", ".join(check.shard.file for check in bad)
         raise click.ClickException(
             f"shards that do not match the manifest ({len(bad)} of {len(checks)}): {names}"
+        )
+    if unfinished and not allow_unfinished:
+        names = ", ".join(repr(name) for name in unfinished)
+        raise UnfinishedDataset(
+            f"unfinished write in split{'s' * (len(unfinished) != 1)} {names}: the {len(checks)} complete "
+            "shards match, but records may be missing; finish the write (resume=True), or pass "
+            "--allow-unfinished to accept the complete shards"
         )
     records = sum(check.records for check in checks)
     total = sum(check.shard.bytes for check in checks)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib.metadata
+import logging
 import os
 import re
 import threading
@@ -29,6 +30,8 @@ __all__ = [
     "load_plugins",
     "reset_default_registry",
 ]
+
+logger = logging.getLogger("recordkit")
 
 ENTRY_POINT_GROUP = hookspecs.PROJECT_NAME
 ALLOW_ENV = "RECORDKIT_PLUGINS"
@@ -52,6 +55,8 @@ class PluginSet:
     plugins: list[PluginInfo]
     registry: CodecRegistry
     blocked: list[str]
+    #: Plugins that failed to import and were skipped (``load_plugins(skip_broken=True)``).
+    broken: list[PluginLoadError] = dataclasses.field(default_factory=list)
 
     def register_codecs(self, registry: CodecRegistry) -> None:
         """Call ``recordkit_register_codecs`` on every plugin, one at a time, so the
@@ -90,6 +95,7 @@ def load_plugins(
     block: Collection[str] = (),
     extra_plugins: Iterable[tuple[str, object]] = (),
     entry_points: bool = True,
+    skip_broken: bool = False,
 ) -> PluginSet:
     """Load plugins and return them with a registry holding their codecs.
 
@@ -99,6 +105,10 @@ def load_plugins(
     :param extra_plugins: ``(name, plugin)`` pairs registered in-process, for codecs
         that live in an application or a test rather than a distribution.
     :param entry_points: set to False to load only ``extra_plugins``.
+    :param skip_broken: a plugin that fails to import is skipped (logged as a warning,
+        kept in :attr:`PluginSet.broken`, and named by the registry when a codec is
+        missing) instead of failing the whole load: one broken, unrelated plugin must not
+        stop reading datasets that do not use it.
     :raises PluginLoadError: a plugin failed to import or to register, naming its
         distribution and the original error.
     """
@@ -106,6 +116,7 @@ def load_plugins(
     manager.add_hookspecs(hookspecs)
     plugins: list[PluginInfo] = []
     blocked: list[str] = []
+    broken: list[PluginLoadError] = []
     if entry_points:
         for ep in sorted(importlib.metadata.entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name):
             if _matches(ep, block) or (allow is not None and not _matches(ep, allow)):
@@ -119,18 +130,25 @@ def load_plugins(
             try:
                 plugin = ep.load()
             except Exception as exc:
-                raise PluginLoadError(
-                    f"could not be imported ({ep.value}): {type(exc).__name__}: {exc}",
+                error = PluginLoadError(
+                    f"could not be imported ({ep.value}): {type(exc).__name__}: {exc}; "
+                    f"to skip it, set {BLOCK_ENV}={ep.name} (or list the plugins to load in {ALLOW_ENV})",
                     plugin=ep.name,
                     distribution=dist,
-                ) from exc
+                )
+                if not skip_broken:
+                    raise error from exc
+                logger.warning("recordkit: %s", error)
+                broken.append(error)
+                continue
             manager.register(plugin, name=ep.name)
             plugins.append(PluginInfo(ep.name, dist, dist_version))
     for name, plugin in extra_plugins:
         manager.register(plugin, name=name)
         plugins.append(PluginInfo(name, None, None))
     registry = CodecRegistry()
-    plugin_set = PluginSet(manager, plugins, registry, blocked)
+    registry.broken_plugins = [f"{error} (a codec it provides is missing)" for error in broken]
+    plugin_set = PluginSet(manager, plugins, registry, blocked, broken)
     plugin_set.register_codecs(registry)
     return plugin_set
 
@@ -151,12 +169,16 @@ def default_plugins() -> PluginSet:
 
     ``RECORDKIT_PLUGINS`` (comma-separated names) is an allowlist and
     ``RECORDKIT_BLOCK_PLUGINS`` a blocklist, for environments that must control what
-    code runs.
+    code runs. A plugin that fails to import is skipped with a warning that says how to
+    block it (reads and writes that need only other codecs work); a codec it would
+    have provided is reported missing, naming it.
     """
     global _default
     with _default_lock:
         if _default is None:
-            _default = load_plugins(allow=_env_list(ALLOW_ENV), block=_env_list(BLOCK_ENV) or ())
+            _default = load_plugins(
+                allow=_env_list(ALLOW_ENV), block=_env_list(BLOCK_ENV) or (), skip_broken=True
+            )
         return _default
 
 

@@ -39,6 +39,9 @@ class CodecRegistry:
         self._codecs: dict[str, CodecInfo] = {}
         self._current_plugin: tuple[str, str | None, str | None] = ("<direct>", None, None)
         self._replacers: set[str] = set()  # names whose codec was registered with replace=True
+        #: Plugins that failed to load and were skipped (their error messages): a codec
+        #: that is missing may be one of theirs, so the lookup error names them.
+        self.broken_plugins: list[str] = []
 
     # -- filling -----------------------------------------------------------------------
 
@@ -100,8 +103,9 @@ class CodecRegistry:
             return self._codecs[name]
         except KeyError:
             installed = ", ".join(sorted(self._codecs)) or "none"
+            broken = "".join(f"; {problem}" for problem in self.broken_plugins)
             raise UnknownCodecError(
-                f"no codec named {name!r} is installed (installed: {installed})", codec=name
+                f"no codec named {name!r} is installed (installed: {installed}){broken}", codec=name
             ) from None
 
     def create(self, name: str, options: Mapping[str, Any] | None = None) -> Codec[Any]:

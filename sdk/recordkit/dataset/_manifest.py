@@ -21,6 +21,8 @@ from typing import Any, Literal
 
 import pydantic
 
+from recordkit._limits import MAX_NESTING, nesting_depth
+from recordkit.dataset._paths import check_member_name
 from recordkit.errors import ManifestError
 from recordkit.schema._schema import Schema
 
@@ -31,7 +33,8 @@ FORMAT: Literal["recordkit.dataset/1"] = "recordkit.dataset/1"
 
 
 class _Model(pydantic.BaseModel):
-    model_config = pydantic.ConfigDict(extra="forbid")
+    # strict: a manifest is untrusted input; "5" or true is not a record count.
+    model_config = pydantic.ConfigDict(extra="forbid", strict=True)
 
 
 class ShardInfo(_Model):
@@ -40,7 +43,12 @@ class ShardInfo(_Model):
     file: str = pydantic.Field(description="File name, relative to the dataset root.")
     records: int = pydantic.Field(ge=0, description="Number of records in the shard.")
     bytes: int = pydantic.Field(ge=0, description="File size in bytes (as stored, compressed or not).")
-    sha256: str = pydantic.Field(description="Hex sha256 of the file's bytes.")
+    sha256: str = pydantic.Field(pattern=r"^[0-9a-f]{64}$", description="Hex sha256 of the file's bytes.")
+
+    @pydantic.field_validator("file")
+    @classmethod
+    def _inside_the_dataset(cls, value: str) -> str:
+        return check_member_name(value)
 
 
 class UnfinishedWrite(_Model):
@@ -59,6 +67,15 @@ class UnfinishedWrite(_Model):
         ),
     )
     started: str = pydantic.Field(description="When the unfinished write started (ISO 8601, UTC).")
+    shards_before: int | None = pydantic.Field(
+        default=None,
+        ge=0,
+        description=(
+            "For an append to a finished split: how many of the listed shards the split had "
+            "before it. Readers read only those until the append finishes, so they see the "
+            "dataset as it was or as it is after the append, never a part of the append."
+        ),
+    )
 
 
 class SplitInfo(_Model):
@@ -76,6 +93,18 @@ class SplitInfo(_Model):
             "complete and valid, but more records may follow (see resume)."
         ),
     )
+
+    @pydantic.field_validator("rejects_file")
+    @classmethod
+    def _inside_the_dataset(cls, value: str | None) -> str | None:
+        return None if value is None else check_member_name(value, what="rejects_file")
+
+    @property
+    def readable_shards(self) -> list[ShardInfo]:
+        """The shards a reader reads: all, but while an append to this split has not
+        finished, only those it had before (see :attr:`UnfinishedWrite.shards_before`)."""
+        before = self.unfinished.shards_before if self.unfinished is not None else None
+        return self.shards if before is None else self.shards[:before]
 
     @property
     def num_records(self) -> int:
@@ -109,7 +138,7 @@ class Manifest(_Model):
     compression: Literal["", "GZIP", "ZLIB"] = ""
     splits: dict[str, SplitInfo] = pydantic.Field(default_factory=dict)
 
-    model_config = pydantic.ConfigDict(extra="forbid", populate_by_name=True)
+    model_config = pydantic.ConfigDict(extra="forbid", populate_by_name=True, strict=True)
 
     @property
     def schema(self) -> Schema:  # type: ignore[override]  # pydantic's deprecated BaseModel.schema
@@ -128,24 +157,59 @@ class Manifest(_Model):
 
     @classmethod
     def load(cls, root: str | Path) -> Manifest:
-        """Read ``<root>/dataset.json``; ManifestError when missing or malformed."""
-        path = Path(root) / MANIFEST_FILE
+        """Read ``<root>/dataset.json``; ManifestError when missing or malformed.
+
+        The manifest is untrusted input: anything wrong with it (not a folder, not
+        UTF-8, not JSON, nested too deeply, wrong types, a file name that leaves the
+        folder) is one ManifestError, never another exception.
+        """
+        root = Path(root)
+        if not root.exists():
+            raise ManifestError("does not exist", file=str(root))
+        if not root.is_dir():
+            if root.name == MANIFEST_FILE:
+                root = root.parent
+            else:
+                raise ManifestError(
+                    f"is a file, not a dataset folder (a folder holding {MANIFEST_FILE})", file=str(root)
+                )
+        path = root / MANIFEST_FILE
         try:
-            raw = path.read_text(encoding="utf-8")
+            if path.is_symlink() and os.path.dirname(os.path.realpath(path)) != os.path.realpath(root):
+                raise ManifestError("is a symlink out of the dataset folder; refused", file=str(path))
+            raw_bytes = path.read_bytes()
         except FileNotFoundError:
-            raise ManifestError(
-                f"no {MANIFEST_FILE}: not a recordkit dataset", file=str(Path(root))
-            ) from None
+            raise ManifestError(f"no {MANIFEST_FILE}: not a recordkit dataset", file=str(root)) from None
+        except IsADirectoryError:
+            raise ManifestError("is a folder, not a file", file=str(path)) from None
+        except OSError as exc:
+            raise ManifestError(f"cannot be read: {exc.strerror or exc}", file=str(path)) from None
+        try:
+            raw = raw_bytes.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            reason = f"is not UTF-8 text (byte {exc.start}): not a manifest"
+            raise ManifestError(reason, file=str(path)) from None
         try:
             data: Any = json.loads(raw)
-            return cls.model_validate(data)
         except json.JSONDecodeError as exc:
             raise ManifestError(f"not valid JSON: {exc.msg}", file=str(path), line=exc.lineno) from None
+        except RecursionError:
+            raise ManifestError(f"nested more than {MAX_NESTING} levels deep", file=str(path)) from None
+        except ValueError as exc:  # a number of more than 4300 digits
+            raise ManifestError(f"not valid JSON: {exc}", file=str(path)) from None
+        if nesting_depth(data) > MAX_NESTING:
+            raise ManifestError(f"nested more than {MAX_NESTING} levels deep", file=str(path))
+        if not isinstance(data, dict):
+            raise ManifestError(f"must be a JSON object, not {type(data).__name__}", file=str(path))
+        try:
+            return cls.model_validate(data)
         except pydantic.ValidationError as exc:
             problems = "; ".join(
                 f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors()
             )
             raise ManifestError(f"invalid manifest: {problems}", file=str(path)) from None
+        except RecursionError:
+            raise ManifestError("nested too deeply", file=str(path)) from None
 
     def save(self, root: str | Path, *, durable: bool = True) -> None:
         """Write atomically: a temp file in the same folder, fsynced (when ``durable``),

@@ -23,8 +23,10 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import functools
 import io
 import mmap
+import os
 import struct
 import zlib
 from collections.abc import Callable, Generator, Iterator, Sequence
@@ -42,11 +44,13 @@ __all__ = [
     "HEADER_BYTES",
     "Compression",
     "Damage",
+    "OversizedRecord",
     "compressor",
     "frame_pieces",
     "frame_record",
     "iter_tfrecords",
     "masked_crc",
+    "oversized_record",
     "scan_tfrecords",
 ]
 
@@ -202,6 +206,26 @@ def _open(path: Path, compression: Compression) -> BinaryIO:
 # -- strict reading -----------------------------------------------------------------------
 
 
+#: Bytes read at a time from a compressed stream, whose size is not known in advance.
+_READ_CHUNK = 1 << 20
+
+
+def _read_up_to(stream: BinaryIO, count: int) -> bytes:
+    """Up to ``count`` bytes of ``stream``, read in bounded chunks: memory grows with the
+    bytes there are, never with the (untrusted) count asked for."""
+    if count <= _READ_CHUNK:
+        return stream.read(count)
+    parts: list[bytes] = []
+    left = count
+    while left > 0:
+        part = stream.read(min(left, _READ_CHUNK))
+        if not part:
+            break
+        parts.append(part)
+        left -= len(part)
+    return b"".join(parts)
+
+
 def iter_tfrecords(
     path: str | Path,
     compression: Compression = Compression.NONE,
@@ -222,6 +246,8 @@ def iter_tfrecords(
     except OSError as exc:
         raise CorruptRecordError(f"cannot read the shard file: {exc.strerror or exc}", shard=shard) from None
     with stream:
+        # The uncompressed stream's size where known: no declared length may pass it.
+        size = os.fstat(stream.fileno()).st_size if compression is Compression.NONE else None
         offset = 0
         while True:
             try:
@@ -237,8 +263,16 @@ def iter_tfrecords(
             (length_crc,) = _CRC.unpack_from(header, _LENGTH.size)
             if masked_crc(length_bytes) != length_crc:
                 raise CorruptRecordError("length CRC mismatch (corrupt header)", shard=shard, offset=offset)
+            if size is not None and length > size - offset - FRAMING_BYTES:
+                # Checked before reading: a hostile header may declare 2**40 bytes.
+                raise CorruptRecordError(
+                    f"truncated record: {length} bytes announced, "
+                    f"{max(size - offset - FRAMING_BYTES, 0)} present",
+                    shard=shard,
+                    offset=offset,
+                )
             try:
-                body = stream.read(length + FOOTER_BYTES)
+                body = _read_up_to(stream, length + FOOTER_BYTES)
             except (OSError, EOFError, zlib.error) as exc:
                 raise CorruptRecordError(f"cannot decompress: {exc}", shard=shard, offset=offset) from None
             if len(body) < length + FOOTER_BYTES:
@@ -364,3 +398,100 @@ def _resync(buffer: bytes | bytearray | mmap.mmap, view: memoryview, start: int,
             continue
         return pos
     return None
+
+
+# -- vetting record headers before TensorFlow reads a file ----------------------------------
+# TensorFlow's TFRecordDataset trusts a declared length once its CRC matches and allocates
+# it before reading: a hostile header declaring 2**40 bytes kills the process. The walk
+# below reads each header and seeks (or, compressed, reads and drops in bounded chunks)
+# over the data, so memory stays small whatever the file declares. It stops where
+# TensorFlow would: at a header whose CRC fails, or the end. Results are cached per file
+# (path, size, mtime, inode), so reading a dataset again does not walk it again.
+
+
+@dataclasses.dataclass(frozen=True)
+class OversizedRecord:
+    """A record header declaring more bytes than its file holds after it."""
+
+    #: Byte offset of the header in the (uncompressed) stream.
+    offset: int
+    #: The length the header declares.
+    declared: int
+    #: Bytes of data (and CRC) the file actually holds after the header.
+    available: int
+    #: Size of the whole (uncompressed) stream, as far as it could be read.
+    total: int
+
+    def describe(self) -> str:
+        present = max(self.available - FOOTER_BYTES, 0)
+        return (
+            f"the record header declares {self.declared} bytes, but only {present} "
+            "follow in the shard (truncated, or a hostile length)"
+        )
+
+
+def oversized_record(path: str | Path, compression: Compression = Compression.NONE) -> OversizedRecord | None:
+    """The first record of ``path`` whose header (with a valid CRC) declares more bytes
+    than the file holds after it, or None. OSError if the file cannot be read."""
+    stat = os.stat(path)
+    return _cached(str(path), compression, stat.st_size, stat.st_mtime_ns, stat.st_ino)
+
+
+@functools.lru_cache(maxsize=4096)
+def _cached(
+    path: str, compression: Compression, size: int, mtime_ns: int, inode: int
+) -> OversizedRecord | None:
+    del mtime_ns, inode  # part of the cache key only: a changed file is walked again
+    if compression is Compression.NONE:
+        return _walk_plain(path, size)
+    return _walk_stream(path, compression)
+
+
+def _walk_plain(path: str, size: int) -> OversizedRecord | None:
+    with open(path, "rb") as stream:
+        offset = 0
+        while size - offset >= HEADER_BYTES:
+            stream.seek(offset)
+            header = stream.read(HEADER_BYTES)
+            if len(header) < HEADER_BYTES or masked_crc(header[:8]) != _CRC.unpack_from(header, 8)[0]:
+                return None
+            (length,) = _LENGTH.unpack_from(header)
+            available = size - offset - HEADER_BYTES
+            if length + FOOTER_BYTES > available:
+                return OversizedRecord(offset, length, available, size)
+            offset += FRAMING_BYTES + length
+    return None
+
+
+def _walk_stream(path: str, compression: Compression) -> OversizedRecord | None:
+    stream: BinaryIO
+    try:
+        stream = _open(Path(path), compression)
+    except OSError:
+        return None
+    offset = 0
+    try:
+        with stream:
+            while True:
+                header = stream.read(HEADER_BYTES)
+                if len(header) < HEADER_BYTES or masked_crc(header[:8]) != _CRC.unpack_from(header, 8)[0]:
+                    return None
+                (length,) = _LENGTH.unpack_from(header)
+                wanted = length + FOOTER_BYTES
+                skipped = _skip(stream, wanted)
+                if skipped < wanted:
+                    return OversizedRecord(offset, length, skipped, offset + HEADER_BYTES + skipped)
+                offset += HEADER_BYTES + wanted
+    except (OSError, EOFError, ValueError, zlib.error):  # a damaged stream: TensorFlow reports it
+        return None
+
+
+def _skip(stream: BinaryIO, count: int) -> int:
+    """Read and drop up to ``count`` bytes, a chunk at a time; how many there were."""
+    done = 0
+    while done < count:
+        part = stream.read(min(count - done, _READ_CHUNK))
+        if not part:
+            break
+        done += len(part)
+    return done

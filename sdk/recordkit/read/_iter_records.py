@@ -26,7 +26,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from recordkit.codec._registry import CodecRegistry
-from recordkit.errors import RecordkitError
+from recordkit.errors import CorruptRecordError, RecordkitError
 from recordkit.format._tfrecord import Compression, Damage, iter_tfrecords, scan_tfrecords
 from recordkit.read._numpy_decode import decode_record_numpy
 from recordkit.read._open import (
@@ -124,7 +124,17 @@ def _records(
     stored = source.stored_fields.fields
     index = 0
     for shard in shards:
+        in_shard = 0
         for offset, data in iter_shard_records(shard, source.compression, verify=verify, report=report):
+            in_shard += 1
+            if shard.records is not None and in_shard > shard.records:
+                # The manifest is the commit: records it does not count are not the dataset's.
+                reason = f"holds more records than the {shard.records} the manifest lists"
+                extra = CorruptRecordError(reason, shard=shard.name, offset=offset)
+                if report is None:
+                    raise extra
+                report.add(SkippedRecords(shard.name, offset, None, f"{extra.reason}; the rest was skipped"))
+                break
             if keep is not None and index % keep[0] != keep[1]:
                 index += 1  # another worker's record
                 continue
@@ -144,6 +154,10 @@ def _records(
                 continue
             yield record
             index += 1
+        if report is None and shard.records is not None and in_shard < shard.records:
+            raise CorruptRecordError(
+                f"holds {in_shard} records, the manifest lists {shard.records}", shard=shard.name
+            )
 
 
 def iter_shard_records(

@@ -36,6 +36,7 @@ from typing import Any, Literal
 from recordkit.codec._plugins import default_registry
 from recordkit.codec._registry import CodecRegistry
 from recordkit.dataset._manifest import MANIFEST_FILE, Manifest
+from recordkit.dataset._paths import resolve_member
 from recordkit.errors import (
     CorruptRecordError,
     DatasetError,
@@ -272,6 +273,7 @@ def open_dataset(
         schema = Schema.load(Path(schema), registry=registry)
     root = dataset_root(path)
     if root is None:
+        _check_exists(path)
         if schema is None:
             raise DatasetError(
                 f"{_describe(path)} is not a recordkit dataset (no {MANIFEST_FILE}); to read TFRecord "
@@ -284,12 +286,15 @@ def open_dataset(
         return OpenedDataset(shards, comp, schema, bound)
     manifest = Manifest.load(root)
     info = manifest.split(split)
+    listed = info.readable_shards
     if info.unfinished is not None:
         logger.warning(
-            "recordkit: split %r of %s has an unfinished write; reading its %d complete shards",
+            "recordkit: split %r of %s has an unfinished %s; reading its %d complete shards%s",
             split,
             root,
-            len(info.shards),
+            "write" if info.unfinished.shards_before is None else "append",
+            len(listed),
+            "" if info.unfinished.shards_before is None else " from before the append",
         )
     stored = manifest.schema
     if schema is not None:
@@ -301,7 +306,9 @@ def open_dataset(
         bound = read_schema.bind(registry, fields=names)
     except UnknownCodecError as exc:
         raise _missing_codec(exc, manifest) from None
-    shards = tuple(Shard(root / s.file, s.file, s.records, s.bytes, s.sha256) for s in info.shards)
+    shards = tuple(
+        Shard(resolve_member(root, s.file), s.file, s.records, s.bytes, s.sha256) for s in listed
+    )
     comp = Compression.parse(manifest.compression)
     for shard in shards:
         _check_shard(shard, comp, sizes=check_sizes, sha256=verify_sha256)
@@ -342,6 +349,13 @@ def dataset_root(path: Paths) -> Path | None:
     return None
 
 
+def _check_exists(path: Paths) -> None:
+    """A single path that names nothing: say so (not "not a dataset")."""
+    single = isinstance(path, (str, Path)) and not any(ch in str(path) for ch in "*?[")
+    if single and not Path(str(path)).exists():
+        raise DatasetError("does not exist", file=str(path))
+
+
 def _describe(path: Paths) -> str:
     return str(path) if isinstance(path, (str, Path)) else f"{len(path)} paths"
 
@@ -362,7 +376,7 @@ def expand_paths(path: Paths) -> list[Path]:
                 "give its TFRecord files (a list or a glob pattern)"
             )
         elif not Path(text).is_file():
-            raise DatasetError(f"no such file: {text}")
+            raise DatasetError("does not exist", file=text)
         else:
             files.append(Path(text))
     if not files:

@@ -24,7 +24,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from recordkit.format._tfrecord import FRAMING_BYTES
+from recordkit.errors import CorruptRecordError
+from recordkit.format._tfrecord import FRAMING_BYTES, oversized_record
 from recordkit.read._open import CorruptionReport, OnCorrupt, OpenedDataset, Shard, SkippedRecords
 
 __all__ = ["read_shards"]
@@ -47,6 +48,7 @@ def read_shards(
     counts afresh."""
     import tensorflow as tf
 
+    shards = vet_framing(shards, source, on_corrupt, report)
     compression = source.compression.value
     paths = [str(shard.path) for shard in shards]
     indices = tf.constant(list(range(len(shards))), tf.int64)
@@ -82,6 +84,40 @@ def read_shards(
     counts = tf.zeros([len(shards), 2], tf.int64)  # records and bytes read, by shard
     check = _checker(source, shards, on_corrupt, report)
     return chunks.scan(counts, check).filter(lambda chunk: tf.size(chunk) > 0)
+
+
+def vet_framing(
+    shards: list[Shard], source: OpenedDataset, on_corrupt: OnCorrupt, report: CorruptionReport | None
+) -> list[Shard]:
+    """The shards TensorFlow may read: no record header in them declares more bytes than
+    the file holds (TensorFlow allocates a declared length before reading, and a hostile
+    2**40 kills the process). ``"raise"``: such a header is a CorruptRecordError naming
+    the shard and offset. ``"skip"``: a length beyond the shard's whole size leaves the
+    shard out (reported); a shorter one, a plain truncation, is left to the checks."""
+    kept = []
+    for shard in shards:
+        try:
+            found = oversized_record(shard.path, source.compression)
+        except OSError as exc:
+            reason = f"cannot read the shard file: {exc.strerror or exc}"
+            raise CorruptRecordError(reason, shard=shard.name) from None
+        if found is None:
+            kept.append(shard)
+        elif on_corrupt == "raise":
+            raise CorruptRecordError(found.describe(), shard=shard.name, offset=found.offset)
+        elif found.declared <= found.total:
+            kept.append(shard)  # bounded by the file's size: TensorFlow reads up to it and stops
+        else:
+            skipped = SkippedRecords(
+                shard.name,
+                found.offset,
+                shard.records,
+                f"{found.describe()}; the whole shard was left out (TensorFlow cannot read past it "
+                "safely; recordkit.iter_records(..., on_corrupt='skip') reads the records before it)",
+            )
+            if report is not None:
+                report.add(skipped)
+    return kept
 
 
 def _expected(shards: list[Shard], source: OpenedDataset) -> tuple[list[int], list[int]]:

@@ -26,6 +26,7 @@ from typing import Any, Protocol, TypeVar, cast
 import pydantic
 import yaml
 
+from recordkit._limits import MAX_NESTING, nesting_depth
 from recordkit.codec._plugins import default_registry
 from recordkit.codec._registry import CodecRegistry
 from recordkit.errors import CodecOptionsError, RecordkitError, SchemaFileError
@@ -103,16 +104,49 @@ def loads_schema(
     check: bool = True,
 ) -> SchemaT:
     """Parse a schema file's ``text`` into ``model``; see :meth:`recordkit.Schema.loads`."""
-    if format == "yaml":
-        data, lines = _parse_yaml(text, source)
-    elif format == "json":
-        data, lines = _parse_json(text, source)
-    else:
+    if format not in ("yaml", "json"):
         raise SchemaFileError(f"unknown schema file format {format!r} (yaml or json)", file=source)
+    too_deep = SchemaFileError(f"is nested more than {MAX_NESTING} levels deep", file=source)
+    if _bracket_depth(text) > MAX_NESTING:  # before parsing: PyYAML is quadratic in it
+        raise too_deep
+    try:  # the parsers recurse: a file nested thousands deep must not end in RecursionError
+        data, lines = _parse_yaml(text, source) if format == "yaml" else _parse_json(text, source)
+    except RecursionError:
+        raise too_deep from None
+    except ValueError as exc:  # a number of more than 4300 digits
+        raise SchemaFileError(f"cannot be parsed: {exc}", file=source) from None
+    if nesting_depth(data) > MAX_NESTING:
+        raise too_deep
     schema = _validate(data, lines, source, model)
     if check:
         check_schema(cast(SchemaModel, schema), registry=registry, source=source, lines=lines)
     return schema
+
+
+def _bracket_depth(text: str) -> int:
+    """How deeply ``[`` and ``{`` nest in ``text``, outside quoted strings: a cheap
+    bound, checked before a parser spends quadratic time on thousands of levels."""
+    depth = deepest = 0
+    quote = ""
+    escaped = False
+    for char in text:
+        if quote:
+            if escaped:
+                escaped = False
+            elif char == "\\" and quote == '"':
+                escaped = True
+            elif char == quote:
+                quote = ""
+        elif char in "\"'":
+            quote = char
+        elif char in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+            if deepest > MAX_NESTING:
+                break
+        elif char in "]}":
+            depth = max(depth - 1, 0)
+    return deepest
 
 
 @dataclasses.dataclass

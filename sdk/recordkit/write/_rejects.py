@@ -18,6 +18,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from recordkit.dataset._paths import resolve_member
 from recordkit.errors import ManifestError, RecordError, RecordkitError
 
 __all__ = ["RejectsFile", "error_entries", "rejects_file_name"]
@@ -41,7 +42,8 @@ class RejectsFile:
         """Open for appending after the first ``keep`` lines (later lines are dropped:
         they belong to shards that were never completed)."""
         self.name = rejects_file_name(split)
-        self.path = root / self.name
+        # Never appended or cut through a symlink planted out of the dataset folder.
+        self.path = resolve_member(root, self.name)
         self._durable = durable
         self._file: Any = None
         #: The writer's background thread syncs the file when it lists a shard.

@@ -1,6 +1,7 @@
 """Shard files: names, size limits, and writing one shard so it appears only when complete.
 
-A shard is written under a hidden temporary name (``.train-00003.tfrecord.tmp``), its
+A shard is written under a hidden temporary name unique to its writer
+(``.train-00003.tfrecord.<pid>-<random>.tmp``, created exclusively), its
 sha256 and size computed from the bytes as they go to disk, then flushed, fsynced and
 renamed to its final name (``train-00003.tfrecord``). A final name therefore always
 holds a complete shard; a temporary name is debris of a write that stopped, removed by
@@ -22,6 +23,7 @@ import functools
 import hashlib
 import os
 import re
+import secrets
 import sys
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -67,7 +69,7 @@ _SPLIT_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$")
 
 def check_split_name(split: str) -> str:
     """``split`` if it is a valid split name (letters, digits, ``_ . -``), else ValueError."""
-    if not isinstance(split, str) or not _SPLIT_NAME.match(split):
+    if not isinstance(split, str) or not _SPLIT_NAME.fullmatch(split):
         raise ValueError(
             f"invalid split name {split!r}: use letters, digits, '_', '.' and '-', starting "
             "with a letter or digit"
@@ -90,7 +92,9 @@ def shard_pattern(split: str) -> re.Pattern[str]:
 
 def temp_pattern(split: str) -> re.Pattern[str]:
     """Matches the temporary names of ``split``'s shards."""
-    return re.compile(rf"^\.{re.escape(split)}-\d{{{_DIGITS},}}\.tfrecord(?:\.gz|\.zz)?\.tmp$")
+    return re.compile(
+        rf"^\.{re.escape(split)}-\d{{{_DIGITS},}}\.tfrecord(?:\.gz|\.zz)?(?:\.[0-9a-f]+-[0-9a-f]+)?\.tmp$"
+    )
 
 
 #: ``sync_file_range`` flag: start writing the range's dirty pages, do not wait.
@@ -168,7 +172,8 @@ class ShardFile:
         #: fsync the file before renaming it (see ``WriteOptions`` ``durable``).
         self.durable = durable
         self.final_path = path
-        self.temp_path = path.with_name(f".{self.name}.tmp")
+        # Unique per writer (pid and a random token), so no two writers ever share one.
+        self.temp_path = path.with_name(f".{self.name}.{os.getpid():x}-{secrets.token_hex(4)}.tmp")
         self.records = 0
         #: Framed, uncompressed bytes so far (what the shard size limit counts).
         self.payload_bytes = 0
@@ -182,7 +187,9 @@ class ShardFile:
         self._filled = 0
         #: Buffers the background thread has finished with, ready to be filled again.
         self._free: collections.deque[bytearray] = collections.deque()
-        self._fd = os.open(self.temp_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | _O_BINARY, 0o666)
+        # O_EXCL: never write through a file (or symlink) that is already there.
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_BINARY | getattr(os, "O_CLOEXEC", 0)
+        self._fd = os.open(self.temp_path, flags, 0o644)
         self._io = ThreadPoolExecutor(max_workers=1, thread_name_prefix="recordkit-shard")
         self._in_flight: collections.deque[Future[bytearray | None]] = collections.deque()
         self._finishing: Future[ShardInfo] | None = None

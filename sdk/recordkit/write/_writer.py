@@ -48,6 +48,7 @@ from recordkit.schema._compatibility import check_compatibility
 from recordkit.schema._encoder import RecordEncoder, record_items
 from recordkit.schema._record_class import Record, schema_of
 from recordkit.schema._schema import BoundSchema, Schema
+from recordkit.write._lock import DatasetLock, Wait
 from recordkit.write._parallel import FIRST_BATCH_RECORDS, Item, OrderedPool, Result, WorkerSetup
 from recordkit.write._progress import Progress
 from recordkit.write._rejects import RejectsFile
@@ -102,6 +103,10 @@ class WriteOptions(TypedDict, total=False):
         the operating system, as ``tf.io.TFRecordWriter`` does: faster, and still atomic
         if the process dies, but a machine crash may lose or truncate recently written
         shards (``recordkit verify`` finds them).
+    :param wait: the writer locks the dataset folder (one writer at a time, see
+        :mod:`recordkit.write._lock`); if another writer holds it, False (default) raises
+        DatasetLockedError at once naming its pid, True waits for it, a number waits at
+        most that many seconds.
     """
 
     shard_bytes: int | None
@@ -115,6 +120,7 @@ class WriteOptions(TypedDict, total=False):
     progress: bool | None
     registry: CodecRegistry | None
     durable: bool
+    wait: Wait
 
 
 _ALL = sys.maxsize
@@ -147,6 +153,9 @@ class _Split:
         #: Records waiting to be sent to the workers: (index, key) and (label, record).
         self.batch_meta: list[tuple[int, str | None]] = []
         self.batch_items: list[Item] = []
+        #: write_all() went through its whole input: if the writer stops because another
+        #: split fails, this split is complete and is finished, not thrown away.
+        self.input_done = False
 
     def add(self, framed: bytes) -> None:
         shard = self.shard
@@ -187,9 +196,13 @@ class _Split:
             if rejected:
                 self.info.rejected += rejected
                 self.info.rejects_file = self.rejects.name
-            started = self.info.unfinished.started if self.info.unfinished else _now()
+            previous = self.info.unfinished
             # Records handled up to the commit (not the one that opened the next shard).
-            self.info.unfinished = UnfinishedWrite(consumed=handled, started=started)
+            self.info.unfinished = UnfinishedWrite(
+                consumed=handled,
+                started=previous.started if previous else _now(),
+                shards_before=previous.shards_before if previous else None,
+            )
             self.writer._save(sync_dir=True)
 
     def settle_commit(self) -> None:
@@ -243,7 +256,7 @@ class DatasetWriter:
     :param schema: the :class:`~recordkit.Schema` records are checked and encoded with.
     :param options: the write's options, listed and documented in :class:`WriteOptions`
         (``shard_bytes``, ``shard_records``, ``compression``, ``workers``, ``on_error``,
-        ``key``, ``resume``, ``append``, ``progress``, ``registry``, ``durable``).
+        ``key``, ``resume``, ``append``, ``progress``, ``registry``, ``durable``, ``wait``).
     """
 
     def __init__(
@@ -293,14 +306,22 @@ class DatasetWriter:
         #: Held while the manifest changes or is saved: shards are listed from their
         #: background threads as they complete (see _Split.commit_shard).
         self._lock = threading.RLock()
-        self.manifest, self.compression = self._open_manifest(options.get("compression"))
+        if self.root.exists() and not self.root.is_dir():
+            raise DatasetError("exists and is not a folder", file=str(self.root))
+        self.root.mkdir(parents=True, exist_ok=True)
+        self._folder_lock = DatasetLock(self.root, wait=options.get("wait", False))
+        try:
+            # Holding the lock, this is the only writer: temp files are a dead one's.
+            _remove_manifest_debris(self.root)
+            self.manifest, self.compression = self._open_manifest(options.get("compression"))
+        except BaseException:
+            self._folder_lock.release()
+            raise
         self._progress = Progress(options.get("progress"), total=_total, desc=f"writing {self.root.name}")
 
     # -- the manifest ---------------------------------------------------------------------
 
     def _open_manifest(self, compression: str | Compression | None) -> tuple[Manifest, Compression]:
-        if self.root.exists() and not self.root.is_dir():
-            raise DatasetError("exists and is not a folder", file=str(self.root))
         existing = _load_if_present(self.root)
         if existing is None:
             chosen = Compression.parse(compression)
@@ -311,7 +332,6 @@ class DatasetWriter:
                 codecs=_provenance(self._bound, self._registry),
                 compression=chosen.value,
             )
-            self.root.mkdir(parents=True, exist_ok=True)
             manifest.save(self.root, durable=self.durable)
             return manifest, chosen
         if not (self._append or self._resume):
@@ -328,7 +348,6 @@ class DatasetWriter:
                 file=str(self.root),
             )
         self._grown = _check_schema(existing, self.schema, self._registry, append=self._append)
-        _remove_manifest_debris(self.root)
         return existing, stored
 
     def _grow_schema(self) -> None:
@@ -377,7 +396,8 @@ class DatasetWriter:
             skip = _ALL  # the write finished: resuming it writes nothing
         else:  # append to a finished split
             _check_no_strays(self.root, name, info)
-            info.unfinished = UnfinishedWrite(consumed=0, started=_now())
+            # Readers keep reading the shards from before the append until it finishes.
+            info.unfinished = UnfinishedWrite(consumed=0, started=_now(), shards_before=len(info.shards))
         split = _Split(self, name, info, skip=skip)
         self._splits[name] = split
         self._grow_schema()
@@ -396,6 +416,7 @@ class DatasetWriter:
         state = self._splits.get(split)
         if state is None:
             state = self._open_split(split)
+        state.input_done = False
         index = state.next_index
         state.next_index = index + 1
         if index < state.skip:
@@ -429,6 +450,7 @@ class DatasetWriter:
             state.next_index += skipped
         for record in iterator:
             self.write(record, split)
+        state.input_done = True
 
     def _key_of(self, record: Any, index: int) -> str:
         try:
@@ -443,7 +465,9 @@ class DatasetWriter:
 
     def _reject(self, state: _Split, index: int, key: str | None, error: RecordkitError) -> None:
         if self._on_error == "raise":
-            self.abort()
+            if len(self.manifest.splits) > 1:  # which split, when there is a choice
+                error.with_context(split=state.name)
+            self.abort(failed=state)
             raise error
         state.reject(index, key, error)
 
@@ -491,20 +515,36 @@ class DatasetWriter:
             self.abort()
             raise
         self._shutdown(cancel=False)
+        self._folder_lock.release()
         self._state = "closed"
         self._splits.clear()  # a later write() reaches _open_split, which refuses
         return self.manifest
 
-    def abort(self) -> None:
-        """Stop: remove partial shards, keep complete ones listed (resume continues)."""
+    def abort(self, *, failed: _Split | None = None) -> None:
+        """Stop: remove partial shards, keep complete ones listed (resume continues).
+
+        A split whose whole input :meth:`write_all` already wrote, other than the one
+        that ``failed``, is finished instead (when no worker process holds its records):
+        a bad record in one split does not throw away another that is complete.
+        """
         if self._state != "open":
             return
         self._state = "aborted"
+        in_flight = self._pool is not None
         self._shutdown(cancel=True)
-        for state in self._splits.values():
-            state.abort()
-        self._splits.clear()  # a later write() reaches _open_split, which refuses
-        self._save()
+        try:
+            for state in self._splits.values():
+                if state is not failed and state.input_done and not in_flight and not state.batch_items:
+                    try:
+                        state.finish()
+                        continue
+                    except Exception:  # cannot finish it (a full disk?): it stays resumable
+                        pass
+                state.abort()
+            self._splits.clear()  # a later write() reaches _open_split, which refuses
+            self._save()
+        finally:
+            self._folder_lock.release()
 
     def _shutdown(self, *, cancel: bool) -> None:
         if self._pool is not None:
@@ -613,7 +653,8 @@ def _check_schema(
 
 
 def _remove_manifest_debris(root: Path) -> None:
-    """Temp files of a manifest save that was interrupted."""
+    """Temp files of a manifest save that was interrupted (called holding the lock: no
+    other writer is running, so they are a dead writer's)."""
     for path in root.glob(".dataset.*.json.tmp"):
         path.unlink(missing_ok=True)
 

@@ -160,15 +160,33 @@ def test_not_a_dataset(tmp_path: Path) -> None:
     assert len(result.output.splitlines()) == 1
 
 
-def test_an_unfinished_write_is_noted_and_its_shards_checked(dataset: Path) -> None:
+def test_an_unfinished_write_does_not_pass_silently(dataset: Path) -> None:
+    """Its complete shards are checked, but the dataset may lack records: status 3, unless
+    --allow-unfinished accepts the complete shards (issue 12)."""
     from recordkit.dataset._manifest import UnfinishedWrite
 
     manifest = rk.Manifest.load(dataset)
     manifest.splits["train"].unfinished = UnfinishedWrite(consumed=12, started="2025-01-01T00:00:00+00:00")
     manifest.save(dataset)
     result = run(str(dataset))
-    assert result.exit_code == 0, result.output
+    assert result.exit_code == 3, result.output
     assert result.output.startswith(
         "note: split 'train' has an unfinished write; its complete shards are checked\n"
     )
-    assert "verified 4 shards of 2 splits" in result.output
+    assert "Traceback" not in result.output
+    assert result.output.splitlines()[-1].startswith("Error: unfinished write in split 'train'")
+    assert "verified" not in result.output
+    allowed = run("--allow-unfinished", str(dataset))
+    assert allowed.exit_code == 0, allowed.output
+    assert "verified 4 shards of 2 splits" in allowed.output
+
+
+def test_a_dataset_with_no_shards_yet_does_not_verify(tmp_path: Path) -> None:
+    """A write that stopped before its first shard: 0 shards, nothing to check, not ok."""
+    writer = rk.DatasetWriter(tmp_path / "d", rk.Schema.loads(SCHEMA_YAML), progress=False)
+    writer.write(records(1, seed=0)[0], split="train")
+    writer.write(records(1, seed=1)[0], split="test")
+    writer.abort()
+    result = run(str(tmp_path / "d"))
+    assert result.exit_code == 3, result.output
+    assert "unfinished write in splits 'train', 'test'" in result.output

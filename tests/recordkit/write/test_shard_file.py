@@ -65,7 +65,9 @@ def test_a_shard_appears_under_its_final_name_only_when_committed(
     records = [bytes([i]) * (i * 1000) for i in range(40)]
     for record in records:
         shard.add(frame_record(record))
-    assert [p.name for p in tmp_path.iterdir()] == [f".train-00007.tfrecord{compression.suffix}.tmp"]
+    (temp,) = [p.name for p in tmp_path.iterdir()]
+    assert temp_pattern("train").match(temp)
+    assert temp.startswith(f".train-00007.tfrecord{compression.suffix}.")
     info = shard.commit()
     data = (tmp_path / info.file).read_bytes()
     assert [p.name for p in tmp_path.iterdir()] == [info.file]
