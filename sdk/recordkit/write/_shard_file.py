@@ -29,7 +29,8 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from recordkit.dataset._manifest import ShardInfo
+from recordkit.dataset._manifest import ShardIndex, ShardInfo
+from recordkit.format._index import RecordIndex, index_name, write_index
 from recordkit.format._tfrecord import Compression
 
 __all__ = [
@@ -170,6 +171,8 @@ class ShardFile:
         self._hash = hashlib.sha256()
         self._pending: list[bytes] = []
         self._pending_bytes = 0
+        #: Each record's offset in the (uncompressed) stream: the shard's record index.
+        self._offsets: list[int] = []
         self._compressor: Any = None
         if compression is Compression.GZIP:
             # wbits=31: a gzip stream with a fixed header (no name, mtime 0): reproducible.
@@ -190,6 +193,7 @@ class ShardFile:
 
     def add(self, framed: bytes) -> None:
         """Append one record already framed by :func:`~recordkit.format._tfrecord.frame_record`."""
+        self._offsets.append(self.payload_bytes)
         self._pending.append(framed)
         self._pending_bytes += len(framed)
         self.records += 1
@@ -238,9 +242,17 @@ class ShardFile:
         if self.durable:
             os.fsync(self._file.fileno())
         self._file.close()
+        # The index first: a shard under its final name always has its index beside it.
+        index = RecordIndex.from_offsets(self._offsets, self.payload_bytes)
+        index_file = index_name(self.name)
+        index_sha256 = write_index(self.final_path.with_name(index_file), index, durable=self.durable)
         os.replace(self.temp_path, self.final_path)
         return ShardInfo(
-            file=self.name, records=self.records, bytes=self._stored_bytes, sha256=self._hash.hexdigest()
+            file=self.name,
+            records=self.records,
+            bytes=self._stored_bytes,
+            sha256=self._hash.hexdigest(),
+            index=ShardIndex(file=index_file, sha256=index_sha256),
         )
 
     def discard(self) -> None:
