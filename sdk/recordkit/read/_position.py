@@ -18,7 +18,7 @@ import operator
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["STATE_FORMAT", "Start", "position_state", "resolve_start"]
+__all__ = ["STATE_FORMAT", "Start", "position_state", "resolve_start", "tf_data_start"]
 
 #: Tags a state dict (and its version).
 STATE_FORMAT = "recordkit.position/1"
@@ -69,6 +69,25 @@ def resolve_start(start: Start, reader: str, **options: Any) -> int:
     if count < 0:
         raise ValueError(f"start must be 0 or more, not {count}")
     return count
+
+
+def tf_data_start(start: Start, *, shuffled: bool, seed: int | None, deterministic: bool) -> int:
+    """The records :func:`recordkit.load_dataset` skips for ``start=`` (an int: the
+    records an earlier read with the same options yielded, batches times batch size).
+
+    Resuming needs the same order again: a shuffled read without a seed, or one allowed
+    to be non-deterministic, cannot resume exactly and is refused.
+    """
+    if start is not None and not isinstance(start, int):
+        raise TypeError(
+            f"load_dataset's start= is a record count (batches read times batch_size), not {start!r}"
+        )
+    skip = resolve_start(start, "load_dataset")
+    if skip and shuffled and seed is None:
+        raise ValueError("start= with shuffle_files or shuffle_buffer needs seed=, or the order differs")
+    if skip and not deterministic:
+        raise ValueError("start= needs deterministic=True, or the order of records may differ")
+    return skip
 
 
 def _plain(value: Any) -> Any:
