@@ -6,12 +6,12 @@
 
 from __future__ import annotations
 
-import importlib.util
-
 from recordkit.errors import MissingExtraError
 
-if importlib.util.find_spec("grain") is None:
-    raise MissingExtraError("grain", "grain", purpose="recordkit.grain")
+try:
+    import grain  # noqa: F401  (the extra: checked here, used by the module below)
+except ImportError as exc:
+    raise MissingExtraError("grain", "grain", purpose="recordkit.grain") from exc
 
 from recordkit.read._grain import DataSource
 

@@ -7,12 +7,12 @@ varies in size); see :mod:`recordkit.read._torch` and the how-to "PyTorch".
 
 from __future__ import annotations
 
-import importlib.util
-
 from recordkit.errors import MissingExtraError
 
-if importlib.util.find_spec("torch") is None:
-    raise MissingExtraError("torch", "torch", purpose="recordkit.torch")
+try:
+    import torch  # noqa: F401  (the extra: checked here, used by the module below)
+except ImportError as exc:
+    raise MissingExtraError("torch", "torch", purpose="recordkit.torch") from exc
 
 from recordkit.read._torch import IterableDataset, MapDataset, collate, pad_values, to_tensors
 

@@ -93,20 +93,23 @@ def _collate_values(
     if not all(isinstance(t, torch.Tensor) for t in tensors) or len({t.dtype for t in tensors}) > 1:
         out[key] = values  # strings, None, sequences: a list
         return
-    if len({tuple(t.shape) for t in tensors}) == 1:
-        out[key] = torch.stack(tensors)
-        return
     if len({t.dim() for t in tensors}) > 1:
         out[key] = tensors
         return
+    if tensors[0].dim() == 0:
+        out[key] = torch.stack(tensors)
+        return
+    # Shapes always come with arrays, so a batch's keys do not depend on whether its
+    # records happen to share a size.
     out[key], out[key + SHAPE_SUFFIX] = _pad(tensors, pads.get(field, 0.0))
 
 
 def collate(batch: Sequence[Record], pad_values: Mapping[str, float] | None = None) -> dict[str, Any]:
-    """Records to one batch: equal shapes stacked, differing shapes padded (with
-    ``pad_values[field]``, default 0) with ``"<field>/shape"`` giving each record's true
-    shape (for a field of dicts, such as boxes with labels, ``"<field>/<key>/shape"``);
-    numbers become tensors; strings, bytes and None stay lists."""
+    """Records to one batch: arrays stacked, padded to the batch's largest where shapes
+    differ (with ``pad_values[field]``, default 0), and ``"<field>/shape"`` giving each
+    record's true shape (for a field of dicts, such as boxes with labels,
+    ``"<field>/<key>/shape"``); numbers become tensors; strings, bytes, None and
+    sequence fields stay lists."""
     if not batch:
         return {}
     pads = pad_values or {}
