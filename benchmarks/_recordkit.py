@@ -106,8 +106,13 @@ def write(
 
 
 def data_files(out_dir: Path) -> list[Path]:
-    """The TFRecord shards of a dataset directory (not its manifest)."""
-    return sorted(p for p in out_dir.rglob("*") if p.is_file() and ".tfrecord" in p.name)
+    """The TFRecord shards of a dataset directory (not its manifest, nor the shards'
+    record indexes: 8 bytes a record, which the other contenders do not write)."""
+    return sorted(
+        p
+        for p in out_dir.rglob("*")
+        if p.is_file() and ".tfrecord" in p.name and not p.name.endswith(".index")
+    )
 
 
 def mixed_dataset(schema: rk.Schema, out_dir: Path, mode: str, batch_size: int) -> Any:

@@ -25,6 +25,7 @@ from recordkit.read._iter_records import iter_records
 from recordkit.read._load_dataset import load_dataset
 from recordkit.read._open import CorruptionReport, SkippedRecords
 from recordkit.read._parse import PRESENT_SUFFIX, feature_spec, make_parser
+from recordkit.read._random_access import RandomAccess
 from recordkit.schema._bound import BoundField, KeyedFeature
 from recordkit.schema._compatibility import CompatibilityReport, FieldDifference, check_compatibility
 from recordkit.schema._encoder import EncodedRecord as _EncodedRecord
@@ -58,6 +59,7 @@ __all__ = [
     "Manifest",
     "PluginInfo",
     "PluginSet",
+    "RandomAccess",
     "Record",
     "RecordEncoder",
     "Schema",

@@ -22,6 +22,7 @@ from typing import Any
 import click
 
 from recordkit._cli.codegen import codegen_command
+from recordkit._cli.index import index_command
 from recordkit._cli.inspect import inspect_command
 from recordkit._cli.plugins import plugins_command
 from recordkit._cli.schema import schema_group
@@ -80,6 +81,7 @@ def main(debug: bool) -> None:
 main.add_command(plugins_command)
 main.add_command(inspect_command)
 main.add_command(verify_command)
+main.add_command(index_command)
 main.add_command(schema_group)
 main.add_command(codegen_command)
 

@@ -19,6 +19,7 @@ def test_the_page_runs_as_written(page_examples: Any, in_tmp_path: Path) -> None
         listed = {"dataset.json", ".recordkit.lock"}  # the lock file, never listed
         for split in manifest["splits"].values():
             listed |= {shard["file"] for shard in split["shards"]}
+            listed |= {shard["index"]["file"] for shard in split["shards"]}
             listed |= {split["rejects_file"]} if "rejects_file" in split else set()
         assert {p.name for p in root.iterdir()} == listed, root.name
     printed = [b for b in blocks if b.language == "text" and b.adjacent]

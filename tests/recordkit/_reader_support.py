@@ -237,3 +237,24 @@ def run_generated(
     assert out.returncode == 0, out.stderr[-3000:]
     *decoded, imported = out.stdout.strip().splitlines()
     return decoded, json.loads(imported)
+
+
+def run_without_tensorflow(script: str) -> str:
+    """Run ``script`` (with ``sys`` and recordkit as ``rk`` imported) in a fresh process
+    where importing tensorflow fails; what it prints."""
+    blocker = textwrap.dedent(
+        """
+        import sys
+        class NoTensorFlow:
+            def find_spec(self, name, path=None, target=None):
+                if name.split(".")[0] == "tensorflow":
+                    raise ImportError("tensorflow is blocked")
+        sys.meta_path.insert(0, NoTensorFlow())
+        import recordkit as rk
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", blocker + textwrap.dedent(script)], capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done.stdout

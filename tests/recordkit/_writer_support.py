@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import recordkit as rk
+from recordkit.format._index import RecordIndex
 from recordkit.format._tfrecord import Compression, iter_tfrecords
 from recordkit.read._numpy_decode import decode_record_numpy
 
@@ -53,7 +54,8 @@ def read_ids(root: Path, split: str = "train") -> list[int]:
 
 def check_manifest_matches_files(root: Path) -> None:
     """Every shard the manifest lists exists with its size, sha256 and record count, and
-    the folder holds nothing but the manifest, the shards and the rejects files."""
+    its record index with its sha256 and exactly the offsets of the shard's records; the
+    folder holds nothing but the manifest, the shards, their indexes and the rejects files."""
     manifest = rk.Manifest.load(root)
     compression = Compression.parse(manifest.compression)
     expected = {"dataset.json"}
@@ -63,8 +65,15 @@ def check_manifest_matches_files(root: Path) -> None:
             data = path.read_bytes()
             assert len(data) == shard.bytes, shard.file
             assert hashlib.sha256(data).hexdigest() == shard.sha256, shard.file
-            assert sum(1 for _ in iter_tfrecords(path, compression)) == shard.records, shard.file
+            offsets = [offset for offset, _ in iter_tfrecords(path, compression)]
+            assert len(offsets) == shard.records, shard.file
             expected.add(shard.file)
+            assert shard.index is not None, shard.file
+            index_bytes = (root / shard.index.file).read_bytes()
+            assert hashlib.sha256(index_bytes).hexdigest() == shard.index.sha256, shard.index.file
+            index = RecordIndex.from_bytes(index_bytes)
+            assert index.offsets[:-1].tolist() == offsets, shard.index.file
+            expected.add(shard.index.file)
         if split.rejects_file is not None:
             assert split.rejects_file == f"rejects-{name}.jsonl"
             lines = (root / split.rejects_file).read_text().splitlines()

@@ -2,13 +2,16 @@
 
 For each shard ``dataset.json`` lists: the file exists, has the recorded size and
 sha256, and reads as TFRecord with every length and data CRC intact and the recorded
-number of records. Every shard is checked (one bad shard does not hide another); the
-command exits with status 1 naming each bad shard. Nothing here imports TensorFlow.
+number of records; and its record index, when the manifest lists one, has the recorded
+sha256 and gives exactly the offsets of the records read. Every shard is checked (one
+bad shard does not hide another); the command exits with status 1 naming each bad
+shard. Nothing here imports TensorFlow.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -19,10 +22,11 @@ from recordkit._units import human_bytes
 from recordkit.dataset._manifest import Manifest, ShardInfo
 from recordkit.dataset._paths import resolve_member
 from recordkit.errors import CorruptRecordError, ManifestError
+from recordkit.format._index import RecordIndex
 from recordkit.format._tfrecord import Compression, iter_tfrecords
 from recordkit.read._open import file_sha256
 
-__all__ = ["ShardCheck", "check_shard", "verify_command"]
+__all__ = ["ShardCheck", "check_index", "check_shard", "verify_command"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -58,17 +62,44 @@ def check_shard(root: Path, split: str, shard: ShardInfo, compression: Compressi
     if digest != shard.sha256:
         problems.append(f"sha256 {digest} differs from the manifest's {shard.sha256}")
     count = 0
+    offsets: list[int] = []
+    end = 0
     try:
-        for _ in iter_tfrecords(path, compression, verify=True):
+        for offset, data in iter_tfrecords(path, compression, verify=True):
             count += 1
+            offsets.append(offset)
+            end = offset + len(data) + 16
     except CorruptRecordError as exc:
-        offset = exc.context.offset
-        where = f"record {count}" + (f" (offset {offset})" if offset is not None else "")
+        at = exc.context.offset
+        where = f"record {count}" + (f" (offset {at})" if at is not None else "")
         problems.append(f"{where}: {exc.reason}")
     else:
         if count != shard.records:
             problems.append(f"holds {count} records, the manifest says {shard.records}")
+        problems += check_index(root, shard, RecordIndex.from_offsets(offsets, end))
     return ShardCheck(split, shard, count, tuple(problems))
+
+
+def check_index(root: Path, shard: ShardInfo, scanned: RecordIndex) -> list[str]:
+    """Problems of ``shard``'s record index (none when the manifest lists no index)."""
+    if shard.index is None:
+        return []
+    path = root / shard.index.file
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        return [f"record index {shard.index.file}: cannot be read ({exc.strerror or exc})"]
+    digest = hashlib.sha256(data).hexdigest()
+    if digest != shard.index.sha256:
+        expected = shard.index.sha256
+        return [f"record index {shard.index.file}: sha256 {digest} differs from the manifest's {expected}"]
+    try:
+        stored = RecordIndex.from_bytes(data, name=shard.index.file)
+    except CorruptRecordError as exc:
+        return [f"record index {shard.index.file}: {exc.reason}"]
+    if len(stored) != len(scanned) or bool((stored.offsets != scanned.offsets).any()):
+        return [f"record index {shard.index.file}: its offsets are not those of the shard's records"]
+    return []
 
 
 class UnfinishedDataset(click.ClickException):

@@ -26,15 +26,38 @@ from recordkit.dataset._paths import check_member_name
 from recordkit.errors import ManifestError
 from recordkit.schema._schema import Schema
 
-__all__ = ["MANIFEST_FILE", "CodecProvenance", "Manifest", "ShardInfo", "SplitInfo", "UnfinishedWrite"]
+__all__ = [
+    "MANIFEST_FILE",
+    "CodecProvenance",
+    "Manifest",
+    "ShardIndex",
+    "ShardInfo",
+    "SplitInfo",
+    "UnfinishedWrite",
+]
 
 MANIFEST_FILE = "dataset.json"
-FORMAT: Literal["recordkit.dataset/1"] = "recordkit.dataset/1"
+#: The format written now. Version 2 added each shard's record index (``index``);
+#: version 1 manifests (no index) are still read, and ``recordkit index`` upgrades them.
+FORMAT: Literal["recordkit.dataset/2"] = "recordkit.dataset/2"
+FormatVersion = Literal["recordkit.dataset/1", "recordkit.dataset/2"]
 
 
 class _Model(pydantic.BaseModel):
     # strict: a manifest is untrusted input; "5" or true is not a record count.
     model_config = pydantic.ConfigDict(extra="forbid", strict=True)
+
+
+class ShardIndex(_Model):
+    """A shard's record index (:mod:`recordkit.format._index`): its file and sha256."""
+
+    file: str = pydantic.Field(description="File name of the index, relative to the dataset root.")
+    sha256: str = pydantic.Field(pattern=r"^[0-9a-f]{64}$", description="Hex sha256 of the index bytes.")
+
+    @pydantic.field_validator("file")
+    @classmethod
+    def _inside_the_dataset(cls, value: str) -> str:
+        return check_member_name(value)
 
 
 class ShardInfo(_Model):
@@ -44,6 +67,10 @@ class ShardInfo(_Model):
     records: int = pydantic.Field(ge=0, description="Number of records in the shard.")
     bytes: int = pydantic.Field(ge=0, description="File size in bytes (as stored, compressed or not).")
     sha256: str = pydantic.Field(pattern=r"^[0-9a-f]{64}$", description="Hex sha256 of the file's bytes.")
+    index: ShardIndex | None = pydantic.Field(
+        default=None,
+        description="The record index beside the shard (absent in datasets written before format 2).",
+    )
 
     @pydantic.field_validator("file")
     @classmethod
@@ -127,7 +154,7 @@ class CodecProvenance(_Model):
 class Manifest(_Model):
     """The content of ``dataset.json``."""
 
-    format: Literal["recordkit.dataset/1"] = FORMAT
+    format: FormatVersion = FORMAT
     recordkit_version: str
     created: str = pydantic.Field(
         default_factory=lambda: _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
@@ -213,8 +240,10 @@ class Manifest(_Model):
 
     def save(self, root: str | Path, *, durable: bool = True) -> None:
         """Write atomically: a temp file in the same folder, fsynced (when ``durable``),
-        then renamed."""
+        then renamed. The manifest is saved in the current format (what this code
+        writes, e.g. shard indexes, is format 2 even in a dataset begun as format 1)."""
         root = Path(root)
+        self.format = FORMAT
         fd, tmp = tempfile.mkstemp(prefix=".dataset.", suffix=".json.tmp", dir=root)
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as out:

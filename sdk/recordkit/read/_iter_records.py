@@ -16,6 +16,11 @@ A worker of a multi-worker job (``num_workers`` and ``worker_index``, or an
 ``num_workers``-th shard when there are at least as many shards as workers, else every
 ``num_workers``-th record (counted over the records the shards hold, so that all
 workers count alike; only a worker's own records are decoded).
+
+The iterator knows its position (:mod:`recordkit.read._position`): the records it has
+yielded. ``start=`` a position (or the state dict it gives) skips that many records
+without decoding them (whole shards by the manifest's counts, without reading them), so
+a read that stopped resumes at exactly the next record.
 """
 
 from __future__ import annotations
@@ -39,9 +44,10 @@ from recordkit.read._open import (
     open_dataset,
     worker_share,
 )
+from recordkit.read._position import Start, position_state, resolve_start
 from recordkit.schema._schema import Schema
 
-__all__ = ["iter_records", "iter_shard_records"]
+__all__ = ["RecordIterator", "iter_records", "iter_shard_records"]
 
 
 def iter_records(
@@ -59,7 +65,8 @@ def iter_records(
     num_workers: int | None = None,
     worker_index: int | None = None,
     input_context: Any = None,
-) -> Iterator[dict[str, Any]]:
+    start: Start = None,
+) -> RecordIterator:
     """Each record of a split as a dict of Python and numpy values (an iterator).
 
     The options are checked, the manifest read and the schemas compared when it is
@@ -84,6 +91,12 @@ def iter_records(
     :param input_context: instead of the two above, anything with
         ``num_input_pipelines`` and ``input_pipeline_id`` (a
         ``tf.distribute.InputContext``), as :func:`recordkit.load_dataset` takes.
+    :param start: resume: the number of records an earlier read with the same options
+        yielded, or the state dict its iterator's :meth:`~RecordIterator.state_dict` gave;
+        the records before it are skipped without being decoded.
+
+    The returned iterator's ``position`` is the number of records yielded so far (counting
+    ``start``), and ``state_dict()`` the same as a dict to save and pass back as ``start``.
 
     An optional field that a record leaves out is ``None``.
     """
@@ -108,7 +121,32 @@ def iter_records(
     }
     shards, by_record = share.shards(source.shards) if share is not None else (source.shards, False)
     keep = (share.count, share.index) if by_record and share is not None else None
-    return _records(source, shards, keep, defaults, verify, report)
+    worker = [share.count, share.index] if share is not None else [1, 0]
+    options = {"split": split, "worker": worker}
+    skip = resolve_start(start, "iter_records", **options)
+    return RecordIterator(_records(source, shards, keep, defaults, verify, report, skip), skip, options)
+
+
+class RecordIterator(Iterator[dict[str, Any]]):
+    """The records of :func:`iter_records`, and the position of those yielded."""
+
+    def __init__(self, records: Iterator[dict[str, Any]], position: int, options: dict[str, Any]) -> None:
+        self._records = records
+        #: Records yielded so far, counting those skipped by ``start``.
+        self.position = position
+        self._options = options
+
+    def __next__(self) -> dict[str, Any]:
+        record = next(self._records)
+        self.position += 1
+        return record
+
+    def __iter__(self) -> RecordIterator:
+        return self
+
+    def state_dict(self) -> dict[str, Any]:
+        """The position as a JSON-compatible dict, for ``iter_records(..., start=state)``."""
+        return position_state("iter_records", self.position, **self._options)
 
 
 def _records(
@@ -118,12 +156,18 @@ def _records(
     defaults: dict[str, Any],
     verify: bool,
     report: CorruptionReport | None,
+    skip: int = 0,
 ) -> Iterator[dict[str, Any]]:
     """The decoded records of ``shards``; with ``keep = (count, index)`` only every
-    ``count``-th record, from the ``index``-th (the others are not decoded)."""
+    ``count``-th record, from the ``index``-th (the others are not decoded); the first
+    ``skip`` of those are not yielded (nor decoded)."""
     stored = source.stored_fields.fields
     index = 0
     for shard in shards:
+        if keep is None and report is None and shard.records is not None and skip >= shard.records:
+            skip -= shard.records  # resuming past this whole shard: not even read
+            index += shard.records
+            continue
         in_shard = 0
         for offset, data in iter_shard_records(shard, source.compression, verify=verify, report=report):
             in_shard += 1
@@ -137,6 +181,10 @@ def _records(
                 break
             if keep is not None and index % keep[0] != keep[1]:
                 index += 1  # another worker's record
+                continue
+            if skip:
+                skip -= 1  # yielded before the resumed read's start
+                index += 1
                 continue
             try:
                 record = decode_record_numpy(stored, data, index=index)

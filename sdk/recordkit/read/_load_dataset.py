@@ -52,6 +52,7 @@ from recordkit.read._open import (
     worker_share,
 )
 from recordkit.read._parse import PRESENT_SUFFIX, make_padded_parser, make_parser
+from recordkit.read._position import Start, tf_data_start
 from recordkit.read._shard_stream import read_shards
 from recordkit.schema._bound import BoundField
 from recordkit.schema._schema import BoundSchema, Schema
@@ -94,6 +95,7 @@ def load_dataset(
     worker_index: int | None = None,
     compression: str | None = None,
     prefetch: bool = True,
+    start: Start = None,
 ) -> Any:
     """Read a split of a dataset as a ``tf.data.Dataset`` of dicts of decoded tensors.
 
@@ -155,6 +157,10 @@ def load_dataset(
     :param compression: for files without a manifest: ``"GZIP"``, ``"ZLIB"`` or None
         (guessed from the file suffix).
     :param prefetch: prefetch batches (``tf.data.AUTOTUNE``).
+    :param start: resume: skip this many records of the order the other options give
+        (an earlier read's batches times ``batch_size``); skipped records are read but
+        not parsed. Shuffles need a ``seed``. The iterator can also be saved with
+        ``tf.train.Checkpoint`` (see the how-to "Random access and resuming").
     """
     import tensorflow as tf
 
@@ -167,6 +173,9 @@ def load_dataset(
     if block_length < 1:
         raise ValueError(f"block_length must be at least 1, not {block_length}")
     share = worker_share(input_context, num_workers, worker_index)
+    skip = tf_data_start(
+        start, shuffled=shuffle_files or bool(shuffle_buffer), seed=seed, deterministic=deterministic
+    )
     source = open_dataset(
         path,
         split,
@@ -200,12 +209,14 @@ def load_dataset(
         chunks = chunks.repeat()
     elif repeat is not False and repeat != 1:
         chunks = chunks.repeat(int(repeat))
-    if shuffle_buffer or record_shard is not None:
+    if shuffle_buffer or record_shard is not None or skip:
         records = chunks.unbatch()
         if record_shard is not None:
             records = records.shard(*record_shard)
         if shuffle_buffer:
             records = records.shuffle(shuffle_buffer, seed=seed, reshuffle_each_iteration=True)
+        if skip:  # resume: the records an earlier read yielded, dropped before parsing
+            records = records.skip(skip)
         batches = records.batch(
             batch_size or block_length, drop_remainder=drop_remainder and bool(batch_size)
         )
@@ -230,7 +241,7 @@ def load_dataset(
             dataset = dataset.map(densify, num_parallel_calls=tf.data.AUTOTUNE, deterministic=deterministic)
     if prefetch:
         dataset = dataset.prefetch(tf.data.AUTOTUNE)
-    size = _known_size(shards, record_shard, repeat, batch_size, drop_remainder, on_corrupt)
+    size = _known_size(shards, record_shard, repeat, batch_size, drop_remainder, on_corrupt, skip)
     if size is not None:  # Keras and tf.distribute see the number of steps
         dataset = dataset.apply(tf.data.experimental.assert_cardinality(size))
     return dataset
@@ -243,6 +254,7 @@ def _known_size(
     batch_size: int | None,
     drop_remainder: bool,
     on_corrupt: OnCorrupt,
+    skip: int = 0,
 ) -> int | None:
     """How many elements the dataset yields, when the manifest says (and nothing is skipped)."""
     if on_corrupt != "raise" or repeat is True or any(s.records is None for s in shards):
@@ -251,6 +263,7 @@ def _known_size(
     if record_shard is not None:  # applied after repeat
         count, index = record_shard
         records = len(range(index, records, count))
+    records = max(records - skip, 0)
     if batch_size is None:
         return records
     return records // batch_size if drop_remainder else -(-records // batch_size)

@@ -29,7 +29,8 @@ from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
-from recordkit.dataset._manifest import ShardInfo
+from recordkit.dataset._manifest import ShardIndex, ShardInfo
+from recordkit.format._index import RecordIndex, index_name, write_index
 from recordkit.format._tfrecord import Compression, compressor
 
 __all__ = [
@@ -190,6 +191,8 @@ class ShardFile:
         # O_EXCL: never write through a file (or symlink) that is already there.
         flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_BINARY | getattr(os, "O_CLOEXEC", 0)
         self._fd = os.open(self.temp_path, flags, 0o644)
+        #: Each record's offset in the (uncompressed) stream: the shard's record index.
+        self._offsets: list[int] = []
         self._io = ThreadPoolExecutor(max_workers=1, thread_name_prefix="recordkit-shard")
         self._in_flight: collections.deque[Future[bytearray | None]] = collections.deque()
         self._finishing: Future[ShardInfo] | None = None
@@ -206,6 +209,7 @@ class ShardFile:
         """Append one record framed by :func:`~recordkit.format._tfrecord.frame_pieces`
         (or ``frame_record``): a copy into the chunk being filled, nothing else."""
         size = len(framed)
+        self._offsets.append(self.payload_bytes)
         self.records += 1
         self.payload_bytes += size
         start = self._filled
@@ -288,12 +292,20 @@ class ShardFile:
                 os.fsync(self._fd)
             os.close(self._fd)
             self._fd = -1
+            # The index first: a shard under its final name always has its index beside it.
+            index = RecordIndex.from_offsets(self._offsets, self.payload_bytes)
+            index_file = index_name(self.name)
+            index_sha256 = write_index(self.final_path.with_name(index_file), index, durable=self.durable)
             os.replace(self.temp_path, self.final_path)
         except BaseException:
             self._close_and_delete()
             raise
         info = ShardInfo(
-            file=self.name, records=self.records, bytes=self._stored_bytes, sha256=self._hash.hexdigest()
+            file=self.name,
+            records=self.records,
+            bytes=self._stored_bytes,
+            sha256=self._hash.hexdigest(),
+            index=ShardIndex(file=index_file, sha256=index_sha256),
         )
         if then is not None:
             then(info)

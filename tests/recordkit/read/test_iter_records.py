@@ -4,14 +4,19 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
-import sys
-import textwrap
 from pathlib import Path
 from typing import Any
 
 import pytest
-from _reader_support import SCHEMA, assert_record, expected, make_records, record_offsets, write
+from _reader_support import (
+    SCHEMA,
+    assert_record,
+    expected,
+    make_records,
+    record_offsets,
+    run_without_tensorflow,
+    write,
+)
 
 import recordkit as rk
 from recordkit.errors import CorruptRecordError, DecodeError, IncompatibleSchemaError, UnknownCodecError
@@ -40,27 +45,6 @@ def broken_copy(dataset: Path, tmp_path: Path) -> tuple[Path, Path]:
     copy = tmp_path / "copy"
     shutil.copytree(dataset, copy)
     return copy, shards(copy)[0]
-
-
-def run_without_tensorflow(script: str) -> str:
-    """Run ``script`` (with ``sys`` and recordkit as ``rk`` imported) in a fresh process
-    where importing tensorflow fails; what it prints."""
-    blocker = textwrap.dedent(
-        """
-        import sys
-        class NoTensorFlow:
-            def find_spec(self, name, path=None, target=None):
-                if name.split(".")[0] == "tensorflow":
-                    raise ImportError("tensorflow is blocked")
-        sys.meta_path.insert(0, NoTensorFlow())
-        import recordkit as rk
-        """
-    )
-    done = subprocess.run(
-        [sys.executable, "-c", blocker + textwrap.dedent(script)], capture_output=True, text=True, check=False
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    return done.stdout
 
 
 def test_every_record_reads_back_equal(dataset: Path, records: list[dict[str, Any]]) -> None:

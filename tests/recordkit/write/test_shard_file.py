@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from recordkit.format._index import read_index
 from recordkit.format._tfrecord import Compression, frame_record, iter_tfrecords
 from recordkit.write._shard_file import (
     DEFAULT_SHARD_BYTES,
@@ -70,9 +71,14 @@ def test_a_shard_appears_under_its_final_name_only_when_committed(
     assert temp.startswith(f".train-00007.tfrecord{compression.suffix}.")
     info = shard.commit()
     data = (tmp_path / info.file).read_bytes()
-    assert [p.name for p in tmp_path.iterdir()] == [info.file]
+    assert info.index is not None
+    assert sorted(p.name for p in tmp_path.iterdir()) == [info.file, info.index.file]
     assert (info.records, info.bytes, info.sha256) == (40, len(data), hashlib.sha256(data).hexdigest())
-    assert [d for _, d in iter_tfrecords(tmp_path / info.file, compression)] == records
+    read = list(iter_tfrecords(tmp_path / info.file, compression))
+    assert [d for _, d in read] == records
+    # The index: each record's offset in the uncompressed stream, then the stream's end.
+    index = read_index(tmp_path / info.index.file)
+    assert index.offsets.tolist() == [o for o, _ in read] + [sum(len(frame_record(r)) for r in records)]
     if compression is Compression.GZIP:
         assert gzip.decompress(data) == b"".join(frame_record(r) for r in records)
     elif compression is Compression.ZLIB:

@@ -1,0 +1,152 @@
+"""Random access and the PyTorch loader against sequential reading, on the mixed workload.
+
+    python benchmarks/random_access.py --records 2000 --out benchmarks/out/random_access.json
+
+Measured, every field decoded (JPEG of varying size, 1 s WAV, caption, boxes, label):
+
+* ``iter_records``: the split read in order (the sequential baseline), records/s;
+* ``RandomAccess``: one record at a random index at a time, and batches of 64 random
+  indices (``ds[list]``), records/s;
+* a PyTorch ``DataLoader`` with 2 workers over ``recordkit.torch.MapDataset``
+  (shuffled sampler) and over ``recordkit.torch.IterableDataset`` (shuffled shards and
+  window), batches of 64 with ``collate``, records/s;
+* ``load_dataset`` with batches of 64 on the same dataset (tf.data), records/s.
+
+Each figure is the best of ``--repeats`` runs over the same data (after one warm-up
+read, so the page cache holds the shards for every contender alike). Timing on a busy
+machine is noise: the figures for docs/performance.md come from a quiet one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+if __package__ in (None, ""):
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import recordkit as rk
+from benchmarks._data import mixed_records
+from benchmarks._recordkit import mixed_record, mixed_schema
+
+BATCH = 64
+
+
+def _best(run: Callable[[], int], repeats: int) -> dict[str, float]:
+    """Records per second of the fastest of ``repeats`` runs of ``run`` (which returns
+    how many records it read)."""
+    best = float("inf")
+    count = 0
+    for _ in range(repeats):
+        start = time.perf_counter()
+        count = run()
+        best = min(best, time.perf_counter() - start)
+    return {"records": count, "seconds": best, "records_per_s": count / best if best else float("inf")}
+
+
+def run(records: int, repeats: int, workers: int, root: Path, *, tensorflow: bool = True) -> dict[str, Any]:
+    data = root / "mixed"
+    rk.write_dataset(
+        (mixed_record(r) for r in mixed_records(records)),
+        mixed_schema(),
+        data,
+        shard_bytes=4 << 20,
+        progress=False,
+    )
+    ds = rk.RandomAccess(data)
+    n = len(ds)
+    rng = np.random.default_rng(0)
+    singles = rng.integers(0, n, size=min(n, 500)).tolist()
+    batches = [rng.integers(0, n, size=BATCH).tolist() for _ in range(max(1, min(n, 2000) // BATCH))]
+    results: dict[str, Any] = {"records": n, "shards": len(ds.shards.shards)}
+
+    def sequential() -> int:
+        return sum(1 for _ in rk.iter_records(data))
+
+    def one_at_a_time() -> int:
+        for i in singles:
+            ds[i]
+        return len(singles)
+
+    def batches_of_64() -> int:
+        return sum(len(ds[batch]) for batch in batches)
+
+    sequential()  # warm the page cache
+    results["iter_records"] = _best(sequential, repeats)
+    results["random_access_1"] = _best(one_at_a_time, repeats)
+    results["random_access_64"] = _best(batches_of_64, repeats)
+
+    if importlib.util.find_spec("torch") is not None:
+        from torch.utils.data import DataLoader, RandomSampler
+
+        from recordkit.torch import IterableDataset, MapDataset
+
+        mapped = MapDataset(data)
+        streamed = IterableDataset(data, shuffle=True, seed=0, window=256)
+
+        def torch_map() -> int:
+            loader = DataLoader(
+                mapped,
+                batch_size=BATCH,
+                sampler=RandomSampler(mapped),
+                num_workers=workers,
+                collate_fn=mapped.collate_fn,
+            )
+            return sum(len(batch["caption"]) for batch in loader)
+
+        def torch_iterable() -> int:
+            loader = DataLoader(
+                streamed, batch_size=BATCH, num_workers=workers, collate_fn=streamed.collate_fn
+            )
+            return sum(len(batch["caption"]) for batch in loader)
+
+        results["torch_map_dataset"] = _best(torch_map, repeats)
+        results["torch_iterable_dataset"] = _best(torch_iterable, repeats)
+    else:
+        results["torch"] = "skipped: torch is not installed (pip install 'recordkit[torch]')"
+
+    if tensorflow and importlib.util.find_spec("tensorflow") is not None:
+
+        def tf_data() -> int:
+            dataset = rk.load_dataset(data, batch_size=BATCH, shuffle_files=True, shuffle_buffer=256, seed=0)
+            return sum(int(batch["label"].shape[0]) for batch in dataset)
+
+        results["load_dataset"] = _best(tf_data, repeats)
+    return results
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--records", type=int, default=2000, help="records in the dataset (default 2000)")
+    parser.add_argument("--repeats", type=int, default=3, help="runs per figure; the best counts (default 3)")
+    parser.add_argument("--workers", type=int, default=2, help="DataLoader workers (default 2)")
+    parser.add_argument("--no-tensorflow", action="store_true", help="leave load_dataset out")
+    parser.add_argument("--out", type=Path, default=None, help="write the results as JSON here")
+    args = parser.parse_args(argv)
+    with tempfile.TemporaryDirectory(prefix="rk-random-access-") as tmp:
+        results = run(args.records, args.repeats, args.workers, Path(tmp), tensorflow=not args.no_tensorflow)
+    for name, row in results.items():
+        if isinstance(row, dict):
+            rate, count, seconds = row["records_per_s"], row["records"], row["seconds"]
+            print(f"{name:24s} {rate:10.0f} records/s  ({count} in {seconds:.3f} s)")
+        else:
+            print(f"{name:24s} {row}")
+    if args.out is not None:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps(results, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

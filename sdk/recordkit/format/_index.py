@@ -1,0 +1,127 @@
+"""The record index: the byte offset of every record of a TFRecord shard, in a sidecar file.
+
+A shard ``train-00000.tfrecord`` gets ``train-00000.tfrecord.index`` beside it. The shard
+stays plain TFRecord (any TensorFlow reader ignores the sidecar); the index is what makes
+random access, global shuffles and exact resumption possible without reading the shard
+front to back. The file is small (8 bytes per record) and holds no Python objects::
+
+    8 bytes   magic  b"RKINDEX1"
+    uint64    n, the number of records (little endian)
+    uint64    offsets[n + 1] (little endian)
+
+``offsets[i]`` is where record ``i``'s header starts in the shard's uncompressed TFRecord
+stream, and ``offsets[n]`` is where the stream ends, so record ``i`` spans
+``offsets[i + 1] - offsets[i]`` bytes (its framing included): one read fetches it whole.
+For a GZIP or ZLIB shard the offsets are in the decompressed stream.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import struct
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from recordkit.errors import CorruptRecordError
+from recordkit.format._tfrecord import Compression, iter_tfrecords
+
+__all__ = [
+    "INDEX_MAGIC",
+    "INDEX_SUFFIX",
+    "RecordIndex",
+    "build_index",
+    "index_name",
+    "read_index",
+    "write_index",
+]
+
+INDEX_MAGIC = b"RKINDEX1"
+#: Appended to a shard's file name to name its index.
+INDEX_SUFFIX = ".index"
+_HEADER = struct.Struct("<8sQ")
+
+
+def index_name(shard_file: str) -> str:
+    """The index file name of a shard file name: ``train-00000.tfrecord.index``."""
+    return shard_file + INDEX_SUFFIX
+
+
+class RecordIndex:
+    """The offsets of a shard's records: ``offsets`` has one more entry than records."""
+
+    __slots__ = ("offsets",)
+
+    def __init__(self, offsets: np.ndarray) -> None:
+        self.offsets = offsets
+
+    def __len__(self) -> int:
+        return len(self.offsets) - 1
+
+    def span(self, record: int) -> tuple[int, int]:
+        """``(offset, size)`` of record ``record``, its framing included."""
+        start = int(self.offsets[record])
+        return start, int(self.offsets[record + 1]) - start
+
+    def to_bytes(self) -> bytes:
+        return _HEADER.pack(INDEX_MAGIC, len(self)) + self.offsets.astype("<u8").tobytes()
+
+    @classmethod
+    def from_bytes(cls, data: bytes, *, name: str = "index") -> RecordIndex:
+        """Parse an index file's bytes; CorruptRecordError naming ``name`` when malformed."""
+        if len(data) < _HEADER.size or data[:8] != INDEX_MAGIC:
+            raise CorruptRecordError(f"not a recordkit record index (no {INDEX_MAGIC!r} header)", shard=name)
+        _, count = _HEADER.unpack_from(data)
+        expected = _HEADER.size + 8 * (count + 1)
+        if len(data) != expected:
+            raise CorruptRecordError(
+                f"index of {count} records should have {expected} bytes, has {len(data)} (truncated?)",
+                shard=name,
+            )
+        offsets = np.frombuffer(data, dtype="<u8", offset=_HEADER.size).astype(np.int64)
+        if offsets[0] != 0 or (count and bool(np.any(np.diff(offsets) < 16))):
+            raise CorruptRecordError("offsets do not increase by at least one record's framing", shard=name)
+        return cls(offsets)
+
+    @classmethod
+    def from_offsets(cls, offsets: Sequence[int], end: int) -> RecordIndex:
+        return cls(np.asarray([*offsets, end], dtype=np.int64))
+
+
+def write_index(path: Path, index: RecordIndex, *, durable: bool = True) -> str:
+    """Write ``index`` to ``path`` atomically (temp name, then rename); return its sha256."""
+    data = index.to_bytes()
+    temp = path.with_name(f".{path.name}.tmp")
+    try:
+        with open(temp, "wb") as out:
+            out.write(data)
+            out.flush()
+            if durable:
+                os.fsync(out.fileno())
+        os.replace(temp, path)
+    except BaseException:
+        temp.unlink(missing_ok=True)
+        raise
+    return hashlib.sha256(data).hexdigest()
+
+
+def read_index(path: Path) -> RecordIndex:
+    """Read an index file (CorruptRecordError naming it when malformed or missing)."""
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        reason = f"cannot read the record index: {exc.strerror or exc}"
+        raise CorruptRecordError(reason, shard=path.name) from None
+    return RecordIndex.from_bytes(data, name=path.name)
+
+
+def build_index(shard: Path, compression: Compression = Compression.NONE) -> RecordIndex:
+    """Scan a TFRecord file (CRCs checked) and return the offsets of its records."""
+    offsets: list[int] = []
+    end = 0
+    for offset, data in iter_tfrecords(shard, compression, verify=True):
+        offsets.append(offset)
+        end = offset + len(data) + 16
+    return RecordIndex.from_offsets(offsets, end)

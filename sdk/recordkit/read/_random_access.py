@@ -1,0 +1,158 @@
+"""``RandomAccess``: record ``i`` of a split, read and decoded on its own, without TensorFlow.
+
+Built on the record index each shard carries (:mod:`recordkit.read._shard_index`): a
+read is one ``pread`` of the record's framed bytes, its CRCs checked, then each
+requested field decoded by its codec's ``decode_numpy``. Records are numbered across the
+split's shards in manifest order, so ``ds[i]`` is the ``i``-th record that
+:func:`recordkit.iter_records` yields.
+"""
+
+from __future__ import annotations
+
+import copy
+import operator
+import os
+from collections.abc import Sequence
+from typing import Any, overload
+
+import numpy as np
+
+from recordkit.codec._registry import CodecRegistry
+from recordkit.errors import RecordkitError
+from recordkit.read._numpy_decode import decode_record_numpy
+from recordkit.read._open import Paths, OpenedDataset, open_dataset
+from recordkit.read._shard_index import DEFAULT_MAX_OPEN_FILES, IndexedShards
+from recordkit.schema._bound import BoundField
+from recordkit.schema._schema import Schema
+
+__all__ = ["RandomAccess"]
+
+
+class RandomAccess:
+    """Random access to the records of one split: ``len(ds)``, ``ds[i]``, ``ds[i:j]``,
+    ``ds[[i, j, k]]``.
+
+    :param path: a dataset folder; or, with ``schema``, TFRecord files recordkit did not
+        write (their ``<file>.index`` sidecars are used when ``recordkit index`` made
+        them, else each file is scanned once when opened).
+    :param split: the split to read.
+    :param fields: the fields to decode (default: all).
+    :param schema: the reader's schema (see :func:`recordkit.load_dataset`).
+    :param verify: check each record's data CRC (its header is always checked).
+    :param max_open_files: shard files kept open at once (least recently used closed).
+
+    A record is a dict of Python and numpy values, as :func:`recordkit.iter_records`
+    gives it. A corrupt record raises :class:`~recordkit.errors.CorruptRecordError`
+    naming its shard and offset. An instance may be shared between threads, and used
+    in processes forked after it was made (each process opens its own files); it
+    pickles as its arguments (with the default codec registry).
+    """
+
+    def __init__(
+        self,
+        path: Paths,
+        split: str = "train",
+        fields: str | Sequence[str] | None = None,
+        *,
+        schema: Schema | str | os.PathLike[str] | None = None,
+        registry: CodecRegistry | None = None,
+        verify: bool = True,
+        max_open_files: int = DEFAULT_MAX_OPEN_FILES,
+    ) -> None:
+        self._args: dict[str, Any] = {
+            "path": path,
+            "split": split,
+            "fields": fields,
+            "schema": schema,
+            "verify": verify,
+            "max_open_files": max_open_files,
+        }
+        self.source: OpenedDataset = open_dataset(path, split, fields, schema=schema, registry=registry)
+        infos = tuple(self.source.manifest.split(split).shards) if self.source.manifest is not None else None
+        self.shards = IndexedShards(self.source, infos, verify=verify, max_open_files=max_open_files)
+        self._stored: tuple[BoundField, ...] = self.source.stored_fields.fields
+        self._defaults = {
+            name: decode_record_numpy([self.source.bound[name]], example)[name]
+            for name, example in self.source.defaults.items()
+        }
+
+    # -- pickling: the arguments, reopened on the other side --------------------------------
+
+    def __getstate__(self) -> dict[str, Any]:
+        return dict(self._args)
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        RandomAccess.__init__(self, **state)
+
+    # -- reading ----------------------------------------------------------------------------
+
+    def __len__(self) -> int:
+        return len(self.shards)
+
+    @property
+    def field_names(self) -> list[str]:
+        """The fields each record holds, in schema order."""
+        return [f.name for f in self.source.fields]
+
+    def _index(self, i: Any) -> int:
+        if isinstance(i, bool):
+            raise TypeError(f"record indices must be integers, not {i!r}")
+        try:
+            index = operator.index(i)
+        except TypeError:
+            raise TypeError(f"record indices must be integers, slices or lists of them, not {i!r}") from None
+        size = len(self)
+        if index < 0:
+            index += size
+        if not 0 <= index < size:
+            raise IndexError(f"record {i} is out of range: the split has {size} records")
+        return index
+
+    def read_serialized(self, i: int) -> bytes:
+        """Record ``i`` as the serialized ``tf.train.Example`` the shard holds."""
+        return self.shards.read(*self.shards.locate(self._index(i)))
+
+    def decode(self, data: bytes, i: int) -> dict[str, Any]:
+        """Decode serialized record ``i`` (its number goes into errors)."""
+        record = decode_record_numpy(self._stored, data, index=i)
+        if self._defaults:
+            record.update(copy.deepcopy(self._defaults))
+            record = {f.name: record[f.name] for f in self.source.fields}
+        return record
+
+    def record(self, shard: int, number: int) -> dict[str, Any]:
+        """Record ``number`` of shard ``shard`` (in manifest order), decoded."""
+        index = int(self.shards.starts[shard]) + number
+        try:
+            return self.decode(self.shards.read(shard, number), index)
+        except RecordkitError as exc:
+            raise exc.with_context(
+                shard=self.shards.shards[shard].name, offset=self.shards.offset(shard, number)
+            ) from None
+
+    @overload
+    def __getitem__(self, i: int) -> dict[str, Any]: ...
+
+    @overload
+    def __getitem__(self, i: slice | Sequence[int] | np.ndarray) -> list[dict[str, Any]]: ...
+
+    def __getitem__(self, i: Any) -> Any:
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(self)))]
+        if isinstance(i, (Sequence, np.ndarray)) and not isinstance(i, (str, bytes)):
+            return [self[j] for j in (i.tolist() if isinstance(i, np.ndarray) else i)]
+        index = self._index(i)
+        return self.record(*self.shards.locate(index))
+
+    def __iter__(self) -> Any:
+        return (self[i] for i in range(len(self)))
+
+    def close(self) -> None:
+        """Close the open shard files (reading again reopens them)."""
+        self.shards.files.close()
+
+    def __repr__(self) -> str:
+        return (
+            f"RandomAccess({self._args['path']!r}, split={self._args['split']!r}, "
+            f"{len(self)} records in {len(self.shards.shards)} shards)"
+        )

@@ -1,0 +1,19 @@
+"""PyTorch datasets over recordkit splits, without TensorFlow (``pip install 'recordkit[torch]'``).
+
+``MapDataset`` (random access, any sampler), ``IterableDataset`` (streaming, split
+between ranks and workers, seeded shuffles, exact resume) and ``collate`` (pads what
+varies in size); see :mod:`recordkit.read._torch` and the how-to "PyTorch".
+"""
+
+from __future__ import annotations
+
+from recordkit.errors import MissingExtraError
+
+try:
+    import torch  # noqa: F401  (the extra: checked here, used by the module below)
+except ImportError as exc:
+    raise MissingExtraError("torch", "torch", purpose="recordkit.torch") from exc
+
+from recordkit.read._torch import IterableDataset, MapDataset, collate, pad_values, to_tensors
+
+__all__ = ["IterableDataset", "MapDataset", "collate", "pad_values", "to_tensors"]

@@ -1,0 +1,35 @@
+"""Smoke test of benchmarks/random_access.py at a tiny size: every contender runs and
+reads every record it should; never how fast (those figures come from a quiet machine)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.slow
+def test_the_random_access_benchmark_runs(tmp_path: Path) -> None:
+    out = tmp_path / "ra.json"
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "random_access.py"), "--records", "12", "--repeats", "1",
+         "--no-tensorflow", "--out", str(out)],
+        cwd=ROOT, capture_output=True, text=True, timeout=600, check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    results = json.loads(out.read_text())
+    assert results["records"] == 12
+    assert results["iter_records"]["records"] == 12
+    assert results["random_access_1"]["records"] == 12
+    assert results["random_access_64"]["records"] == 64
+    if importlib.util.find_spec("torch") is not None:
+        assert results["torch_map_dataset"]["records"] == 12
+        assert results["torch_iterable_dataset"]["records"] == 12
+    assert "load_dataset" not in results
+    assert all(row["records_per_s"] > 0 for row in results.values() if isinstance(row, dict))
