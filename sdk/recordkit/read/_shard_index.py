@@ -32,7 +32,7 @@ from recordkit.dataset._manifest import ShardInfo
 from recordkit.errors import CorruptRecordError, DatasetError
 from recordkit.format._index import INDEX_SUFFIX, RecordIndex, build_index, read_index
 from recordkit.format._tfrecord import Compression
-from recordkit.read._open import Shard, OpenedDataset
+from recordkit.read._open import OpenedDataset, Shard
 
 __all__ = ["DEFAULT_MAX_OPEN_FILES", "FileCache", "IndexedShards", "load_index"]
 
