@@ -22,6 +22,7 @@ The tree::
     │   ├── ManifestError           dataset.json is missing, malformed or inconsistent
     │   └── CorruptRecordError      a shard's bytes fail their checks (CRC, framing, parse)
     ├── DecodeError                 stored bytes cannot be decoded back to a value
+    ├── InputError                  a source's input (a folder, COCO, VOC, CSV ...) is malformed
     └── MissingExtraError           an optional dependency is not installed (also ImportError)
 
 Codecs raise :class:`InvalidValueError` with only a reason; the writer adds the field
@@ -42,6 +43,7 @@ __all__ = [
     "DuplicateCodecError",
     "ErrorContext",
     "IncompatibleSchemaError",
+    "InputError",
     "InvalidValueError",
     "ManifestError",
     "MissingExtraError",
@@ -68,6 +70,8 @@ class ErrorContext:
     codec: str | None = None
     file: str | None = None
     line: int | None = None
+    #: An entry of an input file that has no line of its own (a COCO annotation's id ...).
+    entry: str | None = None
 
     def merged(self, **updates: Any) -> ErrorContext:
         """A copy with ``updates`` filling the parts not already known."""
@@ -82,6 +86,8 @@ class ErrorContext:
             parts.append(f"file {self.file}")
         if self.line is not None:
             parts.append(f"line {self.line}")
+        if self.entry is not None:
+            parts.append(self.entry)
         if self.shard is not None:
             parts.append(f"shard {self.shard}")
         if self.offset is not None:
@@ -232,6 +238,11 @@ class CorruptRecordError(DatasetError):
 class DecodeError(RecordkitError):
     """Stored bytes could not be decoded back to a value (the shard is readable but the
     payload is not what its codec wrote)."""
+
+
+class InputError(RecordkitError):
+    """A source's input is malformed or incomplete: the error names the file and the line
+    or entry (``annotation 17``, ``row 4``) that is wrong."""
 
 
 class MissingExtraError(RecordkitError, ImportError):
