@@ -12,6 +12,9 @@ The guarantees, and how they are kept:
 * Shard boundaries depend only on the records' sizes and order, so the same input
   gives the same shards, serial or parallel, and a resumed write skips exactly the
   records that the complete shards (and the rejects file) account for.
+* ``overwrite=True`` writes the new dataset beside the old one and swaps the two only
+  when it is complete (:mod:`recordkit.write._replace`): a crash leaves the old dataset
+  or the new one, never a mix.
 * The per-record path is one codec ``encode`` per field, the Example and TFRecord
   framing, and a list append: no plugin calls, no registry lookups, no TensorFlow.
 """
@@ -20,6 +23,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import itertools
+import shutil
 import sys
 from collections.abc import Callable, Iterable, Sized
 from pathlib import Path
@@ -39,6 +43,7 @@ from recordkit.schema._schema import BoundSchema, Schema
 from recordkit.write._parallel import FIRST_BATCH_RECORDS, Item, OrderedPool, Result, WorkerSetup
 from recordkit.write._progress import Progress
 from recordkit.write._rejects import RejectsFile
+from recordkit.write._replace import replace_folder, staging_folder
 from recordkit.write._shard_file import (
     DEFAULT_SHARD_BYTES,
     ShardFile,
@@ -174,6 +179,11 @@ class DatasetWriter:
         dataset's optional fields and add optional fields of its own (the dataset's
         schema then becomes ``schema``, keeping the optional fields it leaves out);
         anything else is an IncompatibleSchemaError.
+    :param overwrite: replace whatever dataset is at ``path``: the new one is written
+        into a sibling folder and swapped in when :meth:`close` completes, so a crash
+        (or an error, or :meth:`abort`) leaves the old dataset as it was; on Linux the
+        swap is one atomic step, elsewhere two renames (see
+        :mod:`recordkit.write._replace`). Not with ``append`` or ``resume``.
     :param progress: show a progress bar; None: only when stderr is a terminal.
     :param registry: the codec registry (default: the installed plugins).
     :param durable: fsync every shard before its rename, the folder before the manifest
@@ -200,13 +210,20 @@ class DatasetWriter:
         progress: bool | None = None,
         registry: CodecRegistry | None = None,
         durable: bool = True,
+        overwrite: bool = False,
         _total: int | None = None,
     ) -> None:
+        if overwrite and (append or resume):
+            raise ValueError("overwrite=True replaces the dataset; it cannot be combined with append or resume")
         if on_error not in ("raise", "skip"):
             raise ValueError(f"on_error must be 'raise' or 'skip', not {on_error!r}")
         if not isinstance(workers, int) or workers < 0:
             raise ValueError(f"workers must be 0, 1 (in-process) or more (processes), not {workers!r}")
         self.root = Path(path)
+        #: With overwrite: where the dataset goes when complete (``root`` is the staging folder).
+        self._target: Path | None = None
+        if overwrite:
+            self._target, self.root = self.root, staging_folder(self.root)
         self.durable = durable
         self._limits = ShardLimits(shard_bytes, shard_records)
         self._on_error = on_error
@@ -414,6 +431,9 @@ class DatasetWriter:
             for state in self._splits.values():
                 state.finish()
             self._save(sync_dir=True)
+            if self._target is not None:
+                replace_folder(self.root, self._target, durable=self.durable)
+                self.root, self._target = self._target, None
         except BaseException:
             self.abort()
             raise
@@ -431,6 +451,9 @@ class DatasetWriter:
         for state in self._splits.values():
             state.abort()
         self._splits.clear()  # a later write() reaches _open_split, which refuses
+        if self._target is not None:  # the old dataset stays; the staged one goes
+            shutil.rmtree(self.root, ignore_errors=True)
+            return
         self._save()
 
     def _shutdown(self, *, cancel: bool) -> None:
@@ -468,6 +491,7 @@ def write_dataset(
     progress: bool | None = None,
     registry: CodecRegistry | None = None,
     durable: bool = True,
+    overwrite: bool = False,
 ) -> Manifest:
     """Write ``records`` (any iterable of Records or mappings) as split ``split`` of the
     dataset at ``path``, and return its manifest.
@@ -491,6 +515,7 @@ def write_dataset(
         progress=progress,
         registry=registry,
         durable=durable,
+        overwrite=overwrite,
         _total=total,
     ) as writer:
         writer.write_all(records, split)
