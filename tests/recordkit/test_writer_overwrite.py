@@ -120,8 +120,8 @@ def test_a_killed_overwrite_leaves_the_old_dataset_readable(tmp_path: Path) -> N
     done = subprocess.run(
         [sys.executable, "-c", script],
         env={
-            **__import__("os").environ,
-            "PYTHONPATH": f"{support}:{__import__('os').environ.get('PYTHONPATH', '')}",
+            **os.environ,
+            "PYTHONPATH": f"{support}:{os.environ.get('PYTHONPATH', '')}",
         },
         check=False,
     )
