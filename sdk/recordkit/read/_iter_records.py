@@ -10,6 +10,11 @@ header the reader searches forward for the next intact record (a valid header CR
 data CRC) and carries on from there; a record that does not decode is skipped too.
 What was skipped goes to a :class:`~recordkit.CorruptionReport`.
 
+``split`` takes TFDS's slicing syntax (``train[:10%]``, ``train[100:200]``,
+``train+validation``; :mod:`recordkit.read._slices`): only the shards the slice touches
+are opened, records before it are read past without being decoded, and reading stops
+at its end.
+
 A worker of a multi-worker job (``num_workers`` and ``worker_index``, or an
 ``input_context``) reads its share as :func:`recordkit.load_dataset` does: every
 ``num_workers``-th shard when there are at least as many shards as workers, else every
@@ -24,8 +29,8 @@ import mmap
 import os
 import struct
 import zlib
-from collections.abc import Iterator, Sequence
-from contextlib import ExitStack
+from collections.abc import Generator, Iterator, Sequence
+from contextlib import ExitStack, closing
 from pathlib import Path
 from typing import Any
 
@@ -133,7 +138,7 @@ def _records(
     stored = source.stored_fields.fields
     index = 0
     for shard in shards:
-        for offset, data in iter_shard_records(shard, source.compression, verify=verify, report=report):
+        for offset, data in _selected(shard, source.compression, verify, report):
             if keep is not None and index % keep[0] != keep[1]:
                 index += 1  # another worker's record
                 continue
@@ -155,13 +160,30 @@ def _records(
             index += 1
 
 
+def _selected(
+    shard: Shard, compression: Compression, verify: bool, report: CorruptionReport | None
+) -> Iterator[tuple[int, bytes]]:
+    """The records of ``shard`` that a split slice selects (all, unless sliced): those
+    before it are read past undecoded, and reading stops at its end."""
+    if not shard.sliced:
+        yield from iter_shard_records(shard, compression, verify=verify, report=report)
+        return
+    end = None if shard.take is None else shard.skip + shard.take
+    with closing(iter_shard_records(shard, compression, verify=verify, report=report)) as records:
+        for position, item in enumerate(records):
+            if end is not None and position >= end:
+                return
+            if position >= shard.skip:
+                yield item
+
+
 def iter_shard_records(
     shard: Shard,
     compression: Compression = Compression.NONE,
     *,
     verify: bool = True,
     report: CorruptionReport | None = None,
-) -> Iterator[tuple[int, bytes]]:
+) -> Generator[tuple[int, bytes]]:
     """Yield ``(offset, data)`` of each record of ``shard``.
 
     Without ``report`` the first damaged record raises CorruptRecordError (naming the
