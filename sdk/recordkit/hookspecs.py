@@ -62,6 +62,8 @@ def recordkit_register_codecs(registry: CodecRegistry) -> None:
     :param registry: the registry being filled; it knows which plugin is calling, so
         ``recordkit plugins`` can show where each codec came from.
     """
+
+
 # --8<-- [end:recordkit_register_codecs]
 
 
@@ -89,4 +91,6 @@ def recordkit_register_sources(registry: SourceRegister) -> None:
 
     :param registry: the registry being filled; it records which plugin registers what.
     """
+
+
 # --8<-- [end:recordkit_register_sources]

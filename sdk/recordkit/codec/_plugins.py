@@ -179,4 +179,3 @@ def reset_default_registry() -> None:
     global _default
     with _default_lock:
         _default = None
-

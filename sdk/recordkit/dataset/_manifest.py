@@ -142,9 +142,7 @@ class Manifest(_Model):
         except json.JSONDecodeError as exc:
             raise ManifestError(f"not valid JSON: {exc.msg}", file=str(path), line=exc.lineno) from None
         except pydantic.ValidationError as exc:
-            problems = "; ".join(
-                f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors()
-            )
+            problems = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors())
             raise ManifestError(f"invalid manifest: {problems}", file=str(path)) from None
 
     def save(self, root: str | Path, *, durable: bool = True) -> None:

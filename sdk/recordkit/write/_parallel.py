@@ -346,7 +346,7 @@ def _first_frame_outside_recordkit() -> int:
 
 _START_ADVICE = (
     "worker processes are started with 'spawn' and re-import the main module: run the code from a "
-    "file, with the writing under `if __name__ == \"__main__\":`, or pass workers=1"
+    'file, with the writing under `if __name__ == "__main__":`, or pass workers=1'
 )
 
 
