@@ -136,9 +136,9 @@ def ingest_command(
     overwrite: bool,
     progress: bool | None,
 ) -> None:
-    """Read INPUT with the source KIND (see `recordkit plugins`; built in: image_folder,
-    audio_folder, coco, pascal_voc, jsonl, csv) and write its records as the dataset
-    OUT.
+    """Read INPUT with the source KIND (built in: image_folder, audio_folder, coco,
+    pascal_voc, jsonl, csv; plugins add more, and an unknown KIND lists them all) and
+    write its records as the dataset OUT.
 
     Bad inputs (a missing file, a box outside its image, a malformed row) stop the
     ingest with an error naming the file and the line or entry; with --on-error skip

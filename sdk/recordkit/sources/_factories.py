@@ -1,4 +1,4 @@
-"""The built-in sources as functions, the names users call (``rk.sources.coco(...)``)."""
+"""The built-in sources as functions, the names users call (``recordkit.sources.coco(...)``)."""
 
 from __future__ import annotations
 
