@@ -23,9 +23,12 @@ import click
 
 from recordkit._cli.codegen import codegen_command
 from recordkit._cli.index import index_command
+from recordkit._cli.ingest import ingest_command
 from recordkit._cli.inspect import inspect_command
 from recordkit._cli.plugins import plugins_command
 from recordkit._cli.schema import schema_group
+from recordkit._cli.show import show_command
+from recordkit._cli.stats import stats_command
 from recordkit._cli.verify import verify_command
 from recordkit._version import __version__
 from recordkit.errors import RecordkitError
@@ -84,4 +87,6 @@ main.add_command(verify_command)
 main.add_command(index_command)
 main.add_command(schema_group)
 main.add_command(codegen_command)
-
+main.add_command(ingest_command)
+main.add_command(show_command)
+main.add_command(stats_command)

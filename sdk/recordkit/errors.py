@@ -23,6 +23,7 @@ The tree::
     │   ├── DatasetLockedError      another writer holds the dataset folder's lock
     │   └── CorruptRecordError      a shard's bytes fail their checks (CRC, framing, parse)
     ├── DecodeError                 stored bytes cannot be decoded back to a value
+    ├── InputError                  a source's input (a folder, COCO, VOC, CSV ...) is malformed
     └── MissingExtraError           an optional dependency is not installed (also ImportError)
 
 Codecs raise :class:`InvalidValueError` with only a reason; the writer adds the field
@@ -44,6 +45,7 @@ __all__ = [
     "DuplicateCodecError",
     "ErrorContext",
     "IncompatibleSchemaError",
+    "InputError",
     "InvalidValueError",
     "ManifestError",
     "MissingExtraError",
@@ -71,6 +73,8 @@ class ErrorContext:
     codec: str | None = None
     file: str | None = None
     line: int | None = None
+    #: An entry of an input file that has no line of its own (a COCO annotation's id ...).
+    entry: str | None = None
 
     def merged(self, **updates: Any) -> ErrorContext:
         """A copy with ``updates`` filling the parts not already known."""
@@ -87,6 +91,8 @@ class ErrorContext:
             parts.append(f"line {self.line}")
         if self.split is not None:
             parts.append(f"split {self.split!r}")
+        if self.entry is not None:
+            parts.append(self.entry)
         if self.shard is not None:
             parts.append(f"shard {self.shard}")
         if self.offset is not None:
@@ -241,6 +247,11 @@ class CorruptRecordError(DatasetError):
 class DecodeError(RecordkitError):
     """Stored bytes could not be decoded back to a value (the shard is readable but the
     payload is not what its codec wrote)."""
+
+
+class InputError(RecordkitError):
+    """A source's input is malformed or incomplete: the error names the file and the line
+    or entry (``annotation 17``, ``row 4``) that is wrong."""
 
 
 class MissingExtraError(RecordkitError, ImportError):

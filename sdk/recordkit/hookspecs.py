@@ -15,19 +15,28 @@ and implements hooks with the :data:`hookimpl` marker::
         registry.register(KeypointsCodec)
 
 recordkit's own codecs are registered exactly this way, through recordkit's own entry
-points.
+points. A plugin can also add sources (what ``recordkit ingest KIND`` reads) with
+:func:`recordkit_register_sources`.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Protocol
 
 import pluggy
 
 if TYPE_CHECKING:
     from recordkit.codec._registry import CodecRegistry
 
-__all__ = ["PROJECT_NAME", "hookimpl", "hookspec", "recordkit_register_codecs"]
+__all__ = [
+    "PROJECT_NAME",
+    "SourceRegister",
+    "hookimpl",
+    "hookspec",
+    "recordkit_register_codecs",
+    "recordkit_register_sources",
+]
 
 #: The pluggy project name, which is also the entry-point group plugins are found in.
 PROJECT_NAME = "recordkit"
@@ -58,4 +67,35 @@ def recordkit_register_codecs(registry: CodecRegistry) -> None:
     :param registry: the registry being filled; it knows which plugin is calling, so
         ``recordkit plugins`` can show where each codec came from.
     """
+
+
 # --8<-- [end:recordkit_register_codecs]
+
+
+class SourceRegister(Protocol):
+    """What :func:`recordkit_register_sources` is given: a
+    :class:`recordkit.sources.SourceRegistry`."""
+
+    def register(self, kind: str, factory: Callable[..., Any], *, replace: bool = False) -> None: ...
+
+
+# --8<-- [start:recordkit_register_sources]
+@hookspec
+def recordkit_register_sources(registry: SourceRegister) -> None:
+    """Register the plugin's sources (readers of existing collections) with ``registry``.
+
+    Called once per plugin when the sources are first needed (``recordkit ingest``,
+    ``recordkit schema infer --source``, :func:`recordkit.sources.default_sources`),
+    never while records are written. Call ``registry.register(kind, factory)`` for each
+    source: ``factory(input, **options)`` returns a
+    :class:`recordkit.sources.Source` (a subclass that yields records and proposes
+    their schema); ``input`` is the path the user gives (``recordkit ingest KIND INPUT
+    OUT``) and ``options`` come from ``--opt NAME=VALUE``. A kind that is already
+    registered is refused with :class:`~recordkit.errors.PluginError` unless the call
+    says ``replace=True``.
+
+    :param registry: the registry being filled; it records which plugin registers what.
+    """
+
+
+# --8<-- [end:recordkit_register_sources]

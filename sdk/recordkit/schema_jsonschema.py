@@ -211,7 +211,7 @@ def reference_markdown(schema: Mapping[str, Any] | None = None) -> str:
         "- `options` and `default` are plain data: strings, numbers, booleans, null, lists and",
         "  mappings. Each codec documents its options; an unknown or invalid option is an error",
         "  naming the file, line, field and option.",
-        "- `version` is a string: quote versions such as `\"1.0\"` that YAML would read as numbers.",
+        '- `version` is a string: quote versions such as `"1.0"` that YAML would read as numbers.',
         "- In `keys`, a number is a value the records do not store: alone, a constant feature",
         "  (`channels: 3`); in a list of keys, a constant column (the `3` of",
         "  `shape: [height, width, 3]`). Numbers are for numeric wire features of fixed shape",
@@ -236,7 +236,7 @@ def reference_markdown(schema: Mapping[str, Any] | None = None) -> str:
         f"# yaml-language-server: $schema=path/to/{JSON_SCHEMA_PATH}",
         "```",
         "",
-        f"JSON files can say the same with a top-level `\"{SCHEMA_KEY}\"` key, which recordkit ignores.",
+        f'JSON files can say the same with a top-level `"{SCHEMA_KEY}"` key, which recordkit ignores.',
         "",
     ]
     return "\n".join(lines)

@@ -125,9 +125,10 @@ def test_the_page_runs_as_written(page_examples: Any, in_tmp_path: Path) -> None
         assert set(seen["numpy_ids"][part]) == set(seen["seen"][part]), worker
         # by shard: worker i reads shards i and i + 4, in order (iter_records does not shuffle)
         order = [scene["id"] for scene in scenes["train"]]
-        assert seen["numpy_ids"][part] == order[32 * worker : 32 * worker + 32] + order[
-            32 * (worker + 4) : 32 * (worker + 5)
-        ]
+        assert (
+            seen["numpy_ids"][part]
+            == order[32 * worker : 32 * worker + 32] + order[32 * (worker + 4) : 32 * (worker + 5)]
+        )
     # The last record shown is the second scene of the validation file.
     first = scenes["validation"][1]
     assert seen["record"]["id"] == first["id"]

@@ -116,7 +116,9 @@ def crop_origin(
     ]
     assert len(found) == 1, f"the crop matches {len(found)} originals at {offset.tolist()}"
     mask = train[found[0]][1]
-    assert np.array_equal(window(mask, offset, size, VOID), crop_mask), "the mask was not cut where the image was"
+    assert np.array_equal(window(mask, offset, size, VOID), crop_mask), (
+        "the mask was not cut where the image was"
+    )
     return found[0]
 
 
@@ -137,7 +139,15 @@ def test_the_page_runs_as_written(page_examples: Any, in_tmp_path: Path) -> None
     ]
     assert stored == names
     printed = [b for b in blocks if b.language == "text" and b.adjacent]
-    assert len(printed) == 5, "every step shows what it prints"
+    assert len(printed) == 6, "every step shows what it prints"
+    # The pascal_voc source wrote the same images and masks as the page's generator.
+    for split in ("train", "val"):
+        by_hand = list(rk.iter_records("data/voc", split, fields=["image", "mask"]))
+        by_source = list(rk.iter_records("data/voc-source", split, fields=["image", "mask"]))
+        assert len(by_source) == len(by_hand)
+        for ours, theirs in zip(by_source, by_hand, strict=True):
+            np.testing.assert_array_equal(ours["mask"], theirs["mask"])
+            np.testing.assert_array_equal(ours["image"], theirs["image"])
 
     # The training batches: crops of the originals, image and mask cut at the same place,
     # padded with 0 (image) and 255 (mask) where an original is smaller than the crop.
@@ -158,7 +168,9 @@ def test_the_page_runs_as_written(page_examples: Any, in_tmp_path: Path) -> None
             assert (0 <= top <= height - crop[0]) if height >= crop[0] else (height - crop[0] <= top <= 0)
             assert (0 <= left <= width - crop[1]) if width >= crop[1] else (width - crop[1] <= left <= 0)
     assert len(set(sources)) > 1, "the batches mix several images"
-    padded_ones = {i for i, (image, _) in enumerate(train) if image.shape[0] < crop[0] or image.shape[1] < crop[1]}
+    padded_ones = {
+        i for i, (image, _) in enumerate(train) if image.shape[0] < crop[0] or image.shape[1] < crop[1]
+    }
     assert set(sources) & padded_ones, "some crops hold padding (void in the mask)"
     assert any((b["mask"] == VOID).all(axis=2).any() for b in batches), "whole rows of void padding"
     # Windows differ from record to record, and an image seen twice (6 batches of 4 from 8

@@ -87,8 +87,13 @@ def plugins_command(allow: tuple[str, ...], block: tuple[str, ...], as_json: boo
         return
     rows = [["codec", "version", "plugin", "distribution", "summary"]]
     rows += [
-        [c["codec"], c["version"], c["plugin"], _provider(c["distribution"], c["distribution_version"]),
-         c["summary"]]
+        [
+            c["codec"],
+            c["version"],
+            c["plugin"],
+            _provider(c["distribution"], c["distribution_version"]),
+            c["summary"],
+        ]
         for c in report["codecs"]
     ]
     if len(rows) == 1:

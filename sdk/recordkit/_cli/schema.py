@@ -1,4 +1,7 @@
-"""``recordkit schema check``: load a schema file and print its fingerprint, or the error.
+"""``recordkit schema``: ``check`` a schema file, ``infer`` one for a source or TFRecord
+files, ``diff`` two schemas field by field.
+
+``check`` loads a schema file and prints its fingerprint, or the error.
 
 Checking binds every field to its codec among the installed plugins, exactly as writing
 a dataset would, so an unknown codec or a bad option is caught here, in CI, with the
@@ -8,14 +11,19 @@ file, line and field in the message.
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
 import click
 
-from recordkit._cli._common import table
+from recordkit._cli._common import dataset_root, table
+from recordkit._cli.ingest import make_source, parse_options
 from recordkit.codec._plugins import default_registry
+from recordkit.dataset._manifest import MANIFEST_FILE, Manifest
+from recordkit.schema._compatibility import check_compatibility
 from recordkit.schema._schema import Schema
+from recordkit.tools._adopt import infer_schema
 
 __all__ = ["schema_group"]
 
@@ -65,3 +73,99 @@ def check_command(file: Path, as_json: bool) -> None:
         flags = ", ".join(flag for flag in ("optional", "sequence") if f[flag]) or "-"
         rows.append([f["field"], f"{f['codec']} {f['version']}", flags, ", ".join(f["keys"])])
     click.echo(table(rows))
+
+
+@schema_group.command("infer", short_help="Propose a schema for a source or for TFRecord files.")
+@click.argument("inputs", nargs=-1, required=True)
+@click.option(
+    "--source", "kind", metavar="KIND", help="Read INPUT with this source (coco, image_folder ...)."
+)
+@click.option(
+    "--opt", "options", multiple=True, metavar="NAME=VALUE", help="An option of the source (repeatable)."
+)
+@click.option("--name", help="The proposed schema's name.")
+@click.option(
+    "-o", "--output", type=click.Path(dir_okay=False, path_type=Path), help="Write the schema here."
+)
+@click.option(
+    "--max-records", type=click.IntRange(min=1), default=100, show_default=True, help="TFRecords looked at."
+)
+def infer_command(
+    inputs: tuple[str, ...],
+    kind: str | None,
+    options: tuple[str, ...],
+    name: str | None,
+    output: Path | None,
+    max_records: int,
+) -> None:
+    """Print (or write to --output) a schema for INPUTS: with --source, the schema that
+    source proposes for the one INPUT; otherwise a schema inferred from TFRecord files
+    (paths or glob patterns) from their keys, or a recordkit dataset's own schema."""
+    if kind is not None:
+        if len(inputs) != 1:
+            raise click.UsageError("--source reads one INPUT")
+        source = make_source(kind, Path(inputs[0]), parse_options(options))
+        schema = source.schema(name=name)
+    else:
+        if options:
+            raise click.UsageError("--opt goes with --source")
+        paths: str | list[str] = inputs[0] if len(inputs) == 1 else list(inputs)
+        schema = infer_schema(paths, name=name or "inferred", max_records=max_records)
+    if output is not None:
+        schema.dump(output)
+        click.echo(f"{output}: schema {schema.name!r} with {len(schema.fields)} fields")
+    else:
+        click.echo(schema.dumps(), nl=False)
+
+
+@schema_group.command("diff", short_help="Compare two schemas field by field.")
+@click.argument("old", type=click.Path(exists=True, path_type=Path))
+@click.argument("new", type=click.Path(exists=True, path_type=Path))
+@click.option(
+    "--mode",
+    type=click.Choice(["read", "append"]),
+    default="read",
+    show_default=True,
+    help="read: can NEW read data written with OLD; append: can NEW add records to it.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")
+def diff_command(old: Path, new: Path, mode: str, as_json: bool) -> None:
+    """Compare the schema OLD (a schema file, or a dataset whose schema it is) with NEW,
+    field by field, under the compatibility rules; exit with status 1 when NEW is
+    incompatible."""
+    registry = default_registry()
+    before, after = _schema_at(old, registry), _schema_at(new, registry)
+    report = check_compatibility(
+        before, after, mode="append" if mode == "append" else "read", registry=registry
+    )
+    if as_json:
+        click.echo(
+            json.dumps(
+                {
+                    "compatible": report.compatible,
+                    "mode": mode,
+                    "differences": [
+                        {"field": d.field, "kind": d.kind, "compatible": d.compatible, "detail": d.detail}
+                        for d in report.differences
+                    ],
+                },
+                indent=2,
+            )
+        )
+    else:
+        verdict = "compatible" if report.compatible else "INCOMPATIBLE"
+        click.echo(f"{old} -> {new} ({mode}): {verdict}, {len(report.differences)} difference(s)")
+        if report.differences:
+            rows = [["field", "change", "verdict", "detail"]]
+            for d in report.differences:
+                rows.append([d.field, d.kind, "ok" if d.compatible else "breaks", d.detail])
+            click.echo(table(rows))
+    if not report.compatible:
+        sys.exit(1)
+
+
+def _schema_at(path: Path, registry: Any) -> Schema:
+    """The schema in a schema file, or a dataset's stored schema."""
+    if path.is_dir() or path.name == MANIFEST_FILE:
+        return Manifest.load(dataset_root(path)).schema
+    return Schema.load(path, registry=registry)

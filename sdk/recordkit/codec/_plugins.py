@@ -15,6 +15,7 @@ import os
 import re
 import threading
 from collections.abc import Collection, Iterable
+from typing import Any
 
 import pluggy
 
@@ -61,8 +62,16 @@ class PluginSet:
     def register_codecs(self, registry: CodecRegistry) -> None:
         """Call ``recordkit_register_codecs`` on every plugin, one at a time, so the
         registry knows which plugin registers what and a failing plugin is named."""
+        self._call_each("recordkit_register_codecs", registry, "codecs")
+
+    def register_sources(self, registry: hookspecs.SourceRegister) -> None:
+        """Call ``recordkit_register_sources`` on every plugin, as :meth:`register_codecs`
+        does (``registry`` is a :class:`recordkit.sources.SourceRegistry`)."""
+        self._call_each("recordkit_register_sources", registry, "sources")
+
+    def _call_each(self, hook: str, registry: Any, what: str) -> None:
         by_name = {p.name: p for p in self.plugins}
-        for impl in reversed(self.manager.hook.recordkit_register_codecs.get_hookimpls()):
+        for impl in reversed(getattr(self.manager.hook, hook).get_hookimpls()):
             info = by_name.get(impl.plugin_name, PluginInfo(impl.plugin_name, None, None))
             registry._set_current_plugin(info.name, info.distribution, info.distribution_version)
             try:
@@ -71,7 +80,7 @@ class PluginSet:
                 raise
             except Exception as exc:
                 raise PluginLoadError(
-                    f"failed while registering codecs: {type(exc).__name__}: {exc}",
+                    f"failed while registering {what}: {type(exc).__name__}: {exc}",
                     plugin=info.name,
                     distribution=info.distribution,
                 ) from exc
@@ -192,4 +201,3 @@ def reset_default_registry() -> None:
     global _default
     with _default_lock:
         _default = None
-

@@ -231,9 +231,7 @@ class Manifest(_Model):
         try:
             return cls.model_validate(data)
         except pydantic.ValidationError as exc:
-            problems = "; ".join(
-                f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors()
-            )
+            problems = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors())
             raise ManifestError(f"invalid manifest: {problems}", file=str(path)) from None
         except RecursionError:
             raise ManifestError("nested too deeply", file=str(path)) from None

@@ -234,8 +234,16 @@ def _example_class() -> Any:
         msg.name = name
         return msg
 
-    def add(msg: Any, name: str, number: int, type_: int, label: int = field.LABEL_OPTIONAL,
-            type_name: str | None = None, packed: bool = False, oneof: int | None = None) -> None:
+    def add(
+        msg: Any,
+        name: str,
+        number: int,
+        type_: int,
+        label: int = field.LABEL_OPTIONAL,
+        type_name: str | None = None,
+        packed: bool = False,
+        oneof: int | None = None,
+    ) -> None:
         f = msg.field.add(name=name, number=number, type=type_, label=label)
         if type_name:
             f.type_name = type_name
@@ -257,8 +265,14 @@ def _example_class() -> Any:
     entry.options.map_entry = True
     add(entry, "key", 1, field.TYPE_STRING)
     add(entry, "value", 2, field.TYPE_MESSAGE, type_name=".recordkit_private.Feature")
-    add(features, "feature", 1, field.TYPE_MESSAGE, repeated,
-        type_name=".recordkit_private.Features.FeatureEntry")
+    add(
+        features,
+        "feature",
+        1,
+        field.TYPE_MESSAGE,
+        repeated,
+        type_name=".recordkit_private.Features.FeatureEntry",
+    )
     add(message("Example"), "features", 1, field.TYPE_MESSAGE, type_name=".recordkit_private.Features")
 
     pool = descriptor_pool.DescriptorPool()

@@ -136,9 +136,7 @@ def _rectangles(value: Any) -> tuple[Any, Any, Any]:
 
     heights = value.row_lengths()
     row_widths = value.values.row_lengths()
-    widths = tf.maximum(
-        tf.math.unsorted_segment_max(row_widths, value.value_rowids(), value.nrows()), 0
-    )
+    widths = tf.maximum(tf.math.unsorted_segment_max(row_widths, value.value_rowids(), value.nrows()), 0)
     rectangular = tf.reduce_all(tf.equal(row_widths, tf.repeat(widths, heights)))
     return heights, widths, rectangular
 

@@ -11,6 +11,11 @@ forward for the next intact record (a valid header CRC and data CRC) and carries
 there; a record that does not decode is skipped too.
 What was skipped goes to a :class:`~recordkit.CorruptionReport`.
 
+``split`` takes TFDS's slicing syntax (``train[:10%]``, ``train[100:200]``,
+``train+validation``; :mod:`recordkit.read._slices`): only the shards the slice touches
+are opened, records before it are read past without being decoded, and reading stops
+at its end.
+
 A worker of a multi-worker job (``num_workers`` and ``worker_index``, or an
 ``input_context``) reads its share as :func:`recordkit.load_dataset` does: every
 ``num_workers``-th shard when there are at least as many shards as workers, else every
@@ -27,7 +32,8 @@ from __future__ import annotations
 
 import copy
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Generator, Iterator, Sequence
+from contextlib import closing
 from typing import Any
 
 from recordkit.codec._registry import CodecRegistry
@@ -164,12 +170,13 @@ def _records(
     stored = source.stored_fields.fields
     index = 0
     for shard in shards:
-        if keep is None and report is None and shard.records is not None and skip >= shard.records:
-            skip -= shard.records  # resuming past this whole shard: not even read
-            index += shard.records
+        selected = shard.selected
+        if keep is None and report is None and selected is not None and skip >= selected:
+            skip -= selected  # resuming past this whole shard: not even read
+            index += selected
             continue
         in_shard = 0
-        for offset, data in iter_shard_records(shard, source.compression, verify=verify, report=report):
+        for offset, data in _selected(shard, source.compression, verify, report):
             in_shard += 1
             if shard.records is not None and in_shard > shard.records:
                 # The manifest is the commit: records it does not count are not the dataset's.
@@ -202,10 +209,27 @@ def _records(
                 continue
             yield record
             index += 1
-        if report is None and shard.records is not None and in_shard < shard.records:
+        if report is None and not shard.sliced and shard.records is not None and in_shard < shard.records:
             raise CorruptRecordError(
                 f"holds {in_shard} records, the manifest lists {shard.records}", shard=shard.name
             )
+
+
+def _selected(
+    shard: Shard, compression: Compression, verify: bool, report: CorruptionReport | None
+) -> Iterator[tuple[int, bytes]]:
+    """The records of ``shard`` that a split slice selects (all, unless sliced): those
+    before it are read past undecoded, and reading stops at its end."""
+    if not shard.sliced:
+        yield from iter_shard_records(shard, compression, verify=verify, report=report)
+        return
+    end = None if shard.take is None else shard.skip + shard.take
+    with closing(iter_shard_records(shard, compression, verify=verify, report=report)) as records:
+        for position, item in enumerate(records):
+            if end is not None and position >= end:
+                return
+            if position >= shard.skip:
+                yield item
 
 
 def iter_shard_records(
@@ -214,7 +238,7 @@ def iter_shard_records(
     *,
     verify: bool = True,
     report: CorruptionReport | None = None,
-) -> Iterator[tuple[int, bytes]]:
+) -> Generator[tuple[int, bytes]]:
     """Yield ``(offset, data)`` of each record of ``shard``.
 
     Without ``report`` the first damaged record raises CorruptRecordError (naming the

@@ -101,7 +101,9 @@ def load_dataset(
 
     :param path: a dataset folder (with ``dataset.json``); or, with ``schema``, TFRecord
         files recordkit did not write (a file, a glob pattern or a list).
-    :param split: the split to read.
+    :param split: the split to read, or a slice of splits in TFDS's syntax
+        (``"train[:10%]"``, ``"train[100:200]"``, ``"train+validation"``): only the
+        shards it touches are opened.
     :param fields: the fields to parse and decode (default: all). Other Example keys
         are not even parsed.
     :param batch_size: records per batch; None yields single records (still parsed in
@@ -257,9 +259,9 @@ def _known_size(
     skip: int = 0,
 ) -> int | None:
     """How many elements the dataset yields, when the manifest says (and nothing is skipped)."""
-    if on_corrupt != "raise" or repeat is True or any(s.records is None for s in shards):
+    if on_corrupt != "raise" or repeat is True or any(s.selected is None for s in shards):
         return None
-    records = sum(s.records or 0 for s in shards) * (1 if repeat is False else int(repeat))
+    records = sum(s.selected or 0 for s in shards) * (1 if repeat is False else int(repeat))
     if record_shard is not None:  # applied after repeat
         count, index = record_shard
         records = len(range(index, records, count))

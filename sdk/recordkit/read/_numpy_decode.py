@@ -70,9 +70,7 @@ def _shape_one(keyed: KeyedFeature, values: Any) -> Any:
     return values.reshape((-1, *feature.inner_shape))
 
 
-def _split(
-    keyed: KeyedFeature, values: Any, lengths: Sequence[int] | None, count: int | None
-) -> list[Any]:
+def _split(keyed: KeyedFeature, values: Any, lengths: Sequence[int] | None, count: int | None) -> list[Any]:
     feature = keyed.feature
     if feature.is_fixed:
         size = feature.fixed_size
@@ -133,6 +131,7 @@ def decode_record_numpy(
         except Exception as exc:
             raise DecodeError(
                 f"codec {field.codec.name!r} failed: {type(exc).__name__}: {exc}",
-                field=field.name, record=index,
+                field=field.name,
+                record=index,
             ) from exc
     return out

@@ -44,6 +44,7 @@ from recordkit.errors import (
     UnknownCodecError,
 )
 from recordkit.format._tfrecord import Compression, iter_tfrecords
+from recordkit.read._slices import SplitRange, is_plain_split, resolve_split, shard_slices
 from recordkit.schema._bound import BoundField
 from recordkit.schema._compatibility import check_compatibility
 from recordkit.schema._encoder import RecordEncoder
@@ -83,6 +84,22 @@ class Shard:
     records: int | None = None
     bytes: int | None = None
     sha256: str | None = None
+    #: A slice of the split (``train[:10%]``): records to read past, then to read (None:
+    #: all the rest) (:mod:`recordkit.read._slices`).
+    skip: int = 0
+    take: int | None = None
+
+    @property
+    def sliced(self) -> bool:
+        """Whether only part of the shard is read."""
+        return self.skip > 0 or self.take is not None
+
+    @property
+    def selected(self) -> int | None:
+        """How many of the shard's records are read (None: unknown)."""
+        if self.take is not None:
+            return self.take
+        return None if self.records is None else max(self.records - self.skip, 0)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -285,17 +302,17 @@ def open_dataset(
         bound = schema.bind(registry, fields=names)
         return OpenedDataset(shards, comp, schema, bound)
     manifest = Manifest.load(root)
-    info = manifest.split(split)
-    listed = info.readable_shards
-    if info.unfinished is not None:
-        logger.warning(
-            "recordkit: split %r of %s has an unfinished %s; reading its %d complete shards%s",
-            split,
-            root,
-            "write" if info.unfinished.shards_before is None else "append",
-            len(listed),
-            "" if info.unfinished.shards_before is None else " from before the append",
-        )
+    for name in _split_names(manifest, split):
+        info = manifest.split(name)
+        if info.unfinished is not None:
+            logger.warning(
+                "recordkit: split %r of %s has an unfinished %s; reading its %d complete shards%s",
+                name,
+                root,
+                "write" if info.unfinished.shards_before is None else "append",
+                len(info.readable_shards),
+                "" if info.unfinished.shards_before is None else " from before the append",
+            )
     stored = manifest.schema
     if schema is not None:
         check_compatibility(
@@ -306,9 +323,7 @@ def open_dataset(
         bound = read_schema.bind(registry, fields=names)
     except UnknownCodecError as exc:
         raise _missing_codec(exc, manifest) from None
-    shards = tuple(
-        Shard(resolve_member(root, s.file), s.file, s.records, s.bytes, s.sha256) for s in listed
-    )
+    shards = _split_shards(root, manifest, split)
     comp = Compression.parse(manifest.compression)
     for shard in shards:
         _check_shard(shard, comp, sizes=check_sizes, sha256=verify_sha256)
@@ -318,6 +333,38 @@ def open_dataset(
         if field.name not in stored.fields and field.spec.has_default
     }
     return OpenedDataset(shards, comp, read_schema, bound, manifest, defaults)
+
+
+def _split_names(manifest: Manifest, split: str) -> list[str]:
+    """The splits that ``split`` (a name, or a TFDS-style slice expression) reads."""
+    if is_plain_split(split):
+        return [split]
+    return list(dict.fromkeys(r.split for r in _ranges(manifest, split)))
+
+
+def _ranges(manifest: Manifest, split: str) -> list[SplitRange]:
+    shard_counts = {name: [s.records for s in info.readable_shards] for name, info in manifest.splits.items()}
+    counts = {name: sum(records) for name, records in shard_counts.items()}
+    try:
+        return resolve_split(split, counts, shard_counts)
+    except ValueError as exc:
+        raise ManifestError(str(exc)) from None
+
+
+def _split_shards(root: Path, manifest: Manifest, split: str) -> tuple[Shard, ...]:
+    """The shards ``split`` reads; for a slice only those it touches, each with the
+    records to skip and take."""
+    if is_plain_split(split):
+        listed = manifest.split(split).readable_shards
+        return tuple(Shard(resolve_member(root, s.file), s.file, s.records, s.bytes, s.sha256) for s in listed)
+    shards: list[Shard] = []
+    for part in _ranges(manifest, split):
+        listed = manifest.split(part.split).readable_shards
+        for piece in shard_slices(part.start, part.stop, [s.records for s in listed]):
+            s = listed[piece.index]
+            path = resolve_member(root, s.file)
+            shards.append(Shard(path, s.file, s.records, s.bytes, s.sha256, piece.skip, piece.take))
+    return tuple(shards)
 
 
 def _default_example(bound: BoundSchema, field: BoundField) -> bytes:

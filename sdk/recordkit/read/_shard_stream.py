@@ -11,6 +11,10 @@ the offset of the first record it could not read (TensorFlow's own ``DataLossErr
 names neither), or with ``on_corrupt="skip"`` adds the loss to the report. The markers
 are then dropped.
 
+A shard that a split slice reads in part (``train[:10%]``) has its records before the
+slice read past (``skip``) and reading stops at the slice's end (``take``); its check
+counts the records of the slice only, since the file's bytes are not all read.
+
 The checks cost one function for the whole read, run once per chunk: the per-shard
 part (reader, index, marker) is made of datasets alone, so opening a shard instantiates
 no function. A version with a ``map`` and ``scan`` per shard cost more to start an
@@ -60,11 +64,19 @@ def read_shards(
     # hide a loss.
     checked = not (compression and source.manifest is None)
 
+    sliced = any(shard.sliced for shard in shards)
+    skips = tf.constant([shard.skip for shard in shards] or [0], tf.int64)
+    takes = tf.constant([-1 if shard.take is None else shard.take for shard in shards] or [0], tf.int64)
+
     def read(index: Any, path: Any) -> Any:
         records = tf.data.TFRecordDataset(path, compression_type=compression)
         if not checked:
+            records = records.skip(skips[index]).take(takes[index]) if sliced else records
             return records.batch(block_length)
-        chunks = records.ignore_errors().batch(block_length)
+        records = records.ignore_errors()
+        if sliced:  # a split slice: only its records, and the checks count only them
+            records = records.skip(skips[index]).take(takes[index])
+        chunks = records.batch(block_length)
         chunks = tf.data.Dataset.zip((chunks, tf.data.Dataset.from_tensors(index).repeat()))
         marker = tf.data.Dataset.from_tensors((tf.zeros([0], tf.string), index))
         return chunks.concatenate(marker)
@@ -123,11 +135,11 @@ def vet_framing(
 def _expected(shards: list[Shard], source: OpenedDataset) -> tuple[list[int], list[int]]:
     """The records and bytes each shard should give; -1: unknown (no manifest, or
     compressed, where the file's size is not the records' size)."""
-    records = [-1 if shard.records is None else shard.records for shard in shards]
+    records = [-1 if shard.selected is None else shard.selected for shard in shards]
     sizes = []
     for shard in shards:
         size = -1
-        if not source.compression.value:
+        if not source.compression.value and not shard.sliced:
             size = shard.bytes if shard.bytes is not None else shard.path.stat().st_size
         sizes.append(size)
     return records, sizes

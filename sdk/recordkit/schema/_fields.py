@@ -182,4 +182,3 @@ class FieldSpec(pydantic.BaseModel):
     def has_default(self) -> bool:
         """True when records may leave the field out and get :attr:`default` written."""
         return self.default is not None
-

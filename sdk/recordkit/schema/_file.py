@@ -219,7 +219,9 @@ def _index_nodes(node: yaml.Node, loc: Loc, walk: _Walk) -> int:
                 continue
             if not isinstance(key_node, yaml.ScalarNode):
                 raise SchemaFileError(
-                    "has a key that is not a plain name", file=walk.source, line=_line(key_node),
+                    "has a key that is not a plain name",
+                    file=walk.source,
+                    line=_line(key_node),
                     field=_field_of(loc),
                 )
             name = str(key_node.value)
@@ -330,9 +332,7 @@ def _shown(value: Any) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-def _describe(
-    error: Mapping[str, Any], loc: Loc, model: type[pydantic.BaseModel], *, in_field: bool
-) -> str:
+def _describe(error: Mapping[str, Any], loc: Loc, model: type[pydantic.BaseModel], *, in_field: bool) -> str:
     kind = error["type"]
     key = loc[-1] if loc else None
     if kind == "extra_forbidden":

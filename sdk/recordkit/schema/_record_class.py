@@ -280,4 +280,3 @@ def schema_of(declaration: type[Record] | Schema) -> Schema:
     if isinstance(declaration, type) and issubclass(declaration, Record):
         return declaration.recordkit_schema()
     raise SchemaError(f"expected a Record class or a Schema, not {declaration!r}")
-

@@ -39,7 +39,7 @@ class Schema(pydantic.BaseModel):
     version: str = pydantic.Field(
         default="1.0.0",
         min_length=1,
-        description="The schema's own version, a string (quote it in YAML: version: \"1.0\").",
+        description='The schema\'s own version, a string (quote it in YAML: version: "1.0").',
     )
     description: str = pydantic.Field(default="", description="Free text for people; not stored on the wire.")
     fields: dict[str, FieldSpec] = pydantic.Field(
@@ -51,9 +51,9 @@ class Schema(pydantic.BaseModel):
     @classmethod
     def _version_is_text(cls, version: Any) -> Any:
         if isinstance(version, (int, float)) and not isinstance(version, bool):
-            raise ValueError(f"must be a string, not the number {version!r}; quote it (\"{version}\")")
+            raise ValueError(f'must be a string, not the number {version!r}; quote it ("{version}")')
         if isinstance(version, datetime.date):  # YAML reads an unquoted 2024-01-31 as a date
-            raise ValueError(f"must be a string, not the date {version}; quote it (\"{version}\")")
+            raise ValueError(f'must be a string, not the date {version}; quote it ("{version}")')
         return version
 
     @pydantic.field_validator("fields")
@@ -70,9 +70,7 @@ class Schema(pydantic.BaseModel):
     # -- schema files -------------------------------------------------------------------
 
     @classmethod
-    def load(
-        cls, path: str | Path, *, registry: CodecRegistry | None = None, check: bool = True
-    ) -> Schema:
+    def load(cls, path: str | Path, *, registry: CodecRegistry | None = None, check: bool = True) -> Schema:
         """Read a schema file (YAML, or JSON when the name ends in ``.json``).
 
         With ``check`` (the default) every field is also bound against ``registry``
@@ -226,5 +224,3 @@ class BoundSchema:
             self.encoder().encode(record, index)
         except RecordkitError as exc:
             raise exc.with_context(record=index) from None
-
-

@@ -12,6 +12,9 @@ The guarantees, and how they are kept:
 * Shard boundaries depend only on the records' sizes and order, so the same input
   gives the same shards, serial or parallel, and a resumed write skips exactly the
   records that the complete shards (and the rejects file) account for.
+* ``overwrite=True`` writes the new dataset beside the old one and swaps the two only
+  when it is complete (:mod:`recordkit.write._replace`): a crash leaves the old dataset
+  or the new one, never a mix.
 * The per-record path is one codec ``encode`` per field, the Example and TFRecord
   framing, and a list append: no plugin calls, no registry lookups, no TensorFlow.
 """
@@ -21,6 +24,7 @@ from __future__ import annotations
 import contextlib
 import datetime as _dt
 import itertools
+import shutil
 import sys
 import threading
 from collections.abc import Callable, Iterable, Sized
@@ -52,6 +56,7 @@ from recordkit.write._lock import DatasetLock, Wait
 from recordkit.write._parallel import FIRST_BATCH_RECORDS, Item, OrderedPool, Result, WorkerSetup
 from recordkit.write._progress import Progress
 from recordkit.write._rejects import RejectsFile
+from recordkit.write._replace import replace_folder, staging_folder
 from recordkit.write._shard_file import (
     DEFAULT_SHARD_BYTES,
     ShardFile,
@@ -103,6 +108,11 @@ class WriteOptions(TypedDict, total=False):
         the operating system, as ``tf.io.TFRecordWriter`` does: faster, and still atomic
         if the process dies, but a machine crash may lose or truncate recently written
         shards (``recordkit verify`` finds them).
+    :param overwrite: replace whatever dataset is at the path: the new one is written
+        into a sibling folder and swapped in when the writer closes, so a crash (or an
+        error, or ``abort``) leaves the old dataset as it was; on Linux the swap is one
+        atomic step, elsewhere two renames (see :mod:`recordkit.write._replace`). Not
+        with ``append`` or ``resume``.
     :param wait: the writer locks the dataset folder (one writer at a time, see
         :mod:`recordkit.write._lock`); if another writer holds it, False (default) raises
         DatasetLockedError at once naming its pid, True waits for it, a number waits at
@@ -121,6 +131,7 @@ class WriteOptions(TypedDict, total=False):
     registry: CodecRegistry | None
     durable: bool
     wait: Wait
+    overwrite: bool
 
 
 _ALL = sys.maxsize
@@ -256,7 +267,8 @@ class DatasetWriter:
     :param schema: the :class:`~recordkit.Schema` records are checked and encoded with.
     :param options: the write's options, listed and documented in :class:`WriteOptions`
         (``shard_bytes``, ``shard_records``, ``compression``, ``workers``, ``on_error``,
-        ``key``, ``resume``, ``append``, ``progress``, ``registry``, ``durable``, ``wait``).
+        ``key``, ``resume``, ``append``, ``progress``, ``registry``, ``durable``, ``wait``,
+        ``overwrite``).
     """
 
     def __init__(
@@ -278,11 +290,18 @@ class DatasetWriter:
         registry = options.get("registry")
         resume = options.get("resume", False)
         append = options.get("append", False)
+        overwrite = options.get("overwrite", False)
+        if overwrite and (append or resume):
+            raise ValueError("overwrite=True replaces the dataset: it cannot be combined with append or resume")
         if on_error not in ("raise", "skip"):
             raise ValueError(f"on_error must be 'raise' or 'skip', not {on_error!r}")
         if not isinstance(workers, int) or workers < 0:
             raise ValueError(f"workers must be 0, 1 (in-process) or more (processes), not {workers!r}")
         self.root = Path(path)
+        #: With overwrite: where the dataset goes when complete (``root`` is the staging folder).
+        self._target: Path | None = None
+        if overwrite:
+            self._target, self.root = self.root, staging_folder(self.root)
         self.durable = durable
         self._limits = ShardLimits(
             options.get("shard_bytes", DEFAULT_SHARD_BYTES), options.get("shard_records")
@@ -511,6 +530,9 @@ class DatasetWriter:
             for state in self._splits.values():
                 state.finish()
             self._save(sync_dir=True)
+            if self._target is not None:
+                replace_folder(self.root, self._target, durable=self.durable)
+                self.root, self._target = self._target, None
         except BaseException:
             self.abort()
             raise
@@ -542,6 +564,9 @@ class DatasetWriter:
                         pass
                 state.abort()
             self._splits.clear()  # a later write() reaches _open_split, which refuses
+            if self._target is not None:  # the old dataset stays; the staged one goes
+                shutil.rmtree(self.root, ignore_errors=True)
+                return
             self._save()
         finally:
             self._folder_lock.release()

@@ -4,6 +4,7 @@ fresh for each test (several tests damage their copy)."""
 from __future__ import annotations
 
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
@@ -35,3 +36,7 @@ def pristine_dataset(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def dataset(pristine_dataset: Path, tmp_path: Path) -> Path:
     """A fresh copy of the small dataset, free to damage."""
     return Path(shutil.copytree(pristine_dataset, tmp_path / "shapes"))
+
+
+# The ingest, show and stats tests use the sources' generated inputs.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "sources"))

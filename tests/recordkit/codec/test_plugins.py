@@ -306,3 +306,71 @@ def test_writing_and_reading_records_call_no_hook(tmp_path: Path) -> None:
     )
     assert [r["n"] for r in rk.iter_records(tmp_path / "d", registry=plugins.registry)] == list(range(50))
     assert len(calls) == 1
+
+
+# -- sources (the second hook) -------------------------------------------------------------
+
+SOURCE_PLUGIN = """
+import recordkit as rk
+from recordkit.sources import CsvSource
+
+
+def tsv_table(path, **options):
+    '''A tab-separated table, read as the csv source reads its rows.'''
+    return CsvSource(path, **options)
+
+
+@rk.hookimpl
+def recordkit_register_sources(registry):
+    registry.register({kind!r}, tsv_table, replace={replace})
+"""
+
+
+def test_a_plugin_adds_a_source_through_the_second_hook(plugin_dist, tmp_path: Path) -> None:
+    from recordkit.sources import default_sources
+
+    module = unique("rk_tsv")
+    plugin_dist("rk-tsv", {module: SOURCE_PLUGIN.format(kind="tsv", replace=False)})
+    registry = default_sources(rk.load_plugins())
+    assert "tsv" in registry.kinds()
+    assert "coco" in registry.kinds()
+    info = registry.info("tsv")
+    assert (info.plugin, info.distribution) == (module, "rk-tsv")
+    assert info.summary == "A tab-separated table, read as the csv source reads its rows."
+    table = tmp_path / "t.tsv"
+    table.write_text("name\tsize\na\t1\nb\t2\n", encoding="utf-8")
+    assert list(registry.create("tsv", table)) == [{"name": "a", "size": 1}, {"name": "b", "size": 2}]
+    assert registry.info("coco").plugin == "recordkit"
+
+
+def test_a_source_kind_registered_twice_is_refused_unless_replaced(plugin_dist) -> None:
+    from recordkit.sources import default_sources
+
+    plugin_dist("rk-coco2", {unique("rk_coco2"): SOURCE_PLUGIN.format(kind="coco", replace=False)})
+    with pytest.raises(rk.errors.PluginError, match="source 'coco' is registered twice"):
+        default_sources(rk.load_plugins())
+
+
+def test_replacing_a_builtin_source(plugin_dist) -> None:
+    from recordkit.sources import CsvSource, default_sources
+
+    plugin_dist("rk-coco3", {unique("rk_coco3"): SOURCE_PLUGIN.format(kind="coco", replace=True)})
+    registry = default_sources(rk.load_plugins())
+    assert registry.info("coco").distribution == "rk-coco3"
+    with pytest.raises(rk.errors.PluginError, match=r"no source .nope.; the sources are: .*coco"):
+        registry.info("nope")
+    assert CsvSource.kind == "csv"
+
+
+def test_a_plugin_whose_source_hook_raises_names_itself(plugin_dist) -> None:
+    from recordkit.sources import default_sources
+
+    module = unique("rk_badsrc")
+    source = (
+        "import recordkit as rk\n\n@rk.hookimpl\n"
+        "def recordkit_register_sources(registry):\n    raise KeyError('x')\n"
+    )
+    plugin_dist("rk-badsrc", {module: source})
+    with pytest.raises(rk.errors.PluginLoadError, match="registering sources: KeyError") as caught:
+        default_sources(rk.load_plugins())
+    assert caught.value.context.distribution == "rk-badsrc"

@@ -1,0 +1,217 @@
+"""``recordkit ingest KIND INPUT OUT``: a source (a folder, COCO, VOC, a CSV ...) written
+as a dataset in one command.
+
+The source's proposed schema is used unless ``--schema`` gives one, and is saved as
+``OUT/schema.yaml`` to edit and pass back. Records go to one split (``--split``) or are
+spread over several by ``--split-ratio train=0.9,validation=0.1``: each record's split
+follows from a hash of the seed and the record's key (its file name, its COCO image
+id ...), so the same input and seed give the same splits on every run and machine, and
+adding inputs does not move the others. A progress bar runs while writing (on a
+terminal); a summary closes: records and bytes per split, bytes per field, rejects.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from typing import Any
+
+import click
+import yaml
+
+from recordkit._cli._common import table
+from recordkit._cli.inspect import field_bytes, sample_records
+from recordkit._units import human_bytes
+from recordkit.codec._plugins import default_registry
+from recordkit.schema._schema import Schema
+from recordkit.sources._base import Source
+from recordkit.sources._registry import default_sources
+from recordkit.write._writer import DatasetWriter
+
+__all__ = ["ingest_command", "make_source", "parse_options", "parse_ratios", "split_of"]
+
+#: Rejects listed in the summary (the rest are counted, and in the rejects files).
+SHOWN_REJECTS = 10
+
+
+def parse_options(pairs: tuple[str, ...]) -> dict[str, Any]:
+    """``NAME=VALUE`` pairs as keyword options; values are read as YAML (``true``, ``3``,
+    ``[a, b]``), paths and other text stay strings."""
+    options: dict[str, Any] = {}
+    for pair in pairs:
+        name, sep, value = pair.partition("=")
+        if not sep or not name.strip():
+            raise click.BadParameter(f"{pair!r} is not NAME=VALUE", param_hint="--opt")
+        options[name.strip()] = yaml.safe_load(value) if value.strip() else ""
+    return options
+
+
+def make_source(kind: str, input: Path, options: dict[str, Any], on_error: str = "raise") -> Source:
+    """The source ``kind`` of the registered ones, made from ``input`` and ``options``."""
+    factory = default_sources().info(kind).factory
+    try:
+        return factory(input, on_error=on_error, **options)
+    except TypeError as exc:
+        raise click.UsageError(f"source {kind!r}: {exc} (pass its options as --opt NAME=VALUE)") from None
+
+
+def parse_ratios(text: str) -> dict[str, float]:
+    """``train=0.9,validation=0.1`` as split names and their shares (summing to 1)."""
+    ratios: dict[str, float] = {}
+    for part in text.split(","):
+        name, sep, value = part.partition("=")
+        try:
+            share = float(value)
+        except ValueError:
+            share = -1.0
+        if not sep or not name.strip() or share < 0:
+            raise click.BadParameter(
+                f"{part!r} is not NAME=SHARE (e.g. train=0.9)", param_hint="--split-ratio"
+            )
+        ratios[name.strip()] = share
+    total = sum(ratios.values())
+    if total <= 0:
+        raise click.BadParameter("the shares must add up to more than 0", param_hint="--split-ratio")
+    return {name: share / total for name, share in ratios.items()}
+
+
+def split_of(key: str, ratios: dict[str, float], seed: int) -> str:
+    """The split of the record with ``key``: a point in [0, 1) from the sha256 of the seed
+    and the key, placed among the splits' cumulative shares."""
+    digest = hashlib.sha256(f"{seed}\0{key}".encode()).digest()
+    point = int.from_bytes(digest[:8], "big") / 2**64
+    total = 0.0
+    for name, share in ratios.items():
+        total += share
+        if point < total:
+            return name
+    return next(reversed(ratios))
+
+
+@click.command("ingest", short_help="Write a folder, COCO, VOC, CSV ... as a dataset.")
+@click.argument("kind")
+@click.argument("input", type=click.Path(exists=True, path_type=Path))
+@click.argument("out", type=click.Path(path_type=Path))
+@click.option(
+    "--opt", "options", multiple=True, metavar="NAME=VALUE", help="An option of the source (repeatable)."
+)
+@click.option(
+    "--schema",
+    "schema_file",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="The schema to write with (default: the source's proposal, saved as OUT/schema.yaml).",
+)
+@click.option("--split", default="train", show_default=True, help="The split to write every record to.")
+@click.option(
+    "--split-ratio",
+    metavar="NAME=SHARE,...",
+    help="Spread records over splits, e.g. train=0.9,validation=0.1.",
+)
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of --split-ratio's assignment.")
+@click.option(
+    "--workers", type=click.IntRange(min=0), default=0, show_default=True, help="Encoding processes."
+)
+@click.option(
+    "--on-error",
+    type=click.Choice(["raise", "skip"]),
+    default="raise",
+    show_default=True,
+    help="skip: leave bad inputs and bad records out, and list them.",
+)
+@click.option(
+    "--overwrite", is_flag=True, help="Replace a dataset already at OUT (the old one stays until done)."
+)
+@click.option("--progress/--no-progress", default=None, help="Show a progress bar (default: on a terminal).")
+def ingest_command(
+    kind: str,
+    input: Path,
+    out: Path,
+    options: tuple[str, ...],
+    schema_file: Path | None,
+    split: str,
+    split_ratio: str | None,
+    seed: int,
+    workers: int,
+    on_error: str,
+    overwrite: bool,
+    progress: bool | None,
+) -> None:
+    """Read INPUT with the source KIND (built in: image_folder, audio_folder, coco,
+    pascal_voc, jsonl, csv; plugins add more, and an unknown KIND lists them all) and
+    write its records as the dataset OUT.
+
+    Bad inputs (a missing file, a box outside its image, a malformed row) stop the
+    ingest with an error naming the file and the line or entry; with --on-error skip
+    they are left out and listed in the summary.
+    """
+    source = make_source(kind, input, parse_options(options), on_error)
+    registry = default_registry()
+    schema = Schema.load(schema_file, registry=registry) if schema_file else source.schema(name=out.name)
+    ratios = parse_ratios(split_ratio) if split_ratio else None
+    keys: dict[int, str] = {}
+
+    def key_of(record: Any) -> str:
+        return keys.pop(id(record), "?")
+
+    with DatasetWriter(
+        out,
+        schema,
+        workers=workers,
+        on_error="skip" if on_error == "skip" else "raise",
+        key=key_of,
+        overwrite=overwrite,
+        progress=progress,
+        registry=registry,
+    ) as writer:
+        for item in source.items():
+            keys[id(item.record)] = item.key
+            writer.write(item.record, split_of(item.key, ratios, seed) if ratios else split)
+    manifest = writer.manifest
+    saved = None
+    if schema_file is None:
+        saved = out / "schema.yaml"
+        schema.dump(saved)
+    _summary(out, manifest, source, saved, registry)
+
+
+def _summary(out: Path, manifest: Any, source: Source, saved: Path | None, registry: Any) -> None:
+    splits = list(manifest.splits)
+    rows = [["split", "records", "shards", "bytes", "rejected"]]
+    for name in splits:
+        info = manifest.splits[name]
+        rows.append(
+            [
+                name,
+                str(sum(s.records for s in info.shards)),
+                str(len(info.shards)),
+                human_bytes(sum(s.bytes for s in info.shards)),
+                str(info.rejected),
+            ]
+        )
+    total = sum(int(row[1]) for row in rows[1:])
+    click.echo(f"ingested {total} records into {out} ({source.kind} source)")
+    click.echo(table(rows, right={1, 2, 3, 4}))
+    breakdown = field_bytes(manifest.schema.bind(registry), sample_records(out, manifest, splits, total))
+    if breakdown["records"]:
+        click.echo("")
+        field_rows = [["field", "bytes", "share"]]
+        for part, size in breakdown["fields"].items():
+            share = f"{100 * size / breakdown['bytes']:.1f}%" if breakdown["bytes"] else "-"
+            field_rows.append([part, human_bytes(size), share])
+        click.echo(table(field_rows, right={1, 2}))
+    skipped = source.skipped
+    written_rejects = sum(manifest.splits[name].rejected for name in splits)
+    if skipped or written_rejects:
+        click.echo("")
+        click.echo(
+            f"rejected: {len(skipped)} input(s) by the source, {written_rejects} record(s) by the codecs"
+        )
+        for item in skipped[:SHOWN_REJECTS]:
+            click.echo(f"  - {item}")
+        if len(skipped) > SHOWN_REJECTS:
+            click.echo(f"  ... and {len(skipped) - SHOWN_REJECTS} more")
+        for name in splits:
+            if manifest.splits[name].rejects_file:
+                click.echo(f"  records the codecs refused: {out / manifest.splits[name].rejects_file}")
+    if saved is not None:
+        click.echo(f"schema: {saved} (the source's proposal; edit it and pass --schema to change it)")

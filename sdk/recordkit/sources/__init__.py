@@ -1,0 +1,52 @@
+"""Sources: collections that exist before recordkit, read as records.
+
+Each source yields records (dicts ready for :func:`recordkit.write_dataset`), proposes
+their schema (:meth:`Source.schema`), and names the file and line or entry of every
+bad input (:class:`~recordkit.errors.InputError`). Sources emit file paths or bytes,
+never re-encoded pixels::
+
+    import recordkit as rk
+    from recordkit import sources
+
+    flowers = sources.image_folder("flower_photos")
+    rk.write_dataset(flowers, flowers.schema(), "data/flowers")
+
+Plugins add sources with the ``recordkit_register_sources`` hook;
+:func:`default_sources` holds them all by kind (``recordkit ingest KIND``).
+"""
+
+from __future__ import annotations
+
+from recordkit.sources._base import OnBadInput, Skipped, Source, SourceItem
+from recordkit.sources._coco import CocoSource
+from recordkit.sources._factories import audio_folder, coco, csv, image_folder, jsonl, pascal_voc
+from recordkit.sources._folders import AudioFolderSource, ImageFolderSource
+from recordkit.sources._masks import decode_rle, polygons_mask
+from recordkit.sources._registry import SourceInfo, SourceRegistry, default_sources
+from recordkit.sources._tables import CsvSource, JsonlSource
+from recordkit.sources._voc import VOC_CLASSES, PascalVocSource
+
+__all__ = [
+    "VOC_CLASSES",
+    "AudioFolderSource",
+    "CocoSource",
+    "CsvSource",
+    "ImageFolderSource",
+    "JsonlSource",
+    "OnBadInput",
+    "PascalVocSource",
+    "Skipped",
+    "Source",
+    "SourceInfo",
+    "SourceItem",
+    "SourceRegistry",
+    "audio_folder",
+    "coco",
+    "csv",
+    "decode_rle",
+    "default_sources",
+    "image_folder",
+    "jsonl",
+    "pascal_voc",
+    "polygons_mask",
+]

@@ -1,0 +1,119 @@
+"""What every source is: records out, a proposed schema, and a report of bad inputs.
+
+A :class:`Source` reads a collection that exists before recordkit (a folder of photos,
+COCO's JSON, a VOC tree, a CSV manifest) and yields one record per item: a dict of
+field name to value, ready for :func:`recordkit.write_dataset`. Values are file paths
+or bytes as found on disk, never decoded and re-encoded pixels, so a JPEG is stored as
+the very bytes of the file (with the image codec's ``format: keep``).
+
+Bad inputs (a missing image, a box outside its image, a broken XML file, a CSV row
+short of a column) are :class:`~recordkit.errors.InputError`\\ s that name the file and
+the line or entry. With ``on_error="raise"`` (the default) the first one stops the
+iteration; with ``"skip"`` the item is left out and listed in :attr:`Source.skipped`,
+with the items a source passes over on purpose (a stray ``notes.txt`` in a folder of
+photos).
+"""
+
+from __future__ import annotations
+
+import abc
+import dataclasses
+import logging
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, ClassVar, Literal
+
+from recordkit.errors import InputError
+from recordkit.schema._schema import Schema
+
+__all__ = ["OnBadInput", "Skipped", "Source", "SourceItem", "relative_name"]
+
+logger = logging.getLogger("recordkit")
+
+#: What a source does with a bad input: stop with an InputError, or leave it out.
+OnBadInput = Literal["raise", "skip"]
+
+
+@dataclasses.dataclass(frozen=True)
+class SourceItem:
+    """One record of a source and its key (a relative file name, an image id ...): the
+    key names the record in errors and decides its split under ``--split-ratio``."""
+
+    key: str
+    record: dict[str, Any]
+
+
+@dataclasses.dataclass(frozen=True)
+class Skipped:
+    """An input a source left out: where it is and why."""
+
+    file: str
+    reason: str
+    line: int | None = None
+    entry: str | None = None
+
+    def __str__(self) -> str:
+        where = self.file + (f", line {self.line}" if self.line is not None else "")
+        where += f", {self.entry}" if self.entry is not None else ""
+        return f"{where}: {self.reason}"
+
+    @classmethod
+    def of(cls, error: InputError) -> Skipped:
+        """The skip of a bad input, from its error."""
+        context = error.context
+        return cls(context.file or "?", error.reason, context.line, context.entry)
+
+
+class Source(abc.ABC):
+    """A collection of inputs that yields records and proposes their schema.
+
+    Iterate it for the records (dicts); :meth:`items` gives them with their keys.
+    Subclasses implement :meth:`schema` and :meth:`_scan`.
+
+    :param on_error: ``"raise"``: the first bad input raises InputError naming its file
+        and line or entry; ``"skip"``: it is left out and listed in :attr:`skipped`.
+    """
+
+    #: The name the source is registered under (``recordkit ingest KIND``).
+    kind: ClassVar[str] = ""
+
+    def __init__(self, *, on_error: OnBadInput = "raise") -> None:
+        if on_error not in ("raise", "skip"):
+            raise ValueError(f"on_error must be 'raise' or 'skip', not {on_error!r}")
+        self.on_error: OnBadInput = on_error
+        #: What the last iteration left out (bad inputs under ``"skip"``, and inputs that
+        #: are not items, such as a text file among photos), in input order.
+        self.skipped: list[Skipped] = []
+
+    @abc.abstractmethod
+    def schema(self, name: str | None = None) -> Schema:
+        """The schema this source proposes for its records (a new object on every call:
+        change it with ``schema.model_copy(update=...)``, or dump it to YAML with
+        ``schema.dump("schema.yaml")``, edit the file and load it back)."""
+
+    @abc.abstractmethod
+    def _scan(self) -> Iterator[SourceItem | Skipped | InputError]:
+        """The items in order; a bad input as its InputError, an input passed over on
+        purpose as a Skipped."""
+
+    def items(self) -> Iterator[SourceItem]:
+        """The records with their keys; bad inputs handled as ``on_error`` says."""
+        self.skipped = []
+        for item in self._scan():
+            if isinstance(item, InputError):
+                if self.on_error == "raise":
+                    raise item
+                item = Skipped.of(item)
+            if isinstance(item, Skipped):
+                logger.info("recordkit: %s source skipped %s", self.kind, item)
+                self.skipped.append(item)
+                continue
+            yield item
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        return (item.record for item in self.items())
+
+
+def relative_name(path: Path, root: Path) -> str:
+    """``path`` relative to ``root`` with ``/`` separators (a record's file name)."""
+    return path.relative_to(root).as_posix()
