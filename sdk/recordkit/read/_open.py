@@ -356,7 +356,9 @@ def _split_shards(root: Path, manifest: Manifest, split: str) -> tuple[Shard, ..
     records to skip and take."""
     if is_plain_split(split):
         listed = manifest.split(split).readable_shards
-        return tuple(Shard(resolve_member(root, s.file), s.file, s.records, s.bytes, s.sha256) for s in listed)
+        return tuple(
+            Shard(resolve_member(root, s.file), s.file, s.records, s.bytes, s.sha256) for s in listed
+        )
     shards: list[Shard] = []
     for part in _ranges(manifest, split):
         listed = manifest.split(part.split).readable_shards
