@@ -292,7 +292,7 @@ class DatasetWriter:
         append = options.get("append", False)
         overwrite = options.get("overwrite", False)
         if overwrite and (append or resume):
-            raise ValueError("overwrite=True replaces the dataset: not with append or resume")
+            raise ValueError("overwrite=True cannot be combined with append or resume")
         if on_error not in ("raise", "skip"):
             raise ValueError(f"on_error must be 'raise' or 'skip', not {on_error!r}")
         if not isinstance(workers, int) or workers < 0:
