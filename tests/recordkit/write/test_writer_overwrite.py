@@ -116,7 +116,7 @@ def test_a_killed_overwrite_leaves_the_old_dataset_readable(tmp_path: Path) -> N
         rk.write_dataset(records(), SCHEMA, {str(root)!r}, overwrite=True, shard_records=10, progress=False)
         """
     )
-    support = Path(__file__).parent
+    support = Path(__file__).parents[1]  # tests/recordkit: _writer_support.py
     done = subprocess.run(
         [sys.executable, "-c", script],
         env={

@@ -14,7 +14,7 @@ their versions: the golden file records the versions it was made with, and the t
 skipped (saying which differs) in an environment with other versions. Regenerate the
 file only when a change of bytes is intended, or the libraries changed::
 
-    PYTHONPATH=sdk:plugins python tests/recordkit/test_golden_bytes.py --update
+    PYTHONPATH=sdk:plugins python tests/recordkit/write/test_golden_bytes.py --update
 """
 
 from __future__ import annotations
