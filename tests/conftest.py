@@ -78,3 +78,28 @@ def plugin_dist(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Plu
     monkeypatch.undo()
     importlib.invalidate_caches()
     reset_default_registry()
+
+
+# -- the fault-injection suite's summary (tests/faults/conftest.py counts the cases) ------
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """How many cases each fault family tried: summed over the teardown reports, which
+    carry the counts the ``fault_cases`` fixture recorded (with pytest-xdist too)."""
+    import collections
+
+    totals: collections.Counter[str] = collections.Counter()
+    for reports in terminalreporter.stats.values():
+        for report in reports:
+            if getattr(report, "when", None) != "teardown":
+                continue
+            for name, value in getattr(report, "user_properties", []):
+                if name == "fault_cases":
+                    family, count = value
+                    totals[family] += count
+    if not totals:
+        return
+    terminalreporter.section("fault injection: cases tried per family")
+    for family, count in sorted(totals.items()):
+        terminalreporter.write_line(f"{family:<44} {count:>6}")
+    terminalreporter.write_line(f"{'total':<44} {sum(totals.values()):>6}")

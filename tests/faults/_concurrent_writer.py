@@ -4,7 +4,7 @@ Usage: python _concurrent_writer.py ROOT MODE START N WAIT GO
 
 Waits until the file GO exists (so that several start together), then writes (MODE
 ``write``) or appends (``append``) records START .. START+N-1 to split train, slowly
-(a shard of 5 records at a time, with a pause), with ``wait=`` WAIT (``no`` or
+(a pause before each record, shards of 5 records), with ``wait=`` WAIT (``no`` or
 seconds). Prints ``ok`` or the one-line error.
 """
 
@@ -31,9 +31,8 @@ while not go.exists():
 
 
 def slow() -> Iterator[dict[str, Any]]:
-    for i, record in enumerate(records(n, start)):
-        if i % 5 == 0:
-            time.sleep(0.05)
+    for record in records(n, start):
+        time.sleep(0.05)  # a write that lasts: the others start while it holds the lock
         yield record
 
 

@@ -117,7 +117,7 @@ def test_the_lock_is_released_when_its_holder_is_killed(tmp_path: Path, fault_ca
     fault_cases.tried("concurrent writers and appenders")
     root = tmp_path / "dataset"
     go = tmp_path / "go"
-    holder = _start(root, "write", 0, 400, "no", go)
+    holder = _start(root, "write", 0, 200, "no", go)
     go.touch()
     deadline = time.monotonic() + 120
     while not (root / "dataset.json").exists() and time.monotonic() < deadline:
@@ -127,6 +127,6 @@ def test_the_lock_is_released_when_its_holder_is_killed(tmp_path: Path, fault_ca
     holder.kill()
     holder.wait()
     # The OS dropped the lock with the process: the next writer goes ahead, and resumes.
-    rk.write_dataset(records(400), SCHEMA, root, "train", shard_records=5, resume=True, progress=False)
-    assert ids(root) == list(range(400))
+    rk.write_dataset(records(200), SCHEMA, root, "train", shard_records=5, resume=True, progress=False)
+    assert ids(root) == list(range(200))
     assert os.path.exists(root / ".recordkit.lock")

@@ -46,6 +46,7 @@ class DatasetLock:
     """The exclusive lock on one dataset folder (which must exist)."""
 
     def __init__(self, root: Path, *, wait: Wait = False) -> None:
+        self._fd: int | None = None
         if isinstance(wait, bool):
             timeout = None if wait else 0.0
         elif isinstance(wait, (int, float)) and wait >= 0:
@@ -56,7 +57,7 @@ class DatasetLock:
         # O_NOFOLLOW: a symlink planted as the lock file is not followed (ELOOP).
         flags = os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
         try:
-            self._fd: int | None = os.open(self.path, flags, 0o644)
+            self._fd = os.open(self.path, flags, 0o644)
         except OSError as exc:
             raise DatasetLockedError(
                 f"cannot open the lock file {LOCK_FILE}: {exc.strerror or exc}", file=str(root)
