@@ -19,9 +19,8 @@ def test_every_named_test_exists() -> None:
         source = ROOT / path
         assert source.is_file(), path
         if name:
-            functions = {
-                node.name for node in ast.walk(ast.parse(source.read_text())) if isinstance(node, ast.FunctionDef)
-            }
+            tree = ast.parse(source.read_text(encoding="utf-8"))
+            functions = {node.name for node in ast.walk(tree) if isinstance(node, ast.FunctionDef)}
             assert name in functions, f"{path}::{name}"
 
 

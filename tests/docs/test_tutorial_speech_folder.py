@@ -9,9 +9,9 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "recordkit" / "sources"))
 
-import _source_fixtures as fx  # noqa: E402  (the sources' generated inputs)
+import _source_fixtures as fx
 
-import recordkit as rk  # noqa: E402
+import recordkit as rk
 
 
 def test_the_page_runs_as_written(page_examples: Any, in_tmp_path: Path) -> None:
