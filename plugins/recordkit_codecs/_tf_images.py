@@ -12,6 +12,10 @@ image again (that cost as much as the JPEG decoding itself). The result is dense
 ``tf.RaggedTensor`` ``[B, (H), (W), C]`` built from the flat pixels and the stored sizes
 (ragged rank 2: each image has its own height, each row its own width). TensorFlow is
 imported by the caller's ``decode_tf`` only.
+
+A batch whose static size is 1 (a reader decoding record by record, in a parallel map,
+so that the images of a batch are decoded on every core) skips the loop: the image is
+decoded and checked, and is its own batch.
 """
 
 from __future__ import annotations
@@ -79,6 +83,25 @@ def decode_image_batch(
         encoded = tf.identity(tf.reshape(encoded, [-1]))
     count = tf.shape(encoded)[0]
     stored = tf.stack([heights, widths, channels], axis=1)
+    if encoded.shape[0] == 1:
+        # A batch whose static size is 1 (readers that decode record by record, in a
+        # parallel map): the image is decoded and checked, with no loop, no list of pieces
+        # and no padding (one image is its batch's largest).
+        image = decode_one(encoded[0])
+        check = tf.debugging.Assert(
+            tf.reduce_all(tf.equal(tf.cast(tf.shape(image), tf.int64), stored[0])),
+            [
+                f"{codec} codec: the decoded image shape [height, width, channels] differs "
+                "from the height, width and channels stored with it"
+            ],
+        )
+        with tf.control_dependencies([check]):
+            one = tf.identity(image)[None]
+        if fixed_size is not None:
+            one = tf.ensure_shape(one, [1, fixed_size[0], fixed_size[1], static_channels])
+            return (one, stored) if pad else one
+        one = tf.ensure_shape(one, [1, None, None, static_channels])
+        return (one, stored) if pad else tf.RaggedTensor.from_tensor(one, ragged_rank=2)
     # An empty batch has no channel count of its own: its (zero) pixels get one channel.
     depth = (
         tf.constant(static_channels, tf.int64)
@@ -97,7 +120,10 @@ def decode_image_batch(
 
     def body(index: Any, pieces: Any, shapes: Any) -> Any:
         image = decode_one(encoded[index])
-        shape = tf.shape(image, out_type=tf.int64)
+        # A cast of the int32 shape, not tf.shape(out_type=int64): TensorFlow types a Shape
+        # op's output as a shape tensor, which a list of int64 tensors refuses ("Type
+        # inference failed ... invalid graph").
+        shape = tf.cast(tf.shape(image), tf.int64)
         shapes = shapes.write(index, shape)
         if not padded:
             return index + 1, pieces.write(index, tf.reshape(image, [-1])), shapes
@@ -142,3 +168,4 @@ def decode_image_batch(
     return tf.RaggedTensor.from_nested_row_lengths(
         values, [heights, tf.repeat(widths, heights)], validate=False
     )
+
