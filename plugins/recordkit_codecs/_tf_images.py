@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["decode_image_batch"]
+__all__ = ["decode_image_batch", "decode_image_window"]
 
 
 def decode_image_batch(
@@ -169,3 +169,27 @@ def decode_image_batch(
         values, [heights, tf.repeat(widths, heights)], validate=False
     )
 
+
+
+def decode_image_window(encoded: Any, window: Any, fmt: str, channels: int) -> Any:
+    """The pixels of ``window`` (int ``[4]``: top, left, height, width) of one encoded
+    image (a scalar string), uint8 ``[height, width, C]``; ``fmt`` is the image codec's
+    format (``jpeg``, ``png`` or ``keep``: either), ``channels`` the count to convert to
+    (0: as stored). A JPEG decodes only the window (``decode_and_crop_jpeg``, with the
+    DCT method of the full decode: the same pixels); a PNG decodes whole and is cut."""
+    import tensorflow as tf
+
+    window = tf.cast(window, tf.int32)
+
+    def jpeg() -> Any:
+        return tf.io.decode_and_crop_jpeg(encoded, window, channels=channels, dct_method="INTEGER_ACCURATE")
+
+    def png() -> Any:
+        image = tf.io.decode_png(encoded, channels=channels, dtype=tf.uint8)
+        return image[window[0] : window[0] + window[2], window[1] : window[1] + window[3]]
+
+    if fmt == "jpeg":
+        return jpeg()
+    if fmt == "png":
+        return png()
+    return tf.cond(tf.io.is_jpeg(encoded), jpeg, png)

@@ -26,7 +26,7 @@ from PIL import Image
 import recordkit as rk
 from recordkit_codecs import _pillow, _raster
 from recordkit_codecs._inputs import read_input_bytes
-from recordkit_codecs._tf_images import decode_image_batch
+from recordkit_codecs._tf_images import decode_image_batch, decode_image_window
 
 __all__ = ["ImageCodec", "ImageOptions"]
 
@@ -104,6 +104,7 @@ class ImageCodec(rk.Codec[ImageOptions]):
     options_model = ImageOptions
     summary = "an image stored as encoded PNG/JPEG bytes with height, width, channels"
     raster = "pixels"
+    size_features = ("height", "width")
 
     # -- wire ------------------------------------------------------------------------
 
@@ -235,6 +236,11 @@ class ImageCodec(rk.Codec[ImageOptions]):
             return None
         images, shapes = self._decode_batch(wire, pad=True)
         return images, shapes
+
+    def decode_tf_window(self, wire: Mapping[str, Any], window: Any) -> Any:
+        """Only the window of one image: a JPEG's with ``decode_and_crop_jpeg`` (the rows
+        and blocks outside it are not decoded), a PNG's cut from the whole."""
+        return decode_image_window(wire[""][0], window, self.options.format, self.options.channels or 0)
 
     def _decode_batch(self, wire: Mapping[str, Any], *, pad: bool) -> Any:
         import tensorflow as tf

@@ -437,3 +437,40 @@ def test_every_reader_takes_the_path_of_a_schema_file(dataset: Path, tmp_path: P
     broken.write_text("name: x\nfields:\n  label: {codec: nope}\n", encoding="utf-8")
     with pytest.raises(rk.errors.UnknownCodecError, match=r"broken\.yaml"):
         rk.load_dataset(dataset, schema=broken)
+
+
+def window_of(picture: np.ndarray, offset: Any, size: tuple[int, int]) -> np.ndarray:
+    """``picture`` cut to ``size`` at ``offset`` (top, left; negative: zeros first)."""
+    out = np.zeros((*size, *picture.shape[2:]), picture.dtype)
+    top, left = (int(v) for v in offset)
+    for row in range(size[0]):
+        for col in range(size[1]):
+            y, x = top + row, left + col
+            if 0 <= y < picture.shape[0] and 0 <= x < picture.shape[1]:
+                out[row, col] = picture[y, x]
+    return out
+
+
+@pytest.mark.parametrize("batch_size", [3, None])
+def test_a_jpeg_crop_decodes_only_the_window_with_the_full_decodes_pixels(
+    dataset: Path, batch_size: int | None
+) -> None:
+    """The photo field (JPEG) is cropped by decoding only its window: the same pixels as
+    the numpy reader's full decode cut at the window the reader reports."""
+    size = (3, 7)  # crops the 4 rows, pads the 5 columns
+    whole = [r["photo"] for r in rk.iter_records(dataset, fields=["photo"])]
+    for fit in ("crop_or_pad", "random_crop_or_pad"):
+        ds = rk.load_dataset(
+            dataset, fields=["photo"], batch_size=batch_size, image_size=size, image_fit=fit, seed=3
+        )
+        got = read_rows(list(ds)) if batch_size else list(ds)
+        assert len(got) == len(whole)
+        for picture, row in zip(whole, got, strict=True):
+            np.testing.assert_array_equal(np.asarray(row["photo/shape"]), picture.shape)
+            want = window_of(picture, np.asarray(row["photo/offset"]), size)
+            np.testing.assert_array_equal(np.asarray(row["photo"]), want)
+        offsets = {tuple(np.asarray(row["photo/offset"]).tolist()) for row in got}
+        if fit == "crop_or_pad":
+            assert offsets == {(0, -1)}  # the centre
+        else:
+            assert offsets <= {(top, left) for top in (0, 1) for left in (0, -1, -2)}

@@ -65,6 +65,11 @@ class Codec(abc.ABC, Generic[OptionsT]):
     #: (a map of class indices ``[H, W]`` or ``[H, W, 1]``, only ever resized with
     #: nearest neighbour, so that no index is blended into another), or None.
     raster: ClassVar[Literal["pixels", "indices"] | None] = None
+    #: For a raster codec that stores each picture's size: the wire features (INT64,
+    #: shape ``()``) that hold its height and width. With :meth:`decode_tf_window`, it
+    #: lets readers that crop (``image_fit="crop_or_pad"``, ``"random_crop_or_pad"``)
+    #: place the window before decoding, and decode only the window.
+    size_features: ClassVar[tuple[str, str] | None] = None
 
     def __init__(self, options: OptionsT | Mapping[str, Any] | None = None) -> None:
         self.options: OptionsT = self.parse_options(options)
@@ -177,6 +182,17 @@ class Codec(abc.ABC, Generic[OptionsT]):
         ``shapes`` is int64 ``[B, rank - 1]``, each record's true shape. Codecs of large
         values (images) implement it to pad as they decode, which saves copying every
         value again. None (the default): the reader pads what :meth:`decode_tf` returns.
+        """
+        return None
+
+    def decode_tf_window(self, wire: Mapping[str, Any], window: Any) -> Any | None:
+        """Decode only a window of one picture (for codecs with :attr:`size_features`).
+
+        ``wire`` is a batch of one record (static size 1); ``window`` is int ``[4]``:
+        top, left, height, width, inside the stored picture. Return the window's pixels
+        without the batch dimension (``[height, width, ...]``), the same values a full
+        decode cut to the window gives; None (the default) when the codec has no cheaper
+        way than decoding the whole picture (readers then decode it and cut).
         """
         return None
 

@@ -43,6 +43,7 @@ from recordkit.read._batch_layout import (
     SHAPE_SUFFIX,
     ImageFit,
     Size,
+    crop_at,
     crop_offsets,
     dense_record,
     fit_images,
@@ -435,6 +436,11 @@ def _per_record(dataset: Any, layout: _Layout, options: PipelineOptions) -> Any:
         draws = out.pop(_DRAWS, None)
         for field in layout.per_record:
             name = field.name
+            if name in layout.sizes and fit in CROP_FITS and field.codec.size_features is not None:
+                cropped = _decode_crop(field, record[name], layout, fit, draws)
+                if cropped is not None:
+                    out[name], out[name + SHAPE_SUFFIX], out[name + OFFSET_SUFFIX] = cropped
+                    continue
             value = _decode_one(field, record[name])
             if name in layout.sizes:
                 shape = tf.cast(tf.shape(value), tf.int64)
@@ -567,3 +573,30 @@ def _record_densifier(source: Source, spec: Any) -> Callable[[dict[str, Any]], d
         return out
 
     return densify
+
+
+def _decode_crop(
+    field: BoundField, wire: dict[str, Any], layout: _Layout, fit: ImageFit, draws: Any
+) -> tuple[Any, Any, Any] | None:
+    """One record's picture cut (or padded) to its size, decoding only the window
+    (:meth:`~recordkit.Codec.decode_tf_window`), placed from the stored height and width;
+    with its shape and offset. None when the codec decodes whole pictures only."""
+    import tensorflow as tf
+
+    assert field.codec.size_features is not None
+    name = field.name
+    size = layout.sizes[name]
+    height_key, width_key = field.codec.size_features
+    sides = tf.cast(tf.stack([wire[height_key], wire[width_key]]), tf.int64)
+    offset = crop_offsets(sides[None], size, fit, None if draws is None else draws[None])[0]
+    # The part of the window inside the picture: that is all that is decoded.
+    start = tf.clip_by_value(offset, 0, sides)
+    stop = tf.clip_by_value(offset + tf.constant(size, tf.int64), 0, sides)
+    one = {key: value[None] for key, value in wire.items()}
+    inside = field.codec.decode_tf_window(one, tf.concat([start, stop - start], 0))
+    if inside is None:
+        return None
+    picture = inside if inside.shape.rank == 3 else inside[..., None]
+    window = crop_at(picture, offset - start, size, layout.pad_values[name])
+    shape = tf.concat([sides, tf.cast(tf.shape(inside), tf.int64)[2:]], 0)
+    return (window if inside.shape.rank == 3 else window[..., 0]), shape, offset
