@@ -106,13 +106,14 @@ def _boxes(rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
     return boxes, rng.integers(0, len(BOX_LABELS), size=count).astype(np.int64)
 
 
-def mixed_records(count: int, seed: int = 0) -> list[MixedRecord]:
-    """``count`` mixed multimodal records: a JPEG of varying size, 1 s of 16 kHz WAV,
-    a caption, 0 to 6 labelled boxes and a class label, all already encoded."""
+def mixed_records(count: int, seed: int = 0, sides: tuple[int, int] = IMAGE_SIDES) -> list[MixedRecord]:
+    """``count`` mixed multimodal records: a JPEG of varying size (``sides``: the smallest
+    and largest side), 1 s of 16 kHz WAV, a caption, 0 to 6 labelled boxes and a class
+    label, all already encoded."""
     rng = np.random.default_rng(seed)
     records = []
     for _ in range(count):
-        height, width = (int(v) for v in rng.integers(IMAGE_SIDES[0], IMAGE_SIDES[1] + 1, size=2))
+        height, width = (int(v) for v in rng.integers(sides[0], sides[1] + 1, size=2))
         boxes, box_labels = _boxes(rng)
         words = rng.choice(_WORDS, size=int(rng.integers(5, 21)))
         records.append(

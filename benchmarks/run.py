@@ -29,13 +29,13 @@ if str(ROOT) not in sys.path:  # run as a script: make the benchmarks package im
     sys.path.insert(0, str(ROOT))
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
-from benchmarks import _memory, _read, _report, _write  # noqa: E402
+from benchmarks import _memory, _read, _reader_speed, _report, _write  # noqa: E402
 from benchmarks._config import SIZES, Size  # noqa: E402
 
 PUBLISHED_JSON = ROOT / "benchmarks" / "results" / "latest.json"
 PUBLISHED_PLOT = ROOT / "docs" / "img" / "benchmarks.png"
 PERFORMANCE_PAGE = ROOT / "docs" / "performance.md"
-SUITES = ("write", "read", "memory")
+SUITES = ("write", "read", "memory", "speed")
 
 
 def _version(distribution: str) -> str | None:
@@ -110,7 +110,13 @@ def machine_meta(size: Size) -> dict[str, Any]:
 
 def run(size: Size, out: Path, suites: tuple[str, ...] = SUITES, *, log: Any = print) -> dict[str, Any]:
     """Run ``suites`` at ``size``; write results.json and benchmarks.png into ``out``."""
-    results: dict[str, Any] = {"meta": machine_meta(size), "write": [], "read": [], "memory": []}
+    results: dict[str, Any] = {
+        "meta": machine_meta(size),
+        "write": [],
+        "read": [],
+        "memory": [],
+        "speed": [],
+    }
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="recordkit-bench-") as tmp:
         scratch = Path(tmp)
@@ -127,6 +133,10 @@ def run(size: Size, out: Path, suites: tuple[str, ...] = SUITES, *, log: Any = p
         if "memory" in suites:
             log(f"memory suite ({size.name})")
             results["memory"] = [dataclasses.asdict(r) for r in _memory.run_memory_suite(size, scratch, log)]
+        if "speed" in suites:
+            log(f"reader speed suite ({size.name})")
+            rows = _reader_speed.run_reader_speed_suite(size, scratch, log)
+            results["speed"] = [dataclasses.asdict(r) for r in rows]
     results["meta"]["seconds"] = round(time.perf_counter() - started, 1)
     results["meta"]["machine"]["load_average_end"] = list(os.getloadavg())
     results["targets"] = [t.as_dict() for t in _report.evaluate_targets(results)]
@@ -154,7 +164,8 @@ def main(argv: list[str] | None = None) -> int:
         "--only",
         choices=SUITES,
         action="append",
-        help="run only this suite (repeatable); read runs the writes it reads",
+        help="run only this suite (repeatable); read runs the writes it reads; speed is the reader-speed "
+        "side by side of issue 13 (writes its own workload)",
     )
     parser.add_argument(
         "--publish",
@@ -169,6 +180,8 @@ def main(argv: list[str] | None = None) -> int:
     results = run(size, args.out, tuple(args.only or SUITES))
     print()
     print(_report.format_tables(results))
+    if results["speed"]:
+        print("\nreader speed (issue 13):\n" + _reader_speed.format_speed_table(results["speed"]))
     print(
         f"\nresults: {args.out / 'results.json'}  plot: {args.out / 'benchmarks.png'}  "
         f"({results['meta']['seconds']} s)"
