@@ -82,8 +82,7 @@ def _limit(jpegs: list[bytes], wavs: list[bytes]) -> Any:
 
 def _hand_unbatched(files: list[Path]) -> Any:
     """The hand-written per-record map, without the padded batch."""
-    ds = _handwritten.per_record_dataset(files, "full", 1)
-    return ds.unbatch()
+    return _handwritten.per_record_dataset(files, "full", None)
 
 
 def _plain_numpy(jpegs: list[bytes], wavs: list[bytes]) -> Callable[[], None]:

@@ -196,6 +196,9 @@ def load_dataset(
     batches = _serialized_batches(opened, shards, record_shard, options, on_corrupt)
     layout = _Layout.build(opened.source, options)
     dataset = _decode_batches(batches, layout, options)
+    if layout.per_record and not _rebatchable(dataset.element_spec, layout):
+        layout = dataclasses.replace(layout, per_record=())  # decode the pictures in batches
+        dataset = _decode_batches(batches, layout, options)
     if layout.per_record:
         dataset = _per_record(dataset, layout, options)
     elif batch_size is None:
@@ -600,3 +603,20 @@ def _decode_crop(
     window = crop_at(picture, offset - start, size, layout.pad_values[name])
     shape = tf.concat([sides, tf.cast(tf.shape(inside), tf.int64)[2:]], 0)
     return (window if inside.shape.rank == 3 else window[..., 0]), shape, offset
+
+
+def _rebatchable(spec: dict[str, Any], layout: _Layout) -> bool:
+    """Whether the batched step's other outputs split into records and batch again as
+    they were: each dense one of one shape per record (not padded to its batch's
+    largest), or ragged. Otherwise the pictures are decoded in batches too (a batch
+    padded in the batched step, split and batched again, crashed TensorFlow 2.21)."""
+    import tensorflow as tf
+
+    per_record = {f.name for f in layout.per_record}
+    for key, value in spec.items():
+        if key in per_record or key == _DRAWS:
+            continue
+        for leaf in tf.nest.flatten(value):
+            if isinstance(leaf, tf.TensorSpec) and not leaf.shape[1:].is_fully_defined():
+                return False
+    return True
