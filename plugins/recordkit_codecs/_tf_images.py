@@ -101,7 +101,15 @@ def decode_image_batch(
             one = tf.ensure_shape(one, [1, fixed_size[0], fixed_size[1], static_channels])
             return (one, stored) if pad else one
         one = tf.ensure_shape(one, [1, None, None, static_channels])
-        return (one, stored) if pad else tf.RaggedTensor.from_tensor(one, ragged_rank=2)
+        if pad:
+            return one, stored
+        # Row lengths, not from_tensor's uniform rows: the same ragged form as a batch's.
+        pixels = tf.reshape(one, tf.stack([tf.constant(-1, tf.int64), tf.shape(one, out_type=tf.int64)[3]]))
+        return tf.RaggedTensor.from_nested_row_lengths(
+            tf.ensure_shape(pixels, [None, static_channels]),
+            [heights, tf.repeat(widths, heights)],
+            validate=False,
+        )
     # An empty batch has no channel count of its own: its (zero) pixels get one channel.
     depth = (
         tf.constant(static_channels, tf.int64)
