@@ -452,11 +452,11 @@ def window_of(picture: np.ndarray, offset: Any, size: tuple[int, int]) -> np.nda
 
 
 @pytest.mark.parametrize("batch_size", [3, None])
-def test_a_jpeg_crop_decodes_only_the_window_with_the_full_decodes_pixels(
+def test_a_jpeg_crop_holds_the_full_decodes_pixels_at_the_reported_window(
     dataset: Path, batch_size: int | None
 ) -> None:
-    """The photo field (JPEG) is cropped by decoding only its window: the same pixels as
-    the numpy reader's full decode cut at the window the reader reports."""
+    """The photo field (JPEG), cropped: the same pixels as the numpy reader's full
+    decode cut at the window the reader reports."""
     size = (3, 7)  # crops the 4 rows, pads the 5 columns
     whole = [r["photo"] for r in rk.iter_records(dataset, fields=["photo"])]
     for fit in ("crop_or_pad", "random_crop_or_pad"):
