@@ -154,8 +154,9 @@ def _scalar_spec() -> dict[str, Any]:
     }
 
 
-def per_record_dataset(files: Sequence[Path], mode: str, batch_size: int) -> Any:
-    """``map(parse_single_example)`` then ``padded_batch``: the tutorials' reader.
+def per_record_dataset(files: Sequence[Path], mode: str, batch_size: int | None) -> Any:
+    """``map(parse_single_example)`` then ``padded_batch``: the tutorials' reader
+    (single records when ``batch_size`` is None).
 
     ``mode`` is ``full`` (decode the image and audio), ``parse`` (parse every feature,
     decode nothing) or ``projection`` (parse only the label).
@@ -169,7 +170,7 @@ def per_record_dataset(files: Sequence[Path], mode: str, batch_size: int) -> Any
             return tf.io.parse_single_example(serialized, spec)["label"]
 
         ds = tf.data.TFRecordDataset([str(f) for f in files]).map(parse_label, num_parallel_calls=autotune)
-        return ds.batch(batch_size).prefetch(autotune)
+        return (ds if batch_size is None else ds.batch(batch_size)).prefetch(autotune)
 
     spec = _scalar_spec()
     for key in _BOX_KEYS:
@@ -194,6 +195,8 @@ def per_record_dataset(files: Sequence[Path], mode: str, batch_size: int) -> Any
         return out
 
     ds = tf.data.TFRecordDataset([str(f) for f in files]).map(parse, num_parallel_calls=autotune)
+    if batch_size is None:
+        return ds.prefetch(autotune)
     return ds.padded_batch(batch_size).prefetch(autotune)
 
 

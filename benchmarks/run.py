@@ -29,13 +29,13 @@ if str(ROOT) not in sys.path:  # run as a script: make the benchmarks package im
     sys.path.insert(0, str(ROOT))
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
-from benchmarks import _memory, _read, _report, _stability, _write  # noqa: E402
+from benchmarks import _memory, _read, _reader_speed, _report, _stability, _write  # noqa: E402
 from benchmarks._config import SIZES, Size  # noqa: E402
 
 PUBLISHED_JSON = ROOT / "benchmarks" / "results" / "latest.json"
 PUBLISHED_PLOT = ROOT / "docs" / "img" / "benchmarks.png"
 PERFORMANCE_PAGE = ROOT / "docs" / "performance.md"
-SUITES = ("write", "read", "memory", "stability")
+SUITES = ("write", "read", "memory", "stability", "speed")
 
 
 def _version(distribution: str) -> str | None:
@@ -116,6 +116,7 @@ def run(size: Size, out: Path, suites: tuple[str, ...] = SUITES, *, log: Any = p
         "read": [],
         "memory": [],
         "stability": [],
+        "speed": [],
     }
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="recordkit-bench-") as tmp:
@@ -137,6 +138,10 @@ def run(size: Size, out: Path, suites: tuple[str, ...] = SUITES, *, log: Any = p
             log(f"stability suite ({size.name}, {size.stability_runs} runs per writer, alternating)")
             rows = _stability.run_stability_suite(size, scratch, log)
             results["stability"] = [dataclasses.asdict(r) for r in rows]
+        if "speed" in suites:
+            log(f"reader speed suite ({size.name})")
+            rows = _reader_speed.run_reader_speed_suite(size, scratch, log)
+            results["speed"] = [dataclasses.asdict(r) for r in rows]
     results["meta"]["seconds"] = round(time.perf_counter() - started, 1)
     results["meta"]["machine"]["load_average_end"] = list(os.getloadavg())
     results["targets"] = [t.as_dict() for t in _report.evaluate_targets(results)]
@@ -164,7 +169,8 @@ def main(argv: list[str] | None = None) -> int:
         "--only",
         choices=SUITES,
         action="append",
-        help="run only this suite (repeatable); read runs the writes it reads",
+        help="run only this suite (repeatable); read runs the writes it reads; speed is the reader-speed "
+        "side by side of issue 13 (writes its own workload)",
     )
     parser.add_argument(
         "--publish",
@@ -179,6 +185,8 @@ def main(argv: list[str] | None = None) -> int:
     results = run(size, args.out, tuple(args.only or SUITES))
     print()
     print(_report.format_tables(results))
+    if results["speed"]:
+        print("\nreader speed (issue 13):\n" + _reader_speed.format_speed_table(results["speed"]))
     print(
         f"\nresults: {args.out / 'results.json'}  plot: {args.out / 'benchmarks.png'}  "
         f"({results['meta']['seconds']} s)"

@@ -99,7 +99,10 @@ def decode_wav_batch(encoded: Any, counts: Any, *, channels: int, sample_rate: i
             index + 1,
             samples.write(index, tf.reshape(audio, [-1])),
             rates.write(index, tf.cast(file_rate, tf.int64)),
-            shapes.write(index, tf.shape(audio, out_type=tf.int64)),
+            # A cast of the int32 shape, not tf.shape(out_type=int64): TensorFlow types a
+            # Shape op's output as a shape tensor, which a list of int64 tensors refuses
+            # ("Type inference failed ... invalid graph").
+            shapes.write(index, tf.cast(tf.shape(audio), tf.int64)),
         )
 
     def one_by_one() -> Any:

@@ -29,7 +29,7 @@ import recordkit as rk
 from recordkit_codecs import _pillow, _raster
 from recordkit_codecs._foreign import formats
 from recordkit_codecs._inputs import read_input_bytes
-from recordkit_codecs._tf_images import decode_image_batch
+from recordkit_codecs._tf_images import decode_image_batch, decode_image_window
 
 __all__ = ["ImageCodec", "ImageOptions"]
 
@@ -107,6 +107,7 @@ class ImageCodec(rk.Codec[ImageOptions]):
     options_model = ImageOptions
     summary = "an image stored as encoded PNG/JPEG bytes with height, width, channels"
     raster = "pixels"
+    size_features = ("height", "width")
 
     adopt_order = 200
 
@@ -292,6 +293,11 @@ class ImageCodec(rk.Codec[ImageOptions]):
             return None
         images, shapes = self.decode_tf_source()(wire, pad=True)
         return images, shapes
+
+    def decode_tf_window(self, wire: Mapping[str, Any], window: Any) -> Any:
+        """Only the window of one image: a JPEG's with ``decode_and_crop_jpeg`` (the rows
+        and blocks outside it are not decoded), a PNG's cut from the whole."""
+        return decode_image_window(wire[""][0], window, self.options.format, self.options.channels or 0)
 
 
 def decode_image_tf(

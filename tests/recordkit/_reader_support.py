@@ -117,6 +117,67 @@ def expected(record: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+#: Every built-in codec, in the forms the tests above leave out: a fixed-size JPEG image
+#: (dense batches), FLAC audio, a sequence of images, label ids, boxes without labels, a
+#: fixed-shape tensor and more scalar dtypes; on top of :data:`SCHEMA` (PNG images of any
+#: size, a mask, WAV and PCM audio, text, optional and sequence text, labelled boxes with
+#: extras, multi-hot labels, tensors of variable shape and rank, scalars).
+EVERY_CODEC = SCHEMA.model_copy(
+    update={
+        "name": "every-codec",
+        "fields": {
+            **SCHEMA.fields,
+            "thumb": rk.FieldSpec(
+                codec="image",
+                options={"format": "jpeg", "quality": 90, "height": 6, "width": 5, "channels": 3},
+            ),
+            "speech": rk.FieldSpec(codec="audio", options={"sample_rate": 8000, "format": "flac"}),
+            "frames": rk.FieldSpec(codec="image", options={"channels": 1}, sequence=True),
+            "ids": rk.FieldSpec(codec="label", options={"num_classes": 5, "multi": True}),
+            "regions": rk.FieldSpec(codec="bbox"),
+            "matrix": rk.FieldSpec(codec="tensor", options={"dtype": "float32", "shape": [2, 3]}),
+            "count": rk.FieldSpec(codec="scalar", options={"dtype": "int32"}),
+            "score": rk.FieldSpec(codec="scalar", options={"dtype": "float32"}),
+        },
+    }
+)
+#: What the generated module leaves out: FLAC has no TensorFlow op (its decode calls back
+#: into Python), so standalone code cannot carry it.
+NOT_STANDALONE = {"speech"}
+
+
+def every_codec_records(n: int) -> list[dict[str, Any]]:
+    rng = np.random.default_rng(9)
+    records = make_records(n, seed=9)
+    for i, record in enumerate(records):
+        ramp = np.linspace(0, 255, 30, dtype=np.uint8).reshape(6, 5, 1)
+        record.update(
+            thumb=np.concatenate([ramp, ramp[::-1], np.full_like(ramp, 40 * i % 256)], axis=2),
+            speech=rng.integers(-2000, 2000, 30 + 7 * i, dtype=np.int16),
+            frames=[rng.integers(0, 256, (2 + j, 3, 1), dtype=np.uint8) for j in range(i % 3)],
+            ids=[j for j in range(5) if (i + j) % 3 == 0],
+            regions=rng.uniform(0.0, 0.5, (i % 2, 4)) + np.array([0.0, 0.0, 0.5, 0.5]),
+            matrix=rng.normal(size=(2, 3)).astype(np.float32),
+            count=i - 3,
+            score=float(np.float32(i / 7)),
+        )
+    return records
+
+
+def every_codec_expected(record: dict[str, Any]) -> dict[str, Any]:
+    """:func:`expected` for :data:`EVERY_CODEC` (``thumb`` aside: JPEG is lossy)."""
+    return {
+        **expected(record),
+        "speech": record["speech"].astype(np.float32)[:, None] / np.float32(32768),
+        "frames": record["frames"],
+        "ids": record["ids"],
+        "regions": np.asarray(record["regions"], np.float32),
+        "matrix": record["matrix"],
+        "count": record["count"],
+        "score": record["score"],
+    }
+
+
 def write(path: Path, records: list[dict[str, Any]], **options: Any) -> rk.Manifest:
     options.setdefault("shard_records", 4)
     return rk.write_dataset(records, SCHEMA, path, progress=False, **options)

@@ -40,6 +40,7 @@ __all__ = [
     "SHAPE_SUFFIX",
     "ImageFit",
     "Size",
+    "crop_at",
     "crop_offsets",
     "dense_record",
     "fit_images",

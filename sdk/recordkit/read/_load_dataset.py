@@ -1,29 +1,36 @@
 """``load_dataset``: a recordkit dataset as a ``tf.data.Dataset`` of decoded dicts.
 
-The pipeline, in order (each step only when asked for):
+The pipeline, in order, one small function a step (each step only when asked for):
 
-1. the split's shards from the manifest (:mod:`recordkit.read._open`), this worker's share
-   of them for distributed input (:func:`recordkit.read._open.worker_share`), shuffled with
-   a seed;
-2. the shards read in parallel and interleaved, ``block_length`` records at a time,
-   checked on the way (:mod:`recordkit.read._shard_stream`): every record the manifest lists
-   and every byte of each file must be read, so a corrupt or truncated shard is named
-   (TensorFlow's own ``DataLossError`` names neither the file nor the shard);
-3. repeat, shuffle (a record buffer), then batch: *before* parsing, so each batch
-   costs one ``tf.io.parse_example``;
-4. parse and decode (:func:`recordkit.make_parser`) only the requested fields, in
-   parallel, then the shaping options (:mod:`recordkit.read._dense`): ragged fields
-   padded (with each codec's :meth:`~recordkit.Codec.pad_value`), images resized,
-   cropped or padded to a size
-   (a random crop draws per record from a stateless generator keyed by the seed and the
-   batch's position, so that a seed gives the same windows run after run);
+1. open (:meth:`~recordkit.read._options.SourceOptions.open`): the manifest, the schemas
+   compared, this worker's share of the split (:func:`recordkit.read._open.worker_share`);
+2. read (:func:`_serialized_batches`): the shards in parallel, interleaved ``block_length``
+   records at a time and checked on the way (:mod:`recordkit.read._shard_stream`: every
+   record the manifest lists and every byte of each file must be read, so a corrupt or
+   truncated shard is named), then repeat, shuffle (a record buffer), and batch *before*
+   parsing, so each batch costs one ``tf.io.parse_example``;
+3. parse and decode in batches (:func:`_decoder`, over :func:`recordkit.make_parser`)
+   only the requested fields, in parallel, with the layout options: ragged fields padded
+   (with each codec's :meth:`~recordkit.Codec.pad_value`), images resized, cropped or
+   padded to a size;
+4. decode pictures record by record (:func:`_per_record`): the fields whose codec declares
+   a ``raster`` (image, mask, and plugins' pictures) leave step 3 as their parsed wire
+   values; the batches are split into records and each record's pictures decoded (and
+   fitted to ``image_size``) in a parallel map, so the images of a batch are decoded on
+   every core, where one batched decode runs them on one; then the records are batched
+   again (the same batches) and padded;
 5. unbatch when no batch size is given, and prefetch.
+
+A random crop draws per record from a stateless generator keyed by the seed and the
+batch's position, so that a seed gives the same windows run after run, and the pictures
+of one record (an image and its mask) share their draws.
 
 TensorFlow is imported when :func:`load_dataset` is called.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import random
 from collections.abc import Callable, Mapping, Sequence
@@ -36,20 +43,21 @@ from recordkit.read._dense import (
     SHAPE_SUFFIX,
     ImageFit,
     Size,
+    crop_at,
     crop_offsets,
     dense_record,
     fit_images,
     pad_into,
+    pad_ragged,
     row_shapes,
 )
-from recordkit.read._open import (
-    CorruptionReport,
-    OnCorrupt,
-    OpenedDataset,
-    Paths,
-    Shard,
-    open_dataset,
-    worker_share,
+from recordkit.read._open import CorruptionReport, OnCorrupt, OpenedDataset, Paths, Shard
+from recordkit.read._options import (
+    DEFAULT_BLOCK_LENGTH,
+    IMAGE_FITS,
+    Opened,
+    PipelineOptions,
+    SourceOptions,
 )
 from recordkit.read._parse import PRESENT_SUFFIX, make_padded_parser, make_parser
 from recordkit.read._position import Start, tf_data_start
@@ -59,13 +67,9 @@ from recordkit.schema._schema import BoundSchema, Schema
 
 __all__ = ["DEFAULT_BLOCK_LENGTH", "IMAGE_FITS", "OFFSET_SUFFIX", "SHAPE_SUFFIX", "ImageFit", "load_dataset"]
 
-#: Records read from one shard before the reader moves on to the next one. Shards are
-#: read in blocks (one tf.data element per block, not per record), which keeps the
-#: per-element cost of interleaving off the hot path; a shuffle buffer mixes the blocks.
-DEFAULT_BLOCK_LENGTH = 64
-#: The values of ``image_fit``.
-IMAGE_FITS = ("resize", "resize_with_pad", "crop_or_pad", "random_crop_or_pad")
-
+#: The hidden component that carries each record's random crop draws from the batched
+#: step to the per-record one (a slash: no field is named so).
+_DRAWS = "/draws"
 
 def load_dataset(
     path: Paths,
@@ -166,87 +170,137 @@ def load_dataset(
     """
     import tensorflow as tf
 
-    if on_corrupt not in ("raise", "skip"):
-        raise ValueError(f"on_corrupt must be 'raise' or 'skip', not {on_corrupt!r}")
-    if image_fit not in IMAGE_FITS:
-        raise ValueError(f"image_fit must be one of {', '.join(IMAGE_FITS)}, not {image_fit!r}")
-    if batch_size is not None and batch_size < 1:
-        raise ValueError(f"batch_size must be at least 1, not {batch_size}")
-    if block_length < 1:
-        raise ValueError(f"block_length must be at least 1, not {block_length}")
-    share = worker_share(input_context, num_workers, worker_index)
+    options = PipelineOptions(
+        batch_size=batch_size,
+        shuffle_files=shuffle_files,
+        seed=seed,
+        shuffle_buffer=shuffle_buffer,
+        cycle_length=cycle_length,
+        block_length=block_length,
+        deterministic=deterministic,
+        repeat=repeat,
+        drop_remainder=drop_remainder,
+        pad=pad,
+        image_size=image_size,
+        image_fit=image_fit,
+        image_method=image_method,
+        prefetch=prefetch,
+    )
+    sources = SourceOptions(
+        schema=schema,
+        registry=registry,
+        on_corrupt=on_corrupt,
+        report=report,
+        verify_sha256=verify_sha256,
+        compression=compression,
+        input_context=input_context,
+        num_workers=num_workers,
+        worker_index=worker_index,
+    )
+    sources.check()
+    options.check()
     skip = tf_data_start(
         start, shuffled=shuffle_files or bool(shuffle_buffer), seed=seed, deterministic=deterministic
     )
-    source = open_dataset(
-        path,
-        split,
-        fields,
-        schema=schema,
-        registry=registry,
-        compression=compression,
-        check_sizes=on_corrupt == "raise",
-        verify_sha256=verify_sha256,
-    )
-    shards = list(source.shards)
-    record_shard: tuple[int, int] | None = None
-    if share is not None:
-        mine, by_record = share.shards(shards)
-        shards = list(mine)
-        record_shard = (share.count, share.index) if by_record else None
-    if report is None and on_corrupt == "skip":
-        report = CorruptionReport()  # still logs each skip
-    chunks = read_shards(
-        source,
-        shards,
-        block_length=block_length,
-        on_corrupt=on_corrupt,
-        report=report,
-        shuffle_files=shuffle_files,
-        seed=seed,
-        cycle_length=cycle_length,
-        deterministic=deterministic,
-    )
-    if repeat is True:
-        chunks = chunks.repeat()
-    elif repeat is not False and repeat != 1:
-        chunks = chunks.repeat(int(repeat))
-    if shuffle_buffer or record_shard is not None or skip:
-        records = chunks.unbatch()
-        if record_shard is not None:
-            records = records.shard(*record_shard)
-        if shuffle_buffer:
-            records = records.shuffle(shuffle_buffer, seed=seed, reshuffle_each_iteration=True)
-        if skip:  # resume: the records an earlier read yielded, dropped before parsing
-            records = records.skip(skip)
-        batches = records.batch(
-            batch_size or block_length, drop_remainder=drop_remainder and bool(batch_size)
-        )
-    elif batch_size is not None:
-        batches = chunks.rebatch(batch_size, drop_remainder=drop_remainder)
-    else:
-        batches = chunks
-    parse = _decoder(source, pad, image_size, image_fit, image_method, seed)
-    if image_fit == "random_crop_or_pad" and image_size is not None:
-        # Each batch's position keys its random draws: the same seed, the same windows.
-        dataset = batches.enumerate().map(
-            lambda position, serialized: parse(serialized, position),
-            num_parallel_calls=tf.data.AUTOTUNE,
-            deterministic=deterministic,
-        )
-    else:
-        dataset = batches.map(parse, num_parallel_calls=tf.data.AUTOTUNE, deterministic=deterministic)
-    if batch_size is None:
-        dataset = dataset.unbatch()
-        densify = _record_densifier(source, dataset.element_spec)
-        if densify is not None:
-            dataset = dataset.map(densify, num_parallel_calls=tf.data.AUTOTUNE, deterministic=deterministic)
+    opened = sources.open(path, split, fields)
+    shards, record_shard = _my_shards(opened)
+    batches = _serialized_batches(opened, shards, record_shard, options, on_corrupt, skip)
+    layout = _Layout.build(opened.source, options)
+    dataset = _decode_batches(batches, layout, options)
+    if layout.per_record and not _rebatchable(dataset.element_spec, layout):
+        layout = dataclasses.replace(layout, per_record=())  # decode the pictures in batches
+        dataset = _decode_batches(batches, layout, options)
+    if layout.per_record:
+        dataset = _per_record(dataset, layout, options)
+    elif batch_size is None:
+        dataset = _unbatch(dataset, opened.source, options)
     if prefetch:
         dataset = dataset.prefetch(tf.data.AUTOTUNE)
     size = _known_size(shards, record_shard, repeat, batch_size, drop_remainder, on_corrupt, skip)
     if size is not None:  # Keras and tf.distribute see the number of steps
         dataset = dataset.apply(tf.data.experimental.assert_cardinality(size))
     return dataset
+
+
+def _my_shards(opened: Opened) -> tuple[list[Shard], tuple[int, int] | None]:
+    """The shards this worker reads, and ``(count, index)`` when it reads every
+    ``count``-th record of them instead (fewer shards than workers)."""
+    shards = list(opened.source.shards)
+    if opened.share is None:
+        return shards, None
+    mine, by_record = opened.share.shards(shards)
+    return list(mine), (opened.share.count, opened.share.index) if by_record else None
+
+
+def _serialized_batches(
+    opened: Opened,
+    shards: list[Shard],
+    record_shard: tuple[int, int] | None,
+    options: PipelineOptions,
+    on_corrupt: OnCorrupt,
+    skip: int = 0,
+) -> Any:
+    """Batches of serialized records (``batch_size`` of them, or ``block_length`` when
+    single records are asked for): read, checked, repeated and shuffled; the first
+    ``skip`` records (a resumed read) dropped before they are parsed."""
+    chunks = read_shards(
+        opened.source,
+        shards,
+        block_length=options.block_length,
+        on_corrupt=on_corrupt,
+        report=opened.report,
+        shuffle_files=options.shuffle_files,
+        seed=options.seed,
+        cycle_length=options.cycle_length,
+        deterministic=options.deterministic,
+    )
+    repeat, batch_size = options.repeat, options.batch_size
+    if repeat is True:
+        chunks = chunks.repeat()
+    elif repeat is not False and repeat != 1:
+        chunks = chunks.repeat(int(repeat))
+    if options.shuffle_buffer or record_shard is not None or skip:
+        records = chunks.unbatch()
+        if record_shard is not None:
+            records = records.shard(*record_shard)
+        if options.shuffle_buffer:
+            records = records.shuffle(
+                options.shuffle_buffer, seed=options.seed, reshuffle_each_iteration=True
+            )
+        if skip:  # resume: the records an earlier read yielded, dropped before parsing
+            records = records.skip(skip)
+        return records.batch(
+            batch_size or options.block_length, drop_remainder=options.drop_remainder and bool(batch_size)
+        )
+    if batch_size is not None:
+        return chunks.rebatch(batch_size, drop_remainder=options.drop_remainder)
+    return chunks
+
+
+def _decode_batches(batches: Any, layout: _Layout, options: PipelineOptions) -> Any:
+    """Each batch parsed, decoded and laid out (but for the per-record fields)."""
+    import tensorflow as tf
+
+    parse = _decoder(layout, options)
+    if options.random_crop:
+        # Each batch's position keys its random draws: the same seed, the same windows.
+        return batches.enumerate().map(
+            lambda position, serialized: parse(serialized, position),
+            num_parallel_calls=tf.data.AUTOTUNE,
+            deterministic=options.deterministic,
+        )
+    return batches.map(parse, num_parallel_calls=tf.data.AUTOTUNE, deterministic=options.deterministic)
+
+
+def _unbatch(dataset: Any, source: OpenedDataset, options: PipelineOptions) -> Any:
+    """Single records, each field in its dense form where it has one."""
+    import tensorflow as tf
+
+    dataset = dataset.unbatch()
+    densify = _record_densifier(source, dataset.element_spec)
+    if densify is None:
+        return dataset
+    return dataset.map(densify, num_parallel_calls=tf.data.AUTOTUNE, deterministic=options.deterministic)
 
 
 def _known_size(
@@ -274,31 +328,82 @@ def _known_size(
 # -- decoding and shaping ---------------------------------------------------------------
 
 
-def _decoder(
-    source: OpenedDataset,
-    pad: bool | Sequence[str],
-    image_size: Size | Mapping[str, Size] | None,
-    image_fit: ImageFit,
-    image_method: str | Mapping[str, str] | None,
-    seed: int | None = None,
-) -> Callable[..., dict[str, Any]]:
+@dataclasses.dataclass(frozen=True)
+class _Layout:
+    """What the decode steps need, worked out once from the source and the options."""
+
+    source: OpenedDataset
+    #: Fields padded (to the batch's largest), and the size each fitted field is brought to.
+    padded: frozenset[str]
+    sizes: dict[str, Size]
+    #: The resize method and the pad value of each padded or fitted field.
+    methods: dict[str, str]
+    pad_values: dict[str, int | float]
+    #: Fields decoded record by record, in a parallel map: plain (neither optional nor a
+    #: sequence) stored fields whose codec declares a raster (pictures, decoded one by one).
+    per_record: tuple[BoundField, ...]
+    #: The key of the random crop's stateless draws.
+    crop_seed: int
+
+    @classmethod
+    def build(cls, source: OpenedDataset, options: PipelineOptions) -> _Layout:
+        names = [f.name for f in source.fields]
+        sizes = _image_sizes(source.fields, options.image_size)
+        pad = options.pad
+        padded = set(names) if pad is True else set() if pad is False else set(_known(pad, names, "pad"))
+        padded -= set(sizes)
+        image_method = options.image_method
+        chosen = dict(image_method) if isinstance(image_method, Mapping) else {}
+        _known(chosen, list(sizes), "image_method")
+        methods = {
+            f.name: chosen.get(f.name)
+            or (
+                "nearest"
+                if f.codec.raster == "indices"
+                else (image_method if isinstance(image_method, str) else "bilinear")
+            )
+            for f in source.fields
+            if f.name in sizes
+        }
+        pad_values = {f.name: _pad_value(f) for f in source.fields if f.name in sizes or f.name in padded}
+        per_record = tuple(
+            f
+            for f in source.stored_fields.fields
+            if f.codec.raster
+            and f.presence_key is None
+            and not f.spec.sequence
+            and f.name not in source.defaults
+            # Fitted fields stay batched for now: the per-record fit lost static shapes and
+            # moved random windows in the docs' examples (see the branch report).
+            and f.name not in sizes
+        )
+        crop_seed = options.seed if options.seed is not None else random.SystemRandom().randrange(1 << 31)
+        return cls(source, frozenset(padded), sizes, methods, pad_values, per_record, crop_seed)
+
+    def fit(self, name: str, value: Any, shapes: Any, draws: Any, fit: ImageFit) -> tuple[Any, Any]:
+        """A batch of the field's pictures brought to its size, and the crop windows'
+        offsets (None for the resizes)."""
+        offsets = crop_offsets(shapes, self.sizes[name], fit, draws) if fit in CROP_FITS else None
+        fitted = fit_images(
+            value, self.sizes[name], fit, self.methods[name], pad_value=self.pad_values[name], offsets=offsets
+        )
+        return fitted, offsets
+
+
+def _decoder(layout: _Layout, options: PipelineOptions) -> Callable[..., dict[str, Any]]:
     """The function from a batch of serialized records (and, for the random crop, the
-    batch's position in the dataset) to the decoded, laid out batch."""
+    batch's position in the dataset) to the decoded, laid out batch; the per-record
+    fields hold their wire values, and with a random crop ``_DRAWS`` each record's draws."""
+    source = layout.source
     names = [f.name for f in source.fields]
-    sizes = _image_sizes(source.fields, image_size)
-    padded = set(names) if pad is True else set() if pad is False else set(_known(pad, names, "pad"))
-    padded -= set(sizes)
-    parse = make_padded_parser(source.stored_fields.fields, padded)
+    undecoded = {f.name for f in layout.per_record}
+    parse = make_padded_parser(source.stored_fields.fields, layout.padded - set(layout.sizes), undecoded)
     defaults = {
         field.name: (make_parser(BoundSchema(source.bound.schema, (field,))), source.defaults[field.name])
         for field in source.fields
         if field.name in source.defaults
     }
-    methods = dict(image_method) if isinstance(image_method, Mapping) else {}
-    _known(methods, list(sizes), "image_method")
-    pad_values = {f.name: _pad_value(f) for f in source.fields if f.name in sizes or f.name in padded}
-    # The random crop's draws: a stateless generator keyed by (seed, batch position).
-    crop_seed = seed if seed is not None else random.SystemRandom().randrange(1 << 31)
+    fit = options.image_fit
 
     def decode(serialized: Any, position: Any = None) -> dict[str, Any]:
         import tensorflow as tf
@@ -314,35 +419,124 @@ def _decoder(
             for suffix in (PRESENT_SUFFIX, SHAPE_SUFFIX):  # SHAPE_SUFFIX: padded as decoded
                 if name + suffix in parsed:
                     out[name + suffix] = parsed[name + suffix]
-        uniforms = None
-        if image_fit == "random_crop_or_pad" and sizes:
-            key = tf.stack([tf.constant(crop_seed, tf.int64), tf.cast(position, tf.int64)])
+        draws = None
+        if options.random_crop and layout.sizes:
+            key = tf.stack([tf.constant(layout.crop_seed, tf.int64), tf.cast(position, tf.int64)])
             # One pair of draws per record, shared by its fields: an image and its mask
             # of one size get one window.
-            uniforms = tf.random.stateless_uniform(tf.stack([tf.shape(serialized)[0], 2]), seed=key)
+            draws = tf.random.stateless_uniform(tf.stack([tf.shape(serialized)[0], 2]), seed=key)
+            if undecoded:
+                out[_DRAWS] = draws
         for field in source.fields:
             name = field.name
-            if name in sizes:
-                method = methods.get(name) or (
-                    "nearest"
-                    if field.codec.raster == "indices"
-                    else (image_method if isinstance(image_method, str) else "bilinear")
-                )
+            if name in undecoded:
+                continue
+            if name in layout.sizes:
                 shapes = row_shapes(out[name])
                 out[name + SHAPE_SUFFIX] = shapes
-                offsets = None
-                if image_fit in CROP_FITS:
-                    offsets = crop_offsets(shapes, sizes[name], image_fit, uniforms)
+                out[name], offsets = layout.fit(name, out[name], shapes, draws, fit)
+                if offsets is not None:
                     out[name + OFFSET_SUFFIX] = offsets
-                out[name] = fit_images(
-                    out[name], sizes[name], image_fit, method, pad_value=pad_values[name], offsets=offsets
-                )
-            elif name in padded and name + SHAPE_SUFFIX not in out:
-                pad_into(out, name, out[name], pad_values[name])
+            elif name in layout.padded and name + SHAPE_SUFFIX not in out:
+                pad_into(out, name, out[name], layout.pad_values[name])
         return out
 
     return decode
 
+
+def _per_record(dataset: Any, layout: _Layout, options: PipelineOptions) -> Any:
+    """Split the batches into records, decode (and fit) each record's per-record fields
+    in a parallel map, and batch the records again as they were (then pad)."""
+    import tensorflow as tf
+
+    batch_size = options.batch_size
+    fit = options.image_fit
+    batched_spec = dataset.element_spec
+    records = dataset.unbatch()
+
+    def decode(record: dict[str, Any]) -> dict[str, Any]:
+        out = dict(record)
+        draws = out.pop(_DRAWS, None)
+        for field in layout.per_record:
+            name = field.name
+            if name in layout.sizes and fit in CROP_FITS and field.codec.size_features is not None:
+                cropped = _decode_crop(field, record[name], layout, fit, draws)
+                if cropped is not None:
+                    out[name], out[name + SHAPE_SUFFIX], out[name + OFFSET_SUFFIX] = cropped
+                    continue
+            value = _decode_one(field, record[name])
+            if name in layout.sizes:
+                shape = tf.cast(tf.shape(value), tf.int64)
+                out[name + SHAPE_SUFFIX] = shape
+                fitted, offsets = layout.fit(
+                    name, value[None], shape[None], None if draws is None else draws[None], fit
+                )
+                value = fitted[0]
+                if offsets is not None:
+                    out[name + OFFSET_SUFFIX] = offsets[0]
+            elif batch_size is None and name in layout.padded:
+                out[name + SHAPE_SUFFIX] = tf.cast(tf.shape(value), tf.int64)
+            elif batch_size is not None and not value.shape.is_fully_defined():
+                # Batched as ragged [B, (H), (W), ...], as the batched decode gives it
+                # (ragged_batch would make an unknown channel count ragged as well).
+                value = tf.RaggedTensor.from_tensor(value, ragged_rank=1, row_splits_dtype=tf.int64)
+            out[name] = value
+        return out
+
+    records = records.map(decode, num_parallel_calls=tf.data.AUTOTUNE, deterministic=options.deterministic)
+    if batch_size is None:
+        densify = _record_densifier(layout.source, records.element_spec)
+        if densify is None:
+            return records
+        return records.map(densify, num_parallel_calls=tf.data.AUTOTUNE, deterministic=options.deterministic)
+    # Pictures of varying size batch as ragged [B, (H), (W), ...], as the batched decode
+    # gives them; so do the other fields' values that vary in size from record to record,
+    # but ragged_batch cannot tell those that were dense in their batch (padded ones):
+    # they are made dense again (their rows are all alike: no padding is added).
+    batches = records.ragged_batch(
+        batch_size, drop_remainder=options.drop_remainder, row_splits_dtype=tf.int64
+    )
+    per_record = {f.name for f in layout.per_record}
+    dense = {
+        key: spec
+        for key, spec in batched_spec.items()
+        if key not in per_record and key != _DRAWS
+        and any(isinstance(leaf, tf.TensorSpec) for leaf in tf.nest.flatten(spec))
+    }
+    sized = [f.name for f in layout.per_record if f.name in layout.sizes]  # dense, of one size
+    padded = [f.name for f in layout.per_record if f.name in layout.padded and f.name not in layout.sizes]
+    if not padded and not dense and not sized:
+        return batches
+
+    def redense(spec: Any, value: Any) -> Any:
+        if isinstance(spec, tf.TensorSpec) and isinstance(value, tf.RaggedTensor):
+            return tf.ensure_shape(pad_ragged(value), spec.shape)
+        return value
+
+    def pad(batch: dict[str, Any]) -> dict[str, Any]:
+        out = dict(batch)
+        for key, spec in dense.items():
+            out[key] = tf.nest.map_structure(redense, spec, out[key])
+        for name in sized:
+            if isinstance(out[name], tf.RaggedTensor):  # an unknown channel count
+                out[name] = out[name].to_tensor()
+        for name in padded:
+            pad_into(out, name, out[name], layout.pad_values[name])
+        return out
+
+    return batches.map(pad, num_parallel_calls=tf.data.AUTOTUNE, deterministic=options.deterministic)
+
+
+def _decode_one(field: BoundField, wire: dict[str, Any]) -> Any:
+    """One record's value of ``field``, dense: its codec's batched decode of a batch of
+    one (static size 1, which lets a codec take a shorter path)."""
+    import tensorflow as tf
+
+    one = {key: value[None] for key, value in wire.items()}
+    padded = field.codec.decode_tf_padded(one)
+    if padded is not None:
+        return padded[0][0]
+    return tf.nest.map_structure(lambda t: dense_record(t[0]), field.codec.decode_tf(one))
 
 def _pad_value(field: BoundField) -> int | float:
     """The field's codec's :meth:`~recordkit.Codec.pad_value`, checked to be a number."""
@@ -402,3 +596,47 @@ def _record_densifier(source: OpenedDataset, spec: Any) -> Callable[[dict[str, A
         return out
 
     return densify
+
+
+def _decode_crop(
+    field: BoundField, wire: dict[str, Any], layout: _Layout, fit: ImageFit, draws: Any
+) -> tuple[Any, Any, Any] | None:
+    """One record's picture cut (or padded) to its size, decoding only the window
+    (:meth:`~recordkit.Codec.decode_tf_window`), placed from the stored height and width;
+    with its shape and offset. None when the codec decodes whole pictures only."""
+    import tensorflow as tf
+
+    assert field.codec.size_features is not None
+    name = field.name
+    size = layout.sizes[name]
+    height_key, width_key = field.codec.size_features
+    sides = tf.cast(tf.stack([wire[height_key], wire[width_key]]), tf.int64)
+    offset = crop_offsets(sides[None], size, fit, None if draws is None else draws[None])[0]
+    # The part of the window inside the picture: that is all that is decoded.
+    start = tf.clip_by_value(offset, 0, sides)
+    stop = tf.clip_by_value(offset + tf.constant(size, tf.int64), 0, sides)
+    one = {key: value[None] for key, value in wire.items()}
+    inside = field.codec.decode_tf_window(one, tf.concat([start, stop - start], 0))
+    if inside is None:
+        return None
+    picture = inside if inside.shape.rank == 3 else inside[..., None]
+    window = crop_at(picture, offset - start, size, layout.pad_values[name])
+    shape = tf.concat([sides, tf.cast(tf.shape(inside), tf.int64)[2:]], 0)
+    return (window if inside.shape.rank == 3 else window[..., 0]), shape, offset
+
+
+def _rebatchable(spec: dict[str, Any], layout: _Layout) -> bool:
+    """Whether the batched step's other outputs split into records and batch again as
+    they were: each dense one of one shape per record (not padded to its batch's
+    largest), or ragged. Otherwise the pictures are decoded in batches too (a batch
+    padded in the batched step, split and batched again, crashed TensorFlow 2.21)."""
+    import tensorflow as tf
+
+    per_record = {f.name for f in layout.per_record}
+    for key, value in spec.items():
+        if key in per_record or key == _DRAWS:
+            continue
+        for leaf in tf.nest.flatten(value):
+            if isinstance(leaf, tf.TensorSpec) and not leaf.shape[1:].is_fully_defined():
+                return False
+    return True

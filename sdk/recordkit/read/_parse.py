@@ -130,13 +130,15 @@ def make_parser(
 
 
 def make_padded_parser(
-    fields: Sequence[BoundField], padded: Collection[str]
+    fields: Sequence[BoundField], padded: Collection[str], undecoded: Collection[str] = ()
 ) -> Callable[[Any], dict[str, Any]]:
     """:func:`make_parser` for ``fields``, where each plain field (neither optional nor
     a sequence) named in ``padded`` whose codec pads as it decodes
     (:meth:`~recordkit.Codec.decode_tf_padded`) comes back dense, padded to the batch's
     largest, with its records' true shapes under ``"<field>/shape"``. Other fields
-    decode as :func:`make_parser` decodes them (the reader pads those afterwards)."""
+    decode as :func:`make_parser` decodes them (the reader pads those afterwards), but
+    for those named in ``undecoded``: their wire values by feature name (the reader
+    decodes them record by record)."""
     plans = [(field_plan(field), field.codec) for field in fields]
     spec = spec_from_plans([plan for plan, _ in plans])
 
@@ -147,6 +149,9 @@ def make_padded_parser(
         out: dict[str, Any] = {}
         for plan, codec in plans:
             name = plan["name"]
+            if name in undecoded:
+                out[name] = wire_values(plan, parsed)
+                continue
             if name in padded and plan["presence_key"] is None and not plan["sequence"]:
                 dense = codec.decode_tf_padded(wire_values(plan, parsed))
                 if dense is not None:

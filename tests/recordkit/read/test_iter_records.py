@@ -20,6 +20,7 @@ from _reader_support import (
 
 import recordkit as rk
 from recordkit.errors import CorruptRecordError, DecodeError, IncompatibleSchemaError, UnknownCodecError
+from recordkit.testing import assert_values_equal
 
 N = 9
 
@@ -59,6 +60,28 @@ def test_only_the_requested_fields_are_decoded(dataset: Path, records: list[dict
     got = list(rk.iter_records(dataset, fields=["note", "label"]))
     assert [set(r) for r in got] == [{"note", "label"}] * N
     assert [r["note"] for r in got] == [r["note"] for r in records]
+
+
+def test_threads_decode_the_same_records_in_the_same_order(
+    dataset: Path, records: list[dict[str, Any]]
+) -> None:
+    plain = list(rk.iter_records(dataset))
+    threaded = list(rk.iter_records(dataset, num_threads=3))
+    assert len(threaded) == N
+    for record, row, alone in zip(records, threaded, plain, strict=True):
+        assert_record(expected(record), row)
+        assert list(row) == list(alone)
+        for name in row:
+            assert_values_equal(alone[name], row[name], path=name)
+    with pytest.raises(ValueError, match="num_threads"):
+        rk.iter_records(dataset, num_threads=0)
+
+
+def test_threads_stop_cleanly_when_the_reader_stops_early(dataset: Path) -> None:
+    records = rk.iter_records(dataset, num_threads=2)
+    first = next(records)
+    records.close()  # type: ignore[attr-defined]  # a generator: the pool's pending work is dropped
+    assert set(first) == set(next(iter(rk.iter_records(dataset))))
 
 
 @pytest.mark.slow
@@ -154,6 +177,16 @@ def test_a_record_that_does_not_decode(dataset: Path, tmp_path: Path) -> None:
         list(rk.iter_records(shards(copy), fields=["image"], schema=wrong, on_corrupt="skip", report=report))
         == []
     )
+    assert report.records_skipped == N
+    with pytest.raises(DecodeError) as threaded:  # the same error, from a thread
+        list(rk.iter_records(shards(copy), fields=["image"], schema=wrong, num_threads=2))
+    where = (threaded.value.field, threaded.value.shard, threaded.value.record)
+    assert where == ("image", err.value.shard, 0)
+    report = rk.CorruptionReport()
+    skipped = rk.iter_records(
+        shards(copy), fields=["image"], schema=wrong, on_corrupt="skip", report=report, num_threads=2
+    )
+    assert list(skipped) == []
     assert report.records_skipped == N
 
 

@@ -11,9 +11,13 @@ import numpy as np
 import pytest
 import tensorflow as tf
 from _reader_support import (
+    EVERY_CODEC,
+    NOT_STANDALONE,
     SCHEMA,
     assert_record,
     dumps,
+    every_codec_expected,
+    every_codec_records,
     expected,
     make_records,
     record_offsets,
@@ -384,67 +388,6 @@ def test_a_field_the_records_lack_reads_as_the_readers_default(
     np.testing.assert_array_equal(rows[0]["boxes2"], [[0.0, 0.0, 0.5, 0.5]])
 
 
-#: Every built-in codec, in the forms the tests above leave out: a fixed-size JPEG image
-#: (dense batches), FLAC audio, a sequence of images, label ids, boxes without labels, a
-#: fixed-shape tensor and more scalar dtypes; on top of :data:`SCHEMA` (PNG images of any
-#: size, a mask, WAV and PCM audio, text, optional and sequence text, labelled boxes with
-#: extras, multi-hot labels, tensors of variable shape and rank, scalars).
-EVERY_CODEC = SCHEMA.model_copy(
-    update={
-        "name": "every-codec",
-        "fields": {
-            **SCHEMA.fields,
-            "thumb": rk.FieldSpec(
-                codec="image",
-                options={"format": "jpeg", "quality": 90, "height": 6, "width": 5, "channels": 3},
-            ),
-            "speech": rk.FieldSpec(codec="audio", options={"sample_rate": 8000, "format": "flac"}),
-            "frames": rk.FieldSpec(codec="image", options={"channels": 1}, sequence=True),
-            "ids": rk.FieldSpec(codec="label", options={"num_classes": 5, "multi": True}),
-            "regions": rk.FieldSpec(codec="bbox"),
-            "matrix": rk.FieldSpec(codec="tensor", options={"dtype": "float32", "shape": [2, 3]}),
-            "count": rk.FieldSpec(codec="scalar", options={"dtype": "int32"}),
-            "score": rk.FieldSpec(codec="scalar", options={"dtype": "float32"}),
-        },
-    }
-)
-#: What the generated module leaves out: FLAC has no TensorFlow op (its decode calls back
-#: into Python), so standalone code cannot carry it.
-NOT_STANDALONE = {"speech"}
-
-
-def every_codec_records(n: int) -> list[dict[str, Any]]:
-    rng = np.random.default_rng(9)
-    records = make_records(n, seed=9)
-    for i, record in enumerate(records):
-        ramp = np.linspace(0, 255, 30, dtype=np.uint8).reshape(6, 5, 1)
-        record.update(
-            thumb=np.concatenate([ramp, ramp[::-1], np.full_like(ramp, 40 * i % 256)], axis=2),
-            speech=rng.integers(-2000, 2000, 30 + 7 * i, dtype=np.int16),
-            frames=[rng.integers(0, 256, (2 + j, 3, 1), dtype=np.uint8) for j in range(i % 3)],
-            ids=[j for j in range(5) if (i + j) % 3 == 0],
-            regions=rng.uniform(0.0, 0.5, (i % 2, 4)) + np.array([0.0, 0.0, 0.5, 0.5]),
-            matrix=rng.normal(size=(2, 3)).astype(np.float32),
-            count=i - 3,
-            score=float(np.float32(i / 7)),
-        )
-    return records
-
-
-def every_codec_expected(record: dict[str, Any]) -> dict[str, Any]:
-    """:func:`expected` for :data:`EVERY_CODEC` (``thumb`` aside: JPEG is lossy)."""
-    return {
-        **expected(record),
-        "speech": record["speech"].astype(np.float32)[:, None] / np.float32(32768),
-        "frames": record["frames"],
-        "ids": record["ids"],
-        "regions": np.asarray(record["regions"], np.float32),
-        "matrix": record["matrix"],
-        "count": record["count"],
-        "score": record["score"],
-    }
-
-
 @pytest.mark.slow
 def test_everything_written_reads_back_equal_through_every_reader(tmp_path: Path) -> None:
     """The writer's records, through load_dataset, make_parser, iter_records and the
@@ -495,3 +438,40 @@ def test_every_reader_takes_the_path_of_a_schema_file(dataset: Path, tmp_path: P
     broken.write_text("name: x\nfields:\n  label: {codec: nope}\n", encoding="utf-8")
     with pytest.raises(rk.errors.UnknownCodecError, match=r"broken\.yaml"):
         rk.load_dataset(dataset, schema=broken)
+
+
+def window_of(picture: np.ndarray, offset: Any, size: tuple[int, int]) -> np.ndarray:
+    """``picture`` cut to ``size`` at ``offset`` (top, left; negative: zeros first)."""
+    out = np.zeros((*size, *picture.shape[2:]), picture.dtype)
+    top, left = (int(v) for v in offset)
+    for row in range(size[0]):
+        for col in range(size[1]):
+            y, x = top + row, left + col
+            if 0 <= y < picture.shape[0] and 0 <= x < picture.shape[1]:
+                out[row, col] = picture[y, x]
+    return out
+
+
+@pytest.mark.parametrize("batch_size", [3, None])
+def test_a_jpeg_crop_holds_the_full_decodes_pixels_at_the_reported_window(
+    dataset: Path, batch_size: int | None
+) -> None:
+    """The photo field (JPEG), cropped: the same pixels as the numpy reader's full
+    decode cut at the window the reader reports."""
+    size = (3, 7)  # crops the 4 rows, pads the 5 columns
+    whole = [r["photo"] for r in rk.iter_records(dataset, fields=["photo"])]
+    for fit in ("crop_or_pad", "random_crop_or_pad"):
+        ds = rk.load_dataset(
+            dataset, fields=["photo"], batch_size=batch_size, image_size=size, image_fit=fit, seed=3
+        )
+        got = read_rows(list(ds)) if batch_size else list(ds)
+        assert len(got) == len(whole)
+        for picture, row in zip(whole, got, strict=True):
+            np.testing.assert_array_equal(np.asarray(row["photo/shape"]), picture.shape)
+            want = window_of(picture, np.asarray(row["photo/offset"]), size)
+            np.testing.assert_array_equal(np.asarray(row["photo"]), want)
+        offsets = {tuple(np.asarray(row["photo/offset"]).tolist()) for row in got}
+        if fit == "crop_or_pad":
+            assert offsets == {(0, -1)}  # the centre
+        else:
+            assert offsets <= {(top, left) for top in (0, 1) for left in (0, -1, -2)}

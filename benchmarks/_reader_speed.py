@@ -1,0 +1,206 @@
+"""Reader speed (issue 13): recordkit's readers side by side with the best hand-written
+pipeline and with the decode limit, on the issue's workload.
+
+The workload: records of a JPEG of 200 to 320 pixels a side (quality 90), 1 s of 16 kHz
+WAV, a caption, 0 to 6 labelled boxes and a class label, written once by recordkit and
+once the tutorials' way (the hand-written reader reads its own layout).
+
+Rows (every one timed in each repetition; min and median published):
+
+* ``full batched``: ``load_dataset(batch_size, pad=True)`` against the hand-written
+  ``map(parse_single_example + decode_jpeg + decode_wav, AUTOTUNE)`` then
+  ``padded_batch``; ``full unbatched``: ``load_dataset()`` against the same map alone;
+* ``limit``: the same JPEG and WAV bytes, already in memory, decoded alone in a parallel
+  map on every core: what no reader can beat;
+* ``projection``: ``load_dataset(fields=[...])`` for the image, the audio, the boxes;
+* ``parse``: recordkit's parse spec after ``batch``, against the raw ``TFRecordDataset``;
+* ``numpy``: ``iter_records`` in one thread and in one per core, against a plain loop
+  of Pillow and soundfile decodes of the same bytes.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from benchmarks import _data, _handwritten, _recordkit
+from benchmarks._config import Size
+from benchmarks._timing import Case, measure
+
+__all__ = ["IMAGE_SIDES", "SpeedRow", "run_reader_speed_suite"]
+
+#: The issue's image sides.
+IMAGE_SIDES = (200, 320)
+
+
+@dataclasses.dataclass
+class SpeedRow:
+    group: str
+    contender: str
+    records: int
+    seconds: list[float] = dataclasses.field(default_factory=list)
+    min_seconds: float = 0.0
+    median_seconds: float = 0.0
+    records_per_s_best: float = 0.0
+    records_per_s_median: float = 0.0
+
+
+def _count(batch: Any) -> int:
+    import tensorflow as tf
+
+    first = tf.nest.flatten(batch, expand_composites=False)[0]
+    return int(first.shape[0]) if first.shape.rank else 1
+
+
+def _tf_pass(build: Callable[[], Any], records: int, batched: bool) -> Callable[[], None]:
+    dataset = build()
+
+    def run() -> None:
+        seen = sum(_count(element) if batched else 1 for element in dataset)
+        if seen != records:
+            raise RuntimeError(f"read {seen} records, not {records}")
+
+    return run
+
+
+def _limit(jpegs: list[bytes], wavs: list[bytes]) -> Any:
+    import tensorflow as tf
+
+    def decode(jpeg: Any, wav: Any) -> Any:
+        image = tf.io.decode_jpeg(jpeg, channels=3, dct_method="INTEGER_ACCURATE")
+        return image, tf.audio.decode_wav(wav, desired_channels=1).audio
+
+    ds = tf.data.Dataset.from_tensor_slices((jpegs, wavs))
+    return ds.map(decode, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
+
+
+def _hand_unbatched(files: list[Path]) -> Any:
+    """The hand-written per-record map, without the padded batch."""
+    return _handwritten.per_record_dataset(files, "full", None)
+
+
+def _plain_numpy(jpegs: list[bytes], wavs: list[bytes]) -> Callable[[], None]:
+    import soundfile
+    from PIL import Image
+
+    def run() -> None:
+        for jpeg, wav in zip(jpegs, wavs, strict=True):
+            np.asarray(Image.open(io.BytesIO(jpeg)).convert("RGB"))
+            soundfile.read(io.BytesIO(wav), dtype="int16")
+
+    return run
+
+
+def _iter_records(data: Path, records: int, threads: int) -> Callable[[], None]:
+    import recordkit as rk
+
+    def run() -> None:
+        seen = sum(1 for _ in rk.iter_records(data, num_threads=threads))
+        if seen != records:
+            raise RuntimeError(f"iter_records read {seen} records, not {records}")
+
+    return run
+
+
+def run_reader_speed_suite(size: Size, scratch: Path, log: Callable[[str], None]) -> list[SpeedRow]:
+    """Write the workload both ways, then time every row, interleaved."""
+    import recordkit as rk
+
+    count = size.mixed_records
+    batch = size.batch_size
+    records = _data.mixed_records(count, seed=13, sides=IMAGE_SIDES)
+    rk_dir = scratch / "speed-recordkit"
+    hand_dir = scratch / "speed-hand"
+    hand_dir.mkdir(parents=True, exist_ok=True)
+    schema = _recordkit.mixed_schema()
+    _recordkit.write([_recordkit.mixed_record(r) for r in records], schema, rk_dir)
+    hand_files = _handwritten.write_mixed(records, hand_dir)
+    rk_files = _recordkit.data_files(rk_dir)
+    jpegs = [r.jpeg for r in records]
+    wavs = [r.wav for r in records]
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+    def parse_only() -> Any:
+        import tensorflow as tf
+
+        spec = rk.feature_spec(schema)
+        ds = tf.data.TFRecordDataset([str(f) for f in rk_files]).batch(batch)
+        return ds.map(lambda s: tf.io.parse_example(s, spec), num_parallel_calls=tf.data.AUTOTUNE).prefetch(
+            tf.data.AUTOTUNE
+        )
+
+    def raw() -> Any:
+        import tensorflow as tf
+
+        return tf.data.TFRecordDataset([str(f) for f in rk_files]).batch(batch).prefetch(tf.data.AUTOTUNE)
+
+    def projection(field: str) -> Callable[[], Any]:
+        return lambda: rk.load_dataset(rk_dir, fields=[field], batch_size=batch)
+
+    tf_rows: list[tuple[str, str, Callable[[], Any], bool]] = [
+        ("full batched", "recordkit", lambda: rk.load_dataset(rk_dir, batch_size=batch, pad=True), True),
+        (
+            "full batched",
+            "hand-written",
+            lambda: _handwritten.per_record_dataset(hand_files, "full", batch),
+            True,
+        ),
+        ("full unbatched", "recordkit", lambda: rk.load_dataset(rk_dir), False),
+        ("full unbatched", "hand-written", lambda: _hand_unbatched(hand_files), False),
+        ("limit", "images and audio alone, all cores", lambda: _limit(jpegs, wavs), False),
+        ("projection", "recordkit image", projection("image"), True),
+        ("projection", "recordkit audio", projection("audio"), True),
+        ("projection", "recordkit boxes", projection("boxes"), True),
+        ("parse", "recordkit spec after batch", parse_only, True),
+        ("parse", "raw TFRecordDataset", raw, True),
+    ]
+    cases: dict[tuple[str, str], Case] = {}
+    for group, contender, build, batched in tf_rows:
+        cases[(group, contender)] = Case(_tf_pass(build, count, batched), min_seconds=size.min_read_seconds)
+    cases[("numpy", "iter_records, 1 thread")] = Case(_iter_records(rk_dir, count, 1))
+    cases[("numpy", f"iter_records, {cores} threads")] = Case(_iter_records(rk_dir, count, cores))
+    cases[("numpy", "plain Pillow + soundfile loop")] = Case(_plain_numpy(jpegs, wavs))
+    timings = measure(cases, repeats=size.repeats)
+    rows = []
+    for (group, contender), timing in timings.items():
+        seconds = list(timing.seconds)
+        row = SpeedRow(group, contender, count, seconds, min(seconds), timing.median)
+        row.records_per_s_best = count / row.min_seconds
+        row.records_per_s_median = count / row.median_seconds
+        rows.append(row)
+        log(f"  speed {group:15} {contender:36} {row.records_per_s_median:10.1f} rec/s (median)")
+    return rows
+
+
+def format_speed_table(rows: list[dict[str, Any]]) -> str:
+    """The rows as a Markdown table, with each row's ratio to its group's reference
+    (the hand-written pipeline; the raw read for parse; one thread for numpy) and to
+    the limit."""
+    reference = {
+        "full batched": "hand-written",
+        "full unbatched": "hand-written",
+        "parse": "raw TFRecordDataset",
+        "numpy": "iter_records, 1 thread",
+    }
+    by_key = {(r["group"], r["contender"]): r for r in rows}
+    limit = next((r for r in rows if r["group"] == "limit"), None)
+    lines = [
+        "| group | pipeline | records/s (median) | records/s (best) | vs reference | vs limit | seconds |",
+        "| --- | --- | ---: | ---: | ---: | ---: | --- |",
+    ]
+    for r in rows:
+        ref = by_key.get((r["group"], reference.get(r["group"], "")))
+        vs_ref = f"{r['records_per_s_median'] / ref['records_per_s_median']:.2f}x" if ref else ""
+        vs_limit = f"{r['records_per_s_median'] / limit['records_per_s_median']:.2f}x" if limit else ""
+        seconds = ", ".join(f"{s:.3f}" for s in r["seconds"])
+        lines.append(
+            f"| {r['group']} | {r['contender']} | {r['records_per_s_median']:,.0f} | "
+            f"{r['records_per_s_best']:,.0f} | {vs_ref} | {vs_limit} | {seconds} |"
+        )
+    return "\n".join(lines)

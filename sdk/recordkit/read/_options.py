@@ -1,0 +1,125 @@
+"""The reader options, each defined once.
+
+:class:`SourceOptions` are what both readers take about where records come from and how
+they are checked (the reader schema, the codec registry, corruption handling, sha256,
+compression, the worker's share): :func:`recordkit.load_dataset` and
+:func:`recordkit.iter_records` build one from their keyword arguments, and both open
+their source through :meth:`SourceOptions.open`, so the two readers cannot drift apart.
+:class:`PipelineOptions` are the ``tf.data`` pipeline's own (shuffling, interleaving,
+batching, layout, prefetch), checked once when the pipeline is built.
+
+A new reader option goes into one of the two, with its check in ``check`` and its
+documentation in the reader's docstring.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from recordkit.codec._registry import CodecRegistry
+from recordkit.read._dense import ImageFit, Size
+from recordkit.read._open import (
+    CorruptionReport,
+    OnCorrupt,
+    OpenedDataset,
+    Paths,
+    WorkerShare,
+    open_dataset,
+    worker_share,
+)
+from recordkit.schema._schema import Schema
+
+__all__ = ["DEFAULT_BLOCK_LENGTH", "IMAGE_FITS", "Opened", "PipelineOptions", "SourceOptions"]
+
+#: Records read from one shard before the reader moves on to the next one. Shards are
+#: read in blocks (one tf.data element per block, not per record), which keeps the
+#: per-element cost of interleaving off the hot path; a shuffle buffer mixes the blocks.
+DEFAULT_BLOCK_LENGTH = 64
+#: The values of ``image_fit``.
+IMAGE_FITS = ("resize", "resize_with_pad", "crop_or_pad", "random_crop_or_pad")
+
+
+@dataclasses.dataclass(frozen=True)
+class Opened:
+    """A source opened for one reader: the shards and fields, this worker's share (None:
+    the whole split) and the report that collects skipped records (None: raise)."""
+
+    source: OpenedDataset
+    share: WorkerShare | None
+    report: CorruptionReport | None
+
+
+@dataclasses.dataclass(frozen=True)
+class SourceOptions:
+    """The options both readers share (see :func:`recordkit.load_dataset` for each)."""
+
+    schema: Schema | str | os.PathLike[str] | None = None
+    registry: CodecRegistry | None = None
+    on_corrupt: OnCorrupt = "raise"
+    report: CorruptionReport | None = None
+    verify_sha256: bool = False
+    compression: str | None = None
+    input_context: Any = None
+    num_workers: int | None = None
+    worker_index: int | None = None
+
+    def check(self) -> None:
+        """Raise ValueError on an option that cannot be right, before anything is read."""
+        if self.on_corrupt not in ("raise", "skip"):
+            raise ValueError(f"on_corrupt must be 'raise' or 'skip', not {self.on_corrupt!r}")
+
+    def open(self, path: Paths, split: str, fields: str | Sequence[str] | None) -> Opened:
+        """Check the options, read the manifest, compare the schemas, find the worker's share."""
+        self.check()
+        share = worker_share(self.input_context, self.num_workers, self.worker_index)
+        source = open_dataset(
+            path,
+            split,
+            fields,
+            schema=self.schema,
+            registry=self.registry,
+            compression=self.compression,
+            check_sizes=self.on_corrupt == "raise",
+            verify_sha256=self.verify_sha256,
+        )
+        report = self.report
+        if report is None and self.on_corrupt == "skip":
+            report = CorruptionReport()  # still logs each skip
+        return Opened(source, share, report)
+
+
+@dataclasses.dataclass(frozen=True)
+class PipelineOptions:
+    """The ``tf.data`` pipeline's options (see :func:`recordkit.load_dataset` for each)."""
+
+    batch_size: int | None = None
+    shuffle_files: bool = False
+    seed: int | None = None
+    shuffle_buffer: int = 0
+    cycle_length: int | None = None
+    block_length: int = DEFAULT_BLOCK_LENGTH
+    deterministic: bool = True
+    repeat: bool | int = False
+    drop_remainder: bool = False
+    pad: bool | Sequence[str] = False
+    image_size: Size | Mapping[str, Size] | None = None
+    image_fit: ImageFit = "resize"
+    image_method: str | Mapping[str, str] | None = None
+    prefetch: bool = True
+
+    def check(self) -> None:
+        """Raise ValueError on an option that cannot be right, before anything is read."""
+        if self.image_fit not in IMAGE_FITS:
+            raise ValueError(f"image_fit must be one of {', '.join(IMAGE_FITS)}, not {self.image_fit!r}")
+        if self.batch_size is not None and self.batch_size < 1:
+            raise ValueError(f"batch_size must be at least 1, not {self.batch_size}")
+        if self.block_length < 1:
+            raise ValueError(f"block_length must be at least 1, not {self.block_length}")
+
+    @property
+    def random_crop(self) -> bool:
+        """Whether images are cut at random places (each record's draws keyed by the seed)."""
+        return self.image_fit == "random_crop_or_pad" and self.image_size is not None

@@ -1,0 +1,85 @@
+"""The generated pipelines are valid graphs: TensorFlow logs no warning or error.
+
+TensorFlow reports a graph it finds wrong ("Type inference failed. This indicates an
+invalid graph that escaped type checking") on the C++ log, which Python cannot capture
+in-process. So a subprocess writes a dataset of every built-in codec, starts TensorFlow
+(whose start-up lines, about CUDA and CPU features, come first), prints a marker, then
+reads the dataset through the paths the readers build: ``load_dataset`` batched and
+padded, unbatched with a random crop, batched with a resize, ``make_parser`` and the
+generated standalone module. Every ``W``/``E`` line after the marker fails the test.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+MARKER = "=== recordkit graphs start ==="
+
+SCRIPT = textwrap.dedent(
+    """
+    import importlib.util, sys
+    from pathlib import Path
+
+    sys.path.insert(0, sys.argv[2])
+    import tensorflow as tf
+    from _reader_support import EVERY_CODEC, NOT_STANDALONE, every_codec_records
+
+    import recordkit as rk
+
+    out = Path(sys.argv[1])
+    rk.write_dataset(every_codec_records(5), EVERY_CODEC, out / "data", shard_records=3, progress=False)
+    for _ in tf.data.Dataset.range(2).map(lambda x: x + 1):  # TensorFlow's start-up lines
+        pass
+    print(MARKER, file=sys.stderr, flush=True)
+
+    def drain(ds):
+        for _ in ds:
+            pass
+
+    data = out / "data"
+    drain(rk.load_dataset(data, batch_size=2, pad=True))
+    drain(rk.load_dataset(data, image_size=(4, 4), image_fit="random_crop_or_pad", seed=1))
+    drain(rk.load_dataset(data, batch_size=2, image_size=(4, 4), image_fit="resize_with_pad"))
+    files = sorted(str(p) for p in data.rglob("*.tfrecord*"))
+    drain(tf.data.TFRecordDataset(files).batch(2).map(rk.make_parser(EVERY_CODEC)))
+    standalone = [name for name in EVERY_CODEC.fields if name not in NOT_STANDALONE]
+    module_path = out / "generated_parser.py"
+    module_path.write_text(rk.generate_parser_code(EVERY_CODEC, standalone))
+    spec = importlib.util.spec_from_file_location("generated_parser", module_path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    drain(module.dataset(files, 2))
+    print("done", flush=True)
+    """
+).replace("MARKER", repr(MARKER))
+
+#: An absl log line of TensorFlow's C++ runtime at warning or error level
+#: ("W0000 00:00:1795470054.141240   14023 type_inference.cc:340] ..."), or Python's.
+PROBLEM = re.compile(r"^(?:[WEF]\d{4} |WARNING:tensorflow|ERROR:tensorflow)")
+
+
+@pytest.mark.slow
+def test_reading_every_codec_logs_no_tensorflow_warning(tmp_path: Path) -> None:
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="0")
+    support = str(Path(__file__).parents[1])  # tests/recordkit: _reader_support.py
+    done = subprocess.run(
+        [sys.executable, "-c", SCRIPT, str(tmp_path), support],
+        capture_output=True,
+        text=True,
+        check=False,
+        env=env,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.strip().endswith("done")
+    _, found, after = done.stderr.partition(MARKER)
+    assert found, done.stderr[-3000:]
+    problems = [line for line in after.splitlines() if PROBLEM.match(line)]
+    assert problems == [], after[-5000:]
