@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import secrets
 import struct
 from collections.abc import Sequence
 from pathlib import Path
@@ -93,7 +94,8 @@ class RecordIndex:
 def write_index(path: Path, index: RecordIndex, *, durable: bool = True) -> str:
     """Write ``index`` to ``path`` atomically (temp name, then rename); return its sha256."""
     data = index.to_bytes()
-    temp = path.with_name(f".{path.name}.tmp")
+    # Unique per writer, like the shards' temp names (see write._shard_file.temp_pattern).
+    temp = path.with_name(f".{path.name}.{os.getpid():x}-{secrets.token_hex(4)}.tmp")
     try:
         with open(temp, "wb") as out:
             out.write(data)

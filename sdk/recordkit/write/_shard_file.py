@@ -94,7 +94,7 @@ def shard_pattern(split: str) -> re.Pattern[str]:
 def temp_pattern(split: str) -> re.Pattern[str]:
     """Matches the temporary names of ``split``'s shards."""
     return re.compile(
-        rf"^\.{re.escape(split)}-\d{{{_DIGITS},}}\.tfrecord(?:\.gz|\.zz)?(?:\.[0-9a-f]+-[0-9a-f]+)?\.tmp$"
+        rf"^\.{re.escape(split)}-\d{{{_DIGITS},}}\.tfrecord(?:\.gz|\.zz)?(?:\.index)?(?:\.[0-9a-f]+-[0-9a-f]+)?\.tmp$"
     )
 
 

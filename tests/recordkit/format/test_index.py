@@ -17,7 +17,7 @@ import recordkit as rk
 from recordkit.cli import main
 from recordkit.errors import CorruptRecordError
 from recordkit.format._index import INDEX_MAGIC, RecordIndex, build_index, read_index
-from recordkit.format._tfrecord import TFRecordFileWriter, iter_tfrecords
+from recordkit.format._tfrecord import iter_tfrecords
 
 SCHEMA = rk.Schema(
     name="ids",
@@ -128,10 +128,11 @@ def test_recordkit_index_writes_sidecars_for_foreign_files(tmp_path: Path) -> No
     paths = []
     for n in (3, 5):
         path = tmp_path / f"foreign-{n}.tfrecord"
-        writer = TFRecordFileWriter(path)
-        for i in range(n):
-            writer.write(rk.RecordEncoder(SCHEMA.bind()).encode({"id": i, "text": f"t{i}"}))
-        writer.close()
+        import tensorflow as tf  # a file written by another tool: TensorFlow's own writer
+
+        with tf.io.TFRecordWriter(str(path)) as writer:
+            for i in range(n):
+                writer.write(rk.RecordEncoder(SCHEMA.bind()).encode({"id": i, "text": f"t{i}"}))
         paths.append(path)
     result = CliRunner().invoke(main, ["index", str(tmp_path / "foreign-*.tfrecord")])
     assert result.exit_code == 0, result.output

@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -620,7 +621,9 @@ def test_durable_fsyncs_shards_folder_rejects_and_manifest(
     if not durable:
         assert synced == []
     else:
-        temps = [name for name in synced if ".tfrecord." in name and name.endswith(".tmp")]
+        temps = [
+            name for name in synced if ".tfrecord." in name and name.endswith(".tmp") and ".index" not in name
+        ]
         shards = [name.split(".tfrecord")[0] for name in temps]
         assert shards == [f".train-0000{i}" for i in range(3)]  # each before its rename
         assert "(folder)" in synced  # the renames, before a manifest lists them
@@ -649,8 +652,9 @@ def test_a_shard_is_fsynced_and_listed_while_the_next_is_encoded(
 
     monkeypatch.setattr(os, "fsync", recording_fsync)
     manifest = rk.write_dataset(make_records(50), SCHEMA, tmp_path / "out", shard_records=10, progress=False)
-    shards = {name: thread for name, thread in threads.items() if name.endswith(".tfrecord.tmp")}
-    assert sorted(shards) == [f".train-0000{i}.tfrecord.tmp" for i in range(5)]
+    shard_temp = re.compile(r"^(\.train-\d+\.tfrecord)\.[0-9a-f]+-[0-9a-f]+\.tmp$")
+    shards = {name: thread for name, thread in threads.items() if shard_temp.match(name)}
+    assert sorted(shard_temp.sub(r"\1", name) for name in shards) == [f".train-0000{i}.tfrecord" for i in range(5)]
     assert all(thread.startswith("recordkit-shard") for thread in shards.values()), shards
     assert [s.file for s in manifest.split("train").shards] == [f"train-0000{i}.tfrecord" for i in range(5)]
     check_manifest_matches_files(tmp_path / "out")
@@ -662,7 +666,8 @@ def test_a_shard_that_fails_to_complete_stops_the_write_and_keeps_the_ones_befor
     real_fsync = os.fsync
 
     def failing_fsync(fd: int) -> None:
-        if Path(os.readlink(f"/proc/self/fd/{fd}")).name == ".train-00002.tfrecord.tmp":
+        name = Path(os.readlink(f"/proc/self/fd/{fd}")).name
+        if name.startswith(".train-00002.tfrecord.") and name.endswith(".tmp") and ".index" not in name:
             raise OSError(5, "Input/output error")
         real_fsync(fd)
 

@@ -129,5 +129,6 @@ def test_a_killed_overwrite_leaves_the_old_dataset_readable(tmp_path: Path) -> N
     assert _ids(root) == list(range(7))
     staged = [p for p in tmp_path.iterdir() if p.name.startswith(".data.rk-new-")]
     assert len(staged) == 1  # the staging folder, safe to delete, with the shards written so far
-    # A shard is committed when the next record does not fit: 5 complete shards of 10.
-    assert len(rk.Manifest.load(staged[0]).splits["train"].shards) == 5
+    # A shard is complete when the next record does not fit (5 shards of 10 by the kill);
+    # each is listed by its background completion a moment later, so the 5th may not be.
+    assert len(rk.Manifest.load(staged[0]).splits["train"].shards) in (4, 5)
