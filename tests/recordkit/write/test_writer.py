@@ -654,7 +654,8 @@ def test_a_shard_is_fsynced_and_listed_while_the_next_is_encoded(
     manifest = rk.write_dataset(make_records(50), SCHEMA, tmp_path / "out", shard_records=10, progress=False)
     shard_temp = re.compile(r"^(\.train-\d+\.tfrecord)\.[0-9a-f]+-[0-9a-f]+\.tmp$")
     shards = {name: thread for name, thread in threads.items() if shard_temp.match(name)}
-    assert sorted(shard_temp.sub(r"\1", name) for name in shards) == [f".train-0000{i}.tfrecord" for i in range(5)]
+    finals = sorted(shard_temp.sub(r"\1", name) for name in shards)
+    assert finals == [f".train-0000{i}.tfrecord" for i in range(5)]
     assert all(thread.startswith("recordkit-shard") for thread in shards.values()), shards
     assert [s.file for s in manifest.split("train").shards] == [f"train-0000{i}.tfrecord" for i in range(5)]
     check_manifest_matches_files(tmp_path / "out")
