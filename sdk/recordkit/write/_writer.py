@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import itertools
+import os
 import sys
 from collections.abc import Callable, Iterable, Sized
 from pathlib import Path
@@ -157,7 +158,8 @@ class DatasetWriter:
                 writer.write(record, split="test")
 
     :param path: the dataset's folder (created if missing).
-    :param schema: the :class:`~recordkit.Schema` records are checked and encoded with.
+    :param schema: the :class:`~recordkit.Schema` records are checked and encoded with, a
+        :class:`~recordkit.Record` class, or the path of a schema file (as readers take).
     :param shard_bytes: target shard size in bytes of (uncompressed) TFRecord data; a
         shard never exceeds it unless a single record does. None: no size limit.
     :param shard_records: maximum records per shard (None: no limit).
@@ -187,7 +189,7 @@ class DatasetWriter:
     def __init__(
         self,
         path: str | Path,
-        schema: Schema | type[Record],
+        schema: Schema | type[Record] | str | os.PathLike[str],
         *,
         shard_bytes: int | None = DEFAULT_SHARD_BYTES,
         shard_records: int | None = None,
@@ -217,6 +219,8 @@ class DatasetWriter:
         if registry is None:
             registry = default_registry()
         self._registry = registry
+        if isinstance(schema, (str, os.PathLike)):  # a schema file, as every reader takes
+            schema = Schema.load(Path(schema), registry=registry)
         self.schema = schema_of(schema)
         self._bound = self.schema.bind(registry)
         self._encoder = RecordEncoder(self._bound)
@@ -453,7 +457,7 @@ class DatasetWriter:
 
 def write_dataset(
     records: Iterable[Any],
-    schema: Schema | type[Record],
+    schema: Schema | type[Record] | str | os.PathLike[str],
     path: str | Path,
     split: str = "train",
     *,
