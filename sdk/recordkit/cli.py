@@ -39,9 +39,13 @@ class RecordkitGroup(click.Group):
 
 
 def _one_line(message: str) -> str:
-    """``message`` on one line: its lines, stripped of list markers, joined by "; "."""
+    """``message`` on one line: its lines, stripped of list markers, joined by "; "
+    (a line that introduces a list, ending in ":", is followed by a space only)."""
     lines = [line.strip().removeprefix("- ") for line in message.splitlines()]
-    return "; ".join(line for line in lines if line)
+    joined = ""
+    for line in filter(None, lines):
+        joined += (" " if joined.endswith(":") else "; " if joined else "") + line
+    return joined
 
 
 @click.group(cls=RecordkitGroup, context_settings={"help_option_names": ["-h", "--help"]})

@@ -134,7 +134,7 @@ def test_a_schema_file_path_is_taken_like_readers_take_it(tmp_path: Path, as_str
 
 
 def test_a_missing_schema_file_is_named(tmp_path: Path) -> None:
-    with pytest.raises(rk.errors.SchemaFileError, match="nope.yaml"):
+    with pytest.raises(rk.errors.SchemaFileError, match=r"nope\.yaml"):
         rk.write_dataset(make_records(1), tmp_path / "nope.yaml", tmp_path / "data", progress=False)
     assert not (tmp_path / "data").exists()
 
