@@ -1,39 +1,52 @@
 # Everything runs from a virtual environment that the first target creates, so a fresh
-# clone needs only `make demo` or `make test`.
+# clone needs only `make demo` or `make test`. `make demo` installs recordkit and its
+# runtime dependencies only; the targets of `make test` add the dev extra (linters, type
+# checker, docs, test tools) to the same environment, once.
 VENV ?= .venv
 PY := $(VENV)/bin/python
-STAMP := $(VENV)/.installed
+RUNTIME := $(VENV)/.installed-runtime
+DEV := $(VENV)/.installed-dev
 
-.PHONY: install demo test lint typecheck docs unit bench clean
+.PHONY: install install-dev demo test lint typecheck docs unit bench clean
 
-$(STAMP): pyproject.toml
+$(PY):
 	python3 -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[dev]'
-	touch $(STAMP)
 
-install: $(STAMP)
+# recordkit and what it needs to run: no development tools.
+$(RUNTIME): pyproject.toml | $(PY)
+	$(PY) -m pip install --quiet -e .
+	touch $(RUNTIME)
+
+# The dev extra on top: ruff, mypy, mkdocs, pytest, the benchmark comparison.
+$(DEV): pyproject.toml $(RUNTIME)
+	$(PY) -m pip install --quiet -e '.[dev]'
+	touch $(DEV)
+
+install: $(RUNTIME)
+
+install-dev: $(DEV)
 
 ## The main job: write a multimodal dataset generated on the fly, read it back, check it.
-demo: $(STAMP)
+demo: $(RUNTIME)
 	$(PY) examples/demo.py --out demo_output
 
 ## Lint, type checks, the docs build and the whole test suite.
 test: lint typecheck docs unit
 
-lint: $(STAMP)
+lint: $(DEV)
 	$(VENV)/bin/ruff check .
 
-typecheck: $(STAMP)
+typecheck: $(DEV)
 	$(VENV)/bin/mypy
 
-docs: $(STAMP)
+docs: $(DEV)
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet --site-dir build/site
 
-unit: $(STAMP)
+unit: $(DEV)
 	$(VENV)/bin/pytest -n 2
 
-bench: $(STAMP)
+bench: $(DEV)
 	$(PY) -m pip install --quiet -e '.[bench]'
 	$(PY) benchmarks/run.py
 

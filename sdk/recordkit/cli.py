@@ -17,6 +17,7 @@ from typing import Any
 
 import click
 
+from recordkit._cli._common import one_line
 from recordkit._cli.codegen import codegen_command
 from recordkit._cli.inspect import inspect_command
 from recordkit._cli.plugins import plugins_command
@@ -35,17 +36,7 @@ class RecordkitGroup(click.Group):
         try:
             return super().invoke(ctx)
         except RecordkitError as exc:
-            raise click.ClickException(f"{type(exc).__name__}: {_one_line(str(exc))}") from exc
-
-
-def _one_line(message: str) -> str:
-    """``message`` on one line: its lines, stripped of list markers, joined by "; "
-    (a line that introduces a list, ending in ":", is followed by a space only)."""
-    lines = [line.strip().removeprefix("- ") for line in message.splitlines()]
-    joined = ""
-    for line in filter(None, lines):
-        joined += (" " if joined.endswith(":") else "; " if joined else "") + line
-    return joined
+            raise click.ClickException(f"{type(exc).__name__}: {one_line(str(exc))}") from exc
 
 
 @click.group(cls=RecordkitGroup, context_settings={"help_option_names": ["-h", "--help"]})
