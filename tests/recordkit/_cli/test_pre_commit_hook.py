@@ -3,14 +3,16 @@ pre-commit itself on a real git repository with a good and a broken schema file.
 
 A ``language: python`` hook makes pre-commit build its own virtual environment and
 pip-install this repository into it (TensorFlow included): minutes and a network. The
-test runs the hook exactly as published (id, entry, file types, serial run) as a
-``repo: local`` hook with ``language: system`` instead, using the ``recordkit`` command of
-the environment under test; file selection, arguments and exit status are pre-commit's.
+test runs the hook exactly as published (id, entry, file types, serial run) as the
+``repo: local`` hook with ``language: system`` that the how-to page documents, using the
+``recordkit`` command of the environment under test; file selection, arguments and exit
+status are pre-commit's.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -57,6 +59,23 @@ def test_only_files_that_declare_fields_count_as_schemas(tmp_path: Path) -> None
         assert declares_fields(path) is expected, name
 
 
+def documented_local_config() -> str:
+    """The ``repo: local`` configuration that docs/how-to/schema-files-in-repos.md gives."""
+    page = (ROOT / "docs" / "how-to" / "schema-files-in-repos.md").read_text(encoding="utf-8")
+    (config,) = [b for b in re.findall(r"```yaml\n(.*?)```", page, re.DOTALL) if "repo: local" in b]
+    return str(config)
+
+
+def test_the_documented_local_hook_is_the_published_one() -> None:
+    (repo,) = yaml.safe_load(documented_local_config())["repos"]
+    (hook,) = repo["hooks"]
+    # The same hook, run in the repository's own environment; the description aside.
+    assert {k: v for k, v in published_hook().items() if k != "description"} == {
+        **{k: v for k, v in hook.items() if k != "description"},
+        "language": "python",
+    }
+
+
 def _git(repo: Path, *args: str) -> None:
     subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True)
 
@@ -69,9 +88,7 @@ def test_pre_commit_runs_the_hook_on_a_repository(tmp_path: Path) -> None:
     (repo / "schemas" / "pets.yaml").write_text(GOOD, encoding="utf-8")
     (repo / "schemas" / "broken.yaml").write_text(BROKEN, encoding="utf-8")
     (repo / "ci.yaml").write_text(NOT_A_SCHEMA, encoding="utf-8")
-    hook = {**published_hook(), "language": "system"}
-    config = {"repos": [{"repo": "local", "hooks": [hook]}]}
-    (repo / ".pre-commit-config.yaml").write_text(yaml.safe_dump(config), encoding="utf-8")
+    (repo / ".pre-commit-config.yaml").write_text(documented_local_config(), encoding="utf-8")
     _git(repo, "init", "-q")
     _git(repo, "add", ".")
     env = {
