@@ -13,12 +13,15 @@ $(PY):
 	python3 -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 
-# recordkit and what it needs to run: no development tools.
-$(RUNTIME): pyproject.toml | $(PY)
-	$(PY) -m pip install --quiet -e .
+# recordkit and what it needs to run, installed as a user installs it (a wheel, no
+# development tools); installed again when its sources change.
+SOURCES := $(shell find sdk plugins/recordkit_codecs -name '*.py' -o -name py.typed)
+$(RUNTIME): pyproject.toml $(SOURCES) | $(PY)
+	$(PY) -m pip install --quiet .
 	touch $(RUNTIME)
 
-# The dev extra on top: ruff, mypy, mkdocs, pytest, the benchmark comparison.
+# The dev extra on top, with recordkit installed editable (the tests run the sources):
+# ruff, mypy, mkdocs, pytest, pre-commit, the benchmark comparison.
 $(DEV): pyproject.toml $(RUNTIME)
 	$(PY) -m pip install --quiet -e '.[dev]'
 	touch $(DEV)
