@@ -1,18 +1,34 @@
 # Everything runs from a virtual environment that the first target creates, so a fresh
-# clone needs only `make demo` or `make test`.
+# clone needs only `make demo` or `make test`. `make demo` installs recordkit and its
+# runtime dependencies only; the targets of `make test` add the dev extra (linters, type
+# checker, docs, test tools) to the same environment, once.
 VENV ?= .venv
 PY := $(VENV)/bin/python
-STAMP := $(VENV)/.installed
+RUNTIME := $(VENV)/.installed-runtime
+DEV := $(VENV)/.installed-dev
 
-.PHONY: install keypoints demo test lint typecheck docs unit unit-fast bench clean
+.PHONY: install install-dev keypoints demo test lint typecheck docs unit unit-fast bench clean
 
-$(STAMP): pyproject.toml
+$(PY):
 	python3 -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[dev]'
-	touch $(STAMP)
 
-install: $(STAMP)
+# recordkit and what it needs to run, installed as a user installs it (a wheel, no
+# development tools); installed again when its sources change.
+SOURCES := $(shell find sdk plugins/recordkit_codecs -name '*.py' -o -name py.typed)
+$(RUNTIME): pyproject.toml $(SOURCES) | $(PY)
+	$(PY) -m pip install --quiet .
+	touch $(RUNTIME)
+
+# The dev extra on top, with recordkit installed editable (the tests run the sources):
+# ruff, mypy, mkdocs, pytest, pre-commit, the benchmark comparison.
+$(DEV): pyproject.toml $(RUNTIME)
+	$(PY) -m pip install --quiet -e '.[dev]'
+	touch $(DEV)
+
+install: $(RUNTIME)
+
+install-dev: $(DEV)
 
 ## The example third-party plugin, installed as a user would (not editable, not on
 ## sys.path): the tests prove recordkit finds it through its entry point alone. Built
@@ -20,7 +36,7 @@ install: $(STAMP)
 ## its sources change.
 KEYPOINTS := plugins/recordkit-keypoints
 KEYPOINTS_STAMP := $(VENV)/.keypoints-installed
-$(KEYPOINTS_STAMP): $(STAMP) $(KEYPOINTS)/pyproject.toml $(wildcard $(KEYPOINTS)/src/recordkit_keypoints/*)
+$(KEYPOINTS_STAMP): $(DEV) $(KEYPOINTS)/pyproject.toml $(wildcard $(KEYPOINTS)/src/recordkit_keypoints/*)
 	rm -rf build/keypoints && mkdir -p build && cp -r $(KEYPOINTS) build/keypoints
 	rm -rf build/keypoints/build build/keypoints/src/*.egg-info
 	$(PY) -m pip install --quiet --no-deps --no-build-isolation --force-reinstall \
@@ -31,30 +47,30 @@ $(KEYPOINTS_STAMP): $(STAMP) $(KEYPOINTS)/pyproject.toml $(wildcard $(KEYPOINTS)
 keypoints: $(KEYPOINTS_STAMP)
 
 ## The main job: write a multimodal dataset generated on the fly, read it back, check it.
-demo: $(STAMP)
+demo: $(RUNTIME)
 	$(PY) examples/demo.py --out demo_output
 
 ## Lint, type checks, the docs build and the whole test suite.
 test: lint typecheck docs unit
 
-lint: $(STAMP)
+lint: $(DEV)
 	$(VENV)/bin/ruff check .
 
-typecheck: $(STAMP)
+typecheck: $(DEV)
 	$(VENV)/bin/mypy
 
-docs: $(STAMP)
+docs: $(DEV)
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet --site-dir build/site
 
-unit: $(STAMP) $(KEYPOINTS_STAMP)
+unit: $(DEV) $(KEYPOINTS_STAMP)
 	$(VENV)/bin/pytest -n 2
 
 ## The tests without those marked slow (subprocesses, worker processes, benchmarks):
 ## for development; `make test` runs them all.
-unit-fast: $(STAMP) $(KEYPOINTS_STAMP)
+unit-fast: $(DEV) $(KEYPOINTS_STAMP)
 	$(VENV)/bin/pytest -n 2 -m "not slow"
 
-bench: $(STAMP)
+bench: $(DEV)
 	$(PY) -m pip install --quiet -e '.[bench]'
 	$(PY) benchmarks/run.py
 

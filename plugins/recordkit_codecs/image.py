@@ -9,7 +9,7 @@ check the decoded image against it.
 ``format`` chooses the bytes: ``png`` (lossless), ``jpeg`` (lossy, at ``quality``) or
 ``keep`` (inputs already in one of ``keep_formats``, JPEG and PNG by default, are stored
 byte for byte after checking them; anything else is encoded as ``fallback``, PNG by
-default). Decoding gives uint8 ``[H, W, C]``: in TensorFlow
+default, or refused with ``fallback: error``). Decoding gives uint8 ``[H, W, C]``: in TensorFlow
 a batch is dense ``[B, H, W, C]`` when the schema declares ``height`` and ``width`` and a
 ``tf.RaggedTensor`` ``[B, (H), (W), C]`` otherwise.
 """
@@ -69,9 +69,12 @@ class ImageOptions(rk.CodecOptions):
         min_length=1,
         description="With format keep: the input formats stored byte for byte.",
     )
-    fallback: EncodedFormat = pydantic.Field(
+    fallback: Literal["png", "jpeg", "error"] = pydantic.Field(
         default="png",
-        description="With format keep: how inputs that are not kept are encoded (jpeg at quality).",
+        description=(
+            "With format keep: how inputs that are not kept are encoded (png; jpeg at quality), "
+            "or error: refuse them, so that only keep_formats inputs are stored."
+        ),
     )
     verify: Literal["structure", "decode"] = pydantic.Field(
         default="structure",
@@ -94,9 +97,12 @@ class ImageOptions(rk.CodecOptions):
         return self
 
     @property
-    def encoding(self) -> EncodedFormat:
-        """How images that are encoded here (not kept as given) are encoded."""
-        return self.fallback if self.format == "keep" else self.format
+    def encoding(self) -> EncodedFormat | None:
+        """How images that are encoded here (not kept as given) are encoded; None when
+        nothing is (format keep with fallback error refuses what it cannot keep)."""
+        if self.format != "keep":
+            return self.format
+        return None if self.fallback == "error" else self.fallback
 
 
 class ImageCodec(rk.Codec[ImageOptions]):
@@ -198,6 +204,8 @@ class ImageCodec(rk.Codec[ImageOptions]):
                 "expected encoded image bytes, a path, a PIL image or a uint8 numpy array, "
                 f"got {type(value).__name__}"
             )
+        if options.encoding is None:
+            raise rk.errors.InvalidValueError(self._not_kept(value, data))
         self._check_size(image.width, image.height)
         fmt = "JPEG" if options.encoding == "jpeg" else "PNG"
         image = self._convert(image, fmt)
@@ -230,6 +238,21 @@ class ImageCodec(rk.Codec[ImageOptions]):
                 self._check_size(image.width, image.height)
                 return {"": data, "height": image.height, "width": image.width, "channels": channels}
         return image
+
+    def _not_kept(self, value: Any, data: bytes | None) -> str:
+        """Why an input is refused by format keep with fallback error."""
+        kept = " or ".join(f.upper() for f in self.options.keep_formats)
+        rule = f"the codec stores only {kept} files unchanged (format: keep, fallback: error)"
+        if data is None:
+            return f"expected encoded {kept} bytes or a path to them, got {type(value).__name__}; {rule}"
+        header = _pillow.read_header(data)
+        if header is None or header.format.lower() not in self.options.keep_formats:
+            found = "not a JPEG or PNG" if header is None else f"a {header.format}"
+            return f"the image is {found}; {rule}"
+        return (
+            f"the {header.format} cannot be stored unchanged (its channels or encoding need a "
+            f"conversion, see the codec's format keep rules); {rule}"
+        )
 
     def _check_size(self, width: int, height: int) -> None:
         _raster.check_fixed_size("image", height, width, self.fixed_size)

@@ -21,6 +21,7 @@ from typing import Any
 
 import click
 
+from recordkit._cli._common import one_line
 from recordkit._cli.codegen import codegen_command
 from recordkit._cli.index import index_command
 from recordkit._cli.ingest import ingest_command
@@ -56,20 +57,15 @@ class RecordkitGroup(click.Group):
 def describe_error(exc: BaseException) -> str:
     """One line for ``exc``: its type and message, with the file an OS error concerns."""
     if isinstance(exc, RecordkitError):
-        return f"{type(exc).__name__}: {_one_line(str(exc))}"
+        return f"{type(exc).__name__}: {one_line(str(exc))}"
     if isinstance(exc, OSError) and exc.strerror:
         where = f"{exc.filename}: " if exc.filename is not None else ""
         return f"{type(exc).__name__}: {where}{exc.strerror}"
     return (
-        f"{type(exc).__name__}: {_one_line(str(exc)) or '(no message)'} "
+        f"{type(exc).__name__}: {one_line(str(exc)) or '(no message)'} "
         "(unexpected: run 'recordkit --debug ...' for the traceback, and report it)"
     )
 
-
-def _one_line(message: str) -> str:
-    """``message`` on one line: its lines, stripped of list markers, joined by "; "."""
-    lines = [line.strip().removeprefix("- ") for line in message.splitlines()]
-    return "; ".join(line for line in lines if line)
 
 
 @click.group(cls=RecordkitGroup, context_settings={"help_option_names": ["-h", "--help"]})

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import io
 import re
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -12,6 +13,9 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
+# The tutorials' data comes from examples/make_tutorial_data.py, the script the pages tell
+# readers to run: the tests import it from there.
+sys.path.insert(0, str(ROOT / "examples"))
 
 _FENCE = re.compile(r"^```(\w+)[^\n]*\n(.*?)^```", re.MULTILINE | re.DOTALL)
 

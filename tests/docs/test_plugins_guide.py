@@ -1,9 +1,18 @@
-"""docs/plugins.md: its stand-alone examples run (the others are included from real,
-tested sources by the docs build)."""
+"""docs/plugins.md: its code is the example plugin's real code, its stand-alone examples
+run, and what it says about the worked codec holds.
+
+The guide shows its code inline, so that it reads as a guide on GitHub and in an editor
+too (not only in the built site). Each block copied from a file carries a comment
+``<!-- source: PATH#SECTION -->`` just above it; this test checks the block equals that
+section of the file (``# --8<-- [start:SECTION]`` ... ``[end:SECTION]``, dedented), or
+the whole file without ``#SECTION``.
+"""
 
 from __future__ import annotations
 
 import ast
+import re
+import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -11,21 +20,141 @@ import pytest
 
 import recordkit as rk
 
+ROOT = Path(__file__).resolve().parents[2]
+GUIDE = ROOT / "docs" / "plugins.md"
+KEYPOINTS = ROOT / "plugins" / "recordkit-keypoints" / "src" / "recordkit_keypoints" / "keypoints.py"
 
-def is_included(block: Any) -> bool:
-    return "--8<--" in block.body
+_SOURCED = re.compile(
+    r"<!-- source: (?P<path>[^#\s]+)(?:#(?P<section>[\w-]+))? -->\n```\w+\n(?P<body>.*?)^```",
+    re.MULTILINE | re.DOTALL,
+)
+
+
+def section(path: Path, name: str | None) -> str:
+    """A file, or one snippet section of it (dedented, without its markers)."""
+    text = path.read_text(encoding="utf-8")
+    if name is None:
+        return text
+    lines = text.splitlines()
+    starts = [i for i, line in enumerate(lines) if line.strip() == f"# --8<-- [start:{name}]"]
+    ends = [i for i, line in enumerate(lines) if line.strip() == f"# --8<-- [end:{name}]"]
+    assert len(starts) == len(ends) == 1, f"{path} has no single section {name!r}"
+    return textwrap.dedent("\n".join(lines[starts[0] + 1 : ends[0]])).strip("\n") + "\n"
+
+
+def sourced_blocks() -> list[tuple[str, str | None, str]]:
+    """(path, section, the block's code) of each block the guide copies from a file."""
+    text = GUIDE.read_text(encoding="utf-8")
+    return [(m["path"], m["section"], m["body"]) for m in _SOURCED.finditer(text)]
+
+
+def test_the_guide_shows_its_code_as_code() -> None:
+    text = GUIDE.read_text(encoding="utf-8")
+    assert "--8<--" not in text, "raw Markdown readers see no included code: copy it in"
+    shown = {(path, name) for path, name, _ in sourced_blocks()}
+    plugin = "plugins/recordkit-keypoints"
+    for expected in [
+        ("sdk/recordkit/hookspecs.py", "recordkit_register_codecs"),  # the hook
+        (f"{plugin}/src/recordkit_keypoints/keypoints.py", "hook"),
+        (f"{plugin}/src/recordkit_keypoints/keypoints.py", "codec"),  # the codec class
+        (f"{plugin}/src/recordkit_keypoints/keypoints.py", "encode"),
+        (f"{plugin}/src/recordkit_keypoints/keypoints.py", "helpers"),  # _as_points, _fail_at
+        (f"{plugin}/src/recordkit_keypoints/keypoints.py", "decode"),
+        (f"{plugin}/pyproject.toml", None),  # the entry point
+        (f"{plugin}/tests/test_keypoints_codec.py", "conformance"),  # the conformance test
+    ]:
+        assert expected in shown, expected
+
+
+@pytest.mark.parametrize(
+    ("path", "name", "body"), sourced_blocks(), ids=[f"{p}#{n}" for p, n, _ in sourced_blocks()]
+)
+def test_each_copied_block_equals_its_source(path: str, name: str | None, body: str) -> None:
+    source = section(ROOT / path, name)
+    if body == source:
+        return
+    # A test excerpt may be preceded by the imports it needs (the module's are elsewhere).
+    assert body.endswith(source), f"docs/plugins.md shows {path}#{name} other than it is: copy it again"
+    module = ast.parse((ROOT / path).read_text(encoding="utf-8"))
+    for node in ast.parse(body[: -len(source)]).body:  # only imports the test module has
+        if isinstance(node, ast.ImportFrom):
+            assert any(
+                isinstance(m, ast.ImportFrom)
+                and m.module == node.module
+                and {a.name for a in m.names} >= {a.name for a in node.names}
+                for m in module.body
+            ), ast.unparse(node)
+        else:
+            assert isinstance(node, ast.Import), ast.unparse(node)
+            assert ast.unparse(node) in {ast.unparse(m) for m in module.body if isinstance(m, ast.Import)}
+
+
+def _sections(text: str) -> dict[str, tuple[int, int]]:
+    """Each section's (start marker line, end marker line), 0-based."""
+    lines = text.splitlines()
+    found: dict[str, tuple[int, int]] = {}
+    for i, line in enumerate(lines):
+        start = re.fullmatch(r"\s*# --8<-- \[start:(\w+)\]", line)
+        if start:
+            end = next(j for j in range(i, len(lines)) if lines[j].strip() == f"# --8<-- [end:{start[1]}]")
+            found[start[1]] = (i, end)
+    return found
+
+
+def test_the_copied_module_is_the_whole_codec_and_works(tmp_path: Path) -> None:
+    """The keypoints module rebuilt from the guide's blocks (each put where its section
+    is) is the whole module, and its codec passes the conformance kit."""
+    from recordkit.testing import CodecCase, check_codec
+
+    text = KEYPOINTS.read_text(encoding="utf-8")
+    relative = str(KEYPOINTS.relative_to(ROOT))
+    shown = {name: body for path, name, body in sourced_blocks() if path == relative}
+    sections = _sections(text)
+    assert set(shown) == set(sections), "every section of the module is shown, and only those"
+    lines = text.splitlines()
+    covered = {i for start, end in sections.values() for i in range(start, end + 1)}
+    docstring_end = next(i for i, line in enumerate(lines) if i and line.endswith('"""'))
+    outside = [
+        line
+        for i, line in enumerate(lines)
+        if i > docstring_end and i not in covered and line.strip() and not line.lstrip().startswith("#")
+    ]
+    assert outside == ["from __future__ import annotations"], "code the guide does not show"
+    rebuilt = list(lines)
+    for name, (start, end) in sorted(sections.items(), key=lambda item: -item[1][0]):
+        indent = lines[start][: len(lines[start]) - len(lines[start].lstrip())]
+        rebuilt[start : end + 1] = textwrap.indent(shown[name], indent).splitlines()
+    namespace: dict[str, Any] = {"__name__": "guide_keypoints"}
+    exec(compile("\n".join(rebuilt), "<docs/plugins.md keypoints>", "exec"), namespace)  # the guide's code
+    codec = namespace["KeypointsCodec"]({"visibility": True})
+    points = [[1.0, 2.0, 2.0], [3.0, 4.0, 0.0]]
+    report = check_codec(codec, [CodecCase(points), CodecCase([[5.0, 6.0, 1.0]])], tmp_path=tmp_path)
+    assert "sequence field: numpy decode" in report.checks
+
+
+def test_the_counts_the_guide_gives_are_the_codecs() -> None:
+    tree = ast.parse(KEYPOINTS.read_text(encoding="utf-8"))
+    (cls,) = [n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "KeypointsCodec"]
+    assigned = [n for n in cls.body if isinstance(n, ast.Assign)]
+    attributes = [t.id for n in assigned for t in n.targets if isinstance(t, ast.Name)]
+    methods = [n.name for n in cls.body if isinstance(n, ast.FunctionDef) and not n.name.startswith("_")]
+    words = {2: "two", 3: "three", 4: "four", 5: "five", 6: "six"}
+    text = " ".join(GUIDE.read_text(encoding="utf-8").split())
+    assert f"{words[len(attributes)]} class attributes ({', '.join(f'`{a}`' for a in attributes)})" in text
+    listed = re.search(rf"{words[len(methods)]} methods \(([^)]*)\)", text)
+    assert listed is not None
+    assert sorted(re.findall(r"`(\w+)`", listed.group(1))) == sorted(methods)
 
 
 @pytest.mark.usefixtures("keypoints_plugin")
 def test_the_stand_alone_examples_run(page_examples: Any, in_tmp_path: Path) -> None:
-    blocks = page_examples.code_blocks(page_examples.root / "docs" / "plugins.md")
-    assert any(is_included(b) for b in blocks), "the guide shows the keypoints plugin's real code"
-    page_examples.run_python_blocks(blocks, skip=is_included)
-    allow_block, without_pytest = [
-        ast.literal_eval(b.output)
-        for b in blocks
-        if b.language == "python" and not is_included(b) and b.output
-    ]
+    blocks = page_examples.code_blocks(GUIDE)
+    copied = {body for _, _, body in sourced_blocks()}
+    page_examples.run_python_blocks(blocks, skip=lambda b: b.body in copied)
+    outputs = [b.output for b in blocks if b.language == "python" and b.body not in copied and b.output]
+    frames, allow_block, without_pytest = outputs
+    assert frames == "True\n"  # the ragged JPEG codec passes the kit (checked by its text block too)
+    allow_block, without_pytest = ast.literal_eval(allow_block), ast.literal_eval(without_pytest)
     assert allow_block == rk.load_plugins(allow=["recordkit"]).registry.names()
     assert "keypoints" not in allow_block
     assert "plain field: tf.data batched decode" in without_pytest

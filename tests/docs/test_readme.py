@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import re
+import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
 from PIL import Image
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -43,3 +45,46 @@ def test_make_test_runs_lint_types_docs_and_tests() -> None:
     assert "pytest" in targets["unit"]
     assert "examples/demo.py" in targets["demo"]
     assert (ROOT / "examples" / "demo.py").is_file()
+
+
+def _makefile() -> tuple[dict[str, str], dict[str, list[str]], dict[str, str]]:
+    """The Makefile's variables, each rule's prerequisites and each rule's recipe."""
+    text = (ROOT / "Makefile").read_text(encoding="utf-8")
+    variables = dict(re.findall(r"^(\w+) [:?]?= (.*)$", text, re.MULTILINE))
+
+    def expand(value: str) -> str:
+        return re.sub(r"\$\((\w+)\)", lambda m: expand(variables.get(m.group(1), m.group(0))), value)
+
+    prerequisites: dict[str, list[str]] = {}
+    recipes: dict[str, str] = {}
+    for target, needs, recipe in re.findall(r"^([^\s:#=]+):([^\n=]*)\n((?:\t[^\n]*\n)*)", text, re.MULTILINE):
+        name = expand(target)
+        prerequisites[name] = [expand(n) for n in needs.replace("|", " ").split()]
+        recipes[name] = expand(recipe)
+    return variables, prerequisites, recipes
+
+
+def test_make_demo_installs_no_development_tools() -> None:
+    _, needs, recipes = _makefile()
+
+    def installs(target: str) -> str:
+        """Every recipe that making ``target`` may run, its prerequisites first."""
+        return "".join(installs(n) for n in needs.get(target, [])) + recipes.get(target, "")
+
+    demo = installs("demo")
+    assert "pip install --quiet .\n" in demo  # a plain install, no extra
+    assert "[dev]" not in demo
+    assert "[bench]" not in demo
+    for target in ("lint", "typecheck", "docs", "unit"):
+        assert "pip install --quiet -e '.[dev]'" in installs(target), target
+
+
+def test_the_runtime_dependencies_hold_no_development_tools() -> None:
+    tomllib = pytest.importorskip("tomllib") if sys.version_info >= (3, 11) else pytest.importorskip("tomli")
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    names = {re.split(r"[<>=!~;\[ ]", d, maxsplit=1)[0].lower() for d in project["project"]["dependencies"]}
+    dev_tools = {"ruff", "mypy", "pytest", "mkdocs-material", "tensorflow-datasets", "matplotlib"}
+    assert names.isdisjoint(dev_tools)
+    # An SPDX string, not the table setuptools deprecates (it warned on every install).
+    assert project["project"]["license"] == "Apache-2.0"
+    assert "setuptools>=77" in project["build-system"]["requires"]

@@ -9,37 +9,11 @@ from typing import Any
 
 import numpy as np
 import pytest
+from make_tutorial_data import FLOWER_CLASSES as CLASSES
+from make_tutorial_data import make_flower_photos
 from PIL import Image
 
 import recordkit as rk
-
-CLASSES = {"daisy": (235, 235, 200), "roses": (200, 40, 60), "tulips": (230, 150, 40)}
-PER_CLASS = 8
-
-
-def _photo(rng: np.random.Generator, height: int, width: int, tint: tuple[int, int, int]) -> np.ndarray:
-    """Photo-like pixels: smooth colour waves around a tint, with a little sensor noise."""
-    y, x = np.mgrid[0:height, 0:width] / max(height, width)
-    waves = np.stack(
-        [np.sin(rng.uniform(3, 9) * x + rng.uniform(2, 6) * y + rng.uniform(0, 6)) for _ in range(3)], -1
-    )
-    pixels = np.asarray(tint) + 50 * waves + rng.normal(0, 4, (height, width, 3))
-    return np.clip(pixels, 0, 255).astype(np.uint8)
-
-
-def make_flower_photos(root: Path) -> list[Path]:
-    """``root/<class>/<class>_NN.jpg``: PER_CLASS JPEGs per class, each its own size."""
-    rng = np.random.default_rng(7)
-    paths = []
-    for name, tint in CLASSES.items():
-        folder = root / name
-        folder.mkdir(parents=True)
-        for i in range(PER_CLASS):
-            height, width = (int(v) for v in rng.integers(40, 120, 2))
-            path = folder / f"{name}_{i:02d}.jpg"
-            Image.fromarray(_photo(rng, height, width, tint)).save(path, "JPEG", quality=90)
-            paths.append(path)
-    return paths
 
 
 def test_the_page_runs_as_written(page_examples: Any, in_tmp_path: Path) -> None:

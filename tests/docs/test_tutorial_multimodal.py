@@ -5,77 +5,18 @@ simulated workers of a multi-worker job read every record exactly once."""
 
 from __future__ import annotations
 
-import json
-import math
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pytest
-import soundfile
 from _console import run_console_block
-from PIL import Image, ImageDraw
+from make_tutorial_data import make_scenes
 
 import recordkit as rk
 
 PAGE = Path("docs") / "tutorials" / "multimodal.md"
-SPLITS = {"train": 256, "validation": 32}
-LABELS = ["person", "animal", "vehicle"]
-SCENES = ["indoor", "outdoor", "underwater"]
-BACKGROUNDS = [(200, 190, 170), (120, 180, 240), (20, 60, 140)]
-ARTICLES = {"person": "a person", "animal": "an animal", "vehicle": "a vehicle"}
-WHERE = {"indoor": "indoors", "outdoor": "outdoors", "underwater": "under water"}
-RATE = 16_000
-
-
-def make_scenes(root: Path, seed: int = 0) -> dict[str, list[dict[str, Any]]]:
-    """``scenes/``: per split an annotation file (JSON lines) and, for each scene, a
-    frame (PNG: a gradient with 0 to 3 coloured boxes) and a one-second sine tone (WAV)
-    whose pitch depends on the scene label. Every fourth scene has no caption."""
-    rng = np.random.default_rng(seed)
-    folder = root / "scenes"
-    (folder / "frames").mkdir(parents=True)
-    (folder / "sounds").mkdir()
-    time = np.arange(RATE) / RATE
-    written: dict[str, list[dict[str, Any]]] = {}
-    number = 0
-    for split, count in SPLITS.items():
-        lines = []
-        for _ in range(count):
-            name = f"scene-{number:04d}"
-            width, height = (int(v) for v in rng.integers(48, 97, 2))
-            scene = int(rng.integers(0, len(SCENES)))
-            shade = np.linspace(0.7, 1.0, height)[:, None, None] * np.array(BACKGROUNDS[scene])
-            frame = Image.fromarray(np.broadcast_to(shade, (height, width, 3)).astype(np.uint8))
-            draw = ImageDraw.Draw(frame)
-            objects = []
-            for _ in range(int(rng.integers(0, 4))):
-                x0, y0 = int(rng.integers(0, width - 16)), int(rng.integers(0, height - 16))
-                box = [x0, y0, x0 + int(rng.integers(8, 17)), y0 + int(rng.integers(8, 17))]
-                draw.rectangle((box[0], box[1], box[2] - 1, box[3] - 1), fill=tuple(rng.integers(0, 256, 3)))
-                objects.append({"box": box, "label": LABELS[int(rng.integers(0, len(LABELS)))]})
-            frame.save(folder / "frames" / f"{name}.png")
-            tone = 0.5 * np.sin(2 * math.pi * 220.0 * 2 ** (scene / 2) * time)
-            soundfile.write(folder / "sounds" / f"{name}.wav", tone, RATE, subtype="PCM_16")
-            line: dict[str, Any] = {
-                "id": name,
-                "frame": f"frames/{name}.png",
-                "sound": f"sounds/{name}.wav",
-                "objects": objects,
-                "scene": SCENES[scene],
-            }
-            if number % 4:
-                things = " and ".join(ARTICLES[o["label"]] for o in objects) or "nothing"
-                line["caption"] = f"{things} {WHERE[SCENES[scene]]}"
-            lines.append(line)
-            number += 1
-        (folder / f"{split}.jsonl").write_text(
-            "".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8"
-        )
-        written[split] = lines
-    return written
 
 
 @pytest.mark.slow

@@ -12,66 +12,12 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from PIL import Image, ImageDraw
+from make_tutorial_data import VOID, make_voc
+from PIL import Image
 
 import recordkit as rk
 
 PAGE = Path("docs") / "tutorials" / "segmentation.md"
-#: (height, width) of each image: some smaller than the page's 64 x 64 crop in one or
-#: both sides (padded), some larger (cropped); the last 4 are the validation split.
-SIZES = [(48, 56), (96, 80), (64, 64), (50, 90), (88, 44), (72, 60), (40, 40), (80, 88)]
-SIZES += [(60, 70), (90, 96), (56, 48), (72, 60)]
-VOID = 255
-
-
-def voc_palette() -> list[int]:
-    """The Pascal VOC colour map: 256 RGB triples, index bits spread over the channels."""
-    palette = []
-    for index in range(256):
-        red = green = blue = 0
-        bits = index
-        for shift in range(7, -1, -1):
-            red |= (bits & 1) << shift
-            green |= ((bits >> 1) & 1) << shift
-            blue |= ((bits >> 2) & 1) << shift
-            bits >>= 3
-        palette += [red, green, blue]
-    return palette
-
-
-def make_voc(root: Path, seed: int = 0) -> list[str]:
-    """A miniature VOCdevkit/VOC2012: photos (JPEG) of a noisy gradient with objects
-    drawn in their class colour, masks (palette PNG) of the same objects in class
-    indices 1..20 with a void (255) outline, and the train/val name lists."""
-    rng = np.random.default_rng(seed)
-    voc = root / "VOCdevkit" / "VOC2012"
-    for folder in ("JPEGImages", "SegmentationClass", "ImageSets/Segmentation"):
-        (voc / folder).mkdir(parents=True)
-    palette = voc_palette()
-    names = []
-    for i, (height, width) in enumerate(SIZES):
-        name = f"2007_{i:06d}"
-        ramp = np.add.outer(np.linspace(0, 120, height), np.linspace(0, 100, width))
-        pixels = ramp[..., None] + rng.normal(0, 25, (height, width, 3)) + 60
-        photo = Image.fromarray(np.clip(pixels, 0, 255).astype(np.uint8))
-        mask = Image.new("P", (width, height), 0)
-        mask.putpalette(palette)
-        draw_photo, draw_mask = ImageDraw.Draw(photo), ImageDraw.Draw(mask)
-        for _ in range(int(rng.integers(1, 4))):
-            label = int(rng.integers(1, 21))
-            x0, y0 = int(rng.integers(0, width // 2)), int(rng.integers(0, height // 2))
-            box = (x0, y0, x0 + int(rng.integers(10, width // 2)), y0 + int(rng.integers(10, height // 2)))
-            colour = tuple(palette[3 * label : 3 * label + 3])
-            shape = "ellipse" if i % 2 else "rectangle"
-            getattr(draw_photo, shape)(box, fill=colour)
-            getattr(draw_mask, shape)(box, fill=label, outline=VOID, width=2)
-        photo.save(voc / "JPEGImages" / f"{name}.jpg", quality=90)
-        mask.save(voc / "SegmentationClass" / f"{name}.png")
-        names.append(name)
-    lists = voc / "ImageSets" / "Segmentation"
-    (lists / "train.txt").write_text("\n".join(names[:8]) + "\n")
-    (lists / "val.txt").write_text("\n".join(names[8:]) + "\n")
-    return names
 
 
 def originals(root: Path, names: list[str]) -> list[tuple[np.ndarray, np.ndarray]]:

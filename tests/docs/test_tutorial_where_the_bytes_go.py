@@ -9,46 +9,10 @@ from typing import Any
 
 import numpy as np
 from _console import run_console_block
+from make_tutorial_data import make_images
 from PIL import Image
 
 import recordkit as rk
-
-
-def _photo(rng: np.random.Generator, height: int, width: int, noise: float) -> np.ndarray:
-    """Photo-like pixels: smooth colour waves and soft detail, with some sensor noise."""
-    y, x = np.mgrid[0:height, 0:width] / max(height, width)
-    waves = np.stack(
-        [np.sin(rng.uniform(3, 12) * x + rng.uniform(2, 8) * y + rng.uniform(0, 6)) for _ in range(3)], -1
-    )
-    coarse = rng.integers(0, 256, (height // 16 + 1, width // 16 + 1, 3), dtype=np.uint8)
-    soft = Image.fromarray(coarse).resize((width, height), Image.Resampling.BICUBIC)
-    detail = (np.asarray(soft, np.float64) - 128) / 4
-    pixels = rng.integers(60, 200, 3) + 50 * waves + detail + rng.normal(0, noise, (height, width, 3))
-    return np.clip(pixels, 0, 255).astype(np.uint8)
-
-
-def make_images(root: Path) -> list[Path]:
-    """Six JPEG photos (quality 90), two PNG photos, and two PNG cut-outs whose corners
-    are transparent (an opaque ellipse on a transparent ground)."""
-    rng = np.random.default_rng(18)
-    root.mkdir()
-    paths = []
-    for i in range(10):
-        height, width = (int(v) for v in rng.integers(240, 400, 2))
-        pixels = _photo(rng, height, width, noise=1.0)
-        if i < 6:
-            path = root / f"photo-{i}.jpg"
-            Image.fromarray(pixels).save(path, "JPEG", quality=90)
-        elif i < 8:
-            path = root / f"scan-{i}.png"
-            Image.fromarray(pixels).save(path)
-        else:
-            y, x = np.mgrid[0:height, 0:width]
-            inside = ((x - width / 2) / (width / 2)) ** 2 + ((y - height / 2) / (height / 2)) ** 2 < 1
-            path = root / f"cutout-{i}.png"
-            Image.fromarray(np.dstack([pixels, (inside * 255).astype(np.uint8)])).save(path)
-        paths.append(path)
-    return paths
 
 
 def test_the_page_runs_as_written(page_examples: Any, in_tmp_path: Path) -> None:

@@ -30,7 +30,7 @@ import recordkit as rk
 from recordkit.format._example import decode_example, encode_example, encode_feature
 from recordkit.read._numpy_decode import decode_record_numpy
 from recordkit.testing import BadInput, CodecCase, check_codec
-from recordkit_codecs.image import ImageCodec
+from recordkit_codecs.image import ImageCodec, ImageOptions
 
 FIELD = "photo"
 
@@ -258,6 +258,26 @@ def test_keep_only_jpegs_and_encode_the_rest_as_jpeg(tmp_path: Path) -> None:
     # The options change what is stored: they are part of the fingerprint.
     prints = {schema(**o).bind().fingerprint() for o in ({"format": "keep"}, options)}
     assert len(prints) == 2
+
+
+def test_fallback_error_stores_only_the_kept_formats(tmp_path: Path) -> None:
+    jpeg = encoded(smooth(12, 16), "JPEG", quality=80)
+    png = encoded(smooth(10, 14), "PNG")
+    options = {"format": "keep", "keep_formats": ["jpeg"], "fallback": "error"}
+    assert stored(jpeg, **options)["bytes"] == jpeg
+    named_jpg = tmp_path / "screenshot.jpg"  # a PNG whatever its name says
+    named_jpg.write_bytes(png)
+    refused = "the image is a PNG; the codec stores only JPEG files unchanged (format: keep, fallback: error)"
+    for value in (png, named_jpg):
+        assert refused in str(encode_error(value, **options))
+    message = str(encode_error(smooth(4, 4), **options))
+    assert "expected encoded JPEG bytes or a path to them, got ndarray" in message
+    gray_jpeg = encoded(smooth(6, 6)[:, :, 0], "JPEG")
+    message = str(encode_error(gray_jpeg, **options, channels=3))
+    assert "the JPEG cannot be stored unchanged" in message
+    # The default re-encodes what it cannot keep (as PNG), silently and losslessly.
+    assert stored(png, format="keep", keep_formats=["jpeg"])["bytes"].startswith(b"\x89PNG")
+    assert ImageOptions().fallback == "png"
 
 
 def test_keep_with_other_channels_converts(tmp_path: Path) -> None:

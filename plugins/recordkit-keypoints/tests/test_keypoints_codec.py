@@ -139,6 +139,14 @@ def test_conformance_variable_count_with_visibility(codec_conformance: Conforman
     )
 
 
+def test_conformance_with_records_of_no_keypoints(codec_conformance: Conformance) -> None:
+    report = codec_conformance(
+        KeypointsCodec({"visibility": True}),
+        [CodecCase(np.zeros((0, 3), np.float32), id="none"), CodecCase(_points(2, visibility=True))],
+    )
+    assert "sequence field: tf.data batched decode" in report.checks
+
+
 # -- decoding details the kit does not cover ----------------------------------------------
 
 

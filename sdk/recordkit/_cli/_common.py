@@ -9,7 +9,7 @@ import click
 
 from recordkit.dataset._manifest import MANIFEST_FILE
 
-__all__ = ["dataset_root", "split_option", "table"]
+__all__ = ["dataset_root", "one_line", "split_option", "table"]
 
 #: ``-s/--split NAME``, repeatable, for the commands that look at a dataset's splits.
 split_option = click.option(
@@ -20,6 +20,16 @@ split_option = click.option(
     metavar="NAME",
     help="Only this split (repeat for several; default: every split).",
 )
+
+
+def one_line(message: str) -> str:
+    """``message`` on one line: its lines, stripped of list markers, joined by "; "
+    (a line that introduces a list, ending in ":", is followed by a space only)."""
+    lines = [line.strip().removeprefix("- ") for line in message.splitlines()]
+    joined = ""
+    for line in filter(None, lines):
+        joined += (" " if joined.endswith(":") else "; " if joined else "") + line
+    return joined
 
 
 def table(rows: Sequence[Sequence[str]], *, right: Collection[int] = ()) -> str:

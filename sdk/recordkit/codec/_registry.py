@@ -7,6 +7,7 @@ import warnings
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from recordkit._suggest import did_you_mean
 from recordkit.codec._codec import Codec
 from recordkit.errors import DuplicateCodecError, PluginError, UnknownCodecError
 
@@ -105,7 +106,9 @@ class CodecRegistry:
             installed = ", ".join(sorted(self._codecs)) or "none"
             broken = "".join(f"; {problem}" for problem in self.broken_plugins)
             raise UnknownCodecError(
-                f"no codec named {name!r} is installed (installed: {installed}){broken}", codec=name
+                f"no codec named {name!r} is installed ({did_you_mean(name, self._codecs)}"
+                f"installed: {installed}){broken}",
+                codec=name,
             ) from None
 
     def create(self, name: str, options: Mapping[str, Any] | None = None) -> Codec[Any]:

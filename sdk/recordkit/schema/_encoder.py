@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 import pydantic
 
+from recordkit._suggest import did_you_mean
 from recordkit.codec._wire import WireKind
 from recordkit.errors import InvalidValueError, RecordError, RecordkitError, SchemaError
 from recordkit.format._entry_sizes import entry_sizes
@@ -99,7 +100,9 @@ class RecordEncoder:
         if len(items) > len(self._names) or not self._names.issuperset(items):
             for name in items:
                 if name not in self._names:
-                    errors.append(RecordError("not a field of the schema", field=name, record=index))
+                    hint = did_you_mean(name, self._names).strip()
+                    reason = f"not a field of the schema ({hint})" if hint else "not a field of the schema"
+                    errors.append(RecordError(reason, field=name, record=index))
         entries: list[bytes] = []
         wires: dict[str, Mapping[str, Any]] = {}
         for field_encoder in self._field_encoders:

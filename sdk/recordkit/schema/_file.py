@@ -27,6 +27,7 @@ import pydantic
 import yaml
 
 from recordkit._limits import MAX_NESTING, nesting_depth
+from recordkit._suggest import did_you_mean
 from recordkit.codec._plugins import default_registry
 from recordkit.codec._registry import CodecRegistry
 from recordkit.errors import CodecOptionsError, RecordkitError, SchemaFileError
@@ -337,7 +338,7 @@ def _describe(error: Mapping[str, Any], loc: Loc, model: type[pydantic.BaseModel
     key = loc[-1] if loc else None
     if kind == "extra_forbidden":
         allowed = _allowed(FieldSpec) if in_field else _allowed(model, (SCHEMA_KEY,))
-        return f"unknown key {key!r} (allowed: {allowed})"
+        return f"unknown key {key!r} ({did_you_mean(key, allowed.split(', '))}allowed: {allowed})"
     if kind == "missing":
         return f"missing required key {key!r}"
     if kind == "model_type" and in_field and not loc:  # a field that is not a mapping
@@ -436,7 +437,10 @@ def _options_error(
         loc: Loc = tuple(error["loc"])
         option = ".".join(str(p) for p in loc)
         if error["type"] == "extra_forbidden":
-            message = f"unknown option {option!r} (options of codec {codec!r}: {_allowed(model) or 'none'})"
+            message = (
+                f"unknown option {option!r} ({did_you_mean(option, model.model_fields)}"
+                f"options of codec {codec!r}: {_allowed(model) or 'none'})"
+            )
         elif error["type"] == "missing":
             message = f"missing required option {option!r}"
         else:

@@ -26,6 +26,7 @@ For a codec and a few example values, :func:`check_codec`:
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import math
 import re
 from collections.abc import Callable, Mapping, Sequence
@@ -75,7 +76,9 @@ class CodecCase:
     ``expected`` defaults to the value itself; give it when decoding returns another
     form (a path decodes to pixels, a name to a class id ...). ``expected_numpy`` is what
     ``decode_numpy`` must give, when it differs from what ``decode_tf`` gives (defaults to
-    ``expected``). ``atol`` is the absolute tolerance for floats (0: exact).
+    ``expected``). ``atol`` is the absolute tolerance for every number, floats and integers
+    alike (a lossy JPEG's uint8 pixels within ``atol=3``); 0 is exact. Booleans and strings
+    always compare exactly.
     """
 
     value: Any
@@ -143,7 +146,7 @@ def _plain(value: Any) -> Any:
         tf = None
     if tf is not None:
         if isinstance(value, tf.RaggedTensor):
-            return _plain(value.to_list())
+            return _plain(_ragged_rows(value))
         if isinstance(value, tf.Tensor):
             return _plain(value.numpy())
     if isinstance(value, Mapping):
@@ -164,11 +167,58 @@ def _plain(value: Any) -> Any:
     return value
 
 
+def _ragged_rows(value: Any) -> list[Any]:
+    """The rows of a ``tf.RaggedTensor`` as numpy arrays (lists of them for ragged inner
+    dimensions). Unlike ``to_list()``, an empty row keeps its inner dimensions: a row of
+    no ``(x, y)`` points is an array of shape ``(0, 2)``, not ``[]``."""
+    import tensorflow as tf
+
+    inner = value.values
+    flat: Any = _ragged_rows(inner) if isinstance(inner, tf.RaggedTensor) else inner.numpy()
+    splits = value.row_splits.numpy().tolist()
+    return [flat[start:end] for start, end in itertools.pairwise(splits)]
+
+
+#: How many differing elements a mismatch message lists.
+_SHOWN_DIFFERENCES = 5
+
+
+def _array_mismatch(where: str, expected: np.ndarray, actual: np.ndarray, atol: float) -> str:
+    """Where two arrays of one shape differ and by how much, without printing them whole:
+    the count of differing elements, the largest difference and the first few places."""
+    numeric = expected.dtype.kind in "iufc" and actual.dtype.kind in "iufc"
+    difference: np.ndarray | None = None
+    if numeric:
+        wide = np.complex128 if "c" in expected.dtype.kind + actual.dtype.kind else np.float64
+        exp_wide, act_wide = expected.astype(wide), actual.astype(wide)
+        difference = np.abs(act_wide - exp_wide)
+        differs = ~((difference <= atol) | (np.isnan(exp_wide) & np.isnan(act_wide)))
+    else:
+        differs = np.asarray(expected != actual).reshape(expected.shape)
+    places = np.argwhere(differs)
+    summary = f"{where}: {len(places)} of {expected.size} elements differ"
+    if difference is not None:
+        scored = np.where(differs, np.nan_to_num(difference, nan=np.inf), -1.0)
+        worst = np.unravel_index(int(np.argmax(scored)), expected.shape)
+        summary += (
+            f" (largest difference {difference[worst]:g} at {[int(i) for i in worst]}, atol={atol:g})"
+        )
+    shown = "; ".join(
+        f"{[int(i) for i in place]} expected {expected[tuple(place)].item()!r}, "
+        f"got {actual[tuple(place)].item()!r}"
+        for place in places[:_SHOWN_DIFFERENCES]
+    )
+    more = f"; and {len(places) - _SHOWN_DIFFERENCES} more" if len(places) > _SHOWN_DIFFERENCES else ""
+    return f"{summary}: {shown}{more}"
+
+
 def assert_values_equal(expected: Any, actual: Any, *, atol: float = 0.0, path: str = "") -> None:
     """Assert ``actual`` (TF, numpy or Python) equals ``expected`` within ``atol``.
 
     Strings and UTF-8 bytes compare equal; arrays and nested lists compare by value and
-    shape; dicts key by key. Raises AssertionError naming the first differing path.
+    shape; dicts key by key. ``atol`` applies to every number, floats and integers alike;
+    booleans and strings compare exactly. Raises AssertionError naming the first differing
+    path, and for arrays the count, size and places of the differences (not the arrays).
     """
     exp, act = _plain(expected), _plain(actual)
     where = path or "value"
@@ -191,12 +241,16 @@ def assert_values_equal(expected: Any, actual: Any, *, atol: float = 0.0, path: 
             return  # an empty list carries no inner shape: any empty array matches it
         if exp_arr.shape != act_arr.shape:
             raise AssertionError(f"{where}: expected shape {exp_arr.shape}, got {act_arr.shape}")
-        if exp_arr.dtype.kind in "fc" or act_arr.dtype.kind in "fc":
+        numeric = exp_arr.dtype.kind in "iufc" and act_arr.dtype.kind in "iufc"
+        if numeric and (atol or "f" in exp_arr.dtype.kind + act_arr.dtype.kind):
             ok = np.allclose(act_arr, exp_arr, rtol=0.0, atol=atol, equal_nan=True)
         else:
             ok = bool(np.array_equal(act_arr, exp_arr))
         if not ok:
-            raise AssertionError(f"{where}: expected {exp_arr!r}, got {act_arr!r} (atol={atol})")
+            if exp_arr.ndim == 0:
+                got = f"expected {exp_arr.item()!r}, got {act_arr.item()!r} (atol={atol:g})"
+                raise AssertionError(f"{where}: {got}")
+            raise AssertionError(_array_mismatch(where, exp_arr, act_arr, atol))
         return
     if isinstance(exp, list) and isinstance(act, list):
         if len(exp) != len(act):
@@ -204,10 +258,14 @@ def assert_values_equal(expected: Any, actual: Any, *, atol: float = 0.0, path: 
         for i, (e, a) in enumerate(zip(exp, act, strict=True)):
             assert_values_equal(e, a, atol=atol, path=f"{where}[{i}]")
         return
-    if isinstance(exp, float) and isinstance(act, float):
-        if not (math.isclose(exp, act, abs_tol=atol) or (math.isnan(exp) and math.isnan(act))):
-            raise AssertionError(f"{where}: expected {exp!r}, got {act!r}")
-        return
+    numbers = (int, float)
+    if isinstance(exp, numbers) and isinstance(act, numbers) and not isinstance(exp, bool | type(None)):
+        if isinstance(act, bool):
+            pass  # a bool never equals a number here: fall through to the exact comparison
+        elif math.isclose(exp, act, abs_tol=atol) or (math.isnan(exp) and math.isnan(act)):
+            return
+        else:
+            raise AssertionError(f"{where}: expected {exp!r}, got {act!r} (atol={atol:g})")
     if exp != act:
         raise AssertionError(f"{where}: expected {exp!r}, got {act!r}")
 

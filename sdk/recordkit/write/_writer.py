@@ -24,6 +24,7 @@ from __future__ import annotations
 import contextlib
 import datetime as _dt
 import itertools
+import os
 import shutil
 import sys
 import threading
@@ -264,7 +265,8 @@ class DatasetWriter:
                 writer.write(record, split="test")
 
     :param path: the dataset's folder (created if missing).
-    :param schema: the :class:`~recordkit.Schema` records are checked and encoded with.
+    :param schema: the :class:`~recordkit.Schema` records are checked and encoded with, a
+        :class:`~recordkit.Record` class, or the path of a schema file (as readers take).
     :param options: the write's options, listed and documented in :class:`WriteOptions`
         (``shard_bytes``, ``shard_records``, ``compression``, ``workers``, ``on_error``,
         ``key``, ``resume``, ``append``, ``progress``, ``registry``, ``durable``, ``wait``,
@@ -274,7 +276,7 @@ class DatasetWriter:
     def __init__(
         self,
         path: str | Path,
-        schema: Schema | type[Record],
+        schema: Schema | type[Record] | str | os.PathLike[str],
         *,
         _total: int | None = None,
         **options: Unpack[WriteOptions],
@@ -314,6 +316,8 @@ class DatasetWriter:
         if registry is None:
             registry = default_registry()
         self._registry = registry
+        if isinstance(schema, (str, os.PathLike)):  # a schema file, as every reader takes
+            schema = Schema.load(Path(schema), registry=registry)
         self.schema = schema_of(schema)
         self._bound = self.schema.bind(registry)
         self._encoder = RecordEncoder(self._bound)
@@ -591,7 +595,7 @@ class DatasetWriter:
 
 def write_dataset(
     records: Iterable[Any],
-    schema: Schema | type[Record],
+    schema: Schema | type[Record] | str | os.PathLike[str],
     path: str | Path,
     split: str = "train",
     **options: Unpack[WriteOptions],

@@ -65,6 +65,16 @@ def test_the_example_schemas_check(path: Path) -> None:
     assert f"fingerprint {rk.Schema.load(path).fingerprint()}" in result.output
 
 
+def test_a_list_of_problems_is_one_line_without_a_stray_separator(tmp_path: Path) -> None:
+    result = run(str(write(tmp_path, "nme: x\nversion: 1\n")))
+    assert result.exit_code == 1
+    line = result.output.strip()
+    assert len(line.splitlines()) == 1, result.output
+    assert ":;" not in line
+    assert "4 problems: missing required key 'name'; line 2: key 'version'" in line, line
+    assert "unknown key 'nme' (did you mean 'name'?" in line
+
+
 @pytest.mark.parametrize(
     ("text", "message"),
     [
@@ -75,7 +85,7 @@ def test_the_example_schemas_check(path: Path) -> None:
         (
             "name: x\nfields:\n  a: {codec: scalr}\n",
             r"UnknownCodecError: file .*, line 3, field 'a', codec 'scalr': no codec named 'scalr' "
-            r"is installed \(installed: .*scalar.*\)",
+            r"is installed \(did you mean 'scalar'\? installed: .*scalar.*\)",
         ),
         (
             "name: x\nfields:\n  a: {codec: scalar, options: {dtype: int65}}\n",

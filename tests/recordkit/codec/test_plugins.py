@@ -238,7 +238,7 @@ def test_an_unknown_codec_lists_the_installed_ones() -> None:
         registry.get("imagee")
     message = str(info.value)
     assert "no codec named 'imagee' is installed" in message
-    assert f"(installed: {', '.join(registry.names())})" in message
+    assert f"(did you mean 'image'? installed: {', '.join(registry.names())})" in message
 
 
 def test_a_schema_with_an_unknown_codec_names_the_field() -> None:

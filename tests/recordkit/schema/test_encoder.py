@@ -172,6 +172,13 @@ def test_one_bad_field_raises_its_own_error_with_context(registry: rk.CodecRegis
     assert str(info.value) == "record 12, field 'name': expected a str, got int"
 
 
+def test_a_misspelt_field_gets_a_suggestion(registry: rk.CodecRegistry) -> None:
+    enc = encoder(registry, label=spec(), name=spec(options={"dtype": "str"}))
+    with pytest.raises(rk.errors.RecordError) as info:
+        enc.encode({"label": 1, "name": "x", "nmae": "y"}, 4)
+    assert str(info.value) == "record 4, field 'nmae': not a field of the schema (did you mean 'name'?)"
+
+
 def test_all_errors_of_a_record_are_collected(registry: rk.CodecRegistry) -> None:
     enc = encoder(
         registry, label=spec(), name=spec(options={"dtype": "str"}), score=spec(options={"dtype": "float32"})
@@ -184,6 +191,7 @@ def test_all_errors_of_a_record_are_collected(registry: rk.CodecRegistry) -> Non
     by_field = {e.field: e for e in error.errors}
     assert set(by_field) == {"colour", "label", "name"}
     assert "not a field of the schema" in str(by_field["colour"])
+    assert "did you mean" not in str(by_field["colour"])
     assert "missing" in str(by_field["label"])
     assert isinstance(by_field["name"], rk.errors.InvalidValueError)
     for sub in error.errors:

@@ -384,7 +384,8 @@ def test_errors_name_the_file_they_were_loaded_from(tmp_path: Path) -> None:
 def test_unknown_option_lists_the_codecs_options() -> None:
     err = _error(GOOD.replace("scale: 2.0", "scael: 2.0"), CodecOptionsError)
     assert err.context.line == line_of(GOOD, "scale: 2.0")
-    assert "unknown option 'scael' (options of codec 'vector': size, scale, like)" in str(err)
+    expected = "unknown option 'scael' (did you mean 'scale'? options of codec 'vector': size, scale, like)"
+    assert expected in str(err)
 
 
 def test_missing_required_option_points_at_the_options() -> None:
@@ -396,19 +397,30 @@ def test_missing_required_option_points_at_the_options() -> None:
 def test_unknown_codec_lists_the_installed_ones() -> None:
     err = _error(GOOD.replace("codec: vector", "codec: vectr"), UnknownCodecError)
     assert (err.context.line, err.field) == (line_of(GOOD, "codec: vector"), "position")
-    assert "no codec named 'vectr' is installed (installed: scalar, vector)" in str(err)
+    expected = "no codec named 'vectr' is installed (did you mean 'vector'? installed: scalar, vector)"
+    assert expected in str(err)
+
+
+def test_no_suggestion_when_nothing_is_close() -> None:
+    err = _error(GOOD.replace("codec: vector", "codec: spectrogram"), UnknownCodecError)
+    assert "no codec named 'spectrogram' is installed (installed: scalar, vector)" in str(err)
+    assert "did you mean" not in str(err)
 
 
 def test_unknown_key_in_a_field() -> None:
     err = _error(GOOD.replace("    optional: true", "    optinal: true"))
     assert (err.context.line, err.field) == (line_of(GOOD, "optional: true"), "note")
-    assert "unknown key 'optinal' (allowed: codec, options, optional, default, sequence" in str(err)
+    expected = "unknown key 'optinal' (did you mean 'optional'? allowed: codec, options, optional, default"
+    assert expected in str(err)
 
 
 def test_unknown_top_level_key_and_missing_name() -> None:
     err = _error(GOOD.replace("name: points", "title: points"))
     assert "2 problems:" in str(err)
     assert "line 1: unknown key 'title' (allowed: name, version, description, fields, $schema)" in str(err)
+    assert "did you mean" not in str(err)  # 'title' is close to no key
+    err = _error(GOOD.replace("name: points", "nme: points"))
+    assert "line 1: unknown key 'nme' (did you mean 'name'? allowed: name, version" in str(err)
     assert "missing required key 'name'" in str(err)
 
 

@@ -11,7 +11,9 @@ import pytest
 
 import recordkit as rk
 from recordkit.testing import BadInput, CodecCase, ConformanceError, assert_values_equal, check_codec
+from recordkit_codecs.bbox import BBoxCodec
 from recordkit_codecs.scalar import ScalarCodec
+from recordkit_codecs.tensor import TensorCodec
 
 
 def test_a_conforming_codec_passes_every_check(tmp_path: Path) -> None:
@@ -252,7 +254,7 @@ def test_a_wrong_tf_decode_is_caught(tmp_path: Path) -> None:
             return wire[""] + 1
 
     with pytest.raises(
-        ConformanceError, match=r"tf.data batched decode, case 0: value: expected array\(1\), got array\(2\)"
+        ConformanceError, match=r"tf.data batched decode, case 0: value: expected 1, got 2 \(atol=0\)"
     ):
         check_codec(_TfOffByOne(), [1, 2], tmp_path=tmp_path)
 
@@ -273,3 +275,62 @@ def test_a_float_tolerance_is_applied(tmp_path: Path) -> None:
     check_codec(_Rounds(), [CodecCase(0.12, atol=0.03), CodecCase(1.04, atol=0.05)], tmp_path=tmp_path)
     with pytest.raises(ConformanceError, match=r"plain field\] tf.data batched decode, case 0"):
         check_codec(_Rounds(), [CodecCase(0.12, atol=0.001)], tmp_path=tmp_path / "strict")
+
+
+def test_an_integer_tolerance_is_applied() -> None:
+    pixels = np.array([[10, 200], [30, 255]], dtype=np.uint8)
+    jpeg_like = np.array([[12, 199], [30, 252]], dtype=np.uint8)
+    assert_values_equal(pixels, jpeg_like, atol=3)
+    assert_values_equal(7, 9, atol=2)
+    with pytest.raises(AssertionError, match=r"1 of 4 elements differ \(largest difference 3 at \[1, 1\]"):
+        assert_values_equal(pixels, jpeg_like, atol=2)
+    with pytest.raises(AssertionError, match=r"expected 7, got 9 \(atol=1\)"):
+        assert_values_equal(7, 9, atol=1)
+    with pytest.raises(AssertionError, match="expected True, got False"):
+        assert_values_equal(True, False, atol=5)  # booleans are never within a tolerance
+
+
+def test_a_mismatch_names_where_and_how_much_not_the_whole_arrays() -> None:
+    expected = np.arange(3000, dtype=np.float32).reshape(1000, 3)
+    actual = expected.copy()
+    actual[417, 2] += 0.5
+    actual[900:, 0] += 0.25
+    with pytest.raises(AssertionError) as info:
+        assert_values_equal(expected, actual, atol=0.1)
+    message = str(info.value)
+    summary = "value: 101 of 3000 elements differ (largest difference 0.5 at [417, 2], atol=0.1): "
+    assert message.startswith(summary)
+    assert "[417, 2] expected 1253.0, got 1253.5" in message
+    assert message.endswith("; and 96 more")
+    assert len(message) < 400  # the arrays themselves are not printed
+
+
+def test_an_empty_ragged_row_keeps_its_inner_dimensions() -> None:
+    import tensorflow as tf
+
+    points = tf.RaggedTensor.from_row_lengths(tf.zeros([3, 2]), [0, 3])
+    assert_values_equal([np.zeros((0, 2)), np.zeros((3, 2))], points)
+    with pytest.raises(AssertionError, match=r"expected shape \(0, 3\), got \(0, 2\)"):
+        assert_values_equal([np.zeros((0, 3)), np.zeros((3, 3))], points)
+    nested = tf.RaggedTensor.from_row_lengths(tf.RaggedTensor.from_row_lengths(tf.zeros([2, 4]), [0, 2]), [2])
+    assert_values_equal([[np.zeros((0, 4)), np.zeros((2, 4))]], nested)
+
+
+@pytest.mark.parametrize(
+    ("codec", "empty", "full"),
+    [
+        (BBoxCodec(), np.zeros((0, 4), np.float32), np.array([[0.1, 0.2, 0.5, 0.6]], np.float32)),
+        (
+            TensorCodec({"dtype": "float32", "shape": [None, 3]}),
+            np.zeros((0, 3), np.float32),
+            np.ones((2, 3), np.float32),
+        ),
+    ],
+    ids=["bbox", "tensor"],
+)
+def test_a_sequence_of_empty_values_passes(
+    tmp_path: Path, codec: rk.Codec[Any], empty: Any, full: Any
+) -> None:
+    report = check_codec(codec, [CodecCase(empty, id="empty"), CodecCase(full, id="full")], tmp_path=tmp_path)
+    assert "sequence field: tf.data batched decode" in report.checks
+    assert "sequence field: numpy decode" in report.checks

@@ -30,3 +30,54 @@ def test_auto_follows_whether_stderr_is_a_terminal(monkeypatch: pytest.MonkeyPat
     assert bar.enabled
     bar.close()
     assert not Progress(False).enabled
+
+
+class _Clock:
+    """A clock the test moves by hand (no real time, no timing threshold)."""
+
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_plain_lines_every_few_seconds_when_not_a_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
+    import io
+
+    from recordkit.write._progress import LOG_EVERY_SECONDS
+
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: False, raising=False)
+    log, clock = io.StringIO(), _Clock()
+    progress = Progress(None, total=2048, desc="writing pets", stream=log, clock=clock)
+    assert not progress.enabled  # no bar ...
+    for _ in range(512):
+        progress.advance(1024)
+    assert log.getvalue() == ""  # ... and no line before the interval has passed
+    clock.now += LOG_EVERY_SECONDS
+    for _ in range(256):
+        progress.advance(1024)
+    assert log.getvalue() == "writing pets: 768 of 2,048 records, 768.0 KiB written, 77 records/s\n"
+    clock.now += 1
+    for _ in range(1280):
+        progress.advance(1024)
+    progress.close()
+    lines = log.getvalue().splitlines()
+    assert len(lines) == 2
+    assert lines[1] == "writing pets: 2,048 of 2,048 records, 2.0 MiB written, 186 records/s (done in 11 s)"
+
+
+def test_a_short_write_prints_nothing_in_a_log(monkeypatch: pytest.MonkeyPatch) -> None:
+    import io
+
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: False, raising=False)
+    log = io.StringIO()
+    progress = Progress(None, stream=log, clock=_Clock())
+    for _ in range(5000):
+        progress.advance(10)
+    progress.close()
+    assert log.getvalue() == ""
+    silent = Progress(False, stream=log, clock=_Clock())
+    silent.advance(1)
+    silent.close()
+    assert log.getvalue() == ""

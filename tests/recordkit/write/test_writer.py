@@ -124,6 +124,22 @@ def test_record_instances_and_record_classes(tmp_path: Path) -> None:
     assert [(r["id"], r["payload"]) for r in read_split(tmp_path)] == [(i, f"p{i}") for i in range(20)]
 
 
+@pytest.mark.parametrize("as_str", [True, False])
+def test_a_schema_file_path_is_taken_like_readers_take_it(tmp_path: Path, as_str: bool) -> None:
+    schema_file = tmp_path / "items.yaml"
+    SCHEMA.dump(schema_file)
+    given: str | Path = str(schema_file) if as_str else schema_file
+    manifest = rk.write_dataset(make_records(10), given, tmp_path / "data", progress=False)
+    assert manifest.schema == SCHEMA
+    assert read_ids(tmp_path / "data") == list(range(10))
+
+
+def test_a_missing_schema_file_is_named(tmp_path: Path) -> None:
+    with pytest.raises(rk.errors.SchemaFileError, match=r"nope\.yaml"):
+        rk.write_dataset(make_records(1), tmp_path / "nope.yaml", tmp_path / "data", progress=False)
+    assert not (tmp_path / "data").exists()
+
+
 def test_several_splits_in_one_dataset(tmp_path: Path) -> None:
     with rk.DatasetWriter(tmp_path, SCHEMA, shard_records=30, progress=False) as writer:
         for record in make_records(100):

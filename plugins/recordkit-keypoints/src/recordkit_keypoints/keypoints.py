@@ -16,6 +16,7 @@ This module imports only recordkit's public API, as every plugin should.
 
 from __future__ import annotations
 
+# --8<-- [start:header]
 from collections.abc import Mapping
 from typing import Any
 
@@ -41,6 +42,7 @@ COCO_PERSON_KEYPOINTS = (
 
 _VISIBILITY_FLAGS = (0, 1, 2)
 _FLOAT32_MAX = float(np.finfo(np.float32).max)
+# --8<-- [end:header]
 
 
 # --8<-- [start:options]
@@ -117,6 +119,7 @@ class KeypointsCodec(rk.Codec[KeypointsOptions]):
         return wire
     # --8<-- [end:encode]
 
+    # --8<-- [start:helpers]
     def _as_points(self, value: Any) -> np.ndarray:
         """``value`` as a float64 ``K x width`` array, or InvalidValueError saying why not."""
         width = self.options.width
@@ -158,6 +161,7 @@ class KeypointsCodec(rk.Codec[KeypointsOptions]):
             label += f" ({self.options.names[first]!r})"
         more = f" (and {len(rows) - 1} more)" if len(rows) > 1 else ""
         raise rk.errors.InvalidValueError(f"{label} {problem}{more}")
+    # --8<-- [end:helpers]
 
     # -- decoding ----------------------------------------------------------------------
 
