@@ -142,7 +142,7 @@ def iter_records(
 class RecordIterator(Iterator[dict[str, Any]]):
     """The records of :func:`iter_records`, and the position of those yielded."""
 
-    def __init__(self, records: Iterator[dict[str, Any]], position: int, options: dict[str, Any]) -> None:
+    def __init__(self, records: Generator[dict[str, Any]], position: int, options: dict[str, Any]) -> None:
         self._records = records
         #: Records yielded so far, counting those skipped by ``start``.
         self.position = position
@@ -155,6 +155,11 @@ class RecordIterator(Iterator[dict[str, Any]]):
 
     def __iter__(self) -> RecordIterator:
         return self
+
+    def close(self) -> None:
+        """Stop reading: open shards are closed and pending decodes dropped (as a generator's
+        ``close``)."""
+        self._records.close()
 
     def state_dict(self) -> dict[str, Any]:
         """The position as a JSON-compatible dict, for ``iter_records(..., start=state)``."""
@@ -235,7 +240,7 @@ def _records(
     report: CorruptionReport | None,
     skip: int = 0,
     num_threads: int = 1,
-) -> Iterator[dict[str, Any]]:
+) -> Generator[dict[str, Any]]:
     """The decoded records of ``shards``, in order (the others are not decoded); with
     ``num_threads`` above 1 decoded in a pool of threads, a bounded window ahead."""
     stored = source.stored_fields.fields

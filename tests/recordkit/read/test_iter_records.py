@@ -80,7 +80,7 @@ def test_threads_decode_the_same_records_in_the_same_order(
 def test_threads_stop_cleanly_when_the_reader_stops_early(dataset: Path) -> None:
     records = rk.iter_records(dataset, num_threads=2)
     first = next(records)
-    records.close()  # type: ignore[attr-defined]  # a generator: the pool's pending work is dropped
+    records.close()  # the pool's pending work is dropped
     assert set(first) == set(next(iter(rk.iter_records(dataset))))
 
 

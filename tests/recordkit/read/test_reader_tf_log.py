@@ -47,7 +47,7 @@ SCRIPT = textwrap.dedent(
     drain(rk.load_dataset(data, batch_size=2, pad=True))
     drain(rk.load_dataset(data, image_size=(4, 4), image_fit="random_crop_or_pad", seed=1))
     drain(rk.load_dataset(data, batch_size=2, image_size=(4, 4), image_fit="resize_with_pad"))
-    files = sorted(str(p) for p in data.rglob("*.tfrecord*"))
+    files = sorted(str(p) for p in data.rglob("*.tfrecord*") if not p.name.endswith(".index"))
     drain(tf.data.TFRecordDataset(files).batch(2).map(rk.make_parser(EVERY_CODEC)))
     standalone = [name for name in EVERY_CODEC.fields if name not in NOT_STANDALONE]
     module_path = out / "generated_parser.py"
