@@ -52,6 +52,13 @@ class BBoxOptions(rk.CodecOptions):
     """Options of the ``bbox`` codec."""
 
     format: BoxFormat = pydantic.Field(default="xyxy", description="The order of a box's four numbers.")
+    stored: Literal["xyxy", "yxyx"] = pydantic.Field(
+        default="xyxy",
+        description=(
+            "The order boxes are stored in on the wire: xyxy (recordkit's), or yxyx to read "
+            "boxes written by TensorFlow Datasets (BBoxFeature) as they are."
+        ),
+    )
     normalized: bool = pydantic.Field(
         default=True, description="Coordinates are in [0, 1] of the image (false: in pixels)."
     )
@@ -130,6 +137,8 @@ class BBoxCodec(rk.Codec[BBoxOptions]):
         if canonical is None:
             canonical = self._canonical(_as_boxes(boxes))
         count = len(canonical)
+        if self.options.stored == "yxyx":
+            canonical = np.asarray(canonical, dtype=np.float32).reshape(-1, 4)[:, [1, 0, 3, 2]]
         wire: dict[str, Any] = {"": canonical}
         if self.options.labels is not None:
             wire["labels"] = self._label_ids_of(labels, count)
@@ -296,7 +305,7 @@ class BBoxCodec(rk.Codec[BBoxOptions]):
 
     def decode_numpy(self, wire: Mapping[str, Any]) -> Any:
         stored = np.asarray(wire[""], dtype=np.float32).reshape(-1, 4)
-        boxes = convert_boxes(stored, "xyxy", self.options.format)
+        boxes = convert_boxes(stored, self.options.stored, self.options.format)
         if not self._has_dict:
             return boxes
         out: dict[str, Any] = {"boxes": boxes}
@@ -318,7 +327,9 @@ class BBoxCodec(rk.Codec[BBoxOptions]):
         stored = wire[""]
         flat = tf.reshape(stored.flat_values, [-1, 4])
         boxes = tf.RaggedTensor.from_row_splits(
-            _convert_dense_tf(flat, "xyxy", self.options.format), stored.row_splits, validate=False
+            _convert_dense_tf(flat, self.options.stored, self.options.format),
+            stored.row_splits,
+            validate=False,
         )
         if not self._has_dict:
             return boxes

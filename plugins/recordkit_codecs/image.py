@@ -25,6 +25,7 @@ from PIL import Image
 
 import recordkit as rk
 from recordkit_codecs import _pillow, _raster
+from recordkit_codecs._image_header import header_shape, header_shapes_tf
 from recordkit_codecs._inputs import read_input_bytes
 from recordkit_codecs._tf_images import decode_image_batch
 
@@ -79,6 +80,14 @@ class ImageOptions(rk.CodecOptions):
     )
     max_pixels: int = _raster.max_pixels_field()
     height: int | None = _raster.side_field("height", "image")
+    sizes: Literal["stored", "header"] = pydantic.Field(
+        default="stored",
+        description=(
+            "stored: height, width and channels are stored beside the bytes; header: only the "
+            "encoded bytes are stored (as TensorFlow Datasets does) and readers take the shape "
+            "from the image header."
+        ),
+    )
     width: int | None = _raster.side_field("width", "image")
 
     @pydantic.model_validator(mode="after")
@@ -108,9 +117,12 @@ class ImageCodec(rk.Codec[ImageOptions]):
     # -- wire ------------------------------------------------------------------------
 
     def wire_spec(self) -> rk.WireSpec:
+        encoded = rk.WireFeature("", rk.WireKind.BYTES, (), f"the image, encoded ({self.options.format})")
+        if self.options.sizes == "header":
+            return rk.WireSpec((encoded,))
         return rk.WireSpec(
             (
-                rk.WireFeature("", rk.WireKind.BYTES, (), f"the image, encoded ({self.options.format})"),
+                encoded,
                 rk.WireFeature("height", rk.WireKind.INT64, (), "height in pixels"),
                 rk.WireFeature("width", rk.WireKind.INT64, (), "width in pixels"),
                 rk.WireFeature("channels", rk.WireKind.INT64, (), "channels of the decoded image: 1, 3, 4"),
@@ -125,6 +137,12 @@ class ImageCodec(rk.Codec[ImageOptions]):
     # -- encode ----------------------------------------------------------------------
 
     def encode(self, value: Any) -> rk.WireValues:
+        wire = self._encode(value)
+        if self.options.sizes == "header":
+            return {"": wire[""]}
+        return wire
+
+    def _encode(self, value: Any) -> rk.WireValues:
         options = self.options
         data = read_input_bytes(value, "image")
         if data is not None:
@@ -204,7 +222,10 @@ class ImageCodec(rk.Codec[ImageOptions]):
     # -- decode ----------------------------------------------------------------------
 
     def decode_numpy(self, wire: Mapping[str, Any]) -> np.ndarray:
-        height, width, channels = (int(wire[k]) for k in ("height", "width", "channels"))
+        if self.options.sizes == "header":
+            height, width, channels = header_shape(bytes(wire[""]), self.options.channels)
+        else:
+            height, width, channels = (int(wire[k]) for k in ("height", "width", "channels"))
         mode = _MODES.get(self.options.channels or channels)
         if mode is None:
             raise rk.errors.DecodeError(
@@ -256,11 +277,15 @@ class ImageCodec(rk.Codec[ImageOptions]):
                 return png(data)
             return tf.cond(tf.io.is_jpeg(data), lambda: jpeg(data), lambda: png(data))
 
+        if self.options.sizes == "header":
+            heights, widths, channels = header_shapes_tf(wire[""], self.options.channels)
+        else:
+            heights, widths, channels = wire["height"], wire["width"], wire["channels"]
         return decode_image_batch(
             wire[""],
-            wire["height"],
-            wire["width"],
-            wire["channels"],
+            heights,
+            widths,
+            channels,
             decode_one=decode_one,
             static_channels=self.options.channels,
             fixed_size=self.fixed_size,

@@ -36,6 +36,7 @@ from typing import Any, Literal
 from recordkit.codec._plugins import default_registry
 from recordkit.codec._registry import CodecRegistry
 from recordkit.dataset._manifest import MANIFEST_FILE, Manifest
+from recordkit.dataset._tfds import is_tfds_folder, load_tfds
 from recordkit.errors import (
     CorruptRecordError,
     DatasetError,
@@ -270,6 +271,8 @@ def open_source(
     if schema is not None and not isinstance(schema, Schema):
         schema = Schema.load(Path(schema), registry=registry)
     root = dataset_root(path)
+    if root is None and isinstance(path, (str, Path)) and is_tfds_folder(path):
+        return _open_tfds(Path(path), split, names, schema, registry)
     if root is None:
         if schema is None:
             raise DatasetError(
@@ -310,6 +313,25 @@ def open_source(
         if field.name not in stored.fields and field.spec.has_default
     }
     return Source(shards, comp, read_schema, bound, manifest, defaults)
+
+
+def _open_tfds(
+    root: Path, split: str, names: list[str] | None, schema: Schema | None, registry: CodecRegistry
+) -> Source:
+    """A TFDS-prepared folder read in place (see :mod:`recordkit.dataset._tfds`)."""
+    view = load_tfds(root)
+    info = view.manifest.split(split)
+    stored = view.schema
+    if schema is not None:
+        check_compatibility(
+            stored, schema, fields=names, mode="read", registry=registry
+        ).raise_for_incompatible()
+    read_schema = schema if schema is not None else stored
+    bound = read_schema.bind(registry, fields=names)
+    shards = tuple(Shard(root / s.file, s.file, s.records, s.bytes, s.sha256 or None) for s in info.shards)
+    for shard in shards:
+        _check_shard(shard, Compression.NONE, sizes=True, sha256=False)
+    return Source(shards, Compression.NONE, read_schema, bound, view.manifest)
 
 
 def _default_example(bound: BoundSchema, field: BoundField) -> bytes:
