@@ -26,7 +26,9 @@ SPLITS = {"train": (0, 5), "test": (100, 3)}
 
 
 def _builder_class() -> Any:
-    class Tiny(tfds.core.GeneratorBasedBuilder):  # type: ignore[misc]  # tfds is untyped
+    base: Any = tfds.core.GeneratorBasedBuilder  # tfds is untyped
+
+    class Tiny(base):  # type: ignore[misc]  # a base class of type Any
         VERSION = tfds.core.Version("1.0.0")
 
         def _info(self) -> Any:
@@ -109,7 +111,8 @@ def test_features_map_onto_codecs(prepared: tuple[Path, Any]) -> None:
     root, _ = prepared
     view = load_tfds(root)
     fields = view.schema.fields
-    assert fields["image"].codec == "image" and fields["image"].options["sizes"] == "header"
+    assert fields["image"].codec == "image"
+    assert fields["image"].options["sizes"] == "header"
     assert fields["photo"].options["format"] == "jpeg"
     assert fields["label"].options["names"] == ["cat", "dog", "bird"]
     assert fields["objects.bbox"].options["labels"] == ["a", "b"]
@@ -159,7 +162,8 @@ def test_images_without_sizes_pad_and_resize(prepared: tuple[Path, Any]) -> None
     for i, w in enumerate(want):
         h, wd, _ = w["image"].shape
         np.testing.assert_array_equal(images[i, :h, :wd], w["image"])
-        assert not images[i, h:].any() and not images[i, :, wd:].any()
+        assert not images[i, h:].any()
+        assert not images[i, :, wd:].any()
     resized = next(
         iter(rk.load_dataset(root, split="train", fields=["image"], batch_size=5, image_size=(8, 8)))
     )
@@ -173,7 +177,8 @@ def test_cli_inspect_and_verify_accept_the_folder(prepared: tuple[Path, Any]) ->
     assert "8 records" in verified.output
     inspected = CliRunner().invoke(main, ["inspect", str(root)])
     assert inspected.exit_code == 0, inspected.output
-    assert "objects.bbox" in inspected.output and "train" in inspected.output
+    assert "objects.bbox" in inspected.output
+    assert "train" in inspected.output
 
 
 def test_array_record_is_refused(prepared: tuple[Path, Any], tmp_path: Path) -> None:
