@@ -18,6 +18,7 @@ from typing import Any
 import click
 
 from recordkit._cli.codegen import codegen_command
+from recordkit._cli.convert import convert_command
 from recordkit._cli.inspect import inspect_command
 from recordkit._cli.plugins import plugins_command
 from recordkit._cli.schema import schema_group
@@ -55,4 +56,5 @@ main.add_command(inspect_command)
 main.add_command(verify_command)
 main.add_command(schema_group)
 main.add_command(codegen_command)
+main.add_command(convert_command)
 

@@ -39,7 +39,7 @@ from recordkit.errors import DatasetError
 from recordkit.schema._fields import FieldSpec
 from recordkit.schema._schema import Schema
 
-__all__ = ["TFDS_FEATURES", "TFDS_INFO", "TfdsDataset", "is_tfds_folder", "load_manifest", "load_tfds"]
+__all__ = ["TFDS_FEATURES", "TFDS_INFO", "TfdsDataset", "is_tfds_folder", "load_manifest", "load_tfds", "open_tfds"]
 
 TFDS_INFO = "dataset_info.json"
 TFDS_FEATURES = "features.json"
@@ -113,6 +113,16 @@ def load_tfds(root: str | Path) -> TfdsDataset:
         splits=splits,
     )
     return TfdsDataset(root, name, version, schema, manifest, tuple(mapper.skipped))
+
+
+def open_tfds(folder: str | Path) -> TfdsDataset:
+    """Open the folder TFDS prepared (``<data_dir>/<name>/<version>``) as it is: its
+    schema, splits and shards, and the features left out (:attr:`TfdsDataset.skipped`).
+
+    Readers (:func:`recordkit.iter_records`, :func:`recordkit.load_dataset`) and the
+    ``inspect``, ``verify`` and ``convert`` commands take the folder itself too.
+    """
+    return load_tfds(folder)
 
 
 def _read_json(path: Path) -> dict[str, Any]:

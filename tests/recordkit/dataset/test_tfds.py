@@ -16,7 +16,11 @@ from click.testing import CliRunner
 
 import recordkit as rk
 from recordkit.cli import main
+from recordkit.dataset._manifest import Manifest
 from recordkit.dataset._tfds import load_tfds
+from recordkit.format._example import decode_example
+from recordkit.format._tfrecord import iter_tfrecords
+from recordkit.tools._convert import convert_dataset
 
 tfds = pytest.importorskip("tensorflow_datasets")
 
@@ -109,7 +113,7 @@ def _check_record(got: dict[str, Any], want: dict[str, Any]) -> None:
 
 def test_features_map_onto_codecs(prepared: tuple[Path, Any]) -> None:
     root, _ = prepared
-    view = load_tfds(root)
+    view = rk.open_tfds(root)
     fields = view.schema.fields
     assert fields["image"].codec == "image"
     assert fields["image"].options["sizes"] == "header"
@@ -190,3 +194,36 @@ def test_array_record_is_refused(prepared: tuple[Path, Any], tmp_path: Path) -> 
         (tmp_path / name).write_text(text)
     with pytest.raises(rk.errors.DatasetError, match="array_record shards"):
         load_tfds(tmp_path)
+
+
+def test_convert_gives_a_native_dataset_with_the_same_values(
+    prepared: tuple[Path, Any], tmp_path: Path
+) -> None:
+    root, builder = prepared
+    out = tmp_path / "native"
+    converted = CliRunner().invoke(main, ["convert", str(root), str(out)])
+    assert converted.exit_code == 0, converted.output
+    verified = CliRunner().invoke(main, ["verify", str(out)])
+    assert verified.exit_code == 0, verified.output
+    manifest = Manifest.load(out)
+    assert manifest.schema.fields["image"].options["format"] == "keep"
+    assert all(shard.sha256 for info in manifest.splits.values() for shard in info.shards)
+    for split in SPLITS:
+        got = list(rk.iter_records(out, split=split, verify_sha256=True))
+        want = _expected(builder, split)
+        assert len(got) == len(want)
+        for g, w in zip(got, want, strict=True):
+            _check_record(g, w)
+
+
+def test_convert_keeps_encoded_bytes(prepared: tuple[Path, Any], tmp_path: Path) -> None:
+    root, _ = prepared
+    manifest = convert_dataset(root, tmp_path / "native")
+    source = load_tfds(root).manifest.splits["train"].shards[0].file
+    before = [decode_example(d) for _, d in iter_tfrecords(root / source)]
+    after = [
+        decode_example(d)
+        for _, d in iter_tfrecords(tmp_path / "native" / manifest.splits["train"].shards[0].file)
+    ]
+    assert [b["photo"][1] for b in before] == [a["photo"][1] for a in after]
+    assert [b["image"][1] for b in before] == [a["image"][1] for a in after]
