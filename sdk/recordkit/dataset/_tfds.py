@@ -39,7 +39,15 @@ from recordkit.errors import DatasetError
 from recordkit.schema._fields import FieldSpec
 from recordkit.schema._schema import Schema
 
-__all__ = ["TFDS_FEATURES", "TFDS_INFO", "TfdsDataset", "is_tfds_folder", "load_manifest", "load_tfds", "open_tfds"]
+__all__ = [
+    "TFDS_FEATURES",
+    "TFDS_INFO",
+    "TfdsDataset",
+    "is_tfds_folder",
+    "load_manifest",
+    "load_tfds",
+    "open_tfds",
+]
 
 TFDS_INFO = "dataset_info.json"
 TFDS_FEATURES = "features.json"
