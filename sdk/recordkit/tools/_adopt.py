@@ -313,11 +313,7 @@ class _Proposal:
             height = self._int_scalar(f"{prefix}/height", f"{prefix}_height", "height")
             width = self._int_scalar(f"{prefix}/width", f"{prefix}_width", "width")
             if height is None or width is None:
-                self.notes.append(
-                    f"{key}: {'/'.join(sorted(stats.formats))} images, but no height and width keys "
-                    "(the image codec needs them)"
-                )
-                self.used.add(key)
+                self._headed_image(key, prefix, stats)
                 continue
             channels_key = self._int_scalar(
                 f"{prefix}/channels", f"{prefix}/depth", f"{prefix}_channels", "channels", "depth"
@@ -345,6 +341,26 @@ class _Proposal:
                 FieldSpec(codec="image", options=options, keys=keys, description=f"{formats} bytes in {key}"),
                 *used,
             )
+
+    def _headed_image(self, key: str, prefix: str, stats: _Key) -> None:
+        """Encoded images with no height and width keys (as TFDS writes them): the image
+        codec reads their shape from the image header (``sizes: header``)."""
+        options: dict[str, Any] = {"format": "keep", "sizes": "header"}
+        channels = {_channels(values[0]) for values in stats.values if values}
+        if len(channels) == 1 and None not in channels:
+            options["channels"] = channels.pop()
+        name = _field_name(prefix, self.fields, "image")
+        formats = "/".join(sorted(stats.formats)).upper()
+        self._add(
+            name,
+            FieldSpec(
+                codec="image",
+                options=options,
+                keys={} if name == key else {"": key},
+                description=f"{formats} bytes in {key}, sizes read from the image header",
+            ),
+            key,
+        )
 
     # -- raw arrays: bytes whose length is the product of dimension keys ----------------
 

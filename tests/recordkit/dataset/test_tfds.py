@@ -227,3 +227,20 @@ def test_convert_keeps_encoded_bytes(prepared: tuple[Path, Any], tmp_path: Path)
     ]
     assert [b["photo"][1] for b in before] == [a["photo"][1] for a in after]
     assert [b["image"][1] for b in before] == [a["image"][1] for a in after]
+
+
+def test_infer_schema_reads_images_stored_without_sizes(prepared: tuple[Path, Any]) -> None:
+    root, builder = prepared
+    shard = root / load_tfds(root).manifest.splits["train"].shards[0].file
+    proposed = rk.infer_schema(shard)
+    assert proposed.fields["image"].options["sizes"] == "header"
+    assert proposed.fields["photo"].options["sizes"] == "header"
+    got = list(rk.iter_records(shard, schema=proposed, fields=["image"]))
+    want = _expected(builder, "train")
+    for g, w in zip(got, want, strict=True):
+        np.testing.assert_array_equal(g["image"], w["image"])
+    batch = next(iter(rk.load_dataset(shard, schema=proposed, fields=["image"], batch_size=5, pad=True)))
+    images = np.asarray(batch["image"])
+    for i, w in enumerate(want):
+        h, wd, _ = w["image"].shape
+        np.testing.assert_array_equal(images[i, :h, :wd], w["image"])
