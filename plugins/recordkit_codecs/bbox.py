@@ -315,10 +315,13 @@ class BBoxCodec(rk.Codec[BBoxOptions]):
             out[name] = np.asarray(wire[name], dtype=np.float32).reshape(-1)
         return out
 
-    def decode_tf_source(self) -> rk.DecodeSource:
-        """decode_tf as standalone code, for ``recordkit codegen``."""
+    def decode_tf_source(self) -> rk.DecodeSource | None:
+        """decode_tf as standalone code, for ``recordkit codegen`` (None, not yet written
+        out, for data read as TFDS stored it)."""
         from recordkit_codecs._standalone import bbox_source
 
+        if self.options.stored != "xyxy":
+            return None
         return bbox_source(self.options)
 
     def decode_tf(self, wire: Mapping[str, Any]) -> Any:

@@ -240,10 +240,13 @@ class ImageCodec(rk.Codec[ImageOptions]):
             )
         return pixels
 
-    def decode_tf_source(self) -> rk.DecodeSource:
-        """decode_tf as standalone code, for ``recordkit codegen``."""
+    def decode_tf_source(self) -> rk.DecodeSource | None:
+        """decode_tf as standalone code, for ``recordkit codegen`` (None, not yet written
+        out, for data read as TFDS stored it)."""
         from recordkit_codecs._standalone import image_source
 
+        if self.options.sizes == "header":
+            return None
         return image_source(self.options)
 
     def decode_tf(self, wire: Mapping[str, Any]) -> Any:
