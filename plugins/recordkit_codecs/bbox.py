@@ -53,6 +53,13 @@ class BBoxOptions(rk.CodecOptions):
     """Options of the ``bbox`` codec."""
 
     format: BoxFormat = pydantic.Field(default="xyxy", description="The order of a box's four numbers.")
+    stored: Literal["xyxy", "yxyx"] = pydantic.Field(
+        default="xyxy",
+        description=(
+            "The order boxes are stored in on the wire: xyxy (recordkit's), or yxyx to read "
+            "boxes written by TensorFlow Datasets (BBoxFeature) as they are."
+        ),
+    )
     normalized: bool = pydantic.Field(
         default=True, description="Coordinates are in [0, 1] of the image (false: in pixels)."
     )
@@ -178,6 +185,8 @@ class BBoxCodec(rk.Codec[BBoxOptions]):
         if canonical is None:
             canonical = self._canonical(_as_boxes(boxes))
         count = len(canonical)
+        if self.options.stored == "yxyx":
+            canonical = np.asarray(canonical, dtype=np.float32).reshape(-1, 4)[:, [1, 0, 3, 2]]
         wire: dict[str, Any] = {"": canonical}
         if self.options.labels is not None:
             wire["labels"] = self._label_ids_of(labels, count)
@@ -344,7 +353,7 @@ class BBoxCodec(rk.Codec[BBoxOptions]):
 
     def decode_numpy(self, wire: Mapping[str, Any]) -> Any:
         stored = np.asarray(wire[""], dtype=np.float32).reshape(-1, 4)
-        boxes = convert_boxes(stored, "xyxy", self.options.format)
+        boxes = convert_boxes(stored, self.options.stored, self.options.format)
         if not self._has_dict:
             return boxes
         out: dict[str, Any] = {"boxes": boxes}
@@ -361,6 +370,7 @@ class BBoxCodec(rk.Codec[BBoxOptions]):
             decode_bbox_tf,
             {
                 "fmt": self.options.format,
+                "stored_as": self.options.stored,
                 "labels": self.options.labels is not None,
                 "extras": list(self.options.extras),
             },
@@ -371,16 +381,19 @@ class BBoxCodec(rk.Codec[BBoxOptions]):
         return self.decode_tf_source()(wire)
 
 
-def decode_bbox_tf(wire: Mapping[str, Any], fmt: str, labels: bool, extras: list[str]) -> Any:
-    """The batched TensorFlow decode of a bbox field: the stored xyxy boxes ``[B, (n),
-    4]`` converted to ``fmt``, in a dict with the labels and ``extras`` when the field
+def decode_bbox_tf(
+    wire: Mapping[str, Any], fmt: str, labels: bool, extras: list[str], stored_as: str = "xyxy"
+) -> Any:
+    """The batched TensorFlow decode of a bbox field: the stored boxes ``[B, (n), 4]``
+    (xyxy, or ``stored_as`` for data another tool wrote, such as TFDS's yxyx) converted to
+    ``fmt``, in a dict with the labels and ``extras`` when the field
     has them (generated parser modules carry a copy of this function)."""
     import tensorflow as tf
 
     stored = wire[""]
     flat = tf.reshape(stored.flat_values, [-1, 4])
     boxes = tf.RaggedTensor.from_row_splits(
-        _convert_dense_tf(flat, "xyxy", fmt), stored.row_splits, validate=False
+        _convert_dense_tf(flat, stored_as, fmt), stored.row_splits, validate=False
     )
     if not labels and not extras:
         return boxes

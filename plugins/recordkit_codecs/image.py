@@ -28,6 +28,7 @@ from PIL import Image
 import recordkit as rk
 from recordkit_codecs import _pillow, _raster
 from recordkit_codecs._foreign import formats
+from recordkit_codecs._image_header import header_shape, header_shapes_tf
 from recordkit_codecs._inputs import read_input_bytes
 from recordkit_codecs._tf_images import decode_image_batch, decode_image_window
 
@@ -85,6 +86,14 @@ class ImageOptions(rk.CodecOptions):
     )
     max_pixels: int = _raster.max_pixels_field()
     height: int | None = _raster.side_field("height", "image")
+    sizes: Literal["stored", "header"] = pydantic.Field(
+        default="stored",
+        description=(
+            "stored: height, width and channels are stored beside the bytes; header: only the "
+            "encoded bytes are stored (as TensorFlow Datasets does) and readers take the shape "
+            "from the image header."
+        ),
+    )
     width: int | None = _raster.side_field("width", "image")
 
     @pydantic.model_validator(mode="after")
@@ -136,9 +145,13 @@ class ImageCodec(rk.Codec[ImageOptions]):
             height = records.int_scalar(f"{prefix}/height", f"{prefix}_height", "height")
             width = records.int_scalar(f"{prefix}/width", f"{prefix}_width", "width")
             if height is None or width is None:
-                yield rk.LeftOut(
-                    (key,),
-                    f"{key}: {shown} images, but no height and width keys (the image codec needs them)",
+                # No stored sizes (as TFDS writes images): read them from each image's header.
+                yield rk.Adoption(
+                    claims=(key,),
+                    name=prefix,
+                    options={"format": "keep", "sizes": "header"},
+                    keys={"": key},
+                    description=f"{shown.upper()} bytes in {key}, sizes read from their headers",
                 )
                 continue
             channels_key = records.int_scalar(
@@ -169,9 +182,12 @@ class ImageCodec(rk.Codec[ImageOptions]):
     # -- wire ------------------------------------------------------------------------
 
     def wire_spec(self) -> rk.WireSpec:
+        encoded = rk.WireFeature("", rk.WireKind.BYTES, (), f"the image, encoded ({self.options.format})")
+        if self.options.sizes == "header":
+            return rk.WireSpec((encoded,))
         return rk.WireSpec(
             (
-                rk.WireFeature("", rk.WireKind.BYTES, (), f"the image, encoded ({self.options.format})"),
+                encoded,
                 rk.WireFeature("height", rk.WireKind.INT64, (), "height in pixels"),
                 rk.WireFeature("width", rk.WireKind.INT64, (), "width in pixels"),
                 rk.WireFeature("channels", rk.WireKind.INT64, (), "channels of the decoded image: 1, 3, 4"),
@@ -186,6 +202,12 @@ class ImageCodec(rk.Codec[ImageOptions]):
     # -- encode ----------------------------------------------------------------------
 
     def encode(self, value: Any) -> rk.WireValues:
+        wire = self._encode(value)
+        if self.options.sizes == "header":
+            return {"": wire[""]}
+        return wire
+
+    def _encode(self, value: Any) -> rk.WireValues:
         options = self.options
         data = read_input_bytes(value, "image")
         if data is not None:
@@ -282,7 +304,10 @@ class ImageCodec(rk.Codec[ImageOptions]):
     # -- decode ----------------------------------------------------------------------
 
     def decode_numpy(self, wire: Mapping[str, Any]) -> np.ndarray:
-        height, width, channels = (int(wire[k]) for k in ("height", "width", "channels"))
+        if self.options.sizes == "header":
+            height, width, channels = header_shape(bytes(wire[""]), self.options.channels)
+        else:
+            height, width, channels = (int(wire[k]) for k in ("height", "width", "channels"))
         mode = _MODES.get(self.options.channels or channels)
         if mode is None:
             raise rk.errors.DecodeError(
@@ -302,8 +327,13 @@ class ImageCodec(rk.Codec[ImageOptions]):
         ``pad=True``, decode_tf_padded) runs and ``recordkit codegen`` copies."""
         return rk.DecodeSource(
             decode_image_tf,
-            {"fmt": self.options.format, "channels": self.options.channels, "fixed_size": self.fixed_size},
-            helpers=(decode_image_batch,),
+            {
+                "fmt": self.options.format,
+                "channels": self.options.channels,
+                "fixed_size": self.fixed_size,
+                "sizes": self.options.sizes,
+            },
+            helpers=(decode_image_batch, header_shapes_tf),
         )
 
     def decode_tf(self, wire: Mapping[str, Any]) -> Any:
@@ -329,6 +359,7 @@ def decode_image_tf(
     channels: int | None,
     fixed_size: tuple[int, int] | None,
     pad: bool = False,
+    sizes: str = "stored",
 ) -> Any:
     """The batched TensorFlow decode of an image field stored as ``fmt`` (jpeg, png, or
     keep: either), converted to ``channels`` (None: as stored), dense when the schema
@@ -353,11 +384,15 @@ def decode_image_tf(
             return png(data)
         return tf.cond(tf.io.is_jpeg(data), lambda: jpeg(data), lambda: png(data))
 
+    if sizes == "header":  # sizes read from each image's header (TFDS stores none)
+        heights, widths, depths = header_shapes_tf(wire[""], channels)
+    else:
+        heights, widths, depths = wire["height"], wire["width"], wire["channels"]
     return decode_image_batch(
         wire[""],
-        wire["height"],
-        wire["width"],
-        wire["channels"],
+        heights,
+        widths,
+        depths,
         decode_one=decode_one,
         static_channels=channels,
         fixed_size=fixed_size,

@@ -20,6 +20,7 @@ from recordkit.codec._registry import CodecInfo, CodecRegistry
 from recordkit.codec._wire import WireFeature, WireKind, WireSpec, WireValues
 from recordkit.dataset._breakdown import byte_breakdown
 from recordkit.dataset._manifest import Manifest, ShardInfo, SplitInfo
+from recordkit.dataset._tfds import TfdsDataset, open_tfds
 from recordkit.hookspecs import hookimpl
 from recordkit.read._iter_records import iter_records
 from recordkit.read._load_dataset import load_dataset
@@ -66,6 +67,7 @@ __all__ = [
     "ShardInfo",
     "SkippedRecords",
     "SplitInfo",
+    "TfdsDataset",
     "WireFeature",
     "WireKind",
     "WireSpec",
@@ -81,6 +83,7 @@ __all__ = [
     "generate_parser_code",
     "hookimpl",
     "infer_schema",
+    "open_tfds",
     "iter_records",
     "load_dataset",
     "load_plugins",

@@ -23,6 +23,7 @@ import click
 
 from recordkit._cli._common import one_line
 from recordkit._cli.codegen import codegen_command
+from recordkit._cli.convert import convert_command
 from recordkit._cli.index import index_command
 from recordkit._cli.ingest import ingest_command
 from recordkit._cli.inspect import inspect_command
@@ -86,3 +87,4 @@ main.add_command(codegen_command)
 main.add_command(ingest_command)
 main.add_command(show_command)
 main.add_command(stats_command)
+main.add_command(convert_command)

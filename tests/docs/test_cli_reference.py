@@ -62,6 +62,8 @@ def test_the_examples_run(page_examples: Any, in_tmp_path: Path) -> None:
     writing = [b for b in start if b.language != "python" or "load_dataset" not in b.body]
     page_examples.run_python_blocks([b for b in writing if "iter_records" not in b.body])
     blocks = [b for b in page_examples.code_blocks(PAGE) if b.language == "console"]
+    # convert needs a folder TFDS prepared: its example runs in tests/docs/test_how_to_tfds.py.
+    blocks = [b for b in blocks if "recordkit convert" not in b.body]
     ran = [c.argv[1] for block in blocks for c in run_console_block(block.body)]
-    documented = {name.split()[1] for name in all_commands()}
+    documented = {name.split()[1] for name in all_commands()} - {"convert"}
     assert set(ran) == documented, "every command has an example that runs"

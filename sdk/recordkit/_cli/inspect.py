@@ -23,6 +23,7 @@ from recordkit.codec._plugins import default_registry
 from recordkit.dataset._breakdown import byte_breakdown
 from recordkit.dataset._manifest import Manifest, ShardInfo
 from recordkit.dataset._paths import resolve_member
+from recordkit.dataset._tfds import load_manifest
 from recordkit.errors import ManifestError, RecordkitError
 from recordkit.format._tfrecord import FRAMING_BYTES, Compression, iter_tfrecords
 from recordkit.schema._schema import BoundSchema
@@ -187,7 +188,7 @@ def inspect_command(dataset: Path, splits: tuple[str, ...], sample: int, as_json
     to shrink (for example, images stored as raw pixels instead of encoded bytes).
     """
     root = dataset_root(dataset)
-    manifest = Manifest.load(root)
+    manifest = load_manifest(root)
     chosen = _selected_splits(manifest, splits)
     summary = dataset_summary(root, manifest, chosen)
     breakdown = _breakdown(root, manifest, chosen, sample) if sample else None

@@ -18,7 +18,7 @@ from recordkit._cli._stats import FieldStats
 from recordkit.codec._plugins import default_registry
 from recordkit.dataset._manifest import Manifest
 from recordkit.read._iter_records import iter_records
-from recordkit.read._open import open_source
+from recordkit.read._open import open_dataset
 
 __all__ = ["bar_chart", "gather", "stats_command"]
 
@@ -28,7 +28,7 @@ def gather(root: Path, split: str, progress: bool | None = None) -> dict[str, Fi
     manifest = Manifest.load(root)
     bound = manifest.schema.bind(default_registry())
     stats = {field.name: FieldStats(field) for field in bound.fields}
-    total = sum(s.selected or 0 for s in open_source(root, split).shards)
+    total = sum(s.selected or 0 for s in open_dataset(root, split).shards)
     from tqdm.auto import tqdm
 
     enabled = sys.stderr.isatty() if progress is None else progress

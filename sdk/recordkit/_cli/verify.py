@@ -21,6 +21,7 @@ from recordkit._cli._common import dataset_root, split_option
 from recordkit._units import human_bytes
 from recordkit.dataset._manifest import Manifest, ShardInfo
 from recordkit.dataset._paths import resolve_member
+from recordkit.dataset._tfds import load_manifest
 from recordkit.errors import CorruptRecordError, ManifestError
 from recordkit.format._index import RecordIndex
 from recordkit.format._tfrecord import Compression, iter_tfrecords
@@ -59,7 +60,7 @@ def check_shard(root: Path, split: str, shard: ShardInfo, compression: Compressi
         digest = file_sha256(path)
     except OSError as exc:
         return ShardCheck(split, shard, 0, (f"cannot be read: {exc}",))
-    if digest != shard.sha256:
+    if shard.sha256 and digest != shard.sha256:  # empty: none recorded (a TFDS folder)
         problems.append(f"sha256 {digest} differs from the manifest's {shard.sha256}")
     count = 0
     offsets: list[int] = []
@@ -135,7 +136,7 @@ def verify_command(dataset: Path, splits: tuple[str, ...], quiet: bool, allow_un
     when the shards match but a split has an unfinished write (records may be missing).
     """
     root = dataset_root(dataset)
-    manifest = Manifest.load(root)
+    manifest = load_manifest(root)
     for name in splits:
         manifest.split(name)  # ManifestError listing the splits there are
     chosen = list(dict.fromkeys(splits)) if splits else list(manifest.splits)

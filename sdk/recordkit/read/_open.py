@@ -37,6 +37,7 @@ from recordkit.codec._plugins import default_registry
 from recordkit.codec._registry import CodecRegistry
 from recordkit.dataset._manifest import MANIFEST_FILE, Manifest
 from recordkit.dataset._paths import resolve_member
+from recordkit.dataset._tfds import is_tfds_folder, load_tfds
 from recordkit.errors import (
     CorruptRecordError,
     DatasetError,
@@ -289,6 +290,8 @@ def open_dataset(
     if schema is not None and not isinstance(schema, Schema):
         schema = Schema.load(Path(schema), registry=registry)
     root = dataset_root(path)
+    if root is None and isinstance(path, (str, Path)) and is_tfds_folder(path):
+        return _open_tfds(Path(path), split, names, schema, registry)
     if root is None:
         _check_exists(path)
         if schema is None:
@@ -367,6 +370,27 @@ def _split_shards(root: Path, manifest: Manifest, split: str) -> tuple[Shard, ..
             path = resolve_member(root, s.file)
             shards.append(Shard(path, s.file, s.records, s.bytes, s.sha256, piece.skip, piece.take))
     return tuple(shards)
+
+
+def _open_tfds(
+    root: Path, split: str, names: list[str] | None, schema: Schema | None, registry: CodecRegistry
+) -> OpenedDataset:
+    """A TFDS-prepared folder read in place (see :mod:`recordkit.dataset._tfds`)."""
+    view = load_tfds(root)
+    info = view.manifest.split(split)
+    stored = view.schema
+    if schema is not None:
+        check_compatibility(
+            stored, schema, fields=names, mode="read", registry=registry
+        ).raise_for_incompatible()
+    read_schema = schema if schema is not None else stored
+    bound = read_schema.bind(registry, fields=names)
+    shards = tuple(
+        Shard(resolve_member(root, s.file), s.file, s.records, s.bytes, s.sha256 or None) for s in info.shards
+    )
+    for shard in shards:
+        _check_shard(shard, Compression.NONE, sizes=True, sha256=False)
+    return OpenedDataset(shards, Compression.NONE, read_schema, bound, view.manifest)
 
 
 def _default_example(bound: BoundSchema, field: BoundField) -> bytes:
@@ -483,9 +507,3 @@ def locate_corruption(shard: Shard, compression: Compression) -> CorruptRecordEr
     except CorruptRecordError as exc:
         return exc
     return None
-
-
-# The names this module had before (issue 11: "source" also names record sources and
-# source code); kept while branches written against them are merged, then removed.
-Source = OpenedDataset
-open_source = open_dataset

@@ -1,0 +1,74 @@
+"""Rewrite an adopted dataset (a folder TFDS prepared) as a native recordkit dataset.
+
+The result has what every recordkit dataset has (``dataset.json`` with the schema,
+per-shard sha256, the record-offset index) and reads without the TFDS files. Encoded
+images are stored byte for byte (the image codec's ``format: keep``), with their
+height, width and channels now stored beside them; boxes are stored in recordkit's
+canonical order (readers still get ``yxyx``, the schema's format); every other field
+is written from the values the numpy reader decodes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from recordkit.dataset._manifest import Manifest
+from recordkit.dataset._tfds import load_tfds
+from recordkit.format._example import decode_example
+from recordkit.format._tfrecord import iter_tfrecords
+from recordkit.read._iter_records import iter_records
+from recordkit.schema._fields import FieldSpec
+from recordkit.schema._schema import Schema
+from recordkit.write._writer import DatasetWriter
+
+__all__ = ["convert_dataset", "native_schema"]
+
+
+def native_schema(adopted: Schema) -> Schema:
+    """``adopted`` (a schema that reads foreign keys) as a schema recordkit writes."""
+    fields: dict[str, FieldSpec] = {}
+    for name, spec in adopted.fields.items():
+        options = dict(spec.options)
+        if spec.codec == "image":
+            options.pop("sizes", None)
+            options["format"] = "keep"
+            if options.get("channels") is None:
+                options.pop("channels", None)
+        if spec.codec == "bbox":
+            options.pop("stored", None)
+        data = spec.model_dump(exclude={"keys", "options"})
+        fields[name] = FieldSpec(**data, options=options)
+    return Schema(name=adopted.name, version=adopted.version, description=adopted.description, fields=fields)
+
+
+def convert_dataset(source: str | Path, out: str | Path, *, progress: bool | None = False) -> Manifest:
+    """Write every split of the TFDS folder ``source`` to the new dataset ``out``."""
+    view = load_tfds(source)
+    schema = native_schema(view.schema)
+    images = [name for name, spec in view.schema.fields.items() if spec.codec == "image"]
+    others = [name for name in view.schema.fields if name not in images]
+    with DatasetWriter(out, schema, progress=progress) as writer:
+        for split, info in view.manifest.splits.items():
+            raw = _raw_images(view.root, [s.file for s in info.shards], view.schema, images)
+            decoded = iter_records(view.root, split=split, fields=others) if others else None
+            for encoded in raw:
+                record: dict[str, Any] = dict(next(decoded)) if decoded is not None else {}
+                record.update(encoded)
+                writer.write(record, split=split)
+    return Manifest.load(out)
+
+
+def _raw_images(root: Path, files: list[str], schema: Schema, names: list[str]) -> Iterator[dict[str, Any]]:
+    """Each record's encoded image bytes, by field, as stored (never decoded)."""
+    keys = {name: str(schema.fields[name].keys.get("", name)) for name in names}
+    for file in files:
+        for _, data in iter_tfrecords(root / file):
+            example = decode_example(data)
+            record: dict[str, Any] = {}
+            for name, key in keys.items():
+                values: Any = example[key][1] if key in example else []
+                sequence = schema.fields[name].sequence
+                record[name] = list(values) if sequence else (values[0] if len(values) else None)
+            yield record

@@ -1,0 +1,246 @@
+"""A dataset prepared by TFDS's own builder, read in place through recordkit.
+
+The builder below writes image (PNG), photo (JPEG), audio, text, boxes with labels, a
+class label and a tensor with ``download_and_prepare`` on generated data; recordkit's
+readers and CLI must give what ``tfds.as_numpy(builder.as_dataset(...))`` gives.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+import recordkit as rk
+from recordkit.cli import main
+from recordkit.dataset._manifest import Manifest
+from recordkit.dataset._tfds import load_tfds
+from recordkit.format._example import decode_example
+from recordkit.format._tfrecord import iter_tfrecords
+from recordkit.tools._convert import convert_dataset
+
+tfds = pytest.importorskip("tensorflow_datasets")
+
+pytestmark = pytest.mark.slow
+
+SPLITS = {"train": (0, 5), "test": (100, 3)}
+
+
+def _builder_class() -> Any:
+    base: Any = tfds.core.GeneratorBasedBuilder  # tfds is untyped
+
+    class Tiny(base, skip_registration=True):  # type: ignore[misc]  # a base class of type Any
+        VERSION = tfds.core.Version("1.0.0")
+
+        def _info(self) -> Any:
+            f = tfds.features
+            return tfds.core.DatasetInfo(
+                builder=self,
+                features=f.FeaturesDict(
+                    {
+                        "image": f.Image(shape=(None, None, 3)),
+                        "photo": f.Image(shape=(None, None, 3), encoding_format="jpeg"),
+                        "audio": f.Audio(sample_rate=8000),
+                        "caption": f.Text(),
+                        "label": f.ClassLabel(names=["cat", "dog", "bird"]),
+                        "embedding": f.Tensor(shape=(4,), dtype=np.float32),
+                        "objects": f.Sequence(
+                            {"bbox": f.BBoxFeature(), "label": f.ClassLabel(names=["a", "b"])}
+                        ),
+                    }
+                ),
+            )
+
+        def _split_generators(self, dl_manager: Any) -> Any:
+            return {name: self._generate_examples(*args) for name, args in SPLITS.items()}
+
+        def _generate_examples(self, seed: int, count: int) -> Any:
+            rng = np.random.default_rng(seed)
+            for i in range(count):
+                h, w = int(rng.integers(4, 12)), int(rng.integers(4, 12))
+                boxes = int(rng.integers(0, 3))
+                yield (
+                    i,
+                    {
+                        "image": rng.integers(0, 255, (h, w, 3), dtype=np.uint8),
+                        "photo": rng.integers(0, 255, (w, h, 3), dtype=np.uint8),
+                        "audio": rng.integers(-1000, 1000, (int(rng.integers(5, 20)),), dtype=np.int64),
+                        "caption": f"caption {seed + i}",
+                        "label": i % 3,
+                        "embedding": rng.random(4).astype(np.float32),
+                        "objects": {
+                            "bbox": [tfds.features.BBox(0.1, 0.2, 0.5 + j / 10, 0.6) for j in range(boxes)],
+                            "label": [j % 2 for j in range(boxes)],
+                        },
+                    },
+                )
+
+    return Tiny
+
+
+@pytest.fixture(scope="module")
+def prepared(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Any]:
+    builder = _builder_class()(data_dir=str(tmp_path_factory.mktemp("tfds")))
+    builder.download_and_prepare()
+    return Path(builder.data_dir), builder
+
+
+def _expected(builder: Any, split: str) -> list[dict[str, Any]]:
+    return list(tfds.as_numpy(builder.as_dataset(split=split, shuffle_files=False)))
+
+
+def _check_record(got: dict[str, Any], want: dict[str, Any]) -> None:
+    np.testing.assert_array_equal(np.asarray(got["image"]), want["image"])
+    # TFDS decodes JPEG with TensorFlow's default (fast) DCT, recordkit with libjpeg's
+    # accurate one (the method Pillow uses, so both of its readers agree): the same
+    # shape, pixels within a few levels.
+    photo = np.asarray(got["photo"])
+    assert photo.shape == want["photo"].shape
+    np.testing.assert_allclose(photo.astype(int), want["photo"].astype(int), atol=12)
+    np.testing.assert_array_equal(np.asarray(got["audio"]), want["audio"])
+    assert str(got["caption"] if isinstance(got["caption"], str) else got["caption"].decode()) == (
+        want["caption"].decode()
+    )
+    assert int(got["label"]) == want["label"]
+    np.testing.assert_allclose(np.asarray(got["embedding"], dtype=np.float32), want["embedding"])
+    boxes = got["objects.bbox"]
+    np.testing.assert_allclose(np.asarray(boxes["boxes"]).reshape(-1, 4), want["objects"]["bbox"])
+    np.testing.assert_array_equal(np.asarray(boxes["labels"]).reshape(-1), want["objects"]["label"])
+
+
+def test_features_map_onto_codecs(prepared: tuple[Path, Any]) -> None:
+    root, _ = prepared
+    view = rk.open_tfds(root)
+    fields = view.schema.fields
+    assert fields["image"].codec == "image"
+    assert fields["image"].options["sizes"] == "header"
+    assert fields["photo"].options["format"] == "jpeg"
+    assert fields["label"].options["names"] == ["cat", "dog", "bird"]
+    assert fields["objects.bbox"].options["labels"] == ["a", "b"]
+    assert fields["objects.bbox"].keys == {"": "objects/bbox", "labels": "objects/label"}
+    assert "8000 Hz" in fields["audio"].description
+    assert view.skipped == ()
+    assert {name: info.num_records for name, info in view.manifest.splits.items()} == {"train": 5, "test": 3}
+
+
+@pytest.mark.parametrize("split", sorted(SPLITS))
+def test_iter_records_equals_tfds(prepared: tuple[Path, Any], split: str) -> None:
+    root, builder = prepared
+    got = list(rk.iter_records(root, split=split))
+    want = _expected(builder, split)
+    assert len(got) == len(want) == SPLITS[split][1]
+    for g, w in zip(got, want, strict=True):
+        _check_record(g, w)
+
+
+@pytest.mark.parametrize("split", sorted(SPLITS))
+def test_load_dataset_equals_tfds(prepared: tuple[Path, Any], split: str) -> None:
+    root, builder = prepared
+    want = _expected(builder, split)
+    got: list[dict[str, Any]] = []
+    for batch in rk.load_dataset(root, split=split, batch_size=2):
+        size = int(batch["label"].shape[0])
+        for i in range(size):
+            record = {name: value[i] for name, value in batch.items() if name != "objects.bbox"}
+            record = {k: (v.numpy() if hasattr(v, "numpy") else v) for k, v in record.items()}
+            box = batch["objects.bbox"]
+            record["objects.bbox"] = {"boxes": box["boxes"][i].numpy(), "labels": box["labels"][i].numpy()}
+            got.append(record)
+    assert len(got) == len(want)
+    for g, w in zip(got, want, strict=True):
+        _check_record(g, w)
+
+
+def test_images_without_sizes_pad_and_resize(prepared: tuple[Path, Any]) -> None:
+    root, builder = prepared
+    want = _expected(builder, "train")
+    padded = next(iter(rk.load_dataset(root, split="train", fields=["image"], batch_size=5, pad=True)))
+    images = padded["image"] if not isinstance(padded["image"], tuple) else padded["image"][0]
+    images = np.asarray(images)
+    height = max(w["image"].shape[0] for w in want)
+    width = max(w["image"].shape[1] for w in want)
+    assert images.shape == (5, height, width, 3)
+    for i, w in enumerate(want):
+        h, wd, _ = w["image"].shape
+        np.testing.assert_array_equal(images[i, :h, :wd], w["image"])
+        assert not images[i, h:].any()
+        assert not images[i, :, wd:].any()
+    resized = next(
+        iter(rk.load_dataset(root, split="train", fields=["image"], batch_size=5, image_size=(8, 8)))
+    )
+    assert tuple(resized["image"].shape) == (5, 8, 8, 3)
+
+
+def test_cli_inspect_and_verify_accept_the_folder(prepared: tuple[Path, Any]) -> None:
+    root, _ = prepared
+    verified = CliRunner().invoke(main, ["verify", str(root)])
+    assert verified.exit_code == 0, verified.output
+    assert "8 records" in verified.output
+    inspected = CliRunner().invoke(main, ["inspect", str(root)])
+    assert inspected.exit_code == 0, inspected.output
+    assert "objects.bbox" in inspected.output
+    assert "train" in inspected.output
+
+
+def test_array_record_is_refused(prepared: tuple[Path, Any], tmp_path: Path) -> None:
+    root, _ = prepared
+    for name in ("features.json", "dataset_info.json"):
+        text = (root / name).read_text()
+        if name == "dataset_info.json":
+            text = text.replace('"fileFormat": "tfrecord"', '"fileFormat": "array_record"')
+        (tmp_path / name).write_text(text)
+    with pytest.raises(rk.errors.DatasetError, match="array_record shards"):
+        load_tfds(tmp_path)
+
+
+def test_convert_gives_a_native_dataset_with_the_same_values(
+    prepared: tuple[Path, Any], tmp_path: Path
+) -> None:
+    root, builder = prepared
+    out = tmp_path / "native"
+    converted = CliRunner().invoke(main, ["convert", str(root), str(out)])
+    assert converted.exit_code == 0, converted.output
+    verified = CliRunner().invoke(main, ["verify", str(out)])
+    assert verified.exit_code == 0, verified.output
+    manifest = Manifest.load(out)
+    assert manifest.schema.fields["image"].options["format"] == "keep"
+    assert all(shard.sha256 for info in manifest.splits.values() for shard in info.shards)
+    for split in SPLITS:
+        got = list(rk.iter_records(out, split=split, verify_sha256=True))
+        want = _expected(builder, split)
+        assert len(got) == len(want)
+        for g, w in zip(got, want, strict=True):
+            _check_record(g, w)
+
+
+def test_convert_keeps_encoded_bytes(prepared: tuple[Path, Any], tmp_path: Path) -> None:
+    root, _ = prepared
+    manifest = convert_dataset(root, tmp_path / "native")
+    source = load_tfds(root).manifest.splits["train"].shards[0].file
+    before = [decode_example(d) for _, d in iter_tfrecords(root / source)]
+    after = [
+        decode_example(d)
+        for _, d in iter_tfrecords(tmp_path / "native" / manifest.splits["train"].shards[0].file)
+    ]
+    assert [b["photo"][1] for b in before] == [a["photo"][1] for a in after]
+    assert [b["image"][1] for b in before] == [a["image"][1] for a in after]
+
+
+def test_infer_schema_reads_images_stored_without_sizes(prepared: tuple[Path, Any]) -> None:
+    root, builder = prepared
+    shard = root / load_tfds(root).manifest.splits["train"].shards[0].file
+    proposed = rk.infer_schema(shard)
+    assert proposed.fields["image"].options["sizes"] == "header"
+    assert proposed.fields["photo"].options["sizes"] == "header"
+    got = list(rk.iter_records(shard, schema=proposed, fields=["image"]))
+    want = _expected(builder, "train")
+    for g, w in zip(got, want, strict=True):
+        np.testing.assert_array_equal(g["image"], w["image"])
+    batch = next(iter(rk.load_dataset(shard, schema=proposed, fields=["image"], batch_size=5, pad=True)))
+    images = np.asarray(batch["image"])
+    for i, w in enumerate(want):
+        h, wd, _ = w["image"].shape
+        np.testing.assert_array_equal(images[i, :h, :wd], w["image"])
