@@ -84,8 +84,6 @@ class ImageOptions(rk.CodecOptions):
             "chunk CRCs, JPEG end marker; no pixel decoding) or decode (a full decode as well)."
         ),
     )
-    max_pixels: int = _raster.max_pixels_field()
-    height: int | None = _raster.side_field("height", "image")
     sizes: Literal["stored", "header"] = pydantic.Field(
         default="stored",
         description=(
@@ -94,6 +92,8 @@ class ImageOptions(rk.CodecOptions):
             "from the image header."
         ),
     )
+    max_pixels: int = _raster.max_pixels_field()
+    height: int | None = _raster.side_field("height", "image")
     width: int | None = _raster.side_field("width", "image")
 
     @pydantic.model_validator(mode="after")
