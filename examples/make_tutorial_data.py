@@ -28,6 +28,10 @@ import numpy as np
 import soundfile
 from PIL import Image, ImageDraw
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # sample_sources, beside this file
+import sample_sources  # noqa: E402
+
+
 __all__ = ["make_flower_photos", "make_images", "make_scenes", "make_voc", "voc_palette"]
 
 
@@ -238,6 +242,8 @@ COMMANDS: dict[str, tuple[Callable[[Path], Any], str, str]] = {
     "images": (lambda into: make_images(into / "images"), "images", "where-the-bytes-go.md"),
     "voc": (make_voc, "VOCdevkit/VOC2012", "segmentation.md"),
     "scenes": (make_scenes, "scenes", "multimodal.md"),
+    "coco": (sample_sources.coco, "coco", "coco-detection.md"),
+    "speech": (sample_sources.audio_folder, "speech", "speech-folder.md"),
 }
 
 

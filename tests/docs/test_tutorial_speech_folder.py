@@ -9,7 +9,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "recordkit" / "sources"))
 
-import _source_fixtures as fx
+import sample_sources as fx
 
 import recordkit as rk
 

@@ -66,7 +66,10 @@ class ShardInfo(_Model):
     file: str = pydantic.Field(description="File name, relative to the dataset root.")
     records: int = pydantic.Field(ge=0, description="Number of records in the shard.")
     bytes: int = pydantic.Field(ge=0, description="File size in bytes (as stored, compressed or not).")
-    sha256: str = pydantic.Field(pattern=r"^[0-9a-f]{64}$", description="Hex sha256 of the file's bytes.")
+    # Empty only in the view of a folder another tool wrote (TFDS records no sha256).
+    sha256: str = pydantic.Field(
+        pattern=r"^([0-9a-f]{64})?$", description="Hex sha256 of the file's bytes (empty: not recorded)."
+    )
     index: ShardIndex | None = pydantic.Field(
         default=None,
         description="The record index beside the shard (absent in datasets written before format 2).",

@@ -7,7 +7,7 @@ import json
 import shutil
 from pathlib import Path
 
-import _source_fixtures as fx
+import sample_sources as fx
 import numpy as np
 import pytest
 from click.testing import CliRunner, Result

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import _source_fixtures as fx
+import sample_sources as fx
 import numpy as np
 import pytest
 from PIL import Image
@@ -51,9 +51,9 @@ def test_image_folder_stores_the_files_bytes_unchanged(tmp_path: Path) -> None:
     _write_and_read(sources.image_folder(root), tmp_path / "out")
     # The image codec's format "keep": the stored bytes are the file's bytes.
     from recordkit.read._iter_records import iter_shard_records
-    from recordkit.read._open import open_source
+    from recordkit.read._open import open_dataset
 
-    source = open_source(tmp_path / "out")
+    source = open_dataset(tmp_path / "out")
     stored = [data for shard in source.shards for _, data in iter_shard_records(shard)]
     assert (root / "roses/r1.jpg").read_bytes() in stored[2]
     records = list(rk.iter_records(tmp_path / "out"))

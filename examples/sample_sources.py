@@ -1,4 +1,5 @@
-"""Realistic inputs for the source tests, generated as real files: a flowers-style
+"""Sample inputs for recordkit's sources, generated as real files (the source tests use
+them, and ``make_tutorial_data.py coco`` / ``speech`` make the tutorials' data with them): a flowers-style
 folder with nested class folders and a stray text file, a COCO JSON with several
 images, crowd annotations, polygons and both RLE forms, a Pascal VOC tree with XML
 and palette PNG masks, and a speech folder with a transcripts CSV."""
