@@ -29,8 +29,7 @@ import soundfile
 from PIL import Image, ImageDraw
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # sample_sources, beside this file
-import sample_sources  # noqa: E402
-
+import sample_sources
 
 __all__ = ["make_flower_photos", "make_images", "make_scenes", "make_voc", "voc_palette"]
 

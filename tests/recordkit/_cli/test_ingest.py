@@ -7,9 +7,9 @@ import json
 import shutil
 from pathlib import Path
 
-import sample_sources as fx
 import numpy as np
 import pytest
+import sample_sources as fx
 from click.testing import CliRunner, Result
 from PIL import Image
 

@@ -7,9 +7,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import sample_sources as fx
 import numpy as np
 import pytest
+import sample_sources as fx
 from PIL import Image
 
 import recordkit as rk
