@@ -24,7 +24,7 @@ from recordkit.dataset._paths import resolve_member
 from recordkit.dataset._tfds import load_manifest
 from recordkit.errors import CorruptRecordError, ManifestError
 from recordkit.format._index import RecordIndex
-from recordkit.format._tfrecord import Compression, iter_tfrecords
+from recordkit.format._tfrecord import FRAMING_BYTES, Compression, iter_tfrecords
 from recordkit.read._open import file_sha256
 
 __all__ = ["ShardCheck", "check_index", "check_shard", "verify_command"]
@@ -69,7 +69,7 @@ def check_shard(root: Path, split: str, shard: ShardInfo, compression: Compressi
         for offset, data in iter_tfrecords(path, compression, verify=True):
             count += 1
             offsets.append(offset)
-            end = offset + len(data) + 16
+            end = offset + len(data) + FRAMING_BYTES
     except CorruptRecordError as exc:
         at = exc.context.offset
         where = f"record {count}" + (f" (offset {at})" if at is not None else "")

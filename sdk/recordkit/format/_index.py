@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from recordkit.errors import CorruptRecordError
-from recordkit.format._tfrecord import Compression, iter_tfrecords
+from recordkit.format._tfrecord import FRAMING_BYTES, Compression, iter_tfrecords
 
 __all__ = [
     "INDEX_MAGIC",
@@ -82,7 +82,7 @@ class RecordIndex:
                 shard=name,
             )
         offsets = np.frombuffer(data, dtype="<u8", offset=_HEADER.size).astype(np.int64)
-        if offsets[0] != 0 or (count and bool(np.any(np.diff(offsets) < 16))):
+        if offsets[0] != 0 or (count and bool(np.any(np.diff(offsets) < FRAMING_BYTES))):
             raise CorruptRecordError("offsets do not increase by at least one record's framing", shard=name)
         return cls(offsets)
 
@@ -125,5 +125,5 @@ def build_index(shard: Path, compression: Compression = Compression.NONE) -> Rec
     end = 0
     for offset, data in iter_tfrecords(shard, compression, verify=True):
         offsets.append(offset)
-        end = offset + len(data) + 16
+        end = offset + len(data) + FRAMING_BYTES
     return RecordIndex.from_offsets(offsets, end)

@@ -50,6 +50,7 @@ __all__ = [
     "frame_record",
     "iter_tfrecords",
     "masked_crc",
+    "unframe_record",
     "oversized_record",
     "scan_tfrecords",
 ]
@@ -110,6 +111,25 @@ def masked_crc(data: bytes) -> int:
 def frame_record(data: bytes) -> bytes:
     """One record with its TFRecord framing."""
     return frame_pieces((data,), len(data))
+
+
+def unframe_record(framed: bytes, *, shard: str, offset: int, verify: bool = True) -> bytes:
+    """The data of one whole framed record (read at ``offset`` of ``shard``, e.g. with one
+    ``pread`` of the size a record index gives): its length and the length's CRC checked
+    against the framing's size, the data's CRC when ``verify``."""
+    if len(framed) < FRAMING_BYTES:
+        reason = f"truncated: {len(framed)} bytes, not a whole record"
+        raise CorruptRecordError(reason, shard=shard, offset=offset)
+    (length,) = _LENGTH.unpack_from(framed)
+    length_crc = _CRC.unpack_from(framed, _LENGTH.size)[0]
+    if length != len(framed) - FRAMING_BYTES or masked_crc(framed[: _LENGTH.size]) != length_crc:
+        raise CorruptRecordError(
+            "corrupt record header (length or its CRC does not match the index)", shard=shard, offset=offset
+        )
+    data = framed[HEADER_BYTES : HEADER_BYTES + length]
+    if verify and masked_crc(data) != _CRC.unpack_from(framed, HEADER_BYTES + length)[0]:
+        raise CorruptRecordError("data CRC mismatch (corrupt record)", shard=shard, offset=offset)
+    return data
 
 
 _crc_extend = google_crc32c.extend

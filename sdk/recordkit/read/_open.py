@@ -37,7 +37,7 @@ from recordkit.codec._plugins import default_registry
 from recordkit.codec._registry import CodecRegistry
 from recordkit.dataset._manifest import MANIFEST_FILE, Manifest
 from recordkit.dataset._paths import resolve_member
-from recordkit.dataset._tfds import is_tfds_folder, load_tfds
+from recordkit.dataset._tfds import is_tfds_folder, load_manifest
 from recordkit.errors import (
     CorruptRecordError,
     DatasetError,
@@ -291,7 +291,7 @@ def open_dataset(
         schema = Schema.load(Path(schema), registry=registry)
     root = dataset_root(path)
     if root is None and isinstance(path, (str, Path)) and is_tfds_folder(path):
-        return _open_tfds(Path(path), split, names, schema, registry)
+        root = Path(path)  # read in place through its manifest view (recordkit.dataset._tfds)
     if root is None:
         _check_exists(path)
         if schema is None:
@@ -304,7 +304,7 @@ def open_dataset(
         shards = tuple(Shard(f, f.name) for f in files)
         bound = schema.bind(registry, fields=names)
         return OpenedDataset(shards, comp, schema, bound)
-    manifest = Manifest.load(root)
+    manifest = load_manifest(root)
     for name in _split_names(manifest, split):
         info = manifest.split(name)
         if info.unfinished is not None:
@@ -360,7 +360,7 @@ def _split_shards(root: Path, manifest: Manifest, split: str) -> tuple[Shard, ..
     if is_plain_split(split):
         listed = manifest.split(split).readable_shards
         return tuple(
-            Shard(resolve_member(root, s.file), s.file, s.records, s.bytes, s.sha256) for s in listed
+            Shard(resolve_member(root, s.file), s.file, s.records, s.bytes, s.sha256 or None) for s in listed
         )
     shards: list[Shard] = []
     for part in _ranges(manifest, split):
@@ -368,29 +368,8 @@ def _split_shards(root: Path, manifest: Manifest, split: str) -> tuple[Shard, ..
         for piece in shard_slices(part.start, part.stop, [s.records for s in listed]):
             s = listed[piece.index]
             path = resolve_member(root, s.file)
-            shards.append(Shard(path, s.file, s.records, s.bytes, s.sha256, piece.skip, piece.take))
+            shards.append(Shard(path, s.file, s.records, s.bytes, s.sha256 or None, piece.skip, piece.take))
     return tuple(shards)
-
-
-def _open_tfds(
-    root: Path, split: str, names: list[str] | None, schema: Schema | None, registry: CodecRegistry
-) -> OpenedDataset:
-    """A TFDS-prepared folder read in place (see :mod:`recordkit.dataset._tfds`)."""
-    view = load_tfds(root)
-    info = view.manifest.split(split)
-    stored = view.schema
-    if schema is not None:
-        check_compatibility(
-            stored, schema, fields=names, mode="read", registry=registry
-        ).raise_for_incompatible()
-    read_schema = schema if schema is not None else stored
-    bound = read_schema.bind(registry, fields=names)
-    shards = tuple(
-        Shard(resolve_member(root, s.file), s.file, s.records, s.bytes, s.sha256 or None) for s in info.shards
-    )
-    for shard in shards:
-        _check_shard(shard, Compression.NONE, sizes=True, sha256=False)
-    return OpenedDataset(shards, Compression.NONE, read_schema, bound, view.manifest)
 
 
 def _default_example(bound: BoundSchema, field: BoundField) -> bytes:

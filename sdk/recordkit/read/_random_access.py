@@ -68,8 +68,7 @@ class RandomAccess:
             "max_open_files": max_open_files,
         }
         self.source: OpenedDataset = open_dataset(path, split, fields, schema=schema, registry=registry)
-        infos = tuple(self.source.manifest.split(split).shards) if self.source.manifest is not None else None
-        self.shards = IndexedShards(self.source, infos, verify=verify, max_open_files=max_open_files)
+        self.shards = IndexedShards(self.source, verify=verify, max_open_files=max_open_files)
         self._stored: tuple[BoundField, ...] = self.source.stored_fields.fields
         self._defaults = {
             name: decode_record_numpy([self.source.bound[name]], example)[name]

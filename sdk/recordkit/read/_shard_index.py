@@ -19,32 +19,23 @@ import collections
 import contextlib
 import hashlib
 import os
-import struct
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-import google_crc32c
 import numpy as np
 
 from recordkit.dataset._manifest import ShardInfo
 from recordkit.errors import CorruptRecordError, DatasetError
 from recordkit.format._index import INDEX_SUFFIX, RecordIndex, build_index, read_index
-from recordkit.format._tfrecord import Compression
+from recordkit.format._tfrecord import Compression, unframe_record
 from recordkit.read._open import OpenedDataset, Shard
 
 __all__ = ["DEFAULT_MAX_OPEN_FILES", "FileCache", "IndexedShards", "load_index"]
 
 #: Files a reader keeps open at most (per process).
 DEFAULT_MAX_OPEN_FILES = 64
-_LENGTH = struct.Struct("<Q")
-_CRC = struct.Struct("<I")
-_MASK_DELTA = 0xA282EAD8
-
-
-def _masked(crc: int) -> int:
-    return (((crc >> 15) | (crc << 17)) + _MASK_DELTA) & 0xFFFFFFFF
 
 
 class _Handle:
@@ -161,7 +152,6 @@ class IndexedShards:
     def __init__(
         self,
         source: OpenedDataset,
-        infos: tuple[ShardInfo, ...] | None,
         *,
         verify: bool = True,
         max_open_files: int = DEFAULT_MAX_OPEN_FILES,
@@ -173,11 +163,24 @@ class IndexedShards:
             )
         self.shards = source.shards
         self.verify = verify
+        # Each shard's manifest entry, by file name: the source may hold a slice of the
+        # split, or only the shards an unfinished append leaves readable.
+        listed = {} if source.manifest is None else {
+            info.file: info for split in source.manifest.splits.values() for info in split.shards
+        }
         self.indexes = [
-            load_index(shard, infos[i] if infos is not None else None, source.compression)
-            for i, shard in enumerate(source.shards)
+            load_index(shard, listed.get(shard.name), source.compression) for shard in source.shards
         ]
-        self.counts = np.asarray([len(index) for index in self.indexes], dtype=np.int64)
+        #: Records of each shard before what the source reads of it (a split slice), and
+        #: how many it reads; record numbers below count from the first read.
+        self.firsts = [shard.skip for shard in source.shards]
+        self.counts = np.asarray(
+            [
+                len(index) - shard.skip if shard.take is None else shard.take
+                for shard, index in zip(source.shards, self.indexes, strict=True)
+            ],
+            dtype=np.int64,
+        )
         #: ``starts[s]``: the global number of shard ``s``'s first record.
         self.starts = np.concatenate([[0], np.cumsum(self.counts)]).astype(np.int64)
         self.files = FileCache(max_open_files)
@@ -191,11 +194,11 @@ class IndexedShards:
         return shard, index - int(self.starts[shard])
 
     def offset(self, shard: int, record: int) -> int:
-        return self.indexes[shard].span(record)[0]
+        return self.indexes[shard].span(self.firsts[shard] + record)[0]
 
     def read(self, shard: int, record: int) -> bytes:
         """Record ``record`` of shard ``shard``: one pread, CRCs checked."""
-        offset, size = self.indexes[shard].span(record)
+        offset, size = self.indexes[shard].span(self.firsts[shard] + record)
         entry = self.shards[shard]
         with self.files.open(entry.path) as fd:
             framed = os.pread(fd, size, offset)
@@ -205,14 +208,4 @@ class IndexedShards:
                 shard=entry.name,
                 offset=offset,
             )
-        (length,) = _LENGTH.unpack_from(framed)
-        if length != size - 16 or _masked(google_crc32c.value(framed[:8])) != _CRC.unpack_from(framed, 8)[0]:
-            raise CorruptRecordError(
-                "corrupt record header (length or its CRC does not match the index)",
-                shard=entry.name,
-                offset=offset,
-            )
-        data = framed[12 : 12 + length]
-        if self.verify and _masked(google_crc32c.value(data)) != _CRC.unpack_from(framed, 12 + length)[0]:
-            raise CorruptRecordError("data CRC mismatch (corrupt record)", shard=entry.name, offset=offset)
-        return data
+        return unframe_record(framed, shard=entry.name, offset=offset, verify=self.verify)
