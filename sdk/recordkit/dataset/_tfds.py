@@ -36,6 +36,7 @@ from typing import Any
 from recordkit._version import __version__
 from recordkit.dataset._manifest import MANIFEST_FILE, Manifest, ShardInfo, SplitInfo
 from recordkit.errors import DatasetError
+from recordkit.format._tfrecord import iter_tfrecords
 from recordkit.schema._fields import FieldSpec
 from recordkit.schema._schema import Schema
 
@@ -147,23 +148,58 @@ def _read_json(path: Path) -> dict[str, Any]:
 
 def _split(root: Path, dataset: str, file_format: str, split: Mapping[str, Any]) -> SplitInfo:
     name = str(split["name"])
-    lengths = [int(n) for n in split.get("shardLengths", [])]
     template = str(split.get("filepathTemplate") or "{DATASET}-{SPLIT}.{FILEFORMAT}-{SHARD_X_OF_Y}")
+    template = template.replace("{DATASET}", dataset).replace("{SPLIT}", name).replace("{FILEFORMAT}", file_format)
+    if "shardLengths" not in split:
+        return _counted_split(root, name, template, split)
+    lengths = [int(n) for n in split["shardLengths"]]
     shards = []
     for index, records in enumerate(lengths):
-        file = (
-            template.replace("{DATASET}", dataset)
-            .replace("{SPLIT}", name)
-            .replace("{FILEFORMAT}", file_format)
-            .replace("{SHARD_X_OF_Y}", f"{index:05d}-of-{len(lengths):05d}")
-            .replace("{SHARD_INDEX}", f"{index:05d}")
-            .replace("{NUM_SHARDS}", f"{len(lengths):05d}")
-        )
+        file = _shard_file(template, index, len(lengths))
         path = root / file
         if not path.is_file():
             raise DatasetError(f"{root}: split {name!r} lists shard {file}, which is missing")
         # TFDS records no sha256: an empty one means unknown.
         shards.append(ShardInfo(file=file, records=records, bytes=path.stat().st_size, sha256=""))
+    return SplitInfo(shards=shards)
+
+
+def _shard_file(template: str, index: int, count: int) -> str:
+    return (
+        template.replace("{SHARD_X_OF_Y}", f"{index:05d}-of-{count:05d}")
+        .replace("{SHARD_INDEX}", f"{index:05d}")
+        .replace("{NUM_SHARDS}", f"{count:05d}")
+    )
+
+
+def _counted_split(root: Path, name: str, template: str, split: Mapping[str, Any]) -> SplitInfo:
+    """A split whose ``dataset_info.json`` has no ``shardLengths`` (older TFDS versions):
+    its shards from ``numShards`` or, without it, every file the template matches; each
+    shard's records counted by walking its record headers (data CRCs are left to
+    ``verify``), and the total checked against ``statistics.numExamples`` when given."""
+    if "numShards" in split:
+        count = int(split["numShards"])
+        files = [_shard_file(template, index, count) for index in range(count)]
+        for file in files:
+            if not (root / file).is_file():
+                raise DatasetError(f"{root}: split {name!r} has shard {file} ({count} shards), which is missing")
+    else:
+        pattern = _shard_file(template, 0, 0).replace("00000-of-00000", "*-of-*").replace("00000", "*")
+        files = sorted(path.name for path in root.glob(pattern))
+    if not files:
+        raise DatasetError(f"{root}: split {name!r} has no shard lengths and no shard files matching {template}")
+    shards = []
+    for file in files:
+        path = root / file
+        records = sum(1 for _ in iter_tfrecords(path, verify=False))
+        shards.append(ShardInfo(file=file, records=records, bytes=path.stat().st_size, sha256=""))
+    expected = split.get("statistics", {}).get("numExamples")
+    counted = sum(shard.records for shard in shards)
+    if expected is not None and int(expected) != counted:
+        raise DatasetError(
+            f"{root}: split {name!r} has {counted} records in its {len(files)} shards, but "
+            f"dataset_info.json says statistics.numExamples is {expected}"
+        )
     return SplitInfo(shards=shards)
 
 
