@@ -149,7 +149,9 @@ def _read_json(path: Path) -> dict[str, Any]:
 def _split(root: Path, dataset: str, file_format: str, split: Mapping[str, Any]) -> SplitInfo:
     name = str(split["name"])
     template = str(split.get("filepathTemplate") or "{DATASET}-{SPLIT}.{FILEFORMAT}-{SHARD_X_OF_Y}")
-    template = template.replace("{DATASET}", dataset).replace("{SPLIT}", name).replace("{FILEFORMAT}", file_format)
+    template = (
+        template.replace("{DATASET}", dataset).replace("{SPLIT}", name).replace("{FILEFORMAT}", file_format)
+    )
     if "shardLengths" not in split:
         return _counted_split(root, name, template, split)
     lengths = [int(n) for n in split["shardLengths"]]
@@ -182,12 +184,16 @@ def _counted_split(root: Path, name: str, template: str, split: Mapping[str, Any
         files = [_shard_file(template, index, count) for index in range(count)]
         for file in files:
             if not (root / file).is_file():
-                raise DatasetError(f"{root}: split {name!r} has shard {file} ({count} shards), which is missing")
+                raise DatasetError(
+                    f"{root}: split {name!r} has shard {file} ({count} shards), which is missing"
+                )
     else:
         pattern = _shard_file(template, 0, 0).replace("00000-of-00000", "*-of-*").replace("00000", "*")
         files = sorted(path.name for path in root.glob(pattern))
     if not files:
-        raise DatasetError(f"{root}: split {name!r} has no shard lengths and no shard files matching {template}")
+        raise DatasetError(
+            f"{root}: split {name!r} has no shard lengths and no shard files matching {template}"
+        )
     shards = []
     for file in files:
         path = root / file
