@@ -343,8 +343,21 @@ class _Mapper:
             )
             return
         wire = _WIRE_DTYPES.get(dtype)
-        if encoding not in ("none", "") or wire is None or len(dims) + in_sequence > 1:
+        shape: list[int | None] = [None if d < 0 else d for d in ([-1] if in_sequence else []) + dims]
+        if encoding not in ("none", "") or wire is None or shape.count(None) > 1:
             self.skip(key, feature, f"a {dtype} tensor of shape {dims} (encoding {encoding}): not read")
+            return
+        if len(shape) > 1:
+            # Rank 2 and more (or a sequence of rank 1): TFDS stores the numbers flat.
+            self.add(
+                key,
+                {
+                    "codec": "tensor",
+                    "options": {"dtype": dtype, "shape": shape, "stored": "numbers"},
+                    "description": f"TFDS Tensor {dtype} of shape {dims}"
+                    + (" in a Sequence" if in_sequence else ""),
+                },
+            )
             return
         self.add(
             key,
