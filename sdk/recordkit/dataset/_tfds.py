@@ -310,20 +310,46 @@ class _Mapper:
 
     def audio(self, feature: Mapping[str, Any], key: str, in_sequence: bool) -> None:
         spec = feature.get("audio", {})
-        encoding = str(spec.get("encoding", "NONE")).lower()
+        encoding = str(spec.get("encoding", "none")).lower()
         dims = _dims(spec)
-        dtype = _WIRE_DTYPES.get(str(spec.get("dtype", "int64")))
-        if encoding not in ("none", "") or len(dims) != 1 or dtype is None or in_sequence:
-            self.skip(key, feature, f"audio stored as {encoding or 'samples'} of shape {dims}: not read")
+        dtype = str(spec.get("dtype", "int64"))
+        wire = _WIRE_DTYPES.get(dtype)
+        rate = int(spec.get("sampleRate") or 0)
+        if spec.get("lazyDecode"):
+            form = spec.get("fileFormat") or "files"
+            why = f"audio stored as encoded {form} files (lazy_decode) without their sample counts"
+            self.skip(key, feature, f"{why}, which the audio codec needs beside them")
             return
-        rate = spec.get("sampleRate")
+        channels = dims[1] if len(dims) == 2 else 1
+        if (
+            encoding not in ("none", "")
+            or len(dims) not in (1, 2)
+            or channels < 1
+            or wire is None
+            or in_sequence
+        ):
+            self.skip(key, feature, f"audio stored as {encoding} of shape {dims}: not read")
+            return
+        if not rate:
+            # No sample rate to declare: the samples as they are, a list of numbers.
+            self.add(
+                key,
+                {
+                    "codec": "scalar",
+                    "options": {"dtype": wire},
+                    "sequence": True,
+                    "description": f"TFDS Audio: samples ({dtype}), no sample rate recorded",
+                },
+            )
+            return
+        stored = "int_samples" if wire == "int64" else "float_samples"
         self.add(
             key,
             {
-                "codec": "scalar",
-                "options": {"dtype": dtype},
-                "sequence": True,
-                "description": f"TFDS Audio: mono samples ({spec.get('dtype')}), sample rate {rate} Hz",
+                "codec": "audio",
+                "options": {"sample_rate": rate, "channels": channels, "stored": stored},
+                "description": f"TFDS Audio: {dtype} samples at {rate} Hz"
+                + (" (16-bit values, read as int / 32768)" if wire == "int64" else ""),
             },
         )
 
