@@ -14,15 +14,19 @@ What maps to what (a nested ``FeaturesDict`` key ``a/b`` becomes the field ``a.b
   from the image header: TFDS stores no height or width);
 * ``ClassLabel`` -> ``label`` with the names of its ``.labels.txt`` file;
 * ``Text`` -> ``text``;
-* ``Audio`` (samples stored as a list of numbers) -> ``scalar`` list, the sample rate in
-  the description;
+* ``Audio`` (samples stored as a list of numbers) -> ``audio`` with its sample rate and
+  channels, ``stored: int_samples`` (or ``float_samples``); a ``scalar`` list when TFDS
+  recorded no sample rate; audio stored as files (``lazy_decode``) is left out;
 * ``BBoxFeature`` -> ``bbox`` (``yxyx``, normalized), with the ``ClassLabel`` beside it in
   the same ``Sequence`` as its labels;
-* ``Tensor`` of rank 0 or 1 stored as numbers -> ``scalar`` (a list for rank 1);
+* ``Tensor`` of rank 0 or 1 stored as numbers -> ``scalar`` (a list for rank 1); of rank
+  2 and more (or rank 1 inside a ``Sequence``) -> ``tensor``, ``stored: numbers``;
 * ``Sequence`` -> the fields of its feature, each a sequence.
 
 Anything else is reported by its class name in :attr:`TfdsDataset.skipped` and left
-out, never guessed. ArrayRecord datasets are refused.
+out, never guessed. ArrayRecord datasets are refused. Splits that older TFDS versions
+recorded without ``shardLengths`` get their shards' record counts by a walk of the
+record headers.
 """
 
 from __future__ import annotations

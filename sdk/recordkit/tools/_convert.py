@@ -4,7 +4,8 @@ The result has what every recordkit dataset has (``dataset.json`` with the schem
 per-shard sha256, the record-offset index) and reads without the TFDS files. Encoded
 images are stored byte for byte (the image codec's ``format: keep``), with their
 height, width and channels now stored beside them; boxes are stored in recordkit's
-canonical order (readers still get ``yxyx``, the schema's format); every other field
+canonical order (readers still get ``yxyx``, the schema's format) and tensors as raw
+bytes (not TFDS's int64 or float lists); every other field
 is written from the values the numpy reader decodes. Audio samples stay the list of
 numbers TFDS stored unless ``audio`` asks for WAV or FLAC files (16-bit PCM: exact for
 16-bit samples).
@@ -44,7 +45,8 @@ def native_schema(adopted: Schema, *, audio: AudioFormat | None = None) -> Schem
             options["format"] = "keep"
             if options.get("channels") is None:
                 options.pop("channels", None)
-        if spec.codec == "bbox":
+        if spec.codec in ("bbox", "tensor"):
+            # Canonical storage: boxes in recordkit's order, tensors as raw bytes.
             options.pop("stored", None)
         if spec.codec == "audio" and audio is not None:
             options.pop("stored", None)

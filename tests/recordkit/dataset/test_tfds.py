@@ -270,8 +270,9 @@ def test_convert_gives_a_native_dataset_with_the_same_values(
     manifest = Manifest.load(out)
     assert manifest.schema.fields["image"].options["format"] == "keep"
     assert all(shard.sha256 for info in manifest.splits.values() for shard in info.shards)
-    # Audio samples stay numbers by default.
+    # Audio samples stay numbers by default; tensors become raw bytes.
     assert manifest.schema.fields["audio"].options["stored"] == "int_samples"
+    assert manifest.schema.fields["matrix"].options == {"dtype": "int32", "shape": [2, 3]}
     for split in SPLITS:
         got = list(rk.iter_records(out, split=split, verify_sha256=True))
         want = _expected(builder, split)
