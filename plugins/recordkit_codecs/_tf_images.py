@@ -183,18 +183,21 @@ def decode_image_batch(
 
 
 
-def decode_image_window(encoded: Any, window: Any, fmt: str, channels: int) -> Any:
+def decode_image_window(
+    encoded: Any, window: Any, fmt: str, channels: int, dct_method: str = "INTEGER_ACCURATE"
+) -> Any:
     """The pixels of ``window`` (int ``[4]``: top, left, height, width) of one encoded
     image (a scalar string), uint8 ``[height, width, C]``; ``fmt`` is the image codec's
     format (``jpeg``, ``png`` or ``keep``: either), ``channels`` the count to convert to
     (0: as stored). A JPEG decodes only the window (``decode_and_crop_jpeg``, with the
-    DCT method of the full decode: the same pixels); a PNG decodes whole and is cut."""
+    DCT method of the full decode, ``dct_method``: the same pixels); a PNG decodes whole
+    and is cut."""
     import tensorflow as tf
 
     window = tf.cast(window, tf.int32)
 
     def jpeg() -> Any:
-        return tf.io.decode_and_crop_jpeg(encoded, window, channels=channels, dct_method="INTEGER_ACCURATE")
+        return tf.io.decode_and_crop_jpeg(encoded, window, channels=channels, dct_method=dct_method)
 
     def png() -> Any:
         image = tf.io.decode_png(encoded, channels=channels, dtype=tf.uint8)

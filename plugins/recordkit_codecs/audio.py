@@ -19,6 +19,12 @@ the number of samples (per channel) in ``num_samples``:
 
 Decoding gives float32 ``[samples, channels]`` in [-1, 1) (int16 / 32768); a TensorFlow
 batch is a ``tf.RaggedTensor`` ``[B, (samples), channels]``.
+
+``stored`` reads (and writes) samples stored as numbers instead of encoded bytes, as
+TensorFlow Datasets stores its ``Audio`` features: ``int_samples`` is a flat int64 list
+of 16-bit samples (channels interleaved), decoded as int / 32768 (a value outside the
+16-bit range is a decode error); ``float_samples`` a flat float list, decoded as it is.
+No ``num_samples`` is stored then: the list's length gives it.
 """
 
 from __future__ import annotations
@@ -62,13 +68,20 @@ class AudioOptions(rk.CodecOptions):
     clip: bool = pydantic.Field(
         default=False, description="Clip float samples outside [-1, 1] instead of refusing them."
     )
+    stored: Literal["encoded", "int_samples", "float_samples"] = pydantic.Field(
+        default="encoded",
+        description=(
+            "encoded: the audio in format, with num_samples; int_samples (16-bit values) or "
+            "float_samples: a flat list of numbers, as TensorFlow Datasets stores Audio."
+        ),
+    )
 
     @pydantic.model_validator(mode="after")
     def _within_flac_limits(self) -> AudioOptions:
         """FLAC stores at most 8 channels at up to 655,350 Hz: refused here, when the schema
         is loaded, rather than by the first record written."""
         beyond = self.sample_rate > _FLAC_MAX_RATE or self.channels > _FLAC_MAX_CHANNELS
-        if self.format == "flac" and beyond:
+        if self.format == "flac" and self.stored == "encoded" and beyond:
             raise ValueError(
                 f"flac stores at most {_FLAC_MAX_CHANNELS} channels at up to {_FLAC_MAX_RATE} Hz "
                 f"(asked: {self.channels} at {self.sample_rate} Hz); use format wav or pcm"
@@ -85,6 +98,10 @@ class AudioCodec(rk.Codec[AudioOptions]):
     summary = "a waveform stored as 16-bit WAV, FLAC or raw PCM bytes"
 
     def wire_spec(self) -> rk.WireSpec:
+        if self.options.stored != "encoded":
+            kind = rk.WireKind.INT64 if self.options.stored == "int_samples" else rk.WireKind.FLOAT
+            what = "the samples as a flat list, channels interleaved"
+            return rk.WireSpec((rk.WireFeature("", kind, (None,), what),))
         return rk.WireSpec(
             (
                 rk.WireFeature("", rk.WireKind.BYTES, (), f"the audio as 16-bit {self.options.format}"),
@@ -97,6 +114,11 @@ class AudioCodec(rk.Codec[AudioOptions]):
 
     def encode(self, value: Any) -> rk.WireValues:
         data = read_input_bytes(value, "audio")
+        if self.options.stored != "encoded":
+            samples = self._from_bytes(data) if data is not None else self._samples(value)
+            if self.options.stored == "int_samples":
+                return {"": samples.reshape(-1).astype(np.int64)}
+            return {"": samples.reshape(-1).astype(np.float32) / np.float32(_SCALE)}
         if data is not None and self.options.format == "wav":
             header = _canonical_wav_header(data)
             if header is not None:
@@ -247,14 +269,39 @@ class AudioCodec(rk.Codec[AudioOptions]):
     # -- decode ----------------------------------------------------------------------
 
     def decode_numpy(self, wire: Mapping[str, Any]) -> np.ndarray:
+        if self.options.stored != "encoded":
+            return self._decode_samples(np.asarray(wire[""]).reshape(-1))
         samples = _decode_one(wire[""], int(wire["num_samples"]), self.options, rk.errors.DecodeError)
         return samples.astype(np.float32) / np.float32(_SCALE)
+
+    def _decode_samples(self, values: np.ndarray) -> np.ndarray:
+        """Samples stored as numbers (``stored``) to float32 ``[samples, channels]``."""
+        channels = self.options.channels
+        if values.size % channels:
+            raise rk.errors.DecodeError(
+                f"audio codec: {values.size} stored samples are not a whole number of frames of "
+                f"{channels} channel(s)"
+            )
+        if self.options.stored == "float_samples":
+            return values.astype(np.float32).reshape(-1, channels)
+        if values.size and (values.min() < -_SCALE or values.max() >= _SCALE):
+            raise rk.errors.DecodeError(
+                f"audio codec: stored int samples range from {values.min()} to {values.max()}, "
+                "beyond 16 bits (-32768..32767)"
+            )
+        return (values.astype(np.float32) / np.float32(_SCALE)).reshape(-1, channels)
 
     def decode_tf_source(self) -> rk.DecodeSource | None:
         """:func:`decode_audio_tf` with this field's format, channels and rate: what
         decode_tf runs for WAV and PCM and ``recordkit codegen`` copies (with the batched
-        WAV decode it calls). None for FLAC, which no TensorFlow op reads."""
+        WAV decode it calls); :func:`decode_audio_samples_tf` for samples stored as
+        numbers. None for FLAC, which no TensorFlow op reads."""
         options = self.options
+        if options.stored != "encoded":
+            return rk.DecodeSource(
+                decode_audio_samples_tf,
+                {"channels": options.channels, "scale": options.stored == "int_samples"},
+            )
         if options.format == "flac":
             return None
         return rk.DecodeSource(
@@ -313,6 +360,37 @@ def decode_audio_tf(wire: Mapping[str, Any], fmt: str, channels: int, sample_rat
     flat = tf.io.decode_raw(joined, tf.int16, little_endian=True)
     values = tf.cast(tf.reshape(flat, [-1, channels]), tf.float32) / 32768.0
     return tf.RaggedTensor.from_row_lengths(values, counts, validate=False)
+
+
+def decode_audio_samples_tf(wire: Mapping[str, Any], channels: int, scale: bool) -> Any:
+    """The batched TensorFlow decode of an audio field stored as numbers (``stored``):
+    float32 ``[B, (samples), channels]``, int samples (``scale``) divided by 32768 after
+    checking they fit 16 bits. Generated parser modules carry a copy of this function."""
+    import tensorflow as tf
+
+    data = wire[""]
+    values = data.flat_values
+    counts = tf.cast(data.row_lengths(), tf.int64)
+    checks = [
+        tf.debugging.Assert(
+            tf.reduce_all(tf.equal(tf.math.floormod(counts, channels), 0)),
+            [f"audio codec: stored samples are not a whole number of frames of {channels} channel(s)"],
+        )
+    ]
+    if scale:
+        checks.append(
+            tf.debugging.Assert(
+                tf.reduce_all((values >= -32768) & (values <= 32767)),
+                ["audio codec: stored int samples go beyond 16 bits (-32768..32767)"],
+            )
+        )
+    with tf.control_dependencies(checks):
+        values = tf.cast(tf.identity(values), tf.float32)
+    if scale:
+        values = values / 32768.0
+    return tf.RaggedTensor.from_row_lengths(
+        tf.reshape(values, [-1, channels]), counts // channels, validate=False
+    )
 
 
 def _sniff(data: bytes) -> str | None:

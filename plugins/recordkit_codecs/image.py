@@ -92,6 +92,14 @@ class ImageOptions(rk.CodecOptions):
             "from the image header."
         ),
     )
+    jpeg_dct: Literal["accurate", "fast"] = pydantic.Field(
+        default="accurate",
+        description=(
+            "How the tf.data reader decodes JPEG: accurate (libjpeg's integer ISLOW, what Pillow "
+            "uses: both readers agree) or fast (INTEGER_FAST, TensorFlow's and TFDS's default: "
+            "pixels equal to tfds.as_numpy). The numpy reader always decodes accurately."
+        ),
+    )
     max_pixels: int = _raster.max_pixels_field()
     height: int | None = _raster.side_field("height", "image")
     width: int | None = _raster.side_field("width", "image")
@@ -123,6 +131,8 @@ class ImageCodec(rk.Codec[ImageOptions]):
     summary = "an image stored as encoded PNG/JPEG bytes with height, width, channels"
     raster = "pixels"
     size_features = ("height", "width")
+    # How JPEG is decoded changes the pixels read, never the bytes stored.
+    decode_options = frozenset({"jpeg_dct"})
 
     adopt_order = 200
 
@@ -332,6 +342,7 @@ class ImageCodec(rk.Codec[ImageOptions]):
                 "channels": self.options.channels,
                 "fixed_size": self.fixed_size,
                 "sizes": self.options.sizes,
+                "dct_method": _DCT_METHODS[self.options.jpeg_dct],
             },
             helpers=(decode_image_batch, header_shapes_tf),
         )
@@ -350,7 +361,13 @@ class ImageCodec(rk.Codec[ImageOptions]):
     def decode_tf_window(self, wire: Mapping[str, Any], window: Any) -> Any:
         """Only the window of one image: a JPEG's with ``decode_and_crop_jpeg`` (the rows
         and blocks outside it are not decoded), a PNG's cut from the whole."""
-        return decode_image_window(wire[""][0], window, self.options.format, self.options.channels or 0)
+        return decode_image_window(
+            wire[""][0],
+            window,
+            self.options.format,
+            self.options.channels or 0,
+            dct_method=_DCT_METHODS[self.options.jpeg_dct],
+        )
 
 
 def decode_image_tf(
@@ -360,19 +377,21 @@ def decode_image_tf(
     fixed_size: tuple[int, int] | None,
     pad: bool = False,
     sizes: str = "stored",
+    dct_method: str = "INTEGER_ACCURATE",
 ) -> Any:
     """The batched TensorFlow decode of an image field stored as ``fmt`` (jpeg, png, or
     keep: either), converted to ``channels`` (None: as stored), dense when the schema
     fixes the size; with ``pad``, ``(images padded to the batch's largest, shapes)``
     (see :func:`~recordkit_codecs._tf_images.decode_image_batch`). Generated parser
-    modules carry a copy of this function."""
+    modules carry a copy of this function. ``dct_method`` is the JPEG decode's:
+    INTEGER_ACCURATE (libjpeg's ISLOW, the method Pillow uses: both readers agree) unless
+    the field asks for INTEGER_FAST (``jpeg_dct: fast``, TensorFlow's own default)."""
     import tensorflow as tf
 
     depth = channels or 0
 
     def jpeg(data: Any) -> Any:
-        # INTEGER_ACCURATE is libjpeg's ISLOW, the method Pillow uses: both readers agree.
-        return tf.io.decode_jpeg(data, channels=depth, dct_method="INTEGER_ACCURATE")
+        return tf.io.decode_jpeg(data, channels=depth, dct_method=dct_method)
 
     def png(data: Any) -> Any:
         return tf.io.decode_png(data, channels=depth, dtype=tf.uint8)
@@ -400,6 +419,9 @@ def decode_image_tf(
         pad=pad,
     )
 
+
+#: ``jpeg_dct`` option -> TensorFlow's ``dct_method``.
+_DCT_METHODS = {"accurate": "INTEGER_ACCURATE", "fast": "INTEGER_FAST"}
 
 #: Channels of the images a Pillow mode stands for, as the image codec stores them.
 _MODE_CHANNELS = {"L": 1, "1": 1, "I": 1, "RGB": 3, "YCbCr": 3, "CMYK": 3, "RGBA": 4, "LA": 4}

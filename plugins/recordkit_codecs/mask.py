@@ -12,12 +12,17 @@ Decoding gives uint8 ``[H, W]``: in TensorFlow a batch is dense ``[B, H, W]`` wh
 schema declares ``height`` and ``width`` and a ``tf.RaggedTensor`` ``[B, (H), (W)]``
 otherwise. Readers pad masks with ``ignore_index`` (:meth:`MaskCodec.pad_value`), not 0:
 0 is a class (VOC's background), and padding must be what losses ignore.
+
+With ``sizes: header`` only the PNG is stored (as TensorFlow Datasets and other tools
+write masks): readers take each mask's height and width from its PNG header (IHDR),
+without decoding pixels, as the ``image`` codec does with the same option.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+import re
+from collections.abc import Iterator, Mapping
+from typing import Any, Literal
 
 import numpy as np
 import pydantic
@@ -25,12 +30,15 @@ from PIL import Image
 
 import recordkit as rk
 from recordkit_codecs import _pillow, _raster
+from recordkit_codecs._image_header import header_shape, header_shapes_tf
 from recordkit_codecs._inputs import read_input_bytes
 from recordkit_codecs._tf_images import decode_image_batch
 
 __all__ = ["MaskCodec", "MaskOptions"]
 
 _INDEX_MODES = ("P", "L", "1")
+#: Key names that hold masks (``segmentation_mask``, ``image/mask``, ``label/png``).
+_MASK_HINT = re.compile(r"(^|[/_])(mask|masks|segmentation|segmentation_mask|seg|label)([/_](png|encoded))?$")
 
 
 class MaskOptions(rk.CodecOptions):
@@ -47,6 +55,13 @@ class MaskOptions(rk.CodecOptions):
         ge=0,
         le=255,
         description="An index allowed besides the classes (VOC's void border: 255).",
+    )
+    sizes: Literal["stored", "header"] = pydantic.Field(
+        default="stored",
+        description=(
+            "stored: height and width are stored beside the PNG; header: only the PNG is "
+            "stored (as TensorFlow Datasets does) and readers take the size from its header."
+        ),
     )
     max_pixels: int = _raster.max_pixels_field()
     height: int | None = _raster.side_field("height", "mask")
@@ -66,11 +81,51 @@ class MaskCodec(rk.Codec[MaskOptions]):
     options_model = MaskOptions
     summary = "a segmentation mask of class indices, stored as a lossless PNG"
     raster = "indices"  # resized nearest-neighbour only
+    # Before the image codec, which takes any PNG.
+    adopt_order = 150
+
+    @classmethod
+    def adopt(cls, records: rk.ForeignRecords) -> Iterator[rk.Adoption | rk.LeftOut]:
+        """Foreign 8-bit grayscale PNGs, one per record, under a key named like a mask
+        (``segmentation_mask``, ``image/mask``, ``label/png``): class indices. Their
+        height and width keys (``<prefix>/height``, ``<prefix>_width``) are used when
+        there are some, and otherwise each mask's size is read from its header
+        (``sizes: header``, as TFDS stores masks). Palette PNGs are left to the image
+        codec: TensorFlow decodes them to colours, not indices."""
+        for stats in records.unclaimed():
+            key = stats.key
+            if records.claimed(key) or stats.kind is not rk.WireKind.BYTES or not stats.scalar:
+                continue
+            if not _MASK_HINT.search(key):
+                continue
+            if not _gray_pngs(stats):
+                continue
+            prefix = re.sub(r"[/_](png|encoded)$", "", key)
+            height = records.int_scalar(f"{prefix}/height", f"{prefix}_height")
+            width = records.int_scalar(f"{prefix}/width", f"{prefix}_width")
+            if height is None or width is None:
+                yield rk.Adoption(
+                    claims=(key,),
+                    name=prefix,
+                    options={"sizes": "header"},
+                    keys={"": key},
+                    description=f"8-bit grayscale PNG masks in {key}, sizes read from their headers",
+                )
+                continue
+            yield rk.Adoption(
+                claims=(key, height, width),
+                name=prefix,
+                keys={"": key, "height": height, "width": width},
+                description=f"8-bit grayscale PNG masks in {key}",
+            )
 
     def wire_spec(self) -> rk.WireSpec:
+        encoded = rk.WireFeature("", rk.WireKind.BYTES, (), "the class indices as an 8-bit grayscale PNG")
+        if self.options.sizes == "header":
+            return rk.WireSpec((encoded,))
         return rk.WireSpec(
             (
-                rk.WireFeature("", rk.WireKind.BYTES, (), "the class indices as an 8-bit grayscale PNG"),
+                encoded,
                 rk.WireFeature("height", rk.WireKind.INT64, (), "height in pixels"),
                 rk.WireFeature("width", rk.WireKind.INT64, (), "width in pixels"),
             )
@@ -88,11 +143,10 @@ class MaskCodec(rk.Codec[MaskOptions]):
         height, width = indices.shape
         _raster.check_fixed_size("mask", height, width, self.fixed_size)
         self._check_classes(indices)
-        return {
-            "": _pillow.save(Image.fromarray(indices, mode="L"), "PNG"),
-            "height": height,
-            "width": width,
-        }
+        data = _pillow.save(Image.fromarray(indices, mode="L"), "PNG")
+        if self.options.sizes == "header":
+            return {"": data}
+        return {"": data, "height": height, "width": width}
 
     def _indices(self, value: Any) -> np.ndarray:
         """The mask's class indices as a contiguous uint8 ``[H, W]`` array."""
@@ -169,7 +223,10 @@ class MaskCodec(rk.Codec[MaskOptions]):
     # -- decode ----------------------------------------------------------------------
 
     def decode_numpy(self, wire: Mapping[str, Any]) -> np.ndarray:
-        height, width = int(wire["height"]), int(wire["width"])
+        if self.options.sizes == "header":
+            height, width, _ = header_shape(bytes(wire[""]), 1)
+        else:
+            height, width = int(wire["height"]), int(wire["width"])
         image = _pillow.open_image(wire[""], self.options.max_pixels, error=rk.errors.DecodeError)
         if image.mode not in _INDEX_MODES:
             raise rk.errors.DecodeError(
@@ -188,8 +245,8 @@ class MaskCodec(rk.Codec[MaskOptions]):
         (and, with ``pad=True``, decode_tf_padded) runs and ``recordkit codegen`` copies."""
         return rk.DecodeSource(
             decode_mask_tf,
-            {"fixed_size": self.fixed_size, "pad_value": self.pad_value()},
-            helpers=(decode_image_batch,),
+            {"fixed_size": self.fixed_size, "pad_value": self.pad_value(), "sizes": self.options.sizes},
+            helpers=(decode_image_batch, header_shapes_tf),
         )
 
     def decode_tf(self, wire: Mapping[str, Any]) -> Any:
@@ -206,18 +263,27 @@ class MaskCodec(rk.Codec[MaskOptions]):
 
 
 def decode_mask_tf(
-    wire: Mapping[str, Any], fixed_size: tuple[int, int] | None, pad_value: int, pad: bool = False
+    wire: Mapping[str, Any],
+    fixed_size: tuple[int, int] | None,
+    pad_value: int,
+    pad: bool = False,
+    sizes: str = "stored",
 ) -> Any:
     """The batched TensorFlow decode of a mask field: uint8 class indices ``[B, H, W]``
     (ragged ``[B, (H), (W)]`` unless the schema fixes the size); with ``pad``, ``(masks
-    padded with pad_value to the batch's largest, their [height, width])``. Generated
-    parser modules carry a copy of this function."""
+    padded with pad_value to the batch's largest, their [height, width])``; with
+    ``sizes`` ``header``, each mask's size from its PNG header. Generated parser modules
+    carry a copy of this function."""
     import tensorflow as tf
 
+    if sizes == "header":  # no stored sizes (TFDS stores none): read each PNG's header
+        heights, widths, _ = header_shapes_tf(wire[""], 1)
+    else:
+        heights, widths = wire["height"], wire["width"]
     decoded = decode_image_batch(
         wire[""],
-        wire["height"],
-        wire["width"],
+        heights,
+        widths,
         None,
         decode_one=lambda data: tf.io.decode_png(data, channels=1, dtype=tf.uint8),
         static_channels=1,
@@ -232,6 +298,20 @@ def decode_mask_tf(
     if isinstance(decoded, tf.RaggedTensor):
         return decoded.with_flat_values(tf.reshape(decoded.flat_values, [-1]))
     return tf.squeeze(decoded, axis=-1)
+
+
+def _gray_pngs(stats: rk.ForeignKey) -> bool:
+    """Whether every sampled value of ``stats`` is an 8-bit grayscale PNG (by its header)."""
+    found = False
+    for data in stats.first_bytes():
+        try:
+            header = _pillow.read_header(data)
+        except rk.errors.InvalidValueError:
+            return False
+        if header is None or header.format != "PNG" or (header.color_type, header.bit_depth) != (0, 8):
+            return False
+        found = True
+    return found
 
 
 @rk.hookimpl

@@ -23,6 +23,11 @@ TensorFlow (``tf.io.decode_raw``, in the graph): a fixed shape decodes to a dens
 ragged dimension per ``None`` (``[B, (n), 3]`` for ``shape: [null, 3]``); any rank
 (``shape: null``) to a dict ``{"values": [B, (n)] ragged flat values, "shape": [B,
 (rank)] int64}``.
+
+``stored: numbers`` reads (and writes) arrays stored as a flat list of numbers, int64
+for integer and bool dtypes and float for float ones, as TensorFlow Datasets stores its
+``Tensor`` features: no shape is stored, so the declared shape may have at most one
+``None`` dimension, which each record's count of numbers gives.
 """
 
 from __future__ import annotations
@@ -30,7 +35,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterator, Mapping
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import pydantic
@@ -58,6 +63,13 @@ SUPPORTED_DTYPES: tuple[str, ...] = (
     "complex128",
 )
 
+#: With ``stored: numbers``: the wire kind of each dtype (as TFDS stores them; uint64
+#: and complex values have no lossless int64 or float form).
+_NUMBER_KINDS = {
+    **dict.fromkeys(("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32"), "int64"),
+    **dict.fromkeys(("float16", "float32", "float64"), "float"),
+}
+
 
 class TensorOptions(rk.CodecOptions):
     """Options of the ``tensor`` codec."""
@@ -65,6 +77,13 @@ class TensorOptions(rk.CodecOptions):
     dtype: str = pydantic.Field(default="float32", description="numpy dtype name of the stored values.")
     shape: list[int | None] | None = pydantic.Field(
         default=None, description="Shape of every record's array; None dims vary per record; None: any rank."
+    )
+    stored: Literal["bytes", "numbers"] = pydantic.Field(
+        default="bytes",
+        description=(
+            "bytes: raw little-endian values (recordkit's); numbers: a flat int64 or float list, "
+            "as TensorFlow Datasets stores tensors (a shape with at most one null dimension)."
+        ),
     )
 
     @pydantic.field_validator("dtype")
@@ -86,6 +105,19 @@ class TensorOptions(rk.CodecOptions):
         if value is not None and math.prod(dim for dim in value if dim is not None) > 2**63 - 1:
             raise ValueError(f"shape {value} holds more values than int64 can count")
         return value
+
+    @pydantic.model_validator(mode="after")
+    def _numbers_need_a_shape(self) -> TensorOptions:
+        if self.stored != "numbers":
+            return self
+        if self.shape is None or self.shape.count(None) > 1:
+            raise ValueError(
+                f"stored: numbers keeps no shape, so the declared shape needs at most one null "
+                f"dimension (got {self.shape})"
+            )
+        if self.dtype not in _NUMBER_KINDS:
+            raise ValueError(f"stored: numbers holds int64 or float values, not {self.dtype}")
+        return self
 
     @property
     def is_fixed(self) -> bool:
@@ -134,6 +166,11 @@ class TensorCodec(rk.Codec[TensorOptions]):
 
     def wire_spec(self) -> rk.WireSpec:
         shape = self.options.shape
+        if self.options.stored == "numbers":
+            kind = rk.WireKind.INT64 if _NUMBER_KINDS[self.options.dtype] == "int64" else rk.WireKind.FLOAT
+            count = math.prod(d for d in shape or () if d is not None) if self.options.is_fixed else None
+            what = f"the {self.options.dtype} values as a flat list, C order"
+            return rk.WireSpec((rk.WireFeature("", kind, (count,), what),))
         what = f"raw little-endian {self.options.dtype} values, C order"
         features = [rk.WireFeature("", rk.WireKind.BYTES, (), what)]
         if not self.options.is_fixed:
@@ -154,11 +191,27 @@ class TensorCodec(rk.Codec[TensorOptions]):
                 f"array of shape {list(array.shape)} does not fit the field's shape {declared} "
                 "(null dimensions may vary)"
             )
+        if self.options.stored == "numbers":
+            return {"": self._numbers(array)}
         data = np.ascontiguousarray(array.astype(self._wire_dtype, copy=False)).tobytes()
         wire: dict[str, Any] = {"": data}
         if not self.options.is_fixed:
             wire["shape"] = np.asarray(array.shape, dtype=np.int64)
         return wire
+
+    def _numbers(self, array: np.ndarray) -> np.ndarray:
+        """``array`` as the flat int64 or float32 list ``stored: numbers`` keeps; float
+        values that float32 cannot hold exactly are refused, never rounded silently."""
+        flat = array.reshape(-1)
+        if _NUMBER_KINDS[self.options.dtype] == "int64":
+            return flat.astype(np.int64)
+        stored = flat.astype(np.float32)
+        if array.dtype == np.float64 and not np.array_equal(stored.astype(np.float64), flat, equal_nan=True):
+            raise rk.errors.InvalidValueError(
+                "stored: numbers keeps float values as float32, and this float64 array holds values "
+                "float32 cannot hold exactly (store it with stored: bytes)"
+            )
+        return stored
 
     def _as_array(self, value: Any) -> np.ndarray:
         target = self._dtype
@@ -185,6 +238,8 @@ class TensorCodec(rk.Codec[TensorOptions]):
     # -- decoding -------------------------------------------------------------------
 
     def decode_numpy(self, wire: Mapping[str, Any]) -> np.ndarray:
+        if self.options.stored == "numbers":
+            return self._decode_numbers(np.asarray(wire[""]).reshape(-1))
         data = bytes(wire[""])
         if self.options.is_fixed:
             shape = tuple(d for d in self.options.shape or () if d is not None)
@@ -197,10 +252,30 @@ class TensorCodec(rk.Codec[TensorOptions]):
             )
         return np.frombuffer(data, dtype=self._wire_dtype).astype(self._dtype).reshape(shape)
 
+    def _decode_numbers(self, values: np.ndarray) -> np.ndarray:
+        shape = list(self.options.shape or ())
+        fixed = math.prod(d for d in shape if d is not None)
+        if (
+            (fixed == 0 and values.size)
+            or (fixed and values.size % fixed)
+            or (None not in shape and values.size != fixed)
+        ):
+            raise rk.errors.DecodeError(
+                f"the record stores {values.size} numbers, which shape {shape} cannot hold"
+            )
+        dims = [(values.size // fixed if fixed else 0) if d is None else d for d in shape]
+        return values.astype(self._dtype).reshape(dims)
+
     def decode_tf_source(self) -> rk.DecodeSource:
         """:func:`decode_tensor_tf` with this field's dtype and shape: what decode_tf runs
         and ``recordkit codegen`` copies (with the helpers it calls)."""
         shape = self.options.shape
+        if self.options.stored == "numbers":
+            return rk.DecodeSource(
+                decode_tensor_numbers_tf,
+                {"dtype": self._dtype.name, "shape": list(shape or ())},
+                helpers=(_nest,),
+            )
         return rk.DecodeSource(
             decode_tensor_tf,
             {
@@ -238,6 +313,34 @@ def decode_tensor_tf(
         flat = _decode_raw_tf(tf.strings.reduce_join(data), dtype)
     if shape is None:
         return {"values": tf.RaggedTensor.from_row_lengths(flat, counts), "shape": dims}
+    return _nest(flat, dims, shape)
+
+
+def decode_tensor_numbers_tf(wire: Mapping[str, Any], dtype: str, shape: list[int | None]) -> Any:
+    """The batched TensorFlow decode of a tensor field stored as a flat list of numbers
+    (``stored: numbers``, as TFDS stores tensors): dense ``[B, *shape]`` for a fixed
+    shape, else ragged in the one ``None`` dimension, which each record's count gives
+    (generated parser modules carry a copy of this function)."""
+    import tensorflow as tf
+
+    data = wire[""]
+    if None not in shape:
+        return tf.reshape(tf.cast(data, tf.as_dtype(dtype)), [-1, *(int(d) for d in shape if d is not None)])
+    fixed = 1
+    for d in shape:
+        fixed *= 1 if d is None else int(d)
+    counts = tf.cast(data.row_lengths(), tf.int64)
+    check = tf.debugging.Assert(
+        tf.reduce_all(tf.equal(tf.math.floormod(counts, max(fixed, 1)), 0)),
+        [f"tensor codec: a record's count of numbers does not fit shape {shape}"],
+    )
+    with tf.control_dependencies([check]):
+        flat = tf.cast(tf.identity(data.flat_values), tf.as_dtype(dtype))
+    free = counts // max(fixed, 1)
+    dims = tf.stack(
+        [free if d is None else tf.fill(tf.shape(counts), tf.constant(int(d), tf.int64)) for d in shape],
+        axis=1,
+    )
     return _nest(flat, dims, shape)
 
 

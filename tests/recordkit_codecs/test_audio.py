@@ -13,6 +13,7 @@ import pytest
 import soundfile as sf
 from _codec_io import (
     assert_stored_near_payload,
+    bind,
     field_error,
     field_round_trip,
     read_numpy,
@@ -376,3 +377,44 @@ def test_rates_and_channels_beyond_the_formats_limits_are_refused_with_the_optio
     with pytest.raises(rk.errors.CodecOptionsError, match=re.escape(reason)):
         AudioCodec(options)
     assert AudioCodec({"sample_rate": 768_000, "format": "wav"}).options.sample_rate == 768_000
+
+
+@pytest.mark.parametrize("stored", ["int_samples", "float_samples"])
+def test_conformance_samples_stored_as_numbers(tmp_path: Path, stored: str) -> None:
+    """``stored``: samples as a flat list of numbers (TFDS's Audio), no num_samples."""
+    clips = [samples(30, 2, 1), samples(7, 2, 2), samples(12, 2, 3)]
+    check_codec(
+        AudioCodec({"sample_rate": RATE, "channels": 2, "stored": stored}),
+        cases=[
+            CodecCase(clips[0], expected=as_float(clips[0]), id="int16 array"),
+            CodecCase(audio_file(clips[1], "WAV"), expected=as_float(clips[1]), id="wav bytes"),
+            CodecCase((as_float(clips[2]), RATE), expected=as_float(clips[2]), id="float array with rate"),
+        ],
+        bad_inputs=[
+            BadInput((clips[0], 44100), match="sample rate is 44100 Hz"),
+            BadInput(clips[0][:, :1], match="1 channel"),
+        ],
+        tmp_path=tmp_path,
+    )
+
+
+def test_int_samples_are_stored_flat_and_checked_on_read() -> None:
+    import tensorflow as tf
+
+    bound = bind(
+        a={"codec": "audio", "options": {"sample_rate": RATE, "channels": 2, "stored": "int_samples"}}
+    )
+    clip = samples(5, 2, 4)
+    example = decode_example(rk.RecordEncoder(bound).encode({"a": clip}))
+    assert list(example) == ["a"]  # no num_samples
+    assert [int(v) for v in example["a"][1]] == clip.reshape(-1).tolist()
+    odd = encode_example([(b"a", encode_feature(rk.WireKind.INT64, np.array([1, 2, 3])))])
+    with pytest.raises(rk.errors.DecodeError, match="not a whole number of frames"):
+        decode_record_numpy(bound.fields, odd)
+    loud = encode_example([(b"a", encode_feature(rk.WireKind.INT64, np.array([40000, 0])))])
+    with pytest.raises(rk.errors.DecodeError, match="beyond 16 bits"):
+        decode_record_numpy(bound.fields, loud)
+    codec = AudioCodec({"sample_rate": RATE, "channels": 2, "stored": "int_samples"})
+    wire = {"": tf.ragged.constant([[40000, 0]], dtype=tf.int64)}
+    with pytest.raises(tf.errors.InvalidArgumentError, match="beyond 16 bits"):
+        codec.decode_tf(wire)

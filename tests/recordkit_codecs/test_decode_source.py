@@ -87,6 +87,30 @@ CASES: list[tuple[str, str, dict[str, Any], list[Any]]] = [
         {"sample_rate": 8000, "format": "pcm"},
         [_rng.integers(-999, 999, 7, dtype=np.int16), _rng.integers(-999, 999, 3, dtype=np.int16)],
     ),
+    (
+        "audio-int-samples",
+        "audio",
+        {"sample_rate": 8000, "channels": 2, "stored": "int_samples"},
+        [_rng.integers(-999, 999, (5, 2), dtype=np.int16), _rng.integers(-999, 999, (2, 2), dtype=np.int16)],
+    ),
+    (
+        "mask-header",
+        "mask",
+        {"sizes": "header"},
+        [_rng.integers(0, 3, (3, 4), dtype=np.uint8), _rng.integers(0, 3, (2, 5), dtype=np.uint8)],
+    ),
+    (
+        "tensor-numbers",
+        "tensor",
+        {"dtype": "int8", "shape": [2, None], "stored": "numbers"},
+        [np.arange(6, dtype=np.int8).reshape(2, 3), np.ones((2, 1), np.int8)],
+    ),
+    (
+        "image-header-fast-dct",
+        "image",
+        {"format": "jpeg", "sizes": "header", "jpeg_dct": "fast"},
+        [_rng.integers(0, 256, (4, 6, 3), dtype=np.uint8), _rng.integers(0, 256, (5, 3, 3), dtype=np.uint8)],
+    ),
 ]
 
 

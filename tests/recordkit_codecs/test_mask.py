@@ -26,6 +26,7 @@ from PIL import Image
 
 import recordkit as rk
 from recordkit.format._example import decode_example, encode_example, encode_feature
+from recordkit.format._tfrecord import iter_tfrecords
 from recordkit.read._numpy_decode import decode_record_numpy
 from recordkit.testing import BadInput, CodecCase, check_codec
 from recordkit_codecs.mask import MaskCodec
@@ -235,11 +236,7 @@ def test_stored_bytes_are_the_png() -> None:
     assert len(payload) <= rk.byte_breakdown(bound, data)[FIELD] <= len(payload) * 1.01 + framing
 
 
-@given(
-    hnp.arrays(
-        np.uint8, st.tuples(st.integers(1, 8), st.integers(1, 8)), elements=st.integers(0, 255)
-    )
-)
+@given(hnp.arrays(np.uint8, st.tuples(st.integers(1, 8), st.integers(1, 8)), elements=st.integers(0, 255)))
 def test_round_trip_property(indices: np.ndarray) -> None:
     import tensorflow as tf
 
@@ -296,6 +293,56 @@ def test_masks_pad_with_their_ignore_index(ignore_index: int | None, pad: int) -
     assert (want[0, 3:] == pad).all()
     assert (want[1, :, 2:] == pad).all()
     np.testing.assert_array_equal(want[1, :4, :2], masks[1])
+
+
+# -- sizes: header ---------------------------------------------------------------------------
+
+
+def test_masks_without_stored_sizes_read_equal_through_both_readers(tmp_path: Path) -> None:
+    """``sizes: header`` stores only the PNG (as TFDS does); both readers take the size
+    from its header, pad with the ignore index, and resize nearest-neighbour."""
+    masks = [voc_mask(5, 7, 1), voc_mask(8, 3, 2), voc_mask(4, 4, 3)]
+    photos = [np.full((m.shape[0], m.shape[1], 3), 10 * i, np.uint8) for i, m in enumerate(masks)]
+    fields = {
+        "photo": rk.FieldSpec(codec="image", options={"sizes": "header"}),
+        FIELD: rk.FieldSpec(codec="mask", options={"sizes": "header", "num_classes": 21}),
+    }
+    header_schema = rk.Schema(name="segmentation", fields=fields)
+    assert [f.name for f in MaskCodec({"sizes": "header"}).wire_spec().features] == [""]
+    rk.write_dataset(
+        [{"photo": p, FIELD: m} for p, m in zip(photos, masks, strict=True)], header_schema, tmp_path / "ds"
+    )
+    shard = next((tmp_path / "ds").glob("*.tfrecord*"))
+    stored = [decode_example(data) for _, data in iter_tfrecords(shard)]
+    assert {key for example in stored for key in example} == {"photo", FIELD}  # no sizes stored
+    got = [r[FIELD] for r in rk.iter_records(tmp_path / "ds")]
+    for g, want in zip(got, masks, strict=True):
+        np.testing.assert_array_equal(g, want)
+    padded = next(iter(rk.load_dataset(tmp_path / "ds", batch_size=3, pad=True)))
+    batch = np.asarray(padded[FIELD])
+    assert batch.shape == (3, 8, 7)
+    for i, want in enumerate(masks):
+        h, w = want.shape
+        np.testing.assert_array_equal(batch[i, :h, :w], want)
+        assert (batch[i, h:] == 255).all()
+        assert (batch[i, :, w:] == 255).all()
+    resized = next(iter(rk.load_dataset(tmp_path / "ds", batch_size=3, image_size=(16, 14))))
+    assert tuple(resized[FIELD].shape) == (3, 16, 14)
+    assert tuple(resized["photo"].shape) == (3, 16, 14, 3)
+    # Nearest neighbour: every index of a resized mask is one of the mask's own.
+    for i, want in enumerate(masks):
+        assert set(np.unique(np.asarray(resized[FIELD][i]))) <= set(np.unique(want))
+    # Doubling a 4 x 4 mask (record 3) repeats each index twice in both directions.
+    alone = next(
+        iter(rk.load_dataset(tmp_path / "ds", fields=[FIELD], batch_size=3, image_size={FIELD: (8, 8)}))
+    )
+    np.testing.assert_array_equal(np.asarray(alone[FIELD][2]), masks[2].repeat(2, 0).repeat(2, 1))
+    # infer_schema proposes the same fields for these records (as it would for TFDS's).
+    proposed = rk.infer_schema(shard)
+    assert (proposed.fields[FIELD].codec, proposed.fields[FIELD].options) == ("mask", {"sizes": "header"})
+    assert proposed.fields["photo"].codec == "image"
+    for g, want in zip(rk.iter_records(shard, schema=proposed), masks, strict=True):
+        np.testing.assert_array_equal(g[FIELD], want)
 
 
 # -- docs --------------------------------------------------------------------------------------

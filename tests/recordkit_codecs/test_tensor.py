@@ -351,6 +351,56 @@ def test_conformance_variable(tmp_path: Path) -> None:
     )
 
 
+def test_conformance_numbers_fixed(tmp_path: Path) -> None:
+    """``stored: numbers`` (TFDS's layout): a flat float list, dense on read."""
+    check_codec(
+        TensorCodec({"dtype": "float64", "shape": [2, 3], "stored": "numbers"}),
+        cases=[
+            CodecCase(np.arange(6, dtype=np.float64).reshape(2, 3) / 4),
+            CodecCase([[1, 2, 3], [4, 5, 6]], expected=np.arange(1, 7, dtype=np.float64).reshape(2, 3)),
+        ],
+        bad_inputs=[
+            BadInput(np.zeros((3, 2)), match=r"shape \[3, 2\] does not fit"),
+            BadInput(np.full((2, 3), 0.1), match="float32 cannot hold exactly"),
+        ],
+        tmp_path=tmp_path,
+    )
+
+
+def test_conformance_numbers_variable(tmp_path: Path) -> None:
+    """``stored: numbers`` with one null dimension: the count of numbers gives it."""
+    check_codec(
+        TensorCodec({"dtype": "uint8", "shape": [None, 2, 2], "stored": "numbers"}),
+        cases=[
+            CodecCase(np.arange(8, dtype=np.uint8).reshape(2, 2, 2)),
+            CodecCase(np.full((3, 2, 2), 255, np.uint8)),
+            CodecCase(np.zeros((1, 2, 2), np.uint8)),
+        ],
+        bad_inputs=[BadInput(np.zeros((1, 2, 2), np.int16), match="cannot be stored as uint8")],
+        tmp_path=tmp_path,
+    )
+
+
+def test_numbers_are_stored_flat_and_checked_on_read() -> None:
+    bound = bind(
+        t={"codec": "tensor", "options": {"dtype": "int32", "shape": [2, None], "stored": "numbers"}}
+    )
+    data = rk.RecordEncoder(bound).encode({"t": np.arange(6, dtype=np.int32).reshape(2, 3)})
+    example = decode_example(data)
+    assert list(example) == ["t"]
+    assert [int(v) for v in example["t"][1]] == [0, 1, 2, 3, 4, 5]
+    decoded = decode_record_numpy(bound.fields, data)["t"]
+    np.testing.assert_array_equal(decoded, np.arange(6).reshape(2, 3))
+    assert decoded.dtype == np.int32
+    bad = encode_example([(b"t", encode_feature(rk.WireKind.INT64, np.array([1, 2, 3])))])
+    with pytest.raises(rk.errors.DecodeError, match="stores 3 numbers"):
+        decode_record_numpy(bound.fields, bad)
+    with pytest.raises(rk.errors.CodecOptionsError, match="at most one null"):
+        TensorCodec({"dtype": "int32", "shape": [None, None], "stored": "numbers"})
+    with pytest.raises(rk.errors.CodecOptionsError, match="not complex64"):
+        TensorCodec({"dtype": "complex64", "shape": [2], "stored": "numbers"})
+
+
 def test_docs_examples_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     assert run_doc_examples("tensor.md", tmp_path, monkeypatch) >= 1
 

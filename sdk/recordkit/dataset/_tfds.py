@@ -14,15 +14,19 @@ What maps to what (a nested ``FeaturesDict`` key ``a/b`` becomes the field ``a.b
   from the image header: TFDS stores no height or width);
 * ``ClassLabel`` -> ``label`` with the names of its ``.labels.txt`` file;
 * ``Text`` -> ``text``;
-* ``Audio`` (samples stored as a list of numbers) -> ``scalar`` list, the sample rate in
-  the description;
+* ``Audio`` (samples stored as a list of numbers) -> ``audio`` with its sample rate and
+  channels, ``stored: int_samples`` (or ``float_samples``); a ``scalar`` list when TFDS
+  recorded no sample rate; audio stored as files (``lazy_decode``) is left out;
 * ``BBoxFeature`` -> ``bbox`` (``yxyx``, normalized), with the ``ClassLabel`` beside it in
   the same ``Sequence`` as its labels;
-* ``Tensor`` of rank 0 or 1 stored as numbers -> ``scalar`` (a list for rank 1);
+* ``Tensor`` of rank 0 or 1 stored as numbers -> ``scalar`` (a list for rank 1); of rank
+  2 and more (or rank 1 inside a ``Sequence``) -> ``tensor``, ``stored: numbers``;
 * ``Sequence`` -> the fields of its feature, each a sequence.
 
 Anything else is reported by its class name in :attr:`TfdsDataset.skipped` and left
-out, never guessed. ArrayRecord datasets are refused.
+out, never guessed. ArrayRecord datasets are refused. Splits that older TFDS versions
+recorded without ``shardLengths`` get their shards' record counts by a walk of the
+record headers.
 """
 
 from __future__ import annotations
@@ -36,6 +40,7 @@ from typing import Any
 from recordkit._version import __version__
 from recordkit.dataset._manifest import MANIFEST_FILE, Manifest, ShardInfo, SplitInfo
 from recordkit.errors import DatasetError
+from recordkit.format._tfrecord import iter_tfrecords
 from recordkit.schema._fields import FieldSpec
 from recordkit.schema._schema import Schema
 
@@ -147,23 +152,64 @@ def _read_json(path: Path) -> dict[str, Any]:
 
 def _split(root: Path, dataset: str, file_format: str, split: Mapping[str, Any]) -> SplitInfo:
     name = str(split["name"])
-    lengths = [int(n) for n in split.get("shardLengths", [])]
     template = str(split.get("filepathTemplate") or "{DATASET}-{SPLIT}.{FILEFORMAT}-{SHARD_X_OF_Y}")
+    template = (
+        template.replace("{DATASET}", dataset).replace("{SPLIT}", name).replace("{FILEFORMAT}", file_format)
+    )
+    if "shardLengths" not in split:
+        return _counted_split(root, name, template, split)
+    lengths = [int(n) for n in split["shardLengths"]]
     shards = []
     for index, records in enumerate(lengths):
-        file = (
-            template.replace("{DATASET}", dataset)
-            .replace("{SPLIT}", name)
-            .replace("{FILEFORMAT}", file_format)
-            .replace("{SHARD_X_OF_Y}", f"{index:05d}-of-{len(lengths):05d}")
-            .replace("{SHARD_INDEX}", f"{index:05d}")
-            .replace("{NUM_SHARDS}", f"{len(lengths):05d}")
-        )
+        file = _shard_file(template, index, len(lengths))
         path = root / file
         if not path.is_file():
             raise DatasetError(f"{root}: split {name!r} lists shard {file}, which is missing")
         # TFDS records no sha256: an empty one means unknown.
         shards.append(ShardInfo(file=file, records=records, bytes=path.stat().st_size, sha256=""))
+    return SplitInfo(shards=shards)
+
+
+def _shard_file(template: str, index: int, count: int) -> str:
+    return (
+        template.replace("{SHARD_X_OF_Y}", f"{index:05d}-of-{count:05d}")
+        .replace("{SHARD_INDEX}", f"{index:05d}")
+        .replace("{NUM_SHARDS}", f"{count:05d}")
+    )
+
+
+def _counted_split(root: Path, name: str, template: str, split: Mapping[str, Any]) -> SplitInfo:
+    """A split whose ``dataset_info.json`` has no ``shardLengths`` (older TFDS versions):
+    its shards from ``numShards`` or, without it, every file the template matches; each
+    shard's records counted by walking its record headers (data CRCs are left to
+    ``verify``), and the total checked against ``statistics.numExamples`` when given."""
+    if "numShards" in split:
+        count = int(split["numShards"])
+        files = [_shard_file(template, index, count) for index in range(count)]
+        for file in files:
+            if not (root / file).is_file():
+                raise DatasetError(
+                    f"{root}: split {name!r} has shard {file} ({count} shards), which is missing"
+                )
+    else:
+        pattern = _shard_file(template, 0, 0).replace("00000-of-00000", "*-of-*").replace("00000", "*")
+        files = sorted(path.name for path in root.glob(pattern))
+    if not files:
+        raise DatasetError(
+            f"{root}: split {name!r} has no shard lengths and no shard files matching {template}"
+        )
+    shards = []
+    for file in files:
+        path = root / file
+        records = sum(1 for _ in iter_tfrecords(path, verify=False))
+        shards.append(ShardInfo(file=file, records=records, bytes=path.stat().st_size, sha256=""))
+    expected = split.get("statistics", {}).get("numExamples")
+    counted = sum(shard.records for shard in shards)
+    if expected is not None and int(expected) != counted:
+        raise DatasetError(
+            f"{root}: split {name!r} has {counted} records in its {len(files)} shards, but "
+            f"dataset_info.json says statistics.numExamples is {expected}"
+        )
     return SplitInfo(shards=shards)
 
 
@@ -268,20 +314,46 @@ class _Mapper:
 
     def audio(self, feature: Mapping[str, Any], key: str, in_sequence: bool) -> None:
         spec = feature.get("audio", {})
-        encoding = str(spec.get("encoding", "NONE")).lower()
+        encoding = str(spec.get("encoding", "none")).lower()
         dims = _dims(spec)
-        dtype = _WIRE_DTYPES.get(str(spec.get("dtype", "int64")))
-        if encoding not in ("none", "") or len(dims) != 1 or dtype is None or in_sequence:
-            self.skip(key, feature, f"audio stored as {encoding or 'samples'} of shape {dims}: not read")
+        dtype = str(spec.get("dtype", "int64"))
+        wire = _WIRE_DTYPES.get(dtype)
+        rate = int(spec.get("sampleRate") or 0)
+        if spec.get("lazyDecode"):
+            form = spec.get("fileFormat") or "files"
+            why = f"audio stored as encoded {form} files (lazy_decode) without their sample counts"
+            self.skip(key, feature, f"{why}, which the audio codec needs beside them")
             return
-        rate = spec.get("sampleRate")
+        channels = dims[1] if len(dims) == 2 else 1
+        if (
+            encoding not in ("none", "")
+            or len(dims) not in (1, 2)
+            or channels < 1
+            or wire is None
+            or in_sequence
+        ):
+            self.skip(key, feature, f"audio stored as {encoding} of shape {dims}: not read")
+            return
+        if not rate:
+            # No sample rate to declare: the samples as they are, a list of numbers.
+            self.add(
+                key,
+                {
+                    "codec": "scalar",
+                    "options": {"dtype": wire},
+                    "sequence": True,
+                    "description": f"TFDS Audio: samples ({dtype}), no sample rate recorded",
+                },
+            )
+            return
+        stored = "int_samples" if wire == "int64" else "float_samples"
         self.add(
             key,
             {
-                "codec": "scalar",
-                "options": {"dtype": dtype},
-                "sequence": True,
-                "description": f"TFDS Audio: mono samples ({spec.get('dtype')}), sample rate {rate} Hz",
+                "codec": "audio",
+                "options": {"sample_rate": rate, "channels": channels, "stored": stored},
+                "description": f"TFDS Audio: {dtype} samples at {rate} Hz"
+                + (" (16-bit values, read as int / 32768)" if wire == "int64" else ""),
             },
         )
 
@@ -301,8 +373,21 @@ class _Mapper:
             )
             return
         wire = _WIRE_DTYPES.get(dtype)
-        if encoding not in ("none", "") or wire is None or len(dims) + in_sequence > 1:
+        shape: list[int | None] = [None if d < 0 else d for d in ([-1] if in_sequence else []) + dims]
+        if encoding not in ("none", "") or wire is None or shape.count(None) > 1:
             self.skip(key, feature, f"a {dtype} tensor of shape {dims} (encoding {encoding}): not read")
+            return
+        if len(shape) > 1:
+            # Rank 2 and more (or a sequence of rank 1): TFDS stores the numbers flat.
+            self.add(
+                key,
+                {
+                    "codec": "tensor",
+                    "options": {"dtype": dtype, "shape": shape, "stored": "numbers"},
+                    "description": f"TFDS Tensor {dtype} of shape {dims}"
+                    + (" in a Sequence" if in_sequence else ""),
+                },
+            )
             return
         self.add(
             key,

@@ -4,18 +4,22 @@ The result has what every recordkit dataset has (``dataset.json`` with the schem
 per-shard sha256, the record-offset index) and reads without the TFDS files. Encoded
 images are stored byte for byte (the image codec's ``format: keep``), with their
 height, width and channels now stored beside them; boxes are stored in recordkit's
-canonical order (readers still get ``yxyx``, the schema's format); every other field
-is written from the values the numpy reader decodes.
+canonical order (readers still get ``yxyx``, the schema's format) and tensors as raw
+bytes (not TFDS's int64 or float lists); every other field
+is written from the values the numpy reader decodes. Audio samples stay the list of
+numbers TFDS stored unless ``audio`` asks for WAV or FLAC files (16-bit PCM: exact for
+16-bit samples).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from recordkit.dataset._manifest import Manifest
 from recordkit.dataset._tfds import load_tfds
+from recordkit.errors import DatasetError
 from recordkit.format._example import decode_example
 from recordkit.format._tfrecord import iter_tfrecords
 from recordkit.read._iter_records import iter_records
@@ -23,11 +27,16 @@ from recordkit.schema._fields import FieldSpec
 from recordkit.schema._schema import Schema
 from recordkit.write._writer import DatasetWriter
 
-__all__ = ["convert_dataset", "native_schema"]
+__all__ = ["AUDIO_FORMATS", "AudioFormat", "convert_dataset", "native_schema"]
+
+#: What ``convert`` may turn audio samples stored as numbers into.
+AudioFormat = Literal["wav", "flac"]
+AUDIO_FORMATS: tuple[AudioFormat, ...] = ("wav", "flac")
 
 
-def native_schema(adopted: Schema) -> Schema:
-    """``adopted`` (a schema that reads foreign keys) as a schema recordkit writes."""
+def native_schema(adopted: Schema, *, audio: AudioFormat | None = None) -> Schema:
+    """``adopted`` (a schema that reads foreign keys) as a schema recordkit writes;
+    ``audio`` (wav or flac) stores audio samples kept as numbers as encoded files."""
     fields: dict[str, FieldSpec] = {}
     for name, spec in adopted.fields.items():
         options = dict(spec.options)
@@ -36,17 +45,30 @@ def native_schema(adopted: Schema) -> Schema:
             options["format"] = "keep"
             if options.get("channels") is None:
                 options.pop("channels", None)
-        if spec.codec == "bbox":
+        if spec.codec in ("bbox", "tensor"):
+            # Canonical storage: boxes in recordkit's order, tensors as raw bytes.
             options.pop("stored", None)
+        if spec.codec == "audio" and audio is not None:
+            options.pop("stored", None)
+            options["format"] = audio
+        if audio is not None and spec.codec == "scalar" and "Audio" in spec.description:
+            raise DatasetError(
+                f"field {name!r}: TFDS recorded no sample rate for this audio, so it cannot be stored as "
+                f"{audio}; convert without --audio to keep its samples as numbers"
+            )
         data = spec.model_dump(exclude={"keys", "options"})
         fields[name] = FieldSpec(**data, options=options)
     return Schema(name=adopted.name, version=adopted.version, description=adopted.description, fields=fields)
 
 
-def convert_dataset(source: str | Path, out: str | Path, *, progress: bool | None = False) -> Manifest:
-    """Write every split of the TFDS folder ``source`` to the new dataset ``out``."""
+def convert_dataset(
+    source: str | Path, out: str | Path, *, audio: AudioFormat | None = None, progress: bool | None = False
+) -> Manifest:
+    """Write every split of the TFDS folder ``source`` to the new dataset ``out``;
+    ``audio`` (``"wav"`` or ``"flac"``) turns audio samples stored as numbers into
+    audio files of that format (default: kept as numbers)."""
     view = load_tfds(source)
-    schema = native_schema(view.schema)
+    schema = native_schema(view.schema, audio=audio)
     images = [name for name, spec in view.schema.fields.items() if spec.codec == "image"]
     others = [name for name in view.schema.fields if name not in images]
     with DatasetWriter(out, schema, progress=progress) as writer:

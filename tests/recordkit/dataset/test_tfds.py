@@ -7,6 +7,8 @@ readers and CLI must give what ``tfds.as_numpy(builder.as_dataset(...))`` gives.
 
 from __future__ import annotations
 
+import json
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +49,8 @@ def _builder_class() -> Any:
                         "caption": f.Text(),
                         "label": f.ClassLabel(names=["cat", "dog", "bird"]),
                         "embedding": f.Tensor(shape=(4,), dtype=np.float32),
+                        "matrix": f.Tensor(shape=(2, 3), dtype=np.int32),
+                        "track": f.Sequence(f.Tensor(shape=(2,), dtype=np.float32)),
                         "objects": f.Sequence(
                             {"bbox": f.BBoxFeature(), "label": f.ClassLabel(names=["a", "b"])}
                         ),
@@ -71,6 +75,8 @@ def _builder_class() -> Any:
                         "caption": f"caption {seed + i}",
                         "label": i % 3,
                         "embedding": rng.random(4).astype(np.float32),
+                        "matrix": rng.integers(-9, 9, (2, 3), dtype=np.int32),
+                        "track": rng.random((boxes + 1, 2)).astype(np.float32),
                         "objects": {
                             "bbox": [tfds.features.BBox(0.1, 0.2, 0.5 + j / 10, 0.6) for j in range(boxes)],
                             "label": [j % 2 for j in range(boxes)],
@@ -92,15 +98,25 @@ def _expected(builder: Any, split: str) -> list[dict[str, Any]]:
     return list(tfds.as_numpy(builder.as_dataset(split=split, shuffle_files=False)))
 
 
-def _check_record(got: dict[str, Any], want: dict[str, Any]) -> None:
+def _check_record(got: dict[str, Any], want: dict[str, Any], *, same_jpeg: bool = False) -> None:
     np.testing.assert_array_equal(np.asarray(got["image"]), want["image"])
     # TFDS decodes JPEG with TensorFlow's default (fast) DCT, recordkit with libjpeg's
     # accurate one (the method Pillow uses, so both of its readers agree): the same
-    # shape, pixels within a few levels.
+    # shape, pixels within a few levels; equal with the jpeg_dct: fast option.
     photo = np.asarray(got["photo"])
     assert photo.shape == want["photo"].shape
-    np.testing.assert_allclose(photo.astype(int), want["photo"].astype(int), atol=12)
-    np.testing.assert_array_equal(np.asarray(got["audio"]), want["audio"])
+    if same_jpeg:
+        np.testing.assert_array_equal(photo, want["photo"])
+    else:
+        np.testing.assert_allclose(photo.astype(int), want["photo"].astype(int), atol=12)
+    # The audio codec gives float32 [samples, 1] = int / 32768; TFDS the int64 samples.
+    audio = np.asarray(got["audio"])
+    assert audio.dtype == np.float32
+    assert audio.shape == (len(want["audio"]), 1)
+    np.testing.assert_array_equal((audio[:, 0] * 32768).astype(np.int64), want["audio"])
+    np.testing.assert_array_equal(np.asarray(got["matrix"]), want["matrix"])
+    assert np.asarray(got["matrix"]).dtype == want["matrix"].dtype
+    np.testing.assert_array_equal(np.asarray(got["track"]), want["track"])
     assert str(got["caption"] if isinstance(got["caption"], str) else got["caption"].decode()) == (
         want["caption"].decode()
     )
@@ -121,7 +137,15 @@ def test_features_map_onto_codecs(prepared: tuple[Path, Any]) -> None:
     assert fields["label"].options["names"] == ["cat", "dog", "bird"]
     assert fields["objects.bbox"].options["labels"] == ["a", "b"]
     assert fields["objects.bbox"].keys == {"": "objects/bbox", "labels": "objects/label"}
-    assert "8000 Hz" in fields["audio"].description
+    assert (fields["audio"].codec, fields["audio"].options) == (
+        "audio",
+        {"sample_rate": 8000, "channels": 1, "stored": "int_samples"},
+    )
+    assert (fields["matrix"].codec, fields["matrix"].options) == (
+        "tensor",
+        {"dtype": "int32", "shape": [2, 3], "stored": "numbers"},
+    )
+    assert fields["track"].options == {"dtype": "float32", "shape": [None, 2], "stored": "numbers"}
     assert view.skipped == ()
     assert {name: info.num_records for name, info in view.manifest.splits.items()} == {"train": 5, "test": 3}
 
@@ -152,6 +176,44 @@ def test_load_dataset_equals_tfds(prepared: tuple[Path, Any], split: str) -> Non
     assert len(got) == len(want)
     for g, w in zip(got, want, strict=True):
         _check_record(g, w)
+
+
+def test_fast_dct_gives_tfds_jpeg_pixels(prepared: tuple[Path, Any]) -> None:
+    """With the image codec's ``jpeg_dct: fast`` (a decode option), the tf.data reader's
+    JPEG pixels equal what TFDS gives; the default stays accurate (so they differ)."""
+    root, builder = prepared
+    schema = rk.open_tfds(root).schema
+    fast = schema.model_copy(deep=True)
+    fast.fields["photo"].options["jpeg_dct"] = "fast"
+    want = _expected(builder, "train")
+    got = next(iter(rk.load_dataset(root, split="train", schema=fast, fields=["photo"], batch_size=5)))
+    accurate = next(iter(rk.load_dataset(root, split="train", fields=["photo"], batch_size=5)))
+    differs = False
+    for i, w in enumerate(want):
+        np.testing.assert_array_equal(got["photo"][i].numpy(), w["photo"])
+        differs = differs or not np.array_equal(accurate["photo"][i].numpy(), w["photo"])
+    assert differs
+
+
+def test_splits_without_shard_lengths_are_counted(prepared: tuple[Path, Any], tmp_path: Path) -> None:
+    """Older TFDS versions record no shardLengths: the shards' records are counted."""
+    root, builder = prepared
+    info = json.loads((root / "dataset_info.json").read_text())
+    for split in info["splits"]:
+        del split["shardLengths"]
+    for file in root.iterdir():
+        if file.name != "dataset_info.json":
+            shutil.copy(file, tmp_path / file.name)
+    (tmp_path / "dataset_info.json").write_text(json.dumps(info))
+    view = load_tfds(tmp_path)
+    assert {name: s.num_records for name, s in view.manifest.splits.items()} == {"train": 5, "test": 3}
+    got = list(rk.iter_records(tmp_path, split="test"))
+    for g, w in zip(got, _expected(builder, "test"), strict=True):
+        _check_record(g, w)
+    info["splits"][0]["statistics"] = {"numExamples": 99}
+    (tmp_path / "dataset_info.json").write_text(json.dumps(info))
+    with pytest.raises(rk.errors.DatasetError, match=r"statistics\.numExamples is 99"):
+        load_tfds(tmp_path)
 
 
 def test_images_without_sizes_pad_and_resize(prepared: tuple[Path, Any]) -> None:
@@ -208,12 +270,36 @@ def test_convert_gives_a_native_dataset_with_the_same_values(
     manifest = Manifest.load(out)
     assert manifest.schema.fields["image"].options["format"] == "keep"
     assert all(shard.sha256 for info in manifest.splits.values() for shard in info.shards)
+    # Audio samples stay numbers by default; tensors become raw bytes.
+    assert manifest.schema.fields["audio"].options["stored"] == "int_samples"
+    assert manifest.schema.fields["matrix"].options == {"dtype": "int32", "shape": [2, 3]}
     for split in SPLITS:
         got = list(rk.iter_records(out, split=split, verify_sha256=True))
         want = _expected(builder, split)
         assert len(got) == len(want)
         for g, w in zip(got, want, strict=True):
             _check_record(g, w)
+
+
+def test_convert_makes_audio_files_when_asked(prepared: tuple[Path, Any], tmp_path: Path) -> None:
+    root, builder = prepared
+    out = tmp_path / "wav"
+    converted = CliRunner().invoke(main, ["convert", "--audio", "wav", str(root), str(out)])
+    assert converted.exit_code == 0, converted.output
+    options = Manifest.load(out).schema.fields["audio"].options
+    assert (options["format"], options["sample_rate"]) == ("wav", 8000)
+    assert "stored" not in options
+    shard = out / Manifest.load(out).splits["train"].shards[0].file
+    first = decode_example(next(iter_tfrecords(shard))[1])
+    assert bytes(first["audio"][1][0]).startswith(b"RIFF")
+    for g, w in zip(rk.iter_records(out, split="train"), _expected(builder, "train"), strict=True):
+        _check_record(g, w)
+    flac = convert_dataset(root, tmp_path / "flac", audio="flac")
+    assert flac.schema.fields["audio"].options["format"] == "flac"
+    for g, w in zip(
+        rk.iter_records(tmp_path / "flac", split="test"), _expected(builder, "test"), strict=True
+    ):
+        _check_record(g, w)
 
 
 def test_convert_keeps_encoded_bytes(prepared: tuple[Path, Any], tmp_path: Path) -> None:
