@@ -36,6 +36,7 @@ from recordkit.schema._record_class import Record, field, schema_of
 from recordkit.schema._schema import BoundSchema, Schema
 from recordkit.tools._adopt import infer_schema
 from recordkit.tools._codegen import generate_parser_code
+from recordkit.tools._convert import convert_dataset
 from recordkit.write._writer import DatasetWriter, WriteOptions, write_dataset
 
 __all__ = [
@@ -76,6 +77,7 @@ __all__ = [
     "__version__",
     "byte_breakdown",
     "check_compatibility",
+    "convert_dataset",
     "default_registry",
     "errors",
     "feature_spec",
