@@ -11,11 +11,15 @@ say.
 
 The inputs are made by Pillow, soundfile and zlib, whose output may change between
 their versions: the golden file records the versions it was made with, and the test is
-skipped (saying which differs) in an environment with other versions. A second fixed dataset gives the codecs' fast paths (issue 19) the input forms they
-take: boxes as float32, float64 and integer arrays, lists and tuples in every box
-format, labels as arrays, ids and names, values on the bounds and just outside them
-(clamped), and JPEGs and PNGs kept unchanged; its bytes were pinned before the fast
-paths were written, so they prove the fast paths write what the general paths did.
+skipped (saying which differs) in an environment with other versions.
+
+A second fixed dataset gives the codecs' fast paths (issue 19) the input forms they
+take: boxes as float16, float32 and float64 arrays (C and Fortran order), lists and
+tuples, in every box format; labels as arrays, ids and names; values on the bounds and
+just outside them (clamped); JPEGs (baseline and progressive) and PNGs kept unchanged.
+Its bytes were pinned before the fast paths were written, so they prove that the fast
+paths write what the general paths did.
+
 Regenerate the file only when a change of bytes is intended, or the libraries changed::
 
     PYTHONPATH=sdk:plugins python tests/recordkit/write/test_golden_bytes.py --update
