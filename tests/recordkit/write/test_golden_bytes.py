@@ -290,11 +290,10 @@ def test_written_bytes_equal_the_golden_ones(tmp_path: Path, variant: str) -> No
 
 
 def test_fast_path_bytes_equal_the_golden_ones(tmp_path: Path) -> None:
+    # The shards and their indexes only: the manifest (the schema's fingerprint, which
+    # follows the codecs' options) is pinned by the variants above.
     expected = _golden()["fast_paths"]
-    got = written_fast_paths(tmp_path)
-    assert got["manifest"] == expected["manifest"]
-    assert got["files"] == expected["files"]
-    assert got["manifest_sha256"] == expected["manifest_sha256"]
+    assert written_fast_paths(tmp_path)["files"] == expected["files"]
 
 
 def test_the_fixed_records_use_every_built_in_codec() -> None:
@@ -310,7 +309,7 @@ def _update() -> None:
 
     with tempfile.TemporaryDirectory() as tmp:
         variants = {variant: written(Path(tmp), variant) for variant in VARIANTS}
-        fast_paths = written_fast_paths(Path(tmp))
+        fast_paths = {"files": written_fast_paths(Path(tmp))["files"]}
     golden = {"environment": environment(), "variants": variants, "fast_paths": fast_paths}
     GOLDEN.write_text(
         json.dumps(golden, indent=1, sort_keys=True) + "\n",
