@@ -109,6 +109,10 @@ class BBoxCodec(rk.Codec[BBoxOptions]):
     def __init__(self, options: BBoxOptions | Mapping[str, Any] | None = None) -> None:
         super().__init__(options)
         self._label_ids = {n: i for i, n in enumerate(self.options.labels or ())}
+        #: The keys besides ``boxes`` of a record's dict (labels, then the extras), and
+        #: all of them: looked up once here, not per record.
+        self._wanted = (["labels"] if self.options.labels is not None else []) + list(self.options.extras)
+        self._column_keys = frozenset(("boxes", *self._wanted))
 
     @property
     def _has_dict(self) -> bool:
@@ -179,9 +183,10 @@ class BBoxCodec(rk.Codec[BBoxOptions]):
 
     def encode(self, value: Any) -> rk.WireValues:
         boxes, labels, extras = self._split(value)
-        # Few plain boxes (the common record) are checked and converted in plain Python;
-        # anything else, or any doubt, takes the full numpy path, which explains errors.
-        canonical = _few_plain_boxes(boxes, self.options.format, self.options.normalized)
+        # Plainly valid boxes (the common record: an array, or a few boxes of Python
+        # numbers) take a short path of a few vectorised steps; anything else, or any
+        # doubt, takes the full numpy path, which clamps and explains errors.
+        canonical = _plain_boxes(boxes, self.options.format, self.options.normalized)
         if canonical is None:
             canonical = self._canonical(_as_boxes(boxes))
         count = len(canonical)
@@ -196,7 +201,9 @@ class BBoxCodec(rk.Codec[BBoxOptions]):
 
     def _split(self, value: Any) -> tuple[Any, Any, dict[str, Any]]:
         """The boxes, labels and extras of a record, from any accepted input form."""
-        wanted = (["labels"] if self.options.labels is not None else []) + list(self.options.extras)
+        wanted = self._wanted
+        if type(value) is dict and value.keys() == self._column_keys:  # the common record
+            return value["boxes"], value.get("labels"), {name: value[name] for name in self.options.extras}
         if isinstance(value, Mapping):
             return self._split_columns(value, wanted)
         if isinstance(value, (list, tuple)) and value and all(isinstance(v, Mapping) for v in value):
@@ -279,6 +286,13 @@ class BBoxCodec(rk.Codec[BBoxOptions]):
 
     def _label_ids_of(self, labels: Any, count: int) -> np.ndarray:
         names_count = len(self.options.labels or [])
+        # Integer ids in an array take one range check (out of range: the loop below says
+        # which); min and max of a record's few ids are cheaper on a list than in numpy.
+        if type(labels) is np.ndarray and labels.dtype.kind in "iu" and labels.shape == (count,):
+            values = labels.tolist()
+            if count == 0 or (min(values) >= 0 and max(values) < names_count):
+                ids: np.ndarray = labels.astype(np.int64)
+                return ids
         if type(labels) in (list, tuple) and len(labels) == count:
             # All names, or all ids in range (the common records): no per-label checks.
             if all(type(label) is str for label in labels):
@@ -290,15 +304,6 @@ class BBoxCodec(rk.Codec[BBoxOptions]):
                 count == 0 or (min(labels) >= 0 and max(labels) < names_count)
             ):
                 return np.array(labels, dtype=np.int64)
-        # Integer ids in an array take one range check (out of range: the loop below says which).
-        if (
-            isinstance(labels, np.ndarray)
-            and labels.dtype.kind in "iu"
-            and labels.shape == (count,)
-            and (count == 0 or (labels.min() >= 0 and labels.max() < names_count))
-        ):
-            ids: np.ndarray = labels.astype(np.int64)
-            return ids
         items = _as_list("labels", labels)
         if len(items) != count:
             raise rk.errors.InvalidValueError(f"{count} boxes but {len(items)} labels")
@@ -451,25 +456,36 @@ _PLAIN_PIXEL_LIMIT = 2.0**53
 _PLAIN_NUMBERS = (float, int)
 
 
-def _few_plain_boxes(boxes: Any, fmt: str, normalized: bool) -> np.ndarray | None:
-    """Up to ``_FEW_BOXES`` boxes as float32 ``x_min, y_min, x_max, y_max``, converted
-    from ``fmt`` in float64 exactly as the numpy path converts them, when every box is
-    made of Python numbers (or is a row of a numeric array) and is plainly valid: no
+def _plain_boxes(boxes: Any, fmt: str, normalized: bool) -> np.ndarray | None:
+    """Boxes as float32 ``x_min, y_min, x_max, y_max``, converted from ``fmt`` in
+    float64 exactly as the numpy path converts them, when they are plainly valid: no
     coordinate outside ``[0, 1]`` (or negative pixels), none needing the tolerance, no
-    NaN. None for anything else: the numpy path then checks, clamps or explains."""
-    if isinstance(boxes, np.ndarray):
-        if boxes.shape in ((0,), (0, 4)):
-            return np.zeros((0, 4), dtype=np.float32)
-        if boxes.ndim != 2 or boxes.shape[1] != 4 or boxes.dtype.kind not in "iuf" or len(boxes) > _FEW_BOXES:
-            return None
-        rows: Any = boxes.astype(np.float64, copy=False).tolist()
-    elif type(boxes) in (list, tuple) and len(boxes) <= _FEW_BOXES:
+    NaN. Boxes in a numeric array are converted and checked column-wise, whatever their
+    number; a few boxes of Python numbers box by box. None for anything else: the numpy
+    path then checks, clamps or explains."""
+    upper = 1.0 if normalized else _PLAIN_PIXEL_LIMIT
+    if type(boxes) is np.ndarray:
+        if boxes.ndim != 2 or boxes.shape[1] != 4 or boxes.dtype.kind not in "iuf":
+            return np.zeros((0, 4), dtype=np.float32) if boxes.shape == (0,) else None
+        if fmt == "xyxy" and boxes.dtype.kind == "f" and boxes.itemsize <= 8:  # checked as they are
+            return boxes.astype(np.float32) if _plainly_valid(boxes, upper) else None
+        wide = boxes.astype(np.float64)
+        if fmt != "xyxy":
+            wide = np.stack(_to_xyxy((wide[:, 0], wide[:, 1], wide[:, 2], wide[:, 3]), fmt), axis=1)
+        return wide.astype(np.float32) if _plainly_valid(wide, upper) else None
+    return _few_plain_boxes(boxes, fmt, upper)
+
+
+def _few_plain_boxes(boxes: Any, fmt: str, upper: float) -> np.ndarray | None:
+    """Up to ``_FEW_BOXES`` boxes made of Python numbers (lists or tuples of four) as
+    :func:`_plain_boxes` gives them, checked and converted box by box (for a few boxes
+    that beats building an array); None for anything else."""
+    if type(boxes) in (list, tuple) and len(boxes) <= _FEW_BOXES:
         if not boxes:
             return np.zeros((0, 4), dtype=np.float32)
         rows = boxes
     else:
         return None
-    upper = 1.0 if normalized else _PLAIN_PIXEL_LIMIT
     out = []
     for row in rows:
         if type(row) not in (list, tuple) or len(row) != 4:
@@ -492,7 +508,8 @@ def _few_plain_boxes(boxes: Any, fmt: str, normalized: bool) -> np.ndarray | Non
 def _plainly_valid(xyxy: np.ndarray, upper: float) -> bool:
     """Whether every box is finite, within ``[0, upper]`` and has min <= max: the common
     case, which needs no clipping or tolerance. Any doubt (a NaN fails every comparison)
-    returns False, and the full check then says what is wrong."""
+    returns False, and the full check then says what is wrong. Floats of any width
+    compare exactly as their float64 values would (``tolist`` widens them exactly)."""
     if len(xyxy) <= _FEW_BOXES:
         return all(0.0 <= x0 <= x1 <= upper and 0.0 <= y0 <= y1 <= upper for x0, y0, x1, y1 in xyxy.tolist())
     low, high = xyxy.min(), xyxy.max()

@@ -78,10 +78,17 @@ def test_the_stability_check_reports_every_run_of_every_writer(
 ) -> None:
     results, printed, _ = toy_run
     config = results["meta"]["config"]
-    rows = {row["contender"]: row for row in results["stability"]}
-    assert set(rows) == {"recordkit (durable=False)", "recordkit (durable, 16 MB shards)", "hand-written"}
-    for row in rows.values():
-        assert row["records"] == config["stability_records"]
+    rows = {(row["workload"], row["contender"]): row for row in results["stability"]}
+    assert set(rows) == {
+        ("mixed", "recordkit (durable=False)"),
+        ("mixed", "recordkit (durable, 16 MB shards)"),
+        ("mixed", "hand-written"),
+        ("raw-jpeg", "recordkit (durable=False)"),
+        ("raw-jpeg", "hand-written"),
+    }
+    for (workload, _), row in rows.items():
+        records = config["stability_records"] if workload == "mixed" else config["raw_records"]
+        assert row["records"] == records
         assert len(row["records_per_s"]) == config["stability_runs"]
         assert row["min_records_per_s"] == min(row["records_per_s"])
         assert min(row["records_per_s"]) <= row["median_records_per_s"] <= max(row["records_per_s"])

@@ -29,7 +29,7 @@ import recordkit as rk
 from recordkit.format._example import decode_example
 from recordkit.read._numpy_decode import decode_record_numpy
 from recordkit.testing import BadInput, CodecCase, check_codec
-from recordkit_codecs.bbox import BOX_FORMATS, BBoxCodec, _as_boxes, _few_plain_boxes, convert_boxes
+from recordkit_codecs.bbox import BOX_FORMATS, BBoxCodec, _as_boxes, _plain_boxes, convert_boxes
 
 # Normalized xyxy boxes per record: 2 boxes, none, 3 (one touching the border).
 XYXY = [
@@ -469,26 +469,33 @@ _COORDINATE = st.one_of(
     st.data(),
     st.sampled_from(BOX_FORMATS),
     st.booleans(),
-    st.sampled_from(["list", "float array", "int array"]),
+    st.sampled_from(["list", "tuple", "float array", "float32 array", "int array", "many boxes"]),
 )
-def test_the_plain_python_path_agrees_with_numpy_to_the_bit(
+def test_the_plain_path_agrees_with_the_full_numpy_path_to_the_bit(
     data: st.DataObject, fmt: str, normalized: bool, form: str
 ) -> None:
-    """Few plain boxes are checked and converted without numpy (the writer's hot path):
-    whatever it accepts, the numpy path stores identically; what it declines, the numpy
-    path decides (clamps within tolerance, or refuses with the reason)."""
+    """Plainly valid boxes take a short path (the writer's hot path: arrays column-wise,
+    a few boxes of Python numbers box by box): whatever it accepts, the full numpy path
+    stores identically; what it declines, the full path decides (clamps within
+    tolerance, or refuses with the reason)."""
     scale = 1.0 if normalized else data.draw(st.sampled_from([1.0, 640.0, 3.0e9]))
     boxes = (_in(fmt, data.draw(_normalized_xyxy())) * scale).tolist()
     if boxes and data.draw(st.booleans()):  # one coordinate anything at all
         row, column = data.draw(st.integers(0, len(boxes) - 1)), data.draw(st.integers(0, 3))
         boxes[row][column] = data.draw(_COORDINATE)
     value: Any = boxes
-    if form != "list":
+    if form == "tuple":
+        value = tuple(tuple(box) for box in boxes)
+    elif form != "list":
         value = np.asarray(boxes, dtype=np.float64).reshape(-1, 4)
         if form == "int array":
             value = np.round(np.clip(np.nan_to_num(value), -1e15, 1e15)).astype(np.int64)
+        elif form == "float32 array":
+            value = value.astype(np.float32)
+        elif form == "many boxes":  # more than a few: checked column-wise too
+            value = np.tile(value, (20, 1))
     codec = BBoxCodec({"format": fmt, "normalized": normalized})
-    fast = _few_plain_boxes(value, fmt, normalized)
+    fast = _plain_boxes(value, fmt, normalized)
     try:
         slow = codec._canonical(_as_boxes(value))
     except rk.errors.InvalidValueError:

@@ -16,7 +16,8 @@ inflate: :func:`iter_tfrecords` stops at the first damage (strict), and
 :func:`scan_tfrecords` reports damage and carries on from the next intact record.
 
 Shards are written by :class:`recordkit.write._shard_file.ShardFile` from records framed
-by :func:`frame_pieces`, compressed by :func:`compressor`.
+by :func:`frame_into` (straight into its chunk) or :func:`frame_pieces`, compressed by
+:func:`compressor`.
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ __all__ = [
     "Damage",
     "OversizedRecord",
     "compressor",
+    "frame_into",
     "frame_pieces",
     "frame_record",
     "iter_tfrecords",
@@ -135,6 +137,26 @@ def unframe_record(framed: bytes, *, shard: str, offset: int, verify: bool = Tru
 _crc_extend = google_crc32c.extend
 _pack_length = _LENGTH.pack
 _pack_crc = _CRC.pack
+_HEADER = struct.Struct("<QI")
+
+
+def frame_into(view: memoryview, start: int, pieces: Sequence[bytes], size: int) -> int:
+    """Write one record given as pieces (of ``size`` bytes in all), framed, into
+    ``view`` at ``start``; the end of the frame. The bytes are those of
+    :func:`frame_pieces`, with each piece copied once, straight into place (no joined
+    record in between): the writer frames records into its shard chunk this way.
+    """
+    length = _pack_length(size)
+    _HEADER.pack_into(view, start, size, _mask(google_crc32c.value(length)))
+    position = start + HEADER_BYTES
+    crc = 0
+    for piece in pieces:
+        end = position + len(piece)
+        view[position:end] = piece
+        crc = _crc_extend(crc, piece)
+        position = end
+    _CRC.pack_into(view, position, _mask(crc))
+    return position + FOOTER_BYTES
 
 
 def frame_pieces(pieces: Sequence[bytes], size: int) -> bytes:

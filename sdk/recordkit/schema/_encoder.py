@@ -71,9 +71,14 @@ class RecordEncoder:
 
     def encode_framed(self, record: Any, index: int | str | None = None) -> bytes:
         """The serialized Example of ``record`` with its TFRecord framing, ready to be
-        appended to a shard (the writer's path: payloads are copied once)."""
+        appended to a shard (what worker processes send back: payloads copied once)."""
+        return frame_pieces(*self.encode_pieces(record, index))
+
+    def encode_pieces(self, record: Any, index: int | str | None = None) -> tuple[list[bytes], int]:
+        """The serialized Example of ``record`` as pieces, not joined, and its size: the
+        writer frames them straight into its shard chunk (payloads are copied once)."""
         pieces = join_entries(self._entries(record, index))
-        return frame_pieces(pieces, sum(map(len, pieces)))
+        return pieces, sum(map(len, pieces))
 
     def encode_with_sizes(self, record: Any, index: int | str | None = None) -> EncodedRecord:
         """Deprecated: use :meth:`encode`, then :func:`recordkit.byte_breakdown` on the

@@ -25,13 +25,13 @@ import os
 import re
 import secrets
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 from recordkit.dataset._manifest import ShardIndex, ShardInfo
 from recordkit.format._index import RecordIndex, index_name, write_index
-from recordkit.format._tfrecord import Compression, compressor
+from recordkit.format._tfrecord import FRAMING_BYTES, Compression, compressor, frame_into, frame_pieces
 
 __all__ = [
     "DEFAULT_SHARD_BYTES",
@@ -209,19 +209,47 @@ class ShardFile:
         """Append one record framed by :func:`~recordkit.format._tfrecord.frame_pieces`
         (or ``frame_record``): a copy into the chunk being filled, nothing else."""
         size = len(framed)
+        start = self._reserve(size)
+        if start < 0:  # a record bigger than a chunk goes as it is
+            self._submit(framed, None)
+            return
+        with memoryview(self._buffer) as view:
+            view[start : start + size] = framed
+        self._filled = start + size
+
+    def add_pieces(self, pieces: Sequence[bytes], size: int) -> None:
+        """Append one record given as the pieces of its data (``size`` bytes in all),
+        framed straight into the chunk being filled (:func:`frame_into`): each piece is
+        copied once, and no joined record is made."""
+        framed_size = size + FRAMING_BYTES
+        start = self._reserve(framed_size)
+        if start < 0:
+            self._submit(frame_pieces(pieces, size), None)
+            return
+        with memoryview(self._buffer) as view:
+            self._filled = frame_into(view, start, pieces, size)
+
+    def _reserve(self, size: int) -> int:
+        """Count a record of ``size`` framed bytes in; where it goes in the chunk being
+        filled (handing a full chunk off first, and making room), or -1 when it is
+        bigger than a chunk and goes to the background thread on its own."""
         self._offsets.append(self.payload_bytes)
         self.records += 1
         self.payload_bytes += size
         start = self._filled
         if start + size > self._chunk_bytes:
             self._hand_off()
-            if size >= self._chunk_bytes:  # a record bigger than a chunk goes as it is
-                self._submit(framed, None)
-                return
+            if size >= self._chunk_bytes:
+                return -1
             start = 0
-        # Overwrites a reused buffer, or grows it past its end (amortised, as a list).
-        self._buffer[start : start + size] = framed
-        self._filled = start + size
+        buffer = self._buffer
+        if len(buffer) < start + size:
+            # Grown as a list grows (small shards stay small), in zeros that the copy
+            # overwrites: copies go through a memoryview, which cannot grow the buffer
+            # but copies about twice as fast as bytearray slice assignment.
+            grown = min(self._chunk_bytes, max(start + size, 2 * len(buffer), 1 << 16))
+            buffer.extend(bytes(grown - len(buffer)))
+        return start
 
     def _hand_off(self) -> None:
         """Send the filled part of the chunk to the background thread; take an empty one."""

@@ -48,7 +48,7 @@ from recordkit.dataset._manifest import (
     UnfinishedWrite,
 )
 from recordkit.errors import DatasetError, IncompatibleSchemaError, RecordError, RecordkitError
-from recordkit.format._tfrecord import Compression
+from recordkit.format._tfrecord import FRAMING_BYTES, Compression
 from recordkit.schema._compatibility import check_compatibility
 from recordkit.schema._encoder import RecordEncoder, record_items
 from recordkit.schema._record_class import Record, schema_of
@@ -170,8 +170,24 @@ class _Split:
         self.input_done = False
 
     def add(self, framed: bytes) -> None:
+        """Append one framed record (as worker processes send them)."""
+        self._shard_for(len(framed)).add(framed)
+        self.handled += 1
+        self.writer._progress.advance(len(framed))
+
+    def add_pieces(self, pieces: list[bytes], size: int) -> None:
+        """Append one record given as the pieces of its Example (``size`` bytes), framed
+        straight into the shard (the one-process path)."""
+        framed_size = size + FRAMING_BYTES
+        self._shard_for(framed_size).add_pieces(pieces, size)
+        self.handled += 1
+        self.writer._progress.advance(framed_size)
+
+    def _shard_for(self, framed_size: int) -> ShardFile:
+        """The shard a record of ``framed_size`` bytes goes to: the current one, or a
+        new one when it is full (the full one is committed)."""
         shard = self.shard
-        if shard is None or not shard.fits(len(framed), self.writer._limits):
+        if shard is None or not shard.fits(framed_size, self.writer._limits):
             if shard is not None:
                 self.commit_shard()
             index = len(self.info.shards) + (self.committing is not None)
@@ -179,9 +195,7 @@ class _Split:
             shard = self.shard = ShardFile(
                 self.writer.root / name, self.writer.compression, durable=self.writer.durable
             )
-        shard.add(framed)
-        self.handled += 1
-        self.writer._progress.advance(len(framed))
+        return shard
 
     def reject(self, index: int, key: str | None, error: RecordkitError) -> None:
         self.rejects.add(index, key, error)
@@ -448,11 +462,11 @@ class DatasetWriter:
         label: int | str = index if key is None else key
         if self._workers < 2:
             try:
-                framed = self._encoder.encode_framed(record, label)
+                pieces, size = self._encoder.encode_pieces(record, label)
             except RecordkitError as exc:
                 self._reject(state, index, key, exc)
                 return
-            state.add(framed)
+            state.add_pieces(pieces, size)
             return
         state.batch_meta.append((index, key))
         state.batch_items.append((label, record))

@@ -25,7 +25,7 @@ from recordkit.format._example import (
     normalize_values,
     payload_entry_head,
 )
-from recordkit.format._tfrecord import frame_pieces, frame_record
+from recordkit.format._tfrecord import FRAMING_BYTES, frame_into, frame_pieces, frame_record
 
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 
@@ -194,6 +194,13 @@ def test_entries_with_an_uncopied_payload_make_the_example(
     assert example == encode({**features, "payload": (WireKind.BYTES, [payload])})
     assert tf.train.Example.FromString(example).features.feature["payload"].bytes_list.value == [payload]
     assert frame_pieces(pieces, len(example)) == frame_record(example)
+    chunk = bytearray(b"\xee" * (len(example) + 40))  # framed into place, at an offset
+    with memoryview(chunk) as view:
+        end = frame_into(view, 7, pieces, len(example))
+    assert end == 7 + len(example) + FRAMING_BYTES
+    assert bytes(chunk[7:end]) == frame_record(example)
+    assert chunk[:7] == b"\xee" * 7  # nothing else touched
+    assert chunk[end:] == b"\xee" * (len(chunk) - end)
 
 
 @given(int64s)

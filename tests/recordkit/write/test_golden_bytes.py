@@ -11,8 +11,16 @@ say.
 
 The inputs are made by Pillow, soundfile and zlib, whose output may change between
 their versions: the golden file records the versions it was made with, and the test is
-skipped (saying which differs) in an environment with other versions. Regenerate the
-file only when a change of bytes is intended, or the libraries changed::
+skipped (saying which differs) in an environment with other versions.
+
+A second fixed dataset gives the codecs' fast paths (issue 19) the input forms they
+take: boxes as float16, float32 and float64 arrays (C and Fortran order), lists and
+tuples, in every box format; labels as arrays, ids and names; values on the bounds and
+just outside them (clamped); JPEGs (baseline and progressive) and PNGs kept unchanged.
+Its bytes were pinned before the fast paths were written, so they prove that the fast
+paths write what the general paths did.
+
+Regenerate the file only when a change of bytes is intended, or the libraries changed::
 
     PYTHONPATH=sdk:plugins python tests/recordkit/write/test_golden_bytes.py --update
 """
@@ -123,6 +131,95 @@ def records() -> list[dict[str, Any]]:
     return out
 
 
+#: The fast-path dataset (see the module docstring): one field per input form of the
+#: codecs' fast paths, in the shape of the benchmarks' mixed records.
+FAST_SCHEMA = rk.Schema(
+    name="golden_fast_paths",
+    version="1",
+    fields={
+        "image": rk.FieldSpec(codec="image", options={"format": "keep"}),
+        "objects": rk.FieldSpec(codec="bbox", options={"labels": ["a", "b", "c", "d", "e"]}),
+        "scored": rk.FieldSpec(codec="bbox", options={"labels": ["a", "b"], "extras": ["score"]}),
+        "plain": rk.FieldSpec(codec="bbox"),
+        "centred": rk.FieldSpec(codec="bbox", options={"format": "cxcywh"}),
+        "pixels": rk.FieldSpec(codec="bbox", options={"format": "xywh", "normalized": False}),
+        "tfds_boxes": rk.FieldSpec(codec="bbox", options={"format": "yxyx", "stored": "yxyx"}),
+        "label": rk.FieldSpec(codec="label", options={"num_classes": 10}),
+    },
+)
+FAST_RECORDS = 30
+
+
+def _fast_image(rng: np.random.Generator, i: int) -> bytes:
+    """A JPEG or PNG to keep: baseline and progressive, grey, RGB and RGBA."""
+    h, w = (int(v) for v in rng.integers(8, 48, size=2))
+    pixels = rng.integers(0, 256, size=(h, w, 4), dtype=np.uint8)
+    image = Image.fromarray(pixels[:, :, : (1, 3, 3, 4, 3)[i % 5]].squeeze())
+    out = io.BytesIO()
+    if i % 5 == 3:
+        image.save(out, format="PNG")
+    else:
+        image.save(out, format="JPEG", quality=85, progressive=i % 5 == 2)
+    return out.getvalue()
+
+
+def _box_forms(boxes: np.ndarray, i: int) -> Any:
+    """The same boxes in one of the forms records give them in."""
+    forms = (
+        boxes.astype(np.float32),
+        boxes,  # float64
+        boxes.tolist(),
+        tuple(tuple(b) for b in boxes.tolist()),
+        boxes.astype(np.float16),
+        np.asfortranarray(boxes),
+    )
+    return forms[i % len(forms)]
+
+
+def fast_records() -> list[dict[str, Any]]:
+    """The fast-path dataset's records (seeded: the same on every run)."""
+    rng = np.random.default_rng(19)
+    out = []
+    for i in range(FAST_RECORDS):
+        count = int(rng.integers(0, 7)) if i % 7 else 0
+        corners = np.sort(rng.uniform(0.0, 1.0, size=(count, 2, 2)), axis=1)
+        boxes = np.concatenate([corners[:, 0], corners[:, 1]], axis=1)
+        if count and i % 4 == 1:  # on the bounds, and just outside them (clamped)
+            boxes[0] = [0.0, 0.0, 1.0, 1.0]
+            boxes[-1, 2] = 1.0 + 1e-9
+        ids = rng.integers(0, 5, size=count)
+        label_forms = (
+            ids,
+            ids.tolist(),
+            [["a", "b", "c", "d", "e"][k] for k in ids.tolist()],
+            ids.astype(np.int32),
+        )
+        centred = np.stack(
+            [boxes[:, 0:2].mean(axis=1), boxes[:, 1:3].mean(axis=1), boxes[:, 2] * 0.5, boxes[:, 3] * 0.5],
+            axis=1,
+        )
+        pixels = np.floor(boxes * 100).astype(np.int64) if i % 2 else boxes * 640.0
+        out.append(
+            {
+                "image": _fast_image(rng, i),
+                "objects": {"boxes": _box_forms(boxes, i), "labels": label_forms[i % 4]},
+                "scored": {
+                    "boxes": _box_forms(boxes, i + 1),
+                    "labels": (ids % 2).tolist() if i % 2 else ids % 2,
+                    "score": rng.uniform(0, 1, size=count)
+                    if i % 2
+                    else rng.uniform(0, 1, size=count).tolist(),
+                },
+                "plain": _box_forms(boxes, i + 2) if count or i % 2 else [],
+                "centred": _box_forms(centred.clip(0.25, 0.5), i + 3),
+                "pixels": pixels if i % 3 else pixels.tolist(),
+                "tfds_boxes": _box_forms(boxes[:, [1, 0, 3, 2]], i + 4),
+                "label": int(rng.integers(0, 10)) if i % 2 else np.int64(i % 10),
+            }
+        )
+    return out
+
+
 def manifest_without_timestamps(root: Path) -> dict[str, Any]:
     """``dataset.json`` less what changes from run to run (when the write started) or
     release to release (the versions of recordkit and of the distributions of codecs)."""
@@ -148,6 +245,20 @@ def written(root: Path, variant: str) -> dict[str, Any]:
         progress=False,
         durable=False,
     )
+    return _digests(path)
+
+
+def written_fast_paths(root: Path) -> dict[str, Any]:
+    """Write the fast-path dataset in one process; the sha256s as :func:`written` gives."""
+    path = root / "fast-paths"
+    rk.write_dataset(
+        fast_records(), FAST_SCHEMA, path, shard_records=SHARD_RECORDS, progress=False, durable=False
+    )
+    return _digests(path)
+
+
+def _digests(path: Path) -> dict[str, Any]:
+    """The sha256 of each file written under ``path`` and of its manifest (less its timestamps)."""
     manifest = manifest_without_timestamps(path)
     files = {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(path.iterdir())}
     files.pop("dataset.json")
@@ -178,6 +289,13 @@ def test_written_bytes_equal_the_golden_ones(tmp_path: Path, variant: str) -> No
     assert len(shards) == -(-RECORDS // SHARD_RECORDS)
 
 
+def test_fast_path_bytes_equal_the_golden_ones(tmp_path: Path) -> None:
+    # The shards and their indexes only: the manifest (the schema's fingerprint, which
+    # follows the codecs' options) is pinned by the variants above.
+    expected = _golden()["fast_paths"]
+    assert written_fast_paths(tmp_path)["files"] == expected["files"]
+
+
 def test_the_fixed_records_use_every_built_in_codec() -> None:
     codecs = {spec.codec for spec in SCHEMA.fields.values()}
     builtin = {
@@ -191,8 +309,10 @@ def _update() -> None:
 
     with tempfile.TemporaryDirectory() as tmp:
         variants = {variant: written(Path(tmp), variant) for variant in VARIANTS}
+        fast_paths = {"files": written_fast_paths(Path(tmp))["files"]}
+    golden = {"environment": environment(), "variants": variants, "fast_paths": fast_paths}
     GOLDEN.write_text(
-        json.dumps({"environment": environment(), "variants": variants}, indent=1, sort_keys=True) + "\n",
+        json.dumps(golden, indent=1, sort_keys=True) + "\n",
         encoding="utf-8",
     )
     print(f"wrote {GOLDEN}")

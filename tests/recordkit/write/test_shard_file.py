@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from recordkit.format._index import read_index
-from recordkit.format._tfrecord import Compression, frame_record, iter_tfrecords
+from recordkit.format._tfrecord import Compression, frame_pieces, frame_record, iter_tfrecords
 from recordkit.write._shard_file import (
     DEFAULT_SHARD_BYTES,
     ShardFile,
@@ -119,6 +119,34 @@ def test_many_chunks_written_in_the_background_keep_their_order(
     data = (tmp_path / info.file).read_bytes()
     assert (info.bytes, info.sha256) == (len(data), hashlib.sha256(data).hexdigest())
     assert [d for _, d in iter_tfrecords(tmp_path / info.file, compression)] == records
+
+
+@pytest.mark.parametrize("compression", [Compression.NONE, Compression.ZLIB])
+def test_records_framed_into_the_chunk_write_the_bytes_of_framed_records(
+    tmp_path: Path, compression: Compression, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """add_pieces (the one-process writer's path: each record framed straight into the
+    chunk) writes the very bytes that adding framed records writes, through chunk
+    hand-offs, reused and growing buffers, and records bigger than a chunk."""
+    monkeypatch.setattr("recordkit.write._shard_file._CHUNK_BYTES", 256 << 10)
+    rng = random.Random(19)
+    records = [
+        [rng.randbytes(rng.choice([0, 1, 30, 5_000, 70_000, 300_000])) for _ in range(rng.randint(0, 5))]
+        for _ in range(60)
+    ]
+    by_pieces = ShardFile(tmp_path / shard_name("pieces", 0, compression), compression)
+    framed = ShardFile(tmp_path / shard_name("framed", 0, compression), compression)
+    for pieces in records:
+        size = sum(map(len, pieces))
+        by_pieces.add_pieces(pieces, size)
+        framed.add(frame_pieces(pieces, size))
+    ours, theirs = by_pieces.commit(), framed.commit()
+    assert (ours.bytes, ours.sha256, ours.records) == (theirs.bytes, theirs.sha256, theirs.records)
+    assert (tmp_path / ours.file).read_bytes() == (tmp_path / theirs.file).read_bytes()
+    ours_index = read_index(tmp_path / ours.index.file)
+    assert ours_index.offsets.tolist() == read_index(tmp_path / theirs.index.file).offsets.tolist()
+    read = [d for _, d in iter_tfrecords(tmp_path / ours.file, compression)]
+    assert read == [b"".join(pieces) for pieces in records]
 
 
 def test_a_failed_background_write_surfaces_and_leaves_no_shard(
