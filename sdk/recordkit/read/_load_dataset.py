@@ -449,11 +449,7 @@ def _per_record(dataset: Any, layout: _Layout, options: PipelineOptions) -> Any:
     batch_size = options.batch_size
     batched_spec = dataset.element_spec
     dense = batch_size is None or _dense_records(batched_spec, layout)
-    # Not unbatch(): TensorFlow 2.21's unbatch crashes (a segmentation fault) on a dense
-    # value with no elements but a batch dimension, such as boxes [B, 0, 4] of a batch
-    # without any; slicing each batch into a dataset of its own records does not.
-    records = dataset.flat_map(tf.data.Dataset.from_tensor_slices)
-    records = records.map(
+    records = _split(dataset, options).map(
         _record_decoder(layout, options, batched_spec, dense),
         num_parallel_calls=tf.data.AUTOTUNE,
         deterministic=options.deterministic,
@@ -471,6 +467,33 @@ def _per_record(dataset: Any, layout: _Layout, options: PipelineOptions) -> Any:
             return batches
         return batches.map(check, num_parallel_calls=tf.data.AUTOTUNE, deterministic=options.deterministic)
     return _ragged_batches(records, batched_spec, layout, options)
+
+
+def _split(dataset: Any, options: PipelineOptions) -> Any:
+    """The batches split into records (``unbatch``), each dense value that may hold no
+    elements made ragged first: TensorFlow 2.21's ``unbatch`` crashes (a segmentation
+    fault) on a dense value with a batch dimension and no elements, such as ``[B, 0, 4]``
+    boxes of a batch without any. (Slicing each batch with ``from_tensor_slices`` in a
+    ``flat_map`` does not crash, but makes TensorFlow log a type inference failure.)"""
+    import tensorflow as tf
+
+    def may_be_empty(leaf: Any) -> bool:
+        inner = leaf.shape[1:]
+        return isinstance(leaf, tf.TensorSpec) and (not inner.is_fully_defined() or inner.num_elements() == 0)
+
+    def ragged(value: Any) -> Any:
+        if isinstance(value, tf.Tensor) and may_be_empty(tf.TensorSpec.from_tensor(value)):
+            return tf.RaggedTensor.from_tensor(value, ragged_rank=1, row_splits_dtype=tf.int64)
+        return value
+
+    leaves = tf.nest.flatten(dataset.element_spec, expand_composites=False)
+    if any(may_be_empty(leaf) for leaf in leaves):
+        dataset = dataset.map(
+            lambda batch: tf.nest.map_structure(ragged, batch, expand_composites=False),
+            num_parallel_calls=tf.data.AUTOTUNE,
+            deterministic=options.deterministic,
+        )
+    return dataset.unbatch()
 
 
 def _dense_records(batched_spec: dict[str, Any], layout: _Layout) -> bool:
@@ -569,7 +592,7 @@ def _decode_picture(
         out[name] = tf.ensure_shape(value, [*layout.sizes[name], *value.shape[2:]])
         return out
     value = _decode_one(field, wire)
-    if dense and name in layout.padded:
+    if dense and name in layout.padded and not value.shape[:2].is_fully_defined():  # not a fixed size
         out[name + SHAPE_SUFFIX] = tf.cast(tf.shape(value), tf.int64)
     elif not dense and not value.shape.is_fully_defined():
         # Batched as ragged [B, (H), (W), ...], as the batched decode gives it
@@ -751,4 +774,5 @@ def _decode_crop(
     picture = inside if inside.shape.rank == 3 else inside[..., None]
     window = crop_at(picture, offset - start, size, layout.pad_values[name])
     shape = tf.concat([sides, tf.cast(tf.shape(inside), tf.int64)[2:]], 0)
+    window = tf.ensure_shape(window, [*size, *picture.shape[2:]])
     return (window if inside.shape.rank == 3 else window[..., 0]), shape, offset
