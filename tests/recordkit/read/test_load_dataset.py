@@ -482,8 +482,9 @@ def padded_like_pad_into(value: Any, pad_value: int) -> tuple[np.ndarray, np.nda
     and each record's true shape (its rows' largest along each ragged dimension)."""
     default = "" if value.dtype == tf.string else pad_value if pad_value else None
     dense = value.to_tensor(default_value=default).numpy()
-    shapes = np.array([np.shape(row.to_tensor().numpy()) if isinstance(row, tf.RaggedTensor) else np.shape(row)
-                       for row in value])
+    shapes = np.array(
+        [np.shape(row.to_tensor().numpy()) if isinstance(row, tf.RaggedTensor) else np.shape(row) for row in value]
+    )
     return dense, shapes
 
 
@@ -534,7 +535,8 @@ def test_a_jpeg_window_decodes_to_the_full_decodes_pixels(tmp_path: Path) -> Non
     only: exactly the pixels of the numpy reader's full decode at the reported offsets
     (a window decoded tight differed in its last column; the codec decodes a margin)."""
     rng = np.random.default_rng(4)
-    schema = rk.Schema(name="photos", fields={"photo": rk.FieldSpec(codec="image", options={"format": "jpeg"})})
+    photo = rk.FieldSpec(codec="image", options={"format": "jpeg"})
+    schema = rk.Schema(name="photos", fields={"photo": photo})
     pictures = []
     for _ in range(6):
         height, width = (int(v) for v in rng.integers(40, 90, 2))
