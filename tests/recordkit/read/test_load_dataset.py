@@ -482,9 +482,8 @@ def padded_like_pad_into(value: Any, pad_value: int) -> tuple[np.ndarray, np.nda
     and each record's true shape (its rows' largest along each ragged dimension)."""
     default = "" if value.dtype == tf.string else pad_value if pad_value else None
     dense = value.to_tensor(default_value=default).numpy()
-    shapes = np.array(
-        [np.shape(row.to_tensor().numpy()) if isinstance(row, tf.RaggedTensor) else np.shape(row) for row in value]
-    )
+    rows = [row.to_tensor().numpy() if isinstance(row, tf.RaggedTensor) else row for row in value]
+    shapes = np.array([np.shape(row) for row in rows])
     return dense, shapes
 
 
