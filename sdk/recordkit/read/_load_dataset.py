@@ -15,11 +15,14 @@ The pipeline, in order, one small function a step (each step only when asked for
    padded to a size;
 4. decode pictures record by record (:func:`_per_record`): the fields whose codec declares
    a ``raster`` (image, mask, and plugins' pictures) leave step 3 as their parsed wire
-   values; the batches are split into records and each record's pictures decoded (and
-   fitted to ``image_size``) in a parallel map, so the images of a batch are decoded on
-   every core, where one batched decode runs them on one; then the records are batched
-   again (the same batches) and padded;
-5. unbatch when no batch size is given, and prefetch.
+   values; the batches are split into records (:func:`_split`) and each record's
+   pictures decoded (and fitted to ``image_size``; a crop decodes only its window where
+   the codec can) in a parallel map, so the images of a batch are decoded on every core,
+   where one batched decode runs them on one; then the records are batched again (the
+   same batches): with ``pad``, each record made dense in the map and the batch padded
+   as it forms (``padded_batch``), else ragged. Then nothing is padded in step 3;
+5. without a batch size, the same split and per-record map (single records, each
+   dense); then prefetch.
 
 A random crop draws per record from a stateless generator keyed by the seed and the
 batch's position, so that a seed gives the same windows run after run, and the pictures
