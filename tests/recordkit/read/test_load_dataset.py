@@ -553,3 +553,21 @@ def test_a_jpeg_window_decodes_to_the_full_decodes_pixels(tmp_path: Path) -> Non
         for picture, row in zip(whole, got, strict=True):
             want = window_of(picture, np.asarray(row["photo/offset"]), size)
             np.testing.assert_array_equal(np.asarray(row["photo"]), want)
+
+
+def test_a_padded_batch_of_pictures_of_different_channel_counts_is_an_error(tmp_path: Path) -> None:
+    """Gray and colour images in one batch of a field without a channels option: the
+    batch padded as it forms would pad the channels; the reader refuses it, naming the
+    field and the option (a batch of one channel count reads)."""
+    rng = np.random.default_rng(2)
+    schema = rk.Schema(name="mixed-channels", fields={"picture": rk.FieldSpec(codec="image")})
+    pictures = [
+        {"picture": rng.integers(0, 256, (5, 4), dtype=np.uint8)},
+        {"picture": rng.integers(0, 256, (5, 4, 3), dtype=np.uint8)},
+    ]
+    rk.write_dataset(pictures, schema, tmp_path / "data", progress=False)
+    alone = list(rk.load_dataset(tmp_path / "data", batch_size=1, pad=True))
+    assert [batch["picture"].shape[-1] for batch in alone] == [1, 3]
+    refused = r"picture.*different channel counts.*channels option"
+    with pytest.raises(tf.errors.InvalidArgumentError, match=refused):
+        list(rk.load_dataset(tmp_path / "data", batch_size=2, pad=True))
