@@ -12,6 +12,8 @@ Rows (every one timed in each repetition; min and median published):
   ``padded_batch``; ``full unbatched``: ``load_dataset()`` against the same map alone;
 * ``limit``: the same JPEG and WAV bytes, already in memory, decoded alone in a parallel
   map on every core: what no reader can beat;
+* ``crop``: ``load_dataset(batch_size, pad=True)`` with random crops to
+  :data:`CROP_SIZE` (JPEG windows decoded alone);
 * ``projection``: ``load_dataset(fields=[...])`` for the image, the audio, the boxes;
 * ``parse``: recordkit's parse spec after ``batch``, against the raw ``TFRecordDataset``;
 * ``numpy``: ``iter_records`` in one thread and in one per core, against a plain loop
@@ -33,10 +35,12 @@ from benchmarks import _data, _handwritten, _recordkit
 from benchmarks._config import Size
 from benchmarks._timing import Case, measure
 
-__all__ = ["IMAGE_SIDES", "SpeedRow", "run_reader_speed_suite"]
+__all__ = ["CROP_SIZE", "IMAGE_SIDES", "SpeedRow", "run_reader_speed_suite"]
 
 #: The issue's image sides.
 IMAGE_SIDES = (200, 320)
+#: The window of the crop row (every field padded, the images cut at random).
+CROP_SIZE = (160, 160)
 
 
 @dataclasses.dataclass
@@ -140,6 +144,12 @@ def run_reader_speed_suite(size: Size, scratch: Path, log: Callable[[str], None]
 
         return tf.data.TFRecordDataset([str(f) for f in rk_files]).batch(batch).prefetch(tf.data.AUTOTUNE)
 
+    def crop() -> Any:
+        # Random 160 x 160 windows: each JPEG decodes only its window (decode_and_crop_jpeg).
+        return rk.load_dataset(
+            rk_dir, batch_size=batch, pad=True, image_size=CROP_SIZE, image_fit="random_crop_or_pad", seed=0
+        )
+
     def projection(field: str) -> Callable[[], Any]:
         return lambda: rk.load_dataset(rk_dir, fields=[field], batch_size=batch)
 
@@ -152,6 +162,7 @@ def run_reader_speed_suite(size: Size, scratch: Path, log: Callable[[str], None]
             True,
         ),
         ("full unbatched", "recordkit", lambda: rk.load_dataset(rk_dir), False),
+        ("crop", "recordkit random crop, pad", crop, True),
         ("full unbatched", "hand-written", lambda: _hand_unbatched(hand_files), False),
         ("limit", "images and audio alone, all cores", lambda: _limit(jpegs, wavs), False),
         ("projection", "recordkit image", projection("image"), True),

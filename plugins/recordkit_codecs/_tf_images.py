@@ -27,7 +27,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["decode_image_batch", "decode_image_window"]
+__all__ = ["JPEG_WINDOW_MARGIN", "decode_image_batch", "decode_image_window"]
+
+#: Pixels a JPEG window is grown by on each side before it is decoded and cut (see
+#: :func:`decode_image_window`): 2, one sample of colour subsampled by 2.
+JPEG_WINDOW_MARGIN = 2
 
 
 def decode_image_batch(
@@ -190,18 +194,30 @@ def decode_image_window(
     image (a scalar string), uint8 ``[height, width, C]``; ``fmt`` is the image codec's
     format (``jpeg``, ``png`` or ``keep``: either), ``channels`` the count to convert to
     (0: as stored). A JPEG decodes only the window (``decode_and_crop_jpeg``, with the
-    DCT method of the full decode, ``dct_method``: the same pixels); a PNG decodes whole
-    and is cut."""
+    DCT method of the full decode, ``dct_method``), grown by :data:`JPEG_WINDOW_MARGIN`
+    pixels on each side and cut: libjpeg upsamples subsampled colour at a window's edge as
+    at the picture's edge, so the last column of a tight window differed from the full
+    decode (by up to 44 levels); with the margin the pixels are the full decode's,
+    exactly. A PNG decodes whole and is cut."""
     import tensorflow as tf
 
     window = tf.cast(window, tf.int32)
+    top, left, height, width = window[0], window[1], window[2], window[3]
 
     def jpeg() -> Any:
-        return tf.io.decode_and_crop_jpeg(encoded, window, channels=channels, dct_method=dct_method)
+        sides = tf.io.extract_jpeg_shape(encoded)
+        start = tf.maximum(tf.stack([top, left]) - JPEG_WINDOW_MARGIN, 0)
+        end = tf.stack([top + height, left + width])
+        # Not past the picture's edge, unless the window is (decode_and_crop_jpeg refuses it).
+        stop = tf.maximum(tf.minimum(end + JPEG_WINDOW_MARGIN, sides[:2]), end)
+        grown = tf.io.decode_and_crop_jpeg(
+            encoded, tf.concat([start, stop - start], 0), channels=channels, dct_method=dct_method
+        )
+        return grown[top - start[0] : top - start[0] + height, left - start[1] : left - start[1] + width]
 
     def png() -> Any:
         image = tf.io.decode_png(encoded, channels=channels, dtype=tf.uint8)
-        return image[window[0] : window[0] + window[2], window[1] : window[1] + window[3]]
+        return image[top : top + height, left : left + width]
 
     if fmt == "jpeg":
         return jpeg()

@@ -15,11 +15,14 @@ The pipeline, in order, one small function a step (each step only when asked for
    padded to a size;
 4. decode pictures record by record (:func:`_per_record`): the fields whose codec declares
    a ``raster`` (image, mask, and plugins' pictures) leave step 3 as their parsed wire
-   values; the batches are split into records and each record's pictures decoded (and
-   fitted to ``image_size``) in a parallel map, so the images of a batch are decoded on
-   every core, where one batched decode runs them on one; then the records are batched
-   again (the same batches) and padded;
-5. unbatch when no batch size is given, and prefetch.
+   values; the batches are split into records (:func:`_split`) and each record's
+   pictures decoded (and fitted to ``image_size``; a crop decodes only its window where
+   the codec can) in a parallel map, so the images of a batch are decoded on every core,
+   where one batched decode runs them on one; then the records are batched again (the
+   same batches): with ``pad``, each record made dense in the map and the batch padded
+   as it forms (``padded_batch``), else ragged. Then nothing is padded in step 3;
+5. without a batch size, the same split and per-record map (single records, each
+   dense); then prefetch.
 
 A random crop draws per record from a stateless generator keyed by the seed and the
 batch's position, so that a seed gives the same windows run after run, and the pictures
@@ -207,13 +210,8 @@ def load_dataset(
     batches = _serialized_batches(opened, shards, record_shard, options, on_corrupt, skip)
     layout = _Layout.build(opened.source, options)
     dataset = _decode_batches(batches, layout, options)
-    if layout.per_record and not _rebatchable(dataset.element_spec, layout):
-        layout = dataclasses.replace(layout, per_record=())  # decode the pictures in batches
-        dataset = _decode_batches(batches, layout, options)
-    if layout.per_record:
+    if layout.per_record or batch_size is None:
         dataset = _per_record(dataset, layout, options)
-    elif batch_size is None:
-        dataset = _unbatch(dataset, opened.source, options)
     if prefetch:
         dataset = dataset.prefetch(tf.data.AUTOTUNE)
     size = _known_size(shards, record_shard, repeat, batch_size, drop_remainder, on_corrupt, skip)
@@ -292,17 +290,6 @@ def _decode_batches(batches: Any, layout: _Layout, options: PipelineOptions) -> 
     return batches.map(parse, num_parallel_calls=tf.data.AUTOTUNE, deterministic=options.deterministic)
 
 
-def _unbatch(dataset: Any, source: OpenedDataset, options: PipelineOptions) -> Any:
-    """Single records, each field in its dense form where it has one."""
-    import tensorflow as tf
-
-    dataset = dataset.unbatch()
-    densify = _record_densifier(source, dataset.element_spec)
-    if densify is None:
-        return dataset
-    return dataset.map(densify, num_parallel_calls=tf.data.AUTOTUNE, deterministic=options.deterministic)
-
-
 def _known_size(
     shards: list[Shard],
     record_shard: tuple[int, int] | None,
@@ -340,8 +327,13 @@ class _Layout:
     methods: dict[str, str]
     pad_values: dict[str, int | float]
     #: Fields decoded record by record, in a parallel map: plain (neither optional nor a
-    #: sequence) stored fields whose codec declares a raster (pictures, decoded one by one).
+    #: sequence) stored fields whose codec declares a raster (pictures, decoded one by one,
+    #: and fitted to their size: a crop decodes only its window where it can).
     per_record: tuple[BoundField, ...]
+    #: Whether the padded fields are padded in the batched step (batches that stay as
+    #: they are); otherwise each record is made dense in the per-record step and the
+    #: batch padded as it is formed (``padded_batch``), or records stay single.
+    pads_in_batch: bool
     #: The key of the random crop's stateless draws.
     crop_seed: int
 
@@ -373,12 +365,12 @@ class _Layout:
             and f.presence_key is None
             and not f.spec.sequence
             and f.name not in source.defaults
-            # Fitted fields stay batched for now: the per-record fit lost static shapes and
-            # moved random windows in the docs' examples (see the branch report).
-            and f.name not in sizes
         )
         crop_seed = options.seed if options.seed is not None else random.SystemRandom().randrange(1 << 31)
-        return cls(source, frozenset(padded), sizes, methods, pad_values, per_record, crop_seed)
+        pads_in_batch = not per_record and options.batch_size is not None
+        return cls(
+            source, frozenset(padded), sizes, methods, pad_values, per_record, pads_in_batch, crop_seed
+        )
 
     def fit(self, name: str, value: Any, shapes: Any, draws: Any, fit: ImageFit) -> tuple[Any, Any]:
         """A batch of the field's pictures brought to its size, and the crop windows'
@@ -397,7 +389,8 @@ def _decoder(layout: _Layout, options: PipelineOptions) -> Callable[..., dict[st
     source = layout.source
     names = [f.name for f in source.fields]
     undecoded = {f.name for f in layout.per_record}
-    parse = make_padded_parser(source.stored_fields.fields, layout.padded - set(layout.sizes), undecoded)
+    padded = layout.padded - set(layout.sizes) if layout.pads_in_batch else frozenset()
+    parse = make_padded_parser(source.stored_fields.fields, padded, undecoded)
     defaults = {
         field.name: (make_parser(BoundSchema(source.bound.schema, (field,))), source.defaults[field.name])
         for field in source.fields
@@ -437,7 +430,7 @@ def _decoder(layout: _Layout, options: PipelineOptions) -> Callable[..., dict[st
                 out[name], offsets = layout.fit(name, out[name], shapes, draws, fit)
                 if offsets is not None:
                     out[name + OFFSET_SUFFIX] = offsets
-            elif name in layout.padded and name + SHAPE_SUFFIX not in out:
+            elif name in padded and name + SHAPE_SUFFIX not in out:
                 pad_into(out, name, out[name], layout.pad_values[name])
         return out
 
@@ -445,66 +438,250 @@ def _decoder(layout: _Layout, options: PipelineOptions) -> Callable[..., dict[st
 
 
 def _per_record(dataset: Any, layout: _Layout, options: PipelineOptions) -> Any:
-    """Split the batches into records, decode (and fit) each record's per-record fields
-    in a parallel map, and batch the records again as they were (then pad)."""
+    """Split the batches into records, decode (and fit) each record's pictures in a
+    parallel map, and batch the records again as they were.
+
+    When every value of a record can be dense (every field padded, fitted or dense in
+    its batch), each record is made dense in the map, with the true shapes of its padded
+    values, and the batch is padded as it forms (``padded_batch``: one copy of each
+    value); otherwise the records are batched ragged and padded after. Single records
+    (no ``batch_size``) are made dense in the map, padded fields each to its own size.
+    """
     import tensorflow as tf
 
     batch_size = options.batch_size
-    fit = options.image_fit
     batched_spec = dataset.element_spec
-    records = dataset.unbatch()
+    dense = batch_size is None or _dense_records(batched_spec, layout)
+    records = _split(dataset, options).map(
+        _record_decoder(layout, options, batched_spec, dense),
+        num_parallel_calls=tf.data.AUTOTUNE,
+        deterministic=options.deterministic,
+    )
+    if batch_size is None:
+        return records
+    if dense:
+        batches = records.padded_batch(
+            batch_size,
+            padding_values=_padding_values(records.element_spec, layout),
+            drop_remainder=options.drop_remainder,
+        )
+        check = _channel_check(layout)
+        if check is None:
+            return batches
+        return batches.map(check, num_parallel_calls=tf.data.AUTOTUNE, deterministic=options.deterministic)
+    return _ragged_batches(records, batched_spec, layout, options)
+
+
+def _split(dataset: Any, options: PipelineOptions) -> Any:
+    """The batches split into records (``unbatch``), each dense value that may hold no
+    elements made ragged first: TensorFlow 2.21's ``unbatch`` crashes (a segmentation
+    fault) on a dense value with a batch dimension and no elements, such as ``[B, 0, 4]``
+    boxes of a batch without any. (Slicing each batch with ``from_tensor_slices`` in a
+    ``flat_map`` does not crash, but makes TensorFlow log a type inference failure.)"""
+    import tensorflow as tf
+
+    def may_be_empty(leaf: Any) -> bool:
+        inner = leaf.shape[1:]
+        return isinstance(leaf, tf.TensorSpec) and (not inner.is_fully_defined() or inner.num_elements() == 0)
+
+    def ragged(value: Any) -> Any:
+        if isinstance(value, tf.Tensor) and may_be_empty(tf.TensorSpec.from_tensor(value)):
+            return tf.RaggedTensor.from_tensor(value, ragged_rank=1, row_splits_dtype=tf.int64)
+        return value
+
+    leaves = tf.nest.flatten(dataset.element_spec, expand_composites=False)
+    if any(may_be_empty(leaf) for leaf in leaves):
+        dataset = dataset.map(
+            lambda batch: tf.nest.map_structure(ragged, batch, expand_composites=False),
+            num_parallel_calls=tf.data.AUTOTUNE,
+            deterministic=options.deterministic,
+        )
+    return dataset.unbatch()
+
+
+def _dense_records(batched_spec: dict[str, Any], layout: _Layout) -> bool:
+    """Whether every value of a record can be made dense and padded as its batch forms:
+    each per-record picture padded or fitted, and each other field padded or dense in
+    its batch (a ragged field not padded is batched ragged)."""
+    import tensorflow as tf
+
+    for field in layout.source.fields:
+        name = field.name
+        if name in layout.sizes or name in layout.padded:
+            continue
+        if field in layout.per_record:
+            return False
+        leaves = tf.nest.flatten(batched_spec[name], expand_composites=False)
+        if not all(isinstance(leaf, tf.TensorSpec) for leaf in leaves):
+            return False
+    return True
+
+
+def _record_decoder(
+    layout: _Layout, options: PipelineOptions, batched_spec: dict[str, Any], dense: bool
+) -> Callable[[dict[str, Any]], dict[str, Any]]:
+    """The per-record step: each picture decoded (and fitted); with ``dense``, every
+    padded value made dense, with its true shape under ``"<field>/shape"``, and other
+    values that are still ragged (but sequences) given their dense form."""
+    import tensorflow as tf
+
+    per_record = {f.name for f in layout.per_record}
+    others = [f for f in layout.source.fields if f.name not in per_record and f.name not in layout.sizes]
 
     def decode(record: dict[str, Any]) -> dict[str, Any]:
         out = dict(record)
         draws = out.pop(_DRAWS, None)
         for field in layout.per_record:
+            out.update(_decode_picture(field, record[field.name], layout, options, draws, dense))
+        if not dense:
+            return out
+        for field in others:
             name = field.name
-            if name in layout.sizes and fit in CROP_FITS and field.codec.size_features is not None:
-                cropped = _decode_crop(field, record[name], layout, fit, draws)
-                if cropped is not None:
-                    out[name], out[name + SHAPE_SUFFIX], out[name + OFFSET_SUFFIX] = cropped
-                    continue
-            value = _decode_one(field, record[name])
-            if name in layout.sizes:
-                shape = tf.cast(tf.shape(value), tf.int64)
-                out[name + SHAPE_SUFFIX] = shape
-                fitted, offsets = layout.fit(
-                    name, value[None], shape[None], None if draws is None else draws[None], fit
-                )
-                value = fitted[0]
-                if offsets is not None:
-                    out[name + OFFSET_SUFFIX] = offsets[0]
-            elif batch_size is None and name in layout.padded:
-                out[name + SHAPE_SUFFIX] = tf.cast(tf.shape(value), tf.int64)
-            elif batch_size is not None and not value.shape.is_fully_defined():
-                # Batched as ragged [B, (H), (W), ...], as the batched decode gives it
-                # (ragged_batch would make an unknown channel count ragged as well).
-                value = tf.RaggedTensor.from_tensor(value, ragged_rank=1, row_splits_dtype=tf.int64)
-            out[name] = value
+            if name in layout.padded:
+                _pad_record(out, name, record[name], batched_spec[name], layout.pad_values[name])
+            elif not field.spec.sequence:
+                out[name] = tf.nest.map_structure(dense_record, record[name], expand_composites=False)
         return out
 
-    records = records.map(decode, num_parallel_calls=tf.data.AUTOTUNE, deterministic=options.deterministic)
-    if batch_size is None:
-        densify = _record_densifier(layout.source, records.element_spec)
-        if densify is None:
-            return records
-        return records.map(densify, num_parallel_calls=tf.data.AUTOTUNE, deterministic=options.deterministic)
+    return decode
+
+
+def _pad_record(out: dict[str, Any], path: str, value: Any, batched: Any, pad_value: int | float) -> None:
+    """One record's part of :func:`~recordkit.read._dense.pad_into`: each value that is
+    ragged in its batch (``batched``: its spec) made dense (padded with ``pad_value`` where
+    its rows differ) with its shape under ``"<path>/shape"`` (``"<path>/<key>/shape"``)."""
+    import tensorflow as tf
+
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if isinstance(batched[key], tf.RaggedTensorSpec):
+                value[key] = pad_ragged(item, pad_value)
+                out[f"{path}/{key}{SHAPE_SUFFIX}"] = tf.cast(tf.shape(value[key]), tf.int64)
+        out[path] = value
+    elif isinstance(batched, tf.RaggedTensorSpec):
+        out[path] = pad_ragged(value, pad_value)
+        out[path + SHAPE_SUFFIX] = tf.cast(tf.shape(out[path]), tf.int64)
+
+
+def _decode_picture(
+    field: BoundField,
+    wire: dict[str, Any],
+    layout: _Layout,
+    options: PipelineOptions,
+    draws: Any,
+    dense: bool,
+) -> dict[str, Any]:
+    """One record's picture: decoded, and fitted to its size (a crop decodes only its
+    window where the codec can), with its shape (and the crop's offset) where the
+    batched decode gives them; as a ragged ``[(H), (W), ...]`` when it is batched ragged."""
+    import tensorflow as tf
+
+    name = field.name
+    fit = options.image_fit
+    out: dict[str, Any] = {}
+    if name in layout.sizes:
+        cropped = _decode_crop(field, wire, layout, fit, draws) if fit in CROP_FITS else None
+        if cropped is not None:
+            value, out[name + SHAPE_SUFFIX], out[name + OFFSET_SUFFIX] = cropped
+        else:
+            value = _decode_one(field, wire)
+            shape = tf.cast(tf.shape(value), tf.int64)
+            out[name + SHAPE_SUFFIX] = shape
+            one_draw = None if draws is None else draws[None]
+            fitted, offsets = layout.fit(name, value[None], shape[None], one_draw, fit)
+            value = fitted[0]
+            if offsets is not None:
+                out[name + OFFSET_SUFFIX] = offsets[0]
+        out[name] = tf.ensure_shape(value, [*layout.sizes[name], *value.shape[2:]])
+        return out
+    value = _decode_one(field, wire)
+    if dense and name in layout.padded and not value.shape[:2].is_fully_defined():  # not a fixed size
+        out[name + SHAPE_SUFFIX] = tf.cast(tf.shape(value), tf.int64)
+    elif not dense and not value.shape.is_fully_defined():
+        # Batched as ragged [B, (H), (W), ...], as the batched decode gives it
+        # (ragged_batch would make an unknown channel count ragged as well).
+        value = tf.RaggedTensor.from_tensor(value, ragged_rank=1, row_splits_dtype=tf.int64)
+    out[name] = value
+    return out
+
+
+def _padding_values(spec: dict[str, Any], layout: _Layout) -> dict[str, Any]:
+    """``padded_batch``'s padding value of each output: the field's pad value (shapes,
+    offsets and other fields are never padded: records of a batch share their shape)."""
+    import tensorflow as tf
+
+    def scalar(dtype: Any, pad_value: int | float) -> Any:
+        if dtype == tf.string:
+            return tf.constant("", tf.string)
+        if dtype == tf.bool:
+            return tf.constant(bool(pad_value))
+        return tf.constant(pad_value, dtype)
+
+    values = {}
+    for key, value in spec.items():
+        pad = layout.pad_values.get(key, 0)
+        values[key] = tf.nest.map_structure(lambda leaf, pad=pad: scalar(leaf.dtype, pad), value)
+    return values
+
+
+def _channel_check(layout: _Layout) -> Callable[[dict[str, Any]], dict[str, Any]] | None:
+    """For pictures of unknown channel count padded as their batch forms: a check that
+    the records of each batch have one count (``padded_batch`` would pad the channels,
+    where the batched decode refuses such a batch); None when there is nothing to check."""
+    import tensorflow as tf
+
+    names = [
+        f.name
+        for f in layout.per_record
+        if f.codec.raster == "pixels" and (f.name in layout.padded or f.name in layout.sizes)
+    ]
+    if not names:
+        return None
+
+    def check(batch: dict[str, Any]) -> dict[str, Any]:
+        out = dict(batch)
+        for name in names:
+            if batch[name].shape.rank != 4 or batch[name].shape[-1] is not None:
+                continue
+            channels = batch[name + SHAPE_SUFFIX][:, 2]
+            same = tf.debugging.Assert(
+                tf.reduce_all(tf.equal(channels, channels[0])),
+                [
+                    f"field {name!r}: the pictures of this batch have different channel counts; "
+                    "set the codec's channels option so that every picture is converted to one"
+                ],
+            )
+            with tf.control_dependencies([same]):
+                out[name] = tf.identity(batch[name])
+        return out
+
+    return check
+
+
+def _ragged_batches(
+    records: Any, batched_spec: dict[str, Any], layout: _Layout, options: PipelineOptions
+) -> Any:
+    """Records batched as ragged values (a field that is ragged and not padded stays
+    so), then the dense and padded ones made dense again."""
+    import tensorflow as tf
+
     # Pictures of varying size batch as ragged [B, (H), (W), ...], as the batched decode
     # gives them; so do the other fields' values that vary in size from record to record,
-    # but ragged_batch cannot tell those that were dense in their batch (padded ones):
-    # they are made dense again (their rows are all alike: no padding is added).
+    # but ragged_batch cannot tell those that were dense in their batch: they are made
+    # dense again (their rows are all alike: no padding is added).
     batches = records.ragged_batch(
-        batch_size, drop_remainder=options.drop_remainder, row_splits_dtype=tf.int64
+        options.batch_size, drop_remainder=options.drop_remainder, row_splits_dtype=tf.int64
     )
     per_record = {f.name for f in layout.per_record}
     dense = {
         key: spec
         for key, spec in batched_spec.items()
-        if key not in per_record and key != _DRAWS
+        if key not in per_record
+        and key != _DRAWS
         and any(isinstance(leaf, tf.TensorSpec) for leaf in tf.nest.flatten(spec))
     }
     sized = [f.name for f in layout.per_record if f.name in layout.sizes]  # dense, of one size
-    padded = [f.name for f in layout.per_record if f.name in layout.padded and f.name not in layout.sizes]
+    padded = [f.name for f in layout.source.fields if f.name in layout.padded and f.name not in layout.sizes]
     if not padded and not dense and not sized:
         return batches
 
@@ -574,39 +751,17 @@ def _image_sizes(
     return {name: (int(size[0]), int(size[1])) for name, size in chosen.items()}
 
 
-def _record_densifier(source: OpenedDataset, spec: Any) -> Callable[[dict[str, Any]], dict[str, Any]] | None:
-    """After unbatching, a field's value is rectangular (an image, a tensor) unless the
-    field is a sequence: give those still ragged their dense form."""
-    import tensorflow as tf
-
-    ragged: set[str] = set()
-    for field in source.fields:
-        if field.spec.sequence:
-            continue
-        leaves = tf.nest.flatten(spec[field.name], expand_composites=False)
-        if any(isinstance(leaf, tf.RaggedTensorSpec) for leaf in leaves):
-            ragged.add(field.name)
-    if not ragged:
-        return None
-
-    def densify(record: dict[str, Any]) -> dict[str, Any]:
-        out = dict(record)
-        for name in ragged:
-            out[name] = tf.nest.map_structure(dense_record, record[name], expand_composites=False)
-        return out
-
-    return densify
-
-
 def _decode_crop(
     field: BoundField, wire: dict[str, Any], layout: _Layout, fit: ImageFit, draws: Any
 ) -> tuple[Any, Any, Any] | None:
     """One record's picture cut (or padded) to its size, decoding only the window
     (:meth:`~recordkit.Codec.decode_tf_window`), placed from the stored height and width;
-    with its shape and offset. None when the codec decodes whole pictures only."""
+    with its shape and offset. None when the codec decodes whole pictures only, or the
+    records do not store the size (an image codec reading sizes from headers)."""
     import tensorflow as tf
 
-    assert field.codec.size_features is not None
+    if field.codec.size_features is None or not all(key in wire for key in field.codec.size_features):
+        return None
     name = field.name
     size = layout.sizes[name]
     height_key, width_key = field.codec.size_features
@@ -622,21 +777,5 @@ def _decode_crop(
     picture = inside if inside.shape.rank == 3 else inside[..., None]
     window = crop_at(picture, offset - start, size, layout.pad_values[name])
     shape = tf.concat([sides, tf.cast(tf.shape(inside), tf.int64)[2:]], 0)
+    window = tf.ensure_shape(window, [*size, *picture.shape[2:]])
     return (window if inside.shape.rank == 3 else window[..., 0]), shape, offset
-
-
-def _rebatchable(spec: dict[str, Any], layout: _Layout) -> bool:
-    """Whether the batched step's other outputs split into records and batch again as
-    they were: each dense one of one shape per record (not padded to its batch's
-    largest), or ragged. Otherwise the pictures are decoded in batches too (a batch
-    padded in the batched step, split and batched again, crashed TensorFlow 2.21)."""
-    import tensorflow as tf
-
-    per_record = {f.name for f in layout.per_record}
-    for key, value in spec.items():
-        if key in per_record or key == _DRAWS:
-            continue
-        for leaf in tf.nest.flatten(value):
-            if isinstance(leaf, tf.TensorSpec) and not leaf.shape[1:].is_fully_defined():
-                return False
-    return True

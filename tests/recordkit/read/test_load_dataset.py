@@ -475,3 +475,99 @@ def test_a_jpeg_crop_holds_the_full_decodes_pixels_at_the_reported_window(
             assert offsets == {(0, -1)}  # the centre
         else:
             assert offsets <= {(top, left) for top in (0, 1) for left in (0, -1, -2)}
+
+
+def padded_like_pad_into(value: Any, pad_value: int) -> tuple[np.ndarray, np.ndarray]:
+    """A ragged batch padded as ``pad=True`` promises (``to_tensor`` with the pad value),
+    and each record's true shape (its rows' largest along each ragged dimension)."""
+    default = "" if value.dtype == tf.string else pad_value if pad_value else None
+    dense = value.to_tensor(default_value=default).numpy()
+    rows = [row.to_tensor().numpy() if isinstance(row, tf.RaggedTensor) else row for row in value]
+    shapes = np.array([np.shape(row) for row in rows])
+    return dense, shapes
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("batch_size", [2, 3])
+def test_pad_on_every_codec_is_the_ragged_batches_padded(tmp_path: Path, batch_size: int) -> None:
+    """``pad=True`` (pictures decoded record by record, each record made dense and the
+    batch padded as it forms) against the plain ragged batches padded here: the same
+    values and shapes for every codec, including batches in which every record has no
+    boxes or an empty tensor (a dense empty value split from its batch crashed
+    TensorFlow 2.21's unbatch)."""
+    rk.write_dataset(every_codec_records(9), EVERY_CODEC, tmp_path / "data", shard_records=3, progress=False)
+    ragged = list(rk.load_dataset(tmp_path / "data", batch_size=batch_size))
+    padded = list(rk.load_dataset(tmp_path / "data", batch_size=batch_size, pad=True))
+    assert len(padded) == len(ragged) == -(-9 // batch_size)
+    checked = 0
+    for plain, dense in zip(ragged, padded, strict=True):
+        for name, value in plain.items():
+            pad = 255 if name == "mask" else 0
+            items = value.items() if isinstance(value, dict) else [(None, value)]
+            for key, item in items:
+                path = name if key is None else f"{name}/{key}"
+                got = dense[name] if key is None else dense[name][key]
+                if not isinstance(item, tf.RaggedTensor):
+                    np.testing.assert_array_equal(got.numpy(), item.numpy())
+                    assert path + "/shape" not in dense
+                    continue
+                want, shapes = padded_like_pad_into(item, pad)
+                np.testing.assert_array_equal(got.numpy(), want, err_msg=path)
+                np.testing.assert_array_equal(dense[path + "/shape"].numpy(), shapes, err_msg=path)
+                checked += 1
+    assert checked > 20
+
+
+def test_pad_for_single_records_keeps_each_its_own_size(dataset: Path, records: list[dict[str, Any]]) -> None:
+    """Without a batch, ``pad`` pads nothing: each picture comes at its own size, with it."""
+    got = list(rk.load_dataset(dataset, fields=["image", "mask", "objects"], pad=True))
+    assert len(got) == N
+    for record, row in zip(records, got, strict=True):
+        np.testing.assert_array_equal(row["image"].numpy(), record["image"])
+        np.testing.assert_array_equal(row["mask"].numpy(), record["mask"])
+        assert row["image/shape"].numpy().tolist() == list(record["image"].shape)
+        assert row["objects/boxes/shape"].numpy().tolist() == [len(record["objects"]["boxes"]), 4]
+
+
+def test_a_jpeg_window_decodes_to_the_full_decodes_pixels(tmp_path: Path) -> None:
+    """Colour JPEGs (chroma subsampled), cut at random windows by decoding the window
+    only: exactly the pixels of the numpy reader's full decode at the reported offsets
+    (a window decoded tight differed in its last column; the codec decodes a margin)."""
+    rng = np.random.default_rng(4)
+    photo = rk.FieldSpec(codec="image", options={"format": "jpeg"})
+    schema = rk.Schema(name="photos", fields={"photo": photo})
+    pictures = []
+    for _ in range(6):
+        height, width = (int(v) for v in rng.integers(40, 90, 2))
+        smooth = np.cumsum(rng.integers(-9, 10, (height, width, 3)), axis=1)
+        pictures.append({"photo": np.clip(smooth + 128, 0, 255).astype(np.uint8)})
+    rk.write_dataset(pictures, schema, tmp_path / "data", progress=False)
+    whole = [r["photo"] for r in rk.iter_records(tmp_path / "data")]
+    size = (29, 33)
+    for seed in range(4):
+        ds = rk.load_dataset(
+            tmp_path / "data", batch_size=3, image_size=size, image_fit="random_crop_or_pad", seed=seed
+        )
+        got = read_rows(list(ds))
+        assert ds.element_spec["photo"].shape.as_list()[:3] == [None, *size]
+        for picture, row in zip(whole, got, strict=True):
+            want = window_of(picture, np.asarray(row["photo/offset"]), size)
+            np.testing.assert_array_equal(np.asarray(row["photo"]), want)
+
+
+def test_a_padded_batch_of_pictures_of_different_channel_counts_is_an_error(tmp_path: Path) -> None:
+    """Gray and colour images in one batch of a field without a channels option: the
+    batch padded as it forms would pad the channels; the reader refuses it, naming the
+    field and the option (a batch of one channel count reads)."""
+    rng = np.random.default_rng(2)
+    schema = rk.Schema(name="mixed-channels", fields={"picture": rk.FieldSpec(codec="image")})
+    pictures = [
+        {"picture": rng.integers(0, 256, (5, 4), dtype=np.uint8)},
+        {"picture": rng.integers(0, 256, (5, 4, 3), dtype=np.uint8)},
+    ]
+    rk.write_dataset(pictures, schema, tmp_path / "data", progress=False)
+    alone = list(rk.load_dataset(tmp_path / "data", batch_size=1, pad=True))
+    assert [batch["picture"].shape[-1] for batch in alone] == [1, 3]
+    refused = r"picture.*different channel counts.*channels option"
+    with pytest.raises(tf.errors.InvalidArgumentError, match=refused):
+        list(rk.load_dataset(tmp_path / "data", batch_size=2, pad=True))

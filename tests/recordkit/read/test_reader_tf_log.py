@@ -5,8 +5,10 @@ invalid graph that escaped type checking") on the C++ log, which Python cannot c
 in-process. So a subprocess writes a dataset of every built-in codec, starts TensorFlow
 (whose start-up lines, about CUDA and CPU features, come first), prints a marker, then
 reads the dataset through the paths the readers build: ``load_dataset`` batched and
-padded, unbatched with a random crop, batched with a resize, ``make_parser`` and the
-generated standalone module. Every ``W``/``E`` line after the marker fails the test.
+padded (pictures decoded per record, the batch padded as it forms), unbatched with a
+random crop, batched with a resize, batched and padded with a random crop (windows
+decoded alone), batched ragged with a centre crop, unbatched and padded,
+``make_parser`` and the generated standalone module. Every ``W``/``E`` line after the marker fails the test.
 """
 
 from __future__ import annotations
@@ -47,6 +49,10 @@ SCRIPT = textwrap.dedent(
     drain(rk.load_dataset(data, batch_size=2, pad=True))
     drain(rk.load_dataset(data, image_size=(4, 4), image_fit="random_crop_or_pad", seed=1))
     drain(rk.load_dataset(data, batch_size=2, image_size=(4, 4), image_fit="resize_with_pad"))
+    crop = dict(image_size=(4, 4), image_fit="random_crop_or_pad", seed=2)
+    drain(rk.load_dataset(data, batch_size=2, pad=True, **crop))
+    drain(rk.load_dataset(data, batch_size=3, image_size=(4, 4), image_fit="crop_or_pad"))
+    drain(rk.load_dataset(data, pad=True))
     files = sorted(str(p) for p in data.rglob("*.tfrecord*") if not p.name.endswith(".index"))
     drain(tf.data.TFRecordDataset(files).batch(2).map(rk.make_parser(EVERY_CODEC)))
     standalone = [name for name in EVERY_CODEC.fields if name not in NOT_STANDALONE]
