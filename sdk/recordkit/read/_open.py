@@ -36,7 +36,7 @@ from typing import Any, Literal
 from recordkit.codec._plugins import default_registry
 from recordkit.codec._registry import CodecRegistry
 from recordkit.dataset._manifest import MANIFEST_FILE, Manifest
-from recordkit.dataset._paths import resolve_member
+from recordkit.dataset._paths import member
 from recordkit.dataset._tfds import is_tfds_folder, load_manifest
 from recordkit.errors import (
     CorruptRecordError,
@@ -392,26 +392,20 @@ def _ranges(manifest: Manifest, split: str) -> list[SplitRange]:
         raise ManifestError(str(exc)) from None
 
 
-def _member(root: Path | Location, name: str) -> Path | Location:
-    """A file the manifest lists, inside the dataset (remote names were checked when the
-    manifest was loaded; an object store has no symlinks to resolve)."""
-    return root.join(name) if isinstance(root, Location) else resolve_member(root, name)
-
-
 def _split_shards(root: Path | Location, manifest: Manifest, split: str) -> tuple[Shard, ...]:
     """The shards ``split`` reads; for a slice only those it touches, each with the
     records to skip and take."""
     if is_plain_split(split):
         listed = manifest.split(split).readable_shards
         return tuple(
-            Shard(_member(root, s.file), s.file, s.records, s.bytes, s.sha256 or None) for s in listed
+            Shard(member(root, s.file), s.file, s.records, s.bytes, s.sha256 or None) for s in listed
         )
     shards: list[Shard] = []
     for part in _ranges(manifest, split):
         listed = manifest.split(part.split).readable_shards
         for piece in shard_slices(part.start, part.stop, [s.records for s in listed]):
             s = listed[piece.index]
-            path = _member(root, s.file)
+            path = member(root, s.file)
             shards.append(Shard(path, s.file, s.records, s.bytes, s.sha256 or None, piece.skip, piece.take))
     return tuple(shards)
 
