@@ -11,6 +11,9 @@ from __future__ import annotations
 import dataclasses
 import os
 import socket
+import subprocess
+import sys
+import time
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -82,26 +85,47 @@ def s3_bucket(s3_server: str) -> Bucket:
 def gcs_server() -> Iterator[str]:
     """The GCS emulator (gcp-storage-emulator, in memory) on 127.0.0.1: its endpoint.
 
-    gcsfs's experimental bucket-type probe (a gRPC call the emulator does not serve, which
-    waits 60 s before falling back) is turned off, before gcsfs is imported.
+    Run as its own process (it prints to stdout, which would mix with the output of the
+    CLI under test), stopped after the session. gcsfs's experimental bucket-type probe
+    (a gRPC call the emulator does not serve, which waits 60 s before falling back) is
+    turned off, before gcsfs is imported.
     """
     os.environ["GCSFS_EXPERIMENTAL_ZB_HNS_SUPPORT"] = "false"
     pytest.importorskip("gcsfs")
-    emulator = pytest.importorskip("gcp_storage_emulator.server")
+    pytest.importorskip("gcp_storage_emulator")
     port = free_port()
-    server = emulator.create_server("127.0.0.1", port, in_memory=True)
-    server.start()
+    command = [sys.executable, "-m", "gcp_storage_emulator"]
+    process = subprocess.Popen(
+        [*command, "start", "--host", "127.0.0.1", "--port", str(port), "--in-memory", "--quiet"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     endpoint = f"http://127.0.0.1:{port}"
-    saved = os.environ.get("STORAGE_EMULATOR_HOST")
-    os.environ["STORAGE_EMULATOR_HOST"] = endpoint
     try:
+        _wait_for(port, process)
+        saved = os.environ.get("STORAGE_EMULATOR_HOST")
+        os.environ["STORAGE_EMULATOR_HOST"] = endpoint
         yield endpoint
     finally:
-        server.stop()
-        if saved is None:
-            os.environ.pop("STORAGE_EMULATOR_HOST", None)
-        else:
-            os.environ["STORAGE_EMULATOR_HOST"] = saved
+        process.terminate()
+        process.wait(timeout=10)
+    if saved is None:
+        os.environ.pop("STORAGE_EMULATOR_HOST", None)
+    else:
+        os.environ["STORAGE_EMULATOR_HOST"] = saved
+
+
+def _wait_for(port: int, process: subprocess.Popen[bytes]) -> None:
+    """Until something listens on ``port`` (the server process started), or fail."""
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            pytest.fail(f"the GCS emulator exited with status {process.returncode}")
+        with socket.socket() as sock:
+            if sock.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.05)
+    pytest.fail("the GCS emulator did not start within 30 s")
 
 
 @pytest.fixture

@@ -117,11 +117,17 @@ def _streamed(shard: Shard, remote_io: RemoteIO) -> bool:
     """Whether ``shard`` is read through fsspec rather than TensorFlow's filesystem."""
     if not isinstance(shard.path, Location) or shard.path.is_local:
         return False
-    if remote_io != "auto":
-        return remote_io == "fsspec"
+    if remote_io == "fsspec":
+        return True
     import tensorflow as tf
 
-    return shard.path.protocol not in tf.io.gfile.get_registered_schemes()
+    registered = tf.io.gfile.get_registered_schemes()
+    if remote_io == "tensorflow" and shard.path.protocol not in registered:
+        raise ValueError(
+            f"remote_io='tensorflow', but TensorFlow has no filesystem for {shard.path.protocol}:// "
+            f"(it has: {', '.join(sorted(registered))}); use remote_io='auto' or 'fsspec'"
+        )
+    return shard.path.protocol not in registered
 
 
 def _fsspec_reader(shards: list[Shard], source: OpenedDataset) -> Callable[[Any], Any]:
