@@ -297,7 +297,7 @@ def open_dataset(
     if registry is None:
         registry = default_registry()
     if schema is not None and not isinstance(schema, Schema):
-        schema = Schema.load(Path(schema), registry=registry)
+        schema = Schema.load(schema, registry=registry, storage_options=storage_options)
     if _any_remote(path):
         remote = _open_remote(
             path, split, names, schema, registry, compression, storage_options, (check_sizes, verify_sha256)

@@ -336,7 +336,7 @@ class DatasetWriter:
             registry = default_registry()
         self._registry = registry
         if isinstance(schema, (str, os.PathLike)):  # a schema file, as every reader takes
-            schema = Schema.load(Path(schema), registry=registry)
+            schema = Schema.load(schema, registry=registry, storage_options=options.get("storage_options"))
         self.schema = schema_of(schema)
         self._bound = self.schema.bind(registry)
         self._encoder = RecordEncoder(self._bound)

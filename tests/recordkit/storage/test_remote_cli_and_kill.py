@@ -125,3 +125,18 @@ def test_resume_after_sigkill(s3_bucket: Bucket, tmp_path: Path) -> None:
         .exit_code
         == 0
     )
+
+
+def test_schemas_and_codegen_from_a_bucket(s3_bucket: Bucket) -> None:
+    url = s3_bucket.join("items")
+    options = s3_bucket.storage_options
+    rk.write_dataset(_records(3), Item, url, storage_options=options)
+    schema_url = s3_bucket.join("schemas", "item.yaml")
+    location(schema_url, options).write_bytes(Item.dumps().encode("utf-8"))
+    assert rk.Schema.load(schema_url, storage_options=options) == Item
+    # A schema file's URL as the reader's schema, and make_parser's input.
+    assert len(list(rk.iter_records(url, schema=schema_url, storage_options=options))) == 3
+    for source in (url, schema_url):
+        result = CliRunner().invoke(main, ["codegen", source, *_cli_options(s3_bucket)])
+        assert result.exit_code == 0, result.output
+        assert "def make_parser" in result.output
