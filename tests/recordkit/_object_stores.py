@@ -18,7 +18,10 @@ import uuid
 from collections.abc import Iterator
 from typing import Any
 
+import numpy as np
 import pytest
+
+import recordkit as rk
 
 _FAKE_AWS = {
     "AWS_ACCESS_KEY_ID": "testing",
@@ -144,3 +147,29 @@ def gcs_bucket(gcs_server: str) -> Bucket:
 def bucket(request: pytest.FixtureRequest) -> Bucket:
     """A fresh bucket on each local server in turn (S3, then GCS)."""
     return request.getfixturevalue("s3_bucket" if request.param == "s3" else "gcs_bucket")  # type: ignore[no-any-return]
+
+
+# -- a small dataset for the remote tests of every layer -------------------------------------
+
+#: The schema of the remote tests' records (text, scalar and tensor fields).
+REMOTE_SCHEMA = rk.Schema(
+    name="remote-test",
+    fields={
+        "name": rk.FieldSpec(codec="text"),
+        "label": rk.FieldSpec(codec="scalar"),
+        "values": rk.FieldSpec(codec="tensor", options={"dtype": "float32", "shape": [3]}),
+    },
+)
+
+
+def remote_records(count: int, start: int = 0) -> list[dict[str, Any]]:
+    """Records ``item-<start>`` .. ``item-<start+count-1>``."""
+    return [
+        {"name": f"item-{i}", "label": i % 10, "values": np.full(3, i, dtype=np.float32)}
+        for i in range(start, start + count)
+    ]
+
+
+def cli_options(bucket: Bucket) -> list[str]:
+    """``--storage-option`` arguments that reach ``bucket``."""
+    return [f"--storage-option={key}={value}" for key, value in bucket.storage_options.items()]
