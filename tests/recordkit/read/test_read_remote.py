@@ -78,3 +78,51 @@ def test_which_filesystem_reads_remote_shards() -> None:
     assert _streamed(local, "fsspec") is False
     with pytest.raises(ValueError, match=r"no filesystem for s3://"):
         _streamed(s3, "tensorflow")
+
+
+def test_load_dataset_over_gs_through_fsspec(gcs_bucket: Bucket, tmp_path: Path) -> None:
+    """gs is TensorFlow's, but its client cannot reach the emulator: forced to fsspec."""
+    url = gcs_bucket.join("items")
+    options = gcs_bucket.storage_options
+    rk.write_dataset(remote_records(20), REMOTE_SCHEMA, url, shard_records=8, storage_options=options)
+    rk.write_dataset(remote_records(20), REMOTE_SCHEMA, tmp_path / "items", shard_records=8)
+    remote = list(rk.load_dataset(url, batch_size=8, storage_options=options, remote_io="fsspec"))
+    local = list(rk.load_dataset(tmp_path / "items", batch_size=8))
+    assert [b["name"].numpy().tolist() for b in remote] == [b["name"].numpy().tolist() for b in local]
+    np.testing.assert_array_equal(
+        np.concatenate([b["values"].numpy() for b in remote]),
+        np.concatenate([b["values"].numpy() for b in local]),
+    )
+
+
+def test_load_dataset_through_tensorflows_filesystem(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The other way: a scheme TensorFlow registers (``ram://``, its in-memory filesystem)
+    has its shards read by TensorFlow itself. fsspec gets a ``ram`` protocol for the
+    test (its in-memory filesystem), and every object is copied into TensorFlow's
+    ``ram://``, so both see the same bytes: recordkit reads the manifest through
+    fsspec, TensorFlow the shards."""
+    import fsspec
+    import tensorflow as tf
+    from fsspec.implementations.memory import MemoryFileSystem
+
+    class RamFileSystem(MemoryFileSystem):  # type: ignore[misc]
+        protocol = "ram"
+        store: dict[str, object] = {}  # noqa: RUF012 - fsspec's own pattern: one store per class
+        pseudo_dirs = [""]  # noqa: RUF012
+
+    fsspec.register_implementation("ram", RamFileSystem, clobber=True)
+    url = "ram://recordkit-test/items"
+    rk.write_dataset(remote_records(20), REMOTE_SCHEMA, url, shard_records=8)
+    root = location(url)
+    tf.io.gfile.makedirs(url)
+    for name in root.list():
+        with tf.io.gfile.GFile(f"{url}/{name}", "wb") as out:
+            out.write(root.join(name).read_bytes())
+    names = [
+        n for b in rk.load_dataset(url, batch_size=8, remote_io="auto") for n in b["name"].numpy().tolist()
+    ]
+    assert names == [f"item-{i}".encode() for i in range(20)]
+    from recordkit.read._open import Shard
+    from recordkit.read._shard_stream import _streamed
+
+    assert not _streamed(Shard(root.join("train-00000.tfrecord"), "train-00000.tfrecord"), "auto")
