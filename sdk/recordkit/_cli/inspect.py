@@ -17,16 +17,17 @@ from typing import Any
 
 import click
 
-from recordkit._cli._common import dataset_root, split_option, table
+from recordkit._cli._common import remote_root, split_option, storage_option, table
 from recordkit._units import human_bytes
 from recordkit.codec._plugins import default_registry
 from recordkit.dataset._breakdown import byte_breakdown
 from recordkit.dataset._manifest import Manifest, ShardInfo
-from recordkit.dataset._paths import resolve_member
+from recordkit.dataset._paths import member
 from recordkit.dataset._tfds import load_manifest
 from recordkit.errors import ManifestError, RecordkitError
 from recordkit.format._tfrecord import FRAMING_BYTES, Compression, iter_tfrecords
 from recordkit.schema._schema import BoundSchema
+from recordkit.storage import Location, location
 
 __all__ = ["dataset_summary", "field_bytes", "inspect_command", "sample_records"]
 
@@ -37,7 +38,7 @@ def _selected_splits(manifest: Manifest, splits: Sequence[str]) -> list[str]:
     return list(dict.fromkeys(splits)) if splits else list(manifest.splits)
 
 
-def dataset_summary(root: Path, manifest: Manifest, splits: Sequence[str]) -> dict[str, Any]:
+def dataset_summary(root: Path | Location, manifest: Manifest, splits: Sequence[str]) -> dict[str, Any]:
     """What the manifest says about the dataset at ``root``, as JSON-ready data."""
     schema = manifest.schema
     split_rows = {}
@@ -67,7 +68,9 @@ def dataset_summary(root: Path, manifest: Manifest, splits: Sequence[str]) -> di
     }
 
 
-def sample_records(root: Path, manifest: Manifest, splits: Sequence[str], limit: int) -> Iterator[bytes]:
+def sample_records(
+    root: Path | Location, manifest: Manifest, splits: Sequence[str], limit: int
+) -> Iterator[bytes]:
     """Up to ``limit`` serialized records, taken from the start of evenly spread shards.
 
     Reading stops as soon as enough records are read: the shards' heads, not the whole
@@ -82,8 +85,8 @@ def sample_records(root: Path, manifest: Manifest, splits: Sequence[str], limit:
     compression = Compression.parse(manifest.compression)
     taken = 0
     for shard in shards:
-        path = resolve_member(root, shard.file)
-        if not path.is_file():
+        path = location(member(root, shard.file))
+        if not (path.path.is_file() if path.is_local else path.exists()):
             raise ManifestError("listed in the manifest but missing on disk", shard=shard.file)
         for _, data in itertools.islice(iter_tfrecords(path, compression), min(per_shard, limit - taken)):
             yield data
@@ -103,7 +106,9 @@ def field_bytes(bound: BoundSchema, records: Iterator[bytes]) -> dict[str, Any]:
     return {"records": count, "bytes": sum(totals.values()), "fields": totals}
 
 
-def _breakdown(root: Path, manifest: Manifest, splits: Sequence[str], sample: int) -> dict[str, Any]:
+def _breakdown(
+    root: Path | Location, manifest: Manifest, splits: Sequence[str], sample: int
+) -> dict[str, Any]:
     try:
         bound = manifest.schema.bind(default_registry())
     except RecordkitError as exc:  # a codec is not installed: the summary still helps
@@ -170,8 +175,9 @@ def _print_breakdown(breakdown: dict[str, Any]) -> None:
 
 
 @click.command("inspect", short_help="Summarise a dataset and show its bytes per field.")
-@click.argument("dataset", type=click.Path(path_type=Path))  # the manifest says what is wrong
+@click.argument("dataset")  # a folder or URL: the manifest says what is wrong
 @split_option
+@storage_option
 @click.option(
     "--sample",
     type=click.IntRange(min=0),
@@ -180,14 +186,17 @@ def _print_breakdown(breakdown: dict[str, Any]) -> None:
     help="How many records the per-field byte breakdown reads (0: none).",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of tables.")
-def inspect_command(dataset: Path, splits: tuple[str, ...], sample: int, as_json: bool) -> None:
+def inspect_command(
+    dataset: str, splits: tuple[str, ...], storage_options: tuple[str, ...], sample: int, as_json: bool
+) -> None:
     """Summarise DATASET: schema, codecs, splits, shards, records, bytes per field.
 
-    DATASET is a dataset folder (or its dataset.json). The byte breakdown charges every
+    DATASET is a dataset folder (or its dataset.json), or a remote URL (s3://, gs:// ...).
+    The byte breakdown charges every
     byte of a sample of records to the field that owns it, so you can see which field
     to shrink (for example, images stored as raw pixels instead of encoded bytes).
     """
-    root = dataset_root(dataset)
+    root = remote_root(dataset, storage_options)
     manifest = load_manifest(root)
     chosen = _selected_splits(manifest, splits)
     summary = dataset_summary(root, manifest, chosen)

@@ -17,15 +17,16 @@ from pathlib import Path
 
 import click
 
-from recordkit._cli._common import dataset_root, split_option
+from recordkit._cli._common import remote_root, split_option, storage_option
 from recordkit._units import human_bytes
 from recordkit.dataset._manifest import Manifest, ShardInfo
-from recordkit.dataset._paths import resolve_member
+from recordkit.dataset._paths import member
 from recordkit.dataset._tfds import load_manifest
 from recordkit.errors import CorruptRecordError, ManifestError
 from recordkit.format._index import RecordIndex
 from recordkit.format._tfrecord import FRAMING_BYTES, Compression, iter_tfrecords
 from recordkit.read._open import file_sha256
+from recordkit.storage import Location, location
 
 __all__ = ["ShardCheck", "check_index", "check_shard", "verify_command"]
 
@@ -44,17 +45,17 @@ class ShardCheck:
         return not self.problems
 
 
-def check_shard(root: Path, split: str, shard: ShardInfo, compression: Compression) -> ShardCheck:
+def check_shard(root: Path | Location, split: str, shard: ShardInfo, compression: Compression) -> ShardCheck:
     """Check one shard's size, sha256, TFRecord framing and CRCs, and record count."""
     try:
-        path = resolve_member(root, shard.file)
+        path = location(member(root, shard.file))
     except ManifestError as exc:
         return ShardCheck(split, shard, 0, (exc.reason,))
-    if not path.is_file():
+    if not (path.path.is_file() if path.is_local else path.exists()):
         return ShardCheck(split, shard, 0, ("listed in the manifest but missing on disk",))
     problems: list[str] = []
     try:
-        size = path.stat().st_size
+        size = path.size()
         if size != shard.bytes:
             problems.append(f"the file has {size} bytes, the manifest says {shard.bytes}")
         digest = file_sha256(path)
@@ -81,11 +82,11 @@ def check_shard(root: Path, split: str, shard: ShardInfo, compression: Compressi
     return ShardCheck(split, shard, count, tuple(problems))
 
 
-def check_index(root: Path, shard: ShardInfo, scanned: RecordIndex) -> list[str]:
+def check_index(root: Path | Location, shard: ShardInfo, scanned: RecordIndex) -> list[str]:
     """Problems of ``shard``'s record index (none when the manifest lists no index)."""
     if shard.index is None:
         return []
-    path = root / shard.index.file
+    path = location(root).join(shard.index.file)
     try:
         data = path.read_bytes()
     except OSError as exc:
@@ -109,7 +110,7 @@ class UnfinishedDataset(click.ClickException):
     exit_code = 3
 
 
-def verify_dataset(root: Path, manifest: Manifest, splits: Sequence[str]) -> list[ShardCheck]:
+def verify_dataset(root: Path | Location, manifest: Manifest, splits: Sequence[str]) -> list[ShardCheck]:
     """Check every shard of ``splits`` (in manifest order)."""
     compression = Compression.parse(manifest.compression)
     return [
@@ -120,22 +121,30 @@ def verify_dataset(root: Path, manifest: Manifest, splits: Sequence[str]) -> lis
 
 
 @click.command("verify", short_help="Check every shard of a dataset against its manifest.")
-@click.argument("dataset", type=click.Path(path_type=Path))  # the manifest says what is wrong
+@click.argument("dataset")  # a folder or URL: the manifest says what is wrong
 @split_option
+@storage_option
 @click.option("-q", "--quiet", is_flag=True, help="Print only the shards that fail.")
 @click.option(
     "--allow-unfinished",
     is_flag=True,
     help="Pass a split with an unfinished write when its complete shards match (default: status 3).",
 )
-def verify_command(dataset: Path, splits: tuple[str, ...], quiet: bool, allow_unfinished: bool) -> None:
+def verify_command(
+    dataset: str,
+    splits: tuple[str, ...],
+    storage_options: tuple[str, ...],
+    quiet: bool,
+    allow_unfinished: bool,
+) -> None:
     """Check every shard of DATASET against its manifest (sha256, size, CRCs, records).
 
-    DATASET is a dataset folder (or its dataset.json). Exits with status 1, naming each
+    DATASET is a dataset folder (or its dataset.json), or a remote URL (s3://, gs:// ...).
+    Exits with status 1, naming each
     bad shard, when any shard is missing, changed, truncated or corrupt; with status 3
     when the shards match but a split has an unfinished write (records may be missing).
     """
-    root = dataset_root(dataset)
+    root = remote_root(dataset, storage_options)
     manifest = load_manifest(root)
     for name in splits:
         manifest.split(name)  # ManifestError listing the splits there are

@@ -24,8 +24,9 @@ import re
 from pathlib import Path
 
 from recordkit.errors import ManifestError
+from recordkit.storage import Location
 
-__all__ = ["check_member_name", "resolve_member"]
+__all__ = ["check_member_name", "member", "resolve_member"]
 
 _PART = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.\-]*$")
 #: Deepest folder nesting of a listed file (recordkit itself writes none).
@@ -80,3 +81,15 @@ def resolve_member(root: Path, name: str, *, shard: str | None = None) -> Path:
             shard=shard if shard is not None else name,
         )
     return path
+
+
+def member(root: Path | Location, name: str, *, shard: str | None = None) -> Path | Location:
+    """A file the manifest lists: locally :func:`resolve_member`; in a remote dataset the
+    object ``root/name`` (the name is checked; an object store has no symlinks)."""
+    if isinstance(root, Location) and not root.is_local:
+        try:
+            check_member_name(name)
+        except ValueError as exc:
+            raise ManifestError(str(exc), shard=shard if shard is not None else ascii(name)) from None
+        return root.join(name)
+    return resolve_member(root.path if isinstance(root, Location) else root, name, shard=shard)

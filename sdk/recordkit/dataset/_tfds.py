@@ -43,6 +43,7 @@ from recordkit.errors import DatasetError
 from recordkit.format._tfrecord import iter_tfrecords
 from recordkit.schema._fields import FieldSpec
 from recordkit.schema._schema import Schema
+from recordkit.storage import Location
 
 __all__ = [
     "TFDS_FEATURES",
@@ -400,9 +401,12 @@ class _Mapper:
         )
 
 
-def load_manifest(root: str | Path) -> Manifest:
+def load_manifest(root: str | Path | Location) -> Manifest:
     """The manifest of the dataset at ``root``: its ``dataset.json``, or for a folder that
-    TFDS prepared, the view :func:`load_tfds` gives (shards with an empty sha256: unknown)."""
+    TFDS prepared, the view :func:`load_tfds` gives (shards with an empty sha256: unknown).
+    A remote dataset (a Location) has its ``dataset.json`` read."""
+    if isinstance(root, Location):
+        return Manifest.load(root)
     if is_tfds_folder(root) and not (Path(root) / MANIFEST_FILE).is_file():
         return load_tfds(root).manifest
     return Manifest.load(root)

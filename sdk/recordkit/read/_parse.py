@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Collection, Sequence
-from pathlib import Path
 from typing import Any, TypeAlias
 
 from recordkit.read._dense import SHAPE_SUFFIX
@@ -96,7 +95,7 @@ def _bound(schema: SchemaLike) -> BoundSchema:
     if isinstance(schema, BoundSchema):
         return schema
     if not isinstance(schema, Schema):
-        schema = Schema.load(Path(schema))
+        schema = Schema.load(schema)
     return schema.bind()
 
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Protocol, TypeVar, cast
@@ -32,6 +33,7 @@ from recordkit.codec._plugins import default_registry
 from recordkit.codec._registry import CodecRegistry
 from recordkit.errors import CodecOptionsError, RecordkitError, SchemaFileError
 from recordkit.schema._fields import FieldSpec, SchemaFormat, field_name_problem
+from recordkit.storage import StorageOptions, is_remote, location
 
 __all__ = [
     "SCHEMA_KEY",
@@ -74,18 +76,27 @@ SchemaT = TypeVar("SchemaT", bound=pydantic.BaseModel)
 # -- reading --------------------------------------------------------------------------------
 
 
-def format_of(path: str | Path) -> SchemaFormat:
+def format_of(path: str | os.PathLike[str]) -> SchemaFormat:
     """The format a schema file's name implies: JSON for ``.json``, YAML otherwise."""
     return "json" if Path(path).suffix.lower() == ".json" else "yaml"
 
 
 def load_schema(
-    path: str | Path, model: type[SchemaT], *, registry: CodecRegistry | None = None, check: bool = True
+    path: str | os.PathLike[str],
+    model: type[SchemaT],
+    *,
+    registry: CodecRegistry | None = None,
+    check: bool = True,
+    storage_options: StorageOptions | None = None,
 ) -> SchemaT:
-    """Read the schema file ``path``; see :meth:`recordkit.Schema.load`."""
-    source = str(path)
+    """Read the schema file ``path`` (a local path or any fsspec URL); see
+    :meth:`recordkit.Schema.load`."""
+    source = os.fspath(path)
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        if is_remote(source):
+            text = location(source, storage_options).read_bytes().decode("utf-8")
+        else:
+            text = Path(path).read_text(encoding="utf-8")
     except FileNotFoundError:
         raise SchemaFileError("no such file", file=source) from None
     except UnicodeDecodeError as exc:

@@ -13,6 +13,7 @@ import dataclasses
 import datetime
 import hashlib
 import json
+import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -26,6 +27,7 @@ from recordkit.schema import _file
 from recordkit.schema._bound import BoundField, bind_field, check_shared_keys
 from recordkit.schema._encoder import RecordEncoder
 from recordkit.schema._fields import FIELD_NAME, FieldSpec, SchemaFormat, field_name_problem
+from recordkit.storage import StorageOptions
 
 __all__ = ["BoundSchema", "Schema"]
 
@@ -70,8 +72,16 @@ class Schema(pydantic.BaseModel):
     # -- schema files -------------------------------------------------------------------
 
     @classmethod
-    def load(cls, path: str | Path, *, registry: CodecRegistry | None = None, check: bool = True) -> Schema:
-        """Read a schema file (YAML, or JSON when the name ends in ``.json``).
+    def load(
+        cls,
+        path: str | os.PathLike[str],
+        *,
+        registry: CodecRegistry | None = None,
+        check: bool = True,
+        storage_options: StorageOptions | None = None,
+    ) -> Schema:
+        """Read a schema file (YAML, or JSON when the name ends in ``.json``): a local
+        path, or a URL (``s3://``, ``gs://``, any fsspec protocol, with ``storage_options``).
 
         With ``check`` (the default) every field is also bound against ``registry``
         (default: the installed plugins), so unknown codecs and bad options are caught
@@ -82,7 +92,7 @@ class Schema(pydantic.BaseModel):
         :raises UnknownCodecError: a field names a codec that is not installed.
         :raises CodecOptionsError: a field's options fail its codec's options model.
         """
-        return _file.load_schema(path, cls, registry=registry, check=check)
+        return _file.load_schema(path, cls, registry=registry, check=check, storage_options=storage_options)
 
     @classmethod
     def loads(

@@ -98,8 +98,17 @@ def test_decode_example_round_trip(features: dict[str, tuple[WireKind, list[Any]
             np.testing.assert_array_equal(got, np.asarray(values, kind.numpy_dtype))
 
 
-@given(st.lists(st.tuples(st.binary(max_size=30), st.lists(int64s, min_size=1, max_size=4),
-                          st.lists(float32s, min_size=3, max_size=3)), min_size=1, max_size=5))
+@given(
+    st.lists(
+        st.tuples(
+            st.binary(max_size=30),
+            st.lists(int64s, min_size=1, max_size=4),
+            st.lists(float32s, min_size=3, max_size=3),
+        ),
+        min_size=1,
+        max_size=5,
+    )
+)
 def test_tf_parse_example_reads_a_batch(rows: list[tuple[bytes, list[int], list[float]]]) -> None:
     batch = [
         encode({

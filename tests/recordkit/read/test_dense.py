@@ -136,9 +136,7 @@ def test_pad_fills_each_field_with_its_codecs_pad_value(
         assert (offsets[n:] == -1).all()
 
 
-def test_a_codec_whose_pad_value_is_not_a_number_is_named(
-    dataset: Path, registry: rk.CodecRegistry
-) -> None:
+def test_a_codec_whose_pad_value_is_not_a_number_is_named(dataset: Path, registry: rk.CodecRegistry) -> None:
     fields = dict(SCHEMA.fields)
     fields["offsets"] = rk.FieldSpec(codec="wrong-pad", options={"dtype": "int16", "shape": [None]})
     wrong = SCHEMA.model_copy(update={"fields": fields})

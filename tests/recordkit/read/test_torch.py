@@ -76,8 +76,13 @@ def test_iterable_dataset_splits_shards_between_ranks_and_workers(
         seen: list[str] = []
         for rank in range(2):
             ds = IterableDataset(
-                dataset, fields=["caption", "image", "mask", "audio", "label"], shuffle=True, seed=7,
-                window=4, rank=rank, world_size=2,
+                dataset,
+                fields=["caption", "image", "mask", "audio", "label"],
+                shuffle=True,
+                seed=7,
+                window=4,
+                rank=rank,
+                world_size=2,
             )
             ds.set_epoch(epoch)
             for batch in DataLoader(ds, batch_size=3, num_workers=2, collate_fn=ds.collate_fn):

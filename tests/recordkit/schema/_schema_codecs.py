@@ -38,9 +38,7 @@ class VectorCodec(rk.Codec[VectorOptions]):
         except (TypeError, ValueError) as exc:
             raise rk.errors.InvalidValueError(f"not a vector of numbers: {exc}") from None
         if array.shape != (self.options.size,):
-            raise rk.errors.InvalidValueError(
-                f"expected {self.options.size} values, got shape {array.shape}"
-            )
+            raise rk.errors.InvalidValueError(f"expected {self.options.size} values, got shape {array.shape}")
         return {"": array / self.options.scale}
 
     def decode_numpy(self, wire: Mapping[str, Any]) -> Any:

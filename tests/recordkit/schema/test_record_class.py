@@ -24,7 +24,9 @@ REGISTRY = schema_registry()
 # -- the Python twins of the example schema files ---------------------------------------------
 
 
-class Flowers(rk.Record, name="flowers", version="1.0.0", description="Photos of flowers, one class per folder."):  # noqa: E501
+class Flowers(
+    rk.Record, name="flowers", version="1.0.0", description="Photos of flowers, one class per folder."
+):
     image: Annotated[bytes, rk.field("image", format="keep")]
     """The photo as found on disk."""
     label: Annotated[str, rk.field("label", names=["daisy", "dandelion", "roses", "sunflowers", "tulips"])]

@@ -1,0 +1,166 @@
+"""Writing and reading a dataset in object storage against a local folder, on the mixed
+workload, with the local S3 server (moto) and the GCS emulator started on 127.0.0.1.
+
+    python benchmarks/remote.py --records 2000 --out benchmarks/out/remote.json
+
+Measured for each of ``local`` (a folder), ``s3`` (moto's server) and ``gs`` (the GCS
+emulator), every field decoded (JPEG, WAV, caption, boxes, label):
+
+* ``write``: ``write_dataset`` of the records (shards streamed, manifest PUT), records/s;
+* ``iter_records``: the split read in order through the numpy reader, records/s;
+* ``load_dataset``: batches of 64 through tf.data (remote shards streamed through
+  fsspec: TensorFlow's own gs client cannot reach an emulator), records/s.
+
+The local servers run on this machine, so the figures show the clients' overhead (HTTP,
+parts, ranged reads), not a network's latency or bandwidth: a real bucket adds both.
+Each read figure is the best of ``--repeats`` runs, after one unmeasured tf.data read.
+Timing on a busy machine is noise: the figures for docs/performance.md come from a quiet
+one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+if __package__ in (None, ""):
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+os.environ["GCSFS_EXPERIMENTAL_ZB_HNS_SUPPORT"] = "false"  # see tests/recordkit/_object_stores.py
+
+import recordkit as rk
+from benchmarks._data import mixed_records
+from benchmarks._recordkit import mixed_record, mixed_schema
+
+BATCH = 64
+SHARD_BYTES = 8 << 20
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _wait(port: int) -> None:
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        with socket.socket() as sock:
+            if sock.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.05)
+    raise RuntimeError(f"no server on port {port}")
+
+
+@contextlib.contextmanager
+def _servers() -> Iterator[dict[str, tuple[str, dict[str, Any]]]]:
+    """moto's S3 server and the GCS emulator, each in its own process; a bucket on each."""
+    os.environ.update(
+        AWS_ACCESS_KEY_ID="testing", AWS_SECRET_ACCESS_KEY="testing", AWS_DEFAULT_REGION="us-east-1"
+    )
+    s3_port, gcs_port = _free_port(), _free_port()
+    quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
+    s3 = subprocess.Popen(
+        [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(s3_port)],
+        **quiet,  # type: ignore[call-overload]
+    )
+    gcs = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "gcp_storage_emulator",
+            "start",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(gcs_port),
+            "--in-memory",
+            "--quiet",
+        ],
+        **quiet,  # type: ignore[arg-type]
+    )
+    try:
+        _wait(s3_port)
+        _wait(gcs_port)
+        os.environ["STORAGE_EMULATOR_HOST"] = f"http://127.0.0.1:{gcs_port}"
+        import gcsfs
+        import s3fs
+
+        bucket = f"rk-bench-{uuid.uuid4().hex[:8]}"
+        s3_options = {"endpoint_url": f"http://127.0.0.1:{s3_port}", "key": "testing", "secret": "testing"}
+        gs_options = {"endpoint_url": f"http://127.0.0.1:{gcs_port}", "token": "anon", "project": "bench"}
+        s3fs.S3FileSystem(**s3_options).mkdir(bucket)
+        gcsfs.GCSFileSystem(**gs_options).mkdir(bucket)
+        yield {"s3": (f"s3://{bucket}/mixed", s3_options), "gs": (f"gs://{bucket}/mixed", gs_options)}
+    finally:
+        for process in (s3, gcs):
+            process.terminate()
+            process.wait(timeout=10)
+
+
+def _best(run: Callable[[], int], repeats: int) -> dict[str, float]:
+    best, count = float("inf"), 0
+    for _ in range(repeats):
+        start = time.perf_counter()
+        count = run()
+        best = min(best, time.perf_counter() - start)
+    return {"records": count, "seconds": best, "records_per_s": count / best if best else float("inf")}
+
+
+def _measure(url: str, options: dict[str, Any] | None, records: list[Any], repeats: int) -> dict[str, Any]:
+    extra: dict[str, Any] = {"storage_options": options} if options is not None else {}
+
+    def write() -> int:
+        manifest = rk.write_dataset(records, mixed_schema(), url, shard_bytes=SHARD_BYTES, **extra)
+        return manifest.split("train").num_records
+
+    result = {"write": _best(write, 1)}  # written once: a second write would find the dataset
+
+    def numpy_read() -> int:
+        return sum(1 for _ in rk.iter_records(url, **extra))
+
+    read_extra = {**extra, "remote_io": "fsspec"} if options is not None else {}
+
+    def tf_read() -> int:
+        return sum(
+            int(batch["label"].shape[0]) for batch in rk.load_dataset(url, batch_size=BATCH, **read_extra)
+        )
+
+    tf_read()  # warm-up: TensorFlow's start and the first graph are not the storage's cost
+    result["iter_records"] = _best(numpy_read, repeats)
+    result["load_dataset"] = _best(tf_read, repeats)
+    return result
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--records", type=int, default=2000)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--out", type=Path, default=None)
+    args = parser.parse_args(argv)
+    records = [mixed_record(r) for r in mixed_records(args.records)]
+    results: dict[str, Any] = {"records": args.records, "shard_bytes": SHARD_BYTES}
+    with tempfile.TemporaryDirectory() as tmp, _servers() as buckets:
+        results["local"] = _measure(str(Path(tmp) / "mixed"), None, records, args.repeats)
+        for name, (url, options) in buckets.items():
+            results[name] = _measure(url, options, records, args.repeats)
+    text = json.dumps(results, indent=2)
+    if args.out is not None:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(text + "\n", encoding="utf-8")
+    print(text)
+
+
+if __name__ == "__main__":
+    main()
