@@ -169,7 +169,7 @@ class _EncodeFn(beam.DoFn):  # type: ignore[misc]  # Beam's DoFn is untyped for 
             data = self._encoder.encode(record, key)
         except RecordkitError as exc:
             if self._on_error == "raise":
-                raise exc.with_context(split=self._split) from None
+                raise _as_raised(exc.with_context(split=self._split)) from None
             self._rejected.inc()
             yield pvalue.TaggedOutput(_REJECTS, _reject_entry(self._split, key, exc))
             return
@@ -189,8 +189,15 @@ class _EncodeFn(beam.DoFn):  # type: ignore[misc]  # Beam's DoFn is untyped for 
             value = self._key(record) if callable(self._key) else record_items(record)[self._key]
         except Exception as exc:
             reason = f"cannot get the record's key: {type(exc).__name__}: {exc}"
-            raise RecordError(reason, split=self._split) from exc
+            raise _as_raised(RecordError(reason, split=self._split)) from exc
         return value if isinstance(value, str) else str(value)
+
+
+def _as_raised(error: RecordkitError) -> RecordkitError:
+    """``error`` with its whole message (context included) in its args: Beam re-raises a
+    step's error rebuilt from them, and the context would be lost."""
+    error.args = (str(error),)
+    return error
 
 
 def _reject_entry(split: str, key: str | None, error: RecordkitError) -> dict[str, Any]:
