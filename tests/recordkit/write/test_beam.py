@@ -54,7 +54,9 @@ def records(n: int, *, start: int = 0, bad: frozenset[int] = frozenset()) -> lis
     return [{**r, "id": r["id"] + start, "image": _png(r["id"])} for r in make_records(n, bad=bad)]
 
 
-def run(pipeline_body: Any, *, workers: int = 1, processes: bool = False) -> beam.runners.runner.PipelineResult:
+def run(
+    pipeline_body: Any, *, workers: int = 1, processes: bool = False
+) -> beam.runners.runner.PipelineResult:
     options = PipelineOptions(
         flags=[],
         direct_num_workers=workers,
@@ -181,8 +183,10 @@ def test_skipped_records_go_to_the_rejects_output_and_file(tmp_path: Path) -> No
     out = tmp_path / "rejects-out"
 
     def body(p: beam.Pipeline) -> None:
-        result = p | beam.Create(items) | rk.beam.WriteDataset(
-            SCHEMA, tmp_path / "data", key="id", on_error="skip", num_shards=2
+        result = (
+            p
+            | beam.Create(items)
+            | rk.beam.WriteDataset(SCHEMA, tmp_path / "data", key="id", on_error="skip", num_shards=2)
         )
         result["rejects"] | beam.Map(json.dumps) | beam.io.WriteToText(str(out), shard_name_template="")
 
