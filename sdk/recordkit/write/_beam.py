@@ -251,34 +251,43 @@ class _CommitFn(beam.DoFn):  # type: ignore[misc]  # Beam's DoFn is untyped for 
         folder = self._folder
         with folder.lock():
             if folder.exists(MANIFEST_FILE):
-                raise DatasetError(
-                    f"{MANIFEST_FILE} appeared while the pipeline ran; not replaced", file=folder.root
-                )
+                reason = f"{MANIFEST_FILE} appeared while the pipeline ran; not replaced"
+                raise DatasetError(reason, file=folder.root)
             manifest = Manifest.model_validate_json(self._manifest_json)
             compression = Compression.parse(manifest.compression)
             for split in self._splits:
-                mine = sorted((number, path, info) for s, number, path, info in staged if s == split)
-                shards = [
-                    _place(
-                        folder, path, ShardInfo.model_validate_json(info), shard_name(split, i, compression)
-                    )
-                    for i, (_, path, info) in enumerate(mine)
-                ]
-                _remove_unlisted(folder, split, {s.file for s in shards})
-                info = SplitInfo(shards=shards)
-                lines = sorted(
-                    json.dumps({k: v for k, v in r.items() if k != "split"}, ensure_ascii=False, default=str)
-                    for r in rejects
-                    if r["split"] == split
-                )
-                if lines:
-                    info.rejects_file = rejects_file_name(split)
-                    info.rejected = len(lines)
-                    folder.write_text(info.rejects_file, "".join(line + "\n" for line in lines))
-                manifest.splits[split] = info
+                mine = [(number, path, info) for s, number, path, info in staged if s == split]
+                theirs = [r for r in rejects if r["split"] == split]
+                manifest.splits[split] = _commit_split(folder, split, mine, theirs, compression)
             folder.save_manifest(manifest)  # the commit
             folder.remove_tree(STAGING_FOLDER)
         yield str(folder.path(MANIFEST_FILE))
+
+
+def _commit_split(
+    folder: _Folder,
+    split: str,
+    staged: list[tuple[int, str, str]],
+    rejects: list[dict[str, Any]],
+    compression: Compression,
+) -> SplitInfo:
+    """Move a split's staged shards to their final names (numbered densely, in shard
+    order) and write its rejects file; return what the manifest lists for it."""
+    shards = [
+        _place(folder, path, ShardInfo.model_validate_json(info), shard_name(split, i, compression))
+        for i, (_, path, info) in enumerate(sorted(staged))
+    ]
+    _remove_unlisted(folder, split, {s.file for s in shards})
+    info = SplitInfo(shards=shards)
+    lines = sorted(
+        json.dumps({k: v for k, v in r.items() if k != "split"}, ensure_ascii=False, default=str)
+        for r in rejects
+    )
+    if lines:
+        info.rejects_file = rejects_file_name(split)
+        info.rejected = len(lines)
+        folder.write_text(info.rejects_file, "".join(line + "\n" for line in lines))
+    return info
 
 
 def _place(folder: _Folder, staged: str, info: ShardInfo, final: str) -> ShardInfo:
