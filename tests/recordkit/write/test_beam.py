@@ -102,7 +102,7 @@ def test_beam_with_one_and_two_workers_equals_the_local_writer(tmp_path: Path) -
 
     for name, items in splits.items():
         expected = canonical(local, name)
-        assert sorted(expected) == sorted(r["id"] for r in items)
+        assert {i: payload for i, (payload, _) in expected.items()} == {r["id"]: r["payload"] for r in items}
         assert canonical(one, name) == expected
         assert canonical(two, name) == expected
     # With a key, the shards are the same bytes whoever wrote them.
@@ -227,6 +227,15 @@ def test_records_and_field_bytes_are_beam_metrics(tmp_path: Path) -> None:
     assert counters["train/shards"] == 2
     for field in SCHEMA.fields:
         assert counters[f"train/bytes/{field}"] == sum(b[field] for b in breakdowns)
+
+
+def test_an_empty_split_is_listed_with_no_shards(tmp_path: Path) -> None:
+    run(write_beam(tmp_path, {"train": records(5), "extra": []}, key="id", num_shards=2))
+    manifest = rk.Manifest.load(tmp_path)
+    assert manifest.split("extra").shards == []
+    assert manifest.split("train").num_records == 5
+    assert list(rk.iter_records(tmp_path, "extra")) == []
+    check_manifest_matches_files(tmp_path)
 
 
 def test_an_existing_dataset_is_refused(tmp_path: Path) -> None:
