@@ -103,3 +103,8 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     for family, count in sorted(totals.items()):
         terminalreporter.write_line(f"{family:<44} {count:>6}")
     terminalreporter.write_line(f"{'total':<44} {sum(totals.values()):>6}")
+
+
+# -- local object-store servers (moto S3, GCS emulator) for the remote-storage tests ------
+
+from _object_stores import bucket, gcs_bucket, gcs_server, s3_bucket, s3_server  # noqa: E402, F401

@@ -32,6 +32,7 @@ from pathlib import Path
 from recordkit.dataset._manifest import ShardIndex, ShardInfo
 from recordkit.format._index import RecordIndex, index_name, write_index
 from recordkit.format._tfrecord import Compression, compressor
+from recordkit.storage import fsync_dir
 
 __all__ = [
     "DEFAULT_SHARD_BYTES",
@@ -124,20 +125,6 @@ def start_writeback(fd: int, offset: int, size: int) -> None:
     function = _sync_file_range()
     if function is not None:
         function(fd, offset, size, _SYNC_FILE_RANGE_WRITE)
-
-
-def fsync_dir(path: Path) -> None:
-    """Make renames in ``path`` durable (a no-op where directories cannot be opened)."""
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:  # e.g. Windows
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
 
 
 @dataclasses.dataclass(frozen=True)

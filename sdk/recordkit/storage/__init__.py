@@ -1,0 +1,31 @@
+"""Where a dataset's bytes live: a local folder or any fsspec URL (``s3://``, ``gs://``,
+``memory://`` ...), behind one small API.
+
+:func:`location` turns a path or URL plus ``storage_options`` into a :class:`Location`;
+its methods are every operation the SDK needs (open for streamed reading and writing,
+exists, list, size, remove, write a whole object in one request, join). Local paths
+keep the exact local behaviour (atomic rename, fsync); remote ones go through fsspec,
+whose clients (s3fs, gcsfs) are imported only when a remote URL is used.
+"""
+
+from __future__ import annotations
+
+from recordkit.storage._local import fsync_dir
+from recordkit.storage._location import (
+    Location,
+    PathOrUrl,
+    StorageOptions,
+    WriteStream,
+    is_remote,
+    location,
+)
+
+__all__ = [
+    "Location",
+    "PathOrUrl",
+    "StorageOptions",
+    "WriteStream",
+    "fsync_dir",
+    "is_remote",
+    "location",
+]

@@ -1,0 +1,323 @@
+"""A :class:`Location`: one file or folder, local or remote, and what the SDK does with it.
+
+Semantics, local path against remote URL (fsspec):
+
+* ``open_read()``: the file, buffered / a streamed, ranged read (no full download).
+* ``open_write()``: a new file (truncated) / a streamed upload (multipart on S3,
+  resumable on GCS): the object appears whole when the stream is closed, never in
+  part, and ``abort()`` leaves nothing.
+* ``write_bytes(data)``: temp file, fsync, ``os.replace``, fsync of the folder (atomic
+  and durable) / one PUT, the object replaced whole.
+* ``exists()``, ``size()``: ``os`` calls / one metadata request (HEAD).
+* ``list()``: the file names in the folder / the names under the prefix (one LIST).
+* ``remove()``: unlink / DELETE (missing is fine in both).
+* ``join(*parts)``: ``Path / part`` / ``url + "/" + part``.
+
+Object stores have no atomic rename and no folder fsync, which is why writers on them
+write each object once, under its final name, and commit with one manifest PUT.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import tempfile
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from types import TracebackType
+from typing import IO, Any
+
+from recordkit.storage._clients import filesystem, split_protocol
+from recordkit.storage._local import fsync_dir
+
+__all__ = ["Location", "PathOrUrl", "StorageOptions", "WriteStream", "is_remote", "location"]
+
+#: What the SDK accepts wherever it takes a dataset, shard or schema path.
+PathOrUrl = str | os.PathLike[str]
+#: Keyword arguments for the fsspec filesystem (``endpoint_url``, ``key``, ``token`` ...).
+StorageOptions = Mapping[str, Any]
+
+_URL = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]+)://")
+#: Part size of a streamed upload (S3's multipart minimum is 5 MiB).
+UPLOAD_BLOCK_BYTES = 16 << 20
+
+
+def is_remote(path: object) -> bool:
+    """Whether ``path`` is a URL with a scheme other than ``file://`` (a Location: its kind)."""
+    if isinstance(path, Location):
+        return not path.is_local
+    if not isinstance(path, str):
+        return False
+    match = _URL.match(path)
+    return match is not None and match.group(1).lower() != "file"
+
+
+def location(path: PathOrUrl | Location, storage_options: StorageOptions | None = None) -> Location:
+    """The :class:`Location` of a local path, a ``file://`` URL or any fsspec URL.
+
+    ``storage_options`` go to the fsspec filesystem (ignored for local paths); a Location
+    passed in is returned as it is (its own options kept unless new ones are given).
+    """
+    if isinstance(path, Location):
+        return path if storage_options is None else Location(path.url, storage_options)
+    return Location(os.fspath(path), storage_options)
+
+
+class Location:
+    """One file or folder: a local path or a remote URL (see the module docs)."""
+
+    def __init__(self, url: str, storage_options: StorageOptions | None = None) -> None:
+        self.storage_options: dict[str, Any] = dict(storage_options or {})
+        if url.lower().startswith("file://"):
+            url = url[len("file://") :]
+        self.is_local = not is_remote(url)
+        if self.is_local:
+            self._path: Path | None = Path(url)
+            self.url = str(self._path)
+            self.protocol = "file"
+        else:
+            self._path = None
+            protocol, rest = split_protocol(url)
+            self.protocol = protocol
+            self.url = f"{protocol}://{rest.rstrip('/')}"
+        self._fs: Any = None
+
+    # -- naming ------------------------------------------------------------------------
+
+    @property
+    def path(self) -> Path:
+        """The local path (ValueError for a remote location: use the methods instead)."""
+        if self._path is None:
+            raise ValueError(f"{self.url} is not a local path")
+        return self._path
+
+    @property
+    def name(self) -> str:
+        """The last part of the path (a file's or folder's name)."""
+        return self._path.name if self._path is not None else self.url.rsplit("/", 1)[-1]
+
+    @property
+    def parent(self) -> Location:
+        """The folder this location lies in."""
+        if self._path is not None:
+            return Location(str(self._path.parent))
+        head = self.url.rsplit("/", 1)[0]
+        return Location(head if "://" in head else self.url, self.storage_options)
+
+    def join(self, *parts: str) -> Location:
+        """The location of ``parts`` (``/``-separated names) inside this folder."""
+        if self._path is not None:
+            return Location(str(self._path.joinpath(*parts)))
+        tail = "/".join(part.strip("/") for part in parts)
+        return Location(f"{self.url}/{tail}", self.storage_options)
+
+    def __str__(self) -> str:
+        return self.url
+
+    def __repr__(self) -> str:
+        return f"Location({self.url!r})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Location) and other.url == self.url
+
+    def __hash__(self) -> int:
+        return hash(self.url)
+
+    # -- remote plumbing -----------------------------------------------------------------
+
+    @property
+    def fs(self) -> Any:
+        """The fsspec filesystem of a remote location (imported on first use)."""
+        if self._fs is None:
+            self._fs = filesystem(self.protocol, self.storage_options)
+        return self._fs
+
+    @property
+    def _key(self) -> str:
+        """The path the fsspec filesystem takes (the URL without its scheme)."""
+        return split_protocol(self.url)[1]
+
+    # -- operations ----------------------------------------------------------------------
+
+    def exists(self) -> bool:
+        """Whether a file or folder (for a remote URL: an object or a prefix) is there."""
+        if self._path is not None:
+            return self._path.exists()
+        return bool(self.fs.exists(self._key))
+
+    def is_dir(self) -> bool:
+        """Whether this is a folder (remote: a prefix holding objects, or a bucket)."""
+        if self._path is not None:
+            return self._path.is_dir()
+        return bool(self.fs.isdir(self._key))
+
+    def size(self) -> int:
+        """The size in bytes of the file (FileNotFoundError when it is not there)."""
+        if self._path is not None:
+            return self._path.stat().st_size
+        return int(self.fs.size(self._key))
+
+    def list(self) -> list[str]:
+        """The names of the files directly in this folder, sorted ([] when there is none)."""
+        if self._path is not None:
+            try:
+                return sorted(entry.name for entry in os.scandir(self._path) if entry.is_file())
+            except (FileNotFoundError, NotADirectoryError):
+                return []
+        try:
+            entries = self.fs.ls(self._key, detail=True, refresh=True)
+        except FileNotFoundError:
+            return []
+        return sorted(e["name"].rstrip("/").rsplit("/", 1)[-1] for e in entries if e.get("type") == "file")
+
+    def remove(self) -> None:
+        """Delete the file; a file that is not there is fine."""
+        if self._path is not None:
+            self._path.unlink(missing_ok=True)
+            return
+        with contextlib.suppress(FileNotFoundError):
+            self.fs.rm_file(self._key)
+
+    def mkdir(self) -> None:
+        """Create the folder and its parents (remote: nothing, prefixes need no creating)."""
+        if self._path is not None:
+            self._path.mkdir(parents=True, exist_ok=True)
+
+    def open_read(self) -> IO[bytes]:
+        """The file opened for streamed binary reading (FileNotFoundError if absent)."""
+        if self._path is not None:
+            return open(self._path, "rb")
+        return self.fs.open(self._key, "rb")  # type: ignore[no-any-return]
+
+    def read_bytes(self) -> bytes:
+        """The whole file."""
+        if self._path is not None:
+            return self._path.read_bytes()
+        return bytes(self.fs.cat_file(self._key))
+
+    def open_write(self) -> WriteStream:
+        """A stream that writes this file (see :class:`WriteStream`)."""
+        return WriteStream(self)
+
+    def write_bytes(self, data: bytes, *, durable: bool = True) -> None:
+        """Replace the file with ``data`` whole: locally a temp file fsynced (when
+        ``durable``) and renamed over it; remotely one PUT. A reader sees the old bytes
+        or the new ones, never a mix."""
+        if self._path is None:
+            self.fs.pipe_file(self._key, data)
+            return
+        folder = self._path.parent
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{self._path.name}.", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "wb") as out:
+                out.write(data)
+                if durable:
+                    out.flush()
+                    os.fsync(out.fileno())
+            os.replace(tmp, self._path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+        if durable:
+            fsync_dir(folder)
+
+    def walk_files(self) -> Iterator[str]:
+        """Every file under this folder, as ``/``-separated paths relative to it."""
+        if self._path is not None:
+            for path in sorted(self._path.rglob("*")):
+                if path.is_file():
+                    yield path.relative_to(self._path).as_posix()
+            return
+        # As the filesystem spells its own paths (memory:// adds a leading "/").
+        prefix = str(self.fs._strip_protocol(self._key)).rstrip("/") + "/"
+        for name in sorted(self.fs.find(self._key)):
+            if name.startswith(prefix):
+                yield name[len(prefix) :]
+
+
+class WriteStream:
+    """A file being written, streamed: ``write()`` as often as needed, then ``close()``.
+
+    Locally it is a plain file (the shard writer adds its temp name and rename on top).
+    Remotely it is an upload in parts of :data:`UPLOAD_BLOCK_BYTES`: the object appears
+    under its name, complete, only when :meth:`close` finishes; :meth:`abort` (also
+    called when a ``with`` block raises) cancels the upload and leaves nothing. A
+    process killed mid-way leaves no object either (an unfinished multipart upload,
+    which the bucket's lifecycle rule expires).
+    """
+
+    def __init__(self, where: Location) -> None:
+        self.location = where
+        if where.is_local:
+            flags = (
+                os.O_WRONLY
+                | os.O_CREAT
+                | os.O_TRUNC
+                | getattr(os, "O_BINARY", 0)
+                | getattr(os, "O_CLOEXEC", 0)
+            )
+            self._fd = os.open(where.path, flags, 0o644)
+            self._file: Any = None
+        else:
+            self._fd = -1
+            self._file = where.fs.open(where._key, "wb", block_size=UPLOAD_BLOCK_BYTES)
+        self.closed = False
+
+    @property
+    def fileno(self) -> int:
+        """The OS file descriptor of a local file (-1 for a remote upload)."""
+        return self._fd
+
+    def write(self, data: bytes | memoryview) -> None:
+        """Append ``data`` (all of it)."""
+        if self._file is not None:
+            self._file.write(data)
+            return
+        size = len(data)
+        written = os.write(self._fd, data)
+        while written < size:  # a short write (rare: signals, some filesystems)
+            with memoryview(data) as view:
+                written += os.write(self._fd, view[written:])
+
+    def close(self, *, fsync: bool = False) -> None:
+        """Finish the file (``fsync``: locally, flush it to disk first)."""
+        if self.closed:
+            return
+        self.closed = True
+        if self._file is not None:
+            self._file.close()
+            return
+        try:
+            if fsync:
+                os.fsync(self._fd)
+        finally:
+            os.close(self._fd)
+
+    def abort(self) -> None:
+        """Stop without finishing: the local file is deleted, the upload cancelled."""
+        if self.closed:
+            return
+        self.closed = True
+        if self._file is not None:
+            with contextlib.suppress(Exception):
+                self._file.discard()
+            try:
+                # Marked closed, so that garbage collection does not upload the rest.
+                self._file.closed = True
+            except AttributeError:  # fsspec's in-memory file, listed from the start
+                self.location.remove()
+            return
+        os.close(self._fd)
+        self.location.remove()
+
+    def __enter__(self) -> WriteStream:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        if exc_type is None:
+            self.close()
+        else:
+            self.abort()

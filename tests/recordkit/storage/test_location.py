@@ -1,0 +1,90 @@
+"""The storage layer against a local folder and real local object-store servers."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+
+import pytest
+from _object_stores import Bucket
+
+from recordkit.errors import MissingExtraError
+from recordkit.storage import Location, _clients, is_remote, location
+
+
+def test_local_paths_and_file_urls_are_local(tmp_path: Path) -> None:
+    assert not is_remote(str(tmp_path))
+    assert not is_remote(tmp_path)
+    assert not is_remote(f"file://{tmp_path}")
+    assert is_remote("s3://bucket/x")
+    assert is_remote("gs://b")
+    assert is_remote("memory://x")
+    where = location(f"file://{tmp_path}")
+    assert where.is_local
+    assert where.path == tmp_path
+    assert location(tmp_path).join("a", "b.txt").path == tmp_path / "a" / "b.txt"
+    with pytest.raises(ValueError, match="not a local path"):
+        _ = location("s3://bucket/key").path
+
+
+def test_remote_urls_join_and_name() -> None:
+    root = location("s3://bucket/data/", {"anon": True})
+    shard = root.join("train-00000.tfrecord")
+    assert shard.url == "s3://bucket/data/train-00000.tfrecord"
+    assert shard.name == "train-00000.tfrecord"
+    assert shard.parent == root
+    assert shard.storage_options == {"anon": True}
+
+
+def _exercise(root: Location) -> None:
+    """Every operation on one folder: write whole, stream, list, size, read, remove."""
+    root.mkdir()
+    manifest = root.join("dataset.json")
+    assert not manifest.exists()
+    assert root.list() == []
+    manifest.write_bytes(b'{"a": 1}')
+    manifest.write_bytes(b'{"a": 2}')  # replaced whole
+    assert manifest.read_bytes() == b'{"a": 2}'
+    payload = os.urandom(6 << 20)  # over S3's 5 MiB part minimum: a real multipart upload
+    with root.join("big.bin").open_write() as out:
+        for start in range(0, len(payload), 1 << 20):
+            out.write(payload[start : start + (1 << 20)])
+    assert root.join("big.bin").size() == len(payload)
+    with root.join("big.bin").open_read() as stream:
+        assert hashlib.sha256(stream.read()).digest() == hashlib.sha256(payload).digest()
+    assert root.list() == ["big.bin", "dataset.json"]
+    stream = root.join("broken.bin").open_write()
+    stream.write(payload)
+    stream.abort()
+    assert not root.join("broken.bin").exists()  # an aborted upload leaves nothing
+    root.join("big.bin").remove()
+    root.join("big.bin").remove()  # missing is fine
+    assert root.list() == ["dataset.json"]
+    assert list(root.walk_files()) == ["dataset.json"]
+
+
+def test_local_folder(tmp_path: Path) -> None:
+    _exercise(location(tmp_path / "ds"))
+    assert not [p for p in (tmp_path / "ds").iterdir() if p.name.startswith(".")]  # no temp left
+
+
+def test_object_store(bucket: Bucket) -> None:
+    _exercise(location(bucket.join("ds"), bucket.storage_options))
+
+
+def test_memory_protocol() -> None:
+    _exercise(location("memory://recordkit-storage-test/ds"))
+
+
+def test_a_missing_client_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    import fsspec
+
+    def refuse(protocol: str, **options: object) -> None:
+        raise ImportError("Install s3fs to access S3")
+
+    monkeypatch.setattr(fsspec, "filesystem", refuse)
+    with pytest.raises(MissingExtraError, match=r"pip install 'recordkit\[s3\]'"):
+        _clients.filesystem("s3", {})
+    with pytest.raises(MissingExtraError, match=r"pip install 'recordkit\[gcs\]'"):
+        location("gs://bucket/x").exists()
