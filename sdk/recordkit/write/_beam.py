@@ -16,20 +16,23 @@ The pipeline, per split, follows TFDS's Beam writer:
    ``shard_bytes`` (shards come out about that size: hashing balances them, it does not
    cut them exactly).
 3. **Write shards** (:class:`_WriteShardFn`): one worker writes each shard, its records
-   sorted by hashed key, with :class:`~recordkit.write._shard_file.ShardFile` (the local
-   writer's shard writer: sha256, count and record index) into a staging folder of its
-   own (``.beam-staging/<token>/``), so two attempts at the same shard never share a file.
+   sorted by hashed key, in one stream (:func:`write_shard`: the sha256, count and
+   record index the local writer records) into a staging folder of its own
+   (``.beam-staging/<token>/``), so two attempts at the same shard never share a file.
 4. **Commit** (:class:`_CommitFn`), once, after every shard of every split: the shards
    that the runner committed are renamed to their final names (numbered densely, in
    order), the rejects files written, ``dataset.json`` written last, then the staging
    folder removed. A pipeline that fails before this step leaves no ``dataset.json``;
    running it again writes the dataset from scratch and clears the debris.
 
-All file operations go through :class:`_Folder`, the one place that touches storage.
+All file operations go through :class:`_Folder`, over :mod:`recordkit.storage`: the
+dataset may be a local folder or an ``s3://``, ``gs://`` or other fsspec URL. On an
+object store a "rename" is a server-side copy and a delete.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -49,28 +52,30 @@ from recordkit.codec._registry import CodecRegistry
 from recordkit.dataset._breakdown import byte_breakdown
 from recordkit.dataset._manifest import MANIFEST_FILE, Manifest, ShardIndex, ShardInfo, SplitInfo
 from recordkit.errors import DatasetError, RecordError, RecordkitError
-from recordkit.format._index import index_name
-from recordkit.format._tfrecord import Compression, frame_record
+from recordkit.format._index import RecordIndex, index_name
+from recordkit.format._tfrecord import Compression, compressor, frame_record
 from recordkit.schema._encoder import RecordEncoder, record_items
 from recordkit.schema._record_class import Record, schema_of
 from recordkit.schema._schema import BoundSchema, Schema
+from recordkit.storage import Location, PathOrUrl, StorageOptions, location
 from recordkit.write._lock import DatasetLock
 from recordkit.write._parallel import WorkerSetup
 from recordkit.write._rejects import error_entries, rejects_file_name
 from recordkit.write._shard_file import (
     DEFAULT_SHARD_BYTES,
-    ShardFile,
     check_split_name,
     shard_name,
     shard_pattern,
 )
 from recordkit.write._writer import codec_provenance
 
-__all__ = ["STAGING_FOLDER", "WriteDataset"]
+__all__ = ["STAGING_FOLDER", "WriteDataset", "salted_hash", "write_shard"]
 
 #: Where workers write shards before the commit renames them (removed by the commit).
 STAGING_FOLDER = ".beam-staging"
 _METRICS = "recordkit"
+#: Framed records gathered before one hash, (compression) and write call.
+_CHUNK_BYTES = 8 << 20
 _REJECTS = "rejects"
 _RECORDS = "records"
 
@@ -89,54 +94,106 @@ def salted_hash(salt: str, key: bytes) -> int:
 
 
 class _Folder:
-    """The dataset's folder: every file operation of the Beam writer, in one place."""
+    """The dataset's folder, local or remote: every file operation of the Beam writer,
+    through :mod:`recordkit.storage`. Pickled into the steps as its URL and storage
+    options (a :class:`~recordkit.storage.Location` is made where it is used)."""
 
-    def __init__(self, root: str) -> None:
-        self.root = root
+    def __init__(self, url: str, storage_options: StorageOptions | None) -> None:
+        self.url = url
+        self.storage_options = dict(storage_options or {})
 
-    def path(self, *names: str) -> Path:
-        return Path(self.root, *names)
+    def at(self, name: str = "") -> Location:
+        root = location(self.url, self.storage_options)
+        return root.join(*name.split("/")) if name else root
 
     def exists(self, name: str) -> bool:
-        return self.path(name).exists()
+        return self.at(name).exists()
 
-    def new_shard(self, staging: str, name: str, compression: Compression) -> ShardFile:
-        """A shard written under ``.beam-staging/<staging>/``, with its index beside it."""
-        folder = self.path(STAGING_FOLDER, staging)
-        folder.mkdir(parents=True, exist_ok=True)
-        return ShardFile(folder / name, compression)
-
-    def move(self, source: str, target: str) -> None:
-        os.replace(self.path(source), self.path(target))
+    def names(self) -> list[str]:
+        return self.at().list()
 
     def size(self, name: str) -> int | None:
         try:
-            return self.path(name).stat().st_size
+            return self.at(name).size()
         except FileNotFoundError:
             return None
 
-    def names(self) -> list[str]:
-        return sorted(p.name for p in self.path().iterdir())
+    def write_bytes(self, name: str, data: bytes) -> None:
+        """A whole file at once: locally atomic (temp name, rename), remotely one PUT."""
+        self.at(name).write_bytes(data)
+
+    def move(self, source: str, target: str) -> None:
+        """Locally a rename; on an object store (no rename) a server-side copy, then a delete."""
+        src, dst = self.at(source), self.at(target)
+        if src.is_local:
+            os.replace(src.path, dst.path)
+        else:
+            src.fs.copy(src.url, dst.url)
+            src.remove()
 
     def remove(self, name: str) -> None:
-        self.path(name).unlink(missing_ok=True)
+        self.at(name).remove()
 
     def remove_tree(self, name: str) -> None:
-        shutil.rmtree(self.path(name), ignore_errors=True)
+        folder = self.at(name)
+        if folder.is_local:
+            shutil.rmtree(folder.path, ignore_errors=True)
+        else:
+            for file in list(folder.walk_files()):
+                folder.join(*file.split("/")).remove()
 
-    def write_text(self, name: str, text: str) -> None:
-        """Write a whole file at once (temp name, then rename)."""
-        temp = self.path(f".{name}.{secrets.token_hex(4)}.tmp")
-        temp.write_text(text, encoding="utf-8")
-        os.replace(temp, self.path(name))
+    @contextlib.contextmanager
+    def locked(self) -> Iterator[None]:
+        """Locally, the local writers' lock (:mod:`recordkit.write._lock`), so that no
+        local writer changes the folder meanwhile; object stores have no lock."""
+        root = self.at()
+        if not root.is_local:
+            yield
+            return
+        with DatasetLock(root.path):
+            yield
 
-    def save_manifest(self, manifest: Manifest) -> None:
-        manifest.save(self.path())
 
-    def lock(self) -> DatasetLock:
-        """The local writers' lock (:mod:`recordkit.write._lock`), held while committing:
-        no local writer changes the folder meanwhile."""
-        return DatasetLock(self.path())
+def write_shard(target: Location, framed_records: Iterable[bytes], compression: Compression) -> ShardInfo:
+    """Write one shard (framed records, in order) to ``target`` in one stream, and its
+    record index beside it; return its ShardInfo (sha256, count, bytes, index), as the
+    local writer's :class:`~recordkit.write._shard_file.ShardFile` records them. The
+    stream's object appears only when complete (see :class:`~recordkit.storage.WriteStream`)."""
+    digest = hashlib.sha256()
+    packer = compressor(compression)
+    offsets: list[int] = []
+    payload = stored = 0
+    chunk = bytearray()
+    with target.open_write() as out:
+
+        def store(data: bytes | bytearray) -> None:
+            nonlocal stored
+            if data:
+                digest.update(data)
+                out.write(memoryview(data))
+                stored += len(data)
+
+        for framed in framed_records:
+            offsets.append(payload)
+            payload += len(framed)
+            chunk += framed
+            if len(chunk) >= _CHUNK_BYTES:
+                store(chunk if packer is None else packer.compress(chunk))
+                chunk = bytearray()
+        store(chunk if packer is None else packer.compress(chunk))
+        if packer is not None:
+            store(packer.flush())
+        out.close(fsync=True)
+    index = RecordIndex.from_offsets(offsets, payload).to_bytes()
+    index_file = index_name(target.name)
+    target.parent.join(index_file).write_bytes(index)
+    return ShardInfo(
+        file=target.name,
+        records=len(offsets),
+        bytes=stored,
+        sha256=digest.hexdigest(),
+        index=ShardIndex(file=index_file, sha256=hashlib.sha256(index).hexdigest()),
+    )
 
 
 class _EncodeFn(beam.DoFn):  # type: ignore[misc]  # Beam's DoFn is untyped for mypy
@@ -213,8 +270,8 @@ def _reject_entry(split: str, key: str | None, error: RecordkitError) -> dict[st
 class _WriteShardFn(beam.DoFn):  # type: ignore[misc]  # Beam's DoFn is untyped for mypy
     """Writes one shard's records, sorted by hashed key, into a staging folder of its own."""
 
-    def __init__(self, root: str, split: str, compression: Compression) -> None:
-        self._folder = _Folder(root)
+    def __init__(self, folder: _Folder, split: str, compression: Compression) -> None:
+        self._folder = folder
         self._split = split
         self._compression = compression
 
@@ -224,44 +281,42 @@ class _WriteShardFn(beam.DoFn):  # type: ignore[misc]  # Beam's DoFn is untyped 
 
     def process(self, element: tuple[int, Iterable[_Encoded]]) -> Iterator[_Staged]:
         number, records = element
-        staging = secrets.token_hex(8)  # one folder per attempt: retries never collide
-        name = shard_name(self._split, number, self._compression)
-        shard = self._folder.new_shard(staging, name, self._compression)
-        try:
-            for _, framed in sorted(records):  # by hashed key, ties by bytes: deterministic
-                shard.add(framed)
-            info = shard.commit()
-        except BaseException:
-            shard.discard()
-            raise
+        # One folder per attempt: a retried bundle never writes over another attempt's file.
+        staged = (
+            f"{STAGING_FOLDER}/{secrets.token_hex(8)}/{shard_name(self._split, number, self._compression)}"
+        )
+        target = self._folder.at(staged)
+        target.parent.mkdir()
+        # By hashed key, ties by bytes: the same shard whatever order the records came in.
+        info = write_shard(target, (framed for _, framed in sorted(records)), self._compression)
         self._shards.inc()
         self._shard_bytes.update(info.bytes)
-        yield self._split, number, f"{STAGING_FOLDER}/{staging}/{name}", info.model_dump_json()
+        yield self._split, number, staged, info.model_dump_json()
 
 
 class _CommitFn(beam.DoFn):  # type: ignore[misc]  # Beam's DoFn is untyped for mypy
     """The last step, run once: final names, rejects files, ``dataset.json`` last."""
 
-    def __init__(self, root: str, manifest_json: str, splits: list[str]) -> None:
-        self._folder = _Folder(root)
+    def __init__(self, folder: _Folder, manifest_json: str, splits: list[str]) -> None:
+        self._folder = folder
         self._manifest_json = manifest_json
         self._splits = splits
 
     def process(self, staged: list[_Staged], rejects: list[dict[str, Any]]) -> Iterator[str]:
         folder = self._folder
-        with folder.lock():
+        with folder.locked():
             if folder.exists(MANIFEST_FILE):
                 reason = f"{MANIFEST_FILE} appeared while the pipeline ran; not replaced"
-                raise DatasetError(reason, file=folder.root)
+                raise DatasetError(reason, file=folder.url)
             manifest = Manifest.model_validate_json(self._manifest_json)
             compression = Compression.parse(manifest.compression)
             for split in self._splits:
                 mine = [(number, path, info) for s, number, path, info in staged if s == split]
                 theirs = [r for r in rejects if r["split"] == split]
                 manifest.splits[split] = _commit_split(folder, split, mine, theirs, compression)
-            folder.save_manifest(manifest)  # the commit
+            folder.write_bytes(MANIFEST_FILE, manifest.to_json().encode("utf-8"))  # the commit
             folder.remove_tree(STAGING_FOLDER)
-        yield str(folder.path(MANIFEST_FILE))
+        yield folder.at(MANIFEST_FILE).url
 
 
 def _commit_split(
@@ -286,7 +341,7 @@ def _commit_split(
     if lines:
         info.rejects_file = rejects_file_name(split)
         info.rejected = len(lines)
-        folder.write_text(info.rejects_file, "".join(line + "\n" for line in lines))
+        folder.write_bytes(info.rejects_file, "".join(line + "\n" for line in lines).encode("utf-8"))
     return info
 
 
@@ -301,7 +356,7 @@ def _place(folder: _Folder, staged: str, info: ShardInfo, final: str) -> ShardIn
         folder.move(staged_index, final_index)
         folder.move(staged, final)
     elif folder.size(final) != info.bytes:
-        raise DatasetError(f"the staged shard {staged} is missing", file=folder.root)
+        raise DatasetError(f"the staged shard {staged} is missing", file=folder.url)
     return info.model_copy(
         update={"file": final, "index": ShardIndex(file=final_index, sha256=info.index.sha256)}
     )
@@ -328,7 +383,8 @@ class WriteDataset(beam.PTransform):  # type: ignore[misc]  # Beam's PTransform 
 
     :param schema: a :class:`~recordkit.Schema`, a :class:`~recordkit.Record` class or a
         schema file's path.
-    :param path: the dataset's folder; it must hold no dataset yet.
+    :param path: the dataset's folder, local or a URL (``gs://``, ``s3://``); it must hold
+        no dataset yet.
     :param split: the split's name when the input is one PCollection.
     :param shard_bytes: about how many bytes of TFRecord data per shard (default 128 MiB).
     :param num_shards: the number of shards per split, instead of ``shard_bytes``.
@@ -339,6 +395,10 @@ class WriteDataset(beam.PTransform):  # type: ignore[misc]  # Beam's PTransform 
     :param compression: None (default), "GZIP" or "ZLIB".
     :param registry: the codec registry to bind the schema with (default: the installed
         plugins); workers load the same plugins themselves.
+    :param storage_options: for a remote ``path`` (``s3://``, ``gs://``, any fsspec URL):
+        the fsspec filesystem's options (endpoint, credentials). They travel to the
+        workers inside the pipeline; prefer the clients' environment variables for
+        credentials where the workers have them.
 
     The result is a dict: ``"rejects"``, a PCollection of one dict per rejected record
     (``split``, ``key``, ``errors``, ``message``), and ``"manifest"``, the path of the
@@ -348,7 +408,7 @@ class WriteDataset(beam.PTransform):  # type: ignore[misc]  # Beam's PTransform 
     def __init__(
         self,
         schema: Schema | type[Record] | str | os.PathLike[str],
-        path: str | os.PathLike[str],
+        path: PathOrUrl,
         split: str = "train",
         *,
         shard_bytes: int | None = DEFAULT_SHARD_BYTES,
@@ -357,6 +417,7 @@ class WriteDataset(beam.PTransform):  # type: ignore[misc]  # Beam's PTransform 
         on_error: Literal["raise", "skip"] = "raise",
         compression: str | Compression | None = None,
         registry: CodecRegistry | None = None,
+        storage_options: StorageOptions | None = None,
     ) -> None:
         super().__init__()
         if on_error not in ("raise", "skip"):
@@ -372,7 +433,7 @@ class WriteDataset(beam.PTransform):  # type: ignore[misc]  # Beam's PTransform 
         self._bound = self._schema.bind(registry)
         self._setup = WorkerSetup.from_bound(self._bound, registry)
         self._registry = registry
-        self._root = os.fspath(path)
+        self._folder = _Folder(os.fspath(path), storage_options)
         self._split = check_split_name(split)
         self._shard_bytes = shard_bytes
         self._num_shards = num_shards
@@ -384,13 +445,13 @@ class WriteDataset(beam.PTransform):  # type: ignore[misc]  # Beam's PTransform 
         inputs: Mapping[str, Any] = records if isinstance(records, Mapping) else {self._split: records}
         for split in inputs:
             check_split_name(split)
-        folder = _Folder(self._root)
+        folder = self._folder
         if folder.exists(MANIFEST_FILE):
             raise DatasetError(
                 f"already holds a dataset ({MANIFEST_FILE}); the Beam writer writes new datasets only",
-                file=self._root,
+                file=folder.url,
             )
-        folder.path().mkdir(parents=True, exist_ok=True)
+        folder.at().mkdir()
         staged, rejects = [], []
         for split, pcoll in inputs.items():
             shards, rejected = self._write_split(split, pcoll)
@@ -400,7 +461,7 @@ class WriteDataset(beam.PTransform):  # type: ignore[misc]  # Beam's PTransform 
         all_staged = staged | "StagedShards" >> beam.Flatten(pipeline=pipeline)
         all_rejects = rejects | "Rejects" >> beam.Flatten(pipeline=pipeline)
         rejects_list = all_rejects | "ListRejects" >> beam.combiners.ToList()
-        commit = _CommitFn(self._root, self._manifest().model_dump_json(by_alias=True), list(inputs))
+        commit = _CommitFn(self._folder, self._manifest().model_dump_json(by_alias=True), list(inputs))
         manifest = (
             all_staged
             | "ListShards" >> beam.combiners.ToList()
@@ -428,7 +489,7 @@ class WriteDataset(beam.PTransform):  # type: ignore[misc]  # Beam's PTransform 
             good
             | f"AssignShard[{split}]" >> beam.Map(lambda r, n: (r[0] % n, r), n=pvalue.AsSingleton(count))
             | f"GroupShards[{split}]" >> beam.GroupByKey()
-            | f"WriteShards[{split}]" >> beam.ParDo(_WriteShardFn(self._root, split, self._compression))
+            | f"WriteShards[{split}]" >> beam.ParDo(_WriteShardFn(self._folder, split, self._compression))
         )
         return shards, encoded[_REJECTS]
 

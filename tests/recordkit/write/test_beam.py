@@ -11,6 +11,7 @@ import io
 import json
 import subprocess
 import sys
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -26,8 +27,9 @@ from PIL import Image
 import recordkit as rk
 from recordkit.cli import main
 from recordkit.errors import DatasetError
-from recordkit.format._tfrecord import frame_record
-from recordkit.write._shard_file import ShardFile
+from recordkit.format._tfrecord import Compression, frame_record
+from recordkit.storage import Location
+from recordkit.write import _beam as beam_writer
 
 pytestmark = pytest.mark.slow
 
@@ -154,16 +156,16 @@ def test_a_failure_midway_leaves_no_manifest_and_a_rerun_writes_every_record_onc
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     items = records(150)
-    real_commit = ShardFile.commit
+    real_write = beam_writer.write_shard
     committed: list[str] = []
 
-    def failing_commit(self: ShardFile) -> rk.ShardInfo:
+    def failing_write(target: Location, framed: Iterable[bytes], compression: Compression) -> rk.ShardInfo:
         if len(committed) == 2:  # two shards staged, then the third fails
             raise OSError("injected failure while writing a shard")
-        committed.append(self.name)
-        return real_commit(self)
+        committed.append(target.name)
+        return real_write(target, framed, compression)
 
-    monkeypatch.setattr(ShardFile, "commit", failing_commit)
+    monkeypatch.setattr(beam_writer, "write_shard", failing_write)
     with pytest.raises(Exception, match="injected failure"):
         run(write_beam(tmp_path, {"train": items}, key="id", num_shards=6))
     assert len(committed) == 2
@@ -171,7 +173,8 @@ def test_a_failure_midway_leaves_no_manifest_and_a_rerun_writes_every_record_onc
     with pytest.raises(DatasetError, match="not a recordkit dataset"):
         rk.iter_records(tmp_path)
 
-    monkeypatch.setattr(ShardFile, "commit", real_commit)
+    assert (tmp_path / ".beam-staging").is_dir()  # what the failed run left
+    monkeypatch.setattr(beam_writer, "write_shard", real_write)
     run(write_beam(tmp_path, {"train": items}, key="id", num_shards=6))
     ids = sorted(int(r["id"]) for r in rk.iter_records(tmp_path))
     assert ids == list(range(150))
