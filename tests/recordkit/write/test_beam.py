@@ -18,6 +18,7 @@ from typing import Any
 import apache_beam as beam
 import numpy as np
 import pytest
+from _object_stores import Bucket
 from _writer_support import check_manifest_matches_files, make_records
 from apache_beam.metrics.metric import MetricsFilter
 from apache_beam.options.pipeline_options import PipelineOptions
@@ -270,3 +271,35 @@ def test_without_beam_the_error_names_the_extra() -> None:
 def test_a_key_that_cannot_be_read_fails_naming_the_split(tmp_path: Path) -> None:
     with pytest.raises(Exception, match=r"split 'train'.*cannot get the record's key: KeyError"):
         run(write_beam(tmp_path, {"train": records(3)}, key="name", num_shards=1))
+
+
+def test_the_pipeline_writes_into_an_s3_bucket(tmp_path: Path, s3_bucket: Bucket) -> None:
+    """Into moto's S3 server on 127.0.0.1: the same shards as into a local folder, a
+    manifest written last, no staging objects left; the bucket's copy reads and verifies."""
+    import s3fs
+
+    splits = {"train": records(60), "test": records(10, start=500)}
+    url = s3_bucket.join("pets")
+    run(_write_to(url, splits, s3_bucket.storage_options))
+    run(write_beam(tmp_path / "local", splits, key="id", num_shards=3))
+
+    fs = s3fs.S3FileSystem(**s3_bucket.storage_options)
+    stored = sorted(name.rsplit("/", 1)[-1] for name in fs.find(url))
+    local = sorted(p.name for p in (tmp_path / "local").iterdir() if p.name != ".recordkit.lock")
+    assert stored == local  # shards, indexes, dataset.json; no staging debris
+    copy = tmp_path / "copy"
+    fs.get(url + "/", str(copy), recursive=True)
+    check_manifest_matches_files(copy, lock=False)
+    assert shard_hashes(copy) == shard_hashes(tmp_path / "local")
+    for name in splits:
+        assert canonical(copy, name) == canonical(tmp_path / "local", name)
+    verified = CliRunner().invoke(main, ["verify", str(copy)])
+    assert verified.exit_code == 0, verified.output
+
+
+def _write_to(url: str, splits: dict[str, list[dict[str, Any]]], storage_options: dict[str, Any]) -> Any:
+    def body(p: beam.Pipeline) -> None:
+        inputs = {name: p | f"Create[{name}]" >> beam.Create(items) for name, items in splits.items()}
+        inputs | rk.beam.WriteDataset(SCHEMA, url, key="id", num_shards=3, storage_options=storage_options)
+
+    return body
