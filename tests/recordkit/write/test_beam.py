@@ -145,6 +145,18 @@ def test_shard_count_follows_num_shards_or_shard_bytes(tmp_path: Path) -> None:
     assert sum(s.records for s in shards) == 120
 
 
+def test_compressed_shards_verify_and_read_back(tmp_path: Path) -> None:
+    items = records(40)
+    run(write_beam(tmp_path, {"train": items}, key="id", num_shards=2, compression="GZIP"))
+    manifest = rk.Manifest.load(tmp_path)
+    assert manifest.compression == "GZIP"
+    assert all(s.file.endswith(".tfrecord.gz") for s in manifest.split("train").shards)
+    check_manifest_matches_files(tmp_path)
+    assert {i: p for i, (p, _) in canonical(tmp_path, "train").items()} == {
+        r["id"]: r["payload"] for r in items
+    }
+
+
 def test_without_a_key_the_bytes_decide_the_shards(tmp_path: Path) -> None:
     items = records(60)
     run(write_beam(tmp_path / "a", {"train": items}, num_shards=4))
