@@ -16,7 +16,7 @@ REPO = Path(__file__).resolve().parents[2]
 ROOTS = {"recordkit": REPO / "sdk" / "recordkit", "recordkit_codecs": REPO / "plugins" / "recordkit_codecs"}
 #: The sub-packages of recordkit from the bottom layer up: a module may import from its own
 #: layer and the ones before it (errors, _units and _version sit below them all).
-LAYERS = ("codec", "format", "storage", "schema", "dataset", "write", "read", "sources", "tools")
+LAYERS = ("codec", "storage", "format", "schema", "dataset", "write", "read", "sources", "tools")
 
 
 def _modules() -> dict[str, Path]:

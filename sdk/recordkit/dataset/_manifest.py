@@ -25,6 +25,7 @@ from recordkit._limits import MAX_NESTING, nesting_depth
 from recordkit.dataset._paths import check_member_name
 from recordkit.errors import ManifestError
 from recordkit.schema._schema import Schema
+from recordkit.storage import Location, PathOrUrl, StorageOptions, location
 
 __all__ = [
     "MANIFEST_FILE",
@@ -186,14 +187,18 @@ class Manifest(_Model):
         return self.model_dump_json(by_alias=True, indent=2, exclude_none=True) + "\n"
 
     @classmethod
-    def load(cls, root: str | Path) -> Manifest:
+    def load(cls, root: PathOrUrl | Location, storage_options: StorageOptions | None = None) -> Manifest:
         """Read ``<root>/dataset.json``; ManifestError when missing or malformed.
 
         The manifest is untrusted input: anything wrong with it (not a folder, not
         UTF-8, not JSON, nested too deeply, wrong types, a file name that leaves the
-        folder) is one ManifestError, never another exception.
+        folder) is one ManifestError, never another exception. A remote URL (with its
+        ``storage_options``) is read in one GET.
         """
-        root = Path(root)
+        where = location(root, storage_options)
+        if not where.is_local:
+            return cls._parse(_read_remote(where), str(where.join(MANIFEST_FILE)))
+        root = where.path
         if not root.exists():
             raise ManifestError("does not exist", file=str(root))
         if not root.is_dir():
@@ -214,6 +219,11 @@ class Manifest(_Model):
             raise ManifestError("is a folder, not a file", file=str(path)) from None
         except OSError as exc:
             raise ManifestError(f"cannot be read: {exc.strerror or exc}", file=str(path)) from None
+        return cls._parse(raw_bytes, str(path))
+
+    @classmethod
+    def _parse(cls, raw_bytes: bytes, path: str) -> Manifest:
+        """The manifest in ``raw_bytes`` (read from ``path``), checked as untrusted input."""
         try:
             raw = raw_bytes.decode("utf-8")
         except UnicodeDecodeError as exc:
@@ -239,12 +249,17 @@ class Manifest(_Model):
         except RecursionError:
             raise ManifestError("nested too deeply", file=str(path)) from None
 
-    def save(self, root: str | Path, *, durable: bool = True) -> None:
+    def save(self, root: PathOrUrl | Location, *, durable: bool = True) -> None:
         """Write atomically: a temp file in the same folder, fsynced (when ``durable``),
-        then renamed. The manifest is saved in the current format (what this code
-        writes, e.g. shard indexes, is format 2 even in a dataset begun as format 1)."""
-        root = Path(root)
+        then renamed; on an object store, one PUT (the object is replaced whole). The
+        manifest is saved in the current format (what this code writes, e.g. shard
+        indexes, is format 2 even in a dataset begun as format 1)."""
         self.format = FORMAT
+        where = location(root)
+        if not where.is_local:
+            where.join(MANIFEST_FILE).write_bytes(self.to_json().encode("utf-8"))
+            return
+        root = where.path
         fd, tmp = tempfile.mkstemp(prefix=".dataset.", suffix=".json.tmp", dir=root)
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as out:
@@ -256,3 +271,13 @@ class Manifest(_Model):
         except BaseException:
             Path(tmp).unlink(missing_ok=True)
             raise
+
+
+def _read_remote(root: Location) -> bytes:
+    """``<root>/dataset.json`` of a remote dataset; ManifestError when it is not there."""
+    try:
+        return root.join(MANIFEST_FILE).read_bytes()
+    except FileNotFoundError:
+        raise ManifestError(f"no {MANIFEST_FILE}: not a recordkit dataset", file=str(root)) from None
+    except OSError as exc:
+        raise ManifestError(f"cannot be read: {exc.strerror or exc}", file=str(root)) from None

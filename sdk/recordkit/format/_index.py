@@ -28,6 +28,7 @@ import numpy as np
 
 from recordkit.errors import CorruptRecordError
 from recordkit.format._tfrecord import FRAMING_BYTES, Compression, iter_tfrecords
+from recordkit.storage import Location
 
 __all__ = [
     "INDEX_MAGIC",
@@ -91,9 +92,13 @@ class RecordIndex:
         return cls(np.asarray([*offsets, end], dtype=np.int64))
 
 
-def write_index(path: Path, index: RecordIndex, *, durable: bool = True) -> str:
-    """Write ``index`` to ``path`` atomically (temp name, then rename); return its sha256."""
+def write_index(path: Path | Location, index: RecordIndex, *, durable: bool = True) -> str:
+    """Write ``index`` to ``path`` atomically (temp name, then rename; a remote object:
+    one PUT); return its sha256."""
     data = index.to_bytes()
+    if isinstance(path, Location):
+        path.write_bytes(data, durable=durable)
+        return hashlib.sha256(data).hexdigest()
     # Unique per writer, like the shards' temp names (see write._shard_file.temp_pattern).
     temp = path.with_name(f".{path.name}.{os.getpid():x}-{secrets.token_hex(4)}.tmp")
     try:

@@ -37,6 +37,7 @@ from typing import Any, BinaryIO
 import google_crc32c
 
 from recordkit.errors import CorruptRecordError
+from recordkit.storage import Location
 
 __all__ = [
     "FOOTER_BYTES",
@@ -48,6 +49,7 @@ __all__ = [
     "compressor",
     "frame_pieces",
     "frame_record",
+    "Source",
     "iter_tfrecords",
     "masked_crc",
     "unframe_record",
@@ -215,9 +217,17 @@ class _Inflater(io.RawIOBase):
         super().close()
 
 
-def _open(path: Path, compression: Compression) -> BinaryIO:
+#: A TFRecord file to read: a local path, or a :class:`~recordkit.storage.Location`
+#: (a remote object, streamed through fsspec).
+Source = str | Path | Location
+
+
+def _open(path: Path | Location, compression: Compression) -> BinaryIO:
     """``path`` opened for reading its uncompressed stream."""
-    raw = open(path, "rb")  # noqa: SIM115 - returned, closed by the caller
+    if isinstance(path, Location):
+        raw: BinaryIO = path.open_read()  # type: ignore[assignment]
+    else:
+        raw = open(path, "rb")  # noqa: SIM115 - returned, closed by the caller
     if compression is Compression.NONE:
         return raw
     return io.BufferedReader(_Inflater(raw, compression), _INFLATE_CHUNK)
@@ -246,8 +256,15 @@ def _read_up_to(stream: BinaryIO, count: int) -> bytes:
     return b"".join(parts)
 
 
+def _as_source(path: Source) -> Path | Location:
+    """A local Location becomes its Path (the local code paths stay exactly as they were)."""
+    if isinstance(path, Location):
+        return path.path if path.is_local else path
+    return Path(path)
+
+
 def iter_tfrecords(
-    path: str | Path,
+    path: Source,
     compression: Compression = Compression.NONE,
     *,
     verify: bool = True,
@@ -259,15 +276,17 @@ def iter_tfrecords(
     record or a CRC mismatch; records before it have already been yielded. ``verify``
     False skips the data CRCs (the header CRCs are always checked).
     """
-    path = Path(path)
+    path = _as_source(path)
     shard = path.name
     try:
         stream = _open(path, compression)
+        # The uncompressed stream's size where known: no declared length may pass it.
+        size: int | None = None
+        if compression is Compression.NONE:
+            size = path.size() if isinstance(path, Location) else os.fstat(stream.fileno()).st_size
     except OSError as exc:
         raise CorruptRecordError(f"cannot read the shard file: {exc.strerror or exc}", shard=shard) from None
     with stream:
-        # The uncompressed stream's size where known: no declared length may pass it.
-        size = os.fstat(stream.fileno()).st_size if compression is Compression.NONE else None
         offset = 0
         while True:
             try:
@@ -322,7 +341,7 @@ class Damage:
 
 
 def scan_tfrecords(
-    path: str | Path,
+    path: Source,
     compression: Compression,
     on_damage: Callable[[Damage], None],
     *,
@@ -336,17 +355,20 @@ def scan_tfrecords(
     CRC and, with ``verify``, data CRC) and carries on from there. A compressed file is
     inflated as far as it can be, and the damage past that point reported.
     """
-    path = Path(path)
+    path = _as_source(path)
     with ExitStack() as stack:
         buffer = _uncompressed(path, compression, stack, on_damage)
         yield from _scan(buffer, verify, on_damage)
 
 
 def _uncompressed(
-    path: Path, compression: Compression, stack: ExitStack, on_damage: Callable[[Damage], None]
+    path: Path | Location, compression: Compression, stack: ExitStack, on_damage: Callable[[Damage], None]
 ) -> bytes | bytearray | mmap.mmap:
-    """The file's (uncompressed) bytes: memory-mapped, or inflated as far as possible."""
-    if compression is Compression.NONE:
+    """The file's (uncompressed) bytes: memory-mapped, or inflated as far as possible
+    (a remote object: downloaded)."""
+    if isinstance(path, Location) and compression is Compression.NONE:
+        return path.read_bytes()
+    if isinstance(path, Path) and compression is Compression.NONE:
         raw = stack.enter_context(path.open("rb"))
         if path.stat().st_size == 0:
             return b""

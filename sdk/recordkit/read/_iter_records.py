@@ -53,6 +53,7 @@ from recordkit.read._open import (
 from recordkit.read._options import SourceOptions
 from recordkit.read._position import Start, position_state, resolve_start
 from recordkit.schema._schema import Schema
+from recordkit.storage import StorageOptions
 
 __all__ = ["RecordIterator", "iter_records", "iter_shard_records"]
 
@@ -74,6 +75,7 @@ def iter_records(
     input_context: Any = None,
     start: Start = None,
     num_threads: int | None = None,
+    storage_options: StorageOptions | None = None,
 ) -> RecordIterator:
     """Each record of a split as a dict of Python and numpy values (an iterator).
 
@@ -93,6 +95,8 @@ def iter_records(
     :param report: collects what ``"skip"`` skipped (each skip is also logged).
     :param verify_sha256: hash every shard first and compare with the manifest.
     :param compression: for files without a manifest (default: guessed from the suffix).
+    :param storage_options: for a remote ``path`` (``s3://``, ``gs://``, any fsspec
+        URL): the options of its fsspec filesystem; shards are streamed from it.
     :param num_workers: with ``worker_index``: read only this worker's share of the
         split (see the module docs); all the workers together read every record once.
     :param worker_index: this worker's index, 0 to ``num_workers - 1``.
@@ -124,6 +128,7 @@ def iter_records(
         input_context=input_context,
         num_workers=num_workers,
         worker_index=worker_index,
+        storage_options=storage_options,
     ).open(path, split, fields)
     source, share = opened.source, opened.share
     defaults = {  # fields the records lack, read as the reader schema's default

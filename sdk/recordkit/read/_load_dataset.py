@@ -57,6 +57,7 @@ from recordkit.read._options import (
     IMAGE_FITS,
     Opened,
     PipelineOptions,
+    RemoteIO,
     SourceOptions,
 )
 from recordkit.read._parse import PRESENT_SUFFIX, make_padded_parser, make_parser
@@ -64,6 +65,7 @@ from recordkit.read._position import Start, tf_data_start
 from recordkit.read._shard_stream import read_shards
 from recordkit.schema._bound import BoundField
 from recordkit.schema._schema import BoundSchema, Schema
+from recordkit.storage import StorageOptions
 
 __all__ = ["DEFAULT_BLOCK_LENGTH", "IMAGE_FITS", "OFFSET_SUFFIX", "SHAPE_SUFFIX", "ImageFit", "load_dataset"]
 
@@ -100,6 +102,8 @@ def load_dataset(
     compression: str | None = None,
     prefetch: bool = True,
     start: Start = None,
+    storage_options: StorageOptions | None = None,
+    remote_io: RemoteIO = "auto",
 ) -> Any:
     """Read a split of a dataset as a ``tf.data.Dataset`` of dicts of decoded tensors.
 
@@ -167,6 +171,12 @@ def load_dataset(
         (an earlier read's batches times ``batch_size``); skipped records are read but
         not parsed. Shuffles need a ``seed``. The iterator can also be saved with
         ``tf.train.Checkpoint`` (see the how-to "Random access and resuming").
+    :param storage_options: for a remote ``path`` (``s3://``, ``gs://``, any fsspec
+        URL): the options of its fsspec filesystem (manifest, checks, fsspec reads).
+    :param remote_io: how remote shards are read: ``"auto"`` (default) through
+        TensorFlow's filesystem where it registers the scheme
+        (``tf.io.gfile.get_registered_schemes()``: ``gs``, not ``s3``), else streamed
+        through fsspec; ``"tensorflow"`` or ``"fsspec"`` forces one.
     """
     import tensorflow as tf
 
@@ -185,6 +195,7 @@ def load_dataset(
         image_fit=image_fit,
         image_method=image_method,
         prefetch=prefetch,
+        remote_io=remote_io,
     )
     sources = SourceOptions(
         schema=schema,
@@ -196,6 +207,7 @@ def load_dataset(
         input_context=input_context,
         num_workers=num_workers,
         worker_index=worker_index,
+        storage_options=storage_options,
     )
     sources.check()
     options.check()
@@ -253,6 +265,7 @@ def _serialized_batches(
         seed=options.seed,
         cycle_length=options.cycle_length,
         deterministic=options.deterministic,
+        remote_io=options.remote_io,
     )
     repeat, batch_size = options.repeat, options.batch_size
     if repeat is True:

@@ -50,6 +50,7 @@ from recordkit.schema._bound import BoundField
 from recordkit.schema._compatibility import check_compatibility
 from recordkit.schema._encoder import RecordEncoder
 from recordkit.schema._schema import BoundSchema, Schema
+from recordkit.storage import Location, StorageOptions, is_remote, location
 
 __all__ = [
     "CorruptionReport",
@@ -78,9 +79,12 @@ Paths = PathLike | Sequence[PathLike]
 
 @dataclasses.dataclass(frozen=True)
 class Shard:
-    """One TFRecord file to read, with what the manifest says about it (None: unknown)."""
+    """One TFRecord file to read, with what the manifest says about it (None: unknown).
 
-    path: Path
+    ``path`` is a local Path, or a remote object's :class:`~recordkit.storage.Location`.
+    """
+
+    path: Path | Location
     name: str
     records: int | None = None
     bytes: int | None = None
@@ -276,8 +280,13 @@ def open_dataset(
     compression: str | None = None,
     check_sizes: bool = True,
     verify_sha256: bool = False,
+    storage_options: StorageOptions | None = None,
 ) -> OpenedDataset:
     """Resolve ``path`` (see the module docs) into a :class:`OpenedDataset`.
+
+    ``path`` may be a remote URL (``s3://``, ``gs://``, any fsspec protocol; with its
+    ``storage_options``): a dataset's folder, or TFRecord objects (a URL, a list of them,
+    or a glob pattern). Only the shards ``dataset.json`` lists are read.
 
     :param schema: the reader's schema, or the path of a schema file (loaded and checked
         against ``registry``).
@@ -289,6 +298,12 @@ def open_dataset(
         registry = default_registry()
     if schema is not None and not isinstance(schema, Schema):
         schema = Schema.load(Path(schema), registry=registry)
+    if _any_remote(path):
+        remote = _open_remote(
+            path, split, names, schema, registry, compression, storage_options, (check_sizes, verify_sha256)
+        )
+        if remote is not None:
+            return remote
     root = dataset_root(path)
     if root is None and isinstance(path, (str, Path)) and is_tfds_folder(path):
         root = Path(path)  # read in place through its manifest view (recordkit.dataset._tfds)
@@ -304,7 +319,30 @@ def open_dataset(
         shards = tuple(Shard(f, f.name) for f in files)
         bound = schema.bind(registry, fields=names)
         return OpenedDataset(shards, comp, schema, bound)
-    manifest = load_manifest(root)
+    return _open_manifest(
+        root,
+        load_manifest(root),
+        split,
+        names,
+        schema,
+        registry,
+        check_sizes=check_sizes,
+        sha256=verify_sha256,
+    )
+
+
+def _open_manifest(
+    root: Path | Location,
+    manifest: Manifest,
+    split: str,
+    names: list[str] | None,
+    schema: Schema | None,
+    registry: CodecRegistry,
+    *,
+    check_sizes: bool,
+    sha256: bool,
+) -> OpenedDataset:
+    """A recordkit dataset (local or remote) opened through its manifest."""
     for name in _split_names(manifest, split):
         info = manifest.split(name)
         if info.unfinished is not None:
@@ -329,7 +367,7 @@ def open_dataset(
     shards = _split_shards(root, manifest, split)
     comp = Compression.parse(manifest.compression)
     for shard in shards:
-        _check_shard(shard, comp, sizes=check_sizes, sha256=verify_sha256)
+        _check_shard(shard, comp, sizes=check_sizes, sha256=sha256)
     defaults = {
         field.name: _default_example(bound, field)
         for field in bound.fields
@@ -354,20 +392,26 @@ def _ranges(manifest: Manifest, split: str) -> list[SplitRange]:
         raise ManifestError(str(exc)) from None
 
 
-def _split_shards(root: Path, manifest: Manifest, split: str) -> tuple[Shard, ...]:
+def _member(root: Path | Location, name: str) -> Path | Location:
+    """A file the manifest lists, inside the dataset (remote names were checked when the
+    manifest was loaded; an object store has no symlinks to resolve)."""
+    return root.join(name) if isinstance(root, Location) else resolve_member(root, name)
+
+
+def _split_shards(root: Path | Location, manifest: Manifest, split: str) -> tuple[Shard, ...]:
     """The shards ``split`` reads; for a slice only those it touches, each with the
     records to skip and take."""
     if is_plain_split(split):
         listed = manifest.split(split).readable_shards
         return tuple(
-            Shard(resolve_member(root, s.file), s.file, s.records, s.bytes, s.sha256 or None) for s in listed
+            Shard(_member(root, s.file), s.file, s.records, s.bytes, s.sha256 or None) for s in listed
         )
     shards: list[Shard] = []
     for part in _ranges(manifest, split):
         listed = manifest.split(part.split).readable_shards
         for piece in shard_slices(part.start, part.stop, [s.records for s in listed]):
             s = listed[piece.index]
-            path = resolve_member(root, s.file)
+            path = _member(root, s.file)
             shards.append(Shard(path, s.file, s.records, s.bytes, s.sha256 or None, piece.skip, piece.take))
     return tuple(shards)
 
@@ -444,9 +488,67 @@ def guess_compression(files: list[Path]) -> Compression:
     return Compression.NONE
 
 
+def _any_remote(path: Paths) -> bool:
+    items = [path] if isinstance(path, (str, Path)) else list(path)
+    return any(is_remote(item) for item in items)
+
+
+def _open_remote(
+    path: Paths,
+    split: str,
+    names: list[str] | None,
+    schema: Schema | None,
+    registry: CodecRegistry,
+    compression: str | None,
+    storage_options: StorageOptions | None,
+    checks: tuple[bool, bool],
+) -> OpenedDataset | None:
+    """A remote dataset (its folder's URL, or its ``dataset.json``'s), or remote TFRecord
+    objects read with ``schema``."""
+    items = [path] if isinstance(path, (str, Path)) else list(path)
+    if len(items) == 1:
+        root = location(items[0], storage_options)
+        if root.name == MANIFEST_FILE:
+            root = root.parent
+        if root.join(MANIFEST_FILE).exists():
+            manifest = Manifest.load(root)
+            sizes, sha256 = checks
+            return _open_manifest(
+                root, manifest, split, names, schema, registry, check_sizes=sizes, sha256=sha256
+            )
+    if schema is None:
+        raise DatasetError(
+            f"{_describe(path)} is not a recordkit dataset (no {MANIFEST_FILE}); to read TFRecord "
+            "objects written elsewhere, pass schema= with a schema that describes their keys"
+        )
+    files: list[Location] = []
+    for item in items:
+        where = location(item, storage_options)
+        if any(ch in where.url for ch in "*?["):
+            matches = sorted(where.fs.glob(where.url))
+            if not matches:
+                raise DatasetError(f"no objects match {where.url!r}")
+            files += [location(f"{where.protocol}://{m.split('://')[-1]}", storage_options) for m in matches]
+        elif not where.exists():
+            raise DatasetError("does not exist", file=where.url)
+        else:
+            files.append(where)
+    comp = (
+        Compression.parse(compression)
+        if compression is not None
+        else guess_compression([Path(f.name) for f in files])
+    )
+    shards = tuple(Shard(f, f.name) for f in files)
+    return OpenedDataset(shards, comp, schema, schema.bind(registry, fields=names))
+
+
+def _size(path: Path | Location) -> int:
+    return path.size() if isinstance(path, Location) else path.stat().st_size
+
+
 def _check_shard(shard: Shard, compression: Compression, *, sizes: bool, sha256: bool) -> None:
     try:
-        size = shard.path.stat().st_size
+        size = _size(shard.path)
     except FileNotFoundError:
         raise ManifestError("listed in the manifest but missing on disk", shard=shard.name) from None
     if sizes and shard.bytes is not None and size != shard.bytes:
@@ -469,10 +571,11 @@ def _check_shard(shard: Shard, compression: Compression, *, sizes: bool, sha256:
             )
 
 
-def file_sha256(path: Path) -> str:
-    """The sha256 of a file's bytes, as the manifest records it for each shard."""
+def file_sha256(path: Path | Location) -> str:
+    """The sha256 of a file's bytes, as the manifest records it for each shard (a
+    remote object: streamed)."""
     digest = hashlib.sha256()
-    with open(path, "rb") as stream:
+    with location(path).open_read() as stream:
         for block in iter(lambda: stream.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()

@@ -17,7 +17,7 @@ from __future__ import annotations
 import dataclasses
 import os
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Literal
 
 from recordkit.codec._registry import CodecRegistry
 from recordkit.read._dense import ImageFit, Size
@@ -31,6 +31,7 @@ from recordkit.read._open import (
     worker_share,
 )
 from recordkit.schema._schema import Schema
+from recordkit.storage import StorageOptions
 
 __all__ = ["DEFAULT_BLOCK_LENGTH", "IMAGE_FITS", "Opened", "PipelineOptions", "SourceOptions"]
 
@@ -38,6 +39,11 @@ __all__ = ["DEFAULT_BLOCK_LENGTH", "IMAGE_FITS", "Opened", "PipelineOptions", "S
 #: read in blocks (one tf.data element per block, not per record), which keeps the
 #: per-element cost of interleaving off the hot path; a shuffle buffer mixes the blocks.
 DEFAULT_BLOCK_LENGTH = 64
+#: How ``load_dataset`` reads remote shards: ``"auto"`` through TensorFlow's own
+#: filesystem where TensorFlow registers the URL's scheme (``gs``), else through fsspec;
+#: ``"tensorflow"`` or ``"fsspec"`` to force one (see the how-to *Datasets in cloud storage*).
+RemoteIO = Literal["auto", "tensorflow", "fsspec"]
+REMOTE_IOS = ("auto", "tensorflow", "fsspec")
 #: The values of ``image_fit``.
 IMAGE_FITS = ("resize", "resize_with_pad", "crop_or_pad", "random_crop_or_pad")
 
@@ -65,6 +71,7 @@ class SourceOptions:
     input_context: Any = None
     num_workers: int | None = None
     worker_index: int | None = None
+    storage_options: StorageOptions | None = None
 
     def check(self) -> None:
         """Raise ValueError on an option that cannot be right, before anything is read."""
@@ -84,6 +91,7 @@ class SourceOptions:
             compression=self.compression,
             check_sizes=self.on_corrupt == "raise",
             verify_sha256=self.verify_sha256,
+            storage_options=self.storage_options,
         )
         report = self.report
         if report is None and self.on_corrupt == "skip":
@@ -109,9 +117,12 @@ class PipelineOptions:
     image_fit: ImageFit = "resize"
     image_method: str | Mapping[str, str] | None = None
     prefetch: bool = True
+    remote_io: RemoteIO = "auto"
 
     def check(self) -> None:
         """Raise ValueError on an option that cannot be right, before anything is read."""
+        if self.remote_io not in REMOTE_IOS:
+            raise ValueError(f"remote_io must be one of {', '.join(REMOTE_IOS)}, not {self.remote_io!r}")
         if self.image_fit not in IMAGE_FITS:
             raise ValueError(f"image_fit must be one of {', '.join(IMAGE_FITS)}, not {self.image_fit!r}")
         if self.batch_size is not None and self.batch_size < 1:

@@ -31,6 +31,7 @@ from recordkit.errors import CorruptRecordError, DatasetError
 from recordkit.format._index import INDEX_SUFFIX, RecordIndex, build_index, read_index
 from recordkit.format._tfrecord import Compression, unframe_record
 from recordkit.read._open import OpenedDataset, Shard
+from recordkit.storage import Location
 
 __all__ = ["DEFAULT_MAX_OPEN_FILES", "FileCache", "IndexedShards", "load_index"]
 
@@ -118,6 +119,12 @@ class FileCache:
 def load_index(shard: Shard, info: ShardInfo | None, compression: Compression) -> RecordIndex:
     """The record index of ``shard``: the manifest's (sha256 and record count checked),
     else a ``<file>.index`` sidecar, else built by scanning the shard."""
+    if isinstance(shard.path, Location):
+        raise DatasetError(
+            "random access (recordkit.RandomAccess, load_dataset(start=...) on shuffled reads, "
+            "torch/grain sources) reads local shards only; copy the dataset to a local folder first",
+            file=str(shard.path),
+        )
     if info is not None and info.index is not None:
         path = shard.path.with_name(info.index.file)
         try:
@@ -200,6 +207,7 @@ class IndexedShards:
         """Record ``record`` of shard ``shard``: one pread, CRCs checked."""
         offset, size = self.indexes[shard].span(self.firsts[shard] + record)
         entry = self.shards[shard]
+        assert isinstance(entry.path, Path), "load_index refuses remote shards"
         with self.files.open(entry.path) as fd:
             framed = os.pread(fd, size, offset)
         if len(framed) < size:

@@ -20,6 +20,7 @@ from typing import Any
 
 from recordkit.dataset._paths import resolve_member
 from recordkit.errors import ManifestError, RecordError, RecordkitError
+from recordkit.storage import Location
 
 __all__ = ["RejectsFile", "error_entries", "rejects_file_name"]
 
@@ -38,16 +39,33 @@ def error_entries(error: RecordkitError) -> list[dict[str, Any]]:
 class RejectsFile:
     """Appends rejected records to ``rejects-<split>.jsonl``; created on the first reject."""
 
-    def __init__(self, root: Path, split: str, *, keep: int, durable: bool = True) -> None:
+    def __init__(self, root: Path | Location, split: str, *, keep: int, durable: bool = True) -> None:
         """Open for appending after the first ``keep`` lines (later lines are dropped:
-        they belong to shards that were never completed)."""
+        they belong to shards that were never completed).
+
+        In a remote dataset (an object store cannot append), the lines are kept in
+        memory and the whole object is written again (one PUT) by each :meth:`sync`
+        that has new lines: a reject file holds few lines.
+        """
         self.name = rejects_file_name(split)
+        self._lines: list[str] | None = None
+        self._remote: Location | None = None
+        self._dirty = False
+        self._lock = threading.Lock()
+        if isinstance(root, Location):
+            if root.is_local:
+                root = root.path
+            else:
+                self._remote = root.join(self.name)
+                self._lines = _remote_lines(self._remote, keep, root)
+                self.path = Path(self.name)
+                self._durable = durable
+                self._file: Any = None
+                return
         # Never appended or cut through a symlink planted out of the dataset folder.
         self.path = resolve_member(root, self.name)
         self._durable = durable
-        self._file: Any = None
-        #: The writer's background thread syncs the file when it lists a shard.
-        self._lock = threading.Lock()
+        self._file = None
         if self.path.exists():
             _truncate_lines(self.path, keep)
         elif keep:
@@ -63,6 +81,10 @@ class RejectsFile:
         entry["message"] = str(error)
         line = json.dumps(entry, ensure_ascii=False, default=str) + "\n"
         with self._lock:
+            if self._lines is not None:
+                self._lines.append(line)
+                self._dirty = True
+                return
             if self._file is None:
                 self._file = open(self.path, "a", encoding="utf-8")  # noqa: SIM115 - closed in close()
             self._file.write(line)
@@ -71,6 +93,9 @@ class RejectsFile:
         """Flush (to disk, when durable), so that a manifest written next never counts
         lines not there."""
         with self._lock:
+            if self._remote is not None and self._lines is not None and self._dirty:
+                self._remote.write_bytes("".join(self._lines).encode("utf-8"))
+                self._dirty = False
             if self._file is not None:
                 self._file.flush()
                 if self._durable:
@@ -86,8 +111,27 @@ class RejectsFile:
         """Close, and drop every line after the first ``keep`` (those the manifest
         does not count, after a write stopped)."""
         self.close()
+        if self._lines is not None:
+            if len(self._lines) > keep:
+                del self._lines[keep:]
+                self._dirty = True
+                self.sync()
+            return
         if self.path.exists():
             _truncate_lines(self.path, keep)
+
+
+def _remote_lines(where: Location, keep: int, root: Location) -> list[str]:
+    """The first ``keep`` lines of a remote rejects file ([] when there is none yet)."""
+    try:
+        text = where.read_bytes().decode("utf-8")
+    except FileNotFoundError:
+        if keep:
+            raise ManifestError(
+                f"the manifest counts {keep} rejected records but {where.name} is missing", file=str(root)
+            ) from None
+        return []
+    return text.splitlines(keepends=True)[:keep]
 
 
 def _truncate_lines(path: Path, keep: int) -> None:

@@ -32,7 +32,7 @@ from pathlib import Path
 from recordkit.dataset._manifest import ShardIndex, ShardInfo
 from recordkit.format._index import RecordIndex, index_name, write_index
 from recordkit.format._tfrecord import Compression, compressor
-from recordkit.storage import fsync_dir
+from recordkit.storage import Location, WriteStream, fsync_dir
 
 __all__ = [
     "DEFAULT_SHARD_BYTES",
@@ -155,13 +155,25 @@ class ShardFile:
     until :meth:`commit` (or :meth:`commit_async`) renames it.
     """
 
-    def __init__(self, path: Path, compression: Compression, *, durable: bool = True) -> None:
+    def __init__(self, path: Path | Location, compression: Compression, *, durable: bool = True) -> None:
         self.name = path.name
         #: fsync the file before renaming it (see ``WriteOptions`` ``durable``).
         self.durable = durable
+        #: A remote object is streamed under its final name (an object store has no
+        #: rename; the object appears only when its upload completes, in :meth:`_finish`).
+        self._remote: WriteStream | None = None
+        if isinstance(path, Location):
+            if path.is_local:
+                path = path.path
+            else:
+                self._remote = path.open_write()
         self.final_path = path
         # Unique per writer (pid and a random token), so no two writers ever share one.
-        self.temp_path = path.with_name(f".{self.name}.{os.getpid():x}-{secrets.token_hex(4)}.tmp")
+        self.temp_path = (
+            path.with_name(f".{self.name}.{os.getpid():x}-{secrets.token_hex(4)}.tmp")
+            if isinstance(path, Path)
+            else None
+        )
         self.records = 0
         #: Framed, uncompressed bytes so far (what the shard size limit counts).
         self.payload_bytes = 0
@@ -177,7 +189,7 @@ class ShardFile:
         self._free: collections.deque[bytearray] = collections.deque()
         # O_EXCL: never write through a file (or symlink) that is already there.
         flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_BINARY | getattr(os, "O_CLOEXEC", 0)
-        self._fd = os.open(self.temp_path, flags, 0o644)
+        self._fd = os.open(self.temp_path, flags, 0o644) if self.temp_path is not None else -1
         #: Each record's offset in the (uncompressed) stream: the shard's record index.
         self._offsets: list[int] = []
         self._io = ThreadPoolExecutor(max_workers=1, thread_name_prefix="recordkit-shard")
@@ -244,6 +256,10 @@ class ShardFile:
         if not size:
             return
         self._hash.update(data)
+        if self._remote is not None:
+            self._remote.write(data)  # buffered into parts, each uploaded when full
+            self._stored_bytes += size
+            return
         written = os.write(self._fd, data)
         while written < size:  # a short write (rare: signals, some filesystems)
             with memoryview(data) as view:
@@ -275,15 +291,27 @@ class ShardFile:
                 self._in_flight.popleft().result()  # each finished before this job began
             if self._compressor is not None:
                 self._store(self._compressor.flush())
-            if self.durable:
-                os.fsync(self._fd)
-            os.close(self._fd)
-            self._fd = -1
+            if self._fd >= 0:
+                if self.durable:
+                    os.fsync(self._fd)
+                os.close(self._fd)
+                self._fd = -1
             # The index first: a shard under its final name always has its index beside it.
             index = RecordIndex.from_offsets(self._offsets, self.payload_bytes)
             index_file = index_name(self.name)
-            index_sha256 = write_index(self.final_path.with_name(index_file), index, durable=self.durable)
-            os.replace(self.temp_path, self.final_path)
+            index_sha256 = write_index(
+                self.final_path.parent.join(index_file)
+                if isinstance(self.final_path, Location)
+                else self.final_path.with_name(index_file),
+                index,
+                durable=self.durable,
+            )
+            if self._remote is not None:
+                self._remote.close()  # completes the upload: the shard appears, whole
+            else:
+                assert self.temp_path is not None
+                assert isinstance(self.final_path, Path)
+                os.replace(self.temp_path, self.final_path)
         except BaseException:
             self._close_and_delete()
             raise
@@ -308,7 +336,11 @@ class ShardFile:
             self._close_and_delete()
 
     def _close_and_delete(self) -> None:
+        if self._remote is not None:
+            self._remote.abort()  # the upload is cancelled: no object appears
+            return
         if self._fd >= 0:
             fd, self._fd = self._fd, -1
             os.close(fd)
-        self.temp_path.unlink(missing_ok=True)
+        if self.temp_path is not None:
+            self.temp_path.unlink(missing_ok=True)

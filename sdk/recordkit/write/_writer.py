@@ -48,11 +48,13 @@ from recordkit.dataset._manifest import (
     UnfinishedWrite,
 )
 from recordkit.errors import DatasetError, IncompatibleSchemaError, RecordError, RecordkitError
+from recordkit.format._index import index_name
 from recordkit.format._tfrecord import Compression
 from recordkit.schema._compatibility import check_compatibility
 from recordkit.schema._encoder import RecordEncoder, record_items
 from recordkit.schema._record_class import Record, schema_of
 from recordkit.schema._schema import BoundSchema, Schema
+from recordkit.storage import Location, PathOrUrl, StorageOptions, location
 from recordkit.write._lock import DatasetLock, Wait
 from recordkit.write._parallel import FIRST_BATCH_RECORDS, Item, OrderedPool, Result, WorkerSetup
 from recordkit.write._progress import Progress
@@ -117,7 +119,13 @@ class WriteOptions(TypedDict, total=False):
     :param wait: the writer locks the dataset folder (one writer at a time, see
         :mod:`recordkit.write._lock`); if another writer holds it, False (default) raises
         DatasetLockedError at once naming its pid, True waits for it, a number waits at
-        most that many seconds.
+        most that many seconds. Remote datasets take no lock: one writer at a time is
+        the caller's to ensure.
+    :param storage_options: for a remote ``path`` (``s3://``, ``gs://``, any fsspec
+        URL): the options of its fsspec filesystem (``endpoint_url``, credentials ...).
+        There each shard is streamed under its final name and appears whole when its
+        upload completes; ``dataset.json``, written last in one PUT, is the commit
+        (see the how-to *Datasets in cloud storage*). Not with ``overwrite``.
     """
 
     shard_bytes: int | None
@@ -133,6 +141,7 @@ class WriteOptions(TypedDict, total=False):
     durable: bool
     wait: Wait
     overwrite: bool
+    storage_options: StorageOptions | None
 
 
 _ALL = sys.maxsize
@@ -160,7 +169,7 @@ class _Split:
         self.shard: ShardFile | None = None
         #: The previous shard, being completed and listed in the background.
         self.committing: Future[ShardInfo] | None = None
-        self.rejects = RejectsFile(writer.root, name, keep=info.rejected, durable=writer.durable)
+        self.rejects = RejectsFile(writer.where, name, keep=info.rejected, durable=writer.durable)
         self.rejected_since_commit = 0
         #: Records waiting to be sent to the workers: (index, key) and (label, record).
         self.batch_meta: list[tuple[int, str | None]] = []
@@ -177,7 +186,7 @@ class _Split:
             index = len(self.info.shards) + (self.committing is not None)
             name = shard_name(self.name, index, self.writer.compression)
             shard = self.shard = ShardFile(
-                self.writer.root / name, self.writer.compression, durable=self.writer.durable
+                self.writer.where.join(name), self.writer.compression, durable=self.writer.durable
             )
         shard.add(framed)
         self.handled += 1
@@ -275,7 +284,7 @@ class DatasetWriter:
 
     def __init__(
         self,
-        path: str | Path,
+        path: PathOrUrl,
         schema: Schema | type[Record] | str | os.PathLike[str],
         *,
         _total: int | None = None,
@@ -299,11 +308,21 @@ class DatasetWriter:
             raise ValueError(f"on_error must be 'raise' or 'skip', not {on_error!r}")
         if not isinstance(workers, int) or workers < 0:
             raise ValueError(f"workers must be 0, 1 (in-process) or more (processes), not {workers!r}")
-        self.root = Path(path)
+        #: Where the dataset is being written (local folder or remote URL).
+        self.where = location(path, options.get("storage_options"))
+        if not self.where.is_local and overwrite:
+            raise ValueError(
+                "overwrite=True needs a local folder (an object store cannot swap folders); "
+                f"delete {self.where} first, or write to a new URL"
+            )
+        #: The local folder (for a remote dataset: its URL, as a Location).
+        self.root: Path | Location = self.where.path if self.where.is_local else self.where
         #: With overwrite: where the dataset goes when complete (``root`` is the staging folder).
         self._target: Path | None = None
         if overwrite:
-            self._target, self.root = self.root, staging_folder(self.root)
+            self._target = self.where.path
+            self.root = staging_folder(self._target)
+            self.where = location(self.root)
         self.durable = durable
         self._limits = ShardLimits(
             options.get("shard_bytes", DEFAULT_SHARD_BYTES), options.get("shard_records")
@@ -329,23 +348,30 @@ class DatasetWriter:
         #: Held while the manifest changes or is saved: shards are listed from their
         #: background threads as they complete (see _Split.commit_shard).
         self._lock = threading.RLock()
-        if self.root.exists() and not self.root.is_dir():
-            raise DatasetError("exists and is not a folder", file=str(self.root))
-        self.root.mkdir(parents=True, exist_ok=True)
-        self._folder_lock = DatasetLock(self.root, wait=options.get("wait", False))
+        self._folder_lock: DatasetLock | None = None
+        if isinstance(self.root, Path):
+            if self.root.exists() and not self.root.is_dir():
+                raise DatasetError("exists and is not a folder", file=str(self.root))
+            self.root.mkdir(parents=True, exist_ok=True)
+            self._folder_lock = DatasetLock(self.root, wait=options.get("wait", False))
         try:
-            # Holding the lock, this is the only writer: temp files are a dead one's.
-            _remove_manifest_debris(self.root)
+            if isinstance(self.root, Path):
+                # Holding the lock, this is the only writer: temp files are a dead one's.
+                _remove_manifest_debris(self.root)
             self.manifest, self.compression = self._open_manifest(options.get("compression"))
         except BaseException:
-            self._folder_lock.release()
+            self._release_lock()
             raise
         self._progress = Progress(options.get("progress"), total=_total, desc=f"writing {self.root.name}")
+
+    def _release_lock(self) -> None:
+        if self._folder_lock is not None:
+            self._folder_lock.release()
 
     # -- the manifest ---------------------------------------------------------------------
 
     def _open_manifest(self, compression: str | Compression | None) -> tuple[Manifest, Compression]:
-        existing = _load_if_present(self.root)
+        existing = _load_if_present(self.where)
         if existing is None:
             chosen = Compression.parse(compression)
             manifest = Manifest(
@@ -355,7 +381,7 @@ class DatasetWriter:
                 codecs=codec_provenance(self._bound, self._registry),
                 compression=chosen.value,
             )
-            manifest.save(self.root, durable=self.durable)
+            manifest.save(self.where, durable=self.durable)
             return manifest, chosen
         if not (self._append or self._resume):
             raise DatasetError(
@@ -386,9 +412,9 @@ class DatasetWriter:
 
     def _save(self, *, sync_dir: bool = False) -> None:
         with self._lock:
-            if sync_dir and self.durable:
+            if sync_dir and self.durable and isinstance(self.root, Path):
                 fsync_dir(self.root)  # make shard renames durable before the manifest lists them
-            self.manifest.save(self.root, durable=self.durable)
+            self.manifest.save(self.where, durable=self.durable)
 
     # -- splits ---------------------------------------------------------------------------
 
@@ -404,7 +430,7 @@ class DatasetWriter:
         skip = 0
         if info is None:
             info = SplitInfo(unfinished=UnfinishedWrite(consumed=0, started=_now()))
-            _check_no_strays(self.root, name, info)
+            _check_no_strays(self.where, name, info)
             self.manifest.splits[name] = info
         elif info.unfinished is not None:
             if not self._resume:
@@ -414,11 +440,11 @@ class DatasetWriter:
                     file=str(self.root),
                 )
             skip = info.unfinished.consumed
-            _remove_split_debris(self.root, name, info)
+            _remove_split_debris(self.where, name, info)
         elif self._resume:
             skip = _ALL  # the write finished: resuming it writes nothing
         else:  # append to a finished split
-            _check_no_strays(self.root, name, info)
+            _check_no_strays(self.where, name, info)
             # Readers keep reading the shards from before the append until it finishes.
             info.unfinished = UnfinishedWrite(consumed=0, started=_now(), shards_before=len(info.shards))
         split = _Split(self, name, info, skip=skip)
@@ -535,13 +561,14 @@ class DatasetWriter:
                 state.finish()
             self._save(sync_dir=True)
             if self._target is not None:
-                replace_folder(self.root, self._target, durable=self.durable)
+                replace_folder(self.where.path, self._target, durable=self.durable)
                 self.root, self._target = self._target, None
+                self.where = location(self.root)
         except BaseException:
             self.abort()
             raise
         self._shutdown(cancel=False)
-        self._folder_lock.release()
+        self._release_lock()
         self._state = "closed"
         self._splits.clear()  # a later write() reaches _open_split, which refuses
         return self.manifest
@@ -569,11 +596,11 @@ class DatasetWriter:
                 state.abort()
             self._splits.clear()  # a later write() reaches _open_split, which refuses
             if self._target is not None:  # the old dataset stays; the staged one goes
-                shutil.rmtree(self.root, ignore_errors=True)
+                shutil.rmtree(self.where.path, ignore_errors=True)
                 return
             self._save()
         finally:
-            self._folder_lock.release()
+            self._release_lock()
 
     def _shutdown(self, *, cancel: bool) -> None:
         if self._pool is not None:
@@ -596,7 +623,7 @@ class DatasetWriter:
 def write_dataset(
     records: Iterable[Any],
     schema: Schema | type[Record] | str | os.PathLike[str],
-    path: str | Path,
+    path: PathOrUrl,
     split: str = "train",
     **options: Unpack[WriteOptions],
 ) -> Manifest:
@@ -617,8 +644,8 @@ def write_dataset(
 # -- helpers ------------------------------------------------------------------------------
 
 
-def _load_if_present(root: Path) -> Manifest | None:
-    if not (root / MANIFEST_FILE).exists():
+def _load_if_present(root: Location) -> Manifest | None:
+    if not root.join(MANIFEST_FILE).exists():
         return None
     return Manifest.load(root)
 
@@ -689,35 +716,39 @@ def _remove_manifest_debris(root: Path) -> None:
         path.unlink(missing_ok=True)
 
 
-def _unlisted_shards(root: Path, split: str, info: SplitInfo) -> list[Path]:
+def _unlisted_shards(names: list[str], split: str, info: SplitInfo) -> list[str]:
     listed = {s.file for s in info.shards}
     pattern = shard_pattern(split)
-    return sorted(p for p in root.iterdir() if pattern.match(p.name) and p.name not in listed)
+    return sorted(n for n in names if pattern.match(n) and n not in listed)
 
 
-def _remove_split_debris(root: Path, split: str, info: SplitInfo) -> None:
+def _remove_split_debris(root: Location, split: str, info: SplitInfo) -> None:
     """Before resuming: remove temp shards, and shards renamed but never listed (the
-    process stopped between the rename and the manifest update)."""
+    process stopped between the rename and the manifest update; on an object store,
+    between a shard's upload and the manifest PUT)."""
     temp = temp_pattern(split)
-    for path in root.iterdir():
-        if temp.match(path.name):
-            path.unlink(missing_ok=True)
-    for path in _unlisted_shards(root, split, info):
-        path.unlink(missing_ok=True)
+    names = root.list()
+    for name in names:
+        if temp.match(name):
+            root.join(name).remove()
+    for name in _unlisted_shards(names, split, info):
+        root.join(name).remove()
+        root.join(index_name(name)).remove()
 
 
-def _check_no_strays(root: Path, split: str, info: SplitInfo) -> None:
+def _check_no_strays(root: Location, split: str, info: SplitInfo) -> None:
     """Before a fresh write to a split: remove temp shards, refuse to overwrite shard
     files that the manifest does not list."""
     temp = temp_pattern(split)
-    for path in root.iterdir():
-        if temp.match(path.name):
-            path.unlink(missing_ok=True)
-    strays = _unlisted_shards(root, split, info)
+    names = root.list()
+    for name in names:
+        if temp.match(name):
+            root.join(name).remove()
+    strays = _unlisted_shards(names, split, info)
     if strays:
-        names = ", ".join(p.name for p in strays[:5]) + (" ..." if len(strays) > 5 else "")
+        shown = ", ".join(strays[:5]) + (" ..." if len(strays) > 5 else "")
         raise DatasetError(
-            f"holds shard files of split {split!r} that {MANIFEST_FILE} does not list ({names}); "
+            f"holds shard files of split {split!r} that {MANIFEST_FILE} does not list ({shown}); "
             "remove them, or pass resume=True if they come from an interrupted write",
             file=str(root),
         )
