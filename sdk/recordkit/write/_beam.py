@@ -16,8 +16,8 @@ The pipeline, per split, follows TFDS's Beam writer:
    ``shard_bytes`` (shards come out about that size: hashing balances them, it does not
    cut them exactly).
 3. **Write shards** (:class:`_WriteShardFn`): one worker writes each shard, its records
-   sorted by hashed key, in one stream (:func:`write_shard`: the sha256, count and
-   record index the local writer records) into a staging folder of its own
+   sorted by hashed key, with the local writer's ``ShardFile`` (:func:`write_shard`: its
+   sha256, count and record index) into a staging folder of its own
    (``.beam-staging/<token>/``), so two attempts at the same shard never share a file.
 4. **Commit** (:class:`_CommitFn`), once, after every shard of every split: the shards
    that the runner committed are renamed to their final names (numbered densely, in
@@ -52,8 +52,8 @@ from recordkit.codec._registry import CodecRegistry
 from recordkit.dataset._breakdown import byte_breakdown
 from recordkit.dataset._manifest import MANIFEST_FILE, Manifest, ShardIndex, ShardInfo, SplitInfo
 from recordkit.errors import DatasetError, RecordError, RecordkitError
-from recordkit.format._index import RecordIndex, index_name
-from recordkit.format._tfrecord import Compression, compressor, frame_record
+from recordkit.format._index import index_name
+from recordkit.format._tfrecord import Compression, frame_record
 from recordkit.schema._encoder import RecordEncoder, record_items
 from recordkit.schema._record_class import Record, schema_of
 from recordkit.schema._schema import BoundSchema, Schema
@@ -63,6 +63,7 @@ from recordkit.write._parallel import WorkerSetup
 from recordkit.write._rejects import error_entries, rejects_file_name
 from recordkit.write._shard_file import (
     DEFAULT_SHARD_BYTES,
+    ShardFile,
     check_split_name,
     shard_name,
     shard_pattern,
@@ -74,8 +75,6 @@ __all__ = ["STAGING_FOLDER", "WriteDataset", "salted_hash", "write_shard"]
 #: Where workers write shards before the commit renames them (removed by the commit).
 STAGING_FOLDER = ".beam-staging"
 _METRICS = "recordkit"
-#: Framed records gathered before one hash, (compression) and write call.
-_CHUNK_BYTES = 8 << 20
 _REJECTS = "rejects"
 _RECORDS = "records"
 
@@ -155,45 +154,17 @@ class _Folder:
 
 
 def write_shard(target: Location, framed_records: Iterable[bytes], compression: Compression) -> ShardInfo:
-    """Write one shard (framed records, in order) to ``target`` in one stream, and its
-    record index beside it; return its ShardInfo (sha256, count, bytes, index), as the
-    local writer's :class:`~recordkit.write._shard_file.ShardFile` records them. The
-    stream's object appears only when complete (see :class:`~recordkit.storage.WriteStream`)."""
-    digest = hashlib.sha256()
-    packer = compressor(compression)
-    offsets: list[int] = []
-    payload = stored = 0
-    chunk = bytearray()
-    with target.open_write() as out:
-
-        def store(data: bytes | bytearray) -> None:
-            nonlocal stored
-            if data:
-                digest.update(data)
-                out.write(memoryview(data))
-                stored += len(data)
-
+    """Write one shard (framed records, in order) at ``target`` with the local writer's
+    :class:`~recordkit.write._shard_file.ShardFile` (sha256, count, record index beside
+    it; on an object store streamed, appearing only when complete); its ShardInfo."""
+    shard = ShardFile(target, compression)
+    try:
         for framed in framed_records:
-            offsets.append(payload)
-            payload += len(framed)
-            chunk += framed
-            if len(chunk) >= _CHUNK_BYTES:
-                store(chunk if packer is None else packer.compress(chunk))
-                chunk = bytearray()
-        store(chunk if packer is None else packer.compress(chunk))
-        if packer is not None:
-            store(packer.flush())
-        out.close(fsync=True)
-    index = RecordIndex.from_offsets(offsets, payload).to_bytes()
-    index_file = index_name(target.name)
-    target.parent.join(index_file).write_bytes(index)
-    return ShardInfo(
-        file=target.name,
-        records=len(offsets),
-        bytes=stored,
-        sha256=digest.hexdigest(),
-        index=ShardIndex(file=index_file, sha256=hashlib.sha256(index).hexdigest()),
-    )
+            shard.add(framed)
+        return shard.commit()
+    except BaseException:
+        shard.discard()
+        raise
 
 
 class _EncodeFn(beam.DoFn):  # type: ignore[misc]  # Beam's DoFn is untyped for mypy
@@ -314,7 +285,7 @@ class _CommitFn(beam.DoFn):  # type: ignore[misc]  # Beam's DoFn is untyped for 
                 mine = [(number, path, info) for s, number, path, info in staged if s == split]
                 theirs = [r for r in rejects if r["split"] == split]
                 manifest.splits[split] = _commit_split(folder, split, mine, theirs, compression)
-            folder.write_bytes(MANIFEST_FILE, manifest.to_json().encode("utf-8"))  # the commit
+            manifest.save(folder.at())  # the commit
             folder.remove_tree(STAGING_FOLDER)
         yield folder.at(MANIFEST_FILE).url
 

@@ -307,6 +307,12 @@ def test_the_pipeline_writes_into_an_s3_bucket(tmp_path: Path, s3_bucket: Bucket
         assert canonical(copy, name) == canonical(tmp_path / "local", name)
     verified = CliRunner().invoke(main, ["verify", str(copy)])
     assert verified.exit_code == 0, verified.output
+    # The readers read it in the bucket too.
+    options = s3_bucket.storage_options
+    streamed = {
+        int(r["id"]): str(r["payload"]) for r in rk.iter_records(url, "train", storage_options=options)
+    }
+    assert streamed == {r["id"]: r["payload"] for r in splits["train"]}
 
 
 def _write_to(url: str, splits: dict[str, list[dict[str, Any]]], storage_options: dict[str, Any]) -> Any:
