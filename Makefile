@@ -21,12 +21,12 @@ $(RUNTIME): pyproject.toml $(SOURCES) | $(PY)
 	touch $(RUNTIME)
 
 # The dev extra on top, with recordkit installed editable (the tests run the sources):
-# ruff, mypy, mkdocs, pytest, pre-commit, the benchmark comparison; and the grain and
-# torch extras, whose readers the tests run (torch as its CPU build: about 750 MB and a
+# ruff, mypy, mkdocs, pytest, pre-commit, the benchmark comparison; the beam, grain and
+# torch extras, whose writer and readers the tests run (torch as its CPU build: about 750 MB and a
 # minute, where the default build would pull several GB of CUDA libraries).
 TORCH_CPU ?= torch==2.13.0+cpu
 $(DEV): pyproject.toml $(RUNTIME)
-	$(PY) -m pip install --quiet -e '.[dev,grain]' '$(TORCH_CPU)'
+	$(PY) -m pip install --quiet -e '.[dev,grain,beam]' '$(TORCH_CPU)'
 	touch $(DEV)
 
 install: $(RUNTIME)

@@ -7,6 +7,7 @@ an underscore are private and may change.
 
 from __future__ import annotations
 
+import importlib as _importlib
 import warnings as _warnings
 from typing import Any as _Any
 
@@ -105,7 +106,10 @@ _DEPRECATED: dict[str, tuple[_Any, str]] = {
 
 
 def __getattr__(name: str) -> _Any:
-    """Deprecated names, with a DeprecationWarning that says what replaces them."""
+    """Deprecated names, with a DeprecationWarning that says what replaces them; and
+    ``rk.beam``, imported on first use (it needs the ``beam`` extra)."""
+    if name == "beam":
+        return _importlib.import_module("recordkit.beam")
     if name in _DEPRECATED:
         obj, instead = _DEPRECATED[name]
         _warnings.warn(f"recordkit.{name} is deprecated: {instead}", DeprecationWarning, stacklevel=2)

@@ -392,7 +392,7 @@ class DatasetWriter:
                 recordkit_version=__version__,
                 schema=self.schema,
                 fingerprint=self._bound.fingerprint(),
-                codecs=_provenance(self._bound, self._registry),
+                codecs=codec_provenance(self._bound, self._registry),
                 compression=chosen.value,
             )
             manifest.save(self.where, durable=self.durable)
@@ -419,7 +419,7 @@ class DatasetWriter:
         written."""
         grown, self._grown = self._grown, None
         if grown is not None:
-            codecs = {**_provenance(self._bound, self._registry), **self.manifest.codecs}
+            codecs = {**codec_provenance(self._bound, self._registry), **self.manifest.codecs}
             self.manifest.schema_ = grown
             self.manifest.fingerprint = grown.bind(self._registry).fingerprint()
             self.manifest.codecs = dict(sorted(codecs.items()))
@@ -664,7 +664,8 @@ def _load_if_present(root: Location) -> Manifest | None:
     return Manifest.load(root)
 
 
-def _provenance(bound: BoundSchema, registry: CodecRegistry) -> dict[str, CodecProvenance]:
+def codec_provenance(bound: BoundSchema, registry: CodecRegistry) -> dict[str, CodecProvenance]:
+    """Which codec version and distribution encodes each of ``bound``'s codecs (the manifest's ``codecs``)."""
     codecs = {}
     for field in bound.fields:
         info = registry.info(field.spec.codec)

@@ -1,0 +1,323 @@
+"""recordkit.beam.WriteDataset on the DirectRunner: the same dataset as the local writer,
+deterministic shards, rejects, metrics, and no manifest after a failure.
+
+One pipeline runs on the multi-processing DirectRunner (two worker processes, slow to
+start); the rest run in memory.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+import sys
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import apache_beam as beam
+import numpy as np
+import pytest
+from _object_stores import Bucket
+from _writer_support import check_manifest_matches_files, make_records
+from apache_beam.metrics.metric import MetricsFilter
+from apache_beam.options.pipeline_options import PipelineOptions
+from click.testing import CliRunner
+from PIL import Image
+
+import recordkit as rk
+from recordkit.cli import main
+from recordkit.errors import DatasetError
+from recordkit.format._tfrecord import Compression, frame_record
+from recordkit.storage import Location
+from recordkit.write import _beam as beam_writer
+
+pytestmark = pytest.mark.slow
+
+SCHEMA = rk.Schema(
+    name="beam-test",
+    fields={
+        "id": rk.FieldSpec(codec="scalar"),
+        "payload": rk.FieldSpec(codec="scalar", options={"dtype": "str"}),
+        "image": rk.FieldSpec(codec="image"),
+    },
+)
+
+
+def _png(i: int) -> bytes:
+    pixels = np.full((6 + i % 5, 7, 3), i % 251, dtype=np.uint8)
+    out = io.BytesIO()
+    Image.fromarray(pixels).save(out, format="PNG")
+    return out.getvalue()
+
+
+def records(n: int, *, start: int = 0, bad: frozenset[int] = frozenset()) -> list[dict[str, Any]]:
+    """``n`` records with ids from ``start``: a text payload and a real PNG each; the ids
+    in ``bad`` get an int payload, which the ``str`` scalar codec refuses."""
+    return [{**r, "id": r["id"] + start, "image": _png(r["id"])} for r in make_records(n, bad=bad)]
+
+
+def run(
+    pipeline_body: Any, *, workers: int = 1, processes: bool = False
+) -> beam.runners.runner.PipelineResult:
+    options = PipelineOptions(
+        flags=[],
+        direct_num_workers=workers,
+        direct_running_mode="multi_processing" if processes else "in_memory",
+    )
+    pipeline = beam.Pipeline(runner="DirectRunner", options=options)
+    pipeline_body(pipeline)
+    result = pipeline.run()
+    result.wait_until_finish()
+    return result
+
+
+def write_beam(root: Path, splits: dict[str, list[dict[str, Any]]], **kwargs: Any) -> Any:
+    def body(p: beam.Pipeline) -> None:
+        inputs = {name: p | f"Create[{name}]" >> beam.Create(items) for name, items in splits.items()}
+        inputs | rk.beam.WriteDataset(SCHEMA, root, **kwargs)
+
+    return body
+
+
+def canonical(root: Path, split: str) -> dict[int, tuple[str, bytes]]:
+    """A split's records by id (read without TensorFlow): payload and decoded pixels."""
+    found: dict[int, tuple[str, bytes]] = {}
+    for r in rk.iter_records(root, split):
+        assert int(r["id"]) not in found, f"record {r['id']} twice"
+        found[int(r["id"])] = (str(r["payload"]), np.asarray(r["image"]).tobytes())
+    return found
+
+
+def shard_hashes(root: Path) -> dict[str, list[str]]:
+    manifest = rk.Manifest.load(root)
+    return {name: [s.sha256 for s in split.shards] for name, split in manifest.splits.items()}
+
+
+def test_beam_with_one_and_two_workers_equals_the_local_writer(tmp_path: Path) -> None:
+    splits = {"train": records(160), "test": records(40, start=1000)}
+    local = tmp_path / "local"
+    for name, items in splits.items():
+        rk.write_dataset(items, SCHEMA, local, split=name, append=name != "train", progress=False)
+    one, two = tmp_path / "one", tmp_path / "two"
+    run(write_beam(one, splits, key="id", shard_bytes=4000))
+    run(write_beam(two, splits, key="id", shard_bytes=4000), workers=2, processes=True)
+
+    for name, items in splits.items():
+        expected = canonical(local, name)
+        assert {i: payload for i, (payload, _) in expected.items()} == {r["id"]: r["payload"] for r in items}
+        assert canonical(one, name) == expected
+        assert canonical(two, name) == expected
+    # With a key, the shards are the same bytes whoever wrote them.
+    assert shard_hashes(one) == shard_hashes(two)
+    assert len(shard_hashes(one)["train"]) > 3
+    check_manifest_matches_files(one)
+    check_manifest_matches_files(two)
+    # Identical in kind to a local write: schema, fingerprint, codecs, format.
+    beam_manifest, local_manifest = rk.Manifest.load(two), rk.Manifest.load(local)
+    assert beam_manifest.schema == local_manifest.schema
+    assert beam_manifest.fingerprint == local_manifest.fingerprint
+    assert beam_manifest.codecs == local_manifest.codecs
+    assert beam_manifest.format == local_manifest.format
+    # tf.data reads the Beam dataset as it reads the local one.
+    batches = list(rk.load_dataset(two, "test", ["id", "payload"], batch_size=8).as_numpy_iterator())
+    read = {int(i): p.decode() for b in batches for i, p in zip(b["id"], b["payload"], strict=True)}
+    assert read == {i: payload for i, (payload, _) in canonical(local, "test").items()}
+    # And the CLI accepts it.
+    verified = CliRunner().invoke(main, ["verify", str(two)])
+    assert verified.exit_code == 0, verified.output
+    inspected = CliRunner().invoke(main, ["inspect", str(two)])
+    assert inspected.exit_code == 0, inspected.output
+    assert "train" in inspected.output
+    assert "test" in inspected.output
+
+
+def test_shard_count_follows_num_shards_or_shard_bytes(tmp_path: Path) -> None:
+    items = records(120)
+    run(write_beam(tmp_path / "n", {"train": items}, key="id", num_shards=3))
+    assert len(rk.Manifest.load(tmp_path / "n").split("train").shards) == 3
+
+    total = sum(len(frame_record(SCHEMA.bind().encoder().encode(r))) for r in items)
+    run(write_beam(tmp_path / "b", {"train": items}, key="id", shard_bytes=total // 4))
+    shards = rk.Manifest.load(tmp_path / "b").split("train").shards
+    assert [s.file for s in shards] == [f"train-{i:05d}.tfrecord" for i in range(len(shards))]
+    assert 3 <= len(shards) <= 5  # ceil(total / shard_bytes) = 5 hash buckets, none or some empty
+    assert sum(s.records for s in shards) == 120
+
+
+def test_compressed_shards_verify_and_read_back(tmp_path: Path) -> None:
+    items = records(40)
+    run(write_beam(tmp_path, {"train": items}, key="id", num_shards=2, compression="GZIP"))
+    manifest = rk.Manifest.load(tmp_path)
+    assert manifest.compression == "GZIP"
+    assert all(s.file.endswith(".tfrecord.gz") for s in manifest.split("train").shards)
+    check_manifest_matches_files(tmp_path)
+    assert {i: p for i, (p, _) in canonical(tmp_path, "train").items()} == {
+        r["id"]: r["payload"] for r in items
+    }
+
+
+def test_without_a_key_the_bytes_decide_the_shards(tmp_path: Path) -> None:
+    items = records(60)
+    run(write_beam(tmp_path / "a", {"train": items}, num_shards=4))
+    run(write_beam(tmp_path / "b", {"train": list(reversed(items))}, num_shards=4))
+    assert shard_hashes(tmp_path / "a") == shard_hashes(tmp_path / "b")
+    assert sorted(canonical(tmp_path / "a", "train")) == list(range(60))
+
+
+def test_a_failure_midway_leaves_no_manifest_and_a_rerun_writes_every_record_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    items = records(150)
+    real_write = beam_writer.write_shard
+    committed: list[str] = []
+
+    def failing_write(target: Location, framed: Iterable[bytes], compression: Compression) -> rk.ShardInfo:
+        if len(committed) == 2:  # two shards staged, then the third fails
+            raise OSError("injected failure while writing a shard")
+        committed.append(target.name)
+        return real_write(target, framed, compression)
+
+    monkeypatch.setattr(beam_writer, "write_shard", failing_write)
+    with pytest.raises(Exception, match="injected failure"):
+        run(write_beam(tmp_path, {"train": items}, key="id", num_shards=6))
+    assert len(committed) == 2
+    assert not (tmp_path / "dataset.json").exists()
+    with pytest.raises(DatasetError, match="not a recordkit dataset"):
+        rk.iter_records(tmp_path)
+
+    assert (tmp_path / ".beam-staging").is_dir()  # what the failed run left
+    monkeypatch.setattr(beam_writer, "write_shard", real_write)
+    run(write_beam(tmp_path, {"train": items}, key="id", num_shards=6))
+    ids = sorted(int(r["id"]) for r in rk.iter_records(tmp_path))
+    assert ids == list(range(150))
+    check_manifest_matches_files(tmp_path)  # and no staging debris left
+
+
+def test_skipped_records_go_to_the_rejects_output_and_file(tmp_path: Path) -> None:
+    items = records(50, bad=frozenset({3, 17}))
+    out = tmp_path / "rejects-out"
+
+    def body(p: beam.Pipeline) -> None:
+        result = (
+            p
+            | beam.Create(items)
+            | rk.beam.WriteDataset(SCHEMA, tmp_path / "data", key="id", on_error="skip", num_shards=2)
+        )
+        result["rejects"] | beam.Map(json.dumps) | beam.io.WriteToText(str(out), shard_name_template="")
+
+    run(body)
+    root = tmp_path / "data"
+    written = sorted(json.loads(line)["key"] for line in out.read_text().splitlines())
+    assert written == ["17", "3"]
+    split = rk.Manifest.load(root).split("train")
+    assert split.rejected == 2
+    assert split.rejects_file == "rejects-train.jsonl"
+    lines = [json.loads(line) for line in (root / "rejects-train.jsonl").read_text().splitlines()]
+    assert [line["key"] for line in lines] == ["17", "3"]
+    assert lines[0]["errors"][0]["field"] == "payload"
+    assert "record key '17'" in lines[0]["message"]
+    assert sorted(canonical(root, "train")) == sorted(set(range(50)) - {3, 17})
+    check_manifest_matches_files(root)
+
+
+def test_a_bad_record_fails_the_pipeline_naming_its_key_and_field(tmp_path: Path) -> None:
+    items = records(20, bad=frozenset({11}))
+    with pytest.raises(Exception, match=r"record key '11'.*field 'payload'|field 'payload'.*record key '11'"):
+        run(write_beam(tmp_path, {"train": items}, key="id", num_shards=2))
+    assert not (tmp_path / "dataset.json").exists()
+
+
+def test_records_and_field_bytes_are_beam_metrics(tmp_path: Path) -> None:
+    items = records(30, bad=frozenset({4}))
+    result = run(write_beam(tmp_path, {"train": items}, key="id", on_error="skip", num_shards=2))
+    counters = {
+        r.key.metric.name: r.committed
+        for r in result.metrics().query(MetricsFilter().with_namespace("recordkit"))["counters"]
+    }
+    good = [r for r in items if r["id"] != 4]
+    encoder = SCHEMA.bind().encoder()
+    breakdowns = [rk.byte_breakdown(SCHEMA, encoder.encode(r)) for r in good]
+    assert counters["train/records"] == 29
+    assert counters["train/rejected"] == 1
+    assert counters["train/shards"] == 2
+    for field in SCHEMA.fields:
+        assert counters[f"train/bytes/{field}"] == sum(b[field] for b in breakdowns)
+
+
+def test_an_empty_split_is_listed_with_no_shards(tmp_path: Path) -> None:
+    run(write_beam(tmp_path, {"train": records(5), "extra": []}, key="id", num_shards=2))
+    manifest = rk.Manifest.load(tmp_path)
+    assert manifest.split("extra").shards == []
+    assert manifest.split("train").num_records == 5
+    assert list(rk.iter_records(tmp_path, "extra")) == []
+    check_manifest_matches_files(tmp_path)
+
+
+def test_an_existing_dataset_is_refused(tmp_path: Path) -> None:
+    rk.write_dataset(records(3), SCHEMA, tmp_path, progress=False)
+    with pytest.raises(DatasetError, match="already holds a dataset"):
+        run(write_beam(tmp_path, {"train": records(3)}))
+
+
+def test_bad_arguments_are_refused() -> None:
+    with pytest.raises(ValueError, match="on_error"):
+        rk.beam.WriteDataset(SCHEMA, "x", on_error="ignore")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="num_shards"):
+        rk.beam.WriteDataset(SCHEMA, "x", num_shards=0)
+    with pytest.raises(ValueError, match="invalid split name"):
+        rk.beam.WriteDataset(SCHEMA, "x", split="../up")
+
+
+def test_without_beam_the_error_names_the_extra() -> None:
+    code = (
+        "import sys; sys.modules['apache_beam'] = None\n"
+        "import recordkit as rk\n"
+        "try:\n    rk.beam\nexcept ImportError as e:\n    print(type(e).__name__, e)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.startswith("MissingExtraError")
+    assert "pip install 'recordkit[beam]'" in out
+
+
+def test_a_key_that_cannot_be_read_fails_naming_the_split(tmp_path: Path) -> None:
+    with pytest.raises(Exception, match=r"split 'train'.*cannot get the record's key: KeyError"):
+        run(write_beam(tmp_path, {"train": records(3)}, key="name", num_shards=1))
+
+
+def test_the_pipeline_writes_into_an_s3_bucket(tmp_path: Path, s3_bucket: Bucket) -> None:
+    """Into moto's S3 server on 127.0.0.1: the same shards as into a local folder, a
+    manifest written last, no staging objects left; the bucket's copy reads and verifies."""
+    import s3fs
+
+    splits = {"train": records(60), "test": records(10, start=500)}
+    url = s3_bucket.join("pets")
+    run(_write_to(url, splits, s3_bucket.storage_options))
+    run(write_beam(tmp_path / "local", splits, key="id", num_shards=3))
+
+    fs = s3fs.S3FileSystem(**s3_bucket.storage_options)
+    stored = sorted(name.rsplit("/", 1)[-1] for name in fs.find(url))
+    local = sorted(p.name for p in (tmp_path / "local").iterdir() if p.name != ".recordkit.lock")
+    assert stored == local  # shards, indexes, dataset.json; no staging debris
+    copy = tmp_path / "copy"
+    fs.get(url + "/", str(copy), recursive=True)
+    check_manifest_matches_files(copy, lock=False)
+    assert shard_hashes(copy) == shard_hashes(tmp_path / "local")
+    for name in splits:
+        assert canonical(copy, name) == canonical(tmp_path / "local", name)
+    verified = CliRunner().invoke(main, ["verify", str(copy)])
+    assert verified.exit_code == 0, verified.output
+    # The readers read it in the bucket too.
+    options = s3_bucket.storage_options
+    streamed = {
+        int(r["id"]): str(r["payload"]) for r in rk.iter_records(url, "train", storage_options=options)
+    }
+    assert streamed == {r["id"]: r["payload"] for r in splits["train"]}
+
+
+def _write_to(url: str, splits: dict[str, list[dict[str, Any]]], storage_options: dict[str, Any]) -> Any:
+    def body(p: beam.Pipeline) -> None:
+        inputs = {name: p | f"Create[{name}]" >> beam.Create(items) for name, items in splits.items()}
+        inputs | rk.beam.WriteDataset(SCHEMA, url, key="id", num_shards=3, storage_options=storage_options)
+
+    return body
