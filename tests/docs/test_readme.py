@@ -76,7 +76,7 @@ def test_make_demo_installs_no_development_tools() -> None:
     assert "[dev]" not in demo
     assert "[bench]" not in demo
     for target in ("lint", "typecheck", "docs", "unit"):
-        assert "pip install --quiet -e '.[dev,grain]'" in installs(target), target
+        assert "pip install --quiet -e '.[dev,grain,beam]'" in installs(target), target
 
 
 def test_the_runtime_dependencies_hold_no_development_tools() -> None:

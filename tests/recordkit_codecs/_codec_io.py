@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 import recordkit as rk
+from recordkit.format._example import decode_example
 from recordkit.format._tfrecord import Compression, frame_record, iter_tfrecords
 from recordkit.read._numpy_decode import decode_record_numpy
 from recordkit.write._shard_file import ShardFile
@@ -106,6 +108,58 @@ def assert_stored_near_payload(bound: rk.BoundSchema, field: str, value: Any, pa
     _, share, framing = field_share(bound, field, value)
     assert payload <= share <= payload * 1.01 + framing, (field, payload, share, framing)
     return share
+
+
+@dataclass(frozen=True)
+class SingleField:
+    """A schema of one ``codec`` field named ``name`` and the ways the codec tests use it:
+    the wrappers each test module used to define for itself. The conftest hands one per
+    codec to the tests as a fixture (``image_field``, ``mask_field``, ``audio_field``)."""
+
+    codec: str
+    name: str
+    defaults: Mapping[str, Any] = field(default_factory=dict)
+
+    def schema(self, **options: Any) -> rk.Schema:
+        """The schema of the field with ``options`` over the harness's defaults."""
+        spec = rk.FieldSpec(codec=self.codec, options={**self.defaults, **options})
+        return rk.Schema(name=self.name, fields={self.name: spec})
+
+    def bound(self, **options: Any) -> rk.BoundSchema:
+        return self.schema(**options).bind()
+
+    def encode(self, value: Any, **options: Any) -> bytes:
+        """The serialized Example of the record ``{name: value}``."""
+        return rk.RecordEncoder(self.bound(**options)).encode({self.name: value}, 0)
+
+    def wire(self, value: Any, **options: Any) -> dict[str, Any]:
+        """The first value of each Example key the field writes, by the key's suffix
+        (``""`` for the key named as the field, ``"height"`` for ``name/height``)."""
+        parsed = decode_example(self.encode(value, **options))
+        prefix = f"{self.name}/"
+        return {
+            key.removeprefix(prefix) if key != self.name else "": values[0]
+            for key, (_, values) in parsed.items()
+            if (key == self.name or key.startswith(prefix)) and len(values)
+        }
+
+    def stored_bytes(self, value: Any, **options: Any) -> bytes:
+        """The encoded bytes the field stores for ``value``."""
+        stored: bytes = self.wire(value, **options)[""]
+        return stored
+
+    def error(self, value: Any, **options: Any) -> rk.errors.InvalidValueError:
+        """The error of encoding ``value`` as record 3 (checked to name record and field)."""
+        return field_error(self.bound(**options), self.name, value)
+
+    def round_trip(
+        self, tmp_path: Path, values: list[Any], batch: int | None = None, **options: Any
+    ) -> tuple[list[Any], list[Any]]:
+        """Write one record per value to a real TFRecord file; read the field back in
+        batches of ``batch`` (default: all) with tf.data and one by one with numpy.
+        Returns (the TF batches' values, the numpy values)."""
+        path = tmp_path / f"{self.name}.tfrecord"
+        return field_round_trip(self.bound(**options), self.name, values, path, batch)
 
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "codecs"

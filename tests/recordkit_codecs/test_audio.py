@@ -12,10 +12,9 @@ import numpy as np
 import pytest
 import soundfile as sf
 from _codec_io import (
+    SingleField,
     assert_stored_near_payload,
     bind,
-    field_error,
-    field_round_trip,
     read_numpy,
     read_tf,
     run_doc_example_first,
@@ -51,34 +50,18 @@ def as_float(data: np.ndarray) -> np.ndarray:
     return data.astype(np.float32) / 32768
 
 
-def schema(**options: Any) -> rk.Schema:
-    options.setdefault("sample_rate", RATE)
-    return rk.Schema(name="speech", fields={FIELD: rk.FieldSpec(codec="audio", options=options)})
-
-
-def encode_error(value: Any, **options: Any) -> rk.errors.RecordkitError:
-    """The error of encoding ``value`` as record 3 of a schema (checked to name both)."""
-    return field_error(schema(**options).bind(), FIELD, value)
-
-
-def round_trip(
-    tmp_path: Path, values: list[Any], batch: int | None = None, **options: Any
-) -> tuple[list[Any], list[Any]]:
-    """Write ``values`` to a real TFRecord file; read them back with tf.data (batched)
-    and with the numpy decoder."""
-    return field_round_trip(schema(**options).bind(), FIELD, values, tmp_path / "speech.tfrecord", batch)
-
-
 @pytest.mark.parametrize("fmt", ["wav", "flac", "pcm"])
 @pytest.mark.parametrize("channels", [1, 2])
-def test_round_trip_is_exact_to_the_sample(tmp_path: Path, fmt: str, channels: int) -> None:
+def test_round_trip_is_exact_to_the_sample(
+    audio_field: SingleField, tmp_path: Path, fmt: str, channels: int
+) -> None:
     import tensorflow as tf
 
     clips = [samples(n, channels, seed) for seed, n in enumerate((100, 37, 250))]
     path = tmp_path / "clip.wav"
     path.write_bytes(audio_file(clips[2], "WAV"))
     values = [clips[0], audio_file(clips[1], "FLAC"), path]
-    (batch,), numpy_values = round_trip(tmp_path, values, format=fmt, channels=channels)
+    (batch,), numpy_values = audio_field.round_trip(tmp_path, values, format=fmt, channels=channels)
     assert isinstance(batch, tf.RaggedTensor)
     assert batch.shape.as_list() == [3, None, channels]
     assert batch.dtype == tf.float32
@@ -94,86 +77,88 @@ def test_only_flac_leaves_the_graph() -> None:
     assert not AudioCodec({"sample_rate": RATE, "format": "flac"}).wire_spec().in_graph
 
 
-def test_stored_bytes_are_the_declared_format() -> None:
+def test_stored_bytes_are_the_declared_format(audio_field: SingleField) -> None:
     clip = samples(200, 2)
     for fmt, start in (("wav", b"RIFF"), ("flac", b"fLaC")):
-        data = rk.RecordEncoder(schema(format=fmt, channels=2).bind()).encode({FIELD: clip})
+        data = rk.RecordEncoder(audio_field.bound(format=fmt, channels=2)).encode({FIELD: clip})
         stored = decode_example(data)[FIELD][1][0]
         assert stored.startswith(start)
         read, rate = sf.read(io.BytesIO(stored), dtype="int16", always_2d=True)
         assert rate == RATE
         assert np.array_equal(read, clip)
-    pcm = rk.RecordEncoder(schema(format="pcm", channels=2).bind()).encode({FIELD: clip})
+    pcm = rk.RecordEncoder(audio_field.bound(format="pcm", channels=2)).encode({FIELD: clip})
     assert decode_example(pcm)[FIELD][1][0] == clip.astype("<i2").tobytes()
 
 
-def test_the_rate_comes_with_the_array_as_a_tuple_or_dict(tmp_path: Path) -> None:
+def test_the_rate_comes_with_the_array_as_a_tuple_or_dict(audio_field: SingleField, tmp_path: Path) -> None:
     clip = samples(50)
     values = [(clip, RATE), {"samples": clip[:, 0], "sample_rate": RATE}, {"samples": clip}, clip[:, 0]]
-    _, numpy_values = round_trip(tmp_path, values)
+    _, numpy_values = audio_field.round_trip(tmp_path, values)
     for got in numpy_values:
         np.testing.assert_array_equal(got, as_float(clip))
 
 
-def test_float_samples(tmp_path: Path) -> None:
+def test_float_samples(audio_field: SingleField, tmp_path: Path) -> None:
     clip = samples(64, 2, 4)
     exact = as_float(clip)  # floats that came from int16 come back exactly
     loud = exact.copy()
     loud[3, 1] = 1.5
     loud[5, 0] = -2.0
-    (batch,), numpy_values = round_trip(tmp_path, [exact, exact.astype(np.float64)], channels=2)
+    (batch,), numpy_values = audio_field.round_trip(tmp_path, [exact, exact.astype(np.float64)], channels=2)
     np.testing.assert_array_equal(numpy_values[0], exact)
     np.testing.assert_array_equal(numpy_values[1], exact)
     np.testing.assert_array_equal(batch[0].numpy(), exact)
-    assert "float samples must be in [-1, 1], got a peak of 2" in str(encode_error(loud, channels=2))
-    _, (clipped,) = round_trip(tmp_path, [loud], channels=2, clip=True)
+    assert "float samples must be in [-1, 1], got a peak of 2" in str(audio_field.error(loud, channels=2))
+    _, (clipped,) = audio_field.round_trip(tmp_path, [loud], channels=2, clip=True)
     np.testing.assert_array_equal(clipped, np.clip(np.round(loud * 32768), -32768, 32767) / 32768)
-    assert "NaN or infinite" in str(encode_error(np.array([0.0, np.nan], np.float32)))
+    assert "NaN or infinite" in str(audio_field.error(np.array([0.0, np.nan], np.float32)))
 
 
-def test_ogg_input_is_decoded_and_stored_as_pcm(tmp_path: Path) -> None:
+def test_ogg_input_is_decoded_and_stored_as_pcm(audio_field: SingleField, tmp_path: Path) -> None:
     t = np.arange(RATE // 4) / RATE
     tone = (0.5 * np.sin(2 * np.pi * 440 * t)).astype(np.float32)
     ogg = audio_file(tone, "OGG", subtype="VORBIS")
     assert ogg.startswith(b"OggS")
-    (batch,), (decoded,) = round_trip(tmp_path, [ogg])
+    (batch,), (decoded,) = audio_field.round_trip(tmp_path, [ogg])
     assert decoded.shape == (len(tone), 1)
     np.testing.assert_array_equal(batch[0].numpy(), decoded)
     assert np.abs(decoded[:, 0] - tone).max() < 0.05  # lossy, but the same tone
 
 
-def test_wrong_rate_and_channels_are_refused(tmp_path: Path) -> None:
+def test_wrong_rate_and_channels_are_refused(audio_field: SingleField, tmp_path: Path) -> None:
     wav8k = audio_file(samples(80), "WAV", rate=8000)
     message = "sample rate is 8000 Hz, the schema declares 16000 Hz"
-    assert message in str(encode_error(wav8k))
-    assert message in str(encode_error((samples(80), 8000)))
-    assert message in str(encode_error({"samples": samples(80), "sample_rate": 8000}))
+    assert message in str(audio_field.error(wav8k))
+    assert message in str(audio_field.error((samples(80), 8000)))
+    assert message in str(audio_field.error({"samples": samples(80), "sample_rate": 8000}))
     path = tmp_path / "stereo.flac"
     path.write_bytes(audio_file(samples(80, 2), "FLAC"))
-    assert "audio has 2 channel(s), the schema declares 1" in str(encode_error(path))
-    assert "a 1-D array is mono" in str(encode_error(samples(80)[:, 0], channels=2))
-    assert "transpose a channels-first array" in str(encode_error(samples(80, 2).T, channels=2))
+    assert "audio has 2 channel(s), the schema declares 1" in str(audio_field.error(path))
+    assert "a 1-D array is mono" in str(audio_field.error(samples(80)[:, 0], channels=2))
+    assert "transpose a channels-first array" in str(audio_field.error(samples(80, 2).T, channels=2))
 
 
-def test_bad_inputs_are_refused(tmp_path: Path) -> None:
-    assert "unsupported audio bytes: not WAV, FLAC or OGG" in str(encode_error(b"ID3\x03\x00\x00 mp3 data"))
+def test_bad_inputs_are_refused(audio_field: SingleField, tmp_path: Path) -> None:
+    assert "unsupported audio bytes: not WAV, FLAC or OGG" in str(
+        audio_field.error(b"ID3\x03\x00\x00 mp3 data")
+    )
     wav = audio_file(samples(80), "WAV")
-    assert "corrupt or unreadable WAV audio" in str(encode_error(wav[:12] + b"garbage!" * 4))
-    assert "int16 or float" in str(encode_error(samples(8).astype(np.int32)))
-    assert "no samples" in str(encode_error(np.zeros((0, 1), np.int16)))
-    assert "cannot read audio file" in str(encode_error(tmp_path / "missing.wav"))
-    assert "(samples, sample_rate)" in str(encode_error((samples(8), RATE, 1)))
-    assert "the sample rate must be an int" in str(encode_error((samples(8), 16000.0)))
-    assert "keys 'samples' and 'sample_rate'" in str(encode_error({"audio": samples(8)}))
-    assert "got shape (2, 2, 2)" in str(encode_error(np.zeros((2, 2, 2), np.int16)))
-    assert "expected a path, encoded audio bytes" in str(encode_error([0.1, 0.2]))
+    assert "corrupt or unreadable WAV audio" in str(audio_field.error(wav[:12] + b"garbage!" * 4))
+    assert "int16 or float" in str(audio_field.error(samples(8).astype(np.int32)))
+    assert "no samples" in str(audio_field.error(np.zeros((0, 1), np.int16)))
+    assert "cannot read audio file" in str(audio_field.error(tmp_path / "missing.wav"))
+    assert "(samples, sample_rate)" in str(audio_field.error((samples(8), RATE, 1)))
+    assert "the sample rate must be an int" in str(audio_field.error((samples(8), 16000.0)))
+    assert "keys 'samples' and 'sample_rate'" in str(audio_field.error({"audio": samples(8)}))
+    assert "got shape (2, 2, 2)" in str(audio_field.error(np.zeros((2, 2, 2), np.int16)))
+    assert "expected a path, encoded audio bytes" in str(audio_field.error([0.1, 0.2]))
 
 
 @pytest.mark.parametrize("fmt", ["wav", "flac", "pcm"])
-def test_decoding_checks_the_stored_length(fmt: str) -> None:
+def test_decoding_checks_the_stored_length(audio_field: SingleField, fmt: str) -> None:
     import tensorflow as tf
 
-    bound = schema(format=fmt).bind()
+    bound = audio_field.bound(format=fmt)
     data = rk.RecordEncoder(bound).encode({FIELD: samples(20)})
     stored = decode_example(data)[FIELD][1][0]
     wrong = encode_example(
@@ -189,10 +174,10 @@ def test_decoding_checks_the_stored_length(fmt: str) -> None:
         decode_record_numpy(bound.fields, wrong)
 
 
-def test_a_wav_at_another_rate_fails_to_decode() -> None:
+def test_a_wav_at_another_rate_fails_to_decode(audio_field: SingleField) -> None:
     import tensorflow as tf
 
-    bound = schema().bind()
+    bound = audio_field.bound()
     wav8k = audio_file(samples(20), "WAV", rate=8000)
     foreign = encode_example(
         [
@@ -206,13 +191,13 @@ def test_a_wav_at_another_rate_fails_to_decode() -> None:
         decode_record_numpy(bound.fields, foreign)
 
 
-def test_stored_bytes_are_the_payload() -> None:
+def test_stored_bytes_are_the_payload(audio_field: SingleField) -> None:
     t = np.arange(4000) / RATE
     tone = np.stack([np.sin(2 * np.pi * 220 * t), np.sin(2 * np.pi * 330 * t)], -1) * 0.5
     clip = np.round(tone * 32767).astype(np.int16)
     sizes = {}
     for fmt in ("wav", "flac", "pcm"):
-        bound = schema(format=fmt, channels=2).bind()
+        bound = audio_field.bound(format=fmt, channels=2)
         data = rk.RecordEncoder(bound).encode({FIELD: clip})
         payload = decode_example(data)[FIELD][1][0]
         framing = sum(len(key) + 16 for key in bound[FIELD].keys)
@@ -224,7 +209,9 @@ def test_stored_bytes_are_the_payload() -> None:
 
 
 @pytest.mark.parametrize("fmt", ["wav", "flac", "pcm"])
-def test_a_long_clip_costs_its_encoded_bytes_by_the_byte_breakdown(fmt: str) -> None:
+def test_a_long_clip_costs_its_encoded_bytes_by_the_byte_breakdown(
+    audio_field: SingleField, fmt: str
+) -> None:
     """Twenty seconds of stereo speech-like audio: the field's share of the record
     (rk.byte_breakdown) is the stored file plus a few bytes; WAV and PCM take 2 bytes a
     sample (never an int64 or float list), FLAC less."""
@@ -232,7 +219,7 @@ def test_a_long_clip_costs_its_encoded_bytes_by_the_byte_breakdown(fmt: str) -> 
     envelope = 0.5 + 0.5 * np.sin(2 * np.pi * 3 * t)
     tone = np.stack([np.sin(2 * np.pi * 220 * t), np.sin(2 * np.pi * 331 * t)], -1) * envelope[:, None]
     clip = np.round(tone * 12000).astype(np.int16)
-    bound = schema(format=fmt, channels=2).bind()
+    bound = audio_field.bound(format=fmt, channels=2)
     payload = AudioCodec({"sample_rate": RATE, "channels": 2, "format": fmt}).encode(clip)[""]
     share = assert_stored_near_payload(bound, FIELD, clip, len(payload))
     assert share - len(payload) < 60
@@ -330,37 +317,31 @@ def test_docs_page_examples_run(
     assert len(namespace["tones"]) == 2
 
 
-def test_a_truncated_wav_is_refused_not_shortened() -> None:
+def test_a_truncated_wav_is_refused_not_shortened(audio_field: SingleField) -> None:
     """The data chunk announces more frames than the bytes hold: an error, never silently
     fewer samples."""
     buffer = io.BytesIO()
     sf.write(buffer, np.zeros(1600, np.int16), RATE, format="WAV", subtype="PCM_16")
     wav = buffer.getvalue()
-    assert "truncated WAV audio" in str(encode_error(wav[: len(wav) - 100]))
+    assert "truncated WAV audio" in str(audio_field.error(wav[: len(wav) - 100]))
 
 
-def stored_bytes(value: Any, **options: Any) -> bytes:
-    data = rk.RecordEncoder(schema(**options).bind()).encode({FIELD: value})
-    stored: bytes = decode_example(data)[FIELD][1][0]
-    return stored
-
-
-def test_a_canonical_wav_is_stored_as_given_and_others_are_rewritten() -> None:
+def test_a_canonical_wav_is_stored_as_given_and_others_are_rewritten(audio_field: SingleField) -> None:
     clip = samples(300, 2)
     canonical = audio_file(clip, "WAV")  # soundfile writes the plain 44-byte header
-    assert stored_bytes(canonical, channels=2) == canonical
+    assert audio_field.stored_bytes(canonical, channels=2) == canonical
     # The same audio with a metadata chunk before the samples: stored canonical.
     riff_body = canonical[12:36] + b"LIST" + (4).to_bytes(4, "little") + b"INFO" + canonical[36:]
     with_metadata = b"RIFF" + (len(riff_body) + 4).to_bytes(4, "little") + b"WAVE" + riff_body
-    assert stored_bytes(with_metadata, channels=2) == canonical
+    assert audio_field.stored_bytes(with_metadata, channels=2) == canonical
 
 
-def test_a_canonical_wav_is_still_checked() -> None:
+def test_a_canonical_wav_is_still_checked(audio_field: SingleField) -> None:
     wav = audio_file(samples(100), "WAV", rate=8000)
-    assert "sample rate is 8000 Hz, the schema declares 16000 Hz" in str(encode_error(wav))
+    assert "sample rate is 8000 Hz, the schema declares 16000 Hz" in str(audio_field.error(wav))
     mono = audio_file(samples(100), "WAV")
-    assert "audio has 1 channel(s), the schema declares 2" in str(encode_error(mono, channels=2))
-    assert "the audio has no samples" in str(encode_error(audio_file(samples(0), "WAV")))
+    assert "audio has 1 channel(s), the schema declares 2" in str(audio_field.error(mono, channels=2))
+    assert "the audio has no samples" in str(audio_field.error(audio_file(samples(0), "WAV")))
 
 
 @pytest.mark.parametrize(

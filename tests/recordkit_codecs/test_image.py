@@ -12,9 +12,8 @@ from typing import Any
 import numpy as np
 import pytest
 from _codec_io import (
+    SingleField,
     assert_stored_near_payload,
-    field_error,
-    field_round_trip,
     field_share,
     read_numpy,
     read_tf,
@@ -63,34 +62,10 @@ def hwc(array: np.ndarray) -> np.ndarray:
     return array[:, :, None] if array.ndim == 2 else array
 
 
-def schema(**options: Any) -> rk.Schema:
-    return rk.Schema(name="images", fields={FIELD: rk.FieldSpec(codec="image", options=options)})
-
-
-def encode_record(value: Any, **options: Any) -> bytes:
-    return rk.RecordEncoder(schema(**options).bind()).encode({FIELD: value}, 0)
-
-
-def stored(value: Any, **options: Any) -> dict[str, Any]:
-    """The wire values the Example holds for the field (decoded without TensorFlow)."""
-    parsed = decode_example(encode_record(value, **options))
-    return {
-        "bytes": parsed[FIELD][1][0],
-        "shape": tuple(int(parsed[f"{FIELD}/{k}"][1][0]) for k in ("height", "width", "channels")),
-    }
-
-
-def encode_error(value: Any, **options: Any) -> rk.errors.RecordkitError:
-    """The error of encoding ``value`` as record 3 of a schema (checked to name both)."""
-    return field_error(schema(**options).bind(), FIELD, value)
-
-
-def round_trip(
-    tmp_path: Path, values: list[Any], batch: int | None = None, **options: Any
-) -> tuple[list[Any], list[Any]]:
-    """Write ``values`` to a real TFRecord file; read it back batched with tf.data and
-    with the numpy decoder. Returns (the TF batches' field values, the numpy values)."""
-    return field_round_trip(schema(**options).bind(), FIELD, values, tmp_path / "images.tfrecord", batch)
+def stored(image_field: SingleField, value: Any, **options: Any) -> dict[str, Any]:
+    """The encoded bytes and the stored shape the Example holds for the field."""
+    wire = image_field.wire(value, **options)
+    return {"bytes": wire[""], "shape": tuple(int(wire[k]) for k in ("height", "width", "channels"))}
 
 
 def png_with_header(width: int, height: int) -> bytes:
@@ -110,14 +85,16 @@ def png_with_header(width: int, height: int) -> bytes:
 
 
 @pytest.mark.parametrize("channels", [1, 3, 4])
-def test_png_round_trip_is_exact_to_the_pixel(tmp_path: Path, channels: int) -> None:
+def test_png_round_trip_is_exact_to_the_pixel(
+    image_field: SingleField, tmp_path: Path, channels: int
+) -> None:
     arrays = [pixels(5, 7, channels, 1), pixels(9, 4, channels, 2), pixels(3, 11, channels, 3)]
     # The same pixels given four ways: array, PNG bytes, a path, a PIL image.
     path = tmp_path / "third.png"
     path.write_bytes(encoded(arrays[2], "PNG"))
     values = [arrays[0], encoded(arrays[1], "PNG"), path, Image.fromarray(arrays[0])]
     expected = [arrays[0], arrays[1], arrays[2], arrays[0]]
-    batches, numpy_values = round_trip(tmp_path, values, batch=4)
+    batches, numpy_values = image_field.round_trip(tmp_path, values, batch=4)
     (batch,) = batches
     import tensorflow as tf
 
@@ -130,21 +107,21 @@ def test_png_round_trip_is_exact_to_the_pixel(tmp_path: Path, channels: int) -> 
         assert numpy_values[i].dtype == np.uint8
 
 
-def test_every_array_layout_is_accepted(tmp_path: Path) -> None:
+def test_every_array_layout_is_accepted(image_field: SingleField, tmp_path: Path) -> None:
     """uint8 H x W, H x W x 1, H x W x 3 and H x W x 4 arrays, each stored with its own
     channel count and read back exactly (one per batch: channel counts differ)."""
     gray = pixels(3, 4, 1, 1)
     arrays = [gray, gray[:, :, None], pixels(3, 4, 3, 2), pixels(3, 4, 4, 3)]
-    assert [stored(a)["shape"] for a in arrays] == [(3, 4, 1), (3, 4, 1), (3, 4, 3), (3, 4, 4)]
-    batches, numpy_values = round_trip(tmp_path, arrays, batch=1)
+    assert [stored(image_field, a)["shape"] for a in arrays] == [(3, 4, 1), (3, 4, 1), (3, 4, 3), (3, 4, 4)]
+    batches, numpy_values = image_field.round_trip(tmp_path, arrays, batch=1)
     for array, batch, from_numpy in zip(arrays, batches, numpy_values, strict=True):
         np.testing.assert_array_equal(batch[0].numpy(), hwc(array))
         np.testing.assert_array_equal(from_numpy, hwc(array))
 
 
-def test_ragged_batch_rows_have_their_own_height_and_width(tmp_path: Path) -> None:
+def test_ragged_batch_rows_have_their_own_height_and_width(image_field: SingleField, tmp_path: Path) -> None:
     arrays = [pixels(2, 3, 3, 1), pixels(4, 1, 3, 2)]
-    (batch,), _ = round_trip(tmp_path, arrays)
+    (batch,), _ = image_field.round_trip(tmp_path, arrays)
     assert batch.row_lengths(axis=1).numpy().tolist() == [2, 4]
     assert batch.values.row_lengths().numpy().tolist() == [3, 3, 1, 1, 1, 1]
     # The documented way to a dense, padded batch.
@@ -154,11 +131,11 @@ def test_ragged_batch_rows_have_their_own_height_and_width(tmp_path: Path) -> No
     assert not dense[0, 2:].numpy().any()
 
 
-def test_fixed_size_decodes_to_a_dense_batch(tmp_path: Path) -> None:
+def test_fixed_size_decodes_to_a_dense_batch(image_field: SingleField, tmp_path: Path) -> None:
     import tensorflow as tf
 
     arrays = [pixels(6, 5, 3, seed) for seed in range(3)]
-    batches, numpy_values = round_trip(tmp_path, arrays, batch=2, height=6, width=5, channels=3)
+    batches, numpy_values = image_field.round_trip(tmp_path, arrays, batch=2, height=6, width=5, channels=3)
     assert all(isinstance(b, tf.Tensor) and not isinstance(b, tf.RaggedTensor) for b in batches)
     assert [b.shape.as_list() for b in batches] == [[2, 6, 5, 3], [1, 6, 5, 3]]
     np.testing.assert_array_equal(np.concatenate([b.numpy() for b in batches]), np.stack(arrays))
@@ -196,22 +173,24 @@ def test_optional_and_default_fields(tmp_path: Path) -> None:
     np.testing.assert_array_equal(rows[1]["photo"], placeholder)
 
 
-def test_fixed_size_is_checked_on_write() -> None:
-    error = encode_error(pixels(6, 4, 3), height=6, width=5)
+def test_fixed_size_is_checked_on_write(image_field: SingleField) -> None:
+    error = image_field.error(pixels(6, 4, 3), height=6, width=5)
     assert "image is 6x4 (height x width), the schema declares a fixed size of 6x5" in str(error)
 
 
-def test_keep_stores_jpeg_bytes_byte_for_byte(tmp_path: Path) -> None:
+def test_keep_stores_jpeg_bytes_byte_for_byte(image_field: SingleField, tmp_path: Path) -> None:
     jpeg = encoded(smooth(12, 16), "JPEG", quality=80)
     gray_jpeg = encoded(pixels(7, 9, 1), "JPEG", quality=90)
     path = tmp_path / "photo.jpg"
     path.write_bytes(jpeg)
-    assert stored(jpeg, format="keep") == {"bytes": jpeg, "shape": (12, 16, 3)}
-    assert stored(path, format="keep")["bytes"] == jpeg
-    assert stored(gray_jpeg, format="keep") == {"bytes": gray_jpeg, "shape": (7, 9, 1)}
+    assert stored(image_field, jpeg, format="keep") == {"bytes": jpeg, "shape": (12, 16, 3)}
+    assert stored(image_field, path, format="keep")["bytes"] == jpeg
+    assert stored(image_field, gray_jpeg, format="keep") == {"bytes": gray_jpeg, "shape": (7, 9, 1)}
     # TensorFlow and Pillow decode the kept JPEG to the same pixels.
     # Mixed channel counts cannot share a batch (channels is not set): read them one by one.
-    (first, second), numpy_values = round_trip(tmp_path, [jpeg, gray_jpeg], batch=1, format="keep")
+    (first, second), numpy_values = image_field.round_trip(
+        tmp_path, [jpeg, gray_jpeg], batch=1, format="keep"
+    )
     for source, batch, from_numpy in zip((jpeg, gray_jpeg), (first, second), numpy_values, strict=True):
         with Image.open(io.BytesIO(source)) as original:
             np.testing.assert_array_equal(from_numpy, hwc(np.asarray(original)))
@@ -219,128 +198,135 @@ def test_keep_stores_jpeg_bytes_byte_for_byte(tmp_path: Path) -> None:
         np.testing.assert_array_equal(batch[0].numpy(), from_numpy)
 
 
-def test_keep_stores_png_bytes_byte_for_byte() -> None:
+def test_keep_stores_png_bytes_byte_for_byte(image_field: SingleField) -> None:
     for channels in (1, 3, 4):
         png = encoded(pixels(4, 6, channels), "PNG", compress_level=9)
-        assert stored(png, format="keep") == {"bytes": png, "shape": (4, 6, channels)}
+        assert stored(image_field, png, format="keep") == {"bytes": png, "shape": (4, 6, channels)}
 
 
-def test_keep_re_encodes_other_inputs_as_png(tmp_path: Path) -> None:
+def test_keep_re_encodes_other_inputs_as_png(image_field: SingleField, tmp_path: Path) -> None:
     array = pixels(5, 6, 3)
     palette = Image.fromarray(array).quantize(colors=8)
     palette_png = encoded(palette, "PNG")
     bmp = encoded(array, "BMP")
     gray16 = encoded(Image.fromarray(pixels(4, 4, 1)).convert("I;16"), "PNG")
-    kept = [stored(v, format="keep") for v in (palette_png, bmp)]
+    kept = [stored(image_field, v, format="keep") for v in (palette_png, bmp)]
     assert all(k["bytes"].startswith(b"\x89PNG") for k in kept)
     assert kept[0]["bytes"] != palette_png
-    _, numpy_values = round_trip(tmp_path, [palette_png, bmp], format="keep")
+    _, numpy_values = image_field.round_trip(tmp_path, [palette_png, bmp], format="keep")
     np.testing.assert_array_equal(numpy_values[0], np.asarray(palette.convert("RGB")))
     np.testing.assert_array_equal(numpy_values[1], array)
-    assert "more than 8 bits per sample" in str(encode_error(gray16, format="keep"))
+    assert "more than 8 bits per sample" in str(image_field.error(gray16, format="keep"))
 
 
-def test_keep_only_jpegs_and_encode_the_rest_as_jpeg(tmp_path: Path) -> None:
+def test_keep_only_jpegs_and_encode_the_rest_as_jpeg(image_field: SingleField, tmp_path: Path) -> None:
     jpeg = encoded(smooth(12, 16), "JPEG", quality=80)
     png = encoded(smooth(10, 14), "PNG")
     options = {"format": "keep", "keep_formats": ["jpeg"], "fallback": "jpeg", "quality": 90}
-    assert stored(jpeg, **options)["bytes"] == jpeg
-    from_png = stored(png, **options)
+    assert stored(image_field, jpeg, **options)["bytes"] == jpeg
+    from_png = stored(image_field, png, **options)
     assert from_png["bytes"].startswith(b"\xff\xd8")  # re-encoded as JPEG, not kept
     assert from_png["bytes"] == encoded(Image.open(io.BytesIO(png)).convert("RGB"), "JPEG", quality=90)
     assert from_png["shape"] == (10, 14, 3)
     # JPEG's rules apply to what falls back to it: alpha is refused unless flattened.
     see_through = encoded(pixels(4, 4, 4), "PNG")
-    assert "transparent pixels (alpha) and JPEG cannot store it" in str(encode_error(see_through, **options))
-    assert stored(see_through, **options, alpha="flatten")["shape"] == (4, 4, 3)
+    assert "transparent pixels (alpha) and JPEG cannot store it" in str(
+        image_field.error(see_through, **options)
+    )
+    assert stored(image_field, see_through, **options, alpha="flatten")["shape"] == (4, 4, 3)
     with pytest.raises(rk.errors.CodecOptionsError, match="JPEG cannot store 4 channels"):
         ImageCodec({**options, "channels": 4})
     # The options change what is stored: they are part of the fingerprint.
-    prints = {schema(**o).bind().fingerprint() for o in ({"format": "keep"}, options)}
+    prints = {image_field.bound(**o).fingerprint() for o in ({"format": "keep"}, options)}
     assert len(prints) == 2
 
 
-def test_fallback_error_stores_only_the_kept_formats(tmp_path: Path) -> None:
+def test_fallback_error_stores_only_the_kept_formats(image_field: SingleField, tmp_path: Path) -> None:
     jpeg = encoded(smooth(12, 16), "JPEG", quality=80)
     png = encoded(smooth(10, 14), "PNG")
     options = {"format": "keep", "keep_formats": ["jpeg"], "fallback": "error"}
-    assert stored(jpeg, **options)["bytes"] == jpeg
+    assert stored(image_field, jpeg, **options)["bytes"] == jpeg
     named_jpg = tmp_path / "screenshot.jpg"  # a PNG whatever its name says
     named_jpg.write_bytes(png)
     refused = "the image is a PNG; the codec stores only JPEG files unchanged (format: keep, fallback: error)"
     for value in (png, named_jpg):
-        assert refused in str(encode_error(value, **options))
-    message = str(encode_error(smooth(4, 4), **options))
+        assert refused in str(image_field.error(value, **options))
+    message = str(image_field.error(smooth(4, 4), **options))
     assert "expected encoded JPEG bytes or a path to them, got ndarray" in message
     gray_jpeg = encoded(smooth(6, 6)[:, :, 0], "JPEG")
-    message = str(encode_error(gray_jpeg, **options, channels=3))
+    message = str(image_field.error(gray_jpeg, **options, channels=3))
     assert "the JPEG cannot be stored unchanged" in message
     # The default re-encodes what it cannot keep (as PNG), silently and losslessly.
-    assert stored(png, format="keep", keep_formats=["jpeg"])["bytes"].startswith(b"\x89PNG")
+    assert stored(image_field, png, format="keep", keep_formats=["jpeg"])["bytes"].startswith(b"\x89PNG")
     assert ImageOptions().fallback == "png"
 
 
-def test_keep_with_other_channels_converts(tmp_path: Path) -> None:
+def test_keep_with_other_channels_converts(image_field: SingleField, tmp_path: Path) -> None:
     gray = pixels(4, 5, 1)
     png = encoded(gray, "PNG")
-    wire = stored(png, format="keep", channels=3)
+    wire = stored(image_field, png, format="keep", channels=3)
     assert wire["shape"] == (4, 5, 3)
-    (batch,), numpy_values = round_trip(tmp_path, [png], format="keep", channels=3)
+    (batch,), numpy_values = image_field.round_trip(tmp_path, [png], format="keep", channels=3)
     np.testing.assert_array_equal(numpy_values[0], np.repeat(gray[:, :, None], 3, axis=2))
     np.testing.assert_array_equal(batch[0].numpy(), numpy_values[0])
 
 
-def test_jpeg_format_re_encodes_at_the_quality_asked(tmp_path: Path) -> None:
+def test_jpeg_format_re_encodes_at_the_quality_asked(image_field: SingleField, tmp_path: Path) -> None:
     image = smooth(24, 32)
-    low, high = stored(image, format="jpeg", quality=30), stored(image, format="jpeg", quality=95)
+    low, high = (
+        stored(image_field, image, format="jpeg", quality=30),
+        stored(image_field, image, format="jpeg", quality=95),
+    )
     assert low["bytes"].startswith(b"\xff\xd8\xff")
     assert high["bytes"].startswith(b"\xff\xd8\xff")
     assert len(low["bytes"]) < len(high["bytes"])
-    (batch,), numpy_values = round_trip(tmp_path, [image], format="jpeg", quality=95)
+    (batch,), numpy_values = image_field.round_trip(tmp_path, [image], format="jpeg", quality=95)
     # TensorFlow decodes with the method Pillow uses, so both readers agree exactly.
     np.testing.assert_array_equal(batch[0].numpy(), numpy_values[0])
     assert np.abs(numpy_values[0].astype(int) - image).mean() < 3
 
 
-def test_rgba_to_jpeg_is_an_error_unless_flattened(tmp_path: Path) -> None:
+def test_rgba_to_jpeg_is_an_error_unless_flattened(image_field: SingleField, tmp_path: Path) -> None:
     rgba = pixels(4, 4, 4)
     rgba[0, 0, 3] = 0  # fully transparent
     rgba[0, 1, 3] = 255  # opaque
-    error = encode_error(rgba, format="jpeg")
+    error = image_field.error(rgba, format="jpeg")
     assert "transparent pixels (alpha) and JPEG cannot store it" in str(error)
     assert "alpha: flatten" in str(error)
     # Flattened onto white in PNG (so the check is exact), then onto grey in JPEG.
-    _, numpy_values = round_trip(tmp_path, [rgba], channels=3, alpha="flatten", background=[255, 255, 255])
+    _, numpy_values = image_field.round_trip(
+        tmp_path, [rgba], channels=3, alpha="flatten", background=[255, 255, 255]
+    )
     flat = numpy_values[0]
     assert flat.shape == (4, 4, 3)
     np.testing.assert_array_equal(flat[0, 0], [255, 255, 255])
     np.testing.assert_array_equal(flat[0, 1], rgba[0, 1, :3])
     alpha = rgba[..., 3:].astype(float) / 255
     np.testing.assert_allclose(flat, rgba[..., :3] * alpha + 255 * (1 - alpha), atol=1)
-    wire = stored(rgba, format="jpeg", alpha="flatten", background=[128, 128, 128])
+    wire = stored(image_field, rgba, format="jpeg", alpha="flatten", background=[128, 128, 128])
     assert wire["bytes"].startswith(b"\xff\xd8")
     assert wire["shape"] == (4, 4, 3)
 
 
-def test_opaque_alpha_is_dropped_without_an_error() -> None:
+def test_opaque_alpha_is_dropped_without_an_error(image_field: SingleField) -> None:
     rgba = pixels(3, 3, 4)
     rgba[..., 3] = 255
-    assert stored(rgba, format="jpeg")["shape"] == (3, 3, 3)
-    assert stored(rgba, channels=3)["shape"] == (3, 3, 3)
-    assert stored(rgba)["shape"] == (3, 3, 4)  # png, channels as the input
+    assert stored(image_field, rgba, format="jpeg")["shape"] == (3, 3, 3)
+    assert stored(image_field, rgba, channels=3)["shape"] == (3, 3, 3)
+    assert stored(image_field, rgba)["shape"] == (3, 3, 4)  # png, channels as the input
 
 
-def test_channels_option_converts(tmp_path: Path) -> None:
+def test_channels_option_converts(image_field: SingleField, tmp_path: Path) -> None:
     rgb = pixels(4, 5, 3)
     gray = pixels(4, 5, 1)
-    _, numpy_values = round_trip(tmp_path, [rgb], channels=1)
+    _, numpy_values = image_field.round_trip(tmp_path, [rgb], channels=1)
     np.testing.assert_array_equal(numpy_values[0][:, :, 0], np.asarray(Image.fromarray(rgb).convert("L")))
-    _, numpy_values = round_trip(tmp_path, [gray], channels=4)
+    _, numpy_values = image_field.round_trip(tmp_path, [gray], channels=4)
     np.testing.assert_array_equal(numpy_values[0][:, :, :3], np.repeat(gray[:, :, None], 3, axis=2))
     assert (numpy_values[0][:, :, 3] == 255).all()
     transparent = pixels(4, 5, 4)
     transparent[..., 3] = 10
-    assert "channels is 3" in str(encode_error(transparent, channels=3))
+    assert "channels is 3" in str(image_field.error(transparent, channels=3))
 
 
 def test_options_that_contradict_each_other_are_schema_errors() -> None:
@@ -358,18 +344,18 @@ def test_options_that_contradict_each_other_are_schema_errors() -> None:
 
 
 @pytest.mark.parametrize("verify", ["structure", "decode"])
-def test_corrupt_and_truncated_images_are_refused(verify: str) -> None:
+def test_corrupt_and_truncated_images_are_refused(image_field: SingleField, verify: str) -> None:
     png = encoded(pixels(16, 16, 3), "PNG")
     jpeg = encoded(smooth(32, 32), "JPEG")
-    assert "not a readable image" in str(encode_error(b"certainly not an image", verify=verify))
-    assert "corrupt or truncated PNG" in str(encode_error(png[: len(png) // 2], verify=verify))
-    truncated_jpeg = encode_error(jpeg[: len(jpeg) // 2], format="keep", verify=verify)
+    assert "not a readable image" in str(image_field.error(b"certainly not an image", verify=verify))
+    assert "corrupt or truncated PNG" in str(image_field.error(png[: len(png) // 2], verify=verify))
+    truncated_jpeg = image_field.error(jpeg[: len(jpeg) // 2], format="keep", verify=verify)
     assert "corrupt or truncated JPEG" in str(truncated_jpeg)
-    assert "IHDR header is missing" in str(encode_error(png[:20], verify=verify))
+    assert "IHDR header is missing" in str(image_field.error(png[:20], verify=verify))
     # A flipped byte inside the image data: the chunk CRC no longer matches.
     damaged = bytearray(png)
     damaged[png.index(b"IDAT") + 10] ^= 0xFF
-    message = str(encode_error(bytes(damaged), format="keep", verify=verify))
+    message = str(image_field.error(bytes(damaged), format="keep", verify=verify))
     assert "corrupt" in message
     assert "PNG" in message
 
@@ -388,35 +374,37 @@ def test_keep_checks_structure_without_decoding_pixels(monkeypatch: pytest.Monke
     assert codec.encode(jpeg) == {"": jpeg, "height": 32, "width": 24, "channels": 3}
 
 
-def test_decompression_bombs_are_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_decompression_bombs_are_refused(image_field: SingleField, monkeypatch: pytest.MonkeyPatch) -> None:
     # The codec's own limit.
-    error = encode_error(pixels(20, 20, 3), max_pixels=100)
+    error = image_field.error(pixels(20, 20, 3), max_pixels=100)
     assert "20x20 = 400 pixels is over the limit of 100 pixels" in str(error)
-    assert "over the limit of 100" in str(encode_error(encoded(pixels(20, 20, 3), "PNG"), max_pixels=100))
+    assert "over the limit of 100" in str(
+        image_field.error(encoded(pixels(20, 20, 3), "PNG"), max_pixels=100)
+    )
     # A crafted PNG header claiming 100000 x 100000 pixels, refused before any decoding.
     bomb = png_with_header(100_000, 100_000)
-    assert "100000x100000 = 10000000000 pixels is over the limit" in str(encode_error(bomb))
-    assert "decompression-bomb guard" in str(encode_error(bomb, format="keep"))
+    assert "100000x100000 = 10000000000 pixels is over the limit" in str(image_field.error(bomb))
+    assert "decompression-bomb guard" in str(image_field.error(bomb, format="keep"))
     # Pillow's global limit is honoured even when the codec's is higher.
     monkeypatch.setattr(Image, "MAX_IMAGE_PIXELS", 50)
-    assert "over the limit of 50 pixels" in str(encode_error(encoded(pixels(10, 10, 1), "PNG")))
+    assert "over the limit of 50 pixels" in str(image_field.error(encoded(pixels(10, 10, 1), "PNG")))
 
 
-def test_wrong_values_are_refused(tmp_path: Path) -> None:
-    assert "must be uint8" in str(encode_error(np.zeros((4, 4, 3), np.float32)))
-    assert "got shape (4, 4, 2)" in str(encode_error(np.zeros((4, 4, 2), np.uint8)))
-    assert "is empty" in str(encode_error(np.zeros((0, 4), np.uint8)))
-    assert "expected encoded image bytes, a path" in str(encode_error(12))
+def test_wrong_values_are_refused(image_field: SingleField, tmp_path: Path) -> None:
+    assert "must be uint8" in str(image_field.error(np.zeros((4, 4, 3), np.float32)))
+    assert "got shape (4, 4, 2)" in str(image_field.error(np.zeros((4, 4, 2), np.uint8)))
+    assert "is empty" in str(image_field.error(np.zeros((0, 4), np.uint8)))
+    assert "expected encoded image bytes, a path" in str(image_field.error(12))
     missing = tmp_path / "nope.png"
-    assert f"cannot read image file {str(missing)!r}" in str(encode_error(missing))
-    assert "more than 8 bits per sample" in str(encode_error(Image.new("I;16", (3, 3))))
-    assert "cannot read image file" in str(encode_error("bad\0path.png"))
+    assert f"cannot read image file {str(missing)!r}" in str(image_field.error(missing))
+    assert "more than 8 bits per sample" in str(image_field.error(Image.new("I;16", (3, 3))))
+    assert "cannot read image file" in str(image_field.error("bad\0path.png"))
     # A PIL image opened lazily from a truncated file fails when its pixels are needed.
     png = encoded(pixels(32, 32, 3), "PNG")
     truncated = tmp_path / "truncated.png"
     truncated.write_bytes(png[: len(png) // 2])
     with Image.open(truncated) as lazy:
-        assert "the PIL image cannot be loaded" in str(encode_error(lazy))
+        assert "the PIL image cannot be loaded" in str(image_field.error(lazy))
 
 
 def _lying_record(height: int, width: int, channels: int, png: bytes) -> bytes:
@@ -432,11 +420,11 @@ def _lying_record(height: int, width: int, channels: int, png: bytes) -> bytes:
     )
 
 
-def test_decoding_checks_the_stored_size() -> None:
+def test_decoding_checks_the_stored_size(image_field: SingleField) -> None:
     import tensorflow as tf
 
     png = encoded(pixels(4, 5, 3), "PNG")
-    bound = schema().bind()
+    bound = image_field.bound()
     good, bad = _lying_record(4, 5, 3, png), _lying_record(4, 6, 3, png)
     parser = rk.make_parser(bound)
     assert parser(tf.constant([good]))[FIELD].shape.as_list() == [1, None, None, 3]
@@ -446,10 +434,10 @@ def test_decoding_checks_the_stored_size() -> None:
         decode_record_numpy(bound.fields, bad, index=7)
 
 
-def test_mixed_channel_counts_in_one_batch_fail_clearly() -> None:
+def test_mixed_channel_counts_in_one_batch_fail_clearly(image_field: SingleField) -> None:
     import tensorflow as tf
 
-    bound = schema().bind()
+    bound = image_field.bound()
     encoder = rk.RecordEncoder(bound)
     records = [encoder.encode({FIELD: pixels(3, 3, c)}) for c in (1, 3)]
     with pytest.raises(tf.errors.InvalidArgumentError, match="different channel counts"):
@@ -467,10 +455,12 @@ def test_mixed_channel_counts_in_one_batch_fail_clearly() -> None:
         ({"format": "keep"}, encoded(smooth(32, 48), "JPEG")),
     ],
 )
-def test_stored_bytes_are_the_encoded_image(options: dict[str, Any], value: Any) -> None:
-    bound = schema(**options).bind()
+def test_stored_bytes_are_the_encoded_image(
+    image_field: SingleField, options: dict[str, Any], value: Any
+) -> None:
+    bound = image_field.bound(**options)
     data = rk.RecordEncoder(bound).encode({FIELD: value})
-    payload = stored(value, **options)["bytes"]
+    payload = stored(image_field, value, **options)["bytes"]
     field_bytes = rk.byte_breakdown(bound, data)[FIELD]
     # Framing: each Example key's name plus a few bytes of tags, lengths and the int64 sizes.
     framing = sum(len(key) + 16 for key in bound[FIELD].keys)
@@ -488,13 +478,15 @@ def photo(height: int, width: int, seed: int = 0) -> np.ndarray:
 
 
 @pytest.mark.parametrize("fmt", ["keep", "png", "jpeg"])
-def test_a_large_image_costs_its_encoded_bytes_by_the_byte_breakdown(fmt: str) -> None:
+def test_a_large_image_costs_its_encoded_bytes_by_the_byte_breakdown(
+    image_field: SingleField, fmt: str
+) -> None:
     """A 768 x 1024 photo: the field's share of the serialized record (rk.byte_breakdown)
     is the encoded file plus a few bytes of keys and sizes, never pixels."""
     array = photo(768, 1024)
     jpeg = encoded(array, "JPEG", quality=90)
     value = jpeg if fmt == "keep" else array
-    bound = schema(format=fmt).bind()
+    bound = image_field.bound(format=fmt)
     data, share, _ = field_share(bound, FIELD, value)
     payload = decode_example(data)[FIELD][1][0]
     if fmt == "keep":

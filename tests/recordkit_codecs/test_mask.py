@@ -10,10 +10,9 @@ from typing import Any
 import numpy as np
 import pytest
 from _codec_io import (
+    SingleField,
     assert_stored_near_payload,
     bind,
-    field_error,
-    field_round_trip,
     read_numpy,
     read_tf,
     run_doc_example_first,
@@ -67,24 +66,7 @@ def palette_png(indices: np.ndarray) -> bytes:
     return buffer.getvalue()
 
 
-def schema(**options: Any) -> rk.Schema:
-    return rk.Schema(name="segmentation", fields={FIELD: rk.FieldSpec(codec="mask", options=options)})
-
-
-def encode_error(value: Any, **options: Any) -> rk.errors.RecordkitError:
-    """The error of encoding ``value`` as record 3 of a schema (checked to name both)."""
-    return field_error(schema(**options).bind(), FIELD, value)
-
-
-def round_trip(
-    tmp_path: Path, values: list[Any], batch: int | None = None, **options: Any
-) -> tuple[list[Any], list[Any]]:
-    """Write ``values`` to a real TFRecord file and read them back with tf.data (batched)
-    and with the numpy decoder."""
-    return field_round_trip(schema(**options).bind(), FIELD, values, tmp_path / "masks.tfrecord", batch)
-
-
-def test_palette_masks_keep_their_indices(tmp_path: Path) -> None:
+def test_palette_masks_keep_their_indices(mask_field: SingleField, tmp_path: Path) -> None:
     import tensorflow as tf
 
     masks = [voc_mask(5, 7, 1), voc_mask(8, 3, 2), voc_mask(4, 4, 3)]
@@ -95,7 +77,7 @@ def test_palette_masks_keep_their_indices(tmp_path: Path) -> None:
     path.write_bytes(palette_png(masks[1]))
     with Image.open(io.BytesIO(palette_png(masks[2]))) as pil:
         values = [png, path, pil.copy()]
-    (batch,), numpy_values = round_trip(tmp_path, values, num_classes=21)
+    (batch,), numpy_values = mask_field.round_trip(tmp_path, values, num_classes=21)
     assert isinstance(batch, tf.RaggedTensor)
     assert batch.shape.as_list() == [3, None, None]
     assert batch.dtype == tf.uint8
@@ -104,22 +86,22 @@ def test_palette_masks_keep_their_indices(tmp_path: Path) -> None:
         np.testing.assert_array_equal(numpy_values[i], want)
 
 
-def test_arrays_grayscale_and_one_bit_masks(tmp_path: Path) -> None:
+def test_arrays_grayscale_and_one_bit_masks(mask_field: SingleField, tmp_path: Path) -> None:
     indices = voc_mask(6, 5)
     bits = Image.fromarray(np.eye(4, dtype=bool))
     values = [indices, Image.fromarray(indices, mode="L"), bits, indices.astype(np.int64)[:, :, None]]
-    _, numpy_values = round_trip(tmp_path, values, batch=1)
+    _, numpy_values = mask_field.round_trip(tmp_path, values, batch=1)
     np.testing.assert_array_equal(numpy_values[0], indices)
     np.testing.assert_array_equal(numpy_values[1], indices)
     np.testing.assert_array_equal(numpy_values[2], np.eye(4, dtype=np.uint8))
     np.testing.assert_array_equal(numpy_values[3], indices)
 
 
-def test_stored_as_a_grayscale_png_decodable_by_tensorflow() -> None:
+def test_stored_as_a_grayscale_png_decodable_by_tensorflow(mask_field: SingleField) -> None:
     import tensorflow as tf
 
     indices = voc_mask(6, 9)
-    data = rk.RecordEncoder(schema().bind()).encode({FIELD: palette_png(indices)})
+    data = rk.RecordEncoder(mask_field.bound()).encode({FIELD: palette_png(indices)})
     png = decode_example(data)[FIELD][1][0]
     with Image.open(io.BytesIO(png)) as image:
         assert (image.format, image.mode) == ("PNG", "L")
@@ -127,50 +109,50 @@ def test_stored_as_a_grayscale_png_decodable_by_tensorflow() -> None:
     np.testing.assert_array_equal(tf.io.decode_png(png).numpy()[:, :, 0], indices)
 
 
-def test_fixed_size_decodes_to_a_dense_batch(tmp_path: Path) -> None:
+def test_fixed_size_decodes_to_a_dense_batch(mask_field: SingleField, tmp_path: Path) -> None:
     import tensorflow as tf
 
     masks = [voc_mask(4, 6, seed) for seed in range(3)]
-    batches, _ = round_trip(tmp_path, masks, batch=3, height=4, width=6)
+    batches, _ = mask_field.round_trip(tmp_path, masks, batch=3, height=4, width=6)
     (batch,) = batches
     assert isinstance(batch, tf.Tensor)
     assert batch.shape.as_list() == [3, 4, 6]
     np.testing.assert_array_equal(batch.numpy(), np.stack(masks))
-    assert "mask is 4x5 (height x width)" in str(encode_error(voc_mask(4, 5), height=4, width=6))
+    assert "mask is 4x5 (height x width)" in str(mask_field.error(voc_mask(4, 5), height=4, width=6))
 
 
-def test_num_classes_and_ignore_index() -> None:
+def test_num_classes_and_ignore_index(mask_field: SingleField) -> None:
     indices = voc_mask(5, 5)
     indices[2, 3] = 21
-    error = encode_error(indices, num_classes=21)
+    error = mask_field.error(indices, num_classes=21)
     assert "index 21 at row 2, column 3" in str(error)
     assert "indices must be 0..20 or the ignore index 255" in str(error)
     # 255 is allowed by default, refused once ignore_index is unset.
-    error = encode_error(voc_mask(5, 5), num_classes=21, ignore_index=None)
+    error = mask_field.error(voc_mask(5, 5), num_classes=21, ignore_index=None)
     assert "index 255 at row 0, column 0" in str(error)
     MaskCodec({"num_classes": 21}).encode(voc_mask(5, 5))
 
 
-def test_wrong_values_are_refused(tmp_path: Path) -> None:
+def test_wrong_values_are_refused(mask_field: SingleField, tmp_path: Path) -> None:
     rgb = Image.new("RGB", (4, 4))
-    assert "got mode RGB" in str(encode_error(rgb))
+    assert "got mode RGB" in str(mask_field.error(rgb))
     buffer = io.BytesIO()
     Image.new("L", (4, 4)).save(buffer, "JPEG")
-    assert "must be a PNG (lossless), got JPEG" in str(encode_error(buffer.getvalue()))
-    assert "got dtype float32" in str(encode_error(np.zeros((3, 3), np.float32)))
-    assert "from -1 to 300" in str(encode_error(np.array([[-1, 300]], np.int32)))
-    assert "must be H x W, got shape (2, 2, 3)" in str(encode_error(np.zeros((2, 2, 3), np.uint8)))
-    assert "cannot read mask file" in str(encode_error(tmp_path / "missing.png"))
+    assert "must be a PNG (lossless), got JPEG" in str(mask_field.error(buffer.getvalue()))
+    assert "got dtype float32" in str(mask_field.error(np.zeros((3, 3), np.float32)))
+    assert "from -1 to 300" in str(mask_field.error(np.array([[-1, 300]], np.int32)))
+    assert "must be H x W, got shape (2, 2, 3)" in str(mask_field.error(np.zeros((2, 2, 3), np.uint8)))
+    assert "cannot read mask file" in str(mask_field.error(tmp_path / "missing.png"))
     png = palette_png(voc_mask(8, 8))
-    assert "corrupt or truncated PNG" in str(encode_error(png[: len(png) - 30]))
-    assert "64 pixels is over the limit of 10 pixels" in str(encode_error(png, max_pixels=10))
-    assert "expected a PNG" in str(encode_error([[1, 2]]))
+    assert "corrupt or truncated PNG" in str(mask_field.error(png[: len(png) - 30]))
+    assert "64 pixels is over the limit of 10 pixels" in str(mask_field.error(png, max_pixels=10))
+    assert "expected a PNG" in str(mask_field.error([[1, 2]]))
 
 
-def test_decoding_checks_the_stored_size() -> None:
+def test_decoding_checks_the_stored_size(mask_field: SingleField) -> None:
     import tensorflow as tf
 
-    png = rk.RecordEncoder(schema().bind()).encode({FIELD: voc_mask(3, 4)})
+    png = rk.RecordEncoder(mask_field.bound()).encode({FIELD: voc_mask(3, 4)})
     parsed = decode_example(png)[FIELD][1][0]
     wrong = encode_example(
         [
@@ -179,7 +161,7 @@ def test_decoding_checks_the_stored_size() -> None:
             (f"{FIELD}/width".encode(), encode_feature(rk.WireKind.INT64, np.array([4]))),
         ]
     )
-    bound = schema().bind()
+    bound = mask_field.bound()
     with pytest.raises(tf.errors.InvalidArgumentError, match="mask codec: "):
         rk.make_parser(bound)(tf.constant([wrong]))
     with pytest.raises(rk.errors.DecodeError, match=r"field 'segmentation'.*stores \(4, 4\)"):
@@ -216,19 +198,19 @@ def test_optional_and_default_fields(tmp_path: Path) -> None:
     np.testing.assert_array_equal(rows[2]["labels"], background)
 
 
-def test_a_large_mask_costs_its_png_by_the_byte_breakdown() -> None:
+def test_a_large_mask_costs_its_png_by_the_byte_breakdown(mask_field: SingleField) -> None:
     """A 1024 x 768 VOC-style mask (blocks of classes with void borders): the field's
     share of the record (rk.byte_breakdown) is its PNG plus a few bytes."""
     indices = np.kron(voc_mask(24, 32, 5), np.ones((32, 32), np.uint8))
-    bound = schema(num_classes=21).bind()
+    bound = mask_field.bound(num_classes=21)
     payload = MaskCodec().encode(indices)[""]
     share = assert_stored_near_payload(bound, FIELD, indices, len(payload))
     assert share - len(payload) < 100  # three keys, tags, lengths and two int64 sizes
     assert share < indices.size / 20  # lossless, and far smaller than the raw indices
 
 
-def test_stored_bytes_are_the_png() -> None:
-    bound = schema(num_classes=21).bind()
+def test_stored_bytes_are_the_png(mask_field: SingleField) -> None:
+    bound = mask_field.bound(num_classes=21)
     value = voc_mask(40, 50)
     data = rk.RecordEncoder(bound).encode({FIELD: value})
     payload = decode_example(data)[FIELD][1][0]
