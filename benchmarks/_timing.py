@@ -19,7 +19,7 @@ from typing import TypeVar
 
 import psutil
 
-__all__ = ["Case", "RssSampler", "Timing", "measure"]
+__all__ = ["Case", "RssSampler", "Timing", "measure", "repeated"]
 
 K = TypeVar("K")
 
@@ -118,3 +118,23 @@ def measure(cases: Mapping[K, Case], *, repeats: int) -> dict[K, Timing]:
             if case.cleanup is not None:
                 case.cleanup()
     return {key: Timing(tuple(seconds[key]), passes[key], peaks[key]) for key in cases}
+
+
+def repeated(run: Callable[[], int], repeats: int) -> dict[str, object]:
+    """Time ``repeats`` runs of ``run`` (which returns how many records it read): every
+    repetition's seconds, the fastest and the median, and records/s at each, so a
+    spread between runs stays visible (the scripts outside ``run.py`` report this)."""
+    seconds: list[float] = []
+    count = 0
+    for _ in range(repeats):
+        start = time.perf_counter()
+        count = run()
+        seconds.append(time.perf_counter() - start)
+    best, median = min(seconds), statistics.median(seconds)
+    return {
+        "records": count,
+        "seconds": seconds,
+        "records_per_s": count / median if median else math.inf,
+        "records_per_s_best": count / best if best else math.inf,
+        "records_per_s_each": [count / s if s else math.inf for s in seconds],
+    }

@@ -12,8 +12,9 @@ Measured, every field decoded (JPEG of varying size, 1 s WAV, caption, boxes, la
   window), batches of 64 with ``collate``, records/s;
 * ``load_dataset`` with batches of 64 on the same dataset (tf.data), records/s.
 
-Each figure is the best of ``--repeats`` runs over the same data (after one warm-up
-read, so the page cache holds the shards for every contender alike). Timing on a busy
+Each figure is ``--repeats`` runs over the same data (after one warm-up read, so the
+page cache holds the shards for every contender alike): every run's seconds, the median
+and the best records/s. Timing on a busy
 machine is noise: the figures for docs/performance.md come from a quiet one.
 """
 
@@ -24,8 +25,6 @@ import importlib.util
 import json
 import sys
 import tempfile
-import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -37,20 +36,9 @@ if __package__ in (None, ""):
 import recordkit as rk
 from benchmarks._data import mixed_records
 from benchmarks._recordkit import mixed_record, mixed_schema
+from benchmarks._timing import repeated
 
 BATCH = 64
-
-
-def _best(run: Callable[[], int], repeats: int) -> dict[str, float]:
-    """Records per second of the fastest of ``repeats`` runs of ``run`` (which returns
-    how many records it read)."""
-    best = float("inf")
-    count = 0
-    for _ in range(repeats):
-        start = time.perf_counter()
-        count = run()
-        best = min(best, time.perf_counter() - start)
-    return {"records": count, "seconds": best, "records_per_s": count / best if best else float("inf")}
 
 
 def run(records: int, repeats: int, workers: int, root: Path, *, tensorflow: bool = True) -> dict[str, Any]:
@@ -81,9 +69,9 @@ def run(records: int, repeats: int, workers: int, root: Path, *, tensorflow: boo
         return sum(len(ds[batch]) for batch in batches)
 
     sequential()  # warm the page cache
-    results["iter_records"] = _best(sequential, repeats)
-    results["random_access_1"] = _best(one_at_a_time, repeats)
-    results["random_access_64"] = _best(batches_of_64, repeats)
+    results["iter_records"] = repeated(sequential, repeats)
+    results["random_access_1"] = repeated(one_at_a_time, repeats)
+    results["random_access_64"] = repeated(batches_of_64, repeats)
 
     if importlib.util.find_spec("torch") is not None:
         from torch.utils.data import DataLoader, RandomSampler
@@ -109,8 +97,8 @@ def run(records: int, repeats: int, workers: int, root: Path, *, tensorflow: boo
             )
             return sum(len(batch["caption"]) for batch in loader)
 
-        results["torch_map_dataset"] = _best(torch_map, repeats)
-        results["torch_iterable_dataset"] = _best(torch_iterable, repeats)
+        results["torch_map_dataset"] = repeated(torch_map, repeats)
+        results["torch_iterable_dataset"] = repeated(torch_iterable, repeats)
     else:
         results["torch"] = "skipped: torch is not installed (pip install 'recordkit[torch]')"
 
@@ -120,7 +108,7 @@ def run(records: int, repeats: int, workers: int, root: Path, *, tensorflow: boo
             dataset = rk.load_dataset(data, batch_size=BATCH, shuffle_files=True, shuffle_buffer=256, seed=0)
             return sum(int(batch["label"].shape[0]) for batch in dataset)
 
-        results["load_dataset"] = _best(tf_data, repeats)
+        results["load_dataset"] = repeated(tf_data, repeats)
     return results
 
 
@@ -129,7 +117,7 @@ def main(argv: list[str] | None = None) -> int:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--records", type=int, default=2000, help="records in the dataset (default 2000)")
-    parser.add_argument("--repeats", type=int, default=3, help="runs per figure; the best counts (default 3)")
+    parser.add_argument("--repeats", type=int, default=3, help="runs per figure (default 3)")
     parser.add_argument("--workers", type=int, default=2, help="DataLoader workers (default 2)")
     parser.add_argument("--no-tensorflow", action="store_true", help="leave load_dataset out")
     parser.add_argument("--out", type=Path, default=None, help="write the results as JSON here")

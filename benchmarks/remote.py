@@ -13,7 +13,8 @@ emulator), every field decoded (JPEG, WAV, caption, boxes, label):
 
 The local servers run on this machine, so the figures show the clients' overhead (HTTP,
 parts, ranged reads), not a network's latency or bandwidth: a real bucket adds both.
-Each read figure is the best of ``--repeats`` runs, after one unmeasured tf.data read.
+Each read figure is ``--repeats`` runs (every run's seconds, the median and the best
+records/s), after one unmeasured tf.data read.
 Timing on a busy machine is noise: the figures for docs/performance.md come from a quiet
 one.
 """
@@ -30,7 +31,7 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +43,7 @@ os.environ["GCSFS_EXPERIMENTAL_ZB_HNS_SUPPORT"] = "false"  # see tests/recordkit
 import recordkit as rk
 from benchmarks._data import mixed_records
 from benchmarks._recordkit import mixed_record, mixed_schema
+from benchmarks._timing import repeated
 
 BATCH = 64
 SHARD_BYTES = 8 << 20
@@ -109,15 +111,6 @@ def _servers() -> Iterator[dict[str, tuple[str, dict[str, Any]]]]:
             process.wait(timeout=10)
 
 
-def _best(run: Callable[[], int], repeats: int) -> dict[str, float]:
-    best, count = float("inf"), 0
-    for _ in range(repeats):
-        start = time.perf_counter()
-        count = run()
-        best = min(best, time.perf_counter() - start)
-    return {"records": count, "seconds": best, "records_per_s": count / best if best else float("inf")}
-
-
 def _measure(url: str, options: dict[str, Any] | None, records: list[Any], repeats: int) -> dict[str, Any]:
     extra: dict[str, Any] = {"storage_options": options} if options is not None else {}
 
@@ -125,7 +118,7 @@ def _measure(url: str, options: dict[str, Any] | None, records: list[Any], repea
         manifest = rk.write_dataset(records, mixed_schema(), url, shard_bytes=SHARD_BYTES, **extra)
         return manifest.split("train").num_records
 
-    result = {"write": _best(write, 1)}  # written once: a second write would find the dataset
+    result = {"write": repeated(write, 1)}  # written once: a second write would find the dataset
 
     def numpy_read() -> int:
         return sum(1 for _ in rk.iter_records(url, **extra))
@@ -138,8 +131,8 @@ def _measure(url: str, options: dict[str, Any] | None, records: list[Any], repea
         )
 
     tf_read()  # warm-up: TensorFlow's start and the first graph are not the storage's cost
-    result["iter_records"] = _best(numpy_read, repeats)
-    result["load_dataset"] = _best(tf_read, repeats)
+    result["iter_records"] = repeated(numpy_read, repeats)
+    result["load_dataset"] = repeated(tf_read, repeats)
     return result
 
 

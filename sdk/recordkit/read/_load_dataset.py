@@ -20,7 +20,9 @@ The pipeline, in order, one small function a step (each step only when asked for
    the codec can) in a parallel map, so the images of a batch are decoded on every core,
    where one batched decode runs them on one; then the records are batched again (the
    same batches): with ``pad``, each record made dense in the map and the batch padded
-   as it forms (``padded_batch``), else ragged. Then nothing is padded in step 3;
+   as it forms (``padded_batch``), else ragged. Then nothing is padded in step 3.
+   When ``pad`` leaves some fields ragged, the pictures stay in step 3 instead (decoded
+   and padded per batch): batching them ragged, then padding, copied each twice;
 5. without a batch size, the same split and per-record map (single records, each
    dense); then prefetch.
 
@@ -222,6 +224,13 @@ def load_dataset(
     batches = _serialized_batches(opened, shards, record_shard, options, on_corrupt, skip)
     layout = _Layout.build(opened.source, options)
     dataset = _decode_batches(batches, layout, options)
+    mixed = layout.per_record and batch_size is not None and layout.padded
+    if mixed and not _dense_records(dataset.element_spec, layout):
+        # Some fields padded, others left ragged: records would be batched ragged, then
+        # padded, copying each picture twice; the batched decode pads as it decodes and
+        # measured twice as fast here (docs/performance.md).
+        layout = dataclasses.replace(layout, per_record=(), pads_in_batch=True)
+        dataset = _decode_batches(batches, layout, options)
     if layout.per_record or batch_size is None:
         dataset = _per_record(dataset, layout, options)
     if prefetch:
