@@ -126,8 +126,11 @@ def main(argv: list[str] | None = None) -> int:
         results = run(args.records, args.repeats, args.workers, Path(tmp), tensorflow=not args.no_tensorflow)
     for name, row in results.items():
         if isinstance(row, dict):
-            rate, count, seconds = row["records_per_s"], row["records"], row["seconds"]
-            print(f"{name:24s} {rate:10.0f} records/s  ({count} in {seconds:.3f} s)")
+            runs = " ".join(f"{rate:,.0f}" for rate in row["records_per_s_each"])
+            print(
+                f"{name:24s} median {row['records_per_s']:8,.0f}  best {row['records_per_s_best']:8,.0f}"
+                f" records/s  ({row['records']} records; runs {runs})"
+            )
         else:
             print(f"{name:24s} {row}")
     if args.out is not None:
