@@ -24,9 +24,12 @@ $(RUNTIME): pyproject.toml $(SOURCES) | $(PY)
 # ruff, mypy, mkdocs, pytest, pre-commit, the benchmark comparison; the beam, grain and
 # torch extras, whose writer and readers the tests run (torch as its CPU build: about 750 MB and a
 # minute, where the default build would pull several GB of CUDA libraries).
+# dev-constraints.txt pins the whole set that was tested together (pip freeze of a
+# working environment): without it, pip's resolver backtracks for minutes through the
+# botocore/aiobotocore ranges of moto and s3fs and ends on an sdist that cannot build.
 TORCH_CPU ?= torch==2.13.0+cpu
-$(DEV): pyproject.toml $(RUNTIME)
-	$(PY) -m pip install --quiet -e '.[dev,grain,beam]' '$(TORCH_CPU)'
+$(DEV): pyproject.toml dev-constraints.txt $(RUNTIME)
+	$(PY) -m pip install --quiet -e '.[dev,grain,beam]' '$(TORCH_CPU)' -c dev-constraints.txt
 	touch $(DEV)
 
 install: $(RUNTIME)
