@@ -282,11 +282,13 @@ def test_in_graph_round_trip_property(clip: np.ndarray) -> None:
         np.testing.assert_array_equal(codec.decode_tf(batch)[0].numpy(), as_float(clip))
 
 
-@pytest.mark.parametrize("fmt", ["wav", "flac", "pcm"])
-def test_conformance(tmp_path: Path, fmt: str) -> None:
+def check_stereo_conformance(options: dict[str, Any], tmp_path: Path, *bad: BadInput) -> None:
+    """The conformance kit on three stereo clips given as an int16 array, WAV bytes and a
+    float array with its rate; a wrong rate and a wrong channel count are refused, and
+    so is each of ``bad``."""
     clips = [samples(30, 2, 1), samples(7, 2, 2), samples(12, 2, 3)]
     check_codec(
-        AudioCodec({"sample_rate": RATE, "channels": 2, "format": fmt}),
+        AudioCodec({"sample_rate": RATE, "channels": 2, **options}),
         cases=[
             CodecCase(clips[0], expected=as_float(clips[0]), id="int16 array"),
             CodecCase(audio_file(clips[1], "WAV"), expected=as_float(clips[1]), id="wav bytes"),
@@ -295,9 +297,16 @@ def test_conformance(tmp_path: Path, fmt: str) -> None:
         bad_inputs=[
             BadInput((clips[0], 44100), match="sample rate is 44100 Hz"),
             BadInput(clips[0][:, :1], match="1 channel"),
-            BadInput(b"not audio at all", match="unsupported audio bytes"),
+            *bad,
         ],
         tmp_path=tmp_path,
+    )
+
+
+@pytest.mark.parametrize("fmt", ["wav", "flac", "pcm"])
+def test_conformance(tmp_path: Path, fmt: str) -> None:
+    check_stereo_conformance(
+        {"format": fmt}, tmp_path, BadInput(b"not audio at all", match="unsupported audio bytes")
     )
 
 
@@ -363,20 +372,7 @@ def test_rates_and_channels_beyond_the_formats_limits_are_refused_with_the_optio
 @pytest.mark.parametrize("stored", ["int_samples", "float_samples"])
 def test_conformance_samples_stored_as_numbers(tmp_path: Path, stored: str) -> None:
     """``stored``: samples as a flat list of numbers (TFDS's Audio), no num_samples."""
-    clips = [samples(30, 2, 1), samples(7, 2, 2), samples(12, 2, 3)]
-    check_codec(
-        AudioCodec({"sample_rate": RATE, "channels": 2, "stored": stored}),
-        cases=[
-            CodecCase(clips[0], expected=as_float(clips[0]), id="int16 array"),
-            CodecCase(audio_file(clips[1], "WAV"), expected=as_float(clips[1]), id="wav bytes"),
-            CodecCase((as_float(clips[2]), RATE), expected=as_float(clips[2]), id="float array with rate"),
-        ],
-        bad_inputs=[
-            BadInput((clips[0], 44100), match="sample rate is 44100 Hz"),
-            BadInput(clips[0][:, :1], match="1 channel"),
-        ],
-        tmp_path=tmp_path,
-    )
+    check_stereo_conformance({"stored": stored}, tmp_path)
 
 
 def test_int_samples_are_stored_flat_and_checked_on_read() -> None:

@@ -22,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import shutil
 import tempfile
 from collections.abc import Iterator, Mapping
 from pathlib import Path
@@ -221,6 +222,23 @@ class Location:
             raise
         if durable:
             fsync_dir(folder)
+
+    def move_to(self, target: Location) -> None:
+        """Give the file ``target``'s name: locally a rename; on an object store (which
+        has no rename) a server-side copy, then a delete."""
+        if self._path is not None and target._path is not None:
+            os.replace(self._path, target._path)
+            return
+        self.fs.copy(self._key, target._key)
+        self.remove()
+
+    def remove_tree(self) -> None:
+        """Delete this folder and everything under it; one that is not there is fine."""
+        if self._path is not None:
+            shutil.rmtree(self._path, ignore_errors=True)
+            return
+        for name in list(self.walk_files()):
+            self.join(*name.split("/")).remove()
 
     def walk_files(self) -> Iterator[str]:
         """Every file under this folder, as ``/``-separated paths relative to it."""

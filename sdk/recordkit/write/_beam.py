@@ -37,7 +37,6 @@ import hashlib
 import json
 import os
 import secrets
-import shutil
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, Literal
@@ -122,24 +121,13 @@ class _Folder:
         self.at(name).write_bytes(data)
 
     def move(self, source: str, target: str) -> None:
-        """Locally a rename; on an object store (no rename) a server-side copy, then a delete."""
-        src, dst = self.at(source), self.at(target)
-        if src.is_local:
-            os.replace(src.path, dst.path)
-        else:
-            src.fs.copy(src.url, dst.url)
-            src.remove()
+        self.at(source).move_to(self.at(target))
 
     def remove(self, name: str) -> None:
         self.at(name).remove()
 
     def remove_tree(self, name: str) -> None:
-        folder = self.at(name)
-        if folder.is_local:
-            shutil.rmtree(folder.path, ignore_errors=True)
-        else:
-            for file in list(folder.walk_files()):
-                folder.join(*file.split("/")).remove()
+        self.at(name).remove_tree()
 
     @contextlib.contextmanager
     def locked(self) -> Iterator[None]:
