@@ -25,7 +25,6 @@ import contextlib
 import datetime as _dt
 import itertools
 import os
-import shutil
 import sys
 import threading
 from collections.abc import Callable, Iterable, Sized
@@ -610,7 +609,7 @@ class DatasetWriter:
                 state.abort()
             self._splits.clear()  # a later write() reaches _open_split, which refuses
             if self._target is not None:  # the old dataset stays; the staged one goes
-                shutil.rmtree(self.where.path, ignore_errors=True)
+                self.where.remove_tree()
                 return
             self._save()
         finally:
