@@ -25,6 +25,15 @@ The pipeline, per split, follows TFDS's Beam writer:
    folder removed. A pipeline that fails before this step leaves no ``dataset.json``;
    running it again writes the dataset from scratch and clears the debris.
 
+``append=True`` adds the pipeline's records to an existing dataset, as the local
+writer's ``append`` does: the schema is checked against the stored one when the
+pipeline is built (the local writer's rules and code),
+the new shards are numbered after the split's existing ones, and the commit rewrites
+``dataset.json`` listing the old shards and the new. The manifest seen when the pipeline
+was built is checked again at the commit: if another writer changed it meanwhile,
+nothing is committed. A failed append leaves the old manifest, which lists only the old
+shards; running the same pipeline again appends every record once.
+
 All file operations go through :class:`_Folder`, over :mod:`recordkit.storage`: the
 dataset may be a local folder or an ``s3://``, ``gs://`` or other fsspec URL. On an
 object store a "rename" is a server-side copy and a delete.
@@ -35,6 +44,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import logging
 import os
 import secrets
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -50,7 +60,7 @@ from recordkit.codec._plugins import default_registry
 from recordkit.codec._registry import CodecRegistry
 from recordkit.dataset._breakdown import byte_breakdown
 from recordkit.dataset._manifest import MANIFEST_FILE, Manifest, ShardIndex, ShardInfo, SplitInfo
-from recordkit.errors import DatasetError, RecordError, RecordkitError
+from recordkit.errors import DatasetError, ManifestError, RecordError, RecordkitError
 from recordkit.format._index import index_name
 from recordkit.format._tfrecord import Compression, frame_record
 from recordkit.schema._encoder import RecordEncoder, record_items
@@ -67,7 +77,7 @@ from recordkit.write._shard_file import (
     shard_name,
     shard_pattern,
 )
-from recordkit.write._writer import codec_provenance
+from recordkit.write._writer import _check_schema, codec_provenance
 
 __all__ = ["STAGING_FOLDER", "WriteDataset", "salted_hash", "write_shard"]
 
@@ -76,6 +86,7 @@ STAGING_FOLDER = ".beam-staging"
 _METRICS = "recordkit"
 _REJECTS = "rejects"
 _RECORDS = "records"
+_log = logging.getLogger(__name__)
 
 #: A record after encoding: (salted hash of its key, its framed TFRecord bytes).
 _Encoded = tuple[int, bytes]
@@ -254,54 +265,141 @@ class _WriteShardFn(beam.DoFn):  # type: ignore[misc]  # Beam's DoFn is untyped 
 
 
 class _CommitFn(beam.DoFn):  # type: ignore[misc]  # Beam's DoFn is untyped for mypy
-    """The last step, run once: final names, rejects files, ``dataset.json`` last."""
+    """The last step, run once: final names, rejects files, ``dataset.json`` last.
 
-    def __init__(self, folder: _Folder, manifest_json: str, splits: list[str]) -> None:
+    ``before_json`` is the manifest seen when the pipeline was built (None: there was
+    none), ``base_json`` the manifest to add the new shards to (the same, its schema
+    grown by an append's new optional fields; or a new dataset's, with no splits).
+    """
+
+    def __init__(self, folder: _Folder, before_json: str | None, base_json: str, splits: list[str]) -> None:
         self._folder = folder
-        self._manifest_json = manifest_json
+        self._before_json = before_json
+        self._base_json = base_json
         self._splits = splits
 
     def process(self, staged: list[_Staged], rejects: list[dict[str, Any]]) -> Iterator[str]:
         folder = self._folder
         with folder.locked():
-            if folder.exists(MANIFEST_FILE):
-                reason = f"{MANIFEST_FILE} appeared while the pipeline ran; not replaced"
+            manifest = Manifest.model_validate_json(self._base_json)
+            current = _current_manifest(folder)
+            if not _same(current, self._before_json):
+                if current is not None and _committed_already(current, manifest, staged, self._splits):
+                    _clear_staging(folder)  # a retried commit: this write is in the manifest
+                    yield folder.at(MANIFEST_FILE).url
+                    return
+                reason = (
+                    f"{MANIFEST_FILE} appeared while the pipeline ran; not replaced"
+                    if self._before_json is None
+                    else f"{MANIFEST_FILE} changed while the pipeline ran (another writer?); nothing "
+                    "committed: run the pipeline again"
+                )
                 raise DatasetError(reason, file=folder.url)
-            manifest = Manifest.model_validate_json(self._manifest_json)
             compression = Compression.parse(manifest.compression)
             for split in self._splits:
                 mine = [(number, path, info) for s, number, path, info in staged if s == split]
                 theirs = [r for r in rejects if r["split"] == split]
-                manifest.splits[split] = _commit_split(folder, split, mine, theirs, compression)
+                existing = manifest.splits.get(split)
+                manifest.splits[split] = _commit_split(folder, split, existing, mine, theirs, compression)
             manifest.save(folder.at())  # the commit
-            folder.remove_tree(STAGING_FOLDER)
+            _clear_staging(folder)
         yield folder.at(MANIFEST_FILE).url
+
+
+def _current_manifest(folder: _Folder) -> Manifest | None:
+    """The dataset's manifest as it is now (None when there is none)."""
+    if not folder.exists(MANIFEST_FILE):
+        return None
+    return Manifest.load(folder.at())
+
+
+def _same(current: Manifest | None, before_json: str | None) -> bool:
+    """Whether the manifest is still the one seen when the pipeline was built."""
+    if current is None or before_json is None:
+        return current is None and before_json is None
+    return current.model_dump() == Manifest.model_validate_json(before_json).model_dump()
+
+
+def _committed_already(current: Manifest, base: Manifest, staged: list[_Staged], splits: list[str]) -> bool:
+    """Whether ``current`` is the manifest this commit writes: a retried commit step
+    whose first attempt got as far as writing it (shards compared by sha256)."""
+    if current.fingerprint != base.fingerprint:
+        return False
+    for split in splits:
+        if split not in current.splits:
+            return False
+        old = base.splits[split].shards if split in base.splits else []
+        new = sorted((number, info) for s, number, _, info in staged if s == split)
+        expected = [s.sha256 for s in old] + [ShardInfo.model_validate_json(info).sha256 for _, info in new]
+        if [s.sha256 for s in current.splits[split].shards] != expected:
+            return False
+    return True
+
+
+def _clear_staging(folder: _Folder) -> None:
+    """Remove the staging folder, once ``dataset.json`` is written. A failure here does
+    not fail the write, which is committed (failing it would invite a rerun, and a rerun
+    of an append would append again): it is logged, and the next Beam write clears it."""
+    try:
+        folder.remove_tree(STAGING_FOLDER)
+    except OSError as exc:
+        _log.warning("committed %s, but could not remove %s: %s", folder.url, STAGING_FOLDER, exc)
 
 
 def _commit_split(
     folder: _Folder,
     split: str,
+    existing: SplitInfo | None,
     staged: list[tuple[int, str, str]],
     rejects: list[dict[str, Any]],
     compression: Compression,
 ) -> SplitInfo:
     """Move a split's staged shards to their final names (numbered densely, in shard
-    order) and write its rejects file; return what the manifest lists for it."""
-    shards = [
-        _place(folder, path, ShardInfo.model_validate_json(info), shard_name(split, i, compression))
+    order, after the ``existing`` split's shards when appending) and write its rejects
+    file (the existing lines, then the new ones); return what the manifest lists for it."""
+    old = existing.shards if existing is not None else []
+    start = _next_shard_number(split, old)
+    placed = [
+        _place(folder, path, ShardInfo.model_validate_json(info), shard_name(split, start + i, compression))
         for i, (_, path, info) in enumerate(sorted(staged))
     ]
+    shards = [*old, *placed]
     _remove_unlisted(folder, split, {s.file for s in shards})
     info = SplitInfo(shards=shards)
+    if existing is not None:
+        info.rejected, info.rejects_file = existing.rejected, existing.rejects_file
     lines = sorted(
-        json.dumps({k: v for k, v in r.items() if k != "split"}, ensure_ascii=False, default=str)
+        json.dumps({k: v for k, v in r.items() if k != "split"}, ensure_ascii=False, default=str) + "\n"
         for r in rejects
     )
     if lines:
-        info.rejects_file = rejects_file_name(split)
-        info.rejected = len(lines)
-        folder.write_bytes(info.rejects_file, "".join(line + "\n" for line in lines).encode("utf-8"))
+        name = info.rejects_file or rejects_file_name(split)
+        kept = _kept_rejects(folder, name, info.rejected)
+        info.rejects_file = name
+        info.rejected += len(lines)
+        folder.write_bytes(name, "".join(kept + lines).encode("utf-8"))
     return info
+
+
+def _next_shard_number(split: str, shards: list[ShardInfo]) -> int:
+    """The number of the first new shard of ``split``: after every listed one, so that no
+    new shard takes an existing shard's name."""
+    pattern = shard_pattern(split)
+    numbers = [int(m.group(1)) for s in shards if (m := pattern.match(s.file))]
+    return max(len(shards), max(numbers, default=-1) + 1)
+
+
+def _kept_rejects(folder: _Folder, name: str, count: int) -> list[str]:
+    """The first ``count`` lines of the rejects file ``name`` (those the manifest counts:
+    a failed append may have left more)."""
+    if count == 0:
+        return []
+    try:
+        text = folder.at(name).read_bytes().decode("utf-8")
+    except FileNotFoundError:
+        reason = f"the manifest counts {count} rejected records but {name} is missing"
+        raise ManifestError(reason, file=folder.url) from None
+    return text.splitlines(keepends=True)[:count]
 
 
 def _place(folder: _Folder, staged: str, info: ShardInfo, final: str) -> ShardInfo:
@@ -343,7 +441,7 @@ class WriteDataset(beam.PTransform):  # type: ignore[misc]  # Beam's PTransform 
     :param schema: a :class:`~recordkit.Schema`, a :class:`~recordkit.Record` class or a
         schema file's path.
     :param path: the dataset's folder, local or a URL (``gs://``, ``s3://``); it must hold
-        no dataset yet.
+        no dataset yet, unless ``append``.
     :param split: the split's name when the input is one PCollection.
     :param shard_bytes: about how many bytes of TFRecord data per shard (default 128 MiB).
     :param num_shards: the number of shards per split, instead of ``shard_bytes``.
@@ -351,7 +449,14 @@ class WriteDataset(beam.PTransform):  # type: ignore[misc]  # Beam's PTransform 
         rejects, and decides their shard. Without it the record's bytes are hashed.
     :param on_error: "raise" fails the pipeline at a bad record; "skip" sends it to the
         ``rejects`` output and to ``rejects-<split>.jsonl``.
-    :param compression: None (default), "GZIP" or "ZLIB".
+    :param compression: None (default), "GZIP" or "ZLIB"; an appended dataset keeps its
+        own (asking for another is an error).
+    :param append: add the records to the dataset at ``path`` (or start it, if there is
+        none): to existing splits as new shards, numbered after theirs, or as new
+        splits. The schema must store records as the dataset's does, by the local
+        writer's append rules (optional fields may be added or left out), checked when
+        the pipeline is built. Keys are not checked against the stored records: an
+        append adds what it is given.
     :param registry: the codec registry to bind the schema with (default: the installed
         plugins); workers load the same plugins themselves.
     :param storage_options: for a remote ``path`` (``s3://``, ``gs://``, any fsspec URL):
@@ -377,6 +482,7 @@ class WriteDataset(beam.PTransform):  # type: ignore[misc]  # Beam's PTransform 
         compression: str | Compression | None = None,
         registry: CodecRegistry | None = None,
         storage_options: StorageOptions | None = None,
+        append: bool = False,
     ) -> None:
         super().__init__()
         if on_error not in ("raise", "skip"):
@@ -398,29 +504,34 @@ class WriteDataset(beam.PTransform):  # type: ignore[misc]  # Beam's PTransform 
         self._num_shards = num_shards
         self._key = key
         self._on_error = on_error
-        self._compression = Compression.parse(compression)
+        #: The compression asked for (None: the default, or an appended dataset's own).
+        self._compression = None if compression is None else Compression.parse(compression)
+        self._append = append
 
     def expand(self, records: Any) -> dict[str, Any]:
         inputs: Mapping[str, Any] = records if isinstance(records, Mapping) else {self._split: records}
         for split in inputs:
             check_split_name(split)
         folder = self._folder
-        if folder.exists(MANIFEST_FILE):
-            raise DatasetError(
-                f"already holds a dataset ({MANIFEST_FILE}); the Beam writer writes new datasets only",
-                file=folder.url,
-            )
+        before = self._existing(list(inputs))
+        base = self._manifest() if before is None else self._appended(before)
+        compression = Compression.parse(base.compression)
         folder.at().mkdir()
         staged, rejects = [], []
         for split, pcoll in inputs.items():
-            shards, rejected = self._write_split(split, pcoll)
+            shards, rejected = self._write_split(split, pcoll, compression)
             staged.append(shards)
             rejects.append(rejected)
         pipeline = next(iter(inputs.values())).pipeline
         all_staged = staged | "StagedShards" >> beam.Flatten(pipeline=pipeline)
         all_rejects = rejects | "Rejects" >> beam.Flatten(pipeline=pipeline)
         rejects_list = all_rejects | "ListRejects" >> beam.combiners.ToList()
-        commit = _CommitFn(self._folder, self._manifest().model_dump_json(by_alias=True), list(inputs))
+        commit = _CommitFn(
+            self._folder,
+            None if before is None else before.model_dump_json(by_alias=True),
+            base.model_dump_json(by_alias=True),
+            list(inputs),
+        )
         manifest = (
             all_staged
             | "ListShards" >> beam.combiners.ToList()
@@ -428,7 +539,7 @@ class WriteDataset(beam.PTransform):  # type: ignore[misc]  # Beam's PTransform 
         )
         return {"rejects": all_rejects, "manifest": manifest}
 
-    def _write_split(self, split: str, records: Any) -> tuple[Any, Any]:
+    def _write_split(self, split: str, records: Any, compression: Compression) -> tuple[Any, Any]:
         encoded = records | f"Encode[{split}]" >> beam.ParDo(
             _EncodeFn(self._setup, split, self._key, self._on_error)
         ).with_outputs(_REJECTS, main=_RECORDS)
@@ -448,9 +559,32 @@ class WriteDataset(beam.PTransform):  # type: ignore[misc]  # Beam's PTransform 
             good
             | f"AssignShard[{split}]" >> beam.Map(lambda r, n: (r[0] % n, r), n=pvalue.AsSingleton(count))
             | f"GroupShards[{split}]" >> beam.GroupByKey()
-            | f"WriteShards[{split}]" >> beam.ParDo(_WriteShardFn(self._folder, split, self._compression))
+            | f"WriteShards[{split}]" >> beam.ParDo(_WriteShardFn(self._folder, split, compression))
         )
         return shards, encoded[_REJECTS]
+
+    def _existing(self, splits: list[str]) -> Manifest | None:
+        """The dataset's manifest when appending to one (None: there is none yet);
+        refuses an existing dataset without ``append``, and a split with an unfinished
+        local write (as the local writer does)."""
+        folder = self._folder
+        if not folder.exists(MANIFEST_FILE):
+            return None
+        if not self._append:
+            raise DatasetError(
+                f"already holds a dataset ({MANIFEST_FILE}); pass append=True to add the records to it",
+                file=folder.url,
+            )
+        manifest = Manifest.load(folder.at())
+        for split in splits:
+            info = manifest.splits.get(split)
+            if info is not None and info.unfinished is not None:
+                raise DatasetError(
+                    f"split {split!r} has an unfinished write; finish it first "
+                    "(rk.write_dataset(..., resume=True) with the same input), then append",
+                    file=folder.url,
+                )
+        return manifest
 
     def _manifest(self) -> Manifest:
         """The manifest a local write of this schema would start with (no splits yet)."""
@@ -459,5 +593,25 @@ class WriteDataset(beam.PTransform):  # type: ignore[misc]  # Beam's PTransform 
             schema=self._schema,
             fingerprint=self._bound.fingerprint(),
             codecs=codec_provenance(self._bound, self._registry),
-            compression=self._compression.value,
+            compression=Compression.parse(self._compression).value,
         )
+
+    def _appended(self, before: Manifest) -> Manifest:
+        """The manifest to add the new shards to: ``before``, checked as the local writer
+        checks an append (compression, schema and codec versions), its schema grown by
+        the optional fields these records add."""
+        stored = Compression.parse(before.compression)
+        if self._compression is not None and self._compression is not stored:
+            raise DatasetError(
+                f"the dataset is stored with compression {stored.value or 'none'!r}; cannot add "
+                f"shards with {self._compression.value or 'none'!r}",
+                file=self._folder.url,
+            )
+        manifest = before.model_copy(deep=True)
+        grown = _check_schema(before, self._schema, self._registry, append=True)
+        if grown is not None:
+            codecs = {**codec_provenance(self._bound, self._registry), **before.codecs}
+            manifest.schema_ = grown
+            manifest.fingerprint = grown.bind(self._registry).fingerprint()
+            manifest.codecs = dict(sorted(codecs.items()))
+        return manifest

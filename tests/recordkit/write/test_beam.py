@@ -7,91 +7,29 @@ start); the rest run in memory.
 
 from __future__ import annotations
 
-import io
 import json
 import subprocess
 import sys
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
 
 import apache_beam as beam
 import numpy as np
 import pytest
-from _object_stores import Bucket
-from _writer_support import check_manifest_matches_files, make_records
+from _beam_support import SCHEMA, canonical, records, run, shard_hashes, write_beam, write_to
+from _object_stores import Bucket, cli_options
+from _writer_support import check_manifest_matches_files
 from apache_beam.metrics.metric import MetricsFilter
-from apache_beam.options.pipeline_options import PipelineOptions
 from click.testing import CliRunner
-from PIL import Image
 
 import recordkit as rk
 from recordkit.cli import main
 from recordkit.errors import DatasetError
 from recordkit.format._tfrecord import Compression, frame_record
-from recordkit.storage import Location
+from recordkit.storage import Location, location
 from recordkit.write import _beam as beam_writer
 
 pytestmark = pytest.mark.slow
-
-SCHEMA = rk.Schema(
-    name="beam-test",
-    fields={
-        "id": rk.FieldSpec(codec="scalar"),
-        "payload": rk.FieldSpec(codec="scalar", options={"dtype": "str"}),
-        "image": rk.FieldSpec(codec="image"),
-    },
-)
-
-
-def _png(i: int) -> bytes:
-    pixels = np.full((6 + i % 5, 7, 3), i % 251, dtype=np.uint8)
-    out = io.BytesIO()
-    Image.fromarray(pixels).save(out, format="PNG")
-    return out.getvalue()
-
-
-def records(n: int, *, start: int = 0, bad: frozenset[int] = frozenset()) -> list[dict[str, Any]]:
-    """``n`` records with ids from ``start``: a text payload and a real PNG each; the ids
-    in ``bad`` get an int payload, which the ``str`` scalar codec refuses."""
-    return [{**r, "id": r["id"] + start, "image": _png(r["id"])} for r in make_records(n, bad=bad)]
-
-
-def run(
-    pipeline_body: Any, *, workers: int = 1, processes: bool = False
-) -> beam.runners.runner.PipelineResult:
-    options = PipelineOptions(
-        flags=[],
-        direct_num_workers=workers,
-        direct_running_mode="multi_processing" if processes else "in_memory",
-    )
-    pipeline = beam.Pipeline(runner="DirectRunner", options=options)
-    pipeline_body(pipeline)
-    result = pipeline.run()
-    result.wait_until_finish()
-    return result
-
-
-def write_beam(root: Path, splits: dict[str, list[dict[str, Any]]], **kwargs: Any) -> Any:
-    def body(p: beam.Pipeline) -> None:
-        inputs = {name: p | f"Create[{name}]" >> beam.Create(items) for name, items in splits.items()}
-        inputs | rk.beam.WriteDataset(SCHEMA, root, **kwargs)
-
-    return body
-
-
-def canonical(root: Path, split: str) -> dict[int, tuple[str, bytes]]:
-    """A split's records by id (read without TensorFlow): payload and decoded pixels."""
-    found: dict[int, tuple[str, bytes]] = {}
-    for r in rk.iter_records(root, split):
-        assert int(r["id"]) not in found, f"record {r['id']} twice"
-        found[int(r["id"])] = (str(r["payload"]), np.asarray(r["image"]).tobytes())
-    return found
-
-
-def shard_hashes(root: Path) -> dict[str, list[str]]:
-    manifest = rk.Manifest.load(root)
-    return {name: [s.sha256 for s in split.shards] for name, split in manifest.splits.items()}
 
 
 def test_beam_with_one_and_two_workers_equals_the_local_writer(tmp_path: Path) -> None:
@@ -292,7 +230,7 @@ def test_the_pipeline_writes_into_an_s3_bucket(tmp_path: Path, s3_bucket: Bucket
 
     splits = {"train": records(60), "test": records(10, start=500)}
     url = s3_bucket.join("pets")
-    run(_write_to(url, splits, s3_bucket.storage_options))
+    run(write_to(url, splits, s3_bucket.storage_options, num_shards=3))
     run(write_beam(tmp_path / "local", splits, key="id", num_shards=3))
 
     fs = s3fs.S3FileSystem(**s3_bucket.storage_options)
@@ -315,9 +253,34 @@ def test_the_pipeline_writes_into_an_s3_bucket(tmp_path: Path, s3_bucket: Bucket
     assert streamed == {r["id"]: r["payload"] for r in splits["train"]}
 
 
-def _write_to(url: str, splits: dict[str, list[dict[str, Any]]], storage_options: dict[str, Any]) -> Any:
-    def body(p: beam.Pipeline) -> None:
-        inputs = {name: p | f"Create[{name}]" >> beam.Create(items) for name, items in splits.items()}
-        inputs | rk.beam.WriteDataset(SCHEMA, url, key="id", num_shards=3, storage_options=storage_options)
+def test_the_pipeline_writes_into_a_gcs_bucket(tmp_path: Path, gcs_bucket: Bucket) -> None:
+    """Into the GCS emulator on 127.0.0.1: the dataset verifies in the bucket and every
+    reader returns the records written (the emulator's endpoint in the storage options)."""
+    splits = {"train": records(45), "test": records(12, start=700)}
+    url = gcs_bucket.join("pets")
+    options = gcs_bucket.storage_options
+    run(write_to(url, splits, options, num_shards=3))
 
-    return body
+    manifest = rk.Manifest.load(url, storage_options=options)
+    assert {name: split.num_records for name, split in manifest.splits.items()} == {"train": 45, "test": 12}
+    assert [s.file for s in manifest.split("train").shards] == [f"train-{i:05d}.tfrecord" for i in range(3)]
+    names = location(url, options).list()
+    assert not any(name.startswith(".") for name in names)  # no staging debris
+    verified = CliRunner().invoke(main, ["verify", url, *cli_options(gcs_bucket)])
+    assert verified.exit_code == 0, verified.output
+    for name, items in splits.items():
+        read = {
+            int(r["id"]): (str(r["payload"]), np.asarray(r["image"]).shape)
+            for r in rk.iter_records(url, name, storage_options=options)
+        }
+        assert read == {r["id"]: (r["payload"], (6 + r["id"] % 5, 7, 3)) for r in items}
+    # tf.data over gs://, streamed through fsspec (TensorFlow's GCS client cannot reach the emulator).
+    batches = rk.load_dataset(
+        url, "test", ["id", "payload"], batch_size=5, storage_options=options, remote_io="fsspec"
+    )
+    read_tf = {
+        int(i): p.decode()
+        for b in batches.as_numpy_iterator()
+        for i, p in zip(b["id"], b["payload"], strict=True)
+    }
+    assert read_tf == {r["id"]: r["payload"] for r in splits["test"]}
