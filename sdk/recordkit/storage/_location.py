@@ -10,6 +10,8 @@ Semantics, local path against remote URL (fsspec):
   and durable) / one PUT, the object replaced whole.
 * ``exists()``, ``size()``: ``os`` calls / one metadata request (HEAD).
 * ``list()``: the file names in the folder / the names under the prefix (one LIST).
+* ``glob()``: the files a pattern (``*``, ``?``, ``[...]``) matches / the objects
+  (fsspec's glob: a LIST of the prefix before the first wildcard).
 * ``remove()``: unlink / DELETE (missing is fine in both).
 * ``join(*parts)``: ``Path / part`` / ``url + "/" + part``.
 
@@ -19,7 +21,9 @@ write each object once, under its final name, and commit with one manifest PUT.
 
 from __future__ import annotations
 
+import builtins
 import contextlib
+import glob as _glob
 import os
 import re
 import shutil
@@ -171,6 +175,18 @@ class Location:
         except FileNotFoundError:
             return []
         return sorted(e["name"].rstrip("/").rsplit("/", 1)[-1] for e in entries if e.get("type") == "file")
+
+    def glob(self) -> builtins.list[Location]:
+        """The files that this location's pattern (``*``, ``?``, ``[...]``) matches,
+        sorted ([] when none does); without a wildcard, the file itself if it is there."""
+        if self._path is not None:
+            return [Location(name) for name in sorted(_glob.glob(self.url)) if os.path.isfile(name)]
+        names = sorted(self.fs.glob(self._key, detail=True).items())
+        return [
+            Location(f"{self.protocol}://{name.split('://')[-1].lstrip('/')}", self.storage_options)
+            for name, info in names
+            if info.get("type") == "file"
+        ]
 
     def remove(self) -> None:
         """Delete the file; a file that is not there is fine."""
