@@ -12,7 +12,8 @@ Semantics, local path against remote URL (fsspec):
 * ``list()``: the file names in the folder / the names under the prefix (one LIST).
 * ``glob()``: the files a pattern (``*``, ``?``, ``[...]``) matches / the objects
   (fsspec's glob: a LIST of the prefix before the first wildcard).
-* ``remove()``: unlink / DELETE (missing is fine in both).
+* ``remove()``: unlink / DELETE (missing is fine in both); ``remove_files(names)``:
+  several, remotely in batched requests.
 * ``join(*parts)``: ``Path / part`` / ``url + "/" + part``.
 
 Object stores have no atomic rename and no folder fsync, which is why writers on them
@@ -28,7 +29,7 @@ import os
 import re
 import shutil
 import tempfile
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from types import TracebackType
 from typing import IO, Any
@@ -247,6 +248,18 @@ class Location:
             return
         self.fs.copy(self._key, target._key)
         self.remove()
+
+    def remove_files(self, names: Iterable[str]) -> None:
+        """Delete the files ``names`` (``/``-separated paths inside this folder); those
+        not there are fine. Remotely in batched requests (S3: up to 1000 a request)."""
+        names = builtins.list(names)
+        if self._path is not None or not names:
+            for name in names:
+                self.join(*name.split("/")).remove()
+            return
+        keys = [self.join(*name.split("/"))._key for name in names]
+        with contextlib.suppress(FileNotFoundError):
+            self.fs.rm(keys)
 
     def remove_tree(self) -> None:
         """Delete this folder and everything under it; one that is not there is fine."""
