@@ -257,9 +257,12 @@ class Location:
             for name in names:
                 self.join(*name.split("/")).remove()
             return
-        keys = [self.join(*name.split("/"))._key for name in names]
-        with contextlib.suppress(FileNotFoundError):
-            self.fs.rm(keys)
+        files = [self.join(*name.split("/")) for name in names]
+        try:
+            self.fs.rm([file._key for file in files])
+        except FileNotFoundError:  # some filesystems refuse the batch when one is missing
+            for file in files:
+                file.remove()
 
     def remove_tree(self) -> None:
         """Delete this folder and everything under it; one that is not there is fine."""
