@@ -32,7 +32,6 @@ __all__ = [
     "output_at",
     "parse_storage_options",
     "reader_path",
-    "remote_root",
     "schema_at",
     "split_option",
     "storage_option",
@@ -138,10 +137,6 @@ def dataset_at(dataset: str, storage_options: Sequence[str]) -> Path | Location:
         return dataset_root(Path(dataset))
     root = location(dataset, parse_storage_options(storage_options))
     return root.parent if root.name == MANIFEST_FILE else root
-
-
-#: The name the first remote commands used for :func:`dataset_at`.
-remote_root = dataset_at
 
 
 def has_manifest(root: Path | Location) -> bool:

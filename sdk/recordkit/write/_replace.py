@@ -153,8 +153,22 @@ def commit_generation(staged: Location, target: Location, manifest: Manifest) ->
     written as ``target/dataset.json`` in one PUT, the commit. Returns the committed
     manifest; :func:`remove_unlisted` then deletes the old objects."""
     committed = _moved_under(manifest, staged.name)
-    committed.save(target)
+    try:
+        committed.save(target)
+    except Exception:
+        # A PUT whose answer was lost may still have landed: then the commit is done,
+        # and the caller must not delete the generation it lists.
+        if not _holds(target, committed):
+            raise
     return committed
+
+
+def _holds(target: Location, manifest: Manifest) -> bool:
+    """Whether ``target``'s ``dataset.json`` is ``manifest`` (False when unreadable)."""
+    try:
+        return target.join(MANIFEST_FILE).read_bytes() == manifest.to_json().encode("utf-8")
+    except Exception:
+        return False
 
 
 def remove_unlisted(target: Location, manifest: Manifest) -> list[str]:

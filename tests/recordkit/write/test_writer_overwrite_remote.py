@@ -233,3 +233,45 @@ def test_overwrite_refuses_a_bucket_root(s3_bucket: Bucket) -> None:
             overwrite=True,
             storage_options=s3_bucket.storage_options,
         )
+
+
+def test_a_commit_whose_answer_was_lost_counts_as_committed(
+    s3_bucket: Bucket, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The manifest PUT lands but its answer is lost: the writer finds the new manifest
+    there and keeps the generation it lists (deleting it would break the dataset)."""
+    url, options = s3_bucket.join("items"), s3_bucket.storage_options
+    _old_dataset(url, options)
+    write_bytes = Location.write_bytes
+
+    def lose_the_answer(self: Location, data: bytes, *, durable: bool = True) -> None:
+        write_bytes(self, data, durable=durable)
+        if self.url == f"{url}/dataset.json":
+            raise OSError("read timeout after the request was sent (injected)")
+
+    monkeypatch.setattr(Location, "write_bytes", lose_the_answer)
+    rk.write_dataset(remote_records(4, 80), REMOTE_SCHEMA, url, overwrite=True, storage_options=options)
+    monkeypatch.undo()
+    assert _names(url, options) == [f"item-{i}" for i in range(80, 84)]
+    assert sorted(_objects(url, options)) == sorted(_listed(url, options))
+
+
+def test_a_commit_that_failed_leaves_the_old_dataset(
+    s3_bucket: Bucket, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    url, options = s3_bucket.join("items"), s3_bucket.storage_options
+    _old_dataset(url, options)
+    before = sorted(_objects(url, options))
+    write_bytes = Location.write_bytes
+
+    def refuse_the_commit(self: Location, data: bytes, *, durable: bool = True) -> None:
+        if self.url == f"{url}/dataset.json":
+            raise OSError("access denied (injected)")
+        write_bytes(self, data, durable=durable)
+
+    monkeypatch.setattr(Location, "write_bytes", refuse_the_commit)
+    with pytest.raises(OSError, match="access denied"):
+        rk.write_dataset(remote_records(4, 80), REMOTE_SCHEMA, url, overwrite=True, storage_options=options)
+    monkeypatch.undo()
+    assert _names(url, options) == [f"item-{i}" for i in range(12)]
+    assert sorted(_objects(url, options)) == before
