@@ -1,4 +1,9 @@
-"""Helpers the CLI commands share: plain-text tables, the dataset argument, the split option."""
+"""Helpers the CLI commands share: plain-text tables, the split option, and the paths
+commands take, each a local path or a remote URL (``s3://``, ``gs://``, any fsspec
+protocol) with ``--storage-option KEY=VALUE``: a dataset (:func:`dataset_at`), a schema
+(:func:`schema_at`), a dataset to write (:func:`output_at`), and inputs that must be
+local (:func:`local_input`). Every command resolves its paths here, so that local and
+remote differ only in the storage layer (:mod:`recordkit.storage`)."""
 
 from __future__ import annotations
 
@@ -9,10 +14,32 @@ from typing import Any
 
 import click
 
-from recordkit.dataset._manifest import MANIFEST_FILE
-from recordkit.storage import Location, is_remote, location
+from recordkit.codec._registry import CodecRegistry
+from recordkit.dataset._manifest import MANIFEST_FILE, Manifest
+from recordkit.schema._schema import Schema
+from recordkit.storage import Location, StorageOptions, is_remote, location
 
-__all__ = ["dataset_root", "one_line", "remote_root", "split_option", "storage_option", "table"]
+__all__ = [
+    "FILE_OR_URL",
+    "FOLDER_OR_URL",
+    "PATH_OR_URL",
+    "PathOrUrlType",
+    "dataset_at",
+    "dataset_root",
+    "has_manifest",
+    "local_input",
+    "one_line",
+    "output_at",
+    "parse_storage_options",
+    "reader_path",
+    "schema_at",
+    "split_option",
+    "storage_option",
+    "table",
+]
+
+#: Suffixes of schema files (a URL ending in one names a schema file, not a dataset).
+SCHEMA_SUFFIXES = (".yaml", ".yml", ".json")
 
 #: ``--storage-option KEY=VALUE``, repeatable: the fsspec options of a remote dataset URL
 #: (values are JSON where they parse as JSON: ``anon=true``, ``endpoint_url=http://...``).
@@ -78,13 +105,84 @@ def parse_storage_options(values: Sequence[str]) -> dict[str, Any]:
     return options
 
 
-def remote_root(dataset: str, storage_options: Sequence[str]) -> Path | Location:
-    """The dataset that the DATASET argument names: a local folder (or its dataset.json)
-    as :func:`dataset_root` gives it, or a remote URL's Location."""
+class PathOrUrlType(click.ParamType):  # type: ignore[type-arg]  # generic from click 8.2 on; recordkit takes 8.1
+    """A local path, checked as ``click.Path`` checks it (``exists``, ``file_okay``,
+    ``dir_okay``), or a remote URL, passed on as it is (the storage layer reports what
+    is not there)."""
+
+    name = "path"
+
+    def __init__(self, *, exists: bool = True, file_okay: bool = True, dir_okay: bool = True) -> None:
+        self._local = click.Path(exists=exists, file_okay=file_okay, dir_okay=dir_okay)
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> str:
+        if isinstance(value, str) and is_remote(value):
+            return value
+        return str(self._local.convert(value, param, ctx))
+
+
+#: A file or folder that must exist, or a URL.
+PATH_OR_URL = PathOrUrlType()
+#: A file (not a folder) that must exist, or a URL.
+FILE_OR_URL = PathOrUrlType(dir_okay=False)
+#: A folder (not a file) that must exist, or a URL.
+FOLDER_OR_URL = PathOrUrlType(file_okay=False)
+
+
+def dataset_at(dataset: str, storage_options: Sequence[str]) -> Path | Location:
+    """The dataset that a DATASET argument names: a local folder (or its dataset.json)
+    as :func:`dataset_root` gives it, or a remote URL's Location (its dataset.json's
+    URL names its folder too)."""
     if not is_remote(dataset):
         return dataset_root(Path(dataset))
     root = location(dataset, parse_storage_options(storage_options))
     return root.parent if root.name == MANIFEST_FILE else root
+
+
+def has_manifest(root: Path | Location) -> bool:
+    """Whether ``root`` holds a ``dataset.json`` (one HEAD request for a remote dataset)."""
+    manifest = location(root).join(MANIFEST_FILE)
+    return manifest.path.is_file() if manifest.is_local else manifest.exists()
+
+
+def reader_path(root: Path | Location) -> tuple[str | Path, StorageOptions | None]:
+    """``root`` as the readers (``iter_records``, ``open_dataset``) take it: a local
+    path, or a URL with its storage options."""
+    if isinstance(root, Location):
+        return (root.path, None) if root.is_local else (root.url, root.storage_options)
+    return root, None
+
+
+def schema_at(source: str, storage_options: Sequence[str], registry: CodecRegistry | None = None) -> Schema:
+    """The schema that a SCHEMA argument names: a schema file (YAML or JSON), or a
+    dataset (its folder or its dataset.json) whose manifest holds one; local or remote."""
+    if is_remote(source):
+        if source.endswith(SCHEMA_SUFFIXES) and not source.endswith(MANIFEST_FILE):
+            options = parse_storage_options(storage_options)
+            return Schema.load(source, registry=registry, storage_options=options)
+        return Manifest.load(dataset_at(source, storage_options)).schema
+    path = Path(source)
+    if not path.exists():
+        raise click.BadParameter(f"{source!r} does not exist", param_hint="SCHEMA")
+    if path.is_dir() or path.name == MANIFEST_FILE:
+        return Manifest.load(dataset_root(path)).schema
+    return Schema.load(path, registry=registry)
+
+
+def output_at(out: str, storage_options: Sequence[str]) -> Location:
+    """Where a command writes a dataset: a local folder or a remote URL."""
+    return location(out, parse_storage_options(storage_options) if is_remote(out) else None)
+
+
+def local_input(value: str, what: str) -> Path:
+    """``value`` as a local path; a remote URL is a usage error saying why (the reader
+    of ``what`` goes through local files, not through the storage layer)."""
+    if is_remote(value):
+        raise click.UsageError(
+            f"{what} {value!r} must be a local path: it is read through local files, not from "
+            "object storage; copy it to a local folder first (the output may be a URL)"
+        )
+    return Path(value)
 
 
 def dataset_root(path: Path) -> Path:

@@ -2,29 +2,34 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import click
 
+from recordkit._cli._common import FOLDER_OR_URL, local_input, output_at, storage_option
 from recordkit.tools._convert import AUDIO_FORMATS, AudioFormat, convert_dataset
 
 
 @click.command("convert", short_help="Rewrite a TFDS-prepared folder as a native recordkit dataset.")
-@click.argument("source", type=click.Path(exists=True, file_okay=False, path_type=Path))
-@click.argument("out", type=click.Path(path_type=Path))
+@click.argument("source", type=FOLDER_OR_URL)
+@click.argument("out")
+@storage_option
 @click.option(
     "--audio",
     type=click.Choice(AUDIO_FORMATS),
     default=None,
     help="Store audio samples (a list of numbers in TFDS) as 16-bit WAV or FLAC files; default: as they are.",
 )
-def convert_command(source: Path, out: Path, audio: AudioFormat | None) -> None:
+def convert_command(
+    source: str, out: str, storage_options: tuple[str, ...], audio: AudioFormat | None
+) -> None:
     """Rewrite the TFDS-prepared folder SOURCE as a recordkit dataset at OUT.
 
+    SOURCE is a local folder; OUT a local folder or a remote URL (s3://, gs:// ...).
     Encoded images are kept byte for byte; audio samples stay numbers unless --audio
     asks for WAV or FLAC. OUT gets dataset.json with per-shard sha256, so that
     `recordkit verify OUT` checks it.
     """
-    manifest = convert_dataset(source, out, audio=audio)
+    folder = local_input(source, "SOURCE")
+    where = output_at(out, storage_options)
+    manifest = convert_dataset(folder, where.url, audio=audio, storage_options=where.storage_options or None)
     records = sum(info.num_records for info in manifest.splits.values())
-    click.echo(f"wrote {records} records in {len(manifest.splits)} splits to {out}")
+    click.echo(f"wrote {records} records in {len(manifest.splits)} splits to {where}")

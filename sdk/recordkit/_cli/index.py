@@ -5,25 +5,44 @@ command adds them to older datasets (and lists them in ``dataset.json``, upgradi
 or writes ``<file>.index`` sidecars beside TFRecord files recordkit did not write, which
 :class:`recordkit.RandomAccess` and the PyTorch and Grain readers then use with a
 schema. Each shard is read once, every CRC checked; nothing here imports TensorFlow.
+
+Datasets and files may be local or remote (``s3://``, ``gs://`` ..., through the storage
+layer). The manifest is rewritten after the index files it lists are written (on an
+object store: uploaded, each in one PUT), so it never lists an index that is not there:
+at the end, and every :data:`CHECKPOINT_SECONDS` in between, so that an interrupted run
+keeps the indexes it listed (a rerun indexes the rest).
 """
 
 from __future__ import annotations
 
+import time
+from collections.abc import Sequence
 from pathlib import Path
 
 import click
 
-from recordkit._cli._common import dataset_root, split_option
-from recordkit.dataset._manifest import MANIFEST_FILE, Manifest, ShardIndex
+from recordkit._cli._common import (
+    dataset_at,
+    has_manifest,
+    parse_storage_options,
+    split_option,
+    storage_option,
+)
+from recordkit.dataset._manifest import Manifest, ShardIndex
+from recordkit.dataset._paths import member
 from recordkit.errors import ManifestError
 from recordkit.format._index import build_index, index_name, write_index
 from recordkit.format._tfrecord import Compression
-from recordkit.read._open import expand_paths, guess_compression
+from recordkit.read._open import expand_files, guess_compression
+from recordkit.storage import Location, StorageOptions, location
 
-__all__ = ["index_command", "index_dataset", "index_files"]
+__all__ = ["CHECKPOINT_SECONDS", "index_command", "index_dataset", "index_files"]
+
+#: How often a long run saves the manifest with the indexes written so far.
+CHECKPOINT_SECONDS = 60.0
 
 
-def index_dataset(root: Path, splits: tuple[str, ...] = (), *, rebuild: bool = False) -> list[str]:
+def index_dataset(root: Path | Location, splits: Sequence[str] = (), *, rebuild: bool = False) -> list[str]:
     """Index the shards of ``root``'s splits that lack an index (all with ``rebuild``);
     save the manifest; return the names of the index files written."""
     manifest = Manifest.load(root)
@@ -32,11 +51,12 @@ def index_dataset(root: Path, splits: tuple[str, ...] = (), *, rebuild: bool = F
     chosen = list(dict.fromkeys(splits)) if splits else list(manifest.splits)
     compression = Compression.parse(manifest.compression)
     written = []
+    saved = time.monotonic()
     for name in chosen:
         for shard in manifest.splits[name].shards:
             if shard.index is not None and not rebuild:
                 continue
-            index = build_index(root / shard.file, compression)
+            index = build_index(member(root, shard.file), compression)
             if len(index) != shard.records:
                 raise ManifestError(
                     f"holds {len(index)} records, the manifest says {shard.records}; "
@@ -44,21 +64,28 @@ def index_dataset(root: Path, splits: tuple[str, ...] = (), *, rebuild: bool = F
                     shard=shard.file,
                 )
             file = index_name(shard.file)
-            shard.index = ShardIndex(file=file, sha256=write_index(root / file, index))
+            shard.index = ShardIndex(file=file, sha256=write_index(member(root, file), index))
             written.append(file)
-            manifest.save(root)  # after each shard: an interrupted run keeps what it did
-    manifest.save(root)
+            if time.monotonic() - saved >= CHECKPOINT_SECONDS:
+                manifest.save(root)  # an interrupted run keeps what it listed
+                saved = time.monotonic()
+    manifest.save(root)  # last: it lists only indexes already written
     return written
 
 
-def index_files(paths: list[str], compression: str | None = None) -> list[Path]:
+def index_files(
+    paths: Sequence[str], compression: str | None = None, storage_options: StorageOptions | None = None
+) -> list[Location]:
     """Write a ``<file>.index`` sidecar beside each TFRecord file of ``paths`` (files or
-    glob patterns); return the index paths."""
-    files = expand_paths(paths)
-    chosen = Compression.parse(compression) if compression is not None else guess_compression(files)
+    glob patterns, local or remote URLs); return where the indexes went."""
+    files = [location(file) for file in expand_files(list(paths), storage_options)]
+    if compression is not None:
+        chosen = Compression.parse(compression)
+    else:
+        chosen = guess_compression([Path(file.name) for file in files])
     written = []
     for file in files:
-        target = file.with_name(index_name(file.name))
+        target = file.parent.join(index_name(file.name))
         write_index(target, build_index(file, chosen))
         written.append(target)
     return written
@@ -67,6 +94,7 @@ def index_files(paths: list[str], compression: str | None = None) -> list[Path]:
 @click.command("index", short_help="Build record indexes for shards that have none.")
 @click.argument("paths", nargs=-1, required=True)
 @split_option
+@storage_option
 @click.option("--rebuild", is_flag=True, help="Rebuild indexes that already exist.")
 @click.option(
     "--compression",
@@ -75,18 +103,21 @@ def index_files(paths: list[str], compression: str | None = None) -> list[Path]:
     help="For TFRecord files without a manifest (default: guessed from the suffix).",
 )
 def index_command(
-    paths: tuple[str, ...], splits: tuple[str, ...], rebuild: bool, compression: str | None
+    paths: tuple[str, ...],
+    splits: tuple[str, ...],
+    storage_options: tuple[str, ...],
+    rebuild: bool,
+    compression: str | None,
 ) -> None:
     """Build the record index of every shard of a dataset, or of TFRecord files.
 
     PATHS is a dataset folder (or its dataset.json): its shards without an index get one,
     listed in the manifest. Or PATHS are TFRecord files (or glob patterns) that recordkit
     did not write: each gets a FILE.index sidecar, which RandomAccess and the PyTorch and
-    Grain readers use when given a schema.
+    Grain readers use when given a schema. Either may be a remote URL (s3://, gs:// ...).
     """
-    first = Path(paths[0])
-    root = dataset_root(first)
-    if len(paths) == 1 and (root / MANIFEST_FILE).is_file():
+    root = dataset_at(paths[0], storage_options)
+    if len(paths) == 1 and has_manifest(root):
         written = index_dataset(root, splits, rebuild=rebuild)
         click.echo(
             f"indexed {len(written)} shard{'s' * (len(written) != 1)} of {root}"
@@ -95,5 +126,5 @@ def index_command(
         return
     if splits:
         raise click.UsageError("--split applies to a dataset folder, not to TFRecord files")
-    for target in index_files(list(paths), compression):
+    for target in index_files(paths, compression, parse_storage_options(storage_options)):
         click.echo(f"wrote {target}")

@@ -8,6 +8,10 @@ follows from a hash of the seed and the record's key (its file name, its COCO im
 id ...), so the same input and seed give the same splits on every run and machine, and
 adding inputs does not move the others. A progress bar runs while writing (on a
 terminal); a summary closes: records and bytes per split, bytes per field, rejects.
+
+OUT (and ``--schema``) may be a remote URL (``s3://``, ``gs://`` ..., with
+``--storage-option``); INPUT is read by the source through local files, so it must be
+local.
 """
 
 from __future__ import annotations
@@ -19,13 +23,22 @@ from typing import Any
 import click
 import yaml
 
-from recordkit._cli._common import table
+from recordkit._cli._common import (
+    FILE_OR_URL,
+    PATH_OR_URL,
+    local_input,
+    output_at,
+    parse_storage_options,
+    storage_option,
+    table,
+)
 from recordkit._cli.inspect import field_bytes, sample_records
 from recordkit._units import human_bytes
 from recordkit.codec._plugins import default_registry
 from recordkit.schema._schema import Schema
 from recordkit.sources._base import Source
 from recordkit.sources._registry import default_sources
+from recordkit.storage import Location
 from recordkit.write._writer import DatasetWriter
 
 __all__ = ["ingest_command", "make_source", "parse_options", "parse_ratios", "split_of"]
@@ -90,15 +103,16 @@ def split_of(key: str, ratios: dict[str, float], seed: int) -> str:
 
 @click.command("ingest", short_help="Write a folder, COCO, VOC, CSV ... as a dataset.")
 @click.argument("kind")
-@click.argument("input", type=click.Path(exists=True, path_type=Path))
-@click.argument("out", type=click.Path(path_type=Path))
+@click.argument("input", type=PATH_OR_URL)
+@click.argument("out")
+@storage_option
 @click.option(
     "--opt", "options", multiple=True, metavar="NAME=VALUE", help="An option of the source (repeatable)."
 )
 @click.option(
     "--schema",
     "schema_file",
-    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    type=FILE_OR_URL,
     help="The schema to write with (default: the source's proposal, saved as OUT/schema.yaml).",
 )
 @click.option("--split", default="train", show_default=True, help="The split to write every record to.")
@@ -124,10 +138,11 @@ def split_of(key: str, ratios: dict[str, float], seed: int) -> str:
 @click.option("--progress/--no-progress", default=None, help="Show a progress bar (default: on a terminal).")
 def ingest_command(
     kind: str,
-    input: Path,
-    out: Path,
+    input: str,
+    out: str,
+    storage_options: tuple[str, ...],
     options: tuple[str, ...],
-    schema_file: Path | None,
+    schema_file: str | None,
     split: str,
     split_ratio: str | None,
     seed: int,
@@ -138,15 +153,21 @@ def ingest_command(
 ) -> None:
     """Read INPUT with the source KIND (built in: image_folder, audio_folder, coco,
     pascal_voc, jsonl, csv; plugins add more, and an unknown KIND lists them all) and
-    write its records as the dataset OUT.
+    write its records as the dataset OUT (a local folder, or a remote URL: s3://,
+    gs:// ...; INPUT is local).
 
     Bad inputs (a missing file, a box outside its image, a malformed row) stop the
     ingest with an error naming the file and the line or entry; with --on-error skip
     they are left out and listed in the summary.
     """
-    source = make_source(kind, input, parse_options(options), on_error)
+    source = make_source(kind, local_input(input, "INPUT"), parse_options(options), on_error)
     registry = default_registry()
-    schema = Schema.load(schema_file, registry=registry) if schema_file else source.schema(name=out.name)
+    where = output_at(out, storage_options)
+    if schema_file:
+        file_options = parse_storage_options(storage_options)
+        schema = Schema.load(schema_file, registry=registry, storage_options=file_options)
+    else:
+        schema = source.schema(name=where.name)
     ratios = parse_ratios(split_ratio) if split_ratio else None
     keys: dict[int, str] = {}
 
@@ -154,8 +175,9 @@ def ingest_command(
         return keys.pop(id(record), "?")
 
     with DatasetWriter(
-        out,
+        where.url,
         schema,
+        storage_options=where.storage_options or None,
         workers=workers,
         on_error="skip" if on_error == "skip" else "raise",
         key=key_of,
@@ -169,12 +191,12 @@ def ingest_command(
     manifest = writer.manifest
     saved = None
     if schema_file is None:
-        saved = out / "schema.yaml"
-        schema.dump(saved)
-    _summary(out, manifest, source, saved, registry)
+        saved = where.join("schema.yaml")
+        saved.write_bytes(schema.dumps().encode("utf-8"))
+    _summary(where, manifest, source, saved, registry)
 
 
-def _summary(out: Path, manifest: Any, source: Source, saved: Path | None, registry: Any) -> None:
+def _summary(out: Location, manifest: Any, source: Source, saved: Location | None, registry: Any) -> None:
     splits = list(manifest.splits)
     rows = [["split", "records", "shards", "bytes", "rejected"]]
     for name in splits:
@@ -212,6 +234,6 @@ def _summary(out: Path, manifest: Any, source: Source, saved: Path | None, regis
             click.echo(f"  ... and {len(skipped) - SHOWN_REJECTS} more")
         for name in splits:
             if manifest.splits[name].rejects_file:
-                click.echo(f"  records the codecs refused: {out / manifest.splits[name].rejects_file}")
+                click.echo(f"  records the codecs refused: {out.join(manifest.splits[name].rejects_file)}")
     if saved is not None:
         click.echo(f"schema: {saved} (the source's proposal; edit it and pass --schema to change it)")

@@ -17,7 +17,7 @@ from typing import Any
 
 import click
 
-from recordkit._cli._common import remote_root, split_option, storage_option, table
+from recordkit._cli._common import dataset_at, split_option, storage_option, table
 from recordkit._units import human_bytes
 from recordkit.codec._plugins import default_registry
 from recordkit.dataset._breakdown import byte_breakdown
@@ -196,7 +196,7 @@ def inspect_command(
     byte of a sample of records to the field that owns it, so you can see which field
     to shrink (for example, images stored as raw pixels instead of encoded bytes).
     """
-    root = remote_root(dataset, storage_options)
+    root = dataset_at(dataset, storage_options)
     manifest = load_manifest(root)
     chosen = _selected_splits(manifest, splits)
     summary = dataset_summary(root, manifest, chosen)

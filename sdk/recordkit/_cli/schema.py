@@ -3,6 +3,9 @@ files, ``diff`` two schemas field by field.
 
 ``check`` loads schema files and prints their fingerprints, or the errors.
 
+Schema files, datasets and TFRecord files may be local or remote URLs (``s3://``,
+``gs://`` ...) with ``--storage-option``; a source (``infer --source``) reads local files.
+
 Checking binds every field to its codec among the installed plugins, exactly as writing
 a dataset would, so an unknown codec or a bad option is caught here, in CI, with the
 file, line and field in the message. ``--only-schemas`` skips YAML files that declare
@@ -20,14 +23,23 @@ from typing import Any
 import click
 import yaml
 
-from recordkit._cli._common import dataset_root, one_line, table
+from recordkit._cli._common import (
+    FILE_OR_URL,
+    PATH_OR_URL,
+    local_input,
+    one_line,
+    parse_storage_options,
+    schema_at,
+    storage_option,
+    table,
+)
 from recordkit._cli.ingest import make_source, parse_options
 from recordkit.codec._plugins import default_registry
 from recordkit.codec._registry import CodecRegistry
-from recordkit.dataset._manifest import MANIFEST_FILE, Manifest
 from recordkit.errors import RecordkitError
 from recordkit.schema._compatibility import check_compatibility
 from recordkit.schema._schema import Schema
+from recordkit.storage import StorageOptions, location
 from recordkit.tools._adopt import infer_schema
 
 __all__ = ["schema_group"]
@@ -42,12 +54,13 @@ def schema_group() -> None:
 _DECLARES_FIELDS = re.compile(r"""^\s*["']?fields["']?\s*:""", re.MULTILINE)
 
 
-def declares_fields(file: Path) -> bool:
-    """Whether ``file`` looks like a schema file: a YAML or JSON mapping with a top-level
-    ``fields`` key. A file that does not parse counts when a line holds a ``fields:``
-    key, so that a broken schema is still checked (and its error shown), not skipped."""
+def declares_fields(file: str | Path, storage_options: StorageOptions | None = None) -> bool:
+    """Whether ``file`` (local or a URL) looks like a schema file: a YAML or JSON mapping
+    with a top-level ``fields`` key. A file that does not parse counts when a line holds
+    a ``fields:`` key, so that a broken schema is still checked (and its error shown),
+    not skipped."""
     try:
-        text = file.read_text(encoding="utf-8")
+        text = location(file, storage_options).read_bytes().decode("utf-8")
     except (OSError, UnicodeDecodeError):
         return False
     try:
@@ -58,33 +71,36 @@ def declares_fields(file: Path) -> bool:
 
 
 @schema_group.command("check", short_help="Check schema files and print their fingerprints.")
-@click.argument(
-    "files", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False, path_type=Path)
-)
+@click.argument("files", nargs=-1, required=True, type=FILE_OR_URL)
+@storage_option
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")
 @click.option(
     "--only-schemas",
     is_flag=True,
     help="Skip files without a top-level 'fields' key (for pre-commit and CI runs over every *.yaml).",
 )
-def check_command(files: tuple[Path, ...], as_json: bool, only_schemas: bool) -> None:
+def check_command(
+    files: tuple[str, ...], storage_options: tuple[str, ...], as_json: bool, only_schemas: bool
+) -> None:
     """Load each schema FILE (YAML or JSON), check it against the installed codecs, and
-    print its name, version, fields and fingerprint.
+    print its name, version, fields and fingerprint. A FILE may be a remote URL
+    (s3://, gs:// ...).
 
     Exits with status 1 and a one-line error naming the file, line and field when a
     file is not a valid schema; with several files, every file is checked and each
     error is printed on its own line.
     """
+    options = parse_storage_options(storage_options)
     if only_schemas:
-        files = tuple(f for f in files if declares_fields(f))
+        files = tuple(f for f in files if declares_fields(f, options))
     registry = default_registry()
     if len(files) == 1:
-        _check(files[0], registry, as_json)  # a recordkit error is the command's error
+        _check(files[0], options, registry, as_json)  # a recordkit error is the command's error
         return
     failed = 0
     for file in files:
         try:
-            _check(file, registry, as_json)
+            _check(file, options, registry, as_json)
         except RecordkitError as exc:
             failed += 1
             click.echo(f"Error: {type(exc).__name__}: {one_line(str(exc))}", err=True)
@@ -92,8 +108,8 @@ def check_command(files: tuple[Path, ...], as_json: bool, only_schemas: bool) ->
         raise click.ClickException(f"{failed} of {len(files)} schema files are not valid")
 
 
-def _check(file: Path, registry: CodecRegistry, as_json: bool) -> None:
-    schema = Schema.load(file, registry=registry)
+def _check(file: str, options: StorageOptions, registry: CodecRegistry, as_json: bool) -> None:
+    schema = Schema.load(file, registry=registry, storage_options=options)
     bound = schema.bind(registry)
     fields: list[dict[str, Any]] = [
         {
@@ -107,7 +123,7 @@ def _check(file: Path, registry: CodecRegistry, as_json: bool) -> None:
         for f in bound.fields
     ]
     report = {
-        "file": str(file),
+        "file": file,
         "name": schema.name,
         "version": schema.version,
         "fingerprint": bound.fingerprint(),
@@ -126,6 +142,7 @@ def _check(file: Path, registry: CodecRegistry, as_json: bool) -> None:
 
 @schema_group.command("infer", short_help="Propose a schema for a source or for TFRecord files.")
 @click.argument("inputs", nargs=-1, required=True)
+@storage_option
 @click.option(
     "--source", "kind", metavar="KIND", help="Read INPUT with this source (coco, image_folder ...)."
 )
@@ -141,6 +158,7 @@ def _check(file: Path, registry: CodecRegistry, as_json: bool) -> None:
 )
 def infer_command(
     inputs: tuple[str, ...],
+    storage_options: tuple[str, ...],
     kind: str | None,
     options: tuple[str, ...],
     name: str | None,
@@ -149,17 +167,23 @@ def infer_command(
 ) -> None:
     """Print (or write to --output) a schema for INPUTS: with --source, the schema that
     source proposes for the one INPUT; otherwise a schema inferred from TFRecord files
-    (paths or glob patterns) from their keys, or a recordkit dataset's own schema."""
+    (paths or glob patterns, local or remote URLs) from their keys, or a recordkit
+    dataset's own schema. A source reads a local INPUT."""
     if kind is not None:
         if len(inputs) != 1:
             raise click.UsageError("--source reads one INPUT")
-        source = make_source(kind, Path(inputs[0]), parse_options(options))
+        source = make_source(kind, local_input(inputs[0], "INPUT"), parse_options(options))
         schema = source.schema(name=name)
     else:
         if options:
             raise click.UsageError("--opt goes with --source")
         paths: str | list[str] = inputs[0] if len(inputs) == 1 else list(inputs)
-        schema = infer_schema(paths, name=name or "inferred", max_records=max_records)
+        schema = infer_schema(
+            paths,
+            name=name or "inferred",
+            max_records=max_records,
+            storage_options=parse_storage_options(storage_options),
+        )
     if output is not None:
         schema.dump(output)
         click.echo(f"{output}: schema {schema.name!r} with {len(schema.fields)} fields")
@@ -168,8 +192,9 @@ def infer_command(
 
 
 @schema_group.command("diff", short_help="Compare two schemas field by field.")
-@click.argument("old", type=click.Path(exists=True, path_type=Path))
-@click.argument("new", type=click.Path(exists=True, path_type=Path))
+@click.argument("old", type=PATH_OR_URL)
+@click.argument("new", type=PATH_OR_URL)
+@storage_option
 @click.option(
     "--mode",
     type=click.Choice(["read", "append"]),
@@ -178,12 +203,13 @@ def infer_command(
     help="read: can NEW read data written with OLD; append: can NEW add records to it.",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")
-def diff_command(old: Path, new: Path, mode: str, as_json: bool) -> None:
+def diff_command(old: str, new: str, storage_options: tuple[str, ...], mode: str, as_json: bool) -> None:
     """Compare the schema OLD (a schema file, or a dataset whose schema it is) with NEW,
     field by field, under the compatibility rules; exit with status 1 when NEW is
-    incompatible."""
+    incompatible. Either may be a remote URL (s3://, gs:// ...)."""
     registry = default_registry()
-    before, after = _schema_at(old, registry), _schema_at(new, registry)
+    before = schema_at(old, storage_options, registry)
+    after = schema_at(new, storage_options, registry)
     report = check_compatibility(
         before, after, mode="append" if mode == "append" else "read", registry=registry
     )
@@ -211,10 +237,3 @@ def diff_command(old: Path, new: Path, mode: str, as_json: bool) -> None:
             click.echo(table(rows))
     if not report.compatible:
         sys.exit(1)
-
-
-def _schema_at(path: Path, registry: Any) -> Schema:
-    """The schema in a schema file, or a dataset's stored schema."""
-    if path.is_dir() or path.name == MANIFEST_FILE:
-        return Manifest.load(dataset_root(path)).schema
-    return Schema.load(path, registry=registry)

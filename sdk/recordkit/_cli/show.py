@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 import soundfile
 
-from recordkit._cli._common import dataset_root
+from recordkit._cli._common import PATH_OR_URL, dataset_at, reader_path, storage_option
 from recordkit._cli._render import contact_sheet, render_record
 from recordkit.codec._plugins import default_registry
 from recordkit.dataset._manifest import Manifest
@@ -19,7 +19,8 @@ __all__ = ["show_command"]
 
 
 @click.command("show", short_help="Draw records to PNG (boxes, masks, audio) and a contact sheet.")
-@click.argument("dataset", type=click.Path(exists=True, path_type=Path))
+@click.argument("dataset", type=PATH_OR_URL)
+@storage_option
 @click.option("-s", "--split", default="train", show_default=True, help="The split (or a slice: train[:10]).")
 @click.option(
     "--index", type=click.IntRange(min=0), help="Draw only the record at this position of the split."
@@ -34,16 +35,20 @@ __all__ = ["show_command"]
     required=True,
     help="Folder for the PNGs.",
 )
-def show_command(dataset: Path, split: str, index: int | None, count: int, output: Path) -> None:
+def show_command(
+    dataset: str, storage_options: tuple[str, ...], split: str, index: int | None, count: int, output: Path
+) -> None:
     """Draw records of DATASET to OUTPUT/record-NNNNN.png: images with their boxes and
     class names, masks overlaid with a legend, audio as waveform and spectrogram (also
     saved as WAV), other fields as captions; and OUTPUT/contact-sheet.png with all of
-    them. No TensorFlow is needed."""
-    root = dataset_root(dataset)
+    them. DATASET is a dataset folder (or its dataset.json), or a remote URL (s3://,
+    gs:// ...); OUTPUT is a local folder. No TensorFlow is needed."""
+    root = dataset_at(dataset, storage_options)
     manifest = Manifest.load(root)
     bound = manifest.schema.bind(default_registry())
     output.mkdir(parents=True, exist_ok=True)
-    records = iter_records(root, split)
+    path, options = reader_path(root)
+    records = iter_records(path, split, storage_options=options)
     start = index if index is not None else 0
     chosen = itertools.islice(records, start, start + (1 if index is not None else count))
     drawn = []

@@ -13,27 +13,30 @@ import click
 import numpy as np
 from PIL import Image, ImageDraw
 
-from recordkit._cli._common import dataset_root, table
+from recordkit._cli._common import PATH_OR_URL, dataset_at, reader_path, storage_option, table
 from recordkit._cli._stats import FieldStats
 from recordkit.codec._plugins import default_registry
 from recordkit.dataset._manifest import Manifest
 from recordkit.read._iter_records import iter_records
 from recordkit.read._open import open_dataset
+from recordkit.storage import Location
 
 __all__ = ["bar_chart", "gather", "stats_command"]
 
 
-def gather(root: Path, split: str, progress: bool | None = None) -> dict[str, FieldStats]:
-    """Every field's statistics over the records of ``split``."""
+def gather(root: Path | Location, split: str, progress: bool | None = None) -> dict[str, FieldStats]:
+    """Every field's statistics over the records of ``split`` of the dataset at ``root``
+    (a local folder or a remote dataset's Location)."""
     manifest = Manifest.load(root)
     bound = manifest.schema.bind(default_registry())
     stats = {field.name: FieldStats(field) for field in bound.fields}
-    total = sum(s.selected or 0 for s in open_dataset(root, split).shards)
+    path, options = reader_path(root)
+    total = sum(s.selected or 0 for s in open_dataset(path, split, storage_options=options).shards)
     from tqdm.auto import tqdm
 
     enabled = sys.stderr.isatty() if progress is None else progress
     with tqdm(total=total, desc=f"stats {split}", unit=" rec", disable=not enabled) as bar:
-        for record in iter_records(root, split):
+        for record in iter_records(path, split, storage_options=options):
             for name, value in record.items():
                 stats[name].add(value)
             bar.update(1)
@@ -117,7 +120,8 @@ def _plots(stats: dict[str, FieldStats], folder: Path) -> list[Path]:
 
 
 @click.command("stats", short_help="Value statistics per field: table, JSON, histograms.")
-@click.argument("dataset", type=click.Path(exists=True, path_type=Path))
+@click.argument("dataset", type=PATH_OR_URL)
+@storage_option
 @click.option(
     "-s", "--split", default="train", show_default=True, help="The split (or a slice: train[:10%])."
 )
@@ -134,12 +138,19 @@ def _plots(stats: dict[str, FieldStats], folder: Path) -> list[Path]:
 )
 @click.option("--progress/--no-progress", default=None, help="Show a progress bar (default: on a terminal).")
 def stats_command(
-    dataset: Path, split: str, json_file: Path | None, plots: Path | None, progress: bool | None
+    dataset: str,
+    storage_options: tuple[str, ...],
+    split: str,
+    json_file: Path | None,
+    plots: Path | None,
+    progress: bool | None,
 ) -> None:
     """Print value statistics of every field of DATASET's split: class histograms, image
     sizes and channels, audio durations, text lengths, boxes per record and box sizes,
-    mask pixels per class, optional-field presence, and min, max and mean of numbers."""
-    root = dataset_root(dataset)
+    mask pixels per class, optional-field presence, and min, max and mean of numbers.
+    DATASET is a dataset folder (or its dataset.json), or a remote URL (s3://, gs:// ...);
+    the JSON file and the plots are written locally."""
+    root = dataset_at(dataset, storage_options)
     stats = gather(root, split, progress)
     records = next(iter(stats.values())).records if stats else 0
     click.echo(f"{root} split {split!r}: {records} records")

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import click
 
-from recordkit._cli._common import remote_root, split_option, storage_option
+from recordkit._cli._common import dataset_at, split_option, storage_option
 from recordkit._units import human_bytes
 from recordkit.dataset._manifest import Manifest, ShardInfo
 from recordkit.dataset._paths import member
@@ -144,7 +144,7 @@ def verify_command(
     bad shard, when any shard is missing, changed, truncated or corrupt; with status 3
     when the shards match but a split has an unfinished write (records may be missing).
     """
-    root = remote_root(dataset, storage_options)
+    root = dataset_at(dataset, storage_options)
     manifest = load_manifest(root)
     for name in splits:
         manifest.split(name)  # ManifestError listing the splits there are

@@ -124,8 +124,9 @@ def read_index(path: Path) -> RecordIndex:
     return RecordIndex.from_bytes(data, name=path.name)
 
 
-def build_index(shard: Path, compression: Compression = Compression.NONE) -> RecordIndex:
-    """Scan a TFRecord file (CRCs checked) and return the offsets of its records."""
+def build_index(shard: Path | Location, compression: Compression = Compression.NONE) -> RecordIndex:
+    """Scan a TFRecord file, local or remote (CRCs checked), and return the offsets of
+    its records."""
     offsets: list[int] = []
     end = 0
     for offset, data in iter_tfrecords(shard, compression, verify=True):

@@ -60,6 +60,7 @@ __all__ = [
     "SkippedRecords",
     "WorkerShare",
     "dataset_root",
+    "expand_files",
     "expand_paths",
     "file_sha256",
     "guess_compression",
@@ -471,6 +472,22 @@ def expand_paths(path: Paths) -> list[Path]:
             files.append(Path(text))
     if not files:
         raise DatasetError("no files to read")
+    return files
+
+
+def expand_files(path: Paths, storage_options: StorageOptions | None = None) -> list[Path | Location]:
+    """The TFRecord files that ``path`` names (a file, a glob pattern, or a list of them):
+    local ones as :func:`expand_paths` finds them, remote URLs as their Locations."""
+    items = [path] if isinstance(path, (str, Path)) else list(path)
+    files: list[Path | Location] = []
+    for item in items:
+        if not is_remote(item):
+            files += expand_paths(item)
+            continue
+        matches = location(item, storage_options).glob()
+        if not matches:
+            raise DatasetError(f"no objects match {str(item)!r}")
+        files += matches
     return files
 
 

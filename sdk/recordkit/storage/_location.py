@@ -10,7 +10,10 @@ Semantics, local path against remote URL (fsspec):
   and durable) / one PUT, the object replaced whole.
 * ``exists()``, ``size()``: ``os`` calls / one metadata request (HEAD).
 * ``list()``: the file names in the folder / the names under the prefix (one LIST).
-* ``remove()``: unlink / DELETE (missing is fine in both).
+* ``glob()``: the files a pattern (``*``, ``?``, ``[...]``) matches / the objects
+  (fsspec's glob: a LIST of the prefix before the first wildcard).
+* ``remove()``: unlink / DELETE (missing is fine in both); ``remove_files(names)``:
+  several, remotely in batched requests.
 * ``join(*parts)``: ``Path / part`` / ``url + "/" + part``.
 
 Object stores have no atomic rename and no folder fsync, which is why writers on them
@@ -19,12 +22,14 @@ write each object once, under its final name, and commit with one manifest PUT.
 
 from __future__ import annotations
 
+import builtins
 import contextlib
+import glob as _glob
 import os
 import re
 import shutil
 import tempfile
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from types import TracebackType
 from typing import IO, Any
@@ -172,6 +177,18 @@ class Location:
             return []
         return sorted(e["name"].rstrip("/").rsplit("/", 1)[-1] for e in entries if e.get("type") == "file")
 
+    def glob(self) -> builtins.list[Location]:
+        """The files that this location's pattern (``*``, ``?``, ``[...]``) matches,
+        sorted ([] when none does); without a wildcard, the file itself if it is there."""
+        if self._path is not None:
+            return [Location(name) for name in sorted(_glob.glob(self.url)) if os.path.isfile(name)]
+        names = sorted(self.fs.glob(self._key, detail=True).items())
+        return [
+            Location(f"{self.protocol}://{name.split('://')[-1].lstrip('/')}", self.storage_options)
+            for name, info in names
+            if info.get("type") == "file"
+        ]
+
     def remove(self) -> None:
         """Delete the file; a file that is not there is fine."""
         if self._path is not None:
@@ -231,6 +248,21 @@ class Location:
             return
         self.fs.copy(self._key, target._key)
         self.remove()
+
+    def remove_files(self, names: Iterable[str]) -> None:
+        """Delete the files ``names`` (``/``-separated paths inside this folder); those
+        not there are fine. Remotely in batched requests (S3: up to 1000 a request)."""
+        names = builtins.list(names)
+        if self._path is not None or not names:
+            for name in names:
+                self.join(*name.split("/")).remove()
+            return
+        files = [self.join(*name.split("/")) for name in names]
+        try:
+            self.fs.rm([file._key for file in files])
+        except FileNotFoundError:  # some filesystems refuse the batch when one is missing
+            for file in files:
+                file.remove()
 
     def remove_tree(self) -> None:
         """Delete this folder and everything under it; one that is not there is fine."""

@@ -32,13 +32,14 @@ from recordkit.codec._adoption import Adoption, ForeignKey, ForeignRecords, Left
 from recordkit.codec._plugins import default_registry
 from recordkit.codec._registry import CodecRegistry
 from recordkit.codec._wire import WireKind
-from recordkit.dataset._manifest import Manifest
+from recordkit.dataset._manifest import MANIFEST_FILE, Manifest
 from recordkit.errors import DatasetError, SchemaError
 from recordkit.format._example import decode_example
 from recordkit.format._tfrecord import Compression, iter_tfrecords
-from recordkit.read._open import Paths, dataset_root, expand_paths, guess_compression
+from recordkit.read._open import Paths, dataset_root, expand_files, guess_compression
 from recordkit.schema._fields import FieldSpec
 from recordkit.schema._schema import Schema
+from recordkit.storage import Location, StorageOptions, is_remote, location
 
 __all__ = ["infer_schema"]
 
@@ -53,26 +54,32 @@ def infer_schema(
     max_records: int = 100,
     compression: str | None = None,
     registry: CodecRegistry | None = None,
+    storage_options: StorageOptions | None = None,
 ) -> Schema:
     """Propose a schema for TFRecord files recordkit did not write.
 
-    :param files: a TFRecord file, a glob pattern, or a list of them.
+    :param files: a TFRecord file, a glob pattern, or a list of them; local, or remote
+        URLs (``s3://``, ``gs://``, any fsspec protocol).
     :param name: the proposed schema's name.
     :param max_records: how many records to inspect (from the first files on).
     :param compression: ``"GZIP"``, ``"ZLIB"`` or None (guessed from the suffix).
     :param registry: the codecs asked to adopt the keys (default: the installed ones,
         :func:`recordkit.default_registry`), each through :meth:`recordkit.Codec.adopt`
         in their :attr:`~recordkit.Codec.adopt_order`.
+    :param storage_options: the fsspec filesystem's options for remote ``files``.
 
     The schema's fields say in their descriptions what they were inferred from; keys
     that no codec fits are listed in the schema's description. For a recordkit dataset
     (a folder with ``dataset.json``) there is nothing to infer: its schema is returned.
     """
-    root = dataset_root(files)
+    root = _dataset_at(files, storage_options)
     if root is not None:
         return Manifest.load(root).schema
-    paths = expand_paths(files)
-    comp = Compression.parse(compression) if compression is not None else guess_compression(paths)
+    paths = expand_files(files, storage_options)
+    if compression is not None:
+        comp = Compression.parse(compression)
+    else:
+        comp = guess_compression([Path(path.name) for path in paths])
     keys, count = _sample(paths, comp, max_records)
     if not keys:
         raise DatasetError(f"no records in {', '.join(str(p) for p in paths[:3])}")
@@ -129,7 +136,19 @@ def _unread(stats: ForeignKey) -> str:
     return f"{stats.key}: {stats.kind.name.lower()} values no codec proposed a field for"
 
 
-def _sample(paths: list[Path], compression: Compression, limit: int) -> tuple[dict[str, ForeignKey], int]:
+def _dataset_at(files: Paths, storage_options: StorageOptions | None) -> Path | Location | None:
+    """The recordkit dataset that ``files`` names (its folder or its dataset.json), if it
+    names one."""
+    if not (isinstance(files, (str, Path)) and is_remote(files)):
+        return dataset_root(files)
+    root = location(files, storage_options)
+    root = root.parent if root.name == MANIFEST_FILE else root
+    return root if root.join(MANIFEST_FILE).exists() else None
+
+
+def _sample(
+    paths: list[Path | Location], compression: Compression, limit: int
+) -> tuple[dict[str, ForeignKey], int]:
     """Each key of the first ``limit`` records, described; and how many records that was."""
     keys: dict[str, ForeignKey] = {}
     count = 0

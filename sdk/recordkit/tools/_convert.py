@@ -25,6 +25,7 @@ from recordkit.format._tfrecord import iter_tfrecords
 from recordkit.read._iter_records import iter_records
 from recordkit.schema._fields import FieldSpec
 from recordkit.schema._schema import Schema
+from recordkit.storage import PathOrUrl, StorageOptions
 from recordkit.write._writer import DatasetWriter
 
 __all__ = ["AUDIO_FORMATS", "AudioFormat", "convert_dataset", "native_schema"]
@@ -62,16 +63,22 @@ def native_schema(adopted: Schema, *, audio: AudioFormat | None = None) -> Schem
 
 
 def convert_dataset(
-    source: str | Path, out: str | Path, *, audio: AudioFormat | None = None, progress: bool | None = False
+    source: str | Path,
+    out: PathOrUrl,
+    *,
+    audio: AudioFormat | None = None,
+    progress: bool | None = False,
+    storage_options: StorageOptions | None = None,
 ) -> Manifest:
-    """Write every split of the TFDS folder ``source`` to the new dataset ``out``;
-    ``audio`` (``"wav"`` or ``"flac"``) turns audio samples stored as numbers into
-    audio files of that format (default: kept as numbers)."""
+    """Write every split of the (local) TFDS folder ``source`` to the new dataset ``out``
+    (a local folder, or a remote URL with its ``storage_options``); ``audio`` (``"wav"``
+    or ``"flac"``) turns audio samples stored as numbers into audio files of that format
+    (default: kept as numbers)."""
     view = load_tfds(source)
     schema = native_schema(view.schema, audio=audio)
     images = [name for name, spec in view.schema.fields.items() if spec.codec == "image"]
     others = [name for name in view.schema.fields if name not in images]
-    with DatasetWriter(out, schema, progress=progress) as writer:
+    with DatasetWriter(out, schema, progress=progress, storage_options=storage_options) as writer:
         for split, info in view.manifest.splits.items():
             raw = _raw_images(view.root, [s.file for s in info.shards], view.schema, images)
             decoded = iter_records(view.root, split=split, fields=others) if others else None
@@ -79,7 +86,7 @@ def convert_dataset(
                 record: dict[str, Any] = dict(next(decoded)) if decoded is not None else {}
                 record.update(encoded)
                 writer.write(record, split=split)
-    return Manifest.load(out)
+    return writer.manifest
 
 
 def _raw_images(root: Path, files: list[str], schema: Schema, names: list[str]) -> Iterator[dict[str, Any]]:

@@ -39,15 +39,19 @@ def error_entries(error: RecordkitError) -> list[dict[str, Any]]:
 class RejectsFile:
     """Appends rejected records to ``rejects-<split>.jsonl``; created on the first reject."""
 
-    def __init__(self, root: Path | Location, split: str, *, keep: int, durable: bool = True) -> None:
+    def __init__(
+        self, root: Path | Location, split: str, *, keep: int, durable: bool = True, file: str | None = None
+    ) -> None:
         """Open for appending after the first ``keep`` lines (later lines are dropped:
-        they belong to shards that were never completed).
+        they belong to shards that were never completed). ``file`` is the name the
+        manifest lists, when it lists one (a remote overwrite puts it in a generation
+        folder); default ``rejects-<split>.jsonl``.
 
         In a remote dataset (an object store cannot append), the lines are kept in
         memory and the whole object is written again (one PUT) by each :meth:`sync`
         that has new lines: a reject file holds few lines.
         """
-        self.name = rejects_file_name(split)
+        self.name = file if file is not None else rejects_file_name(split)
         self._lines: list[str] | None = None
         self._remote: Location | None = None
         self._dirty = False

@@ -1,5 +1,7 @@
-"""Replacing a dataset folder by another as one step: what ``overwrite=True`` uses.
+"""Replacing a dataset by another: what ``overwrite=True`` uses, in a local folder
+(:func:`replace_folder`) and on an object store (:func:`commit_generation`).
 
+**A local folder.**
 A writer that overwrites writes the new dataset into a sibling staging folder
 (``.NAME.rk-new-<id>`` beside ``NAME``); only when it is complete does
 :func:`replace_folder` put it in place:
@@ -15,6 +17,25 @@ A writer that overwrites writes the new dataset into a sibling staging folder
 
 A crash before the swap leaves ``NAME`` untouched and a staging folder beside it,
 which is safe to delete.
+
+**An object store** has no rename, of objects or of prefixes. The new dataset is
+written *inside* the old one's prefix, as a complete dataset of its own under a fresh
+generation folder (``URL/gen-<id>/``, :func:`generation_folder`), whose names cannot
+collide with the old dataset's. :func:`commit_generation` then writes ``URL/dataset.json``
+listing the new files by their paths in the generation folder (``gen-<id>/train-00000.tfrecord``),
+in one PUT: that is the commit. Last, every object under ``URL`` that the new manifest
+does not list is deleted (the old dataset, and any generation a crashed overwrite left).
+Readers trust only what ``dataset.json`` lists, so at every instant they see the
+complete old dataset or the complete new one, never a mix:
+
+* a crash before the commit leaves the old dataset as it was (and a ``gen-<id>/`` folder
+  no manifest lists; the next overwrite deletes it);
+* a crash after it leaves the new dataset, and old objects no manifest lists (they
+  cost storage only; rerunning the overwrite, or deleting them, removes them).
+
+A reader that read the old ``dataset.json`` before the commit and still streams its
+shards when they are deleted gets an error naming the missing shard (not another
+dataset's records).
 """
 
 from __future__ import annotations
@@ -27,9 +48,21 @@ import sys
 import uuid
 from pathlib import Path
 
+from recordkit.dataset._manifest import MANIFEST_FILE, Manifest
+from recordkit.storage import Location
 from recordkit.write._shard_file import fsync_dir
 
-__all__ = ["replace_folder", "staging_folder"]
+__all__ = [
+    "commit_generation",
+    "generation_folder",
+    "listed_files",
+    "remove_unlisted",
+    "replace_folder",
+    "staging_folder",
+]
+
+#: The prefix of a generation folder's name (then 12 hex digits).
+GENERATION_PREFIX = "gen-"
 
 _AT_FDCWD = -100
 _RENAME_EXCHANGE = 1 << 1
@@ -69,3 +102,79 @@ def replace_folder(new: Path, target: Path, *, durable: bool = True) -> None:
         shutil.rmtree(old)
     if durable:
         fsync_dir(target.parent)
+
+
+def generation_folder(target: Location) -> Location | None:
+    """A fresh generation folder inside the remote dataset ``target`` to write its
+    replacement into; None when nothing is under ``target`` yet (no replacement needed:
+    the new dataset is written in place). ``target`` must be a folder inside a bucket:
+    an overwrite deletes everything under it that the new dataset does not list."""
+    key = target.url.split("://", 1)[1].strip("/")
+    if "/" not in key:
+        raise ValueError(
+            f"overwrite=True replaces everything under {target}; give the dataset a folder inside the "
+            "bucket (s3://bucket/NAME), not the bucket itself"
+        )
+    if next(iter(target.walk_files()), None) is None:
+        return None
+    return target.join(f"{GENERATION_PREFIX}{uuid.uuid4().hex[:12]}")
+
+
+def listed_files(manifest: Manifest) -> set[str]:
+    """Every file ``manifest`` lists, as paths relative to its dataset's folder: the
+    shards, their indexes and the rejects files (``dataset.json`` itself not included)."""
+    files: set[str] = set()
+    for split in manifest.splits.values():
+        for shard in split.shards:
+            files.add(shard.file)
+            if shard.index is not None:
+                files.add(shard.index.file)
+        if split.rejects_file is not None:
+            files.add(split.rejects_file)
+    return files
+
+
+def _moved_under(manifest: Manifest, folder: str) -> Manifest:
+    """``manifest`` with every file it lists renamed ``folder/<file>``."""
+    moved = manifest.model_copy(deep=True)
+    for split in moved.splits.values():
+        for shard in split.shards:
+            shard.file = f"{folder}/{shard.file}"
+            if shard.index is not None:
+                shard.index.file = f"{folder}/{shard.index.file}"
+        if split.rejects_file is not None:
+            split.rejects_file = f"{folder}/{split.rejects_file}"
+    return moved
+
+
+def commit_generation(staged: Location, target: Location, manifest: Manifest) -> Manifest:
+    """Make the complete dataset in the generation folder ``staged`` (whose manifest is
+    ``manifest``) the dataset at ``target``: its manifest, with paths through ``staged``,
+    written as ``target/dataset.json`` in one PUT, the commit. Returns the committed
+    manifest; :func:`remove_unlisted` then deletes the old objects."""
+    committed = _moved_under(manifest, staged.name)
+    try:
+        committed.save(target)
+    except Exception:
+        # A PUT whose answer was lost may still have landed: then the commit is done,
+        # and the caller must not delete the generation it lists.
+        if not _holds(target, committed):
+            raise
+    return committed
+
+
+def _holds(target: Location, manifest: Manifest) -> bool:
+    """Whether ``target``'s ``dataset.json`` is ``manifest`` (False when unreadable)."""
+    try:
+        return target.join(MANIFEST_FILE).read_bytes() == manifest.to_json().encode("utf-8")
+    except Exception:
+        return False
+
+
+def remove_unlisted(target: Location, manifest: Manifest) -> list[str]:
+    """Delete every object under ``target`` that its committed ``manifest`` does not
+    list (the old dataset, generations a crashed overwrite left); return their names."""
+    keep = listed_files(manifest) | {MANIFEST_FILE}
+    unlisted = [name for name in target.walk_files() if name not in keep]
+    target.remove_files(unlisted)
+    return unlisted

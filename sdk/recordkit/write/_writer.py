@@ -14,7 +14,9 @@ The guarantees, and how they are kept:
   records that the complete shards (and the rejects file) account for.
 * ``overwrite=True`` writes the new dataset beside the old one and swaps the two only
   when it is complete (:mod:`recordkit.write._replace`): a crash leaves the old dataset
-  or the new one, never a mix.
+  or the new one, never a mix. On an object store the new dataset is written into a
+  generation folder inside the old one's prefix, and committed by one ``dataset.json``
+  PUT listing it; the old objects are deleted after.
 * The per-record path is one codec ``encode`` per field, the Example and TFRecord
   framing, and a list append: no plugin calls, no registry lookups, no TensorFlow.
 """
@@ -24,6 +26,7 @@ from __future__ import annotations
 import contextlib
 import datetime as _dt
 import itertools
+import logging
 import os
 import sys
 import threading
@@ -58,7 +61,13 @@ from recordkit.write._lock import DatasetLock, Wait
 from recordkit.write._parallel import FIRST_BATCH_RECORDS, Item, OrderedPool, Result, WorkerSetup
 from recordkit.write._progress import Progress
 from recordkit.write._rejects import RejectsFile
-from recordkit.write._replace import replace_folder, staging_folder
+from recordkit.write._replace import (
+    commit_generation,
+    generation_folder,
+    remove_unlisted,
+    replace_folder,
+    staging_folder,
+)
 from recordkit.write._shard_file import (
     DEFAULT_SHARD_BYTES,
     ShardFile,
@@ -113,8 +122,11 @@ class WriteOptions(TypedDict, total=False):
     :param overwrite: replace whatever dataset is at the path: the new one is written
         into a sibling folder and swapped in when the writer closes, so a crash (or an
         error, or ``abort``) leaves the old dataset as it was; on Linux the swap is one
-        atomic step, elsewhere two renames (see :mod:`recordkit.write._replace`). Not
-        with ``append`` or ``resume``.
+        atomic step, elsewhere two renames (see :mod:`recordkit.write._replace`). In a
+        remote dataset the new one is written into a generation folder inside it
+        (``gen-<id>/``), committed by one PUT of ``dataset.json``; then every object
+        under the URL that the new manifest does not list is deleted. Readers see the
+        old dataset or the new one, never a mix. Not with ``append`` or ``resume``.
     :param wait: the writer locks the dataset folder (one writer at a time, see
         :mod:`recordkit.write._lock`); if another writer holds it, False (default) raises
         DatasetLockedError at once naming its pid, True waits for it, a number waits at
@@ -124,7 +136,7 @@ class WriteOptions(TypedDict, total=False):
         URL): the options of its fsspec filesystem (``endpoint_url``, credentials ...).
         There each shard is streamed under its final name and appears whole when its
         upload completes; ``dataset.json``, written last in one PUT, is the commit
-        (see the how-to *Datasets in cloud storage*). Not with ``overwrite``.
+        (see the how-to *Datasets in cloud storage*).
     """
 
     shard_bytes: int | None
@@ -142,6 +154,8 @@ class WriteOptions(TypedDict, total=False):
     overwrite: bool
     storage_options: StorageOptions | None
 
+
+logger = logging.getLogger("recordkit")
 
 _ALL = sys.maxsize
 #: Where a batch sent to the workers goes back: its split and each record's (index, key).
@@ -168,7 +182,9 @@ class _Split:
         self.shard: ShardFile | None = None
         #: The previous shard, being completed and listed in the background.
         self.committing: Future[ShardInfo] | None = None
-        self.rejects = RejectsFile(writer.where, name, keep=info.rejected, durable=writer.durable)
+        self.rejects = RejectsFile(
+            writer.where, name, keep=info.rejected, durable=writer.durable, file=info.rejects_file
+        )
         self.rejected_since_commit = 0
         #: Records waiting to be sent to the workers: (index, key) and (label, record).
         self.batch_meta: list[tuple[int, str | None]] = []
@@ -323,19 +339,20 @@ class DatasetWriter:
             raise ValueError(f"workers must be 0, 1 (in-process) or more (processes), not {workers!r}")
         #: Where the dataset is being written (local folder or remote URL).
         self.where = location(path, options.get("storage_options"))
-        if not self.where.is_local and overwrite:
-            raise ValueError(
-                "overwrite=True needs a local folder (an object store cannot swap folders); "
-                f"delete {self.where} first, or write to a new URL"
-            )
         #: The local folder (for a remote dataset: its URL, as a Location).
         self.root: Path | Location = self.where.path if self.where.is_local else self.where
-        #: With overwrite: where the dataset goes when complete (``root`` is the staging folder).
-        self._target: Path | None = None
+        #: With overwrite: where the dataset goes when complete (``where`` is the staging
+        #: folder beside it, or remotely the generation folder inside it: see _replace).
+        self._target: Location | None = None
         if overwrite:
-            self._target = self.where.path
-            self.root = staging_folder(self._target)
-            self.where = location(self.root)
+            staged = (
+                location(staging_folder(self.where.path))
+                if self.where.is_local
+                else generation_folder(self.where)
+            )
+            if staged is not None:  # (remotely None: nothing to replace, written in place)
+                self._target, self.where = self.where, staged
+                self.root = staged.path if staged.is_local else staged
         self.durable = durable
         self._limits = ShardLimits(
             options.get("shard_bytes", DEFAULT_SHARD_BYTES), options.get("shard_records")
@@ -375,7 +392,8 @@ class DatasetWriter:
         except BaseException:
             self._release_lock()
             raise
-        self._progress = Progress(options.get("progress"), total=_total, desc=f"writing {self.root.name}")
+        name = (self._target or self.where).name
+        self._progress = Progress(options.get("progress"), total=_total, desc=f"writing {name}")
 
     def _release_lock(self) -> None:
         if self._folder_lock is not None:
@@ -573,10 +591,14 @@ class DatasetWriter:
             for state in self._splits.values():
                 state.finish()
             self._save(sync_dir=True)
+            replaced_remote = self._target is not None and not self._target.is_local
             if self._target is not None:
-                replace_folder(self.where.path, self._target, durable=self.durable)
-                self.root, self._target = self._target, None
-                self.where = location(self.root)
+                if self._target.is_local:
+                    replace_folder(self.where.path, self._target.path, durable=self.durable)
+                else:
+                    self.manifest = commit_generation(self.where, self._target, self.manifest)
+                self.where, self._target = self._target, None  # committed: no abort undoes it
+                self.root = self.where.path if self.where.is_local else self.where
         except BaseException:
             self.abort()
             raise
@@ -584,6 +606,8 @@ class DatasetWriter:
         self._release_lock()
         self._state = "closed"
         self._splits.clear()  # a later write() reaches _open_split, which refuses
+        if replaced_remote:
+            _remove_old_objects(self.where, self.manifest)
         return self.manifest
 
     def abort(self, *, failed: _Split | None = None) -> None:
@@ -655,6 +679,21 @@ def write_dataset(
 
 
 # -- helpers ------------------------------------------------------------------------------
+
+
+def _remove_old_objects(root: Location, manifest: Manifest) -> None:
+    """After a remote overwrite's commit: delete what the new manifest does not list. The
+    new dataset is complete whatever happens here, so a failure is logged, not raised."""
+    try:
+        remove_unlisted(root, manifest)
+    except Exception as exc:
+        logger.warning(
+            "recordkit: the dataset at %s is written, but deleting the objects it no longer lists "
+            "failed (%s: %s); readers never see them, and the next overwrite removes them",
+            root,
+            type(exc).__name__,
+            exc,
+        )
 
 
 def _load_if_present(root: Location) -> Manifest | None:

@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from _object_stores import Bucket, cli_options
 from click.testing import CliRunner
 
 import recordkit as rk
@@ -279,6 +280,21 @@ def test_convert_gives_a_native_dataset_with_the_same_values(
         assert len(got) == len(want)
         for g, w in zip(got, want, strict=True):
             _check_record(g, w)
+
+
+def test_convert_into_a_bucket_equals_the_local_convert(
+    prepared: tuple[Path, Any], tmp_path: Path, s3_bucket: Bucket
+) -> None:
+    root, _ = prepared
+    url, options = s3_bucket.join("native"), s3_bucket.storage_options
+    local = CliRunner().invoke(main, ["convert", str(root), str(tmp_path / "native")])
+    remote = CliRunner().invoke(main, ["convert", str(root), url, *cli_options(s3_bucket)])
+    assert remote.exit_code == 0, remote.output
+    assert remote.output.replace(url, "OUT") == local.output.replace(str(tmp_path / "native"), "OUT")
+    assert CliRunner().invoke(main, ["verify", url, *cli_options(s3_bucket)]).exit_code == 0
+    mine, theirs = Manifest.load(tmp_path / "native"), Manifest.load(url, options)
+    for split in SPLITS:
+        assert [s.sha256 for s in theirs.split(split).shards] == [s.sha256 for s in mine.split(split).shards]
 
 
 def test_convert_makes_audio_files_when_asked(prepared: tuple[Path, Any], tmp_path: Path) -> None:

@@ -14,6 +14,7 @@ import pytest
 from click.testing import CliRunner
 
 import recordkit as rk
+from recordkit._cli import index as index_command
 from recordkit.cli import main
 from recordkit.errors import CorruptRecordError
 from recordkit.format._index import INDEX_MAGIC, RecordIndex, build_index, read_index
@@ -81,6 +82,32 @@ def _make_old(dataset: Path) -> None:
     for shard in raw["splits"]["train"]["shards"]:
         (dataset / shard.pop("index")["file"]).unlink()
     (dataset / "dataset.json").write_text(json.dumps(raw))
+
+
+def test_an_interrupted_index_run_keeps_the_indexes_it_listed(
+    dataset: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The manifest is saved after the index files it lists (here after each, as on a long
+    run): a run that stops keeps those, and the next run builds the rest."""
+    _make_old(dataset)
+    monkeypatch.setattr(index_command, "CHECKPOINT_SECONDS", 0.0)
+    built: list[object] = []
+
+    def failing(shard: object, compression: object) -> RecordIndex:
+        built.append(shard)
+        if len(built) == 3:
+            raise OSError("the disk went away (injected)")
+        return build_index(shard, compression)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(index_command, "build_index", failing)
+    with pytest.raises(OSError, match="injected"):
+        index_command.index_dataset(dataset)
+    shards = rk.Manifest.load(dataset).splits["train"].shards
+    assert [s.index is not None for s in shards] == [True, True, False]
+    assert all((dataset / s.index.file).is_file() for s in shards if s.index is not None)
+    monkeypatch.undo()
+    assert index_command.index_dataset(dataset) == [f"{shards[2].file}.index"]
+    assert CliRunner().invoke(main, ["verify", str(dataset)]).exit_code == 0
 
 
 def test_recordkit_index_upgrades_an_old_dataset(dataset: Path) -> None:

@@ -62,6 +62,17 @@ def _exercise(root: Location) -> None:
     root.join("big.bin").remove()  # missing is fine
     assert root.list() == ["dataset.json"]
     assert list(root.walk_files()) == ["dataset.json"]
+    # Patterns, and several files removed at once (missing ones are fine).
+    root.join("gen-1").mkdir()
+    for name in ("a-0.tfrecord", "a-1.tfrecord", "b-0.tfrecord", "gen-1/a-0.tfrecord"):
+        root.join(name).write_bytes(name.encode())
+    assert [f.name for f in root.join("a-*.tfrecord").glob()] == ["a-0.tfrecord", "a-1.tfrecord"]
+    assert [f.read_bytes() for f in root.join("a-*.tfrecord").glob()] == [b"a-0.tfrecord", b"a-1.tfrecord"]
+    assert root.join("b-0.tfrecord").glob() == [root.join("b-0.tfrecord")]
+    assert root.join("c-*.tfrecord").glob() == []
+    root.remove_files(["a-0.tfrecord", "gen-1/a-0.tfrecord", "not-there.tfrecord"])
+    assert list(root.walk_files()) == ["a-1.tfrecord", "b-0.tfrecord", "dataset.json"]
+    root.remove_files([])
 
 
 def test_local_folder(tmp_path: Path) -> None:

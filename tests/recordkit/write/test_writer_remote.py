@@ -89,17 +89,6 @@ def test_append_and_resume(bucket: Bucket) -> None:
     ]
 
 
-def test_remote_overwrite_is_refused(s3_bucket: Bucket) -> None:
-    with pytest.raises(ValueError, match="overwrite=True needs a local folder"):
-        rk.write_dataset(
-            remote_records(1),
-            REMOTE_SCHEMA,
-            s3_bucket.join("x"),
-            overwrite=True,
-            storage_options=s3_bucket.storage_options,
-        )
-
-
 _WRITER = textwrap.dedent(
     """
     import json, sys, time
