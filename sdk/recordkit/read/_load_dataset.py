@@ -19,10 +19,13 @@ The pipeline, in order, one small function a step (each step only when asked for
    pictures decoded (and fitted to ``image_size``; a crop decodes only its window where
    the codec can) in a parallel map, so the images of a batch are decoded on every core,
    where one batched decode runs them on one; then the records are batched again (the
-   same batches): with ``pad``, each record made dense in the map and the batch padded
-   as it forms (``padded_batch``), else ragged. Then nothing is padded in step 3.
-   When ``pad`` leaves some fields ragged, the pictures stay in step 3 instead (decoded
-   and padded per batch): batching them ragged, then padding, copied each twice;
+   same batches): when every picture is padded or fitted, each record made dense in the
+   map and the batch padded as it forms (``padded_batch``: one copy of each value);
+   values that ``pad`` leaves ragged (in one dimension: boxes, labels) go through it
+   padded, with their lengths, and are rebuilt ragged after (:func:`_finisher`), so
+   they come as the unpadded read gives them. A picture left ragged (or a value ragged
+   in more dimensions) batches the records ragged (``ragged_batch``) and pads the named
+   fields after. Then nothing is padded in step 3;
 5. without a batch size, the same split and per-record map (single records, each
    dense); then prefetch.
 
@@ -77,6 +80,10 @@ __all__ = ["DEFAULT_BLOCK_LENGTH", "IMAGE_FITS", "OFFSET_SUFFIX", "SHAPE_SUFFIX"
 #: The hidden component that carries each record's random crop draws from the batched
 #: step to the per-record one (a slash: no field is named so).
 _DRAWS = "/draws"
+#: The prefix of the hidden components that carry the length of each value that stays
+#: ragged through ``padded_batch`` (``"/lengths/<field>"``, ``"/lengths/<field>/<key>"``).
+_LENGTHS = "/lengths/"
+
 
 def load_dataset(
     path: Paths,
@@ -224,13 +231,6 @@ def load_dataset(
     batches = _serialized_batches(opened, shards, record_shard, options, on_corrupt, skip)
     layout = _Layout.build(opened.source, options)
     dataset = _decode_batches(batches, layout, options)
-    mixed = layout.per_record and batch_size is not None and layout.padded
-    if mixed and not _dense_records(dataset.element_spec, layout):
-        # Some fields padded, others left ragged: records would be batched ragged, then
-        # padded, copying each picture twice; the batched decode pads as it decodes and
-        # measured twice as fast here (docs/performance.md).
-        layout = dataclasses.replace(layout, per_record=(), pads_in_batch=True)
-        dataset = _decode_batches(batches, layout, options)
     if layout.per_record or batch_size is None:
         dataset = _per_record(dataset, layout, options)
     if prefetch:
@@ -487,10 +487,10 @@ def _per_record(dataset: Any, layout: _Layout, options: PipelineOptions) -> Any:
             padding_values=_padding_values(records.element_spec, layout),
             drop_remainder=options.drop_remainder,
         )
-        check = _channel_check(layout)
-        if check is None:
+        finish = _finisher(layout, records.element_spec)
+        if finish is None:
             return batches
-        return batches.map(check, num_parallel_calls=tf.data.AUTOTUNE, deterministic=options.deterministic)
+        return batches.map(finish, num_parallel_calls=tf.data.AUTOTUNE, deterministic=options.deterministic)
     return _ragged_batches(records, batched_spec, layout, options)
 
 
@@ -522,9 +522,11 @@ def _split(dataset: Any, options: PipelineOptions) -> Any:
 
 
 def _dense_records(batched_spec: dict[str, Any], layout: _Layout) -> bool:
-    """Whether every value of a record can be made dense and padded as its batch forms:
-    each per-record picture padded or fitted, and each other field padded or dense in
-    its batch (a ragged field not padded is batched ragged)."""
+    """Whether the records can be batched by ``padded_batch``: each per-record picture
+    padded or fitted, and each other field padded, dense in its batch, or ragged in one
+    dimension only (:func:`_rebuilds_ragged`: padded with the batch, then rebuilt ragged
+    from each record's length). A picture left ragged, or another field ragged in
+    more dimensions, is batched ragged (:func:`_ragged_batches`)."""
     import tensorflow as tf
 
     for field in layout.source.fields:
@@ -534,9 +536,19 @@ def _dense_records(batched_spec: dict[str, Any], layout: _Layout) -> bool:
         if field in layout.per_record:
             return False
         leaves = tf.nest.flatten(batched_spec[name], expand_composites=False)
-        if not all(isinstance(leaf, tf.TensorSpec) for leaf in leaves):
+        if not all(isinstance(leaf, tf.TensorSpec) or _rebuilds_ragged(leaf) for leaf in leaves):
             return False
     return True
+
+
+def _rebuilds_ragged(spec: Any) -> bool:
+    """Whether a value ragged in its batch (``spec``) and not padded can go through
+    ``padded_batch`` and be rebuilt: ragged in its first dimension after the batch's
+    only (``[B, (n), ...]``: boxes, labels, a sequence of fixed-size values), so that
+    one length per record says where its rows end."""
+    import tensorflow as tf
+
+    return isinstance(spec, tf.RaggedTensorSpec) and spec.ragged_rank == 1 and spec.shape.rank is not None
 
 
 def _record_decoder(
@@ -561,6 +573,8 @@ def _record_decoder(
             name = field.name
             if name in layout.padded:
                 _pad_record(out, name, record[name], batched_spec[name], layout.pad_values[name])
+            elif options.batch_size is not None:
+                _ragged_record(out, name, record[name], batched_spec[name])
             elif not field.spec.sequence:
                 out[name] = tf.nest.map_structure(dense_record, record[name], expand_composites=False)
         return out
@@ -583,6 +597,53 @@ def _pad_record(out: dict[str, Any], path: str, value: Any, batched: Any, pad_va
     elif isinstance(batched, tf.RaggedTensorSpec):
         out[path] = pad_ragged(value, pad_value)
         out[path + SHAPE_SUFFIX] = tf.cast(tf.shape(out[path]), tf.int64)
+
+
+def _ragged_record(out: dict[str, Any], path: str, value: Any, batched: Any) -> None:
+    """One record's part of a value that stays ragged in its batch (``batched``: its spec,
+    ragged in one dimension, see :func:`_rebuilds_ragged`): made dense for
+    ``padded_batch``, with its length under ``_LENGTHS + path`` (``path/key``), from
+    which :func:`_finisher` rebuilds the ragged batch."""
+    import tensorflow as tf
+
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if isinstance(batched[key], tf.RaggedTensorSpec):
+                value[key] = dense_record(item)
+                out[f"{_LENGTHS}{path}/{key}"] = tf.shape(value[key], out_type=tf.int64)[0]
+        out[path] = value
+    elif isinstance(batched, tf.RaggedTensorSpec):
+        out[path] = dense_record(value)
+        out[_LENGTHS + path] = tf.shape(out[path], out_type=tf.int64)[0]
+
+
+def _finisher(
+    layout: _Layout, record_spec: dict[str, Any]
+) -> Callable[[dict[str, Any]], dict[str, Any]] | None:
+    """The step after ``padded_batch``: the values that stay ragged rebuilt from their
+    padded rows and lengths (``RaggedTensor.from_tensor(lengths=...)``: the rows that
+    ``ragged_batch`` would give), and the channel check (:func:`_channel_check`); None
+    when there is neither."""
+    import tensorflow as tf
+
+    lengths = [key for key in record_spec if key.startswith(_LENGTHS)]
+    check = _channel_check(layout)
+    if not lengths and check is None:
+        return None
+
+    def finish(batch: dict[str, Any]) -> dict[str, Any]:
+        out = {key: value for key, value in batch.items() if not key.startswith(_LENGTHS)}
+        for key in lengths:
+            name, _, inner = key[len(_LENGTHS) :].partition("/")
+            padded = out[name][inner] if inner else out[name]
+            ragged = tf.RaggedTensor.from_tensor(padded, lengths=batch[key], row_splits_dtype=tf.int64)
+            if inner:
+                out[name] = {**out[name], inner: ragged}
+            else:
+                out[name] = ragged
+        return out if check is None else check(out)
+
+    return finish
 
 
 def _decode_picture(
@@ -736,6 +797,7 @@ def _decode_one(field: BoundField, wire: dict[str, Any]) -> Any:
     if padded is not None:
         return padded[0][0]
     return tf.nest.map_structure(lambda t: dense_record(t[0]), field.codec.decode_tf(one))
+
 
 def _pad_value(field: BoundField) -> int | float:
     """The field's codec's :meth:`~recordkit.Codec.pad_value`, checked to be a number."""

@@ -571,3 +571,64 @@ def test_a_padded_batch_of_pictures_of_different_channel_counts_is_an_error(tmp_
     refused = r"picture.*different channel counts.*channels option"
     with pytest.raises(tf.errors.InvalidArgumentError, match=refused):
         list(rk.load_dataset(tmp_path / "data", batch_size=2, pad=True))
+
+
+def assert_same_batch_value(got: Any, want: Any, path: str) -> None:
+    """``got`` and ``want`` hold the same values in the same form (ragged or dense, with
+    the same row partitions and dtype)."""
+    assert type(got) is type(want), path
+    assert got.dtype == want.dtype, path
+    if isinstance(want, tf.RaggedTensor):
+        assert got.ragged_rank == want.ragged_rank, path
+        for got_splits, want_splits in zip(got.nested_row_splits, want.nested_row_splits, strict=True):
+            np.testing.assert_array_equal(got_splits.numpy(), want_splits.numpy(), err_msg=path)
+        got, want = got.flat_values, want.flat_values
+    np.testing.assert_array_equal(got.numpy(), want.numpy(), err_msg=path)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("fields", "pad"),
+    [
+        # Every picture padded, ragged boxes, labels, words and tensors left ragged: the
+        # records are padded as they batch, and the ragged values rebuilt from their lengths.
+        (
+            ["image", "photo", "mask", "audio", "objects", "ids", "words", "depth", "caption", "label"],
+            ["image", "photo", "mask", "audio"],
+        ),
+        (["image", "objects", "regions", "tags", "note"], ["image"]),
+        # A picture and a sequence of pictures left ragged: batched ragged, then padded.
+        (None, ["image", "audio"]),
+    ],
+)
+def test_pad_naming_some_fields_pads_those_and_leaves_the_rest_as_unpadded(
+    tmp_path: Path, fields: list[str] | None, pad: list[str]
+) -> None:
+    """``pad`` naming some fields: those come padded as ``pad=True`` pads them, every
+    other value exactly as the unpadded read gives it (ragged stays ragged, with the
+    same rows), for batches in which no record has a box as well."""
+    rk.write_dataset(every_codec_records(9), EVERY_CODEC, tmp_path / "data", shard_records=3, progress=False)
+    unpadded = rk.load_dataset(tmp_path / "data", fields=fields, batch_size=3)
+    mixed = rk.load_dataset(tmp_path / "data", fields=fields, batch_size=3, pad=pad)
+    for name, spec in unpadded.element_spec.items():
+        if name not in pad:
+            assert mixed.element_spec[name] == spec, name
+    added = set(mixed.element_spec) - set(unpadded.element_spec)
+    assert all(key.endswith("/shape") and key.split("/")[0] in pad for key in added)
+    plain_read, got = list(unpadded), list(mixed)
+    assert len(got) == len(plain_read) == 3
+    padded_values = 0
+    for plain_batch, batch in zip(plain_read, got, strict=True):
+        for name, value in plain_batch.items():
+            items = value.items() if isinstance(value, dict) else [(None, value)]
+            for key, item in items:
+                path = name if key is None else f"{name}/{key}"
+                value_got = batch[name] if key is None else batch[name][key]
+                if name in pad and isinstance(item, tf.RaggedTensor):
+                    want, shapes = padded_like_pad_into(item, 255 if name == "mask" else 0)
+                    np.testing.assert_array_equal(value_got.numpy(), want, err_msg=path)
+                    np.testing.assert_array_equal(batch[path + "/shape"].numpy(), shapes, err_msg=path)
+                    padded_values += 1
+                else:
+                    assert_same_batch_value(value_got, item, path)
+    assert padded_values >= len(got)
