@@ -73,6 +73,8 @@ def _int64_list(values: Sequence[int] | np.ndarray) -> bytes:
     if len(values) == 0:
         return b""
     items = values.tolist() if isinstance(values, np.ndarray) else values
+    if min(items) >= 0 and max(items) < 0x80:  # each value is its own one-byte varint
+        return _len_prefixed(_TAG_1_LEN, bytes(items))
     # Negative int64 values are varint-encoded as their 64-bit two's complement.
     payload = b"".join([_varint(v & 0xFFFFFFFFFFFFFFFF) for v in items])
     return _len_prefixed(_TAG_1_LEN, payload)
@@ -166,7 +168,14 @@ def payload_entry_head(key: bytes, size: int) -> bytes:
 def join_entries(entries: list[bytes]) -> list[bytes]:
     """The pieces of the serialized Example made of ``entries`` (pieces of map entries,
     in order): the Features header, then the entries themselves."""
-    return [_TAG_1_LEN + _varint(sum(map(len, entries))), *entries]
+    return example_pieces(entries)[0]
+
+
+def example_pieces(entries: list[bytes]) -> tuple[list[bytes], int]:
+    """:func:`join_entries` and the size of the Example, summed once (the writer needs both)."""
+    size = sum(map(len, entries))
+    header = _TAG_1_LEN + _varint(size)
+    return [header, *entries], len(header) + size
 
 
 def encode_example(features: Iterable[tuple[bytes, bytes]]) -> bytes:

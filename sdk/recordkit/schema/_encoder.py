@@ -23,6 +23,7 @@ from recordkit.format._example import (
     encode_feature,
     encode_float_scalar_feature,
     encode_int64_scalar_entry,
+    example_pieces,
     join_entries,
     normalize_values,
     payload_entry_head,
@@ -77,8 +78,7 @@ class RecordEncoder:
     def encode_pieces(self, record: Any, index: int | str | None = None) -> tuple[list[bytes], int]:
         """The serialized Example of ``record`` as pieces, not joined, and its size: the
         writer frames them straight into its shard chunk (payloads are copied once)."""
-        pieces = join_entries(self._entries(record, index))
-        return pieces, sum(map(len, pieces))
+        return example_pieces(self._entries(record, index))
 
     def encode_with_sizes(self, record: Any, index: int | str | None = None) -> EncodedRecord:
         """Deprecated: use :meth:`encode`, then :func:`recordkit.byte_breakdown` on the
@@ -183,7 +183,12 @@ class _FieldEncoder:
             if self.sequence:
                 wire = self._encode_sequence(value, entries)
             else:
-                wire = self._encode_value(value)
+                try:  # what _encode_value does, inlined: this runs for every field of every record
+                    wire = self.encode(value)
+                except RecordkitError:
+                    raise
+                except Exception as exc:
+                    raise self._failure(exc) from exc
                 for name, key, kind, single, keyed in self.features:
                     feature_value = wire[name]
                     if single:  # fast paths for the commonest values
@@ -215,8 +220,12 @@ class _FieldEncoder:
                 exc.with_context(field=where)
             raise
         except Exception as exc:  # a codec bug or an unexpected value type: keep the context
-            reason = f"codec {self.field.codec.name!r} failed: {type(exc).__name__}: {exc}"
-            raise InvalidValueError(reason, field=where) from exc
+            raise self._failure(exc, where) from exc
+
+    def _failure(self, exc: Exception, where: str | None = None) -> InvalidValueError:
+        """The error for a codec that crashed on a value (of element ``where``)."""
+        reason = f"codec {self.field.codec.name!r} failed: {type(exc).__name__}: {exc}"
+        return InvalidValueError(reason, field=where)
 
     def _encode_sequence(self, value: Any, entries: list[bytes]) -> Mapping[str, Any]:
         if isinstance(value, (str, bytes)) or not hasattr(value, "__iter__"):
