@@ -19,6 +19,7 @@ from recordkit.codec._wire import WireKind
 from recordkit.errors import InvalidValueError, RecordError, RecordkitError, SchemaError
 from recordkit.format._entry_sizes import entry_sizes
 from recordkit.format._example import (
+    array_entry,
     encode_entry,
     encode_feature,
     encode_float_scalar_feature,
@@ -246,9 +247,19 @@ class _FieldEncoder:
         return elements[0] if len(elements) == 1 else {}
 
 
+#: The numpy dtype each numeric wire kind is stored as.
+_STORED_DTYPES = {WireKind.FLOAT: np.dtype(np.float32), WireKind.INT64: np.dtype(np.int64)}
+
+
 def _append_general(keyed: KeyedFeature, value: Any, entries: list[bytes]) -> None:
     """The entry of one feature of a (non-sequence) field, for any value it accepts."""
     feature = keyed.feature
+    if type(value) is np.ndarray and value.size and value.dtype == _STORED_DTYPES.get(feature.kind):
+        # Already in the stored type (what codecs give for boxes and label lists).
+        values = value.reshape(-1)
+        _check_size(keyed, values)
+        entries.append(array_entry(keyed.key_bytes, feature.kind, values))
+        return
     if feature.kind is WireKind.FLOAT and type(value) is float and feature.shape == ():
         try:
             entries.append(encode_entry(keyed.key_bytes, encode_float_scalar_feature(value)))
