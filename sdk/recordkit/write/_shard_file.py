@@ -338,6 +338,7 @@ class ShardFile:
         try:
             while self._in_flight:
                 self._in_flight.popleft().result()  # each finished before this job began
+            self._free.clear()  # no more records: the chunk buffers' memory goes back now
             if self._compressor is not None:
                 self._store(self._compressor.flush())
             if self._fd >= 0:
