@@ -126,7 +126,7 @@ def new_chunk(size: int) -> mmap.mmap:
 
     Why not a ``bytearray``: one grown as records arrive is zero-filled and copied at
     every growth, and every fresh page costs a fault, about 30 µs per 50 KB record on
-    the encoding thread (a sixth of its time in a mixed write, measured); pages of
+    the encoding thread (a quarter of its time in a mixed write, measured); pages of
     this mapping are faulted in once, when a record is first copied to them, and with
     huge pages (2 MB) there are 512 times fewer faults. A small shard touches only the
     pages (or the huge page) its records fill.
