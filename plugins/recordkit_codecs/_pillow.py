@@ -83,14 +83,34 @@ def _png_header(data: bytes, error: Error) -> Header:
 
 
 _U16 = struct.Struct(">H")
+_SEGMENT = struct.Struct(">BBH")  # 0xFF, the marker's code, the segment's length
 _SOF_FIELDS = struct.Struct(">HHB")  # after the length and precision: height, width, components
+#: Markers the quick walk of :func:`_jpeg_header` leaves to the careful one.
+_NOT_PLAIN = _STANDALONE_MARKERS | {0xD9, 0xDA, 0xFF}
 
 
 def _jpeg_header(data: bytes, error: Error) -> Header:
     # Walks the segments before the frame header (a few: APPn, DQT...), reading lengths
-    # in place (no slices): this runs for every JPEG a writer keeps.
+    # in place (no slices): this runs for every JPEG a writer keeps. First quickly, one
+    # unpack per segment, over plain segments (marker, length >= 2, payload); anything
+    # else (fill bytes, standalone markers, a bad length, a short or empty frame header,
+    # the end of the data) is left, from that segment on, to the careful walk below,
+    # which says what is wrong.
     pos = 2
     end = len(data)
+    unpack_segment = _SEGMENT.unpack_from
+    while pos + 4 <= end:
+        ff, marker, length = unpack_segment(data, pos)
+        if ff != 0xFF or marker in _NOT_PLAIN or length < 2:
+            break
+        if marker in _SOF_MARKERS:
+            if pos + 10 > end:
+                break
+            height, width, components = _SOF_FIELDS.unpack_from(data, pos + 5)
+            if width == 0 or height == 0:
+                break
+            return Header("JPEG", width, height, components=components)
+        pos += 2 + length
     unpack_u16 = _U16.unpack_from
     while pos < end:
         # Markers are 0xFF followed by a code; any number of 0xFF fill bytes may precede it.
@@ -171,7 +191,9 @@ def check_structure(data: bytes, header: Header, error: Error = rk.errors.Invali
         if not _png_chunks_ok(data, error) or header.bit_depth != 8:
             return None
         return {0: 1, 2: 3, 6: 4}.get(header.color_type or -1)
-    if data.rstrip(b"\x00")[-2:] != b"\xff\xd9":
+    # The common JPEG ends with the marker itself: checked in place; only one padded
+    # with zero bytes pays for rstrip's copy of the whole image.
+    if not data.endswith(b"\xff\xd9") and data.rstrip(b"\x00")[-2:] != b"\xff\xd9":
         raise error("corrupt or truncated JPEG: it does not end with the end-of-image marker")
     return {1: 1, 3: 3}.get(header.components or -1)
 

@@ -126,6 +126,9 @@ class LabelCodec(rk.Codec[LabelOptions]):
 
     def label_id(self, label: Any) -> int:
         """The id of one label given as a name or an id (InvalidValueError if unknown)."""
+        count = self.options.class_count
+        if type(label) is int and label >= 0 and (count is None or label < count):
+            return label  # the common record: a valid id, checked without the ABCs below
         if isinstance(label, np.generic):
             label = label.item()
         if isinstance(label, str):

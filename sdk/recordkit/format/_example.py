@@ -73,6 +73,8 @@ def _int64_list(values: Sequence[int] | np.ndarray) -> bytes:
     if len(values) == 0:
         return b""
     items = values.tolist() if isinstance(values, np.ndarray) else values
+    if min(items) >= 0 and max(items) < 0x80:  # each value is its own one-byte varint
+        return _len_prefixed(_TAG_1_LEN, bytes(items))
     # Negative int64 values are varint-encoded as their 64-bit two's complement.
     payload = b"".join([_varint(v & 0xFFFFFFFFFFFFFFFF) for v in items])
     return _len_prefixed(_TAG_1_LEN, payload)
@@ -148,16 +150,60 @@ def encode_int64_scalar_entry(key: bytes, value: int) -> bytes:
     return encode_entry(key, encode_int64_scalar_feature(value))
 
 
+def array_entry(key: bytes, kind: WireKind, values: np.ndarray) -> bytes:
+    """:func:`encode_entry` of :func:`encode_feature` for a non-empty 1-D float32 or
+    int64 array, the nesting sized and joined in one step (boxes, label lists: the
+    writer makes a few of these per record)."""
+    if kind is WireKind.FLOAT:
+        payload = values.astype("<f4", copy=False).tobytes()
+        tag = _TAG_2_LEN
+    else:
+        items = values.tolist()
+        if min(items) >= 0 and max(items) < 0x80:  # each value is its own one-byte varint
+            payload = bytes(items)
+        else:
+            payload = b"".join([_varint(v & 0xFFFFFFFFFFFFFFFF) for v in items])
+        tag = _TAG_3_LEN
+    payload_varint = _varint(len(payload))
+    list_size = 1 + len(payload_varint) + len(payload)
+    list_varint = _varint(list_size)
+    feature_size = 1 + len(list_varint) + list_size
+    feature_varint = _varint(feature_size)
+    prefix = _entry_prefix(key)
+    body_size = len(prefix) + len(feature_varint) + feature_size
+    head = (_TAG_1_LEN, _varint(body_size), prefix, feature_varint, tag, list_varint)
+    return b"".join((*head, _TAG_1_LEN, payload_varint, payload))
+
+
 def payload_entry_head(key: bytes, size: int) -> bytes:
     """The map entry holding one bytes value of ``size`` bytes, up to the value: the
     entry is ``payload_entry_head(key, len(value)) + value``."""
+    prefix = _entry_prefix(key)
+    if 0x4000 <= size < 0x1FFFF0 - len(prefix):
+        # The common payload (16 KB to 2 MB: images, audio clips): each of the four
+        # lengths is a three-byte varint, packed here in two calls rather than four.
+        list_size = size + 4  # a tag and three bytes of varint
+        feature_size = list_size + 4
+        body_size = len(prefix) + 3 + feature_size
+        return b"".join(
+            (
+                bytes((0x0A, body_size & 0x7F | 0x80, body_size >> 7 & 0x7F | 0x80, body_size >> 14)),
+                prefix,
+                bytes(
+                    (
+                        *(feature_size & 0x7F | 0x80, feature_size >> 7 & 0x7F | 0x80, feature_size >> 14),
+                        *(0x0A, list_size & 0x7F | 0x80, list_size >> 7 & 0x7F | 0x80, list_size >> 14),
+                        *(0x0A, size & 0x7F | 0x80, size >> 7 & 0x7F | 0x80, size >> 14),
+                    )
+                ),
+            )
+        )
     # Innermost first: BytesList(value), then Feature(bytes_list), then the map entry.
     size_varint = _varint(size)
     list_size = 1 + len(size_varint) + size
     list_varint = _varint(list_size)
     feature_size = 1 + len(list_varint) + list_size
     feature_varint = _varint(feature_size)
-    prefix = _entry_prefix(key)
     body_size = len(prefix) + len(feature_varint) + feature_size
     head = (_TAG_1_LEN, _varint(body_size), prefix, feature_varint)
     return b"".join((*head, _TAG_1_LEN, list_varint, _TAG_1_LEN, size_varint))
@@ -166,7 +212,14 @@ def payload_entry_head(key: bytes, size: int) -> bytes:
 def join_entries(entries: list[bytes]) -> list[bytes]:
     """The pieces of the serialized Example made of ``entries`` (pieces of map entries,
     in order): the Features header, then the entries themselves."""
-    return [_TAG_1_LEN + _varint(sum(map(len, entries))), *entries]
+    return example_pieces(entries)[0]
+
+
+def example_pieces(entries: list[bytes]) -> tuple[list[bytes], int]:
+    """:func:`join_entries` and the size of the Example, summed once (the writer needs both)."""
+    size = sum(map(len, entries))
+    header = _TAG_1_LEN + _varint(size)
+    return [header, *entries], len(header) + size
 
 
 def encode_example(features: Iterable[tuple[bytes, bytes]]) -> bytes:

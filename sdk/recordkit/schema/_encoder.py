@@ -19,10 +19,12 @@ from recordkit.codec._wire import WireKind
 from recordkit.errors import InvalidValueError, RecordError, RecordkitError, SchemaError
 from recordkit.format._entry_sizes import entry_sizes
 from recordkit.format._example import (
+    array_entry,
     encode_entry,
     encode_feature,
     encode_float_scalar_feature,
     encode_int64_scalar_entry,
+    example_pieces,
     join_entries,
     normalize_values,
     payload_entry_head,
@@ -77,8 +79,7 @@ class RecordEncoder:
     def encode_pieces(self, record: Any, index: int | str | None = None) -> tuple[list[bytes], int]:
         """The serialized Example of ``record`` as pieces, not joined, and its size: the
         writer frames them straight into its shard chunk (payloads are copied once)."""
-        pieces = join_entries(self._entries(record, index))
-        return pieces, sum(map(len, pieces))
+        return example_pieces(self._entries(record, index))
 
     def encode_with_sizes(self, record: Any, index: int | str | None = None) -> EncodedRecord:
         """Deprecated: use :meth:`encode`, then :func:`recordkit.byte_breakdown` on the
@@ -183,7 +184,12 @@ class _FieldEncoder:
             if self.sequence:
                 wire = self._encode_sequence(value, entries)
             else:
-                wire = self._encode_value(value)
+                try:  # what _encode_value does, inlined: this runs for every field of every record
+                    wire = self.encode(value)
+                except RecordkitError:
+                    raise
+                except Exception as exc:
+                    raise self._failure(exc) from exc
                 for name, key, kind, single, keyed in self.features:
                     feature_value = wire[name]
                     if single:  # fast paths for the commonest values
@@ -215,8 +221,12 @@ class _FieldEncoder:
                 exc.with_context(field=where)
             raise
         except Exception as exc:  # a codec bug or an unexpected value type: keep the context
-            reason = f"codec {self.field.codec.name!r} failed: {type(exc).__name__}: {exc}"
-            raise InvalidValueError(reason, field=where) from exc
+            raise self._failure(exc, where) from exc
+
+    def _failure(self, exc: Exception, where: str | None = None) -> InvalidValueError:
+        """The error for a codec that crashed on a value (of element ``where``)."""
+        reason = f"codec {self.field.codec.name!r} failed: {type(exc).__name__}: {exc}"
+        return InvalidValueError(reason, field=where)
 
     def _encode_sequence(self, value: Any, entries: list[bytes]) -> Mapping[str, Any]:
         if isinstance(value, (str, bytes)) or not hasattr(value, "__iter__"):
@@ -237,9 +247,19 @@ class _FieldEncoder:
         return elements[0] if len(elements) == 1 else {}
 
 
+#: The numpy dtype each numeric wire kind is stored as.
+_STORED_DTYPES = {WireKind.FLOAT: np.dtype(np.float32), WireKind.INT64: np.dtype(np.int64)}
+
+
 def _append_general(keyed: KeyedFeature, value: Any, entries: list[bytes]) -> None:
     """The entry of one feature of a (non-sequence) field, for any value it accepts."""
     feature = keyed.feature
+    if type(value) is np.ndarray and value.size and value.dtype == _STORED_DTYPES.get(feature.kind):
+        # Already in the stored type (what codecs give for boxes and label lists).
+        values = value.reshape(-1)
+        _check_size(keyed, values)
+        entries.append(array_entry(keyed.key_bytes, feature.kind, values))
+        return
     if feature.kind is WireKind.FLOAT and type(value) is float and feature.shape == ():
         try:
             entries.append(encode_entry(keyed.key_bytes, encode_float_scalar_feature(value)))

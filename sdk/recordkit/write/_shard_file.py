@@ -17,10 +17,12 @@ completes the shard finds little left to wait for.
 from __future__ import annotations
 
 import collections
+import contextlib
 import ctypes
 import dataclasses
 import functools
 import hashlib
+import mmap
 import os
 import re
 import secrets
@@ -118,6 +120,28 @@ def _sync_file_range() -> Callable[[int, int, int, int], int] | None:
     return function
 
 
+def new_chunk(size: int) -> mmap.mmap:
+    """An empty chunk buffer of ``size`` bytes: anonymous memory that the kernel hands
+    out page by page as records are copied in, in huge pages where Linux offers them.
+
+    Why not a ``bytearray``: one grown as records arrive is zero-filled and copied at
+    every growth, and every fresh page costs a fault, about 30 µs per 50 KB record on
+    the encoding thread (a quarter of its time in a mixed write, measured); pages of
+    this mapping are faulted in once, when a record is first copied to them, and with
+    huge pages (2 MB) there are 512 times fewer faults. A small shard touches only the
+    pages (or the huge page) its records fill.
+    """
+    if hasattr(mmap, "MAP_PRIVATE"):  # Unix: private memory (huge pages apply to it)
+        chunk = mmap.mmap(-1, size, flags=mmap.MAP_PRIVATE)
+    else:  # Windows: anonymous memory backed by the paging file
+        chunk = mmap.mmap(-1, size)
+    huge = getattr(mmap, "MADV_HUGEPAGE", None)
+    if huge is not None:
+        with contextlib.suppress(OSError):  # a kernel without transparent huge pages
+            chunk.madvise(huge)
+    return chunk
+
+
 def start_writeback(fd: int, offset: int, size: int) -> None:
     """Ask the kernel to start writing ``size`` bytes at ``offset`` of ``fd`` to disk
     now, without waiting: a hint that makes a later fsync shorter (ignored where it is
@@ -181,19 +205,19 @@ class ShardFile:
         self._hash = hashlib.sha256()
         self._compressor = compressor(compression)
         self._chunk_bytes = _CHUNK_BYTES
-        #: The chunk being filled: grows to its size (small shards stay small), and is
+        #: The chunk being filled (None until a record needs one; see :func:`new_chunk`),
         #: reused once written, so big shards do not fault in fresh pages for every chunk.
-        self._buffer = bytearray()
+        self._buffer: mmap.mmap | None = None
         self._filled = 0
         #: Buffers the background thread has finished with, ready to be filled again.
-        self._free: collections.deque[bytearray] = collections.deque()
+        self._free: collections.deque[mmap.mmap] = collections.deque()
         # O_EXCL: never write through a file (or symlink) that is already there.
         flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_BINARY | getattr(os, "O_CLOEXEC", 0)
         self._fd = os.open(self.temp_path, flags, 0o644) if self.temp_path is not None else -1
         #: Each record's offset in the (uncompressed) stream: the shard's record index.
         self._offsets: list[int] = []
         self._io = ThreadPoolExecutor(max_workers=1, thread_name_prefix="recordkit-shard")
-        self._in_flight: collections.deque[Future[bytearray | None]] = collections.deque()
+        self._in_flight: collections.deque[Future[mmap.mmap | None]] = collections.deque()
         self._finishing: Future[ShardInfo] | None = None
 
     def fits(self, size: int, limits: ShardLimits) -> bool:
@@ -212,6 +236,7 @@ class ShardFile:
         if start < 0:  # a record bigger than a chunk goes as it is
             self._submit(framed, None)
             return
+        assert self._buffer is not None
         with memoryview(self._buffer) as view:
             view[start : start + size] = framed
         self._filled = start + size
@@ -225,6 +250,7 @@ class ShardFile:
         if start < 0:
             self._submit(frame_pieces(pieces, size), None)
             return
+        assert self._buffer is not None
         with memoryview(self._buffer) as view:
             self._filled = frame_into(view, start, pieces, size)
 
@@ -241,34 +267,29 @@ class ShardFile:
             if size >= self._chunk_bytes:
                 return -1
             start = 0
-        buffer = self._buffer
-        if len(buffer) < start + size:
-            # Grown as a list grows (small shards stay small), in zeros that the copy
-            # overwrites: copies go through a memoryview, which cannot grow the buffer
-            # but copies about twice as fast as bytearray slice assignment.
-            grown = min(self._chunk_bytes, max(start + size, 2 * len(buffer), 1 << 16))
-            buffer.extend(bytes(grown - len(buffer)))
+        if self._buffer is None:
+            self._buffer = self._free.popleft() if self._free else new_chunk(self._chunk_bytes)
         return start
 
     def _hand_off(self) -> None:
         """Send the filled part of the chunk to the background thread; take an empty one."""
-        if not self._filled:
-            return
         buffer, filled = self._buffer, self._filled
+        if buffer is None or not filled:
+            return
         self._submit(memoryview(buffer)[:filled], buffer)
-        self._buffer = self._free.popleft() if self._free else bytearray()
+        self._buffer = None
         self._filled = 0
 
-    def _submit(self, data: bytes | memoryview, buffer: bytearray | None) -> None:
+    def _submit(self, data: bytes | memoryview, buffer: mmap.mmap | None) -> None:
         while len(self._in_flight) >= _CHUNKS_IN_FLIGHT:
             self._reclaim(self._in_flight.popleft().result())
         self._in_flight.append(self._io.submit(self._store_chunk, data, buffer))
 
-    def _reclaim(self, buffer: bytearray | None) -> None:
+    def _reclaim(self, buffer: mmap.mmap | None) -> None:
         if buffer is not None:
             self._free.append(buffer)
 
-    def _store_chunk(self, data: bytes | memoryview, buffer: bytearray | None) -> bytearray | None:
+    def _store_chunk(self, data: bytes | memoryview, buffer: mmap.mmap | None) -> mmap.mmap | None:
         """On the background thread: compress, hash and write one chunk; give its buffer
         back. Three C calls that release the GIL, with next to no Python between them,
         so the thread rarely needs the GIL that the encoding thread holds."""
@@ -317,6 +338,7 @@ class ShardFile:
         try:
             while self._in_flight:
                 self._in_flight.popleft().result()  # each finished before this job began
+            self._free.clear()  # no more records: the chunk buffers' memory goes back now
             if self._compressor is not None:
                 self._store(self._compressor.flush())
             if self._fd >= 0:

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from recordkit.codec._wire import WireKind
 from recordkit.format._example import (
     _varint,
+    array_entry,
     decode_example,
     encode_entry,
     encode_example,
@@ -236,11 +237,32 @@ def test_varint_matches_protobuf_at_every_width_boundary(value: int) -> None:
     assert _varint(value) == _VarintBytes(value)
 
 
-@pytest.mark.parametrize("size", [0, 127, 128, 16_370, 16_383, 16_384, 2**21 - 20, 2**21, 2**22])
-def test_payload_entry_head_at_varint_boundaries(size: int) -> None:
+#: Payload sizes around every change of width of the entry's four lengths (the
+#: three-byte case, 16 KB to 2 MB, has a path of its own), for a short and a long key.
+PAYLOAD_SIZES = [0, 127, 128, 16_370, 16_383, 16_384, 16_385, 50_000]
+PAYLOAD_SIZES += [2**21 - d for d in (300, 250, 230, 225, 224, 20, 16, 15, 12, 11, 10, 1)] + [2**21, 2**22]
+
+
+@pytest.mark.parametrize("key", ["image", "k" * 200])
+@pytest.mark.parametrize("size", PAYLOAD_SIZES)
+def test_payload_entry_head_at_varint_boundaries(size: int, key: str) -> None:
     payload = b"p" * size
-    example = b"".join(join_entries([payload_entry_head(b"image", size), payload]))
-    assert example == encode({"image": (WireKind.BYTES, [payload])})
+    example = b"".join(join_entries([payload_entry_head(key.encode(), size), payload]))
+    assert example == encode({key: (WireKind.BYTES, [payload])})
+
+
+@given(keys, st.lists(int64s, min_size=1, max_size=8), st.lists(float32s, min_size=1, max_size=8))
+def test_array_entries_are_the_general_entries(key: str, ints: list[int], floats: list[float]) -> None:
+    """The one-step entry of a non-empty int64 or float32 array (boxes, label lists) is
+    the message protobuf builds."""
+    entries = [
+        array_entry(key.encode(), WireKind.INT64, np.asarray(ints, np.int64)),
+        array_entry(f"{key}/f".encode(), WireKind.FLOAT, np.asarray(floats, np.float32)),
+    ]
+    expected = tf.train.Example()
+    expected.features.feature[key].int64_list.value.extend(ints)
+    expected.features.feature[f"{key}/f"].float_list.value.extend(floats)
+    assert tf.train.Example.FromString(b"".join(join_entries(entries))) == expected
 
 
 def test_int64_scalar_out_of_range() -> None:

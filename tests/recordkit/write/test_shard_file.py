@@ -8,16 +8,19 @@ import random
 import sys
 import zlib
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from recordkit.format._index import read_index
 from recordkit.format._tfrecord import Compression, frame_pieces, frame_record, iter_tfrecords
 from recordkit.write._shard_file import (
+    _CHUNKS_IN_FLIGHT,
     DEFAULT_SHARD_BYTES,
     ShardFile,
     ShardLimits,
     check_split_name,
+    new_chunk,
     shard_name,
     shard_pattern,
     temp_pattern,
@@ -127,7 +130,7 @@ def test_records_framed_into_the_chunk_write_the_bytes_of_framed_records(
 ) -> None:
     """add_pieces (the one-process writer's path: each record framed straight into the
     chunk) writes the very bytes that adding framed records writes, through chunk
-    hand-offs, reused and growing buffers, and records bigger than a chunk."""
+    hand-offs, reused buffers, and records bigger than a chunk."""
     monkeypatch.setattr("recordkit.write._shard_file._CHUNK_BYTES", 256 << 10)
     rng = random.Random(19)
     records = [
@@ -147,6 +150,33 @@ def test_records_framed_into_the_chunk_write_the_bytes_of_framed_records(
     assert ours_index.offsets.tolist() == read_index(tmp_path / theirs.index.file).offsets.tolist()
     read = [d for _, d in iter_tfrecords(tmp_path / ours.file, compression)]
     assert read == [b"".join(pieces) for pieces in records]
+
+
+def test_chunk_buffers_are_reused_and_made_only_when_a_record_needs_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A shard makes at most a chunk being filled plus those in flight, whatever its
+    size (its memory is bounded, and fresh pages are faulted in only for the first
+    chunks); a shard without records makes none."""
+    made: list[int] = []
+
+    def counting_chunk(size: int) -> Any:
+        made.append(size)
+        return new_chunk(size)
+
+    monkeypatch.setattr("recordkit.write._shard_file._CHUNK_BYTES", 256 << 10)
+    monkeypatch.setattr("recordkit.write._shard_file.new_chunk", counting_chunk)
+    empty = ShardFile(tmp_path / shard_name("empty", 0, Compression.NONE), Compression.NONE)
+    assert empty.commit().records == 0
+    assert made == []
+    records = [random.Random(i).randbytes(50_000) for i in range(120)]  # ~6 MB: 24 chunks
+    shard = ShardFile(tmp_path / shard_name("train", 0, Compression.NONE), Compression.NONE)
+    for record in records:
+        shard.add_pieces([record[:10], record[10:]], len(record))
+    info = shard.commit()
+    assert [d for _, d in iter_tfrecords(tmp_path / info.file)] == records
+    assert 1 <= len(made) <= _CHUNKS_IN_FLIGHT + 1
+    assert set(made) == {256 << 10}
 
 
 def test_a_failed_background_write_surfaces_and_leaves_no_shard(
