@@ -2,7 +2,7 @@
 
 Grain reads through a ``RandomAccessDataSource``: ``len()`` and ``source[i]``, from any
 process. :class:`DataSource` is that, over :class:`recordkit.RandomAccess` (one ``pread``
-per record, CRCs checked, numpy decode, no TensorFlow): Grain's samplers then give the
+per record, one ranged GET from a remote dataset, CRCs checked, numpy decode, no TensorFlow): Grain's samplers then give the
 global shuffle, the sharding between hosts, and iterators whose state checkpoints and
 restores exactly. It pickles as its arguments, so Grain's worker processes reopen it.
 """
@@ -17,6 +17,7 @@ from recordkit.codec._registry import CodecRegistry
 from recordkit.read._open import Paths
 from recordkit.read._random_access import RandomAccess
 from recordkit.schema._schema import Schema
+from recordkit.storage import StorageOptions
 
 __all__ = ["DataSource"]
 
@@ -35,8 +36,17 @@ class DataSource:
         schema: Schema | str | os.PathLike[str] | None = None,
         registry: CodecRegistry | None = None,
         verify: bool = True,
+        storage_options: StorageOptions | None = None,
     ) -> None:
-        self.records = RandomAccess(path, split, fields, schema=schema, registry=registry, verify=verify)
+        self.records = RandomAccess(
+            path,
+            split,
+            fields,
+            schema=schema,
+            registry=registry,
+            verify=verify,
+            storage_options=storage_options,
+        )
 
     def __len__(self) -> int:
         return len(self.records)

@@ -1,8 +1,9 @@
 """``RandomAccess``: record ``i`` of a split, read and decoded on its own, without TensorFlow.
 
 Built on the record index each shard carries (:mod:`recordkit.read._shard_index`): a
-read is one ``pread`` of the record's framed bytes, its CRCs checked, then each
-requested field decoded by its codec's ``decode_numpy``. Records are numbered across the
+read is one ``pread`` of the record's framed bytes (one ranged GET for a remote
+dataset), its CRCs checked, then each requested field decoded by its codec's
+``decode_numpy``. Records are numbered across the
 split's shards in manifest order, so ``ds[i]`` is the ``i``-th record that
 :func:`recordkit.iter_records` yields.
 """
@@ -24,6 +25,7 @@ from recordkit.read._open import OpenedDataset, Paths, open_dataset
 from recordkit.read._shard_index import DEFAULT_MAX_OPEN_FILES, IndexedShards
 from recordkit.schema._bound import BoundField
 from recordkit.schema._schema import Schema
+from recordkit.storage import StorageOptions
 
 __all__ = ["RandomAccess"]
 
@@ -32,20 +34,28 @@ class RandomAccess:
     """Random access to the records of one split: ``len(ds)``, ``ds[i]``, ``ds[i:j]``,
     ``ds[[i, j, k]]``.
 
-    :param path: a dataset folder; or, with ``schema``, TFRecord files recordkit did not
-        write (their ``<file>.index`` sidecars are used when ``recordkit index`` made
-        them, else each file is scanned once when opened).
+    :param path: a dataset folder, local or remote (``s3://``, ``gs://``, any fsspec
+        URL); or, with ``schema``, TFRecord files recordkit did not write (their
+        ``<file>.index`` sidecars are used when ``recordkit index`` made them, else each
+        local file is scanned once when opened; a remote one must have its sidecar).
     :param split: the split to read.
     :param fields: the fields to decode (default: all).
     :param schema: the reader's schema (see :func:`recordkit.load_dataset`).
     :param verify: check each record's data CRC (its header is always checked).
-    :param max_open_files: shard files kept open at once (least recently used closed).
+    :param max_open_files: local shard files kept open at once (least recently used
+        closed).
+    :param storage_options: for a remote ``path``: the fsspec filesystem's options
+        (``endpoint_url``, ``key``, ``token`` ...).
 
     A record is a dict of Python and numpy values, as :func:`recordkit.iter_records`
     gives it. A corrupt record raises :class:`~recordkit.errors.CorruptRecordError`
-    naming its shard and offset. An instance may be shared between threads, and used
-    in processes forked after it was made (each process opens its own files); it
-    pickles as its arguments (with the default codec registry).
+    naming its shard, offset and record. An instance may be shared between threads, and
+    used in processes forked after it was made (each process opens its own files and
+    its own storage client); it pickles as its arguments (with the default codec
+    registry).
+
+    A remote dataset's record indexes are fetched once (and checked against the
+    manifest's sha256) when the instance is made; then each record costs one ranged GET.
     """
 
     def __init__(
@@ -58,6 +68,7 @@ class RandomAccess:
         registry: CodecRegistry | None = None,
         verify: bool = True,
         max_open_files: int = DEFAULT_MAX_OPEN_FILES,
+        storage_options: StorageOptions | None = None,
     ) -> None:
         self._args: dict[str, Any] = {
             "path": path,
@@ -66,8 +77,11 @@ class RandomAccess:
             "schema": schema,
             "verify": verify,
             "max_open_files": max_open_files,
+            "storage_options": storage_options,
         }
-        self.source: OpenedDataset = open_dataset(path, split, fields, schema=schema, registry=registry)
+        self.source: OpenedDataset = open_dataset(
+            path, split, fields, schema=schema, registry=registry, storage_options=storage_options
+        )
         self.shards = IndexedShards(self.source, verify=verify, max_open_files=max_open_files)
         self._stored: tuple[BoundField, ...] = self.source.stored_fields.fields
         self._defaults = {
@@ -126,7 +140,7 @@ class RandomAccess:
             return self.decode(self.shards.read(shard, number), index)
         except RecordkitError as exc:
             raise exc.with_context(
-                shard=self.shards.shards[shard].name, offset=self.shards.offset(shard, number)
+                shard=self.shards.shards[shard].name, offset=self.shards.offset(shard, number), record=index
             ) from None
 
     @overload
@@ -147,7 +161,7 @@ class RandomAccess:
         return (self[i] for i in range(len(self)))
 
     def close(self) -> None:
-        """Close the open shard files (reading again reopens them)."""
+        """Close the open local shard files (reading again reopens them)."""
         self.shards.files.close()
 
     def __repr__(self) -> str:

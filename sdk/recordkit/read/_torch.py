@@ -7,8 +7,9 @@
   each rank's DataLoader workers (every ``slots``-th shard, ``slots = world_size *
   num_workers``; with fewer shards than slots, every ``slots``-th record), then shuffled
   within windows of ``window`` records. Every record is read exactly once per epoch
-  across all ranks and workers. Records are read by their index (one ``pread`` each),
-  so resuming skips the records already yielded without reading them.
+  across all ranks and workers. Records are read by their index (one ``pread`` each,
+  one ranged GET each from a remote dataset), so resuming skips the records already
+  yielded without reading them.
 * :func:`collate`: stacks records into a batch; arrays whose shapes differ (images,
   audio, boxes, masks) are padded to the batch's largest with the codec's pad value,
   and ``"<field>/shape"`` holds each record's true shape, as ``load_dataset(pad=True)``
@@ -34,6 +35,7 @@ from recordkit.read._open import Paths
 from recordkit.read._position import Start, position_state, resolve_start
 from recordkit.read._random_access import RandomAccess
 from recordkit.schema._schema import Schema
+from recordkit.storage import StorageOptions
 
 __all__ = ["IterableDataset", "MapDataset", "collate", "pad_values", "to_tensors"]
 
@@ -145,8 +147,17 @@ class MapDataset(torch.utils.data.Dataset[Any]):
         transform: Transform | None = None,
         tensors: bool = True,
         verify: bool = True,
+        storage_options: StorageOptions | None = None,
     ) -> None:
-        self.records = RandomAccess(path, split, fields, schema=schema, registry=registry, verify=verify)
+        self.records = RandomAccess(
+            path,
+            split,
+            fields,
+            schema=schema,
+            registry=registry,
+            verify=verify,
+            storage_options=storage_options,
+        )
         self.transform = transform
         self.tensors = tensors
         self.collate_fn = _Collate(pad_values(self.records))
@@ -194,10 +205,19 @@ class IterableDataset(torch.utils.data.IterableDataset[Any]):
         transform: Transform | None = None,
         tensors: bool = True,
         verify: bool = True,
+        storage_options: StorageOptions | None = None,
     ) -> None:
         if window < 1:
             raise ValueError(f"window must be at least 1, not {window}")
-        self.records = RandomAccess(path, split, fields, schema=schema, registry=registry, verify=verify)
+        self.records = RandomAccess(
+            path,
+            split,
+            fields,
+            schema=schema,
+            registry=registry,
+            verify=verify,
+            storage_options=storage_options,
+        )
         self.split = split
         self.shuffle = shuffle
         self.seed = int(seed)
