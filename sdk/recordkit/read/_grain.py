@@ -2,9 +2,10 @@
 
 Grain reads through a ``RandomAccessDataSource``: ``len()`` and ``source[i]``, from any
 process. :class:`DataSource` is that, over :class:`recordkit.RandomAccess` (one ``pread``
-per record, one ranged GET from a remote dataset, CRCs checked, numpy decode, no TensorFlow): Grain's samplers then give the
-global shuffle, the sharding between hosts, and iterators whose state checkpoints and
-restores exactly. It pickles as its arguments, so Grain's worker processes reopen it.
+per record, one ranged GET from a remote dataset, CRCs checked, numpy decode, no
+TensorFlow): Grain's samplers then give the global shuffle, the sharding between hosts,
+and iterators whose state checkpoints and restores exactly. It pickles as its
+arguments, so Grain's worker processes reopen it (and make their own storage client).
 """
 
 from __future__ import annotations

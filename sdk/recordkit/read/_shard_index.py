@@ -99,7 +99,8 @@ def _scan(shard: Shard, compression: Compression) -> RecordIndex:
         raise DatasetError(
             "has no record index, which random access to a remote shard needs (without one "
             f"the whole shard would be downloaded); build the indexes with `recordkit index {folder}` "
-            f"for a dataset, or `recordkit index {shard.path.url}` for TFRecord files recordkit did not write",
+            f"for a dataset, or `recordkit index {shard.path.url}` for TFRecord files recordkit "
+            "did not write",
             shard=shard.name,
         )
     return build_index(shard.path if isinstance(shard.path, Path) else shard.path.path, compression)
@@ -124,9 +125,11 @@ class IndexedShards:
         self.verify = verify
         # Each shard's manifest entry, by file name: the source may hold a slice of the
         # split, or only the shards an unfinished append leaves readable.
-        listed = {} if source.manifest is None else {
-            info.file: info for split in source.manifest.splits.values() for info in split.shards
-        }
+        listed = (
+            {}
+            if source.manifest is None
+            else {info.file: info for split in source.manifest.splits.values() for info in split.shards}
+        )
         self.indexes = load_indexes(source.shards, listed, source.compression)
         #: Records of each shard before what the source reads of it (a split slice), and
         #: how many it reads; record numbers below count from the first read.

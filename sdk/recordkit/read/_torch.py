@@ -223,8 +223,10 @@ class IterableDataset(torch.utils.data.IterableDataset[Any]):
         self.seed = int(seed)
         self.window = window
         distributed = torch.distributed.is_available() and torch.distributed.is_initialized()
-        self.world_size = world_size if world_size is not None else (
-            torch.distributed.get_world_size() if distributed else 1
+        self.world_size = (
+            world_size
+            if world_size is not None
+            else (torch.distributed.get_world_size() if distributed else 1)
         )
         self.rank = rank if rank is not None else (torch.distributed.get_rank() if distributed else 0)
         if not 0 <= self.rank < self.world_size:

@@ -141,6 +141,10 @@ class Location:
     def __hash__(self) -> int:
         return hash(self.url)
 
+    def __getstate__(self) -> dict[str, Any]:
+        # Pickled without its client: the process that unpickles it makes its own.
+        return {**self.__dict__, "_fs": None, "_fs_pid": 0}
+
     # -- remote plumbing -----------------------------------------------------------------
 
     @property
