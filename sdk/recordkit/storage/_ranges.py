@@ -71,9 +71,8 @@ class FileCache:
             with contextlib.suppress(OSError):
                 os.close(handle.fd)
 
-    @contextmanager
-    def open(self, path: Path) -> Iterator[int]:
-        """A descriptor of ``path`` open for reading, for the duration of the block."""
+    def acquire(self, path: Path) -> _Handle:
+        """``path`` open for reading (its ``fd``), held until :meth:`release`."""
         if os.getpid() != self._pid:
             self._after_fork()
         with self._lock:
@@ -89,13 +88,23 @@ class FileCache:
             else:
                 self._open.move_to_end(path)
             handle.users += 1
+        return handle
+
+    def release(self, handle: _Handle) -> None:
+        """Done with ``handle`` (closed now if it was evicted meanwhile)."""
+        with self._lock:
+            handle.users -= 1
+            if handle.closing and handle.users == 0:
+                os.close(handle.fd)
+
+    @contextmanager
+    def open(self, path: Path) -> Iterator[int]:
+        """A descriptor of ``path`` open for reading, for the duration of the block."""
+        handle = self.acquire(path)
         try:
             yield handle.fd
         finally:
-            with self._lock:
-                handle.users -= 1
-                if handle.closing and handle.users == 0:
-                    os.close(handle.fd)
+            self.release(handle)
 
     def close(self) -> None:
         """Close every file not in use (those in use close when their read ends)."""
@@ -129,8 +138,14 @@ class RangeReader:
             if not where.is_local:
                 return where.read_range(offset, size)
             where = where.path
-        with self.files.open(where) as fd:
-            return os.pread(fd, size, offset)
+        # acquire/release rather than the context manager: a generator per read costs
+        # more than the pread of a small record.
+        files = self.files
+        handle = files.acquire(where)
+        try:
+            return os.pread(handle.fd, size, offset)
+        finally:
+            files.release(handle)
 
     def close(self) -> None:
         """Close the local files not in use (reading again reopens them)."""
