@@ -11,9 +11,10 @@ split's shards in manifest order, so ``ds[i]`` is the ``i``-th record that
 from __future__ import annotations
 
 import copy
+import itertools
 import operator
 import os
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, overload
 
 import numpy as np
@@ -32,7 +33,8 @@ __all__ = ["RandomAccess"]
 
 class RandomAccess:
     """Random access to the records of one split: ``len(ds)``, ``ds[i]``, ``ds[i:j]``,
-    ``ds[[i, j, k]]``.
+    ``ds[[i, j, k]]`` (a slice or a list is fetched at once: from a remote dataset its
+    ranged GETs run concurrently).
 
     :param path: a dataset folder, local or remote (``s3://``, ``gs://``, any fsspec
         URL); or, with ``schema``, TFRecord files recordkit did not write (their
@@ -139,9 +141,34 @@ class RandomAccess:
         try:
             return self.decode(self.shards.read(shard, number), index)
         except RecordkitError as exc:
-            raise exc.with_context(
-                shard=self.shards.shards[shard].name, offset=self.shards.offset(shard, number), record=index
-            ) from None
+            raise self._context(exc, shard, number, index) from None
+
+    def records(self, located: Sequence[tuple[int, int]]) -> list[dict[str, Any]]:
+        """Each ``(shard, number)``'s record, decoded: the bytes of all of them fetched
+        first (from a remote dataset concurrently, one ranged GET each), then checked
+        and decoded in order."""
+        pairs = list(located)
+        return list(self.stream(pairs, prefetch=max(len(pairs), 1)))
+
+    def stream(self, located: Iterable[tuple[int, int]], prefetch: int = 64) -> Iterator[dict[str, Any]]:
+        """Each ``(shard, number)``'s record, decoded, in order; the bytes of the next
+        ``prefetch`` records are fetched together (from a remote dataset: their ranged
+        GETs concurrently), each is checked and decoded as it is yielded."""
+        pairs = iter(located)
+        while chunk := list(itertools.islice(pairs, prefetch)):
+            fetched = self.shards.fetch(chunk)
+            for (shard, number), framed in zip(chunk, fetched, strict=True):
+                index = int(self.shards.starts[shard]) + number
+                try:
+                    record = self.decode(self.shards.unframe(shard, number, framed), index)
+                except RecordkitError as exc:
+                    raise self._context(exc, shard, number, index) from None
+                yield record
+
+    def _context(self, exc: RecordkitError, shard: int, number: int, index: int) -> RecordkitError:
+        return exc.with_context(
+            shard=self.shards.shards[shard].name, offset=self.shards.offset(shard, number), record=index
+        )
 
     @overload
     def __getitem__(self, i: int) -> dict[str, Any]: ...
@@ -151,9 +178,10 @@ class RandomAccess:
 
     def __getitem__(self, i: Any) -> Any:
         if isinstance(i, slice):
-            return [self[j] for j in range(*i.indices(len(self)))]
+            return self.records([self.shards.locate(j) for j in range(*i.indices(len(self)))])
         if isinstance(i, (Sequence, np.ndarray)) and not isinstance(i, (str, bytes)):
-            return [self[j] for j in (i.tolist() if isinstance(i, np.ndarray) else i)]
+            indices = i.tolist() if isinstance(i, np.ndarray) else i
+            return self.records([self.shards.locate(self._index(j)) for j in indices])
         index = self._index(i)
         return self.record(*self.shards.locate(index))
 

@@ -161,17 +161,40 @@ class IndexedShards:
         """Record ``record`` of shard ``shard``: one read (a local ``pread``, a remote
         ranged GET), CRCs checked."""
         offset, size = self.indexes[shard].span(self.firsts[shard] + record)
-        entry = self.shards[shard]
+        framed: bytes | OSError
         try:
-            framed = self.files.read(entry.path, offset, size)
+            framed = self.files.read(self.shards[shard].path, offset, size)
         except OSError as exc:
+            framed = exc
+        return self._unframe(shard, offset, size, framed)
+
+    def fetch(self, records: list[tuple[int, int]]) -> list[bytes | OSError]:
+        """The framed bytes of each ``(shard, record)``, unchecked (see :meth:`unframe`):
+        local records read in turn, remote ones fetched concurrently."""
+        spans = [self.indexes[s].span(self.firsts[s] + r) for s, r in records]
+        return self.files.read_many(
+            [
+                (self.shards[s].path, offset, size)
+                for (s, _), (offset, size) in zip(records, spans, strict=True)
+            ]
+        )
+
+    def unframe(self, shard: int, record: int, framed: bytes | OSError) -> bytes:
+        """The data of record ``record`` of shard ``shard`` from what :meth:`fetch` gave:
+        its length and CRCs checked (an OSError raised as a DatasetError naming the shard)."""
+        offset, size = self.indexes[shard].span(self.firsts[shard] + record)
+        return self._unframe(shard, offset, size, framed)
+
+    def _unframe(self, shard: int, offset: int, size: int, framed: bytes | OSError) -> bytes:
+        name = self.shards[shard].name
+        if isinstance(framed, OSError):
             raise DatasetError(
-                f"cannot read the shard: {exc.strerror or exc}", shard=entry.name, offset=offset
-            ) from None
+                f"cannot read the shard: {framed.strerror or framed}", shard=name, offset=offset
+            )
         if len(framed) < size:
             raise CorruptRecordError(
                 f"truncated: the index says {size} bytes, the file holds {len(framed)} from here",
-                shard=entry.name,
+                shard=name,
                 offset=offset,
             )
-        return unframe_record(framed, shard=entry.name, offset=offset, verify=self.verify)
+        return unframe_record(framed, shard=name, offset=offset, verify=self.verify)

@@ -166,7 +166,14 @@ class MapDataset(torch.utils.data.Dataset[Any]):
         return len(self.records)
 
     def __getitem__(self, index: int) -> Any:
-        record: Any = self.records[int(index)]
+        return self._finish(self.records[int(index)])
+
+    def __getitems__(self, indices: Sequence[int]) -> list[Any]:
+        """A batch's records, fetched together (the DataLoader calls this with a batch's
+        indices): from a remote dataset, the batch's ranged GETs run concurrently."""
+        return [self._finish(record) for record in self.records[[int(i) for i in indices]]]
+
+    def _finish(self, record: Any) -> Any:
         if self.tensors:
             record = to_tensors(record)
         return self.transform(record) if self.transform is not None else record
@@ -182,6 +189,8 @@ class IterableDataset(torch.utils.data.IterableDataset[Any]):
     :param world_size: the number of ranks (default: ``torch.distributed``'s, else 1).
     :param start: resume: a state dict from :meth:`state_dict` or :meth:`loader_state`
         (or, read in one process, a record count).
+    :param prefetch: records whose bytes are fetched together, ahead of decoding (from a
+        remote dataset: their ranged GETs run concurrently).
 
     With DataLoader workers each worker reads its slots' records; :meth:`loader_state`
     gives the state after the DataLoader yielded some batches, from which a new
@@ -206,9 +215,13 @@ class IterableDataset(torch.utils.data.IterableDataset[Any]):
         tensors: bool = True,
         verify: bool = True,
         storage_options: StorageOptions | None = None,
+        prefetch: int = 64,
     ) -> None:
         if window < 1:
             raise ValueError(f"window must be at least 1, not {window}")
+        if prefetch < 1:
+            raise ValueError(f"prefetch must be at least 1, not {prefetch}")
+        self.prefetch = prefetch
         self.records = RandomAccess(
             path,
             split,
@@ -308,8 +321,8 @@ class IterableDataset(torch.utils.data.IterableDataset[Any]):
         begin = self._starts[local] if self._starts is not None else 0
         if info is None:
             self._yielded = begin
-        for shard, number in zip(shard_ids[begin:].tolist(), numbers[begin:].tolist(), strict=True):
-            record: Any = self.records.record(shard, number)
+        located = zip(shard_ids[begin:].tolist(), numbers[begin:].tolist(), strict=True)
+        for record in self.records.stream(located, prefetch=self.prefetch):
             if self.tensors:
                 record = to_tensors(record)
             if self.transform is not None:

@@ -20,6 +20,7 @@ from recordkit.storage._location import (
     is_remote,
     location,
     read_files,
+    read_ranges,
 )
 from recordkit.storage._ranges import DEFAULT_MAX_OPEN_FILES, FileCache, RangeReader
 
@@ -35,4 +36,5 @@ __all__ = [
     "is_remote",
     "location",
     "read_files",
+    "read_ranges",
 ]

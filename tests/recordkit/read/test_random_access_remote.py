@@ -137,6 +137,9 @@ def test_a_bit_flipped_remote_record_is_named_by_shard_and_record(
     assert (info.value.context.shard, info.value.context.record) == (shard.file, 5)
     assert f"shard {shard.file}" in str(info.value.context.describe())
     assert "record 5" in info.value.context.describe()
+    with pytest.raises(CorruptRecordError, match="data CRC mismatch") as info:
+        ds[[3, 4, 5, 6]]  # fetched together: the same error, the same record named
+    assert (info.value.context.shard, info.value.context.record) == (shard.file, 5)
     assert ds[4]["caption"] == records[4]["caption"]  # its neighbours still read
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from _object_stores import Bucket
 
-from recordkit.storage import Location, RangeReader, _location, location, read_files
+from recordkit.storage import Location, RangeReader, _location, location, read_files, read_ranges
 
 DATA = bytes(range(256)) * 8
 
@@ -107,3 +107,28 @@ def test_a_location_pickles_without_its_client() -> None:
     clone = pickle.loads(pickle.dumps(where))
     assert (clone.url, clone._fs) == (where.url, None)
     assert clone.read_range(0, 2) == DATA[:2]
+
+
+def test_read_many_mixes_local_and_remote_ranges_in_order(tmp_path: Path) -> None:
+    (tmp_path / "blob").write_bytes(DATA)
+    remote = location(f"memory://rk-ranges-{uuid.uuid4().hex}/blob")
+    remote.write_bytes(DATA[::-1])
+    reader = RangeReader()
+    got = reader.read_many(
+        [
+            (tmp_path / "blob", 0, 3),
+            (remote, 0, 3),
+            (remote.parent.join("gone"), 0, 3),
+            (tmp_path / "blob", 9, 2),
+        ]
+    )
+    assert got[:2] == [DATA[:3], DATA[::-1][:3]]
+    assert isinstance(got[2], FileNotFoundError)
+    assert got[3] == DATA[9:11]
+
+
+def test_read_ranges_fetches_from_the_s3_server(s3_bucket: Bucket) -> None:
+    where = location(s3_bucket.join("blob"), s3_bucket.storage_options)
+    where.write_bytes(DATA)
+    got = read_ranges([(where, 100, 5), (where, 0, 2), (where, len(DATA) - 1, 9)])
+    assert got == [DATA[100:105], DATA[:2], DATA[-1:]]
