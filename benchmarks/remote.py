@@ -14,6 +14,9 @@ emulator), every field decoded (JPEG, WAV, caption, boxes, label):
   local ``pread`` / one ranged GET each), records/s;
 * ``random_access_64``: ``ds[list]`` of 64 random indices at a time (remote: the 64
   ranged GETs in flight together), records/s;
+* ``random_access_bytes_1``, ``random_access_bytes_64``: the same reads without the
+  decode (``ds.read_serialized(i)``; a batch's bytes fetched together and checked): the
+  storage's own cost, records/s;
 * ``random_access_open``: making the ``RandomAccess`` (manifest, shard sizes, every
   record index fetched and checked), seconds;
 * ``requests`` (s3 only): the HTTP requests counted in the client (aiobotocore) for
@@ -170,9 +173,23 @@ def _random_access(url: str, extra: dict[str, Any], repeats: int, count_requests
     def batches_of_64() -> int:
         return sum(len(ds[batch]) for batch in batches)
 
+    def bytes_one_at_a_time() -> int:
+        return sum(1 for i in singles if ds.read_serialized(i))
+
+    def bytes_batches_of_64() -> int:
+        shards = ds.shards
+        count = 0
+        for batch in batches:
+            located = [shards.locate(i) for i in batch]
+            for (shard, number), framed in zip(located, shards.fetch(located), strict=True):
+                count += bool(shards.unframe(shard, number, framed))
+        return count
+
     ds[singles[0]]  # warm-up: the connection (remote) or the page cache (local)
     result["random_access_1"] = repeated(one_at_a_time, repeats)
     result["random_access_64"] = repeated(batches_of_64, repeats)
+    result["random_access_bytes_1"] = repeated(bytes_one_at_a_time, repeats)
+    result["random_access_bytes_64"] = repeated(bytes_batches_of_64, repeats)
     if count_requests:
         with _s3_requests() as opening:
             rk.RandomAccess(url, **extra)
@@ -251,11 +268,16 @@ def main(argv: list[str] | None = None) -> None:
         args.out.write_text(text + "\n", encoding="utf-8")
     print(text)
     for store in ("local", "s3", "gs"):
-        for name in ("random_access_1", "random_access_64"):
+        for name in (
+            "random_access_1",
+            "random_access_64",
+            "random_access_bytes_1",
+            "random_access_bytes_64",
+        ):
             row = results[store][name]
             runs = " ".join(f"{rate:,.0f}" for rate in row["records_per_s_each"])
             print(
-                f"{store:5s} {name:16s} median {row['records_per_s']:8,.0f}  best "
+                f"{store:5s} {name:22s} median {row['records_per_s']:8,.0f}  best "
                 f"{row['records_per_s_best']:8,.0f} records/s  (runs {runs})"
             )
 
