@@ -56,7 +56,14 @@ class DataSource:
         return self.records[record_key.__index__()]
 
     def __getitems__(self, record_keys: Sequence[int]) -> list[dict[str, Any]]:
+        """The records of ``record_keys``, fetched together (from a remote dataset, their
+        ranged GETs concurrently)."""
         return self.records[list(record_keys)]
+
+    def _getitems(self, record_keys: Sequence[int]) -> list[dict[str, Any]]:
+        """Grain's batched read (``SupportsBatchedReadRandomAccessDataSource``), used by
+        its batch pushdown: :meth:`__getitems__`."""
+        return self.__getitems__(record_keys)
 
     def __repr__(self) -> str:
         # Grain names the source in checkpoints and logs: stable across processes.
