@@ -3,9 +3,8 @@
 Built on the record index each shard carries (:mod:`recordkit.read._shard_index`): a
 read is one ``pread`` of the record's framed bytes (one ranged GET for a remote
 dataset), its CRCs checked, then each requested field decoded by its codec's
-``decode_numpy``. Records are numbered across the
-split's shards in manifest order, so ``ds[i]`` is the ``i``-th record that
-:func:`recordkit.iter_records` yields.
+``decode_numpy``. Records are numbered across the split's shards in manifest order, so
+``ds[i]`` is the ``i``-th record that :func:`recordkit.iter_records` yields.
 """
 
 from __future__ import annotations

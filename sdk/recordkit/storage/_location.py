@@ -12,7 +12,8 @@ Semantics, local path against remote URL (fsspec):
 * :func:`read_files`, :func:`read_ranges`: each file or range read / one GET each,
   sent concurrently.
 * ``exists()``, ``size()``: ``os`` calls / one metadata request (HEAD).
-* ``list()``: the file names in the folder / the names under the prefix (one LIST).
+* ``list()``, ``list_sizes()``: the files in the folder / the names (and sizes) under
+  the prefix (one LIST).
 * ``remove()``: unlink / DELETE (missing is fine in both).
 * ``join(*parts)``: ``Path / part`` / ``url + "/" + part``.
 
@@ -199,6 +200,25 @@ class Location:
         except FileNotFoundError:
             return []
         return sorted(e["name"].rstrip("/").rsplit("/", 1)[-1] for e in entries if e.get("type") == "file")
+
+    def list_sizes(self) -> dict[str, int]:
+        """The size of each file directly in this folder, by name ({} when there is none):
+        ``os.scandir`` / one LIST (paged by the store, 1,000 objects a page on S3), which
+        is cheaper than a HEAD per file once a folder's files outnumber its pages."""
+        if self._path is not None:
+            try:
+                return {e.name: e.stat().st_size for e in os.scandir(self._path) if e.is_file()}
+            except (FileNotFoundError, NotADirectoryError):
+                return {}
+        try:
+            entries = self.fs.ls(self._key, detail=True, refresh=True)
+        except FileNotFoundError:
+            return {}
+        return {
+            e["name"].rstrip("/").rsplit("/", 1)[-1]: int(e["size"])
+            for e in entries
+            if e.get("type") == "file"
+        }
 
     def remove(self) -> None:
         """Delete the file; a file that is not there is fine."""

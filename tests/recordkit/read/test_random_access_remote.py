@@ -17,7 +17,7 @@ from _reader_support import SCHEMA, make_records, write
 
 import recordkit as rk
 from recordkit.errors import CorruptRecordError, DatasetError
-from recordkit.storage import location
+from recordkit.storage import Location, location
 from recordkit.testing import assert_values_equal
 
 pytestmark = pytest.mark.slow  # every test here talks to a local server
@@ -166,3 +166,29 @@ def test_a_changed_remote_index_is_refused(s3_bucket: Bucket, records: list[dict
     root.join(index.file).write_bytes(root.join(index.file).read_bytes()[:-8])
     with pytest.raises(CorruptRecordError, match="rebuild it with `recordkit index`"):
         rk.RandomAccess(url, storage_options=s3_bucket.storage_options)
+
+
+def test_shard_sizes_come_from_one_listing_and_a_changed_shard_is_still_named(
+    s3_bucket: Bucket, records: list[dict[str, Any]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    url = s3_bucket.join("data")
+    options = s3_bucket.storage_options
+    manifest = rk.write_dataset(
+        records, SCHEMA, url, shard_records=1, progress=False, storage_options=options
+    )
+    shards = manifest.splits["train"].shards
+    root = location(url, options)
+    assert root.list_sizes()[shards[0].file] == shards[0].bytes
+    asked: list[str] = []
+    monkeypatch.setattr(Location, "size", lambda self: asked.append(self.name) or 0)
+    assert len(rk.RandomAccess(url, fields="caption", storage_options=options)) == N
+    assert asked == []  # no HEAD per shard: 10 shards, one LIST
+    monkeypatch.undo()
+    shard = root.join(shards[3].file)
+    shard.write_bytes(shard.read_bytes()[:-1])
+    with pytest.raises(CorruptRecordError, match=r"the file has \d+ bytes, the manifest says") as info:
+        rk.RandomAccess(url, storage_options=options)
+    assert info.value.context.shard == shards[3].file
+    shard.remove()
+    with pytest.raises(rk.errors.ManifestError, match="missing"):
+        rk.RandomAccess(url, storage_options=options)
