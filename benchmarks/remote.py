@@ -9,12 +9,24 @@ emulator), every field decoded (JPEG, WAV, caption, boxes, label):
 * ``write``: ``write_dataset`` of the records (shards streamed, manifest PUT), records/s;
 * ``iter_records``: the split read in order through the numpy reader, records/s;
 * ``load_dataset``: batches of 64 through tf.data (remote shards streamed through
-  fsspec: TensorFlow's own gs client cannot reach an emulator), records/s.
+  fsspec: TensorFlow's own gs client cannot reach an emulator), records/s;
+* ``random_access_1``: ``rk.RandomAccess``, one record at a random index at a time (a
+  local ``pread`` / one ranged GET each), records/s;
+* ``random_access_64``: ``ds[list]`` of 64 random indices at a time (remote: the 64
+  ranged GETs in flight together), records/s;
+* ``random_access_bytes_1``, ``random_access_bytes_64``: the same reads without the
+  decode (``ds.read_serialized(i)``; a batch's bytes fetched together and checked): the
+  storage's own cost, records/s;
+* ``random_access_open``: making the ``RandomAccess`` (manifest, shard sizes, every
+  record index fetched and checked), seconds;
+* ``requests`` (s3 only): the HTTP requests counted in the client (aiobotocore) for
+  making the reader, for one record, and for one batch of 64.
 
 The local servers run on this machine, so the figures show the clients' overhead (HTTP,
 parts, ranged reads), not a network's latency or bandwidth: a real bucket adds both.
 Each read figure is ``--repeats`` runs (every run's seconds, the median and the best
-records/s), after one unmeasured tf.data read.
+records/s), after one unmeasured tf.data read. ``--random-access-only`` leaves out the
+streamed reads (and TensorFlow).
 Timing on a busy machine is noise: the figures for docs/performance.md come from a quiet
 one.
 """
@@ -22,6 +34,7 @@ one.
 from __future__ import annotations
 
 import argparse
+import collections
 import contextlib
 import json
 import os
@@ -35,6 +48,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -47,6 +62,8 @@ from benchmarks._timing import repeated
 
 BATCH = 64
 SHARD_BYTES = 8 << 20
+#: Records read one at a time by the random-access figure (at most).
+SINGLES = 300
 
 
 def _free_port() -> int:
@@ -101,7 +118,15 @@ def _servers() -> Iterator[dict[str, tuple[str, dict[str, Any]]]]:
 
         bucket = f"rk-bench-{uuid.uuid4().hex[:8]}"
         s3_options = {"endpoint_url": f"http://127.0.0.1:{s3_port}", "key": "testing", "secret": "testing"}
-        gs_options = {"endpoint_url": f"http://127.0.0.1:{gcs_port}", "token": "anon", "project": "bench"}
+        # The emulator serves one connection at a time with a listen backlog of 5: more
+        # GETs in flight get their connections dropped and retried a second or more
+        # later. fsspec's batch_size caps them (a real bucket needs no cap).
+        gs_options = {
+            "endpoint_url": f"http://127.0.0.1:{gcs_port}",
+            "token": "anon",
+            "project": "bench",
+            "batch_size": 4,
+        }
         s3fs.S3FileSystem(**s3_options).mkdir(bucket)
         gcsfs.GCSFileSystem(**gs_options).mkdir(bucket)
         yield {"s3": (f"s3://{bucket}/mixed", s3_options), "gs": (f"gs://{bucket}/mixed", gs_options)}
@@ -111,7 +136,85 @@ def _servers() -> Iterator[dict[str, tuple[str, dict[str, Any]]]]:
             process.wait(timeout=10)
 
 
-def _measure(url: str, options: dict[str, Any] | None, records: list[Any], repeats: int) -> dict[str, Any]:
+@contextlib.contextmanager
+def _s3_requests() -> Iterator[collections.Counter[str]]:
+    """Counts the S3 API calls the client makes inside the block, by operation."""
+    from aiobotocore.client import AioBaseClient
+
+    counts: collections.Counter[str] = collections.Counter()
+    original = AioBaseClient._make_api_call
+
+    async def counting(self: Any, operation: str, params: Any) -> Any:
+        counts[operation] += 1
+        return await original(self, operation, params)
+
+    AioBaseClient._make_api_call = counting
+    try:
+        yield counts
+    finally:
+        AioBaseClient._make_api_call = original
+
+
+def _random_access(url: str, extra: dict[str, Any], repeats: int, count_requests: bool) -> dict[str, Any]:
+    """Random reads through ``rk.RandomAccess`` (see the module docs)."""
+    start = time.perf_counter()
+    ds = rk.RandomAccess(url, **extra)
+    result: dict[str, Any] = {"random_access_open": {"seconds": time.perf_counter() - start}}
+    n = len(ds)
+    rng = np.random.default_rng(0)
+    singles = rng.integers(0, n, size=min(n, SINGLES)).tolist()
+    batches = [rng.integers(0, n, size=BATCH).tolist() for _ in range(max(1, min(n, 1024) // BATCH))]
+
+    def one_at_a_time() -> int:
+        for i in singles:
+            ds[i]
+        return len(singles)
+
+    def batches_of_64() -> int:
+        return sum(len(ds[batch]) for batch in batches)
+
+    def bytes_one_at_a_time() -> int:
+        return sum(1 for i in singles if ds.read_serialized(i))
+
+    def bytes_batches_of_64() -> int:
+        shards = ds.shards
+        count = 0
+        for batch in batches:
+            located = [shards.locate(i) for i in batch]
+            for (shard, number), framed in zip(located, shards.fetch(located), strict=True):
+                count += bool(shards.unframe(shard, number, framed))
+        return count
+
+    ds[singles[0]]  # warm-up: the connection (remote) or the page cache (local)
+    result["random_access_1"] = repeated(one_at_a_time, repeats)
+    result["random_access_64"] = repeated(batches_of_64, repeats)
+    result["random_access_bytes_1"] = repeated(bytes_one_at_a_time, repeats)
+    result["random_access_bytes_64"] = repeated(bytes_batches_of_64, repeats)
+    if count_requests:
+        with _s3_requests() as opening:
+            rk.RandomAccess(url, **extra)
+        with _s3_requests() as single:
+            ds[singles[0]]
+        with _s3_requests() as batch:
+            ds[batches[0]]
+        result["requests"] = {
+            "open": dict(opening),
+            "one_record": dict(single),
+            "batch_of_64": dict(batch),
+            "shards": len(ds.shards.shards),
+        }
+    return result
+
+
+def _measure(
+    url: str,
+    options: dict[str, Any] | None,
+    records: list[Any],
+    repeats: int,
+    *,
+    streaming: bool = True,
+    count_requests: bool = False,
+) -> dict[str, Any]:
     extra: dict[str, Any] = {"storage_options": options} if options is not None else {}
 
     def write() -> int:
@@ -119,6 +222,9 @@ def _measure(url: str, options: dict[str, Any] | None, records: list[Any], repea
         return manifest.split("train").num_records
 
     result = {"write": repeated(write, 1)}  # written once: a second write would find the dataset
+    result.update(_random_access(url, extra, repeats, count_requests))
+    if not streaming:
+        return result
 
     def numpy_read() -> int:
         return sum(1 for _ in rk.iter_records(url, **extra))
@@ -141,18 +247,39 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--records", type=int, default=2000)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--out", type=Path, default=None)
+    parser.add_argument(
+        "--random-access-only", action="store_true", help="leave out iter_records and load_dataset"
+    )
     args = parser.parse_args(argv)
+    streaming = not args.random_access_only
     records = [mixed_record(r) for r in mixed_records(args.records)]
     results: dict[str, Any] = {"records": args.records, "shard_bytes": SHARD_BYTES}
     with tempfile.TemporaryDirectory() as tmp, _servers() as buckets:
-        results["local"] = _measure(str(Path(tmp) / "mixed"), None, records, args.repeats)
+        results["local"] = _measure(
+            str(Path(tmp) / "mixed"), None, records, args.repeats, streaming=streaming
+        )
         for name, (url, options) in buckets.items():
-            results[name] = _measure(url, options, records, args.repeats)
+            results[name] = _measure(
+                url, options, records, args.repeats, streaming=streaming, count_requests=name == "s3"
+            )
     text = json.dumps(results, indent=2)
     if args.out is not None:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(text + "\n", encoding="utf-8")
     print(text)
+    for store in ("local", "s3", "gs"):
+        for name in (
+            "random_access_1",
+            "random_access_64",
+            "random_access_bytes_1",
+            "random_access_bytes_64",
+        ):
+            row = results[store][name]
+            runs = " ".join(f"{rate:,.0f}" for rate in row["records_per_s_each"])
+            print(
+                f"{store:5s} {name:22s} median {row['records_per_s']:8,.0f}  best "
+                f"{row['records_per_s_best']:8,.0f} records/s  (runs {runs})"
+            )
 
 
 if __name__ == "__main__":

@@ -14,7 +14,15 @@ import pytest
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-from hypothesis import HealthCheck, settings
+# pytest put this folder on sys.path to import this conftest ("prepend" import mode). Its
+# sub-folders recordkit/ and recordkit_codecs/ mirror the source packages' names, so in a
+# process that a test spawns (Grain's workers, a "spawn" multiprocessing pool), which
+# inherits sys.path, they would shadow the installed packages as namespace packages
+# ("No module named 'recordkit.read._grain'"). Nothing is imported from here by bare name.
+_TESTS = str(Path(__file__).resolve().parent)
+sys.path[:] = [entry for entry in sys.path if entry != _TESTS]
+
+from hypothesis import HealthCheck, settings  # noqa: E402
 
 settings.register_profile(
     "recordkit",

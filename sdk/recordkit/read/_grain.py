@@ -2,9 +2,10 @@
 
 Grain reads through a ``RandomAccessDataSource``: ``len()`` and ``source[i]``, from any
 process. :class:`DataSource` is that, over :class:`recordkit.RandomAccess` (one ``pread``
-per record, CRCs checked, numpy decode, no TensorFlow): Grain's samplers then give the
-global shuffle, the sharding between hosts, and iterators whose state checkpoints and
-restores exactly. It pickles as its arguments, so Grain's worker processes reopen it.
+per record, one ranged GET from a remote dataset, CRCs checked, numpy decode, no
+TensorFlow): Grain's samplers then give the global shuffle, the sharding between hosts,
+and iterators whose state checkpoints and restores exactly. It pickles as its
+arguments, so Grain's worker processes reopen it (and make their own storage client).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from recordkit.codec._registry import CodecRegistry
 from recordkit.read._open import Paths
 from recordkit.read._random_access import RandomAccess
 from recordkit.schema._schema import Schema
+from recordkit.storage import StorageOptions
 
 __all__ = ["DataSource"]
 
@@ -35,8 +37,17 @@ class DataSource:
         schema: Schema | str | os.PathLike[str] | None = None,
         registry: CodecRegistry | None = None,
         verify: bool = True,
+        storage_options: StorageOptions | None = None,
     ) -> None:
-        self.records = RandomAccess(path, split, fields, schema=schema, registry=registry, verify=verify)
+        self.records = RandomAccess(
+            path,
+            split,
+            fields,
+            schema=schema,
+            registry=registry,
+            verify=verify,
+            storage_options=storage_options,
+        )
 
     def __len__(self) -> int:
         return len(self.records)
@@ -45,7 +56,14 @@ class DataSource:
         return self.records[record_key.__index__()]
 
     def __getitems__(self, record_keys: Sequence[int]) -> list[dict[str, Any]]:
+        """The records of ``record_keys``, fetched together (from a remote dataset, their
+        ranged GETs concurrently)."""
         return self.records[list(record_keys)]
+
+    def _getitems(self, record_keys: Sequence[int]) -> list[dict[str, Any]]:
+        """Grain's batched read (``SupportsBatchedReadRandomAccessDataSource``), used by
+        its batch pushdown: :meth:`__getitems__`."""
+        return self.__getitems__(record_keys)
 
     def __repr__(self) -> str:
         # Grain names the source in checkpoints and logs: stable across processes.

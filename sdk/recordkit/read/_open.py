@@ -367,8 +367,9 @@ def _open_manifest(
         raise _missing_codec(exc, manifest) from None
     shards = _split_shards(root, manifest, split)
     comp = Compression.parse(manifest.compression)
+    listed = _listed_sizes(root, manifest, shards) if check_sizes else {}
     for shard in shards:
-        _check_shard(shard, comp, sizes=check_sizes, sha256=sha256)
+        _check_shard(shard, comp, sizes=check_sizes, sha256=sha256, size=listed.get(shard.name))
     defaults = {
         field.name: _default_example(bound, field)
         for field in bound.fields
@@ -557,9 +558,29 @@ def _size(path: Path | Location) -> int:
     return path.size() if isinstance(path, Location) else path.stat().st_size
 
 
-def _check_shard(shard: Shard, compression: Compression, *, sizes: bool, sha256: bool) -> None:
+#: Objects one LIST request returns (S3's page; GCS's is the same by default).
+_LIST_PAGE = 1000
+
+
+def _listed_sizes(root: Path | Location, manifest: Manifest, shards: tuple[Shard, ...]) -> dict[str, int]:
+    """The shards' sizes from one listing of a remote dataset's folder, when that takes
+    fewer requests than a HEAD per shard (its pages, judged from the files the manifest
+    lists, against the shards); else {} (each shard's size is asked on its own)."""
+    if not isinstance(root, Location) or root.is_local or len(shards) < 2:
+        return {}
+    files = sum(2 * len(split.shards) + 2 for split in manifest.splits.values())
+    if files // _LIST_PAGE + 1 >= len(shards):
+        return {}
+    return root.list_sizes()
+
+
+def _check_shard(
+    shard: Shard, compression: Compression, *, sizes: bool, sha256: bool, size: int | None = None
+) -> None:
+    """Check ``shard`` against the manifest (``size``: already known from a listing)."""
     try:
-        size = _size(shard.path)
+        if size is None:
+            size = _size(shard.path)
     except FileNotFoundError:
         raise ManifestError("listed in the manifest but missing on disk", shard=shard.name) from None
     if sizes and shard.bytes is not None and size != shard.bytes:

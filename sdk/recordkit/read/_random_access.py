@@ -1,18 +1,19 @@
 """``RandomAccess``: record ``i`` of a split, read and decoded on its own, without TensorFlow.
 
 Built on the record index each shard carries (:mod:`recordkit.read._shard_index`): a
-read is one ``pread`` of the record's framed bytes, its CRCs checked, then each
-requested field decoded by its codec's ``decode_numpy``. Records are numbered across the
-split's shards in manifest order, so ``ds[i]`` is the ``i``-th record that
-:func:`recordkit.iter_records` yields.
+read is one ``pread`` of the record's framed bytes (one ranged GET for a remote
+dataset), its CRCs checked, then each requested field decoded by its codec's
+``decode_numpy``. Records are numbered across the split's shards in manifest order, so
+``ds[i]`` is the ``i``-th record that :func:`recordkit.iter_records` yields.
 """
 
 from __future__ import annotations
 
 import copy
+import itertools
 import operator
 import os
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, overload
 
 import numpy as np
@@ -24,28 +25,38 @@ from recordkit.read._open import OpenedDataset, Paths, open_dataset
 from recordkit.read._shard_index import DEFAULT_MAX_OPEN_FILES, IndexedShards
 from recordkit.schema._bound import BoundField
 from recordkit.schema._schema import Schema
+from recordkit.storage import StorageOptions
 
 __all__ = ["RandomAccess"]
 
 
 class RandomAccess:
     """Random access to the records of one split: ``len(ds)``, ``ds[i]``, ``ds[i:j]``,
-    ``ds[[i, j, k]]``.
+    ``ds[[i, j, k]]`` (a slice or a list is fetched at once: from a remote dataset its
+    ranged GETs run concurrently).
 
-    :param path: a dataset folder; or, with ``schema``, TFRecord files recordkit did not
-        write (their ``<file>.index`` sidecars are used when ``recordkit index`` made
-        them, else each file is scanned once when opened).
+    :param path: a dataset folder, local or remote (``s3://``, ``gs://``, any fsspec
+        URL); or, with ``schema``, TFRecord files recordkit did not write (their
+        ``<file>.index`` sidecars are used when ``recordkit index`` made them, else each
+        local file is scanned once when opened; a remote one must have its sidecar).
     :param split: the split to read.
     :param fields: the fields to decode (default: all).
     :param schema: the reader's schema (see :func:`recordkit.load_dataset`).
     :param verify: check each record's data CRC (its header is always checked).
-    :param max_open_files: shard files kept open at once (least recently used closed).
+    :param max_open_files: local shard files kept open at once (least recently used
+        closed).
+    :param storage_options: for a remote ``path``: the fsspec filesystem's options
+        (``endpoint_url``, ``key``, ``token`` ...).
 
     A record is a dict of Python and numpy values, as :func:`recordkit.iter_records`
     gives it. A corrupt record raises :class:`~recordkit.errors.CorruptRecordError`
-    naming its shard and offset. An instance may be shared between threads, and used
-    in processes forked after it was made (each process opens its own files); it
-    pickles as its arguments (with the default codec registry).
+    naming its shard, offset and record. An instance may be shared between threads, and
+    used in processes forked after it was made (each process opens its own files and
+    its own storage client); it pickles as its arguments (with the default codec
+    registry).
+
+    A remote dataset's record indexes are fetched once (and checked against the
+    manifest's sha256) when the instance is made; then each record costs one ranged GET.
     """
 
     def __init__(
@@ -58,6 +69,7 @@ class RandomAccess:
         registry: CodecRegistry | None = None,
         verify: bool = True,
         max_open_files: int = DEFAULT_MAX_OPEN_FILES,
+        storage_options: StorageOptions | None = None,
     ) -> None:
         self._args: dict[str, Any] = {
             "path": path,
@@ -66,8 +78,11 @@ class RandomAccess:
             "schema": schema,
             "verify": verify,
             "max_open_files": max_open_files,
+            "storage_options": storage_options,
         }
-        self.source: OpenedDataset = open_dataset(path, split, fields, schema=schema, registry=registry)
+        self.source: OpenedDataset = open_dataset(
+            path, split, fields, schema=schema, registry=registry, storage_options=storage_options
+        )
         self.shards = IndexedShards(self.source, verify=verify, max_open_files=max_open_files)
         self._stored: tuple[BoundField, ...] = self.source.stored_fields.fields
         self._defaults = {
@@ -125,9 +140,34 @@ class RandomAccess:
         try:
             return self.decode(self.shards.read(shard, number), index)
         except RecordkitError as exc:
-            raise exc.with_context(
-                shard=self.shards.shards[shard].name, offset=self.shards.offset(shard, number)
-            ) from None
+            raise self._context(exc, shard, number, index) from None
+
+    def records(self, located: Sequence[tuple[int, int]]) -> list[dict[str, Any]]:
+        """Each ``(shard, number)``'s record, decoded: the bytes of all of them fetched
+        first (from a remote dataset concurrently, one ranged GET each), then checked
+        and decoded in order."""
+        pairs = list(located)
+        return list(self.stream(pairs, prefetch=max(len(pairs), 1)))
+
+    def stream(self, located: Iterable[tuple[int, int]], prefetch: int = 64) -> Iterator[dict[str, Any]]:
+        """Each ``(shard, number)``'s record, decoded, in order; the bytes of the next
+        ``prefetch`` records are fetched together (from a remote dataset: their ranged
+        GETs concurrently), each is checked and decoded as it is yielded."""
+        pairs = iter(located)
+        while chunk := list(itertools.islice(pairs, prefetch)):
+            fetched = self.shards.fetch(chunk)
+            for (shard, number), framed in zip(chunk, fetched, strict=True):
+                index = int(self.shards.starts[shard]) + number
+                try:
+                    record = self.decode(self.shards.unframe(shard, number, framed), index)
+                except RecordkitError as exc:
+                    raise self._context(exc, shard, number, index) from None
+                yield record
+
+    def _context(self, exc: RecordkitError, shard: int, number: int, index: int) -> RecordkitError:
+        return exc.with_context(
+            shard=self.shards.shards[shard].name, offset=self.shards.offset(shard, number), record=index
+        )
 
     @overload
     def __getitem__(self, i: int) -> dict[str, Any]: ...
@@ -137,9 +177,10 @@ class RandomAccess:
 
     def __getitem__(self, i: Any) -> Any:
         if isinstance(i, slice):
-            return [self[j] for j in range(*i.indices(len(self)))]
+            return self.records([self.shards.locate(j) for j in range(*i.indices(len(self)))])
         if isinstance(i, (Sequence, np.ndarray)) and not isinstance(i, (str, bytes)):
-            return [self[j] for j in (i.tolist() if isinstance(i, np.ndarray) else i)]
+            indices = i.tolist() if isinstance(i, np.ndarray) else i
+            return self.records([self.shards.locate(self._index(j)) for j in indices])
         index = self._index(i)
         return self.record(*self.shards.locate(index))
 
@@ -147,7 +188,7 @@ class RandomAccess:
         return (self[i] for i in range(len(self)))
 
     def close(self) -> None:
-        """Close the open shard files (reading again reopens them)."""
+        """Close the open local shard files (reading again reopens them)."""
         self.shards.files.close()
 
     def __repr__(self) -> str:

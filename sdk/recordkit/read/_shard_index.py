@@ -1,156 +1,109 @@
-"""Reading records by position: each shard's record index, and one ``pread`` per record.
+"""Reading records by position: each shard's record index, and one read per record.
 
 :class:`IndexedShards` is the core that :class:`recordkit.RandomAccess`, the PyTorch
 datasets and the Grain data source share. It finds each shard's index (listed in the
 manifest and checked against its sha256; else a ``<shard>.index`` sidecar, as
-``recordkit index`` writes for foreign files; else a scan of the shard, kept in memory),
-maps a global record number to its shard and record, and reads a record with one
-``os.pread`` of exactly its framed bytes, whose CRCs it checks.
+``recordkit index`` writes for foreign files; else, for a local shard only, a scan of
+the shard, kept in memory), maps a global record number to its shard and record, and
+reads a record's framed bytes in one read, whose CRCs it checks.
 
-Open files are held in a small LRU cache (at most ``max_open_files``), safe to share
-between threads (a file evicted while another thread reads it is closed when that read
-ends) and across ``fork``: a child process notices the new process id and opens its own
-files, never sharing a file position or a lock with its parent.
+Local and remote shards differ only in how bytes arrive, which the storage layer's
+:class:`~recordkit.storage.RangeReader` decides: a local shard is read with one
+``os.pread`` on a file kept open (an LRU of at most ``max_open_files``, fork-aware); a
+remote one (``s3://``, ``gs://``, any fsspec URL) with one ranged GET per record, through
+a client made per process. A remote split's indexes are fetched once, all at once
+(concurrent GETs), when the reader is made; a remote shard without an index is refused
+with the command that builds one, since scanning it would download it whole.
 """
 
 from __future__ import annotations
 
-import collections
-import contextlib
 import hashlib
-import os
-import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
 
 from recordkit.dataset._manifest import ShardInfo
 from recordkit.errors import CorruptRecordError, DatasetError
-from recordkit.format._index import INDEX_SUFFIX, RecordIndex, build_index, read_index
+from recordkit.format._index import INDEX_SUFFIX, RecordIndex, build_index
 from recordkit.format._tfrecord import Compression, unframe_record
 from recordkit.read._open import OpenedDataset, Shard
-from recordkit.storage import Location
+from recordkit.storage import DEFAULT_MAX_OPEN_FILES, Location, RangeReader, location, read_files
 
-__all__ = ["DEFAULT_MAX_OPEN_FILES", "FileCache", "IndexedShards", "load_index"]
-
-#: Files a reader keeps open at most (per process).
-DEFAULT_MAX_OPEN_FILES = 64
+__all__ = ["DEFAULT_MAX_OPEN_FILES", "IndexedShards", "load_indexes"]
 
 
-class _Handle:
-    __slots__ = ("closing", "fd", "users")
-
-    def __init__(self, fd: int) -> None:
-        self.fd = fd
-        self.users = 0
-        self.closing = False
+def _beside(shard: Shard, name: str) -> Location:
+    """The file ``name`` in the folder of ``shard``."""
+    where = shard.path if isinstance(shard.path, Location) else location(shard.path)
+    return where.parent.join(name)
 
 
-class FileCache:
-    """At most ``max_open`` files open for reading, least recently used closed first.
+def load_indexes(
+    shards: tuple[Shard, ...], listed: dict[str, ShardInfo], compression: Compression
+) -> list[RecordIndex]:
+    """The record index of each shard: the manifest's (sha256 and record count checked),
+    else a ``<file>.index`` sidecar, else (local shards only) built by scanning the shard.
 
-    Thread-safe; after a ``fork`` the child drops (closes) the parent's descriptors and
-    opens its own.
+    The index files are read together (:func:`recordkit.storage.read_files`: remote ones
+    concurrently, one GET each); a remote shard with neither index is an error that says
+    how to build them.
     """
-
-    def __init__(self, max_open: int = DEFAULT_MAX_OPEN_FILES) -> None:
-        if max_open < 1:
-            raise ValueError(f"max_open_files must be at least 1, not {max_open}")
-        self.max_open = max_open
-        self._pid = os.getpid()
-        self._lock = threading.Lock()
-        self._open: collections.OrderedDict[Path, _Handle] = collections.OrderedDict()
-
-    def _after_fork(self) -> None:
-        # Only the forking thread lives on in the child: a lock another thread held at
-        # the fork would never be released, so the child starts with fresh state.
-        handles = list(self._open.values())
-        self._lock = threading.Lock()
-        self._open = collections.OrderedDict()
-        self._pid = os.getpid()
-        for handle in handles:
-            with contextlib.suppress(OSError):
-                os.close(handle.fd)
-
-    @contextmanager
-    def open(self, path: Path) -> Iterator[int]:
-        """A descriptor of ``path`` open for reading, for the duration of the block."""
-        if os.getpid() != self._pid:
-            self._after_fork()
-        with self._lock:
-            handle = self._open.get(path)
-            if handle is None:
-                handle = _Handle(os.open(path, os.O_RDONLY | getattr(os, "O_BINARY", 0)))
-                self._open[path] = handle
-                while len(self._open) > self.max_open:
-                    _, old = self._open.popitem(last=False)
-                    old.closing = True
-                    if old.users == 0:
-                        os.close(old.fd)
-            else:
-                self._open.move_to_end(path)
-            handle.users += 1
-        try:
-            yield handle.fd
-        finally:
-            with self._lock:
-                handle.users -= 1
-                if handle.closing and handle.users == 0:
-                    os.close(handle.fd)
-
-    def close(self) -> None:
-        """Close every file not in use (those in use close when their read ends)."""
-        if os.getpid() != self._pid:
-            self._after_fork()
-            return
-        with self._lock:
-            for handle in self._open.values():
-                handle.closing = True
-                if handle.users == 0:
-                    os.close(handle.fd)
-            self._open.clear()
-
-    def __len__(self) -> int:
-        return len(self._open)
-
-
-def load_index(shard: Shard, info: ShardInfo | None, compression: Compression) -> RecordIndex:
-    """The record index of ``shard``: the manifest's (sha256 and record count checked),
-    else a ``<file>.index`` sidecar, else built by scanning the shard."""
-    if isinstance(shard.path, Location):
-        raise DatasetError(
-            "random access (recordkit.RandomAccess, load_dataset(start=...) on shuffled reads, "
-            "torch/grain sources) reads local shards only; copy the dataset to a local folder first",
-            file=str(shard.path),
-        )
-    if info is not None and info.index is not None:
-        path = shard.path.with_name(info.index.file)
-        try:
-            data = path.read_bytes()
-        except OSError as exc:
+    # Each shard's index file, and the sha256 the manifest gives it (None: a sidecar).
+    wanted: list[tuple[Location, str | None] | None] = []
+    for shard in shards:
+        info = listed.get(shard.name)
+        if info is not None and info.index is not None:
+            wanted.append((_beside(shard, info.index.file), info.index.sha256))
+            continue
+        sidecar = _beside(shard, shard.name + INDEX_SUFFIX)
+        wanted.append((sidecar, None) if sidecar.exists() else None)
+    found = [w for w in wanted if w is not None]
+    data = iter(read_files([where for where, _ in found]))
+    indexes = []
+    for shard, want in zip(shards, wanted, strict=True):
+        if want is None:
+            indexes.append(_scan(shard, compression))
+            continue
+        where, sha256 = want
+        index = _parse_index(shard, where, sha256, next(data))
+        if shard.records is not None and len(index) != shard.records:
             raise CorruptRecordError(
-                f"its record index {info.index.file} cannot be read: {exc.strerror or exc}",
-                shard=shard.name,
-            ) from None
-        digest = hashlib.sha256(data).hexdigest()
-        if digest != info.index.sha256:
-            raise CorruptRecordError(
-                f"its record index {info.index.file} has sha256 {digest}, the manifest says "
-                f"{info.index.sha256}; rebuild it with `recordkit index`",
+                f"its record index lists {len(index)} records, the manifest says {shard.records}",
                 shard=shard.name,
             )
-        index = RecordIndex.from_bytes(data, name=info.index.file)
-    else:
-        sidecar = shard.path.with_name(shard.path.name + INDEX_SUFFIX)
-        index = read_index(sidecar) if sidecar.is_file() else build_index(shard.path, compression)
-    if shard.records is not None and len(index) != shard.records:
+        indexes.append(index)
+    return indexes
+
+
+def _parse_index(shard: Shard, where: Location, sha256: str | None, data: bytes | OSError) -> RecordIndex:
+    if isinstance(data, OSError):
         raise CorruptRecordError(
-            f"its record index lists {len(index)} records, the manifest says {shard.records}",
+            f"its record index {where.name} cannot be read: {data.strerror or data}", shard=shard.name
+        )
+    if sha256 is not None:
+        digest = hashlib.sha256(data).hexdigest()
+        if digest != sha256:
+            raise CorruptRecordError(
+                f"its record index {where.name} has sha256 {digest}, the manifest says "
+                f"{sha256}; rebuild it with `recordkit index`",
+                shard=shard.name,
+            )
+    return RecordIndex.from_bytes(data, name=where.name)
+
+
+def _scan(shard: Shard, compression: Compression) -> RecordIndex:
+    """A local shard's index, built by reading it once; a remote shard: the error."""
+    if isinstance(shard.path, Location) and not shard.path.is_local:
+        folder = shard.path.parent.url
+        raise DatasetError(
+            "has no record index, which random access to a remote shard needs (without one "
+            f"the whole shard would be downloaded); build the indexes with `recordkit index {folder}` "
+            f"for a dataset, or `recordkit index {shard.path.url}` for TFRecord files recordkit "
+            "did not write",
             shard=shard.name,
         )
-    return index
+    return build_index(shard.path if isinstance(shard.path, Path) else shard.path.path, compression)
 
 
 class IndexedShards:
@@ -172,12 +125,12 @@ class IndexedShards:
         self.verify = verify
         # Each shard's manifest entry, by file name: the source may hold a slice of the
         # split, or only the shards an unfinished append leaves readable.
-        listed = {} if source.manifest is None else {
-            info.file: info for split in source.manifest.splits.values() for info in split.shards
-        }
-        self.indexes = [
-            load_index(shard, listed.get(shard.name), source.compression) for shard in source.shards
-        ]
+        listed = (
+            {}
+            if source.manifest is None
+            else {info.file: info for split in source.manifest.splits.values() for info in split.shards}
+        )
+        self.indexes = load_indexes(source.shards, listed, source.compression)
         #: Records of each shard before what the source reads of it (a split slice), and
         #: how many it reads; record numbers below count from the first read.
         self.firsts = [shard.skip for shard in source.shards]
@@ -190,7 +143,8 @@ class IndexedShards:
         )
         #: ``starts[s]``: the global number of shard ``s``'s first record.
         self.starts = np.concatenate([[0], np.cumsum(self.counts)]).astype(np.int64)
-        self.files = FileCache(max_open_files)
+        #: Reads a record's bytes, from a local file or a remote object.
+        self.files = RangeReader(max_open_files)
 
     def __len__(self) -> int:
         return int(self.starts[-1])
@@ -204,16 +158,43 @@ class IndexedShards:
         return self.indexes[shard].span(self.firsts[shard] + record)[0]
 
     def read(self, shard: int, record: int) -> bytes:
-        """Record ``record`` of shard ``shard``: one pread, CRCs checked."""
+        """Record ``record`` of shard ``shard``: one read (a local ``pread``, a remote
+        ranged GET), CRCs checked."""
         offset, size = self.indexes[shard].span(self.firsts[shard] + record)
-        entry = self.shards[shard]
-        assert isinstance(entry.path, Path), "load_index refuses remote shards"
-        with self.files.open(entry.path) as fd:
-            framed = os.pread(fd, size, offset)
+        framed: bytes | OSError
+        try:
+            framed = self.files.read(self.shards[shard].path, offset, size)
+        except OSError as exc:
+            framed = exc
+        return self._unframe(shard, offset, size, framed)
+
+    def fetch(self, records: list[tuple[int, int]]) -> list[bytes | OSError]:
+        """The framed bytes of each ``(shard, record)``, unchecked (see :meth:`unframe`):
+        local records read in turn, remote ones fetched concurrently."""
+        spans = [self.indexes[s].span(self.firsts[s] + r) for s, r in records]
+        return self.files.read_many(
+            [
+                (self.shards[s].path, offset, size)
+                for (s, _), (offset, size) in zip(records, spans, strict=True)
+            ]
+        )
+
+    def unframe(self, shard: int, record: int, framed: bytes | OSError) -> bytes:
+        """The data of record ``record`` of shard ``shard`` from what :meth:`fetch` gave:
+        its length and CRCs checked (an OSError raised as a DatasetError naming the shard)."""
+        offset, size = self.indexes[shard].span(self.firsts[shard] + record)
+        return self._unframe(shard, offset, size, framed)
+
+    def _unframe(self, shard: int, offset: int, size: int, framed: bytes | OSError) -> bytes:
+        name = self.shards[shard].name
+        if isinstance(framed, OSError):
+            raise DatasetError(
+                f"cannot read the shard: {framed.strerror or framed}", shard=name, offset=offset
+            )
         if len(framed) < size:
             raise CorruptRecordError(
                 f"truncated: the index says {size} bytes, the file holds {len(framed)} from here",
-                shard=entry.name,
+                shard=name,
                 offset=offset,
             )
-        return unframe_record(framed, shard=entry.name, offset=offset, verify=self.verify)
+        return unframe_record(framed, shard=name, offset=offset, verify=self.verify)

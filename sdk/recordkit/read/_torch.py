@@ -7,8 +7,9 @@
   each rank's DataLoader workers (every ``slots``-th shard, ``slots = world_size *
   num_workers``; with fewer shards than slots, every ``slots``-th record), then shuffled
   within windows of ``window`` records. Every record is read exactly once per epoch
-  across all ranks and workers. Records are read by their index (one ``pread`` each),
-  so resuming skips the records already yielded without reading them.
+  across all ranks and workers. Records are read by their index (one ``pread`` each,
+  one ranged GET each from a remote dataset), so resuming skips the records already
+  yielded without reading them.
 * :func:`collate`: stacks records into a batch; arrays whose shapes differ (images,
   audio, boxes, masks) are padded to the batch's largest with the codec's pad value,
   and ``"<field>/shape"`` holds each record's true shape, as ``load_dataset(pad=True)``
@@ -34,6 +35,7 @@ from recordkit.read._open import Paths
 from recordkit.read._position import Start, position_state, resolve_start
 from recordkit.read._random_access import RandomAccess
 from recordkit.schema._schema import Schema
+from recordkit.storage import StorageOptions
 
 __all__ = ["IterableDataset", "MapDataset", "collate", "pad_values", "to_tensors"]
 
@@ -145,8 +147,17 @@ class MapDataset(torch.utils.data.Dataset[Any]):
         transform: Transform | None = None,
         tensors: bool = True,
         verify: bool = True,
+        storage_options: StorageOptions | None = None,
     ) -> None:
-        self.records = RandomAccess(path, split, fields, schema=schema, registry=registry, verify=verify)
+        self.records = RandomAccess(
+            path,
+            split,
+            fields,
+            schema=schema,
+            registry=registry,
+            verify=verify,
+            storage_options=storage_options,
+        )
         self.transform = transform
         self.tensors = tensors
         self.collate_fn = _Collate(pad_values(self.records))
@@ -155,7 +166,14 @@ class MapDataset(torch.utils.data.Dataset[Any]):
         return len(self.records)
 
     def __getitem__(self, index: int) -> Any:
-        record: Any = self.records[int(index)]
+        return self._finish(self.records[int(index)])
+
+    def __getitems__(self, indices: Sequence[int]) -> list[Any]:
+        """A batch's records, fetched together (the DataLoader calls this with a batch's
+        indices): from a remote dataset, the batch's ranged GETs run concurrently."""
+        return [self._finish(record) for record in self.records[[int(i) for i in indices]]]
+
+    def _finish(self, record: Any) -> Any:
         if self.tensors:
             record = to_tensors(record)
         return self.transform(record) if self.transform is not None else record
@@ -171,6 +189,8 @@ class IterableDataset(torch.utils.data.IterableDataset[Any]):
     :param world_size: the number of ranks (default: ``torch.distributed``'s, else 1).
     :param start: resume: a state dict from :meth:`state_dict` or :meth:`loader_state`
         (or, read in one process, a record count).
+    :param prefetch: records whose bytes are fetched together, ahead of decoding (from a
+        remote dataset: their ranged GETs run concurrently).
 
     With DataLoader workers each worker reads its slots' records; :meth:`loader_state`
     gives the state after the DataLoader yielded some batches, from which a new
@@ -194,17 +214,32 @@ class IterableDataset(torch.utils.data.IterableDataset[Any]):
         transform: Transform | None = None,
         tensors: bool = True,
         verify: bool = True,
+        storage_options: StorageOptions | None = None,
+        prefetch: int = 64,
     ) -> None:
         if window < 1:
             raise ValueError(f"window must be at least 1, not {window}")
-        self.records = RandomAccess(path, split, fields, schema=schema, registry=registry, verify=verify)
+        if prefetch < 1:
+            raise ValueError(f"prefetch must be at least 1, not {prefetch}")
+        self.prefetch = prefetch
+        self.records = RandomAccess(
+            path,
+            split,
+            fields,
+            schema=schema,
+            registry=registry,
+            verify=verify,
+            storage_options=storage_options,
+        )
         self.split = split
         self.shuffle = shuffle
         self.seed = int(seed)
         self.window = window
         distributed = torch.distributed.is_available() and torch.distributed.is_initialized()
-        self.world_size = world_size if world_size is not None else (
-            torch.distributed.get_world_size() if distributed else 1
+        self.world_size = (
+            world_size
+            if world_size is not None
+            else (torch.distributed.get_world_size() if distributed else 1)
         )
         self.rank = rank if rank is not None else (torch.distributed.get_rank() if distributed else 0)
         if not 0 <= self.rank < self.world_size:
@@ -286,8 +321,8 @@ class IterableDataset(torch.utils.data.IterableDataset[Any]):
         begin = self._starts[local] if self._starts is not None else 0
         if info is None:
             self._yielded = begin
-        for shard, number in zip(shard_ids[begin:].tolist(), numbers[begin:].tolist(), strict=True):
-            record: Any = self.records.record(shard, number)
+        located = zip(shard_ids[begin:].tolist(), numbers[begin:].tolist(), strict=True)
+        for record in self.records.stream(located, prefetch=self.prefetch):
             if self.tensors:
                 record = to_tensors(record)
             if self.transform is not None:

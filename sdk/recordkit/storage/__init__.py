@@ -3,9 +3,11 @@
 
 :func:`location` turns a path or URL plus ``storage_options`` into a :class:`Location`;
 its methods are every operation the SDK needs (open for streamed reading and writing,
-exists, list, size, remove, write a whole object in one request, join). Local paths
-keep the exact local behaviour (atomic rename, fsync); remote ones go through fsspec,
-whose clients (s3fs, gcsfs) are imported only when a remote URL is used.
+exists, list, size, remove, write a whole object in one request, join, read a byte
+range). Local paths keep the exact local behaviour (atomic rename, fsync); remote ones
+go through fsspec, whose clients (s3fs, gcsfs) are imported only when a remote URL is
+used, one client per process. :class:`RangeReader` reads records by position from
+local or remote shards, the one place random access tells the two apart.
 """
 
 from __future__ import annotations
@@ -18,14 +20,22 @@ from recordkit.storage._location import (
     WriteStream,
     is_remote,
     location,
+    read_files,
+    read_ranges,
 )
+from recordkit.storage._ranges import DEFAULT_MAX_OPEN_FILES, FileCache, RangeReader
 
 __all__ = [
+    "DEFAULT_MAX_OPEN_FILES",
+    "FileCache",
     "Location",
     "PathOrUrl",
+    "RangeReader",
     "StorageOptions",
     "WriteStream",
     "fsync_dir",
     "is_remote",
     "location",
+    "read_files",
+    "read_ranges",
 ]

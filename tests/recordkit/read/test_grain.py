@@ -66,3 +66,11 @@ def test_two_hosts_share_the_records_and_a_checkpoint_resumes_exactly(dataset: P
         assert head + [r["caption"] for r in resumed] == full
         seen += full
     assert sorted(seen) == sorted(r["caption"] for r in rk.iter_records(dataset, fields="caption"))
+
+
+def test_batched_reads_give_the_records_of_single_reads(dataset: Path) -> None:
+    source = DataSource(dataset, fields=["caption"])
+    keys = [7, 0, 7, 3]
+    want = [source[k]["caption"] for k in keys]
+    assert [r["caption"] for r in source.__getitems__(keys)] == want
+    assert [r["caption"] for r in source._getitems(keys)] == want

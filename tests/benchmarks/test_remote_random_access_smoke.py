@@ -1,0 +1,52 @@
+"""Smoke test of benchmarks/remote.py's random-access part at a tiny size: it starts its
+servers, reads every record it should, and counts the S3 requests; never how fast
+(those figures come from a quiet machine)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.slow
+def test_the_remote_random_access_benchmark_runs(tmp_path: Path) -> None:
+    pytest.importorskip("s3fs")
+    pytest.importorskip("gcsfs")
+    pytest.importorskip("moto.server")
+    pytest.importorskip("gcp_storage_emulator")
+    out = tmp_path / "remote.json"
+    done = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "benchmarks" / "remote.py"),
+            "--records",
+            "12",
+            "--repeats",
+            "1",
+            "--random-access-only",
+            "--out",
+            str(out),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    results = json.loads(out.read_text())
+    for store in ("local", "s3", "gs"):
+        assert results[store]["random_access_1"]["records"] == 12
+        assert results[store]["random_access_64"]["records"] == 64
+        assert results[store]["random_access_bytes_64"]["records"] == 64
+        assert "iter_records" not in results[store]
+    requests = results["s3"]["requests"]
+    assert requests["one_record"] == {"GetObject": 1}
+    assert requests["batch_of_64"] == {"GetObject": 64}
+    assert requests["open"]["GetObject"] == 1 + requests["shards"]  # the manifest, then each index
