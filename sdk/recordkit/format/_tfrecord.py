@@ -333,17 +333,19 @@ def iter_tfrecords(
                     offset=offset,
                 )
             try:
-                body = _read_up_to(stream, length + FOOTER_BYTES)
+                # The data and its CRC read apart: the data is not sliced out of a copy.
+                data = _read_up_to(stream, length)
+                footer = stream.read(FOOTER_BYTES) if len(data) == length else b""
             except (OSError, EOFError, zlib.error) as exc:
                 raise CorruptRecordError(f"cannot decompress: {exc}", shard=shard, offset=offset) from None
-            if len(body) < length + FOOTER_BYTES:
+            if len(footer) < FOOTER_BYTES:
+                present = max(len(data) + len(footer) - FOOTER_BYTES, 0)
                 raise CorruptRecordError(
-                    f"truncated record: {length} bytes announced, {max(len(body) - FOOTER_BYTES, 0)} present",
+                    f"truncated record: {length} bytes announced, {present} present",
                     shard=shard,
                     offset=offset,
                 )
-            data = body[:length]
-            if verify and masked_crc(data) != _CRC.unpack_from(body, length)[0]:
+            if verify and masked_crc(data) != _CRC.unpack(footer)[0]:
                 raise CorruptRecordError("data CRC mismatch (corrupt record)", shard=shard, offset=offset)
             yield offset, data
             offset += FRAMING_BYTES + length
