@@ -45,12 +45,19 @@ class WireKind(str, enum.Enum):
     @property
     def numpy_dtype(self) -> np.dtype[Any]:
         """The numpy dtype a parsed feature of this kind has (bytes are ``object``)."""
-        return np.dtype({"bytes": object, "int64": np.int64, "float": np.float32}[self.value])
+        return _NUMPY_DTYPES[self.value]  # made once: the numpy reader asks for every value
 
     @property
     def tf_dtype_name(self) -> str:
         """The name of the tf.DType ``tf.io.parse_example`` produces for this kind."""
         return {"bytes": "string", "int64": "int64", "float": "float32"}[self.value]
+
+
+_NUMPY_DTYPES: dict[str, np.dtype[Any]] = {
+    "bytes": np.dtype(object),
+    "int64": np.dtype(np.int64),
+    "float": np.dtype(np.float32),
+}
 
 
 @dataclasses.dataclass(frozen=True)

@@ -20,6 +20,7 @@ from _reader_support import (
 
 import recordkit as rk
 from recordkit.errors import CorruptRecordError, DecodeError, IncompatibleSchemaError, UnknownCodecError
+from recordkit.read import _iter_records
 from recordkit.testing import assert_values_equal
 
 N = 9
@@ -75,6 +76,34 @@ def test_threads_decode_the_same_records_in_the_same_order(
             assert_values_equal(alone[name], row[name], path=name)
     with pytest.raises(ValueError, match="num_threads"):
         rk.iter_records(dataset, num_threads=0)
+
+
+def test_threads_decode_chunks_of_records_in_order(
+    dataset: Path, records: list[dict[str, Any]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Records go to the threads in chunks (here of 2, so that the 9 records make several,
+    the last one short, and the window of chunks ahead fills): the order is kept."""
+    monkeypatch.setattr(_iter_records, "_CHUNK_RECORDS", 2)
+    threaded = list(rk.iter_records(dataset, fields=["caption", "label"], num_threads=2))
+    assert [r["caption"] for r in threaded] == [r["caption"] for r in records]
+    monkeypatch.setattr(_iter_records, "_CHUNK_BYTES", 1)  # a chunk per record
+    assert list(rk.iter_records(dataset, fields=["caption", "label"], num_threads=2)) == threaded
+
+
+def test_threads_yield_the_records_before_a_corrupt_one_then_raise(dataset: Path, tmp_path: Path) -> None:
+    """A record that fails its CRC stops a threaded read where it stops a one-thread read:
+    the records before it (already read into a chunk) are decoded and yielded first."""
+    copy, shard = broken_copy(dataset, tmp_path)
+    offsets = record_offsets(shard)
+    data = bytearray(shard.read_bytes())
+    data[offsets[3] + 20] ^= 0x01  # inside record 3's data
+    shard.write_bytes(bytes(data))
+    for threads in (1, 2):
+        got: list[dict[str, Any]] = []
+        with pytest.raises(CorruptRecordError, match="data CRC mismatch") as err:
+            got.extend(rk.iter_records(copy, fields=["label"], num_threads=threads))
+        assert len(got) == 3
+        assert (err.value.shard, err.value.context.offset) == (shard.name, offsets[3])
 
 
 def test_threads_stop_cleanly_when_the_reader_stops_early(dataset: Path) -> None:
