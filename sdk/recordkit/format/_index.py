@@ -73,8 +73,8 @@ class RecordIndex:
         of the offsets on a little-endian machine (an index of a big shard of small records
         is megabytes: the writer writes and hashes it straight from the offsets)."""
         # Offsets are never negative, so their int64 bytes are their uint64 bytes.
-        offsets = self.offsets.astype("<i8", copy=False)
-        return _HEADER.pack(INDEX_MAGIC, len(self)), memoryview(offsets).cast("B")
+        offsets = np.ascontiguousarray(self.offsets, dtype="<i8")
+        return _HEADER.pack(INDEX_MAGIC, len(self)), offsets.data.cast("B")
 
     def to_bytes(self) -> bytes:
         header, offsets = self.parts()

@@ -202,7 +202,7 @@ class ShardFile:
         self._fd = os.open(self.temp_path, flags, 0o644) if self.temp_path is not None else -1
         #: Each record's offset in the (uncompressed) stream: the shard's record index. An
         #: array of 8-byte ints, not a list (whose ints take about 40 bytes a record): a
-        #: 128 MiB shard of 100-byte records has 1.3 million of them.
+        #: 128 MiB shard of 100-byte records has 1.2 million of them.
         self._offsets = array("q")
         self._io = ThreadPoolExecutor(max_workers=1, thread_name_prefix="recordkit-shard")
         self._in_flight: collections.deque[Future[bytearray | None]] = collections.deque()
