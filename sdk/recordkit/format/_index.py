@@ -162,9 +162,9 @@ def read_index(path: Path) -> RecordIndex:
 
 def build_index(shard: Path, compression: Compression = Compression.NONE) -> RecordIndex:
     """Scan a TFRecord file (CRCs checked) and return the offsets of its records."""
-    offsets = array("q")  # 8 bytes a record, where a list of ints takes about 40
+    offsets: list[int] = []
     end = 0
     for offset, data in iter_tfrecords(shard, compression, verify=True):
         offsets.append(offset)
         end = offset + len(data) + FRAMING_BYTES
-    return RecordIndex.taking(offsets, end)
+    return RecordIndex.from_offsets(offsets, end)
