@@ -16,9 +16,7 @@ completes the shard finds little left to wait for.
 What a shard file holds in memory is bounded by the shard, never by the dataset: two
 chunk buffers in the steady state (a third only while the disk lags behind), and each
 record's offset for the shard's index, 8 bytes a record in an ``array("q")``, released
-when the index is written. Committing a shard lets go of its spare buffers at once, and
-of each other one as its chunk is written, so a shard still being completed in the
-background adds little to the next one's.
+when the index is written.
 """
 
 from __future__ import annotations
@@ -325,9 +323,6 @@ class ShardFile:
         shard."""
         if self._finishing is None:
             self._hand_off()
-            # Nothing more is added: the spare buffers go now, not when the shard is
-            # complete (the next shard is filling its own meanwhile).
-            self._free.clear()
             self._finishing = self._io.submit(self._finish, then)
             self._io.shutdown(wait=False)  # the thread ends after the last job
         return self._finishing
