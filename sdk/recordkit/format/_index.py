@@ -21,6 +21,7 @@ import hashlib
 import os
 import secrets
 import struct
+from array import array
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -67,8 +68,18 @@ class RecordIndex:
         start = int(self.offsets[record])
         return start, int(self.offsets[record + 1]) - start
 
+    def parts(self) -> tuple[bytes, memoryview]:
+        """The index file's bytes in two parts, the header and the offsets, without a copy
+        of the offsets on a little-endian machine (an index of a big shard of small records
+        is megabytes: the writer writes and hashes it straight from the offsets)."""
+        # Offsets are never negative, so their int64 bytes are their uint64 bytes.
+        offsets = np.ascontiguousarray(self.offsets, dtype="<i8")
+        return _HEADER.pack(INDEX_MAGIC, len(self)), offsets.data.cast("B")
+
     def to_bytes(self) -> bytes:
-        return _HEADER.pack(INDEX_MAGIC, len(self)) + self.offsets.astype("<u8").tobytes()
+        header, offsets = self.parts()
+        with offsets:
+            return header + offsets
 
     @classmethod
     def from_bytes(cls, data: bytes, *, name: str = "index") -> RecordIndex:
@@ -88,22 +99,48 @@ class RecordIndex:
         return cls(offsets)
 
     @classmethod
-    def from_offsets(cls, offsets: Sequence[int], end: int) -> RecordIndex:
-        return cls(np.asarray([*offsets, end], dtype=np.int64))
+    def from_offsets(cls, offsets: Sequence[int] | array[int], end: int) -> RecordIndex:
+        """The index of records starting at ``offsets``, the stream ending at ``end``
+        (``offsets`` is copied once, with no list of Python ints made on the way)."""
+        values = np.empty(len(offsets) + 1, dtype=np.int64)
+        values[:-1] = offsets
+        values[-1] = end
+        return cls(values)
+
+    @classmethod
+    def taking(cls, offsets: array[int], end: int) -> RecordIndex:
+        """Like :meth:`from_offsets`, for an ``array("q")`` that the caller gives up:
+        ``end`` is appended to it and the index views its memory, so an index of millions
+        of records costs no second copy (the shard writer's offsets, see
+        :class:`~recordkit.write._shard_file.ShardFile`)."""
+        if offsets.typecode != "q" or offsets.itemsize != 8:
+            raise TypeError(f"offsets must be an array('q') of 8-byte ints, not array({offsets.typecode!r})")
+        offsets.append(end)
+        return cls(np.frombuffer(offsets, dtype=np.int64))
 
 
 def write_index(path: Path | Location, index: RecordIndex, *, durable: bool = True) -> str:
     """Write ``index`` to ``path`` atomically (temp name, then rename; a remote object:
-    one PUT); return its sha256."""
-    data = index.to_bytes()
-    if isinstance(path, Location):
-        path.write_bytes(data, durable=durable)
-        return hashlib.sha256(data).hexdigest()
+    one PUT); return its sha256. A local file is written from the offsets in place (see
+    :meth:`RecordIndex.parts`)."""
+    header, offsets = index.parts()
+    with offsets:
+        digest = hashlib.sha256(header)
+        digest.update(offsets)
+        if isinstance(path, Location):
+            path.write_bytes(header + offsets, durable=durable)
+            return digest.hexdigest()
+        _write_local(path, header, offsets, durable=durable)
+    return digest.hexdigest()
+
+
+def _write_local(path: Path, header: bytes, offsets: memoryview, *, durable: bool) -> None:
     # Unique per writer, like the shards' temp names (see write._shard_file.temp_pattern).
     temp = path.with_name(f".{path.name}.{os.getpid():x}-{secrets.token_hex(4)}.tmp")
     try:
         with open(temp, "wb") as out:
-            out.write(data)
+            out.write(header)
+            out.write(offsets)
             out.flush()
             if durable:
                 os.fsync(out.fileno())
@@ -111,7 +148,6 @@ def write_index(path: Path | Location, index: RecordIndex, *, durable: bool = Tr
     except BaseException:
         temp.unlink(missing_ok=True)
         raise
-    return hashlib.sha256(data).hexdigest()
 
 
 def read_index(path: Path) -> RecordIndex:
