@@ -65,6 +65,7 @@ def decode_image_batch(
     if channels is None:
         channels = tf.fill(tf.shape(heights), tf.constant(static_channels, tf.int64))
     channels = tf.cast(tf.reshape(channels, [-1]), tf.int64)
+    encoded = tf.reshape(encoded, [-1])
     # Plain assertions with a string message: assert_equal would add a conditional (two
     # more functions) to the graph, which TensorFlow optimizes again for every iterator.
     checks = []
@@ -76,8 +77,9 @@ def decode_image_batch(
                 [f"{codec} codec: an image of this batch is not the schema's fixed size {fixed_size}"],
             )
         )
-    if static_channels is None:
-        # A batch stacks into one tensor only when every image has the same channel count.
+    if static_channels is None and encoded.shape[0] != 1:
+        # A batch stacks into one tensor only when every image has the same channel count
+        # (one image always has: a batch of static size 1 skips the check).
         checks.append(
             tf.debugging.Assert(
                 tf.reduce_all(tf.equal(channels, tf.reduce_max(channels))),
@@ -88,7 +90,7 @@ def decode_image_batch(
             )
         )
     with tf.control_dependencies(checks):
-        encoded = tf.identity(tf.reshape(encoded, [-1]))
+        encoded = tf.identity(encoded)
     count = tf.shape(encoded)[0]
     stored = tf.stack([heights, widths, channels], axis=1)
     if encoded.shape[0] == 1:
@@ -184,7 +186,6 @@ def decode_image_batch(
     return tf.RaggedTensor.from_nested_row_lengths(
         values, [heights, tf.repeat(widths, heights)], validate=False
     )
-
 
 
 def decode_image_window(
