@@ -13,6 +13,12 @@ from pathlib import Path
 import pytest
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+# gcsfs reads this once, when it is first imported: left on, its experimental bucket-type
+# probe (a gRPC call the GCS emulator does not serve) waits a minute per call before it
+# falls back, which made the emulator's tests hang whenever a test imported gcsfs before
+# the gcs_server fixture ran (the remote benchmark's smoke test does). It is turned off
+# here, before any test module can import gcsfs.
+os.environ["GCSFS_EXPERIMENTAL_ZB_HNS_SUPPORT"] = "false"
 
 # pytest put this folder on sys.path to import this conftest ("prepend" import mode). Its
 # sub-folders recordkit/ and recordkit_codecs/ mirror the source packages' names, so in a

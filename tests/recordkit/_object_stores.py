@@ -91,9 +91,8 @@ def gcs_server() -> Iterator[str]:
     Run as its own process (it prints to stdout, which would mix with the output of the
     CLI under test), stopped after the session. gcsfs's experimental bucket-type probe
     (a gRPC call the emulator does not serve, which waits 60 s before falling back) is
-    turned off, before gcsfs is imported.
+    turned off by tests/conftest.py, before anything imports gcsfs.
     """
-    os.environ["GCSFS_EXPERIMENTAL_ZB_HNS_SUPPORT"] = "false"
     pytest.importorskip("gcsfs")
     pytest.importorskip("gcp_storage_emulator")
     port = free_port()
