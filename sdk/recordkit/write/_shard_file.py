@@ -22,7 +22,6 @@ when the index is written.
 from __future__ import annotations
 
 import collections
-import contextlib
 import ctypes
 import dataclasses
 import functools
@@ -130,24 +129,23 @@ def _sync_file_range() -> Callable[[int, int, int, int], int] | None:
 
 def new_chunk(size: int) -> mmap.mmap:
     """An empty chunk buffer of ``size`` bytes: anonymous memory that the kernel hands
-    out page by page as records are copied in, in huge pages where Linux offers them.
+    out page by page as records are copied in.
 
     Why not a ``bytearray``: one grown as records arrive is zero-filled and copied at
     every growth, and every fresh page costs a fault, about 30 µs per 50 KB record on
     the encoding thread (a quarter of its time in a mixed write, measured); pages of
-    this mapping are faulted in once, when a record is first copied to them, and with
-    huge pages (2 MB) there are 512 times fewer faults. A small shard touches only the
-    pages (or the huge page) its records fill.
+    this mapping are faulted in once, when a record is first copied to them, and a
+    small shard touches only the pages its records fill.
+
+    Why no transparent huge pages (``MADV_HUGEPAGE``), which would fault 512 times less
+    often: where the kernel compacts memory on such a fault (``defrag`` set to
+    ``madvise``, a common default), a fault may stall to find a free 2 MB page, and the
+    mixed write became bimodal: 6 of 9 runs at about 0.6x the others, at 1.5x the CPU
+    time a record (measured, docs/performance.md).
     """
-    if hasattr(mmap, "MAP_PRIVATE"):  # Unix: private memory (huge pages apply to it)
-        chunk = mmap.mmap(-1, size, flags=mmap.MAP_PRIVATE)
-    else:  # Windows: anonymous memory backed by the paging file
-        chunk = mmap.mmap(-1, size)
-    huge = getattr(mmap, "MADV_HUGEPAGE", None)
-    if huge is not None:
-        with contextlib.suppress(OSError):  # a kernel without transparent huge pages
-            chunk.madvise(huge)
-    return chunk
+    if hasattr(mmap, "MAP_PRIVATE"):  # Unix: private anonymous memory
+        return mmap.mmap(-1, size, flags=mmap.MAP_PRIVATE)
+    return mmap.mmap(-1, size)  # Windows: anonymous memory backed by the paging file
 
 
 def start_writeback(fd: int, offset: int, size: int) -> None:
