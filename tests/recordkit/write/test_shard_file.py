@@ -17,6 +17,7 @@ from recordkit.format._tfrecord import Compression, frame_pieces, frame_record, 
 from recordkit.write._shard_file import (
     _CHUNKS_IN_FLIGHT,
     DEFAULT_SHARD_BYTES,
+    ChunkPool,
     ShardFile,
     ShardLimits,
     check_split_name,
@@ -164,19 +165,28 @@ def test_chunk_buffers_are_reused_and_made_only_when_a_record_needs_one(
         made.append(size)
         return new_chunk(size)
 
+    pool = ChunkPool(keep=_CHUNKS_IN_FLIGHT + 1)
     monkeypatch.setattr("recordkit.write._shard_file._CHUNK_BYTES", 256 << 10)
     monkeypatch.setattr("recordkit.write._shard_file.new_chunk", counting_chunk)
+    monkeypatch.setattr("recordkit.write._shard_file.CHUNK_POOL", pool)
     empty = ShardFile(tmp_path / shard_name("empty", 0, Compression.NONE), Compression.NONE)
     assert empty.commit().records == 0
     assert made == []
     records = [random.Random(i).randbytes(50_000) for i in range(120)]  # ~6 MB: 24 chunks
-    shard = ShardFile(tmp_path / shard_name("train", 0, Compression.NONE), Compression.NONE)
-    for record in records:
-        shard.add_pieces([record[:10], record[10:]], len(record))
-    info = shard.commit()
-    assert [d for _, d in iter_tfrecords(tmp_path / info.file)] == records
+
+    def write(number: int) -> None:
+        shard = ShardFile(tmp_path / shard_name("train", number, Compression.NONE), Compression.NONE)
+        for record in records:
+            shard.add_pieces([record[:10], record[10:]], len(record))
+        info = shard.commit()
+        assert [d for _, d in iter_tfrecords(tmp_path / info.file)] == records
+
+    write(0)
     assert 1 <= len(made) <= _CHUNKS_IN_FLIGHT + 1
     assert set(made) == {256 << 10}
+    first = len(made)
+    write(1)  # the next shard takes the buffers the first gave back to the pool
+    assert len(made) == first
 
 
 def test_a_failed_background_write_surfaces_and_leaves_no_shard(
@@ -245,3 +255,16 @@ def test_writeback_is_a_hint_that_may_be_missing(tmp_path: Path, monkeypatch: py
     info = shard.commit()
     assert info.records == 1
     _sharding.start_writeback(0, 0, 0)  # nothing to call: no error
+
+
+def test_the_chunk_pool_keeps_at_most_its_share_and_none_in_a_forked_child() -> None:
+    pool = ChunkPool(keep=1)
+    kept, extra = new_chunk(4096), new_chunk(4096)
+    pool.give_back([kept, extra])
+    assert extra.closed  # beyond its share: the memory is released
+    assert not kept.closed
+    assert pool.take(8192) is not kept  # only a buffer of the size asked for is reused
+    assert pool.take(4096) is kept
+    pool.give_back([kept])
+    pool.after_fork()  # a child does not reuse its parent's pages
+    assert pool.take(4096) is not kept
