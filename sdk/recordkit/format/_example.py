@@ -73,11 +73,15 @@ def _int64_list(values: Sequence[int] | np.ndarray) -> bytes:
     if len(values) == 0:
         return b""
     items = values.tolist() if isinstance(values, np.ndarray) else values
+    return _len_prefixed(_TAG_1_LEN, _int64_payload(items))
+
+
+def _int64_payload(items: Sequence[int]) -> bytes:
+    """The packed varints of a non-empty list of int64 values."""
     if min(items) >= 0 and max(items) < 0x80:  # each value is its own one-byte varint
-        return _len_prefixed(_TAG_1_LEN, bytes(items))
+        return bytes(items)
     # Negative int64 values are varint-encoded as their 64-bit two's complement.
-    payload = b"".join([_varint(v & 0xFFFFFFFFFFFFFFFF) for v in items])
-    return _len_prefixed(_TAG_1_LEN, payload)
+    return b"".join([_varint(v & 0xFFFFFFFFFFFFFFFF) for v in items])
 
 
 def single_bytes_feature_head(size: int) -> bytes:
@@ -155,24 +159,10 @@ def array_entry(key: bytes, kind: WireKind, values: np.ndarray) -> bytes:
     int64 array, the nesting sized and joined in one step (boxes, label lists: the
     writer makes a few of these per record)."""
     if kind is WireKind.FLOAT:
-        payload = values.astype("<f4", copy=False).tobytes()
-        tag = _TAG_2_LEN
+        payload, list_tag = values.astype("<f4", copy=False).tobytes(), _TAG_2_LEN
     else:
-        items = values.tolist()
-        if min(items) >= 0 and max(items) < 0x80:  # each value is its own one-byte varint
-            payload = bytes(items)
-        else:
-            payload = b"".join([_varint(v & 0xFFFFFFFFFFFFFFFF) for v in items])
-        tag = _TAG_3_LEN
-    payload_varint = _varint(len(payload))
-    list_size = 1 + len(payload_varint) + len(payload)
-    list_varint = _varint(list_size)
-    feature_size = 1 + len(list_varint) + list_size
-    feature_varint = _varint(feature_size)
-    prefix = _entry_prefix(key)
-    body_size = len(prefix) + len(feature_varint) + feature_size
-    head = (_TAG_1_LEN, _varint(body_size), prefix, feature_varint, tag, list_varint)
-    return b"".join((*head, _TAG_1_LEN, payload_varint, payload))
+        payload, list_tag = _int64_payload(values.tolist()), _TAG_3_LEN
+    return _entry_head(key, list_tag, len(payload)) + payload
 
 
 def payload_entry_head(key: bytes, size: int) -> bytes:
@@ -198,15 +188,23 @@ def payload_entry_head(key: bytes, size: int) -> bytes:
                 ),
             )
         )
-    # Innermost first: BytesList(value), then Feature(bytes_list), then the map entry.
+    return _entry_head(key, _TAG_1_LEN, size)
+
+
+def _entry_head(key: bytes, list_tag: bytes, size: int) -> bytes:
+    """The map entry ``key`` -> Feature holding one list (field ``list_tag``: bytes,
+    float or int64) whose one length-delimited value has ``size`` bytes, up to that
+    value: the entry is ``_entry_head(key, list_tag, len(value)) + value``."""
+    # Innermost first: the list's value, then the list, then the Feature, then the entry.
     size_varint = _varint(size)
     list_size = 1 + len(size_varint) + size
     list_varint = _varint(list_size)
     feature_size = 1 + len(list_varint) + list_size
     feature_varint = _varint(feature_size)
+    prefix = _entry_prefix(key)
     body_size = len(prefix) + len(feature_varint) + feature_size
     head = (_TAG_1_LEN, _varint(body_size), prefix, feature_varint)
-    return b"".join((*head, _TAG_1_LEN, list_varint, _TAG_1_LEN, size_varint))
+    return b"".join((*head, list_tag, list_varint, _TAG_1_LEN, size_varint))
 
 
 def join_entries(entries: list[bytes]) -> list[bytes]:

@@ -247,14 +247,15 @@ class _FieldEncoder:
         return elements[0] if len(elements) == 1 else {}
 
 
-#: The numpy dtype each numeric wire kind is stored as.
-_STORED_DTYPES = {WireKind.FLOAT: np.dtype(np.float32), WireKind.INT64: np.dtype(np.int64)}
-
-
 def _append_general(keyed: KeyedFeature, value: Any, entries: list[bytes]) -> None:
     """The entry of one feature of a (non-sequence) field, for any value it accepts."""
     feature = keyed.feature
-    if type(value) is np.ndarray and value.size and value.dtype == _STORED_DTYPES.get(feature.kind):
+    if (
+        type(value) is np.ndarray
+        and value.size
+        and feature.kind is not WireKind.BYTES
+        and value.dtype == feature.kind.numpy_dtype
+    ):
         # Already in the stored type (what codecs give for boxes and label lists).
         values = value.reshape(-1)
         _check_size(keyed, values)
