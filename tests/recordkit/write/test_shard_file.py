@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import hashlib
+import os
 import random
 import sys
 import zlib
@@ -243,6 +244,35 @@ def test_a_durable_shard_starts_writeback_of_every_chunk(
     assert len(calls) > 2
     assert [offset for offset, _ in calls] == [sum(size for _, size in calls[:i]) for i in range(len(calls))]
     assert sum(size for _, size in calls) == info.bytes
+
+
+def test_a_chunk_reaches_its_file_in_bounded_writes_that_may_come_up_short(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Writes of at most _WRITE_PIECE_BYTES (the kernel caches bigger ones in folios that
+    # a VM's host may have reclaimed); a write the kernel cuts short is resumed where it stopped.
+    from recordkit.write import _shard_file as _sharding
+
+    monkeypatch.setattr(_sharding, "_CHUNK_BYTES", 256 << 10)
+    monkeypatch.setattr(_sharding, "_WRITE_PIECE_BYTES", 64 << 10)
+    sizes: list[int] = []
+    real_write = os.write
+
+    def short_write(fd: int, data: memoryview) -> int:
+        sizes.append(len(data))
+        return real_write(fd, data[: max(1, len(data) // 2)] if len(sizes) % 3 == 0 else data)
+
+    monkeypatch.setattr(os, "write", short_write)
+    records = [random.Random(i).randbytes(50_000) for i in range(20)]  # ~1 MB: several chunks
+    shard = ShardFile(tmp_path / shard_name("train", 0, Compression.NONE), Compression.NONE, durable=False)
+    for record in records:
+        shard.add(frame_record(record))
+    info = shard.commit()
+    monkeypatch.undo()
+    assert max(sizes) == 64 << 10
+    assert len(sizes) > 20
+    assert [d for _, d in iter_tfrecords(tmp_path / info.file, Compression.NONE)] == records
+    assert info.sha256 == hashlib.sha256((tmp_path / info.file).read_bytes()).hexdigest()
 
 
 def test_writeback_is_a_hint_that_may_be_missing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
