@@ -435,7 +435,9 @@ def test_decoding_checks_the_stored_size(image_field: SingleField) -> None:
 
 
 @pytest.mark.parametrize(
-    ("height", "width"), [(33, 41), (33, 39), (32, 40), (34, 40)], ids=["wider", "narrower", "shorter", "taller"]
+    ("height", "width"),
+    [(33, 41), (33, 39), (32, 40), (34, 40)],
+    ids=["wider", "narrower", "shorter", "taller"],
 )
 def test_a_jpeg_whose_stored_size_lies_is_refused_not_misread(
     image_field: SingleField, height: int, width: int

@@ -97,7 +97,7 @@ def _photo(height: int, width: int, channels: int, seed: int = 0) -> np.ndarray:
     return array[:, :, 0] if channels == 1 else array
 
 
-def _saved(array: np.ndarray | Image.Image, **save: object) -> bytes:
+def _saved(array: np.ndarray | Image.Image, **save: Any) -> bytes:
     image = array if isinstance(array, Image.Image) else Image.fromarray(array)
     out = io.BytesIO()
     image.save(out, format="JPEG", **save)
@@ -110,7 +110,7 @@ def _pillow_open(data: bytes, mode: str) -> np.ndarray:
         return np.asarray(image if image.mode == mode else image.convert(mode))
 
 
-_KINDS = {
+_KINDS: dict[str, dict[str, Any]] = {
     "4:2:0": {"subsampling": 2},
     "4:2:2": {"subsampling": 1},
     "4:4:4": {"subsampling": 0},
@@ -172,7 +172,8 @@ def test_other_jpegs_go_through_image_open(
         return real_open(data, *args, **kwargs)
 
     monkeypatch.setattr(_pillow, "open_image", counting_open)
-    np.testing.assert_array_equal(decode_array(data, DEFAULT_MAX_PIXELS, mode, size), _pillow_open(data, mode))
+    expected = _pillow_open(data, mode)
+    np.testing.assert_array_equal(decode_array(data, DEFAULT_MAX_PIXELS, mode, size), expected)
     assert opened == [data]
 
 
@@ -188,15 +189,17 @@ def test_the_pixel_limits_hold_before_the_jpeg_decode(monkeypatch: pytest.Monkey
     with pytest.raises(rk.errors.DecodeError, match="30x20 = 600 pixels is over the limit of 100 pixels"):
         decode_array(data, 100, "RGB", (20, 30))
     monkeypatch.setattr(Image, "MAX_IMAGE_PIXELS", 50)
-    with pytest.raises(rk.errors.DecodeError, match="over the limit of 50 pixels .*MAX_IMAGE_PIXELS"):
+    with pytest.raises(rk.errors.DecodeError, match=r"over the limit of 50 pixels .*MAX_IMAGE_PIXELS"):
         decode_array(data, DEFAULT_MAX_PIXELS, "RGB", (20, 30))
 
 
 def test_the_jpeg_frame_kind_and_precision_are_read() -> None:
     baseline = read_header(_saved(_photo(5, 6, 3)))
     progressive = read_header(_saved(_photo(5, 6, 3), progressive=True))
-    assert baseline is not None and progressive is not None
+    assert baseline is not None
+    assert progressive is not None
     assert (baseline.frame, baseline.precision) == (0xC0, 8)
     assert (progressive.frame, progressive.precision) == (0xC2, 8)
     twelve_bit = read_header(_jpeg(_APP0, _sof(5, 7)[:4] + b"\x0c" + _sof(5, 7)[5:], _SCAN))
-    assert twelve_bit is not None and twelve_bit.precision == 12
+    assert twelve_bit is not None
+    assert twelve_bit.precision == 12
