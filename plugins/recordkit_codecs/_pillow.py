@@ -61,6 +61,10 @@ class Header(NamedTuple):
     color_type: int | None = None
     #: JPEG: number of colour components in the frame; PNG: None.
     components: int | None = None
+    #: JPEG: the start-of-frame marker's code (0xC0 baseline, 0xC2 progressive ...) and
+    #: the sample precision in bits; PNG: None.
+    frame: int | None = None
+    precision: int | None = None
 
 
 def sniff(data: bytes) -> str | None:
@@ -84,7 +88,7 @@ def _png_header(data: bytes, error: Error) -> Header:
 
 _U16 = struct.Struct(">H")
 _SEGMENT = struct.Struct(">BBH")  # 0xFF, the marker's code, the segment's length
-_SOF_FIELDS = struct.Struct(">HHB")  # after the length and precision: height, width, components
+_SOF_FIELDS = struct.Struct(">BHHB")  # after the length: precision, height, width, components
 #: Markers the quick walk of :func:`_jpeg_header` leaves to the careful one.
 _NOT_PLAIN = _STANDALONE_MARKERS | {0xD9, 0xDA, 0xFF}
 
@@ -106,10 +110,10 @@ def _jpeg_header(data: bytes, error: Error) -> Header:
         if marker in _SOF_MARKERS:
             if pos + 10 > end:
                 break
-            height, width, components = _SOF_FIELDS.unpack_from(data, pos + 5)
+            precision, height, width, components = _SOF_FIELDS.unpack_from(data, pos + 4)
             if width == 0 or height == 0:
                 break
-            return Header("JPEG", width, height, components=components)
+            return Header("JPEG", width, height, None, None, components, marker, precision)
         pos += 2 + length
     unpack_u16 = _U16.unpack_from
     while pos < end:
@@ -135,10 +139,10 @@ def _jpeg_header(data: bytes, error: Error) -> Header:
         if marker in _SOF_MARKERS:
             if pos + 8 > end:
                 break
-            height, width, components = _SOF_FIELDS.unpack_from(data, pos + 3)
+            precision, height, width, components = _SOF_FIELDS.unpack_from(data, pos + 2)
             if width == 0 or height == 0:
                 raise error(f"corrupt JPEG: the frame header declares a {width}x{height} image")
-            return Header("JPEG", width, height, components=components)
+            return Header("JPEG", width, height, None, None, components, marker, precision)
         pos += length
     raise error("corrupt or truncated JPEG: no frame header (SOF) before the image data")
 
@@ -266,14 +270,70 @@ def save(image: Image.Image, fmt: str, *, quality: int = 95) -> bytes:
     return buffer.getvalue()
 
 
-def decode_array(data: bytes, max_pixels: int, mode: str | None) -> np.ndarray:
+def decode_array(
+    data: bytes, max_pixels: int, mode: str | None, size: tuple[int, int] | None = None
+) -> np.ndarray:
     """Stored bytes to a uint8 array (read side); errors are ``DecodeError``.
 
     ``mode`` converts the decoded image (``"L"``, ``"RGB"``, ``"RGBA"``) when given.
+    ``size`` is the ``(height, width)`` the record says the image has: a plain JPEG of
+    that size already in ``mode`` is decoded by :func:`_jpeg_array`; anything else, or
+    an image that does not decode that way, by :func:`open_image`.
     """
+    if size is not None and data[:3] == JPEG_SIGNATURE:
+        pixels = _jpeg_array(data, max_pixels, mode, size)
+        if pixels is not None:
+            return pixels
     image = open_image(data, max_pixels, error=rk.errors.DecodeError)
     if mode is not None and image.mode != mode:
         image = image.convert(mode)
+    return np.asarray(image, dtype=np.uint8)
+
+
+#: JPEG frames :func:`_jpeg_array` decodes: Huffman-coded baseline, extended sequential
+#: and progressive (SOF0 to SOF2, nearly every JPEG); the rarer kinds go to Image.open.
+_PLAIN_FRAMES = frozenset({0xC0, 0xC1, 0xC2})
+#: The mode Pillow's JPEG plugin gives a frame of 1 or 3 components (4, CMYK, is left
+#: to Image.open, which inverts Adobe CMYK).
+_JPEG_MODES = {1: "L", 3: "RGB"}
+
+
+def _jpeg_array(data: bytes, max_pixels: int, mode: str | None, size: tuple[int, int]) -> np.ndarray | None:
+    """Decode a plain JPEG with Pillow's C decoder alone, or None to leave it to
+    :func:`open_image`.
+
+    Why: ``Image.open`` reads the JPEG's markers in Python and ``load`` feeds the
+    decoder in 64 KiB blocks, all holding the GIL, which is what kept the numpy
+    reader's threads from decoding on every core. Here the frame header is read by
+    :func:`read_header`'s quick walk and the whole image decoded in one
+    ``Image.frombytes`` call, which releases the GIL. It is the decoder ``load`` runs,
+    with the same arguments (the raw mode of the frame's colour, libjpeg's own guess of
+    the colour space, its default ISLOW DCT), so the pixels are the same.
+
+    Taken only when the frame is 8-bit, of a plain kind (:data:`_PLAIN_FRAMES`), in
+    ``mode`` already (no conversion), and of the record's ``size``: the decoder writes
+    the frame's rows into an image of the size it is given, so the frame header, not
+    the record, sets that size, and a record that disagrees goes to Image.open, which
+    reports the mismatch. The pixel limits are checked first, as Image.open's path
+    does. An image the decoder refuses (truncated, corrupt) also goes to Image.open, so
+    errors and ``ImageFile.LOAD_TRUNCATED_IMAGES`` behave as they always did.
+    """
+    header = _jpeg_header(data, rk.errors.DecodeError)
+    natural = _JPEG_MODES.get(header.components or 0)
+    if (
+        natural is None
+        or (mode is not None and mode != natural)
+        or header.frame not in _PLAIN_FRAMES
+        or header.precision != 8
+        or (header.height, header.width) != size
+    ):
+        return None
+    check_pixels(header.width, header.height, max_pixels, rk.errors.DecodeError)
+    image = Image.new(natural, (header.width, header.height), None)
+    try:
+        image.frombytes(data, "jpeg", (natural, ""))
+    except (ValueError, OSError):  # "not enough image data", "cannot decode image data"
+        return None
     return np.asarray(image, dtype=np.uint8)
 
 

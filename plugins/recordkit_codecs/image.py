@@ -323,7 +323,7 @@ class ImageCodec(rk.Codec[ImageOptions]):
             raise rk.errors.DecodeError(
                 f"the record stores {channels} channels; the image codec stores 1, 3 or 4"
             )
-        pixels = _pillow.decode_array(wire[""], self.options.max_pixels, mode)
+        pixels = _pillow.decode_array(wire[""], self.options.max_pixels, mode, (height, width))
         pixels = pixels.reshape(pixels.shape[0], pixels.shape[1], -1)
         if pixels.shape != (height, width, channels):
             raise rk.errors.DecodeError(

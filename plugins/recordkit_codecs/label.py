@@ -96,6 +96,7 @@ class LabelCodec(rk.Codec[LabelOptions]):
                 description=f"class ids 0..{count - 1} {plain.every}",
                 optional=plain.optional,
             )
+
     # --8<-- [end:adopt]
 
     def __init__(self, options: LabelOptions | Mapping[str, Any] | None = None) -> None:

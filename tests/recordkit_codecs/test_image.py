@@ -434,6 +434,49 @@ def test_decoding_checks_the_stored_size(image_field: SingleField) -> None:
         decode_record_numpy(bound.fields, bad, index=7)
 
 
+@pytest.mark.parametrize(
+    ("height", "width"),
+    [(33, 41), (33, 39), (32, 40), (34, 40)],
+    ids=["wider", "narrower", "shorter", "taller"],
+)
+def test_a_jpeg_whose_stored_size_lies_is_refused_not_misread(
+    image_field: SingleField, height: int, width: int
+) -> None:
+    """The numpy reader decodes JPEGs into an image of the frame header's size, never
+    the record's: a record claiming another size is refused, naming record and field
+    (a wider image would otherwise show memory the decoder never wrote)."""
+    jpeg = encoded(smooth(33, 40), "JPEG", quality=90)
+    with pytest.raises(
+        rk.errors.DecodeError,
+        match=rf"record 4, field 'photo'.*decoded image is \(33, 40, 3\).*stores \({height}, {width}, 3\)",
+    ):
+        decode_record_numpy(image_field.bound().fields, _lying_record(height, width, 3, jpeg), index=4)
+
+
+def test_both_readers_give_the_same_pixels_for_jpegs_of_every_common_kind(
+    image_field: SingleField, tmp_path: Path
+) -> None:
+    """Kept JPEGs of the kinds the numpy reader decodes without Image.open (4:2:0,
+    4:2:2, 4:4:4, progressive, RGB-coded, restart markers, grayscale): tf.data's
+    INTEGER_ACCURATE decode and the numpy decode agree to the pixel."""
+    array = smooth(37, 45)
+    saves: list[dict[str, Any]] = [
+        {"subsampling": 2},
+        {"subsampling": 1},
+        {"subsampling": 0},
+        {"progressive": True},
+        {"keep_rgb": True},
+        {"restart_marker_blocks": 2},
+    ]
+    jpegs = [encoded(array, "JPEG", quality=90, **save) for save in saves]
+    jpegs.append(encoded(pixels(37, 45, 1, seed=3), "JPEG", quality=90))
+    batches, numpy_values = image_field.round_trip(tmp_path, jpegs, batch=1, format="keep")
+    for source, batch, from_numpy in zip(jpegs, batches, numpy_values, strict=True):
+        with Image.open(io.BytesIO(source)) as original:
+            np.testing.assert_array_equal(from_numpy, hwc(np.asarray(original)))
+        np.testing.assert_array_equal(batch[0].numpy(), from_numpy)
+
+
 def test_mixed_channel_counts_in_one_batch_fail_clearly(image_field: SingleField) -> None:
     import tensorflow as tf
 

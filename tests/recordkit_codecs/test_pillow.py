@@ -1,18 +1,22 @@
 """The header checks the image codec runs on every image it keeps: JPEG segment walks
 (the quick walk over plain segments and the careful one for everything else) and the
-end-of-image check, on JPEG bytes built segment by segment."""
+end-of-image check, on JPEG bytes built segment by segment; and the numpy reader's
+JPEG decode, which skips Image.open for plain JPEGs: the same pixels on JPEGs of every
+common kind Pillow writes, the fallback for the others, the pixel limits."""
 
 from __future__ import annotations
 
 import io
 import struct
+from typing import Any
 
 import numpy as np
 import pytest
 from PIL import Image
 
 import recordkit as rk
-from recordkit_codecs._pillow import check_structure, read_header
+from recordkit_codecs import _pillow
+from recordkit_codecs._pillow import DEFAULT_MAX_PIXELS, check_structure, decode_array, read_header
 
 _APP0 = b"\xff\xe0" + struct.pack(">H", 16) + b"JFIF\x00" + bytes(9)
 _NO_FRAME = "corrupt or truncated JPEG: no frame header (SOF) before the image data"
@@ -79,3 +83,123 @@ def test_the_end_of_image_marker_may_be_followed_by_zero_padding_only() -> None:
     for cut in (data[:-1], data + b"\x01"):
         with pytest.raises(rk.errors.InvalidValueError, match="does not end with the end-of-image marker"):
             check_structure(cut, header)
+
+
+# -- the numpy reader's JPEG decode (decode_array with the record's size) -------------------
+
+
+def _photo(height: int, width: int, channels: int, seed: int = 0) -> np.ndarray:
+    """Smooth colours with some noise: JPEG's chroma subsampling and DCT both matter."""
+    y, x = np.mgrid[0:height, 0:width]
+    base = np.stack([(x * 7 + y * 3 + 60 * k) % 256 for k in range(channels)], -1)
+    noise = np.random.default_rng(seed).integers(-25, 25, base.shape)
+    array = np.clip(base + noise, 0, 255).astype(np.uint8)
+    return array[:, :, 0] if channels == 1 else array
+
+
+def _saved(array: np.ndarray | Image.Image, **save: Any) -> bytes:
+    image = array if isinstance(array, Image.Image) else Image.fromarray(array)
+    out = io.BytesIO()
+    image.save(out, format="JPEG", **save)
+    return out.getvalue()
+
+
+def _pillow_open(data: bytes, mode: str) -> np.ndarray:
+    """What the numpy reader decoded before: Image.open, load, convert when needed."""
+    with Image.open(io.BytesIO(data)) as image:
+        return np.asarray(image if image.mode == mode else image.convert(mode))
+
+
+_KINDS: dict[str, dict[str, Any]] = {
+    "4:2:0": {"subsampling": 2},
+    "4:2:2": {"subsampling": 1},
+    "4:4:4": {"subsampling": 0},
+    "progressive": {"progressive": True},
+    "progressive-4:4:4": {"progressive": True, "subsampling": 0},
+    "optimized": {"optimize": True},
+    "adobe-rgb": {"keep_rgb": True},  # 3 components stored as RGB, not YCbCr
+    "restart-markers": {"restart_marker_blocks": 3},
+    "quality-100": {"quality": 100},
+    "quality-5": {"quality": 5},
+}
+
+
+def _no_image_open(*args: object, **kwargs: object) -> None:
+    raise AssertionError("the JPEG went through Image.open")
+
+
+@pytest.mark.parametrize("size", [(1, 1), (1, 37), (17, 13), (64, 64), (201, 319)])
+@pytest.mark.parametrize("kind", sorted(_KINDS))
+@pytest.mark.parametrize("channels", [1, 3])
+def test_a_plain_jpeg_decodes_without_image_open_to_the_same_pixels(
+    size: tuple[int, int], kind: str, channels: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    height, width = size
+    data = _saved(_photo(height, width, channels, seed=height + width), **_KINDS[kind])
+    mode = "L" if channels == 1 else "RGB"
+    expected = _pillow_open(data, mode)
+    monkeypatch.setattr(_pillow, "open_image", _no_image_open)
+    for padded in (data, data + bytes(3)):  # zero bytes after the end marker, as some writers leave
+        pixels = decode_array(padded, DEFAULT_MAX_PIXELS, mode, size)
+        assert pixels.dtype == np.uint8
+        assert pixels.shape == expected.shape
+        np.testing.assert_array_equal(pixels, expected)
+
+
+def _cmyk() -> bytes:
+    return _saved(Image.new("CMYK", (9, 7), (10, 200, 30, 5)))
+
+
+@pytest.mark.parametrize(
+    ("data", "mode", "size"),
+    [
+        (_saved(_photo(8, 9, 3)), "L", (8, 9)),  # a conversion: Image.open, then convert
+        (_saved(_photo(8, 9, 1)), "RGB", (8, 9)),
+        (_cmyk(), "RGB", (7, 9)),  # 4 components: Image.open inverts Adobe CMYK
+        (_saved(_photo(8, 9, 3)), "RGB", (8, 10)),  # the record's size is not the frame's
+        (_saved(_photo(8, 9, 3)), "RGB", None),  # no size given
+    ],
+    ids=["rgb-as-gray", "gray-as-rgb", "cmyk", "other-size", "no-size"],
+)
+def test_other_jpegs_go_through_image_open(
+    data: bytes, mode: str, size: tuple[int, int] | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    opened: list[bytes] = []
+    real_open = _pillow.open_image
+
+    def counting_open(data: bytes, *args: Any, **kwargs: Any) -> Image.Image:
+        opened.append(data)
+        return real_open(data, *args, **kwargs)
+
+    monkeypatch.setattr(_pillow, "open_image", counting_open)
+    expected = _pillow_open(data, mode)
+    np.testing.assert_array_equal(decode_array(data, DEFAULT_MAX_PIXELS, mode, size), expected)
+    assert opened == [data]
+
+
+def test_a_truncated_jpeg_fails_as_it_did_through_image_open() -> None:
+    data = _saved(_photo(40, 40, 3))
+    with pytest.raises(rk.errors.DecodeError, match="corrupt or truncated JPEG"):
+        decode_array(data[: len(data) // 2], DEFAULT_MAX_PIXELS, "RGB", (40, 40))
+
+
+def test_the_pixel_limits_hold_before_the_jpeg_decode(monkeypatch: pytest.MonkeyPatch) -> None:
+    data = _saved(_photo(20, 30, 3))
+    monkeypatch.setattr(_pillow, "open_image", _no_image_open)  # refused before any decoding
+    with pytest.raises(rk.errors.DecodeError, match="30x20 = 600 pixels is over the limit of 100 pixels"):
+        decode_array(data, 100, "RGB", (20, 30))
+    monkeypatch.setattr(Image, "MAX_IMAGE_PIXELS", 50)
+    with pytest.raises(rk.errors.DecodeError, match=r"over the limit of 50 pixels .*MAX_IMAGE_PIXELS"):
+        decode_array(data, DEFAULT_MAX_PIXELS, "RGB", (20, 30))
+
+
+def test_the_jpeg_frame_kind_and_precision_are_read() -> None:
+    baseline = read_header(_saved(_photo(5, 6, 3)))
+    progressive = read_header(_saved(_photo(5, 6, 3), progressive=True))
+    assert baseline is not None
+    assert progressive is not None
+    assert (baseline.frame, baseline.precision) == (0xC0, 8)
+    assert (progressive.frame, progressive.precision) == (0xC2, 8)
+    twelve_bit = read_header(_jpeg(_APP0, _sof(5, 7)[:4] + b"\x0c" + _sof(5, 7)[5:], _SCAN))
+    assert twelve_bit is not None
+    assert twelve_bit.precision == 12
