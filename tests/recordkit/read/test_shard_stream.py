@@ -68,7 +68,9 @@ def test_one_shard_with_a_flipped_bit_names_shard_and_offset(
     ):
         list(rk.load_dataset(broken, fields=["caption"], batch_size=batch_size))
     report = rk.CorruptionReport()
-    got = ids(rk.load_dataset(broken, fields=["caption"], batch_size=batch_size, on_corrupt="skip", report=report))
+    got = ids(
+        rk.load_dataset(broken, fields=["caption"], batch_size=batch_size, on_corrupt="skip", report=report)
+    )
     assert got == [0, 1, 2]
     (skipped,) = report.skipped
     assert (skipped.shard, skipped.offset, skipped.records) == (shard.name, offsets[3], N - 3)
@@ -83,7 +85,9 @@ def test_one_shard_that_lost_its_last_record_is_reported(one_shard: Path, tmp_pa
     offsets = record_offsets(shard)
     shard.write_bytes(shard.read_bytes()[: offsets[-1]])
     report = rk.CorruptionReport()
-    assert ids(rk.load_dataset(broken, fields=["caption"], on_corrupt="skip", report=report)) == list(range(N - 1))
+    assert ids(rk.load_dataset(broken, fields=["caption"], on_corrupt="skip", report=report)) == list(
+        range(N - 1)
+    )
     (skipped,) = report.skipped
     assert (skipped.shard, skipped.offset, skipped.records) == (shard.name, offsets[-1], 1)
 
@@ -97,7 +101,9 @@ def test_one_file_without_a_manifest_is_checked_by_its_size(one_shard: Path, tmp
         match=rf"CorruptRecordError: shard {shard.name}, offset {offsets[3]}: .*; 3 of \? records",
     ):
         list(rk.load_dataset(str(shard), fields=["caption"], schema=SCHEMA))
-    assert ids(rk.load_dataset(str(the_shard(one_shard)), fields=["caption"], schema=SCHEMA)) == list(range(N))
+    assert ids(rk.load_dataset(str(the_shard(one_shard)), fields=["caption"], schema=SCHEMA)) == list(
+        range(N)
+    )
 
 
 @pytest.mark.parametrize(("split", "want"), [("train[2:7]", [2, 3, 4, 5, 6]), ("train[-40%:]", [5, 6, 7, 8])])
@@ -134,12 +140,16 @@ def test_chunks_are_whole_and_each_pass_counts_afresh(
 def test_one_remote_shard_streamed_through_fsspec_is_checked(s3_bucket: Bucket) -> None:
     url = s3_bucket.join("one")
     options = s3_bucket.storage_options
-    manifest = rk.write_dataset(remote_records(6), REMOTE_SCHEMA, url, shard_records=6, storage_options=options)
+    manifest = rk.write_dataset(
+        remote_records(6), REMOTE_SCHEMA, url, shard_records=6, storage_options=options
+    )
     (entry,) = manifest.split("train").shards
     assert len(list(rk.load_dataset(url, batch_size=4, storage_options=options, remote_io="fsspec"))) == 2
     shard = location(url, options).join(entry.file)
     data = bytearray(shard.read_bytes())
     data[-6] ^= 0xFF  # the last record's data, same size: only its CRC finds it
     shard.write_bytes(bytes(data))
-    with pytest.raises(tf.errors.InvalidArgumentError, match=rf"CorruptRecordError: shard {entry.file}, offset"):
+    with pytest.raises(
+        tf.errors.InvalidArgumentError, match=rf"CorruptRecordError: shard {entry.file}, offset"
+    ):
         list(rk.load_dataset(url, batch_size=4, storage_options=options, remote_io="fsspec"))
