@@ -9,7 +9,8 @@ marker it compares them with what the manifest lists (the records, and every byt
 the file but for compressed shards), and on a loss raises an error naming the shard and
 the offset of the first record it could not read (TensorFlow's own ``DataLossError``
 names neither), or with ``on_corrupt="skip"`` adds the loss to the report. The markers
-are then dropped.
+are then dropped by a ``rebatch`` to ``block_length`` (empty chunks give no records),
+which also joins a shard's last, short chunk with the next shard's.
 
 A shard that a split slice reads in part (``train[:10%]``) has its records before the
 slice read past (``skip``) and reading stops at the slice's end (``take``); its check
@@ -18,7 +19,12 @@ counts the records of the slice only, since the file's bytes are not all read.
 The checks cost one function for the whole read, run once per chunk: the per-shard
 part (reader, index, marker) is made of datasets alone, so opening a shard instantiates
 no function. A version with a ``map`` and ``scan`` per shard cost more to start an
-iterator than to read 2,000 records of the benchmark's workload.
+iterator than to read 2,000 records of the benchmark's workload. Each function in the
+pipeline costs CPU at every iterator (TensorFlow optimizes and instantiates it again,
+about 1 ms per few ops), which a small dataset read pass by pass pays each epoch: a
+dataset of one shard is therefore read without the ``interleave``/``flat_map`` function
+(about 15 ms of CPU per iterator), the markers are dropped without a ``filter``
+function, and the check function is kept to the ops it needs (see :func:`_checker`).
 
 Remote shards (:class:`~recordkit.storage.Location`) are read by TensorFlow's own
 filesystem when it registers their scheme (``gs``), else their records are streamed
@@ -96,7 +102,9 @@ def read_shards(
         marker = tf.data.Dataset.from_tensors((tf.zeros([0], tf.string), index))
         return chunks.concatenate(marker)
 
-    if len(shards) > 1:
+    if len(shards) == 1:  # no function to instantiate for each iterator (see the module docs)
+        chunks = read(tf.constant(0, tf.int64), tf.constant(paths[0], tf.string))
+    elif len(shards) > 1:
         chunks = files.interleave(
             read,
             cycle_length=cycle_length or min(len(shards), 16),
@@ -106,11 +114,13 @@ def read_shards(
         )
     else:
         chunks = files.flat_map(read)
-    if not checked:
+    if not checked or not shards:
         return chunks
-    counts = tf.zeros([len(shards), 2], tf.int64)  # records and bytes read, by shard
+    # Records and bytes read, by shard (one shard: a pair, see _checker).
+    counts = tf.zeros([2] if len(shards) == 1 else [len(shards), 2], tf.int64)
     check = _checker(source, shards, on_corrupt, report)
-    return chunks.scan(counts, check).filter(lambda chunk: tf.size(chunk) > 0)
+    # ``rebatch`` drops the empty markers, as a ``filter`` would, with no function.
+    return chunks.scan(counts, check).rebatch(block_length)
 
 
 def _streamed(shard: Shard, remote_io: RemoteIO) -> bool:
@@ -205,45 +215,59 @@ def _checker(
 ) -> Callable[[Any, Any], Any]:
     """The ``scan`` function: counts each shard's records and bytes, checks them at its
     marker. Kept small (the messages are written here, per shard): TensorFlow optimizes
-    it again for every iterator."""
+    it again for every iterator, at a cost that grows with its ops (about 15 ms of CPU
+    per iterator for the first version, which built the message of every chunk), so
+    what Python knows is not computed in the graph: with one shard its expectations and
+    message are constants, and an unknown expectation is only tested for if a shard has
+    one."""
     import tensorflow as tf
 
     expected_records, expected_bytes = _expected(shards, source)
     pairs = [[n, size] for n, size in zip(expected_records, expected_bytes, strict=True)]
-    wanted = tf.constant(pairs or [[0, 0]], tf.int64)
     heads = [f"recordkit CorruptRecordError: shard {shard.name}, offset " for shard in shards]
     tails = [
         f" of {'?' if n < 0 else n} records could be read (recordkit.iter_records(..., on_corrupt='skip')"
         " shows every bad record; on_corrupt='skip' reads past it)"
         for n in expected_records
     ]
-    heads_t, tails_t = tf.constant(heads or [""], tf.string), tf.constant(tails or [""], tf.string)
-    names = tf.constant([shard.name for shard in shards] or [""], tf.string)
+    names = [shard.name for shard in shards]
+    one = len(shards) == 1
+    unknown = any(n < 0 for pair in pairs for n in pair)
+
+    def of(values: list[Any], dtype: Any, index: Any) -> Any:
+        """``values[index]``: a constant when there is one shard."""
+        return tf.constant(values[0], dtype) if one else tf.gather(tf.constant(values, dtype), index)
+
     add = _reporter(report) if on_corrupt == "skip" and report is not None else None
 
     def check(counts: Any, element: Any) -> Any:
         chunk, index = element
         size = tf.size(chunk, out_type=tf.int64)
         length = tf.reduce_sum(tf.cast(tf.strings.length(chunk), tf.int64)) + FRAMING_BYTES * size
-        counts = tf.tensor_scatter_nd_add(counts, [[index]], [tf.stack([size, length])])
-        got, want = counts[index], wanted[index]  # records, bytes
-        complete = tf.reduce_all((want < 0) | tf.equal(got, want))
-        lost = tf.equal(size, 0) & ~complete  # an empty chunk is a shard's marker
+        if one:
+            got = counts + tf.stack([size, length])  # records, bytes
+            counts = got
+        else:
+            counts = tf.tensor_scatter_nd_add(counts, [[index]], [tf.stack([size, length])])
+            got = counts[index]
+        want = of(pairs, tf.int64, index)
+        matches = tf.equal(got, want) | (want < 0) if unknown else tf.equal(got, want)
+        lost = tf.equal(size, 0) & ~tf.reduce_all(matches)  # an empty chunk is a shard's marker
         if add is None:
             message = tf.strings.join(
                 [
-                    heads_t[index],
+                    of(heads, tf.string, index),
                     tf.strings.as_string(got[1]),
                     ": the record there is corrupt or truncated; ",
                     tf.strings.as_string(got[0]),
-                    tails_t[index],
+                    of(tails, tf.string, index),
                 ]
             )
             guard = tf.debugging.Assert(~lost, [message], summarize=1)
         else:
             guard = tf.cond(
                 lost,
-                lambda: tf.py_function(add, [names[index], got[1], got[0], want[0]], tf.int64),
+                lambda: tf.py_function(add, [of(names, tf.string, index), got[1], got[0], want[0]], tf.int64),
                 lambda: tf.constant(0, tf.int64),
             )
         with tf.control_dependencies([guard]):
