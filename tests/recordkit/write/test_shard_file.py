@@ -203,7 +203,7 @@ def test_a_failed_background_write_surfaces_and_leaves_no_shard(
 
     monkeypatch.setattr("recordkit.write._shard_file._CHUNK_BYTES", 256 << 10)
     shard = ShardFile(tmp_path / shard_name("train", 0, Compression.NONE), Compression.NONE)
-    monkeypatch.setattr(ShardFile, "_store", disk_full)
+    monkeypatch.setattr(ShardFile, "_write", disk_full)
     with pytest.raises(OSError, match="No space left"):
         fill_and_commit(shard)
     shard.discard()
@@ -222,21 +222,25 @@ def test_the_default_shard_size_suits_tfrecord_readers(tmp_path: Path) -> None:
     assert "Default: :data:`DEFAULT_SHARD_BYTES` (128 MiB)" in (rk.WriteOptions.__doc__ or "")
 
 
+@pytest.mark.parametrize("compression", [Compression.NONE, Compression.GZIP])
 @pytest.mark.parametrize("durable", [True, False])
 def test_a_durable_shard_starts_writeback_of_every_chunk(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, durable: bool
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, durable: bool, compression: Compression
 ) -> None:
+    # Uncompressed: the encoding thread writes each chunk, the background thread hashes it
+    # and starts its writeback; compressed: the background thread does all three.
     calls: list[tuple[int, int]] = []
     monkeypatch.setattr("recordkit.write._shard_file._CHUNK_BYTES", 256 << 10)
     monkeypatch.setattr(
         "recordkit.write._shard_file.start_writeback", lambda fd, offset, size: calls.append((offset, size))
     )
-    shard = ShardFile(tmp_path / shard_name("train", 0, Compression.GZIP), Compression.GZIP, durable=durable)
+    shard = ShardFile(tmp_path / shard_name("train", 0, compression), compression, durable=durable)
     records = [random.Random(i).randbytes(70_000) for i in range(40)]  # ~2.8 MB, incompressible
     for record in records:
         shard.add(frame_record(record))
     info = shard.commit()
-    assert [d for _, d in iter_tfrecords(tmp_path / info.file, Compression.GZIP)] == records
+    assert [d for _, d in iter_tfrecords(tmp_path / info.file, compression)] == records
+    assert info.sha256 == hashlib.sha256((tmp_path / info.file).read_bytes()).hexdigest()
     if not durable:
         assert calls == []
         return

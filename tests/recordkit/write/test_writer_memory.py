@@ -8,7 +8,7 @@ the peak here; with the chunk buffers, 87 MB more peak RSS for a one-shard strea
 two writes that differ only in their number of records, so everything constant
 (imports, caches, buffers, the manifest) cancels out. The chunk buffers are made small,
 so that they do not grow with the records of these small writes (they are bounded by
-the chunk size, 16 MB, which a big write reaches anyway).
+the chunk size, 4 MB, which a big write reaches anyway).
 """
 
 from __future__ import annotations
