@@ -835,7 +835,9 @@ def _decode_value(field: BoundField, wire: dict[str, Any]) -> tuple[Any, Any]:
     import tensorflow as tf
 
     decoded = field.codec.decode_tf({key: value[None] for key, value in wire.items()})
-    return tf.nest.map_structure(_only_record, decoded), tf.nest.map_structure(tf.type_spec_from_value, decoded)
+    return tf.nest.map_structure(_only_record, decoded), tf.nest.map_structure(
+        tf.type_spec_from_value, decoded
+    )
 
 
 def _only_record(value: Any) -> Any:
