@@ -29,6 +29,12 @@ The pipeline, in order, one small function a step (each step only when asked for
 5. without a batch size, the same split and per-record map (single records, each
    dense); then prefetch.
 
+Where the batches are split anyway (steps 4 and 5), the fields whose codec asks for it
+(:meth:`~recordkit.Codec.decodes_per_record`: audio) and that are padded (or read as
+single records) leave step 3 as their wire values too and are decoded in the per-record
+map: a batch's decode would join their large payloads only for the split to copy each
+record's part out again.
+
 A random crop draws per record from a stateless generator keyed by the seed and the
 batch's position, so that a seed gives the same windows run after run, and the pictures
 of one record (an image and its mask) share their draws.
