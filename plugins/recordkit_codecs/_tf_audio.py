@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["decode_wav_batch"]
+__all__ = ["decode_wav_batch", "decode_wav_one"]
 
 
 def decode_wav_batch(encoded: Any, counts: Any, *, channels: int, sample_rate: int) -> Any:
@@ -33,6 +33,8 @@ def decode_wav_batch(encoded: Any, counts: Any, *, channels: int, sample_rate: i
 
     encoded = tf.reshape(encoded, [-1])
     counts = tf.cast(tf.reshape(counts, [-1]), tf.int64)
+    if encoded.shape[0] == 1:
+        return decode_wav_one(encoded[0], counts, channels=channels, sample_rate=sample_rate)
     size = tf.shape(encoded)[0]
     header_size = 44
     lengths = tf.cast(tf.strings.length(encoded), tf.int64)
@@ -123,3 +125,72 @@ def decode_wav_batch(encoded: Any, counts: Any, *, channels: int, sample_rate: i
     # An empty batch has no headers to look at: either path gives no samples.
     values = tf.cond(canonical() & (size > 0), fast, one_by_one)
     return tf.RaggedTensor.from_row_lengths(values, counts, validate=False)
+
+
+def decode_wav_one(wav: Any, count: Any, *, channels: int, sample_rate: int) -> Any:
+    """Decode one WAV file (a scalar string) holding ``count`` ``[1]`` samples to float32
+    ``[1, (samples), channels]``: :func:`decode_wav_batch` for a batch of static size 1
+    (a reader decoding record by record, in its per-record map), in as few ops as the
+    same checks allow.
+
+    A canonical header is compared word by word with the one the codec writes for the
+    schema's ``channels`` and ``sample_rate`` and the file's length; the samples are then
+    read with one ``decode_raw`` of the whole file, the 22 int16 words of the header
+    dropped. Any other file (another header, another rate or channel count) goes to
+    ``tf.audio.decode_wav``, whose result is checked as the batched decode checks it, so
+    the errors are the same.
+    """
+    import tensorflow as tf
+
+    header_size = 44
+    length = tf.cast(tf.strings.length(wav), tf.int64)
+    # The header's 11 little-endian 32-bit words; a file shorter than a header is padded
+    # with zeros (it then differs from the expected header).
+    header = tf.strings.join([tf.strings.substr(wav, 0, header_size), bytes(header_size)])
+    words = tf.cast(tf.io.decode_raw(header, tf.int32)[:11], tf.int64)
+    # The header the codec writes for this length: "RIFF", length - 8, "WAVE", "fmt ",
+    # 16, PCM and the channels, the rate, bytes per second, block align and 16 bits,
+    # "data", length - 44.
+    fixed = [0x46464952, -8, 0x45564157, 0x20746D66, 16, 1 + channels * 65536, sample_rate]
+    fixed += [sample_rate * 2 * channels, 2 * channels + 16 * 65536, 0x61746164, -header_size]
+    from_length = tf.constant([0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 1], tf.int64)
+    expected = tf.constant(fixed, tf.int64) + length * from_length
+    frame = 2 * channels
+    canonical = tf.reduce_all(tf.equal(words, expected)) & tf.equal(
+        tf.math.floormod(length - header_size, frame), 0
+    )
+
+    def fast() -> Any:
+        check = tf.debugging.Assert(
+            tf.equal((length - header_size) // frame, count[0]),
+            [
+                "audio codec: the decoded WAV [samples, channels] differs from "
+                f"num_samples and the schema's channels ({channels})"
+            ],
+        )
+        with tf.control_dependencies([check]):
+            # The whole file read as int16 (a header is 22 of them), the header dropped.
+            pcm = tf.io.decode_raw(wav, tf.int16, little_endian=True)[header_size // 2 :]
+        return tf.reshape(tf.cast(pcm, tf.float32) / 32768.0, [-1, channels])
+
+    def other() -> Any:
+        audio, file_rate = tf.audio.decode_wav(wav)
+        shape = tf.cast(tf.shape(audio), tf.int64)
+        checks = [
+            tf.debugging.Assert(
+                tf.equal(tf.cast(file_rate, tf.int64), sample_rate),
+                [f"audio codec: the WAV sample rate is not {sample_rate} Hz"],
+            ),
+            tf.debugging.Assert(
+                tf.equal(shape[0], count[0]) & tf.equal(shape[1], channels),
+                [
+                    "audio codec: the decoded WAV [samples, channels] differs from "
+                    f"num_samples and the schema's channels ({channels})"
+                ],
+            ),
+        ]
+        with tf.control_dependencies(checks):
+            return tf.reshape(audio, [-1, channels])
+
+    values = tf.cond(canonical, fast, other)
+    return tf.RaggedTensor.from_row_lengths(values, count, validate=False)

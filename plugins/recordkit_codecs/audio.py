@@ -41,7 +41,7 @@ import pydantic
 
 import recordkit as rk
 from recordkit_codecs._inputs import read_input_bytes
-from recordkit_codecs._tf_audio import decode_wav_batch
+from recordkit_codecs._tf_audio import decode_wav_batch, decode_wav_one
 
 __all__ = ["AudioCodec", "AudioOptions"]
 
@@ -310,8 +310,16 @@ class AudioCodec(rk.Codec[AudioOptions]):
         return rk.DecodeSource(
             decode_audio_tf,
             {"fmt": options.format, "channels": options.channels, "sample_rate": options.sample_rate},
-            helpers=(decode_wav_batch,),
+            helpers=(decode_wav_batch, decode_wav_one),
         )
+
+    def decodes_per_record(self) -> bool:
+        """WAV and PCM: yes. A batch's decode joins its clips' bytes into one string and
+        the reader's split copies each clip's samples out again, which costs more than
+        reading each clip's samples where the record is (a batch of one skips the join,
+        :func:`~recordkit_codecs._tf_audio.decode_wav_one`). Not FLAC, whose decode calls
+        Python, better once a batch."""
+        return self.options.stored == "encoded" and self.options.format != "flac"
 
     def decode_tf(self, wire: Mapping[str, Any]) -> Any:
         source = self.decode_tf_source()
@@ -359,7 +367,8 @@ def decode_audio_tf(wire: Mapping[str, Any], fmt: str, channels: int, sample_rat
         message=f"audio codec: raw PCM byte length differs from num_samples x {channels} channels x 2",
     )
     with tf.control_dependencies([check] if check is not None else []):  # None when eager
-        joined = tf.strings.reduce_join(encoded)
+        # A batch of static size 1 (a reader decoding record by record) has nothing to join.
+        joined = encoded[0] if encoded.shape[0] == 1 else tf.strings.reduce_join(encoded)
     flat = tf.io.decode_raw(joined, tf.int16, little_endian=True)
     values = tf.cast(tf.reshape(flat, [-1, channels]), tf.float32) / 32768.0
     return tf.RaggedTensor.from_row_lengths(values, counts, validate=False)

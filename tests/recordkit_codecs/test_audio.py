@@ -225,6 +225,46 @@ def test_canonical_wavs_decode_without_soundfile_to_its_values(
             decode_record_numpy(bound.fields, _stored_wav(wav, 334))
 
 
+@pytest.mark.parametrize("channels", [1, 2])
+def test_a_batch_of_one_decodes_as_its_record_does_in_a_larger_batch(
+    audio_field: SingleField, channels: int
+) -> None:
+    """A reader decoding record by record gives the codec batches of static size 1,
+    which take a shorter path (``decode_wav_one``): canonical WAVs and others (a
+    metadata chunk before the samples) give the values and the errors of a larger
+    batch, eagerly and inside a tf.data graph."""
+    import tensorflow as tf
+
+    clip = samples(333, channels, seed=channels)
+    canonical = audio_file(clip, "WAV")
+    riff_body = canonical[12:36] + b"LIST" + (4).to_bytes(4, "little") + b"INFO" + canonical[36:]
+    with_metadata = b"RIFF" + (len(riff_body) + 4).to_bytes(4, "little") + b"WAVE" + riff_body
+    parse = rk.make_parser(audio_field.bound(channels=channels))
+    records = [_stored_wav(canonical, 333), _stored_wav(with_metadata, 333)]
+    batch = parse(tf.constant(records))[FIELD]
+    in_graph = tf.data.Dataset.from_tensor_slices(records).batch(1, drop_remainder=True).map(parse)
+    for record, row, from_graph in zip(records, batch, in_graph, strict=True):
+        one = parse(tf.constant([record]))[FIELD]  # static shape [1]
+        for got in (one, from_graph[FIELD]):
+            assert isinstance(got, tf.RaggedTensor)
+            np.testing.assert_array_equal(got.row_splits.numpy(), [0, 333])
+            np.testing.assert_array_equal(got.values.numpy(), row.numpy())
+            np.testing.assert_array_equal(got.values.numpy(), as_float(clip))
+    wav8k = audio_file(clip, "WAV", rate=8000)
+    wrong: list[tuple[bytes, int, str | None]] = [
+        (canonical, 334, "differs from num_samples"),
+        (with_metadata, 334, "differs from num_samples"),
+        (wav8k, 333, "sample rate is not 16000 Hz"),
+        (canonical[:40], 0, None),  # shorter than a header: tf.audio.decode_wav refuses it
+    ]
+    for wav, count, message in wrong:
+        with pytest.raises(tf.errors.InvalidArgumentError, match=message):
+            parse(tf.constant([_stored_wav(wav, count)]))
+        graph = tf.data.Dataset.from_tensors([_stored_wav(wav, count)]).map(parse)
+        with pytest.raises(tf.errors.InvalidArgumentError, match=message):
+            list(graph)
+
+
 def test_stored_bytes_are_the_payload(audio_field: SingleField) -> None:
     t = np.arange(4000) / RATE
     tone = np.stack([np.sin(2 * np.pi * 220 * t), np.sin(2 * np.pi * 330 * t)], -1) * 0.5

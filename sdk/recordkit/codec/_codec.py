@@ -277,6 +277,22 @@ class Codec(abc.ABC, Generic[OptionsT]):
         """
         return iter(())
 
+    def decodes_per_record(self) -> bool:
+        """Whether readers that split their batches into records anyway should decode
+        this codec's values record by record, in their per-record step, rather than a
+        batch at a time before the split.
+
+        ``load_dataset`` splits its batches when it decodes pictures record by record
+        (every core decodes) and batches them again (``pad``), and when it yields single
+        records. A large value whose batched decode joins the batch's payloads, and whose
+        split then copies each record's part out again (audio), costs less decoded where
+        the record is: :meth:`decode_tf` then gets a batch of static size 1, which it
+        may decode by a shorter path. The values must be the same either way. False
+        (the default) for small values, which cost less per batch; pictures (a
+        :attr:`raster`) are always decoded record by record.
+        """
+        return False
+
     def decode_tf_window(self, wire: Mapping[str, Any], window: Any) -> Any | None:
         """Decode only a window of one picture (for codecs with :attr:`size_features`).
 

@@ -29,6 +29,12 @@ The pipeline, in order, one small function a step (each step only when asked for
 5. without a batch size, the same split and per-record map (single records, each
    dense); then prefetch.
 
+Where the batches are split anyway (steps 4 and 5), the fields whose codec asks for it
+(:meth:`~recordkit.Codec.decodes_per_record`: audio) and that are padded (or read as
+single records) leave step 3 as their wire values too and are decoded in the per-record
+map: a batch's decode would join their large payloads only for the split to copy each
+record's part out again.
+
 A random crop draws per record from a stateless generator keyed by the seed and the
 batch's position, so that a seed gives the same windows run after run, and the pictures
 of one record (an image and its mask) share their draws.
@@ -352,6 +358,11 @@ class _Layout:
     #: sequence) stored fields whose codec declares a raster (pictures, decoded one by one,
     #: and fitted to their size: a crop decodes only its window where it can).
     per_record: tuple[BoundField, ...]
+    #: Other fields decoded record by record in that map, when the batches are split
+    #: anyway (pictures decoded per record, or single records): plain stored fields whose
+    #: codec asks for it (:meth:`~recordkit.Codec.decodes_per_record`: audio), padded
+    #: (or single records), so that each record's value is made dense where it is decoded.
+    per_record_values: tuple[BoundField, ...]
     #: Whether the padded fields are padded in the batched step (batches that stay as
     #: they are); otherwise each record is made dense in the per-record step and the
     #: batch padded as it is formed (``padded_batch``), or records stay single.
@@ -388,10 +399,29 @@ class _Layout:
             and not f.spec.sequence
             and f.name not in source.defaults
         )
+        per_record_values = tuple(
+            f
+            for f in source.stored_fields.fields
+            if (per_record or options.batch_size is None)
+            and (f.name in padded or options.batch_size is None)
+            and not f.codec.raster
+            and f.codec.decodes_per_record()
+            and f.presence_key is None
+            and not f.spec.sequence
+            and f.name not in source.defaults
+        )
         crop_seed = options.seed if options.seed is not None else random.SystemRandom().randrange(1 << 31)
         pads_in_batch = not per_record and options.batch_size is not None
         return cls(
-            source, frozenset(padded), sizes, methods, pad_values, per_record, pads_in_batch, crop_seed
+            source,
+            frozenset(padded),
+            sizes,
+            methods,
+            pad_values,
+            per_record,
+            per_record_values,
+            pads_in_batch,
+            crop_seed,
         )
 
     def fit(self, name: str, value: Any, shapes: Any, draws: Any, fit: ImageFit) -> tuple[Any, Any]:
@@ -410,7 +440,7 @@ def _decoder(layout: _Layout, options: PipelineOptions) -> Callable[..., dict[st
     fields hold their wire values, and with a random crop ``_DRAWS`` each record's draws."""
     source = layout.source
     names = [f.name for f in source.fields]
-    undecoded = {f.name for f in layout.per_record}
+    undecoded = {f.name for f in (*layout.per_record, *layout.per_record_values)}
     padded = layout.padded - set(layout.sizes) if layout.pads_in_batch else frozenset()
     parse = make_padded_parser(source.stored_fields.fields, padded, undecoded)
     defaults = {
@@ -554,9 +584,10 @@ def _rebuilds_ragged(spec: Any) -> bool:
 def _record_decoder(
     layout: _Layout, options: PipelineOptions, batched_spec: dict[str, Any], dense: bool
 ) -> Callable[[dict[str, Any]], dict[str, Any]]:
-    """The per-record step: each picture decoded (and fitted); with ``dense``, every
-    padded value made dense, with its true shape under ``"<field>/shape"``, and other
-    values that are still ragged (but sequences) given their dense form."""
+    """The per-record step: each picture decoded (and fitted), each of the other
+    per-record values decoded; with ``dense``, every padded value made dense, with its
+    true shape under ``"<field>/shape"``, and other values that are still ragged (but
+    sequences) given their dense form."""
     import tensorflow as tf
 
     per_record = {f.name for f in layout.per_record}
@@ -567,16 +598,19 @@ def _record_decoder(
         draws = out.pop(_DRAWS, None)
         for field in layout.per_record:
             out.update(_decode_picture(field, record[field.name], layout, options, draws, dense))
+        specs = dict(batched_spec)
+        for field in layout.per_record_values:
+            out[field.name], specs[field.name] = _decode_value(field, record[field.name])
         if not dense:
             return out
         for field in others:
             name = field.name
             if name in layout.padded:
-                _pad_record(out, name, record[name], batched_spec[name], layout.pad_values[name])
+                _pad_record(out, name, out[name], specs[name], layout.pad_values[name])
             elif options.batch_size is not None:
-                _ragged_record(out, name, record[name], batched_spec[name])
+                _ragged_record(out, name, out[name], specs[name])
             elif not field.spec.sequence:
-                out[name] = tf.nest.map_structure(dense_record, record[name], expand_composites=False)
+                out[name] = tf.nest.map_structure(dense_record, out[name], expand_composites=False)
         return out
 
     return decode
@@ -755,7 +789,7 @@ def _ragged_batches(
     batches = records.ragged_batch(
         options.batch_size, drop_remainder=options.drop_remainder, row_splits_dtype=tf.int64
     )
-    per_record = {f.name for f in layout.per_record}
+    per_record = {f.name for f in (*layout.per_record, *layout.per_record_values)}
     dense = {
         key: spec
         for key, spec in batched_spec.items()
@@ -796,7 +830,31 @@ def _decode_one(field: BoundField, wire: dict[str, Any]) -> Any:
     padded = field.codec.decode_tf_padded(one)
     if padded is not None:
         return padded[0][0]
-    return tf.nest.map_structure(lambda t: dense_record(t[0]), field.codec.decode_tf(one))
+    return tf.nest.map_structure(_only_record, field.codec.decode_tf(one))
+
+
+def _decode_value(field: BoundField, wire: dict[str, Any]) -> tuple[Any, Any]:
+    """One record's value of a field decoded record by record (not a picture): its
+    codec's batched decode of a batch of one (static size 1), dense, and the type spec of
+    that batch of one (ragged where the batched decode is), which says what the
+    per-record step pads and where it adds ``"<field>/shape"``."""
+    import tensorflow as tf
+
+    decoded = field.codec.decode_tf({key: value[None] for key, value in wire.items()})
+    return tf.nest.map_structure(_only_record, decoded), tf.nest.map_structure(
+        tf.type_spec_from_value, decoded
+    )
+
+
+def _only_record(value: Any) -> Any:
+    """The one record of a batch of one, dense. A ragged batch's values are its one
+    record's (its row splits are ``[0, len(values)]``): taken as they are, without
+    slicing."""
+    import tensorflow as tf
+
+    if isinstance(value, tf.RaggedTensor):
+        return dense_record(value.values)
+    return value[0]
 
 
 def _pad_value(field: BoundField) -> int | float:
