@@ -61,6 +61,7 @@ test: lint typecheck docs unit
 
 lint: $(DEV)
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
 
 typecheck: $(DEV)
 	$(VENV)/bin/mypy

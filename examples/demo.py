@@ -132,8 +132,10 @@ def main(argv: list[str] | None = None) -> int:
     write_seconds = time.perf_counter() - started
     manifest = rk.Manifest.load(args.out)
     for name, split in manifest.splits.items():
-        print(f"wrote {name}: {split.num_records} records in {len(split.shards)} shards, "
-              f"{split.num_bytes / 1e6:.2f} MB")
+        print(
+            f"wrote {name}: {split.num_records} records in {len(split.shards)} shards, "
+            f"{split.num_bytes / 1e6:.2f} MB"
+        )
 
     # 3. Where the bytes go, averaged over the validation split.
     bound = schema.bind()
@@ -162,11 +164,21 @@ def main(argv: list[str] | None = None) -> int:
         check_equal(count - 1, written, read)
     print(f"load_dataset: {count} train records read back equal through tf.data")
 
-    batches = rk.load_dataset(args.out, split="train", batch_size=32, image_size=(64, 64),
-                              shuffle_files=True, shuffle_buffer=256, seed=0)
+    batches = rk.load_dataset(
+        args.out,
+        split="train",
+        batch_size=32,
+        image_size=(64, 64),
+        shuffle_files=True,
+        shuffle_buffer=256,
+        seed=0,
+    )
     batch = next(iter(batches))
-    shapes = {name: tuple(getattr(value, "shape", ())) for name, value in batch.items()
-              if not isinstance(value, dict)}
+    shapes = {
+        name: tuple(getattr(value, "shape", ()))
+        for name, value in batch.items()
+        if not isinstance(value, dict)
+    }
     print("one training batch:", ", ".join(f"{k} {list(v)}" for k, v in shapes.items()))
 
     # 5. The speed on this machine: each reader timed over the whole train split, on its

@@ -70,6 +70,7 @@ def make_flower_photos(root: Path) -> list[Path]:
 
 # -- images: ten JPEG and PNG files (where-the-bytes-go.md) ------------------------------
 
+
 def _textured_photo(rng: np.random.Generator, height: int, width: int, noise: float) -> np.ndarray:
     """Photo-like pixels: smooth colour waves and soft detail, with some sensor noise."""
     y, x = np.mgrid[0:height, 0:width] / max(height, width)

@@ -68,12 +68,9 @@ def describe_error(exc: BaseException) -> str:
     )
 
 
-
 @click.group(cls=RecordkitGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, "-V", "--version", prog_name="recordkit", message="%(prog)s %(version)s")
-@click.option(
-    "--debug", is_flag=True, help=f"Show the traceback of an error (also: {DEBUG_ENV}=1)."
-)
+@click.option("--debug", is_flag=True, help=f"Show the traceback of an error (also: {DEBUG_ENV}=1).")
 def main(debug: bool) -> None:
     """recordkit: typed, multimodal datasets as sharded TFRecords."""
 

@@ -18,9 +18,22 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_the_random_access_benchmark_runs(tmp_path: Path) -> None:
     out = tmp_path / "ra.json"
     done = subprocess.run(
-        [sys.executable, str(ROOT / "benchmarks" / "random_access.py"), "--records", "12", "--repeats", "1",
-         "--no-tensorflow", "--out", str(out)],
-        cwd=ROOT, capture_output=True, text=True, timeout=600, check=False,
+        [
+            sys.executable,
+            str(ROOT / "benchmarks" / "random_access.py"),
+            "--records",
+            "12",
+            "--repeats",
+            "1",
+            "--no-tensorflow",
+            "--out",
+            str(out),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
     )
     assert done.returncode == 0, done.stderr[-3000:]
     results = json.loads(out.read_text())

@@ -200,9 +200,7 @@ def _array_mismatch(where: str, expected: np.ndarray, actual: np.ndarray, atol: 
     if difference is not None:
         scored = np.where(differs, np.nan_to_num(difference, nan=np.inf), -1.0)
         worst = np.unravel_index(int(np.argmax(scored)), expected.shape)
-        summary += (
-            f" (largest difference {difference[worst]:g} at {[int(i) for i in worst]}, atol={atol:g})"
-        )
+        summary += f" (largest difference {difference[worst]:g} at {[int(i) for i in worst]}, atol={atol:g})"
     shown = "; ".join(
         f"{[int(i) for i in place]} expected {expected[tuple(place)].item()!r}, "
         f"got {actual[tuple(place)].item()!r}"
