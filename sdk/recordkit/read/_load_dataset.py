@@ -15,7 +15,7 @@ The pipeline, in order, one small function a step (each step only when asked for
    padded to a size;
 4. decode pictures record by record (:func:`_per_record`): the fields whose codec declares
    a ``raster`` (image, mask, and plugins' pictures) leave step 3 as their parsed wire
-   values; the batches are split into records (:func:`_split`) and each record's
+   values; the batches are split into records (``unbatch``) and each record's
    pictures decoded (and fitted to ``image_size``; a crop decodes only its window where
    the codec can) in a parallel map, so the images of a batch are decoded on every core,
    where one batched decode runs them on one; then the records are batched again (the
@@ -236,9 +236,12 @@ def load_dataset(
     shards, record_shard = _my_shards(opened)
     batches = _serialized_batches(opened, shards, record_shard, options, on_corrupt, skip)
     layout = _Layout.build(opened.source, options)
-    dataset = _decode_batches(batches, layout, options)
     if layout.per_record or batch_size is None:
-        dataset = _per_record(dataset, layout, options)
+        batched_spec: dict[str, Any] = {}
+        dataset = _decode_batches(batches, layout, options, batched_spec)
+        dataset = _per_record(dataset, batched_spec, layout, options)
+    else:
+        dataset = _decode_batches(batches, layout, options)
     if prefetch:
         dataset = dataset.prefetch(tf.data.AUTOTUNE)
     size = _known_size(shards, record_shard, repeat, batch_size, drop_remainder, on_corrupt, skip)
@@ -303,11 +306,21 @@ def _serialized_batches(
     return chunks
 
 
-def _decode_batches(batches: Any, layout: _Layout, options: PipelineOptions) -> Any:
-    """Each batch parsed, decoded and laid out (but for the per-record fields)."""
+def _decode_batches(
+    batches: Any, layout: _Layout, options: PipelineOptions, split_spec: dict[str, Any] | None = None
+) -> Any:
+    """Each batch parsed, decoded and laid out (but for the per-record fields).
+
+    With ``split_spec`` (the batches are split into records next), the same function
+    also makes each dense value that may hold no elements ragged, which ``unbatch``
+    needs (:func:`_unbatchable`), and fills ``split_spec`` with the type specs of the
+    batch before that (what the per-record step reads): one function, not a map of its
+    own, since TensorFlow optimizes and instantiates each function of a pipeline again
+    for every iterator."""
     import tensorflow as tf
 
-    parse = _decoder(layout, options)
+    decode = _decoder(layout, options)
+    parse = decode if split_spec is None else _unbatchable(decode, split_spec)
     if options.random_crop:
         # Each batch's position keys its random draws: the same seed, the same windows.
         return batches.enumerate().map(
@@ -489,22 +502,24 @@ def _decoder(layout: _Layout, options: PipelineOptions) -> Callable[..., dict[st
     return decode
 
 
-def _per_record(dataset: Any, layout: _Layout, options: PipelineOptions) -> Any:
+def _per_record(dataset: Any, batched_spec: dict[str, Any], layout: _Layout, options: PipelineOptions) -> Any:
     """Split the batches into records, decode (and fit) each record's pictures in a
     parallel map, and batch the records again as they were.
 
-    When every value of a record can be dense (every field padded, fitted or dense in
-    its batch), each record is made dense in the map, with the true shapes of its padded
-    values, and the batch is padded as it forms (``padded_batch``: one copy of each
-    value); otherwise the records are batched ragged and padded after. Single records
-    (no ``batch_size``) are made dense in the map, padded fields each to its own size.
+    ``dataset`` comes from :func:`_decode_batches` with ``split_spec`` (its values ready
+    for ``unbatch``), ``batched_spec`` the specs of its batches before that step made
+    them so. When every value of a record can be dense (every field padded, fitted or
+    dense in its batch), each record is made dense in the map, with the true shapes of
+    its padded values, and the batch is padded as it forms (``padded_batch``: one copy
+    of each value); otherwise the records are batched ragged and padded after. Single
+    records (no ``batch_size``) are made dense in the map, padded fields each to its own
+    size.
     """
     import tensorflow as tf
 
     batch_size = options.batch_size
-    batched_spec = dataset.element_spec
     dense = batch_size is None or _dense_records(batched_spec, layout)
-    records = _split(dataset, options).map(
+    records = dataset.unbatch().map(
         _record_decoder(layout, options, batched_spec, dense),
         num_parallel_calls=tf.data.AUTOTUNE,
         deterministic=options.deterministic,
@@ -524,31 +539,34 @@ def _per_record(dataset: Any, layout: _Layout, options: PipelineOptions) -> Any:
     return _ragged_batches(records, batched_spec, layout, options)
 
 
-def _split(dataset: Any, options: PipelineOptions) -> Any:
-    """The batches split into records (``unbatch``), each dense value that may hold no
-    elements made ragged first: TensorFlow 2.21's ``unbatch`` crashes (a segmentation
-    fault) on a dense value with a batch dimension and no elements, such as ``[B, 0, 4]``
-    boxes of a batch without any. (Slicing each batch with ``from_tensor_slices`` in a
-    ``flat_map`` does not crash, but makes TensorFlow log a type inference failure.)"""
+def _unbatchable(
+    decode: Callable[..., dict[str, Any]], spec: dict[str, Any]
+) -> Callable[..., dict[str, Any]]:
+    """``decode`` followed by what the split into records (``unbatch``) needs: each
+    dense value that may hold no elements made ragged. TensorFlow 2.21's ``unbatch``
+    crashes (a segmentation fault) on a dense value with a batch dimension and no
+    elements, such as ``[B, 0, 4]`` boxes of a batch without any. (Slicing each batch
+    with ``from_tensor_slices`` in a ``flat_map`` does not crash, but makes TensorFlow
+    log a type inference failure.) When the function is traced, ``spec`` receives the
+    type specs of ``decode``'s batch."""
     import tensorflow as tf
 
-    def may_be_empty(leaf: Any) -> bool:
-        inner = leaf.shape[1:]
-        return isinstance(leaf, tf.TensorSpec) and (not inner.is_fully_defined() or inner.num_elements() == 0)
+    def may_be_empty(value: Any) -> bool:
+        inner = value.shape[1:]
+        return isinstance(value, tf.Tensor) and (not inner.is_fully_defined() or inner.num_elements() == 0)
 
     def ragged(value: Any) -> Any:
-        if isinstance(value, tf.Tensor) and may_be_empty(tf.TensorSpec.from_tensor(value)):
+        if may_be_empty(value):
             return tf.RaggedTensor.from_tensor(value, ragged_rank=1, row_splits_dtype=tf.int64)
         return value
 
-    leaves = tf.nest.flatten(dataset.element_spec, expand_composites=False)
-    if any(may_be_empty(leaf) for leaf in leaves):
-        dataset = dataset.map(
-            lambda batch: tf.nest.map_structure(ragged, batch, expand_composites=False),
-            num_parallel_calls=tf.data.AUTOTUNE,
-            deterministic=options.deterministic,
-        )
-    return dataset.unbatch()
+    def decode_for_split(*args: Any) -> dict[str, Any]:
+        batch = decode(*args)
+        spec.clear()
+        spec.update(tf.nest.map_structure(tf.type_spec_from_value, batch))
+        return tf.nest.map_structure(ragged, batch, expand_composites=False)
+
+    return decode_for_split
 
 
 def _dense_records(batched_spec: dict[str, Any], layout: _Layout) -> bool:
