@@ -237,9 +237,9 @@ def load_dataset(
     batches = _serialized_batches(opened, shards, record_shard, options, on_corrupt, skip)
     layout = _Layout.build(opened.source, options)
     if layout.per_record or batch_size is None:
-        batched_spec: dict[str, Any] = {}
-        dataset = _decode_batches(batches, layout, options, batched_spec)
-        dataset = _per_record(dataset, batched_spec, layout, options)
+        split = _Split()
+        dataset = _decode_batches(batches, layout, options, split)
+        dataset = _per_record(dataset, split, layout, options)
     else:
         dataset = _decode_batches(batches, layout, options)
     if prefetch:
@@ -307,20 +307,20 @@ def _serialized_batches(
 
 
 def _decode_batches(
-    batches: Any, layout: _Layout, options: PipelineOptions, split_spec: dict[str, Any] | None = None
+    batches: Any, layout: _Layout, options: PipelineOptions, split: _Split | None = None
 ) -> Any:
-    """Each batch parsed, decoded and laid out (but for the per-record fields).
-
-    With ``split_spec`` (the batches are split into records next), the same function
-    also makes each dense value that may hold no elements ragged, which ``unbatch``
-    needs (:func:`_unbatchable`), and fills ``split_spec`` with the type specs of the
-    batch before that (what the per-record step reads): one function, not a map of its
-    own, since TensorFlow optimizes and instantiates each function of a pipeline again
-    for every iterator."""
+    """Each batch parsed, decoded and laid out (but for the per-record fields); with
+    ``split`` (the batches are split into records next), made ready for ``unbatch`` in
+    the same function (:meth:`_Split.encode`): one function, not a map of its own, since
+    TensorFlow optimizes and instantiates each function of a pipeline again for every
+    iterator."""
     import tensorflow as tf
 
     decode = _decoder(layout, options)
-    parse = decode if split_spec is None else _unbatchable(decode, split_spec)
+
+    def parse(*args: Any) -> dict[str, Any]:
+        return decode(*args) if split is None else split.encode(decode(*args))
+
     if options.random_crop:
         # Each batch's position keys its random draws: the same seed, the same windows.
         return batches.enumerate().map(
@@ -502,25 +502,26 @@ def _decoder(layout: _Layout, options: PipelineOptions) -> Callable[..., dict[st
     return decode
 
 
-def _per_record(dataset: Any, batched_spec: dict[str, Any], layout: _Layout, options: PipelineOptions) -> Any:
+def _per_record(dataset: Any, split: _Split, layout: _Layout, options: PipelineOptions) -> Any:
     """Split the batches into records, decode (and fit) each record's pictures in a
     parallel map, and batch the records again as they were.
 
-    ``dataset`` comes from :func:`_decode_batches` with ``split_spec`` (its values ready
-    for ``unbatch``), ``batched_spec`` the specs of its batches before that step made
-    them so. When every value of a record can be dense (every field padded, fitted or
-    dense in its batch), each record is made dense in the map, with the true shapes of
-    its padded values, and the batch is padded as it forms (``padded_batch``: one copy
-    of each value); otherwise the records are batched ragged and padded after. Single
-    records (no ``batch_size``) are made dense in the map, padded fields each to its own
-    size.
+    ``dataset`` comes from :func:`_decode_batches` with ``split``, which says how its
+    values cross ``unbatch``. When every value of a record can be dense (every field
+    padded, fitted or dense in its batch), each record is made dense in the map, with
+    the true shapes of its padded values, and the batch is padded as it forms
+    (``padded_batch``: one copy of each value); otherwise the records are batched ragged
+    and padded after. Single records (no ``batch_size``) are made dense in the map,
+    padded fields each to its own size.
     """
     import tensorflow as tf
 
     batch_size = options.batch_size
+    batched_spec = split.batched
     dense = batch_size is None or _dense_records(batched_spec, layout)
+    decode = _record_decoder(layout, options, batched_spec, dense)
     records = dataset.unbatch().map(
-        _record_decoder(layout, options, batched_spec, dense),
+        lambda record: decode(split.decode(record)),
         num_parallel_calls=tf.data.AUTOTUNE,
         deterministic=options.deterministic,
     )
@@ -539,34 +540,76 @@ def _per_record(dataset: Any, batched_spec: dict[str, Any], layout: _Layout, opt
     return _ragged_batches(records, batched_spec, layout, options)
 
 
-def _unbatchable(
-    decode: Callable[..., dict[str, Any]], spec: dict[str, Any]
-) -> Callable[..., dict[str, Any]]:
-    """``decode`` followed by what the split into records (``unbatch``) needs: each
-    dense value that may hold no elements made ragged. TensorFlow 2.21's ``unbatch``
-    crashes (a segmentation fault) on a dense value with a batch dimension and no
-    elements, such as ``[B, 0, 4]`` boxes of a batch without any. (Slicing each batch
-    with ``from_tensor_slices`` in a ``flat_map`` does not crash, but makes TensorFlow
-    log a type inference failure.) When the function is traced, ``spec`` receives the
-    type specs of ``decode``'s batch."""
-    import tensorflow as tf
+class _Split:
+    """How the batches cross ``unbatch`` into records, with no function of TensorFlow's own.
 
-    def may_be_empty(value: Any) -> bool:
-        inner = value.shape[1:]
-        return isinstance(value, tf.Tensor) and (not inner.is_fully_defined() or inner.num_elements() == 0)
+    ``unbatch`` of a batch that holds ragged values first maps it through a function of
+    its own (``normalize``: each ragged value encoded as a variant per record), one more
+    function for TensorFlow to optimize and instantiate at every iterator, and run one
+    batch at a time. Here the batched step encodes them (:meth:`encode`, the same
+    ``RaggedTensorToVariant``) and the per-record step decodes them (:meth:`decode`, as
+    ``unbatch``'s element spec did in that step).
 
-    def ragged(value: Any) -> Any:
-        if may_be_empty(value):
-            return tf.RaggedTensor.from_tensor(value, ragged_rank=1, row_splits_dtype=tf.int64)
-        return value
+    :meth:`encode` first makes each dense value that may hold no elements ragged:
+    TensorFlow 2.21's ``unbatch`` crashes (a segmentation fault) on a dense value with a
+    batch dimension and no elements, such as ``[B, 0, 4]`` boxes of a batch without any.
+    (Slicing each batch with ``from_tensor_slices`` in a ``flat_map`` does not crash, but
+    makes TensorFlow log a type inference failure.)
 
-    def decode_for_split(*args: Any) -> dict[str, Any]:
-        batch = decode(*args)
-        spec.clear()
-        spec.update(tf.nest.map_structure(tf.type_spec_from_value, batch))
-        return tf.nest.map_structure(ragged, batch, expand_composites=False)
+    Filled when the batched step is traced: :attr:`batched`, the type specs of the
+    decoded batch (what the per-record step pads and rebuilds by), and :attr:`ragged`,
+    the specs of the values encoded, by their index in the flattened batch."""
 
-    return decode_for_split
+    def __init__(self) -> None:
+        self.batched: dict[str, Any] = {}
+        self.ragged: dict[int, Any] = {}
+
+    def encode(self, batch: dict[str, Any]) -> dict[str, Any]:
+        """The decoded batch, its ragged values (and dense ones that may be empty)
+        encoded as a variant per record."""
+        import tensorflow as tf
+
+        self.batched.clear()
+        self.batched.update(tf.nest.map_structure(tf.type_spec_from_value, batch))
+        self.ragged.clear()
+        leaves = tf.nest.flatten(batch, expand_composites=False)
+        for index, value in enumerate(leaves):
+            if isinstance(value, tf.Tensor) and _may_be_empty(value.shape):
+                value = tf.RaggedTensor.from_tensor(value, ragged_rank=1, row_splits_dtype=tf.int64)
+            if isinstance(value, tf.RaggedTensor):
+                self.ragged[index] = tf.type_spec_from_value(value)
+                leaves[index] = tf.raw_ops.RaggedTensorToVariant(
+                    rt_nested_splits=value.nested_row_splits,
+                    rt_dense_values=value.flat_values,
+                    batched_input=True,
+                )
+        return tf.nest.pack_sequence_as(batch, leaves, expand_composites=False)
+
+    def decode(self, record: dict[str, Any]) -> dict[str, Any]:
+        """One record of an encoded batch as ``unbatch`` gives it: each encoded value
+        with one ragged dimension fewer (dense when it had one)."""
+        import tensorflow as tf
+
+        leaves = tf.nest.flatten(record, expand_composites=False)
+        for index, spec in self.ragged.items():
+            ragged_rank = spec.ragged_rank - 1
+            splits, values = tf.raw_ops.RaggedTensorFromVariant(
+                encoded_ragged=leaves[index],
+                input_ragged_rank=-1,
+                output_ragged_rank=ragged_rank,
+                Tvalues=spec.dtype,
+                Tsplits=tf.int64,
+            )
+            shape = spec.shape[1:]
+            values.set_shape(shape if ragged_rank == 0 else [None, *shape[ragged_rank + 1 :]])
+            leaves[index] = tf.RaggedTensor.from_nested_row_splits(values, splits, validate=False)
+        return tf.nest.pack_sequence_as(record, leaves, expand_composites=False)
+
+
+def _may_be_empty(shape: Any) -> bool:
+    """Whether a batch of this static shape may hold no elements in some batch."""
+    inner = shape[1:]
+    return not inner.is_fully_defined() or inner.num_elements() == 0
 
 
 def _dense_records(batched_spec: dict[str, Any], layout: _Layout) -> bool:
