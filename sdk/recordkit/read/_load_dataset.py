@@ -237,9 +237,9 @@ def load_dataset(
     batches = _serialized_batches(opened, shards, record_shard, options, on_corrupt, skip)
     layout = _Layout.build(opened.source, options)
     if layout.per_record or batch_size is None:
-        split = _Split()
-        dataset = _decode_batches(batches, layout, options, split)
-        dataset = _per_record(dataset, split, layout, options)
+        to_records = _Split()
+        dataset = _decode_batches(batches, layout, options, to_records)
+        dataset = _per_record(dataset, to_records, layout, options)
     else:
         dataset = _decode_batches(batches, layout, options)
     if prefetch:
@@ -583,7 +583,8 @@ class _Split:
                     rt_dense_values=value.flat_values,
                     batched_input=True,
                 )
-        return tf.nest.pack_sequence_as(batch, leaves, expand_composites=False)
+        encoded: dict[str, Any] = tf.nest.pack_sequence_as(batch, leaves, expand_composites=False)
+        return encoded
 
     def decode(self, record: dict[str, Any]) -> dict[str, Any]:
         """One record of an encoded batch as ``unbatch`` gives it: each encoded value
@@ -603,7 +604,8 @@ class _Split:
             shape = spec.shape[1:]
             values.set_shape(shape if ragged_rank == 0 else [None, *shape[ragged_rank + 1 :]])
             leaves[index] = tf.RaggedTensor.from_nested_row_splits(values, splits, validate=False)
-        return tf.nest.pack_sequence_as(record, leaves, expand_composites=False)
+        decoded: dict[str, Any] = tf.nest.pack_sequence_as(record, leaves, expand_composites=False)
+        return decoded
 
 
 def _may_be_empty(shape: Any) -> bool:
@@ -722,7 +724,7 @@ def _finisher(
     import tensorflow as tf
 
     lengths = [key for key in record_spec if key.startswith(_LENGTHS)]
-    check = _channel_check(layout)
+    check = _channel_check(layout, record_spec)
     if not lengths and check is None:
         return None
 
@@ -802,16 +804,24 @@ def _padding_values(spec: dict[str, Any], layout: _Layout) -> dict[str, Any]:
     return values
 
 
-def _channel_check(layout: _Layout) -> Callable[[dict[str, Any]], dict[str, Any]] | None:
+def _channel_check(
+    layout: _Layout, record_spec: dict[str, Any]
+) -> Callable[[dict[str, Any]], dict[str, Any]] | None:
     """For pictures of unknown channel count padded as their batch forms: a check that
     the records of each batch have one count (``padded_batch`` would pad the channels,
-    where the batched decode refuses such a batch); None when there is nothing to check."""
+    where the batched decode refuses such a batch); None when there is nothing to check
+    (``record_spec``, the records' specs, fixes every channel count): no map is added,
+    whose function would cost CPU at every iterator."""
     import tensorflow as tf
 
     names = [
         f.name
         for f in layout.per_record
-        if f.codec.raster == "pixels" and (f.name in layout.padded or f.name in layout.sizes)
+        if f.codec.raster == "pixels"
+        and (f.name in layout.padded or f.name in layout.sizes)
+        and isinstance(record_spec[f.name], tf.TensorSpec)
+        and record_spec[f.name].shape.rank == 3
+        and record_spec[f.name].shape[-1] is None
     ]
     if not names:
         return None
