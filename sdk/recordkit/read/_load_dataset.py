@@ -15,7 +15,7 @@ The pipeline, in order, one small function a step (each step only when asked for
    padded to a size;
 4. decode pictures record by record (:func:`_per_record`): the fields whose codec declares
    a ``raster`` (image, mask, and plugins' pictures) leave step 3 as their parsed wire
-   values; the batches are split into records (:func:`_split`) and each record's
+   values; the batches are split into records (``unbatch``) and each record's
    pictures decoded (and fitted to ``image_size``; a crop decodes only its window where
    the codec can) in a parallel map, so the images of a batch are decoded on every core,
    where one batched decode runs them on one; then the records are batched again (the
@@ -236,9 +236,12 @@ def load_dataset(
     shards, record_shard = _my_shards(opened)
     batches = _serialized_batches(opened, shards, record_shard, options, on_corrupt, skip)
     layout = _Layout.build(opened.source, options)
-    dataset = _decode_batches(batches, layout, options)
     if layout.per_record or batch_size is None:
-        dataset = _per_record(dataset, layout, options)
+        to_records = _Split()
+        dataset = _decode_batches(batches, layout, options, to_records)
+        dataset = _per_record(dataset, to_records, layout, options)
+    else:
+        dataset = _decode_batches(batches, layout, options)
     if prefetch:
         dataset = dataset.prefetch(tf.data.AUTOTUNE)
     size = _known_size(shards, record_shard, repeat, batch_size, drop_remainder, on_corrupt, skip)
@@ -303,11 +306,21 @@ def _serialized_batches(
     return chunks
 
 
-def _decode_batches(batches: Any, layout: _Layout, options: PipelineOptions) -> Any:
-    """Each batch parsed, decoded and laid out (but for the per-record fields)."""
+def _decode_batches(
+    batches: Any, layout: _Layout, options: PipelineOptions, split: _Split | None = None
+) -> Any:
+    """Each batch parsed, decoded and laid out (but for the per-record fields); with
+    ``split`` (the batches are split into records next), made ready for ``unbatch`` in
+    the same function (:meth:`_Split.encode`): one function, not a map of its own, since
+    TensorFlow optimizes and instantiates each function of a pipeline again for every
+    iterator."""
     import tensorflow as tf
 
-    parse = _decoder(layout, options)
+    decode = _decoder(layout, options)
+
+    def parse(*args: Any) -> dict[str, Any]:
+        return decode(*args) if split is None else split.encode(decode(*args))
+
     if options.random_crop:
         # Each batch's position keys its random draws: the same seed, the same windows.
         return batches.enumerate().map(
@@ -489,23 +502,26 @@ def _decoder(layout: _Layout, options: PipelineOptions) -> Callable[..., dict[st
     return decode
 
 
-def _per_record(dataset: Any, layout: _Layout, options: PipelineOptions) -> Any:
+def _per_record(dataset: Any, split: _Split, layout: _Layout, options: PipelineOptions) -> Any:
     """Split the batches into records, decode (and fit) each record's pictures in a
     parallel map, and batch the records again as they were.
 
-    When every value of a record can be dense (every field padded, fitted or dense in
-    its batch), each record is made dense in the map, with the true shapes of its padded
-    values, and the batch is padded as it forms (``padded_batch``: one copy of each
-    value); otherwise the records are batched ragged and padded after. Single records
-    (no ``batch_size``) are made dense in the map, padded fields each to its own size.
+    ``dataset`` comes from :func:`_decode_batches` with ``split``, which says how its
+    values cross ``unbatch``. When every value of a record can be dense (every field
+    padded, fitted or dense in its batch), each record is made dense in the map, with
+    the true shapes of its padded values, and the batch is padded as it forms
+    (``padded_batch``: one copy of each value); otherwise the records are batched ragged
+    and padded after. Single records (no ``batch_size``) are made dense in the map,
+    padded fields each to its own size.
     """
     import tensorflow as tf
 
     batch_size = options.batch_size
-    batched_spec = dataset.element_spec
+    batched_spec = split.batched
     dense = batch_size is None or _dense_records(batched_spec, layout)
-    records = _split(dataset, options).map(
-        _record_decoder(layout, options, batched_spec, dense),
+    decode = _record_decoder(layout, options, batched_spec, dense)
+    records = dataset.unbatch().map(
+        lambda record: decode(split.decode(record)),
         num_parallel_calls=tf.data.AUTOTUNE,
         deterministic=options.deterministic,
     )
@@ -524,31 +540,78 @@ def _per_record(dataset: Any, layout: _Layout, options: PipelineOptions) -> Any:
     return _ragged_batches(records, batched_spec, layout, options)
 
 
-def _split(dataset: Any, options: PipelineOptions) -> Any:
-    """The batches split into records (``unbatch``), each dense value that may hold no
-    elements made ragged first: TensorFlow 2.21's ``unbatch`` crashes (a segmentation
-    fault) on a dense value with a batch dimension and no elements, such as ``[B, 0, 4]``
-    boxes of a batch without any. (Slicing each batch with ``from_tensor_slices`` in a
-    ``flat_map`` does not crash, but makes TensorFlow log a type inference failure.)"""
-    import tensorflow as tf
+class _Split:
+    """How the batches cross ``unbatch`` into records, with no function of TensorFlow's own.
 
-    def may_be_empty(leaf: Any) -> bool:
-        inner = leaf.shape[1:]
-        return isinstance(leaf, tf.TensorSpec) and (not inner.is_fully_defined() or inner.num_elements() == 0)
+    ``unbatch`` of a batch that holds ragged values first maps it through a function of
+    its own (``normalize``: each ragged value encoded as a variant per record), one more
+    function for TensorFlow to optimize and instantiate at every iterator, and run one
+    batch at a time. Here the batched step encodes them (:meth:`encode`, the same
+    ``RaggedTensorToVariant``) and the per-record step decodes them (:meth:`decode`, as
+    ``unbatch``'s element spec did in that step).
 
-    def ragged(value: Any) -> Any:
-        if isinstance(value, tf.Tensor) and may_be_empty(tf.TensorSpec.from_tensor(value)):
-            return tf.RaggedTensor.from_tensor(value, ragged_rank=1, row_splits_dtype=tf.int64)
-        return value
+    :meth:`encode` first makes each dense value that may hold no elements ragged:
+    TensorFlow 2.21's ``unbatch`` crashes (a segmentation fault) on a dense value with a
+    batch dimension and no elements, such as ``[B, 0, 4]`` boxes of a batch without any.
+    (Slicing each batch with ``from_tensor_slices`` in a ``flat_map`` does not crash, but
+    makes TensorFlow log a type inference failure.)
 
-    leaves = tf.nest.flatten(dataset.element_spec, expand_composites=False)
-    if any(may_be_empty(leaf) for leaf in leaves):
-        dataset = dataset.map(
-            lambda batch: tf.nest.map_structure(ragged, batch, expand_composites=False),
-            num_parallel_calls=tf.data.AUTOTUNE,
-            deterministic=options.deterministic,
-        )
-    return dataset.unbatch()
+    Filled when the batched step is traced: :attr:`batched`, the type specs of the
+    decoded batch (what the per-record step pads and rebuilds by), and :attr:`ragged`,
+    the specs of the values encoded, by their index in the flattened batch."""
+
+    def __init__(self) -> None:
+        self.batched: dict[str, Any] = {}
+        self.ragged: dict[int, Any] = {}
+
+    def encode(self, batch: dict[str, Any]) -> dict[str, Any]:
+        """The decoded batch, its ragged values (and dense ones that may be empty)
+        encoded as a variant per record."""
+        import tensorflow as tf
+
+        self.batched.clear()
+        self.batched.update(tf.nest.map_structure(tf.type_spec_from_value, batch))
+        self.ragged.clear()
+        leaves = tf.nest.flatten(batch, expand_composites=False)
+        for index, value in enumerate(leaves):
+            if isinstance(value, tf.Tensor) and _may_be_empty(value.shape):
+                value = tf.RaggedTensor.from_tensor(value, ragged_rank=1, row_splits_dtype=tf.int64)
+            if isinstance(value, tf.RaggedTensor):
+                self.ragged[index] = tf.type_spec_from_value(value)
+                leaves[index] = tf.raw_ops.RaggedTensorToVariant(
+                    rt_nested_splits=value.nested_row_splits,
+                    rt_dense_values=value.flat_values,
+                    batched_input=True,
+                )
+        encoded: dict[str, Any] = tf.nest.pack_sequence_as(batch, leaves, expand_composites=False)
+        return encoded
+
+    def decode(self, record: dict[str, Any]) -> dict[str, Any]:
+        """One record of an encoded batch as ``unbatch`` gives it: each encoded value
+        with one ragged dimension fewer (dense when it had one)."""
+        import tensorflow as tf
+
+        leaves = tf.nest.flatten(record, expand_composites=False)
+        for index, spec in self.ragged.items():
+            ragged_rank = spec.ragged_rank - 1
+            splits, values = tf.raw_ops.RaggedTensorFromVariant(
+                encoded_ragged=leaves[index],
+                input_ragged_rank=-1,
+                output_ragged_rank=ragged_rank,
+                Tvalues=spec.dtype,
+                Tsplits=tf.int64,
+            )
+            shape = spec.shape[1:]
+            values.set_shape(shape if ragged_rank == 0 else [None, *shape[ragged_rank + 1 :]])
+            leaves[index] = tf.RaggedTensor.from_nested_row_splits(values, splits, validate=False)
+        decoded: dict[str, Any] = tf.nest.pack_sequence_as(record, leaves, expand_composites=False)
+        return decoded
+
+
+def _may_be_empty(shape: Any) -> bool:
+    """Whether a batch of this static shape may hold no elements in some batch."""
+    inner = shape[1:]
+    return not inner.is_fully_defined() or inner.num_elements() == 0
 
 
 def _dense_records(batched_spec: dict[str, Any], layout: _Layout) -> bool:
@@ -661,7 +724,7 @@ def _finisher(
     import tensorflow as tf
 
     lengths = [key for key in record_spec if key.startswith(_LENGTHS)]
-    check = _channel_check(layout)
+    check = _channel_check(layout, record_spec)
     if not lengths and check is None:
         return None
 
@@ -741,16 +804,24 @@ def _padding_values(spec: dict[str, Any], layout: _Layout) -> dict[str, Any]:
     return values
 
 
-def _channel_check(layout: _Layout) -> Callable[[dict[str, Any]], dict[str, Any]] | None:
+def _channel_check(
+    layout: _Layout, record_spec: dict[str, Any]
+) -> Callable[[dict[str, Any]], dict[str, Any]] | None:
     """For pictures of unknown channel count padded as their batch forms: a check that
     the records of each batch have one count (``padded_batch`` would pad the channels,
-    where the batched decode refuses such a batch); None when there is nothing to check."""
+    where the batched decode refuses such a batch); None when there is nothing to check
+    (``record_spec``, the records' specs, fixes every channel count): no map is added,
+    whose function would cost CPU at every iterator."""
     import tensorflow as tf
 
     names = [
         f.name
         for f in layout.per_record
-        if f.codec.raster == "pixels" and (f.name in layout.padded or f.name in layout.sizes)
+        if f.codec.raster == "pixels"
+        and (f.name in layout.padded or f.name in layout.sizes)
+        and isinstance(record_spec[f.name], tf.TensorSpec)
+        and record_spec[f.name].shape.rank == 3
+        and record_spec[f.name].shape[-1] is None
     ]
     if not names:
         return None
