@@ -203,3 +203,25 @@ def test_the_jpeg_frame_kind_and_precision_are_read() -> None:
     twelve_bit = read_header(_jpeg(_APP0, _sof(5, 7)[:4] + b"\x0c" + _sof(5, 7)[5:], _SCAN))
     assert twelve_bit is not None
     assert twelve_bit.precision == 12
+
+
+@pytest.mark.parametrize("mode", ["L", "RGB", "RGBA", "LA", "P", "1", "I;16", "I", "F"])
+@pytest.mark.parametrize("size", [(1, 1), (7, 5), (333, 2)])
+def test_pixels_array_gives_what_np_asarray_gives(mode: str, size: tuple[int, int]) -> None:
+    rng = np.random.default_rng(7)
+    image = Image.fromarray(rng.integers(0, 256, (size[1], size[0], 4), dtype=np.uint8), "RGBA").convert(mode)
+    expected = np.asarray(image, dtype=np.uint8)
+    pixels = _pillow.pixels_array(image)
+    assert pixels.dtype == np.uint8
+    assert pixels.shape == expected.shape
+    assert np.array_equal(pixels, expected)
+    assert pixels.flags.writeable == expected.flags.writeable
+    assert pixels.flags.c_contiguous
+
+
+def test_pixels_array_loads_a_lazily_opened_image() -> None:
+    source = np.arange(6 * 4 * 3, dtype=np.uint8).reshape(6, 4, 3)
+    buffer = io.BytesIO()
+    Image.fromarray(source).save(buffer, "PNG")
+    with Image.open(io.BytesIO(buffer.getvalue())) as image:
+        assert np.array_equal(_pillow.pixels_array(image), source)
