@@ -357,10 +357,13 @@ def pixels_array(image: Image.Image) -> np.ndarray:
     """
     channels = _PACKED_CHANNELS.get(image.mode, 0)
     width, height = image.size
-    if channels == 0 or width == 0 or height == 0:
+    # Image._getencoder is Pillow's own (private) way to an encoder: a Pillow without it
+    # gets np.asarray, which gives the same array.
+    get_encoder = getattr(Image, "_getencoder", None)
+    if channels == 0 or width == 0 or height == 0 or get_encoder is None:
         return np.asarray(image, dtype=np.uint8)
     image.load()  # as tobytes does (a lazily opened image reads its file here)
-    encoder = Image._getencoder(image.mode, "raw", image.mode)
+    encoder = get_encoder(image.mode, "raw", image.mode)
     encoder.setimage(image.im, (0, 0, width, height))
     _, status, data = encoder.encode(width * height * (channels or 1))
     if status != 1:  # not all of it in one call (never seen): Pillow's own way
