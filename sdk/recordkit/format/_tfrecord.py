@@ -31,7 +31,7 @@ import mmap
 import os
 import struct
 import zlib
-from collections.abc import Callable, Generator, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from contextlib import ExitStack
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -145,7 +145,7 @@ _pack_length = _LENGTH.pack
 _pack_crc = _CRC.pack
 _HEADER = struct.Struct("<QI")
 #: Runs an iterator to its end in C, keeping nothing: ``_exhaust(map(f, items))``.
-_exhaust = collections.deque(maxlen=0).extend
+_exhaust: Callable[[Iterable[object]], None] = collections.deque[object](maxlen=0).extend
 
 
 def frame_into(chunk: mmap.mmap, start: int, pieces: Sequence[bytes], size: int) -> int:
