@@ -291,7 +291,7 @@ class BBoxCodec(rk.Codec[BBoxOptions]):
         if type(labels) is np.ndarray and labels.dtype.kind in "iu" and labels.shape == (count,):
             values = labels.tolist()
             if count == 0 or (min(values) >= 0 and max(values) < names_count):
-                ids: np.ndarray = labels.astype(np.int64)
+                ids: np.ndarray = labels.astype(np.int64, copy=False)
                 return ids
         if type(labels) in (list, tuple) and len(labels) == count:
             # All names, or all ids in range (the common records): no per-label checks.
@@ -468,7 +468,8 @@ def _plain_boxes(boxes: Any, fmt: str, normalized: bool) -> np.ndarray | None:
         if boxes.ndim != 2 or boxes.shape[1] != 4 or boxes.dtype.kind not in "iuf":
             return np.zeros((0, 4), dtype=np.float32) if boxes.shape == (0,) else None
         if fmt == "xyxy" and boxes.dtype.kind == "f" and boxes.itemsize <= 8:  # checked as they are
-            return boxes.astype(np.float32) if _plainly_valid(boxes, upper) else None
+            # Not copied when already float32: the encoder only reads them.
+            return boxes.astype(np.float32, copy=False) if _plainly_valid(boxes, upper) else None
         wide = boxes.astype(np.float64)
         if fmt != "xyxy":
             wide = np.stack(_to_xyxy((wide[:, 0], wide[:, 1], wide[:, 2], wide[:, 3]), fmt), axis=1)

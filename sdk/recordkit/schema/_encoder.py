@@ -111,6 +111,7 @@ class RecordEncoder:
                     errors.append(RecordError(reason, field=name, record=index))
         entries: list[bytes] = []
         wires: dict[str, Mapping[str, Any]] = {}
+        keep_wires = bool(self._related)  # only fields checked against others need them
         for field_encoder in self._field_encoders:
             name = field_encoder.name
             try:
@@ -118,7 +119,7 @@ class RecordEncoder:
             except RecordkitError as exc:
                 errors.append(exc.with_context(field=name, record=index))
                 continue
-            if wire is not None:
+            if keep_wires and wire is not None:
                 wires[name] = wire
         for field in self._related:
             if field.name not in wires:
@@ -199,7 +200,10 @@ class _FieldEncoder:
                             entries.append(feature_value)  # the payload, uncopied
                             continue
                         if value_type is int and kind is WireKind.INT64:
-                            entries.append(_int64_scalar(keyed, feature_value))
+                            try:  # what _int64_scalar does, inlined (five a mixed record)
+                                entries.append(encode_int64_scalar_entry(key, feature_value))
+                            except ValueError as exc:
+                                raise InvalidValueError(f"wire feature {name!r}: {exc}") from None
                             continue
                     _append_general(keyed, feature_value, entries)
         except KeyError as exc:  # only the wire lookups raise it: codec errors are wrapped
@@ -257,7 +261,7 @@ def _append_general(keyed: KeyedFeature, value: Any, entries: list[bytes]) -> No
         and value.dtype == feature.kind.numpy_dtype
     ):
         # Already in the stored type (what codecs give for boxes and label lists).
-        values = value.reshape(-1)
+        values = value.ravel()  # reshape(-1), at a third of its cost
         _check_size(keyed, values)
         entries.append(array_entry(keyed.key_bytes, feature.kind, values))
         return
@@ -295,13 +299,6 @@ def _append_sequence(keyed: KeyedFeature, elements: list[Mapping[str, Any]], ent
     if keyed.lengths_key is not None:
         lengths_feature = encode_feature(WireKind.INT64, np.asarray(lengths, np.int64))
         entries.append(encode_entry(keyed.lengths_key.encode(), lengths_feature))
-
-
-def _int64_scalar(keyed: KeyedFeature, value: int) -> bytes:
-    try:
-        return encode_int64_scalar_entry(keyed.key_bytes, value)
-    except ValueError as exc:
-        raise InvalidValueError(f"wire feature {keyed.feature.name!r}: {exc}") from None
 
 
 def _normalize(keyed: KeyedFeature, value: Any) -> Any:

@@ -311,8 +311,8 @@ class ShardFile:
             self._submit(framed, None)
             return
         assert self._buffer is not None
-        with memoryview(self._buffer) as view:
-            view[start : start + size] = framed
+        self._buffer.seek(start)
+        self._buffer.write(framed)
         self._filled = start + size
 
     def add_pieces(self, pieces: Sequence[bytes], size: int) -> None:
@@ -325,8 +325,7 @@ class ShardFile:
             self._submit(frame_pieces(pieces, size), None)
             return
         assert self._buffer is not None
-        with memoryview(self._buffer) as view:
-            self._filled = frame_into(view, start, pieces, size)
+        self._filled = frame_into(self._buffer, start, pieces, size)
 
     def _reserve(self, size: int) -> int:
         """Count a record of ``size`` framed bytes in; where it goes in the chunk being

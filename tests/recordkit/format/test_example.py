@@ -3,6 +3,7 @@ checked against TensorFlow's own parsers."""
 
 from __future__ import annotations
 
+import mmap
 from typing import Any
 
 import numpy as np
@@ -204,9 +205,9 @@ def test_entries_with_an_uncopied_payload_make_the_example(
     assert example == encode({**features, "payload": (WireKind.BYTES, [payload])})
     assert tf.train.Example.FromString(example).features.feature["payload"].bytes_list.value == [payload]
     assert frame_pieces(pieces, len(example)) == frame_record(example)
-    chunk = bytearray(b"\xee" * (len(example) + 40))  # framed into place, at an offset
-    with memoryview(chunk) as view:
-        end = frame_into(view, 7, pieces, len(example))
+    chunk = mmap.mmap(-1, len(example) + 40)  # framed into place, at an offset
+    chunk.write(b"\xee" * len(chunk))
+    end = frame_into(chunk, 7, pieces, len(example))
     assert end == 7 + len(example) + FRAMING_BYTES
     assert bytes(chunk[7:end]) == frame_record(example)
     assert chunk[:7] == b"\xee" * 7  # nothing else touched
