@@ -142,9 +142,10 @@ def decode_wav_one(wav: Any, count: Any, *, channels: int, sample_rate: int) -> 
     goes to ``tf.audio.decode_wav``, whose result is checked as the batched decode checks
     it, so the errors are the same.
 
-    In a graph the choice is a ``Switch`` and a ``Merge`` (what a ``tf.cond`` becomes when
-    TensorFlow lowers it), not a ``tf.cond``: a conditional in a tf.data function runs its
-    branch as a function call, which cost about 20 µs a record (CPU).
+    The choice is a ``tf.cond`` (a conditional in a tf.data function runs its branch as
+    a function call, about 20 µs a record); a raw ``Switch`` and ``Merge`` in its place,
+    cheaper in isolation, made tf.data functions holding them and other conditionals fail
+    ("No return value for index 0"), so they are not used.
     """
     import tensorflow as tf
 
@@ -193,9 +194,5 @@ def decode_wav_one(wav: Any, count: Any, *, channels: int, sample_rate: int) -> 
         with tf.control_dependencies(checks):
             return tf.reshape(audio, [-1, channels])
 
-    if tf.executing_eagerly():
-        values = fast(wav) if bool(canonical) else other(wav)
-    else:
-        other_wav, canonical_wav = tf.raw_ops.Switch(data=wav, pred=canonical)
-        values, _ = tf.raw_ops.Merge(inputs=[fast(canonical_wav), other(other_wav)])
+    values = tf.cond(canonical, lambda: fast(wav), lambda: other(wav))
     return tf.RaggedTensor.from_row_lengths(values, count, validate=False)
