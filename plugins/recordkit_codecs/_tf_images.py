@@ -60,6 +60,51 @@ def decode_image_batch(
     """
     import tensorflow as tf
 
+    if encoded.shape.num_elements() == 1:
+        # A batch whose static size is 1 (readers that decode record by record, in a
+        # parallel map): the image is decoded and checked, with no loop, no list of pieces
+        # and no padding (one image is its batch's largest), in as few ops as the checks
+        # allow (a reshape or cast only where the stored value needs one).
+        def one_value(value: Any) -> Any:
+            value = tf.cast(value, tf.int64)
+            return value if value.shape == tf.TensorShape([1]) else tf.reshape(value, [1])
+
+        height, width = one_value(heights), one_value(widths)
+        depth = tf.constant([static_channels], tf.int64) if channels is None else one_value(channels)
+        stored = tf.concat([height, width, depth], 0)
+        data = tf.reshape(encoded, [])
+        if fixed_size is not None:
+            # Checked before the decode, as a batch's check is.
+            size_check = tf.debugging.Assert(
+                tf.reduce_all(tf.equal(stored[:2], fixed_size)),
+                [f"{codec} codec: an image of this batch is not the schema's fixed size {fixed_size}"],
+            )
+            with tf.control_dependencies([size_check]):
+                data = tf.identity(data)
+        image = decode_one(data)
+        check = tf.debugging.Assert(
+            tf.reduce_all(tf.equal(tf.shape(image, out_type=tf.int64), stored)),
+            [
+                f"{codec} codec: the decoded image shape [height, width, channels] differs "
+                "from the height, width and channels stored with it"
+            ],
+        )
+        with tf.control_dependencies([check]):
+            one = tf.expand_dims(image, 0)
+        if fixed_size is not None:
+            one = tf.ensure_shape(one, [1, fixed_size[0], fixed_size[1], static_channels])
+            return (one, stored[None]) if pad else one
+        if one.shape != tf.TensorShape([1, None, None, static_channels]):
+            one = tf.ensure_shape(one, [1, None, None, static_channels])
+        if pad:
+            return one, stored[None]
+        # Row lengths, not from_tensor's uniform rows: the same ragged form as a batch's.
+        pixels = tf.reshape(one, tf.stack([tf.constant(-1, tf.int64), tf.shape(one, out_type=tf.int64)[3]]))
+        if static_channels is not None:
+            pixels = tf.ensure_shape(pixels, [None, static_channels])
+        return tf.RaggedTensor.from_nested_row_lengths(
+            pixels, [height, tf.repeat(width, height)], validate=False
+        )
     heights = tf.cast(tf.reshape(heights, [-1]), tf.int64)
     widths = tf.cast(tf.reshape(widths, [-1]), tf.int64)
     if channels is None:
@@ -77,9 +122,8 @@ def decode_image_batch(
                 [f"{codec} codec: an image of this batch is not the schema's fixed size {fixed_size}"],
             )
         )
-    if static_channels is None and encoded.shape[0] != 1:
-        # A batch stacks into one tensor only when every image has the same channel count
-        # (one image always has: a batch of static size 1 skips the check).
+    if static_channels is None:
+        # A batch stacks into one tensor only when every image has the same channel count.
         checks.append(
             tf.debugging.Assert(
                 tf.reduce_all(tf.equal(channels, tf.reduce_max(channels))),
@@ -93,33 +137,6 @@ def decode_image_batch(
         encoded = tf.identity(encoded)
     count = tf.shape(encoded)[0]
     stored = tf.stack([heights, widths, channels], axis=1)
-    if encoded.shape[0] == 1:
-        # A batch whose static size is 1 (readers that decode record by record, in a
-        # parallel map): the image is decoded and checked, with no loop, no list of pieces
-        # and no padding (one image is its batch's largest).
-        image = decode_one(encoded[0])
-        check = tf.debugging.Assert(
-            tf.reduce_all(tf.equal(tf.cast(tf.shape(image), tf.int64), stored[0])),
-            [
-                f"{codec} codec: the decoded image shape [height, width, channels] differs "
-                "from the height, width and channels stored with it"
-            ],
-        )
-        with tf.control_dependencies([check]):
-            one = tf.identity(image)[None]
-        if fixed_size is not None:
-            one = tf.ensure_shape(one, [1, fixed_size[0], fixed_size[1], static_channels])
-            return (one, stored) if pad else one
-        one = tf.ensure_shape(one, [1, None, None, static_channels])
-        if pad:
-            return one, stored
-        # Row lengths, not from_tensor's uniform rows: the same ragged form as a batch's.
-        pixels = tf.reshape(one, tf.stack([tf.constant(-1, tf.int64), tf.shape(one, out_type=tf.int64)[3]]))
-        return tf.RaggedTensor.from_nested_row_lengths(
-            tf.ensure_shape(pixels, [None, static_channels]),
-            [heights, tf.repeat(widths, heights)],
-            validate=False,
-        )
     # An empty batch has no channel count of its own: its (zero) pixels get one channel.
     depth = (
         tf.constant(static_channels, tf.int64)
