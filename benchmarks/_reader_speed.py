@@ -17,7 +17,11 @@ Rows (every one timed in each repetition; min and median published):
 * ``projection``: ``load_dataset(fields=[...])`` for the image, the audio, the boxes;
 * ``parse``: recordkit's parse spec after ``batch``, against the raw ``TFRecordDataset``;
 * ``numpy``: ``iter_records`` in one thread and in one per core, against a plain loop
-  of Pillow and soundfile decodes of the same bytes.
+  of Pillow and soundfile decodes of the same bytes;
+* the full-decode and limit rows again with tf.data's autotuner off
+  (:data:`AUTOTUNER_OFF`, on each dataset): on a 2-core VM the autotuner left a core
+  idle in about half the passes of every pipeline, the limit's included, so these rows
+  compare the pipelines with every pass at one level (docs/performance.md).
 """
 
 from __future__ import annotations
@@ -35,12 +39,14 @@ from benchmarks import _data, _handwritten, _recordkit
 from benchmarks._config import Size
 from benchmarks._timing import Case, measure
 
-__all__ = ["CROP_SIZE", "IMAGE_SIDES", "SpeedRow", "run_reader_speed_suite"]
+__all__ = ["AUTOTUNER_OFF", "CROP_SIZE", "IMAGE_SIDES", "SpeedRow", "run_reader_speed_suite"]
 
 #: The issue's image sides.
 IMAGE_SIDES = (200, 320)
 #: The window of the crop row (every field padded, the images cut at random).
 CROP_SIZE = (160, 160)
+#: The suffix of the groups read with tf.data's autotuner off.
+AUTOTUNER_OFF = ", autotuner off"
 
 
 @dataclasses.dataclass
@@ -71,6 +77,19 @@ def _tf_pass(build: Callable[[], Any], records: int, batched: bool) -> Callable[
             raise RuntimeError(f"read {seen} records, not {records}")
 
     return run
+
+
+def _autotuner_off(build: Callable[[], Any]) -> Callable[[], Any]:
+    """``build``'s dataset with tf.data's autotuner off (an option of that dataset only)."""
+
+    def built() -> Any:
+        import tensorflow as tf
+
+        options = tf.data.Options()
+        options.autotune.enabled = False
+        return build().with_options(options)
+
+    return built
 
 
 def _limit(jpegs: list[bytes], wavs: list[bytes]) -> Any:
@@ -171,6 +190,11 @@ def run_reader_speed_suite(size: Size, scratch: Path, log: Callable[[str], None]
         ("parse", "recordkit spec after batch", parse_only, True),
         ("parse", "raw TFRecordDataset", raw, True),
     ]
+    tf_rows += [
+        (group + AUTOTUNER_OFF, contender, _autotuner_off(build), batched)
+        for group, contender, build, batched in tf_rows
+        if group in ("full batched", "full unbatched", "limit")
+    ]
     cases: dict[tuple[str, str], Case] = {}
     for group, contender, build, batched in tf_rows:
         cases[(group, contender)] = Case(_tf_pass(build, count, batched), min_seconds=size.min_read_seconds)
@@ -199,8 +223,10 @@ def format_speed_table(rows: list[dict[str, Any]]) -> str:
         "parse": "raw TFRecordDataset",
         "numpy": "iter_records, 1 thread",
     }
+    for group in ("full batched", "full unbatched"):
+        reference[group + AUTOTUNER_OFF] = reference[group]
     by_key = {(r["group"], r["contender"]): r for r in rows}
-    limit = next((r for r in rows if r["group"] == "limit"), None)
+    limits = {r["group"]: r for r in rows if r["group"] in ("limit", "limit" + AUTOTUNER_OFF)}
     lines = [
         "| group | pipeline | records/s (median) | records/s (best) | vs reference | vs limit | seconds |",
         "| --- | --- | ---: | ---: | ---: | ---: | --- |",
@@ -208,6 +234,8 @@ def format_speed_table(rows: list[dict[str, Any]]) -> str:
     for r in rows:
         ref = by_key.get((r["group"], reference.get(r["group"], "")))
         vs_ref = f"{r['records_per_s_median'] / ref['records_per_s_median']:.2f}x" if ref else ""
+        # Rows read with the autotuner off against the limit read the same way.
+        limit = limits.get("limit" + AUTOTUNER_OFF if r["group"].endswith(AUTOTUNER_OFF) else "limit")
         vs_limit = f"{r['records_per_s_median'] / limit['records_per_s_median']:.2f}x" if limit else ""
         seconds = ", ".join(f"{s:.3f}" for s in r["seconds"])
         lines.append(

@@ -111,6 +111,21 @@ def test_every_reader_read_every_mode(toy_run: tuple[dict[str, Any], str, Path])
     assert read[("limit", "raw TFRecordDataset")]["records_per_s"] > 0
 
 
+def test_the_reader_speed_suite_reads_with_and_without_the_autotuner(
+    toy_run: tuple[dict[str, Any], str, Path],
+) -> None:
+    results, printed, _ = toy_run
+    groups = {(row["group"], row["contender"]) for row in results["speed"]}
+    for group in ("full batched", "full unbatched"):
+        for suffix in ("", ", autotuner off"):
+            assert (group + suffix, "recordkit") in groups
+            assert (group + suffix, "hand-written") in groups
+    assert ("limit, autotuner off", "images and audio alone, all cores") in groups
+    # Each autotuner-off row is compared with the limit read the same way (1.00x there).
+    limit_off = next(line for line in printed.splitlines() if line.startswith("| limit, autotuner off |"))
+    assert "| 1.00x |" in limit_off
+
+
 def test_memory_runs_in_fresh_processes(toy_run: tuple[dict[str, Any], str, Path]) -> None:
     results, _, _ = toy_run
     config = results["meta"]["config"]
