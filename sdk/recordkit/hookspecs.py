@@ -22,15 +22,13 @@ points. A plugin can also add sources (what ``recordkit ingest KIND`` reads) wit
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 import pluggy
 
-if TYPE_CHECKING:
-    from recordkit.codec._registry import CodecRegistry
-
 __all__ = [
     "PROJECT_NAME",
+    "CodecRegister",
     "SourceRegister",
     "hookimpl",
     "hookspec",
@@ -47,9 +45,18 @@ hookspec = pluggy.HookspecMarker(PROJECT_NAME)
 hookimpl = pluggy.HookimplMarker(PROJECT_NAME)
 
 
+class CodecRegister(Protocol):
+    """What :func:`recordkit_register_codecs` is given: a
+    :class:`recordkit.CodecRegistry` (``codec`` is a :class:`recordkit.Codec` subclass).
+    A protocol, as for sources, so that this module, which the codec layer loads plugins
+    by, needs nothing of that layer."""
+
+    def register(self, codec: type[Any], *, replace: bool = False) -> None: ...
+
+
 # --8<-- [start:recordkit_register_codecs]
 @hookspec
-def recordkit_register_codecs(registry: CodecRegistry) -> None:
+def recordkit_register_codecs(registry: CodecRegister) -> None:
     """Register the plugin's codec classes with ``registry``.
 
     Called once per plugin when plugins are loaded, never while records are written or
