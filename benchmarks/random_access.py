@@ -28,13 +28,12 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import recordkit as rk
 from benchmarks._data import mixed_records
+from benchmarks._random_reads import RandomReads
 from benchmarks._recordkit import mixed_record, mixed_schema
 from benchmarks._timing import repeated
 
@@ -52,26 +51,16 @@ def run(records: int, repeats: int, workers: int, root: Path, *, tensorflow: boo
     )
     ds = rk.RandomAccess(data)
     n = len(ds)
-    rng = np.random.default_rng(0)
-    singles = rng.integers(0, n, size=min(n, 500)).tolist()
-    batches = [rng.integers(0, n, size=BATCH).tolist() for _ in range(max(1, min(n, 2000) // BATCH))]
+    reads = RandomReads.draw(ds, 500, 2000, BATCH)
     results: dict[str, Any] = {"records": n, "shards": len(ds.shards.shards)}
 
     def sequential() -> int:
         return sum(1 for _ in rk.iter_records(data))
 
-    def one_at_a_time() -> int:
-        for i in singles:
-            ds[i]
-        return len(singles)
-
-    def batches_of_64() -> int:
-        return sum(len(ds[batch]) for batch in batches)
-
     sequential()  # warm the page cache
     results["iter_records"] = repeated(sequential, repeats)
-    results["random_access_1"] = repeated(one_at_a_time, repeats)
-    results["random_access_64"] = repeated(batches_of_64, repeats)
+    results["random_access_1"] = repeated(reads.one_at_a_time, repeats)
+    results["random_access_64"] = repeated(reads.in_batches, repeats)
 
     if importlib.util.find_spec("torch") is not None:
         from torch.utils.data import DataLoader, RandomSampler

@@ -48,8 +48,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -57,6 +55,7 @@ os.environ["GCSFS_EXPERIMENTAL_ZB_HNS_SUPPORT"] = "false"  # see tests/recordkit
 
 import recordkit as rk
 from benchmarks._data import mixed_records
+from benchmarks._random_reads import RandomReads
 from benchmarks._recordkit import mixed_record, mixed_schema
 from benchmarks._timing import repeated
 
@@ -160,18 +159,8 @@ def _random_access(url: str, extra: dict[str, Any], repeats: int, count_requests
     start = time.perf_counter()
     ds = rk.RandomAccess(url, **extra)
     result: dict[str, Any] = {"random_access_open": {"seconds": time.perf_counter() - start}}
-    n = len(ds)
-    rng = np.random.default_rng(0)
-    singles = rng.integers(0, n, size=min(n, SINGLES)).tolist()
-    batches = [rng.integers(0, n, size=BATCH).tolist() for _ in range(max(1, min(n, 1024) // BATCH))]
-
-    def one_at_a_time() -> int:
-        for i in singles:
-            ds[i]
-        return len(singles)
-
-    def batches_of_64() -> int:
-        return sum(len(ds[batch]) for batch in batches)
+    reads = RandomReads.draw(ds, SINGLES, 1024, BATCH)
+    singles, batches = reads.singles, reads.batches
 
     def bytes_one_at_a_time() -> int:
         return sum(1 for i in singles if ds.read_serialized(i))
@@ -186,8 +175,8 @@ def _random_access(url: str, extra: dict[str, Any], repeats: int, count_requests
         return count
 
     ds[singles[0]]  # warm-up: the connection (remote) or the page cache (local)
-    result["random_access_1"] = repeated(one_at_a_time, repeats)
-    result["random_access_64"] = repeated(batches_of_64, repeats)
+    result["random_access_1"] = repeated(reads.one_at_a_time, repeats)
+    result["random_access_64"] = repeated(reads.in_batches, repeats)
     result["random_access_bytes_1"] = repeated(bytes_one_at_a_time, repeats)
     result["random_access_bytes_64"] = repeated(bytes_batches_of_64, repeats)
     if count_requests:
