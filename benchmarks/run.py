@@ -187,6 +187,7 @@ def main(argv: list[str] | None = None) -> int:
     print(_report.format_tables(results))
     if results["speed"]:
         print("\nreader speed (issue 13):\n" + _reader_speed.format_speed_table(results["speed"]))
+        print(_reader_speed.format_ceiling(results["speed"]))
     print(
         f"\nresults: {args.out / 'results.json'}  plot: {args.out / 'benchmarks.png'}  "
         f"({results['meta']['seconds']} s)"

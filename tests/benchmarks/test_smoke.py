@@ -121,6 +121,8 @@ def test_the_reader_speed_suite_reads_with_and_without_the_autotuner(
             assert (group + suffix, "recordkit") in groups
             assert (group + suffix, "hand-written") in groups
     assert ("limit, autotuner off", "images and audio alone, all cores") in groups
+    for group in ("limit", "limit, autotuner off"):
+        assert (group, "the same, padded batches") in groups
     # Each autotuner-off row is compared with the limit read the same way (1.00x there).
     limit_off = next(line for line in printed.splitlines() if line.startswith("| limit, autotuner off |"))
     assert "| 1.00x |" in limit_off
@@ -185,3 +187,22 @@ def test_publish_rewrites_only_the_generated_section(
     page.write_text("# No markers\n", encoding="utf-8")
     with pytest.raises(ValueError, match="no generated section"):
         _report.publish_markdown(results, page)
+
+
+def test_the_ceiling_is_the_faster_limit_against_each_hand_written_pipeline(
+    toy_run: tuple[dict[str, Any], str, Path],
+) -> None:
+    results, printed, _ = toy_run
+    rows = {(row["group"], row["contender"]): row for row in results["speed"]}
+    for suffix, autotuner in (("", "on"), (", autotuner off", "off")):
+        limits = [
+            rows[("limit" + suffix, c)]
+            for c in ("images and audio alone, all cores", "the same, padded batches")
+        ]
+        ceiling = max(row["records_per_s_median"] for row in limits)
+        hand = rows[("full batched" + suffix, "hand-written")]["records_per_s_median"]
+        line = next(
+            line for line in printed.splitlines() if line.startswith(f"- ceiling, autotuner {autotuner}:")
+        )
+        assert f"{ceiling:,.0f} records/s" in line
+        assert f"= {ceiling / hand:.2f}x the hand-written batched pipeline" in line
