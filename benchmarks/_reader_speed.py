@@ -23,7 +23,7 @@ Rows (every one timed in each repetition; min and median published):
   of Pillow and soundfile decodes of the same bytes;
 * the full-decode and limit rows again with tf.data's autotuner off
   (:data:`AUTOTUNER_OFF`, on each dataset): on the 2-core VM the autotuner costs the
-  full pipelines about 5% of their reading, and these rows compare the pipelines
+  full pipelines 3 to 8% of their reading, and these rows compare the pipelines
   without it (docs/performance.md).
 
 A tf.data pass is timed from the iterator's creation to its last element; the
