@@ -28,7 +28,7 @@ Rows (every one timed in each repetition; min and median published):
 
 A tf.data pass is timed from the iterator's creation to its last element; the
 iterator's teardown is timed apart and left out (:class:`~benchmarks._timing.IteratorPass`:
-with the autotuner on it waited up to 150 ms, using no CPU, in about half the passes).
+with the autotuner on it waited 0.1 to 0.6 s, using no CPU, in about half the passes).
 """
 
 from __future__ import annotations

@@ -157,9 +157,9 @@ class IteratorPass:
     element; its teardown (the iterator deleted) is timed apart, kept in
     :attr:`teardowns`, and left out of the pass.
 
-    With tf.data's autotuner on, deleting a finished iterator waited 75 to 150 ms in
+    With tf.data's autotuner on, deleting a finished iterator waited 0.1 to 0.6 s in
     about half the passes on the 2-core benchmark machine (with about 1 ms of CPU in the
-    whole process: a wait, not work), against 1 to 3 ms with it off; once, 633 ms.
+    whole process: a wait, not work), against 1 to 5 ms with it off.
     Counted in a pass of 1,500 records, that put the passes of the limit pipeline on two
     levels that had nothing to do with reading. ``count`` gives the records of one
     element; the pass checks that it saw ``records``."""
