@@ -22,9 +22,9 @@ Rows (every one timed in each repetition; min and median published):
 * ``numpy``: ``iter_records`` in one thread and in one per core, against a plain loop
   of Pillow and soundfile decodes of the same bytes;
 * the full-decode and limit rows again with tf.data's autotuner off
-  (:data:`AUTOTUNER_OFF`, on each dataset): on the 2-core VM the autotuner costs the
-  full pipelines 3 to 8% of their reading, and these rows compare the pipelines
-  without it (docs/performance.md).
+  (:data:`AUTOTUNER_OFF`, on each dataset): on the 2-core VM the autotuner cost the
+  full pipelines up to about 10% of their reading, and these rows compare the
+  pipelines without it (docs/performance.md).
 
 A tf.data pass is timed from the iterator's creation to its last element; the
 iterator's teardown is timed apart and left out (:class:`~benchmarks._timing.IteratorPass`:
@@ -92,6 +92,7 @@ def _count(batch: Any) -> int:
 
 
 def _one(element: Any) -> int:
+    """The records of one element of an unbatched pipeline."""
     return 1
 
 

@@ -14,8 +14,8 @@ import math
 import statistics
 import threading
 import time
-from collections.abc import Callable, Mapping
-from typing import TypeVar
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, TypeVar
 
 import psutil
 
@@ -159,12 +159,12 @@ class IteratorPass:
 
     With tf.data's autotuner on, deleting a finished iterator waited 0.1 to 0.6 s in
     about half the passes on the 2-core benchmark machine (with about 1 ms of CPU in the
-    whole process: a wait, not work), against 1 to 5 ms with it off.
-    Counted in a pass of 1,500 records, that put the passes of the limit pipeline on two
-    levels that had nothing to do with reading. ``count`` gives the records of one
-    element; the pass checks that it saw ``records``."""
+    whole process: a wait, not work), against 1 to 5 ms with it off. Counted in a pass
+    of 1,500 records, that put the passes of the limit pipeline on two levels that had
+    nothing to do with reading. ``count`` gives the records of one element; the pass
+    checks that it saw ``records``."""
 
-    def __init__(self, dataset: object, records: int, count: Callable[[object], int], name: str) -> None:
+    def __init__(self, dataset: Iterable[Any], records: int, count: Callable[[Any], int], name: str) -> None:
         self._dataset = dataset
         self._records = records
         self._count = count
@@ -172,7 +172,7 @@ class IteratorPass:
         self.teardowns: list[float] = []
 
     def __call__(self) -> Untimed:
-        iterator = iter(self._dataset)  # type: ignore[call-overload]
+        iterator = iter(self._dataset)
         seen = sum(self._count(element) for element in iterator)
         read = time.perf_counter()
         del iterator
