@@ -630,6 +630,8 @@ def convert_boxes(boxes: Any, source: str, target: str) -> Any:
     if array.shape[-1:] != (4,):
         raise ValueError(f"boxes need 4 numbers in their last dimension, got shape {array.shape}")
     dtype = array.dtype if array.dtype.kind == "f" else np.dtype(np.float64)
+    if source == target:  # nothing to compute: the same numbers in a new array
+        return array.astype(dtype)
     wide = array.astype(np.float64)
     cols = _convert((wide[..., 0], wide[..., 1], wide[..., 2], wide[..., 3]), source, target)
     return np.stack(cols, axis=-1).astype(dtype)

@@ -355,6 +355,18 @@ def test_convert_boxes_is_invertible_in_numpy_and_tensorflow(
     np.testing.assert_allclose(in_tf.numpy(), there, rtol=0, atol=1e-9)
 
 
+@pytest.mark.parametrize("fmt", BOX_FORMATS)
+def test_convert_boxes_to_its_own_format_is_a_copy_of_the_same_numbers(fmt: str) -> None:
+    stored = np.array([[0.1, 0.2, 0.5, 0.8], [3.0, 4.0, 5.0, 9.5]], dtype=np.float32)
+    same = convert_boxes(stored, fmt, fmt)
+    assert same.dtype == np.float32
+    np.testing.assert_array_equal(same, stored)
+    assert not np.shares_memory(same, stored)
+    ints = convert_boxes(np.array([[1, 2, 3, 4]]), fmt, fmt)
+    assert ints.dtype == np.float64  # as every conversion computes: in float64
+    np.testing.assert_array_equal(ints, [[1.0, 2.0, 3.0, 4.0]])
+
+
 def test_convert_boxes_known_values_and_types() -> None:
     xyxy = np.array([[0.1, 0.2, 0.5, 0.8]], dtype=np.float32)
     expected = {
