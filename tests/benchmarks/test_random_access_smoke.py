@@ -5,37 +5,18 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-
-ROOT = Path(__file__).resolve().parents[2]
+from _benchmark_support import run_benchmark
 
 
 @pytest.mark.slow
 def test_the_random_access_benchmark_runs(tmp_path: Path) -> None:
     out = tmp_path / "ra.json"
-    done = subprocess.run(
-        [
-            sys.executable,
-            str(ROOT / "benchmarks" / "random_access.py"),
-            "--records",
-            "12",
-            "--repeats",
-            "1",
-            "--no-tensorflow",
-            "--out",
-            str(out),
-        ],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
+    run_benchmark(
+        "random_access.py", "--records", "12", "--repeats", "1", "--no-tensorflow", "--out", str(out)
     )
-    assert done.returncode == 0, done.stderr[-3000:]
     results = json.loads(out.read_text())
     assert results["records"] == 12
     assert results["iter_records"]["records"] == 12

@@ -5,13 +5,10 @@ servers, reads every record it should, and counts the S3 requests; never how fas
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-
-ROOT = Path(__file__).resolve().parents[2]
+from _benchmark_support import run_benchmark
 
 
 @pytest.mark.slow
@@ -21,25 +18,7 @@ def test_the_remote_random_access_benchmark_runs(tmp_path: Path) -> None:
     pytest.importorskip("moto.server")
     pytest.importorskip("gcp_storage_emulator")
     out = tmp_path / "remote.json"
-    done = subprocess.run(
-        [
-            sys.executable,
-            str(ROOT / "benchmarks" / "remote.py"),
-            "--records",
-            "12",
-            "--repeats",
-            "1",
-            "--random-access-only",
-            "--out",
-            str(out),
-        ],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
+    run_benchmark("remote.py", "--records", "12", "--repeats", "1", "--random-access-only", "--out", str(out))
     results = json.loads(out.read_text())
     for store in ("local", "s3", "gs"):
         assert results[store]["random_access_1"]["records"] == 12

@@ -11,14 +11,12 @@ from __future__ import annotations
 import importlib.util
 import json
 import math
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+from _benchmark_support import run_benchmark
 
-ROOT = Path(__file__).resolve().parents[2]
 HAVE_TFDS = importlib.util.find_spec("tensorflow_datasets") is not None
 HAVE_MATPLOTLIB = importlib.util.find_spec("matplotlib") is not None
 
@@ -28,15 +26,7 @@ pytestmark = pytest.mark.slow
 @pytest.fixture(scope="module")
 def toy_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any], str, Path]:
     out = tmp_path_factory.mktemp("bench")
-    done = subprocess.run(
-        [sys.executable, str(ROOT / "benchmarks" / "run.py"), "--size", "toy", "--out", str(out)],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
+    done = run_benchmark("run.py", "--size", "toy", "--out", str(out))
     results = json.loads((out / "results.json").read_text())
     return results, done.stdout, out
 

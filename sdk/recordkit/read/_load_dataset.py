@@ -404,24 +404,22 @@ class _Layout:
             if f.name in sizes
         }
         pad_values = {f.name: _pad_value(f) for f in source.fields if f.name in sizes or f.name in padded}
-        per_record = tuple(
+        # What the per-record step can decode: a value in every record (not optional, no
+        # default), not a sequence.
+        plain = [
             f
             for f in source.stored_fields.fields
-            if f.codec.raster
-            and f.presence_key is None
-            and not f.spec.sequence
-            and f.name not in source.defaults
-        )
+            if f.presence_key is None and not f.spec.sequence and f.name not in source.defaults
+        ]
+        per_record = tuple(f for f in plain if f.codec.raster)
+        split = bool(per_record) or options.batch_size is None  # the batches are split anyway
         per_record_values = tuple(
             f
-            for f in source.stored_fields.fields
-            if (per_record or options.batch_size is None)
-            and (f.name in padded or options.batch_size is None)
+            for f in plain
+            if split
             and not f.codec.raster
             and f.codec.decodes_per_record()
-            and f.presence_key is None
-            and not f.spec.sequence
-            and f.name not in source.defaults
+            and (f.name in padded or options.batch_size is None)
         )
         crop_seed = options.seed if options.seed is not None else random.SystemRandom().randrange(1 << 31)
         pads_in_batch = not per_record and options.batch_size is not None

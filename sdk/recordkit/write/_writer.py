@@ -203,10 +203,7 @@ class _Split:
         """Append one record given as the pieces of its Example (``size`` bytes), framed
         straight into the shard (the one-process path)."""
         framed_size = size + FRAMING_BYTES
-        shard = self.shard
-        if shard is None or not shard.fits(framed_size, self.writer._limits):
-            shard = self._shard_for(framed_size)
-        shard.add_pieces(pieces, size)
+        self._shard_for(framed_size).add_pieces(pieces, size)
         self.handled += 1
         self.writer._progress.advance(framed_size)
 
