@@ -60,6 +60,14 @@ class BBoxOptions(rk.CodecOptions):
             "boxes written by TensorFlow Datasets (BBoxFeature) as they are."
         ),
     )
+    layout: Literal["packed", "lists"] = pydantic.Field(
+        default="packed",
+        description=(
+            "How a record's boxes, labels and extras are stored: packed (one little-endian "
+            "bytes value each, cheaper to parse), or lists (float and int64 lists: bbox "
+            "version 1's layout, and other tools'). Defaults to lists when stored is yxyx."
+        ),
+    )
     normalized: bool = pydantic.Field(
         default=True, description="Coordinates are in [0, 1] of the image (false: in pixels)."
     )
@@ -75,6 +83,15 @@ class BBoxOptions(rk.CodecOptions):
     tolerance: float = pydantic.Field(
         default=1e-6, ge=0.0, description="How far outside its bounds a coordinate may be (it is clamped)."
     )
+
+    @pydantic.model_validator(mode="before")
+    @classmethod
+    def _lists_for_tfds(cls, data: Any) -> Any:
+        """Boxes stored as yxyx are TensorFlow Datasets' float lists: a schema that says
+        ``stored: yxyx`` and no layout reads them as it did before layouts existed."""
+        if isinstance(data, Mapping) and data.get("stored") == "yxyx" and "layout" not in data:
+            return {**data, "layout": "lists"}
+        return data
 
     @pydantic.model_validator(mode="after")
     def _consistent(self) -> BBoxOptions:
@@ -99,7 +116,8 @@ class BBoxCodec(rk.Codec[BBoxOptions]):
     """Bounding boxes, optionally with labels and per-box extras."""
 
     name = "bbox"
-    version = "1"
+    #: 2: the packed layout, and the ``layout`` option (version 1 stored lists).
+    version = "2"
     options_model = BBoxOptions
     summary = "a variable number of bounding boxes per record, with optional labels and extras"
     # Boxes are stored as xyxy whatever the format: it says how records give boxes and
@@ -140,7 +158,7 @@ class BBoxCodec(rk.Codec[BBoxOptions]):
             low = min(f.low for f in found if f is not None)
             high = max(f.high for f in found if f is not None)
             normalized = not math.isfinite(high) or (low >= -1e-6 and high <= 1.0 + 1e-6)
-            options: dict[str, Any] = {"format": "xyxy", "normalized": normalized}
+            options: dict[str, Any] = {"format": "xyxy", "layout": "lists", "normalized": normalized}
             keys: dict[str, Any] = {"": columns}
             root = prefix.rstrip("/_")
             root = root.rsplit("/", 1)[0] if "/" in root else root
@@ -167,14 +185,34 @@ class BBoxCodec(rk.Codec[BBoxOptions]):
 
     def wire_spec(self) -> rk.WireSpec:
         unit = "in [0, 1]" if self.options.normalized else "in pixels"
-        features = [
-            rk.WireFeature("", rk.WireKind.FLOAT, (None, 4), f"boxes as x_min, y_min, x_max, y_max {unit}")
-        ]
+        order = "y_min, x_min, y_max, x_max" if self.options.stored == "yxyx" else "x_min, y_min, x_max, y_max"
+        if self.options.layout == "packed":
+            packed = [rk.WireFeature("", rk.WireKind.BYTES, (), f"boxes as little-endian float32 {order} {unit}")]
+            if self.options.labels is not None:
+                what = f"class id of each box, little-endian {self._label_dtype.name}"
+                packed.append(rk.WireFeature("labels", rk.WireKind.BYTES, (), what))
+            for extra in self.options.extras:
+                what = f"{extra} of each box, little-endian float32"
+                packed.append(rk.WireFeature(extra, rk.WireKind.BYTES, (), what))
+            return rk.WireSpec(tuple(packed))
+        features = [rk.WireFeature("", rk.WireKind.FLOAT, (None, 4), f"boxes as {order} {unit}")]
         if self.options.labels is not None:
             features.append(rk.WireFeature("labels", rk.WireKind.INT64, (None,), "class id of each box"))
         for extra in self.options.extras:
             features.append(rk.WireFeature(extra, rk.WireKind.FLOAT, (None,), f"{extra} of each box"))
         return rk.WireSpec(tuple(features))
+
+    def for_stored_version(self, version: str) -> rk.Codec[Any]:
+        """Version 1 stored every dataset's boxes, labels and extras as lists: it is read
+        (and described) as ``layout: lists``, whatever the schema's layout says."""
+        if version == "1":
+            return BBoxCodec(self.options.model_copy(update={"layout": "lists"}))
+        return super().for_stored_version(version)
+
+    @property
+    def _label_dtype(self) -> np.dtype[Any]:
+        """The narrowest little-endian integer that holds every class id (packed layout)."""
+        return _label_dtype(len(self.options.labels or ()))
 
     def related_fields(self) -> tuple[str, ...]:
         return (self.options.image_field,) if self.options.image_field else ()
@@ -197,6 +235,8 @@ class BBoxCodec(rk.Codec[BBoxOptions]):
             wire["labels"] = self._label_ids_of(labels, count)
         for name in self.options.extras:
             wire[name] = _as_extra(name, extras[name], count)
+        if self.options.layout == "packed":
+            return _packed(wire, self._label_dtype)
         return wire
 
     def _split(self, value: Any) -> tuple[Any, Any, dict[str, Any]]:
@@ -343,7 +383,9 @@ class BBoxCodec(rk.Codec[BBoxOptions]):
                     f"image_field {image_field!r} stores no {key!r} (is it an image field?)"
                 )
             size[key] = float(np.asarray(image[key]).reshape(-1)[0])
-        boxes = np.asarray(wire[""], dtype=np.float64).reshape(-1, 4)
+        stored = wire[""]
+        boxes = _unpacked(stored, _BOX_DTYPE) if isinstance(stored, bytes) else np.asarray(stored, np.float64)
+        boxes = boxes.astype(np.float64).reshape(-1, 4)
         tol = self.options.tolerance
         for k, key in ((2, "width"), (3, "height")):
             over = boxes[:, k] > size[key] + tol
@@ -357,6 +399,8 @@ class BBoxCodec(rk.Codec[BBoxOptions]):
     # -- decoding -------------------------------------------------------------------
 
     def decode_numpy(self, wire: Mapping[str, Any]) -> Any:
+        if self.options.layout == "packed":
+            wire = _unpacked_record(wire, self._label_dtype)
         stored = np.asarray(wire[""], dtype=np.float32).reshape(-1, 4)
         boxes = convert_boxes(stored, self.options.stored, self.options.format)
         if not self._has_dict:
@@ -378,8 +422,10 @@ class BBoxCodec(rk.Codec[BBoxOptions]):
                 "stored_as": self.options.stored,
                 "labels": self.options.labels is not None,
                 "extras": list(self.options.extras),
+                "packed": self.options.layout == "packed",
+                "label_dtype": self._label_dtype.name,
             },
-            helpers=(_to_xyxy, _convert, _convert_dense_tf),
+            helpers=(_to_xyxy, _convert, _convert_dense_tf, _unpacked_tf),
         )
 
     def decode_tf(self, wire: Mapping[str, Any]) -> Any:
@@ -387,14 +433,23 @@ class BBoxCodec(rk.Codec[BBoxOptions]):
 
 
 def decode_bbox_tf(
-    wire: Mapping[str, Any], fmt: str, labels: bool, extras: list[str], stored_as: str = "xyxy"
+    wire: Mapping[str, Any],
+    fmt: str,
+    labels: bool,
+    extras: list[str],
+    stored_as: str = "xyxy",
+    packed: bool = False,
+    label_dtype: str = "uint8",
 ) -> Any:
     """The batched TensorFlow decode of a bbox field: the stored boxes ``[B, (n), 4]``
     (xyxy, or ``stored_as`` for data another tool wrote, such as TFDS's yxyx) converted to
-    ``fmt``, in a dict with the labels and ``extras`` when the field
-    has them (generated parser modules carry a copy of this function)."""
+    ``fmt``, in a dict with the labels and ``extras`` when the field has them; ``packed``
+    values (``[B]`` bytes, class ids as ``label_dtype``) are unpacked first. Generated
+    parser modules carry a copy of this function."""
     import tensorflow as tf
 
+    if packed:
+        wire = _unpacked_tf(wire, labels, extras, label_dtype)
     stored = wire[""]
     flat = tf.reshape(stored.flat_values, [-1, 4])
     boxes = tf.RaggedTensor.from_row_splits(
@@ -410,7 +465,83 @@ def decode_bbox_tf(
     return out
 
 
+def _unpacked_tf(wire: Mapping[str, Any], labels: bool, extras: list[str], label_dtype: str) -> dict[str, Any]:
+    """Packed values ``[B]`` (bytes) as the lists layout parses: boxes ``[B, (n), 4]``
+    float32, labels ``[B, (n)]`` int64, extras ``[B, (n)]`` float32, sharing one set of
+    row splits. One assertion checks that every record holds whole boxes and one label
+    and extra per box."""
+    import tensorflow as tf
+
+    box_bytes = tf.strings.length(wire[""])
+    counts = box_bytes // 16
+    columns = {"": (tf.float32, 16)}
+    if labels:
+        columns["labels"] = (tf.as_dtype(label_dtype), tf.as_dtype(label_dtype).size)
+    columns.update({name: (tf.float32, 4) for name in extras})
+    whole = tf.equal(box_bytes, counts * 16)
+    for name, (_, width) in columns.items():
+        if name:
+            whole = whole & tf.equal(tf.strings.length(wire[name]), counts * width)
+    check = tf.debugging.Assert(
+        tf.reduce_all(whole),
+        ["bbox codec: packed boxes that are not whole 16-byte boxes, or not one label and extra per box"],
+    )
+    splits = tf.concat([tf.zeros([1], tf.int64), tf.cumsum(tf.cast(counts, tf.int64))], 0)
+    out = {}
+    with tf.control_dependencies([check]):
+        for name, (dtype, _) in columns.items():
+            flat = tf.io.decode_raw(tf.strings.reduce_join(wire[name]), dtype, little_endian=True)
+            if name == "":
+                flat = tf.reshape(flat, [-1, 4])
+            elif dtype != tf.float32:
+                flat = tf.cast(flat, tf.int64)
+            out[name] = tf.RaggedTensor.from_row_splits(flat, splits, validate=False)
+    return out
+
+
 # -- helpers ---------------------------------------------------------------------------
+
+#: How the packed layout stores coordinates and extras: little-endian float32.
+_BOX_DTYPE = np.dtype("<f4")
+
+
+def _label_dtype(names: int) -> np.dtype[Any]:
+    """The narrowest little-endian integer type that holds ``names`` class ids."""
+    if names <= 1 << 8:
+        return np.dtype("<u1")
+    return np.dtype("<u2") if names <= 1 << 16 else np.dtype("<i4")
+
+
+def _packed(wire: dict[str, Any], label_dtype: np.dtype[Any]) -> dict[str, Any]:
+    """A record's boxes, labels and extras (arrays) as the packed layout stores them."""
+    return {
+        name: np.asarray(values).astype(label_dtype if name == "labels" else _BOX_DTYPE, copy=False).tobytes()
+        for name, values in wire.items()
+    }
+
+
+def _unpacked(data: bytes, dtype: np.dtype[Any], what: str = "boxes", per_box: int = 4) -> np.ndarray:
+    """Packed bytes as a writable array of ``dtype``; DecodeError when they are not a
+    whole number of values, ``per_box`` to a box."""
+    size = dtype.itemsize * per_box
+    if len(data) % size:
+        raise rk.errors.DecodeError(f"packed {what} hold {len(data)} bytes, not a whole number of {size}-byte items")
+    return np.frombuffer(data, dtype).copy()
+
+
+def _unpacked_record(wire: Mapping[str, Any], label_dtype: np.dtype[Any]) -> dict[str, Any]:
+    """One record's packed values as the lists layout gives them, checked: whole boxes,
+    and one label and extra per box."""
+    boxes = _unpacked(wire[""], _BOX_DTYPE)
+    out: dict[str, Any] = {"": boxes}
+    for name, data in wire.items():
+        if name:
+            values = _unpacked(data, label_dtype if name == "labels" else _BOX_DTYPE, name, 1)
+            if len(values) * 4 != len(boxes):
+                raise rk.errors.DecodeError(f"{len(boxes) // 4} boxes but {len(values)} values of {name!r}")
+            out[name] = values
+    return out
+
 
 
 _COORDS = ("xmin", "ymin", "xmax", "ymax")

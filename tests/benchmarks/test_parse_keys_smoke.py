@@ -8,6 +8,7 @@ from _benchmark_support import run_benchmark
 
 CASES = (
     "current layout, 10 keys",
+    "boxes and labels as lists (bbox 1)",
     "image sizes in one list, 8 keys",
     "and no audio sample count, 7 keys",
     "floor, 5 keys",

@@ -63,12 +63,18 @@ def test_each_format_round_trips_within_1e_6(tmp_path: Path, fmt: str) -> None:
         np.testing.assert_allclose(row["boxes"], want, rtol=0, atol=1e-6)
 
 
+@pytest.mark.parametrize("layout", ["packed", "lists"])
 @pytest.mark.parametrize("fmt", BOX_FORMATS)
-def test_boxes_are_stored_as_float32_xyxy_whatever_the_format(fmt: str) -> None:
-    bound = bind(b={"codec": "bbox", "options": {"format": fmt}})
+def test_boxes_are_stored_as_float32_xyxy_whatever_the_format(fmt: str, layout: str) -> None:
+    bound = bind(b={"codec": "bbox", "options": {"format": fmt, "layout": layout}})
     stored = decode_example(rk.RecordEncoder(bound).encode({"b": _in(fmt, XYXY[2])}))
     kind, values = stored["b"]
-    assert kind is rk.WireKind.FLOAT
+    if layout == "packed":  # one bytes value: the float32 numbers, little-endian
+        assert kind is rk.WireKind.BYTES
+        assert len(values) == 1
+        values = np.frombuffer(values[0], "<f4")
+    else:
+        assert kind is rk.WireKind.FLOAT
     np.testing.assert_allclose(values.reshape(-1, 4), XYXY[2], rtol=0, atol=1e-7)
 
 
@@ -464,9 +470,10 @@ def test_valid_boxes_are_stored_exactly_as_float32(count: int) -> None:
     rng = np.random.default_rng(count)
     low = rng.uniform(0, 0.5, (count, 2))
     boxes = np.concatenate([low, low + rng.uniform(0, 0.5, (count, 2))], axis=1)
-    stored = BBoxCodec({}).encode(boxes)[""]
+    stored = BBoxCodec({"layout": "lists"}).encode(boxes)[""]
     assert stored.dtype == np.float32
     assert np.array_equal(stored, boxes.astype(np.float32))
+    assert BBoxCodec({}).encode(boxes)[""] == boxes.astype("<f4").tobytes()
 
 
 _COORDINATE = st.one_of(
@@ -518,17 +525,22 @@ def test_the_plain_path_agrees_with_the_full_numpy_path_to_the_bit(
     assert fast.dtype == slow.dtype == np.float32
     assert fast.shape == slow.shape
     assert fast.tobytes() == slow.tobytes()
-    assert codec.encode(value)[""].tobytes() == slow.tobytes()
+    assert codec.encode(value)[""] == slow.astype("<f4").tobytes()  # packed: the same numbers
+    lists = BBoxCodec({"format": fmt, "normalized": normalized, "layout": "lists"})
+    assert lists.encode(value)[""].tobytes() == slow.tobytes()
 
 
 @pytest.mark.parametrize("labels", [["dog", "cat"], [1, 0], ("dog", 0), np.array([1, 0]), [np.int64(1), 0]])
 def test_labels_in_every_form_store_the_same_ids(labels: Any) -> None:
-    codec = BBoxCodec({"labels": ["cat", "dog"], "extras": ["score"]})
-    wire = codec.encode({"boxes": [[0, 0, 1, 1], [0, 0, 0.5, 0.5]], "labels": labels, "score": [1, 0.25]})
+    value = {"boxes": [[0, 0, 1, 1], [0, 0, 0.5, 0.5]], "labels": labels, "score": [1, 0.25]}
+    wire = BBoxCodec({"labels": ["cat", "dog"], "extras": ["score"], "layout": "lists"}).encode(value)
     assert wire["labels"].dtype == np.int64
     assert wire["labels"].tolist() == [1, 0]
     assert wire["score"].dtype == np.float32
     assert wire["score"].tolist() == [1.0, 0.25]
+    packed = BBoxCodec({"labels": ["cat", "dog"], "extras": ["score"]}).encode(value)
+    assert packed["labels"] == bytes([1, 0])  # two classes: one byte an id
+    assert packed["score"] == np.array([1.0, 0.25], "<f4").tobytes()
 
 
 def test_label_ids_given_as_an_array_are_range_checked() -> None:
@@ -537,4 +549,86 @@ def test_label_ids_given_as_an_array_are_range_checked() -> None:
     error = encode_error(bound, {"objects": {"boxes": boxes, "labels": np.array([1, 2])}}, index=0)
     assert "box 1: label id 2 is out of range (ids are [0, 2))" in str(error)
     stored = BBoxCodec({"labels": ["cat", "dog"]}).encode({"boxes": boxes, "labels": np.array([1, 0])})
-    assert stored["labels"].tolist() == [1, 0]
+    assert stored["labels"] == bytes([1, 0])
+
+
+# -- the packed layout (version 2) against the lists layout (version 1's) -----------------
+
+
+def _labelled_records(classes: int) -> list[dict[str, Any]]:
+    rng = np.random.default_rng(classes)
+    records = []
+    for count in (3, 0, 1, 6):
+        low = rng.uniform(0, 0.5, (count, 2))
+        boxes = np.concatenate([low, low + rng.uniform(0, 0.5, (count, 2))], axis=1)
+        ids = rng.integers(0, classes, count)
+        ids[:1] = classes - 1  # the largest id needs the whole width
+        records.append({"objects": {"boxes": boxes, "labels": ids, "score": rng.uniform(0, 1, count)}})
+    return records
+
+
+@pytest.mark.parametrize(("classes", "width"), [(2, 1), (256, 1), (257, 2), (65_536, 2), (65_537, 4)])
+def test_packed_and_lists_layouts_read_the_same_values(tmp_path: Path, classes: int, width: int) -> None:
+    """Packed class ids take the narrowest width that holds every id; whatever the width,
+    both readers of both layouts give the same boxes, int64 labels and extras."""
+    names = [f"c{i}" for i in range(classes)]
+    records = _labelled_records(classes)
+    read: dict[str, list[Any]] = {}
+    for layout in ("packed", "lists"):
+        options = {"labels": names, "extras": ["score"], "layout": layout}
+        bound = bind(objects={"codec": "bbox", "options": options})
+        path = write(bound, records, tmp_path / f"{layout}.tfrecord")
+        read[layout + " numpy"] = [r["objects"] for r in read_numpy(bound, path)]
+        for batch in (4, 1):
+            rows = []
+            for out in read_tf(bound, path, batch):
+                rows += [{k: v[i] for k, v in out["objects"].items()} for i in range(batch)]
+            read[f"{layout} tf {batch}"] = rows
+        if layout == "packed":
+            first = decode_example(rk.RecordEncoder(bound).encode(records[0]))
+            assert len(first["objects/labels"][1][0]) == 3 * width
+    for name, rows in read.items():
+        for want, got in zip(records, rows, strict=True):
+            got_labels = np.asarray(got["labels"])
+            assert got_labels.dtype == np.int64, name
+            assert got_labels.tolist() == want["objects"]["labels"].tolist(), name
+            np.testing.assert_array_equal(np.asarray(got["boxes"]), want["objects"]["boxes"].astype(np.float32))
+            np.testing.assert_array_equal(np.asarray(got["score"]), want["objects"]["score"].astype(np.float32))
+
+
+def test_the_packed_layout_is_the_default_but_for_tfds_yxyx() -> None:
+    assert BBoxCodec({}).options.layout == "packed"
+    assert BBoxCodec({"stored": "yxyx"}).options.layout == "lists"  # TFDS's float lists
+    assert BBoxCodec({"stored": "yxyx", "layout": "packed"}).options.layout == "packed"
+    packed = bind(b={"codec": "bbox"}).fingerprint()
+    assert packed != bind(b={"codec": "bbox", "options": {"layout": "lists"}}).fingerprint()
+    spec = rk.feature_spec(bind(b={"codec": "bbox", "options": {"labels": ["a"]}}))
+    assert spec["b"] == tf.io.FixedLenFeature([], tf.string)
+    assert spec["b/labels"] == tf.io.FixedLenFeature([], tf.string)
+
+
+def _packed_example(boxes: bytes, labels: bytes) -> bytes:
+    feature = {
+        "objects": tf.train.Feature(bytes_list=tf.train.BytesList(value=[boxes])),
+        "objects/labels": tf.train.Feature(bytes_list=tf.train.BytesList(value=[labels])),
+    }
+    return tf.train.Example(features=tf.train.Features(feature=feature)).SerializeToString()
+
+
+@pytest.mark.parametrize(
+    ("boxes", "labels", "numpy_reason"),
+    [
+        (bytes(17), bytes(1), "packed boxes hold 17 bytes, not a whole number of 16-byte items"),
+        (bytes(32), bytes(1), "2 boxes but 1 values of 'labels'"),
+        (bytes(16), bytes(3), "1 boxes but 3 values of 'labels'"),
+    ],
+)
+def test_packed_values_that_do_not_fit_their_boxes_are_decode_errors(
+    boxes: bytes, labels: bytes, numpy_reason: str
+) -> None:
+    bound = bind(objects={"codec": "bbox", "options": {"labels": ["a", "b"]}})
+    serialized = _packed_example(boxes, labels)
+    with pytest.raises(rk.errors.DecodeError, match=re.escape(numpy_reason)):
+        decode_record_numpy(bound.fields, serialized, index=7)
+    with pytest.raises(tf.errors.InvalidArgumentError, match="bbox codec: packed boxes that are not whole"):
+        parse_eager(bound, [_packed_example(bytes(16), bytes(1)), serialized])

@@ -64,7 +64,8 @@ SCHEMA = rk.Schema(
         "tags": rk.FieldSpec(codec="label", options={"num_classes": 5, "multi": True}),
         "boxes": rk.FieldSpec(codec="bbox", options={"labels": ["cat", "dog", "bird"], "extras": ["score"]}),
         "pixel_boxes": rk.FieldSpec(
-            codec="bbox", options={"format": "xywh", "normalized": False, "image_field": "drawing"}
+            codec="bbox",
+            options={"format": "xywh", "normalized": False, "image_field": "drawing", "layout": "lists"},
         ),
         "mask": rk.FieldSpec(codec="mask", options={"num_classes": 4}),
         "embedding": rk.FieldSpec(codec="tensor", options={"dtype": "float32", "shape": [2, None]}),
@@ -133,16 +134,19 @@ def records() -> list[dict[str, Any]]:
 
 #: The fast-path dataset (see the module docstring): one field per input form of the
 #: codecs' fast paths, in the shape of the benchmarks' mixed records.
+#: The bbox fields below store lists, the layout their bytes were pinned in (the packed
+#: layout stores the same float32 numbers: test_bbox's plain-path test proves it).
+LISTS = {"layout": "lists"}
 FAST_SCHEMA = rk.Schema(
     name="golden_fast_paths",
     version="1",
     fields={
         "image": rk.FieldSpec(codec="image", options={"format": "keep"}),
-        "objects": rk.FieldSpec(codec="bbox", options={"labels": ["a", "b", "c", "d", "e"]}),
-        "scored": rk.FieldSpec(codec="bbox", options={"labels": ["a", "b"], "extras": ["score"]}),
-        "plain": rk.FieldSpec(codec="bbox"),
-        "centred": rk.FieldSpec(codec="bbox", options={"format": "cxcywh"}),
-        "pixels": rk.FieldSpec(codec="bbox", options={"format": "xywh", "normalized": False}),
+        "objects": rk.FieldSpec(codec="bbox", options={"labels": ["a", "b", "c", "d", "e"], **LISTS}),
+        "scored": rk.FieldSpec(codec="bbox", options={"labels": ["a", "b"], "extras": ["score"], **LISTS}),
+        "plain": rk.FieldSpec(codec="bbox", options=LISTS),
+        "centred": rk.FieldSpec(codec="bbox", options={"format": "cxcywh", **LISTS}),
+        "pixels": rk.FieldSpec(codec="bbox", options={"format": "xywh", "normalized": False, **LISTS}),
         "tfds_boxes": rk.FieldSpec(codec="bbox", options={"format": "yxyx", "stored": "yxyx"}),
         "label": rk.FieldSpec(codec="label", options={"num_classes": 10}),
     },
