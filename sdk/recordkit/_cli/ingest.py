@@ -213,7 +213,8 @@ def _summary(out: Location, manifest: Any, source: Source, saved: Location | Non
     total = sum(int(row[1]) for row in rows[1:])
     click.echo(f"ingested {total} records into {out} ({source.kind} source)")
     click.echo(table(rows, right={1, 2, 3, 4}))
-    breakdown = field_bytes(manifest.schema.bind(registry), sample_records(out, manifest, splits, total))
+    bound = manifest.schema.bind(registry, versions=manifest.codec_versions)
+    breakdown = field_bytes(bound, sample_records(out, manifest, splits, total))
     if breakdown["records"]:
         click.echo("")
         field_rows = [["field", "bytes", "share"]]

@@ -110,7 +110,7 @@ def _breakdown(
     root: Path | Location, manifest: Manifest, splits: Sequence[str], sample: int
 ) -> dict[str, Any]:
     try:
-        bound = manifest.schema.bind(default_registry())
+        bound = manifest.schema.bind(default_registry(), versions=manifest.codec_versions)
     except RecordkitError as exc:  # a codec is not installed: the summary still helps
         return {"error": f"no byte breakdown: {exc}"}
     return field_bytes(bound, sample_records(root, manifest, splits, sample))

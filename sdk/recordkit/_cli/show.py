@@ -45,7 +45,7 @@ def show_command(
     gs:// ...); OUTPUT is a local folder. No TensorFlow is needed."""
     root = dataset_at(dataset, storage_options)
     manifest = Manifest.load(root)
-    bound = manifest.schema.bind(default_registry())
+    bound = manifest.schema.bind(default_registry(), versions=manifest.codec_versions)
     output.mkdir(parents=True, exist_ok=True)
     path, options = reader_path(root)
     records = iter_records(path, split, storage_options=options)

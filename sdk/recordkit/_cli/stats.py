@@ -28,7 +28,7 @@ def gather(root: Path | Location, split: str, progress: bool | None = None) -> d
     """Every field's statistics over the records of ``split`` of the dataset at ``root``
     (a local folder or a remote dataset's Location)."""
     manifest = Manifest.load(root)
-    bound = manifest.schema.bind(default_registry())
+    bound = manifest.schema.bind(default_registry(), versions=manifest.codec_versions)
     stats = {field.name: FieldStats(field) for field in bound.fields}
     path, options = reader_path(root)
     total = sum(s.selected or 0 for s in open_dataset(path, split, storage_options=options).shards)
