@@ -65,6 +65,7 @@ __all__ = [
     "Shard",
     "SkippedRecords",
     "WorkerShare",
+    "bind_to_read",
     "dataset_root",
     "expand_files",
     "expand_paths",
@@ -367,12 +368,7 @@ def _open_manifest(
             stored, schema, fields=names, mode="read", registry=registry
         ).raise_for_incompatible()
     read_schema = schema if schema is not None else stored
-    try:
-        bound = read_schema.bind(registry, fields=names, versions=manifest.codec_versions)
-    except UnknownCodecError as exc:
-        raise _missing_codec(exc, manifest) from None
-    except CodecVersionError as exc:
-        raise _unread_version(exc, manifest) from None
+    bound = bind_to_read(manifest, registry, schema=read_schema, fields=names)
     shards = _split_shards(root, manifest, split)
     comp = Compression.parse(manifest.compression)
     listed = _listed_sizes(root, manifest, shards) if check_sizes else {}
@@ -384,6 +380,26 @@ def _open_manifest(
         if field.name not in stored.fields and field.spec.has_default
     }
     return OpenedDataset(shards, comp, read_schema, bound, manifest, defaults)
+
+
+def bind_to_read(
+    manifest: Manifest,
+    registry: CodecRegistry,
+    *,
+    schema: Schema | None = None,
+    fields: Sequence[str] | None = None,
+) -> BoundSchema:
+    """``schema`` (default: the manifest's own) bound to decode the dataset's records:
+    each field gets the codec that reads what the codec version the manifest records
+    stored. A codec that is missing, or that does not read that version, is an error
+    naming the distribution that wrote the dataset (the manifest's ``codecs`` section)."""
+    read_schema = schema if schema is not None else manifest.schema
+    try:
+        return read_schema.bind(registry, fields=fields, versions=manifest.codec_versions)
+    except UnknownCodecError as exc:
+        raise _missing_codec(exc, manifest) from None
+    except CodecVersionError as exc:
+        raise _unread_version(exc, manifest) from None
 
 
 def _split_names(manifest: Manifest, split: str) -> list[str]:
