@@ -7,6 +7,8 @@ from pathlib import Path
 import click
 
 from recordkit._cli._common import manifest_at, schema_at, storage_option
+from recordkit.codec._plugins import default_registry
+from recordkit.read._open import bind_to_read
 from recordkit.schema._schema import BoundSchema
 from recordkit.tools._codegen import generate_parser_code
 
@@ -55,4 +57,4 @@ def _bound_schema(source: str, storage_options: tuple[str, ...]) -> BoundSchema:
     manifest = manifest_at(source, storage_options)
     if manifest is None:
         return schema_at(source, storage_options).bind()
-    return manifest.schema.bind(versions=manifest.codec_versions)
+    return bind_to_read(manifest, default_registry())
