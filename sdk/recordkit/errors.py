@@ -21,7 +21,8 @@ The tree::
     ├── DatasetError                a dataset on disk is wrong or cannot be written
     │   ├── ManifestError           dataset.json is missing, malformed or inconsistent
     │   ├── DatasetLockedError      another writer holds the dataset folder's lock
-    │   └── CorruptRecordError      a shard's bytes fail their checks (CRC, framing, parse)
+    │   ├── CorruptRecordError      a shard's bytes fail their checks (CRC, framing, parse)
+    │   └── CodecVersionError       records stored by a codec version the installed codec does not read
     ├── DecodeError                 stored bytes cannot be decoded back to a value
     ├── InputError                  a source's input (a folder, COCO, VOC, CSV ...) is malformed
     └── MissingExtraError           an optional dependency is not installed (also ImportError)
@@ -38,6 +39,7 @@ from typing import Any
 
 __all__ = [
     "CodecOptionsError",
+    "CodecVersionError",
     "CorruptRecordError",
     "DatasetError",
     "DatasetLockedError",
@@ -242,6 +244,16 @@ class DatasetLockedError(DatasetError):
 
 class CorruptRecordError(DatasetError):
     """A shard's bytes fail their checks: truncated, a CRC mismatch, or an unparsable record."""
+
+
+class CodecVersionError(DatasetError):
+    """A dataset's records were stored by a version of a codec that the installed codec
+    does not read (see :meth:`recordkit.Codec.for_stored_version`); the message names
+    the field, the codec, the version that stored the records and the installed one.
+
+    Raised when a dataset is opened, before any record is decoded: decoding bytes laid
+    out by another version would give wrong values, not an error.
+    """
 
 
 class DecodeError(RecordkitError):

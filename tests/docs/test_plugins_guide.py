@@ -152,8 +152,9 @@ def test_the_stand_alone_examples_run(page_examples: Any, in_tmp_path: Path) -> 
     copied = {body for _, _, body in sourced_blocks()}
     page_examples.run_python_blocks(blocks, skip=lambda b: b.body in copied)
     outputs = [b.output for b in blocks if b.language == "python" and b.body not in copied and b.output]
-    frames, allow_block, without_pytest = outputs
+    frames, versions, allow_block, without_pytest = outputs
     assert frames == "True\n"  # the ragged JPEG codec passes the kit (checked by its text block too)
+    assert versions.splitlines()[:3] == ["{'counts': '1'}", "[1 2 3]", "[4 5 6]"]  # version 1's, read by 2
     allow_block, without_pytest = ast.literal_eval(allow_block), ast.literal_eval(without_pytest)
     assert allow_block == rk.load_plugins(allow=["recordkit"]).registry.names()
     assert "keypoints" not in allow_block

@@ -1,9 +1,10 @@
 """Helpers the CLI commands share: plain-text tables, the split option, and the paths
 commands take, each a local path or a remote URL (``s3://``, ``gs://``, any fsspec
 protocol) with ``--storage-option KEY=VALUE``: a dataset (:func:`dataset_at`), a schema
-(:func:`schema_at`), a dataset to write (:func:`output_at`), and inputs that must be
-local (:func:`local_input`). Every command resolves its paths here, so that local and
-remote differ only in the storage layer (:mod:`recordkit.storage`)."""
+(:func:`schema_at`; :func:`manifest_at` when it is a dataset's), a dataset to write
+(:func:`output_at`), and inputs that must be local (:func:`local_input`). Every command
+resolves its paths here, so that local and remote differ only in the storage layer
+(:mod:`recordkit.storage`)."""
 
 from __future__ import annotations
 
@@ -28,6 +29,7 @@ __all__ = [
     "dataset_root",
     "has_manifest",
     "local_input",
+    "manifest_at",
     "one_line",
     "output_at",
     "parse_storage_options",
@@ -156,17 +158,28 @@ def reader_path(root: Path | Location) -> tuple[str | Path, StorageOptions | Non
 def schema_at(source: str, storage_options: Sequence[str], registry: CodecRegistry | None = None) -> Schema:
     """The schema that a SCHEMA argument names: a schema file (YAML or JSON), or a
     dataset (its folder or its dataset.json) whose manifest holds one; local or remote."""
+    manifest = manifest_at(source, storage_options)
+    if manifest is not None:
+        return manifest.schema
+    if is_remote(source):
+        options = parse_storage_options(storage_options)
+        return Schema.load(source, registry=registry, storage_options=options)
+    return Schema.load(Path(source), registry=registry)
+
+
+def manifest_at(source: str, storage_options: Sequence[str]) -> Manifest | None:
+    """The manifest of the dataset that a SCHEMA argument names (its folder or its
+    dataset.json, local or remote), or None when it names a schema file."""
     if is_remote(source):
         if source.endswith(SCHEMA_SUFFIXES) and not source.endswith(MANIFEST_FILE):
-            options = parse_storage_options(storage_options)
-            return Schema.load(source, registry=registry, storage_options=options)
-        return Manifest.load(dataset_at(source, storage_options)).schema
+            return None
+        return Manifest.load(dataset_at(source, storage_options))
     path = Path(source)
     if not path.exists():
         raise click.BadParameter(f"{source!r} does not exist", param_hint="SCHEMA")
     if path.is_dir() or path.name == MANIFEST_FILE:
-        return Manifest.load(dataset_root(path)).schema
-    return Schema.load(path, registry=registry)
+        return Manifest.load(dataset_root(path))
+    return None
 
 
 def output_at(out: str, storage_options: Sequence[str]) -> Location:

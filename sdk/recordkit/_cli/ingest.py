@@ -35,6 +35,7 @@ from recordkit._cli._common import (
 from recordkit._cli.inspect import field_bytes, sample_records
 from recordkit._units import human_bytes
 from recordkit.codec._plugins import default_registry
+from recordkit.read._open import bind_to_read
 from recordkit.schema._schema import Schema
 from recordkit.sources._base import Source
 from recordkit.sources._registry import default_sources
@@ -213,7 +214,8 @@ def _summary(out: Location, manifest: Any, source: Source, saved: Location | Non
     total = sum(int(row[1]) for row in rows[1:])
     click.echo(f"ingested {total} records into {out} ({source.kind} source)")
     click.echo(table(rows, right={1, 2, 3, 4}))
-    breakdown = field_bytes(manifest.schema.bind(registry), sample_records(out, manifest, splits, total))
+    bound = bind_to_read(manifest, registry)
+    breakdown = field_bytes(bound, sample_records(out, manifest, splits, total))
     if breakdown["records"]:
         click.echo("")
         field_rows = [["field", "bytes", "share"]]

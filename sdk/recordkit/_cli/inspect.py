@@ -26,6 +26,7 @@ from recordkit.dataset._paths import member
 from recordkit.dataset._tfds import load_manifest
 from recordkit.errors import ManifestError, RecordkitError
 from recordkit.format._tfrecord import FRAMING_BYTES, Compression, iter_tfrecords
+from recordkit.read._open import bind_to_read
 from recordkit.schema._schema import BoundSchema
 from recordkit.storage import Location, location
 
@@ -110,7 +111,7 @@ def _breakdown(
     root: Path | Location, manifest: Manifest, splits: Sequence[str], sample: int
 ) -> dict[str, Any]:
     try:
-        bound = manifest.schema.bind(default_registry())
+        bound = bind_to_read(manifest, default_registry())
     except RecordkitError as exc:  # a codec is not installed: the summary still helps
         return {"error": f"no byte breakdown: {exc}"}
     return field_bytes(bound, sample_records(root, manifest, splits, sample))

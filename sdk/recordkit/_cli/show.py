@@ -14,6 +14,7 @@ from recordkit._cli._render import contact_sheet, render_record
 from recordkit.codec._plugins import default_registry
 from recordkit.dataset._manifest import Manifest
 from recordkit.read._iter_records import iter_records
+from recordkit.read._open import bind_to_read
 
 __all__ = ["show_command"]
 
@@ -45,7 +46,7 @@ def show_command(
     gs:// ...); OUTPUT is a local folder. No TensorFlow is needed."""
     root = dataset_at(dataset, storage_options)
     manifest = Manifest.load(root)
-    bound = manifest.schema.bind(default_registry())
+    bound = bind_to_read(manifest, default_registry())
     output.mkdir(parents=True, exist_ok=True)
     path, options = reader_path(root)
     records = iter_records(path, split, storage_options=options)

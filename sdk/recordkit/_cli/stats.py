@@ -18,7 +18,7 @@ from recordkit._cli._stats import FieldStats
 from recordkit.codec._plugins import default_registry
 from recordkit.dataset._manifest import Manifest
 from recordkit.read._iter_records import iter_records
-from recordkit.read._open import open_dataset
+from recordkit.read._open import bind_to_read, open_dataset
 from recordkit.storage import Location
 
 __all__ = ["bar_chart", "gather", "stats_command"]
@@ -28,7 +28,7 @@ def gather(root: Path | Location, split: str, progress: bool | None = None) -> d
     """Every field's statistics over the records of ``split`` of the dataset at ``root``
     (a local folder or a remote dataset's Location)."""
     manifest = Manifest.load(root)
-    bound = manifest.schema.bind(default_registry())
+    bound = bind_to_read(manifest, default_registry())
     stats = {field.name: FieldStats(field) for field in bound.fields}
     path, options = reader_path(root)
     total = sum(s.selected or 0 for s in open_dataset(path, split, storage_options=options).shards)

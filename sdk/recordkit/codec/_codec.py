@@ -16,6 +16,10 @@ Decoding exists twice, because datasets are read two ways:
 The TensorFlow decode is written once, as module functions that :meth:`Codec.decode_tf`
 runs and :meth:`Codec.decode_tf_source` hands to ``recordkit codegen``.
 
+A dataset records the version of each codec that stored it, and is read by the codec
+:meth:`Codec.for_stored_version` gives for that version: a codec whose stored layout
+changed keeps reading what its earlier versions stored.
+
 A codec may also recognise its kind of value in TFRecords recordkit did not write:
 :meth:`Codec.adopt` is how :func:`recordkit.infer_schema` asks every registered codec.
 """
@@ -33,7 +37,7 @@ import pydantic
 from recordkit.codec._adoption import Adoption, ForeignRecords, LeftOut
 from recordkit.codec._decode_source import DecodeSource
 from recordkit.codec._wire import WireSpec, WireValues
-from recordkit.errors import CodecOptionsError
+from recordkit.errors import CodecOptionsError, CodecVersionError
 
 __all__ = ["Codec", "CodecOptions", "check_numbers"]
 
@@ -118,7 +122,8 @@ class Codec(abc.ABC, Generic[OptionsT]):
 
     #: The stable name schemas refer to ("image", "audio" ...). Never a module path.
     name: ClassVar[str]
-    #: The codec's version; bump it whenever the bytes it writes change meaning.
+    #: The codec's version; bump it whenever the bytes it writes change meaning. Datasets
+    #: record it, and readers decode them with :meth:`for_stored_version` of it.
     version: ClassVar[str] = "1"
     #: The Pydantic model that validates this codec's options.
     options_model: ClassVar[type[CodecOptions]] = CodecOptions
@@ -224,6 +229,34 @@ class Codec(abc.ABC, Generic[OptionsT]):
         ``tf.io.parse_example``; return a tensor, a ragged tensor or a dict of them, each
         with the batch as its first dimension.
         """
+
+    def for_stored_version(self, version: str) -> Codec[Any]:
+        """The codec that reads (and describes, through :meth:`wire_spec`) the records
+        that ``version`` of this codec stored.
+
+        Readers of a dataset call it for each field, with the version the dataset's
+        manifest records, before they build a parser: a codec whose stored layout changed
+        (its :attr:`version` bumped) overrides it to return a codec that reads the old
+        layout, so that datasets written before the change keep reading with the new
+        release. For example, a codec whose options can still select the old layout::
+
+            def for_stored_version(self, version: str) -> rk.Codec[Any]:
+                if version == "1":
+                    return MyCodec(self.options.model_copy(update={"layout": "lists"}))
+                return super().for_stored_version(version)
+
+        The default returns the codec itself for its own :attr:`version` and raises
+        :class:`~recordkit.errors.CodecVersionError` for any other: the installed codec
+        does not read what another version stored.
+        """
+        if version == self.version:
+            return self
+        raise CodecVersionError(
+            f"the records were stored by version {version} of codec {self.name!r}; the installed codec "
+            f"is version {self.version} and does not read them: install version {version} of codec "
+            f"{self.name!r} (the version that wrote them)",
+            codec=self.name,
+        )
 
     # -- optional hooks ---------------------------------------------------------------
 

@@ -175,6 +175,12 @@ class Manifest(_Model):
     def schema(self) -> Schema:  # type: ignore[override]  # pydantic's deprecated BaseModel.schema
         return self.schema_
 
+    @property
+    def codec_versions(self) -> dict[str, str]:
+        """The version of each codec that stored the records, by codec name: what
+        ``Schema.bind(versions=...)`` takes to bind the codecs that read them."""
+        return {name: provenance.version for name, provenance in self.codecs.items()}
+
     def split(self, name: str) -> SplitInfo:
         try:
             return self.splits[name]

@@ -12,6 +12,11 @@ Checks made here, before any record is read:
   rules (:func:`recordkit.check_compatibility`, mode ``"read"``);
 * every codec the requested fields need is installed; if not, the error names the codec
   and the distribution that wrote the dataset (from the manifest's ``codecs`` section);
+* each field is bound to the codec that reads what the codec version recorded in the
+  manifest stored (:meth:`recordkit.Codec.for_stored_version`), with the reader's own
+  ``schema=`` too; a codec that does not read that version is a
+  :class:`~recordkit.errors.CodecVersionError` naming the field, both versions and the
+  distribution that wrote the dataset;
 * every shard exists and has the size the manifest gives (a cheap ``stat``), and on
   request its sha256 matches; a mismatch names the shard and, where the framing shows
   it, the offset of the first bad record.
@@ -39,6 +44,7 @@ from recordkit.dataset._manifest import MANIFEST_FILE, Manifest
 from recordkit.dataset._paths import member
 from recordkit.dataset._tfds import is_tfds_folder, load_manifest
 from recordkit.errors import (
+    CodecVersionError,
     CorruptRecordError,
     DatasetError,
     ManifestError,
@@ -59,6 +65,7 @@ __all__ = [
     "Shard",
     "SkippedRecords",
     "WorkerShare",
+    "bind_to_read",
     "dataset_root",
     "expand_files",
     "expand_paths",
@@ -361,10 +368,7 @@ def _open_manifest(
             stored, schema, fields=names, mode="read", registry=registry
         ).raise_for_incompatible()
     read_schema = schema if schema is not None else stored
-    try:
-        bound = read_schema.bind(registry, fields=names)
-    except UnknownCodecError as exc:
-        raise _missing_codec(exc, manifest) from None
+    bound = bind_to_read(manifest, registry, schema=read_schema, fields=names)
     shards = _split_shards(root, manifest, split)
     comp = Compression.parse(manifest.compression)
     listed = _listed_sizes(root, manifest, shards) if check_sizes else {}
@@ -376,6 +380,26 @@ def _open_manifest(
         if field.name not in stored.fields and field.spec.has_default
     }
     return OpenedDataset(shards, comp, read_schema, bound, manifest, defaults)
+
+
+def bind_to_read(
+    manifest: Manifest,
+    registry: CodecRegistry,
+    *,
+    schema: Schema | None = None,
+    fields: Sequence[str] | None = None,
+) -> BoundSchema:
+    """``schema`` (default: the manifest's own) bound to decode the dataset's records:
+    each field gets the codec that reads what the codec version the manifest records
+    stored. A codec that is missing, or that does not read that version, is an error
+    naming the distribution that wrote the dataset (the manifest's ``codecs`` section)."""
+    read_schema = schema if schema is not None else manifest.schema
+    try:
+        return read_schema.bind(registry, fields=fields, versions=manifest.codec_versions)
+    except UnknownCodecError as exc:
+        raise _missing_codec(exc, manifest) from None
+    except CodecVersionError as exc:
+        raise _unread_version(exc, manifest) from None
 
 
 def _split_names(manifest: Manifest, split: str) -> list[str]:
@@ -429,6 +453,23 @@ def _missing_codec(exc: UnknownCodecError, manifest: Manifest) -> UnknownCodecEr
         f"from distribution {dist!r}{version}: install it (pip install {dist}) to read this field"
     )
     return UnknownCodecError(reason, context=exc.context.merged(distribution=dist))
+
+
+def _unread_version(exc: CodecVersionError, manifest: Manifest) -> CodecVersionError:
+    """``exc`` (the installed codec does not read the stored version) with the
+    distribution that provided the codec which stored the records, from the manifest."""
+    codec = exc.context.codec
+    provenance = manifest.codecs.get(codec) if codec else None
+    if provenance is None or provenance.distribution is None:
+        return exc
+    dist = provenance.distribution
+    version = provenance.distribution_version
+    requirement = f"{dist}=={version}" if version else dist
+    reason = (
+        f"{exc.reason}; this dataset was written with codec {codec!r} version {provenance.version} "
+        f"from distribution {dist!r}{f' {version}' if version else ''} (pip install '{requirement}')"
+    )
+    return CodecVersionError(reason, context=exc.context.merged(distribution=dist))
 
 
 def dataset_root(path: Paths) -> Path | None:

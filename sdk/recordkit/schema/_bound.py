@@ -28,11 +28,20 @@ class HasFields(Protocol):
     def fields(self) -> tuple[BoundField, ...]: ...
 
 
-def bind_field(name: str, spec: FieldSpec, registry: CodecRegistry) -> BoundField:
+def bind_field(name: str, spec: FieldSpec, registry: CodecRegistry, version: str | None = None) -> BoundField:
     """``spec``'s codec created through ``registry`` and its features keyed; errors name
-    the field (and the codec, when it is unknown or its options are wrong)."""
+    the field (and the codec, when it is unknown, its options are wrong, or it does not
+    read ``version``).
+
+    ``version``: the version of the codec that stored the records this binding reads (a
+    dataset's manifest records it); the field then gets the codec that reads them,
+    :meth:`~recordkit.Codec.for_stored_version`. None: the installed codec as it is (to
+    write, or to read records stored by the installed version).
+    """
     try:
         codec = registry.create(spec.codec, spec.options)
+        if version is not None:
+            codec = codec.for_stored_version(version)
     except RecordkitError as exc:
         raise exc.with_context(field=name, codec=spec.codec) from None
     return BoundField.build(name, spec, codec)

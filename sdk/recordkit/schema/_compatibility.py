@@ -29,8 +29,10 @@ optional field out stores nothing for it (no Example key at all):
   schema's form and stored as the others are;
 * every other difference but descriptions is incompatible.
 
-Codec versions are not part of a schema: readers compare the versions in a dataset's
-manifest with the installed codecs separately.
+Codec versions are not part of a schema, and both schemas are compared as the installed
+codecs bind them. They are handled apart: readers bind each field to the codec that reads
+the version a dataset's manifest records (:meth:`recordkit.Codec.for_stored_version`),
+and appends refuse a codec version other than the stored one.
 """
 
 from __future__ import annotations

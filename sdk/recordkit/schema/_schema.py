@@ -14,7 +14,7 @@ import datetime
 import hashlib
 import json
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -139,24 +139,36 @@ class Schema(pydantic.BaseModel):
         return self.bind(registry).record_errors(record, index)
 
     def bind(
-        self, registry: CodecRegistry | None = None, *, fields: Sequence[str] | None = None
+        self,
+        registry: CodecRegistry | None = None,
+        *,
+        fields: Sequence[str] | None = None,
+        versions: Mapping[str, str] | None = None,
     ) -> BoundSchema:
         """Resolve the codecs of ``fields`` (default: all, in schema order) through
         ``registry`` (default: the installed plugins).
 
         Binding only some fields lets a reader read part of a dataset whose other codecs
-        are not installed. Raises UnknownCodecError or CodecOptionsError naming the field,
-        or SchemaError when the fields refer to a missing field or share an Example key.
+        are not installed. ``versions`` maps codec names to the versions that stored the
+        records to read (a dataset's :attr:`~recordkit.Manifest.codec_versions`): each
+        field of such a codec gets the codec that reads what that version stored
+        (:meth:`~recordkit.Codec.for_stored_version`); codecs it does not name are bound
+        as installed, as they are for writing.
+
+        Raises UnknownCodecError or CodecOptionsError naming the field, CodecVersionError
+        naming the field when its codec does not read the stored version, or SchemaError
+        when the fields refer to a missing field or share an Example key.
         """
         if registry is None:
             registry = default_registry()
         names = list(self.fields) if fields is None else list(dict.fromkeys(fields))
+        stored = versions or {}
         bound = []
         for name in names:
             spec = self.fields.get(name)
             if spec is None:
                 raise SchemaError(f"no field named {name!r} (fields: {', '.join(self.fields)})", field=name)
-            bound.append(bind_field(name, spec, registry))
+            bound.append(bind_field(name, spec, registry, stored.get(spec.codec)))
         check_shared_keys(bound, self.fields)
         return BoundSchema(self, tuple(bound))
 

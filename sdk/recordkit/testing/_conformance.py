@@ -4,7 +4,8 @@ does with it, so codec authors (built-in and third-party) prove the contract the
 For a codec and a few example values, :func:`check_codec`:
 
 1. checks the codec's declaration: name, version, options model, a deterministic wire
-   spec, and that options survive a round trip through their JSON form;
+   spec, that options survive a round trip through their JSON form, and that
+   ``for_stored_version`` of its own version gives an equal codec;
 2. checks that options survive a round trip through a schema file (YAML), giving an
    equal schema, an equal codec and an equal schema fingerprint;
 3. encodes each value as a record's field, checking encode's keys against the wire spec
@@ -292,6 +293,21 @@ def _check_declaration(codec: Codec[Any], report: ConformanceReport) -> None:
             "options", name, f"options do not survive their JSON form: {codec.options!r} -> {again!r}"
         )
     report.passed("options round trip")
+    _check_own_version(codec, report)
+
+
+def _check_own_version(codec: Codec[Any], report: ConformanceReport) -> None:
+    """Records the codec's own version stored are read by the codec itself: readers bind
+    every field of a dataset through :meth:`~recordkit.Codec.for_stored_version`."""
+    call = f"for_stored_version({codec.version!r})"
+    try:
+        reader = codec.for_stored_version(codec.version)
+    except RecordkitError as exc:
+        raise _fail("stored version", codec.name, f"{call} raised: {exc}") from exc
+    if reader != codec:
+        detail = f"{call}, the codec's own version, must return an equal codec, got {reader!r}"
+        raise _fail("stored version", codec.name, detail)
+    report.passed("own stored version read by the codec itself")
 
 
 def _check_schema_file(

@@ -155,7 +155,11 @@ def test_without_a_codec_the_summary_still_shows(tmp_path: Path, monkeypatch: py
         reset_default_registry()
     assert result.exit_code == 0, result.output
     assert "keypoints  1        recordkit-keypoints" in result.output
-    assert "no byte breakdown: field 'pose', codec 'keypoints': no codec named 'keypoints'" in result.output
+    assert (
+        "no byte breakdown: field 'pose', codec 'keypoints', distribution 'recordkit-keypoints': "
+        "no codec named 'keypoints'"
+    ) in result.output
+    assert "(pip install recordkit-keypoints) to read this field" in result.output
 
 
 def test_an_unfinished_write_is_shown(dataset: Path) -> None:

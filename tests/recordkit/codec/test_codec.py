@@ -114,3 +114,40 @@ def test_encode_errors_carry_only_the_reason() -> None:
         RangeCodec().encode(11)
     assert str(info.value) == "11 is outside [0, 10]"
     assert info.value.field is None
+
+
+# -- stored versions ------------------------------------------------------------------------
+
+
+def test_a_codec_reads_what_its_own_version_stored() -> None:
+    codec = RangeCodec({"high": 5})
+    assert codec.for_stored_version("1") is codec
+
+
+@pytest.mark.parametrize("stored", ["0", "2", "1.0", ""])
+def test_by_default_a_codec_reads_no_other_version(stored: str) -> None:
+    with pytest.raises(rk.errors.CodecVersionError) as info:
+        RangeCodec().for_stored_version(stored)
+    assert isinstance(info.value, rk.errors.DatasetError)
+    assert info.value.context.codec == "range"
+    assert str(info.value) == (
+        f"codec 'range': the records were stored by version {stored} of codec 'range'; the installed "
+        f"codec is version 1 and does not read them: install version {stored} of codec 'range' "
+        "(the version that wrote them)"
+    )
+
+
+def test_a_codec_may_read_what_an_earlier_version_stored() -> None:
+    class RangeV2(RangeCodec):
+        version = "2"
+
+        def for_stored_version(self, version: str) -> rk.Codec[Any]:
+            if version == "1":
+                return RangeCodec(self.options)
+            return super().for_stored_version(version)
+
+    codec = RangeV2({"unit": "s"})
+    assert codec.for_stored_version("2") is codec
+    assert codec.for_stored_version("1") == RangeCodec({"unit": "s"})
+    with pytest.raises(rk.errors.CodecVersionError, match="stored by version 3 of codec 'range'"):
+        codec.for_stored_version("3")

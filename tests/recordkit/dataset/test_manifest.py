@@ -40,6 +40,12 @@ def test_round_trip_through_the_file(tmp_path: Path) -> None:
     assert [p.name for p in tmp_path.iterdir()] == ["dataset.json"]  # no temp file left
 
 
+def test_codec_versions_are_the_stored_version_of_each_codec() -> None:
+    stored = manifest()
+    stored.codecs["text"] = CodecProvenance(version="3")
+    assert stored.codec_versions == {"scalar": "1", "text": "3"}
+
+
 def test_unfinished_is_stored_only_while_a_write_lasts(tmp_path: Path) -> None:
     running = manifest(
         train=rk.SplitInfo(unfinished=UnfinishedWrite(consumed=40, started="2024-01-01T00:00:00+00:00"))

@@ -84,6 +84,33 @@ def test_bind_names_the_field_of_an_unknown_codec_or_bad_options() -> None:
     assert "size" in str(bad.value)
 
 
+def test_bind_with_versions_gives_each_field_the_codec_that_reads_its_stored_version() -> None:
+    from _versioned_codecs import SCHEMA, VersionedV1, VersionedV2, registry
+
+    new = registry(VersionedV2)
+    assert type(SCHEMA.bind(new)["numbers"].codec) is VersionedV2
+    assert type(SCHEMA.bind(new, versions={})["numbers"].codec) is VersionedV2
+    assert type(SCHEMA.bind(new, versions={"versioned": "2"})["numbers"].codec) is VersionedV2
+    old = SCHEMA.bind(new, versions={"versioned": "1", "scalar": "1"})
+    assert old["numbers"].codec == VersionedV1({"size": 3})
+    assert [f.feature.kind for f in old["numbers"].features] == [rk.WireKind.INT64]
+    assert old["id"].codec == SCHEMA.bind(new)["id"].codec
+    only_id = SCHEMA.bind(new, fields=["id"], versions={"versioned": "9"})  # not bound: not asked
+    assert [f.name for f in only_id.fields] == ["id"]
+
+
+def test_bind_names_the_field_whose_codec_does_not_read_the_stored_version() -> None:
+    from _versioned_codecs import SCHEMA, VersionedV1, registry
+
+    with pytest.raises(rk.errors.CodecVersionError) as info:
+        SCHEMA.bind(registry(VersionedV1), versions={"versioned": "2"})
+    assert (info.value.field, info.value.context.codec) == ("numbers", "versioned")
+    assert str(info.value).startswith(
+        "field 'numbers', codec 'versioned': the records were stored by version 2 of codec 'versioned'; "
+        "the installed codec is version 1"
+    )
+
+
 def test_bind_refuses_two_fields_writing_one_example_key() -> None:
     clash = schema(a={"codec": "scalar"}, b={"codec": "scalar", "keys": {"": "a"}})
     with pytest.raises(SchemaError, match="writes Example key 'a', which field 'a' writes too") as err:

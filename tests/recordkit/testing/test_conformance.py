@@ -27,6 +27,7 @@ def test_a_conforming_codec_passes_every_check(tmp_path: Path) -> None:
     )
     for check in (
         "declaration and wire spec",
+        "own stored version read by the codec itself",
         "options round trip through a schema file",
         "plain field: tf.data batched decode",
         "optional field: numpy decode",
@@ -118,6 +119,41 @@ def test_an_accepted_bad_input_is_caught(tmp_path: Path) -> None:
 def test_keys_outside_the_wire_spec_are_caught(tmp_path: Path) -> None:
     with pytest.raises(ConformanceError, match=r"not in the wire spec"):
         check_codec(_ExtraKeys(), [0], tmp_path=tmp_path)
+
+
+class _ForgetsItsOwnVersion(_AcceptsAnything):
+    """Reads its own records with another codec: readers of its datasets would get it."""
+
+    name = "forgetful"
+    version = "2"
+
+    def for_stored_version(self, version: str) -> rk.Codec[Any]:
+        return _AcceptsAnything()
+
+
+class _RefusesItsOwnVersion(_AcceptsAnything):
+    name = "refusing"
+
+    def for_stored_version(self, version: str) -> rk.Codec[Any]:
+        raise rk.errors.CodecVersionError(f"no version {version}", codec=self.name)
+
+
+def test_a_codec_that_does_not_read_its_own_version_is_caught(tmp_path: Path) -> None:
+    with pytest.raises(
+        ConformanceError, match=r"^\[stored version\] forgetful: for_stored_version\('2'\), the codec's own"
+    ):
+        check_codec(_ForgetsItsOwnVersion(), [0], tmp_path=tmp_path)
+    with pytest.raises(
+        ConformanceError, match=r"for_stored_version\('1'\) raised: codec 'refusing': no version 1"
+    ):
+        check_codec(_RefusesItsOwnVersion(), [0], tmp_path=tmp_path)
+
+
+def test_a_codec_that_reads_earlier_versions_passes(tmp_path: Path) -> None:
+    from _versioned_codecs import VersionedV2
+
+    report = check_codec(VersionedV2({"size": 2}), [np.array([1, -2]), np.array([3, 4])], tmp_path=tmp_path)
+    assert "own stored version read by the codec itself" in report.checks
 
 
 def test_values_compare_across_tf_numpy_and_python() -> None:
