@@ -105,7 +105,9 @@ def main() -> None:
     shards = _recordkit.write([_recordkit.mixed_record(r) for r in written], schema, scratch / "rk")
     records = [decode_example(data) for shard in shards for _, data in iter_tfrecords(shard)]
     lists_schema = _boxes_as_lists(schema)
-    lists_shards = _recordkit.write([_recordkit.mixed_record(r) for r in written], lists_schema, scratch / "lists")
+    lists_shards = _recordkit.write(
+        [_recordkit.mixed_record(r) for r in written], lists_schema, scratch / "lists"
+    )
     files = {"current": [str(shard) for shard in shards], "lists": [str(shard) for shard in lists_shards]}
     for name, layout in _layouts(tf).items():
         files[name] = [str(scratch / f"{name}.tfrecord")]

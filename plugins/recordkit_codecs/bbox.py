@@ -60,12 +60,13 @@ class BBoxOptions(rk.CodecOptions):
             "boxes written by TensorFlow Datasets (BBoxFeature) as they are."
         ),
     )
-    layout: Literal["packed", "lists"] = pydantic.Field(
-        default="packed",
+    layout: Literal["packed", "lists"] | None = pydantic.Field(
+        default=None,
         description=(
             "How a record's boxes, labels and extras are stored: packed (one little-endian "
             "bytes value each, cheaper to parse), or lists (float and int64 lists: bbox "
-            "version 1's layout, and other tools'). Defaults to lists when stored is yxyx."
+            "version 1's layout, and other tools'). Unset: packed, but lists for other "
+            "tools' records (stored: yxyx, or keys mapped in the schema)."
         ),
     )
     normalized: bool = pydantic.Field(
@@ -83,15 +84,6 @@ class BBoxOptions(rk.CodecOptions):
     tolerance: float = pydantic.Field(
         default=1e-6, ge=0.0, description="How far outside its bounds a coordinate may be (it is clamped)."
     )
-
-    @pydantic.model_validator(mode="before")
-    @classmethod
-    def _lists_for_tfds(cls, data: Any) -> Any:
-        """Boxes stored as yxyx are TensorFlow Datasets' float lists: a schema that says
-        ``stored: yxyx`` and no layout reads them as it did before layouts existed."""
-        if isinstance(data, Mapping) and data.get("stored") == "yxyx" and "layout" not in data:
-            return {**data, "layout": "lists"}
-        return data
 
     @pydantic.model_validator(mode="after")
     def _consistent(self) -> BBoxOptions:
@@ -158,7 +150,7 @@ class BBoxCodec(rk.Codec[BBoxOptions]):
             low = min(f.low for f in found if f is not None)
             high = max(f.high for f in found if f is not None)
             normalized = not math.isfinite(high) or (low >= -1e-6 and high <= 1.0 + 1e-6)
-            options: dict[str, Any] = {"format": "xyxy", "layout": "lists", "normalized": normalized}
+            options: dict[str, Any] = {"format": "xyxy", "normalized": normalized}
             keys: dict[str, Any] = {"": columns}
             root = prefix.rstrip("/_")
             root = root.rsplit("/", 1)[0] if "/" in root else root
@@ -185,9 +177,13 @@ class BBoxCodec(rk.Codec[BBoxOptions]):
 
     def wire_spec(self) -> rk.WireSpec:
         unit = "in [0, 1]" if self.options.normalized else "in pixels"
-        order = "y_min, x_min, y_max, x_max" if self.options.stored == "yxyx" else "x_min, y_min, x_max, y_max"
-        if self.options.layout == "packed":
-            packed = [rk.WireFeature("", rk.WireKind.BYTES, (), f"boxes as little-endian float32 {order} {unit}")]
+        order = (
+            "y_min, x_min, y_max, x_max" if self.options.stored == "yxyx" else "x_min, y_min, x_max, y_max"
+        )
+        if self._packed:
+            packed = [
+                rk.WireFeature("", rk.WireKind.BYTES, (), f"boxes as little-endian float32 {order} {unit}")
+            ]
             if self.options.labels is not None:
                 what = f"class id of each box, little-endian {self._label_dtype.name}"
                 packed.append(rk.WireFeature("labels", rk.WireKind.BYTES, (), what))
@@ -202,12 +198,26 @@ class BBoxCodec(rk.Codec[BBoxOptions]):
             features.append(rk.WireFeature(extra, rk.WireKind.FLOAT, (None,), f"{extra} of each box"))
         return rk.WireSpec(tuple(features))
 
+    def for_mapped_keys(self, keys: Mapping[str, Any]) -> rk.Codec[Any]:
+        """Keys mapped in the schema describe records another tool wrote: their boxes are
+        float lists, unless the schema's ``layout`` says packed."""
+        if self.options.layout is None and any(name != "present" for name in keys):
+            return BBoxCodec(self.options.model_copy(update={"layout": "lists"}))
+        return self
+
     def for_stored_version(self, version: str) -> rk.Codec[Any]:
         """Version 1 stored every dataset's boxes, labels and extras as lists: it is read
         (and described) as ``layout: lists``, whatever the schema's layout says."""
         if version == "1":
             return BBoxCodec(self.options.model_copy(update={"layout": "lists"}))
         return super().for_stored_version(version)
+
+    @property
+    def _packed(self) -> bool:
+        """Whether boxes are stored packed: the ``layout`` option, and when it is unset,
+        packed but for TensorFlow Datasets' yxyx float lists."""
+        layout = self.options.layout
+        return layout == "packed" or (layout is None and self.options.stored == "xyxy")
 
     @property
     def _label_dtype(self) -> np.dtype[Any]:
@@ -235,8 +245,8 @@ class BBoxCodec(rk.Codec[BBoxOptions]):
             wire["labels"] = self._label_ids_of(labels, count)
         for name in self.options.extras:
             wire[name] = _as_extra(name, extras[name], count)
-        if self.options.layout == "packed":
-            return _packed(wire, self._label_dtype)
+        if self._packed:
+            return _pack_record(wire, self._label_dtype)
         return wire
 
     def _split(self, value: Any) -> tuple[Any, Any, dict[str, Any]]:
@@ -399,7 +409,7 @@ class BBoxCodec(rk.Codec[BBoxOptions]):
     # -- decoding -------------------------------------------------------------------
 
     def decode_numpy(self, wire: Mapping[str, Any]) -> Any:
-        if self.options.layout == "packed":
+        if self._packed:
             wire = _unpacked_record(wire, self._label_dtype)
         stored = np.asarray(wire[""], dtype=np.float32).reshape(-1, 4)
         boxes = convert_boxes(stored, self.options.stored, self.options.format)
@@ -422,7 +432,7 @@ class BBoxCodec(rk.Codec[BBoxOptions]):
                 "stored_as": self.options.stored,
                 "labels": self.options.labels is not None,
                 "extras": list(self.options.extras),
-                "packed": self.options.layout == "packed",
+                "packed": self._packed,
                 "label_dtype": self._label_dtype.name,
             },
             helpers=(_to_xyxy, _convert, _convert_dense_tf, _unpacked_tf),
@@ -465,7 +475,9 @@ def decode_bbox_tf(
     return out
 
 
-def _unpacked_tf(wire: Mapping[str, Any], labels: bool, extras: list[str], label_dtype: str) -> dict[str, Any]:
+def _unpacked_tf(
+    wire: Mapping[str, Any], labels: bool, extras: list[str], label_dtype: str
+) -> dict[str, Any]:
     """Packed values ``[B]`` (bytes) as the lists layout parses: boxes ``[B, (n), 4]``
     float32, labels ``[B, (n)]`` int64, extras ``[B, (n)]`` float32, sharing one set of
     row splits. One assertion checks that every record holds whole boxes and one label
@@ -512,7 +524,7 @@ def _label_dtype(names: int) -> np.dtype[Any]:
     return np.dtype("<u2") if names <= 1 << 16 else np.dtype("<i4")
 
 
-def _packed(wire: dict[str, Any], label_dtype: np.dtype[Any]) -> dict[str, Any]:
+def _pack_record(wire: dict[str, Any], label_dtype: np.dtype[Any]) -> dict[str, Any]:
     """A record's boxes, labels and extras (arrays) as the packed layout stores them."""
     return {
         name: np.asarray(values).astype(label_dtype if name == "labels" else _BOX_DTYPE, copy=False).tobytes()
@@ -525,7 +537,9 @@ def _unpacked(data: bytes, dtype: np.dtype[Any], what: str = "boxes", per_box: i
     whole number of values, ``per_box`` to a box."""
     size = dtype.itemsize * per_box
     if len(data) % size:
-        raise rk.errors.DecodeError(f"packed {what} hold {len(data)} bytes, not a whole number of {size}-byte items")
+        raise rk.errors.DecodeError(
+            f"packed {what} hold {len(data)} bytes, not a whole number of {size}-byte items"
+        )
     return np.frombuffer(data, dtype).copy()
 
 
@@ -541,7 +555,6 @@ def _unpacked_record(wire: Mapping[str, Any], label_dtype: np.dtype[Any]) -> dic
                 raise rk.errors.DecodeError(f"{len(boxes) // 4} boxes but {len(values)} values of {name!r}")
             out[name] = values
     return out
-
 
 
 _COORDS = ("xmin", "ymin", "xmax", "ymax")

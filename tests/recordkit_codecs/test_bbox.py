@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import itertools
+import json
 import re
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -592,14 +594,26 @@ def test_packed_and_lists_layouts_read_the_same_values(tmp_path: Path, classes: 
             got_labels = np.asarray(got["labels"])
             assert got_labels.dtype == np.int64, name
             assert got_labels.tolist() == want["objects"]["labels"].tolist(), name
-            np.testing.assert_array_equal(np.asarray(got["boxes"]), want["objects"]["boxes"].astype(np.float32))
-            np.testing.assert_array_equal(np.asarray(got["score"]), want["objects"]["score"].astype(np.float32))
+            np.testing.assert_array_equal(
+                np.asarray(got["boxes"]), want["objects"]["boxes"].astype(np.float32)
+            )
+            np.testing.assert_array_equal(
+                np.asarray(got["score"]), want["objects"]["score"].astype(np.float32)
+            )
 
 
-def test_the_packed_layout_is_the_default_but_for_tfds_yxyx() -> None:
-    assert BBoxCodec({}).options.layout == "packed"
-    assert BBoxCodec({"stored": "yxyx"}).options.layout == "lists"  # TFDS's float lists
-    assert BBoxCodec({"stored": "yxyx", "layout": "packed"}).options.layout == "packed"
+def test_the_packed_layout_is_the_default_but_for_other_tools_records() -> None:
+    def kinds(options: dict[str, Any], keys: dict[str, Any] | None = None) -> list[str]:
+        spec = rk.FieldSpec(codec="bbox", options=options, keys=keys or {})
+        return [k.feature.kind.value for k in bind(b=spec).fields[0].features]
+
+    assert kinds({}) == ["bytes"]
+    assert kinds({"labels": ["a"]}) == ["bytes", "bytes"]
+    assert kinds({"stored": "yxyx"}) == ["float"]  # TensorFlow Datasets' float lists
+    assert kinds({"labels": ["a"]}, {"": "image/object/bbox"}) == ["float", "int64"]  # mapped keys
+    assert kinds({"stored": "yxyx", "layout": "packed"}) == ["bytes"]
+    assert kinds({"layout": "packed"}, {"": "image/object/bbox"}) == ["bytes"]
+    assert kinds({"layout": "lists"}) == ["float"]
     packed = bind(b={"codec": "bbox"}).fingerprint()
     assert packed != bind(b={"codec": "bbox", "options": {"layout": "lists"}}).fingerprint()
     spec = rk.feature_spec(bind(b={"codec": "bbox", "options": {"labels": ["a"]}}))
@@ -632,3 +646,84 @@ def test_packed_values_that_do_not_fit_their_boxes_are_decode_errors(
         decode_record_numpy(bound.fields, serialized, index=7)
     with pytest.raises(tf.errors.InvalidArgumentError, match="bbox codec: packed boxes that are not whole"):
         parse_eager(bound, [_packed_example(bytes(16), bytes(1)), serialized])
+
+
+#: A dataset written by recordkit with bbox version 1 (commit e3a820e, before the packed
+#: layout): boxes, labels and extras as float and int64 lists. Its records are below.
+V1_DATASET = Path(__file__).with_name("data") / "bbox-v1"
+V1_RECORDS: list[dict[str, Any]] = [
+    {
+        "objects": {
+            "boxes": [[0.1, 0.2, 0.5, 0.6], [0.0, 0.0, 1.0, 1.0]],
+            "labels": [0, 2],
+            "score": [0.9, 0.25],
+        },
+        "pixels": [[10, 20, 30, 40]],
+        "frames": [[[0.1, 0.1, 0.2, 0.2]], []],
+        "maybe": [[0.5, 0.5, 0.75, 0.75]],
+    },
+    {"objects": {"boxes": [], "labels": [], "score": []}, "pixels": [], "frames": [], "maybe": None},
+    {
+        "objects": {"boxes": [[0.25, 0.125, 0.75, 0.375]], "labels": [1], "score": [0.5]},
+        "pixels": [[0, 0, 640, 480], [1.5, 2.5, 3.5, 4.5]],
+        "frames": [[[0.0, 0.0, 1.0, 1.0], [0.3, 0.3, 0.4, 0.4]]],
+        "maybe": [],
+    },
+]
+
+
+def _boxes_close(got: Any, want: Any) -> None:
+    np.testing.assert_allclose(
+        np.asarray(got, np.float64).reshape(-1, 4), np.reshape(want, (-1, 4)), atol=1e-6
+    )
+
+
+def test_a_dataset_written_by_version_1_reads_as_it_was_written(tmp_path: Path) -> None:
+    root = shutil.copytree(V1_DATASET, tmp_path / "v1")
+    manifest = json.loads((root / "dataset.json").read_text(encoding="utf-8"))
+    assert manifest["codecs"]["bbox"]["version"] == "1"
+    assert "layout" not in json.dumps(manifest["schema"])  # version 1 had no layouts
+    assert BBoxCodec.version == "2"
+    # numpy, the dataset's own schema and a reader's schema that asks for packed boxes:
+    # the manifest's version decides how the records are read.
+    reading = rk.Schema.model_validate(manifest["schema"])
+    for schema in (None, reading):
+        for want, row in zip(V1_RECORDS, rk.iter_records(root, schema=schema), strict=True):
+            _boxes_close(row["objects"]["boxes"], want["objects"]["boxes"])
+            assert row["objects"]["labels"].tolist() == want["objects"]["labels"]
+            np.testing.assert_allclose(row["objects"]["score"], want["objects"]["score"], atol=1e-6)
+            _boxes_close(row["pixels"], want["pixels"])
+            assert len(row["frames"]) == len(want["frames"])
+            for got_frame, want_frame in zip(row["frames"], want["frames"], strict=True):
+                _boxes_close(got_frame, want_frame)
+            if want["maybe"] is None:
+                assert row["maybe"] is None
+            else:
+                _boxes_close(row["maybe"], want["maybe"])
+    # tf.data, batched and record by record
+    batch = next(iter(rk.load_dataset(root, fields=["objects", "pixels"], batch_size=3)))
+    singles = list(rk.load_dataset(root, fields=["objects", "pixels"]))
+    for i, want in enumerate(V1_RECORDS):
+        single = singles[i]
+        read = [
+            (batch["objects"]["boxes"][i], batch["objects"]["labels"][i], batch["pixels"][i]),
+            (single["objects"]["boxes"], single["objects"]["labels"], single["pixels"]),
+        ]
+        for boxes, labels, pixels in read:
+            _boxes_close(boxes.numpy(), want["objects"]["boxes"])
+            assert labels.numpy().tolist() == want["objects"]["labels"]
+            _boxes_close(pixels.numpy(), want["pixels"])
+
+
+def test_appending_to_a_version_1_dataset_is_refused_naming_both_versions(tmp_path: Path) -> None:
+    root = shutil.copytree(V1_DATASET, tmp_path / "v1")
+    schema = rk.Schema.model_validate(
+        json.loads((root / "dataset.json").read_text(encoding="utf-8"))["schema"]
+    )
+    before = sorted(p.name for p in root.iterdir())
+    with pytest.raises(
+        rk.errors.IncompatibleSchemaError, match="codec 'bbox' version '1' stored, '2' installed"
+    ):
+        rk.write_dataset(V1_RECORDS[:1], schema, root, append=True, progress=False)
+    assert len(list(rk.iter_records(root))) == len(V1_RECORDS)  # nothing lost
+    assert sorted(p.name for p in root.iterdir() if p.name != ".recordkit.lock") == before

@@ -258,6 +258,19 @@ class Codec(abc.ABC, Generic[OptionsT]):
             codec=self.name,
         )
 
+    def for_mapped_keys(self, keys: Mapping[str, Any]) -> Codec[Any]:
+        """The codec for a field whose schema maps its wire features to other Example
+        keys (``FieldSpec.keys``, as given: names, column lists, constants), which is
+        how schemas describe records another tool wrote.
+
+        Binding calls it for every field with a non-empty ``keys``. A codec whose own
+        layout differs from the one other tools write overrides it to return a codec
+        that stores (and reads) theirs: the ``bbox`` codec packs its boxes into bytes by
+        default, and reads float lists under mapped keys unless its ``layout`` option
+        says otherwise. The default returns the codec itself.
+        """
+        return self
+
     # -- optional hooks ---------------------------------------------------------------
 
     def related_fields(self) -> tuple[str, ...]:

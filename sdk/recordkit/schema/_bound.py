@@ -36,10 +36,13 @@ def bind_field(name: str, spec: FieldSpec, registry: CodecRegistry, version: str
     ``version``: the version of the codec that stored the records this binding reads (a
     dataset's manifest records it); the field then gets the codec that reads them,
     :meth:`~recordkit.Codec.for_stored_version`. None: the installed codec as it is (to
-    write, or to read records stored by the installed version).
+    write, or to read records stored by the installed version). A field that maps its
+    keys gets :meth:`~recordkit.Codec.for_mapped_keys` first.
     """
     try:
         codec = registry.create(spec.codec, spec.options)
+        if spec.keys:
+            codec = codec.for_mapped_keys(spec.keys)
         if version is not None:
             codec = codec.for_stored_version(version)
     except RecordkitError as exc:
