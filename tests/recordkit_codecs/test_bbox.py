@@ -727,3 +727,22 @@ def test_appending_to_a_version_1_dataset_is_refused_naming_both_versions(tmp_pa
         rk.write_dataset(V1_RECORDS[:1], schema, root, append=True, progress=False)
     assert len(list(rk.iter_records(root))) == len(V1_RECORDS)  # nothing lost
     assert sorted(p.name for p in root.iterdir() if p.name != ".recordkit.lock") == before
+
+
+def test_a_version_1_dataset_rewritten_stores_packed_boxes_with_the_same_values(tmp_path: Path) -> None:
+    """What docs/codecs/bbox.md says to do to append: write the old records again."""
+    old = shutil.copytree(V1_DATASET, tmp_path / "v1")
+    schema = rk.Schema.model_validate(
+        json.loads((old / "dataset.json").read_text(encoding="utf-8"))["schema"]
+    )
+    rk.write_dataset(rk.iter_records(old), schema, tmp_path / "v2", progress=False)
+    manifest = rk.Manifest.load(tmp_path / "v2")
+    assert manifest.codec_versions["bbox"] == "2"
+    kinds = {k.key: k.feature.kind.value for f in manifest.schema.bind().fields for k in f.features}
+    assert kinds["objects"] == kinds["objects/labels"] == kinds["pixels"] == "bytes"
+    for before, after in zip(rk.iter_records(old), rk.iter_records(tmp_path / "v2"), strict=True):
+        np.testing.assert_array_equal(after["objects"]["boxes"], before["objects"]["boxes"])
+        np.testing.assert_array_equal(after["objects"]["labels"], before["objects"]["labels"])
+        np.testing.assert_array_equal(after["pixels"], before["pixels"])
+        assert len(after["frames"]) == len(before["frames"])
+        assert (after["maybe"] is None) == (before["maybe"] is None)
