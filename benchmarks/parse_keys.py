@@ -28,6 +28,7 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
+import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -35,6 +36,9 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+if __package__ in (None, ""):  # run as a script: make the benchmarks package importable
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks import _data, _recordkit
 from benchmarks._reader_speed import IMAGE_SIDES

@@ -97,6 +97,9 @@ class AudioCodec(rk.Codec[AudioOptions]):
     version = "1"
     options_model = AudioOptions
     summary = "a waveform stored as 16-bit WAV, FLAC or raw PCM bytes"
+    #: Whether the WAVs to decode are known to be canonical: set on the codec that
+    #: :meth:`for_stored_version` gives for a dataset this codec wrote.
+    _canonical_wavs = False
 
     def wire_spec(self) -> rk.WireSpec:
         if self.options.stored != "encoded":
@@ -307,11 +310,23 @@ class AudioCodec(rk.Codec[AudioOptions]):
             )
         if options.format == "flac":
             return None
-        return rk.DecodeSource(
-            decode_audio_tf,
-            {"fmt": options.format, "channels": options.channels, "sample_rate": options.sample_rate},
-            helpers=(decode_wav_batch, decode_wav_one),
-        )
+        arguments = {"fmt": options.format, "channels": options.channels, "sample_rate": options.sample_rate}
+        if self._canonical_wavs and options.format == "wav":
+            arguments["canonical_only"] = True
+        return rk.DecodeSource(decode_audio_tf, arguments, helpers=(decode_wav_batch, decode_wav_one))
+
+    def for_stored_version(self, version: str) -> rk.Codec[Any]:
+        """Version 1 (this one) has only ever stored canonical WAV files: those it writes
+        (Python's ``wave``, a 44-byte header), or given ones it found canonical for the
+        schema and kept. So the records of a dataset it wrote are decoded without the
+        choice between the canonical path and ``tf.audio.decode_wav`` (a ``tf.cond``,
+        about 14 µs a record): a WAV that is not canonical there is an error. Records read
+        without a dataset's manifest (other tools' files) keep the choice."""
+        reader = super().for_stored_version(version)
+        if isinstance(reader, AudioCodec) and version == "1":
+            reader = AudioCodec(self.options)
+            reader._canonical_wavs = True
+        return reader
 
     def decodes_per_record(self) -> bool:
         """WAV and PCM: yes. A batch's decode joins its clips' bytes into one string and
@@ -348,18 +363,22 @@ class AudioCodec(rk.Codec[AudioOptions]):
         return tf.RaggedTensor.from_row_lengths(values, lengths, validate=False)
 
 
-def decode_audio_tf(wire: Mapping[str, Any], fmt: str, channels: int, sample_rate: int) -> Any:
+def decode_audio_tf(
+    wire: Mapping[str, Any], fmt: str, channels: int, sample_rate: int, canonical_only: bool = False
+) -> Any:
     """The batched, in-graph TensorFlow decode of an audio field stored as ``fmt`` (wav
     or pcm): float32 ``[B, (samples), channels]`` in [-1, 1). WAV goes through
     :func:`~recordkit_codecs._tf_audio.decode_wav_batch` (all canonical headers checked
-    at once, one ``decode_raw`` for the batch). Generated parser modules carry a copy of
-    this function."""
+    at once, one ``decode_raw`` for the batch; ``canonical_only``: other WAVs are errors).
+    Generated parser modules carry a copy of this function."""
     import tensorflow as tf
 
     encoded = tf.reshape(wire[""], [-1])
     counts = tf.cast(tf.reshape(wire["num_samples"], [-1]), tf.int64)
     if fmt == "wav":
-        return decode_wav_batch(encoded, counts, channels=channels, sample_rate=sample_rate)
+        return decode_wav_batch(
+            encoded, counts, channels=channels, sample_rate=sample_rate, canonical_only=canonical_only
+        )
     sizes = tf.cast(tf.strings.length(encoded), tf.int64)
     check = tf.debugging.assert_equal(
         sizes,

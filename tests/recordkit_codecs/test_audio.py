@@ -471,3 +471,67 @@ def test_int_samples_are_stored_flat_and_checked_on_read() -> None:
     wire = {"": tf.ragged.constant([[40000, 0]], dtype=tf.int64)}
     with pytest.raises(tf.errors.InvalidArgumentError, match="beyond 16 bits"):
         codec.decode_tf(wire)
+
+
+def _decode_ops(parse: Any) -> set[str]:
+    """The op types of ``parse``'s graph on a batch of serialized records, with those of
+    the functions it calls (a ``tf.cond``'s branches)."""
+    import tensorflow as tf
+
+    graph = tf.function(parse).get_concrete_function(tf.TensorSpec([None], tf.string)).graph
+    ops = {op.type for op in graph.get_operations()}
+    for function in graph.as_graph_def().library.function:
+        ops.update(node.op for node in function.node_def)
+    return ops
+
+
+@pytest.mark.parametrize("channels", [1, 2])
+def test_a_dataset_recordkit_wrote_decodes_its_wavs_without_the_choice(
+    audio_field: SingleField, tmp_path: Path, channels: int
+) -> None:
+    """Every WAV the audio codec stores is canonical, so the records of a dataset it wrote
+    (bound with the manifest's codec version) are decoded without ``tf.audio.decode_wav``
+    and its ``tf.cond``: the same values, and a WAV that is not canonical is an error
+    there, while other tools' records (no version known) keep the choice."""
+    import tensorflow as tf
+
+    schema = audio_field.schema(channels=channels)
+    clips = [samples(n, channels, seed=n) for n in (333, 10, 1000)]
+    rk.write_dataset([{FIELD: clip} for clip in clips], schema, tmp_path / "ds", progress=False)
+    manifest = rk.Manifest.load(tmp_path / "ds")
+    assert manifest.codec_versions == {"audio": "1"}
+    written = schema.bind(versions=manifest.codec_versions)
+    assert written[FIELD].codec == schema.bind()[FIELD].codec  # the same options
+    assert written[FIELD].codec.decode_tf_source().constants["canonical_only"] is True
+    assert "canonical_only" not in schema.bind()[FIELD].codec.decode_tf_source().constants
+    assert "DecodeWav" in _decode_ops(rk.make_parser(schema.bind()))
+    assert "DecodeWav" not in _decode_ops(rk.make_parser(written))
+    for batch_size in (None, 2):
+        rows = [r[FIELD] for r in rk.load_dataset(tmp_path / "ds", batch_size=batch_size)]
+        got = [
+            row.numpy().reshape(-1, channels) for batch in rows for row in (batch if batch_size else [batch])
+        ]
+        for clip, values in zip(clips, got, strict=True):
+            np.testing.assert_array_equal(values[: len(clip)], as_float(clip))
+    canonical = audio_file(clips[0], "WAV")
+    riff_body = canonical[12:36] + b"LIST" + (4).to_bytes(4, "little") + b"INFO" + canonical[36:]
+    with_metadata = b"RIFF" + (len(riff_body) + 4).to_bytes(4, "little") + b"WAVE" + riff_body
+    records = [_stored_wav(canonical, 333), _stored_wav(with_metadata, 333)]
+    general = rk.make_parser(schema.bind())(tf.constant(records))[FIELD]
+    np.testing.assert_array_equal(general[1].numpy().reshape(-1, channels), as_float(clips[0]))
+    parse = rk.make_parser(written)
+    for batch in (records, records[1:]):  # a batch, and a batch of one (decode_wav_one)
+        with pytest.raises(tf.errors.InvalidArgumentError, match="not the canonical one recordkit writes"):
+            parse(tf.constant(batch))
+    np.testing.assert_array_equal(parse(tf.constant(records[:1]))[FIELD].values.numpy(), general[0].numpy())
+
+
+def test_only_wav_reads_differ_by_the_stored_version() -> None:
+    for options in ({"format": "pcm"}, {"format": "flac"}, {"stored": "int_samples"}):
+        codec = AudioCodec({"sample_rate": RATE, **options})
+        reader = codec.for_stored_version("1")
+        assert reader == codec
+        source = reader.decode_tf_source()
+        assert source is None or "canonical_only" not in source.constants
+    with pytest.raises(rk.errors.CodecVersionError, match="stored by version 2 of codec 'audio'"):
+        AudioCodec({"sample_rate": RATE}).for_stored_version("2")

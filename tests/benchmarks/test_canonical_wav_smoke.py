@@ -1,0 +1,20 @@
+"""Smoke test of benchmarks/canonical_wav.py at a tiny size: both ways read every case in
+processes of their own and the ratios are printed; never how fast (those figures come
+from a quiet machine)."""
+
+from __future__ import annotations
+
+import pytest
+from _benchmark_support import run_benchmark
+
+
+@pytest.mark.slow
+def test_the_canonical_wav_benchmark_runs() -> None:
+    done = run_benchmark(
+        "canonical_wav.py", "--records", "8", "--passes", "1", "--rounds", "1", "--batch", "4"
+    )
+    lines = done.stdout.splitlines()[1:]
+    rows = [(line[:24].strip(), line[25:34].strip()) for line in lines]
+    cases = ("audio, batched", "every field, batched", "every field, unbatched")
+    assert rows == [(case, way) for case in cases for way in ("canonical", "general", "ratio")]
+    assert all(line.split()[-1].endswith("x") for line in lines if line[25:34].strip() == "ratio")
