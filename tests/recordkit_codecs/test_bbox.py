@@ -723,8 +723,9 @@ def test_appending_to_a_version_1_dataset_is_refused_naming_both_versions(tmp_pa
     before = sorted(p.name for p in root.iterdir())
     with pytest.raises(
         rk.errors.IncompatibleSchemaError, match="codec 'bbox' version '1' stored, '2' installed"
-    ):
+    ) as info:
         rk.write_dataset(V1_RECORDS[:1], schema, root, append=True, progress=False)
+    assert "rk.write_dataset(rk.iter_records(old), schema, new)" in str(info.value)
     assert len(list(rk.iter_records(root))) == len(V1_RECORDS)  # nothing lost
     assert sorted(p.name for p in root.iterdir() if p.name != ".recordkit.lock") == before
 

@@ -766,13 +766,16 @@ def _check_schema(
                     f"field {field.name!r}: codec {field.spec.codec!r} version {stored.version!r} stored, "
                     f"{field.codec.version!r} installed"
                 )
-        if not differences:
-            differences.append(f"fingerprint {manifest.fingerprint} stored, {stored_now.fingerprint()} now")
         action = "append to" if append else "resume writing"
-        raise IncompatibleSchemaError(
-            f"cannot {action} the dataset: the records would not be stored as the stored ones are",
-            differences=differences,
-        )
+        reason = f"cannot {action} the dataset: the records would not be stored as the stored ones are"
+        if differences:  # another codec version: readers still read the dataset, say how to grow it
+            reason += (
+                "; to add records, write the dataset again with the installed codecs "
+                "(rk.write_dataset(rk.iter_records(old), schema, new)) and append to the new one"
+            )
+        else:
+            differences.append(f"fingerprint {manifest.fingerprint} stored, {stored_now.fingerprint()} now")
+        raise IncompatibleSchemaError(reason, differences=differences)
     if not added:
         return None
     # The appending schema (newer: it has the added fields), keeping the dataset's
