@@ -123,6 +123,13 @@ class BBoxCodec(rk.Codec[BBoxOptions]):
         #: all of them: looked up once here, not per record.
         self._wanted = (["labels"] if self.options.labels is not None else []) + list(self.options.extras)
         self._column_keys = frozenset(("boxes", *self._wanted))
+        #: Whether boxes are stored packed: the ``layout`` option, and when it is unset,
+        #: packed but for TensorFlow Datasets' yxyx float lists.
+        self._packed = self.options.layout == "packed" or (
+            self.options.layout is None and self.options.stored == "xyxy"
+        )
+        #: The narrowest little-endian integer that holds every class id (packed layout).
+        self._label_dtype = _label_dtype(len(self.options.labels or ()))
 
     @property
     def _has_dict(self) -> bool:
@@ -211,18 +218,6 @@ class BBoxCodec(rk.Codec[BBoxOptions]):
         if version == "1":
             return BBoxCodec(self.options.model_copy(update={"layout": "lists"}))
         return super().for_stored_version(version)
-
-    @property
-    def _packed(self) -> bool:
-        """Whether boxes are stored packed: the ``layout`` option, and when it is unset,
-        packed but for TensorFlow Datasets' yxyx float lists."""
-        layout = self.options.layout
-        return layout == "packed" or (layout is None and self.options.stored == "xyxy")
-
-    @property
-    def _label_dtype(self) -> np.dtype[Any]:
-        """The narrowest little-endian integer that holds every class id (packed layout)."""
-        return _label_dtype(len(self.options.labels or ()))
 
     def related_fields(self) -> tuple[str, ...]:
         return (self.options.image_field,) if self.options.image_field else ()
@@ -418,8 +413,8 @@ class BBoxCodec(rk.Codec[BBoxOptions]):
         out: dict[str, Any] = {"boxes": boxes}
         if self.options.labels is not None:
             out["labels"] = np.asarray(wire["labels"], dtype=np.int64).reshape(-1)
-        for name in self.options.extras:
-            out[name] = np.asarray(wire[name], dtype=np.float32).reshape(-1)
+        for name in self.options.extras:  # a copy: packed values are read-only views
+            out[name] = np.array(wire[name], dtype=np.float32).reshape(-1)
         return out
 
     def decode_tf_source(self) -> rk.DecodeSource:
@@ -533,14 +528,15 @@ def _pack_record(wire: dict[str, Any], label_dtype: np.dtype[Any]) -> dict[str, 
 
 
 def _unpacked(data: bytes, dtype: np.dtype[Any], what: str = "boxes", per_box: int = 4) -> np.ndarray:
-    """Packed bytes as a writable array of ``dtype``; DecodeError when they are not a
-    whole number of values, ``per_box`` to a box."""
+    """Packed bytes as a read-only array of ``dtype`` (a view: the decode copies what it
+    returns); DecodeError when they are not a whole number of values, ``per_box`` to a
+    box."""
     size = dtype.itemsize * per_box
     if len(data) % size:
         raise rk.errors.DecodeError(
             f"packed {what} hold {len(data)} bytes, not a whole number of {size}-byte items"
         )
-    return np.frombuffer(data, dtype).copy()
+    return np.frombuffer(data, dtype)
 
 
 def _unpacked_record(wire: Mapping[str, Any], label_dtype: np.dtype[Any]) -> dict[str, Any]:

@@ -747,3 +747,16 @@ def test_a_version_1_dataset_rewritten_stores_packed_boxes_with_the_same_values(
         np.testing.assert_array_equal(after["pixels"], before["pixels"])
         assert len(after["frames"]) == len(before["frames"])
         assert (after["maybe"] is None) == (before["maybe"] is None)
+
+
+@pytest.mark.parametrize("fmt", ["xyxy", "cxcywh"])
+def test_packed_values_decode_to_arrays_of_their_own(fmt: str) -> None:
+    """The numpy decode reads packed bytes through views (read-only: views of bytes), and
+    returns copies, which the caller may write to."""
+    bound = bind(
+        objects={"codec": "bbox", "options": {"format": fmt, "labels": ["a", "b"], "extras": ["score"]}}
+    )
+    value = {"boxes": _in(fmt, np.array([[0.1, 0.2, 0.3, 0.4]])), "labels": [1], "score": [0.5]}
+    objects = decode_record_numpy(bound.fields, rk.RecordEncoder(bound).encode({"objects": value}))["objects"]
+    for name in ("boxes", "labels", "score"):
+        assert objects[name].flags.writeable, name
