@@ -3,11 +3,17 @@
 Records give boxes in the schema's declared ``format`` (``xyxy``, ``xywh``, ``yxyx`` or
 ``cxcywh``), in ``[0, 1]`` image coordinates (``normalized: true``) or in pixels.
 Whatever the declared format, boxes are stored in one canonical form: float32
-``x_min, y_min, x_max, y_max`` under the field's main key (shape ``(None, 4)``), so the
-format is not part of the schema's fingerprint (it is a *decode option*). With
-``labels`` each box has a class (stored as int64 ids under ``<field>/labels``) and each
-name of ``extras`` adds a float32 value per box (stored under ``<field>/<name>``, e.g.
-scores).
+``x_min, y_min, x_max, y_max`` under the field's main key, so the format is not part of
+the schema's fingerprint (it is a *decode option*). With ``labels`` each box has a class
+id (under ``<field>/labels``) and each name of ``extras`` adds a float32 value per box
+(under ``<field>/<name>``, e.g. scores).
+
+How they are stored is the ``layout``: ``packed`` (version 2's default for what recordkit
+writes) stores each record's boxes, ids and extras as one little-endian bytes value
+each, ids in the narrowest integer type for the schema's labels; ``lists`` stores float
+and int64 lists of shape ``(None, 4)`` and ``(None,)``, as version 1 did and other tools
+do (the layout of fields with ``stored: yxyx`` or mapped keys, unless they set one).
+Datasets written by version 1 are read as lists (:meth:`BBoxCodec.for_stored_version`).
 
 Validation on write: coordinates are finite, ``min <= max`` on both axes, normalized
 boxes lie inside ``[0, 1]`` and pixel boxes are non-negative, all within ``tolerance``
