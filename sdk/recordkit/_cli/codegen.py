@@ -7,9 +7,6 @@ from pathlib import Path
 import click
 
 from recordkit._cli._common import manifest_at, schema_at, storage_option
-from recordkit.codec._plugins import default_registry
-from recordkit.read._open import bind_to_read
-from recordkit.schema._schema import BoundSchema
 from recordkit.tools._codegen import generate_parser_code
 
 __all__ = ["codegen_command"]
@@ -42,19 +39,10 @@ def codegen_command(
     The module needs no recordkit: import it in training jobs and use its ``parse``
     after ``.batch()``, or its ``dataset(files, batch_size)``.
     """
-    code = generate_parser_code(_bound_schema(schema, storage_options), list(fields) or None)
+    source = manifest_at(schema, storage_options) or schema_at(schema, storage_options)
+    code = generate_parser_code(source, list(fields) or None)
     if output is None:
         click.echo(code, nl=False)
         return
     output.write_text(code, encoding="utf-8")
     click.echo(f"wrote {output} ({len(code.splitlines())} lines)", err=True)
-
-
-def _bound_schema(source: str, storage_options: tuple[str, ...]) -> BoundSchema:
-    """The schema SOURCE names, bound to the installed codecs; a dataset's schema bound
-    to the codecs that read the versions its manifest records (the generated parser
-    reads that dataset's records, whichever codec version stored them)."""
-    manifest = manifest_at(source, storage_options)
-    if manifest is None:
-        return schema_at(source, storage_options).bind()
-    return bind_to_read(manifest, default_registry())

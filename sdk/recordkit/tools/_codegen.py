@@ -35,8 +35,11 @@ from typing import Any
 
 from recordkit._version import __version__
 from recordkit.codec._decode_source import DecodeSource
+from recordkit.codec._plugins import default_registry
 from recordkit.codec._registry import CodecRegistry
+from recordkit.dataset._manifest import Manifest
 from recordkit.errors import SchemaError
+from recordkit.read._open import bind_to_read
 from recordkit.read._parse import PRESENT_SUFFIX, RUNTIME_FUNCTIONS, field_plan
 from recordkit.schema._bound import BoundField
 from recordkit.schema._schema import BoundSchema, Schema
@@ -45,13 +48,15 @@ __all__ = ["generate_parser_code"]
 
 
 def generate_parser_code(
-    schema: Schema | BoundSchema | str | Path,
+    schema: Schema | BoundSchema | Manifest | str | Path,
     fields: str | Sequence[str] | None = None,
     *,
     registry: CodecRegistry | None = None,
 ) -> str:
     """The source of a Python module that parses ``schema``'s records with TensorFlow
-    alone (see the module docs). ``schema`` may be a schema file's path.
+    alone (see the module docs). ``schema`` may be a schema file's path, or a dataset's
+    :class:`~recordkit.Manifest`: the module then parses that dataset's records as the
+    codec versions recorded in it stored them, and its ``FINGERPRINT`` is the dataset's.
 
     The module exposes ``feature_spec(fields=None)``, ``make_parser(fields=None)``,
     ``parse(serialized)`` (a batch of serialized Examples to a dict of decoded tensors)
@@ -60,12 +65,17 @@ def generate_parser_code(
 
     :raises SchemaError: a field's codec cannot be written out as standalone code.
     """
-    if isinstance(schema, (str, Path)):
+    fingerprint = None
+    if isinstance(schema, Manifest):
+        # The dataset's layout, whichever codec versions stored it: its own fingerprint.
+        fingerprint = schema.fingerprint
+        schema = bind_to_read(schema, registry or default_registry())
+    elif isinstance(schema, (str, Path)):
         schema = Schema.load(schema, registry=registry)
     bound = schema if isinstance(schema, BoundSchema) else schema.bind(registry)
     names = [fields] if isinstance(fields, str) else (list(fields) if fields is not None else None)
     selected = bound.select(names)
-    return _Module(bound, selected).render()
+    return _Module(bound, selected, fingerprint or bound.fingerprint()).render()
 
 
 # -- rendering ------------------------------------------------------------------------------
@@ -139,9 +149,11 @@ def _identifier(text: str) -> str:
 class _Module:
     """Collects the parts of one generated module and renders it."""
 
-    def __init__(self, bound: BoundSchema, selected: Sequence[BoundField]) -> None:
+    def __init__(self, bound: BoundSchema, selected: Sequence[BoundField], fingerprint: str) -> None:
         self.bound = bound
         self.selected = list(selected)
+        #: The layout the module parses (the bound schema's, or the dataset's it reads).
+        self.fingerprint = fingerprint
         #: factory name -> its source, one per distinct (function, helpers)
         self.factories: dict[tuple[Any, ...], tuple[str, str]] = {}
         self.field_decoders: list[str] = []
@@ -155,7 +167,7 @@ class _Module:
         header = _HEADER.format(
             name=schema.name,
             version=schema.version,
-            fingerprint=self.bound.fingerprint(),
+            fingerprint=self.fingerprint,
             recordkit=__version__,
             fields=", ".join(f.name for f in self.selected),
         )
@@ -163,7 +175,7 @@ class _Module:
             header,
             f"SCHEMA_NAME = {schema.name!r}",
             f"SCHEMA_VERSION = {schema.version!r}",
-            f"FINGERPRINT = {self.bound.fingerprint()!r}",
+            f"FINGERPRINT = {self.fingerprint!r}",
             f"FIELDS = {tuple(f.name for f in self.selected)!r}",
             f"PRESENT_SUFFIX = {PRESENT_SUFFIX!r}",
             "",
