@@ -25,7 +25,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +33,7 @@ if __package__ in (None, ""):  # run as a script: make the benchmarks package im
 
 from benchmarks import _data, _recordkit
 from benchmarks._reader_speed import IMAGE_SIDES
+from benchmarks._timing import timed_pass
 
 WAYS = ("canonical", "general")
 CASES = ("audio, batched", "every field, batched", "every field, unbatched")
@@ -58,12 +58,7 @@ def _child(way: str, root: Path, records: int, passes: int, batch: int) -> dict[
     runs: dict[str, list[tuple[float, float]]] = {name: [] for name in datasets}
     for _ in range(passes):
         for name, dataset in datasets.items():
-            wall, cpu = time.perf_counter(), time.process_time()
-            iterator = iter(dataset)
-            for _ in iterator:
-                pass
-            wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
-            del iterator  # its teardown left out of the pass (see _timing.IteratorPass)
+            wall, cpu = timed_pass(dataset)
             runs[name].append((records / wall, cpu / records * 1e6))
     return runs
 

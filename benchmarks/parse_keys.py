@@ -30,7 +30,6 @@ import os
 import statistics
 import sys
 import tempfile
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -42,6 +41,7 @@ if __package__ in (None, ""):  # run as a script: make the benchmarks package im
 
 from benchmarks import _data, _recordkit
 from benchmarks._reader_speed import IMAGE_SIDES
+from benchmarks._timing import timed_pass
 
 _SIZE_KEYS = ("image/height", "image/width", "image/channels")
 
@@ -168,12 +168,7 @@ def main() -> None:
     runs: dict[str, list[tuple[float, float]]] = {name: [] for name in datasets}
     for _ in range(args.repeats):
         for name, ds in datasets.items():
-            wall, cpu = time.perf_counter(), time.process_time()
-            iterator = iter(ds)
-            for _ in iterator:
-                pass
-            wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
-            del iterator  # its teardown left out of the pass, as the speed suite does (_timing.IteratorPass)
+            wall, cpu = timed_pass(ds)
             runs[name].append((count / wall, cpu / count * 1e6))
     raw_cpu = statistics.median(c for _, c in runs["raw TFRecordDataset"])
     print(

@@ -29,20 +29,18 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["decode_wav_batch", "decode_wav_one"]
+__all__ = ["decode_wav_batch", "decode_wav_one", "not_canonical_message"]
 
 
 def decode_wav_batch(
     encoded: Any, counts: Any, *, channels: int, sample_rate: int, canonical_only: bool = False
 ) -> Any:
-    """Decode a ``[B]`` string tensor of WAV files holding ``counts`` ``[B]`` samples each
-    to float32 ``[B, (samples), channels]`` in [-1, 1); with ``canonical_only``, a file
-    that is not canonical is an error instead of a slower decode."""
+    """Decode a ``[B]`` string tensor of WAV files holding ``counts`` (int64 ``[B]``)
+    samples each to float32 ``[B, (samples), channels]`` in [-1, 1); with
+    ``canonical_only``, a file that is not canonical is an error instead of a slower
+    decode."""
     import tensorflow as tf
 
-    encoded = encoded if encoded.shape.rank == 1 else tf.reshape(encoded, [-1])
-    if counts.shape.rank != 1 or counts.dtype != tf.int64:
-        counts = tf.cast(tf.reshape(counts, [-1]), tf.int64)
     if encoded.shape[0] == 1:
         return decode_wav_one(
             encoded[0], counts, channels=channels, sample_rate=sample_rate, canonical_only=canonical_only
@@ -135,11 +133,7 @@ def decode_wav_batch(
             return tf.reshape(samples.concat(), [-1, channels])
 
     if canonical_only:  # an empty batch passes the check, and the fast path gives no samples
-        not_canonical = (
-            "audio codec: a WAV file that is not the canonical one recordkit writes (its 44-byte "
-            f"header for {channels} channel(s) at {sample_rate} Hz, then num_samples frames), in "
-            "a dataset recordkit wrote: the record is damaged"
-        )
+        not_canonical = not_canonical_message(channels, sample_rate)
         with tf.control_dependencies([tf.debugging.Assert(canonical(), [not_canonical])]):
             values = fast()
     else:  # an empty batch has no headers to look at: either path gives no samples
@@ -218,13 +212,18 @@ def decode_wav_one(
             return tf.reshape(audio, [-1, channels])
 
     if canonical_only:
-        not_canonical = (
-            "audio codec: a WAV file that is not the canonical one recordkit writes (its 44-byte "
-            f"header for {channels} channel(s) at {sample_rate} Hz, then num_samples frames), in "
-            "a dataset recordkit wrote: the record is damaged"
-        )
+        not_canonical = not_canonical_message(channels, sample_rate)
         with tf.control_dependencies([tf.debugging.Assert(canonical, [not_canonical])]):
             values = fast(wav)
     else:
         values = tf.cond(canonical, lambda: fast(wav), lambda: other(wav))
     return tf.RaggedTensor.from_row_lengths(values, count, validate=False)
+
+
+def not_canonical_message(channels: int, sample_rate: int) -> str:
+    """The error of a WAV that is not canonical where every WAV must be (``canonical_only``)."""
+    return (
+        "audio codec: a WAV file that is not the canonical one recordkit writes (its 44-byte "
+        f"header for {channels} channel(s) at {sample_rate} Hz, then num_samples frames), in "
+        "a dataset recordkit wrote: the record is damaged"
+    )

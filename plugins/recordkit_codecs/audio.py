@@ -41,7 +41,7 @@ import pydantic
 
 import recordkit as rk
 from recordkit_codecs._inputs import read_input_bytes
-from recordkit_codecs._tf_audio import decode_wav_batch, decode_wav_one
+from recordkit_codecs._tf_audio import decode_wav_batch, decode_wav_one, not_canonical_message
 
 __all__ = ["AudioCodec", "AudioOptions"]
 
@@ -313,7 +313,8 @@ class AudioCodec(rk.Codec[AudioOptions]):
         arguments = {"fmt": options.format, "channels": options.channels, "sample_rate": options.sample_rate}
         if self._canonical_wavs and options.format == "wav":
             arguments["canonical_only"] = True
-        return rk.DecodeSource(decode_audio_tf, arguments, helpers=(decode_wav_batch, decode_wav_one))
+        helpers = (decode_wav_batch, decode_wav_one, not_canonical_message)
+        return rk.DecodeSource(decode_audio_tf, arguments, helpers=helpers)
 
     def for_stored_version(self, version: str) -> rk.Codec[Any]:
         """Version 1 (this one) has only ever stored canonical WAV files: those it writes
@@ -322,10 +323,10 @@ class AudioCodec(rk.Codec[AudioOptions]):
         choice between the canonical path and ``tf.audio.decode_wav`` (a ``tf.cond``,
         about 14 µs a record): a WAV that is not canonical there is an error. Records read
         without a dataset's manifest (other tools' files) keep the choice."""
-        reader = super().for_stored_version(version)
-        if isinstance(reader, AudioCodec) and version == "1":
-            reader = AudioCodec(self.options)
-            reader._canonical_wavs = True
+        if version != "1":
+            return super().for_stored_version(version)
+        reader = AudioCodec(self.options)
+        reader._canonical_wavs = True
         return reader
 
     def decodes_per_record(self) -> bool:

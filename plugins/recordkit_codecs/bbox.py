@@ -215,15 +215,19 @@ class BBoxCodec(rk.Codec[BBoxOptions]):
         """Keys mapped in the schema describe records another tool wrote: their boxes are
         float lists, unless the schema's ``layout`` says packed."""
         if self.options.layout is None and any(name != "present" for name in keys):
-            return BBoxCodec(self.options.model_copy(update={"layout": "lists"}))
+            return self._as_lists()
         return self
 
     def for_stored_version(self, version: str) -> rk.Codec[Any]:
         """Version 1 stored every dataset's boxes, labels and extras as lists: it is read
         (and described) as ``layout: lists``, whatever the schema's layout says."""
         if version == "1":
-            return BBoxCodec(self.options.model_copy(update={"layout": "lists"}))
+            return self._as_lists()
         return super().for_stored_version(version)
+
+    def _as_lists(self) -> BBoxCodec:
+        """This codec with its boxes, labels and extras stored as lists."""
+        return BBoxCodec(self.options.model_copy(update={"layout": "lists"}))
 
     def related_fields(self) -> tuple[str, ...]:
         return (self.options.image_field,) if self.options.image_field else ()
@@ -394,9 +398,8 @@ class BBoxCodec(rk.Codec[BBoxOptions]):
                     f"image_field {image_field!r} stores no {key!r} (is it an image field?)"
                 )
             size[key] = float(np.asarray(image[key]).reshape(-1)[0])
-        stored = wire[""]
-        boxes = _unpacked(stored, _BOX_DTYPE) if isinstance(stored, bytes) else np.asarray(stored, np.float64)
-        boxes = boxes.astype(np.float64).reshape(-1, 4)
+        stored = _unpacked(wire[""], _BOX_DTYPE) if self._packed else wire[""]
+        boxes = np.asarray(stored, np.float64).reshape(-1, 4)
         tol = self.options.tolerance
         for k, key in ((2, "width"), (3, "height")):
             over = boxes[:, k] > size[key] + tol

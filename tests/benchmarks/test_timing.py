@@ -111,3 +111,11 @@ def test_an_iterator_pass_reads_a_tf_data_pipeline() -> None:
     assert isinstance(one_pass(), Untimed)
     assert len(one_pass.teardowns) == 2
     assert all(seconds >= 0 for seconds in one_pass.teardowns)
+
+
+def test_a_timed_pass_leaves_its_iterators_teardown_out(clock: FakeClock) -> None:
+    slow = SlowToDelete(clock, [1, 2, 3], step=0.25, teardown=5.0)
+    wall, cpu = _timing.timed_pass(slow)
+    assert wall == pytest.approx(0.75)  # three elements, not the 5 s teardown
+    assert cpu >= 0.0
+    assert slow.deleted == 1  # the teardown did run, after the pass
