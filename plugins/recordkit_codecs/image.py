@@ -95,9 +95,11 @@ class ImageOptions(rk.CodecOptions):
     jpeg_dct: Literal["accurate", "fast"] = pydantic.Field(
         default="accurate",
         description=(
-            "How the tf.data reader decodes JPEG: accurate (libjpeg's integer ISLOW, what Pillow "
-            "uses: both readers agree) or fast (INTEGER_FAST, TensorFlow's and TFDS's default: "
-            "pixels equal to tfds.as_numpy). The numpy reader always decodes accurately."
+            "How the readers decode JPEG: accurate (libjpeg's integer ISLOW, what Pillow uses) "
+            "or fast (INTEGER_FAST, TensorFlow's and TFDS's default: pixels equal to "
+            "tfds.as_numpy). Both readers give the same pixels either way, but for the rare JPEGs "
+            "the numpy reader leaves to Pillow (CMYK, 12-bit, arithmetic-coded), which it decodes "
+            "accurately."
         ),
     )
     max_pixels: int = _raster.max_pixels_field()
@@ -323,7 +325,9 @@ class ImageCodec(rk.Codec[ImageOptions]):
             raise rk.errors.DecodeError(
                 f"the record stores {channels} channels; the image codec stores 1, 3 or 4"
             )
-        pixels = _pillow.decode_array(wire[""], self.options.max_pixels, mode, (height, width))
+        pixels = _pillow.decode_array(
+            wire[""], self.options.max_pixels, mode, (height, width), fast_dct=self.options.jpeg_dct == "fast"
+        )
         pixels = pixels.reshape(pixels.shape[0], pixels.shape[1], -1)
         if pixels.shape != (height, width, channels):
             raise rk.errors.DecodeError(

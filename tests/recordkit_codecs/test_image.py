@@ -477,6 +477,28 @@ def test_both_readers_give_the_same_pixels_for_jpegs_of_every_common_kind(
         np.testing.assert_array_equal(batch[0].numpy(), from_numpy)
 
 
+def test_both_readers_give_the_same_pixels_with_the_fast_dct(
+    image_field: SingleField, tmp_path: Path
+) -> None:
+    """``jpeg_dct: fast`` (TensorFlow's INTEGER_FAST) in both readers: the numpy decode
+    uses libjpeg's fast DCT too, so the two agree to the pixel, for every common kind of
+    JPEG; and the pixels are not the accurate ones."""
+    import tensorflow as tf
+
+    array = pixels(37, 45, 3, seed=5)  # noise: the two DCTs round it differently
+    saves: list[dict[str, Any]] = [{"subsampling": 2}, {"subsampling": 0}, {"progressive": True}]
+    jpegs = [encoded(array, "JPEG", quality=90, **save) for save in saves]
+    jpegs.append(encoded(pixels(37, 45, 1, seed=3), "JPEG", quality=90))
+    batches, numpy_values = image_field.round_trip(tmp_path, jpegs, batch=1, format="keep", jpeg_dct="fast")
+    for source, batch, from_numpy in zip(jpegs, batches, numpy_values, strict=True):
+        np.testing.assert_array_equal(batch[0].numpy(), from_numpy)
+        gray = from_numpy.shape[-1] == 1
+        fast = tf.io.decode_jpeg(source, channels=1 if gray else 3, dct_method="INTEGER_FAST")
+        np.testing.assert_array_equal(from_numpy, fast.numpy())
+    accurate = [hwc(np.asarray(Image.open(io.BytesIO(source)))) for source in jpegs]
+    assert any(not np.array_equal(a, f) for a, f in zip(accurate, numpy_values, strict=True))
+
+
 def test_mixed_channel_counts_in_one_batch_fail_clearly(image_field: SingleField) -> None:
     import tensorflow as tf
 

@@ -183,6 +183,37 @@ def test_a_truncated_jpeg_fails_as_it_did_through_image_open() -> None:
         decode_array(data[: len(data) // 2], DEFAULT_MAX_PIXELS, "RGB", (40, 40))
 
 
+def test_a_truncated_jpeg_decodes_as_image_open_does_when_pillow_loads_truncated_images(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from PIL import ImageFile
+
+    cut = _saved(_photo(40, 40, 3))[:-300]
+    monkeypatch.setattr(ImageFile, "LOAD_TRUNCATED_IMAGES", True)
+    np.testing.assert_array_equal(
+        decode_array(cut, DEFAULT_MAX_PIXELS, "RGB", (40, 40)), _pillow_open(cut, "RGB")
+    )
+
+
+def test_a_jpeg_libjpeg_warns_about_decodes_as_image_open_decodes_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Junk before the end marker: libjpeg decodes it with a warning ("extraneous bytes
+    # before marker"), which the quick decode takes as a refusal; Image.open decodes it.
+    data = _saved(_photo(24, 32, 3))
+    assert data.endswith(b"\xff\xd9")
+    warned = data[:-2] + b"\x12\x34\x56" + data[-2:]
+    opened: list[bytes] = []
+    real_open = _pillow.open_image
+
+    def counting_open(data: bytes, *args: Any, **kwargs: Any) -> Image.Image:
+        opened.append(data)
+        return real_open(data, *args, **kwargs)
+
+    monkeypatch.setattr(_pillow, "open_image", counting_open)
+    pixels = decode_array(warned, DEFAULT_MAX_PIXELS, "RGB", (24, 32))
+    np.testing.assert_array_equal(pixels, _pillow_open(warned, "RGB"))
+    assert opened == [warned]
+
+
 def test_the_pixel_limits_hold_before_the_jpeg_decode(monkeypatch: pytest.MonkeyPatch) -> None:
     data = _saved(_photo(20, 30, 3))
     monkeypatch.setattr(_pillow, "open_image", _no_image_open)  # refused before any decoding

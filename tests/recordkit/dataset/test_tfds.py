@@ -180,8 +180,8 @@ def test_load_dataset_equals_tfds(prepared: tuple[Path, Any], split: str) -> Non
 
 
 def test_fast_dct_gives_tfds_jpeg_pixels(prepared: tuple[Path, Any]) -> None:
-    """With the image codec's ``jpeg_dct: fast`` (a decode option), the tf.data reader's
-    JPEG pixels equal what TFDS gives; the default stays accurate (so they differ)."""
+    """With the image codec's ``jpeg_dct: fast`` (a decode option), both readers' JPEG
+    pixels equal what TFDS gives; the default stays accurate (so they differ)."""
     root, builder = prepared
     schema = rk.open_tfds(root).schema
     fast = schema.model_copy(deep=True)
@@ -194,6 +194,10 @@ def test_fast_dct_gives_tfds_jpeg_pixels(prepared: tuple[Path, Any]) -> None:
         np.testing.assert_array_equal(got["photo"][i].numpy(), w["photo"])
         differs = differs or not np.array_equal(accurate["photo"][i].numpy(), w["photo"])
     assert differs
+    from_numpy = list(rk.iter_records(root, split="train", schema=fast, fields=["photo"]))
+    assert len(from_numpy) == len(want)
+    for record, w in zip(from_numpy, want, strict=True):
+        np.testing.assert_array_equal(record["photo"], w["photo"])
 
 
 def test_splits_without_shard_lengths_are_counted(prepared: tuple[Path, Any], tmp_path: Path) -> None:
