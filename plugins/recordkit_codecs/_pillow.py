@@ -6,6 +6,10 @@ Pillow decodes anything, and the pixel count is checked against the codec's
 ``max_pixels`` and Pillow's own ``Image.MAX_IMAGE_PIXELS``. Only then is the image
 decoded; a corrupt, truncated or oversized image becomes an ``InvalidValueError`` (when
 writing) or a ``DecodeError`` (when reading) that says why.
+
+The numpy reader decodes plain JPEGs with simplejpeg rather than Pillow (the same
+libjpeg-turbo and the same pixels, with the GIL released; see :func:`_jpeg_array`);
+every other image, and any JPEG simplejpeg refuses, goes through Pillow.
 """
 
 from __future__ import annotations

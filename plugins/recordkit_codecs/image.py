@@ -98,8 +98,8 @@ class ImageOptions(rk.CodecOptions):
             "How the readers decode JPEG: accurate (libjpeg's integer ISLOW, what Pillow uses) "
             "or fast (INTEGER_FAST, TensorFlow's and TFDS's default: pixels equal to "
             "tfds.as_numpy). Both readers give the same pixels either way, but for the rare JPEGs "
-            "the numpy reader leaves to Pillow (CMYK, 12-bit, arithmetic-coded), which it decodes "
-            "accurately."
+            "the numpy reader leaves to Pillow (CMYK, 12-bit, arithmetic-coded, lossless), which "
+            "it decodes accurately."
         ),
     )
     max_pixels: int = _raster.max_pixels_field()
