@@ -150,6 +150,19 @@ def _cmyk() -> bytes:
     return _saved(Image.new("CMYK", (9, 7), (10, 200, 30, 5)))
 
 
+def _count_image_opens(monkeypatch: pytest.MonkeyPatch) -> list[bytes]:
+    """The bytes of every image decode_array leaves to Image.open, from now on."""
+    opened: list[bytes] = []
+    real_open = _pillow.open_image
+
+    def counting_open(data: bytes, *args: Any, **kwargs: Any) -> Image.Image:
+        opened.append(data)
+        return real_open(data, *args, **kwargs)
+
+    monkeypatch.setattr(_pillow, "open_image", counting_open)
+    return opened
+
+
 @pytest.mark.parametrize(
     ("data", "mode", "size"),
     [
@@ -164,14 +177,7 @@ def _cmyk() -> bytes:
 def test_other_jpegs_go_through_image_open(
     data: bytes, mode: str, size: tuple[int, int] | None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    opened: list[bytes] = []
-    real_open = _pillow.open_image
-
-    def counting_open(data: bytes, *args: Any, **kwargs: Any) -> Image.Image:
-        opened.append(data)
-        return real_open(data, *args, **kwargs)
-
-    monkeypatch.setattr(_pillow, "open_image", counting_open)
+    opened = _count_image_opens(monkeypatch)
     expected = _pillow_open(data, mode)
     np.testing.assert_array_equal(decode_array(data, DEFAULT_MAX_PIXELS, mode, size), expected)
     assert opened == [data]
@@ -190,9 +196,11 @@ def test_a_truncated_jpeg_decodes_as_image_open_does_when_pillow_loads_truncated
 
     cut = _saved(_photo(40, 40, 3))[:-300]
     monkeypatch.setattr(ImageFile, "LOAD_TRUNCATED_IMAGES", True)
+    opened = _count_image_opens(monkeypatch)
     np.testing.assert_array_equal(
         decode_array(cut, DEFAULT_MAX_PIXELS, "RGB", (40, 40)), _pillow_open(cut, "RGB")
     )
+    assert opened == [cut]
 
 
 def test_a_jpeg_libjpeg_warns_about_decodes_as_image_open_decodes_it(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -201,14 +209,7 @@ def test_a_jpeg_libjpeg_warns_about_decodes_as_image_open_decodes_it(monkeypatch
     data = _saved(_photo(24, 32, 3))
     assert data.endswith(b"\xff\xd9")
     warned = data[:-2] + b"\x12\x34\x56" + data[-2:]
-    opened: list[bytes] = []
-    real_open = _pillow.open_image
-
-    def counting_open(data: bytes, *args: Any, **kwargs: Any) -> Image.Image:
-        opened.append(data)
-        return real_open(data, *args, **kwargs)
-
-    monkeypatch.setattr(_pillow, "open_image", counting_open)
+    opened = _count_image_opens(monkeypatch)
     pixels = decode_array(warned, DEFAULT_MAX_PIXELS, "RGB", (24, 32))
     np.testing.assert_array_equal(pixels, _pillow_open(warned, "RGB"))
     assert opened == [warned]
