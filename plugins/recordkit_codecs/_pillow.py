@@ -331,7 +331,10 @@ def _jpeg_array(
     ``mode`` already (no conversion), and of the record's ``size``, so the frame
     header, not the record, sets the array's size; a record that disagrees goes to
     Image.open, which reports the mismatch. The pixel limits are checked first, as
-    Image.open's path does. A JPEG simplejpeg refuses, or decodes only with a warning
+    Image.open's path does, and simplejpeg decodes only when libjpeg reads the same size
+    from the header (it allocates what libjpeg reads: a JPEG crafted so that the two
+    readers disagree cannot make it allocate past the limits). A JPEG simplejpeg
+    refuses, or decodes only with a warning
     (``strict``: truncated or corrupt data), also goes to Image.open, so errors and
     ``ImageFile.LOAD_TRUNCATED_IMAGES`` behave as they always did.
     """
@@ -347,6 +350,10 @@ def _jpeg_array(
         return None
     check_pixels(header.width, header.height, max_pixels, rk.errors.DecodeError)
     try:
+        # The size libjpeg itself reads, which sets what simplejpeg allocates: only the
+        # size just checked is decoded here (a JPEG the two read apart goes to Pillow).
+        if simplejpeg.decode_jpeg_header(data)[:2] != size:
+            return None
         pixels: np.ndarray = simplejpeg.decode_jpeg(
             data, colorspace=_SIMPLEJPEG_COLORSPACES[natural], fastdct=fast_dct, strict=True
         )

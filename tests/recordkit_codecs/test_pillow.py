@@ -225,6 +225,24 @@ def test_the_pixel_limits_hold_before_the_jpeg_decode(monkeypatch: pytest.Monkey
         decode_array(data, DEFAULT_MAX_PIXELS, "RGB", (20, 30))
 
 
+def test_only_the_size_checked_is_decoded_by_simplejpeg(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A JPEG whose size libjpeg reads otherwise than the quick header walk (crafted, say):
+    # simplejpeg, which allocates what libjpeg reads, is not called; Image.open decides.
+    data = _saved(_photo(20, 30, 3))
+    walked = read_header(data)
+    assert walked is not None
+    monkeypatch.setattr(_pillow, "_jpeg_header", lambda *_: walked._replace(height=10, width=15))
+
+    def not_called(*args: object, **kwargs: object) -> None:
+        raise AssertionError("simplejpeg decoded a size that was not checked")
+
+    monkeypatch.setattr(_pillow.simplejpeg, "decode_jpeg", not_called)
+    opened = _count_image_opens(monkeypatch)
+    # Pillow decodes what it reads; the image codec then reports the record's other size.
+    assert decode_array(data, DEFAULT_MAX_PIXELS, "RGB", (10, 15)).shape == (20, 30, 3)
+    assert opened == [data]
+
+
 def test_the_jpeg_frame_kind_and_precision_are_read() -> None:
     baseline = read_header(_saved(_photo(5, 6, 3)))
     progressive = read_header(_saved(_photo(5, 6, 3), progressive=True))
