@@ -331,10 +331,10 @@ def _jpeg_array(
     ``mode`` already (no conversion), and of the record's ``size``, so the frame
     header, not the record, sets the array's size; a record that disagrees goes to
     Image.open, which reports the mismatch. The pixel limits are checked first, as
-    Image.open's path does, and simplejpeg decodes only when libjpeg reads the same size
-    from the header (it allocates what libjpeg reads: a JPEG crafted so that the two
-    readers disagree cannot make it allocate past the limits). A JPEG simplejpeg
-    refuses, or decodes only with a warning
+    Image.open's path does, and simplejpeg decodes into an array of that checked size
+    (by itself it would allocate the size libjpeg reads: a JPEG crafted so that the two
+    readers of its header disagree cannot make it allocate past the limits). A JPEG
+    simplejpeg refuses, or decodes only with a warning
     (``strict``: truncated or corrupt data), also goes to Image.open, so errors and
     ``ImageFile.LOAD_TRUNCATED_IMAGES`` behave as they always did.
     """
@@ -349,15 +349,17 @@ def _jpeg_array(
     ):
         return None
     check_pixels(header.width, header.height, max_pixels, rk.errors.DecodeError)
+    # The array of the size just checked, for simplejpeg to decode into: a JPEG whose
+    # header libjpeg reads as larger does not fit (ValueError), one it reads as smaller
+    # comes back smaller; both go to Image.open.
+    pixels = np.empty((*size, 1 if natural == "L" else 3), np.uint8)
     try:
-        # The size libjpeg itself reads, which sets what simplejpeg allocates: only the
-        # size just checked is decoded here (a JPEG the two read apart goes to Pillow).
-        if simplejpeg.decode_jpeg_header(data)[:2] != size:
-            return None
-        pixels: np.ndarray = simplejpeg.decode_jpeg(
-            data, colorspace=_SIMPLEJPEG_COLORSPACES[natural], fastdct=fast_dct, strict=True
+        decoded = simplejpeg.decode_jpeg(
+            data, colorspace=_SIMPLEJPEG_COLORSPACES[natural], fastdct=fast_dct, strict=True, buffer=pixels
         )
     except ValueError:  # simplejpeg's error for data libjpeg refuses or warns about
+        return None
+    if decoded.shape[:2] != size:
         return None
     return pixels.reshape(size) if natural == "L" else pixels
 

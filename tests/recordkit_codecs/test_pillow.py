@@ -225,21 +225,21 @@ def test_the_pixel_limits_hold_before_the_jpeg_decode(monkeypatch: pytest.Monkey
         decode_array(data, DEFAULT_MAX_PIXELS, "RGB", (20, 30))
 
 
-def test_only_the_size_checked_is_decoded_by_simplejpeg(monkeypatch: pytest.MonkeyPatch) -> None:
-    # A JPEG whose size libjpeg reads otherwise than the quick header walk (crafted, say):
-    # simplejpeg, which allocates what libjpeg reads, is not called; Image.open decides.
+@pytest.mark.parametrize("walked_size", [(10, 15), (21, 30)], ids=["smaller", "larger"])
+def test_simplejpeg_decodes_only_into_the_size_checked(
+    walked_size: tuple[int, int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A JPEG whose size the quick header walk reads otherwise than libjpeg (crafted, say):
+    # simplejpeg decodes into an array of the size the walk read and checked, so a larger
+    # frame does not fit and a smaller one does not fill it; Image.open decides both.
     data = _saved(_photo(20, 30, 3))
     walked = read_header(data)
     assert walked is not None
-    monkeypatch.setattr(_pillow, "_jpeg_header", lambda *_: walked._replace(height=10, width=15))
-
-    def not_called(*args: object, **kwargs: object) -> None:
-        raise AssertionError("simplejpeg decoded a size that was not checked")
-
-    monkeypatch.setattr(_pillow.simplejpeg, "decode_jpeg", not_called)
+    height, width = walked_size
+    monkeypatch.setattr(_pillow, "_jpeg_header", lambda *_: walked._replace(height=height, width=width))
     opened = _count_image_opens(monkeypatch)
     # Pillow decodes what it reads; the image codec then reports the record's other size.
-    assert decode_array(data, DEFAULT_MAX_PIXELS, "RGB", (10, 15)).shape == (20, 30, 3)
+    assert decode_array(data, DEFAULT_MAX_PIXELS, "RGB", walked_size).shape == (20, 30, 3)
     assert opened == [data]
 
 
