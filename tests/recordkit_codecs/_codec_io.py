@@ -4,6 +4,8 @@ through tf.data with the generated parser, or without TensorFlow through numpy."
 from __future__ import annotations
 
 import re
+import struct
+import zlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -196,3 +198,16 @@ def _run_blocks(
     for i, block in blocks:
         exec(compile(block, f"{page} (python block {i + 1})", "exec"), namespace)
     return namespace
+
+
+def png_with_header(width: int, height: int) -> bytes:
+    """A PNG whose IHDR claims ``width x height`` (8-bit gray) with a tiny, valid chunk
+    structure: the shape of a decompression bomb."""
+
+    def chunk(kind: bytes, payload: bytes) -> bytes:
+        crc = struct.pack(">I", zlib.crc32(kind + payload))
+        return struct.pack(">I", len(payload)) + kind + payload + crc
+
+    ihdr = struct.pack(">IIBBBBB", width, height, 8, 0, 0, 0, 0)
+    data = chunk(b"IDAT", zlib.compress(b"\0" * 64))
+    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", ihdr) + data + chunk(b"IEND", b"")

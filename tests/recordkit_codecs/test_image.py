@@ -4,8 +4,6 @@ real batched tf.data pipelines through the parser generated from the schema."""
 from __future__ import annotations
 
 import io
-import struct
-import zlib
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +13,7 @@ from _codec_io import (
     SingleField,
     assert_stored_near_payload,
     field_share,
+    png_with_header,
     read_numpy,
     read_tf,
     run_doc_example_first,
@@ -66,19 +65,6 @@ def stored(image_field: SingleField, value: Any, **options: Any) -> dict[str, An
     """The encoded bytes and the stored shape the Example holds for the field."""
     wire = image_field.wire(value, **options)
     return {"bytes": wire[""], "shape": tuple(int(wire[k]) for k in ("height", "width", "channels"))}
-
-
-def png_with_header(width: int, height: int) -> bytes:
-    """A PNG whose IHDR claims ``width x height`` (8-bit gray) with a tiny, valid chunk
-    structure: the shape of a decompression bomb."""
-
-    def chunk(kind: bytes, payload: bytes) -> bytes:
-        crc = struct.pack(">I", zlib.crc32(kind + payload))
-        return struct.pack(">I", len(payload)) + kind + payload + crc
-
-    ihdr = struct.pack(">IIBBBBB", width, height, 8, 0, 0, 0, 0)
-    data = chunk(b"IDAT", zlib.compress(b"\0" * 64))
-    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", ihdr) + data + chunk(b"IEND", b"")
 
 
 # -- round trips ---------------------------------------------------------------------------

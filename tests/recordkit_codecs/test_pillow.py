@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from _codec_io import png_with_header
 from PIL import Image
 
 import recordkit as rk
@@ -241,6 +242,12 @@ def test_simplejpeg_decodes_only_into_the_size_checked(
     # Pillow decodes what it reads; the image codec then reports the record's other size.
     assert decode_array(data, DEFAULT_MAX_PIXELS, "RGB", walked_size).shape == (20, 30, 3)
     assert opened == [data]
+
+
+def test_a_png_bomb_is_refused_on_read_before_it_is_decoded() -> None:
+    bomb = png_with_header(100_000, 100_000)
+    with pytest.raises(rk.errors.DecodeError, match=r"100000x100000 = 10000000000 pixels is over the limit"):
+        decode_array(bomb, DEFAULT_MAX_PIXELS, "L", (100_000, 100_000))
 
 
 def test_the_jpeg_frame_kind_and_precision_are_read() -> None:
