@@ -319,8 +319,8 @@ def _jpeg_array(
     Why: ``Image.open`` reads the JPEG's markers in Python, ``load`` feeds the decoder
     in 64 KiB blocks, Pillow allocates and zeroes the image and packs its pixels into
     the array, all holding the GIL, which is what kept the numpy reader's threads from
-    decoding on every core. simplejpeg decodes the whole JPEG into a fresh numpy array
-    in one call that releases the GIL, with libjpeg-turbo as Pillow does and with the
+    decoding on every core. simplejpeg decodes the whole JPEG into a numpy array in one
+    call that releases the GIL, with libjpeg-turbo as Pillow does and with the
     arguments Pillow gives it (libjpeg's own guess of the colour space, its ISLOW DCT,
     its smooth chroma upsampling), so the pixels are the same as Pillow's and as the
     tf.data reader's (tested for every kind of JPEG Pillow writes). With ``fast_dct``
@@ -334,8 +334,8 @@ def _jpeg_array(
     Image.open's path does, and simplejpeg decodes into an array of that checked size
     (by itself it would allocate the size libjpeg reads: a JPEG crafted so that the two
     readers of its header disagree cannot make it allocate past the limits). A JPEG
-    simplejpeg refuses, or decodes only with a warning
-    (``strict``: truncated or corrupt data), also goes to Image.open, so errors and
+    simplejpeg refuses, or decodes only with a warning (``strict``: truncated or
+    corrupt data), also goes to Image.open, so errors and
     ``ImageFile.LOAD_TRUNCATED_IMAGES`` behave as they always did.
     """
     header = _jpeg_header(data, rk.errors.DecodeError)
