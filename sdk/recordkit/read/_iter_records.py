@@ -104,9 +104,10 @@ def iter_records(
         ``num_input_pipelines`` and ``input_pipeline_id`` (a
         ``tf.distribute.InputContext``), as :func:`recordkit.load_dataset` takes.
     :param num_threads: decode records in a pool of this many threads (None or 1: in the
-        calling thread). Pillow and soundfile release the GIL while they decode, so images
-        and audio decode on several cores; the records come in the same order, with the
-        same values, and errors are raised (or skipped) as without threads.
+        calling thread). The decoders (simplejpeg for JPEGs, Pillow for other images,
+        soundfile) release the GIL while they decode, so images and audio decode on several
+        cores; the records come in the same order, with the same values, and errors are
+        raised (or skipped) as without threads.
     :param start: resume: the number of records an earlier read with the same options
         yielded, or the state dict its iterator's :meth:`~RecordIterator.state_dict` gave;
         the records before it are skipped without being decoded.
@@ -295,8 +296,8 @@ _AHEAD = 2
 def _in_threads(
     decode: Callable[[_Raw], dict[str, Any] | RecordkitError], raws: Iterator[_Raw], num_threads: int
 ) -> Iterator[tuple[_Raw, dict[str, Any] | RecordkitError]]:
-    """``(raw, decode(raw))`` in order, decoded by ``num_threads`` threads (Pillow and
-    soundfile release the GIL while they decode), a chunk of records per task and at most
+    """``(raw, decode(raw))`` in order, decoded by ``num_threads`` threads (the image and
+    audio decoders release the GIL while they decode), a chunk of records per task and at most
     ``_AHEAD * num_threads`` chunks ahead.
 
     When reading the records fails (a corrupt shard), the records read before the
