@@ -130,6 +130,21 @@ def test_tf_parser_reads_a_tfrecord_dataset_in_batches(
     assert [b["tags"].to_list() for b in batches] == [[[b"x", b"y"], []], [["é".encode()]]]
 
 
+def test_fields_under_their_own_keys_decode_the_quick_way_to_the_same_values(
+    bound: rk.BoundSchema, serialized: list[bytes], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from recordkit.format._example import decode_example
+    from recordkit.read import _numpy_decode
+
+    parsed = decode_example(serialized[0])
+    label, caption = bound["label"], bound["caption"]
+    assert _numpy_decode._own_keys_wire(label, parsed) is not None  # what recordkit writes
+    assert _numpy_decode._own_keys_wire(caption, decode_example(serialized[1])) is None  # absent
+    quick = [decode_record_numpy(bound.fields, data) for data in serialized]
+    monkeypatch.setattr(_numpy_decode, "_own_keys_wire", lambda *_: None)  # the general way only
+    assert quick == [decode_record_numpy(bound.fields, data) for data in serialized]
+
+
 # -- errors name the record and the field -------------------------------------------------------
 
 
