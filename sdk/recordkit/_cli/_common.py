@@ -1,10 +1,10 @@
 """Helpers the CLI commands share: plain-text tables, the split option, and the paths
 commands take, each a local path or a remote URL (``s3://``, ``gs://``, any fsspec
 protocol) with ``--storage-option KEY=VALUE``: a dataset (:func:`dataset_at`), a schema
-(:func:`schema_at`; :func:`manifest_at` when it is a dataset's), a dataset to write
-(:func:`output_at`), and inputs that must be local (:func:`local_input`). Every command
-resolves its paths here, so that local and remote differ only in the storage layer
-(:mod:`recordkit.storage`)."""
+(:func:`schema_at`: :func:`manifest_at` when it is a dataset's, else
+:func:`schema_file_at`), a dataset to write (:func:`output_at`), and inputs that must
+be local (:func:`local_input`). Every command resolves its paths here, so that local and
+remote differ only in the storage layer (:mod:`recordkit.storage`)."""
 
 from __future__ import annotations
 
@@ -35,6 +35,7 @@ __all__ = [
     "parse_storage_options",
     "reader_path",
     "schema_at",
+    "schema_file_at",
     "split_option",
     "storage_option",
     "table",
@@ -159,8 +160,14 @@ def schema_at(source: str, storage_options: Sequence[str], registry: CodecRegist
     """The schema that a SCHEMA argument names: a schema file (YAML or JSON), or a
     dataset (its folder or its dataset.json) whose manifest holds one; local or remote."""
     manifest = manifest_at(source, storage_options)
-    if manifest is not None:
-        return manifest.schema
+    return manifest.schema if manifest is not None else schema_file_at(source, storage_options, registry)
+
+
+def schema_file_at(
+    source: str, storage_options: Sequence[str], registry: CodecRegistry | None = None
+) -> Schema:
+    """The schema file a SCHEMA argument names, once :func:`manifest_at` found no dataset
+    there; local or remote."""
     if is_remote(source):
         options = parse_storage_options(storage_options)
         return Schema.load(source, registry=registry, storage_options=options)

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from recordkit._cli._common import manifest_at, schema_at, storage_option
+from recordkit._cli._common import manifest_at, schema_file_at, storage_option
 from recordkit.tools._codegen import generate_parser_code
 
 __all__ = ["codegen_command"]
@@ -39,7 +39,7 @@ def codegen_command(
     The module needs no recordkit: import it in training jobs and use its ``parse``
     after ``.batch()``, or its ``dataset(files, batch_size)``.
     """
-    source = manifest_at(schema, storage_options) or schema_at(schema, storage_options)
+    source = manifest_at(schema, storage_options) or schema_file_at(schema, storage_options)
     code = generate_parser_code(source, list(fields) or None)
     if output is None:
         click.echo(code, nl=False)

@@ -36,7 +36,7 @@ import os
 import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from recordkit.codec._plugins import default_registry
 from recordkit.codec._registry import CodecRegistry
@@ -397,9 +397,9 @@ def bind_to_read(
     try:
         return read_schema.bind(registry, fields=fields, versions=manifest.codec_versions)
     except UnknownCodecError as exc:
-        raise _missing_codec(exc, manifest) from None
+        raise _with_writer(exc, manifest) from None
     except CodecVersionError as exc:
-        raise _unread_version(exc, manifest) from None
+        raise _with_writer(exc, manifest) from None
 
 
 def _split_names(manifest: Manifest, split: str) -> list[str]:
@@ -441,35 +441,28 @@ def _default_example(bound: BoundSchema, field: BoundField) -> bytes:
     return RecordEncoder(BoundSchema(bound.schema, (field,))).encode({})
 
 
-def _missing_codec(exc: UnknownCodecError, manifest: Manifest) -> UnknownCodecError:
-    codec = exc.context.codec
-    provenance = manifest.codecs.get(codec) if codec else None
-    if provenance is None or provenance.distribution is None:
-        return exc
-    dist = provenance.distribution
-    version = f" {provenance.distribution_version}" if provenance.distribution_version else ""
-    reason = (
-        f"{exc.reason}; this dataset was written with codec {codec!r} version {provenance.version} "
-        f"from distribution {dist!r}{version}: install it (pip install {dist}) to read this field"
-    )
-    return UnknownCodecError(reason, context=exc.context.merged(distribution=dist))
+_BindError = TypeVar("_BindError", UnknownCodecError, CodecVersionError)
 
 
-def _unread_version(exc: CodecVersionError, manifest: Manifest) -> CodecVersionError:
-    """``exc`` (the installed codec does not read the stored version) with the
-    distribution that provided the codec which stored the records, from the manifest."""
+def _with_writer(exc: _BindError, manifest: Manifest) -> _BindError:
+    """``exc`` (a field's codec is not installed, or does not read the version that
+    stored the records) with what the manifest says of the codec that wrote them: its
+    version, its distribution, and what to install."""
     codec = exc.context.codec
     provenance = manifest.codecs.get(codec) if codec else None
     if provenance is None or provenance.distribution is None:
         return exc
     dist = provenance.distribution
     version = provenance.distribution_version
-    requirement = f"{dist}=={version}" if version else dist
-    reason = (
-        f"{exc.reason}; this dataset was written with codec {codec!r} version {provenance.version} "
-        f"from distribution {dist!r}{f' {version}' if version else ''} (pip install '{requirement}')"
+    written = (
+        f"this dataset was written with codec {codec!r} version {provenance.version} "
+        f"from distribution {dist!r}{f' {version}' if version else ''}"
     )
-    return CodecVersionError(reason, context=exc.context.merged(distribution=dist))
+    if isinstance(exc, UnknownCodecError):
+        advice = f": install it (pip install {dist}) to read this field"
+    else:
+        advice = f" (pip install '{f'{dist}=={version}' if version else dist}')"
+    return type(exc)(f"{exc.reason}; {written}{advice}", context=exc.context.merged(distribution=dist))
 
 
 def dataset_root(path: Paths) -> Path | None:
