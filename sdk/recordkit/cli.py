@@ -21,11 +21,11 @@ from typing import Any
 
 import click
 
-from recordkit._cli._common import one_line
+from recordkit._cli._common import describe_error
 from recordkit._cli.codegen import codegen_command
-from recordkit._cli.convert import convert_command
+from recordkit._cli.convert import CONVERT_WORDS, convert_command
 from recordkit._cli.index import index_command
-from recordkit._cli.ingest import ingest_command
+from recordkit._cli.ingest import INGEST_WORDS, ingest_command
 from recordkit._cli.inspect import inspect_command
 from recordkit._cli.plugins import plugins_command
 from recordkit._cli.schema import schema_group
@@ -33,12 +33,14 @@ from recordkit._cli.show import show_command
 from recordkit._cli.stats import stats_command
 from recordkit._cli.verify import verify_command
 from recordkit._version import __version__
-from recordkit.errors import RecordkitError
 
 __all__ = ["DEBUG_ENV", "describe_error", "main"]
 
 #: Environment variable that, set to anything but "" or "0", acts as ``--debug``.
 DEBUG_ENV = "RECORDKIT_DEBUG"
+
+#: Per command, how its options say the library's advice (``append=True`` ...).
+ADVICE_WORDS = {"ingest": INGEST_WORDS, "convert": CONVERT_WORDS}
 
 
 class RecordkitGroup(click.Group):
@@ -52,20 +54,8 @@ class RecordkitGroup(click.Group):
         except Exception as exc:
             if ctx.params.get("debug") or os.environ.get(DEBUG_ENV, "") not in ("", "0"):
                 raise
-            raise click.ClickException(describe_error(exc)) from exc
-
-
-def describe_error(exc: BaseException) -> str:
-    """One line for ``exc``: its type and message, with the file an OS error concerns."""
-    if isinstance(exc, RecordkitError):
-        return f"{type(exc).__name__}: {one_line(str(exc))}"
-    if isinstance(exc, OSError) and exc.strerror:
-        where = f"{exc.filename}: " if exc.filename is not None else ""
-        return f"{type(exc).__name__}: {where}{exc.strerror}"
-    return (
-        f"{type(exc).__name__}: {one_line(str(exc)) or '(no message)'} "
-        "(unexpected: run 'recordkit --debug ...' for the traceback, and report it)"
-    )
+            words = ADVICE_WORDS.get(ctx.invoked_subcommand or "", {})
+            raise click.ClickException(describe_error(exc, words)) from exc
 
 
 @click.group(cls=RecordkitGroup, context_settings={"help_option_names": ["-h", "--help"]})

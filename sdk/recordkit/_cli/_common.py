@@ -8,8 +8,10 @@ remote differ only in the storage layer (:mod:`recordkit.storage`)."""
 
 from __future__ import annotations
 
+import errno
 import json
-from collections.abc import Collection, Sequence
+import os
+from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -17,17 +19,24 @@ import click
 
 from recordkit.codec._registry import CodecRegistry
 from recordkit.dataset._manifest import MANIFEST_FILE, Manifest
+from recordkit.errors import RecordkitError
 from recordkit.schema._schema import Schema
 from recordkit.storage import Location, StorageOptions, is_remote, location
 
 __all__ = [
     "FILE_OR_URL",
+    "FILE_TO_WRITE",
     "FOLDER_OR_URL",
+    "FOLDER_TO_WRITE",
     "PATH_OR_URL",
+    "LocalPathType",
     "PathOrUrlType",
+    "checked_path",
     "dataset_at",
     "dataset_root",
+    "describe_error",
     "has_manifest",
+    "in_cli_words",
     "local_input",
     "manifest_at",
     "one_line",
@@ -76,6 +85,31 @@ def one_line(message: str) -> str:
     return joined
 
 
+def in_cli_words(message: str, words: Mapping[str, str]) -> str:
+    """``message`` (the library's, whose advice names Python keywords such as
+    ``append=True``) with each phrase of ``words`` replaced by what a command's user
+    types instead (``--append``)."""
+    for phrase, said in words.items():
+        message = message.replace(phrase, said)
+    return message
+
+
+def describe_error(exc: BaseException, words: Mapping[str, str] | None = None) -> str:
+    """One line for ``exc``: its type and message, with the file an OS error concerns
+    and the library's advice in the command's ``words`` (see :func:`in_cli_words`). An
+    error that is neither recordkit's nor the operating system's is a bug: the line
+    asks for ``--debug`` and a report."""
+    if isinstance(exc, RecordkitError):
+        return f"{type(exc).__name__}: {in_cli_words(one_line(str(exc)), words or {})}"
+    if isinstance(exc, OSError) and exc.strerror:
+        where = f"{exc.filename}: " if exc.filename is not None else ""
+        return f"{type(exc).__name__}: {where}{exc.strerror}"
+    return (
+        f"{type(exc).__name__}: {one_line(str(exc)) or '(no message)'} "
+        "(unexpected: run 'recordkit --debug ...' for the traceback, and report it)"
+    )
+
+
 def table(rows: Sequence[Sequence[str]], *, right: Collection[int] = ()) -> str:
     """``rows`` (the first is the header) as aligned columns under a dashed rule.
 
@@ -108,20 +142,52 @@ def parse_storage_options(values: Sequence[str]) -> dict[str, Any]:
     return options
 
 
-class PathOrUrlType(click.ParamType):  # type: ignore[type-arg]  # generic from click 8.2 on; recordkit takes 8.1
-    """A local path, checked as ``click.Path`` checks it (``exists``, ``file_okay``,
-    ``dir_okay``), or a remote URL, passed on as it is (the storage layer reports what
-    is not there)."""
+def checked_path(
+    value: str, what: str, *, exists: bool = True, file_okay: bool = True, dir_okay: bool = True
+) -> Path:
+    """``value`` as a local path, checked: an OSError naming it (shown as one
+    ``Error: <Type>: ...`` line, status 1) when it is missing (``exists``), a folder where a
+    file is expected (not ``dir_okay``), or a file where a folder is (not ``file_okay``)."""
+    path = Path(value)
+    if not path.exists():
+        if exists:
+            raise FileNotFoundError(errno.ENOENT, f"{os.strerror(errno.ENOENT)} ({what})", value)
+        return path
+    if path.is_dir() and not dir_okay:
+        raise IsADirectoryError(errno.EISDIR, f"{os.strerror(errno.EISDIR)} ({what} must be a file)", value)
+    if not path.is_dir() and not file_okay:
+        raise NotADirectoryError(
+            errno.ENOTDIR, f"{os.strerror(errno.ENOTDIR)} ({what} must be a folder)", value
+        )
+    return path
+
+
+class LocalPathType(click.ParamType):  # type: ignore[type-arg]  # generic from click 8.2 on; recordkit takes 8.1
+    """A local path, checked by :func:`checked_path` (an OS error, one line, not click's
+    three-line usage error: the path is wrong, not the command line)."""
 
     name = "path"
 
     def __init__(self, *, exists: bool = True, file_okay: bool = True, dir_okay: bool = True) -> None:
-        self._local = click.Path(exists=exists, file_okay=file_okay, dir_okay=dir_okay)
+        self.exists, self.file_okay, self.dir_okay = exists, file_okay, dir_okay
 
-    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> str:
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Path:
+        what = param.human_readable_name if param is not None else "the path"
+        if param is not None and isinstance(param, click.Option):
+            what = param.opts[-1]
+        return checked_path(
+            str(value), what, exists=self.exists, file_okay=self.file_okay, dir_okay=self.dir_okay
+        )
+
+
+class PathOrUrlType(LocalPathType):
+    """A local path, checked as :class:`LocalPathType` checks it, or a remote URL, passed
+    on as it is (the storage layer reports what is not there)."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> str:  # type: ignore[override]  # a URL stays text
         if isinstance(value, str) and is_remote(value):
             return value
-        return str(self._local.convert(value, param, ctx))
+        return str(super().convert(value, param, ctx))
 
 
 #: A file or folder that must exist, or a URL.
@@ -130,6 +196,10 @@ PATH_OR_URL = PathOrUrlType()
 FILE_OR_URL = PathOrUrlType(dir_okay=False)
 #: A folder (not a file) that must exist, or a URL.
 FOLDER_OR_URL = PathOrUrlType(file_okay=False)
+#: A local file to write (it may exist, as a file, not as a folder).
+FILE_TO_WRITE = LocalPathType(exists=False, dir_okay=False)
+#: A local folder to write into (it may exist, as a folder, not as a file).
+FOLDER_TO_WRITE = LocalPathType(exists=False, file_okay=False)
 
 
 def dataset_at(dataset: str, storage_options: Sequence[str]) -> Path | Location:
@@ -181,9 +251,7 @@ def manifest_at(source: str, storage_options: Sequence[str]) -> Manifest | None:
         if source.endswith(SCHEMA_SUFFIXES) and not source.endswith(MANIFEST_FILE):
             return None
         return Manifest.load(dataset_at(source, storage_options))
-    path = Path(source)
-    if not path.exists():
-        raise click.BadParameter(f"{source!r} does not exist", param_hint="SCHEMA")
+    path = checked_path(source, "SCHEMA")
     if path.is_dir() or path.name == MANIFEST_FILE:
         return Manifest.load(dataset_root(path))
     return None

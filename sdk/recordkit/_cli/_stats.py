@@ -11,6 +11,10 @@ summaries; ``audio`` durations in seconds; ``text`` lengths in characters; ``bbo
 boxes per record, box width and height and the box class histogram; ``mask`` pixel
 counts per class; ``scalar`` and ``tensor`` min, max and mean of their values. Every
 optional field also counts how many records hold it.
+
+NaN values (which the writer accepts in scalars and tensors) are counted apart, as
+``nan``, and left out of min, max, mean and the sample; infinities are values like any
+other (a max of ``inf``).
 """
 
 from __future__ import annotations
@@ -38,6 +42,8 @@ class Summary:
 
     def __init__(self, seed: int = 0) -> None:
         self.count = 0
+        #: NaN values seen (not in count, min, max, mean or the sample).
+        self.nan = 0
         self.total = 0.0
         self.min = float("inf")
         self.max = float("-inf")
@@ -46,6 +52,10 @@ class Summary:
 
     def add_many(self, values: Any) -> None:
         array = np.asarray(values, dtype=np.float64).reshape(-1)
+        missing = np.isnan(array)
+        if missing.any():
+            self.nan += int(missing.sum())
+            array = array[~missing]
         if not array.size:
             return
         self.total += float(array.sum())
@@ -68,9 +78,11 @@ class Summary:
                 self.sample[slot] = value
 
     def to_json(self) -> dict[str, Any]:
+        nan = {"nan": self.nan} if self.nan else {}
         if not self.count:
-            return {"count": 0}
-        return {"count": self.count, "min": self.min, "max": self.max, "mean": self.total / self.count}
+            return {"count": 0, **nan}
+        mean = self.total / self.count
+        return {"count": self.count, "min": self.min, "max": self.max, "mean": mean, **nan}
 
 
 class _Bounded(Counter[str]):

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from recordkit._cli._common import manifest_at, schema_file_at, storage_option
+from recordkit._cli._common import FILE_TO_WRITE, manifest_at, schema_file_at, storage_option
 from recordkit.tools._codegen import generate_parser_code
 
 __all__ = ["codegen_command"]
@@ -18,7 +18,7 @@ __all__ = ["codegen_command"]
 @click.option(
     "-o",
     "--output",
-    type=click.Path(dir_okay=False, path_type=Path),
+    type=FILE_TO_WRITE,
     help="Write the module to this file (default: standard output).",
 )
 @click.option(

@@ -1,4 +1,8 @@
-"""``recordkit convert``: rewrite an adopted dataset (a TFDS folder) as a native one."""
+"""``recordkit convert``: rewrite an adopted dataset (a TFDS folder) as a native one.
+
+OUT must be a new place: OUT that is SOURCE, holds it or lies inside it is refused before
+anything is written, and a conversion that fails leaves nothing at OUT (see
+:func:`~recordkit.tools.convert_dataset`)."""
 
 from __future__ import annotations
 
@@ -6,6 +10,17 @@ import click
 
 from recordkit._cli._common import FOLDER_OR_URL, local_input, output_at, storage_option
 from recordkit.tools._convert import AUDIO_FORMATS, AudioFormat, convert_dataset
+
+__all__ = ["CONVERT_WORDS", "convert_command"]
+
+#: The writer's advice (Python keywords) as ``recordkit convert`` says it: it writes new
+#: datasets only.
+CONVERT_WORDS = {
+    "pass append=True to add records or splits, or resume=True to finish an interrupted write": (
+        "convert into a new folder (or remove this one first)"
+    ),
+    "or pass wait=True to wait for the lock": "then run the command again",
+}
 
 
 @click.command("convert", short_help="Rewrite a TFDS-prepared folder as a native recordkit dataset.")

@@ -12,6 +12,13 @@ terminal); a summary closes: records and bytes per split, bytes per field, rejec
 OUT (and ``--schema``) may be a remote URL (``s3://``, ``gs://`` ..., with
 ``--storage-option``); INPUT is read by the source through local files, so it must be
 local.
+
+The command cannot destroy its inputs: an OUT that is INPUT (or a path given as an
+option), holds it, or lies inside it is refused before anything is written. An ingest
+into a place that holds no dataset either finishes or leaves nothing behind, so that the
+same command runs again as it was (:mod:`recordkit.tools._output`). ``--append`` and
+``--resume`` are the writer's ``append=True`` and ``resume=True``; errors give the
+writer's advice in these options' words (:data:`INGEST_WORDS`).
 """
 
 from __future__ import annotations
@@ -35,14 +42,25 @@ from recordkit._cli._common import (
 from recordkit._cli.inspect import field_bytes, sample_records
 from recordkit._units import human_bytes
 from recordkit.codec._plugins import default_registry
+from recordkit.dataset._manifest import Manifest
+from recordkit.errors import DatasetError
 from recordkit.read._open import bind_to_read
 from recordkit.schema._schema import Schema
 from recordkit.sources._base import Source
 from recordkit.sources._registry import default_sources
-from recordkit.storage import Location
+from recordkit.storage import Location, is_remote
+from recordkit.tools._output import FreshOutput, refuse_overlap
 from recordkit.write._writer import DatasetWriter
 
-__all__ = ["ingest_command", "make_source", "parse_options", "parse_ratios", "split_of"]
+__all__ = ["INGEST_WORDS", "ingest_command", "make_source", "parse_options", "parse_ratios", "split_of"]
+
+#: The writer's advice (Python keywords) as ``recordkit ingest`` says it.
+INGEST_WORDS = {
+    "append=True": "--append",
+    "resume=True": "--resume",
+    "overwrite=True": "--overwrite",
+    "or pass wait=True to wait for the lock": "then run the command again",
+}
 
 #: Rejects listed in the summary (the rest are counted, and in the rejects files).
 SHOWN_REJECTS = 10
@@ -136,6 +154,12 @@ def split_of(key: str, ratios: dict[str, float], seed: int) -> str:
 @click.option(
     "--overwrite", is_flag=True, help="Replace a dataset already at OUT (the old one stays until done)."
 )
+@click.option("--append", is_flag=True, help="Add the records (or new splits) to the dataset already at OUT.")
+@click.option(
+    "--resume",
+    is_flag=True,
+    help="Finish an interrupted ingest into OUT: run the same command (same INPUT) with --resume.",
+)
 @click.option("--progress/--no-progress", default=None, help="Show a progress bar (default: on a terminal).")
 def ingest_command(
     kind: str,
@@ -150,6 +174,8 @@ def ingest_command(
     workers: int,
     on_error: str,
     overwrite: bool,
+    append: bool,
+    resume: bool,
     progress: bool | None,
 ) -> None:
     """Read INPUT with the source KIND (built in: image_folder, audio_folder, coco,
@@ -161,9 +187,16 @@ def ingest_command(
     ingest with an error naming the file and the line or entry; with --on-error skip
     they are left out and listed in the summary.
     """
-    source = make_source(kind, local_input(input, "INPUT"), parse_options(options), on_error)
-    registry = default_registry()
+    if overwrite and (append or resume):
+        raise click.UsageError(
+            "--overwrite replaces the dataset at OUT: it cannot be combined with --append or --resume"
+        )
+    source_options = parse_options(options)
+    input_path = local_input(input, "INPUT")
     where = output_at(out, storage_options)
+    refuse_overlap(where, {"INPUT": input_path, **_option_paths(source_options)})
+    source = make_source(kind, input_path, source_options, on_error)
+    registry = default_registry()
     if schema_file:
         file_options = parse_storage_options(storage_options)
         schema = Schema.load(schema_file, registry=registry, storage_options=file_options)
@@ -173,31 +206,60 @@ def ingest_command(
     keys: dict[int, str] = {}
 
     def key_of(record: Any) -> str:
-        return keys.pop(id(record), "?")
+        return keys.get(id(record), "?")
 
-    with DatasetWriter(
-        where.url,
-        schema,
-        storage_options=where.storage_options or None,
-        workers=workers,
-        on_error="skip" if on_error == "skip" else "raise",
-        key=key_of,
-        overwrite=overwrite,
-        progress=progress,
-        registry=registry,
-    ) as writer:
-        for item in source.items():
-            keys[id(item.record)] = item.key
-            writer.write(item.record, split_of(item.key, ratios, seed) if ratios else split)
+    fresh = None if overwrite else FreshOutput.at(where)
+    before = 0 if fresh is not None or overwrite else _records(Manifest.load(where))
+    try:
+        writer = DatasetWriter(
+            where.url,
+            schema,
+            storage_options=where.storage_options or None,
+            workers=workers,
+            on_error="skip" if on_error == "skip" else "raise",
+            key=key_of,
+            overwrite=overwrite,
+            append=append,
+            resume=resume,
+            progress=progress,
+            registry=registry,
+        )
+    except ValueError as exc:  # a refused option (overwriting a bucket's root ...): the user's to fix
+        raise DatasetError(str(exc), file=str(where)) from exc
+    try:
+        with writer:
+            for item in source.items():
+                keys[id(item.record)] = item.key
+                writer.write(item.record, split_of(item.key, ratios, seed) if ratios else split)
+                del keys[id(item.record)]
+    except BaseException:
+        if fresh is not None:
+            fresh.undo()
+        raise
     manifest = writer.manifest
     saved = None
-    if schema_file is None:
+    if schema_file is None and not append:
         saved = where.join("schema.yaml")
         saved.write_bytes(schema.dumps().encode("utf-8"))
-    _summary(where, manifest, source, saved, registry)
+    _summary(where, manifest, source, saved, registry, _records(manifest) - before)
 
 
-def _summary(out: Location, manifest: Any, source: Source, saved: Location | None, registry: Any) -> None:
+def _option_paths(options: dict[str, Any]) -> dict[str, Path]:
+    """The source's options that name local files or folders (``images_dir`` ...)."""
+    return {
+        f"--opt {name}": Path(value)
+        for name, value in options.items()
+        if isinstance(value, str) and value and not is_remote(value) and Path(value).exists()
+    }
+
+
+def _records(manifest: Manifest) -> int:
+    return sum(shard.records for info in manifest.splits.values() for shard in info.shards)
+
+
+def _summary(
+    out: Location, manifest: Any, source: Source, saved: Location | None, registry: Any, ingested: int
+) -> None:
     splits = list(manifest.splits)
     rows = [["split", "records", "shards", "bytes", "rejected"]]
     for name in splits:
@@ -212,7 +274,7 @@ def _summary(out: Location, manifest: Any, source: Source, saved: Location | Non
             ]
         )
     total = sum(int(row[1]) for row in rows[1:])
-    click.echo(f"ingested {total} records into {out} ({source.kind} source)")
+    click.echo(f"ingested {ingested} records into {out} ({source.kind} source)")
     click.echo(table(rows, right={1, 2, 3, 4}))
     bound = bind_to_read(manifest, registry)
     breakdown = field_bytes(bound, sample_records(out, manifest, splits, total))

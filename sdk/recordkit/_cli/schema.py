@@ -25,6 +25,7 @@ import yaml
 
 from recordkit._cli._common import (
     FILE_OR_URL,
+    FILE_TO_WRITE,
     PATH_OR_URL,
     local_input,
     one_line,
@@ -150,9 +151,7 @@ def _check(file: str, options: StorageOptions, registry: CodecRegistry, as_json:
     "--opt", "options", multiple=True, metavar="NAME=VALUE", help="An option of the source (repeatable)."
 )
 @click.option("--name", help="The proposed schema's name.")
-@click.option(
-    "-o", "--output", type=click.Path(dir_okay=False, path_type=Path), help="Write the schema here."
-)
+@click.option("-o", "--output", type=FILE_TO_WRITE, help="Write the schema here.")
 @click.option(
     "--max-records", type=click.IntRange(min=1), default=100, show_default=True, help="TFRecords looked at."
 )

@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 import soundfile
 
-from recordkit._cli._common import PATH_OR_URL, dataset_at, reader_path, storage_option
+from recordkit._cli._common import FOLDER_TO_WRITE, PATH_OR_URL, dataset_at, reader_path, storage_option
 from recordkit._cli._render import contact_sheet, render_record
 from recordkit.codec._plugins import default_registry
 from recordkit.dataset._manifest import Manifest
@@ -32,7 +32,7 @@ __all__ = ["show_command"]
 @click.option(
     "-o",
     "--output",
-    type=click.Path(file_okay=False, path_type=Path),
+    type=FOLDER_TO_WRITE,
     required=True,
     help="Folder for the PNGs.",
 )

@@ -1,10 +1,15 @@
 """``recordkit stats``: value statistics per field (:mod:`recordkit._cli._stats`), as a
 table, a JSON file and PNG histograms. Reads with the numpy reader, no TensorFlow, in
-one streaming pass with a progress bar on a terminal."""
+one streaming pass with a progress bar on a terminal.
+
+JSON has no NaN or infinity, and the writer accepts both in numbers: a min, max or mean
+that is not finite is written as the string ``"NaN"``, ``"Infinity"`` or ``"-Infinity"``
+(:func:`json_safe`), so the file stays valid JSON; histograms draw the finite values."""
 
 from __future__ import annotations
 
 import json
+import math
 import sys
 from pathlib import Path
 from typing import Any
@@ -13,7 +18,15 @@ import click
 import numpy as np
 from PIL import Image, ImageDraw
 
-from recordkit._cli._common import PATH_OR_URL, dataset_at, reader_path, storage_option, table
+from recordkit._cli._common import (
+    FILE_TO_WRITE,
+    FOLDER_TO_WRITE,
+    PATH_OR_URL,
+    dataset_at,
+    reader_path,
+    storage_option,
+    table,
+)
 from recordkit._cli._stats import FieldStats
 from recordkit.codec._plugins import default_registry
 from recordkit.dataset._manifest import Manifest
@@ -21,7 +34,11 @@ from recordkit.read._iter_records import iter_records
 from recordkit.read._open import bind_to_read, open_dataset
 from recordkit.storage import Location
 
-__all__ = ["bar_chart", "gather", "stats_command"]
+__all__ = ["bar_chart", "gather", "json_safe", "stats_command"]
+
+#: How a float that JSON cannot hold is written (the spelling of JavaScript and of
+#: Python's own non-standard JSON).
+_NOT_FINITE = {"nan": "NaN", "inf": "Infinity", "-inf": "-Infinity"}
 
 
 def gather(root: Path | Location, split: str, progress: bool | None = None) -> dict[str, FieldStats]:
@@ -43,6 +60,18 @@ def gather(root: Path | Location, split: str, progress: bool | None = None) -> d
     return stats
 
 
+def json_safe(value: Any) -> Any:
+    """``value`` (nested dicts and lists) with every float that is not finite replaced by
+    its string (``"NaN"``, ``"Infinity"``, ``"-Infinity"``): valid JSON."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return _NOT_FINITE[repr(value)]
+    if isinstance(value, dict):
+        return {key: json_safe(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [json_safe(item) for item in value]
+    return value
+
+
 def _rows(stats: dict[str, FieldStats]) -> list[list[str]]:
     rows = [["field", "statistic", "value"]]
     for name, field in stats.items():
@@ -56,6 +85,8 @@ def _rows(stats: dict[str, FieldStats]) -> list[list[str]]:
                 if value["count"]:
                     shown = f"min {value['min']:.4g}  max {value['max']:.4g}  mean {value['mean']:.4g}"
                     shown += f"  (n={value['count']})"
+                if value.get("nan"):
+                    shown += f"  ({value['nan']} NaN)"
             elif isinstance(value, dict):
                 items = list(value.items())
                 shown = ", ".join(f"{k}: {v}" for k, v in items[:8]) + (
@@ -101,6 +132,9 @@ def _plots(stats: dict[str, FieldStats], folder: Path) -> list[Path]:
             if not summary.sample:
                 continue
             values = np.asarray(summary.sample)
+            values = values[np.isfinite(values)]
+            if not values.size:
+                continue
             bins = min(30, max(1, len(np.unique(values))))
             counts, edges = np.histogram(values, bins=bins)
             labels = [f"{edges[i]:.3g}" for i in range(len(counts))]
@@ -128,12 +162,12 @@ def _plots(stats: dict[str, FieldStats], folder: Path) -> list[Path]:
 @click.option(
     "--json",
     "json_file",
-    type=click.Path(dir_okay=False, path_type=Path),
+    type=FILE_TO_WRITE,
     help="Also write the statistics as JSON.",
 )
 @click.option(
     "--plots",
-    type=click.Path(file_okay=False, path_type=Path),
+    type=FOLDER_TO_WRITE,
     help="Also draw PNG histograms into this folder.",
 )
 @click.option("--progress/--no-progress", default=None, help="Show a progress bar (default: on a terminal).")
@@ -158,7 +192,9 @@ def stats_command(
     if json_file is not None:
         report: dict[str, Any] = {"dataset": str(root), "split": split, "records": records}
         report["fields"] = {name: field.to_json() for name, field in stats.items()}
-        json_file.write_text(json.dumps(report, indent=2, allow_nan=False) + "\n", encoding="utf-8")
+        json_file.write_text(
+            json.dumps(json_safe(report), indent=2, allow_nan=False) + "\n", encoding="utf-8"
+        )
         click.echo(f"json: {json_file}")
     if plots is not None:
         written = _plots(stats, plots)

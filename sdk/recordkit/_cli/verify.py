@@ -5,7 +5,9 @@ sha256, and reads as TFRecord with every length and data CRC intact and the reco
 number of records; and its record index, when the manifest lists one, has the recorded
 sha256 and gives exactly the offsets of the records read. Every shard is checked (one
 bad shard does not hide another); the command exits with status 1 naming each bad
-shard. Nothing here imports TensorFlow.
+shard. A dataset with no splits, or a split that holds no records, fails too (status 1):
+that is what a write that stopped before its first record leaves, not a dataset to
+train on (``--allow-empty`` accepts empty splits). Nothing here imports TensorFlow.
 """
 
 from __future__ import annotations
@@ -126,6 +128,11 @@ def verify_dataset(root: Path | Location, manifest: Manifest, splits: Sequence[s
 @storage_option
 @click.option("-q", "--quiet", is_flag=True, help="Print only the shards that fail.")
 @click.option(
+    "--allow-empty",
+    is_flag=True,
+    help="Pass a finished split that holds no records (default: status 1).",
+)
+@click.option(
     "--allow-unfinished",
     is_flag=True,
     help="Pass a split with an unfinished write when its complete shards match (default: status 3).",
@@ -135,17 +142,24 @@ def verify_command(
     splits: tuple[str, ...],
     storage_options: tuple[str, ...],
     quiet: bool,
+    allow_empty: bool,
     allow_unfinished: bool,
 ) -> None:
     """Check every shard of DATASET against its manifest (sha256, size, CRCs, records).
 
     DATASET is a dataset folder (or its dataset.json), or a remote URL (s3://, gs:// ...).
     Exits with status 1, naming each
-    bad shard, when any shard is missing, changed, truncated or corrupt; with status 3
+    bad shard, when any shard is missing, changed, truncated or corrupt, or when the
+    dataset has no splits or a split holds no records; with status 3
     when the shards match but a split has an unfinished write (records may be missing).
     """
     root = dataset_at(dataset, storage_options)
     manifest = load_manifest(root)
+    if not manifest.splits:
+        raise click.ClickException(
+            f"{root}: the dataset has no splits, so no records: a write that stopped before its first "
+            "record leaves this; write it again"
+        )
     for name in splits:
         manifest.split(name)  # ManifestError listing the splits there are
     chosen = list(dict.fromkeys(splits)) if splits else list(manifest.splits)
@@ -170,10 +184,19 @@ def verify_command(
         names = ", ".join(repr(name) for name in unfinished)
         raise UnfinishedDataset(
             f"unfinished write in split{'s' * (len(unfinished) != 1)} {names}: the {len(checks)} complete "
-            "shards match, but records may be missing; finish the write (resume=True), or pass "
-            "--allow-unfinished to accept the complete shards"
+            "shards match, but records may be missing; finish the write (rerun it with --resume, or "
+            "resume=True in Python), or pass --allow-unfinished to accept the complete shards"
         )
     records = sum(check.records for check in checks)
+    empty = [name for name in chosen if name not in unfinished and not manifest.splits[name].num_records]
+    if empty and not allow_empty:
+        names = ", ".join(repr(name) for name in empty)
+        rejected = sum(manifest.splits[name].rejected for name in empty)
+        why = f" ({rejected} records were rejected)" if rejected else ""
+        raise click.ClickException(
+            f"split{'s' * (len(empty) != 1)} {names} hold{'s' * (len(empty) == 1)} no records{why}; "
+            "pass --allow-empty to accept empty splits"
+        )
     total = sum(check.shard.bytes for check in checks)
     click.echo(
         f"verified {len(checks)} shard{'s' * (len(checks) != 1)} of {len(chosen)} "

@@ -9,6 +9,10 @@ bytes (not TFDS's int64 or float lists); every other field
 is written from the values the numpy reader decodes. Audio samples stay the list of
 numbers TFDS stored unless ``audio`` asks for WAV or FLAC files (16-bit PCM: exact for
 16-bit samples).
+
+The new dataset never touches the TFDS folder: ``out`` equal to it, holding it or inside
+it is refused before anything is written, and a conversion that fails leaves nothing
+at ``out`` (see :mod:`recordkit.tools._output`).
 """
 
 from __future__ import annotations
@@ -25,7 +29,8 @@ from recordkit.format._tfrecord import iter_tfrecords
 from recordkit.read._iter_records import iter_records
 from recordkit.schema._fields import FieldSpec
 from recordkit.schema._schema import Schema
-from recordkit.storage import PathOrUrl, StorageOptions
+from recordkit.storage import PathOrUrl, StorageOptions, location
+from recordkit.tools._output import FreshOutput, refuse_overlap
 from recordkit.write._writer import DatasetWriter
 
 __all__ = ["AUDIO_FORMATS", "AudioFormat", "convert_dataset", "native_schema"]
@@ -74,18 +79,27 @@ def convert_dataset(
     (a local folder, or a remote URL with its ``storage_options``); ``audio`` (``"wav"``
     or ``"flac"``) turns audio samples stored as numbers into audio files of that format
     (default: kept as numbers)."""
+    where = location(out, storage_options)
+    refuse_overlap(where, {"the TFDS folder": Path(source)})
     view = load_tfds(source)
     schema = native_schema(view.schema, audio=audio)
     images = [name for name, spec in view.schema.fields.items() if spec.codec == "image"]
     others = [name for name in view.schema.fields if name not in images]
-    with DatasetWriter(out, schema, progress=progress, storage_options=storage_options) as writer:
-        for split, info in view.manifest.splits.items():
-            raw = _raw_images(view.root, [s.file for s in info.shards], view.schema, images)
-            decoded = iter_records(view.root, split=split, fields=others) if others else None
-            for encoded in raw:
-                record: dict[str, Any] = dict(next(decoded)) if decoded is not None else {}
-                record.update(encoded)
-                writer.write(record, split=split)
+    fresh = FreshOutput.at(where)
+    writer = DatasetWriter(out, schema, progress=progress, storage_options=storage_options)
+    try:
+        with writer:
+            for split, info in view.manifest.splits.items():
+                raw = _raw_images(view.root, [s.file for s in info.shards], view.schema, images)
+                decoded = iter_records(view.root, split=split, fields=others) if others else None
+                for encoded in raw:
+                    record: dict[str, Any] = dict(next(decoded)) if decoded is not None else {}
+                    record.update(encoded)
+                    writer.write(record, split=split)
+    except BaseException:
+        if fresh is not None:
+            fresh.undo()
+        raise
     return writer.manifest
 
 
