@@ -189,7 +189,7 @@ def test_ingest_overwrite_and_a_given_schema(tmp_path: Path) -> None:
 
 
 def test_ingest_audio_folder_then_show_exports_wav_and_stats_durations(tmp_path: Path) -> None:
-    out = tmp_path / "speech"
+    out = tmp_path / "speech-dataset"  # beside the input folder, not in it
     assert run("ingest", "audio_folder", fx.audio_folder(tmp_path), out).exit_code == 0
     run("show", out, "-o", tmp_path / "show")
     wavs = sorted(p.name for p in (tmp_path / "show").glob("*.wav"))

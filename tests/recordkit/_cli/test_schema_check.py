@@ -103,7 +103,7 @@ def test_a_bad_file_is_one_line_and_exit_1(tmp_path: Path, text: str, message: s
     assert re.search(message, result.output), result.output
 
 
-def test_a_missing_file_is_a_usage_error(tmp_path: Path) -> None:
+def test_a_missing_file_is_one_error_line_with_status_1(tmp_path: Path) -> None:
     result = run(str(tmp_path / "nope.yaml"))
-    assert result.exit_code == 2
-    assert "does not exist" in result.output
+    assert result.exit_code == 1
+    assert result.output == f"Error: FileNotFoundError: {tmp_path / 'nope.yaml'}: No such file or directory (FILES)\n"
