@@ -208,7 +208,7 @@ def ingest_command(
     def key_of(record: Any) -> str:
         return keys.get(id(record), "?")
 
-    fresh = None if overwrite else FreshOutput.at(where)
+    fresh = FreshOutput.at(where)  # (an overwrite of nothing in a bucket is written in place)
     before = 0 if fresh is not None or overwrite else _records(Manifest.load(where))
     try:
         writer = DatasetWriter(
@@ -254,6 +254,7 @@ def _option_paths(options: dict[str, Any]) -> dict[str, Path]:
 
 
 def _records(manifest: Manifest) -> int:
+    """The records the complete shards of every split hold."""
     return sum(shard.records for info in manifest.splits.values() for shard in info.shards)
 
 

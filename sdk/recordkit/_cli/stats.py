@@ -36,10 +36,6 @@ from recordkit.storage import Location
 
 __all__ = ["bar_chart", "gather", "json_safe", "stats_command"]
 
-#: How a float that JSON cannot hold is written (the spelling of JavaScript and of
-#: Python's own non-standard JSON).
-_NOT_FINITE = {"nan": "NaN", "inf": "Infinity", "-inf": "-Infinity"}
-
 
 def gather(root: Path | Location, split: str, progress: bool | None = None) -> dict[str, FieldStats]:
     """Every field's statistics over the records of ``split`` of the dataset at ``root``
@@ -62,9 +58,10 @@ def gather(root: Path | Location, split: str, progress: bool | None = None) -> d
 
 def json_safe(value: Any) -> Any:
     """``value`` (nested dicts and lists) with every float that is not finite replaced by
-    its string (``"NaN"``, ``"Infinity"``, ``"-Infinity"``): valid JSON."""
+    its string (``"NaN"``, ``"Infinity"``, ``"-Infinity"``, as JavaScript spells them):
+    valid JSON."""
     if isinstance(value, float) and not math.isfinite(value):
-        return _NOT_FINITE[repr(value)]
+        return "NaN" if math.isnan(value) else "Infinity" if value > 0 else "-Infinity"
     if isinstance(value, dict):
         return {key: json_safe(item) for key, item in value.items()}
     if isinstance(value, list):

@@ -106,4 +106,5 @@ def test_a_bad_file_is_one_line_and_exit_1(tmp_path: Path, text: str, message: s
 def test_a_missing_file_is_one_error_line_with_status_1(tmp_path: Path) -> None:
     result = run(str(tmp_path / "nope.yaml"))
     assert result.exit_code == 1
-    assert result.output == f"Error: FileNotFoundError: {tmp_path / 'nope.yaml'}: No such file or directory (FILES)\n"
+    missing = tmp_path / "nope.yaml"
+    assert result.output == f"Error: FileNotFoundError: {missing}: No such file or directory (FILES)\n"
