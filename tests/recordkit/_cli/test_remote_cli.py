@@ -316,3 +316,22 @@ def test_schemas_and_codegen_from_a_bucket(s3_bucket: Bucket) -> None:
         result = CliRunner().invoke(main, ["codegen", source, *cli_options(s3_bucket)])
         assert result.exit_code == 0, result.output
         assert "def make_parser" in result.output
+
+
+@pytest.mark.parametrize("overwrite", [[], ["--overwrite"]])
+def test_a_failed_ingest_into_a_bucket_leaves_no_object_and_runs_again(
+    s3_bucket: Bucket, tmp_path: Path, overwrite: list[str]
+) -> None:
+    table = tmp_path / "items.jsonl"
+    good = [json.dumps({"text": f"item {i}", "label": i % 2}) for i in range(4)]
+    table.write_text("\n".join([*good, '{"text": "cut']) + "\n", encoding="utf-8")
+    url = s3_bucket.join("items")
+    failed = run("ingest", "jsonl", table, url, *overwrite, *cli_options(s3_bucket))
+    assert failed.exit_code == 1
+    assert failed.output.startswith(f"Error: InputError: file {table}, line 5: not JSON")
+    assert list(location(url, s3_bucket.storage_options).walk_files()) == []
+    table.write_text("\n".join(good) + "\n", encoding="utf-8")
+    again = run("ingest", "jsonl", table, url, *overwrite, *cli_options(s3_bucket))
+    assert again.exit_code == 0, again.output
+    items = rk.iter_records(url, storage_options=s3_bucket.storage_options)
+    assert [r["text"] for r in items] == [f"item {i}" for i in range(4)]
