@@ -40,6 +40,8 @@ LOCK_FILE = ".recordkit.lock"
 #: ``wait=`` of a writer: False (fail at once), True (wait as long as it takes) or seconds.
 Wait = bool | float
 _POLL_SECONDS = 0.05
+#: How long a refused writer waits for a new holder's pid to appear in the lock file.
+_HOLDER_WAIT_SECONDS = 0.5
 
 
 class DatasetLock:
@@ -68,8 +70,11 @@ class DatasetLock:
             os.close(self._fd)
             self._fd = None
             raise
-        os.ftruncate(self._fd, 0)
-        os.pwrite(self._fd, f"{os.getpid()}\n".encode(), 0)
+        # The pid goes in before the old one is cut off, so a writer refused meanwhile
+        # reads a whole pid (this one, or the last holder's), never an empty file.
+        pid = f"{os.getpid()}\n".encode()
+        os.pwrite(self._fd, pid, 0)
+        os.ftruncate(self._fd, len(pid))
 
     def _acquire(self, root: Path, timeout: float | None) -> None:
         assert self._fd is not None
@@ -121,9 +126,14 @@ class DatasetLock:
 
 
 def _holder(fd: int) -> str:
-    """The pid the holder wrote into the lock file ("unknown" if it has not yet)."""
-    try:
-        text = os.pread(fd, 32, 0).decode("ascii", "replace").strip()
-    except OSError:
-        return "unknown"
-    return text if text.isdigit() else "unknown"
+    """The pid the holder wrote into the lock file ("unknown" if it has not within a
+    moment: a holder that has just taken the lock writes its pid right after)."""
+    deadline = time.monotonic() + _HOLDER_WAIT_SECONDS
+    while True:
+        try:
+            text = os.pread(fd, 32, 0).decode("ascii", "replace").split("\n", 1)[0].strip()
+        except OSError:
+            return "unknown"
+        if text.isdigit() or time.monotonic() >= deadline:
+            return text if text.isdigit() else "unknown"
+        time.sleep(_POLL_SECONDS / 5)
