@@ -338,10 +338,11 @@ def test_jsonl_maps_columns_to_fields_and_names_bad_lines(tmp_path: Path) -> Non
     records = list(source)
     assert [r["caption"] for r in records] == ["t0", "t1", "t2"]
     assert isinstance(records[0]["picture"], Path)
-    assert [(s.line, s.reason.split(":")[0]) for s in source.skipped] == [
-        (3, "not JSON"),
-        (5, "column 'picture'"),
+    assert [(s.line, s.field, s.reason.split(" ")[0]) for s in source.skipped] == [
+        (3, None, "not"),
+        (5, "picture", "no"),
     ]
+    assert "no such file 'img/9.png'" in str(source.skipped[1])
 
 
 def test_sources_emit_paths_never_pixels(tmp_path: Path) -> None:
