@@ -206,7 +206,7 @@ class CocoSource(Source):
                 where,
                 "segmentation",
             )
-        objects = {"boxes": [], "labels": [], "iscrowd": [], "area": []}
+        objects: dict[str, list[Any]] = {"boxes": [], "labels": [], "iscrowd": [], "area": []}
         masks = []
         for annotation in annotations:
             entry = f"annotation {_name(annotation.get('id', '?'))} of {where}"

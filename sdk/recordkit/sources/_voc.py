@@ -105,17 +105,29 @@ class PascalVocSource(Source):
         return Schema(name=name or f"voc-{self.task}", fields=fields)
 
     def ids(self) -> list[str]:
-        """The split's image ids, as its list file gives them."""
-        return [image_id for _, image_id in self._ids()]
+        """The split's image ids, as its list file gives them (lines that cannot be read
+        left out)."""
+        return [image_id for _, image_id in self._ids() if isinstance(image_id, str)]
 
-    def _ids(self) -> list[tuple[int, str]]:
+    def _ids(self) -> list[tuple[int, str | InputError]]:
+        """Each line's id, or the InputError of a line that is not UTF-8."""
         try:
-            text = self.list_file.read_bytes().decode("utf-8-sig")
-        except UnicodeDecodeError as exc:
-            raise InputError(f"is not UTF-8 text (byte {exc.start})", file=str(self.list_file)) from None
+            lines = self.list_file.read_bytes().removeprefix(b"\xef\xbb\xbf").splitlines()
         except OSError as exc:
             raise InputError(f"cannot be read: {exc.strerror or exc}", file=str(self.list_file)) from None
-        return [(n, line.split()[0]) for n, line in enumerate(text.splitlines(), start=1) if line.strip()]
+        out: list[tuple[int, str | InputError]] = []
+        for number, raw in enumerate(lines, start=1):
+            try:
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                error = InputError(
+                    f"is not UTF-8 text (byte {exc.start})", file=str(self.list_file), line=number
+                )
+                out.append((number, error))
+                continue
+            if text.strip():
+                out.append((number, text.split()[0]))
+        return out
 
     def _file(self, folder: str, image_id: str, suffix: str, line: int) -> Path | InputError:
         """The file of ``image_id`` in ``folder``, inside ``root``, existing."""
@@ -131,6 +143,9 @@ class PascalVocSource(Source):
 
     def _scan(self) -> Iterator[SourceItem | Skipped | InputError]:
         for number, image_id in self._ids():
+            if isinstance(image_id, InputError):
+                yield image_id
+                continue
             image = self._file("JPEGImages", image_id, ".jpg", number)
             if isinstance(image, InputError):
                 yield image

@@ -76,7 +76,7 @@ def test_ingest_coco_then_stats_counts_boxes_and_classes(tmp_path: Path) -> None
 @pytest.mark.parametrize(
     ("broken", "named"),
     [
-        ("box", "annotation 9 of image 1 ('000001.jpg'), field 'bbox': bbox [50, 40, 20, 20] reaches outside"),
+        ("box", "annotation 9 of image 1 ('000001.jpg'), field 'bbox': bbox [50, 40, 20, 20] reaches out"),
         ("category", "annotation 9 of image 1 ('000001.jpg'), field 'category_id': unknown category id 7"),
         ("image", "image 2 ('000002.jpg'), field 'file_name': the image file"),
     ],
