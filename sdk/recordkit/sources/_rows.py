@@ -94,7 +94,7 @@ def _lines(path: Path, bad: dict[int, str]) -> Iterator[str]:
             try:
                 yield raw.decode("utf-8")
             except UnicodeDecodeError as exc:
-                bad[number] = f"line {number} is not UTF-8 text (byte {exc.start} of the line)"
+                bad[number] = f"is not UTF-8 text (byte {exc.start} of the line)"
                 yield raw.decode("utf-8", "replace")
 
 

@@ -113,7 +113,7 @@ def test_a_line_that_is_not_utf8_is_skipped_alone(tmp_path: Path, kind: str) -> 
     else:
         table.write_bytes(b"caption\na\ncaf\xe9\nc\n")
     line = 2 if kind == "jsonl" else 3
-    with pytest.raises(InputError, match=rf"line {line} is not UTF-8 text") as caught:
+    with pytest.raises(InputError, match=rf"line {line}: is not UTF-8 text") as caught:
         list(getattr(sources, kind)(table))
     assert (caught.value.context.file, caught.value.context.line) == (str(table), line)
     source = getattr(sources, kind)(table, on_error="skip")
