@@ -27,10 +27,12 @@ import numpy as np
 import pytest
 import sample_sources as fx
 import soundfile
+from click.testing import CliRunner
 from PIL import Image
 
 import recordkit as rk
 from recordkit import sources
+from recordkit.cli import main
 from recordkit.errors import InputError
 
 # -- an audit hook that records every file opened under a watched folder ---------------
@@ -499,3 +501,40 @@ def test_an_rle_mask_of_the_declared_size_is_built_once_the_size_is_the_files(tm
     path = fx.coco(tmp_path)
     records = list(sources.coco(path, tmp_path / "coco" / "images", masks=True))
     assert [np.asarray(m).shape for m in records[1]["masks"]] == [(40, 40), (40, 40)]
+
+
+# -- at the terminal --------------------------------------------------------------------
+
+CLI_CASES: dict[str, Callable[[dict[str, Any]], Any]] = {
+    "file_name out of the root": lambda d: d["images"][0].update(file_name="../../outside/secret.png"),
+    "id a list": lambda d: d["images"][0].update(id=[1]),
+    "iscrowd yes": lambda d: d["annotations"][0].update(iscrowd="yes"),
+    "area null": lambda d: d["annotations"][0].update(area=None),
+    "gigapixels declared": lambda d: d["images"][0].update(width=100_000, height=100_000),
+    "nested deeply": lambda d: b"[" * 100_000 + b"]" * 100_000,
+    "not UTF-8": lambda d: b'{"images": [], "categories": [{"id": 1, "name": "\xff"}]}',
+}
+
+
+@pytest.mark.parametrize("name", list(CLI_CASES))
+def test_ingest_of_hostile_coco_is_one_error_line_or_a_skip(
+    name: str, tmp_path: Path, outside: Path, fault_cases: Any
+) -> None:
+    fault_cases.tried("hostile sources: ingest")
+    path = fx.coco(tmp_path)
+    data = json.loads(path.read_text())
+    raw = CLI_CASES[name](data)
+    path.write_bytes(raw if isinstance(raw, bytes) else json.dumps(data).encode())
+    images = f"images_dir={tmp_path / 'coco' / 'images'}"
+    for extra, out in (([], "out"), (["--on-error", "skip"], "skipped")):
+        result = CliRunner().invoke(
+            main, ["ingest", "coco", str(path), str(tmp_path / out), "--opt", images, *extra]
+        )
+        assert "Traceback" not in result.output
+        assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
+        if result.exit_code != 0:
+            assert result.output.strip().splitlines()[-1].startswith("Error: InputError: "), result.output
+            assert "unexpected" not in result.output
+        else:
+            assert extra, f"{name}: ingested without --on-error skip"
+    assert not _OPENED
