@@ -111,7 +111,7 @@ class Source(abc.ABC):
 
     def input_path(
         self,
-        root: Path,
+        root: str | Path,
         name: object,
         *,
         file: str | Path,
@@ -124,7 +124,7 @@ class Source(abc.ABC):
         its ``line`` or ``entry``, the ``field`` and the path. Nothing of a refused file
         is read. Whether the file exists is for the caller to ask."""
         try:
-            return resolve_inside(root, name, allow_outside_root=self.allow_outside_root)
+            return resolve_inside(Path(root), name, allow_outside_root=self.allow_outside_root)
         except ValueError as exc:
             raise InputError(str(exc), file=str(file), line=line, entry=entry, field=field) from None
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import math
+import reprlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -67,6 +68,15 @@ def read_json(path: Path) -> Any:
         raise InputError(f"not JSON recordkit reads: {exc}", file=str(path)) from None
 
 
+_REPR = reprlib.Repr()
+_REPR.maxlevel, _REPR.maxlist, _REPR.maxdict, _REPR.maxstring, _REPR.maxother = 3, 6, 4, 300, 80
+
+
+def _shown(value: object) -> str:
+    """A value from the JSON as an error shows it: shortened, however long or deep."""
+    return _REPR.repr(value)
+
+
 def _is_int(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
@@ -77,7 +87,7 @@ def _is_number(value: object) -> bool:
 
 def _name(value: object) -> str:
     """An id as it may be shown in an entry (a hostile one shortened)."""
-    return repr(value) if _is_int(value) or (isinstance(value, str) and len(value) < 80) else "(malformed)"
+    return _shown(value) if _is_int(value) or isinstance(value, str) else "(malformed)"
 
 
 class CocoSource(Source):
@@ -177,7 +187,7 @@ class CocoSource(Source):
             image_id = annotation.get("image_id")
             if not _is_int(image_id) or image_id not in images:
                 yield self._error(
-                    f"refers to image id {image_id!r:.80}, which 'images' does not list", entry, "image_id"
+                    f"refers to image id {_shown(image_id)}, which 'images' does not list", entry, "image_id"
                 )
                 continue
             by_image[image_id].append(annotation)
@@ -186,7 +196,7 @@ class CocoSource(Source):
 
     def _record(self, image: dict[str, Any], annotations: list[dict[str, Any]]) -> SourceItem | InputError:
         image_id = image["id"]
-        where = f"image {image_id} ({image['file_name']!r:.300})"
+        where = f"image {image_id} ({_shown(image['file_name'])})"
         try:
             path = self.input_path(
                 self.images_dir, image["file_name"], file=self.annotations, entry=where, field="file_name"
@@ -230,10 +240,10 @@ class CocoSource(Source):
         category = annotation.get("category_id")
         if not _is_int(category) or category not in self.categories:
             known = ", ".join(str(c) for c in self.categories)
-            return "category_id", f"unknown category id {category!r:.80} (the categories are {known})"
+            return "category_id", f"unknown category id {_shown(category)} (the categories are {known})"
         box = annotation.get("bbox")
         if not isinstance(box, list) or len(box) != 4 or not all(_is_number(v) for v in box):
-            return "bbox", f"bbox must be [x, y, width, height] (4 finite numbers), not {box!r:.120}"
+            return "bbox", f"bbox must be [x, y, width, height] (4 finite numbers), not {_shown(box)}"
         x, y, w, h = (float(v) for v in box)
         if w < 0 or h < 0 or x < -EDGE_TOLERANCE or y < -EDGE_TOLERANCE:
             return "bbox", f"bbox {box} has a negative corner or size"
@@ -241,10 +251,10 @@ class CocoSource(Source):
             return "bbox", f"bbox {box} reaches outside the {width} x {height} image"
         crowd = annotation.get("iscrowd", 0)
         if not _is_number(crowd) or crowd not in (0, 1):
-            return "iscrowd", f"iscrowd must be 0 or 1, not {crowd!r:.80}"
+            return "iscrowd", f"iscrowd must be 0 or 1, not {_shown(crowd)}"
         area = annotation.get("area", w * h)
         if not _is_number(area) or area < 0:
-            return "area", f"area must be a number of pixels, not {area!r:.80}"
+            return "area", f"area must be a number of pixels, not {_shown(area)}"
         x0, y0 = max(x, 0.0), max(y, 0.0)
         objects["boxes"].append([x0, y0, min(x + w, float(width)) - x0, min(y + h, float(height)) - y0])
         objects["labels"].append(self.categories[category])

@@ -70,7 +70,7 @@ def resolve_inside(root: Path, name: object, *, allow_outside_root: bool = False
     if isinstance(name, os.PathLike):
         name = os.fspath(name)
     if not isinstance(name, str):
-        raise ValueError(f"must be a file name (text), not {type(name).__name__}: {name!r:.80}")
+        raise ValueError(f"must be a file name (text), not {type(name).__name__}")
     problem = _name_problem(name)
     if problem is not None:
         raise ValueError(f"the path {name!r:.300} {problem}")
@@ -84,7 +84,9 @@ def resolve_inside(root: Path, name: object, *, allow_outside_root: bool = False
         raise ValueError(f"the path {name!r} climbs out of {root} through '..' ({advice})")
     real_root = os.path.realpath(root)
     real = os.path.realpath(path)
-    if os.path.commonpath([real_root, real]) != real_root or real == real_root:
+    if real == real_root:
+        raise ValueError(f"the path {name!r} names the folder {root} itself, not a file in it")
+    if os.path.commonpath([real_root, real]) != real_root:
         raise ValueError(
             f"the path {name!r} resolves to {real}, outside {real_root} (through a symlink) ({advice})"
         )
