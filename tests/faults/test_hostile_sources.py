@@ -211,6 +211,43 @@ def test_no_source_reads_a_file_outside_its_root(
     assert any(p.startswith(os.path.realpath(outside)) for p in _paths_in(allowed)), name
 
 
+class _ListSource(sources.Source):
+    """A plugin's source: one image per line of a list file, named relative to its folder."""
+
+    kind = "image_list"
+
+    def __init__(self, path: Path, **options: Any) -> None:
+        super().__init__(**options)
+        self.path = path
+
+    def schema(self, name: str | None = None) -> rk.Schema:
+        return rk.Schema(
+            name="list", fields={"image": rk.FieldSpec(codec="image", options={"format": "keep"})}
+        )
+
+    def _scan(self) -> Iterator[sources.SourceItem | sources.Skipped | InputError]:
+        for number, line in enumerate(self.path.read_text().splitlines(), start=1):
+            try:
+                image = self.input_path(self.path.parent, line, file=self.path, line=number, field="image")
+            except InputError as exc:
+                yield exc
+                continue
+            yield sources.SourceItem(line, {"image": image})
+
+
+def test_a_plugin_source_gets_the_rule_from_the_base_class(tmp_path: Path, outside: Path) -> None:
+    listing = tmp_path / "list.txt"
+    (tmp_path / "a.png").write_bytes(fx.photo(8, 8, 1, "PNG"))
+    listing.write_text(f"a.png\n../outside/secret.png\n{outside / 'secret.png'}\n")
+    with pytest.raises(InputError, match="climbs out") as caught:
+        list(_ListSource(listing))
+    assert (caught.value.context.line, caught.value.context.field) == (2, "image")
+    skipping = _ListSource(listing, on_error="skip")
+    assert [r["image"].name for r in skipping] == ["a.png"]
+    assert [s.line for s in skipping.skipped] == [2, 3]
+    assert len(list(_ListSource(listing, allow_outside_root=True))) == 3
+
+
 def test_a_path_inside_the_root_through_dot_dot_is_read(tmp_path: Path, outside: Path) -> None:
     path = fx.coco(tmp_path, [])
     data = json.loads(path.read_text())
