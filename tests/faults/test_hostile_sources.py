@@ -264,6 +264,7 @@ HOSTILE_VALUES: list[Any] = [
     float("-inf"), True, "x" * 300, "../x.jpg", [[1, 2]], [1, 2, 3], [1, 2, 3, "4"],
     [0, 0, 1e309, 1], [[0, 0, 1, 0, 1, "a"]], {"size": [1, 1], "counts": "!!"},
     {"size": "ab", "counts": [1]}, {"counts": [-1, 2]}, [[0, 0, 1e300, 0, 1, 1]],
+    {"size": [48, 64], "counts": "o" * 200_000}, {"size": [48, 64], "counts": [2**80, 1]},
 ]  # fmt: skip
 COCO_KEYS = {
     "images": ["id", "file_name", "width", "height"],
@@ -575,3 +576,32 @@ def test_ingest_of_hostile_coco_is_one_error_line_or_a_skip(
         else:
             assert extra, f"{name}: ingested without --on-error skip"
     assert not _OPENED
+
+
+@pytest.mark.parametrize(
+    "segmentation",
+    [
+        {"size": [48, 64], "counts": "o" * 200_000},
+        {"size": [48, 64], "counts": [2**80, 1]},
+        {"size": [48, 64], "counts": [-5, 3077]},
+        {"size": [48, 64], "counts": {"a": 1}},
+        [[0, 0, float("nan"), 0, 1, 1]],
+        [[0, 0, float("inf"), 0, 1, 1]],
+        [[0, 0, 10**400, 0, 1, 1]],
+        [["x"] * 6],
+        "polygon",
+    ],
+)
+def test_a_hostile_segmentation_is_refused_naming_the_annotation(
+    tmp_path: Path, segmentation: Any, fault_cases: Any
+) -> None:
+    fault_cases.tried("hostile sources: segmentations")
+    path = fx.coco(tmp_path)
+    data = json.loads(path.read_text())
+    data["annotations"][0]["segmentation"] = segmentation
+    path.write_text(json.dumps(data))
+    source = sources.coco(path, tmp_path / "coco" / "images", masks=True, on_error="skip")
+    assert [r["image_id"] for r in source] == [2, 3]
+    assert source.skipped[0].entry is not None
+    assert source.skipped[0].entry.startswith("annotation 1 of image 1")
+    assert source.skipped[0].field == "segmentation"
