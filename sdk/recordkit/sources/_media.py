@@ -34,8 +34,13 @@ def check_declared_size(path: Path, width: object, height: object) -> tuple[int,
     against the image's own header (read without decoding a pixel) and against Pillow's
     ``Image.MAX_IMAGE_PIXELS``: ``(width, height)``, or ValueError saying what is wrong. Masks and boxes are
     built from the declared size only once it passes, so a file of a few bytes that
-    declares gigapixels never makes a source allocate them."""
-    if not all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in (width, height)):
+    declares gigapixels never makes a source allocate them. A declared ``0 x 0`` means
+    "not recorded" (annotation tools that never opened the image write it): the
+    header's size is used."""
+    unrecorded = width == 0 and height == 0 and not isinstance(width, bool) and not isinstance(height, bool)
+    if not unrecorded and not all(
+        isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in (width, height)
+    ):
         raise ValueError(
             f"the width and height must be positive integers, not {width!r:.40} x {height!r:.40}"
         )
@@ -51,7 +56,7 @@ def check_declared_size(path: Path, width: object, height: object) -> tuple[int,
         ) from None
     except (UnidentifiedImageError, OSError, ValueError):
         raise ValueError(f"{path} is not an image Pillow reads") from None
-    if real != (width, height):
+    if not unrecorded and real != (width, height):
         raise ValueError(f"declares {width} x {height} pixels, but {path} is {real[0]} x {real[1]}")
     return real
 

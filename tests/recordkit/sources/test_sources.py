@@ -247,6 +247,20 @@ def test_voc_box_outside_its_image_and_unknown_class(tmp_path: Path) -> None:
         list(sources.pascal_voc(root, "train"))
 
 
+def test_voc_size_of_zero_means_not_recorded_and_the_header_size_is_used(tmp_path: Path) -> None:
+    root = fx.voc(tmp_path)
+    xml = root / "Annotations" / f"{fx.VOC_IDS[0]}.xml"
+    xml.write_text(fx.voc_xml(fx.VOC_IDS[0], 0, 0, [("cat", [1, 1, 40, 10], 0, 0)]), encoding="utf-8")
+    with pytest.raises(InputError, match=r"box \[1.0, 1.0, 40.0, 10.0\].*30 x 24"):
+        list(sources.pascal_voc(root, "train"))  # the header's 30 x 24 bounds the box
+    xml.write_text(fx.voc_xml(fx.VOC_IDS[0], 0, 0, [("cat", [1, 1, 4, 4], 0, 0)]), encoding="utf-8")
+    first = next(iter(sources.pascal_voc(root, "train")))
+    assert first["image_id"] == fx.VOC_IDS[0]
+    xml.write_text(fx.voc_xml(fx.VOC_IDS[0], 0, 24, [("cat", [1, 1, 4, 4], 0, 0)]), encoding="utf-8")
+    with pytest.raises(InputError, match="positive integers"):
+        list(sources.pascal_voc(root, "train"))
+
+
 # -- audio_folder -----------------------------------------------------------------------
 
 
