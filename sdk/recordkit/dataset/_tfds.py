@@ -32,6 +32,7 @@ record headers.
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -195,10 +196,13 @@ class _Mapper:
         """The ``shape.dimensions`` of ``spec`` (feature ``key``'s ``part``)."""
         shape = self.json.obj(spec.get("shape"), _where(key, f"{part}.shape"), default={})
         where = _where(key, f"{part}.shape.dimensions")
-        return [
+        dims = [
             self.json.dimension(d, f"{where}[{i}]")
-            for i, d in enumerate(self.json.items(shape.get("dimensions"), where))
+            for i, d in enumerate(self.json.items(shape.get("dimensions", []), where))
         ]
+        if math.prod(d for d in dims if d > 0) >= 2**63:
+            raise self.json.error(where, f"{dims} holds more values than int64 can count")
+        return dims
 
     def num_classes(self, feature: Mapping[str, Any], key: str) -> int:
         where = _where(key, "classLabel.numClasses")
