@@ -24,7 +24,14 @@ What maps to what (a nested ``FeaturesDict`` key ``a/b`` becomes the field ``a.b
 * ``Sequence`` -> the fields of its feature, each a sequence.
 
 Anything else is reported by its class name in :attr:`TfdsDataset.skipped` and left
-out, never guessed. ArrayRecord datasets are refused. Splits that older TFDS versions
+out, never guessed.
+
+Both JSON files are untrusted input: every value is type-checked where it is read
+(:mod:`recordkit.dataset._tfds_json`), and a malformed one is a
+:class:`~recordkit.errors.DatasetError` naming the file and the key; feature names must
+be field names; declared sizes (shard counts, shapes, class counts) are bounded before
+anything is made from them, and shard file names must stay in the folder
+(:mod:`recordkit.dataset._tfds_splits`). ArrayRecord datasets are refused. Splits that older TFDS versions
 recorded without ``shardLengths`` get their shards' record counts by a walk of the
 record headers.
 """
