@@ -378,3 +378,23 @@ def test_a_huge_declared_shard_count_costs_no_more_than_the_folder_s_bytes(
 def test_recordkit_index_on_a_hostile_tfds_folder_fails_in_one_line(pristine: Path, tmp_path: Path) -> None:
     root = _hostile_copy(pristine, tmp_path, _counted("numShards", 10**8))
     _assert_one_error_line(CliRunner().invoke(main, ["index", str(root)]), "index")
+
+
+def test_recordkit_index_gives_a_tfds_folder_sidecars_and_a_stale_one_fails_random_access(
+    pristine: Path, tmp_path: Path, fault_cases: Any
+) -> None:
+    fault_cases.tried("hostile TFDS: stale sidecars")
+    root = _hostile_copy(pristine, tmp_path, lambda root, info, features: None)
+    result = CliRunner().invoke(main, ["index", str(root)])
+    assert result.exit_code == 0, result.output
+    assert sorted(p.name for p in root.glob("*.index")) == [
+        f"tiny-train.tfrecord-{i:05d}-of-{SHARDS:05d}.index" for i in range(SHARDS)
+    ]
+    assert [int(r["label"]) for r in rk.RandomAccess(root)] == list(range(SHARDS * PER_SHARD))
+    shard = root / f"tiny-train.tfrecord-00001-of-{SHARDS:05d}"
+    shard.write_bytes(shard.read_bytes() * 2)  # five more records, after the index was built
+    with pytest.raises(rk.errors.DatasetError, match="does not match the shard") as caught:
+        rk.RandomAccess(root)
+    assert f"`recordkit index {shard}`" in str(caught.value)
+    # Rebuilt, the sidecar matches the shard, and dataset_info.json's count is what disagrees.
+    _assert_one_error_line(CliRunner().invoke(main, ["index", str(root)]), "index of a grown shard")
