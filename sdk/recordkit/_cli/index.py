@@ -150,8 +150,8 @@ def index_command(
         )
         return
     if len(paths) == 1 and isinstance(root, Path) and is_tfds_folder(root):
-        for target in index_tfds(root, splits):
-            click.echo(f"wrote {target}")
+        for sidecar in index_tfds(root, splits):
+            click.echo(f"wrote {sidecar}")
         return
     if splits:
         raise click.UsageError("--split applies to a dataset folder, not to TFRecord files")

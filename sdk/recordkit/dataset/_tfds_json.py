@@ -112,7 +112,7 @@ def _kind(value: Any) -> str:
     if value is None:
         return "null"
     if isinstance(value, bool):
-        return f"{str(value).lower()}"
+        return str(value).lower()
     if isinstance(value, (dict, list)):
         return "a JSON object" if isinstance(value, dict) else "a list"
     shown = json.dumps(value)
