@@ -39,9 +39,15 @@ def _beside(shard: Shard, name: str) -> Location:
     return where.parent.join(name)
 
 
-def load_indexes(shards: tuple[Shard, ...], listed: dict[str, ShardInfo]) -> list[RecordIndex]:
-    """The record index of each uncompressed shard: the manifest's (sha256 and record count checked),
+def load_indexes(
+    shards: tuple[Shard, ...],
+    listed: dict[str, ShardInfo],
+    compression: Compression = Compression.NONE,
+) -> list[RecordIndex]:
+    """The record index of each shard: the manifest's (sha256 and record count checked),
     else a ``<file>.index`` sidecar, else (local shards only) built by scanning the shard.
+    The shards must be uncompressed (a compressed shard's offsets are in its
+    decompressed stream, which no size on disk bounds): a DatasetError otherwise.
 
     An index is untrusted, and may be stale (the shard rewritten after ``recordkit
     index``): of each index file no more is read than a shard of its size can need
@@ -52,6 +58,8 @@ def load_indexes(shards: tuple[Shard, ...], listed: dict[str, ShardInfo]) -> lis
     concurrently, one GET each); a remote shard with neither index is an error that says
     how to build them.
     """
+    if compression is not Compression.NONE:
+        raise DatasetError(f"record indexes are read for uncompressed shards only, not {compression.value}")
     # Each shard's index file, the sha256 the manifest gives it (None: a sidecar), and
     # the shard's size (what bounds the index).
     wanted: list[tuple[Location, str | None, int] | None] = []
@@ -186,7 +194,7 @@ class IndexedShards:
             if source.manifest is None
             else {info.file: info for split in source.manifest.splits.values() for info in split.shards}
         )
-        self.indexes = load_indexes(source.shards, listed)
+        self.indexes = load_indexes(source.shards, listed, source.compression)
         #: Records of each shard before what the source reads of it (a split slice), and
         #: how many it reads; record numbers below count from the first read.
         self.firsts = [shard.skip for shard in source.shards]
