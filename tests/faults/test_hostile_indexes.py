@@ -196,6 +196,29 @@ def test_a_sparse_sidecar_declaring_250_million_records_is_refused_before_it_is_
     assert f"recordkit index {shard}" in str(caught.value)
 
 
+def test_verify_reads_a_sparse_listed_index_no_further_than_its_shard_allows(
+    pristine: Path, tmp_path: Path, fault_cases: Any
+) -> None:
+    """A listed index made 2 GB long (sparse) is refused by ``verify`` in one line
+    without being read whole."""
+    fault_cases.tried("hostile indexes: huge declared sizes")
+    root = tmp_path / "dataset"
+    shutil.copytree(pristine / "dataset", root)
+    count = 250_000_000
+    with open(root / "train-00000.tfrecord.index", "wb") as index:
+        index.write(INDEX_MAGIC + struct.pack("<Q", count))
+        index.truncate(16 + 8 * (count + 1))
+    tracemalloc.start()
+    try:
+        result = CliRunner().invoke(main, ["verify", str(root)])
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    _assert_one_error_line(result, "verify, sparse listed index")
+    assert "holds more than the" in result.output
+    assert peak < FIXED_COST + MEMORY_MULTIPLE * (root / "train-00000.tfrecord").stat().st_size
+
+
 def _grow(shard: Path, records: int) -> None:
     """Append the framed bytes of the shard's first ``records`` records to it."""
     data = shard.read_bytes()
