@@ -5,15 +5,16 @@
 its methods are every operation the SDK needs (open for streamed reading and writing,
 exists, list, size, remove, write a whole object in one request, join, read a byte
 range). :func:`read_versioned` and :func:`write_if_version` replace a remote object only
-if no other writer replaced it meanwhile (how a writer's commit detects another). Local paths keep the exact local behaviour (atomic rename, fsync); remote ones
-go through fsspec, whose clients (s3fs, gcsfs) are imported only when a remote URL is
-used, one client per process. :class:`RangeReader` reads records by position from
-local or remote shards, the one place random access tells the two apart.
+if no other writer replaced it meanwhile (how a writer's commit detects another). Local
+paths keep the exact local behaviour (atomic rename, fsync); remote ones go through
+fsspec, whose clients (s3fs, gcsfs) are imported only when a remote URL is used, one
+client per process. :class:`RangeReader` reads records by position from local or remote
+shards, the one place random access tells the two apart.
 """
 
 from __future__ import annotations
 
-from recordkit.storage._conditional import VersionConflict, Versioned, read_versioned, write_if_version
+from recordkit.storage._conditional import VersionConflictError, Versioned, read_versioned, write_if_version
 from recordkit.storage._local import fsync_dir
 from recordkit.storage._location import (
     Location,
@@ -34,7 +35,7 @@ __all__ = [
     "PathOrUrl",
     "RangeReader",
     "StorageOptions",
-    "VersionConflict",
+    "VersionConflictError",
     "Versioned",
     "WriteStream",
     "fsync_dir",

@@ -4,7 +4,7 @@ no other writer replaced it meanwhile.
 Writers on an object store commit by replacing one object (a dataset's
 ``dataset.json``). Two writers that both read version 1 and both replace it would each
 report success while the second silently drops what the first committed. Here each
-write names the version it expects, and fails with :class:`VersionConflict` when the
+write names the version it expects, and fails with :class:`VersionConflictError` when the
 object is no longer at that version, using what each store offers:
 
 * **S3** (s3fs): a conditional PUT, enforced by the server in one request: ``If-Match``
@@ -27,7 +27,7 @@ from typing import Any
 
 from recordkit.storage._location import Location
 
-__all__ = ["VersionConflict", "Versioned", "read_versioned", "write_if_version"]
+__all__ = ["VersionConflictError", "Versioned", "read_versioned", "write_if_version"]
 
 #: An object's version as its store names it (S3: the ETag; GCS: the generation; else
 #: the sha256 of its bytes).
@@ -40,7 +40,7 @@ _S3_CONFLICT_CODES = frozenset({"PreconditionFailed", "ConditionalRequestConflic
 _READ_ATTEMPTS = 5
 
 
-class VersionConflict(Exception):
+class VersionConflictError(Exception):
     """The object is not at the version a conditional write expected."""
 
     def __init__(self, where: Location, found: str) -> None:
@@ -73,12 +73,12 @@ def read_versioned(where: Location) -> Versioned | None:
         except OSError as exc:
             if not _is_conflict(exc):  # s3fs: replaced between the HEAD and the GET
                 raise
-    raise VersionConflict(where, f"kept changing while it was read ({_READ_ATTEMPTS} attempts)")
+    raise VersionConflictError(where, f"kept changing while it was read ({_READ_ATTEMPTS} attempts)")
 
 
 def write_if_version(where: Location, data: bytes, version: str | None) -> str:
     """Replace the remote object with ``data`` if it is still at ``version`` (None: only
-    if it does not exist); its new version. :class:`VersionConflict` otherwise, with
+    if it does not exist); its new version. :class:`VersionConflictError` otherwise, with
     nothing written."""
     fs = where.fs
     key = where._key
@@ -87,10 +87,10 @@ def write_if_version(where: Location, data: bytes, version: str | None) -> str:
         try:
             answer = fs.pipe_file(key, data, **condition)
         except FileNotFoundError:  # If-Match on an object deleted meanwhile
-            raise VersionConflict(where, "was deleted") from None
+            raise VersionConflictError(where, "was deleted") from None
         except OSError as exc:
             if isinstance(exc, FileExistsError) or _is_conflict(exc):
-                raise VersionConflict(where, "was replaced" if version else "exists") from None
+                raise VersionConflictError(where, "was replaced" if version else "exists") from None
             raise
         etag = answer.get("ETag") if isinstance(answer, dict) else None
         return str(etag) if etag else str(fs.info(key, refresh=True)["ETag"])
@@ -102,14 +102,14 @@ def write_if_version(where: Location, data: bytes, version: str | None) -> str:
             try:
                 answer = fs.pipe_file(key, data, mode="create")
             except FileExistsError:
-                raise VersionConflict(where, "exists") from None
+                raise VersionConflictError(where, "exists") from None
         else:
             answer = fs.pipe_file(key, data)
         generation = answer.get("generation") if isinstance(answer, dict) else None
         return str(generation) if generation else str(_gcs_generation(fs, key))
     current = read_versioned(where)
     if (current[1] if current else None) != version:
-        raise VersionConflict(where, _found(current is not None, version))
+        raise VersionConflictError(where, _found(current is not None, version))
     fs.pipe_file(key, data)
     return _digest(data)
 
@@ -139,7 +139,7 @@ def _check_gcs_generation(where: Location, fs: Any, key: str, version: str | Non
     except FileNotFoundError:
         current = None
     if current != version:
-        raise VersionConflict(where, _found(current is not None, version))
+        raise VersionConflictError(where, _found(current is not None, version))
 
 
 def _found(exists: bool, expected: str | None) -> str:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from recordkit.dataset._manifest import FORMAT, MANIFEST_FILE, Manifest
 from recordkit.errors import ConcurrentWriteError, ManifestError
-from recordkit.storage import Location, VersionConflict, read_versioned, write_if_version
+from recordkit.storage import Location, VersionConflictError, read_versioned, write_if_version
 
 __all__ = ["RemoteManifest"]
 
@@ -44,7 +44,7 @@ class RemoteManifest:
         """The manifest now stored (None when there is none), remembering its version."""
         try:
             got = read_versioned(self.file)
-        except VersionConflict:
+        except VersionConflictError:
             raise self._error("kept being replaced while it was read") from None
         except OSError as exc:
             raise ManifestError(f"cannot be read: {exc.strerror or exc}", file=str(self.file)) from None
@@ -63,7 +63,7 @@ class RemoteManifest:
         data = manifest.to_json().encode("utf-8")
         try:
             self.version = write_if_version(self.file, data, self.version)
-        except VersionConflict as exc:
+        except VersionConflictError as exc:
             # A PUT whose answer was lost, retried by the client, finds its own bytes.
             current = _read_quietly(self.file)
             if current is not None and current[0] == data:
@@ -83,5 +83,5 @@ class RemoteManifest:
 def _read_quietly(file: Location) -> tuple[bytes, str] | None:
     try:
         return read_versioned(file)
-    except (OSError, VersionConflict):
+    except (OSError, VersionConflictError):
         return None
