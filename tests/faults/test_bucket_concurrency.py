@@ -29,6 +29,7 @@ import recordkit as rk
 from recordkit.cli import main
 
 HERE = Path(__file__).parent
+HOW_TO = HERE.parents[1] / "docs" / "how-to" / "cloud-storage.md"
 #: The dataset's records before the appenders start.
 BEFORE = [f"item-{i}" for i in range(10)]
 
@@ -90,6 +91,8 @@ def test_two_appenders_that_read_the_same_manifest_one_fails_and_loses_nothing_i
     assert lost.startswith(f"ConcurrentWriteError: file {url}: dataset.json was replaced by another writer")
     assert "run one writer per dataset at a time" in lost
     assert "\n" not in lost
+    # The how-to shows this very line.
+    assert lost.replace(url, "s3://my-bucket/pets") in HOW_TO.read_text(encoding="utf-8")
     (winner,) = [i for i, r in enumerate(results) if r == "ok"]
     assert _names(s3_bucket, url, "train") == sorted(BEFORE + _items(100 * (winner + 1), 12))
     _verify(s3_bucket, url)

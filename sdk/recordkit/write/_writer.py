@@ -8,7 +8,9 @@ The guarantees, and how they are kept:
   temporary name, fsynced, then renamed (:mod:`recordkit.write._shard_file`).
 * ``dataset.json`` is the commit. It is written when a write starts, after every
   completed shard (so it always lists exactly the complete shards, and an interrupted
-  write can be resumed), and when the write finishes.
+  write can be resumed), and when the write finishes. Locally the folder's lock keeps
+  other writers out; remotely each save is conditional on the version this writer read
+  or saved last (:mod:`recordkit.write._commit`), so no writer replaces another's.
 * Shard boundaries depend only on the records' sizes and order, so the same input
   gives the same shards, serial or parallel, and a resumed write skips exactly the
   records that the complete shards (and the rejects file) account for.
@@ -131,8 +133,10 @@ class WriteOptions(TypedDict, total=False):
     :param wait: the writer locks the dataset folder (one writer at a time, see
         :mod:`recordkit.write._lock`); if another writer holds it, False (default) raises
         DatasetLockedError at once naming its pid, True waits for it, a number waits at
-        most that many seconds. Remote datasets take no lock: one writer at a time is
-        the caller's to ensure.
+        most that many seconds. Remote datasets take no lock (and ``wait`` does not
+        apply): each save of ``dataset.json`` is conditional on the version this writer
+        read or saved last, and a writer that finds another's commit raises
+        ConcurrentWriteError (see :mod:`recordkit.write._commit`).
     :param storage_options: for a remote ``path`` (``s3://``, ``gs://``, any fsspec
         URL): the options of its fsspec filesystem (``endpoint_url``, credentials ...).
         There each shard is streamed under its final name and appears whole when its
