@@ -64,11 +64,10 @@ class RemoteManifest:
         try:
             self.version = write_if_version(self.file, data, self.version)
         except VersionConflictError as exc:
-            # A PUT whose answer was lost, retried by the client, finds its own bytes.
-            current = _read_quietly(self.file)
-            if current is not None and current[0] == data:
-                self.version = current[1]
-                return
+            # Even when the stored bytes equal this writer's (a PUT whose answer was lost,
+            # retried by the client, would find them): another writer may have saved the
+            # same manifest (two appenders opening one split in the same second), and
+            # both going on would write the same shard names. So this writer stops.
             self.lost = True
             raise self._error(f"{exc.found} by another writer") from None
 
@@ -78,10 +77,3 @@ class RemoteManifest:
             f"last commit is in the dataset; {self._advice}",
             file=str(self.file.parent),
         )
-
-
-def _read_quietly(file: Location) -> tuple[bytes, str] | None:
-    try:
-        return read_versioned(file)
-    except (OSError, VersionConflictError):
-        return None

@@ -49,7 +49,6 @@ import uuid
 from pathlib import Path
 
 from recordkit.dataset._manifest import MANIFEST_FILE, Manifest
-from recordkit.errors import ConcurrentWriteError
 from recordkit.storage import Location
 from recordkit.write._commit import RemoteManifest
 from recordkit.write._shard_file import fsync_dir
@@ -161,11 +160,11 @@ def commit_generation(
     committed = _moved_under(manifest, staged.name)
     try:
         stored.save(committed)
-    except ConcurrentWriteError:
-        raise
     except Exception:
-        # A PUT whose answer was lost may still have landed: then the commit is done,
-        # and the caller must not delete the generation it lists.
+        # A PUT whose answer was lost may still have landed (a retry of it is then refused
+        # as another writer's would be): then the commit is done, and the caller must not
+        # delete the generation it lists. No other writer's manifest is byte for byte
+        # this one, which names this writer's own generation folder.
         if not _holds(target, committed):
             raise
     return committed
