@@ -29,8 +29,8 @@ from recordkit.storage._location import Location
 
 __all__ = ["VersionConflictError", "Versioned", "read_versioned", "write_if_version"]
 
-#: An object's version as its store names it (S3: the ETag; GCS: the generation; else
-#: the sha256 of its bytes).
+#: An object's bytes and its version as its store names it (S3: the ETag; GCS: the
+#: generation; else the sha256 of the bytes).
 Versioned = tuple[bytes, str]
 
 _S3 = frozenset({"s3", "s3a"})
