@@ -49,6 +49,13 @@ class DataSource:
             storage_options=storage_options,
         )
 
+    @classmethod
+    def over(cls, records: RandomAccess) -> DataSource:
+        """A DataSource over records already opened (what :meth:`recordkit.Dataset.grain` gives)."""
+        self = cls.__new__(cls)
+        self.records = records
+        return self
+
     def __len__(self) -> int:
         return len(self.records)
 

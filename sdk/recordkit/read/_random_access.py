@@ -71,7 +71,7 @@ class RandomAccess:
         max_open_files: int = DEFAULT_MAX_OPEN_FILES,
         storage_options: StorageOptions | None = None,
     ) -> None:
-        self._args: dict[str, Any] = {
+        args: dict[str, Any] = {
             "path": path,
             "split": split,
             "fields": fields,
@@ -80,10 +80,24 @@ class RandomAccess:
             "max_open_files": max_open_files,
             "storage_options": storage_options,
         }
-        self.source: OpenedDataset = open_dataset(
+        source = open_dataset(
             path, split, fields, schema=schema, registry=registry, storage_options=storage_options
         )
-        self.shards = IndexedShards(self.source, verify=verify, max_open_files=max_open_files)
+        self._attach(source, args)
+
+    @classmethod
+    def over(cls, source: OpenedDataset, args: dict[str, Any]) -> RandomAccess:
+        """Random access to a split already opened (by :func:`recordkit.open`); ``args``
+        are the keyword arguments of the constructor that open it again (it pickles as
+        them), their ``verify`` and ``max_open_files`` used here too."""
+        self = cls.__new__(cls)
+        self._attach(source, args)
+        return self
+
+    def _attach(self, source: OpenedDataset, args: dict[str, Any]) -> None:
+        self._args = args
+        self.source = source
+        self.shards = IndexedShards(source, verify=args["verify"], max_open_files=args["max_open_files"])
         self._stored: tuple[BoundField, ...] = self.source.stored_fields.fields
         self._defaults = {
             name: decode_record_numpy([self.source.bound[name]], example)[name]
