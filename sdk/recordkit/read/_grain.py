@@ -26,7 +26,7 @@ __all__ = ["DataSource"]
 class DataSource:
     """Record ``i`` of a split as a dict of numpy and Python values (the arguments are
     those of :class:`recordkit.RandomAccess`); implements Grain's
-    ``RandomAccessDataSource`` protocol."""
+    ``RandomAccessDataSource`` protocol. A shortcut for ``recordkit.open(path, split).grain()``."""
 
     def __init__(
         self,

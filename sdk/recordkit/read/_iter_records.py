@@ -79,6 +79,9 @@ def iter_records(
 ) -> RecordIterator:
     """Each record of a split as a dict of Python and numpy values (an iterator).
 
+    A shortcut for ``recordkit.open(path, split, fields=fields).records(...)`` (there
+    ``num_workers`` and ``worker_index`` are ``world_size`` and ``rank``).
+
     The options are checked, the manifest read and the schemas compared when it is
     called, so a bad option or an incompatible schema fails at once; the shards are read
     as the iterator is consumed.

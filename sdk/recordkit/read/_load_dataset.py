@@ -133,6 +133,10 @@ def load_dataset(
 ) -> Any:
     """Read a split of a dataset as a ``tf.data.Dataset`` of dicts of decoded tensors.
 
+    A shortcut for ``recordkit.open(path, split, fields=fields).tf(batch_size, ...)``,
+    which opens the dataset once for every reader and groups these options
+    (:class:`recordkit.ReadConfig`, :class:`recordkit.Layout`); the same pipeline.
+
     :param path: a dataset folder (with ``dataset.json``); or, with ``schema``, TFRecord
         files recordkit did not write (a file, a glob pattern or a list).
     :param split: the split to read, or a slice of splits in TFDS's syntax

@@ -33,7 +33,8 @@ __all__ = ["RandomAccess"]
 class RandomAccess:
     """Random access to the records of one split: ``len(ds)``, ``ds[i]``, ``ds[i:j]``,
     ``ds[[i, j, k]]`` (a slice or a list is fetched at once: from a remote dataset its
-    ranged GETs run concurrently).
+    ranged GETs run concurrently). ``recordkit.open(path, split)`` gives the same
+    ``len`` and ``ds[i]``, beside the other readers.
 
     :param path: a dataset folder, local or remote (``s3://``, ``gs://``, any fsspec
         URL); or, with ``schema``, TFRecord files recordkit did not write (their

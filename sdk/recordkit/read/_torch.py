@@ -141,8 +141,9 @@ class _Collate:
 
 class MapDataset(torch.utils.data.Dataset[Any]):
     """Record ``i`` of a split, decoded, as tensors (see :class:`recordkit.RandomAccess`
-    for the arguments). ``transform`` is applied to each record (after ``to_tensors``
-    when that is True). ``collate_fn`` is :func:`collate` with the fields' pad values."""
+    for the arguments); a shortcut for ``recordkit.open(path, split).torch()``.
+    ``transform`` is applied to each record (after ``to_tensors`` when that is True).
+    ``collate_fn`` is :func:`collate` with the fields' pad values."""
 
     def __init__(
         self,
@@ -201,7 +202,8 @@ class MapDataset(torch.utils.data.Dataset[Any]):
 
 
 class IterableDataset(torch.utils.data.IterableDataset[Any]):
-    """A split's records streamed in a seeded order, shared between ranks and workers.
+    """A split's records streamed in a seeded order, shared between ranks and workers;
+    a shortcut for ``recordkit.open(path, split).torch_iterable(...)``.
 
     :param shuffle: shuffle the shards, and the records within windows of ``window``.
     :param seed: the shuffles' seed (with the epoch: :meth:`set_epoch` for a new order).
