@@ -1,23 +1,17 @@
 """``recordkit.open``: a dataset opened once, as a :class:`Dataset` every reader hangs from.
 
-:func:`open` reads the manifest (of a recordkit dataset or a folder TFDS prepared) or
-finds the TFRecord files, resolves the split expression, compares the reader's schema
-with the stored one and binds the fields to their codecs: once, through
-:func:`recordkit.read._open.open_dataset`, the open that every reader shares. Nothing
-else is read until a consumer needs it:
+:func:`open` resolves the path (a recordkit dataset, a folder TFDS prepared, or TFRecord
+files with a schema), the split expression, the schema and the fields bound to their
+codecs once, through :func:`~recordkit.read._open.open_dataset`; :meth:`Dataset.split`
+and :meth:`Dataset.select` derive handles from the manifest already read
+(:func:`~recordkit.read._open.open_split`). What costs reads waits until a consumer
+needs it: the shards' sizes (and sha256) are checked before the first read, once per
+handle, and the record indexes are loaded on the first random access.
 
-* the shards' sizes (and sha256, with ``verify="sha256"``) are checked against the
-  manifest before the first read that needs them, once per handle;
-* the record indexes (random access, PyTorch, Grain) are loaded on the first ``ds[i]``,
-  ``len()`` of a split whose counts the manifest lacks, or ``torch()``/``grain()``.
-
-:meth:`Dataset.split` and :meth:`Dataset.select` derive handles from the manifest
-already read. The consumers are the readers recordkit has always had, fed the opened
-source instead of a path: :meth:`Dataset.tf` builds the ``load_dataset`` pipeline,
-:meth:`Dataset.records` the ``iter_records`` iterator, ``ds[i]`` reads through
-:class:`recordkit.RandomAccess`, and :meth:`Dataset.torch`, :meth:`Dataset.torch_iterable`
-and :meth:`Dataset.grain` give the PyTorch and Grain datasets over it. TensorFlow is
-imported by :meth:`Dataset.tf` only; torch and grain by their own consumers only.
+The consumers are recordkit's readers fed the opened source instead of a path: the
+``load_dataset`` pipeline (:meth:`Dataset.tf`, the only one that imports TensorFlow), the
+``iter_records`` iterator, :class:`~recordkit.RandomAccess` (``ds[i]``) and the PyTorch
+and Grain datasets over it (their extras imported by their consumers only).
 """
 
 from __future__ import annotations
@@ -25,10 +19,9 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import os
+import threading
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Literal
-
-import numpy as np
 
 from recordkit.codec._plugins import default_registry
 from recordkit.codec._registry import CodecRegistry
@@ -175,6 +168,8 @@ class Dataset:
         self._access: RandomAccess | None = None
         #: The shard checks already made ("sizes", "sha256").
         self._checked: set[str] = set()
+        #: Guards the two above: threads sharing a handle check and load indexes once.
+        self._lock = threading.Lock()
 
     # -- what was opened ---------------------------------------------------------------------
 
@@ -259,13 +254,15 @@ class Dataset:
     def __getitem__(self, index: Any) -> Any:
         """Record ``index`` decoded (numpy and Python values); a list, array or slice of
         indices gives a list of records, fetched together."""
-        if isinstance(index, (list, tuple, np.ndarray, slice)):
-            return self._random_access()[index if not isinstance(index, tuple) else list(index)]
         return self._random_access()[index]
 
     def _random_access(self) -> RandomAccess:
         """The split's random access, made on first use (its record indexes loaded)."""
-        if self._access is None:
+        if self._access is not None:
+            return self._access
+        with self._lock:
+            if self._access is not None:
+                return self._access
             source = self._checked_source(sizes=True)
             args = {
                 "path": self.path,
@@ -277,7 +274,7 @@ class Dataset:
                 "storage_options": self._request.storage_options,
             }
             self._access = RandomAccess.over(source, args)
-        return self._access
+            return self._access
 
     # -- consumers ---------------------------------------------------------------------------
 
@@ -302,42 +299,28 @@ class Dataset:
         """The split as a ``tf.data.Dataset`` of dicts of decoded tensors (batches of
         ``batch_size``, or single records), as :func:`recordkit.load_dataset` gives it.
 
-        :param shuffle_files: read the shards in a random order, reshuffled every epoch.
-        :param shuffle_buffer: shuffle records through a buffer of this many (0: none).
-        :param seed: the seed of the shuffles and random crops (None: another order
-            every run).
-        :param repeat: False reads once, True forever, an int that many times.
-        :param drop_remainder: drop the last batch when it is smaller than ``batch_size``.
+        ``shuffle_files``, ``shuffle_buffer``, ``seed``, ``repeat``, ``drop_remainder``,
+        ``input_context``, ``start``, ``on_corrupt`` and ``report`` are those of
+        :func:`recordkit.load_dataset`.
+
         :param rank: with ``world_size``: read only this worker's share of the split
             (every ``world_size``-th shard; every ``world_size``-th record when there
             are fewer shards than workers); all the ranks together read every record once.
         :param world_size: how many workers share the split.
-        :param input_context: instead of the two above, a ``tf.distribute.InputContext``.
-        :param start: resume: skip this many records of the order the options give.
-        :param on_corrupt: ``"raise"`` stops at a corrupt or truncated shard, naming it;
-            ``"skip"`` skips the rest of that shard and adds it to ``report``.
-        :param report: a :class:`~recordkit.CorruptionReport` collecting what was skipped.
         :param layout: the shapes values come in (:class:`~recordkit.Layout`).
         :param read_config: how shards are read (:class:`~recordkit.ReadConfig`).
         """
         layout = layout if layout is not None else Layout()
         config = read_config if read_config is not None else ReadConfig()
-        options = PipelineOptions(
+        options = PipelineOptions(  # the two groups' fields are the pipeline's, by name
             batch_size=batch_size,
             shuffle_files=shuffle_files,
             seed=seed,
             shuffle_buffer=shuffle_buffer,
-            cycle_length=config.cycle_length,
-            block_length=config.block_length,
-            deterministic=config.deterministic,
             repeat=repeat,
             drop_remainder=drop_remainder,
-            pad=layout.pad,
-            image_size=layout.image_size,
-            image_fit=layout.image_fit,
-            image_method=layout.image_method,
-            prefetch=config.prefetch,
-            remote_io=config.remote_io,
+            **vars(layout),
+            **vars(config),
         )
         options.check()
         shuffled = shuffle_files or bool(shuffle_buffer)
@@ -450,7 +433,8 @@ class Dataset:
         return self._source
 
     def _checked_source(self, *, sizes: bool) -> OpenedDataset:
-        """The opened split, its shards checked against the manifest (each check once)."""
+        """The opened split, its shards checked against the manifest (each check once;
+        the caller holds the lock)."""
         source = self._readable()
         wanted = {"sizes"} if sizes else set()
         if self._request.verify == "sha256":
@@ -473,7 +457,8 @@ class Dataset:
         report of skipped records (``on_corrupt="skip"``)."""
         SourceOptions(on_corrupt=on_corrupt).check()
         share = worker_share(input_context, world_size, rank, names=("world_size", "rank"))
-        source = self._checked_source(sizes=on_corrupt == "raise")
+        with self._lock:
+            source = self._checked_source(sizes=on_corrupt == "raise")
         if report is None and on_corrupt == "skip":
             report = CorruptionReport()  # still logs each skip
         return Opened(source, share, report)
