@@ -238,6 +238,31 @@ def test_open_records_torch_and_grain_import_no_tensorflow(dataset: Path) -> Non
     assert out.split("\n") == [f"{4 * TRAIN} 3 record 0", "False", ""]
 
 
+@pytest.mark.slow
+def test_a_consumer_whose_extra_is_missing_names_it_and_the_others_still_read(dataset: Path) -> None:
+    out = run_without_tensorflow(
+        f"""
+        import importlib.abc
+        class NoTorch(importlib.abc.MetaPathFinder):
+            def find_spec(self, name, path=None, target=None):
+                if name.split(".")[0] == "torch":
+                    raise ImportError("blocked")
+        sys.meta_path.insert(0, NoTorch())
+        ds = rk.open({str(dataset)!r}, "validation", fields="caption")
+        try:
+            ds.torch_iterable()
+        except rk.errors.MissingExtraError as exc:
+            print(exc)
+        print(len(ds), ds[1]["caption"][:8])
+        """
+    )
+    assert out.splitlines() == [
+        "Dataset.torch_iterable() needs 'torch', which is not installed; "
+        "install it with: pip install 'recordkit[torch]'",
+        f"{VALIDATION} record 1",
+    ]
+
+
 # -- checks and errors -----------------------------------------------------------------------
 
 
