@@ -27,6 +27,7 @@ from recordkit.codec._plugins import default_registry
 from recordkit.codec._registry import CodecRegistry
 from recordkit.dataset._manifest import Manifest
 from recordkit.errors import DatasetError, MissingExtraError, RecordkitError, SchemaError
+from recordkit.read._grain import DataSource
 from recordkit.read._iter_records import RecordIterator, record_iterator
 from recordkit.read._load_dataset import tf_pipeline
 from recordkit.read._open import (
@@ -47,8 +48,7 @@ from recordkit.read._shard_index import DEFAULT_MAX_OPEN_FILES
 from recordkit.schema._schema import Schema
 from recordkit.storage import StorageOptions
 
-if TYPE_CHECKING:  # the extras' types only: importing them needs torch and grain
-    from recordkit.read._grain import DataSource
+if TYPE_CHECKING:  # the torch readers' types only: importing them needs torch
     from recordkit.read._torch import IterableDataset, MapDataset, Transform
 
 __all__ = ["Dataset", "Verify", "open"]
@@ -364,7 +364,7 @@ class Dataset:
         :param transform: applied to each record (after ``to_tensors`` when ``tensors``).
         :param tensors: numpy arrays as ``torch.Tensor`` (shared, no copy).
         """
-        module = _extra("recordkit.torch", "torch", "Dataset.torch()")
+        module = _torch_readers("Dataset.torch()")
         dataset: MapDataset = module.MapDataset.over(
             self._random_access(), transform=transform, tensors=tensors
         )
@@ -396,7 +396,7 @@ class Dataset:
         :param start: resume from a ``state_dict()`` or ``loader_state()``.
         :param prefetch: records whose bytes are fetched together, ahead of decoding.
         """
-        module = _extra("recordkit.torch", "torch", "Dataset.torch_iterable()")
+        module = _torch_readers("Dataset.torch_iterable()")
         dataset: IterableDataset = module.IterableDataset.over(
             self._random_access(),
             self._split if self._split is not None else "train",
@@ -415,8 +415,8 @@ class Dataset:
     def grain(self) -> DataSource:
         """A Grain ``RandomAccessDataSource`` over the split (records as numpy values),
         for Grain's samplers, sharding and checkpoints. Needs the ``grain`` extra."""
-        module = _extra("recordkit.grain", "grain", "Dataset.grain()")
-        source: DataSource = module.DataSource.over(self._random_access())
+        _require("grain", "Dataset.grain()")
+        source: DataSource = DataSource.over(self._random_access())
         return source
 
     # -- helpers -----------------------------------------------------------------------------
@@ -504,10 +504,17 @@ def _describe(path: Paths) -> str:
     return str(path) if isinstance(path, (str, os.PathLike)) else f"{len(path)} paths"
 
 
-def _extra(module: str, package: str, purpose: str) -> Any:
-    """``module``, which needs the ``package`` extra: imported when a consumer that needs
-    it is called, so that ``import recordkit`` and the other consumers never need it."""
+def _torch_readers(purpose: str) -> Any:
+    """The PyTorch readers' module, which imports ``torch``: imported only when a torch
+    consumer is called (the extra is optional and heavy), never by ``rk.open`` or the
+    other consumers."""
+    _require("torch", purpose)
+    return importlib.import_module("recordkit.read._torch")
+
+
+def _require(package: str, purpose: str) -> None:
+    """The ``package`` extra imported, or a MissingExtraError that says how to get it."""
     try:
-        return importlib.import_module(module)
-    except MissingExtraError:
-        raise MissingExtraError(package, package, purpose=purpose) from None
+        importlib.import_module(package)
+    except ImportError as exc:
+        raise MissingExtraError(package, package, purpose=purpose) from exc
