@@ -23,10 +23,10 @@ from recordkit.dataset._breakdown import byte_breakdown
 from recordkit.dataset._manifest import Manifest, ShardInfo, SplitInfo
 from recordkit.dataset._tfds import TfdsDataset, open_tfds
 from recordkit.hookspecs import hookimpl
+from recordkit.read._corruption import CorruptionReport, SkippedRecords
 from recordkit.read._dataset import Dataset, open
 from recordkit.read._iter_records import iter_records
 from recordkit.read._load_dataset import load_dataset
-from recordkit.read._open import CorruptionReport, SkippedRecords
 from recordkit.read._parse import PRESENT_SUFFIX, feature_spec, make_parser
 from recordkit.read._random_access import RandomAccess
 from recordkit.read._read_config import Layout, ReadConfig

@@ -33,7 +33,6 @@ __all__ = [
     "PathOrUrlType",
     "checked_path",
     "dataset_at",
-    "dataset_root",
     "describe_error",
     "has_manifest",
     "in_cli_words",
@@ -202,28 +201,28 @@ FILE_TO_WRITE = LocalPathType(exists=False, dir_okay=False)
 FOLDER_TO_WRITE = LocalPathType(exists=False, file_okay=False)
 
 
-def dataset_at(dataset: str, storage_options: Sequence[str]) -> Path | Location:
-    """The dataset that a DATASET argument names: a local folder (or its dataset.json)
-    as :func:`dataset_root` gives it, or a remote URL's Location (its dataset.json's
-    URL names its folder too)."""
-    if not is_remote(dataset):
-        return dataset_root(Path(dataset))
-    root = location(dataset, parse_storage_options(storage_options))
-    return root.parent if root.name == MANIFEST_FILE else root
+def dataset_at(dataset: str, storage_options: Sequence[str]) -> Location:
+    """The dataset that a DATASET argument names, local or remote: its folder (its
+    dataset.json names its folder too)."""
+    root = location(dataset, parse_storage_options(storage_options) if is_remote(dataset) else None)
+    return root.parent if root.name == MANIFEST_FILE and not _local_dir(root) else root
 
 
-def has_manifest(root: Path | Location) -> bool:
+def _local_dir(where: Location) -> bool:
+    folder = where.local_path
+    return folder is not None and folder.is_dir()
+
+
+def has_manifest(root: Location) -> bool:
     """Whether ``root`` holds a ``dataset.json`` (one HEAD request for a remote dataset)."""
-    manifest = location(root).join(MANIFEST_FILE)
-    return manifest.path.is_file() if manifest.is_local else manifest.exists()
+    manifest = root.join(MANIFEST_FILE)
+    return manifest.exists() and not _local_dir(manifest)
 
 
-def reader_path(root: Path | Location) -> tuple[str | Path, StorageOptions | None]:
-    """``root`` as the readers (``iter_records``, ``open_dataset``) take it: a local
-    path, or a URL with its storage options."""
-    if isinstance(root, Location):
-        return (root.path, None) if root.is_local else (root.url, root.storage_options)
-    return root, None
+def reader_path(root: Location) -> tuple[str, StorageOptions | None]:
+    """``root`` as the readers (``iter_records``, ``open_dataset``) take it: its path or
+    URL, with its storage options."""
+    return root.url, root.storage_options or None
 
 
 def schema_at(source: str, storage_options: Sequence[str], registry: CodecRegistry | None = None) -> Schema:
@@ -253,7 +252,7 @@ def manifest_at(source: str, storage_options: Sequence[str]) -> Manifest | None:
         return Manifest.load(dataset_at(source, storage_options))
     path = checked_path(source, "SCHEMA")
     if path.is_dir() or path.name == MANIFEST_FILE:
-        return Manifest.load(dataset_root(path))
+        return Manifest.load(dataset_at(str(path), ()))
     return None
 
 
@@ -271,8 +270,3 @@ def local_input(value: str, what: str) -> Path:
             "object storage; copy it to a local folder first (the output may be a URL)"
         )
     return Path(value)
-
-
-def dataset_root(path: Path) -> Path:
-    """The dataset folder that ``path`` names: the folder itself or its ``dataset.json``."""
-    return path.parent if path.is_file() and path.name == MANIFEST_FILE else path

@@ -35,8 +35,8 @@ from recordkit.dataset._tfds import is_tfds_folder, load_tfds
 from recordkit.errors import ManifestError
 from recordkit.format._index import build_index, index_name, write_index
 from recordkit.format._tfrecord import Compression
-from recordkit.read._open import expand_files, guess_compression
-from recordkit.storage import Location, StorageOptions, location
+from recordkit.read._paths import expand_files, guess_compression, to_locations
+from recordkit.storage import Location, StorageOptions
 
 __all__ = ["CHECKPOINT_SECONDS", "index_command", "index_dataset", "index_files", "index_tfds"]
 
@@ -44,7 +44,7 @@ __all__ = ["CHECKPOINT_SECONDS", "index_command", "index_dataset", "index_files"
 CHECKPOINT_SECONDS = 60.0
 
 
-def index_dataset(root: Path | Location, splits: Sequence[str] = (), *, rebuild: bool = False) -> list[str]:
+def index_dataset(root: Location, splits: Sequence[str] = (), *, rebuild: bool = False) -> list[str]:
     """Index the shards of ``root``'s splits that lack an index (all with ``rebuild``);
     save the manifest; return the names of the index files written."""
     manifest = Manifest.load(root)
@@ -101,11 +101,8 @@ def index_files(
 ) -> list[Location]:
     """Write a ``<file>.index`` sidecar beside each TFRecord file of ``paths`` (files or
     glob patterns, local or remote URLs); return where the indexes went."""
-    files = [location(file) for file in expand_files(list(paths), storage_options)]
-    if compression is not None:
-        chosen = Compression.parse(compression)
-    else:
-        chosen = guess_compression([Path(file.name) for file in files])
+    files = expand_files(to_locations(list(paths), storage_options))
+    chosen = Compression.parse(compression) if compression is not None else guess_compression(files)
     written = []
     for file in files:
         target = file.parent.join(index_name(file.name))
@@ -149,8 +146,9 @@ def index_command(
             + ("" if written else " (every shard already had its index; --rebuild to redo them)")
         )
         return
-    if len(paths) == 1 and isinstance(root, Path) and is_tfds_folder(root):
-        for sidecar in index_tfds(root, splits):
+    folder = root.local_path
+    if len(paths) == 1 and folder is not None and is_tfds_folder(folder):
+        for sidecar in index_tfds(folder, splits):
             click.echo(f"wrote {sidecar}")
         return
     if splits:

@@ -12,7 +12,6 @@ from __future__ import annotations
 import itertools
 import json
 from collections.abc import Iterator, Sequence
-from pathlib import Path
 from typing import Any
 
 import click
@@ -21,14 +20,14 @@ from recordkit._cli._common import dataset_at, split_option, storage_option, tab
 from recordkit._units import human_bytes
 from recordkit.codec._plugins import default_registry
 from recordkit.dataset._breakdown import byte_breakdown
+from recordkit.dataset._detect import load_manifest
 from recordkit.dataset._manifest import Manifest, ShardInfo
 from recordkit.dataset._paths import member
-from recordkit.dataset._tfds import load_manifest
 from recordkit.errors import ManifestError, RecordkitError
 from recordkit.format._tfrecord import FRAMING_BYTES, Compression, iter_tfrecords
 from recordkit.read._open import bind_to_read
 from recordkit.schema._schema import BoundSchema
-from recordkit.storage import Location, location
+from recordkit.storage import Location
 
 __all__ = ["dataset_summary", "field_bytes", "inspect_command", "sample_records"]
 
@@ -39,7 +38,7 @@ def _selected_splits(manifest: Manifest, splits: Sequence[str]) -> list[str]:
     return list(dict.fromkeys(splits)) if splits else list(manifest.splits)
 
 
-def dataset_summary(root: Path | Location, manifest: Manifest, splits: Sequence[str]) -> dict[str, Any]:
+def dataset_summary(root: Location, manifest: Manifest, splits: Sequence[str]) -> dict[str, Any]:
     """What the manifest says about the dataset at ``root``, as JSON-ready data."""
     schema = manifest.schema
     split_rows = {}
@@ -69,9 +68,7 @@ def dataset_summary(root: Path | Location, manifest: Manifest, splits: Sequence[
     }
 
 
-def sample_records(
-    root: Path | Location, manifest: Manifest, splits: Sequence[str], limit: int
-) -> Iterator[bytes]:
+def sample_records(root: Location, manifest: Manifest, splits: Sequence[str], limit: int) -> Iterator[bytes]:
     """Up to ``limit`` serialized records, taken from the start of evenly spread shards.
 
     Reading stops as soon as enough records are read: the shards' heads, not the whole
@@ -86,8 +83,8 @@ def sample_records(
     compression = Compression.parse(manifest.compression)
     taken = 0
     for shard in shards:
-        path = location(member(root, shard.file))
-        if not (path.path.is_file() if path.is_local else path.exists()):
+        path = member(root, shard.file)
+        if not path.is_file():
             raise ManifestError("listed in the manifest but missing on disk", shard=shard.file)
         for _, data in itertools.islice(iter_tfrecords(path, compression), min(per_shard, limit - taken)):
             yield data
@@ -107,9 +104,7 @@ def field_bytes(bound: BoundSchema, records: Iterator[bytes]) -> dict[str, Any]:
     return {"records": count, "bytes": sum(totals.values()), "fields": totals}
 
 
-def _breakdown(
-    root: Path | Location, manifest: Manifest, splits: Sequence[str], sample: int
-) -> dict[str, Any]:
+def _breakdown(root: Location, manifest: Manifest, splits: Sequence[str], sample: int) -> dict[str, Any]:
     try:
         bound = bind_to_read(manifest, default_registry())
     except RecordkitError as exc:  # a codec is not installed: the summary still helps

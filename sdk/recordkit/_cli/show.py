@@ -48,8 +48,8 @@ def show_command(
     manifest = Manifest.load(root)
     bound = bind_to_read(manifest, default_registry())
     output.mkdir(parents=True, exist_ok=True)
-    path, options = reader_path(root)
-    records = iter_records(path, split, storage_options=options)
+    source, options = reader_path(root)
+    records = iter_records(source, split, storage_options=options)
     start = index if index is not None else 0
     chosen = itertools.islice(records, start, start + (1 if index is not None else count))
     drawn = []

@@ -37,7 +37,7 @@ from recordkit.storage import Location
 __all__ = ["bar_chart", "gather", "json_safe", "stats_command"]
 
 
-def gather(root: Path | Location, split: str, progress: bool | None = None) -> dict[str, FieldStats]:
+def gather(root: Location, split: str, progress: bool | None = None) -> dict[str, FieldStats]:
     """Every field's statistics over the records of ``split`` of the dataset at ``root``
     (a local folder or a remote dataset's Location)."""
     manifest = Manifest.load(root)

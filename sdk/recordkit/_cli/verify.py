@@ -15,20 +15,19 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 from collections.abc import Sequence
-from pathlib import Path
 
 import click
 
 from recordkit._cli._common import dataset_at, split_option, storage_option
 from recordkit._units import human_bytes
+from recordkit.dataset._detect import load_manifest
 from recordkit.dataset._manifest import Manifest, ShardInfo
 from recordkit.dataset._paths import member
-from recordkit.dataset._tfds import load_manifest
 from recordkit.errors import CorruptRecordError, ManifestError
 from recordkit.format._index import RecordIndex, max_index_bytes
 from recordkit.format._tfrecord import FRAMING_BYTES, Compression, iter_tfrecords
-from recordkit.read._open import file_sha256
-from recordkit.storage import Location, location
+from recordkit.read._corruption import file_sha256
+from recordkit.storage import Location
 
 __all__ = ["ShardCheck", "check_index", "check_shard", "verify_command"]
 
@@ -47,13 +46,13 @@ class ShardCheck:
         return not self.problems
 
 
-def check_shard(root: Path | Location, split: str, shard: ShardInfo, compression: Compression) -> ShardCheck:
+def check_shard(root: Location, split: str, shard: ShardInfo, compression: Compression) -> ShardCheck:
     """Check one shard's size, sha256, TFRecord framing and CRCs, and record count."""
     try:
-        path = location(member(root, shard.file))
+        path = member(root, shard.file)
     except ManifestError as exc:
         return ShardCheck(split, shard, 0, (exc.reason,))
-    if not (path.path.is_file() if path.is_local else path.exists()):
+    if not path.is_file():
         return ShardCheck(split, shard, 0, ("listed in the manifest but missing on disk",))
     problems: list[str] = []
     try:
@@ -84,11 +83,11 @@ def check_shard(root: Path | Location, split: str, shard: ShardInfo, compression
     return ShardCheck(split, shard, count, tuple(problems))
 
 
-def check_index(root: Path | Location, shard: ShardInfo, scanned: RecordIndex) -> list[str]:
+def check_index(root: Location, shard: ShardInfo, scanned: RecordIndex) -> list[str]:
     """Problems of ``shard``'s record index (none when the manifest lists no index)."""
     if shard.index is None:
         return []
-    path = location(root).join(shard.index.file)
+    path = root.join(shard.index.file)
     # An index is untrusted: no more of it is read than the index of this shard can hold,
     # plus one byte to tell one that is larger.
     limit = max_index_bytes(shard.bytes)
@@ -120,7 +119,7 @@ class UnfinishedDataset(click.ClickException):
     exit_code = 3
 
 
-def verify_dataset(root: Path | Location, manifest: Manifest, splits: Sequence[str]) -> list[ShardCheck]:
+def verify_dataset(root: Location, manifest: Manifest, splits: Sequence[str]) -> list[ShardCheck]:
     """Check every shard of ``splits`` (in manifest order)."""
     compression = Compression.parse(manifest.compression)
     return [

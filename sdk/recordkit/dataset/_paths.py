@@ -24,7 +24,7 @@ import re
 from pathlib import Path
 
 from recordkit.errors import ManifestError
-from recordkit.storage import Location
+from recordkit.storage import Location, location
 
 __all__ = ["check_member_name", "member", "resolve_member"]
 
@@ -83,13 +83,14 @@ def resolve_member(root: Path, name: str, *, shard: str | None = None) -> Path:
     return path
 
 
-def member(root: Path | Location, name: str, *, shard: str | None = None) -> Path | Location:
-    """A file the manifest lists: locally :func:`resolve_member`; in a remote dataset the
-    object ``root/name`` (the name is checked; an object store has no symlinks)."""
-    if isinstance(root, Location) and not root.is_local:
-        try:
-            check_member_name(name)
-        except ValueError as exc:
-            raise ManifestError(str(exc), shard=shard if shard is not None else ascii(name)) from None
-        return root.join(name)
-    return resolve_member(root.path if isinstance(root, Location) else root, name, shard=shard)
+def member(root: Location, name: str, *, shard: str | None = None) -> Location:
+    """A file the manifest lists: in a local dataset :func:`resolve_member`; in a remote
+    one the object ``root/name`` (the name is checked; an object store has no symlinks)."""
+    folder = root.local_path
+    if folder is not None:
+        return location(resolve_member(folder, name, shard=shard))
+    try:
+        check_member_name(name)
+    except ValueError as exc:
+        raise ManifestError(str(exc), shard=shard if shard is not None else ascii(name)) from None
+    return root.join(name)

@@ -47,20 +47,18 @@ from typing import Any
 import pydantic
 
 from recordkit._version import __version__
-from recordkit.dataset._manifest import MANIFEST_FILE, Manifest, SplitInfo
+from recordkit.dataset._manifest import Manifest, SplitInfo
 from recordkit.dataset._tfds_json import TfdsJson
 from recordkit.dataset._tfds_splits import tfds_split
 from recordkit.errors import DatasetError
 from recordkit.schema._fields import FieldSpec, field_name_problem
 from recordkit.schema._schema import Schema
-from recordkit.storage import Location
 
 __all__ = [
     "TFDS_FEATURES",
     "TFDS_INFO",
     "TfdsDataset",
     "is_tfds_folder",
-    "load_manifest",
     "load_tfds",
     "open_tfds",
 ]
@@ -399,14 +397,3 @@ def _where(key: str, path: str = "") -> str:
     """Where in ``features.json`` a value is: its feature's key, and the path under it."""
     feature = f"feature {key!r}" if key else "the top feature"
     return f"{feature} {path}" if path else feature
-
-
-def load_manifest(root: str | Path | Location) -> Manifest:
-    """The manifest of the dataset at ``root``: its ``dataset.json``, or for a folder that
-    TFDS prepared, the view :func:`load_tfds` gives (shards with an empty sha256: unknown).
-    A remote dataset (a Location) has its ``dataset.json`` read."""
-    if isinstance(root, Location):
-        return Manifest.load(root)
-    if is_tfds_folder(root) and not (Path(root) / MANIFEST_FILE).is_file():
-        return load_tfds(root).manifest
-    return Manifest.load(root)

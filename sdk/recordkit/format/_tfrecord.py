@@ -39,7 +39,7 @@ from typing import Any, BinaryIO
 import google_crc32c
 
 from recordkit.errors import CorruptRecordError
-from recordkit.storage import Location
+from recordkit.storage import Location, PathOrUrl, location
 
 __all__ = [
     "FOOTER_BYTES",
@@ -244,20 +244,21 @@ class _Inflater(io.RawIOBase):
         super().close()
 
 
-#: A TFRecord file to read: a local path, or a :class:`~recordkit.storage.Location`
-#: (a remote object, streamed through fsspec).
-Source = str | Path | Location
+#: A TFRecord file to read: a :class:`~recordkit.storage.Location` (local, or a remote
+#: object streamed through fsspec), or a path or URL made one.
+Source = PathOrUrl | Location
 
 
-def _open(path: Path | Location, compression: Compression) -> BinaryIO:
+def _open(path: Location, compression: Compression) -> BinaryIO:
     """``path`` opened for reading its uncompressed stream."""
-    if isinstance(path, Location):
+    local = path.local_path
+    if local is None:
         raw: BinaryIO = path.open_read()  # type: ignore[assignment]
     else:
         # A large buffer: records are read from memory, with one system call per
         # megabyte rather than two per record (each call lets go of the GIL, which a
         # thread decoding records then takes: a hand-off the reading thread waits out).
-        raw = open(path, "rb", buffering=_READ_BUFFER)  # noqa: SIM115 - returned, closed by the caller
+        raw = open(local, "rb", buffering=_READ_BUFFER)  # noqa: SIM115 - returned, closed by the caller
     if compression is Compression.NONE:
         return raw
     return io.BufferedReader(_Inflater(raw, compression), _INFLATE_CHUNK)
@@ -286,13 +287,6 @@ def _read_up_to(stream: BinaryIO, count: int) -> bytes:
     return b"".join(parts)
 
 
-def _as_source(path: Source) -> Path | Location:
-    """A local Location becomes its Path (the local code paths stay exactly as they were)."""
-    if isinstance(path, Location):
-        return path.path if path.is_local else path
-    return Path(path)
-
-
 def iter_tfrecords(
     path: Source,
     compression: Compression = Compression.NONE,
@@ -306,14 +300,14 @@ def iter_tfrecords(
     record or a CRC mismatch; records before it have already been yielded. ``verify``
     False skips the data CRCs (the header CRCs are always checked).
     """
-    path = _as_source(path)
+    path = location(path)
     shard = path.name
     try:
         stream = _open(path, compression)
         # The uncompressed stream's size where known: no declared length may pass it.
         size: int | None = None
         if compression is Compression.NONE:
-            size = path.size() if isinstance(path, Location) else os.fstat(stream.fileno()).st_size
+            size = path.size() if path.local_path is None else os.fstat(stream.fileno()).st_size
     except OSError as exc:
         raise CorruptRecordError(f"cannot read the shard file: {exc.strerror or exc}", shard=shard) from None
     with stream:
@@ -387,22 +381,23 @@ def scan_tfrecords(
     CRC and, with ``verify``, data CRC) and carries on from there. A compressed file is
     inflated as far as it can be, and the damage past that point reported.
     """
-    path = _as_source(path)
+    path = location(path)
     with ExitStack() as stack:
         buffer = _uncompressed(path, compression, stack, on_damage)
         yield from _scan(buffer, verify, on_damage)
 
 
 def _uncompressed(
-    path: Path | Location, compression: Compression, stack: ExitStack, on_damage: Callable[[Damage], None]
+    path: Location, compression: Compression, stack: ExitStack, on_damage: Callable[[Damage], None]
 ) -> bytes | bytearray | mmap.mmap:
     """The file's (uncompressed) bytes: memory-mapped, or inflated as far as possible
     (a remote object: downloaded)."""
-    if isinstance(path, Location) and compression is Compression.NONE:
+    local = path.local_path
+    if local is None and compression is Compression.NONE:
         return path.read_bytes()
-    if isinstance(path, Path) and compression is Compression.NONE:
-        raw = stack.enter_context(path.open("rb"))
-        if path.stat().st_size == 0:
+    if local is not None and compression is Compression.NONE:
+        raw = stack.enter_context(local.open("rb"))
+        if local.stat().st_size == 0:
             return b""
         return stack.enter_context(mmap.mmap(raw.fileno(), 0, access=mmap.ACCESS_READ))
     out = bytearray()
@@ -540,7 +535,7 @@ def _walk_plain(path: str, size: int) -> OversizedRecord | None:
 def _walk_stream(path: str, compression: Compression) -> OversizedRecord | None:
     stream: BinaryIO
     try:
-        stream = _open(Path(path), compression)
+        stream = _open(location(path), compression)
     except OSError:
         return None
     offset = 0

@@ -27,24 +27,18 @@ from recordkit.codec._plugins import default_registry
 from recordkit.codec._registry import CodecRegistry
 from recordkit.dataset._manifest import Manifest
 from recordkit.errors import DatasetError, MissingExtraError, RecordkitError, SchemaError
+from recordkit.read._corruption import CorruptionReport, OnCorrupt
 from recordkit.read._grain import DataSource
 from recordkit.read._iter_records import RecordIterator, record_iterator
 from recordkit.read._load_dataset import tf_pipeline
-from recordkit.read._open import (
-    CorruptionReport,
-    OnCorrupt,
-    OpenedDataset,
-    Paths,
-    check_shards,
-    open_dataset,
-    open_split,
-    worker_share,
-)
+from recordkit.read._open import OpenedDataset, check_shards, open_dataset, open_split
 from recordkit.read._options import Opened, PipelineOptions, SourceOptions
+from recordkit.read._paths import Paths
 from recordkit.read._position import Start, tf_data_start
 from recordkit.read._random_access import RandomAccess
 from recordkit.read._read_config import Layout, ReadConfig
 from recordkit.read._shard_index import DEFAULT_MAX_OPEN_FILES
+from recordkit.read._share import worker_share
 from recordkit.schema._schema import Schema
 from recordkit.storage import StorageOptions
 

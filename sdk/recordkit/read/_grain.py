@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from typing import Any, SupportsIndex
 
 from recordkit.codec._registry import CodecRegistry
-from recordkit.read._open import Paths
+from recordkit.read._paths import Paths
 from recordkit.read._random_access import RandomAccess
 from recordkit.schema._schema import Schema
 from recordkit.storage import StorageOptions

@@ -41,16 +41,11 @@ from typing import Any
 from recordkit.codec._registry import CodecRegistry
 from recordkit.errors import CorruptRecordError, RecordkitError
 from recordkit.format._tfrecord import Compression, Damage, iter_tfrecords, scan_tfrecords
+from recordkit.read._corruption import CorruptionReport, OnCorrupt, SkippedRecords
 from recordkit.read._numpy_decode import decode_record_numpy
-from recordkit.read._open import (
-    CorruptionReport,
-    OnCorrupt,
-    OpenedDataset,
-    Paths,
-    Shard,
-    SkippedRecords,
-)
+from recordkit.read._open import OpenedDataset, Shard
 from recordkit.read._options import Opened, SourceOptions
+from recordkit.read._paths import Paths
 from recordkit.read._position import Start, position_state, resolve_start
 from recordkit.schema._schema import Schema
 from recordkit.storage import StorageOptions

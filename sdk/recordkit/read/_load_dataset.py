@@ -3,7 +3,7 @@
 The pipeline, in order, one small function a step (each step only when asked for):
 
 1. open (:meth:`~recordkit.read._options.SourceOptions.open`): the manifest, the schemas
-   compared, this worker's share of the split (:func:`recordkit.read._open.worker_share`);
+   compared, this worker's share of the split (:func:`recordkit.read._share.worker_share`);
 2. read (:func:`_serialized_batches`): the shards in parallel, interleaved ``block_length``
    records at a time and checked on the way (:mod:`recordkit.read._shard_stream`: every
    record the manifest lists and every byte of each file must be read, so a corrupt or
@@ -51,6 +51,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from recordkit.codec._registry import CodecRegistry
+from recordkit.read._corruption import CorruptionReport, OnCorrupt
 from recordkit.read._dense import (
     CROP_FITS,
     OFFSET_SUFFIX,
@@ -65,7 +66,7 @@ from recordkit.read._dense import (
     pad_ragged,
     row_shapes,
 )
-from recordkit.read._open import CorruptionReport, OnCorrupt, OpenedDataset, Paths, Shard
+from recordkit.read._open import OpenedDataset, Shard
 from recordkit.read._options import (
     DEFAULT_BLOCK_LENGTH,
     IMAGE_FITS,
@@ -75,6 +76,7 @@ from recordkit.read._options import (
     SourceOptions,
 )
 from recordkit.read._parse import PRESENT_SUFFIX, make_padded_parser, make_parser
+from recordkit.read._paths import Paths
 from recordkit.read._position import Start, tf_data_start
 from recordkit.read._shard_stream import read_shards
 from recordkit.schema._bound import BoundField

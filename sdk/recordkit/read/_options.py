@@ -20,16 +20,11 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 from recordkit.codec._registry import CodecRegistry
+from recordkit.read._corruption import CorruptionReport, OnCorrupt
 from recordkit.read._dense import ImageFit, Size
-from recordkit.read._open import (
-    CorruptionReport,
-    OnCorrupt,
-    OpenedDataset,
-    Paths,
-    WorkerShare,
-    open_dataset,
-    worker_share,
-)
+from recordkit.read._open import OpenedDataset, open_dataset
+from recordkit.read._paths import Paths
+from recordkit.read._share import WorkerShare, worker_share
 from recordkit.schema._schema import Schema
 from recordkit.storage import StorageOptions
 

@@ -21,7 +21,8 @@ import numpy as np
 from recordkit.codec._registry import CodecRegistry
 from recordkit.errors import RecordkitError
 from recordkit.read._numpy_decode import decode_record_numpy
-from recordkit.read._open import OpenedDataset, Paths, open_dataset
+from recordkit.read._open import OpenedDataset, open_dataset
+from recordkit.read._paths import Paths
 from recordkit.read._shard_index import DEFAULT_MAX_OPEN_FILES, IndexedShards
 from recordkit.schema._bound import BoundField
 from recordkit.schema._schema import Schema

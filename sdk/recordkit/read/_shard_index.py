@@ -19,7 +19,6 @@ with the command that builds one, since scanning it would download it whole.
 from __future__ import annotations
 
 import hashlib
-from pathlib import Path
 
 import numpy as np
 
@@ -28,15 +27,14 @@ from recordkit.errors import CorruptRecordError, DatasetError
 from recordkit.format._index import INDEX_SUFFIX, RecordIndex, build_index, max_index_bytes
 from recordkit.format._tfrecord import Compression, unframe_record
 from recordkit.read._open import OpenedDataset, Shard
-from recordkit.storage import DEFAULT_MAX_OPEN_FILES, Location, RangeReader, location, read_ranges
+from recordkit.storage import DEFAULT_MAX_OPEN_FILES, Location, RangeReader, read_ranges
 
 __all__ = ["DEFAULT_MAX_OPEN_FILES", "IndexedShards", "load_indexes"]
 
 
 def _beside(shard: Shard, name: str) -> Location:
     """The file ``name`` in the folder of ``shard``."""
-    where = shard.path if isinstance(shard.path, Location) else location(shard.path)
-    return where.parent.join(name)
+    return shard.path.parent.join(name)
 
 
 def load_indexes(
@@ -116,9 +114,7 @@ def _shard_size(shard: Shard) -> int:
     """The shard's size: a local file's from a ``stat``, a remote one's from the manifest
     (checked when the dataset was opened) or else one request."""
     try:
-        if isinstance(shard.path, Path):
-            return shard.path.stat().st_size
-        if shard.path.is_local or shard.bytes is None:
+        if shard.path.local_path is not None or shard.bytes is None:
             return shard.path.size()
     except OSError as exc:
         raise DatasetError(f"cannot read the shard: {exc.strerror or exc}", shard=shard.name) from None
@@ -129,15 +125,11 @@ def _rebuild(shard: Shard, sha256: str | None) -> str:
     """How to rebuild ``shard``'s index: a dataset's (listed in its manifest, with its
     sha256) with ``--rebuild`` on the dataset's folder, a sidecar on the shard's file."""
     if sha256 is None:
-        return f"rebuild it with `recordkit index {_shown(shard.path)}`"
-    folder: Path | Location = shard.path
+        return f"rebuild it with `recordkit index {shard.path}`"
+    folder = shard.path
     for _ in shard.name.split("/"):  # the manifest names the shard relative to the dataset
         folder = folder.parent
-    return f"rebuild it with `recordkit index --rebuild {_shown(folder)}`"
-
-
-def _shown(where: Path | Location) -> str:
-    return str(where) if isinstance(where, Path) else (where.url if not where.is_local else str(where.path))
+    return f"rebuild it with `recordkit index --rebuild {folder}`"
 
 
 def _parse_index(shard: Shard, where: Location, sha256: str | None, data: bytes | OSError) -> RecordIndex:
@@ -158,7 +150,7 @@ def _parse_index(shard: Shard, where: Location, sha256: str | None, data: bytes 
 
 def _scan(shard: Shard) -> RecordIndex:
     """A local shard's index, built by reading it once; a remote shard: the error."""
-    if isinstance(shard.path, Location) and not shard.path.is_local:
+    if shard.path.local_path is None:
         folder = shard.path.parent.url
         raise DatasetError(
             "has no record index, which random access to a remote shard needs (without one "
@@ -167,7 +159,7 @@ def _scan(shard: Shard) -> RecordIndex:
             "did not write",
             shard=shard.name,
         )
-    return build_index(shard.path if isinstance(shard.path, Path) else shard.path.path)
+    return build_index(shard.path)
 
 
 class IndexedShards:

@@ -43,9 +43,10 @@ from typing import Any
 
 from recordkit.errors import CorruptRecordError
 from recordkit.format._tfrecord import FRAMING_BYTES, iter_tfrecords, oversized_record
-from recordkit.read._open import CorruptionReport, OnCorrupt, OpenedDataset, Shard, SkippedRecords
+from recordkit.read._corruption import CorruptionReport, OnCorrupt, SkippedRecords
+from recordkit.read._open import OpenedDataset, Shard
 from recordkit.read._options import RemoteIO
-from recordkit.storage import Location, location
+from recordkit.storage import location
 
 __all__ = ["read_shards"]
 
@@ -125,7 +126,7 @@ def read_shards(
 
 def _streamed(shard: Shard, remote_io: RemoteIO) -> bool:
     """Whether ``shard`` is read through fsspec rather than TensorFlow's filesystem."""
-    if not isinstance(shard.path, Location) or shard.path.is_local:
+    if shard.path.local_path is not None:
         return False
     if remote_io == "fsspec":
         return True
@@ -170,11 +171,12 @@ def vet_framing(
     shard out (reported); a shorter one, a plain truncation, is left to the checks."""
     kept = []
     for shard in shards:
-        if isinstance(shard.path, Location):  # remote: see the module docs
+        local = shard.path.local_path
+        if local is None:  # remote: see the module docs
             kept.append(shard)
             continue
         try:
-            found = oversized_record(shard.path, source.compression)
+            found = oversized_record(local, source.compression)
         except OSError as exc:
             reason = f"cannot read the shard file: {exc.strerror or exc}"
             raise CorruptRecordError(reason, shard=shard.name) from None

@@ -31,7 +31,7 @@ import torch.utils.data
 
 from recordkit.codec._registry import CodecRegistry
 from recordkit.read._dense import SHAPE_SUFFIX
-from recordkit.read._open import Paths
+from recordkit.read._paths import Paths
 from recordkit.read._position import Start, position_state, resolve_start
 from recordkit.read._random_access import RandomAccess
 from recordkit.schema._schema import Schema

@@ -118,6 +118,18 @@ class Location:
         return self._path
 
     @property
+    def local_path(self) -> Path | None:
+        """The local path, or None for a remote location: what code with a local fast
+        path (``pread``, ``os.fstat``, symlink checks) asks, instead of telling local
+        from remote itself."""
+        return self._path
+
+    @property
+    def is_pattern(self) -> bool:
+        """Whether the name holds a wildcard (``*``, ``?``, ``[``) for :meth:`glob`."""
+        return any(ch in self.url for ch in "*?[")
+
+    @property
     def name(self) -> str:
         """The last part of the path (a file's or folder's name)."""
         return self._path.name if self._path is not None else self.url.rsplit("/", 1)[-1]
@@ -179,6 +191,12 @@ class Location:
         """Whether a file or folder (for a remote URL: an object or a prefix) is there."""
         if self._path is not None:
             return self._path.exists()
+        return bool(self.fs.exists(self._key))
+
+    def is_file(self) -> bool:
+        """Whether a file (for a remote URL: an object) is there, not a folder."""
+        if self._path is not None:
+            return self._path.is_file()
         return bool(self.fs.exists(self._key))
 
     def is_dir(self) -> bool:

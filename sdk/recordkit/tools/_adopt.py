@@ -25,21 +25,20 @@ to the data.
 from __future__ import annotations
 
 import re
-from pathlib import Path
 from typing import Any
 
 from recordkit.codec._adoption import Adoption, ForeignKey, ForeignRecords, LeftOut
 from recordkit.codec._plugins import default_registry
 from recordkit.codec._registry import CodecRegistry
 from recordkit.codec._wire import WireKind
-from recordkit.dataset._manifest import MANIFEST_FILE, Manifest
+from recordkit.dataset._detect import find_dataset
 from recordkit.errors import DatasetError, SchemaError
 from recordkit.format._example import decode_example
 from recordkit.format._tfrecord import Compression, iter_tfrecords
-from recordkit.read._open import Paths, dataset_root, expand_files, guess_compression
+from recordkit.read._paths import Paths, expand_files, guess_compression, to_locations
 from recordkit.schema._fields import FieldSpec
 from recordkit.schema._schema import Schema
-from recordkit.storage import Location, StorageOptions, is_remote, location
+from recordkit.storage import Location, StorageOptions
 
 __all__ = ["infer_schema"]
 
@@ -72,14 +71,12 @@ def infer_schema(
     that no codec fits are listed in the schema's description. For a recordkit dataset
     (a folder with ``dataset.json``) there is nothing to infer: its schema is returned.
     """
-    root = _dataset_at(files, storage_options)
-    if root is not None:
-        return Manifest.load(root).schema
-    paths = expand_files(files, storage_options)
-    if compression is not None:
-        comp = Compression.parse(compression)
-    else:
-        comp = guess_compression([Path(path.name) for path in paths])
+    where = to_locations(files, storage_options)
+    found = find_dataset(where[0]) if len(where) == 1 and not where[0].is_pattern else None
+    if found is not None:
+        return found[1].schema
+    paths = expand_files(where)
+    comp = Compression.parse(compression) if compression is not None else guess_compression(paths)
     keys, count = _sample(paths, comp, max_records)
     if not keys:
         raise DatasetError(f"no records in {', '.join(str(p) for p in paths[:3])}")
@@ -136,19 +133,7 @@ def _unread(stats: ForeignKey) -> str:
     return f"{stats.key}: {stats.kind.name.lower()} values no codec proposed a field for"
 
 
-def _dataset_at(files: Paths, storage_options: StorageOptions | None) -> Path | Location | None:
-    """The recordkit dataset that ``files`` names (its folder or its dataset.json), if it
-    names one."""
-    if not (isinstance(files, (str, Path)) and is_remote(files)):
-        return dataset_root(files)
-    root = location(files, storage_options)
-    root = root.parent if root.name == MANIFEST_FILE else root
-    return root if root.join(MANIFEST_FILE).exists() else None
-
-
-def _sample(
-    paths: list[Path | Location], compression: Compression, limit: int
-) -> tuple[dict[str, ForeignKey], int]:
+def _sample(paths: list[Location], compression: Compression, limit: int) -> tuple[dict[str, ForeignKey], int]:
     """Each key of the first ``limit`` records, described; and how many records that was."""
     keys: dict[str, ForeignKey] = {}
     count = 0

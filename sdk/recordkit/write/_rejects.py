@@ -20,7 +20,7 @@ from typing import Any
 
 from recordkit.dataset._paths import resolve_member
 from recordkit.errors import ManifestError, RecordError, RecordkitError
-from recordkit.storage import Location
+from recordkit.storage import Location, PathOrUrl, location
 
 __all__ = ["RejectsFile", "error_entries", "rejects_file_name"]
 
@@ -40,7 +40,13 @@ class RejectsFile:
     """Appends rejected records to ``rejects-<split>.jsonl``; created on the first reject."""
 
     def __init__(
-        self, root: Path | Location, split: str, *, keep: int, durable: bool = True, file: str | None = None
+        self,
+        root: PathOrUrl | Location,
+        split: str,
+        *,
+        keep: int,
+        durable: bool = True,
+        file: str | None = None,
     ) -> None:
         """Open for appending after the first ``keep`` lines (later lines are dropped:
         they belong to shards that were never completed). ``file`` is the name the
@@ -56,18 +62,17 @@ class RejectsFile:
         self._remote: Location | None = None
         self._dirty = False
         self._lock = threading.Lock()
-        if isinstance(root, Location):
-            if root.is_local:
-                root = root.path
-            else:
-                self._remote = root.join(self.name)
-                self._lines = _remote_lines(self._remote, keep, root)
-                self.path = Path(self.name)
-                self._durable = durable
-                self._file: Any = None
-                return
+        where = location(root)
+        folder = where.local_path
+        if folder is None:
+            self._remote = where.join(self.name)
+            self._lines = _remote_lines(self._remote, keep, where)
+            self.path = Path(self.name)
+            self._durable = durable
+            self._file: Any = None
+            return
         # Never appended or cut through a symlink planted out of the dataset folder.
-        self.path = resolve_member(root, self.name)
+        self.path = resolve_member(folder, self.name)
         self._durable = durable
         self._file = None
         if self.path.exists():

@@ -38,12 +38,11 @@ import threading
 from array import array
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from pathlib import Path
 
 from recordkit.dataset._manifest import ShardIndex, ShardInfo
 from recordkit.format._index import RecordIndex, index_name, write_index
 from recordkit.format._tfrecord import FRAMING_BYTES, Compression, compressor, frame_into, frame_pieces
-from recordkit.storage import Location, WriteStream, fsync_dir
+from recordkit.storage import Location, PathOrUrl, WriteStream, fsync_dir, location
 
 __all__ = [
     "DEFAULT_SHARD_BYTES",
@@ -252,23 +251,20 @@ class ShardFile:
     until :meth:`commit` (or :meth:`commit_async`) renames it.
     """
 
-    def __init__(self, path: Path | Location, compression: Compression, *, durable: bool = True) -> None:
-        self.name = path.name
+    def __init__(self, path: PathOrUrl | Location, compression: Compression, *, durable: bool = True) -> None:
+        where = location(path)
+        self.name = where.name
         #: fsync the file before renaming it (see ``WriteOptions`` ``durable``).
         self.durable = durable
+        self.final_path = where
+        local = where.local_path
         #: A remote object is streamed under its final name (an object store has no
         #: rename; the object appears only when its upload completes, in :meth:`_finish`).
-        self._remote: WriteStream | None = None
-        if isinstance(path, Location):
-            if path.is_local:
-                path = path.path
-            else:
-                self._remote = path.open_write()
-        self.final_path = path
+        self._remote: WriteStream | None = where.open_write() if local is None else None
         # Unique per writer (pid and a random token), so no two writers ever share one.
         self.temp_path = (
-            path.with_name(f".{self.name}.{os.getpid():x}-{secrets.token_hex(4)}.tmp")
-            if isinstance(path, Path)
+            local.with_name(f".{self.name}.{os.getpid():x}-{secrets.token_hex(4)}.tmp")
+            if local is not None
             else None
         )
         self.records = 0
@@ -487,9 +483,7 @@ class ShardFile:
             del offsets
             index_file = index_name(self.name)
             index_sha256 = write_index(
-                self.final_path.parent.join(index_file)
-                if isinstance(self.final_path, Location)
-                else self.final_path.with_name(index_file),
+                self.final_path.parent.join(index_file),
                 index,
                 durable=self.durable,
             )
@@ -498,8 +492,7 @@ class ShardFile:
                 self._remote.close()  # completes the upload: the shard appears, whole
             else:
                 assert self.temp_path is not None
-                assert isinstance(self.final_path, Path)
-                os.replace(self.temp_path, self.final_path)
+                os.replace(self.temp_path, self.final_path.path)
         except BaseException:
             self._close_and_delete()
             raise

@@ -71,7 +71,7 @@ def test_which_filesystem_reads_remote_shards() -> None:
 
     gs = Shard(location("gs://bucket/ds/train-00000.tfrecord"), "train-00000.tfrecord")
     s3 = Shard(location("s3://bucket/ds/train-00000.tfrecord"), "train-00000.tfrecord")
-    local = Shard(Path("train-00000.tfrecord"), "train-00000.tfrecord")
+    local = Shard(location("train-00000.tfrecord"), "train-00000.tfrecord")
     assert _streamed(gs, "auto") is False
     assert _streamed(gs, "fsspec") is True
     assert _streamed(s3, "auto") is True
