@@ -27,7 +27,7 @@ from recordkit.errors import ManifestError, RecordkitError
 from recordkit.format._tfrecord import FRAMING_BYTES, Compression, iter_tfrecords
 from recordkit.read._open import bind_to_read
 from recordkit.schema._schema import BoundSchema
-from recordkit.storage import Location
+from recordkit.storage import Location, PathOrUrl, location
 
 __all__ = ["dataset_summary", "field_bytes", "inspect_command", "sample_records"]
 
@@ -68,8 +68,11 @@ def dataset_summary(root: Location, manifest: Manifest, splits: Sequence[str]) -
     }
 
 
-def sample_records(root: Location, manifest: Manifest, splits: Sequence[str], limit: int) -> Iterator[bytes]:
-    """Up to ``limit`` serialized records, taken from the start of evenly spread shards.
+def sample_records(
+    root: PathOrUrl | Location, manifest: Manifest, splits: Sequence[str], limit: int
+) -> Iterator[bytes]:
+    """Up to ``limit`` serialized records, taken from the start of evenly spread shards
+    of the dataset at ``root`` (a path or URL, or its Location).
 
     Reading stops as soon as enough records are read: the shards' heads, not the whole
     dataset. CRCs are checked as the records are read.
@@ -81,6 +84,7 @@ def sample_records(root: Location, manifest: Manifest, splits: Sequence[str], li
         shards = [shards[i * len(shards) // limit] for i in range(limit)]
     per_shard = -(-limit // len(shards))
     compression = Compression.parse(manifest.compression)
+    root = location(root)
     taken = 0
     for shard in shards:
         path = member(root, shard.file)
