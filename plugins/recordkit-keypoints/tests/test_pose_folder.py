@@ -62,6 +62,7 @@ def run(*args: str | Path) -> Result:
 # -- found through the entry point alone -------------------------------------------------
 
 
+# --8<-- [start:entry_point]
 def test_registered_through_its_entry_point() -> None:
     registry = sources.default_sources(rk.load_plugins())
     info = registry.info("pose_folder")
@@ -72,6 +73,7 @@ def test_registered_through_its_entry_point() -> None:
         importlib.metadata.version("recordkit-keypoints"),
     )
     assert info.summary == "Images with a JSON file of keypoints beside each: image, keypoints and file name."
+# --8<-- [end:entry_point]
 
 
 def test_blocking_the_distribution_removes_the_source() -> None:
