@@ -11,9 +11,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
 import recordkit as rk
 from recordkit import sources
+from recordkit.cli import main
 from recordkit.codec._plugins import reset_default_registry  # private: the reload after an install
 from recordkit.errors import InputError
 
@@ -71,6 +73,23 @@ def test_the_allow_and_block_lists_govern_builtin_sources_as_they_do_codecs() ->
     only_recordkit = sources.default_sources(rk.load_plugins(allow=["recordkit"]))
     assert only_recordkit.kinds() == BUILTIN_KINDS
     assert not sources.default_sources(rk.load_plugins(allow=["scalar"])).kinds()
+
+
+def test_the_environments_blocklist_reaches_recordkit_ingest(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "t.csv").write_text("name\na\n", encoding="utf-8")
+    monkeypatch.setenv("RECORDKIT_BLOCK_PLUGINS", "sources")
+    reset_default_registry()
+    try:
+        result = CliRunner().invoke(main, ["ingest", "csv", str(tmp_path / "t.csv"), str(tmp_path / "out")])
+        assert result.exit_code == 1
+        assert result.output.startswith("Error: PluginError: no source 'csv'; the sources are: ")
+        assert "coco" not in result.output
+    finally:
+        monkeypatch.undo()
+        reset_default_registry()
+    assert "csv" in sources.default_sources().kinds()
 
 
 def test_a_source_implements_public_methods_only() -> None:
