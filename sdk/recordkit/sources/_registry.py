@@ -46,9 +46,11 @@ class SourceRegistry(PluginScoped):
     def __init__(self) -> None:
         super().__init__()
         self._sources: dict[str, SourceInfo] = {}
-        #: Plugins that failed to load and were skipped (their error messages): a kind
-        #: that is missing may be one of theirs, so the lookup error names them.
+        #: Plugins that failed to load and were skipped (their error messages), and
+        #: plugins an allowlist or blocklist kept out: a kind that is missing may be one
+        #: of theirs, so the lookup error names them.
         self.broken_plugins: list[str] = []
+        self.blocked_plugins: list[str] = []
 
     def register(self, kind: str, factory: SourceFactory, *, replace: bool = False) -> None:
         """Add the source ``kind``; ``factory(input, **options)`` makes it.
@@ -96,10 +98,12 @@ class SourceRegistry(PluginScoped):
         try:
             return self._sources[kind]
         except KeyError:
-            registered = ", ".join(self.kinds()) or "none (is the plugin that provides them blocked?)"
-            broken = "".join(f"; {problem}" for problem in self.broken_plugins)
+            registered = ", ".join(self.kinds()) or "none"
+            missing = "".join(f"; {problem}" for problem in self.broken_plugins)
+            if self.blocked_plugins:
+                missing += f"; plugins not loaded (allow or block lists): {', '.join(self.blocked_plugins)}"
             hint = did_you_mean(kind, self._sources)
-            raise PluginError(f"no source {kind!r}; {hint}the sources are: {registered}{broken}") from None
+            raise PluginError(f"no source {kind!r}; {hint}the sources are: {registered}{missing}") from None
 
     def create(self, kind: str, input: str | Path, **options: Any) -> Source:
         """The source ``kind`` reading ``input`` with ``options``; a bad option is a
@@ -127,5 +131,6 @@ def default_sources(plugins: PluginSet | None = None) -> SourceRegistry:
 def _filled(plugins: PluginSet) -> SourceRegistry:
     registry = SourceRegistry()
     registry.broken_plugins = [f"{error} (a source it provides is missing)" for error in plugins.broken]
+    registry.blocked_plugins = sorted(plugins.blocked)
     plugins.register_sources(registry)
     return registry

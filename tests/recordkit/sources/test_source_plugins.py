@@ -86,6 +86,7 @@ def test_the_environments_blocklist_reaches_recordkit_ingest(
         assert result.exit_code == 1
         assert result.output.startswith("Error: PluginError: no source 'csv'; the sources are: ")
         assert "coco" not in result.output
+        assert result.output.endswith("; plugins not loaded (allow or block lists): sources\n")
     finally:
         monkeypatch.undo()
         reset_default_registry()
@@ -169,6 +170,15 @@ def test_an_unknown_kind_names_the_registered_ones_and_the_broken_plugins(plugin
     assert "no source 'cocoo'; did you mean 'coco'? the sources are: audio_folder, coco," in message
     assert "distribution 'rk-shaky'" in message
     assert "ImportError: needs libfoo" in message
+
+
+def test_the_unknown_kind_error_is_the_one_the_cli_reference_shows() -> None:
+    page = (Path(__file__).parents[3] / "docs" / "reference" / "cli.md").read_text(encoding="utf-8")
+    (shown,) = re.findall(r"^Error: PluginError: (no source .*)$", page, re.MULTILINE)
+    own = rk.load_plugins(entry_points=False, extra_plugins=[("sources", sources)])
+    with pytest.raises(rk.errors.PluginError) as caught:
+        sources.default_sources(own).info("cocoo")
+    assert str(caught.value) == shown
 
 
 # -- the registry itself -------------------------------------------------------------------
