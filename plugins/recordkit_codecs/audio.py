@@ -295,7 +295,8 @@ class AudioCodec(rk.Codec[AudioOptions]):
                 f"audio codec: stored int samples range from {values.min()} to {values.max()}, "
                 "beyond 16 bits (-32768..32767)"
             )
-        return (values.astype(np.float32) / np.float32(_SCALE)).reshape(-1, channels)
+        scaled: np.ndarray = values.astype(np.float32) / np.float32(_SCALE)
+        return scaled.reshape(-1, channels)
 
     def decode_tf_source(self) -> rk.DecodeSource | None:
         """:func:`decode_audio_tf` with this field's format, channels and rate: what
