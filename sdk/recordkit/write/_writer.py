@@ -539,8 +539,8 @@ class DatasetWriter:
         """:meth:`write` of every record of ``records``, encoded in this process and
         named by their index: the same steps, with the lookups that do not change from
         record to record (the encoder, the split, the options) made once, not per
-        record (about 1 µs a record of the encoding thread's time, which bounds a
-        serial write's speed)."""
+        record: the encoding thread's time bounds a serial write's speed (measured:
+        docs/performance.md#the-writers-buffers)."""
         encode = self._encoder.encode_pieces
         add = state.add_pieces
         state.input_done = False
