@@ -12,7 +12,7 @@ import tensorflow as tf
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from recordkit.codec._wire import WireKind
+from recordkit import WireKind
 from recordkit.format._example import (
     _varint,
     array_entry,

@@ -155,8 +155,12 @@ def test_workers_rebuild_in_process_codecs(tmp_path: Path) -> None:
     # Reading back needs the same registry (the codec is not installed as a plugin).
     decoded = []
     for shard in manifest.split("train").shards:
-        from recordkit.format._tfrecord import iter_tfrecords
-        from recordkit.read._numpy_decode import decode_record_numpy
+        from recordkit.format._tfrecord import (  # private: a shard's raw frames, without TensorFlow
+            iter_tfrecords,
+        )
+        from recordkit.read._numpy_decode import (  # private: decodes as the numpy reader does, no dataset
+            decode_record_numpy,
+        )
 
         bound = manifest.schema.bind(registry)
         decoded += [
@@ -206,8 +210,10 @@ class PidPlugin:
 
 
 def test_batches_are_encoded_here_until_the_workers_are_ready() -> None:
-    from recordkit.format._example import decode_example
-    from recordkit.schema._encoder import RecordEncoder
+    from recordkit import RecordEncoder
+    from recordkit.format._example import (  # private: the stored wire values, without TensorFlow
+        decode_example,
+    )
     from recordkit.write._parallel import OrderedPool
 
     registry = rk.load_plugins(allow=["scalar"], extra_plugins=[("pid-plugin", PidPlugin)]).registry
