@@ -315,8 +315,6 @@ class DatasetWriter:
         self,
         path: PathOrUrl,
         schema: Schema | type[Record] | str | os.PathLike[str],
-        *,
-        _total: int | None = None,
         **options: Unpack[WriteOptions],
     ) -> None:
         unknown = sorted(set(options) - set(WriteOptions.__annotations__))
@@ -393,7 +391,7 @@ class DatasetWriter:
             self._release_lock()
             raise
         name = (self._target or self.where).name
-        self._progress = Progress(options.get("progress"), total=_total, desc=f"writing {name}")
+        self._progress = Progress(options.get("progress"), desc=f"writing {name}")
 
     def _release_lock(self) -> None:
         if self._folder_lock is not None:
@@ -694,8 +692,9 @@ def write_dataset(
     already in complete shards are skipped without being encoded, and if the earlier
     write finished nothing is written.
     """
-    total = len(records) if isinstance(records, Sized) else None
-    with DatasetWriter(path, schema, _total=total, **options) as writer:
+    with DatasetWriter(path, schema, **options) as writer:
+        if isinstance(records, Sized):
+            writer._progress.expect(len(records))
         writer.write_all(records, split)
     return writer.manifest
 
