@@ -138,15 +138,6 @@ def _plots(stats: dict[str, FieldStats], folder: Path) -> list[Path]:
             path = folder / f"{name}-{key}.png"
             bar_chart(f"{name}: {key} (histogram)", labels, [float(c) for c in counts]).save(path)
             written.append(path)
-        if field.mask_pixels.any():
-            present = [i for i in range(256) if field.mask_pixels[i]]
-            path = folder / f"{name}-mask_pixels.png"
-            bar_chart(
-                f"{name}: pixels per class",
-                [str(i) for i in present],
-                [float(field.mask_pixels[i]) for i in present],
-            ).save(path)
-            written.append(path)
     return written
 
 
