@@ -95,7 +95,10 @@ def _drawn(codec: Drawable, value: Any, case: str) -> tuple[np.ndarray, dict[str
             "draw", case, f"the picture became {drawn.mode} {drawn.size}, not RGB {picture.size}"
         )
     for name, colour in canvas.legend.items():
-        if not (isinstance(name, str) and len(colour) == 3 and all(0 <= int(c) <= 255 for c in colour)):
+        triple = isinstance(colour, tuple) and len(colour) == 3
+        if not (
+            isinstance(name, str) and triple and all(isinstance(c, int) and 0 <= c <= 255 for c in colour)
+        ):
             raise CapabilityError("draw", case, f"legend entry {name!r}: {colour!r} is not an RGB triple")
     return np.asarray(drawn), dict(canvas.legend)
 
