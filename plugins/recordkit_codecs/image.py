@@ -231,6 +231,7 @@ class ImageCodec(rk.Codec[ImageOptions]):
             "channels": {str(channels): 1},
         }
 
+    # --8<-- [start:to_native]
     def to_native(self, request: rk.NativeRequest) -> rk.NativeField:
         """Encoded images are copied byte for byte (``format: keep``), their sizes stored
         beside them (rk.Convertible)."""
@@ -240,6 +241,7 @@ class ImageCodec(rk.Codec[ImageOptions]):
         if options.get("channels") is None:
             options.pop("channels", None)
         return rk.NativeField(options, copy_stored=True)
+    # --8<-- [end:to_native]
 
     def encode(self, value: Any) -> rk.WireValues:
         wire = self._encode(value)

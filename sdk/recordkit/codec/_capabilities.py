@@ -153,6 +153,7 @@ class Canvas:
         return picture.convert("RGB")
 
 
+# --8<-- [start:picture]
 @runtime_checkable
 class Pictured(Protocol):
     """A codec whose values are pictures (the built-in ``image``)."""
@@ -162,6 +163,10 @@ class Pictured(Protocol):
         ``[H, W, 3]`` (or 4) colour."""
 
 
+# --8<-- [end:picture]
+
+
+# --8<-- [start:draw]
 @runtime_checkable
 class Drawable(Protocol):
     """A codec whose values are drawn on a picture of their record (boxes, masks, points).
@@ -174,6 +179,10 @@ class Drawable(Protocol):
         """Draw ``value`` (as the numpy reader decodes it) on ``canvas``."""
 
 
+# --8<-- [end:draw]
+
+
+# --8<-- [start:backdrop_size]
 @runtime_checkable
 class Backdrop(Protocol):
     """A :class:`Drawable` codec whose values cover a picture of their own (a mask): a
@@ -183,6 +192,10 @@ class Backdrop(Protocol):
         """The height and width of the picture ``value`` covers."""
 
 
+# --8<-- [end:backdrop_size]
+
+
+# --8<-- [start:sound]
 @runtime_checkable
 class Audible(Protocol):
     """A codec whose values are sounds (the built-in ``audio``)."""
@@ -191,6 +204,10 @@ class Audible(Protocol):
         """``value`` as float samples in [-1, 1] (``[N]`` or ``[N, channels]``) and their rate in Hz."""
 
 
+# --8<-- [end:sound]
+
+
+# --8<-- [start:caption]
 @runtime_checkable
 class Captioned(Protocol):
     """A codec that describes a value in a line of text (class names for a label)."""
@@ -199,6 +216,10 @@ class Captioned(Protocol):
         """One line describing ``value`` (shown cut to 120 characters)."""
 
 
+# --8<-- [end:caption]
+
+
+# --8<-- [start:summarize]
 @runtime_checkable
 class Summarized(Protocol):
     """A codec that says what one value contributes to a dataset's statistics."""
@@ -207,6 +228,9 @@ class Summarized(Protocol):
         """The statistics of ``value`` (as the numpy reader decodes it), by name: a list of
         numbers (``{"boxes_per_record": [3.0]}``) or counts by key (``{"classes": {"cat":
         2}}``). The same value always gives the same statistics, as plain JSON data."""
+
+
+# --8<-- [end:summarize]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -230,6 +254,7 @@ class NativeField:
     copy_stored: bool = False
 
 
+# --8<-- [start:to_native]
 @runtime_checkable
 class Convertible(Protocol):
     """A codec whose fields read from foreign records store differently when written
@@ -239,3 +264,6 @@ class Convertible(Protocol):
     def to_native(self, request: NativeRequest) -> NativeField:
         """The native form of a field of this codec read as ``request`` says. Raise
         ValueError with the reason when the request cannot be met for this field."""
+
+
+# --8<-- [end:to_native]

@@ -187,7 +187,7 @@ class KeypointsCodec(rk.Codec[KeypointsOptions]):
 
     # -- showing and counting (optional capabilities) ----------------------------------
 
-    # --8<-- [start:show]
+    # --8<-- [start:draw]
     def draw(self, canvas: rk.Canvas, value: Any) -> None:
         """Each labelled keypoint as a dot in its own colour (hidden ones as a ring),
         named in the legend when the codec has names (rk.Drawable)."""
@@ -207,7 +207,9 @@ class KeypointsCodec(rk.Codec[KeypointsOptions]):
                 draw.ellipse(box, outline=colour, width=canvas.line_width)
             if self.options.names:
                 canvas.legend[f"{canvas.label}: {self.options.names[k]}"] = colour
+    # --8<-- [end:draw]
 
+    # --8<-- [start:summarize]
     def summarize(self, value: Any) -> rk.Statistics:
         """Keypoints per record, and labelled keypoints by name (or index) and by
         visibility (rk.Summarized)."""
@@ -224,14 +226,16 @@ class KeypointsCodec(rk.Codec[KeypointsOptions]):
             counts = np.bincount(flags, minlength=len(words))
             out["visibility"] = {words[f]: int(n) for f, n in enumerate(counts) if n}
         return out
+    # --8<-- [end:summarize]
 
+    # --8<-- [start:caption]
     def caption(self, value: Any) -> str:
         """How many keypoints, and how many are labelled (rk.Captioned)."""
         points = np.asarray(value).reshape(-1, self.options.width)
         if not self.options.visibility:
             return f"{len(points)} keypoints"
         return f"{len(points)} keypoints, {int((points[:, 2] != _NOT_LABELLED).sum())} labelled"
-    # --8<-- [end:show]
+    # --8<-- [end:caption]
 
 
 # --8<-- [start:decode_function]
