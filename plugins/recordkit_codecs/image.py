@@ -241,6 +241,7 @@ class ImageCodec(rk.Codec[ImageOptions]):
         if options.get("channels") is None:
             options.pop("channels", None)
         return rk.NativeField(options, copy_stored=True)
+
     # --8<-- [end:to_native]
 
     def encode(self, value: Any) -> rk.WireValues:

@@ -44,7 +44,7 @@ def posed(tmp_path: Path) -> Path:
             ),
         },
     )
-    records = [{"image": _png(GREY), "pose": POSE}, {"image": _png(GREY), "pose": POSE + [1, 1, 0]}]
+    records = [{"image": _png(GREY), "pose": POSE}, {"image": _png(GREY), "pose": POSE + np.array([1, 1, 0])}]
     rk.write_dataset(records, schema, tmp_path / "poses")
     return tmp_path / "poses"
 
@@ -68,7 +68,8 @@ def test_show_draws_each_labelled_point_on_the_image(posed: Path, tmp_path: Path
     image = picture[: HEIGHT * scale, : WIDTH * scale]
     changed = np.argwhere((image != GREY).any(axis=2))
     near = [min(abs(y - py) + abs(x - px) for px, py in (head, hand)) for y, x in changed]
-    assert changed.size and max(near) <= 2 * radius
+    assert changed.size
+    assert max(near) <= 2 * radius
 
 
 def test_stats_report_the_points(posed: Path, tmp_path: Path) -> None:
