@@ -4,8 +4,9 @@ A shard is written under a hidden temporary name unique to its writer
 (``.train-00003.tfrecord.<pid>-<random>.tmp``, created exclusively), its
 sha256 and size computed from the bytes as they go to disk, then flushed, fsynced and
 renamed to its final name (``train-00003.tfrecord``). A final name therefore always
-holds a complete shard; a temporary name is debris of a write that stopped, removed by
-the next write to the split.
+holds a complete shard. A write that fails (a full disk, an error) deletes its
+temporary file at once, so that its space is free again; one that was killed leaves
+it, and the next write to the split removes it.
 
 Records are framed into chunks of a few megabytes. A chunk of a local uncompressed
 shard is written by the encoding thread when it is full (the write releases the GIL)
@@ -450,7 +451,11 @@ class ShardFile:
         once all that is done, or the error; meanwhile the caller may encode the next
         shard."""
         if self._finishing is None:
-            self._hand_off()
+            try:
+                self._hand_off()  # the last chunk's write (a full disk fails it here)
+            except BaseException:
+                self.discard()  # the temporary file goes now: its space is the user's
+                raise
             self._finishing = self._io.submit(self._finish, then)
             self._io.shutdown(wait=False)  # the thread ends after the last job
         return self._finishing
