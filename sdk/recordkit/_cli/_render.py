@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 from PIL import Image, ImageDraw
 
+from recordkit._cli._codec_calls import calling
 from recordkit.codec._capabilities import (
     PALETTE,
     Audible,
@@ -140,7 +141,8 @@ def _caption(field: BoundField, value: Any) -> str:
     codec = field.codec
     if isinstance(codec, Captioned):
         values = value if field.spec.sequence else [value]
-        text = ", ".join(codec.caption(one) for one in values)
+        with calling(field, "caption"):
+            text = ", ".join(codec.caption(one) for one in values)
         text = f"[{text}]" if field.spec.sequence else text
     else:
         text = describe(value)
@@ -152,13 +154,14 @@ def _draw_on(canvas: Canvas, field: BoundField, value: Any) -> None:
     with its position."""
     codec = field.codec
     assert isinstance(codec, Drawable)
-    if field.spec.sequence:
-        for i, one in enumerate(value):
-            canvas.label, canvas.item = f"{field.name}[{i}]", i
-            codec.draw(canvas, one)
-    else:
-        canvas.label, canvas.item = field.name, None
-        codec.draw(canvas, value)
+    with calling(field, "draw"):
+        if field.spec.sequence:
+            for i, one in enumerate(value):
+                canvas.label, canvas.item = f"{field.name}[{i}]", i
+                codec.draw(canvas, one)
+        else:
+            canvas.label, canvas.item = field.name, None
+            codec.draw(canvas, value)
 
 
 def _belongs_to(field: BoundField, picture: str, record: dict[str, Any]) -> bool:
@@ -168,11 +171,19 @@ def _belongs_to(field: BoundField, picture: str, record: dict[str, Any]) -> bool
     return not related or picture in related
 
 
+def _picture(field: BoundField, value: Any) -> np.ndarray:
+    codec = field.codec
+    assert isinstance(codec, Pictured)
+    with calling(field, "picture"):
+        return np.asarray(codec.picture(value))
+
+
 def _backdrop(field: BoundField, value: Any) -> np.ndarray:
     codec = field.codec
     assert isinstance(codec, Backdrop)
     first = value[0] if field.spec.sequence else value
-    height, width = codec.backdrop_size(first)
+    with calling(field, "backdrop_size"):
+        height, width = codec.backdrop_size(first)
     return np.zeros((height, width, 3), np.uint8)
 
 
@@ -180,7 +191,7 @@ def render_record(fields: Sequence[BoundField], record: dict[str, Any]) -> Rende
     """Draw ``record`` (decoded with ``fields``) as the module docs say."""
     present = [f for f in fields if record.get(f.name) is not None]
     pictures: list[tuple[str, np.ndarray]] = [
-        (f.name, f.codec.picture(record[f.name]))
+        (f.name, _picture(f, record[f.name]))
         for f in present
         if isinstance(f.codec, Pictured) and not f.spec.sequence
     ]
@@ -211,7 +222,8 @@ def render_record(fields: Sequence[BoundField], record: dict[str, Any]) -> Rende
     for field in sounds_of:
         codec = field.codec
         assert isinstance(codec, Audible)
-        samples, rate = codec.sound(record[field.name])
+        with calling(field, "sound"):
+            samples, rate = codec.sound(record[field.name])
         sounds[field.name] = (np.asarray(samples), rate)
         panels.append(_audio_panel(samples, rate))
     width = max([p.width for p in panels] + [320])

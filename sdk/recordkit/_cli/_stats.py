@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from recordkit._cli._codec_calls import calling
 from recordkit.codec._capabilities import Statistics, Summarized
 from recordkit.schema._bound import BoundField
 
@@ -134,7 +135,9 @@ class FieldStats:
             self._add_one(one)
 
     def _add_one(self, value: Any) -> None:
-        for name, data in self._statistics(value).items():
+        with calling(self.field, "summarize"):
+            statistics = self._statistics(value)
+        for name, data in statistics.items():
             if isinstance(data, Mapping):
                 counter = self._counter(name)
                 for key, count in data.items():

@@ -30,6 +30,7 @@ from recordkit._cli._common import (
 from recordkit._cli._stats import FieldStats
 from recordkit.codec._plugins import default_registry
 from recordkit.dataset._manifest import Manifest
+from recordkit.errors import RecordkitError
 from recordkit.read._iter_records import iter_records
 from recordkit.read._open import bind_to_read, open_dataset
 from recordkit.storage import Location
@@ -49,9 +50,12 @@ def gather(root: Path | Location, split: str, progress: bool | None = None) -> d
 
     enabled = sys.stderr.isatty() if progress is None else progress
     with tqdm(total=total, desc=f"stats {split}", unit=" rec", disable=not enabled) as bar:
-        for record in iter_records(path, split, storage_options=options):
-            for name, value in record.items():
-                stats[name].add(value)
+        for position, record in enumerate(iter_records(path, split, storage_options=options)):
+            try:
+                for name, value in record.items():
+                    stats[name].add(value)
+            except RecordkitError as exc:
+                raise exc.with_context(record=position, split=split) from exc.__cause__
             bar.update(1)
     return stats
 
