@@ -25,6 +25,7 @@ one is. The conformance kit checks each capability a codec has.
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
@@ -123,10 +124,21 @@ class Canvas:
 
     def point(self, x: float, y: float, *, normalized: bool = False) -> tuple[int, int]:
         """The canvas pixel of the image's point ``(x, y)``: in the image's pixels, or in
-        fractions of its width and height when ``normalized``."""
+        fractions of its width and height when ``normalized``.
+
+        A point farther outside the canvas than its larger side (or not finite) is
+        brought to that distance: what is drawn inside the canvas stays the same for
+        boxes and marks, and Pillow never walks a line billions of pixels long."""
         if normalized:
             x, y = x * self.width, y * self.height
-        return round(x * self.scale), round(y * self.scale)
+        return self._within(x), self._within(y)
+
+    def _within(self, coordinate: float) -> int:
+        side = max(self.size)
+        scaled = coordinate * self.scale
+        if not math.isfinite(scaled):
+            return -side if math.isnan(scaled) or scaled < 0 else 2 * side
+        return min(max(round(scaled), -side), 2 * side)
 
     def tint(self, classes: np.ndarray, colors: Mapping[int, Rgb]) -> None:
         """Tint each region of ``classes`` (a map of class ids, resized to the canvas with

@@ -27,6 +27,13 @@ def test_a_point_of_the_image_lands_on_its_canvas_pixel() -> None:
     assert canvas.size == (60, 30)
 
 
+def test_a_point_far_outside_is_brought_to_just_beyond_the_edge() -> None:
+    canvas = _canvas()  # 60 x 30 canvas pixels
+    assert canvas.point(1e30, -1e30) == (120, -60)
+    assert canvas.point(float("inf"), float("nan")) == (120, -60)
+    assert canvas.point(-5, 15) == (-15, 45)  # nearer than the canvas's larger side: as it is
+
+
 def test_tints_lie_under_outlines_whatever_the_order() -> None:
     red, blue = (255, 0, 0), (0, 0, 255)
     classes = np.zeros((10, 20), np.uint8)
