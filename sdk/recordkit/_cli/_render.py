@@ -125,7 +125,7 @@ def _audio_panel(samples: np.ndarray, rate: int, width: int = 512) -> Image.Imag
     return panel
 
 
-def describe(value: Any) -> str:
+def _describe(value: Any) -> str:
     """A value of a codec without a caption of its own: a large array by its shape, type
     and range; anything else as text."""
     if isinstance(value, np.ndarray) and value.size > 8:
@@ -145,7 +145,7 @@ def _caption(field: BoundField, value: Any) -> str:
             text = ", ".join(codec.caption(one) for one in values)
         text = f"[{text}]" if field.spec.sequence else text
     else:
-        text = describe(value)
+        text = _describe(value)
     return f"{field.name}: {text if len(text) <= _CAPTION else text[: _CAPTION - 3] + '...'}"
 
 
