@@ -37,6 +37,26 @@ def test_remote_urls_join_and_name() -> None:
     assert shard.storage_options == {"anon": True}
 
 
+def test_a_location_says_whether_it_has_a_local_path_and_a_pattern(tmp_path: Path) -> None:
+    """What code above the storage layer asks instead of checking types: the local path
+    (None for a remote object), whether a name is a glob pattern, whether a file is there."""
+    local = location(tmp_path / "a.tfrecord")
+    remote = location("s3://bucket/data/a.tfrecord", {"anon": True})
+    assert local.local_path == tmp_path / "a.tfrecord"
+    assert remote.local_path is None
+    assert not local.is_pattern and not remote.is_pattern
+    assert location(tmp_path / "a-*.tfrecord").is_pattern
+    assert location("s3://bucket/data/a-[01].tfrecord").is_pattern
+    assert not local.is_file()
+    local.write_bytes(b"x")
+    assert local.is_file()
+    assert not location(tmp_path).is_file()  # a folder is not a file
+    memory = location("memory://recordkit-storage-test/is-file/a.bin")
+    assert not memory.is_file()
+    memory.write_bytes(b"x")
+    assert memory.is_file()
+
+
 def _exercise(root: Location) -> None:
     """Every operation on one folder: write whole, stream, list, size, read, remove."""
     root.mkdir()
