@@ -54,7 +54,8 @@ def test_a_folder_its_manifest_and_its_remote_copy_open_to_the_same_records(
 def test_tfrecord_files_as_a_glob_read_alike_local_and_remote(dataset: Path, in_memory: str) -> None:
     local = rk.open(str(dataset / "train-*.tfrecord"), schema=SCHEMA)
     remote = rk.open(f"{in_memory}/train-*.tfrecord", schema=SCHEMA)
-    assert local.manifest is None and remote.manifest is None
+    assert local.manifest is None
+    assert remote.manifest is None
     assert _captions(local) == _captions(remote) == _captions(rk.open(dataset))
 
 

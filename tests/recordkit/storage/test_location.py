@@ -44,7 +44,8 @@ def test_a_location_says_whether_it_has_a_local_path_and_a_pattern(tmp_path: Pat
     remote = location("s3://bucket/data/a.tfrecord", {"anon": True})
     assert local.local_path == tmp_path / "a.tfrecord"
     assert remote.local_path is None
-    assert not local.is_pattern and not remote.is_pattern
+    assert not local.is_pattern
+    assert not remote.is_pattern
     assert location(tmp_path / "a-*.tfrecord").is_pattern
     assert location("s3://bucket/data/a-[01].tfrecord").is_pattern
     assert not local.is_file()
