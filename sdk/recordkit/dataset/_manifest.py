@@ -202,9 +202,10 @@ class Manifest(_Model):
         ``storage_options``) is read in one GET.
         """
         where = location(root, storage_options)
-        if not where.is_local:
+        local = where.local_path
+        if local is None:
             return cls._parse(_read_remote(where), str(where.join(MANIFEST_FILE)))
-        root = where.path
+        root = local
         if not root.exists():
             raise ManifestError("does not exist", file=str(root))
         if not root.is_dir():
@@ -262,10 +263,11 @@ class Manifest(_Model):
         indexes, is format 2 even in a dataset begun as format 1)."""
         self.format = FORMAT
         where = location(root)
-        if not where.is_local:
+        local = where.local_path
+        if local is None:
             where.join(MANIFEST_FILE).write_bytes(self.to_json().encode("utf-8"))
             return
-        root = where.path
+        root = local
         fd, tmp = tempfile.mkstemp(prefix=".dataset.", suffix=".json.tmp", dir=root)
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as out:
