@@ -669,12 +669,22 @@ def _plain_boxes(boxes: Any, fmt: str, normalized: bool) -> np.ndarray | None:
             return np.zeros((0, 4), dtype=np.float32) if boxes.shape == (0,) else None
         if fmt == "xyxy" and boxes.dtype.kind == "f" and boxes.itemsize <= 8:  # checked as they are
             # Not copied when already float32: the encoder only reads them.
-            return boxes.astype(np.float32, copy=False) if _plainly_valid(boxes, upper) else None
+            plain = boxes.astype(np.float32, copy=False) if _plainly_valid(boxes, upper) else None
+            return _positive_zeros(plain)
         wide = boxes.astype(np.float64)
         if fmt != "xyxy":
             wide = np.stack(_to_xyxy((wide[:, 0], wide[:, 1], wide[:, 2], wide[:, 3]), fmt), axis=1)
-        return wide.astype(np.float32) if _plainly_valid(wide, upper) else None
-    return _few_plain_boxes(boxes, fmt, upper)
+        return _positive_zeros(wide.astype(np.float32)) if _plainly_valid(wide, upper) else None
+    return _positive_zeros(_few_plain_boxes(boxes, fmt, upper))
+
+
+def _positive_zeros(boxes: np.ndarray | None) -> np.ndarray | None:
+    """``boxes`` with any -0.0 as +0.0, the zero the numpy path's clamp stores: the two
+    are equal, and this way both paths write the same bytes. A new array only when a
+    zero is present (``boxes`` may be the caller's own)."""
+    if boxes is None or boxes.all():
+        return boxes
+    return boxes + np.float32(0.0)  # -0.0 + 0.0 is +0.0
 
 
 def _few_plain_boxes(boxes: Any, fmt: str, upper: float) -> np.ndarray | None:
