@@ -684,7 +684,8 @@ def _positive_zeros(boxes: np.ndarray | None) -> np.ndarray | None:
     zero is present (``boxes`` may be the caller's own)."""
     if boxes is None or boxes.all():
         return boxes
-    return boxes + np.float32(0.0)  # -0.0 + 0.0 is +0.0
+    positive: np.ndarray = boxes + np.float32(0.0)  # -0.0 + 0.0 is +0.0
+    return positive
 
 
 def _few_plain_boxes(boxes: Any, fmt: str, upper: float) -> np.ndarray | None:
