@@ -64,6 +64,9 @@ BATCH = 32
 #: The hand-written pipeline as published next to the figures (what :func:`hand_written`
 #: builds for every field; a group keeps only its fields' keys and decodes).
 HAND_WRITTEN_CODE = """\
+import tensorflow as tf
+
+files = ["data/train-00000.tfrecord"]  # the shards recordkit wrote
 spec = {  # only the keys of the fields read
     "image": tf.io.FixedLenFeature([], tf.string),
     "audio": tf.io.FixedLenFeature([], tf.string),
