@@ -23,11 +23,13 @@ from recordkit.dataset._breakdown import byte_breakdown
 from recordkit.dataset._manifest import Manifest, ShardInfo, SplitInfo
 from recordkit.dataset._tfds import TfdsDataset, open_tfds
 from recordkit.hookspecs import hookimpl
+from recordkit.read._dataset import Dataset, open
 from recordkit.read._iter_records import iter_records
 from recordkit.read._load_dataset import load_dataset
 from recordkit.read._open import CorruptionReport, SkippedRecords
 from recordkit.read._parse import PRESENT_SUFFIX, feature_spec, make_parser
 from recordkit.read._random_access import RandomAccess
+from recordkit.read._read_config import Layout, ReadConfig
 from recordkit.schema._bound import BoundField, KeyedFeature
 from recordkit.schema._compatibility import CompatibilityReport, FieldDifference, check_compatibility
 from recordkit.schema._encoder import EncodedRecord as _EncodedRecord
@@ -51,6 +53,7 @@ __all__ = [
     "CodecRegistry",
     "CompatibilityReport",
     "CorruptionReport",
+    "Dataset",
     "DatasetWriter",
     "DecodeSource",
     "FieldDifference",
@@ -58,11 +61,13 @@ __all__ = [
     "ForeignKey",
     "ForeignRecords",
     "KeyedFeature",
+    "Layout",
     "LeftOut",
     "Manifest",
     "PluginInfo",
     "PluginSet",
     "RandomAccess",
+    "ReadConfig",
     "Record",
     "RecordEncoder",
     "Schema",
@@ -91,6 +96,7 @@ __all__ = [
     "load_dataset",
     "load_plugins",
     "make_parser",
+    "open",
     "schema_of",
     "write_dataset",
 ]

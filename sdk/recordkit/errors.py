@@ -21,6 +21,7 @@ The tree::
     ├── DatasetError                a dataset on disk is wrong or cannot be written
     │   ├── ManifestError           dataset.json is missing, malformed or inconsistent
     │   ├── DatasetLockedError      another writer holds the dataset folder's lock
+    │   ├── ConcurrentWriteError    another writer changed a remote dataset.json meanwhile
     │   ├── CorruptRecordError      a shard's bytes fail their checks (CRC, framing, parse)
     │   └── CodecVersionError       records stored by a codec version the installed codec does not read
     ├── DecodeError                 stored bytes cannot be decoded back to a value
@@ -40,6 +41,7 @@ from typing import Any
 __all__ = [
     "CodecOptionsError",
     "CodecVersionError",
+    "ConcurrentWriteError",
     "CorruptRecordError",
     "DatasetError",
     "DatasetLockedError",
@@ -240,6 +242,12 @@ class ManifestError(DatasetError):
 
 class DatasetLockedError(DatasetError):
     """Another writer holds the dataset folder's lock; the message names its pid."""
+
+
+class ConcurrentWriteError(DatasetError):
+    """Another writer changed a remote dataset's ``dataset.json`` since this writer read
+    it: this writer's commit is refused (its records after its last successful commit
+    are not in the dataset), rather than replacing the other writer's."""
 
 
 class CorruptRecordError(DatasetError):

@@ -69,3 +69,21 @@ def test_a_full_disk_keeps_the_earlier_state_and_resumes(small_disk: Path, fault
     assert [int(r["id"]) for r in rk.iter_records(root)] == list(range(N))
     assert CliRunner().invoke(main, ["verify", str(root)]).exit_code == 0
     assert [p.name for p in root.iterdir() if p.name.endswith(".tmp")] == []
+
+
+@pytest.mark.parametrize(("shard_records", "durable"), [(3, True), (8, True), (8, False), (50, True)])
+def test_a_write_stopped_by_a_full_disk_leaves_no_temporary_file(
+    small_disk: Path, fault_cases: Any, shard_records: int, durable: bool
+) -> None:
+    """Whichever write the disk refuses (a chunk, the last chunk at a shard's commit, an
+    index, the manifest), the partial shard's temporary file is deleted before the error
+    reaches the caller: its space is what the user needs back."""
+    fault_cases.tried("full disk")
+    root = small_disk / "dataset"
+    with pytest.raises((OSError, rk.errors.RecordkitError)):
+        rk.write_dataset(
+            _records(), SCHEMA, root, shard_records=shard_records, durable=durable, progress=False
+        )
+    assert sorted(p.name for p in root.iterdir() if p.name.endswith(".tmp")) == []
+    split = rk.Manifest.load(root).split("train")
+    assert [int(r["id"]) for r in rk.iter_records(root)] == list(range(split.num_records))

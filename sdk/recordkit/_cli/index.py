@@ -4,7 +4,8 @@ Datasets written by recordkit since format 2 carry an index beside every shard. 
 command adds them to older datasets (and lists them in ``dataset.json``, upgrading it),
 or writes ``<file>.index`` sidecars beside TFRecord files recordkit did not write, which
 :class:`recordkit.RandomAccess` and the PyTorch and Grain readers then use with a
-schema. Each shard is read once, every CRC checked; nothing here imports TensorFlow.
+schema, and beside every shard of a folder TFDS prepared (read in place). Each shard is
+read once, every CRC checked; nothing here imports TensorFlow.
 
 Datasets and files may be local or remote (``s3://``, ``gs://`` ..., through the storage
 layer). The manifest is rewritten after the index files it lists are written (on an
@@ -29,14 +30,15 @@ from recordkit._cli._common import (
     storage_option,
 )
 from recordkit.dataset._manifest import Manifest, ShardIndex
-from recordkit.dataset._paths import member
+from recordkit.dataset._paths import member, resolve_member
+from recordkit.dataset._tfds import is_tfds_folder, load_tfds
 from recordkit.errors import ManifestError
 from recordkit.format._index import build_index, index_name, write_index
 from recordkit.format._tfrecord import Compression
 from recordkit.read._open import expand_files, guess_compression
 from recordkit.storage import Location, StorageOptions, location
 
-__all__ = ["CHECKPOINT_SECONDS", "index_command", "index_dataset", "index_files"]
+__all__ = ["CHECKPOINT_SECONDS", "index_command", "index_dataset", "index_files", "index_tfds"]
 
 #: How often a long run saves the manifest with the indexes written so far.
 CHECKPOINT_SECONDS = 60.0
@@ -70,6 +72,27 @@ def index_dataset(root: Path | Location, splits: Sequence[str] = (), *, rebuild:
                 manifest.save(root)  # an interrupted run keeps what it listed
                 saved = time.monotonic()
     manifest.save(root)  # last: it lists only indexes already written
+    return written
+
+
+def index_tfds(root: Path, splits: Sequence[str] = ()) -> list[Path]:
+    """Write a ``<file>.index`` sidecar beside every shard of the TFDS folder ``root``'s
+    splits (every one, rebuilt: a sidecar already there may be stale); return where
+    they went. A shard holding another count than ``dataset_info.json`` says is an error."""
+    manifest = load_tfds(root).manifest
+    for name in splits:
+        manifest.split(name)  # ManifestError listing the splits there are
+    written = []
+    for name in list(dict.fromkeys(splits)) if splits else list(manifest.splits):
+        for shard in manifest.splits[name].shards:
+            index = build_index(resolve_member(root, shard.file))
+            if len(index) != shard.records:
+                raise ManifestError(
+                    f"holds {len(index)} records, dataset_info.json says {shard.records}", shard=shard.file
+                )
+            target = resolve_member(root, index_name(shard.file))
+            write_index(target, index)
+            written.append(target)
     return written
 
 
@@ -114,7 +137,9 @@ def index_command(
     PATHS is a dataset folder (or its dataset.json): its shards without an index get one,
     listed in the manifest. Or PATHS are TFRecord files (or glob patterns) that recordkit
     did not write: each gets a FILE.index sidecar, which RandomAccess and the PyTorch and
-    Grain readers use when given a schema. Either may be a remote URL (s3://, gs:// ...).
+    Grain readers use when given a schema. Or PATHS is a folder TFDS prepared: each of its
+    shards gets a sidecar (rebuilt if it has one). Datasets and files may be remote
+    URLs (s3://, gs:// ...).
     """
     root = dataset_at(paths[0], storage_options)
     if len(paths) == 1 and has_manifest(root):
@@ -123,6 +148,10 @@ def index_command(
             f"indexed {len(written)} shard{'s' * (len(written) != 1)} of {root}"
             + ("" if written else " (every shard already had its index; --rebuild to redo them)")
         )
+        return
+    if len(paths) == 1 and isinstance(root, Path) and is_tfds_folder(root):
+        for sidecar in index_tfds(root, splits):
+            click.echo(f"wrote {sidecar}")
         return
     if splits:
         raise click.UsageError("--split applies to a dataset folder, not to TFRecord files")

@@ -25,7 +25,7 @@ from recordkit.dataset._manifest import Manifest, ShardInfo
 from recordkit.dataset._paths import member
 from recordkit.dataset._tfds import load_manifest
 from recordkit.errors import CorruptRecordError, ManifestError
-from recordkit.format._index import RecordIndex
+from recordkit.format._index import RecordIndex, max_index_bytes
 from recordkit.format._tfrecord import FRAMING_BYTES, Compression, iter_tfrecords
 from recordkit.read._open import file_sha256
 from recordkit.storage import Location, location
@@ -89,10 +89,18 @@ def check_index(root: Path | Location, shard: ShardInfo, scanned: RecordIndex) -
     if shard.index is None:
         return []
     path = location(root).join(shard.index.file)
+    # An index is untrusted: no more of it is read than the index of this shard can hold,
+    # plus one byte to tell one that is larger.
+    limit = max_index_bytes(shard.bytes)
     try:
-        data = path.read_bytes()
+        data = path.read_range(0, limit + 1)
     except OSError as exc:
         return [f"record index {shard.index.file}: cannot be read ({exc.strerror or exc})"]
+    if len(data) > limit:
+        return [
+            f"record index {shard.index.file}: holds more than the {limit} bytes that the index of "
+            f"a {shard.bytes}-byte shard can hold"
+        ]
     digest = hashlib.sha256(data).hexdigest()
     if digest != shard.index.sha256:
         expected = shard.index.sha256

@@ -24,7 +24,14 @@ What maps to what (a nested ``FeaturesDict`` key ``a/b`` becomes the field ``a.b
 * ``Sequence`` -> the fields of its feature, each a sequence.
 
 Anything else is reported by its class name in :attr:`TfdsDataset.skipped` and left
-out, never guessed. ArrayRecord datasets are refused. Splits that older TFDS versions
+out, never guessed.
+
+Both JSON files are untrusted input: every value is type-checked where it is read
+(:mod:`recordkit.dataset._tfds_json`), and a malformed one is a
+:class:`~recordkit.errors.DatasetError` naming the file and the key; feature names must
+be field names; declared sizes (shard counts, shapes, class counts) are bounded before
+anything is made from them, and shard file names must stay in the folder
+(:mod:`recordkit.dataset._tfds_splits`). ArrayRecord datasets are refused. Splits that older TFDS versions
 recorded without ``shardLengths`` get their shards' record counts by a walk of the
 record headers.
 """
@@ -32,16 +39,19 @@ record headers.
 from __future__ import annotations
 
 import dataclasses
-import json
+import math
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+import pydantic
+
 from recordkit._version import __version__
-from recordkit.dataset._manifest import MANIFEST_FILE, Manifest, ShardInfo, SplitInfo
+from recordkit.dataset._manifest import MANIFEST_FILE, Manifest, SplitInfo
+from recordkit.dataset._tfds_json import TfdsJson
+from recordkit.dataset._tfds_splits import tfds_split
 from recordkit.errors import DatasetError
-from recordkit.format._tfrecord import iter_tfrecords
-from recordkit.schema._fields import FieldSpec
+from recordkit.schema._fields import FieldSpec, field_name_problem
 from recordkit.schema._schema import Schema
 from recordkit.storage import Location
 
@@ -94,20 +104,21 @@ def is_tfds_folder(path: str | Path) -> bool:
 
 def load_tfds(root: str | Path) -> TfdsDataset:
     """Read a TFDS-prepared folder (see the module docs); DatasetError when it is not one,
-    when its shards are not TFRecord, or when a listed shard is missing."""
+    when its JSON files are malformed (naming the file and the key), when its shards are
+    not TFRecord, or when a listed shard is missing."""
     root = Path(root)
-    info = _read_json(root / TFDS_INFO)
-    features = _read_json(root / TFDS_FEATURES)
-    name = str(info.get("name") or root.parent.name)
-    version = str(info.get("version") or "1.0.0")
-    file_format = str(info.get("fileFormat") or "tfrecord")
+    info = TfdsJson(root / TFDS_INFO)
+    features = TfdsJson(root / TFDS_FEATURES)
+    name = info.text(info.data.get("name"), "name") or root.parent.name
+    version = info.text(info.data.get("version"), "version") or "1.0.0"
+    file_format = info.text(info.data.get("fileFormat"), "fileFormat") or "tfrecord"
     if file_format != "tfrecord":
         raise DatasetError(
             f"{root}: TFDS wrote this dataset as {file_format} shards; recordkit reads TFRecord shards only "
             "(prepare it again with file_format='tfrecord', or read it with tfds)"
         )
-    mapper = _Mapper(root)
-    mapper.feature(features, "", in_sequence=False)
+    mapper = _Mapper(root, features)
+    mapper.feature(features.data, "", in_sequence=False)
     if not mapper.fields:
         raise DatasetError(
             f"{root}: no feature of this TFDS dataset maps onto a recordkit codec: {mapper.skipped}"
@@ -118,7 +129,14 @@ def load_tfds(root: str | Path) -> TfdsDataset:
         description=f"TFDS dataset {name} {version}, read in place",
         fields=mapper.fields,
     )
-    splits = {str(s["name"]): _split(root, name, file_format, s) for s in info.get("splits", [])}
+    splits: dict[str, SplitInfo] = {}
+    for i, entry in enumerate(info.items(info.data.get("splits", []), "splits")):
+        split, shards = tfds_split(
+            info, f"splits[{i}]", info.obj(entry, f"splits[{i}]"), root, name, file_format
+        )
+        if split in splits:
+            raise info.error(f"splits[{i}].name", f"split {split!r} is listed twice")
+        splits[split] = shards
     manifest = Manifest(
         recordkit_version=__version__,
         schema=schema,
@@ -139,94 +157,22 @@ def open_tfds(folder: str | Path) -> TfdsDataset:
     return load_tfds(folder)
 
 
-def _read_json(path: Path) -> dict[str, Any]:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise DatasetError(f"{path.parent} is not a TFDS dataset folder (no {path.name})") from None
-    except json.JSONDecodeError as exc:
-        raise DatasetError(f"{path}: not valid JSON ({exc.msg}, line {exc.lineno})") from None
-    if not isinstance(data, dict):
-        raise DatasetError(f"{path}: expected a JSON object")
-    return data
-
-
-def _split(root: Path, dataset: str, file_format: str, split: Mapping[str, Any]) -> SplitInfo:
-    name = str(split["name"])
-    template = str(split.get("filepathTemplate") or "{DATASET}-{SPLIT}.{FILEFORMAT}-{SHARD_X_OF_Y}")
-    template = (
-        template.replace("{DATASET}", dataset).replace("{SPLIT}", name).replace("{FILEFORMAT}", file_format)
-    )
-    if "shardLengths" not in split:
-        return _counted_split(root, name, template, split)
-    lengths = [int(n) for n in split["shardLengths"]]
-    shards = []
-    for index, records in enumerate(lengths):
-        file = _shard_file(template, index, len(lengths))
-        path = root / file
-        if not path.is_file():
-            raise DatasetError(f"{root}: split {name!r} lists shard {file}, which is missing")
-        # TFDS records no sha256: an empty one means unknown.
-        shards.append(ShardInfo(file=file, records=records, bytes=path.stat().st_size, sha256=""))
-    return SplitInfo(shards=shards)
-
-
-def _shard_file(template: str, index: int, count: int) -> str:
-    return (
-        template.replace("{SHARD_X_OF_Y}", f"{index:05d}-of-{count:05d}")
-        .replace("{SHARD_INDEX}", f"{index:05d}")
-        .replace("{NUM_SHARDS}", f"{count:05d}")
-    )
-
-
-def _counted_split(root: Path, name: str, template: str, split: Mapping[str, Any]) -> SplitInfo:
-    """A split whose ``dataset_info.json`` has no ``shardLengths`` (older TFDS versions):
-    its shards from ``numShards`` or, without it, every file the template matches; each
-    shard's records counted by walking its record headers (data CRCs are left to
-    ``verify``), and the total checked against ``statistics.numExamples`` when given."""
-    if "numShards" in split:
-        count = int(split["numShards"])
-        files = [_shard_file(template, index, count) for index in range(count)]
-        for file in files:
-            if not (root / file).is_file():
-                raise DatasetError(
-                    f"{root}: split {name!r} has shard {file} ({count} shards), which is missing"
-                )
-    else:
-        pattern = _shard_file(template, 0, 0).replace("00000-of-00000", "*-of-*").replace("00000", "*")
-        files = sorted(path.name for path in root.glob(pattern))
-    if not files:
-        raise DatasetError(
-            f"{root}: split {name!r} has no shard lengths and no shard files matching {template}"
-        )
-    shards = []
-    for file in files:
-        path = root / file
-        records = sum(1 for _ in iter_tfrecords(path, verify=False))
-        shards.append(ShardInfo(file=file, records=records, bytes=path.stat().st_size, sha256=""))
-    expected = split.get("statistics", {}).get("numExamples")
-    counted = sum(shard.records for shard in shards)
-    if expected is not None and int(expected) != counted:
-        raise DatasetError(
-            f"{root}: split {name!r} has {counted} records in its {len(files)} shards, but "
-            f"dataset_info.json says statistics.numExamples is {expected}"
-        )
-    return SplitInfo(shards=shards)
-
-
 def _class_name(feature: Mapping[str, Any]) -> str:
-    return str(feature.get("pythonClassName", "?")).rsplit(".", 1)[-1]
+    name = feature.get("pythonClassName")
+    return name.rsplit(".", 1)[-1] if isinstance(name, str) else "?"
 
 
-def _dims(spec: Mapping[str, Any]) -> list[int]:
-    return [int(d) for d in spec.get("shape", {}).get("dimensions", [])]
+#: The most classes a ClassLabel may declare when recordkit makes their names ("0", "1" ...).
+MAX_CLASSES = 1_000_000
 
 
 class _Mapper:
-    """Walks ``features.json`` and collects fields (by name) and what it left out."""
+    """Walks ``features.json`` and collects fields (by name) and what it left out; every
+    value it reads is type-checked (:class:`~recordkit.dataset._tfds_json.TfdsJson`)."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, json_file: TfdsJson) -> None:
         self.root = root
+        self.json = json_file
         self.fields: dict[str, FieldSpec] = {}
         self.skipped: list[str] = []
 
@@ -237,17 +183,55 @@ class _Mapper:
         name = key.replace("/", ".")
         if name != key:
             spec.setdefault("keys", {}).setdefault("", key)
-        self.fields[name] = FieldSpec(**spec)
+        if name in self.fields:
+            raise self.json.error(_where(key), f"maps onto the field {name!r}, which another feature has")
+        try:
+            self.fields[name] = FieldSpec(**spec)
+        except pydantic.ValidationError as exc:
+            problems = "; ".join(e["msg"] for e in exc.errors())
+            raise self.json.error(_where(key), f"does not map onto a field: {problems}") from None
 
-    def feature(self, feature: Mapping[str, Any], key: str, *, in_sequence: bool) -> None:
+    def part(self, feature: Mapping[str, Any], key: str, name: str) -> Mapping[str, Any]:
+        """``feature[name]`` (its class's settings), a JSON object (missing: empty)."""
+        return self.json.obj(feature.get(name), _where(key, name), default={})
+
+    def text(self, spec: Mapping[str, Any], key: str, path: str, default: str) -> str:
+        """``spec``'s value ``path`` (the last part of a dotted path), a string."""
+        return self.json.text(spec.get(path.rsplit(".", 1)[-1]), _where(key, path), default)
+
+    def dims(self, spec: Mapping[str, Any], key: str, part: str) -> list[int]:
+        """The ``shape.dimensions`` of ``spec`` (feature ``key``'s ``part``)."""
+        shape = self.json.obj(spec.get("shape"), _where(key, f"{part}.shape"), default={})
+        where = _where(key, f"{part}.shape.dimensions")
+        dims = [
+            self.json.dimension(d, f"{where}[{i}]")
+            for i, d in enumerate(self.json.items(shape.get("dimensions", []), where))
+        ]
+        if math.prod(d for d in dims if d > 0) >= 2**63:
+            raise self.json.error(where, f"{dims} holds more values than int64 can count")
+        return dims
+
+    def num_classes(self, feature: Mapping[str, Any], key: str) -> int:
+        where = _where(key, "classLabel.numClasses")
+        count = self.json.count(self.part(feature, key, "classLabel").get("numClasses", 0), where)
+        if count > MAX_CLASSES:
+            raise self.json.error(where, f"is {count}: more than the {MAX_CLASSES} classes recordkit reads")
+        return count
+
+    def feature(self, feature: Any, key: str, *, in_sequence: bool) -> None:
+        feature = self.json.obj(feature, _where(key))
         kind = _class_name(feature)
         if kind == "FeaturesDict":
-            self.features_dict(feature["featuresDict"]["features"], key, in_sequence=in_sequence)
+            features = self.part(feature, key, "featuresDict").get("features")
+            self.features_dict(
+                self.json.obj(features, _where(key, "featuresDict.features")), key, in_sequence=in_sequence
+            )
         elif kind == "Sequence":
             if in_sequence:
                 self.skip(key, feature, "a Sequence inside a Sequence")
                 return
-            self.feature(feature["sequence"]["feature"], key, in_sequence=True)
+            inner = self.part(feature, key, "sequence").get("feature")
+            self.feature(self.json.obj(inner, _where(key, "sequence.feature")), key, in_sequence=True)
         elif kind == "Image":
             self.image(feature, key, in_sequence)
         elif kind == "ClassLabel":
@@ -267,6 +251,12 @@ class _Mapper:
 
     def features_dict(self, features: Mapping[str, Any], prefix: str, *, in_sequence: bool) -> None:
         joined = {name: f"{prefix}/{name}" if prefix else name for name in features}
+        for name, key in joined.items():
+            problem = field_name_problem(key.replace("/", "."))
+            if "/" in name or problem is not None:
+                why = problem or "a '/' inside a name"
+                raise self.json.error(_where(key), f"is not a field name recordkit reads ({why})")
+        features = {name: self.json.obj(f, _where(joined[name])) for name, f in features.items()}
         if in_sequence:
             # Boxes take the labels beside them in the same sequence (objects/bbox + objects/label).
             boxes = [n for n, f in features.items() if _class_name(f) == "BBoxFeature"]
@@ -276,8 +266,7 @@ class _Mapper:
                 options = {"format": "yxyx", "stored": "yxyx", "normalized": True}
                 names = self.label_options(features[label], joined[label], multi=True).get("names")
                 if names is None:
-                    count = int(features[label].get("classLabel", {}).get("numClasses", 0))
-                    names = [str(i) for i in range(count)]
+                    names = [str(i) for i in range(self.num_classes(features[label], joined[label]))]
                 if names:
                     options["labels"] = names
                     self.add(
@@ -291,20 +280,25 @@ class _Mapper:
         options: dict[str, Any] = {"multi": True} if multi else {}
         names_file = self.root / f"{key.replace('/', '-')}.labels.txt"
         if names_file.is_file():
-            options["names"] = [n for n in names_file.read_text(encoding="utf-8").splitlines() if n]
+            try:
+                text = names_file.read_text(encoding="utf-8")
+            except UnicodeDecodeError as exc:
+                raise DatasetError(f"is not UTF-8 text (byte {exc.start})", file=str(names_file)) from None
+            options["names"] = [n for n in text.splitlines() if n]
         else:
-            options["num_classes"] = int(feature.get("classLabel", {}).get("numClasses", 0)) or None
+            options["num_classes"] = self.num_classes(feature, key) or None
         return options
 
     def image(self, feature: Mapping[str, Any], key: str, in_sequence: bool) -> None:
-        spec = feature.get("image", {})
-        if spec.get("dtype", "uint8") != "uint8":
-            self.skip(key, feature, f"dtype {spec.get('dtype')}: the image codec reads 8-bit images")
+        spec = self.part(feature, key, "image")
+        dtype = self.text(spec, key, "image.dtype", "uint8")
+        if dtype != "uint8":
+            self.skip(key, feature, f"dtype {dtype}: the image codec reads 8-bit images")
             return
         options: dict[str, Any] = {"sizes": "header"}
-        encoding = str(spec.get("encodingFormat") or "")
+        encoding = self.text(spec, key, "image.encodingFormat", "")
         options["format"] = encoding if encoding in ("jpeg", "png") else "keep"
-        dims = _dims(spec)
+        dims = self.dims(spec, key, "image")
         if len(dims) == 3 and dims[2] in (1, 3, 4):
             options["channels"] = dims[2]
         if len(dims) == 3 and dims[0] > 0 and dims[1] > 0:
@@ -314,14 +308,14 @@ class _Mapper:
         )
 
     def audio(self, feature: Mapping[str, Any], key: str, in_sequence: bool) -> None:
-        spec = feature.get("audio", {})
-        encoding = str(spec.get("encoding", "none")).lower()
-        dims = _dims(spec)
-        dtype = str(spec.get("dtype", "int64"))
+        spec = self.part(feature, key, "audio")
+        encoding = self.text(spec, key, "audio.encoding", "none").lower()
+        dims = self.dims(spec, key, "audio")
+        dtype = self.text(spec, key, "audio.dtype", "int64")
         wire = _WIRE_DTYPES.get(dtype)
-        rate = int(spec.get("sampleRate") or 0)
+        rate = self.json.count(spec.get("sampleRate") or 0, _where(key, "audio.sampleRate"))
         if spec.get("lazyDecode"):
-            form = spec.get("fileFormat") or "files"
+            form = self.text(spec, key, "audio.fileFormat", "") or "files"
             why = f"audio stored as encoded {form} files (lazy_decode) without their sample counts"
             self.skip(key, feature, f"{why}, which the audio codec needs beside them")
             return
@@ -359,10 +353,10 @@ class _Mapper:
         )
 
     def tensor(self, feature: Mapping[str, Any], key: str, in_sequence: bool) -> None:
-        spec = feature.get("tensor", {})
-        dims = _dims(spec)
-        dtype = str(spec.get("dtype", "float32"))
-        encoding = str(spec.get("encoding", "none")).lower()
+        spec = self.part(feature, key, "tensor")
+        dims = self.dims(spec, key, "tensor")
+        dtype = self.text(spec, key, "tensor.dtype", "float32")
+        encoding = self.text(spec, key, "tensor.encoding", "none").lower()
         if dtype == "string" and encoding in ("none", "") and len(dims) + in_sequence <= 1:
             self.add(
                 key,
@@ -399,6 +393,12 @@ class _Mapper:
                 "description": f"TFDS Tensor {dtype} of shape {dims}",
             },
         )
+
+
+def _where(key: str, path: str = "") -> str:
+    """Where in ``features.json`` a value is: its feature's key, and the path under it."""
+    feature = f"feature {key!r}" if key else "the top feature"
+    return f"{feature} {path}" if path else feature
 
 
 def load_manifest(root: str | Path | Location) -> Manifest:

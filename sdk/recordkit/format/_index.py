@@ -37,6 +37,7 @@ __all__ = [
     "RecordIndex",
     "build_index",
     "index_name",
+    "max_index_bytes",
     "read_index",
     "write_index",
 ]
@@ -45,6 +46,14 @@ INDEX_MAGIC = b"RKINDEX1"
 #: Appended to a shard's file name to name its index.
 INDEX_SUFFIX = ".index"
 _HEADER = struct.Struct("<8sQ")
+
+
+def max_index_bytes(stream_bytes: int) -> int:
+    """The most bytes the index of a TFRecord stream of ``stream_bytes`` can hold: every
+    record takes at least its framing, so the stream holds at most
+    ``stream_bytes // FRAMING_BYTES`` records. A reader bounds what it reads of an index
+    by this before reading it (an index is untrusted: it may declare any count)."""
+    return _HEADER.size + 8 * (max(stream_bytes, 0) // FRAMING_BYTES + 1)
 
 
 def index_name(shard_file: str) -> str:

@@ -26,7 +26,7 @@ __all__ = ["DataSource"]
 class DataSource:
     """Record ``i`` of a split as a dict of numpy and Python values (the arguments are
     those of :class:`recordkit.RandomAccess`); implements Grain's
-    ``RandomAccessDataSource`` protocol."""
+    ``RandomAccessDataSource`` protocol. A shortcut for ``recordkit.open(path, split).grain()``."""
 
     def __init__(
         self,
@@ -48,6 +48,13 @@ class DataSource:
             verify=verify,
             storage_options=storage_options,
         )
+
+    @classmethod
+    def over(cls, records: RandomAccess) -> DataSource:
+        """A DataSource over records already opened (what :meth:`recordkit.Dataset.grain` gives)."""
+        self = cls.__new__(cls)
+        self.records = records
+        return self
 
     def __len__(self) -> int:
         return len(self.records)

@@ -50,12 +50,12 @@ from recordkit.read._open import (
     Shard,
     SkippedRecords,
 )
-from recordkit.read._options import SourceOptions
+from recordkit.read._options import Opened, SourceOptions
 from recordkit.read._position import Start, position_state, resolve_start
 from recordkit.schema._schema import Schema
 from recordkit.storage import StorageOptions
 
-__all__ = ["RecordIterator", "iter_records", "iter_shard_records"]
+__all__ = ["RecordIterator", "iter_records", "iter_shard_records", "record_iterator"]
 
 
 def iter_records(
@@ -78,6 +78,9 @@ def iter_records(
     storage_options: StorageOptions | None = None,
 ) -> RecordIterator:
     """Each record of a split as a dict of Python and numpy values (an iterator).
+
+    A shortcut for ``recordkit.open(path, split, fields=fields).records(...)`` (there
+    ``num_workers`` and ``worker_index`` are ``world_size`` and ``rank``).
 
     The options are checked, the manifest read and the schemas compared when it is
     called, so a bad option or an incompatible schema fails at once; the shards are read
@@ -131,6 +134,16 @@ def iter_records(
         worker_index=worker_index,
         storage_options=storage_options,
     ).open(path, split, fields)
+    return record_iterator(opened, split, verify=verify, start=start, num_threads=num_threads)
+
+
+def record_iterator(
+    opened: Opened, split: str, *, verify: bool, start: Start, num_threads: int | None
+) -> RecordIterator:
+    """The records of a source already opened (what :func:`iter_records` and
+    :meth:`recordkit.Dataset.records` give); ``split`` goes into its state dicts."""
+    if num_threads is not None and num_threads < 1:
+        raise ValueError(f"num_threads must be at least 1, not {num_threads}")
     source, share = opened.source, opened.share
     defaults = {  # fields the records lack, read as the reader schema's default
         name: decode_record_numpy([source.bound[name]], example)[name]

@@ -81,7 +81,15 @@ from recordkit.schema._bound import BoundField
 from recordkit.schema._schema import BoundSchema, Schema
 from recordkit.storage import StorageOptions
 
-__all__ = ["DEFAULT_BLOCK_LENGTH", "IMAGE_FITS", "OFFSET_SUFFIX", "SHAPE_SUFFIX", "ImageFit", "load_dataset"]
+__all__ = [
+    "DEFAULT_BLOCK_LENGTH",
+    "IMAGE_FITS",
+    "OFFSET_SUFFIX",
+    "SHAPE_SUFFIX",
+    "ImageFit",
+    "load_dataset",
+    "tf_pipeline",
+]
 
 #: The hidden component that carries each record's random crop draws from the batched
 #: step to the per-record one (a slash: no field is named so).
@@ -124,6 +132,10 @@ def load_dataset(
     remote_io: RemoteIO = "auto",
 ) -> Any:
     """Read a split of a dataset as a ``tf.data.Dataset`` of dicts of decoded tensors.
+
+    A shortcut for ``recordkit.open(path, split, fields=fields).tf(batch_size, ...)``,
+    which opens the dataset once for every reader and groups these options
+    (:class:`recordkit.ReadConfig`, :class:`recordkit.Layout`); the same pipeline.
 
     :param path: a dataset folder (with ``dataset.json``); or, with ``schema``, TFRecord
         files recordkit did not write (a file, a glob pattern or a list).
@@ -196,8 +208,6 @@ def load_dataset(
         (``tf.io.gfile.get_registered_schemes()``: ``gs``, not ``s3``), else streamed
         through fsspec; ``"tensorflow"`` or ``"fsspec"`` forces one.
     """
-    import tensorflow as tf
-
     options = PipelineOptions(
         batch_size=batch_size,
         shuffle_files=shuffle_files,
@@ -232,19 +242,30 @@ def load_dataset(
     skip = tf_data_start(
         start, shuffled=shuffle_files or bool(shuffle_buffer), seed=seed, deterministic=deterministic
     )
-    opened = sources.open(path, split, fields)
+    return tf_pipeline(sources.open(path, split, fields), options, on_corrupt, skip)
+
+
+def tf_pipeline(opened: Opened, options: PipelineOptions, on_corrupt: OnCorrupt, skip: int = 0) -> Any:
+    """The ``tf.data`` pipeline (see the module docs) over a source already opened, with
+    options already checked: what :func:`load_dataset` and :meth:`recordkit.Dataset.tf`
+    build; ``skip`` records of its order are dropped before they are parsed (a resume)."""
+    import tensorflow as tf
+
     shards, record_shard = _my_shards(opened)
     batches = _serialized_batches(opened, shards, record_shard, options, on_corrupt, skip)
     layout = _Layout.build(opened.source, options)
+    batch_size = options.batch_size
     if layout.per_record or batch_size is None:
         to_records = _Split()
         dataset = _decode_batches(batches, layout, options, to_records)
         dataset = _per_record(dataset, to_records, layout, options)
     else:
         dataset = _decode_batches(batches, layout, options)
-    if prefetch:
+    if options.prefetch:
         dataset = dataset.prefetch(tf.data.AUTOTUNE)
-    size = _known_size(shards, record_shard, repeat, batch_size, drop_remainder, on_corrupt, skip)
+    size = _known_size(
+        shards, record_shard, options.repeat, batch_size, options.drop_remainder, on_corrupt, skip
+    )
     if size is not None:  # Keras and tf.distribute see the number of steps
         dataset = dataset.apply(tf.data.experimental.assert_cardinality(size))
     return dataset

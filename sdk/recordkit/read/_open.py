@@ -66,6 +66,7 @@ __all__ = [
     "SkippedRecords",
     "WorkerShare",
     "bind_to_read",
+    "check_shards",
     "dataset_root",
     "expand_files",
     "expand_paths",
@@ -73,6 +74,7 @@ __all__ = [
     "guess_compression",
     "locate_corruption",
     "open_dataset",
+    "open_split",
     "worker_share",
 ]
 
@@ -130,6 +132,9 @@ class OpenedDataset:
     #: Requested fields that the stored records lack and the reader's schema gives a
     #: default: each record reads as holding it, as one serialized Example holds it.
     defaults: Mapping[str, bytes] = dataclasses.field(default_factory=dict)
+    #: The dataset's folder (None: TFRecord files without a manifest), from which
+    #: :func:`open_split` reads other splits without reading the manifest again.
+    root: Path | Location | None = None
 
     @property
     def fields(self) -> tuple[BoundField, ...]:
@@ -226,20 +231,25 @@ class WorkerShare:
 
 
 def worker_share(
-    input_context: Any = None, num_workers: int | None = None, worker_index: int | None = None
+    input_context: Any = None,
+    num_workers: int | None = None,
+    worker_index: int | None = None,
+    *,
+    names: tuple[str, str] = ("num_workers", "worker_index"),
 ) -> WorkerShare | None:
     """The share of the split a reader's worker options ask for (None: the whole split).
 
     ``input_context`` is anything with ``num_input_pipelines`` and ``input_pipeline_id``
     (a ``tf.distribute.InputContext``); ``num_workers`` and ``worker_index`` say the same
     in plain numbers. Give one form or the other; a bad value raises ``ValueError`` (or
-    ``TypeError``) naming the option.
+    ``TypeError``) naming the option, as ``names`` (the caller's names for the two) spell it.
     """
+    count_name, index_name = names
     if input_context is not None:
         if num_workers is not None or worker_index is not None:
             raise ValueError(
-                "give input_context or num_workers and worker_index, not both (input_context="
-                f"{input_context!r}, num_workers={num_workers!r}, worker_index={worker_index!r})"
+                f"give input_context or {count_name} and {index_name}, not both (input_context="
+                f"{input_context!r}, {count_name}={num_workers!r}, {index_name}={worker_index!r})"
             )
         missing = [a for a in ("num_input_pipelines", "input_pipeline_id") if not hasattr(input_context, a)]
         if missing:
@@ -253,13 +263,13 @@ def worker_share(
     elif num_workers is None and worker_index is None:
         return None
     elif num_workers is None:
-        raise ValueError("worker_index needs num_workers too (how many workers share the split)")
+        raise ValueError(f"{index_name} needs {count_name} too (how many workers share the split)")
     elif worker_index is None:
-        raise ValueError("num_workers needs worker_index too (this worker's index, 0 to num_workers - 1)")
+        raise ValueError(f"{count_name} needs {index_name} too (this worker's index, 0 to {count_name} - 1)")
     else:
-        count = _whole(num_workers, "num_workers")
-        index = _whole(worker_index, "worker_index")
-        names = ("num_workers", "worker_index")
+        count = _whole(num_workers, count_name)
+        index = _whole(worker_index, index_name)
+        names = (count_name, index_name)
     if count < 1:
         raise ValueError(f"{names[0]} must be at least 1, not {count}")
     if not 0 <= index < count:
@@ -379,7 +389,7 @@ def _open_manifest(
         for field in bound.fields
         if field.name not in stored.fields and field.spec.has_default
     }
-    return OpenedDataset(shards, comp, read_schema, bound, manifest, defaults)
+    return OpenedDataset(shards, comp, read_schema, bound, manifest, defaults, root)
 
 
 def bind_to_read(
@@ -655,3 +665,37 @@ def locate_corruption(shard: Shard, compression: Compression) -> CorruptRecordEr
     except CorruptRecordError as exc:
         return exc
     return None
+
+
+def open_split(
+    source: OpenedDataset,
+    split: str,
+    fields: Sequence[str] | None,
+    schema: Schema | None,
+    registry: CodecRegistry,
+) -> OpenedDataset:
+    """Another split (or other fields) of a dataset that ``source`` opened through its
+    manifest, from that manifest: nothing is read again but each shard's size (a
+    ``stat``, a HEAD). Shards are not checked (see :func:`check_shards`)."""
+    if source.manifest is None or source.root is None:
+        raise DatasetError("TFRecord files read without a manifest have no splits")
+    names = list(fields) if fields is not None else None
+    return _open_manifest(
+        source.root, source.manifest, split, names, schema, registry, check_sizes=False, sha256=False
+    )
+
+
+def check_shards(source: OpenedDataset, *, sizes: bool, sha256: bool) -> None:
+    """The checks :func:`open_dataset` makes with ``check_sizes`` and ``verify_sha256``,
+    for a reader that opened the dataset without them and checks before it reads: each
+    shard's size (from one listing where that saves requests) and, on request, its
+    sha256, against the manifest."""
+    if source.manifest is None or not (sizes or sha256):
+        return
+    listed = (
+        _listed_sizes(source.root, source.manifest, source.shards)
+        if sizes and source.root is not None
+        else {}
+    )
+    for shard in source.shards:
+        _check_shard(shard, source.compression, sizes=sizes, sha256=sha256, size=listed.get(shard.name))

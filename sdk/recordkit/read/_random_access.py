@@ -33,7 +33,8 @@ __all__ = ["RandomAccess"]
 class RandomAccess:
     """Random access to the records of one split: ``len(ds)``, ``ds[i]``, ``ds[i:j]``,
     ``ds[[i, j, k]]`` (a slice or a list is fetched at once: from a remote dataset its
-    ranged GETs run concurrently).
+    ranged GETs run concurrently). ``recordkit.open(path, split)`` gives the same
+    ``len`` and ``ds[i]``, beside the other readers.
 
     :param path: a dataset folder, local or remote (``s3://``, ``gs://``, any fsspec
         URL); or, with ``schema``, TFRecord files recordkit did not write (their
@@ -71,7 +72,7 @@ class RandomAccess:
         max_open_files: int = DEFAULT_MAX_OPEN_FILES,
         storage_options: StorageOptions | None = None,
     ) -> None:
-        self._args: dict[str, Any] = {
+        args: dict[str, Any] = {
             "path": path,
             "split": split,
             "fields": fields,
@@ -80,10 +81,24 @@ class RandomAccess:
             "max_open_files": max_open_files,
             "storage_options": storage_options,
         }
-        self.source: OpenedDataset = open_dataset(
+        source = open_dataset(
             path, split, fields, schema=schema, registry=registry, storage_options=storage_options
         )
-        self.shards = IndexedShards(self.source, verify=verify, max_open_files=max_open_files)
+        self._attach(source, args)
+
+    @classmethod
+    def over(cls, source: OpenedDataset, args: dict[str, Any]) -> RandomAccess:
+        """Random access to a split already opened (by :func:`recordkit.open`); ``args``
+        are the keyword arguments of the constructor that open it again (it pickles as
+        them), their ``verify`` and ``max_open_files`` used here too."""
+        self = cls.__new__(cls)
+        self._attach(source, args)
+        return self
+
+    def _attach(self, source: OpenedDataset, args: dict[str, Any]) -> None:
+        self._args = args
+        self.source = source
+        self.shards = IndexedShards(source, verify=args["verify"], max_open_files=args["max_open_files"])
         self._stored: tuple[BoundField, ...] = self.source.stored_fields.fields
         self._defaults = {
             name: decode_record_numpy([self.source.bound[name]], example)[name]
@@ -102,11 +117,6 @@ class RandomAccess:
 
     def __len__(self) -> int:
         return len(self.shards)
-
-    @property
-    def field_names(self) -> list[str]:
-        """The fields each record holds, in schema order."""
-        return [f.name for f in self.source.fields]
 
     def _index(self, i: Any) -> int:
         if isinstance(i, bool):

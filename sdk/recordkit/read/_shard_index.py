@@ -25,10 +25,10 @@ import numpy as np
 
 from recordkit.dataset._manifest import ShardInfo
 from recordkit.errors import CorruptRecordError, DatasetError
-from recordkit.format._index import INDEX_SUFFIX, RecordIndex, build_index
+from recordkit.format._index import INDEX_SUFFIX, RecordIndex, build_index, max_index_bytes
 from recordkit.format._tfrecord import Compression, unframe_record
 from recordkit.read._open import OpenedDataset, Shard
-from recordkit.storage import DEFAULT_MAX_OPEN_FILES, Location, RangeReader, location, read_files
+from recordkit.storage import DEFAULT_MAX_OPEN_FILES, Location, RangeReader, location, read_ranges
 
 __all__ = ["DEFAULT_MAX_OPEN_FILES", "IndexedShards", "load_indexes"]
 
@@ -40,33 +40,54 @@ def _beside(shard: Shard, name: str) -> Location:
 
 
 def load_indexes(
-    shards: tuple[Shard, ...], listed: dict[str, ShardInfo], compression: Compression
+    shards: tuple[Shard, ...],
+    listed: dict[str, ShardInfo],
+    compression: Compression = Compression.NONE,
 ) -> list[RecordIndex]:
     """The record index of each shard: the manifest's (sha256 and record count checked),
     else a ``<file>.index`` sidecar, else (local shards only) built by scanning the shard.
+    The shards must be uncompressed (a compressed shard's offsets are in its
+    decompressed stream, which no size on disk bounds): a DatasetError otherwise.
 
-    The index files are read together (:func:`recordkit.storage.read_files`: remote ones
+    An index is untrusted, and may be stale (the shard rewritten after ``recordkit
+    index``): of each index file no more is read than a shard of its size can need
+    (:func:`~recordkit.format._index.max_index_bytes`), and each index must end where its
+    shard ends, so no record it lists spans bytes the shard lacks.
+    Either failure names the shard and the command that rebuilds its index. The index
+    files are read together (:func:`recordkit.storage.read_ranges`: remote ones
     concurrently, one GET each); a remote shard with neither index is an error that says
     how to build them.
     """
-    # Each shard's index file, and the sha256 the manifest gives it (None: a sidecar).
-    wanted: list[tuple[Location, str | None] | None] = []
+    if compression is not Compression.NONE:
+        raise DatasetError(f"record indexes are read for uncompressed shards only, not {compression.value}")
+    # Each shard's index file, the sha256 the manifest gives it (None: a sidecar), and
+    # the shard's size (what bounds the index).
+    wanted: list[tuple[Location, str | None, int] | None] = []
     for shard in shards:
         info = listed.get(shard.name)
         if info is not None and info.index is not None:
-            wanted.append((_beside(shard, info.index.file), info.index.sha256))
+            wanted.append((_beside(shard, info.index.file), info.index.sha256, _shard_size(shard)))
             continue
         sidecar = _beside(shard, shard.name + INDEX_SUFFIX)
-        wanted.append((sidecar, None) if sidecar.exists() else None)
-    found = [w for w in wanted if w is not None]
-    data = iter(read_files([where for where, _ in found]))
+        wanted.append((sidecar, None, _shard_size(shard)) if sidecar.exists() else None)
+    # One byte past the bound: enough to tell an index that is too large, and no more.
+    found = [(where, max_index_bytes(size) + 1) for where, _, size in filter(None, wanted)]
+    data = iter(read_ranges([(where, 0, limit) for where, limit in found]))
     indexes = []
     for shard, want in zip(shards, wanted, strict=True):
         if want is None:
-            indexes.append(_scan(shard, compression))
+            indexes.append(_scan(shard))
             continue
-        where, sha256 = want
-        index = _parse_index(shard, where, sha256, next(data))
+        where, sha256, size = want
+        index = _parse_index(shard, where, sha256, _bounded(shard, where, sha256, size, next(data)))
+        end = int(index.offsets[-1])
+        if end != size:
+            raise DatasetError(
+                f"its record index {where.name} does not match the shard: it lists {len(index)} "
+                f"records ending at byte {end}, the shard has {size} bytes (the shard changed after "
+                f"the index was built, or the index is damaged); {_rebuild(shard, sha256)}",
+                shard=shard.name,
+            )
         if shard.records is not None and len(index) != shard.records:
             raise CorruptRecordError(
                 f"its record index lists {len(index)} records, the manifest says {shard.records}",
@@ -74,6 +95,49 @@ def load_indexes(
             )
         indexes.append(index)
     return indexes
+
+
+def _bounded(
+    shard: Shard, where: Location, sha256: str | None, size: int, data: bytes | OSError
+) -> bytes | OSError:
+    """``data``, read from the index file ``where`` with the bound of a ``size``-byte
+    shard plus one byte; a CorruptRecordError when it reached that extra byte."""
+    limit = max_index_bytes(size)
+    if not isinstance(data, OSError) and len(data) > limit:
+        raise CorruptRecordError(
+            f"its record index {where.name} holds more than the {limit} bytes that the index of "
+            f"a {size}-byte shard can hold; {_rebuild(shard, sha256)}",
+            shard=shard.name,
+        )
+    return data
+
+
+def _shard_size(shard: Shard) -> int:
+    """The shard's size: a local file's from a ``stat``, a remote one's from the manifest
+    (checked when the dataset was opened) or else one request."""
+    try:
+        if isinstance(shard.path, Path):
+            return shard.path.stat().st_size
+        if shard.path.is_local or shard.bytes is None:
+            return shard.path.size()
+    except OSError as exc:
+        raise DatasetError(f"cannot read the shard: {exc.strerror or exc}", shard=shard.name) from None
+    return shard.bytes
+
+
+def _rebuild(shard: Shard, sha256: str | None) -> str:
+    """How to rebuild ``shard``'s index: a dataset's (listed in its manifest, with its
+    sha256) with ``--rebuild`` on the dataset's folder, a sidecar on the shard's file."""
+    if sha256 is None:
+        return f"rebuild it with `recordkit index {_shown(shard.path)}`"
+    folder: Path | Location = shard.path
+    for _ in shard.name.split("/"):  # the manifest names the shard relative to the dataset
+        folder = folder.parent
+    return f"rebuild it with `recordkit index --rebuild {_shown(folder)}`"
+
+
+def _shown(where: Path | Location) -> str:
+    return str(where) if isinstance(where, Path) else (where.url if not where.is_local else str(where.path))
 
 
 def _parse_index(shard: Shard, where: Location, sha256: str | None, data: bytes | OSError) -> RecordIndex:
@@ -92,7 +156,7 @@ def _parse_index(shard: Shard, where: Location, sha256: str | None, data: bytes 
     return RecordIndex.from_bytes(data, name=where.name)
 
 
-def _scan(shard: Shard, compression: Compression) -> RecordIndex:
+def _scan(shard: Shard) -> RecordIndex:
     """A local shard's index, built by reading it once; a remote shard: the error."""
     if isinstance(shard.path, Location) and not shard.path.is_local:
         folder = shard.path.parent.url
@@ -103,7 +167,7 @@ def _scan(shard: Shard, compression: Compression) -> RecordIndex:
             "did not write",
             shard=shard.name,
         )
-    return build_index(shard.path if isinstance(shard.path, Path) else shard.path.path, compression)
+    return build_index(shard.path if isinstance(shard.path, Path) else shard.path.path)
 
 
 class IndexedShards:

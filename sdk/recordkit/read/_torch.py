@@ -121,6 +121,14 @@ def collate(batch: Sequence[Record], pad_values: Mapping[str, float] | None = No
     return out
 
 
+def _check_stream(window: int, prefetch: int) -> None:
+    """Refuse a streaming option that cannot be right, before anything is read."""
+    if window < 1:
+        raise ValueError(f"window must be at least 1, not {window}")
+    if prefetch < 1:
+        raise ValueError(f"prefetch must be at least 1, not {prefetch}")
+
+
 class _Collate:
     """A picklable collate bound to a dataset's pad values."""
 
@@ -133,8 +141,9 @@ class _Collate:
 
 class MapDataset(torch.utils.data.Dataset[Any]):
     """Record ``i`` of a split, decoded, as tensors (see :class:`recordkit.RandomAccess`
-    for the arguments). ``transform`` is applied to each record (after ``to_tensors``
-    when that is True). ``collate_fn`` is :func:`collate` with the fields' pad values."""
+    for the arguments); a shortcut for ``recordkit.open(path, split).torch()``.
+    ``transform`` is applied to each record (after ``to_tensors`` when that is True).
+    ``collate_fn`` is :func:`collate` with the fields' pad values."""
 
     def __init__(
         self,
@@ -149,7 +158,7 @@ class MapDataset(torch.utils.data.Dataset[Any]):
         verify: bool = True,
         storage_options: StorageOptions | None = None,
     ) -> None:
-        self.records = RandomAccess(
+        records = RandomAccess(
             path,
             split,
             fields,
@@ -158,9 +167,22 @@ class MapDataset(torch.utils.data.Dataset[Any]):
             verify=verify,
             storage_options=storage_options,
         )
+        self._attach(records, transform, tensors)
+
+    @classmethod
+    def over(
+        cls, records: RandomAccess, *, transform: Transform | None = None, tensors: bool = True
+    ) -> MapDataset:
+        """A MapDataset over records already opened (what :meth:`recordkit.Dataset.torch` gives)."""
+        self = cls.__new__(cls)
+        self._attach(records, transform, tensors)
+        return self
+
+    def _attach(self, records: RandomAccess, transform: Transform | None, tensors: bool) -> None:
+        self.records = records
         self.transform = transform
         self.tensors = tensors
-        self.collate_fn = _Collate(pad_values(self.records))
+        self.collate_fn = _Collate(pad_values(records))
 
     def __len__(self) -> int:
         return len(self.records)
@@ -180,7 +202,8 @@ class MapDataset(torch.utils.data.Dataset[Any]):
 
 
 class IterableDataset(torch.utils.data.IterableDataset[Any]):
-    """A split's records streamed in a seeded order, shared between ranks and workers.
+    """A split's records streamed in a seeded order, shared between ranks and workers;
+    a shortcut for ``recordkit.open(path, split).torch_iterable(...)``.
 
     :param shuffle: shuffle the shards, and the records within windows of ``window``.
     :param seed: the shuffles' seed (with the epoch: :meth:`set_epoch` for a new order).
@@ -217,12 +240,8 @@ class IterableDataset(torch.utils.data.IterableDataset[Any]):
         storage_options: StorageOptions | None = None,
         prefetch: int = 64,
     ) -> None:
-        if window < 1:
-            raise ValueError(f"window must be at least 1, not {window}")
-        if prefetch < 1:
-            raise ValueError(f"prefetch must be at least 1, not {prefetch}")
-        self.prefetch = prefetch
-        self.records = RandomAccess(
+        _check_stream(window, prefetch)
+        records = RandomAccess(
             path,
             split,
             fields,
@@ -231,6 +250,51 @@ class IterableDataset(torch.utils.data.IterableDataset[Any]):
             verify=verify,
             storage_options=storage_options,
         )
+        self._attach(
+            records, split, shuffle, seed, window, rank, world_size, start, transform, tensors, prefetch
+        )
+
+    @classmethod
+    def over(
+        cls,
+        records: RandomAccess,
+        split: str,
+        *,
+        shuffle: bool = False,
+        seed: int = 0,
+        window: int = 1024,
+        rank: int | None = None,
+        world_size: int | None = None,
+        start: Start = None,
+        transform: Transform | None = None,
+        tensors: bool = True,
+        prefetch: int = 64,
+    ) -> IterableDataset:
+        """An IterableDataset over records already opened (what
+        :meth:`recordkit.Dataset.torch_iterable` gives); ``split`` names them in state dicts."""
+        _check_stream(window, prefetch)
+        self = cls.__new__(cls)
+        self._attach(
+            records, split, shuffle, seed, window, rank, world_size, start, transform, tensors, prefetch
+        )
+        return self
+
+    def _attach(
+        self,
+        records: RandomAccess,
+        split: str,
+        shuffle: bool,
+        seed: int,
+        window: int,
+        rank: int | None,
+        world_size: int | None,
+        start: Start,
+        transform: Transform | None,
+        tensors: bool,
+        prefetch: int,
+    ) -> None:
+        self.prefetch = prefetch
+        self.records = records
         self.split = split
         self.shuffle = shuffle
         self.seed = int(seed)

@@ -12,6 +12,12 @@ the line or entry. With ``on_error="raise"`` (the default) the first one stops t
 iteration; with ``"skip"`` the item is left out and listed in :attr:`Source.skipped`,
 with the items a source passes over on purpose (a stray ``notes.txt`` in a folder of
 photos).
+
+Every file a source reads on behalf of its input (an image a COCO JSON names, a path in
+a CSV column) must lie inside the root the user named; :meth:`Source.input_path` is the
+one rule (:mod:`recordkit.sources._paths`), for plugin sources too. A name that leaves
+the root is a bad input like any other, unless the source was made with
+``allow_outside_root=True``.
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ from typing import Any, ClassVar, Literal
 
 from recordkit.errors import InputError
 from recordkit.schema._schema import Schema
+from recordkit.sources._paths import resolve_inside
 
 __all__ = ["OnBadInput", "Skipped", "Source", "SourceItem", "relative_name"]
 
@@ -51,17 +58,20 @@ class Skipped:
     reason: str
     line: int | None = None
     entry: str | None = None
+    #: The field or column that was wrong, when one was.
+    field: str | None = None
 
     def __str__(self) -> str:
         where = self.file + (f", line {self.line}" if self.line is not None else "")
         where += f", {self.entry}" if self.entry is not None else ""
+        where += f", field {self.field!r}" if self.field is not None else ""
         return f"{where}: {self.reason}"
 
     @classmethod
     def of(cls, error: InputError) -> Skipped:
         """The skip of a bad input, from its error."""
         context = error.context
-        return cls(context.file or "?", error.reason, context.line, context.entry)
+        return cls(context.file or "?", error.reason, context.line, context.entry, context.field)
 
 
 class Source(abc.ABC):
@@ -72,15 +82,18 @@ class Source(abc.ABC):
 
     :param on_error: ``"raise"``: the first bad input raises InputError naming its file
         and line or entry; ``"skip"``: it is left out and listed in :attr:`skipped`.
+    :param allow_outside_root: follow file names that leave the source's root (absolute
+        paths, ``..``, symlinks to elsewhere); by default they are bad inputs.
     """
 
     #: The name the source is registered under (``recordkit ingest KIND``).
     kind: ClassVar[str] = ""
 
-    def __init__(self, *, on_error: OnBadInput = "raise") -> None:
+    def __init__(self, *, on_error: OnBadInput = "raise", allow_outside_root: bool = False) -> None:
         if on_error not in ("raise", "skip"):
             raise ValueError(f"on_error must be 'raise' or 'skip', not {on_error!r}")
         self.on_error: OnBadInput = on_error
+        self.allow_outside_root = bool(allow_outside_root)
         #: What the last iteration left out (bad inputs under ``"skip"``, and inputs that
         #: are not items, such as a text file among photos), in input order.
         self.skipped: list[Skipped] = []
@@ -95,6 +108,25 @@ class Source(abc.ABC):
     def _scan(self) -> Iterator[SourceItem | Skipped | InputError]:
         """The items in order; a bad input as its InputError, an input passed over on
         purpose as a Skipped."""
+
+    def input_path(
+        self,
+        root: str | Path,
+        name: object,
+        *,
+        file: str | Path,
+        line: int | None = None,
+        entry: str | None = None,
+        field: str | None = None,
+    ) -> Path:
+        """``root / name`` for a file name an input gives, checked to stay inside ``root``
+        (unless ``allow_outside_root``); else an InputError naming the input ``file``,
+        its ``line`` or ``entry``, the ``field`` and the path. Nothing of a refused file
+        is read. Whether the file exists is for the caller to ask."""
+        try:
+            return resolve_inside(Path(root), name, allow_outside_root=self.allow_outside_root)
+        except ValueError as exc:
+            raise InputError(str(exc), file=str(file), line=line, entry=entry, field=field) from None
 
     def items(self) -> Iterator[SourceItem]:
         """The records with their keys; bad inputs handled as ``on_error`` says."""

@@ -1,4 +1,7 @@
-"""The built-in sources as functions, the names users call (``recordkit.sources.coco(...)``)."""
+"""The built-in sources as functions, the names users call (``recordkit.sources.coco(...)``).
+
+Every one takes ``on_error`` (``"raise"`` or ``"skip"``) and ``allow_outside_root``
+(follow file names that leave the root the source reads from; refused by default)."""
 
 from __future__ import annotations
 
@@ -14,16 +17,24 @@ from recordkit.sources._voc import VOC_CLASSES, PascalVocSource, Task
 __all__ = ["audio_folder", "coco", "csv", "image_folder", "jsonl", "pascal_voc"]
 
 
-def image_folder(root: str | Path, *, on_error: OnBadInput = "raise") -> ImageFolderSource:
+def image_folder(
+    root: str | Path, *, on_error: OnBadInput = "raise", allow_outside_root: bool = False
+) -> ImageFolderSource:
     """A folder with one subfolder of images per class: image, label and file name."""
-    return ImageFolderSource(root, on_error=on_error)
+    return ImageFolderSource(root, on_error=on_error, allow_outside_root=allow_outside_root)
 
 
 def audio_folder(
-    root: str | Path, *, metadata: str | Path | None = None, on_error: OnBadInput = "raise"
+    root: str | Path,
+    *,
+    metadata: str | Path | None = None,
+    on_error: OnBadInput = "raise",
+    allow_outside_root: bool = False,
 ) -> AudioFolderSource:
     """Audio files, with a CSV/JSONL of transcripts or labels keyed by ``file_name``."""
-    return AudioFolderSource(root, metadata=metadata, on_error=on_error)
+    return AudioFolderSource(
+        root, metadata=metadata, on_error=on_error, allow_outside_root=allow_outside_root
+    )
 
 
 def coco(
@@ -32,9 +43,12 @@ def coco(
     *,
     masks: bool = False,
     on_error: OnBadInput = "raise",
+    allow_outside_root: bool = False,
 ) -> CocoSource:
     """COCO detection: image, boxes (xywh pixels) with category names, iscrowd, area, id."""
-    return CocoSource(annotations_json, images_dir, masks=masks, on_error=on_error)
+    return CocoSource(
+        annotations_json, images_dir, masks=masks, on_error=on_error, allow_outside_root=allow_outside_root
+    )
 
 
 def pascal_voc(
@@ -44,9 +58,17 @@ def pascal_voc(
     task: Task = "detection",
     classes: Sequence[str] = VOC_CLASSES,
     on_error: OnBadInput = "raise",
+    allow_outside_root: bool = False,
 ) -> PascalVocSource:
     """Pascal VOC: XML boxes with difficult/truncated, or SegmentationClass masks."""
-    return PascalVocSource(root, split, task=task, classes=list(classes), on_error=on_error)
+    return PascalVocSource(
+        root,
+        split,
+        task=task,
+        classes=list(classes),
+        on_error=on_error,
+        allow_outside_root=allow_outside_root,
+    )
 
 
 def jsonl(
@@ -54,10 +76,19 @@ def jsonl(
     *,
     columns: Mapping[str, str] | None = None,
     files: Sequence[str] | None = None,
+    root: str | Path | None = None,
     on_error: OnBadInput = "raise",
+    allow_outside_root: bool = False,
 ) -> JsonlSource:
-    """A JSON Lines manifest, one record per line; file columns relative to it."""
-    return JsonlSource(path, columns=columns, files=files, on_error=on_error)
+    """A JSON Lines manifest, one record per line; file columns relative to it (or to ``root``)."""
+    return JsonlSource(
+        path,
+        columns=columns,
+        files=files,
+        root=root,
+        on_error=on_error,
+        allow_outside_root=allow_outside_root,
+    )
 
 
 def csv(
@@ -65,10 +96,19 @@ def csv(
     *,
     columns: Mapping[str, str] | None = None,
     files: Sequence[str] | None = None,
+    root: str | Path | None = None,
     on_error: OnBadInput = "raise",
+    allow_outside_root: bool = False,
 ) -> CsvSource:
-    """A CSV manifest with a header, one record per row; file columns relative to it."""
-    return CsvSource(path, columns=columns, files=files, on_error=on_error)
+    """A CSV manifest with a header, one record per row; file columns relative to it (or to ``root``)."""
+    return CsvSource(
+        path,
+        columns=columns,
+        files=files,
+        root=root,
+        on_error=on_error,
+        allow_outside_root=allow_outside_root,
+    )
 
 
 #: The sources recordkit ships, by kind.

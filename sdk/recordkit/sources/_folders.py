@@ -10,8 +10,13 @@ header, not their suffix), and files directly in ``root``, are skipped and liste
 ``audio_folder``: every audio file under ``root`` (by suffix), with an optional
 metadata table (CSV or JSONL) keyed by file name: its ``file_name`` column holds each
 file's name relative to ``root`` (or the table's folder, when it lives elsewhere), and
-its other columns (a transcript, a label, a speaker id) become fields. Without a table,
-the audio's class folder gives a ``label`` when every file sits in one.
+its other columns (a transcript, a label, a speaker id) become fields, named as the
+table sources name them. Without a table, the audio's class folder gives a ``label``
+when every file sits in one.
+
+Both read only inside ``root``: a file that is a symlink to somewhere outside it, and a
+metadata row whose ``file_name`` leaves the table's folder, are bad inputs (an
+InputError naming the file or the line), unless ``allow_outside_root=True``.
 """
 
 from __future__ import annotations
@@ -25,7 +30,8 @@ from recordkit.schema._fields import FieldSpec
 from recordkit.schema._schema import Schema
 from recordkit.sources._base import OnBadInput, Skipped, Source, SourceItem, relative_name
 from recordkit.sources._media import AUDIO_SUFFIXES, audio_field, is_image
-from recordkit.sources._tables import SAMPLE_ROWS, propose_fields, read_rows
+from recordkit.sources._rows import field_names, read_rows
+from recordkit.sources._tables import SAMPLE_ROWS, propose_fields
 
 __all__ = ["FILE_NAME_COLUMN", "AudioFolderSource", "ImageFolderSource"]
 
@@ -48,7 +54,21 @@ def _check_root(root: Path) -> Path:
     return root
 
 
-class ImageFolderSource(Source):
+class _FolderSource(Source):
+    """A source that lists the files under its ``root``."""
+
+    root: Path
+
+    def _outside(self, rel: str) -> InputError | None:
+        """The error for a listed file that is a symlink leading out of ``root``."""
+        try:
+            self.input_path(self.root, rel, file=self.root / rel, entry=f"file {rel!r}")
+        except InputError as exc:
+            return exc
+        return None
+
+
+class ImageFolderSource(_FolderSource):
     """A folder with one subfolder of images per class (see the module docs).
 
     :param root: the folder holding the class folders.
@@ -65,8 +85,9 @@ class ImageFolderSource(Source):
         label_field: str = "label",
         file_field: str = "file",
         on_error: OnBadInput = "raise",
+        allow_outside_root: bool = False,
     ) -> None:
-        super().__init__(on_error=on_error)
+        super().__init__(on_error=on_error, allow_outside_root=allow_outside_root)
         self.root = _check_root(Path(root))
         self.names = (image_field, label_field, file_field)
 
@@ -96,6 +117,8 @@ class ImageFolderSource(Source):
             rel = relative_name(path, self.root)
             if path.parent == self.root:
                 yield Skipped(str(path), "not in a class folder")
+            elif (outside := self._outside(rel)) is not None:
+                yield outside
             elif not is_image(path):
                 yield Skipped(str(path), "not an image")
             else:
@@ -103,7 +126,7 @@ class ImageFolderSource(Source):
                 yield SourceItem(rel, {image: path, label: klass, file: rel})
 
 
-class AudioFolderSource(Source):
+class AudioFolderSource(_FolderSource):
     """Audio files under a folder, with an optional metadata table (see the module docs).
 
     :param root: the folder holding the audio files (nested folders allowed).
@@ -121,8 +144,9 @@ class AudioFolderSource(Source):
         audio_field: str = "audio",
         file_field: str = "file",
         on_error: OnBadInput = "raise",
+        allow_outside_root: bool = False,
     ) -> None:
-        super().__init__(on_error=on_error)
+        super().__init__(on_error=on_error, allow_outside_root=allow_outside_root)
         self.root = _check_root(Path(root))
         if metadata is None:
             found = [self.root / n for n in ("metadata.csv", "metadata.jsonl") if (self.root / n).is_file()]
@@ -153,11 +177,22 @@ class AudioFolderSource(Source):
                 bad.append(row)
                 continue
             number, cells = row
+            try:
+                names = field_names(list(cells))
+            except ValueError as exc:
+                bad.append(InputError(str(exc), file=str(self.metadata), line=number))
+                continue
+            cells = {names[column]: value for column, value in cells.items()}
             name = cells.pop(FILE_NAME_COLUMN, None)
             if not isinstance(name, str) or not name:
                 bad.append(InputError(f"no {FILE_NAME_COLUMN!r} value", file=str(self.metadata), line=number))
                 continue
-            path = (base / name).resolve()
+            try:
+                checked = self.input_path(base, name, file=self.metadata, line=number, field=FILE_NAME_COLUMN)
+            except InputError as exc:
+                bad.append(exc)
+                continue
+            path = checked.resolve()
             try:
                 key = relative_name(path, self.root.resolve())
             except ValueError:
@@ -202,6 +237,10 @@ class AudioFolderSource(Source):
         for path in self._audio_files():
             rel = relative_name(path, self.root)
             seen.add(rel)
+            outside = self._outside(rel)
+            if outside is not None:
+                yield outside
+                continue
             record: dict[str, Any] = {audio: path, file: rel}
             if labels is not None:
                 record["label"] = path.relative_to(self.root).parts[0]

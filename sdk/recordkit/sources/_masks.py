@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -20,6 +21,10 @@ import numpy as np
 from PIL import Image, ImageDraw
 
 __all__ = ["decode_rle", "polygons_mask", "rle_counts", "segmentation_mask"]
+
+#: Longest count of a compact RLE string, in bits (13 characters): far above any
+#: image's pixel count, and a bound on the big numbers a hostile string could build.
+_MAX_COUNT_BITS = 64
 
 
 def rle_counts(counts: str | bytes) -> list[int]:
@@ -34,6 +39,8 @@ def rle_counts(counts: str | bytes) -> list[int]:
         while more:
             if pos >= len(text):
                 raise ValueError("the RLE string ends inside a count")
+            if shift > _MAX_COUNT_BITS:
+                raise ValueError(f"a count at {pos} runs over {_MAX_COUNT_BITS // 5} characters")
             char = text[pos] - 48
             if not 0 <= char < 64:
                 raise ValueError(f"character {chr(text[pos])!r} at {pos} is not of COCO's RLE alphabet")
@@ -71,6 +78,8 @@ def polygons_mask(polygons: Sequence[Sequence[float]], height: int, width: int) 
         points = [float(v) for v in polygon]
         if len(points) < 6 or len(points) % 2:
             raise ValueError(f"a polygon needs at least 3 (x, y) points, got {len(points)} numbers")
+        if not all(math.isfinite(v) for v in points):
+            raise ValueError("a polygon's coordinates must be finite numbers")
         draw.polygon(list(zip(points[0::2], points[1::2], strict=True)), fill=1, outline=1)
     return np.asarray(canvas, dtype=np.uint8)
 

@@ -13,12 +13,16 @@ the class masks.
   ``mask`` (the PNG's indices are the classes, 0 the background, 255 the void border,
   the mask codec's ``ignore_index``).
 
-A broken XML file, an unknown class name, a box outside its image or a missing file is
-an InputError naming the file (and the XML line where the parser stopped).
+A broken XML file, an unknown class name, a box outside its image or not of four
+numbers, a ``difficult`` or ``truncated`` flag other than 0 or 1, a ``<size>`` that is
+not the photo's own, a missing file or an image id whose files lie outside ``root`` is
+an InputError naming the file (the list file's line, the XML line where the parser
+stopped, or the object) and the element.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Literal
@@ -28,6 +32,7 @@ from recordkit.errors import InputError
 from recordkit.schema._fields import FieldSpec
 from recordkit.schema._schema import Schema
 from recordkit.sources._base import OnBadInput, Skipped, Source, SourceItem
+from recordkit.sources._media import check_declared_size
 
 __all__ = ["VOC_CLASSES", "PascalVocSource"]
 
@@ -58,8 +63,9 @@ class PascalVocSource(Source):
         task: Task = "detection",
         classes: tuple[str, ...] | list[str] = VOC_CLASSES,
         on_error: OnBadInput = "raise",
+        allow_outside_root: bool = False,
     ) -> None:
-        super().__init__(on_error=on_error)
+        super().__init__(on_error=on_error, allow_outside_root=allow_outside_root)
         if task not in ("detection", "segmentation"):
             raise ValueError(f"task must be 'detection' or 'segmentation', not {task!r}")
         self.root = Path(root)
@@ -99,75 +105,147 @@ class PascalVocSource(Source):
         return Schema(name=name or f"voc-{self.task}", fields=fields)
 
     def ids(self) -> list[str]:
-        """The split's image ids, as its list file gives them."""
-        lines = self.list_file.read_text(encoding="utf-8").splitlines()
-        return [line.split()[0] for line in lines if line.strip()]
+        """The split's image ids, as its list file gives them (lines that cannot be read
+        left out)."""
+        return [image_id for _, image_id in self._ids() if isinstance(image_id, str)]
+
+    def _ids(self) -> list[tuple[int, str | InputError]]:
+        """Each line's id, or the InputError of a line that is not UTF-8."""
+        try:
+            lines = self.list_file.read_bytes().removeprefix(b"\xef\xbb\xbf").splitlines()
+        except OSError as exc:
+            raise InputError(f"cannot be read: {exc.strerror or exc}", file=str(self.list_file)) from None
+        out: list[tuple[int, str | InputError]] = []
+        for number, raw in enumerate(lines, start=1):
+            try:
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                error = InputError(
+                    f"is not UTF-8 text (byte {exc.start})", file=str(self.list_file), line=number
+                )
+                out.append((number, error))
+                continue
+            if text.strip():
+                out.append((number, text.split()[0]))
+        return out
+
+    def _file(self, folder: str, image_id: str, suffix: str, line: int) -> Path | InputError:
+        """The file of ``image_id`` in ``folder``, inside ``root``, existing."""
+        try:
+            path = self.input_path(
+                self.root, f"{folder}/{image_id}{suffix}", file=self.list_file, line=line, field="image id"
+            )
+        except InputError as exc:
+            return exc
+        if not path.is_file():
+            return InputError(f"the file {path} does not exist", file=str(self.list_file), line=line)
+        return path
 
     def _scan(self) -> Iterator[SourceItem | Skipped | InputError]:
-        for number, image_id in enumerate(self.ids(), start=1):
-            image = self.root / "JPEGImages" / f"{image_id}.jpg"
-            if not image.is_file():
-                yield InputError(f"the image {image} does not exist", file=str(self.list_file), line=number)
+        for number, image_id in self._ids():
+            if isinstance(image_id, InputError):
+                yield image_id
+                continue
+            image = self._file("JPEGImages", image_id, ".jpg", number)
+            if isinstance(image, InputError):
+                yield image
                 continue
             record: dict[str, Any] = {"image": image, "image_id": image_id}
             if self.task == "segmentation":
-                mask = self.root / "SegmentationClass" / f"{image_id}.png"
-                if not mask.is_file():
-                    yield InputError(f"the mask {mask} does not exist", file=str(self.list_file), line=number)
+                mask = self._file("SegmentationClass", image_id, ".png", number)
+                if isinstance(mask, InputError):
+                    yield mask
                     continue
                 record["mask"] = mask
             else:
-                objects = self._objects(self.root / "Annotations" / f"{image_id}.xml")
+                xml = self._file("Annotations", image_id, ".xml", number)
+                objects = xml if isinstance(xml, InputError) else self._objects(xml, image)
                 if isinstance(objects, InputError):
                     yield objects
                     continue
                 record["objects"] = objects
             yield SourceItem(image_id, record)
 
-    def _objects(self, xml: Path) -> dict[str, list[Any]] | InputError:
+    def _objects(self, xml: Path, image: Path) -> dict[str, list[Any]] | InputError:
         try:
             tree = ElementTree.parse(xml)
-        except FileNotFoundError:
-            return InputError("the annotation file does not exist", file=str(xml))
         except ElementTree.ParseError as exc:
             line, column = exc.position
             return InputError(f"broken XML: {exc} (column {column})", file=str(xml), line=line)
+        except OSError as exc:
+            return InputError(f"cannot be read: {exc.strerror or exc}", file=str(xml))
         root = tree.getroot()
         try:
-            width = int(_text(root, "size/width"))
-            height = int(_text(root, "size/height"))
+            width, height = check_declared_size(image, _int(root, "size/width"), _int(root, "size/height"))
         except ValueError as exc:
-            return InputError(f"<size>: {exc}", file=str(xml))
+            return InputError(f"<size>: {exc}", file=str(xml), field="size")
         out: dict[str, list[Any]] = {"boxes": [], "labels": [], "difficult": [], "truncated": []}
         for i, obj in enumerate(root.iter("object")):
             entry = f"object {i}"
-            name = obj.findtext("name", "").strip()
+            name = (obj.findtext("name") or "").strip()
             if name not in self.classes:
                 return InputError(
-                    f"unknown class {name!r} (the classes: {', '.join(self.classes)})",
+                    f"unknown class {name!r:.80} (the classes: {', '.join(self.classes)})",
                     file=str(xml),
                     entry=entry,
+                    field="name",
                 )
             try:
-                box = [float(_text(obj, f"bndbox/{k}")) - 1 for k in ("xmin", "ymin", "xmax", "ymax")]
-            except ValueError as exc:
-                return InputError(f"<bndbox>: {exc}", file=str(xml), entry=entry)
+                box = [_number(obj, f"bndbox/{k}") - 1 for k in ("xmin", "ymin", "xmax", "ymax")]
+                flags = [_flag(obj, key) for key in ("difficult", "truncated")]
+            except _ElementError as exc:
+                return InputError(str(exc), file=str(xml), entry=entry, field=exc.element)
             x0, y0, x1, y1 = box
             if x0 < 0 or y0 < 0 or x1 > width or y1 > height or x0 > x1 or y0 > y1:
                 return InputError(
                     f"box {[v + 1 for v in box]} (1-based) is not inside the {width} x {height} image",
                     file=str(xml),
                     entry=entry,
+                    field="bndbox",
                 )
             out["boxes"].append(box)
             out["labels"].append(name)
-            out["difficult"].append(float(obj.findtext("difficult", "0").strip() or 0))
-            out["truncated"].append(float(obj.findtext("truncated", "0").strip() or 0))
+            out["difficult"].append(flags[0])
+            out["truncated"].append(flags[1])
         return out
+
+
+class _ElementError(ValueError):
+    """An element whose text is missing or not what it must be."""
+
+    def __init__(self, element: str, problem: str) -> None:
+        super().__init__(f"<{element}> {problem}")
+        self.element = element
 
 
 def _text(node: ElementTree.Element, path: str) -> str:
     found = node.findtext(path)
     if found is None:
-        raise ValueError(f"no <{path}>")
+        raise _ElementError(path, "is missing")
     return found.strip()
+
+
+def _int(node: ElementTree.Element, path: str) -> object:
+    """The whole number at ``path``, or the text itself when it is not one (the size
+    check then says so)."""
+    text = _text(node, path)
+    return int(text) if text.isascii() and text.isdigit() and len(text) < 19 else text
+
+
+def _number(node: ElementTree.Element, path: str) -> float:
+    text = _text(node, path)
+    try:
+        value = float(text) if len(text) < 40 else math.nan
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value):
+        raise _ElementError(path, f"must be a number, not {text!r:.40}")
+    return value
+
+
+def _flag(node: ElementTree.Element, key: str) -> float:
+    """A 0/1 flag (``difficult``, ``truncated``); absent or empty is 0."""
+    text = (node.findtext(key) or "0").strip() or "0"
+    if text not in ("0", "1", "0.0", "1.0"):
+        raise _ElementError(key, f"must be 0 or 1, not {text!r:.40}")
+    return float(text)

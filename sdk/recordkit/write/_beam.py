@@ -31,8 +31,13 @@ pipeline is built (the local writer's rules and code),
 the new shards are numbered after the split's existing ones, and the commit rewrites
 ``dataset.json`` listing the old shards and the new. The manifest seen when the pipeline
 was built is checked again at the commit: if another writer changed it meanwhile,
-nothing is committed. A failed append leaves the old manifest, which lists only the old
-shards; running the same pipeline again appends every record once.
+nothing is committed (:class:`~recordkit.errors.ConcurrentWriteError`). On an object
+store, where no lock keeps other writers out, the commit's PUT of ``dataset.json`` is
+conditional on the version read at that check (:mod:`recordkit.write._commit`), so a
+writer that commits while the shards are being moved is not overwritten either (its
+shards may be, if it took the same numbers: run one writer per dataset). A failed
+append leaves the old manifest, which lists only the old shards; running the same
+pipeline again appends every record once.
 
 All file operations go through :class:`_Folder`, over :mod:`recordkit.storage`: the
 dataset may be a local folder or an ``s3://``, ``gs://`` or other fsspec URL. On an
@@ -60,13 +65,14 @@ from recordkit.codec._plugins import default_registry
 from recordkit.codec._registry import CodecRegistry
 from recordkit.dataset._breakdown import byte_breakdown
 from recordkit.dataset._manifest import MANIFEST_FILE, Manifest, ShardIndex, ShardInfo, SplitInfo
-from recordkit.errors import DatasetError, ManifestError, RecordError, RecordkitError
+from recordkit.errors import ConcurrentWriteError, DatasetError, ManifestError, RecordError, RecordkitError
 from recordkit.format._index import index_name
 from recordkit.format._tfrecord import Compression, frame_record
 from recordkit.schema._encoder import RecordEncoder, record_items
 from recordkit.schema._record_class import Record, schema_of
 from recordkit.schema._schema import BoundSchema, Schema
 from recordkit.storage import Location, PathOrUrl, StorageOptions, location
+from recordkit.write._commit import RemoteManifest
 from recordkit.write._lock import DatasetLock
 from recordkit.write._parallel import WorkerSetup
 from recordkit.write._rejects import error_entries, rejects_file_name
@@ -282,7 +288,10 @@ class _CommitFn(beam.DoFn):  # type: ignore[misc]  # Beam's DoFn is untyped for 
         folder = self._folder
         with folder.locked():
             manifest = Manifest.model_validate_json(self._base_json)
-            current = _current_manifest(folder)
+            # On an object store (no lock) the commit's PUT is conditional on the version
+            # read here: a writer that commits meanwhile is not overwritten.
+            stored = None if folder.at().is_local else RemoteManifest(folder.at(), advice=_BEAM_ADVICE)
+            current = _current_manifest(folder) if stored is None else stored.load()
             if not _same(current, self._before_json):
                 if current is not None and _committed_already(current, manifest, staged, self._splits):
                     _clear_staging(folder)  # a retried commit: this write is in the manifest
@@ -294,16 +303,25 @@ class _CommitFn(beam.DoFn):  # type: ignore[misc]  # Beam's DoFn is untyped for 
                     else f"{MANIFEST_FILE} changed while the pipeline ran (another writer?); nothing "
                     "committed: run the pipeline again"
                 )
-                raise DatasetError(reason, file=folder.url)
+                raise ConcurrentWriteError(reason, file=folder.url)
             compression = Compression.parse(manifest.compression)
             for split in self._splits:
                 mine = [(number, path, info) for s, number, path, info in staged if s == split]
                 theirs = [r for r in rejects if r["split"] == split]
                 existing = manifest.splits.get(split)
                 manifest.splits[split] = _commit_split(folder, split, existing, mine, theirs, compression)
-            manifest.save(folder.at())  # the commit
+            if stored is None:
+                manifest.save(folder.at())  # the commit
+            else:
+                stored.save(manifest)  # the commit, if no other writer's came first
             _clear_staging(folder)
         yield folder.at(MANIFEST_FILE).url
+
+
+#: What a Beam writer that lost a commit to another writer does.
+_BEAM_ADVICE = (
+    "run one writer per dataset at a time: run the pipeline again once the other writer has finished"
+)
 
 
 def _current_manifest(folder: _Folder) -> Manifest | None:

@@ -50,6 +50,7 @@ from pathlib import Path
 
 from recordkit.dataset._manifest import MANIFEST_FILE, Manifest
 from recordkit.storage import Location
+from recordkit.write._commit import RemoteManifest
 from recordkit.write._shard_file import fsync_dir
 
 __all__ = [
@@ -147,17 +148,23 @@ def _moved_under(manifest: Manifest, folder: str) -> Manifest:
     return moved
 
 
-def commit_generation(staged: Location, target: Location, manifest: Manifest) -> Manifest:
+def commit_generation(
+    staged: Location, target: Location, manifest: Manifest, stored: RemoteManifest
+) -> Manifest:
     """Make the complete dataset in the generation folder ``staged`` (whose manifest is
     ``manifest``) the dataset at ``target``: its manifest, with paths through ``staged``,
-    written as ``target/dataset.json`` in one PUT, the commit. Returns the committed
+    written as ``target/dataset.json`` in one PUT, the commit, only if ``stored`` (the
+    target's manifest as the writer read it) is still there (else ConcurrentWriteError:
+    another writer committed meanwhile, and its dataset stands). Returns the committed
     manifest; :func:`remove_unlisted` then deletes the old objects."""
     committed = _moved_under(manifest, staged.name)
     try:
-        committed.save(target)
+        stored.save(committed)
     except Exception:
-        # A PUT whose answer was lost may still have landed: then the commit is done,
-        # and the caller must not delete the generation it lists.
+        # A PUT whose answer was lost may still have landed (a retry of it is then refused
+        # as another writer's would be): then the commit is done, and the caller must not
+        # delete the generation it lists. No other writer's manifest is byte for byte
+        # this one, which names this writer's own generation folder.
         if not _holds(target, committed):
             raise
     return committed

@@ -8,7 +8,9 @@ The guarantees, and how they are kept:
   temporary name, fsynced, then renamed (:mod:`recordkit.write._shard_file`).
 * ``dataset.json`` is the commit. It is written when a write starts, after every
   completed shard (so it always lists exactly the complete shards, and an interrupted
-  write can be resumed), and when the write finishes.
+  write can be resumed), and when the write finishes. Locally the folder's lock keeps
+  other writers out; remotely each save is conditional on the version this writer read
+  or saved last (:mod:`recordkit.write._commit`), so no writer replaces another's.
 * Shard boundaries depend only on the records' sizes and order, so the same input
   gives the same shards, serial or parallel, and a resumed write skips exactly the
   records that the complete shards (and the rejects file) account for.
@@ -57,6 +59,7 @@ from recordkit.schema._encoder import RecordEncoder, record_items
 from recordkit.schema._record_class import Record, schema_of
 from recordkit.schema._schema import BoundSchema, Schema
 from recordkit.storage import Location, PathOrUrl, StorageOptions, location
+from recordkit.write._commit import RemoteManifest
 from recordkit.write._lock import DatasetLock, Wait
 from recordkit.write._parallel import FIRST_BATCH_RECORDS, Item, OrderedPool, Result, WorkerSetup
 from recordkit.write._progress import Progress
@@ -130,8 +133,10 @@ class WriteOptions(TypedDict, total=False):
     :param wait: the writer locks the dataset folder (one writer at a time, see
         :mod:`recordkit.write._lock`); if another writer holds it, False (default) raises
         DatasetLockedError at once naming its pid, True waits for it, a number waits at
-        most that many seconds. Remote datasets take no lock: one writer at a time is
-        the caller's to ensure.
+        most that many seconds. Remote datasets take no lock (and ``wait`` does not
+        apply): each save of ``dataset.json`` is conditional on the version this writer
+        read or saved last, and a writer that finds another's commit raises
+        ConcurrentWriteError (see :mod:`recordkit.write._commit`).
     :param storage_options: for a remote ``path`` (``s3://``, ``gs://``, any fsspec
         URL): the options of its fsspec filesystem (``endpoint_url``, credentials ...).
         There each shard is streamed under its final name and appears whole when its
@@ -315,8 +320,6 @@ class DatasetWriter:
         self,
         path: PathOrUrl,
         schema: Schema | type[Record] | str | os.PathLike[str],
-        *,
-        _total: int | None = None,
         **options: Unpack[WriteOptions],
     ) -> None:
         unknown = sorted(set(options) - set(WriteOptions.__annotations__))
@@ -353,6 +356,13 @@ class DatasetWriter:
             if staged is not None:  # (remotely None: nothing to replace, written in place)
                 self._target, self.where = self.where, staged
                 self.root = staged.path if staged.is_local else staged
+        #: A remote dataset's manifest, each save conditional on the last (no writer
+        #: replaces another's commit: see _commit); with a remote overwrite, also the
+        #: target's, whose one save is the commit.
+        self._remote_manifest = None if self.where.is_local else RemoteManifest(self.where)
+        self._target_manifest = (
+            RemoteManifest(self._target) if self._target is not None and not self._target.is_local else None
+        )
         self.durable = durable
         self._limits = ShardLimits(
             options.get("shard_bytes", DEFAULT_SHARD_BYTES), options.get("shard_records")
@@ -388,12 +398,14 @@ class DatasetWriter:
             if isinstance(self.root, Path):
                 # Holding the lock, this is the only writer: temp files are a dead one's.
                 _remove_manifest_debris(self.root)
+            if self._target_manifest is not None:
+                self._target_manifest.load()  # the version the commit must still find
             self.manifest, self.compression = self._open_manifest(options.get("compression"))
         except BaseException:
             self._release_lock()
             raise
         name = (self._target or self.where).name
-        self._progress = Progress(options.get("progress"), total=_total, desc=f"writing {name}")
+        self._progress = Progress(options.get("progress"), desc=f"writing {name}")
 
     def _release_lock(self) -> None:
         if self._folder_lock is not None:
@@ -402,7 +414,10 @@ class DatasetWriter:
     # -- the manifest ---------------------------------------------------------------------
 
     def _open_manifest(self, compression: str | Compression | None) -> tuple[Manifest, Compression]:
-        existing = _load_if_present(self.where)
+        if self._remote_manifest is not None:
+            existing = self._remote_manifest.load()
+        else:
+            existing = _load_if_present(self.where)
         if existing is None:
             chosen = Compression.parse(compression)
             manifest = Manifest(
@@ -412,7 +427,7 @@ class DatasetWriter:
                 codecs=codec_provenance(self._bound, self._registry),
                 compression=chosen.value,
             )
-            manifest.save(self.where, durable=self.durable)
+            self._store(manifest)
             return manifest, chosen
         if not (self._append or self._resume):
             raise DatasetError(
@@ -445,7 +460,15 @@ class DatasetWriter:
         with self._lock:
             if sync_dir and self.durable and isinstance(self.root, Path):
                 fsync_dir(self.root)  # make shard renames durable before the manifest lists them
-            self.manifest.save(self.where, durable=self.durable)
+            self._store(self.manifest)
+
+    def _store(self, manifest: Manifest) -> None:
+        """Save ``manifest``: locally atomically (the lock keeps other writers out);
+        remotely only if no other writer replaced the stored one meanwhile."""
+        if self._remote_manifest is not None:
+            self._remote_manifest.save(manifest)
+        else:
+            manifest.save(self.where, durable=self.durable)
 
     # -- splits ---------------------------------------------------------------------------
 
@@ -539,8 +562,8 @@ class DatasetWriter:
         """:meth:`write` of every record of ``records``, encoded in this process and
         named by their index: the same steps, with the lookups that do not change from
         record to record (the encoder, the split, the options) made once, not per
-        record (about 1 µs a record of the encoding thread's time, which bounds a
-        serial write's speed)."""
+        record: the encoding thread's time bounds a serial write's speed (measured:
+        docs/performance.md#the-writers-buffers)."""
         encode = self._encoder.encode_pieces
         add = state.add_pieces
         state.input_done = False
@@ -618,7 +641,10 @@ class DatasetWriter:
                 if self._target.is_local:
                     replace_folder(self.where.path, self._target.path, durable=self.durable)
                 else:
-                    self.manifest = commit_generation(self.where, self._target, self.manifest)
+                    assert self._target_manifest is not None
+                    self.manifest = commit_generation(
+                        self.where, self._target, self.manifest, self._target_manifest
+                    )
                 self.where, self._target = self._target, None  # committed: no abort undoes it
                 self.root = self.where.path if self.where.is_local else self.where
         except BaseException:
@@ -657,7 +683,8 @@ class DatasetWriter:
             if self._target is not None:  # the old dataset stays; the staged one goes
                 self.where.remove_tree()
                 return
-            self._save()
+            if self._remote_manifest is None or not self._remote_manifest.lost:
+                self._save()  # (after another writer's commit: nothing more is saved)
         finally:
             self._release_lock()
 
@@ -694,8 +721,9 @@ def write_dataset(
     already in complete shards are skipped without being encoded, and if the earlier
     write finished nothing is written.
     """
-    total = len(records) if isinstance(records, Sized) else None
-    with DatasetWriter(path, schema, _total=total, **options) as writer:
+    with DatasetWriter(path, schema, **options) as writer:
+        if isinstance(records, Sized):
+            writer._progress.expect(len(records))
         writer.write_all(records, split)
     return writer.manifest
 

@@ -52,8 +52,8 @@ def test_ingest_coco_then_show_draws_the_boxes_where_the_annotations_say(tmp_pat
         # Just outside the outline, the photo shows through.
         assert tuple(picture[middle_y, x0 - 1]) != colour
         assert tuple(picture[middle_y, x0 + BOX_WIDTH]) != colour
-    sheet = Image.open(tmp_path / "show" / "contact-sheet.png")
-    assert sheet.width >= 2 * 190
+    with Image.open(tmp_path / "show" / "contact-sheet.png") as sheet:
+        assert sheet.width >= 2 * 190
 
 
 def test_ingest_coco_then_stats_counts_boxes_and_classes(tmp_path: Path) -> None:
@@ -76,9 +76,9 @@ def test_ingest_coco_then_stats_counts_boxes_and_classes(tmp_path: Path) -> None
 @pytest.mark.parametrize(
     ("broken", "named"),
     [
-        ("box", "annotation 9 of image 1 ('000001.jpg'): bbox [50, 40, 20, 20] reaches outside"),
-        ("category", "annotation 9 of image 1 ('000001.jpg'): unknown category id 7"),
-        ("image", "image 2 ('000002.jpg'): the image file"),
+        ("box", "annotation 9 of image 1 ('000001.jpg'), field 'bbox': bbox [50, 40, 20, 20] reaches out"),
+        ("category", "annotation 9 of image 1 ('000001.jpg'), field 'category_id': unknown category id 7"),
+        ("image", "image 2 ('000002.jpg'), field 'file_name': the image file"),
     ],
 )
 def test_ingest_refuses_bad_coco_naming_it_and_skips_it_on_request(

@@ -18,12 +18,12 @@ from _object_stores import Bucket, cli_options
 from click.testing import CliRunner
 
 import recordkit as rk
+from recordkit import convert_dataset
 from recordkit.cli import main
 from recordkit.dataset._manifest import Manifest
 from recordkit.dataset._tfds import load_tfds
-from recordkit.format._example import decode_example
-from recordkit.format._tfrecord import iter_tfrecords
-from recordkit.tools._convert import convert_dataset
+from recordkit.format._example import decode_example  # private: the stored wire values, without TensorFlow
+from recordkit.format._tfrecord import iter_tfrecords  # private: a shard's raw frames, without TensorFlow
 
 tfds = pytest.importorskip("tensorflow_datasets")
 
@@ -350,3 +350,17 @@ def test_infer_schema_reads_images_stored_without_sizes(prepared: tuple[Path, An
     for i, w in enumerate(want):
         h, wd, _ = w["image"].shape
         np.testing.assert_array_equal(images[i, :h, :wd], w["image"])
+
+
+def test_rk_open_reads_the_folder_once_as_iter_records_does(prepared: tuple[Path, Any]) -> None:
+    root, _ = prepared
+    ds = rk.open(root)
+    assert sorted(ds.splits) == sorted(SPLITS)
+    assert ds.current_split is None  # two splits: one is chosen before reading
+    for split, (_, count) in SPLITS.items():
+        handle = ds.split(split)
+        want = list(rk.iter_records(root, split=split))
+        assert len(handle) == count
+        got = list(handle.records())
+        assert [r["caption"] for r in got] == [r["caption"] for r in want]
+        assert str(handle[[count - 1, 0]]) == str([want[count - 1], want[0]])

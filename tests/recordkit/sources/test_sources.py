@@ -50,8 +50,10 @@ def test_image_folder_stores_the_files_bytes_unchanged(tmp_path: Path) -> None:
     root = fx.image_folder(tmp_path)
     _write_and_read(sources.image_folder(root), tmp_path / "out")
     # The image codec's format "keep": the stored bytes are the file's bytes.
-    from recordkit.read._iter_records import iter_shard_records
-    from recordkit.read._open import open_dataset
+    from recordkit.read._iter_records import (  # private: the stored bytes, which no public reader returns
+        iter_shard_records,
+    )
+    from recordkit.read._open import open_dataset  # private: the stored bytes, which no public reader returns
 
     source = open_dataset(tmp_path / "out")
     stored = [data for shard in source.shards for _, data in iter_shard_records(shard)]
@@ -240,10 +242,24 @@ def test_voc_box_outside_its_image_and_unknown_class(tmp_path: Path) -> None:
     root = fx.voc(tmp_path)
     xml = root / "Annotations" / f"{fx.VOC_IDS[0]}.xml"
     xml.write_text(fx.voc_xml(fx.VOC_IDS[0], 30, 24, [("cat", [1, 1, 40, 10], 0, 0)]), encoding="utf-8")
-    with pytest.raises(InputError, match=r"object 0: box \[1.0, 1.0, 40.0, 10.0\].*30 x 24"):
+    with pytest.raises(InputError, match=r"object 0, field 'bndbox': box \[1.0, 1.0, 40.0, 10.0\].*30 x 24"):
         list(sources.pascal_voc(root, "train"))
     xml.write_text(fx.voc_xml(fx.VOC_IDS[0], 30, 24, [("unicorn", [1, 1, 4, 4], 0, 0)]), encoding="utf-8")
     with pytest.raises(InputError, match="unknown class 'unicorn'"):
+        list(sources.pascal_voc(root, "train"))
+
+
+def test_voc_size_of_zero_means_not_recorded_and_the_header_size_is_used(tmp_path: Path) -> None:
+    root = fx.voc(tmp_path)
+    xml = root / "Annotations" / f"{fx.VOC_IDS[0]}.xml"
+    xml.write_text(fx.voc_xml(fx.VOC_IDS[0], 0, 0, [("cat", [1, 1, 40, 10], 0, 0)]), encoding="utf-8")
+    with pytest.raises(InputError, match=r"box \[1.0, 1.0, 40.0, 10.0\].*30 x 24"):
+        list(sources.pascal_voc(root, "train"))  # the header's 30 x 24 bounds the box
+    xml.write_text(fx.voc_xml(fx.VOC_IDS[0], 0, 0, [("cat", [1, 1, 4, 4], 0, 0)]), encoding="utf-8")
+    first = next(iter(sources.pascal_voc(root, "train")))
+    assert first["image_id"] == fx.VOC_IDS[0]
+    xml.write_text(fx.voc_xml(fx.VOC_IDS[0], 0, 24, [("cat", [1, 1, 4, 4], 0, 0)]), encoding="utf-8")
+    with pytest.raises(InputError, match="positive integers"):
         list(sources.pascal_voc(root, "train"))
 
 
@@ -338,10 +354,11 @@ def test_jsonl_maps_columns_to_fields_and_names_bad_lines(tmp_path: Path) -> Non
     records = list(source)
     assert [r["caption"] for r in records] == ["t0", "t1", "t2"]
     assert isinstance(records[0]["picture"], Path)
-    assert [(s.line, s.reason.split(":")[0]) for s in source.skipped] == [
-        (3, "not JSON"),
-        (5, "column 'picture'"),
+    assert [(s.line, s.field, s.reason.split(" ")[0]) for s in source.skipped] == [
+        (3, None, "not"),
+        (5, "picture", "no"),
     ]
+    assert "no such file 'img/9.png'" in str(source.skipped[1])
 
 
 def test_sources_emit_paths_never_pixels(tmp_path: Path) -> None:

@@ -21,7 +21,10 @@ from click.testing import CliRunner
 import recordkit as rk
 from recordkit.cli import main
 from recordkit.errors import DatasetError, IncompatibleSchemaError
-from recordkit.format._tfrecord import Compression, frame_record
+from recordkit.format._tfrecord import (  # private: frames records by hand, to build or damage shards
+    Compression,
+    frame_record,
+)
 from recordkit.storage import Location, location
 from recordkit.write import _beam as beam_writer
 
@@ -286,3 +289,33 @@ def test_append_into_an_s3_bucket_and_a_failed_append_there(
     assert all(n == "dataset.json" or n.startswith(("train-", "test-")) for n in stored)
     verified = CliRunner().invoke(main, ["verify", url, *cli_options(s3_bucket)])
     assert verified.exit_code == 0, verified.output
+
+
+def test_a_writer_that_commits_into_a_bucket_during_the_commit_step_is_not_overwritten(
+    bucket: Bucket, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another writer appends a split of its own after the commit step checked the
+    manifest, while it moves the shards: the commit's conditional PUT is refused
+    (ConcurrentWriteError), and the other writer's split stays in the dataset."""
+    url, options = bucket.join("pets"), bucket.storage_options
+    rk.write_dataset(records(5), SCHEMA, url, key="id", progress=False, storage_options=options)
+    real_commit_split = beam_writer._commit_split
+
+    def another_writer_commits_meanwhile(*args: Any, **kwargs: Any) -> rk.SplitInfo:
+        if "other" not in rk.Manifest.load(url, storage_options=options).splits:
+            rk.write_dataset(
+                records(3, start=50),
+                SCHEMA,
+                url,
+                "other",
+                append=True,
+                progress=False,
+                storage_options=options,
+            )
+        return real_commit_split(*args, **kwargs)
+
+    monkeypatch.setattr(beam_writer, "_commit_split", another_writer_commits_meanwhile)
+    with pytest.raises(rk.errors.ConcurrentWriteError, match=r"dataset\.json was replaced by another writer"):
+        run(write_to(url, {"train": records(10, start=100)}, options, num_shards=2, append=True))
+    assert read_ids(url, "train", options) == [0, 1, 2, 3, 4]
+    assert read_ids(url, "other", options) == [50, 51, 52]

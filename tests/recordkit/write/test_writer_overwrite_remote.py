@@ -20,6 +20,7 @@ import pytest
 from _object_stores import REMOTE_SCHEMA, Bucket, remote_records
 
 import recordkit as rk
+import recordkit.write._commit
 from recordkit.storage import Location, location
 
 pytestmark = pytest.mark.slow  # each test talks to a server the session started
@@ -262,14 +263,14 @@ def test_a_commit_that_failed_leaves_the_old_dataset(
     url, options = s3_bucket.join("items"), s3_bucket.storage_options
     _old_dataset(url, options)
     before = sorted(_objects(url, options))
-    write_bytes = Location.write_bytes
+    write_if_version = recordkit.write._commit.write_if_version
 
-    def refuse_the_commit(self: Location, data: bytes, *, durable: bool = True) -> None:
-        if self.url == f"{url}/dataset.json":
+    def refuse_the_commit(where: Location, data: bytes, version: str | None) -> str:
+        if where.url == f"{url}/dataset.json":
             raise OSError("access denied (injected)")
-        write_bytes(self, data, durable=durable)
+        return write_if_version(where, data, version)
 
-    monkeypatch.setattr(Location, "write_bytes", refuse_the_commit)
+    monkeypatch.setattr(recordkit.write._commit, "write_if_version", refuse_the_commit)
     with pytest.raises(OSError, match="access denied"):
         rk.write_dataset(remote_records(4, 80), REMOTE_SCHEMA, url, overwrite=True, storage_options=options)
     monkeypatch.undo()

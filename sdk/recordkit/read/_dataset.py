@@ -1,0 +1,520 @@
+"""``recordkit.open``: a dataset opened once, as a :class:`Dataset` every reader hangs from.
+
+:func:`open` resolves the path (a recordkit dataset, a folder TFDS prepared, or TFRecord
+files with a schema), the split expression, the schema and the fields bound to their
+codecs once, through :func:`~recordkit.read._open.open_dataset`; :meth:`Dataset.split`
+and :meth:`Dataset.select` derive handles from the manifest already read
+(:func:`~recordkit.read._open.open_split`). What costs reads waits until a consumer
+needs it: the shards' sizes (and sha256) are checked before the first read, once per
+handle, and the record indexes are loaded on the first random access.
+
+The consumers are recordkit's readers fed the opened source instead of a path: the
+``load_dataset`` pipeline (:meth:`Dataset.tf`, the only one that imports TensorFlow), the
+``iter_records`` iterator, :class:`~recordkit.RandomAccess` (``ds[i]``) and the PyTorch
+and Grain datasets over it (their extras imported by their consumers only).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import os
+import threading
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Literal
+
+from recordkit.codec._plugins import default_registry
+from recordkit.codec._registry import CodecRegistry
+from recordkit.dataset._manifest import Manifest
+from recordkit.errors import DatasetError, MissingExtraError, RecordkitError, SchemaError
+from recordkit.read._grain import DataSource
+from recordkit.read._iter_records import RecordIterator, record_iterator
+from recordkit.read._load_dataset import tf_pipeline
+from recordkit.read._open import (
+    CorruptionReport,
+    OnCorrupt,
+    OpenedDataset,
+    Paths,
+    check_shards,
+    open_dataset,
+    open_split,
+    worker_share,
+)
+from recordkit.read._options import Opened, PipelineOptions, SourceOptions
+from recordkit.read._position import Start, tf_data_start
+from recordkit.read._random_access import RandomAccess
+from recordkit.read._read_config import Layout, ReadConfig
+from recordkit.read._shard_index import DEFAULT_MAX_OPEN_FILES
+from recordkit.schema._schema import Schema
+from recordkit.storage import StorageOptions
+
+if TYPE_CHECKING:  # the torch readers' types only: importing them needs torch
+    from recordkit.read._torch import IterableDataset, MapDataset, Transform
+
+__all__ = ["Dataset", "Verify", "open"]
+
+#: What :func:`open` checks: True (each record's CRCs as it is read, each shard's size
+#: against the manifest before reading), ``"sha256"`` (also every shard's sha256, before
+#: the first read: the whole split is read once more), or False (the numpy readers skip
+#: each record's data CRC; sizes and headers are still checked).
+Verify = bool | Literal["sha256"]
+
+
+@dataclasses.dataclass(frozen=True)
+class _Request:
+    """What :func:`open` was given: derived handles share it, and a handle pickles as it
+    (the other process opens the dataset again, with the default codec registry)."""
+
+    path: Paths
+    schema: Schema | None
+    verify: Verify
+    compression: str | None
+    storage_options: StorageOptions | None
+
+
+def open(
+    path: Paths,
+    split: str | None = None,
+    *,
+    fields: str | Sequence[str] | None = None,
+    schema: Schema | str | os.PathLike[str] | None = None,
+    registry: CodecRegistry | None = None,
+    verify: Verify = True,
+    compression: str | None = None,
+    storage_options: StorageOptions | None = None,
+) -> Dataset:
+    """Open a dataset once, and return the :class:`Dataset` its readers hang from.
+
+    :param path: a dataset folder (with ``dataset.json``) or its ``dataset.json``, a
+        folder TFDS prepared, local or remote (``s3://``, ``gs://``, any fsspec URL); or,
+        with ``schema``, TFRecord files recordkit did not write (a file, a glob pattern
+        or a list).
+    :param split: a split, or an expression in TFDS's syntax (``"train[:10%]"``,
+        ``"train[100:200]"``, ``"train+validation"``, ``"all"``). None: the dataset's
+        only split; a dataset with several is opened without one (its schema, fields
+        and splits are there; choose one with :meth:`Dataset.split` to read).
+    :param fields: the fields to decode (default: all); the others are never parsed.
+    :param schema: the reader's schema (a Schema, or a schema file's path or URL):
+        checked against the stored one with the compatibility rules, and used to decode.
+    :param registry: the codec registry (default: the installed plugins).
+    :param verify: what is checked as records are read (see :data:`Verify`).
+    :param compression: for TFRecord files without a manifest: ``"GZIP"``, ``"ZLIB"``
+        or None (guessed from the file suffix).
+    :param storage_options: for a remote ``path``: the options of its fsspec filesystem
+        (``endpoint_url``, ``key``, ``token`` ...).
+
+    An unknown split or field is a :class:`~recordkit.errors.RecordkitError` naming the
+    dataset and the split or field.
+    """
+    if verify not in (True, False, "sha256"):
+        raise ValueError(f"verify must be True, False or 'sha256', not {verify!r}")
+    registry = registry if registry is not None else default_registry()
+    names = _names(fields)
+    where = _describe(path)
+    try:
+        if schema is not None and not isinstance(schema, Schema):
+            schema = Schema.load(schema, registry=registry, storage_options=storage_options)
+        source = open_dataset(
+            path,
+            "all" if split is None else split,
+            names,
+            schema=schema,
+            registry=registry,
+            compression=compression,
+            check_sizes=False,  # checked before the first read that needs them
+            storage_options=storage_options,
+        )
+    except RecordkitError as exc:
+        raise exc.with_context(file=where, split=split) from None
+    request = _Request(path, schema, verify, compression, storage_options)
+    if source.manifest is None:
+        if split is not None:
+            raise DatasetError(
+                f"TFRecord files read without a manifest have no splits; open them without split= "
+                f"(got {split!r})",
+                file=where,
+            )
+        return Dataset(source, None, request, registry)
+    if split is not None:
+        return Dataset(source, split, request, registry)
+    if len(source.manifest.splits) == 1:
+        (only,) = source.manifest.splits
+        return Dataset(_derive(source, only, names, request, registry, where), only, request, registry)
+    return Dataset(source, None, request, registry)
+
+
+class Dataset:
+    """A dataset opened once by :func:`recordkit.open`: its schema, manifest and split,
+    and every way to read it.
+
+    * ``len(ds)``, ``ds[i]``, ``ds[[i, j]]``, ``ds[i:j]``: random access, records as dicts
+      of numpy and Python values;
+    * :meth:`tf`: a ``tf.data.Dataset``; :meth:`records`: an iterator, without TensorFlow;
+    * :meth:`torch` and :meth:`torch_iterable`: PyTorch datasets; :meth:`grain`: a Grain
+      data source;
+    * :meth:`split` and :meth:`select`: other handles on the same open dataset.
+
+    A handle may be shared between threads; it pickles as the arguments of
+    :func:`recordkit.open` (the other process opens the dataset again).
+    """
+
+    def __init__(
+        self, source: OpenedDataset, split: str | None, request: _Request, registry: CodecRegistry
+    ) -> None:
+        self._source = source
+        self._split = split
+        self._request = request
+        self._registry = registry
+        self._access: RandomAccess | None = None
+        #: The shard checks already made ("sizes", "sha256").
+        self._checked: set[str] = set()
+        #: Guards the two above: threads sharing a handle check and load indexes once.
+        self._lock = threading.Lock()
+
+    # -- what was opened ---------------------------------------------------------------------
+
+    @property
+    def path(self) -> Paths:
+        """The path or URL the dataset was opened from."""
+        return self._request.path
+
+    @property
+    def schema(self) -> Schema:
+        """The schema records are decoded with (the reader's, or the stored one)."""
+        return self._source.schema
+
+    @property
+    def manifest(self) -> Manifest | None:
+        """The dataset's manifest (None: TFRecord files read without one)."""
+        return self._source.manifest
+
+    @property
+    def splits(self) -> tuple[str, ...]:
+        """The dataset's splits, in manifest order (none for files without a manifest)."""
+        return () if self.manifest is None else tuple(self.manifest.splits)
+
+    @property
+    def current_split(self) -> str | None:
+        """The split expression this handle reads (None: none chosen yet, or files
+        without a manifest)."""
+        return self._split
+
+    @property
+    def fields(self) -> tuple[str, ...]:
+        """The fields each record holds, in schema order."""
+        return tuple(f.name for f in self._source.fields)
+
+    def __len__(self) -> int:
+        """The number of records of the split (from the manifest; else from the record
+        indexes, loaded for it)."""
+        source = self._readable()
+        counts = [shard.selected for shard in source.shards]
+        if all(count is not None for count in counts):
+            return sum(count for count in counts if count is not None)
+        return len(self._random_access())
+
+    def __repr__(self) -> str:
+        split = "" if self._split is None else f", split={self._split!r}"
+        return f"recordkit.Dataset({_describe(self.path)!r}{split}, fields={list(self.fields)!r})"
+
+    # -- derived handles ---------------------------------------------------------------------
+
+    def split(self, split: str) -> Dataset:
+        """The same dataset, reading ``split`` (a name or a TFDS-style expression), from
+        the manifest already read."""
+        if self.manifest is None:
+            raise DatasetError(
+                f"TFRecord files read without a manifest have no splits (asked for {split!r})",
+                file=_describe(self.path),
+            )
+        where = _describe(self.path)
+        source = _derive(self._source, split, list(self.fields), self._request, self._registry, where)
+        return Dataset(source, split, self._request, self._registry)
+
+    def select(self, fields: str | Sequence[str]) -> Dataset:
+        """The same split, decoding only ``fields`` (a subset of :attr:`fields`)."""
+        names = _names(fields) or []
+        where = _describe(self.path)
+        for name in names:
+            if name not in self.fields:
+                raise SchemaError(
+                    f"not among the fields of this handle ({', '.join(self.fields)})", field=name, file=where
+                )
+        if self.manifest is None:
+            bound = self.schema.bind(self._registry, fields=names)
+            return Dataset(
+                dataclasses.replace(self._source, bound=bound), None, self._request, self._registry
+            )
+        split = self._split if self._split is not None else "all"
+        source = _derive(self._source, split, names, self._request, self._registry, where)
+        return Dataset(source, self._split, self._request, self._registry)
+
+    # -- random access -----------------------------------------------------------------------
+
+    def __getitem__(self, index: Any) -> Any:
+        """Record ``index`` decoded (numpy and Python values); a list, array or slice of
+        indices gives a list of records, fetched together."""
+        return self._random_access()[index]
+
+    def _random_access(self) -> RandomAccess:
+        """The split's random access, made on first use (its record indexes loaded)."""
+        if self._access is not None:
+            return self._access
+        with self._lock:
+            if self._access is not None:
+                return self._access
+            source = self._checked_source(sizes=True)
+            args = {
+                "path": self.path,
+                "split": self._split if self._split is not None else "train",
+                "fields": list(self.fields),
+                "schema": self._request.schema,
+                "verify": self._request.verify is not False,
+                "max_open_files": DEFAULT_MAX_OPEN_FILES,
+                "storage_options": self._request.storage_options,
+            }
+            self._access = RandomAccess.over(source, args)
+            return self._access
+
+    # -- consumers ---------------------------------------------------------------------------
+
+    def tf(
+        self,
+        batch_size: int | None = None,
+        *,
+        shuffle_files: bool = False,
+        shuffle_buffer: int = 0,
+        seed: int | None = None,
+        repeat: bool | int = False,
+        drop_remainder: bool = False,
+        rank: int | None = None,
+        world_size: int | None = None,
+        input_context: Any = None,
+        start: Start = None,
+        on_corrupt: OnCorrupt = "raise",
+        report: CorruptionReport | None = None,
+        layout: Layout | None = None,
+        read_config: ReadConfig | None = None,
+    ) -> Any:
+        """The split as a ``tf.data.Dataset`` of dicts of decoded tensors (batches of
+        ``batch_size``, or single records), as :func:`recordkit.load_dataset` gives it.
+
+        ``shuffle_files``, ``shuffle_buffer``, ``seed``, ``repeat``, ``drop_remainder``,
+        ``input_context``, ``start``, ``on_corrupt`` and ``report`` are those of
+        :func:`recordkit.load_dataset`.
+
+        :param rank: with ``world_size``: read only this worker's share of the split
+            (every ``world_size``-th shard; every ``world_size``-th record when there
+            are fewer shards than workers); all the ranks together read every record once.
+        :param world_size: how many workers share the split.
+        :param layout: the shapes values come in (:class:`~recordkit.Layout`).
+        :param read_config: how shards are read (:class:`~recordkit.ReadConfig`).
+        """
+        layout = layout if layout is not None else Layout()
+        config = read_config if read_config is not None else ReadConfig()
+        options = PipelineOptions(  # the two groups' fields are the pipeline's, by name
+            batch_size=batch_size,
+            shuffle_files=shuffle_files,
+            seed=seed,
+            shuffle_buffer=shuffle_buffer,
+            repeat=repeat,
+            drop_remainder=drop_remainder,
+            **vars(layout),
+            **vars(config),
+        )
+        options.check()
+        shuffled = shuffle_files or bool(shuffle_buffer)
+        skip = tf_data_start(start, shuffled=shuffled, seed=seed, deterministic=config.deterministic)
+        opened = self._opened(on_corrupt, report, rank, world_size, input_context)
+        return tf_pipeline(opened, options, on_corrupt, skip)
+
+    def records(
+        self,
+        *,
+        rank: int | None = None,
+        world_size: int | None = None,
+        num_threads: int | None = None,
+        start: Start = None,
+        on_corrupt: OnCorrupt = "raise",
+        report: CorruptionReport | None = None,
+    ) -> RecordIterator:
+        """The split's records in order, as dicts of numpy and Python values, without
+        TensorFlow (what :func:`recordkit.iter_records` gives).
+
+        :param rank: with ``world_size``: read only this worker's share (as :meth:`tf`).
+        :param world_size: how many workers share the split.
+        :param num_threads: decode in a pool of this many threads (same order, values
+            and errors).
+        :param start: resume: a record count, or the iterator's ``state_dict()``.
+        :param on_corrupt: ``"raise"`` or ``"skip"`` (see :meth:`tf`).
+        :param report: collects what ``"skip"`` skipped.
+        """
+        if num_threads is not None and num_threads < 1:
+            raise ValueError(f"num_threads must be at least 1, not {num_threads}")
+        opened = self._opened(on_corrupt, report, rank, world_size, None)
+        split = self._split if self._split is not None else "train"
+        crc = self._request.verify is not False
+        return record_iterator(opened, split, verify=crc, start=start, num_threads=num_threads)
+
+    def torch(self, *, transform: Transform | None = None, tensors: bool = True) -> MapDataset:
+        """A map-style PyTorch dataset (``torch.utils.data.Dataset``: ``len`` and
+        ``[i]``), what a ``DataLoader`` with ``shuffle=True`` or a ``DistributedSampler``
+        expects; its ``collate_fn`` pads what varies in size. Needs the ``torch`` extra.
+
+        :param transform: applied to each record (after ``to_tensors`` when ``tensors``).
+        :param tensors: numpy arrays as ``torch.Tensor`` (shared, no copy).
+        """
+        module = _torch_readers("Dataset.torch()")
+        dataset: MapDataset = module.MapDataset.over(
+            self._random_access(), transform=transform, tensors=tensors
+        )
+        return dataset
+
+    def torch_iterable(
+        self,
+        *,
+        shuffle: bool = False,
+        seed: int | None = None,
+        window: int = 1024,
+        rank: int | None = None,
+        world_size: int | None = None,
+        start: Start = None,
+        transform: Transform | None = None,
+        tensors: bool = True,
+        prefetch: int = 64,
+    ) -> IterableDataset:
+        """A streaming PyTorch dataset (``torch.utils.data.IterableDataset``): a seeded
+        order split between ranks and DataLoader workers, each record read once per
+        epoch, ``set_epoch``, and exact resume (``loader_state``, ``start``). Needs the
+        ``torch`` extra.
+
+        :param shuffle: shuffle the shards, and the records within windows of ``window``.
+        :param seed: the shuffles' seed; every rank must draw the same order, so None
+            is 0 (``DistributedSampler``'s default).
+        :param rank: this process's rank (default: ``torch.distributed``'s, else 0).
+        :param world_size: the number of ranks (default: ``torch.distributed``'s, else 1).
+        :param start: resume from a ``state_dict()`` or ``loader_state()``.
+        :param prefetch: records whose bytes are fetched together, ahead of decoding.
+        """
+        module = _torch_readers("Dataset.torch_iterable()")
+        dataset: IterableDataset = module.IterableDataset.over(
+            self._random_access(),
+            self._split if self._split is not None else "train",
+            shuffle=shuffle,
+            seed=0 if seed is None else seed,
+            window=window,
+            rank=rank,
+            world_size=world_size,
+            start=start,
+            transform=transform,
+            tensors=tensors,
+            prefetch=prefetch,
+        )
+        return dataset
+
+    def grain(self) -> DataSource:
+        """A Grain ``RandomAccessDataSource`` over the split (records as numpy values),
+        for Grain's samplers, sharding and checkpoints. Needs the ``grain`` extra."""
+        _require("grain", "Dataset.grain()")
+        source: DataSource = DataSource.over(self._random_access())
+        return source
+
+    # -- helpers -----------------------------------------------------------------------------
+
+    def _readable(self) -> OpenedDataset:
+        """The opened split; a dataset of several splits opened without one is an error
+        that names them."""
+        if self._split is None and self.manifest is not None:
+            raise DatasetError(
+                f"has splits {', '.join(self.splits)}: choose one to read, with ds.split('{self.splits[0]}') "
+                f"or recordkit.open(path, '{self.splits[0]}')",
+                file=_describe(self.path),
+            )
+        return self._source
+
+    def _checked_source(self, *, sizes: bool) -> OpenedDataset:
+        """The opened split, its shards checked against the manifest (each check once;
+        the caller holds the lock)."""
+        source = self._readable()
+        wanted = {"sizes"} if sizes else set()
+        if self._request.verify == "sha256":
+            wanted.add("sha256")
+        missing = wanted - self._checked
+        if missing:
+            check_shards(source, sizes="sizes" in missing, sha256="sha256" in missing)
+            self._checked |= missing
+        return source
+
+    def _opened(
+        self,
+        on_corrupt: OnCorrupt,
+        report: CorruptionReport | None,
+        rank: int | None,
+        world_size: int | None,
+        input_context: Any,
+    ) -> Opened:
+        """The source for a streaming read: checked, with this worker's share and the
+        report of skipped records (``on_corrupt="skip"``)."""
+        SourceOptions(on_corrupt=on_corrupt).check()
+        share = worker_share(input_context, world_size, rank, names=("world_size", "rank"))
+        with self._lock:
+            source = self._checked_source(sizes=on_corrupt == "raise")
+        if report is None and on_corrupt == "skip":
+            report = CorruptionReport()  # still logs each skip
+        return Opened(source, share, report)
+
+    def __getstate__(self) -> dict[str, Any]:
+        request = self._request
+        return {
+            "path": request.path,
+            "split": self._split,
+            "fields": list(self.fields),
+            "schema": request.schema,
+            "verify": request.verify,
+            "compression": request.compression,
+            "storage_options": request.storage_options,
+        }
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        reopened = open(**state)
+        self.__dict__.update(reopened.__dict__)
+
+
+def _derive(
+    source: OpenedDataset,
+    split: str,
+    fields: Sequence[str] | None,
+    request: _Request,
+    registry: CodecRegistry,
+    where: str,
+) -> OpenedDataset:
+    """``split`` (and ``fields``) of the dataset ``source`` opened, from its manifest;
+    errors name the dataset and the split."""
+    try:
+        return open_split(source, split, fields, request.schema, registry)
+    except RecordkitError as exc:
+        raise exc.with_context(file=where, split=split) from None
+
+
+def _names(fields: str | Sequence[str] | None) -> list[str] | None:
+    return [fields] if isinstance(fields, str) else (list(fields) if fields is not None else None)
+
+
+def _describe(path: Paths) -> str:
+    return str(path) if isinstance(path, (str, os.PathLike)) else f"{len(path)} paths"
+
+
+def _torch_readers(purpose: str) -> Any:
+    """The PyTorch readers' module, which imports ``torch``: imported only when a torch
+    consumer is called (the extra is optional and heavy), never by ``rk.open`` or the
+    other consumers."""
+    _require("torch", purpose)
+    return importlib.import_module("recordkit.read._torch")
+
+
+def _require(package: str, purpose: str) -> None:
+    """The ``package`` extra imported, or a MissingExtraError that says how to get it."""
+    try:
+        importlib.import_module(package)
+    except ImportError as exc:
+        raise MissingExtraError(package, package, purpose=purpose) from exc

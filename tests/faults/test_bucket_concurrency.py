@@ -1,0 +1,144 @@
+"""Concurrent appenders on a dataset in a bucket (moto's S3 server, the GCS emulator).
+
+An object store has no lock: each writer's saves of ``dataset.json`` are conditional on
+the version it read or wrote last (``recordkit.write._commit``). Whatever the
+interleaving, no writer reports success for records the dataset does not hold: the
+writer that finds another's commit fails with one ``ConcurrentWriteError`` line, and
+can finish its write afterwards as the error says.
+
+Two real processes, ordered through files: the tests never rely on timing. Moto's S3
+server enforces ``If-Match`` / ``If-None-Match``; the GCS emulator ignores
+``ifGenerationMatch``, so on GCS only the interleavings that the generation check
+before each PUT detects are tested (see the cloud-storage how-to).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from _object_stores import REMOTE_SCHEMA, Bucket, cli_options, remote_records
+from click.testing import CliRunner
+
+import recordkit as rk
+from recordkit.cli import main
+
+HERE = Path(__file__).parent
+HOW_TO = HERE.parents[1] / "docs" / "how-to" / "cloud-storage.md"
+#: The dataset's records before the appenders start.
+BEFORE = [f"item-{i}" for i in range(10)]
+
+
+def _start(bucket: Bucket, url: str, **plan: Any) -> subprocess.Popen[str]:
+    plan = {"url": url, "storage_options": bucket.storage_options, "split": "train", **plan}
+    return subprocess.Popen(
+        [sys.executable, str(HERE / "_bucket_writer.py"), json.dumps(plan)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, **bucket.env},
+    )
+
+
+def _result(process: subprocess.Popen[str]) -> str:
+    stdout, stderr = process.communicate(timeout=300)
+    assert process.returncode == 0, stderr[-3000:]
+    return stdout.strip().splitlines()[-1]
+
+
+def _names(bucket: Bucket, url: str, split: str) -> list[str]:
+    records = rk.iter_records(url, split=split, storage_options=bucket.storage_options)
+    return sorted(str(record["name"]) for record in records)
+
+
+def _items(start: int, n: int) -> list[str]:
+    return sorted(f"item-{i}" for i in range(start, start + n))
+
+
+def _dataset(bucket: Bucket) -> str:
+    url = bucket.join("items")
+    rk.write_dataset(
+        remote_records(10), REMOTE_SCHEMA, url, shard_records=5, storage_options=bucket.storage_options
+    )
+    return url
+
+
+def _verify(bucket: Bucket, url: str, *flags: str) -> None:
+    result = CliRunner().invoke(main, ["verify", url, *flags, *cli_options(bucket)])
+    assert result.exit_code == 0, result.output
+
+
+def test_two_appenders_that_read_the_same_manifest_one_fails_and_loses_nothing_it_reported(
+    s3_bucket: Bucket, tmp_path: Path, fault_cases: Any
+) -> None:
+    """Both read dataset.json, then both append: S3 accepts the first conditional PUT
+    and refuses the second, whose writer fails before writing a shard."""
+    fault_cases.tried("concurrent appenders on a bucket")
+    url = _dataset(s3_bucket)
+    opened = [str(tmp_path / f"opened-{i}") for i in range(2)]
+    processes = [
+        _start(s3_bucket, url, start=100 * (i + 1), n=12, opened=opened[i], wait_before_writing=opened)
+        for i in range(2)
+    ]
+    results = [_result(process) for process in processes]
+    assert sorted(r == "ok" for r in results) == [False, True], results
+    (lost,) = [r for r in results if r != "ok"]
+    assert lost.startswith(f"ConcurrentWriteError: file {url}: dataset.json was replaced by another writer")
+    assert "run one writer per dataset at a time" in lost
+    assert "\n" not in lost
+    # The how-to shows this very line.
+    assert lost.replace(url, "s3://my-bucket/pets") in HOW_TO.read_text(encoding="utf-8")
+    (winner,) = [i for i, r in enumerate(results) if r == "ok"]
+    assert _names(s3_bucket, url, "train") == sorted(BEFORE + _items(100 * (winner + 1), 12))
+    _verify(s3_bucket, url)
+
+
+def test_an_appender_whose_manifest_another_replaced_fails_and_resumes_after(
+    bucket: Bucket, tmp_path: Path, fault_cases: Any
+) -> None:
+    """A pauses mid-append; B appends a split of its own and finishes; A's next commit
+    finds B's manifest and fails (without dropping B's split); A rerun with resume=True
+    then finishes. Every record of every writer that reported success is there."""
+    fault_cases.tried("concurrent appenders on a bucket")
+    url = _dataset(bucket)
+    paused, go_on = str(tmp_path / "paused"), str(tmp_path / "go-on")
+    first = _start(bucket, url, start=100, n=12, pause_after=5, paused=paused, resume_when=go_on)
+    while not Path(paused).exists():
+        assert first.poll() is None, first.communicate()
+    second = _start(bucket, url, split="test", start=500, n=7)
+    assert _result(second) == "ok"
+    Path(go_on).touch()
+    lost = _result(first)
+    assert lost.startswith(f"ConcurrentWriteError: file {url}: dataset.json was replaced by another writer")
+    assert "resume=True" in lost
+    # The failed append is not visible: train is as it was, B's split is whole.
+    assert _names(bucket, url, "train") == BEFORE
+    assert _names(bucket, url, "test") == _items(500, 7)
+    _verify(bucket, url, "--allow-unfinished")
+    # As the error says: once the other writer is done, the interrupted append finishes.
+    assert _result(_start(bucket, url, start=100, n=12, resume=True)) == "ok"
+    assert _names(bucket, url, "train") == sorted(BEFORE + _items(100, 12))
+    assert _names(bucket, url, "test") == _items(500, 7)
+    _verify(bucket, url)
+
+
+def test_a_remote_overwrite_whose_target_another_writer_committed_fails_and_leaves_that_dataset(
+    bucket: Bucket, fault_cases: Any
+) -> None:
+    """An overwrite reads the old dataset.json when it starts; if another writer commits
+    meanwhile, the overwrite's commit is refused and its generation folder removed."""
+    fault_cases.tried("concurrent appenders on a bucket")
+    url = _dataset(bucket)
+    options = bucket.storage_options
+    writer = rk.DatasetWriter(url, REMOTE_SCHEMA, overwrite=True, progress=False, storage_options=options)
+    writer.write_all(remote_records(3, 900))
+    rk.write_dataset(remote_records(4, 300), REMOTE_SCHEMA, url, append=True, storage_options=options)
+    with pytest.raises(rk.errors.ConcurrentWriteError, match=r"dataset\.json was replaced by another writer"):
+        writer.close()
+    assert _names(bucket, url, "train") == sorted(BEFORE + _items(300, 4))
+    _verify(bucket, url)
