@@ -32,6 +32,9 @@ from recordkit.format._example import decode_example  # private: the stored wire
 from recordkit.read._numpy_decode import (  # private: decodes as the numpy reader does, no dataset
     decode_record_numpy,
 )
+from recordkit.read._parse import (  # private: the batched parse that load_dataset(pad=True) runs
+    make_padded_parser,
+)
 from recordkit.testing import BadInput, CodecCase, check_codec
 from recordkit_codecs.bbox import BOX_FORMATS, BBoxCodec, _as_boxes, _plain_boxes, convert_boxes
 
@@ -831,8 +834,6 @@ def test_padded_packed_boxes_equal_the_lists_layouts_boxes_padded(
 
 
 def test_padded_packed_values_that_do_not_fit_their_boxes_are_decode_errors() -> None:
-    from recordkit.read._parse import make_padded_parser
-
     bound = bind(objects={"codec": "bbox", "options": {"labels": ["a", "b"]}})
     parse = make_padded_parser(bound.fields, {"objects"})
     batch = tf.constant([_packed_example(bytes(16), bytes(1)), _packed_example(bytes(32), bytes(1))])
