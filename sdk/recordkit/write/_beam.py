@@ -40,14 +40,13 @@ shards may be, if it took the same numbers: run one writer per dataset). A faile
 append leaves the old manifest, which lists only the old shards; running the same
 pipeline again appends every record once.
 
-All file operations go through :class:`_Folder`, over :mod:`recordkit.storage`: the
-dataset may be a local folder or an ``s3://``, ``gs://`` or other fsspec URL. On an
-object store a "rename" is a server-side copy and a delete.
+All file operations go through :class:`~recordkit.write._beam_folder.Folder`, over
+:mod:`recordkit.storage`: the dataset may be a local folder or an ``s3://``, ``gs://``
+or other fsspec URL. On an object store a "rename" is a server-side copy and a delete.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
 import os
@@ -67,11 +66,11 @@ from recordkit.format._index import index_name
 from recordkit.format._tfrecord import Compression
 from recordkit.schema._record_class import Record
 from recordkit.schema._schema import Schema
-from recordkit.storage import Location, PathOrUrl, StorageOptions, location
+from recordkit.storage import Location, PathOrUrl, StorageOptions
 from recordkit.write._beam_encode import METRICS, RECORDS, REJECTS, Encoded, EncodeFn, salted_hash
+from recordkit.write._beam_folder import Folder
 from recordkit.write._commit import RemoteManifest
 from recordkit.write._debris import remove_unlisted_shards
-from recordkit.write._lock import DatasetLock
 from recordkit.write._parallel import WorkerSetup
 from recordkit.write._plan import RecordKey, load_schema, path_and_schema, plan_append, start_manifest
 from recordkit.write._rejects import rejects_file_name
@@ -93,50 +92,6 @@ _log = logging.getLogger(__name__)
 _Staged = tuple[str, int, str, str]
 
 
-class _Folder:
-    """The dataset's folder, local or remote: every file operation of the Beam writer,
-    through :mod:`recordkit.storage`. Pickled into the steps as its URL and storage
-    options (a :class:`~recordkit.storage.Location` is made where it is used)."""
-
-    def __init__(self, url: str, storage_options: StorageOptions | None) -> None:
-        self.url = url
-        self.storage_options = dict(storage_options or {})
-
-    def at(self, name: str = "") -> Location:
-        root = location(self.url, self.storage_options)
-        return root.join(*name.split("/")) if name else root
-
-    def exists(self, name: str) -> bool:
-        return self.at(name).exists()
-
-    def size(self, name: str) -> int | None:
-        try:
-            return self.at(name).size()
-        except FileNotFoundError:
-            return None
-
-    def write_bytes(self, name: str, data: bytes) -> None:
-        """A whole file at once: locally atomic (temp name, rename), remotely one PUT."""
-        self.at(name).write_bytes(data)
-
-    def move(self, source: str, target: str) -> None:
-        self.at(source).move_to(self.at(target))
-
-    def remove_tree(self, name: str) -> None:
-        self.at(name).remove_tree()
-
-    @contextlib.contextmanager
-    def locked(self) -> Iterator[None]:
-        """Locally, the local writers' lock (:mod:`recordkit.write._lock`), so that no
-        local writer changes the folder meanwhile; object stores have no lock."""
-        root = self.at()
-        if not root.is_local:
-            yield
-            return
-        with DatasetLock(root.path):
-            yield
-
-
 def write_shard(target: Location, framed_records: Iterable[bytes], compression: Compression) -> ShardInfo:
     """Write one shard (framed records, in order) at ``target`` with the local writer's
     :class:`~recordkit.write._shard_file.ShardFile` (sha256, count, record index beside
@@ -154,7 +109,7 @@ def write_shard(target: Location, framed_records: Iterable[bytes], compression: 
 class _WriteShardFn(beam.DoFn):  # type: ignore[misc]  # Beam's DoFn is untyped for mypy
     """Writes one shard's records, sorted by hashed key, into a staging folder of its own."""
 
-    def __init__(self, folder: _Folder, split: str, compression: Compression) -> None:
+    def __init__(self, folder: Folder, split: str, compression: Compression) -> None:
         self._folder = folder
         self._split = split
         self._compression = compression
@@ -186,7 +141,7 @@ class _CommitFn(beam.DoFn):  # type: ignore[misc]  # Beam's DoFn is untyped for 
     grown by an append's new optional fields; or a new dataset's, with no splits).
     """
 
-    def __init__(self, folder: _Folder, before_json: str | None, base_json: str, splits: list[str]) -> None:
+    def __init__(self, folder: Folder, before_json: str | None, base_json: str, splits: list[str]) -> None:
         self._folder = folder
         self._before_json = before_json
         self._base_json = base_json
@@ -232,7 +187,7 @@ _BEAM_ADVICE = (
 )
 
 
-def _current_manifest(folder: _Folder) -> Manifest | None:
+def _current_manifest(folder: Folder) -> Manifest | None:
     """The dataset's manifest as it is now (None when there is none)."""
     if not folder.exists(MANIFEST_FILE):
         return None
@@ -262,7 +217,7 @@ def _committed_already(current: Manifest, base: Manifest, staged: list[_Staged],
     return True
 
 
-def _clear_staging(folder: _Folder) -> None:
+def _clear_staging(folder: Folder) -> None:
     """Remove the staging folder, once ``dataset.json`` is written. A failure here does
     not fail the write, which is committed (failing it would invite a rerun, and a rerun
     of an append would append again): it is logged, and the next Beam write clears it."""
@@ -273,7 +228,7 @@ def _clear_staging(folder: _Folder) -> None:
 
 
 def _commit_split(
-    folder: _Folder,
+    folder: Folder,
     split: str,
     existing: SplitInfo | None,
     staged: list[tuple[int, str, str]],
@@ -315,7 +270,7 @@ def _next_shard_number(split: str, shards: list[ShardInfo]) -> int:
     return max(len(shards), max(numbers, default=-1) + 1)
 
 
-def _kept_rejects(folder: _Folder, name: str, count: int) -> list[str]:
+def _kept_rejects(folder: Folder, name: str, count: int) -> list[str]:
     """The first ``count`` lines of the rejects file ``name`` (those the manifest counts:
     a failed append may have left more)."""
     if count == 0:
@@ -328,7 +283,7 @@ def _kept_rejects(folder: _Folder, name: str, count: int) -> list[str]:
     return text.splitlines(keepends=True)[:count]
 
 
-def _place(folder: _Folder, staged: str, info: ShardInfo, final: str) -> ShardInfo:
+def _place(folder: Folder, staged: str, info: ShardInfo, final: str) -> ShardInfo:
     """Move a staged shard and its index to their final names (the index first, so a
     shard under its final name has its index beside it). Idempotent: a retried commit
     finds the shards it already moved."""
@@ -345,7 +300,7 @@ def _place(folder: _Folder, staged: str, info: ShardInfo, final: str) -> ShardIn
     )
 
 
-def _remove_unlisted(folder: _Folder, split: str, listed: set[str]) -> None:
+def _remove_unlisted(folder: Folder, split: str, listed: set[str]) -> None:
     """Shards of ``split`` under final names that this write does not list: debris of an
     earlier run that failed while committing (no manifest listed them)."""
     remove_unlisted_shards(folder.at(), split, listed)
@@ -420,7 +375,7 @@ class WriteDataset(beam.PTransform):  # type: ignore[misc]  # Beam's PTransform 
         self._bound = self._schema.bind(registry)
         self._setup = WorkerSetup.from_bound(self._bound, registry)
         self._registry = registry
-        self._folder = _Folder(os.fspath(path), storage_options)
+        self._folder = Folder(os.fspath(path), storage_options)
         self._split = check_split_name(split)
         self._shard_bytes = shard_bytes
         self._num_shards = num_shards

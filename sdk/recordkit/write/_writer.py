@@ -21,6 +21,12 @@ The guarantees, and how they are kept:
   PUT listing it; the old objects are deleted after.
 * The per-record path is one codec ``encode`` per field, the Example and TFRecord
   framing, and a list append: no plugin calls, no registry lookups, no TensorFlow.
+
+The writer's steps live in modules of their own: a split being written
+(:mod:`~recordkit.write._split_writer`), the manifest a write starts from and an append's
+plan (:mod:`~recordkit.write._plan`), debris of interrupted writes
+(:mod:`~recordkit.write._debris`). What stays here, a little over 500 lines, is the
+writer's life cycle (open, write, close, abort), which reads best in one place.
 """
 
 from __future__ import annotations

@@ -231,7 +231,7 @@ def test_a_retried_commit_finds_its_write_committed(tmp_path: Path) -> None:
     failed bundle) after the first wrote dataset.json: no error, nothing appended twice."""
     rk.write_dataset(records(6), SCHEMA, tmp_path, key="id", progress=False)
     before = rk.Manifest.load(tmp_path)
-    folder = beam_writer._Folder(str(tmp_path), None)
+    folder = beam_writer.Folder(str(tmp_path), None)
     shard = beam_writer._WriteShardFn(folder, "train", Compression.NONE)
     shard.setup()
     encoder = SCHEMA.bind().encoder()
