@@ -79,7 +79,9 @@ class PluginDistFactory:
 def plugin_dist(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[PluginDistFactory]:
     """A factory of throwaway plugin distributions, visible to importlib.metadata for
     the test only; recordkit's default plugins are reloaded before and after."""
-    from recordkit.codec._plugins import reset_default_registry
+    from recordkit.codec._plugins import (  # private: resets the process-wide registry; no public reset
+        reset_default_registry,
+    )
 
     site = tmp_path / "site-packages"
     site.mkdir()

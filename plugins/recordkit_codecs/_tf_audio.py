@@ -16,8 +16,8 @@ give the same values:
 With ``canonical_only`` (the records of a dataset recordkit wrote: its audio codec has
 only ever stored canonical WAVs, see ``AudioCodec.for_stored_version``) there is no
 choice to make: the canonical check is an assertion, and the first path is taken. A
-choice is a ``tf.cond``, which runs its branch as a function call (about 14 µs a record
-of the reader-speed workload more than the assertion, decoding record by record).
+choice is a ``tf.cond``, which runs its branch as a function call, at a cost to every
+record (measured: docs/performance.md#wav-read-without-the-choice).
 
 TensorFlow is imported when the function is called. The ``audio`` codec's decode calls it
 at run time and lists it among its :class:`~recordkit.DecodeSource` helpers, so parser
@@ -159,7 +159,7 @@ def decode_wav_one(
     it, so the errors are the same; with ``canonical_only``, it is an error.
 
     The choice is a ``tf.cond`` (a conditional in a tf.data function runs its branch as
-    a function call, about 20 µs a record); a raw ``Switch`` and ``Merge`` in its place,
+    a function call, a cost to every record); a raw ``Switch`` and ``Merge`` in its place,
     cheaper in isolation, made tf.data functions holding them and other conditionals fail
     ("No return value for index 0"), so they are not used.
     """

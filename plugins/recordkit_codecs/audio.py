@@ -295,7 +295,8 @@ class AudioCodec(rk.Codec[AudioOptions]):
                 f"audio codec: stored int samples range from {values.min()} to {values.max()}, "
                 "beyond 16 bits (-32768..32767)"
             )
-        return (values.astype(np.float32) / np.float32(_SCALE)).reshape(-1, channels)
+        scaled: np.ndarray = values.astype(np.float32) / np.float32(_SCALE)
+        return scaled.reshape(-1, channels)
 
     def decode_tf_source(self) -> rk.DecodeSource | None:
         """:func:`decode_audio_tf` with this field's format, channels and rate: what
@@ -320,8 +321,9 @@ class AudioCodec(rk.Codec[AudioOptions]):
         """Version 1 (this one) has only ever stored canonical WAV files: those it writes
         (Python's ``wave``, a 44-byte header), or given ones it found canonical for the
         schema and kept. So the records of a dataset it wrote are decoded without the
-        choice between the canonical path and ``tf.audio.decode_wav`` (a ``tf.cond``,
-        about 14 µs a record): a WAV that is not canonical there is an error. Records read
+        choice between the canonical path and ``tf.audio.decode_wav`` (a ``tf.cond``, which
+        costs every record; measured: docs/performance.md#wav-read-without-the-choice): a
+        WAV that is not canonical there is an error. Records read
         without a dataset's manifest (other tools' files) keep the choice."""
         if version != "1":
             return super().for_stored_version(version)

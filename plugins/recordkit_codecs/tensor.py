@@ -90,10 +90,10 @@ class TensorOptions(rk.CodecOptions):
     @classmethod
     def _known_dtype(cls, value: str) -> str:
         try:
-            name = np.dtype(value).name
+            name: str | None = str(np.dtype(value).name)
         except TypeError:
             name = None
-        if name not in SUPPORTED_DTYPES:
+        if name is None or name not in SUPPORTED_DTYPES:
             raise ValueError(f"unsupported dtype {value!r} (supported: {', '.join(SUPPORTED_DTYPES)})")
         return name
 

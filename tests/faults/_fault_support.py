@@ -16,7 +16,11 @@ from pathlib import Path
 from typing import Any
 
 import recordkit as rk
-from recordkit.format._tfrecord import Compression, iter_tfrecords, masked_crc
+from recordkit.format._tfrecord import (  # private: frames records by hand, to build or damage shards
+    Compression,
+    iter_tfrecords,
+    masked_crc,
+)
 
 SCHEMA = rk.Schema(
     name="faults",

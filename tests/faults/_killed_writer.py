@@ -22,7 +22,10 @@ sys.path.insert(0, str(Path(__file__).parent))
 from _fault_support import SCHEMA, records
 
 import recordkit as rk
-from recordkit.write import _parallel, _shard_file
+from recordkit.write import (  # private: patched so that the writer is killed at an exact point
+    _parallel,
+    _shard_file,
+)
 
 root, mode, kind = Path(sys.argv[1]), sys.argv[2], sys.argv[3]
 k, n, start, workers = (int(a) for a in sys.argv[4:8])

@@ -125,7 +125,7 @@ def test_the_lock_is_released_when_its_holder_is_killed(tmp_path: Path, fault_ca
     with pytest.raises(rk.errors.DatasetLockedError, match=f"pid {holder.pid}"):
         rk.write_dataset(records(3), SCHEMA, root, "other", append=True, progress=False)
     holder.kill()
-    holder.wait()
+    holder.communicate(timeout=60)  # reaps it and closes its pipes
     # The OS dropped the lock with the process: the next writer goes ahead, and resumes.
     rk.write_dataset(records(200), SCHEMA, root, "train", shard_records=5, resume=True, progress=False)
     assert ids(root) == list(range(200))

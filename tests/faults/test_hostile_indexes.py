@@ -27,10 +27,10 @@ from click.testing import CliRunner
 
 import recordkit as rk
 from recordkit.cli import main
-from recordkit.format._index import INDEX_MAGIC
-from recordkit.format._tfrecord import iter_tfrecords
-from recordkit.read._open import open_dataset
-from recordkit.read._shard_index import IndexedShards
+from recordkit.format._index import INDEX_MAGIC  # private: forges index files byte by byte
+from recordkit.format._tfrecord import iter_tfrecords  # private: the shard's true record offsets
+from recordkit.read._open import open_dataset  # private: the index loader's own input
+from recordkit.read._shard_index import IndexedShards  # private: the index loader, alone
 
 RECORDS = 20
 #: A peak of Python allocations above this many times the files' bytes (plus the

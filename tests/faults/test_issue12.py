@@ -16,9 +16,13 @@ from click.testing import CliRunner
 
 import recordkit as rk
 from recordkit.cli import main
-from recordkit.codec._plugins import reset_default_registry
-from recordkit.format._tfrecord import frame_record
-from recordkit.write._lock import DatasetLock
+from recordkit.codec._plugins import (  # private: resets the process-wide registry; no public reset
+    reset_default_registry,
+)
+from recordkit.format._tfrecord import (  # private: frames records by hand, to build or damage shards
+    frame_record,
+)
+from recordkit.write._lock import DatasetLock  # private: holds the dataset's lock as another writer would
 
 
 def _cli(*args: str) -> Any:

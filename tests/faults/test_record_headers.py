@@ -27,7 +27,10 @@ from click.testing import CliRunner
 
 import recordkit as rk
 from recordkit.cli import main
-from recordkit.format._tfrecord import Compression, iter_tfrecords
+from recordkit.format._tfrecord import (  # private: a shard's raw frames, without TensorFlow
+    Compression,
+    iter_tfrecords,
+)
 
 LENGTHS = (2**40, 2**36, 2**63 - 1, 2**64 - 1)
 SEED = 1202

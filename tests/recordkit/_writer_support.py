@@ -12,9 +12,14 @@ from pathlib import Path
 from typing import Any
 
 import recordkit as rk
-from recordkit.format._index import RecordIndex
-from recordkit.format._tfrecord import Compression, iter_tfrecords
-from recordkit.read._numpy_decode import decode_record_numpy
+from recordkit.format._index import RecordIndex  # private: the record-offset index file itself
+from recordkit.format._tfrecord import (  # private: a shard's raw frames, without TensorFlow
+    Compression,
+    iter_tfrecords,
+)
+from recordkit.read._numpy_decode import (  # private: decodes as the numpy reader does, no dataset
+    decode_record_numpy,
+)
 
 SCHEMA = rk.Schema(
     name="writer-test",

@@ -1,12 +1,14 @@
 """The layout's rules, read from the code's own imports (ast): no import cycle among the
 modules of ``sdk/recordkit`` and ``plugins/recordkit_codecs``, no internal import hidden
-inside a function, layers that import only their own layer or the ones below, and codec
-modules that share no private names.
+inside a function, layers that import only their own layer or the ones below, codec
+modules that share no private names, and tests that reach into another layer's private
+modules only with a reason written beside the import.
 """
 
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -163,3 +165,86 @@ def test_codec_modules_share_no_private_names() -> None:
             if target.startswith("recordkit_codecs.") and not last.startswith("_"):
                 taken += [f"{module}: {target}.{name}" for name in names if name.startswith("_")]
     assert taken == []
+
+
+# -- tests: the public API first ----------------------------------------------------------
+
+TESTS = [REPO / "tests", REPO / "plugins" / "recordkit-keypoints" / "tests"]
+#: The reason a test imports a private module of another layer, on the import's line (any
+#: line of it) or on the line just above: ``# private: <why the public API does not serve>``.
+PRIVATE_REASON = re.compile(r"#\s*private:\s*\S.{4,}")
+
+
+def _part(module: str) -> str:
+    """The part of the code a module belongs to: ``recordkit.<sub-package>``, ``recordkit``
+    (its top-level modules) or ``recordkit_codecs``."""
+    parts = module.split(".")
+    if parts[0] == "recordkit" and len(parts) > 1 and (ROOTS["recordkit"] / parts[1]).is_dir():
+        return ".".join(parts[:2])
+    return parts[0]
+
+
+def _is_private(module: str) -> bool:
+    parts = module.split(".")
+    return parts[0] in ROOTS and any(part.startswith("_") and not part.startswith("__") for part in parts[1:])
+
+
+def _mirrored_part(test: Path, tests_root: Path) -> str | None:
+    """The part of the code a test's folder mirrors (tests/recordkit/write/ mirrors
+    recordkit.write); None for folders that mirror none (faults, docs, examples)."""
+    parts = test.relative_to(tests_root).parts
+    if parts[0] == "recordkit":
+        return f"recordkit.{parts[1]}" if len(parts) > 2 else "recordkit"
+    return "recordkit_codecs" if parts[0] == "recordkit_codecs" else None
+
+
+def private_imports_without_reason(source: str, part: str | None) -> list[str]:
+    """The imports in ``source`` (a test of ``part``) of another part's private modules
+    with no ``# private: <reason>`` beside them: ``line: module``."""
+    lines = source.splitlines()
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            modules = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            modules = [node.module, *(f"{node.module}.{alias.name}" for alias in node.names)]
+        else:
+            continue
+        private = [m for m in modules if m in MODULES and _is_private(m) and _part(m) != part]
+        beside = lines[max(node.lineno - 2, 0) : node.end_lineno or node.lineno]
+        if private and not any(PRIVATE_REASON.search(line) for line in beside):
+            found += [f"{node.lineno}: {m}" for m in private]
+    return found
+
+
+def test_the_private_import_check_sees_what_it_should() -> None:
+    """A broken check would pass every test file too."""
+    check = private_imports_without_reason
+    assert check("from recordkit.format._tfrecord import iter_tfrecords\n", "recordkit.write") == [
+        "1: recordkit.format._tfrecord"
+    ]
+    assert check("from recordkit.write import _parallel\n", None) == ["1: recordkit.write._parallel"]
+    assert check("def f():\n    import recordkit.read._open\n", "recordkit") == ["2: recordkit.read._open"]
+    assert check("from recordkit.format._tfrecord import iter_tfrecords\n", "recordkit.format") == []
+    assert check("from recordkit import WireKind\nimport recordkit.errors\n", "recordkit.write") == []
+    reasons = (
+        "from recordkit.format._tfrecord import frame_record  # private: frames bytes by hand\n",
+        "# private: frames bytes by hand\nfrom recordkit.format._tfrecord import frame_record\n",
+        "from recordkit.format._tfrecord import (  # private: frames bytes by hand\n    frame_record,\n)\n",
+    )
+    for source in reasons:
+        assert check(source, "recordkit.write") == []
+    assert check("from recordkit.format._tfrecord import frame_record  # private:\n", "recordkit.write")
+
+
+def test_a_test_imports_another_layers_private_modules_only_with_a_reason_beside_it() -> None:
+    """Tests go through the public API where there is one; where a test needs a private
+    module of another layer (to build or damage bytes by hand, to reset process state),
+    ``# private: <reason>`` says why beside the import. A test's own layer is its to test."""
+    missing = []
+    for tests_root in TESTS:
+        for test in sorted(tests_root.rglob("*.py")):
+            part = _mirrored_part(test, tests_root)
+            for where in private_imports_without_reason(test.read_text(encoding="utf-8"), part):
+                missing.append(f"{test.relative_to(REPO)}:{where}")
+    assert missing == []

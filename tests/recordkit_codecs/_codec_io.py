@@ -14,10 +14,16 @@ from typing import Any
 import pytest
 
 import recordkit as rk
-from recordkit.format._example import decode_example
-from recordkit.format._tfrecord import Compression, frame_record, iter_tfrecords
-from recordkit.read._numpy_decode import decode_record_numpy
-from recordkit.write._shard_file import ShardFile
+from recordkit.format._example import decode_example  # private: the stored wire values, without TensorFlow
+from recordkit.format._tfrecord import (  # private: frames records by hand, to build or damage shards
+    Compression,
+    frame_record,
+    iter_tfrecords,
+)
+from recordkit.read._numpy_decode import (  # private: decodes as the numpy reader does, no dataset
+    decode_record_numpy,
+)
+from recordkit.write._shard_file import ShardFile  # private: writes a shard exactly as the writer does
 
 
 def bind(**fields: rk.FieldSpec | Mapping[str, Any]) -> rk.BoundSchema:

@@ -28,8 +28,10 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 import recordkit as rk
-from recordkit.format._example import decode_example
-from recordkit.read._numpy_decode import decode_record_numpy
+from recordkit.format._example import decode_example  # private: the stored wire values, without TensorFlow
+from recordkit.read._numpy_decode import (  # private: decodes as the numpy reader does, no dataset
+    decode_record_numpy,
+)
 from recordkit.testing import BadInput, CodecCase, check_codec
 from recordkit_codecs.bbox import BOX_FORMATS, BBoxCodec, _as_boxes, _plain_boxes, convert_boxes
 

@@ -13,7 +13,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import recordkit as rk
-from recordkit.read._numpy_decode import decode_record_numpy
+from recordkit.read._numpy_decode import (  # private: decodes as the numpy reader does, no dataset
+    decode_record_numpy,
+)
 from recordkit.testing import BadInput, CodecCase, check_codec
 from recordkit_codecs.label import LabelCodec
 

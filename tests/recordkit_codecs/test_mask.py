@@ -24,9 +24,15 @@ from hypothesis.extra import numpy as hnp
 from PIL import Image
 
 import recordkit as rk
-from recordkit.format._example import decode_example, encode_example, encode_feature
-from recordkit.format._tfrecord import iter_tfrecords
-from recordkit.read._numpy_decode import decode_record_numpy
+from recordkit.format._example import (  # private: builds and reads Example bytes by hand
+    decode_example,
+    encode_example,
+    encode_feature,
+)
+from recordkit.format._tfrecord import iter_tfrecords  # private: a shard's raw frames, without TensorFlow
+from recordkit.read._numpy_decode import (  # private: decodes as the numpy reader does, no dataset
+    decode_record_numpy,
+)
 from recordkit.testing import BadInput, CodecCase, check_codec
 from recordkit_codecs.mask import MaskCodec
 

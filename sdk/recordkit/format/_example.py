@@ -84,22 +84,6 @@ def _int64_payload(items: Sequence[int]) -> bytes:
     return b"".join([_varint(v & 0xFFFFFFFFFFFFFFFF) for v in items])
 
 
-def single_bytes_feature_head(size: int) -> bytes:
-    """The bytes that precede a value of ``size`` bytes in the serialized
-    ``tf.train.Feature`` holding that one value: the feature is ``head + value``.
-
-    Kept apart from the value so that a large payload (an encoded image or audio clip)
-    is copied once, into the finished record, rather than at every level of nesting.
-    """
-    inner = 1 + len(_varint(size)) + size
-    return _TAG_1_LEN + _varint(inner) + _TAG_1_LEN + _varint(size)
-
-
-def encode_single_bytes_feature(value: bytes) -> bytes:
-    """The serialized ``tf.train.Feature`` holding one bytes value."""
-    return single_bytes_feature_head(len(value)) + value
-
-
 @functools.lru_cache(maxsize=4096)
 def encode_int64_scalar_feature(value: int) -> bytes:
     """The serialized ``tf.train.Feature`` holding one int64 (ValueError if it does not

@@ -157,8 +157,8 @@ def frame_into(chunk: mmap.mmap, start: int, pieces: Sequence[bytes], size: int)
 
     The pieces are copied and their CRC accumulated by loops that run in C (``map`` of
     the chunk's ``write``, ``reduce`` of the CRC's ``extend``), not a Python loop over
-    the pieces: a mixed record has 14 of them, and the Python loop cost about 0.3 µs
-    each on the encoding thread (measured, docs/performance.md).
+    the pieces: a mixed record has 14 of them, and a Python loop costs the encoding
+    thread time for each (measured: docs/performance.md#the-writers-buffers).
     """
     chunk.seek(start)
     write = chunk.write

@@ -118,11 +118,6 @@ class RandomAccess:
     def __len__(self) -> int:
         return len(self.shards)
 
-    @property
-    def field_names(self) -> list[str]:
-        """The fields each record holds, in schema order."""
-        return [f.name for f in self.source.fields]
-
     def _index(self, i: Any) -> int:
         if isinstance(i, bool):
             raise TypeError(f"record indices must be integers, not {i!r}")

@@ -32,7 +32,7 @@ import sys
 import time
 import warnings
 from collections.abc import Iterator, Sequence
-from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures import Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any, Generic, TypeVar
 
@@ -259,6 +259,15 @@ class OrderedPool(Generic[T]):
             return FIRST_BATCH_RECORDS
         wanted = TARGET_BATCH_SECONDS / max(self._seconds_per_record, 1e-9)
         return max(1, min(MAX_BATCH_RECORDS, int(wanted)))
+
+    def wait_ready(self, timeout: float | None = None) -> bool:
+        """Block until every started worker is up or has failed to start (at most
+        ``timeout`` seconds); whether batches now go to the workers. False at once when
+        the workers have not been started."""
+        if self._executor is None:
+            return False
+        wait(self._warming, timeout=timeout)
+        return self._workers_ready()
 
     def _workers_ready(self) -> bool:
         if self._executor is None:

@@ -56,6 +56,13 @@ class Progress:
         self.bytes = 0
         self._shown = 0
 
+    def expect(self, total: int) -> None:
+        """Show progress as a share of ``total`` records (when the input's size is known)."""
+        self._total = total
+        if self._bar is not None:
+            self._bar.total = total
+            self._bar.refresh()
+
     @property
     def enabled(self) -> bool:
         """Whether a tqdm bar is shown (plain log lines do not count)."""

@@ -64,16 +64,9 @@ DEFAULT_SHARD_BYTES = 128 * 2**20
 
 #: Encoded records are copied into a chunk of this many bytes before it is hashed,
 #: compressed and written, so the per-record cost is one copy. Small enough to stay in
-#: the processor's cache between the copy, the write and the hash (a 4 MB L2 on the
-#: 2-core VM measured), and to keep both threads busy from the first records to the
-#: last: the encoding of the first chunk and the hashing of the last overlap with
-#: nothing. Measured there (1,500 mixed records, about 53 KB each, ``durable=False``,
-#: the background thread hashing and writing): with 16 MB chunks it spent 61 µs of CPU
-#: a record and the write ran at about 11,000 records/s; with 4 MB chunks 44 µs, and
-#: about 14,000 records/s (2 MB: the same; 1 MB: 13,500; 8 MB: 13,300). With the
-#: encoding thread writing (see :meth:`ShardFile._hash_chunk`), 2 MB chunks, three in
-#: flight, ran at 14,600 records/s, the encoder never waiting on the hash; 4 MB, two in
-#: flight, at 14,000, the encoder waiting 1.7 µs a record.
+#: the processor's cache between the copy, the write and the hash, and to keep both
+#: threads busy from the first records to the last (measured:
+#: docs/performance.md#the-writers-buffers).
 _CHUNK_BYTES = 2 << 20
 #: Chunks handed to the background thread and not yet hashed (or written): bounds the
 #: memory a slow disk can hold up (with the chunk being filled, 8 MB; the buffers are
@@ -85,10 +78,7 @@ _CHUNKS_IN_FLIGHT = 3
 #: call: the kernel caches a large write in large page-cache folios, and from 2 MB on
 #: these are taken from the free 2 MB blocks that a virtual machine with free page
 #: reporting (virtio-balloon) has handed back to its host, so copying into each of them
-#: stalls while the host backs it again. Measured on a 2-core VM (ext4, 1,500 mixed
-#: records, six writes in a row): one 16 MB write per chunk spent 120 µs a record in the
-#: kernel in two to four of the six writes (half speed), against 13 µs in the others;
-#: 1 MB writes spent 9 to 16 µs in every write, and 2 MB writes 35 to 41.
+#: stalls while the host backs it again (measured: docs/performance.md#the-writers-buffers).
 _WRITE_PIECE_BYTES = 1 << 20
 _DIGITS = 5
 #: Files are written as bytes on every platform (Windows would otherwise translate).
@@ -150,16 +140,14 @@ def new_chunk(size: int) -> mmap.mmap:
     out page by page as records are copied in.
 
     Why not a ``bytearray``: one grown as records arrive is zero-filled and copied at
-    every growth, and every fresh page costs a fault, about 30 µs per 50 KB record on
-    the encoding thread (a quarter of its time in a mixed write, measured); pages of
-    this mapping are faulted in once, when a record is first copied to them, and a
-    small shard touches only the pages its records fill.
+    every growth, and every fresh page costs a fault; pages of this mapping are faulted
+    in once, when a record is first copied to them, and a small shard touches only the
+    pages its records fill.
 
     Why no transparent huge pages (``MADV_HUGEPAGE``), which would fault 512 times less
     often: where the kernel compacts memory on such a fault (``defrag`` set to
     ``madvise``, a common default), a fault may stall to find a free 2 MB page, and the
-    mixed write became bimodal: 6 of 9 runs at about 0.6x the others, at 1.5x the CPU
-    time a record (measured, docs/performance.md).
+    mixed write became bimodal (measured: docs/performance.md#the-writers-buffers).
     """
     if hasattr(mmap, "MAP_PRIVATE"):  # Unix: private anonymous memory
         return mmap.mmap(-1, size, flags=mmap.MAP_PRIVATE)
@@ -171,13 +159,9 @@ class ChunkPool:
 
     A fresh buffer's pages cost the kernel a fault and a zero-fill each the first time a
     record is copied to them, and in a virtual machine the host may have to back them
-    too: measured on a 2-core VM (two processes each writing the same 1,500 mixed records
-    nine times, the first write of each left out), system CPU time fell from 20 to 53 µs
-    a record in fast runs (113 to 127 in slow ones) to about 13 µs with kept buffers,
-    fast runs went from about 9,500 to 10,700 records/s, and slow runs (half speed)
-    from 4 in 16 to 1 in 16. A process that has written keeps up to ``keep`` buffers
-    (2 MB each; the pages its writes touched stay resident) for its next shard or
-    writer.
+    too (measured: docs/performance.md#the-writers-buffers). A process that has written
+    keeps up to ``keep`` buffers (2 MB each; the pages its writes touched stay resident)
+    for its next shard or writer.
     """
 
     def __init__(self, keep: int) -> None:
@@ -381,14 +365,11 @@ class ShardFile:
         """On the background thread: hash one chunk that the encoding thread has written
         to the file (starting its writeback when durable); give its buffer back.
 
-        Why the write is not done here too: the hash, at about 1 GB/s, is most of this
-        thread's work, and the write (the kernel's copy into its cache, a quarter of the
-        hash's time) made it the slower thread. Measured in a mixed write (about 53 KB a
-        record, ``durable=False``): hashing and writing here, this thread took about 62
-        µs a record and set the pace, the encoder waiting on it 11 to 15 µs a record;
-        with the encoder writing (:meth:`_write`, the GIL released meanwhile), the
-        encoder waits on nothing and the write ran 3 to 5 % faster (more with the
-        chunk size of :data:`_CHUNK_BYTES`)."""
+        Why the write is not done here too: the hash is most of this thread's work, and
+        the write (the kernel's copy into its cache) made it the slower thread, which
+        set the pace; with the encoder writing (:meth:`_write`, the GIL released
+        meanwhile), the encoder waits on nothing (measured:
+        docs/performance.md#the-writers-buffers)."""
         try:
             self._hash.update(data)
             if self.durable:  # it must reach the disk anyway: start now, fsync waits less

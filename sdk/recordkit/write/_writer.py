@@ -112,8 +112,6 @@ class DatasetWriter:
         self,
         path: PathOrUrl,
         schema: Schema | type[Record] | str | os.PathLike[str],
-        *,
-        _total: int | None = None,
         **options: Unpack[WriteOptions],
     ) -> None:
         unknown = sorted(set(options) - set(WriteOptions.__annotations__))
@@ -199,7 +197,7 @@ class DatasetWriter:
             self._release_lock()
             raise
         name = (self._target or self.where).name
-        self._progress = Progress(options.get("progress"), total=_total, desc=f"writing {name}")
+        self._progress = Progress(options.get("progress"), desc=f"writing {name}")
 
     def _release_lock(self) -> None:
         if self._folder_lock is not None:
@@ -355,8 +353,8 @@ class DatasetWriter:
         """:meth:`write` of every record of ``records``, encoded in this process and
         named by their index: the same steps, with the lookups that do not change from
         record to record (the encoder, the split, the options) made once, not per
-        record (about 1 µs a record of the encoding thread's time, which bounds a
-        serial write's speed)."""
+        record: the encoding thread's time bounds a serial write's speed (measured:
+        docs/performance.md#the-writers-buffers)."""
         encode = self._encoder.encode_pieces
         add = state.add_pieces
         state.input_done = False
@@ -518,8 +516,9 @@ def write_dataset(
     already in complete shards are skipped without being encoded, and if the earlier
     write finished nothing is written.
     """
-    total = len(records) if isinstance(records, Sized) else None
-    with DatasetWriter(path, schema, _total=total, **options) as writer:
+    with DatasetWriter(path, schema, **options) as writer:
+        if isinstance(records, Sized):
+            writer._progress.expect(len(records))
         writer.write_all(records, split)
     return writer.manifest
 

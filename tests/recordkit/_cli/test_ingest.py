@@ -52,8 +52,8 @@ def test_ingest_coco_then_show_draws_the_boxes_where_the_annotations_say(tmp_pat
         # Just outside the outline, the photo shows through.
         assert tuple(picture[middle_y, x0 - 1]) != colour
         assert tuple(picture[middle_y, x0 + BOX_WIDTH]) != colour
-    sheet = Image.open(tmp_path / "show" / "contact-sheet.png")
-    assert sheet.width >= 2 * 190
+    with Image.open(tmp_path / "show" / "contact-sheet.png") as sheet:
+        assert sheet.width >= 2 * 190
 
 
 def test_ingest_coco_then_stats_counts_boxes_and_classes(tmp_path: Path) -> None:

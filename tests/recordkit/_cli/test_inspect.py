@@ -13,8 +13,13 @@ from click.testing import CliRunner, Result
 import recordkit as rk
 from recordkit._cli.inspect import sample_records
 from recordkit.cli import main
-from recordkit.codec._plugins import reset_default_registry
-from recordkit.format._tfrecord import FRAMING_BYTES, iter_tfrecords
+from recordkit.codec._plugins import (  # private: resets the process-wide registry; no public reset
+    reset_default_registry,
+)
+from recordkit.format._tfrecord import (  # private: a shard's raw frames, without TensorFlow
+    FRAMING_BYTES,
+    iter_tfrecords,
+)
 
 
 def run(*args: str) -> Result:
@@ -163,7 +168,9 @@ def test_without_a_codec_the_summary_still_shows(tmp_path: Path, monkeypatch: py
 
 
 def test_an_unfinished_write_is_shown(dataset: Path) -> None:
-    from recordkit.dataset._manifest import UnfinishedWrite
+    from recordkit.dataset._manifest import (  # private: marks a split unfinished as a killed writer does
+        UnfinishedWrite,
+    )
 
     manifest = rk.Manifest.load(dataset)
     manifest.splits["train"].unfinished = UnfinishedWrite(consumed=12, started="2025-01-01T00:00:00+00:00")

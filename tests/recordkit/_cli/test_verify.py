@@ -163,7 +163,9 @@ def test_not_a_dataset(tmp_path: Path) -> None:
 def test_an_unfinished_write_does_not_pass_silently(dataset: Path) -> None:
     """Its complete shards are checked, but the dataset may lack records: status 3, unless
     --allow-unfinished accepts the complete shards (issue 12)."""
-    from recordkit.dataset._manifest import UnfinishedWrite
+    from recordkit.dataset._manifest import (  # private: marks a split unfinished as a killed writer does
+        UnfinishedWrite,
+    )
 
     manifest = rk.Manifest.load(dataset)
     manifest.splits["train"].unfinished = UnfinishedWrite(consumed=12, started="2025-01-01T00:00:00+00:00")

@@ -9,7 +9,10 @@ import pytest
 
 import recordkit as rk
 from recordkit.dataset._breakdown import FRAMING, UNKNOWN
-from recordkit.format._example import encode_example, encode_feature
+from recordkit.format._example import (  # private: builds and reads Example bytes by hand
+    encode_example,
+    encode_feature,
+)
 
 SCHEMA = rk.Schema(
     name="breakdown",

@@ -9,7 +9,9 @@ import pytest
 
 from recordkit.dataset._paths import check_member_name, resolve_member
 from recordkit.errors import ManifestError
-from recordkit.write._shard_file import check_split_name
+from recordkit.write._shard_file import (  # private: the writer's split-name rule, beside the paths it makes
+    check_split_name,
+)
 
 
 @pytest.mark.parametrize("name", ["train-00000.tfrecord", "rejects-train.jsonl", "sub/train-0.tfrecord.gz"])

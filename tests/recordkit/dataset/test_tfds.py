@@ -18,12 +18,12 @@ from _object_stores import Bucket, cli_options
 from click.testing import CliRunner
 
 import recordkit as rk
+from recordkit import convert_dataset
 from recordkit.cli import main
 from recordkit.dataset._manifest import Manifest
 from recordkit.dataset._tfds import load_tfds
-from recordkit.format._example import decode_example
-from recordkit.format._tfrecord import iter_tfrecords
-from recordkit.tools._convert import convert_dataset
+from recordkit.format._example import decode_example  # private: the stored wire values, without TensorFlow
+from recordkit.format._tfrecord import iter_tfrecords  # private: a shard's raw frames, without TensorFlow
 
 tfds = pytest.importorskip("tensorflow_datasets")
 

@@ -12,7 +12,7 @@ import tensorflow as tf
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from recordkit.codec._wire import WireKind
+from recordkit import WireKind
 from recordkit.format._example import (
     _varint,
     array_entry,
@@ -22,7 +22,6 @@ from recordkit.format._example import (
     encode_feature,
     encode_int64_scalar_entry,
     encode_int64_scalar_feature,
-    encode_single_bytes_feature,
     join_entries,
     normalize_values,
     payload_entry_head,
@@ -219,12 +218,6 @@ def test_the_cached_int64_scalar_feature_is_the_general_one(value: int) -> None:
     assert encode_int64_scalar_feature(value) == encode_feature(WireKind.INT64, [value])
     general = encode_entry(b"k", encode_feature(WireKind.INT64, [value]))
     assert encode_int64_scalar_entry(b"k", value) == general
-
-
-def test_single_bytes_feature_is_head_plus_value() -> None:
-    for size in (0, 1, 127, 128, 16_383, 16_384, 300_000):
-        value = b"v" * size
-        assert encode_single_bytes_feature(value) == encode_feature(WireKind.BYTES, [value])
 
 
 #: Every value where a varint gains a byte, and the largest (uint64's maximum).

@@ -14,7 +14,9 @@ import pytest
 from click.testing import CliRunner
 
 import recordkit as rk
-from recordkit._cli import index as index_command
+from recordkit._cli import (  # private: patches the index command's checkpoints and builder
+    index as index_command,
+)
 from recordkit.cli import main
 from recordkit.errors import CorruptRecordError
 from recordkit.format._index import INDEX_MAGIC, RecordIndex, build_index, read_index

@@ -20,7 +20,7 @@ from recordkit.format._tfrecord import (
     iter_tfrecords,
     scan_tfrecords,
 )
-from recordkit.write._shard_file import ShardFile
+from recordkit.write._shard_file import ShardFile  # private: writes a shard exactly as the writer does
 
 PAYLOADS = [b"", b"a", bytes(range(256)) * 40, b"\x00" * 3, "unicode \u00e9".encode()]
 ALL_COMPRESSIONS = list(Compression)

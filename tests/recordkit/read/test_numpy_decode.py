@@ -11,8 +11,11 @@ import pytest
 import tensorflow as tf
 
 import recordkit as rk
-from recordkit.codec._wire import WireKind
-from recordkit.format._example import encode_example, encode_feature
+from recordkit import WireKind
+from recordkit.format._example import (  # private: builds and reads Example bytes by hand
+    encode_example,
+    encode_feature,
+)
 from recordkit.read._numpy_decode import decode_record_numpy
 from recordkit_codecs.scalar import ScalarCodec
 
@@ -133,7 +136,9 @@ def test_tf_parser_reads_a_tfrecord_dataset_in_batches(
 def test_fields_under_their_own_keys_decode_the_quick_way_to_the_same_values(
     bound: rk.BoundSchema, serialized: list[bytes], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from recordkit.format._example import decode_example
+    from recordkit.format._example import (  # private: the stored wire values, without TensorFlow
+        decode_example,
+    )
     from recordkit.read import _numpy_decode
 
     parsed = decode_example(serialized[0])

@@ -139,7 +139,7 @@ def test_records_before_the_slice_are_not_decoded(dataset: Path, tmp_path: Path)
     data = bytearray((copy / first.file).read_bytes())
     # Damage the payload (not the framing) of the first record: it fails its data CRC
     # only if read with verify, and does not decode if decoded.
-    from recordkit.format._tfrecord import iter_tfrecords
+    from recordkit.format._tfrecord import iter_tfrecords  # private: a shard's raw frames, without TensorFlow
 
     offsets = [offset for offset, _ in iter_tfrecords(copy / first.file)]
     data[offsets[0] + 12 + 2] ^= 0xFF

@@ -11,8 +11,8 @@ import pytest
 import tensorflow as tf
 
 import recordkit as rk
-from recordkit.codec._wire import WireKind
-from recordkit.format._example import decode_example
+from recordkit import WireKind
+from recordkit.format._example import decode_example  # private: the stored wire values, without TensorFlow
 from recordkit_codecs.scalar import ScalarCodec
 
 

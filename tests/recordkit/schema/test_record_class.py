@@ -14,8 +14,10 @@ from PIL import Image
 
 import recordkit as rk
 from recordkit.errors import RecordError, SchemaError
-from recordkit.format._example import decode_example
-from recordkit.read._numpy_decode import decode_record_numpy
+from recordkit.format._example import decode_example  # private: the stored wire values, without TensorFlow
+from recordkit.read._numpy_decode import (  # private: decodes as the numpy reader does, no dataset
+    decode_record_numpy,
+)
 
 SCHEMAS = Path(__file__).resolve().parents[3] / "schemas"
 REGISTRY = schema_registry()

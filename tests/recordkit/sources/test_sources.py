@@ -50,8 +50,10 @@ def test_image_folder_stores_the_files_bytes_unchanged(tmp_path: Path) -> None:
     root = fx.image_folder(tmp_path)
     _write_and_read(sources.image_folder(root), tmp_path / "out")
     # The image codec's format "keep": the stored bytes are the file's bytes.
-    from recordkit.read._iter_records import iter_shard_records
-    from recordkit.read._open import open_dataset
+    from recordkit.read._iter_records import (  # private: the stored bytes, which no public reader returns
+        iter_shard_records,
+    )
+    from recordkit.read._open import open_dataset  # private: the stored bytes, which no public reader returns
 
     source = open_dataset(tmp_path / "out")
     stored = [data for shard in source.shards for _, data in iter_shard_records(shard)]

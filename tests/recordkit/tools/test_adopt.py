@@ -611,8 +611,10 @@ def test_the_core_knows_no_codec_only_the_registry_does(detection: tuple[Path, l
 
 def test_built_in_codecs_adopt_what_they_recognise(detection: tuple[Path, list[dict[str, Any]]]) -> None:
     """Each built-in codec answers Codec.adopt for its own layout only."""
-    from recordkit.format._example import decode_example
-    from recordkit.format._tfrecord import iter_tfrecords
+    from recordkit.format._example import (  # private: the stored wire values, without TensorFlow
+        decode_example,
+    )
+    from recordkit.format._tfrecord import iter_tfrecords  # private: a shard's raw frames, without TensorFlow
     from recordkit_codecs.bbox import BBoxCodec
     from recordkit_codecs.image import ImageCodec
     from recordkit_codecs.mask import MaskCodec

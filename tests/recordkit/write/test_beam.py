@@ -26,7 +26,10 @@ from click.testing import CliRunner
 import recordkit as rk
 from recordkit.cli import main
 from recordkit.errors import DatasetError
-from recordkit.format._tfrecord import Compression, frame_record
+from recordkit.format._tfrecord import (  # private: frames records by hand, to build or damage shards
+    Compression,
+    frame_record,
+)
 from recordkit.storage import Location, location
 from recordkit.write import _beam as beam_writer
 

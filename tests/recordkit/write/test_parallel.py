@@ -7,7 +7,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -156,8 +155,12 @@ def test_workers_rebuild_in_process_codecs(tmp_path: Path) -> None:
     # Reading back needs the same registry (the codec is not installed as a plugin).
     decoded = []
     for shard in manifest.split("train").shards:
-        from recordkit.format._tfrecord import iter_tfrecords
-        from recordkit.read._numpy_decode import decode_record_numpy
+        from recordkit.format._tfrecord import (  # private: a shard's raw frames, without TensorFlow
+            iter_tfrecords,
+        )
+        from recordkit.read._numpy_decode import (  # private: decodes as the numpy reader does, no dataset
+            decode_record_numpy,
+        )
 
         bound = manifest.schema.bind(registry)
         decoded += [
@@ -207,8 +210,10 @@ class PidPlugin:
 
 
 def test_batches_are_encoded_here_until_the_workers_are_ready() -> None:
-    from recordkit.format._example import decode_example
-    from recordkit.schema._encoder import RecordEncoder
+    from recordkit import RecordEncoder
+    from recordkit.format._example import (  # private: the stored wire values, without TensorFlow
+        decode_example,
+    )
     from recordkit.write._parallel import OrderedPool
 
     registry = rk.load_plugins(allow=["scalar"], extra_plugins=[("pid-plugin", PidPlugin)]).registry
@@ -221,21 +226,15 @@ def test_batches_are_encoded_here_until_the_workers_are_ready() -> None:
     try:
         # Submitted while the workers are still starting (a fresh interpreter each).
         done += pool.submit(0, [(0, {"pid": 0})])
-        deadline = time.monotonic() + 120
-        tag = 1
-        while time.monotonic() < deadline:  # until a batch has gone to a worker
-            done += pool.submit(tag, [(tag, {"pid": 0})])
-            done += list(pool.drain())
-            if decode_example(done[-1][1][0][12:-4])["pid"][1][0] != os.getpid():
-                break
-            tag += 1
-            time.sleep(0.05)
+        assert pool.wait_ready(timeout=120), "the workers never started"
+        done += pool.submit(1, [(1, {"pid": 0})])
+        done += list(pool.drain())
     finally:
         pool.close()
     pids = [decode_example(results[0][12:-4])["pid"][1][0] for _, results in done]
-    assert [t for t, _ in done] == list(range(len(done)))  # in submission order
+    assert [t for t, _ in done] == [0, 1]  # in submission order
     assert pids[0] == os.getpid()
-    assert pids[-1] != os.getpid()
+    assert pids[1] != os.getpid()
 
 
 # -- order and memory on real records -------------------------------------------------------
@@ -274,10 +273,8 @@ def test_workers_encode_real_images_in_input_order(tmp_path: Path) -> None:
         for record in itertools.islice(records, 8):
             writer.write(record)
         # Wait for the workers to be up, so the rest is encoded by them, not here.
-        deadline = time.monotonic() + 120
-        while writer._pool is None or not writer._pool._workers_ready():
-            assert time.monotonic() < deadline, "the workers never started"
-            time.sleep(0.05)
+        assert writer._pool is not None
+        assert writer._pool.wait_ready(timeout=120), "the workers never started"
         for record in records:
             writer.write(record)
     serial = rk.write_dataset(
@@ -362,10 +359,7 @@ def test_workers_start_only_once_the_write_has_shown_it_is_long(
                 break  # started after 0.02 s of encoding here
         assert writer._pool is not None
         assert writer._pool.started
-        deadline = time.monotonic() + 120
-        while not writer._pool._workers_ready():  # up: the rest goes to them
-            assert time.monotonic() < deadline, "the workers never started"
-            time.sleep(0.05)
+        assert writer._pool.wait_ready(timeout=120), "the workers never started"  # the rest goes to them
         for record in itertools.islice(records, 600):
             writer.write(record)
     pids = [int(r["pid"]) for r in read_split(tmp_path / "long", registry=registry)]

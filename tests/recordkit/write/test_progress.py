@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import inspect
 import sys
+from pathlib import Path
 
 import pytest
+from _writer_support import SCHEMA, make_records
 
+import recordkit as rk
 from recordkit.write._progress import Progress
 
 
@@ -81,3 +85,26 @@ def test_a_short_write_prints_nothing_in_a_log(monkeypatch: pytest.MonkeyPatch) 
     silent.advance(1)
     silent.close()
     assert log.getvalue() == ""
+
+
+def test_a_total_expected_later_is_shown(capsys: pytest.CaptureFixture[str]) -> None:
+    progress = Progress(True, desc="writing pets")
+    progress.expect(300)
+    for _ in range(300):
+        progress.advance(10)
+    progress.close()
+    assert "300/300" in capsys.readouterr().err
+
+
+def test_write_dataset_shows_progress_as_a_share_of_a_sized_input(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    rk.write_dataset(list(make_records(40)), SCHEMA, tmp_path / "sized", progress=True)
+    assert "40/40" in capsys.readouterr().err
+    rk.write_dataset(make_records(40), SCHEMA, tmp_path / "unsized", progress=True)
+    assert "40/40" not in capsys.readouterr().err  # a generator's length is unknown
+
+
+def test_the_public_writer_takes_no_private_arguments() -> None:
+    parameters = inspect.signature(rk.DatasetWriter).parameters
+    assert [name for name in parameters if name.startswith("_")] == []

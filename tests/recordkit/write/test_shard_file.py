@@ -13,8 +13,13 @@ from typing import Any
 
 import pytest
 
-from recordkit.format._index import read_index
-from recordkit.format._tfrecord import Compression, frame_pieces, frame_record, iter_tfrecords
+from recordkit.format._index import read_index  # private: the record-offset index file itself
+from recordkit.format._tfrecord import (  # private: frames records by hand, to build or damage shards
+    Compression,
+    frame_pieces,
+    frame_record,
+    iter_tfrecords,
+)
 from recordkit.write._shard_file import (
     _CHUNKS_IN_FLIGHT,
     DEFAULT_SHARD_BYTES,

@@ -16,7 +16,9 @@ from PIL import Image
 
 import recordkit as rk
 from recordkit.errors import DatasetError, IncompatibleSchemaError, RecordError
-from recordkit.format._tfrecord import frame_record
+from recordkit.format._tfrecord import (  # private: frames records by hand, to build or damage shards
+    frame_record,
+)
 
 
 def framed_size(record: dict[str, Any]) -> int:
