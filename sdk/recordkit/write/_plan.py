@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 import os
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeGuard, cast
 
 from recordkit._version import __version__
 from recordkit.codec._registry import CodecRegistry
@@ -46,37 +46,37 @@ SchemaLike = Schema | type[Record] | str | os.PathLike[str]
 _SCHEMA_SUFFIXES = (".yaml", ".yml", ".json")
 
 
-def path_and_schema(path: Any, schema: Any) -> tuple[PathOrUrl, SchemaLike]:
+def path_and_schema(path: PathOrUrl, schema: SchemaLike) -> tuple[PathOrUrl, SchemaLike]:
     """A writer's ``(path, schema)``, also from the order ``write_dataset`` and
     ``WriteDataset`` took first (schema before path).
 
-    The arguments are swapped when ``path`` is a Schema or a Record class, or when both
-    are strings (or paths) and only ``path`` names a schema file (``.yaml``, ``.yml``,
-    ``.json``). Anything else that is not a path and a schema is a TypeError naming the
-    order.
+    The two are swapped when ``path`` is a Schema or a Record class and ``schema`` is
+    not, or when both are strings (or paths) and only ``path`` names a schema file
+    (``.yaml``, ``.yml``, ``.json``). Two schemas, or a schema that is none of a Schema,
+    a Record class or a file, are a TypeError naming the order.
     """
-    if _is_schema_object(path) and _is_path(schema):
-        return schema, path
-    if _is_path(path) and _is_path(schema) and _names_schema_file(path) and not _names_schema_file(schema):
-        return schema, path
-    if _is_path(path) and (_is_schema_object(schema) or _is_path(schema)):
-        return path, schema
-    raise TypeError(
-        "a writer takes the dataset's path (a folder or a URL), then its schema (a Schema, a Record "
-        f"class or a schema file), not {type(path).__name__} and {type(schema).__name__}"
-    )
+    if (_is_schema_object(path) and not _is_schema_object(schema)) or (
+        _names_schema_file(path) and _is_file_name(schema) and not _names_schema_file(schema)
+    ):
+        path, schema = cast(PathOrUrl, schema), cast(SchemaLike, path)  # given the other way round
+    if _is_schema_object(path) or not (_is_schema_object(schema) or _is_file_name(schema)):
+        raise TypeError(
+            "a writer takes the dataset's path (a folder or a URL), then its schema (a Schema, a "
+            f"Record class or a schema file), not {type(path).__name__} and {type(schema).__name__}"
+        )
+    return path, schema
 
 
-def _is_schema_object(value: Any) -> bool:
+def _is_schema_object(value: object) -> bool:
     return isinstance(value, Schema) or (isinstance(value, type) and issubclass(value, Record))
 
 
-def _is_path(value: Any) -> bool:
+def _is_file_name(value: object) -> TypeGuard[str | os.PathLike[str]]:
     return isinstance(value, (str, os.PathLike))
 
 
-def _names_schema_file(value: str | os.PathLike[str]) -> bool:
-    return os.fspath(value).lower().endswith(_SCHEMA_SUFFIXES)
+def _names_schema_file(value: object) -> bool:
+    return _is_file_name(value) and os.fspath(value).lower().endswith(_SCHEMA_SUFFIXES)
 
 
 def load_schema(
