@@ -42,6 +42,7 @@ import pydantic
 
 import recordkit as rk
 from recordkit_codecs._foreign import LABEL_HINT, TEXT_HINT
+from recordkit_codecs._show import class_counts, class_names
 
 __all__ = ["BOX_FORMATS", "BBoxCodec", "BBoxOptions", "BoxFormat", "convert_boxes"]
 
@@ -233,6 +234,56 @@ class BBoxCodec(rk.Codec[BBoxOptions]):
         return (self.options.image_field,) if self.options.image_field else ()
 
     # -- encoding -------------------------------------------------------------------
+
+    # -- showing, counting and converting (optional capabilities) ------------------
+
+    def _xyxy_and_ids(self, value: Any) -> tuple[np.ndarray, list[int]]:
+        """A decoded value's boxes as xyxy (float64, in its units) and their class ids."""
+        boxes = value["boxes"] if isinstance(value, Mapping) else value
+        ids = value.get("labels", []) if isinstance(value, Mapping) else []
+        xyxy = convert_boxes(np.asarray(boxes, dtype=np.float64).reshape(-1, 4), self.options.format, "xyxy")
+        return xyxy, [int(i) for i in np.asarray(ids).reshape(-1)]
+
+    def draw(self, canvas: rk.Canvas, value: Any) -> None:
+        """Each box outlined in its class's colour, its class name inside its top left
+        corner (rk.Drawable)."""
+        xyxy, ids = self._xyxy_and_ids(value)
+        names = class_names(self.options.labels, ids)
+        draw, width = canvas.draw, canvas.line_width
+        normalized = self.options.normalized
+        for j, (x0, y0, x1, y1) in enumerate(xyxy.tolist()):
+            rgb = canvas.color(ids[j]) if ids else canvas.color(0)
+            left, top = canvas.point(x0, y0, normalized=normalized)
+            right, bottom = canvas.point(x1, y1, normalized=normalized)
+            corners = (min(left, right), min(top, bottom), max(left, right), max(top, bottom))
+            draw.rectangle(corners, outline=rgb, width=width)
+            if names:
+                draw.text((corners[0] + width + 1, corners[1] + width), names[j], fill=rgb)
+
+    def caption(self, value: Any) -> str:
+        """How many boxes, and their classes (rk.Captioned)."""
+        xyxy, ids = self._xyxy_and_ids(value)
+        shown = f": {', '.join(class_names(self.options.labels, ids))}" if ids else ""
+        return f"{len(xyxy)} box{'es' * (len(xyxy) != 1)}{shown}"
+
+    def summarize(self, value: Any) -> rk.Statistics:
+        """Boxes per record, box width and height (in the boxes' units) and boxes per
+        class (rk.Summarized)."""
+        xyxy, ids = self._xyxy_and_ids(value)
+        out: rk.Statistics = {
+            "boxes_per_record": [float(len(xyxy))],
+            "box_width": (xyxy[:, 2] - xyxy[:, 0]).tolist(),
+            "box_height": (xyxy[:, 3] - xyxy[:, 1]).tolist(),
+        }
+        if isinstance(value, Mapping) and "labels" in value:
+            out["box_classes"] = class_counts(self.options.labels, ids)
+        return out
+
+    def to_native(self, request: rk.NativeRequest) -> rk.NativeField:
+        """Boxes are stored in recordkit's canonical order, packed (rk.Convertible)."""
+        options = dict(request.options)
+        options.pop("stored", None)
+        return rk.NativeField(options)
 
     def encode(self, value: Any) -> rk.WireValues:
         boxes, labels, extras = self._split(value)
@@ -618,12 +669,22 @@ def _plain_boxes(boxes: Any, fmt: str, normalized: bool) -> np.ndarray | None:
             return np.zeros((0, 4), dtype=np.float32) if boxes.shape == (0,) else None
         if fmt == "xyxy" and boxes.dtype.kind == "f" and boxes.itemsize <= 8:  # checked as they are
             # Not copied when already float32: the encoder only reads them.
-            return boxes.astype(np.float32, copy=False) if _plainly_valid(boxes, upper) else None
+            plain = boxes.astype(np.float32, copy=False) if _plainly_valid(boxes, upper) else None
+            return _positive_zeros(plain)
         wide = boxes.astype(np.float64)
         if fmt != "xyxy":
             wide = np.stack(_to_xyxy((wide[:, 0], wide[:, 1], wide[:, 2], wide[:, 3]), fmt), axis=1)
-        return wide.astype(np.float32) if _plainly_valid(wide, upper) else None
-    return _few_plain_boxes(boxes, fmt, upper)
+        return _positive_zeros(wide.astype(np.float32)) if _plainly_valid(wide, upper) else None
+    return _positive_zeros(_few_plain_boxes(boxes, fmt, upper))
+
+
+def _positive_zeros(boxes: np.ndarray | None) -> np.ndarray | None:
+    """``boxes`` with any -0.0 as +0.0, the zero the numpy path's clamp stores: the two
+    are equal, and this way both paths write the same bytes. A new array only when a
+    zero is present (``boxes`` may be the caller's own)."""
+    if boxes is None or boxes.all():
+        return boxes
+    return boxes + np.float32(0.0)  # -0.0 + 0.0 is +0.0
 
 
 def _few_plain_boxes(boxes: Any, fmt: str, upper: float) -> np.ndarray | None:
