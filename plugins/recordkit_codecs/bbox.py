@@ -493,9 +493,6 @@ class BBoxCodec(rk.Codec[BBoxOptions]):
             helpers=(_to_xyxy, _convert, _convert_dense_tf, _packed_columns, _unpacked_tf),
         )
 
-    def decode_tf(self, wire: Mapping[str, Any]) -> Any:
-        return self.decode_tf_source()(wire)
-
     def decode_tf_padded(self, wire: Mapping[str, Any]) -> tuple[Any, Any] | None:
         """Packed boxes decoded straight into the padded form (:func:`padded_bbox_tf`):
         what ``load_dataset(pad=...)`` gives, without the ragged tensors it would pad

@@ -124,7 +124,7 @@ class ImageOptions(rk.CodecOptions):
         return None if self.fallback == "error" else self.fallback
 
 
-class ImageCodec(rk.Codec[ImageOptions]):
+class ImageCodec(rk.Raster, rk.Codec[ImageOptions]):
     """An image stored as encoded PNG or JPEG bytes with its height, width and channels."""
 
     name = "image"
@@ -381,9 +381,6 @@ class ImageCodec(rk.Codec[ImageOptions]):
             },
             helpers=(decode_image_batch, header_shapes_tf),
         )
-
-    def decode_tf(self, wire: Mapping[str, Any]) -> Any:
-        return self.decode_tf_source()(wire)
 
     def decode_tf_padded(self, wire: Mapping[str, Any]) -> tuple[Any, Any] | None:
         """The batch's images padded to its largest as they are decoded, and their shapes

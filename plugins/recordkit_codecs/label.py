@@ -191,9 +191,6 @@ class LabelCodec(rk.Codec[LabelOptions]):
             decode_label_tf, {"multi_hot": self.options.multi_hot, "class_count": self.options.class_count}
         )
 
-    def decode_tf(self, wire: Mapping[str, Any]) -> Any:
-        return self.decode_tf_source()(wire)
-
 
 def decode_label_tf(wire: Mapping[str, Any], multi_hot: bool, class_count: int | None) -> Any:
     """The batched TensorFlow decode of a label field: the ids as parsed, or with

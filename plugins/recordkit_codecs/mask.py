@@ -73,7 +73,7 @@ class MaskOptions(rk.CodecOptions):
         return self
 
 
-class MaskCodec(rk.Codec[MaskOptions]):
+class MaskCodec(rk.Raster, rk.Codec[MaskOptions]):
     """A single-channel mask of class indices, stored as a grayscale PNG."""
 
     name = "mask"
@@ -279,9 +279,6 @@ class MaskCodec(rk.Codec[MaskOptions]):
             {"fixed_size": self.fixed_size, "pad_value": self.pad_value(), "sizes": self.options.sizes},
             helpers=(decode_image_batch, header_shapes_tf),
         )
-
-    def decode_tf(self, wire: Mapping[str, Any]) -> Any:
-        return self.decode_tf_source()(wire)
 
     def decode_tf_padded(self, wire: Mapping[str, Any]) -> tuple[Any, Any] | None:
         """The batch's masks padded (with :meth:`pad_value`) to its largest as they are

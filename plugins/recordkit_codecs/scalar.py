@@ -142,9 +142,6 @@ class ScalarCodec(rk.Codec[ScalarOptions]):
         ``recordkit codegen`` copies."""
         return rk.DecodeSource(decode_scalar_tf, {"dtype": self.options.dtype})
 
-    def decode_tf(self, wire: Mapping[str, Any]) -> Any:
-        return self.decode_tf_source()(wire)
-
 
 def decode_scalar_tf(wire: Mapping[str, Any], dtype: str) -> Any:
     """The batched TensorFlow decode of a scalar field of ``dtype`` (TensorFlow only:

@@ -301,9 +301,6 @@ class TensorCodec(rk.Codec[TensorOptions]):
             helpers=(_decode_raw_tf, _nest),
         )
 
-    def decode_tf(self, wire: Mapping[str, Any]) -> Any:
-        return self.decode_tf_source()(wire)
-
 
 def decode_tensor_tf(
     wire: Mapping[str, Any], dtype: str, itemsize: int, shape: list[int | None] | None

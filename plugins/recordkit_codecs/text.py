@@ -107,9 +107,6 @@ class TextCodec(rk.Codec[TextOptions]):
         """:func:`decode_text_tf`: what decode_tf runs and ``recordkit codegen`` copies."""
         return rk.DecodeSource(decode_text_tf)
 
-    def decode_tf(self, wire: Mapping[str, Any]) -> Any:
-        return self.decode_tf_source()(wire)
-
 
 def decode_text_tf(wire: Mapping[str, Any]) -> Any:
     """The batched TensorFlow decode of a text field: the UTF-8 bytes, as parsed

@@ -20,6 +20,19 @@ one is. The conformance kit checks each capability a codec has.
   (a bar chart, most common first).
 * :class:`Convertible`: how a field read from foreign records (a TFDS folder) is stored
   natively by ``recordkit convert``.
+
+Three more serve the readers (``load_dataset``'s tf.data pipeline, and the PyTorch collate):
+
+* :class:`Raster` (a mix-in the codec subclasses): the values are pictures that readers
+  resize, crop and pad (``image_size``), decoded record by record, and cut to a window
+  before decoding where the codec can (``image``, ``mask``).
+* :class:`PadsAsDecoded`: a decode straight into the padded form ``pad=...`` gives
+  (``image``, ``mask``, ``bbox``).
+* :class:`DecodedPerRecord`: values that cost less decoded where each record is, when the
+  reader splits its batches anyway (``audio``).
+
+Each of these must give the values the plain decode gives (padded, cut or split): the
+conformance kit checks it.
 """
 
 from __future__ import annotations
@@ -27,7 +40,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -41,14 +54,21 @@ __all__ = [
     "Canvas",
     "Captioned",
     "Convertible",
+    "DecodedPerRecord",
     "Drawable",
     "NativeField",
     "NativeRequest",
+    "PadsAsDecoded",
     "Pictured",
+    "Raster",
     "Rgb",
     "Statistics",
     "Summarized",
+    "check_capability_members",
     "class_color",
+    "decodes_per_record",
+    "padded_decode",
+    "raster_kind",
 ]
 
 #: A colour as red, green and blue, 0 to 255.
@@ -279,3 +299,103 @@ class Convertible(Protocol):
 
 
 # --8<-- [end:to_native]
+
+
+# -- what the readers ask -------------------------------------------------------------------
+
+
+# --8<-- [start:raster]
+class Raster:
+    """Mix-in of a codec whose values are pictures that readers resize, crop and pad
+    (``load_dataset(image_size=...)`` applies to its fields unless it names fields); they
+    are decoded record by record, so that pictures decode on every core. Subclass it:
+    ``class DepthCodec(rk.Raster, rk.Codec[DepthOptions])``."""
+
+    #: ``"pixels"`` (an image ``[H, W, C]``, resized with interpolation) or ``"indices"``
+    #: (a map of class indices ``[H, W]`` or ``[H, W, 1]``, only ever resized with
+    #: nearest neighbour, so that no index is blended into another).
+    raster: ClassVar[Literal["pixels", "indices"]]
+    #: The wire features (INT64, shape ``()``) that hold each picture's stored height and
+    #: width, when the codec stores them. With :meth:`decode_tf_window`, they let readers
+    #: that crop (``image_fit="crop_or_pad"``, ``"random_crop_or_pad"``) place the window
+    #: before decoding, and decode only the window. None: not stored.
+    size_features: ClassVar[tuple[str, str] | None] = None
+
+    def decode_tf_window(self, wire: Mapping[str, Any], window: Any) -> Any | None:
+        """Decode only a window of one picture (for codecs with :attr:`size_features`).
+
+        ``wire`` is a batch of one record (static size 1); ``window`` is int ``[4]``:
+        top, left, height, width, inside the stored picture. Return the window's pixels
+        without the batch dimension (``[height, width, ...]``), the same values a full
+        decode cut to the window gives; None (the default) when the codec has no cheaper
+        way than decoding the whole picture (readers then decode it and cut)."""
+        return None
+
+
+# --8<-- [end:raster]
+
+
+# --8<-- [start:decode_tf_padded]
+@runtime_checkable
+class PadsAsDecoded(Protocol):
+    """A codec that decodes a batch straight into the dense form ``load_dataset(pad=...)``
+    gives, saving the copy that padding the ragged decode would make (``image``,
+    ``mask``, and ``bbox`` from its packed bytes)."""
+
+    def decode_tf_padded(self, wire: Mapping[str, Any]) -> tuple[Any, Any] | None:
+        """Return ``(padded, shapes)``: ``padded`` is what ``decode_tf`` returns (a
+        ragged tensor) made dense, padded with the codec's ``pad_value()`` to the batch's
+        largest, and ``shapes`` int64 ``[B, rank - 1]``, each record's
+        true shape. A codec whose ``decode_tf`` returns a dict of ragged tensors may return
+        a dict of padded values and a dict of their shapes, by the same keys. None: the
+        reader pads what ``decode_tf`` returns (for these options)."""
+
+
+# --8<-- [end:decode_tf_padded]
+
+
+# --8<-- [start:decodes_per_record]
+@runtime_checkable
+class DecodedPerRecord(Protocol):
+    """A codec whose large values cost less decoded where each record is (``audio``)."""
+
+    def decodes_per_record(self) -> bool:
+        """Whether readers that split their batches into records anyway (pictures decoded
+        record by record and batched again with ``pad``, or single records) should
+        decode this codec's values in that per-record step, from a batch of static size
+        1, rather than a batch at a time before the split. The values must be the same
+        either way."""
+
+
+# --8<-- [end:decodes_per_record]
+
+
+def raster_kind(codec: object) -> Literal["pixels", "indices"] | None:
+    """What pictures ``codec``'s values are (:attr:`Raster.raster`), or None: not a raster."""
+    return codec.raster if isinstance(codec, Raster) else None
+
+
+def padded_decode(codec: object, wire: Mapping[str, Any]) -> tuple[Any, Any] | None:
+    """``codec``'s :meth:`PadsAsDecoded.decode_tf_padded` of ``wire``; None without one."""
+    return codec.decode_tf_padded(wire) if isinstance(codec, PadsAsDecoded) else None
+
+
+def decodes_per_record(codec: object) -> bool:
+    """Whether ``codec`` asks to be decoded record by record (:class:`DecodedPerRecord`)."""
+    return isinstance(codec, DecodedPerRecord) and bool(codec.decodes_per_record())
+
+
+_RASTER_MEMBERS = ("raster", "size_features", "decode_tf_window")
+
+
+def check_capability_members(cls: type) -> None:
+    """TypeError for a codec class that declares a :class:`Raster` member without being a
+    Raster: readers would silently treat its pictures as plain values."""
+    if issubclass(cls, Raster):
+        return
+    declared = [name for name in _RASTER_MEMBERS if hasattr(cls, name)]
+    if declared:
+        raise TypeError(
+            f"codec class {cls.__qualname__} declares {', '.join(declared)} but is not a recordkit.Raster: "
+            f"subclass it (class {cls.__name__}(rk.Raster, rk.Codec[...])) so that readers fit its pictures"
+        )

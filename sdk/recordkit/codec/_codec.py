@@ -14,7 +14,9 @@ Decoding exists twice, because datasets are read two ways:
 * :meth:`Codec.decode_numpy` decodes one record without TensorFlow.
 
 The TensorFlow decode is written once, as module functions that :meth:`Codec.decode_tf`
-runs and :meth:`Codec.decode_tf_source` hands to ``recordkit codegen``.
+runs and :meth:`Codec.decode_tf_source` hands to ``recordkit codegen``; a codec that
+writes none decodes to its values as parsed. So a codec is three methods:
+:meth:`Codec.wire_spec`, :meth:`Codec.encode` and :meth:`Codec.decode_numpy`.
 
 A dataset records the version of each codec that stored it, and is read by the codec
 :meth:`Codec.for_stored_version` gives for that version: a codec whose stored layout
@@ -27,87 +29,19 @@ A codec may also recognise its kind of value in TFRecords recordkit did not writ
 from __future__ import annotations
 
 import abc
-import types
-import typing
 from collections.abc import Iterator, Mapping
-from typing import Any, ClassVar, Generic, Literal, TypeVar, cast
+from typing import Any, ClassVar, Generic, TypeVar, cast
 
 import pydantic
 
 from recordkit.codec._adoption import Adoption, ForeignRecords, LeftOut
-from recordkit.codec._decode_source import DecodeSource
+from recordkit.codec._capabilities import check_capability_members
+from recordkit.codec._decode_source import DecodeSource, decode_as_parsed
+from recordkit.codec._options import CodecOptions
 from recordkit.codec._wire import WireSpec, WireValues
 from recordkit.errors import CodecOptionsError, CodecVersionError
 
-__all__ = ["Codec", "CodecOptions", "check_numbers"]
-
-_INT64 = (-(2**63), 2**63 - 1)
-
-
-def _leaf_types(annotation: Any) -> set[Any] | None:
-    """The scalar types an annotation admits, through unions, containers, Annotated and
-    Literal; None when it admits anything (Any, object, or unknown generics)."""
-    found: set[Any] = set()
-    stack = [annotation]
-    while stack:
-        item = stack.pop()
-        if item is Any or item is object:
-            return None
-        origin = typing.get_origin(item)
-        if origin is Literal:
-            found.update(type(arg) for arg in typing.get_args(item))
-        elif origin is typing.Annotated:
-            stack.append(typing.get_args(item)[0])
-        elif origin is not None or isinstance(item, types.UnionType):
-            stack.extend(arg for arg in typing.get_args(item) if arg is not Ellipsis)
-        elif isinstance(item, type):
-            found.add(item)
-        else:
-            return None
-    return found
-
-
-def check_numbers(value: Any, annotation: Any) -> None:
-    """ValueError if ``value`` (or a value nested in it) is a bool where ``annotation``
-    admits numbers but no bool, or an int beyond int64 where it admits ints."""
-    leaves = _leaf_types(annotation)
-    if leaves is None:
-        return
-    numbers = bool(leaves & {int, float})
-    stack = [value]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, bool):
-            if numbers and bool not in leaves:
-                raise ValueError(f"must be a number, not the boolean {str(item).lower()}")
-        elif isinstance(item, int):
-            if int in leaves and not _INT64[0] <= item <= _INT64[1]:
-                raise ValueError(f"{item} is out of the int64 range")
-        elif isinstance(item, (list, tuple, set, frozenset)):
-            stack.extend(item)
-        elif isinstance(item, Mapping):
-            stack.extend(item.values())
-
-
-class CodecOptions(pydantic.BaseModel):
-    """Base of every codec's options model: immutable, unknown options are errors.
-
-    Numbers are checked more strictly than pydantic's default, for every codec's options
-    alike: a boolean is refused where a number is expected (``channels: true`` would
-    otherwise become 1, ``max_length: false`` 0), and an integer must fit in int64, the
-    widest integer TensorFlow stores.
-    """
-
-    model_config = pydantic.ConfigDict(extra="forbid", frozen=True)
-
-    @pydantic.field_validator("*", mode="before")
-    @classmethod
-    def _strict_numbers(cls, value: Any, info: pydantic.ValidationInfo) -> Any:
-        field = cls.model_fields.get(info.field_name or "")
-        if field is not None:
-            check_numbers(value, field.annotation)
-        return value
-
+__all__ = ["Codec", "CodecOptions"]
 
 OptionsT = TypeVar("OptionsT", bound=CodecOptions)
 
@@ -116,8 +50,12 @@ class Codec(abc.ABC, Generic[OptionsT]):
     """Base class of every codec, built-in or from a plugin.
 
     Subclasses set the class attributes ``name``, ``version`` and ``options_model`` and
-    implement the four abstract methods. Codecs must be cheap to construct and hold no
-    open resources: the writer builds one per field and sends it to worker processes.
+    implement the three abstract methods (:meth:`wire_spec`, :meth:`encode`,
+    :meth:`decode_numpy`); the TensorFlow decode is derived (:meth:`decode_tf`). What a
+    codec may do beyond that is an optional capability (recordkit.codec._capabilities:
+    drawn, summarized, a picture readers fit, padded its own way ...). Codecs must be
+    cheap to construct and hold no open resources: the writer builds one per field and
+    sends it to worker processes.
     """
 
     #: The stable name schemas refer to ("image", "audio" ...). Never a module path.
@@ -134,12 +72,6 @@ class Codec(abc.ABC, Generic[OptionsT]):
     #: in one canonical order). They are left out of the wire layout and the fingerprint,
     #: and a reader's schema may set them otherwise than the writer's did.
     decode_options: ClassVar[frozenset[str]] = frozenset()
-    #: Whether decoded values are pictures that readers may resize, crop and pad
-    #: (``load_dataset(image_size=...)`` applies to such fields unless it names fields):
-    #: ``"pixels"`` (an image ``[H, W, C]``, resized with interpolation), ``"indices"``
-    #: (a map of class indices ``[H, W]`` or ``[H, W, 1]``, only ever resized with
-    #: nearest neighbour, so that no index is blended into another), or None.
-    raster: ClassVar[Literal["pixels", "indices"] | None] = None
     #: When :func:`recordkit.infer_schema` asks this codec to :meth:`adopt` foreign keys,
     #: relative to the other codecs: lower first, ties by name. Codecs that recognise
     #: specific layouts go first (the built-in ``bbox`` 100, ``image`` 200, ``tensor``
@@ -147,11 +79,9 @@ class Codec(abc.ABC, Generic[OptionsT]):
     #: ``scalar`` 900); the default, 500, sits between.
     adopt_order: ClassVar[int] = 500
 
-    #: For a raster codec that stores each picture's size: the wire features (INT64,
-    #: shape ``()``) that hold its height and width. With :meth:`decode_tf_window`, it
-    #: lets readers that crop (``image_fit="crop_or_pad"``, ``"random_crop_or_pad"``)
-    #: place the window before decoding, and decode only the window.
-    size_features: ClassVar[tuple[str, str] | None] = None
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        check_capability_members(cls)
 
     def __init__(self, options: OptionsT | Mapping[str, Any] | None = None) -> None:
         self.options: OptionsT = self.parse_options(options)
@@ -221,14 +151,25 @@ class Codec(abc.ABC, Generic[OptionsT]):
         array of shape ``shape`` (fixed) or ``(n, *inner)`` (variable) for numbers.
         """
 
-    @abc.abstractmethod
     def decode_tf(self, wire: Mapping[str, Any]) -> Any:
         """Decode a batch inside a TensorFlow graph (must be ``tf.function``-safe).
 
         ``wire`` maps each feature name to the batched output of
         ``tf.io.parse_example``; return a tensor, a ragged tensor or a dict of them, each
         with the batch as its first dimension.
+
+        Written once by default: it runs :meth:`decode_tf_source`, the codec's own decode
+        function or, for a codec that gives none, the values as parsed (what
+        :func:`~recordkit.codec._decode_source.decode_as_parsed` gives). Override it only
+        where the TensorFlow decode cannot be written as standalone source (a decode that
+        calls back into Python); :meth:`decode_tf_source` then says None.
         """
+        source = self.decode_tf_source()
+        if source is None:
+            raise NotImplementedError(
+                f"codec {self.name!r}: decode_tf_source() returns None, so decode_tf() must be overridden"
+            )
+        return source(wire)
 
     def for_stored_version(self, version: str) -> Codec[Any]:
         """The codec that reads (and describes, through :meth:`wire_spec`) the records
@@ -292,24 +233,10 @@ class Codec(abc.ABC, Generic[OptionsT]):
         instead (the ``mask`` codec: its ``ignore_index``, so that a loss skips the
         padding rather than learning it as background). It applies to numeric and
         boolean outputs (a nonzero value pads booleans with True); strings always pad
-        with the empty string. Read once when the pipeline is built, never per record.
+        with the empty string; the PyTorch collate pads with it too. Read once when a
+        pipeline is built, never per record.
         """
         return 0
-
-    def decode_tf_padded(self, wire: Mapping[str, Any]) -> tuple[Any, Any] | None:
-        """Decode a batch straight into the dense form ``load_dataset(pad=...)`` gives.
-
-        Return ``(padded, shapes)``: ``padded`` is what :meth:`decode_tf` returns (a
-        single ragged tensor) made dense, padded with :meth:`pad_value` to the batch's
-        largest (what its ``to_tensor(default_value=self.pad_value())`` gives), and
-        ``shapes`` is int64 ``[B, rank - 1]``, each record's true shape. Codecs of large
-        values (images) implement it to pad as they decode, which saves copying every
-        value again. A codec whose :meth:`decode_tf` returns a dict of ragged tensors
-        may return a dict of padded values and a dict of their shapes, by the same keys
-        (the ``bbox`` codec does, from its packed bytes). None (the default): the reader
-        pads what :meth:`decode_tf` returns.
-        """
-        return None
 
     @classmethod
     def adopt(cls, records: ForeignRecords) -> Iterator[Adoption | LeftOut]:
@@ -326,40 +253,18 @@ class Codec(abc.ABC, Generic[OptionsT]):
         """
         return iter(())
 
-    def decodes_per_record(self) -> bool:
-        """Whether readers that split their batches into records anyway should decode
-        this codec's values record by record, in their per-record step, rather than a
-        batch at a time before the split.
-
-        ``load_dataset`` splits its batches when it decodes pictures record by record
-        (every core decodes) and batches them again (``pad``), and when it yields single
-        records. A large value whose batched decode joins the batch's payloads, and whose
-        split then copies each record's part out again (audio), costs less decoded where
-        the record is: :meth:`decode_tf` then gets a batch of static size 1, which it
-        may decode by a shorter path. The values must be the same either way. False
-        (the default) for small values, which cost less per batch; pictures (a
-        :attr:`raster`) are always decoded record by record.
-        """
-        return False
-
-    def decode_tf_window(self, wire: Mapping[str, Any], window: Any) -> Any | None:
-        """Decode only a window of one picture (for codecs with :attr:`size_features`).
-
-        ``wire`` is a batch of one record (static size 1); ``window`` is int ``[4]``:
-        top, left, height, width, inside the stored picture. Return the window's pixels
-        without the batch dimension (``[height, width, ...]``), the same values a full
-        decode cut to the window gives; None (the default) when the codec has no cheaper
-        way than decoding the whole picture (readers then decode it and cut).
-        """
-        return None
-
     def decode_tf_source(self) -> DecodeSource | None:
         """:meth:`decode_tf` as standalone source, for parser modules generated by
         ``recordkit codegen`` that run without recordkit (see
-        :class:`~recordkit.DecodeSource`). None (the default): the codec has none, and
-        its fields cannot be generated.
+        :class:`~recordkit.DecodeSource`).
 
-        Write the decode once, as a module function this returns, and let
-        :meth:`decode_tf` run it (``return self.decode_tf_source()(wire)``): recordkit's
-        parser and generated code then share one decode that cannot drift."""
-        return None
+        Write the decode once, as a module function this returns: recordkit's parser
+        (the default :meth:`decode_tf` runs it) and generated code then share one decode
+        that cannot drift. The default is derived from the wire spec: the values as
+        parsed (the one feature's tensor, or a dict by feature name), right for a codec
+        whose :meth:`decode_numpy` gives its wire values as they are. A codec that
+        overrides :meth:`decode_tf` without overriding this gets None: its fields cannot
+        be generated (rather than generated with a decode that is not its own)."""
+        if type(self).decode_tf is not Codec.decode_tf:
+            return None
+        return DecodeSource(decode_as_parsed, {"names": list(self.wire_spec().names)})

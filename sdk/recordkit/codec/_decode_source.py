@@ -13,7 +13,7 @@ import dataclasses
 from collections.abc import Callable, Mapping
 from typing import Any
 
-__all__ = ["DecodeSource"]
+__all__ = ["DecodeSource", "decode_as_parsed"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -45,3 +45,13 @@ class DecodeSource:
         their defaults (the image codec's ``pad=True`` for ``decode_tf_padded``).
         """
         return self.function(wire, **self.constants, **extra)
+
+
+def decode_as_parsed(wire: Mapping[str, Any], names: list[str]) -> Any:
+    """The decode a codec gets when it writes none: its values as ``tf.io.parse_example``
+    gives them. The one wire feature's tensor (dense ``[B, *shape]``, or ragged
+    ``[B, (n), *inner]`` for a variable shape), or a dict of them by feature name when the
+    wire spec has several. Generated parser modules carry a copy of it."""
+    if len(names) == 1:
+        return wire[names[0]]
+    return {name: wire[name] for name in names}

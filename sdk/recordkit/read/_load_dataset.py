@@ -30,7 +30,7 @@ The pipeline, in order, one small function a step (each step only when asked for
    dense); then prefetch.
 
 Where the batches are split anyway (steps 4 and 5), the fields whose codec asks for it
-(:meth:`~recordkit.Codec.decodes_per_record`: audio) and that are padded (or read as
+(:meth:`~recordkit.DecodedPerRecord.decodes_per_record`: audio) and that are padded (or read as
 single records) leave step 3 as their wire values too and are decoded in the per-record
 map: a batch's decode would join their large payloads only for the split to copy each
 record's part out again.
@@ -50,6 +50,7 @@ import random
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from recordkit.codec._capabilities import Raster, decodes_per_record, padded_decode, raster_kind
 from recordkit.codec._registry import CodecRegistry
 from recordkit.read._corruption import CorruptionReport, OnCorrupt
 from recordkit.read._dense import (
@@ -396,7 +397,7 @@ class _Layout:
     per_record: tuple[BoundField, ...]
     #: Other fields decoded record by record in that map, when the batches are split
     #: anyway (pictures decoded per record, or single records): plain stored fields whose
-    #: codec asks for it (:meth:`~recordkit.Codec.decodes_per_record`: audio), padded
+    #: codec asks for it (:meth:`~recordkit.DecodedPerRecord.decodes_per_record`: audio), padded
     #: (or single records), so that each record's value is made dense where it is decoded.
     per_record_values: tuple[BoundField, ...]
     #: Whether the padded fields are padded in the batched step (batches that stay as
@@ -420,7 +421,7 @@ class _Layout:
             f.name: chosen.get(f.name)
             or (
                 "nearest"
-                if f.codec.raster == "indices"
+                if raster_kind(f.codec) == "indices"
                 else (image_method if isinstance(image_method, str) else "bilinear")
             )
             for f in source.fields
@@ -434,14 +435,14 @@ class _Layout:
             for f in source.stored_fields.fields
             if f.presence_key is None and not f.spec.sequence and f.name not in source.defaults
         ]
-        per_record = tuple(f for f in plain if f.codec.raster)
+        per_record = tuple(f for f in plain if raster_kind(f.codec))
         split = bool(per_record) or options.batch_size is None  # the batches are split anyway
         per_record_values = tuple(
             f
             for f in plain
             if split
-            and not f.codec.raster
-            and f.codec.decodes_per_record()
+            and not raster_kind(f.codec)
+            and decodes_per_record(f.codec)
             and (f.name in padded or options.batch_size is None)
         )
         crop_seed = options.seed if options.seed is not None else random.SystemRandom().randrange(1 << 31)
@@ -842,7 +843,7 @@ def _channel_check(
     names = [
         f.name
         for f in layout.per_record
-        if f.codec.raster == "pixels"
+        if raster_kind(f.codec) == "pixels"
         and (f.name in layout.padded or f.name in layout.sizes)
         and isinstance(record_spec[f.name], tf.TensorSpec)
         and record_spec[f.name].shape.rank == 3
@@ -923,7 +924,7 @@ def _decode_one(field: BoundField, wire: dict[str, Any]) -> Any:
     import tensorflow as tf
 
     one = {key: value[None] for key, value in wire.items()}
-    padded = field.codec.decode_tf_padded(one)
+    padded = padded_decode(field.codec, one)
     if padded is not None and not isinstance(padded[0], dict):
         return padded[0][0]
     return tf.nest.map_structure(_only_record, field.codec.decode_tf(one))
@@ -980,7 +981,7 @@ def _image_sizes(
     if isinstance(image_size, Mapping):
         chosen = {name: image_size[name] for name in _known(image_size, names, "image_size")}
     else:
-        chosen = {f.name: image_size for f in fields if f.codec.raster and not f.spec.sequence}
+        chosen = {f.name: image_size for f in fields if raster_kind(f.codec) and not f.spec.sequence}
     for name, size in chosen.items():
         if len(size) != 2 or any(int(d) < 1 for d in size):
             raise ValueError(
@@ -993,23 +994,26 @@ def _decode_crop(
     field: BoundField, wire: dict[str, Any], layout: _Layout, fit: ImageFit, draws: Any
 ) -> tuple[Any, Any, Any] | None:
     """One record's picture cut (or padded) to its size, decoding only the window
-    (:meth:`~recordkit.Codec.decode_tf_window`), placed from the stored height and width;
+    (:meth:`~recordkit.Raster.decode_tf_window`), placed from the stored height and width;
     with its shape and offset. None when the codec decodes whole pictures only, or the
     records do not store the size (an image codec reading sizes from headers)."""
     import tensorflow as tf
 
-    if field.codec.size_features is None or not all(key in wire for key in field.codec.size_features):
+    codec = field.codec
+    if not isinstance(codec, Raster) or codec.size_features is None:
+        return None
+    if not all(key in wire for key in codec.size_features):
         return None
     name = field.name
     size = layout.sizes[name]
-    height_key, width_key = field.codec.size_features
+    height_key, width_key = codec.size_features
     sides = tf.cast(tf.stack([wire[height_key], wire[width_key]]), tf.int64)
     offset = crop_offsets(sides[None], size, fit, None if draws is None else draws[None])[0]
     # The part of the window inside the picture: that is all that is decoded.
     start = tf.clip_by_value(offset, 0, sides)
     stop = tf.clip_by_value(offset + tf.constant(size, tf.int64), 0, sides)
     one = {key: value[None] for key, value in wire.items()}
-    inside = field.codec.decode_tf_window(one, tf.concat([start, stop - start], 0))
+    inside = codec.decode_tf_window(one, tf.concat([start, stop - start], 0))
     if inside is None:
         return None
     picture = inside if inside.shape.rank == 3 else inside[..., None]

@@ -31,6 +31,7 @@ import os
 from collections.abc import Callable, Collection, Sequence
 from typing import Any, TypeAlias
 
+from recordkit.codec._capabilities import padded_decode
 from recordkit.read._dense import SHAPE_SUFFIX
 from recordkit.schema._bound import BoundField
 from recordkit.schema._schema import BoundSchema, Schema
@@ -133,7 +134,7 @@ def make_padded_parser(
 ) -> Callable[[Any], dict[str, Any]]:
     """:func:`make_parser` for ``fields``, where each plain field (neither optional nor
     a sequence) named in ``padded`` whose codec pads as it decodes
-    (:meth:`~recordkit.Codec.decode_tf_padded`) comes back dense, padded to the batch's
+    (:meth:`~recordkit.PadsAsDecoded.decode_tf_padded`) comes back dense, padded to the batch's
     largest, with its records' true shapes under ``"<field>/shape"``. Other fields
     decode as :func:`make_parser` decodes them (the reader pads those afterwards), but
     for those named in ``undecoded``: their wire values by feature name (the reader
@@ -152,7 +153,7 @@ def make_padded_parser(
                 out[name] = wire_values(plan, parsed)
                 continue
             if name in padded and plan["presence_key"] is None and not plan["sequence"]:
-                dense = codec.decode_tf_padded(wire_values(plan, parsed))
+                dense = padded_decode(codec, wire_values(plan, parsed))
                 if dense is not None:
                     _put_padded(out, name, *dense)
                     continue
@@ -163,7 +164,7 @@ def make_padded_parser(
 
 
 def _put_padded(out: dict[str, Any], name: str, padded: Any, shapes: Any) -> None:
-    """A codec's :meth:`~recordkit.Codec.decode_tf_padded` result under the keys that
+    """A codec's :meth:`~recordkit.PadsAsDecoded.decode_tf_padded` result under the keys that
     :func:`~recordkit.read._dense.pad_into` gives: ``"<field>/shape"``, or for a dict of
     values ``"<field>/<key>/shape"`` for each."""
     out[name] = padded

@@ -22,7 +22,11 @@ For a codec and a few example values, :func:`check_codec`:
 8. checks that each declared bad input is refused by ``encode`` with a recordkit error
    (not a crash), whose message, once the writer adds its context, names the field and
    the record and matches the declared reason;
-9. checks each optional capability the codec has (``draw`` writes inside the picture's
+9. checks each decode hook the codec has against its plain batched decode (padded decode
+   equals the full decode padded, window decode equals it cut, per-record decode equals
+   it, the generated standalone parser equals the runtime parser: see
+   :mod:`recordkit.testing._decode_checks`);
+10. checks each optional capability the codec has (``draw`` writes inside the picture's
    bounds, ``summarize`` is stable and JSON-serializable ...: see
    :mod:`recordkit.testing._capability_checks`).
 """
@@ -52,6 +56,7 @@ from recordkit.schema._encoder import RecordEncoder
 from recordkit.schema._fields import FieldSpec
 from recordkit.schema._schema import BoundSchema, Schema
 from recordkit.testing._capability_checks import CapabilityError, check_capabilities
+from recordkit.testing._decode_checks import check_decode_hooks
 from recordkit.write._shard_file import ShardFile
 
 __all__ = [
@@ -548,6 +553,13 @@ def check_codec(
         report,
     )
     _check_in_graph(plain.bind(registry), report)
+    try:
+        shard = tmp / "conformance-plain-field.tfrecord"
+        check_decode_hooks(
+            instance, plain.bind(registry), shard, len(normalized), tmp, assert_values_equal, report.passed
+        )
+    except CapabilityError as exc:
+        raise _fail(exc.check, exc.case, exc.detail) from exc
     if optional:
         records: list[dict[str, Any]] = []
         expected: tuple[list[Any], list[Any]] = ([], [])

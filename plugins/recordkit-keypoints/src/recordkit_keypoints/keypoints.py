@@ -180,9 +180,6 @@ class KeypointsCodec(rk.Codec[KeypointsOptions]):
 
     def decode_tf_source(self) -> rk.DecodeSource:
         return rk.DecodeSource(decode_keypoints_tf, {"visibility": self.options.visibility})
-
-    def decode_tf(self, wire: Mapping[str, Any]) -> Any:
-        return self.decode_tf_source()(wire)
     # --8<-- [end:decode]
 
     # -- showing and counting (optional capabilities) ----------------------------------

@@ -1,0 +1,221 @@
+"""The conformance checks of the decodes a codec adds to its ``decode_tf``: each runs
+only when the codec has the hook, on the records of the plain field the kit wrote, and
+each must give what the plain batched decode gives, as the readers would use it.
+
+* ``raster``: a :class:`~recordkit.Raster` says ``"pixels"`` or ``"indices"``, and its
+  ``size_features`` are INT64 features of shape ``()`` of its wire spec.
+* padded decode (:class:`~recordkit.PadsAsDecoded`): for the whole batch and for batches
+  of one, ``decode_tf_padded`` equals the full decode padded with the codec's
+  ``pad_value()`` (what ``load_dataset(pad=...)`` gives otherwise), and its shapes are
+  each record's own.
+* window decode (a :class:`~recordkit.Raster` with ``size_features``):
+  ``decode_tf_window`` equals the full decode cut to the window, for the whole picture,
+  its top-left quarter, a window inside it and its last pixel.
+* per-record decode (a :class:`~recordkit.Raster`, or ``decodes_per_record()``): the
+  decode of a batch of one record (static size 1, the readers' per-record step) equals
+  that record's row of the batched decode.
+* generated parser (any codec whose ``decode_tf_source()`` is not None, the default
+  included, and whose source file can be read: not code typed into a shell): the
+  module ``recordkit codegen`` writes parses the records as the runtime parser does.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import inspect
+import math
+from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+from recordkit.codec._capabilities import PadsAsDecoded, Raster, decodes_per_record
+from recordkit.codec._codec import Codec
+from recordkit.codec._wire import WireKind
+from recordkit.read._dense import SHAPE_SUFFIX, pad_into
+from recordkit.read._parse import field_plan, make_parser, spec_from_plans, wire_values
+from recordkit.schema._schema import BoundSchema
+from recordkit.testing._capability_checks import CapabilityError
+from recordkit.tools._codegen import generate_parser_code
+
+__all__ = ["check_decode_hooks"]
+
+#: ``assert_values_equal`` (passed in: it lives in the module that calls these checks).
+Equal = Callable[..., None]
+
+
+def _batches(bound: BoundSchema, path: Path, size: int) -> Iterator[dict[str, Any]]:
+    """The field's wire values of ``path``'s records, parsed in batches of ``size``."""
+    import tensorflow as tf
+
+    plan = field_plan(bound.fields[0])
+    spec = spec_from_plans([plan])
+    for serialized in tf.data.TFRecordDataset(str(path)).batch(size):
+        yield wire_values(plan, tf.io.parse_example(serialized, spec))
+
+
+def _row(value: Any, i: int) -> Any:
+    """Record ``i`` of a batched decode (a tensor, ragged tensor or dict of them), dense."""
+    import tensorflow as tf
+
+    def one(item: Any) -> Any:
+        row = item[i]
+        return row.to_tensor() if isinstance(row, tf.RaggedTensor) else row
+
+    return tf.nest.map_structure(one, value, expand_composites=False)
+
+
+def _compare(equal: Equal, check: str, case: str, want: Any, got: Any) -> None:
+    try:
+        equal(want, got)
+    except AssertionError as exc:
+        raise CapabilityError(check, case, str(exc)) from None
+
+
+def _check_raster(codec: Raster, name: str) -> None:
+    if codec.raster not in ("pixels", "indices"):
+        raise CapabilityError("raster", name, f"raster is {codec.raster!r}, not 'pixels' or 'indices'")
+    if codec.size_features is None:
+        return
+    spec = codec.wire_spec() if isinstance(codec, Codec) else None
+    for feature in codec.size_features:
+        found = [f for f in spec or () if f.name == feature]
+        if not found or found[0].kind is not WireKind.INT64 or found[0].shape != ():
+            problem = f"size feature {feature!r} is not an INT64 feature of shape () of the wire spec"
+            raise CapabilityError("raster", name, problem)
+
+
+def _check_padded(codec: Codec[Any], bound: BoundSchema, path: Path, count: int, equal: Equal) -> bool:
+    assert isinstance(codec, PadsAsDecoded)
+    checked = False
+    for size in sorted({count, 1}):
+        for b, wire in enumerate(_batches(bound, path, size)):
+            case = f"batch {b} of {size}"
+            got = codec.decode_tf_padded(wire)
+            if got is None:
+                continue
+            padded, shapes = got
+            full = codec.decode_tf(wire)
+            value = dict(full) if isinstance(full, Mapping) else full
+            want: dict[str, Any] = {"v": value}
+            pad_into(want, "v", value, codec.pad_value())
+            if isinstance(value, dict):
+                _compare(equal, "padded decode", case, value, padded)
+                want_shapes = {key: _shapes(want, f"v/{key}", value[key]) for key in value}
+                _compare(equal, "padded decode shapes", case, want_shapes, shapes)
+            else:
+                _compare(equal, "padded decode", case, want["v"], padded)
+                _compare(equal, "padded decode shapes", case, _shapes(want, "v", value), shapes)
+            checked = True
+    return checked
+
+
+def _shapes(padded: dict[str, Any], path: str, value: Any) -> Any:
+    """Each record's shape: what padding ``value`` added under ``path`` (a ragged value), or
+    for a dense batch its one shape, int64 ``[B, rank - 1]``, repeated."""
+    import tensorflow as tf
+
+    if path + SHAPE_SUFFIX in padded:
+        return padded[path + SHAPE_SUFFIX]
+    shape = tf.shape(value, out_type=tf.int64)
+    return tf.tile(shape[None, 1:], tf.stack([shape[0], 1]))
+
+
+def _windows(height: int, width: int) -> list[tuple[int, int, int, int]]:
+    """Windows inside a picture: all of it, its top-left quarter, one inside, its last pixel."""
+    if not height or not width:
+        return []
+    inner = (height // 3, width // 3, max(height - 2 * (height // 3), 1), max(width - 2 * (width // 3), 1))
+    found = [
+        (0, 0, height, width),
+        (0, 0, math.ceil(height / 2), math.ceil(width / 2)),
+        inner,
+        (height - 1, width - 1, 1, 1),
+    ]
+    return list(dict.fromkeys(found))
+
+
+def _check_window(codec: Raster, bound: BoundSchema, path: Path, equal: Equal) -> bool:
+    import tensorflow as tf
+
+    assert isinstance(codec, Codec)
+    assert codec.size_features is not None
+    height_key, width_key = codec.size_features
+    checked = False
+    for i, wire in enumerate(_batches(bound, path, 1)):
+        if height_key not in wire or width_key not in wire:
+            return False
+        full = _row(codec.decode_tf(wire), 0)
+        height, width = int(tf.reshape(wire[height_key], [-1])[0]), int(tf.reshape(wire[width_key], [-1])[0])
+        for top, left, rows, columns in _windows(height, width):
+            window = tf.constant([top, left, rows, columns], tf.int64)
+            got = codec.decode_tf_window(wire, window)
+            if got is None:
+                return checked
+            want = full[top : top + rows, left : left + columns]
+            _compare(equal, "window decode", f"case {i}, window {[top, left, rows, columns]}", want, got)
+            checked = True
+    return checked
+
+
+def _check_per_record(codec: Codec[Any], bound: BoundSchema, path: Path, count: int, equal: Equal) -> None:
+    (batch,) = list(_batches(bound, path, count))
+    batched = codec.decode_tf(batch)
+    for i, wire in enumerate(_batches(bound, path, 1)):
+        _compare(equal, "per-record decode", f"case {i}", _row(batched, i), _row(codec.decode_tf(wire), 0))
+
+
+def _check_generated(bound: BoundSchema, path: Path, tmp_path: Path, count: int, equal: Equal) -> None:
+    import tensorflow as tf
+
+    module_path = tmp_path / "conformance_generated_parser.py"
+    try:
+        module_path.write_text(generate_parser_code(bound), encoding="utf-8")
+    except Exception as exc:
+        raise CapabilityError("generated parser", "codegen", f"{type(exc).__name__}: {exc}") from exc
+    spec = importlib.util.spec_from_file_location("conformance_generated_parser", module_path)
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    runtime = make_parser(bound)
+    for b, serialized in enumerate(tf.data.TFRecordDataset(str(path)).batch(count)):
+        _compare(equal, "generated parser", f"batch {b}", runtime(serialized), module.parse(serialized))
+
+
+def _has_source(*functions: Callable[..., Any]) -> bool:
+    """Whether the source of each function can be read (not for code defined in a
+    Python shell or by ``exec``, which no parser module can be generated from)."""
+    try:
+        for function in functions:
+            inspect.getsource(function)
+    except (OSError, TypeError):
+        return False
+    return True
+
+
+def check_decode_hooks(
+    codec: Codec[Any],
+    bound: BoundSchema,
+    path: Path,
+    count: int,
+    tmp_path: Path,
+    equal: Equal,
+    passed: Callable[[str], None],
+) -> None:
+    """Check each decode hook ``codec`` (the codec of ``bound``'s one, plain field) has,
+    on the ``count`` records of ``path``; call ``passed`` with each check's name. Raise
+    :class:`~recordkit.testing._capability_checks.CapabilityError` on the first mismatch."""
+    if isinstance(codec, Raster):
+        _check_raster(codec, codec.name)
+        passed("raster declaration")
+    if isinstance(codec, PadsAsDecoded) and _check_padded(codec, bound, path, count, equal):
+        passed("padded decode equals the full decode, padded")
+    if isinstance(codec, Raster) and codec.size_features and _check_window(codec, bound, path, equal):
+        passed("window decode equals the full decode, cut")
+    if isinstance(codec, Raster) or decodes_per_record(codec):
+        _check_per_record(codec, bound, path, count, equal)
+        passed("per-record decode equals the batched decode")
+    source = codec.decode_tf_source()
+    if source is not None and _has_source(source.function, *source.helpers):
+        _check_generated(bound, path, tmp_path, count, equal)
+        passed("the generated standalone parser equals the runtime parser")

@@ -1,0 +1,116 @@
+"""The conformance kit checks each decode a codec adds against its batched decode: a
+padded, window or per-record decode that gives other values fails it, naming the check."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+import recordkit as rk
+from recordkit.testing import ConformanceError, check_codec
+from recordkit_codecs.image import ImageCodec
+
+LINES = [np.array([[0.0, 1.0], [2.0, 3.0]], np.float32), np.array([[4.0, 5.0]], np.float32)]
+
+
+class Points(rk.Codec[rk.CodecOptions]):
+    """Points ``[n, 2]``, the three methods only."""
+
+    name = "points"
+
+    def wire_spec(self) -> rk.WireSpec:
+        return rk.WireSpec((rk.WireFeature("", rk.WireKind.FLOAT, (None, 2)),))
+
+    def encode(self, value: Any) -> rk.WireValues:
+        return {"": np.asarray(value, np.float32).reshape(-1, 2)}
+
+    def decode_numpy(self, wire: Mapping[str, Any]) -> np.ndarray:
+        return np.asarray(wire[""], np.float32).reshape(-1, 2)
+
+
+class PadsWithSeven(Points):
+    """A padded decode that pads with 7 where the codec's pad value is 0."""
+
+    name = "pads-with-seven"
+
+    def decode_tf_padded(self, wire: Mapping[str, Any]) -> tuple[Any, Any]:
+        import tensorflow as tf
+
+        ragged = wire[""]
+        return ragged.to_tensor(default_value=7.0), tf.cast(
+            tf.stack([ragged.row_lengths(), tf.fill([ragged.nrows()], tf.constant(2, tf.int64))], 1), tf.int64
+        )
+
+
+class PadsRight(PadsWithSeven):
+    name = "pads-right"
+
+    def pad_value(self) -> float:
+        return 7.0
+
+
+class OneRecordDiffers(Points):
+    """Decoded per record, where a batch of one gives other values."""
+
+    name = "one-record-differs"
+
+    def decodes_per_record(self) -> bool:
+        return True
+
+    def decode_tf(self, wire: Mapping[str, Any]) -> Any:
+        values = wire[""]
+        return values * 2.0 if values.shape[0] == 1 else values
+
+
+class ShiftedWindow(ImageCodec):
+    """An image codec whose window decode is one row off."""
+
+    name = "shifted-window"
+
+    def decode_tf_window(self, wire: Mapping[str, Any], window: Any) -> Any:
+        import tensorflow as tf
+
+        shifted = tf.concat([tf.minimum(window[:1] + 1, window[2:3]), window[1:]], 0)
+        return super().decode_tf_window(wire, shifted)
+
+
+def test_a_padded_decode_that_pads_otherwise_fails_the_kit(tmp_path: Path) -> None:
+    with pytest.raises(ConformanceError, match=r"\[padded decode\] batch 0 of 2"):
+        check_codec(PadsWithSeven(), LINES, tmp_path=tmp_path, optional=False, sequence=False)
+    report = check_codec(PadsRight(), LINES, tmp_path=tmp_path, optional=False, sequence=False)
+    assert "padded decode equals the full decode, padded" in report.checks
+
+
+def test_a_per_record_decode_that_differs_fails_the_kit(tmp_path: Path) -> None:
+    with pytest.raises(ConformanceError, match=r"\[per-record decode\] case 0"):
+        check_codec(OneRecordDiffers(), LINES, tmp_path=tmp_path, optional=False, sequence=False)
+
+
+def test_a_window_decode_off_by_a_row_fails_the_kit(tmp_path: Path) -> None:
+    rng = np.random.default_rng(4)
+    pictures = [
+        rng.integers(0, 256, (5, 6, 3), dtype=np.uint8),
+        rng.integers(0, 256, (4, 3, 3), dtype=np.uint8),
+    ]
+    options = {"format": "png", "channels": 3}
+    report = check_codec(ImageCodec(options), pictures, tmp_path=tmp_path, optional=False, sequence=False)
+    assert "window decode equals the full decode, cut" in report.checks
+    with pytest.raises(ConformanceError, match=r"\[window decode\] case 0, window \[0, 0, 5, 6\]"):
+        check_codec(ShiftedWindow(options), pictures, tmp_path=tmp_path, optional=False, sequence=False)
+
+
+def test_a_codec_that_writes_its_own_decode_tf_and_no_source_is_not_generated() -> None:
+    assert Points().decode_tf_source() is not None  # derived: the values as parsed
+    assert OneRecordDiffers().decode_tf_source() is None  # its own decode, which codegen cannot copy
+
+
+def test_a_codec_class_that_declares_raster_without_the_mix_in_is_refused() -> None:
+    with pytest.raises(TypeError, match=r"declares raster but is not a recordkit.Raster"):
+
+        class Depth(Points):
+            name = "depth"
+            raster = "pixels"
