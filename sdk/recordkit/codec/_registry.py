@@ -100,6 +100,8 @@ class CodecRegistry:
         return self.info(name).codec
 
     def info(self, name: str) -> CodecInfo:
+        """What is known of codec ``name`` (its class, version, plugin and distribution);
+        an :class:`UnknownCodecError` naming the installed codecs if there is none."""
         try:
             return self._codecs[name]
         except KeyError:
@@ -125,6 +127,7 @@ class CodecRegistry:
         return len(self._codecs)
 
     def names(self) -> list[str]:
+        """The names of the registered codecs, sorted."""
         return sorted(self._codecs)
 
 
