@@ -127,7 +127,8 @@ def _streamed(shard: Shard, remote_io: RemoteIO) -> bool:
     """Whether ``shard`` is read through fsspec rather than TensorFlow's filesystem."""
     if not isinstance(shard.path, Location) or shard.path.is_local:
         return False
-    if remote_io == "fsspec":
+    # A cached shard is read from its local copy, by recordkit's reader (TensorFlow never sees it).
+    if remote_io == "fsspec" or shard.path.cache is not None:
         return True
     import tensorflow as tf
 
