@@ -116,6 +116,25 @@ class AudioCodec(rk.Codec[AudioOptions]):
 
     # -- encode ----------------------------------------------------------------------
 
+    # -- showing, counting and converting (optional capabilities) ------------------
+
+    def sound(self, value: Any) -> tuple[np.ndarray, int]:
+        """The samples and the field's sample rate (rk.Audible)."""
+        return np.asarray(value), self.options.sample_rate
+
+    def summarize(self, value: Any) -> rk.Statistics:
+        """The duration in seconds (rk.Summarized)."""
+        return {"duration_s": [np.asarray(value).shape[0] / self.options.sample_rate]}
+
+    def to_native(self, request: rk.NativeRequest) -> rk.NativeField:
+        """Samples stay as they are stored, or become WAV or FLAC files when asked
+        (rk.Convertible)."""
+        options = dict(request.options)
+        if request.audio is not None:
+            options.pop("stored", None)
+            options["format"] = request.audio
+        return rk.NativeField(options)
+
     def encode(self, value: Any) -> rk.WireValues:
         data = read_input_bytes(value, "audio")
         if self.options.stored != "encoded":

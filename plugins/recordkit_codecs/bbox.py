@@ -42,6 +42,7 @@ import pydantic
 
 import recordkit as rk
 from recordkit_codecs._foreign import LABEL_HINT, TEXT_HINT
+from recordkit_codecs._show import class_counts, class_names
 
 __all__ = ["BOX_FORMATS", "BBoxCodec", "BBoxOptions", "BoxFormat", "convert_boxes"]
 
@@ -233,6 +234,56 @@ class BBoxCodec(rk.Codec[BBoxOptions]):
         return (self.options.image_field,) if self.options.image_field else ()
 
     # -- encoding -------------------------------------------------------------------
+
+    # -- showing, counting and converting (optional capabilities) ------------------
+
+    def _xyxy_and_ids(self, value: Any) -> tuple[np.ndarray, list[int]]:
+        """A decoded value's boxes as xyxy (float64, in its units) and their class ids."""
+        boxes = value["boxes"] if isinstance(value, Mapping) else value
+        ids = value.get("labels", []) if isinstance(value, Mapping) else []
+        xyxy = convert_boxes(np.asarray(boxes, dtype=np.float64).reshape(-1, 4), self.options.format, "xyxy")
+        return xyxy, [int(i) for i in np.asarray(ids).reshape(-1)]
+
+    def draw(self, canvas: rk.Canvas, value: Any) -> None:
+        """Each box outlined in its class's colour, its class name inside its top left
+        corner (rk.Drawable)."""
+        xyxy, ids = self._xyxy_and_ids(value)
+        names = class_names(self.options.labels, ids)
+        draw, width = canvas.draw, canvas.line_width
+        normalized = self.options.normalized
+        for j, (x0, y0, x1, y1) in enumerate(xyxy.tolist()):
+            rgb = canvas.color(ids[j]) if ids else canvas.color(0)
+            left, top = canvas.point(x0, y0, normalized=normalized)
+            right, bottom = canvas.point(x1, y1, normalized=normalized)
+            corners = (min(left, right), min(top, bottom), max(left, right), max(top, bottom))
+            draw.rectangle(corners, outline=rgb, width=width)
+            if names:
+                draw.text((corners[0] + width + 1, corners[1] + width), names[j], fill=rgb)
+
+    def caption(self, value: Any) -> str:
+        """How many boxes, and their classes (rk.Captioned)."""
+        xyxy, ids = self._xyxy_and_ids(value)
+        shown = f": {', '.join(class_names(self.options.labels, ids))}" if ids else ""
+        return f"{len(xyxy)} box{'es' * (len(xyxy) != 1)}{shown}"
+
+    def summarize(self, value: Any) -> rk.Statistics:
+        """Boxes per record, box width and height (in the boxes' units) and boxes per
+        class (rk.Summarized)."""
+        xyxy, ids = self._xyxy_and_ids(value)
+        out: rk.Statistics = {
+            "boxes_per_record": [float(len(xyxy))],
+            "box_width": (xyxy[:, 2] - xyxy[:, 0]).tolist(),
+            "box_height": (xyxy[:, 3] - xyxy[:, 1]).tolist(),
+        }
+        if isinstance(value, Mapping) and "labels" in value:
+            out["box_classes"] = class_counts(self.options.labels, ids)
+        return out
+
+    def to_native(self, request: rk.NativeRequest) -> rk.NativeField:
+        """Boxes are stored in recordkit's canonical order, packed (rk.Convertible)."""
+        options = dict(request.options)
+        options.pop("stored", None)
+        return rk.NativeField(options)
 
     def encode(self, value: Any) -> rk.WireValues:
         boxes, labels, extras = self._split(value)
@@ -439,11 +490,26 @@ class BBoxCodec(rk.Codec[BBoxOptions]):
                 "packed": self._packed,
                 "label_dtype": self._label_dtype.name,
             },
-            helpers=(_to_xyxy, _convert, _convert_dense_tf, _unpacked_tf),
+            helpers=(_to_xyxy, _convert, _convert_dense_tf, _packed_columns, _unpacked_tf),
         )
 
     def decode_tf(self, wire: Mapping[str, Any]) -> Any:
         return self.decode_tf_source()(wire)
+
+    def decode_tf_padded(self, wire: Mapping[str, Any]) -> tuple[Any, Any] | None:
+        """Packed boxes decoded straight into the padded form (:func:`padded_bbox_tf`):
+        what ``load_dataset(pad=...)`` gives, without the ragged tensors it would pad
+        (their joins, and a conditional per value). None for the lists layout."""
+        if not self._packed or self.pad_value() != 0:
+            return None
+        return padded_bbox_tf(
+            wire,
+            fmt=self.options.format,
+            labels=self.options.labels is not None,
+            extras=list(self.options.extras),
+            stored_as=self.options.stored,
+            label_dtype=self._label_dtype.name,
+        )
 
 
 def decode_bbox_tf(
@@ -479,13 +545,12 @@ def decode_bbox_tf(
     return out
 
 
-def _unpacked_tf(
+def _packed_columns(
     wire: Mapping[str, Any], labels: bool, extras: list[str], label_dtype: str
-) -> dict[str, Any]:
-    """Packed values ``[B]`` (bytes) as the lists layout parses: boxes ``[B, (n), 4]``
-    float32, labels ``[B, (n)]`` int64, extras ``[B, (n)]`` float32, sharing one set of
-    row splits. One assertion checks that every record holds whole boxes and one label
-    and extra per box."""
+) -> tuple[Any, dict[str, Any], Any]:
+    """Of packed values ``[B]`` (bytes): each record's box count (int32 ``[B]``), each
+    column's dtype and bytes per box by wire name (``""``: the boxes), and the assertion
+    that every record holds whole boxes and one label and extra per box."""
     import tensorflow as tf
 
     box_bytes = tf.strings.length(wire[""])
@@ -502,6 +567,19 @@ def _unpacked_tf(
         tf.reduce_all(whole),
         ["bbox codec: packed boxes that are not whole 16-byte boxes, or not one label and extra per box"],
     )
+    return counts, columns, check
+
+
+def _unpacked_tf(
+    wire: Mapping[str, Any], labels: bool, extras: list[str], label_dtype: str
+) -> dict[str, Any]:
+    """Packed values ``[B]`` (bytes) as the lists layout parses: boxes ``[B, (n), 4]``
+    float32, labels ``[B, (n)]`` int64, extras ``[B, (n)]`` float32, sharing one set of
+    row splits. One assertion checks that every record holds whole boxes and one label
+    and extra per box."""
+    import tensorflow as tf
+
+    counts, columns, check = _packed_columns(wire, labels, extras, label_dtype)
     splits = tf.concat([tf.zeros([1], tf.int64), tf.cumsum(tf.cast(counts, tf.int64))], 0)
     out = {}
     with tf.control_dependencies([check]):
@@ -513,6 +591,57 @@ def _unpacked_tf(
                 flat = tf.cast(flat, tf.int64)
             out[name] = tf.RaggedTensor.from_row_splits(flat, splits, validate=False)
     return out
+
+
+def padded_bbox_tf(
+    wire: Mapping[str, Any],
+    fmt: str,
+    labels: bool,
+    extras: list[str],
+    stored_as: str = "xyxy",
+    label_dtype: str = "uint8",
+) -> tuple[Any, Any]:
+    """Packed values ``[B]`` (bytes) decoded dense, padded with zeros to the batch's
+    most boxes: what :func:`decode_bbox_tf` gives made dense by ``to_tensor()``, and each
+    record's true shape (int64; ``[B, 2]`` for the boxes, ``[B, 1]`` for labels and
+    extras), as ``(value, shapes)``: a dict of each (by the output's keys) when the field
+    has labels or extras. Each column is one ``tf.io.decode_raw`` with a
+    ``fixed_length`` (which pads every record's bytes with zeros): no ragged tensor, no
+    join of the batch's bytes and no conditional. The same assertion as the ragged
+    decode checks the records first."""
+    import tensorflow as tf
+
+    counts, columns, check = _packed_columns(wire, labels, extras, label_dtype)
+    longest = tf.reduce_max(tf.concat([counts, [0]], 0))
+    rows = tf.cast(counts, tf.int64)
+    values: dict[str, Any] = {}
+    shapes: dict[str, Any] = {}
+    with tf.control_dependencies([check]):
+        for name, (dtype, width) in columns.items():
+            # decode_raw refuses a fixed_length of 0 (a batch without boxes): one box's
+            # width at least, cut back to the batch's most boxes.
+            flat = tf.io.decode_raw(
+                wire[name], dtype, little_endian=True, fixed_length=tf.maximum(longest, 1) * width
+            )
+            per_box = width // dtype.size
+            flat = flat[:, : longest * per_box]
+            key = name or "boxes"
+            if name == "":
+                boxes = tf.reshape(flat, tf.stack([tf.shape(flat)[0], longest, 4]))
+                if stored_as != fmt:  # the padding stays zeros, whatever the conversion gives
+                    converted = tf.reshape(
+                        _convert_dense_tf(tf.reshape(boxes, [-1, 4]), stored_as, fmt), tf.shape(boxes)
+                    )
+                    real = tf.range(longest)[None, :] < counts[:, None]
+                    boxes = tf.where(real[..., None], converted, tf.zeros_like(converted))
+                values[key] = boxes
+                shapes[key] = tf.stack([rows, tf.fill(tf.shape(rows), tf.constant(4, tf.int64))], axis=1)
+            else:
+                values[key] = flat if dtype == tf.float32 else tf.cast(flat, tf.int64)
+                shapes[key] = rows[:, None]
+    if not labels and not extras:
+        return values["boxes"], shapes["boxes"]
+    return values, shapes
 
 
 # -- helpers ---------------------------------------------------------------------------
@@ -618,12 +747,23 @@ def _plain_boxes(boxes: Any, fmt: str, normalized: bool) -> np.ndarray | None:
             return np.zeros((0, 4), dtype=np.float32) if boxes.shape == (0,) else None
         if fmt == "xyxy" and boxes.dtype.kind == "f" and boxes.itemsize <= 8:  # checked as they are
             # Not copied when already float32: the encoder only reads them.
-            return boxes.astype(np.float32, copy=False) if _plainly_valid(boxes, upper) else None
+            plain = boxes.astype(np.float32, copy=False) if _plainly_valid(boxes, upper) else None
+            return _positive_zeros(plain)
         wide = boxes.astype(np.float64)
         if fmt != "xyxy":
             wide = np.stack(_to_xyxy((wide[:, 0], wide[:, 1], wide[:, 2], wide[:, 3]), fmt), axis=1)
-        return wide.astype(np.float32) if _plainly_valid(wide, upper) else None
-    return _few_plain_boxes(boxes, fmt, upper)
+        return _positive_zeros(wide.astype(np.float32)) if _plainly_valid(wide, upper) else None
+    return _positive_zeros(_few_plain_boxes(boxes, fmt, upper))
+
+
+def _positive_zeros(boxes: np.ndarray | None) -> np.ndarray | None:
+    """``boxes`` with any -0.0 as +0.0, the zero the numpy path's clamp stores: the two
+    are equal, and this way both paths write the same bytes. A new array only when a
+    zero is present (``boxes`` may be the caller's own)."""
+    if boxes is None or boxes.all():
+        return boxes
+    positive: np.ndarray = boxes + np.float32(0.0)  # -0.0 + 0.0 is +0.0
+    return positive
 
 
 def _few_plain_boxes(boxes: Any, fmt: str, upper: float) -> np.ndarray | None:

@@ -213,6 +213,37 @@ class ImageCodec(rk.Codec[ImageOptions]):
 
     # -- encode ----------------------------------------------------------------------
 
+    # -- showing, counting and converting (optional capabilities) ------------------
+
+    def picture(self, value: Any) -> np.ndarray:
+        """The decoded pixels, as ``recordkit show`` draws them (rk.Pictured)."""
+        return np.asarray(value)
+
+    def summarize(self, value: Any) -> rk.Statistics:
+        """Height and width, and counts of sizes and channel counts (rk.Summarized)."""
+        array = np.asarray(value)
+        height, width = int(array.shape[0]), int(array.shape[1])
+        channels = int(array.shape[2]) if array.ndim == 3 else 1
+        return {
+            "height": [float(height)],
+            "width": [float(width)],
+            "sizes": {f"{height}x{width}": 1},
+            "channels": {str(channels): 1},
+        }
+
+    # --8<-- [start:to_native]
+    def to_native(self, request: rk.NativeRequest) -> rk.NativeField:
+        """Encoded images are copied byte for byte (``format: keep``), their sizes stored
+        beside them (rk.Convertible)."""
+        options = dict(request.options)
+        options.pop("sizes", None)
+        options["format"] = "keep"
+        if options.get("channels") is None:
+            options.pop("channels", None)
+        return rk.NativeField(options, copy_stored=True)
+
+    # --8<-- [end:to_native]
+
     def encode(self, value: Any) -> rk.WireValues:
         wire = self._encode(value)
         if self.options.sizes == "header":

@@ -20,6 +20,7 @@ import pydantic
 
 import recordkit as rk
 from recordkit_codecs._foreign import LABEL_HINT, plain_key
+from recordkit_codecs._show import class_counts, class_names
 
 __all__ = ["LabelCodec", "LabelOptions"]
 
@@ -109,6 +110,23 @@ class LabelCodec(rk.Codec[LabelOptions]):
         else:
             feature = rk.WireFeature("", rk.WireKind.INT64, (), "the class id")
         return rk.WireSpec((feature,))
+
+    # -- showing, counting and converting (optional capabilities) ------------------
+
+    def _decoded_ids(self, value: Any) -> list[int]:
+        """A decoded value's class ids (the ones set, for a multi-hot vector)."""
+        ids = np.asarray(value).reshape(-1)
+        if ids.dtype.kind == "f":  # multi-hot
+            ids = np.flatnonzero(ids)
+        return [int(i) for i in ids]
+
+    def caption(self, value: Any) -> str:
+        """The class names (rk.Captioned)."""
+        return ", ".join(class_names(self.options.names, self._decoded_ids(value)))
+
+    def summarize(self, value: Any) -> rk.Statistics:
+        """Records per class (rk.Summarized)."""
+        return {"classes": class_counts(self.options.names, self._decoded_ids(value))}
 
     def encode(self, value: Any) -> rk.WireValues:
         if not self.options.multi:

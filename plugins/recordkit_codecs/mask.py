@@ -138,6 +138,37 @@ class MaskCodec(rk.Codec[MaskOptions]):
 
     # -- encode ----------------------------------------------------------------------
 
+    # -- showing, counting and converting (optional capabilities) ------------------
+
+    def draw(self, canvas: rk.Canvas, value: Any) -> None:
+        """Each class tinted in its colour, named in the legend; the ``ignore_index``
+        in white; one instance of a sequence of masks in the colour of its position
+        (rk.Drawable)."""
+        mask = _as_indices(value)
+        if canvas.item is not None:
+            colour = canvas.color(canvas.item)
+            canvas.legend[canvas.label] = colour
+            canvas.tint(mask, {1: colour})
+            return
+        ignore = self.options.ignore_index
+        present = sorted(int(c) for c in np.unique(mask) if int(c) not in (0, ignore))
+        colors = {c: canvas.color(c) for c in present}
+        canvas.legend.update({f"{canvas.label} class {c}": canvas.color(c) for c in present})
+        if ignore is not None and (mask == ignore).any():
+            colors[ignore] = (255, 255, 255)
+            canvas.legend[f"{canvas.label} ignore ({ignore})"] = (255, 255, 255)
+        canvas.tint(mask, colors)
+
+    def backdrop_size(self, value: Any) -> tuple[int, int]:
+        """A mask covers a picture of its own height and width (rk.Backdrop)."""
+        mask = _as_indices(value)
+        return int(mask.shape[0]), int(mask.shape[1])
+
+    def summarize(self, value: Any) -> rk.Statistics:
+        """Pixels per class index (rk.Summarized)."""
+        counts = np.bincount(_as_indices(value).reshape(-1).astype(np.int64))
+        return {"mask_pixels": {str(c): int(n) for c, n in enumerate(counts) if n}}
+
     def encode(self, value: Any) -> rk.WireValues:
         indices = self._indices(value)
         height, width = indices.shape
@@ -312,6 +343,12 @@ def _gray_pngs(stats: rk.ForeignKey) -> bool:
             return False
         found = True
     return found
+
+
+def _as_indices(value: Any) -> np.ndarray:
+    """A decoded mask as ``[H, W]`` class indices (a trailing channel of 1 dropped)."""
+    mask = np.asarray(value)
+    return mask[..., 0] if mask.ndim == 3 and mask.shape[2] == 1 else mask
 
 
 @rk.hookimpl

@@ -72,6 +72,24 @@ class ScalarCodec(rk.Codec[ScalarOptions]):
         }[self.options.dtype]
         return rk.WireSpec((rk.WireFeature("", kind, (), f"the {self.options.dtype} value"),))
 
+    # -- showing, counting and converting (optional capabilities) ------------------
+
+    def summarize(self, value: Any) -> rk.Statistics:
+        """Its value, or its length as text (rk.Summarized)."""
+        if isinstance(value, str):
+            return {"length": [float(len(value))]}
+        return {"values": [float(value)]}
+
+    def to_native(self, request: rk.NativeRequest) -> rk.NativeField:
+        """Kept as it is; a list of numbers that TFDS recorded as audio without a sample
+        rate cannot become an audio file (rk.Convertible)."""
+        if request.audio is not None and "Audio" in request.description:
+            raise ValueError(
+                f"TFDS recorded no sample rate for this audio, so it cannot be stored as {request.audio}; "
+                "convert without --audio to keep its samples as numbers"
+            )
+        return rk.NativeField(dict(request.options))
+
     def encode(self, value: Any) -> rk.WireValues:
         dtype = self.options.dtype
         if isinstance(value, np.generic):

@@ -180,6 +180,21 @@ class TensorCodec(rk.Codec[TensorOptions]):
 
     # -- encoding -------------------------------------------------------------------
 
+    # -- showing, counting and converting (optional capabilities) ------------------
+
+    def summarize(self, value: Any) -> rk.Statistics:
+        """Its values (rk.Summarized)."""
+        array = np.asarray(value)
+        if array.dtype.kind not in "biuf":
+            return {"length": [float(len(str(value)))]}
+        return {"values": array.astype(np.float64).reshape(-1).tolist()}
+
+    def to_native(self, request: rk.NativeRequest) -> rk.NativeField:
+        """Tensors are stored as raw bytes (rk.Convertible)."""
+        options = dict(request.options)
+        options.pop("stored", None)
+        return rk.NativeField(options)
+
     def encode(self, value: Any) -> rk.WireValues:
         array = self._as_array(value)
         declared = self.options.shape

@@ -67,6 +67,16 @@ class TextCodec(rk.Codec[TextOptions]):
     def wire_spec(self) -> rk.WireSpec:
         return rk.WireSpec((rk.WireFeature("", rk.WireKind.BYTES, (), "the text, UTF-8"),))
 
+    # -- showing, counting and converting (optional capabilities) ------------------
+
+    def caption(self, value: Any) -> str:
+        """The text (rk.Captioned)."""
+        return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
+
+    def summarize(self, value: Any) -> rk.Statistics:
+        """The length in characters (rk.Summarized)."""
+        return {"length": [float(len(self.caption(value)))]}
+
     def encode(self, value: Any) -> rk.WireValues:
         text = _as_text(value)
         options = self.options

@@ -14,6 +14,19 @@ from typing import Any as _Any
 from recordkit import errors
 from recordkit._version import __version__
 from recordkit.codec._adoption import Adoption, ForeignKey, ForeignRecords, LeftOut
+from recordkit.codec._capabilities import (
+    Audible,
+    Backdrop,
+    Canvas,
+    Captioned,
+    Convertible,
+    Drawable,
+    NativeField,
+    NativeRequest,
+    Pictured,
+    Statistics,
+    Summarized,
+)
 from recordkit.codec._codec import Codec, CodecOptions
 from recordkit.codec._decode_source import DecodeSource
 from recordkit.codec._plugins import PluginInfo, PluginSet, default_registry, load_plugins
@@ -46,17 +59,23 @@ from recordkit.write._writer import DatasetWriter, WriteOptions, write_dataset
 __all__ = [
     "PRESENT_SUFFIX",
     "Adoption",
+    "Audible",
+    "Backdrop",
     "BoundField",
     "BoundSchema",
+    "Canvas",
+    "Captioned",
     "Codec",
     "CodecInfo",
     "CodecOptions",
     "CodecRegistry",
     "CompatibilityReport",
+    "Convertible",
     "CorruptionReport",
     "Dataset",
     "DatasetWriter",
     "DecodeSource",
+    "Drawable",
     "FieldDifference",
     "FieldSpec",
     "ForeignKey",
@@ -65,6 +84,9 @@ __all__ = [
     "Layout",
     "LeftOut",
     "Manifest",
+    "NativeField",
+    "NativeRequest",
+    "Pictured",
     "PluginInfo",
     "PluginSet",
     "RandomAccess",
@@ -76,6 +98,8 @@ __all__ = [
     "ShardInfo",
     "SkippedRecords",
     "SplitInfo",
+    "Statistics",
+    "Summarized",
     "TfdsDataset",
     "WireFeature",
     "WireKind",

@@ -16,7 +16,7 @@ and implements hooks with the :data:`hookimpl` marker::
 
 recordkit's own codecs are registered exactly this way, through recordkit's own entry
 points. A plugin can also add sources (what ``recordkit ingest KIND`` reads) with
-:func:`recordkit_register_sources`.
+:func:`recordkit_register_sources`, as recordkit's own sources are added.
 """
 
 from __future__ import annotations
@@ -94,16 +94,22 @@ def recordkit_register_sources(registry: SourceRegister) -> None:
     """Register the plugin's sources (readers of existing collections) with ``registry``.
 
     Called once per plugin when the sources are first needed (``recordkit ingest``,
-    ``recordkit schema infer --source``, :func:`recordkit.sources.default_sources`),
-    never while records are written. Call ``registry.register(kind, factory)`` for each
-    source: ``factory(input, **options)`` returns a
-    :class:`recordkit.sources.Source` (a subclass that yields records and proposes
-    their schema); ``input`` is the path the user gives (``recordkit ingest KIND INPUT
-    OUT``) and ``options`` come from ``--opt NAME=VALUE``. A kind that is already
-    registered is refused with :class:`~recordkit.errors.PluginError` unless the call
-    says ``replace=True``.
+    ``recordkit schema infer --source``, ``recordkit plugins``,
+    :func:`recordkit.sources.default_sources`), never while records are written. Call
+    ``registry.register(kind, factory)`` for each source: ``factory(input, **options)``
+    returns a :class:`recordkit.sources.Source` (a subclass that implements ``schema()``
+    and ``scan()``); ``input`` is the path the user gives (``recordkit ingest KIND INPUT
+    OUT``) and ``options`` come from ``--opt NAME=VALUE``. The first line of the
+    factory's docstring is the summary ``recordkit plugins`` shows.
 
-    :param registry: the registry being filled; it records which plugin registers what.
+    recordkit's own sources (``image_folder``, ``coco`` ...) are registered by this very
+    hook, through recordkit's ``sources`` entry point. A kind that another plugin
+    registers too is refused with :class:`~recordkit.errors.PluginError`, unless one of
+    the two calls says ``registry.register(kind, factory, replace=True)``: that source
+    then wins, whichever plugin loads first, and a warning names both.
+
+    :param registry: the registry being filled; it knows which plugin is calling, so
+        ``recordkit plugins`` can show where each source came from.
     """
 
 

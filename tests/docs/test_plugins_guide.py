@@ -11,12 +11,16 @@ the whole file without ``#SECTION``.
 from __future__ import annotations
 
 import ast
+import io
 import re
 import textwrap
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
+from _console import run_console_block
+from PIL import Image
 
 import recordkit as rk
 
@@ -138,7 +142,7 @@ def test_the_counts_the_guide_gives_are_the_codecs() -> None:
     assigned = [n for n in cls.body if isinstance(n, ast.Assign)]
     attributes = [t.id for n in assigned for t in n.targets if isinstance(t, ast.Name)]
     methods = [n.name for n in cls.body if isinstance(n, ast.FunctionDef) and not n.name.startswith("_")]
-    words = {2: "two", 3: "three", 4: "four", 5: "five", 6: "six"}
+    words = {2: "two", 3: "three", 4: "four", 5: "five", 6: "six", 7: "seven", 8: "eight", 9: "nine"}
     text = " ".join(GUIDE.read_text(encoding="utf-8").split())
     assert f"{words[len(attributes)]} class attributes ({', '.join(f'`{a}`' for a in attributes)})" in text
     listed = re.search(rf"{words[len(methods)]} methods \(([^)]*)\)", text)
@@ -160,3 +164,29 @@ def test_the_stand_alone_examples_run(page_examples: Any, in_tmp_path: Path) -> 
     assert "keypoints" not in allow_block
     assert "plain field: tf.data batched decode" in without_pytest
     assert "sequence field: numpy decode" in without_pytest
+
+
+@pytest.mark.usefixtures("keypoints_plugin")
+def test_the_statistics_the_guide_shows_are_what_stats_reports(page_examples: Any, in_tmp_path: Path) -> None:
+    """The `recordkit stats` block of the capabilities section, run on the dataset it
+    describes: two grey images with a pose of three named points each."""
+    picture = io.BytesIO()
+    Image.new("RGB", (48, 32), (90, 90, 90)).save(picture, format="PNG")
+    pose = np.array([[10, 8, 2], [30, 20, 1], [40, 4, 0]], dtype=np.float32)
+    schema = rk.Schema(
+        name="poses",
+        fields={
+            "image": rk.FieldSpec(codec="image", options={"format": "png"}),
+            "pose": rk.FieldSpec(
+                codec="keypoints", options={"names": ["head", "hand", "foot"], "visibility": True}
+            ),
+        },
+    )
+    records = [
+        {"image": picture.getvalue(), "pose": pose},
+        {"image": picture.getvalue(), "pose": pose + np.array([1, 1, 0])},
+    ]
+    rk.write_dataset(records, schema, in_tmp_path / "poses")
+    blocks = page_examples.code_blocks(GUIDE)
+    (stats,) = [b for b in blocks if b.language == "console" and "$ recordkit stats" in b.body]
+    assert run_console_block(stats.body)

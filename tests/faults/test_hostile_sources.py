@@ -225,7 +225,7 @@ class _ListSource(sources.Source):
             name="list", fields={"image": rk.FieldSpec(codec="image", options={"format": "keep"})}
         )
 
-    def _scan(self) -> Iterator[sources.SourceItem | sources.Skipped | InputError]:
+    def scan(self) -> Iterator[sources.SourceItem | sources.Skipped | InputError]:
         for number, line in enumerate(self.path.read_text().splitlines(), start=1):
             try:
                 image = self.input_path(self.path.parent, line, file=self.path, line=number, field="image")

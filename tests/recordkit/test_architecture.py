@@ -1,8 +1,9 @@
 """The layout's rules, read from the code's own imports (ast): no import cycle among the
 modules of ``sdk/recordkit`` and ``plugins/recordkit_codecs``, no internal import hidden
 inside a function, layers that import only their own layer or the ones below, codec
-modules that share no private names, and tests that reach into another layer's private
-modules only with a reason written beside the import.
+modules that share no private names, a core that never dispatches on a built-in codec's
+name, and tests that reach into another layer's private modules only with a reason
+written beside the import.
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+import recordkit as rk
 
 REPO = Path(__file__).resolve().parents[2]
 ROOTS = {"recordkit": REPO / "sdk" / "recordkit", "recordkit_codecs": REPO / "plugins" / "recordkit_codecs"}
@@ -165,6 +168,63 @@ def test_codec_modules_share_no_private_names() -> None:
             if target.startswith("recordkit_codecs.") and not last.startswith("_"):
                 taken += [f"{module}: {target}.{name}" for name in names if name.startswith("_")]
     assert taken == []
+
+
+def _builtin_codec_names() -> set[str]:
+    """The names of the codecs recordkit's own distribution registers."""
+    return {info.name for info in rk.load_plugins().registry if info.distribution == "recordkit"}
+
+
+def _strings(node: ast.AST) -> set[str]:
+    """The string constants ``node`` is, or holds as a tuple, list or set."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return {node.value}
+    if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+        return set().union(*(_strings(element) for element in node.elts))
+    return set()
+
+
+def _name_dispatches(source: str, names: set[str]) -> list[str]:
+    """Each comparison (``==``, ``!=``, ``in``, ``not in``) or ``match`` case of
+    ``source`` against one of ``names``, as ``line: code``."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Compare) and any(
+            _strings(side) & names for side in [node.left, *node.comparators]
+        ):
+            found.append(f"{node.lineno}: {ast.unparse(node)}")
+        elif isinstance(node, ast.MatchValue) and _strings(node.value) & names:
+            found.append(f"{node.lineno}: case {ast.unparse(node.value)}")
+    return found
+
+
+def test_the_dispatch_finder_sees_comparisons_and_matches() -> None:
+    """The finder flags what the test below forbids (a broken finder would pass anything)."""
+    source = (
+        'if spec.codec == "image": pass\n'
+        'if codec in ("bbox", "tensor"): pass\n'
+        'if "audio" != field.codec.name: pass\n'
+        'match codec:\n    case "label": pass\n'
+        'if kind == "jpeg" or name in ("depth",): pass\n'
+    )
+    found = _name_dispatches(source, {"image", "bbox", "tensor", "audio", "label"})
+    assert [line.split(":")[0] for line in found] == ["1", "2", "3", "5"]
+
+
+def test_the_core_never_dispatches_on_a_built_in_codec_name() -> None:
+    """No module of sdk/recordkit compares anything with a built-in codec's name, or
+    matches one: what a command does with a field's values is its codec's to say, through
+    the optional capabilities (recordkit.Drawable, recordkit.Summarized ...), so that a
+    plugin's codec is shown, counted and converted as a built-in one is."""
+    names = _builtin_codec_names()
+    assert {"image", "bbox", "label", "audio"} <= names
+    found = []
+    for module, path in MODULES.items():
+        if module.split(".")[0] == "recordkit":
+            found += [
+                f"{module}:{line}" for line in _name_dispatches(path.read_text(encoding="utf-8"), names)
+            ]
+    assert found == []
 
 
 # -- tests: the public API first ----------------------------------------------------------

@@ -33,18 +33,29 @@ def run_json(*args: str) -> dict[str, Any]:
     return report
 
 
-def rows_by_codec(output: str) -> dict[str, list[str]]:
-    """The table's rows by codec name, each split into its cells."""
+def rows_by_codec(
+    output: str, columns: tuple[str, ...] = ("codec", "version", "plugin")
+) -> dict[str, list[str]]:
+    """The rows of the table whose header starts with ``columns`` (the codecs' by
+    default), by their first cell, each split into its cells; none without that table."""
     lines = output.splitlines()
-    header = lines[0]
-    starts = [header.index(col) for col in ("codec", "version", "plugin", "distribution", "summary")]
+    at = next((i for i, line in enumerate(lines) if line.split()[: len(columns)] == list(columns)), None)
+    if at is None:
+        return {}
+    header = lines[at]
+    starts = [header.index(col) for col in header.split()]
     rows = {}
-    for line in lines[2:]:
+    for line in lines[at + 2 :]:
         if not line.strip():
             break
         cells = [line[a:b].strip() for a, b in zip(starts, [*starts[1:], None], strict=True)]
         rows[cells[0]] = cells
     return rows
+
+
+def rows_by_source(output: str) -> dict[str, list[str]]:
+    """The sources table's rows by kind: kind, plugin, distribution, summary."""
+    return rows_by_codec(output, ("source", "plugin", "distribution"))
 
 
 def test_version() -> None:
@@ -95,6 +106,17 @@ def test_plugins_table_lists_builtins_and_the_example_plugin() -> None:
     assert rows["keypoints"][4] == registry.get("keypoints").summary
 
 
+def test_plugins_lists_the_builtin_sources_from_the_recordkit_distribution() -> None:
+    result = run("plugins")
+    assert result.exit_code == 0, result.output
+    rows = rows_by_source(result.output)
+    version = importlib.metadata.version("recordkit")
+    for kind in ("audio_folder", "coco", "csv", "image_folder", "jsonl", "pascal_voc"):
+        assert rows[kind][1:3] == ["sources", f"recordkit {version}"], kind
+    assert rows["coco"][3] == rk.sources.coco.__doc__.splitlines()[0]
+    assert set(rows) == set(rk.sources.default_sources(rk.load_plugins()).kinds())
+
+
 def test_plugins_json() -> None:
     report = run_json()
     codecs = {c["codec"]: c for c in report["codecs"]}
@@ -107,8 +129,23 @@ def test_plugins_json() -> None:
         "summary": rk.load_plugins().registry.get("keypoints").summary,
     }
     assert codecs["scalar"]["distribution"] == "recordkit"
+    found = {s["source"]: s for s in report["sources"]}
+    assert found["coco"] == {
+        "source": "coco",
+        "plugin": "sources",
+        "distribution": "recordkit",
+        "distribution_version": importlib.metadata.version("recordkit"),
+        "summary": rk.sources.coco.__doc__.splitlines()[0],
+    }
     plugins = {p["plugin"]: p for p in report["plugins"]}
     assert plugins["keypoints"]["codecs"] == ["keypoints"]
+    assert plugins["sources"] == {
+        "plugin": "sources",
+        "distribution": "recordkit",
+        "distribution_version": importlib.metadata.version("recordkit"),
+        "codecs": [],
+        "sources": ["audio_folder", "coco", "csv", "image_folder", "jsonl", "pascal_voc"],
+    }
     assert report["recordkit_version"] == rk.__version__
     assert report["blocked"] == []
 
@@ -119,6 +156,9 @@ def test_block_option_hides_a_plugin() -> None:
     assert "keypoints" not in rows_by_codec(result.output)
     assert "scalar" in rows_by_codec(result.output)
     assert "blocked plugins (not loaded): keypoints" in result.output
+    without_sources = run("plugins", "--block", "sources")
+    assert "coco" not in rows_by_source(without_sources.output)
+    assert "scalar" in rows_by_codec(without_sources.output)
 
 
 def test_allow_option_takes_repeats_and_commas() -> None:
@@ -140,7 +180,7 @@ def test_environment_lists_apply_unless_overridden() -> None:
 def test_nothing_loaded() -> None:
     result = run("plugins", "--allow", "nothing-at-all")
     assert result.exit_code == 0
-    assert result.output.startswith("no codecs are installed")
+    assert result.output.startswith("no codecs are installed\n\nno sources are installed\n")
 
 
 def test_a_plugin_load_error_is_one_line_without_traceback(plugin_dist) -> None:

@@ -1,12 +1,16 @@
 """Records drawn as pictures with Pillow, for ``recordkit show``.
 
-A record becomes one RGB picture, top to bottom: each image field (scaled up by a whole
-factor when small, so boxes stay on exact pixels), with the record's boxes drawn on
-the image their bbox field names (or the first image) in one colour per class and
-labelled with the class name, and masks laid over it, half transparent, with a legend
-of the classes present; each audio field as its waveform above its spectrogram; then
-the other fields (text, labels by name, scalars, tensor summaries) as caption lines.
-Pictures are drawn with Pillow's ``ImageDraw``; no pixel is set by hand.
+A record becomes one RGB picture, top to bottom: each picture of the record (the value
+of a field whose codec is :class:`~recordkit.codec._capabilities.Pictured`, scaled up by
+a whole factor when small, so drawings stay on exact pixels) with the values of every
+:class:`~recordkit.codec._capabilities.Drawable` field drawn on it by their codecs (boxes
+labelled with their class, masks tinted with a legend, points); each sound (an
+:class:`~recordkit.codec._capabilities.Audible` field) as its waveform above its
+spectrogram; then the other fields as caption lines, each codec's own
+(:class:`~recordkit.codec._capabilities.Captioned`) or a description of the value. A
+record with drawable values but no picture is drawn on a black picture the size of the
+first value that covers one (:class:`~recordkit.codec._capabilities.Backdrop`).
+Nothing here knows a codec by its name. Pictures are drawn with Pillow's ``ImageDraw``.
 """
 
 from __future__ import annotations
@@ -19,6 +23,17 @@ from typing import Any
 import numpy as np
 from PIL import Image, ImageDraw
 
+from recordkit._cli._codec_calls import calling
+from recordkit.codec._capabilities import (
+    PALETTE,
+    Audible,
+    Backdrop,
+    Canvas,
+    Captioned,
+    Drawable,
+    Pictured,
+    class_color,
+)
 from recordkit.schema._bound import BoundField
 
 __all__ = [
@@ -35,22 +50,13 @@ __all__ = [
 #: Images smaller than this (their longer side) are scaled up by a whole factor.
 MIN_SIDE = 256
 #: Width in pixels of a box's outline (after scaling).
-BOX_WIDTH = 2
-#: Class colours, by class id (cycled).
-PALETTE: tuple[tuple[int, int, int], ...] = (
-    (230, 25, 75), (60, 180, 75), (255, 225, 25), (0, 130, 200), (245, 130, 48), (145, 30, 180),
-    (70, 240, 240), (240, 50, 230), (210, 245, 60), (250, 190, 212), (0, 128, 128), (220, 190, 255),
-    (170, 110, 40), (255, 250, 200), (128, 0, 0), (170, 255, 195), (128, 128, 0), (255, 215, 180),
-    (0, 0, 128), (128, 128, 128),
-)  # fmt: skip
+BOX_WIDTH = Canvas.line_width
+#: The colour boxes and masks of a class are drawn in.
+box_color = class_color
 _TEXT = (20, 20, 20)
 _BACKGROUND = (255, 255, 255)
 _LINE = 14  # pixels per caption line (Pillow's default font)
-
-
-def box_color(class_id: int) -> tuple[int, int, int]:
-    """The colour boxes and masks of class ``class_id`` are drawn in."""
-    return PALETTE[class_id % len(PALETTE)]
+_CAPTION = 120  # characters of a caption line at most
 
 
 def scale_of(height: int, width: int) -> int:
@@ -66,33 +72,6 @@ class Rendered:
     audio: dict[str, tuple[np.ndarray, int]]
 
 
-def _xyxy(boxes: np.ndarray, fmt: str) -> np.ndarray:
-    boxes = np.asarray(boxes, dtype=np.float64).reshape(-1, 4)
-    a, b, c, d = boxes.T
-    if fmt == "xywh":
-        return np.stack([a, b, a + c, b + d], axis=1)
-    if fmt == "yxyx":
-        return np.stack([b, a, d, c], axis=1)
-    if fmt == "cxcywh":
-        return np.stack([a - c / 2, b - d / 2, a + c / 2, b + d / 2], axis=1)
-    return boxes
-
-
-def _boxes_of(field: BoundField, value: Any) -> tuple[np.ndarray, list[int], list[str]]:
-    """A bbox field's decoded value as xyxy (in the stored units), class ids and names."""
-    options = field.spec.options
-    if isinstance(value, dict):
-        boxes, ids = value["boxes"], [int(i) for i in value.get("labels", [])]
-    else:
-        boxes, ids = value, []
-    names = options.get("labels") or []
-    return (
-        _xyxy(boxes, options.get("format", "xyxy")),
-        ids,
-        [names[i] if i < len(names) else str(i) for i in ids],
-    )
-
-
 def _as_rgb(pixels: np.ndarray) -> Image.Image:
     array = np.asarray(pixels)
     if array.ndim == 3 and array.shape[2] == 1:
@@ -100,20 +79,6 @@ def _as_rgb(pixels: np.ndarray) -> Image.Image:
     if array.dtype != np.uint8:
         array = np.clip(array * (255 if array.max() <= 1 else 1), 0, 255).astype(np.uint8)
     return Image.fromarray(array).convert("RGB")
-
-
-def _overlay(base: Image.Image, mask: np.ndarray, colors: dict[int, tuple[int, int, int]]) -> Image.Image:
-    """``base`` with each class of ``mask`` (resized to it, nearest) tinted in its colour."""
-    index = Image.fromarray(np.asarray(mask, dtype=np.uint8)).resize(base.size, Image.Resampling.NEAREST)
-    colour = Image.new("RGB", base.size)
-    alpha = Image.new("L", base.size, 0)
-    draw_c, draw_a = ImageDraw.Draw(colour), ImageDraw.Draw(alpha)
-    values = np.asarray(index)
-    for class_id, rgb in colors.items():
-        region = Image.fromarray((values == class_id).astype(np.uint8) * 255)
-        draw_c.bitmap((0, 0), region, fill=rgb)
-        draw_a.bitmap((0, 0), region, fill=128)
-    return Image.composite(colour, base, alpha)
 
 
 def _legend(entries: Sequence[tuple[str, tuple[int, int, int]]], width: int) -> Image.Image:
@@ -160,79 +125,107 @@ def _audio_panel(samples: np.ndarray, rate: int, width: int = 512) -> Image.Imag
     return panel
 
 
-def _caption(field: BoundField, value: Any) -> str:
-    codec = field.spec.codec
-    if value is None:
-        return f"{field.name}: (absent)"
-    if codec == "label":
-        names = field.spec.options.get("names") or []
-        ids = [int(v) for v in np.atleast_1d(value)]
-        shown = [names[i] if i < len(names) else str(i) for i in ids]
-        return f"{field.name}: {', '.join(shown)}"
+def _describe(value: Any) -> str:
+    """A value of a codec without a caption of its own: a large array by its shape, type
+    and range; anything else as text."""
     if isinstance(value, np.ndarray) and value.size > 8:
-        return f"{field.name}: array {value.shape} {value.dtype} min {value.min():.3g} max {value.max():.3g}"
+        return f"array {value.shape} {value.dtype} min {value.min():.3g} max {value.max():.3g}"
     if isinstance(value, bytes):
         value = value.decode("utf-8", "replace")
-    text = str(value.tolist() if isinstance(value, np.ndarray) else value)
-    return f"{field.name}: {text if len(text) <= 120 else text[:117] + '...'}"
+    return str(value.tolist() if isinstance(value, np.ndarray) else value)
+
+
+def _caption(field: BoundField, value: Any) -> str:
+    if value is None:
+        return f"{field.name}: (absent)"
+    codec = field.codec
+    if isinstance(codec, Captioned):
+        values = value if field.spec.sequence else [value]
+        with calling(field, "caption"):
+            text = ", ".join(codec.caption(one) for one in values)
+        text = f"[{text}]" if field.spec.sequence else text
+    else:
+        text = _describe(value)
+    return f"{field.name}: {text if len(text) <= _CAPTION else text[: _CAPTION - 3] + '...'}"
+
+
+def _draw_on(canvas: Canvas, field: BoundField, value: Any) -> None:
+    """Draw ``field``'s value on ``canvas`` through its codec, each value of a sequence
+    with its position."""
+    codec = field.codec
+    assert isinstance(codec, Drawable)
+    with calling(field, "draw"):
+        if field.spec.sequence:
+            for i, one in enumerate(value):
+                canvas.label, canvas.item = f"{field.name}[{i}]", i
+                codec.draw(canvas, one)
+        else:
+            canvas.label, canvas.item = field.name, None
+            codec.draw(canvas, value)
+
+
+def _belongs_to(field: BoundField, picture: str, record: dict[str, Any]) -> bool:
+    """Whether ``field``'s value is drawn on the picture of field ``picture``: on the
+    pictures its codec relates it to when the record holds one, else on every picture."""
+    related = [name for name in field.codec.related_fields() if record.get(name) is not None]
+    return not related or picture in related
+
+
+def _picture(field: BoundField, value: Any) -> np.ndarray:
+    codec = field.codec
+    assert isinstance(codec, Pictured)
+    with calling(field, "picture"):
+        return np.asarray(codec.picture(value))
+
+
+def _backdrop(field: BoundField, value: Any) -> np.ndarray:
+    codec = field.codec
+    assert isinstance(codec, Backdrop)
+    first = value[0] if field.spec.sequence else value
+    with calling(field, "backdrop_size"):
+        height, width = codec.backdrop_size(first)
+    return np.zeros((height, width, 3), np.uint8)
 
 
 def render_record(fields: Sequence[BoundField], record: dict[str, Any]) -> Rendered:
     """Draw ``record`` (decoded with ``fields``) as the module docs say."""
-    pictures = [
-        f
-        for f in fields
-        if f.codec.raster == "pixels" and not f.spec.sequence and record.get(f.name) is not None
+    present = [f for f in fields if record.get(f.name) is not None]
+    pictures: list[tuple[str, np.ndarray]] = [
+        (f.name, _picture(f, record[f.name]))
+        for f in present
+        if isinstance(f.codec, Pictured) and not f.spec.sequence
     ]
-    masks = [f for f in fields if f.codec.raster == "indices" and record.get(f.name) is not None]
-    boxes = [f for f in fields if f.spec.codec == "bbox" and record.get(f.name) is not None]
-    audio = [f for f in fields if f.spec.codec == "audio" and record.get(f.name) is not None]
-    drawn = {f.name for f in pictures + masks + boxes + audio}
+    drawables = [f for f in present if isinstance(f.codec, Drawable)]
+    sounds_of = [f for f in present if isinstance(f.codec, Audible)]
+    if not pictures:
+        pictures = [
+            ("", _backdrop(f, record[f.name]))
+            for f in drawables
+            if isinstance(f.codec, Backdrop) and (not f.spec.sequence or len(record[f.name]))
+        ][:1]
+    drawn = {name for name, _ in pictures} | {f.name for f in sounds_of}
+    if pictures:
+        drawn |= {f.name for f in drawables}
     panels: list[Image.Image] = []
     legend: dict[str, tuple[int, int, int]] = {}
-    for picture_field in pictures or masks[:1]:
-        value = record[picture_field.name]
-        base = _as_rgb(
-            value if picture_field in pictures else np.zeros((*np.asarray(value).shape[:2], 3), np.uint8)
-        )
-        height, width = np.asarray(value).shape[:2]
+    for name, pixels in pictures:
+        height, width = pixels.shape[:2]
         scale = scale_of(height, width)
-        base = base.resize((width * scale, height * scale), Image.Resampling.NEAREST)
-        for mask_field in masks:
-            values = record[mask_field.name]
-            instances = list(values) if mask_field.spec.sequence else [values]
-            for i, mask in enumerate(instances):
-                ignore = mask_field.spec.options.get("ignore_index", 255)
-                if mask_field.spec.sequence:
-                    colors = {1: box_color(i)}
-                    legend[f"{mask_field.name}[{i}]"] = box_color(i)
-                else:
-                    present = sorted(int(c) for c in np.unique(mask) if int(c) not in (0, ignore))
-                    colors = {c: box_color(c) for c in present}
-                    legend.update({f"{mask_field.name} class {c}": box_color(c) for c in present})
-                    if ignore is not None and (np.asarray(mask) == ignore).any():
-                        colors[ignore] = (255, 255, 255)
-                        legend[f"{mask_field.name} ignore ({ignore})"] = (255, 255, 255)
-                base = _overlay(base, mask, colors)
-        draw = ImageDraw.Draw(base)
-        for box_field in boxes:
-            target = box_field.spec.options.get("image_field")
-            if target not in (None, picture_field.name) and target in record:
-                continue
-            xyxy, ids, names = _boxes_of(box_field, record[box_field.name])
-            factor = (width, height) if box_field.spec.options.get("normalized", True) else (1, 1)
-            for j, (x0, y0, x1, y1) in enumerate(xyxy):
-                rgb = box_color(ids[j]) if ids else box_color(0)
-                corners = [round(v * factor[k % 2] * scale) for k, v in enumerate((x0, y0, x1, y1))]
-                draw.rectangle(corners, outline=rgb, width=BOX_WIDTH)
-                if names:
-                    draw.text((corners[0] + BOX_WIDTH + 1, corners[1] + BOX_WIDTH), names[j], fill=rgb)
-        panels.append(base)
+        base = _as_rgb(pixels).resize((width * scale, height * scale), Image.Resampling.NEAREST)
+        canvas = Canvas(base, height=height, width=width, scale=scale)
+        for field in drawables:
+            if _belongs_to(field, name, record):
+                _draw_on(canvas, field, record[field.name])
+        legend.update(canvas.legend)
+        panels.append(canvas.picture())
     sounds: dict[str, tuple[np.ndarray, int]] = {}
-    for audio_field in audio:
-        rate = int(audio_field.spec.options.get("sample_rate", 16000))
-        sounds[audio_field.name] = (np.asarray(record[audio_field.name]), rate)
-        panels.append(_audio_panel(record[audio_field.name], rate))
+    for field in sounds_of:
+        codec = field.codec
+        assert isinstance(codec, Audible)
+        with calling(field, "sound"):
+            samples, rate = codec.sound(record[field.name])
+        sounds[field.name] = (np.asarray(samples), rate)
+        panels.append(_audio_panel(samples, rate))
     width = max([p.width for p in panels] + [320])
     if legend:
         panels.append(_legend(list(legend.items()), width))

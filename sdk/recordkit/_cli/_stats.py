@@ -3,14 +3,17 @@
 Memory stays bounded whatever the dataset's size: numbers are summarised as they come
 (count, min, max, mean) and kept for histograms only as a fixed-size uniform sample
 (reservoir sampling, seeded, so a run is reproducible); counters hold one entry per
-distinct class, image size or channel count (image sizes beyond
-:data:`MAX_DISTINCT` distinct ones are counted as ``"other"``).
+distinct key (keys beyond :data:`MAX_DISTINCT` distinct ones are counted as ``"other"``).
 
-Per codec: ``label`` a class histogram; ``image`` sizes, channels and height and width
-summaries; ``audio`` durations in seconds; ``text`` lengths in characters; ``bbox``
-boxes per record, box width and height and the box class histogram; ``mask`` pixel
-counts per class; ``scalar`` and ``tensor`` min, max and mean of their values. Every
-optional field also counts how many records hold it.
+What a value contributes is its codec's to say
+(:class:`~recordkit.codec._capabilities.Summarized`): named lists of numbers, summarised,
+and named counts, tallied. The built-in codecs give: ``label`` a class histogram;
+``image`` sizes, channels and height and width summaries; ``audio`` durations in
+seconds; ``text`` lengths in characters; ``bbox`` boxes per record, box width and height
+and the box class histogram; ``mask`` pixel counts per class; ``scalar`` and ``tensor``
+their values. A codec that says nothing gets min, max and mean of its numbers (or the
+length of its text). Every optional field also counts how many records hold it. Nothing
+here knows a codec by its name.
 
 NaN values (which the writer accepts in scalars and tensors) are counted apart, as
 ``nan``, and left out of min, max, mean and the sample; infinities are values like any
@@ -21,13 +24,16 @@ from __future__ import annotations
 
 import random
 from collections import Counter
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 
+from recordkit._cli._codec_calls import calling
+from recordkit.codec._capabilities import Statistics, Summarized
 from recordkit.schema._bound import BoundField
 
-__all__ = ["MAX_DISTINCT", "SAMPLE", "FieldStats", "Summary"]
+__all__ = ["MAX_DISTINCT", "SAMPLE", "FieldStats", "Summary", "fallback_statistics"]
 
 #: Values kept per summary for histograms.
 SAMPLE = 10_000
@@ -92,6 +98,14 @@ class _Bounded(Counter[str]):
         self[key] += by
 
 
+def fallback_statistics(value: Any) -> Statistics:
+    """The statistics of a value whose codec says none: its numbers, or its length as text."""
+    array = np.asarray(value)
+    if array.dtype.kind in "biuf":
+        return {"values": array.astype(np.float64).reshape(-1).tolist()}
+    return {"length": [float(len(str(value)))]}
+
+
 class FieldStats:
     """What is gathered for one field (see the module docs)."""
 
@@ -102,16 +116,14 @@ class FieldStats:
         self.present = 0
         self.summaries: dict[str, Summary] = {}
         self.counters: dict[str, _Bounded] = {}
-        self.mask_pixels = np.zeros(256, dtype=np.int64)
+        codec = field.codec
+        self._statistics = codec.summarize if isinstance(codec, Summarized) else fallback_statistics
 
     def _summary(self, name: str) -> Summary:
         return self.summaries.setdefault(name, Summary(len(self.summaries)))
 
     def _counter(self, name: str) -> _Bounded:
         return self.counters.setdefault(name, _Bounded())
-
-    def _names(self, option: str) -> list[str]:
-        return list(self.field.spec.options.get(option) or [])
 
     def add(self, value: Any) -> None:
         self.records += 1
@@ -123,52 +135,15 @@ class FieldStats:
             self._add_one(one)
 
     def _add_one(self, value: Any) -> None:
-        codec = self.codec
-        if codec == "label":
-            names = self._names("names")
-            ids = np.asarray(value).reshape(-1)
-            if ids.dtype.kind == "f":  # multi-hot
-                ids = np.flatnonzero(ids)
-            for i in ids.tolist():
-                self._counter("classes").bump(names[i] if i < len(names) else str(i))
-        elif self.field.codec.raster == "pixels":
-            array = np.asarray(value)
-            self._counter("sizes").bump(f"{array.shape[0]}x{array.shape[1]}")
-            self._counter("channels").bump(str(array.shape[2] if array.ndim == 3 else 1))
-            self._summary("height").add_many([array.shape[0]])
-            self._summary("width").add_many([array.shape[1]])
-        elif self.field.codec.raster == "indices":
-            self.mask_pixels += np.bincount(np.asarray(value, dtype=np.uint8).reshape(-1), minlength=256)
-        elif codec == "audio":
-            rate = int(self.field.spec.options.get("sample_rate", 1))
-            self._summary("duration_s").add_many([np.asarray(value).shape[0] / rate])
-        elif codec == "text":
-            text = value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
-            self._summary("length").add_many([len(text)])
-        elif codec == "bbox":
-            boxes = np.asarray(
-                value["boxes"] if isinstance(value, dict) else value, dtype=np.float64
-            ).reshape(-1, 4)
-            self._summary("boxes_per_record").add_many([len(boxes)])
-            fmt = self.field.spec.options.get("format", "xyxy")
-            if fmt in ("xywh", "cxcywh"):
-                widths, heights = boxes[:, 2], boxes[:, 3]
-            elif fmt == "yxyx":
-                widths, heights = boxes[:, 3] - boxes[:, 1], boxes[:, 2] - boxes[:, 0]
+        with calling(self.field, "summarize"):
+            statistics = self._statistics(value)
+        for name, data in statistics.items():
+            if isinstance(data, Mapping):
+                counter = self._counter(name)
+                for key, count in data.items():
+                    counter.bump(str(key), int(count))
             else:
-                widths, heights = boxes[:, 2] - boxes[:, 0], boxes[:, 3] - boxes[:, 1]
-            self._summary("box_width").add_many(widths)
-            self._summary("box_height").add_many(heights)
-            if isinstance(value, dict) and "labels" in value:
-                names = self._names("labels")
-                for i in np.asarray(value["labels"]).reshape(-1).tolist():
-                    self._counter("box_classes").bump(names[i] if i < len(names) else str(i))
-        else:
-            array = np.asarray(value)
-            if array.dtype.kind in "biuf":
-                self._summary("values").add_many(array.astype(np.float64))
-            else:
-                self._summary("length").add_many([len(str(value))])
+                self._summary(name).add_many(data)
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"codec": self.codec, "records": self.records}
@@ -178,6 +153,4 @@ class FieldStats:
             out[name] = summary.to_json()
         for name, counter in self.counters.items():
             out[name] = dict(counter.most_common())
-        if self.mask_pixels.any():
-            out["mask_pixels"] = {str(i): int(n) for i, n in enumerate(self.mask_pixels) if n}
         return out

@@ -1,4 +1,4 @@
-"""``recordkit plugins``: which codecs are installed, and where each comes from."""
+"""``recordkit plugins``: which codecs and sources are installed, and where each comes from."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ import click
 from recordkit._cli._common import table
 from recordkit._version import __version__
 from recordkit.codec._plugins import ALLOW_ENV, BLOCK_ENV, PluginSet, load_plugins
+from recordkit.sources._registry import default_sources
 
 __all__ = ["plugins_command", "plugins_report"]
 
@@ -22,7 +23,7 @@ def _split_names(values: Iterable[str]) -> list[str]:
 
 
 def plugins_report(plugin_set: PluginSet) -> dict[str, Any]:
-    """The loaded plugins and their codecs as JSON-ready data."""
+    """The loaded plugins, their codecs and their sources as JSON-ready data."""
     codecs: list[dict[str, Any]] = [
         {
             "codec": info.name,
@@ -34,18 +35,30 @@ def plugins_report(plugin_set: PluginSet) -> dict[str, Any]:
         }
         for info in plugin_set.registry
     ]
+    sources: list[dict[str, Any]] = [
+        {
+            "source": info.kind,
+            "plugin": info.plugin,
+            "distribution": info.distribution,
+            "distribution_version": info.distribution_version,
+            "summary": info.summary,
+        }
+        for info in default_sources(plugin_set)
+    ]
     plugins = [
         {
             "plugin": plugin.name,
             "distribution": plugin.distribution,
             "distribution_version": plugin.distribution_version,
             "codecs": sorted(c["codec"] for c in codecs if c["plugin"] == plugin.name),
+            "sources": sorted(s["source"] for s in sources if s["plugin"] == plugin.name),
         }
         for plugin in plugin_set.plugins
     ]
     return {
         "recordkit_version": __version__,
         "codecs": codecs,
+        "sources": sources,
         "plugins": plugins,
         "blocked": sorted(plugin_set.blocked),
     }
@@ -57,7 +70,7 @@ def _provider(distribution: str | None, version: str | None) -> str:
     return f"{distribution} {version}" if version else distribution
 
 
-@click.command("plugins", short_help="List the installed codecs and where each comes from.")
+@click.command("plugins", short_help="List the installed codecs and sources and where each comes from.")
 @click.option(
     "--allow",
     "allow",
@@ -74,7 +87,9 @@ def _provider(distribution: str | None, version: str | None) -> str:
 )
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
 def plugins_command(allow: tuple[str, ...], block: tuple[str, ...], as_json: bool) -> None:
-    """List the installed codecs: version, plugin and the distribution providing it.
+    """List the installed codecs (with their version) and sources (what ``recordkit
+    ingest KIND`` reads), each with the plugin that registers it and the distribution
+    providing that plugin.
 
     Plugins are found through the ``recordkit`` entry-point group, exactly as
     recordkit finds them when it writes or reads a dataset.
@@ -100,6 +115,12 @@ def plugins_command(allow: tuple[str, ...], block: tuple[str, ...], as_json: boo
         click.echo("no codecs are installed")
     else:
         click.echo(table(rows))
+    source_rows = [["source", "plugin", "distribution", "summary"]]
+    source_rows += [
+        [s["source"], s["plugin"], _provider(s["distribution"], s["distribution_version"]), s["summary"]]
+        for s in report["sources"]
+    ]
+    click.echo("\n" + ("no sources are installed" if len(source_rows) == 1 else table(source_rows)))
     if report["blocked"]:
         click.echo(f"\nblocked plugins (not loaded): {', '.join(report['blocked'])}")
 

@@ -13,6 +13,7 @@ from recordkit._cli._common import FOLDER_TO_WRITE, PATH_OR_URL, dataset_at, rea
 from recordkit._cli._render import contact_sheet, render_record
 from recordkit.codec._plugins import default_registry
 from recordkit.dataset._manifest import Manifest
+from recordkit.errors import RecordkitError
 from recordkit.read._iter_records import iter_records
 from recordkit.read._open import bind_to_read
 
@@ -54,7 +55,10 @@ def show_command(
     chosen = itertools.islice(records, start, start + (1 if index is not None else count))
     drawn = []
     for position, record in enumerate(chosen, start=start):
-        rendered = render_record(bound.fields, record)
+        try:
+            rendered = render_record(bound.fields, record)
+        except RecordkitError as exc:
+            raise exc.with_context(record=position, split=split) from exc.__cause__
         path = output / f"record-{position:05d}.png"
         rendered.picture.save(path)
         for name, (samples, rate) in rendered.audio.items():

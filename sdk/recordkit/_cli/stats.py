@@ -30,6 +30,7 @@ from recordkit._cli._common import (
 from recordkit._cli._stats import FieldStats
 from recordkit.codec._plugins import default_registry
 from recordkit.dataset._manifest import Manifest
+from recordkit.errors import RecordkitError
 from recordkit.read._iter_records import iter_records
 from recordkit.read._open import bind_to_read, open_dataset
 from recordkit.storage import Location
@@ -49,9 +50,12 @@ def gather(root: Path | Location, split: str, progress: bool | None = None) -> d
 
     enabled = sys.stderr.isatty() if progress is None else progress
     with tqdm(total=total, desc=f"stats {split}", unit=" rec", disable=not enabled) as bar:
-        for record in iter_records(path, split, storage_options=options):
-            for name, value in record.items():
-                stats[name].add(value)
+        for position, record in enumerate(iter_records(path, split, storage_options=options)):
+            try:
+                for name, value in record.items():
+                    stats[name].add(value)
+            except RecordkitError as exc:
+                raise exc.with_context(record=position, split=split) from exc.__cause__
             bar.update(1)
     return stats
 
@@ -137,15 +141,6 @@ def _plots(stats: dict[str, FieldStats], folder: Path) -> list[Path]:
             labels = [f"{edges[i]:.3g}" for i in range(len(counts))]
             path = folder / f"{name}-{key}.png"
             bar_chart(f"{name}: {key} (histogram)", labels, [float(c) for c in counts]).save(path)
-            written.append(path)
-        if field.mask_pixels.any():
-            present = [i for i in range(256) if field.mask_pixels[i]]
-            path = folder / f"{name}-mask_pixels.png"
-            bar_chart(
-                f"{name}: pixels per class",
-                [str(i) for i in present],
-                [float(field.mask_pixels[i]) for i in present],
-            ).save(path)
             written.append(path)
     return written
 

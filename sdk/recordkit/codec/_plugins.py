@@ -4,6 +4,8 @@ Nothing is loaded at import time. :func:`load_plugins` builds a pluggy manager, 
 the ``recordkit`` entry points (optionally only those an allowlist names, never those a
 blocklist names), and asks each plugin to register its codecs. :class:`PluginSet` is
 the typed facade over ``pm.hook``: nothing else in recordkit touches untyped hook calls.
+The same loaded plugins register their sources when the sources layer asks
+(:meth:`PluginSet.register_sources`), so one allowlist and one blocklist govern both.
 """
 
 from __future__ import annotations
@@ -15,11 +17,11 @@ import os
 import re
 import threading
 from collections.abc import Collection, Iterable
-from typing import Any
 
 import pluggy
 
 from recordkit import hookspecs
+from recordkit.codec._provenance import PluginInfo, PluginScoped
 from recordkit.codec._registry import CodecRegistry
 from recordkit.errors import PluginLoadError, RecordkitError
 
@@ -39,15 +41,6 @@ ALLOW_ENV = "RECORDKIT_PLUGINS"
 BLOCK_ENV = "RECORDKIT_BLOCK_PLUGINS"
 
 
-@dataclasses.dataclass(frozen=True)
-class PluginInfo:
-    """A loaded plugin: its entry-point name and the distribution that ships it."""
-
-    name: str
-    distribution: str | None
-    distribution_version: str | None
-
-
 @dataclasses.dataclass
 class PluginSet:
     """The loaded plugins, their pluggy manager and the codecs they registered."""
@@ -64,28 +57,26 @@ class PluginSet:
         registry knows which plugin registers what and a failing plugin is named."""
         self._call_each("recordkit_register_codecs", registry, "codecs")
 
-    def register_sources(self, registry: hookspecs.SourceRegister) -> None:
+    def register_sources(self, registry: PluginScoped) -> None:
         """Call ``recordkit_register_sources`` on every plugin, as :meth:`register_codecs`
         does (``registry`` is a :class:`recordkit.sources.SourceRegistry`)."""
         self._call_each("recordkit_register_sources", registry, "sources")
 
-    def _call_each(self, hook: str, registry: Any, what: str) -> None:
+    def _call_each(self, hook: str, registry: PluginScoped, what: str) -> None:
         by_name = {p.name: p for p in self.plugins}
         for impl in reversed(getattr(self.manager.hook, hook).get_hookimpls()):
             info = by_name.get(impl.plugin_name, PluginInfo(impl.plugin_name, None, None))
-            registry._set_current_plugin(info.name, info.distribution, info.distribution_version)
-            try:
-                impl.function(registry=registry)
-            except RecordkitError:
-                raise
-            except Exception as exc:
-                raise PluginLoadError(
-                    f"failed while registering {what}: {type(exc).__name__}: {exc}",
-                    plugin=info.name,
-                    distribution=info.distribution,
-                ) from exc
-            finally:
-                registry._set_current_plugin("<direct>", None, None)
+            with registry.plugin_scope(info):
+                try:
+                    impl.function(registry=registry)
+                except RecordkitError:
+                    raise
+                except Exception as exc:
+                    raise PluginLoadError(
+                        f"failed while registering {what}: {type(exc).__name__}: {exc}",
+                        plugin=info.name,
+                        distribution=info.distribution,
+                    ) from exc
 
 
 def _normalize(name: str) -> str:

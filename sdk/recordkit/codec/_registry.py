@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import dataclasses
-import warnings
 from collections.abc import Iterator, Mapping
 from typing import Any
 
 from recordkit._suggest import did_you_mean
 from recordkit.codec._codec import Codec
+from recordkit.codec._provenance import PluginScoped
 from recordkit.errors import DuplicateCodecError, PluginError, UnknownCodecError
 
 __all__ = ["CodecInfo", "CodecRegistry"]
@@ -29,17 +29,17 @@ class CodecInfo:
         return self.codec.version
 
 
-class CodecRegistry:
+class CodecRegistry(PluginScoped):
     """Codec classes by name.
 
-    Plugins fill it through the ``recordkit_register_codecs`` hook; the writer and
-    reader look codecs up here once per schema, never per record.
+    Plugins fill it through the ``recordkit_register_codecs`` hook, each inside
+    :meth:`plugin_scope`; the writer and reader look codecs up here once per schema,
+    never per record.
     """
 
     def __init__(self) -> None:
+        super().__init__()
         self._codecs: dict[str, CodecInfo] = {}
-        self._current_plugin: tuple[str, str | None, str | None] = ("<direct>", None, None)
-        self._replacers: set[str] = set()  # names whose codec was registered with replace=True
         #: Plugins that failed to load and were skipped (their error messages): a codec
         #: that is missing may be one of theirs, so the lookup error names them.
         self.broken_plugins: list[str] = []
@@ -53,45 +53,29 @@ class CodecRegistry:
         two registrations passed ``replace=True``: that one wins, whichever plugin loaded
         first, and a warning names both providers.
         """
+        plugin = self.current_plugin
         if not (isinstance(codec, type) and issubclass(codec, Codec)):
-            raise PluginError(
-                f"register() takes a Codec subclass, not {codec!r}", plugin=self._current_plugin[0]
-            )
+            raise PluginError(f"register() takes a Codec subclass, not {codec!r}", plugin=plugin.name)
         name = getattr(codec, "name", None)
         if not isinstance(name, str) or not name:
-            raise PluginError(
-                f"codec class {codec.__qualname__} has no 'name'", plugin=self._current_plugin[0]
-            )
-        plugin, distribution, dist_version = self._current_plugin
-        info = CodecInfo(name, codec, plugin, distribution, dist_version)
+            raise PluginError(f"codec class {codec.__qualname__} has no 'name'", plugin=plugin.name)
         existing = self._codecs.get(name)
-        if existing is not None and existing.codec is not codec:
-            if not replace and name in self._replacers:
-                warnings.warn(
-                    f"codec {name!r} from plugin {plugin!r} is replaced by plugin {existing.plugin!r}",
-                    stacklevel=2,
-                )
-                return
-            if not replace:
-                raise DuplicateCodecError(
-                    f"codec {name!r} is already registered by plugin {existing.plugin!r}"
-                    f"{_from(existing.distribution)}; pass replace=True to replace it",
-                    codec=name,
-                    plugin=plugin,
-                    distribution=distribution,
-                )
-            warnings.warn(
-                f"codec {name!r} from plugin {existing.plugin!r} is replaced by plugin {plugin!r}",
-                stacklevel=2,
-            )
-        self._codecs[name] = info
-        if replace:
-            self._replacers.add(name)
+        holder = existing.plugin if existing is not None and existing.codec is not codec else None
 
-    def _set_current_plugin(
-        self, plugin: str, distribution: str | None, distribution_version: str | None
-    ) -> None:
-        self._current_plugin = (plugin, distribution, distribution_version)
+        def duplicate() -> DuplicateCodecError:
+            assert existing is not None
+            return DuplicateCodecError(
+                f"codec {name!r} is already registered by plugin {existing.plugin!r}"
+                f"{_from(existing.distribution)}; pass replace=True to replace it",
+                codec=name,
+                plugin=plugin.name,
+                distribution=plugin.distribution,
+            )
+
+        if self._settle("codec", name, holder, replace=replace, duplicate=duplicate):
+            self._codecs[name] = CodecInfo(
+                name, codec, plugin.name, plugin.distribution, plugin.distribution_version
+            )
 
     # -- lookup ------------------------------------------------------------------------
 

@@ -11,7 +11,9 @@ never re-encoded pixels::
     flowers = sources.image_folder("flower_photos")
     rk.write_dataset(flowers, flowers.schema(), "data/flowers")
 
-Plugins add sources with the ``recordkit_register_sources`` hook;
+The package is itself a plugin: recordkit's ``pyproject.toml`` declares it under the
+``recordkit`` entry points (as ``sources``), and its ``recordkit_register_sources`` hook
+registers the sources above exactly as a third party's plugin registers its own.
 :func:`default_sources` holds them all by kind (``recordkit ingest KIND``).
 """
 
@@ -19,7 +21,15 @@ from __future__ import annotations
 
 from recordkit.sources._base import OnBadInput, Skipped, Source, SourceItem
 from recordkit.sources._coco import CocoSource
-from recordkit.sources._factories import audio_folder, coco, csv, image_folder, jsonl, pascal_voc
+from recordkit.sources._factories import (
+    audio_folder,
+    coco,
+    csv,
+    image_folder,
+    jsonl,
+    pascal_voc,
+    recordkit_register_sources,
+)
 from recordkit.sources._folders import AudioFolderSource, ImageFolderSource
 from recordkit.sources._masks import decode_rle, polygons_mask
 from recordkit.sources._registry import SourceInfo, SourceRegistry, default_sources
@@ -49,4 +59,5 @@ __all__ = [
     "jsonl",
     "pascal_voc",
     "polygons_mask",
+    "recordkit_register_sources",
 ]

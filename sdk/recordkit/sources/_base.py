@@ -78,7 +78,10 @@ class Source(abc.ABC):
     """A collection of inputs that yields records and proposes their schema.
 
     Iterate it for the records (dicts); :meth:`items` gives them with their keys.
-    Subclasses implement :meth:`schema` and :meth:`_scan`.
+    Subclasses (the built-in sources and plugins' alike) implement two public methods,
+    :meth:`schema` and :meth:`scan`; the base class applies ``on_error`` to what
+    :meth:`scan` yields, and :meth:`input_path` is the containment rule for the file
+    names an input gives.
 
     :param on_error: ``"raise"``: the first bad input raises InputError naming its file
         and line or entry; ``"skip"``: it is left out and listed in :attr:`skipped`.
@@ -105,9 +108,12 @@ class Source(abc.ABC):
         ``schema.dump("schema.yaml")``, edit the file and load it back)."""
 
     @abc.abstractmethod
-    def _scan(self) -> Iterator[SourceItem | Skipped | InputError]:
-        """The items in order; a bad input as its InputError, an input passed over on
-        purpose as a Skipped."""
+    def scan(self) -> Iterator[SourceItem | Skipped | InputError]:
+        """Every input in order, as it is: a :class:`SourceItem` per record, a bad input
+        as its :class:`~recordkit.errors.InputError` (yielded, not raised, so that
+        ``on_error="skip"`` can go on), an input passed over on purpose as a
+        :class:`Skipped`. What a source implements; users iterate the source or call
+        :meth:`items`, which apply ``on_error``."""
 
     def input_path(
         self,
@@ -131,7 +137,7 @@ class Source(abc.ABC):
     def items(self) -> Iterator[SourceItem]:
         """The records with their keys; bad inputs handled as ``on_error`` says."""
         self.skipped = []
-        for item in self._scan():
+        for item in self.scan():
             if isinstance(item, InputError):
                 if self.on_error == "raise":
                     raise item

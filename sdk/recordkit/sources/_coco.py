@@ -167,7 +167,7 @@ class CocoSource(Source):
             )
         return Schema(name=name or self.annotations.stem, fields=fields)
 
-    def _scan(self) -> Iterator[SourceItem | Skipped | InputError]:
+    def scan(self) -> Iterator[SourceItem | Skipped | InputError]:
         images: dict[int, dict[str, Any]] = {}
         for i, image in enumerate(self._data["images"]):
             if not isinstance(image, dict) or not _is_int(image.get("id")) or "file_name" not in image:

@@ -1,20 +1,22 @@
-"""The built-in sources as functions, the names users call (``recordkit.sources.coco(...)``).
+"""The built-in sources as functions, the names users call (``recordkit.sources.coco(...)``),
+and the hook that registers them, exactly as a plugin registers its own.
 
 Every one takes ``on_error`` (``"raise"`` or ``"skip"``) and ``allow_outside_root``
 (follow file names that leave the root the source reads from; refused by default)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from recordkit.sources._base import OnBadInput, Source
+from recordkit.hookspecs import SourceRegister, hookimpl
+from recordkit.sources._base import OnBadInput
 from recordkit.sources._coco import CocoSource
 from recordkit.sources._folders import AudioFolderSource, ImageFolderSource
 from recordkit.sources._tables import CsvSource, JsonlSource
 from recordkit.sources._voc import VOC_CLASSES, PascalVocSource, Task
 
-__all__ = ["audio_folder", "coco", "csv", "image_folder", "jsonl", "pascal_voc"]
+__all__ = ["audio_folder", "coco", "csv", "image_folder", "jsonl", "pascal_voc", "recordkit_register_sources"]
 
 
 def image_folder(
@@ -31,7 +33,7 @@ def audio_folder(
     on_error: OnBadInput = "raise",
     allow_outside_root: bool = False,
 ) -> AudioFolderSource:
-    """Audio files, with a CSV/JSONL of transcripts or labels keyed by ``file_name``."""
+    """Audio files, with a CSV/JSONL of transcripts or labels keyed by file_name."""
     return AudioFolderSource(
         root, metadata=metadata, on_error=on_error, allow_outside_root=allow_outside_root
     )
@@ -80,7 +82,7 @@ def jsonl(
     on_error: OnBadInput = "raise",
     allow_outside_root: bool = False,
 ) -> JsonlSource:
-    """A JSON Lines manifest, one record per line; file columns relative to it (or to ``root``)."""
+    """A JSON Lines manifest, one record per line; file columns relative to it (or to root)."""
     return JsonlSource(
         path,
         columns=columns,
@@ -100,7 +102,7 @@ def csv(
     on_error: OnBadInput = "raise",
     allow_outside_root: bool = False,
 ) -> CsvSource:
-    """A CSV manifest with a header, one record per row; file columns relative to it (or to ``root``)."""
+    """A CSV manifest with a header, one record per row; file columns relative to it (or to root)."""
     return CsvSource(
         path,
         columns=columns,
@@ -111,12 +113,14 @@ def csv(
     )
 
 
-#: The sources recordkit ships, by kind.
-BUILTIN_SOURCES: dict[str, Callable[..., Source]] = {
-    "image_folder": image_folder,
-    "audio_folder": audio_folder,
-    "coco": coco,
-    "pascal_voc": pascal_voc,
-    "jsonl": jsonl,
-    "csv": csv,
-}
+@hookimpl
+def recordkit_register_sources(registry: SourceRegister) -> None:
+    """Register the sources recordkit ships. recordkit's ``pyproject.toml`` declares the
+    package :mod:`recordkit.sources` under the ``recordkit`` entry points, as ``sources``,
+    so these go through the same loading, allowlist and blocklist as any plugin's."""
+    registry.register("image_folder", image_folder)
+    registry.register("audio_folder", audio_folder)
+    registry.register("coco", coco)
+    registry.register("pascal_voc", pascal_voc)
+    registry.register("jsonl", jsonl)
+    registry.register("csv", csv)

@@ -111,7 +111,7 @@ class ImageFolderSource(_FolderSource):
             },
         )
 
-    def _scan(self) -> Iterator[SourceItem | Skipped | InputError]:
+    def scan(self) -> Iterator[SourceItem | Skipped | InputError]:
         image, label, file = self.names
         for path in _files(self.root):
             rel = relative_name(path, self.root)
@@ -226,7 +226,7 @@ class AudioFolderSource(_FolderSource):
             fields.update(propose_fields(sample, {}))
         return Schema(name=name or self.root.name, fields=fields)
 
-    def _scan(self) -> Iterator[SourceItem | Skipped | InputError]:
+    def scan(self) -> Iterator[SourceItem | Skipped | InputError]:
         audio, file = self.names
         rows: dict[str, tuple[int, dict[str, Any]]] = {}
         if self.metadata is not None:

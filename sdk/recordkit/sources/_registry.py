@@ -1,18 +1,20 @@
-"""The sources by kind: :class:`SourceRegistry`, and the default one with recordkit's
-own sources and those plugins add through ``recordkit_register_sources``."""
+"""The sources by kind: :class:`SourceRegistry`, and the default one, filled by the
+installed plugins through ``recordkit_register_sources``: recordkit's own sources come
+through recordkit's ``sources`` entry point, exactly as a third party's do."""
 
 from __future__ import annotations
 
 import dataclasses
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from recordkit._suggest import did_you_mean
 from recordkit.codec._plugins import PluginSet, default_plugins
+from recordkit.codec._provenance import PluginScoped
 from recordkit.errors import PluginError
 from recordkit.sources._base import Source
-from recordkit.sources._factories import BUILTIN_SOURCES
 
 __all__ = ["SourceFactory", "SourceInfo", "SourceRegistry", "default_sources"]
 
@@ -28,6 +30,7 @@ class SourceInfo:
     factory: SourceFactory
     plugin: str
     distribution: str | None
+    distribution_version: str | None = None
 
     @property
     def summary(self) -> str:
@@ -36,46 +39,71 @@ class SourceInfo:
         return doc.splitlines()[0] if doc else ""
 
 
-class SourceRegistry:
-    """Sources by kind (``coco``, ``image_folder`` ...), filled by plugins."""
+class SourceRegistry(PluginScoped):
+    """Sources by kind (``coco``, ``image_folder`` ...), filled by plugins, each inside
+    :meth:`plugin_scope`."""
 
     def __init__(self) -> None:
+        super().__init__()
         self._sources: dict[str, SourceInfo] = {}
-        self._current: tuple[str, str | None] = ("<direct>", None)
-
-    def _set_current_plugin(
-        self, plugin: str, distribution: str | None, distribution_version: str | None
-    ) -> None:
-        self._current = (plugin, distribution)
+        #: Plugins that failed to load and were skipped (their error messages), and
+        #: plugins an allowlist or blocklist kept out: a kind that is missing may be one
+        #: of theirs, so the lookup error names them.
+        self.broken_plugins: list[str] = []
+        self.blocked_plugins: list[str] = []
 
     def register(self, kind: str, factory: SourceFactory, *, replace: bool = False) -> None:
-        """Add the source ``kind``; ``factory(input, **options)`` makes it."""
-        if not kind or not kind.replace("_", "a").replace("-", "a").isalnum():
-            raise PluginError(
-                f"invalid source kind {kind!r} (letters, digits, _ and -)", plugin=self._current[0]
-            )
+        """Add the source ``kind``; ``factory(input, **options)`` makes it.
+
+        A kind registered already is a PluginError unless one of the two registrations
+        passed ``replace=True``: that one wins, whichever plugin loaded first, and a
+        warning names both plugins.
+        """
+        plugin = self.current_plugin
+        if not isinstance(kind, str) or not kind.replace("_", "a").replace("-", "a").isalnum():
+            raise PluginError(f"invalid source kind {kind!r} (letters, digits, _ and -)", plugin=plugin.name)
         if not callable(factory):
-            raise PluginError(f"source {kind!r}: the factory must be callable", plugin=self._current[0])
-        old = self._sources.get(kind)
-        if old is not None and not replace:
-            raise PluginError(
-                f"source {kind!r} is registered twice (first by plugin {old.plugin!r}); pass replace=True "
+            raise PluginError(f"source {kind!r}: the factory must be callable", plugin=plugin.name)
+        existing = self._sources.get(kind)
+        holder = existing.plugin if existing is not None and existing.factory is not factory else None
+
+        def duplicate() -> PluginError:
+            return PluginError(
+                f"source {kind!r} is registered twice (first by plugin {holder!r}); pass replace=True "
                 "to replace it",
-                plugin=self._current[0],
-                distribution=self._current[1],
+                plugin=plugin.name,
+                distribution=plugin.distribution,
             )
-        self._sources[kind] = SourceInfo(kind, factory, *self._current)
+
+        if self._settle("source", kind, holder, replace=replace, duplicate=duplicate):
+            self._sources[kind] = SourceInfo(
+                kind, factory, plugin.name, plugin.distribution, plugin.distribution_version
+            )
 
     def kinds(self) -> list[str]:
         """The registered kinds, sorted."""
         return sorted(self._sources)
+
+    def __iter__(self) -> Iterator[SourceInfo]:
+        return iter(sorted(self._sources.values(), key=lambda info: info.kind))
+
+    def __len__(self) -> int:
+        return len(self._sources)
+
+    def __contains__(self, kind: object) -> bool:
+        return kind in self._sources
 
     def info(self, kind: str) -> SourceInfo:
         """The registration of ``kind``; an unknown kind names the registered ones."""
         try:
             return self._sources[kind]
         except KeyError:
-            raise PluginError(f"no source {kind!r}; the sources are: {', '.join(self.kinds())}") from None
+            registered = ", ".join(self.kinds()) or "none"
+            missing = "".join(f"; {problem}" for problem in self.broken_plugins)
+            if self.blocked_plugins:
+                missing += f"; plugins not loaded (allow or block lists): {', '.join(self.blocked_plugins)}"
+            hint = did_you_mean(kind, self._sources)
+            raise PluginError(f"no source {kind!r}; {hint}the sources are: {registered}{missing}") from None
 
     def create(self, kind: str, input: str | Path, **options: Any) -> Source:
         """The source ``kind`` reading ``input`` with ``options``; a bad option is a
@@ -84,29 +112,25 @@ class SourceRegistry:
 
 
 _lock = threading.Lock()
-_default: SourceRegistry | None = None
+_default: tuple[PluginSet, SourceRegistry] | None = None
 
 
-def default_sources(
-    plugins: PluginSet | None = None, builtins: dict[str, SourceFactory] | None = None
-) -> SourceRegistry:
-    """recordkit's own sources (``builtins``, default: all of them) plus those that
-    ``plugins`` (default: the installed plugins) register; cached when neither is given."""
+def default_sources(plugins: PluginSet | None = None) -> SourceRegistry:
+    """The sources that ``plugins`` register (default: the installed plugins, recordkit's
+    own sources among them, kept until the default plugins are reloaded)."""
     global _default
-    if plugins is None and builtins is None:
-        with _lock:
-            if _default is None:
-                _default = _fill(default_plugins(), None)
-            return _default
-    return _fill(plugins or default_plugins(), builtins)
+    if plugins is not None:
+        return _filled(plugins)
+    loaded = default_plugins()
+    with _lock:
+        if _default is None or _default[0] is not loaded:
+            _default = (loaded, _filled(loaded))
+        return _default[1]
 
 
-def _fill(plugins: PluginSet, builtins: dict[str, SourceFactory] | None) -> SourceRegistry:
-    from_builtins = BUILTIN_SOURCES if builtins is None else builtins
+def _filled(plugins: PluginSet) -> SourceRegistry:
     registry = SourceRegistry()
-    registry._set_current_plugin("recordkit", "recordkit", None)
-    for kind, factory in from_builtins.items():
-        registry.register(kind, factory)
-    registry._set_current_plugin("<direct>", None, None)
+    registry.broken_plugins = [f"{error} (a source it provides is missing)" for error in plugins.broken]
+    registry.blocked_plugins = sorted(plugins.blocked)
     plugins.register_sources(registry)
     return registry

@@ -210,7 +210,7 @@ class _TableSource(Source):
         fields = propose_fields(rows, files)
         return Schema(name=name or self.path.stem, fields=fields)
 
-    def _scan(self) -> Iterator[SourceItem | Skipped | InputError]:
+    def scan(self) -> Iterator[SourceItem | Skipped | InputError]:
         file_columns = self.file_columns()
         for row in read_rows(self.path):
             if isinstance(row, InputError):

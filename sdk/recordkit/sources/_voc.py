@@ -141,7 +141,7 @@ class PascalVocSource(Source):
             return InputError(f"the file {path} does not exist", file=str(self.list_file), line=line)
         return path
 
-    def _scan(self) -> Iterator[SourceItem | Skipped | InputError]:
+    def scan(self) -> Iterator[SourceItem | Skipped | InputError]:
         for number, image_id in self._ids():
             if isinstance(image_id, InputError):
                 yield image_id

@@ -21,7 +21,10 @@ For a codec and a few example values, :func:`check_codec`:
    with that default declared (absent records read back as it, through a schema file);
 8. checks that each declared bad input is refused by ``encode`` with a recordkit error
    (not a crash), whose message, once the writer adds its context, names the field and
-   the record and matches the declared reason.
+   the record and matches the declared reason;
+9. checks each optional capability the codec has (``draw`` writes inside the picture's
+   bounds, ``summarize`` is stable and JSON-serializable ...: see
+   :mod:`recordkit.testing._capability_checks`).
 """
 
 from __future__ import annotations
@@ -48,6 +51,7 @@ from recordkit.read._parse import PRESENT_SUFFIX, make_parser
 from recordkit.schema._encoder import RecordEncoder
 from recordkit.schema._fields import FieldSpec
 from recordkit.schema._schema import BoundSchema, Schema
+from recordkit.testing._capability_checks import CapabilityError, check_capabilities
 from recordkit.write._shard_file import ShardFile
 
 __all__ = [
@@ -573,6 +577,10 @@ def check_codec(
     if default is not None:
         _check_default(default, normalized[0], schema, registry, tmp, report)
     _check_bad_inputs(plain.bind(registry), bad_inputs, report)
+    try:
+        check_capabilities(instance, plain.bind(registry), [c.value for c in normalized], report.passed)
+    except CapabilityError as exc:
+        raise _fail(exc.check, exc.case, exc.detail) from exc
     return report
 
 

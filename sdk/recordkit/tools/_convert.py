@@ -1,7 +1,9 @@
 """Rewrite an adopted dataset (a folder TFDS prepared) as a native recordkit dataset.
 
 The result has what every recordkit dataset has (``dataset.json`` with the schema,
-per-shard sha256, the record-offset index) and reads without the TFDS files. Encoded
+per-shard sha256, the record-offset index) and reads without the TFDS files. How each
+field is stored is its codec's to say (``to_native``, see
+:class:`~recordkit.codec._capabilities.Convertible`); the built-in codecs store: encoded
 images are stored byte for byte (the image codec's ``format: keep``), with their
 height, width and channels now stored beside them; boxes are stored in recordkit's
 canonical order (readers still get ``yxyx``, the schema's format) and tensors as raw
@@ -21,6 +23,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Literal
 
+from recordkit.codec._capabilities import Convertible, NativeField, NativeRequest
+from recordkit.codec._plugins import default_registry
+from recordkit.codec._registry import CodecRegistry
 from recordkit.dataset._manifest import Manifest
 from recordkit.dataset._tfds import load_tfds
 from recordkit.errors import DatasetError
@@ -33,37 +38,48 @@ from recordkit.storage import PathOrUrl, StorageOptions, location
 from recordkit.tools._output import FreshOutput, refuse_overlap
 from recordkit.write._writer import DatasetWriter
 
-__all__ = ["AUDIO_FORMATS", "AudioFormat", "convert_dataset", "native_schema"]
+__all__ = ["AUDIO_FORMATS", "AudioFormat", "convert_dataset", "native_fields", "native_schema"]
 
 #: What ``convert`` may turn audio samples stored as numbers into.
 AudioFormat = Literal["wav", "flac"]
 AUDIO_FORMATS: tuple[AudioFormat, ...] = ("wav", "flac")
 
 
-def native_schema(adopted: Schema, *, audio: AudioFormat | None = None) -> Schema:
+def native_fields(
+    adopted: Schema, *, audio: AudioFormat | None = None, registry: CodecRegistry | None = None
+) -> dict[str, NativeField]:
+    """How each field of ``adopted`` is stored natively: its codec's answer
+    (:class:`~recordkit.codec._capabilities.Convertible`), or its options as they are, its
+    values decoded and encoded again, when the codec has none. DatasetError naming the
+    field when its codec cannot meet the request (``audio`` for samples without a rate)."""
+    codecs = registry or default_registry()
+    native: dict[str, NativeField] = {}
+    for name, spec in adopted.fields.items():
+        codec = codecs.create(spec.codec, spec.options)
+        if not isinstance(codec, Convertible):
+            native[name] = NativeField(dict(spec.options))
+            continue
+        request = NativeRequest(options=spec.options, description=spec.description, audio=audio)
+        try:
+            native[name] = codec.to_native(request)
+        except ValueError as exc:
+            raise DatasetError(f"field {name!r}: {exc}") from None
+    return native
+
+
+def native_schema(
+    adopted: Schema, *, audio: AudioFormat | None = None, registry: CodecRegistry | None = None
+) -> Schema:
     """``adopted`` (a schema that reads foreign keys) as a schema recordkit writes;
     ``audio`` (wav or flac) stores audio samples kept as numbers as encoded files."""
-    fields: dict[str, FieldSpec] = {}
-    for name, spec in adopted.fields.items():
-        options = dict(spec.options)
-        if spec.codec == "image":
-            options.pop("sizes", None)
-            options["format"] = "keep"
-            if options.get("channels") is None:
-                options.pop("channels", None)
-        if spec.codec in ("bbox", "tensor"):
-            # Canonical storage: boxes in recordkit's order, tensors as raw bytes.
-            options.pop("stored", None)
-        if spec.codec == "audio" and audio is not None:
-            options.pop("stored", None)
-            options["format"] = audio
-        if audio is not None and spec.codec == "scalar" and "Audio" in spec.description:
-            raise DatasetError(
-                f"field {name!r}: TFDS recorded no sample rate for this audio, so it cannot be stored as "
-                f"{audio}; convert without --audio to keep its samples as numbers"
-            )
-        data = spec.model_dump(exclude={"keys", "options"})
-        fields[name] = FieldSpec(**data, options=options)
+    return _with_native(adopted, native_fields(adopted, audio=audio, registry=registry))
+
+
+def _with_native(adopted: Schema, native: dict[str, NativeField]) -> Schema:
+    fields = {
+        name: FieldSpec(**spec.model_dump(exclude={"keys", "options"}), options=native[name].options)
+        for name, spec in adopted.fields.items()
+    }
     return Schema(name=adopted.name, version=adopted.version, description=adopted.description, fields=fields)
 
 
@@ -82,15 +98,16 @@ def convert_dataset(
     where = location(out, storage_options)
     refuse_overlap(where, {"the TFDS folder": Path(source)})
     view = load_tfds(source)
-    schema = native_schema(view.schema, audio=audio)
-    images = [name for name, spec in view.schema.fields.items() if spec.codec == "image"]
-    others = [name for name in view.schema.fields if name not in images]
+    native = native_fields(view.schema, audio=audio)
+    schema = _with_native(view.schema, native)
+    copied = [name for name, field in native.items() if field.copy_stored]
+    others = [name for name in view.schema.fields if name not in copied]
     fresh = FreshOutput.at(where)
     writer = DatasetWriter(out, schema, progress=progress, storage_options=storage_options)
     try:
         with writer:
             for split, info in view.manifest.splits.items():
-                raw = _raw_images(view.root, [s.file for s in info.shards], view.schema, images)
+                raw = _stored_values(view.root, [s.file for s in info.shards], view.schema, copied)
                 decoded = iter_records(view.root, split=split, fields=others) if others else None
                 for encoded in raw:
                     record: dict[str, Any] = dict(next(decoded)) if decoded is not None else {}
@@ -103,8 +120,11 @@ def convert_dataset(
     return writer.manifest
 
 
-def _raw_images(root: Path, files: list[str], schema: Schema, names: list[str]) -> Iterator[dict[str, Any]]:
-    """Each record's encoded image bytes, by field, as stored (never decoded)."""
+def _stored_values(
+    root: Path, files: list[str], schema: Schema, names: list[str]
+) -> Iterator[dict[str, Any]]:
+    """Each record's values of the fields ``names`` (encoded images), by field, as
+    stored (never decoded)."""
     keys = {name: str(schema.fields[name].keys.get("", name)) for name in names}
     for file in files:
         for _, data in iter_tfrecords(root / file):

@@ -21,9 +21,12 @@ class Renamed(ScalarCodec):
 
 def filled(plugin: str = "first", distribution: str | None = "dist-one") -> rk.CodecRegistry:
     registry = rk.CodecRegistry()
-    registry._set_current_plugin(plugin, distribution, "1.0" if distribution else None)
-    registry.register(ScalarCodec)
+    with registry.plugin_scope(rk.PluginInfo(plugin, distribution, "1.0" if distribution else None)):
+        registry.register(ScalarCodec)
     return registry
+
+
+SECOND = rk.PluginInfo("second", "dist-two", "2.0")
 
 
 def test_register_and_look_up() -> None:
@@ -50,6 +53,23 @@ def test_direct_registration_has_no_distribution() -> None:
     assert (info.plugin, info.distribution, info.version) == ("<direct>", None, "7")
 
 
+def test_a_plugin_scope_ends_with_its_block_even_when_it_raises() -> None:
+    registry = rk.CodecRegistry()
+    seen = []
+
+    def failing_hook() -> None:
+        with registry.plugin_scope(SECOND):
+            seen.append(registry.current_plugin)
+            raise KeyError("a plugin's hook failed")
+
+    with pytest.raises(KeyError):
+        failing_hook()
+    assert seen == [SECOND]
+    assert registry.current_plugin.name == "<direct>"
+    registry.register(Renamed)
+    assert registry.info("renamed").distribution is None
+
+
 def test_iteration_is_sorted_by_name() -> None:
     registry = filled()
     registry.register(Renamed)
@@ -67,8 +87,7 @@ def test_registering_the_same_class_twice_is_harmless() -> None:
 
 def test_duplicate_is_refused_naming_both_plugins() -> None:
     registry = filled()
-    registry._set_current_plugin("second", "dist-two", "2.0")
-    with pytest.raises(rk.errors.DuplicateCodecError) as info:
+    with registry.plugin_scope(SECOND), pytest.raises(rk.errors.DuplicateCodecError) as info:
         registry.register(OtherScalar)
     message = str(info.value)
     assert "already registered by plugin 'first' (distribution 'dist-one')" in message
@@ -79,8 +98,8 @@ def test_duplicate_is_refused_naming_both_plugins() -> None:
 
 def test_replace_warns_and_replaces() -> None:
     registry = filled()
-    registry._set_current_plugin("second", "dist-two", "2.0")
-    with pytest.warns(UserWarning, match="codec 'scalar' from plugin 'first' is replaced by plugin 'second'"):
+    replaced = "codec 'scalar' from plugin 'first' is replaced by plugin 'second'"
+    with registry.plugin_scope(SECOND), pytest.warns(UserWarning, match=replaced):
         registry.register(OtherScalar, replace=True)
     assert registry.get("scalar") is OtherScalar
     assert registry.info("scalar").distribution == "dist-two"
@@ -88,10 +107,13 @@ def test_replace_warns_and_replaces() -> None:
 
 def test_a_replacement_registered_first_survives_the_original() -> None:
     registry = rk.CodecRegistry()
-    registry._set_current_plugin("replacer", "dist-r", "1")
-    registry.register(OtherScalar, replace=True)
-    registry._set_current_plugin("original", "dist-o", "1")
-    with pytest.warns(UserWarning, match="from plugin 'original' is replaced by plugin 'replacer'"):
+    with registry.plugin_scope(rk.PluginInfo("replacer", "dist-r", "1")):
+        registry.register(OtherScalar, replace=True)
+    replaced = "from plugin 'original' is replaced by plugin 'replacer'"
+    with (
+        registry.plugin_scope(rk.PluginInfo("original", "dist-o", "1")),
+        pytest.warns(UserWarning, match=replaced),
+    ):
         registry.register(ScalarCodec)
     assert registry.get("scalar") is OtherScalar
 
@@ -112,8 +134,11 @@ def test_unknown_codec_in_an_empty_registry() -> None:
 @pytest.mark.parametrize("thing", [ScalarCodec(), "scalar", int])
 def test_only_codec_classes_can_be_registered(thing: object) -> None:
     registry = rk.CodecRegistry()
-    registry._set_current_plugin("sloppy", None, None)
-    with pytest.raises(rk.errors.PluginError, match="takes a Codec subclass") as info:
+    sloppy = rk.PluginInfo("sloppy", None, None)
+    with (
+        registry.plugin_scope(sloppy),
+        pytest.raises(rk.errors.PluginError, match="takes a Codec subclass") as info,
+    ):
         registry.register(thing)  # type: ignore[arg-type]
     assert info.value.plugin == "sloppy"
 

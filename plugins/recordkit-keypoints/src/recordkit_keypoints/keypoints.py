@@ -11,6 +11,10 @@ and the flags an int64 list (``<field>/visibility``, shape ``(K,)``; a flag is o
 on the wire). Decoding gives float32 arrays of the input's shape: dense ``[B, K, w]`` in
 TensorFlow when K is fixed, ragged ``[B, (K), w]`` when it varies.
 
+``recordkit show`` draws the points on the record's image (:meth:`KeypointsCodec.draw`)
+and ``recordkit stats`` counts them (:meth:`KeypointsCodec.summarize`): two of the
+optional capabilities a codec may have.
+
 This module imports only recordkit's public API, as every plugin should.
 """
 
@@ -41,6 +45,7 @@ COCO_PERSON_KEYPOINTS = (
 )  # fmt: skip
 
 _VISIBILITY_FLAGS = (0, 1, 2)
+_NOT_LABELLED, _VISIBLE = 0, 2
 _FLOAT32_MAX = float(np.finfo(np.float32).max)
 # --8<-- [end:header]
 
@@ -179,6 +184,58 @@ class KeypointsCodec(rk.Codec[KeypointsOptions]):
     def decode_tf(self, wire: Mapping[str, Any]) -> Any:
         return self.decode_tf_source()(wire)
     # --8<-- [end:decode]
+
+    # -- showing and counting (optional capabilities) ----------------------------------
+
+    # --8<-- [start:draw]
+    def draw(self, canvas: rk.Canvas, value: Any) -> None:
+        """Each labelled keypoint as a dot in its own colour (hidden ones as a ring),
+        named in the legend when the codec has names (rk.Drawable)."""
+        points = np.asarray(value, dtype=np.float64).reshape(-1, self.options.width)
+        draw = canvas.draw
+        radius = 2 + canvas.line_width
+        for k, point in enumerate(points):
+            flag = int(point[2]) if self.options.visibility else _VISIBLE
+            if flag == _NOT_LABELLED:
+                continue
+            x, y = canvas.point(point[0], point[1], normalized=self.options.normalized)
+            colour = canvas.color(k)
+            box = (x - radius, y - radius, x + radius, y + radius)
+            if flag == _VISIBLE:
+                draw.ellipse(box, fill=colour, outline=colour)
+            else:
+                draw.ellipse(box, outline=colour, width=canvas.line_width)
+            if self.options.names:
+                canvas.legend[f"{canvas.label}: {self.options.names[k]}"] = colour
+    # --8<-- [end:draw]
+
+    # --8<-- [start:summarize]
+    def summarize(self, value: Any) -> rk.Statistics:
+        """Keypoints per record, and labelled keypoints by name (or index) and by
+        visibility (rk.Summarized)."""
+        points = np.asarray(value, dtype=np.float64).reshape(-1, self.options.width)
+        flags = points[:, 2].astype(int) if self.options.visibility else np.full(len(points), _VISIBLE)
+        labelled = [k for k in range(len(points)) if flags[k] != _NOT_LABELLED]
+        names = self.options.names
+        out: rk.Statistics = {
+            "keypoints_per_record": [float(len(points))],
+            "labelled": {(names[k] if names else str(k)): 1 for k in labelled},
+        }
+        if self.options.visibility:
+            words = ("not labelled", "hidden", "visible")
+            counts = np.bincount(flags, minlength=len(words))
+            out["visibility"] = {words[f]: int(n) for f, n in enumerate(counts) if n}
+        return out
+    # --8<-- [end:summarize]
+
+    # --8<-- [start:caption]
+    def caption(self, value: Any) -> str:
+        """How many keypoints, and how many are labelled (rk.Captioned)."""
+        points = np.asarray(value).reshape(-1, self.options.width)
+        if not self.options.visibility:
+            return f"{len(points)} keypoints"
+        return f"{len(points)} keypoints, {int((points[:, 2] != _NOT_LABELLED).sum())} labelled"
+    # --8<-- [end:caption]
 
 
 # --8<-- [start:decode_function]

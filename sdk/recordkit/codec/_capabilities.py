@@ -1,0 +1,281 @@
+"""What a codec may offer beyond its contract: ways to show, count and convert its values.
+
+A codec is its contract (:class:`~recordkit.Codec`); everything here is optional. A codec
+has a capability by defining its method, nothing else: the commands that use one ask
+``isinstance(codec, Drawable)`` (these are runtime-checkable protocols), never the
+codec's name, so a plugin's codec is shown, counted and converted exactly as a built-in
+one is. The conformance kit checks each capability a codec has.
+
+* :class:`Pictured`: the value *is* a picture (``image``); ``recordkit show`` draws it,
+  with the values of the record's :class:`Drawable` fields on top.
+* :class:`Drawable`: the value is drawn on a picture of its record, through a
+  :class:`Canvas` (boxes, masks, keypoints). :class:`Backdrop` lets a drawable value
+  that covers a picture of its own size (a mask) be drawn when its record has no picture.
+* :class:`Audible`: the value is a sound (samples and a rate); ``show`` draws its
+  waveform and spectrogram and saves it as a WAV file.
+* :class:`Captioned`: one line of text for a value (class names for a label); values
+  without a caption are described by their type and size.
+* :class:`Summarized`: the statistics one value contributes to ``recordkit stats``: named
+  lists of numbers (summarised as count, min, max, mean and a histogram) and named counts
+  (a bar chart, most common first).
+* :class:`Convertible`: how a field read from foreign records (a TFDS folder) is stored
+  natively by ``recordkit convert``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+import numpy as np
+
+if TYPE_CHECKING:  # Pillow is imported only when a picture is drawn.
+    from PIL import Image, ImageDraw
+
+__all__ = [
+    "PALETTE",
+    "Audible",
+    "Backdrop",
+    "Canvas",
+    "Captioned",
+    "Convertible",
+    "Drawable",
+    "NativeField",
+    "NativeRequest",
+    "Pictured",
+    "Rgb",
+    "Statistics",
+    "Summarized",
+    "class_color",
+]
+
+#: A colour as red, green and blue, 0 to 255.
+Rgb = tuple[int, int, int]
+
+#: Class colours, by class id (cycled): what boxes, masks and points of a class are drawn in.
+PALETTE: tuple[Rgb, ...] = (
+    (230, 25, 75), (60, 180, 75), (255, 225, 25), (0, 130, 200), (245, 130, 48), (145, 30, 180),
+    (70, 240, 240), (240, 50, 230), (210, 245, 60), (250, 190, 212), (0, 128, 128), (220, 190, 255),
+    (170, 110, 40), (255, 250, 200), (128, 0, 0), (170, 255, 195), (128, 128, 0), (255, 215, 180),
+    (0, 0, 128), (128, 128, 128),
+)  # fmt: skip
+
+#: What :meth:`Summarized.summarize` returns: by statistic name, either numbers (a list of
+#: numbers; summarised as count, min, max and mean, and drawn as a histogram) or counts (a
+#: dict of a key, such as a class name, to how many times the value holds it).
+Statistics = dict[str, list[float] | dict[str, int]]
+
+
+def class_color(class_id: int) -> Rgb:
+    """The colour things of class ``class_id`` are drawn in (from :data:`PALETTE`)."""
+    return PALETTE[class_id % len(PALETTE)]
+
+
+class Canvas:
+    """A picture of a record being drawn, as :meth:`Drawable.draw` receives it.
+
+    The picture shows an image of ``height`` x ``width`` pixels (its own, as decoded),
+    drawn ``scale`` times larger: :meth:`point` turns a value's coordinates into the
+    canvas's. Draw outlines, marks and text with :attr:`draw` (Pillow's ``ImageDraw``; it
+    clips to the picture, so nothing is drawn outside it), and tint regions with
+    :meth:`tint` (half transparent, always under the outlines, whatever the order the
+    fields are drawn in). Name colours in :attr:`legend`, drawn below the picture.
+
+    Outlines are :attr:`line_width` canvas pixels wide.
+
+    :attr:`label` is the name of the field being drawn, with ``[i]`` for the i-th value of
+    a sequence field, whose position :attr:`item` gives (None for a single value).
+    """
+
+    #: The width of outlines (a box's edges), in canvas pixels.
+    line_width = 2
+
+    def __init__(self, picture: Image.Image, *, height: int, width: int, scale: int = 1) -> None:
+        from PIL import Image
+
+        self.height = height
+        self.width = width
+        self.scale = scale
+        self.label = ""
+        self.item: int | None = None
+        #: Colours to explain below the picture, by what they mean.
+        self.legend: dict[str, Rgb] = {}
+        self._base = picture.convert("RGB")
+        self._ink = Image.new("RGBA", self._base.size, (0, 0, 0, 0))
+
+    @property
+    def size(self) -> tuple[int, int]:
+        """The canvas's width and height, in its own pixels."""
+        return self._base.size
+
+    @property
+    def draw(self) -> ImageDraw.ImageDraw:
+        """An ``ImageDraw`` on the canvas (above every tint): rectangles, lines, ellipses, text."""
+        from PIL import ImageDraw
+
+        return ImageDraw.Draw(self._ink)
+
+    @staticmethod
+    def color(class_id: int) -> Rgb:
+        """The colour of class ``class_id`` (the same in every field and record)."""
+        return class_color(class_id)
+
+    def point(self, x: float, y: float, *, normalized: bool = False) -> tuple[int, int]:
+        """The canvas pixel of the image's point ``(x, y)``: in the image's pixels, or in
+        fractions of its width and height when ``normalized``.
+
+        A point farther outside the canvas than its larger side (or not finite) is
+        brought to that distance: what is drawn inside the canvas stays the same for
+        boxes and marks, and Pillow never walks a line billions of pixels long."""
+        if normalized:
+            x, y = x * self.width, y * self.height
+        return self._within(x), self._within(y)
+
+    def _within(self, coordinate: float) -> int:
+        side = max(self.size)
+        scaled = coordinate * self.scale
+        if not math.isfinite(scaled):
+            return -side if math.isnan(scaled) or scaled < 0 else 2 * side
+        return min(max(round(scaled), -side), 2 * side)
+
+    def tint(self, classes: np.ndarray, colors: Mapping[int, Rgb]) -> None:
+        """Tint each region of ``classes`` (a map of class ids, resized to the canvas with
+        nearest neighbour) whose id ``colors`` names in that colour, half transparent."""
+        from PIL import Image, ImageDraw
+
+        index = Image.fromarray(np.asarray(classes, dtype=np.uint8)).resize(
+            self._base.size, Image.Resampling.NEAREST
+        )
+        colour = Image.new("RGB", self._base.size)
+        alpha = Image.new("L", self._base.size, 0)
+        draw_colour, draw_alpha = ImageDraw.Draw(colour), ImageDraw.Draw(alpha)
+        values = np.asarray(index)
+        for class_id, rgb in colors.items():
+            region = Image.fromarray((values == class_id).astype(np.uint8) * 255)
+            draw_colour.bitmap((0, 0), region, fill=rgb)
+            draw_alpha.bitmap((0, 0), region, fill=128)
+        self._base = Image.composite(colour, self._base, alpha)
+
+    def picture(self) -> Image.Image:
+        """The drawn picture: the image, its tints, then everything drawn on top."""
+        picture = self._base.convert("RGBA")
+        picture.alpha_composite(self._ink)
+        return picture.convert("RGB")
+
+
+# --8<-- [start:picture]
+@runtime_checkable
+class Pictured(Protocol):
+    """A codec whose values are pictures (the built-in ``image``)."""
+
+    def picture(self, value: Any) -> np.ndarray:
+        """``value`` (as the numpy reader decodes it) as 8-bit pixels: ``[H, W]`` grey, or
+        ``[H, W, 3]`` (or 4) colour."""
+
+
+# --8<-- [end:picture]
+
+
+# --8<-- [start:draw]
+@runtime_checkable
+class Drawable(Protocol):
+    """A codec whose values are drawn on a picture of their record (boxes, masks, points).
+
+    A field whose codec names related fields (:meth:`~recordkit.Codec.related_fields`,
+    such as a bbox field's ``image_field``) is drawn on the picture of those fields;
+    otherwise on every picture of its record."""
+
+    def draw(self, canvas: Canvas, value: Any) -> None:
+        """Draw ``value`` (as the numpy reader decodes it) on ``canvas``."""
+
+
+# --8<-- [end:draw]
+
+
+# --8<-- [start:backdrop_size]
+@runtime_checkable
+class Backdrop(Protocol):
+    """A :class:`Drawable` codec whose values cover a picture of their own (a mask): a
+    record with no picture is drawn on a black one of that size."""
+
+    def backdrop_size(self, value: Any) -> tuple[int, int]:
+        """The height and width of the picture ``value`` covers."""
+
+
+# --8<-- [end:backdrop_size]
+
+
+# --8<-- [start:sound]
+@runtime_checkable
+class Audible(Protocol):
+    """A codec whose values are sounds (the built-in ``audio``)."""
+
+    def sound(self, value: Any) -> tuple[np.ndarray, int]:
+        """``value`` as float samples in [-1, 1] (``[N]`` or ``[N, channels]``) and their rate in Hz."""
+
+
+# --8<-- [end:sound]
+
+
+# --8<-- [start:caption]
+@runtime_checkable
+class Captioned(Protocol):
+    """A codec that describes a value in a line of text (class names for a label)."""
+
+    def caption(self, value: Any) -> str:
+        """One line describing ``value`` (shown cut to 120 characters)."""
+
+
+# --8<-- [end:caption]
+
+
+# --8<-- [start:summarize]
+@runtime_checkable
+class Summarized(Protocol):
+    """A codec that says what one value contributes to a dataset's statistics."""
+
+    def summarize(self, value: Any) -> Statistics:
+        """The statistics of ``value`` (as the numpy reader decodes it), by name: a list of
+        numbers (``{"boxes_per_record": [3.0]}``) or counts by key (``{"classes": {"cat":
+        2}}``). The same value always gives the same statistics, as plain JSON data."""
+
+
+# --8<-- [end:summarize]
+
+
+@dataclasses.dataclass(frozen=True)
+class NativeRequest:
+    """What ``recordkit convert`` asks of a field it rewrites: the options and description
+    of the field as read from the foreign records, and how the user wants audio samples
+    stored (``"wav"``, ``"flac"``, or None to keep them as they are)."""
+
+    options: Mapping[str, Any]
+    description: str = ""
+    audio: str | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class NativeField:
+    """How a converted field is stored: its new options, and whether its values are copied
+    as the foreign records store them (encoded image bytes, never decoded) rather than
+    decoded and encoded again."""
+
+    options: dict[str, Any]
+    copy_stored: bool = False
+
+
+# --8<-- [start:to_native]
+@runtime_checkable
+class Convertible(Protocol):
+    """A codec whose fields read from foreign records store differently when written
+    natively (TFDS's float lists become recordkit's packed bytes, images are kept as
+    they are)."""
+
+    def to_native(self, request: NativeRequest) -> NativeField:
+        """The native form of a field of this codec read as ``request`` says. Raise
+        ValueError with the reason when the request cannot be met for this field."""
+
+
+# --8<-- [end:to_native]

@@ -1,0 +1,188 @@
+"""The conformance checks of a codec's optional capabilities (see
+:mod:`recordkit.codec._capabilities`): each runs only when the codec has the capability,
+on the example values decoded as the numpy reader gives them (what ``recordkit show`` and
+``recordkit stats`` pass to the codec).
+
+* ``picture``: 8-bit pixels, ``[H, W]`` or ``[H, W, 1|3|4]``.
+* ``draw``: writes inside the picture's bounds: on a canvas of a picture (the value's
+  :meth:`~recordkit.Backdrop.backdrop_size`, or 48 x 64 drawn twice as large), the draw
+  raises nothing, leaves the picture its size, names colours in the legend as RGB
+  triples, gives the same pixels every time, and leaves the value as it was.
+* ``summarize``: stable and JSON-serializable: statistics by name, each a list of numbers
+  or counts (str to int), that ``json.dumps`` writes, the same for the same value, and
+  the value left as it was.
+* ``caption``: one line of text. ``sound``: samples ``[N]`` or ``[N, C]`` and a positive rate.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+from PIL import Image
+
+from recordkit.codec._capabilities import Audible, Backdrop, Canvas, Captioned, Drawable, Pictured, Summarized
+from recordkit.codec._codec import Codec
+from recordkit.read._numpy_decode import decode_record_numpy
+from recordkit.schema._encoder import RecordEncoder
+from recordkit.schema._schema import BoundSchema
+
+__all__ = ["CapabilityError", "check_capabilities"]
+
+#: The picture values are drawn on when they cover none of their own: height, width, scale.
+CANVAS = (48, 64, 2)
+_GREY = (128, 128, 128)
+
+
+class CapabilityError(AssertionError):
+    """A capability that does not keep its promise: the check, the case and what went wrong."""
+
+    def __init__(self, check: str, case: str, detail: str) -> None:
+        super().__init__(f"{check} [{case}]: {detail}")
+        self.check, self.case, self.detail = check, case, detail
+
+
+def _decoded(bound: BoundSchema, values: Sequence[Any]) -> list[Any]:
+    encoder = RecordEncoder(bound)
+    field = bound.fields[0]
+    return [
+        decode_record_numpy(bound.fields, encoder.encode({field.name: value}, i), index=i)[field.name]
+        for i, value in enumerate(values)
+    ]
+
+
+def _same(a: Any, b: Any) -> bool:
+    return json.dumps(_jsonable(a), sort_keys=True) == json.dumps(_jsonable(b), sort_keys=True)
+
+
+def _jsonable(value: Any) -> Any:
+    """``value`` as JSON-ready data, to compare values before and after a call."""
+    if isinstance(value, np.ndarray):
+        return [str(value.dtype), list(value.shape), value.tobytes().hex()]
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, bytes):
+        return value.hex()
+    return repr(value)
+
+
+def _call(check: str, case: str, method: Callable[..., Any], *args: Any) -> Any:
+    try:
+        return method(*args)
+    except Exception as exc:
+        raise CapabilityError(check, case, f"raised {type(exc).__name__}: {exc}") from exc
+
+
+def _drawn(codec: Drawable, value: Any, case: str) -> tuple[np.ndarray, dict[str, Any]]:
+    height, width, scale = CANVAS
+    if isinstance(codec, Backdrop):
+        size = _call("draw", case, codec.backdrop_size, value)
+        if not (len(size) == 2 and all(isinstance(s, int) and s > 0 for s in size)):
+            raise CapabilityError("draw", case, f"backdrop_size gave {size!r}, not two positive ints")
+        height, width = size
+    picture = Image.new("RGB", (width * scale, height * scale), _GREY)
+    canvas = Canvas(picture, height=height, width=width, scale=scale)
+    canvas.label = "value"
+    _call("draw", case, codec.draw, canvas, value)
+    drawn = canvas.picture()
+    if drawn.size != picture.size or drawn.mode != "RGB":
+        raise CapabilityError(
+            "draw", case, f"the picture became {drawn.mode} {drawn.size}, not RGB {picture.size}"
+        )
+    for name, colour in canvas.legend.items():
+        triple = isinstance(colour, tuple) and len(colour) == 3
+        if not (
+            isinstance(name, str) and triple and all(isinstance(c, int) and 0 <= c <= 255 for c in colour)
+        ):
+            raise CapabilityError("draw", case, f"legend entry {name!r}: {colour!r} is not an RGB triple")
+    return np.asarray(drawn), dict(canvas.legend)
+
+
+def _check_draw(codec: Drawable, value: Any, case: str) -> None:
+    before = copy.deepcopy(value)
+    first, legend = _drawn(codec, value, case)
+    second, again = _drawn(codec, value, case)
+    if not np.array_equal(first, second) or legend != again:
+        raise CapabilityError("draw", case, "drawing the same value twice gave different pictures")
+    if not _same(before, value):
+        raise CapabilityError("draw", case, "draw changed the value it was given")
+
+
+def _check_summary(codec: Summarized, value: Any, case: str) -> None:
+    before = copy.deepcopy(value)
+    summary = _call("summarize", case, codec.summarize, value)
+    if not isinstance(summary, dict):
+        raise CapabilityError("summarize", case, f"gave {type(summary).__name__}, not a dict")
+    for name, data in summary.items():
+        numbers = isinstance(data, list) and all(
+            isinstance(n, (int, float)) and not isinstance(n, bool) for n in data
+        )
+        counts = isinstance(data, dict) and all(
+            isinstance(k, str) and isinstance(n, int) and not isinstance(n, bool) and n >= 0
+            for k, n in data.items()
+        )
+        if not isinstance(name, str) or not (numbers or counts):
+            raise CapabilityError(
+                "summarize", case, f"{name!r}: {data!r} is neither a list of numbers nor counts (str to int)"
+            )
+    try:
+        text = json.dumps(summary, sort_keys=True)
+    except (TypeError, ValueError) as exc:
+        raise CapabilityError("summarize", case, f"not JSON-serializable: {exc}") from None
+    if json.dumps(_call("summarize", case, codec.summarize, value), sort_keys=True) != text:
+        raise CapabilityError("summarize", case, "the same value gave other statistics the second time")
+    if not _same(before, value):
+        raise CapabilityError("summarize", case, "summarize changed the value it was given")
+
+
+def _check_picture(codec: Pictured, value: Any, case: str) -> None:
+    pixels = _call("picture", case, codec.picture, value)
+    array = np.asarray(pixels)
+    shape_ok = array.ndim == 2 or (array.ndim == 3 and array.shape[2] in (1, 3, 4))
+    if array.dtype != np.uint8 or not shape_ok:
+        raise CapabilityError(
+            "picture", case, f"gave {array.dtype} {array.shape}, not uint8 [H, W] or [H, W, 1|3|4]"
+        )
+
+
+def _check_caption(codec: Captioned, value: Any, case: str) -> None:
+    text = _call("caption", case, codec.caption, value)
+    if not isinstance(text, str) or "\n" in text:
+        raise CapabilityError("caption", case, f"gave {text!r}, not one line of text")
+
+
+def _check_sound(codec: Audible, value: Any, case: str) -> None:
+    samples, rate = _call("sound", case, codec.sound, value)
+    array = np.asarray(samples)
+    if array.ndim not in (1, 2) or not isinstance(rate, int) or rate <= 0:
+        raise CapabilityError(
+            "sound", case, f"gave samples {array.shape} at {rate!r}, not [N] or [N, C] at a positive rate"
+        )
+
+
+def check_capabilities(
+    codec: Codec[Any], bound: BoundSchema, values: Sequence[Any], passed: Callable[[str], None]
+) -> None:
+    """Check each capability ``codec`` (the codec of ``bound``'s one field) has, on
+    ``values`` written and read back; call ``passed`` with each check's name. Raise
+    :class:`CapabilityError` on the first promise broken."""
+    checks: list[tuple[str, type, Callable[[Any, Any, str], None]]] = [
+        ("picture", Pictured, _check_picture),
+        ("draw writes inside the picture's bounds", Drawable, _check_draw),
+        ("summarize is stable and JSON-serializable", Summarized, _check_summary),
+        ("caption", Captioned, _check_caption),
+        ("sound", Audible, _check_sound),
+    ]
+    present = [(name, check) for name, kind, check in checks if isinstance(codec, kind)]
+    if not present:
+        return
+    decoded = _decoded(bound, values)
+    for name, check in present:
+        for i, value in enumerate(decoded):
+            check(codec, value, f"case {i}")
+        passed(name)
