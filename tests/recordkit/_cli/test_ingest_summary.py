@@ -13,8 +13,7 @@ import recordkit as rk
 from recordkit._cli import ingest
 from recordkit._cli.inspect import field_bytes, sample_records
 from recordkit.cli import main
-from recordkit.dataset._manifest import Manifest
-from recordkit.format._tfrecord import FRAMING_BYTES
+from recordkit.format._tfrecord import FRAMING_BYTES  # private: the bytes TFRecord frames each record with
 
 
 def photos(root: Path, count: int) -> Path:
@@ -45,7 +44,7 @@ def run_ingest(tmp_path: Path, count: int) -> tuple[Result, Path]:
 
 def test_the_summary_measures_every_record_of_splits_of_uneven_shards(tmp_path: Path) -> None:
     result, out = run_ingest(tmp_path, 10)
-    manifest = Manifest.load(out)
+    manifest = rk.Manifest.load(out)
     sizes = [s.records for info in manifest.splits.values() for s in info.shards]
     assert len(set(sizes)) > 1  # shards of different sizes: what a per-shard share missed
 
