@@ -192,3 +192,16 @@ def test_a_cache_is_given_a_positive_size_and_a_storage_option_holds_only_a_cach
     with pytest.raises(TypeError, match="takes a ShardCache, not str"):
         location("memory://bucket/x", {CACHE_OPTION: str(tmp_path)})
     assert ShardCache("~/rk-cache").directory == os.path.expanduser("~/rk-cache")
+
+
+@pytest.mark.slow
+def test_tf_data_reads_the_cached_shards_too(
+    s3_bucket: Bucket, s3_gets: Counter[str], tmp_path: Path
+) -> None:
+    url = write_remote(s3_bucket)
+    ds = rk.open(url, "train", storage_options=s3_bucket.storage_options, cache=tmp_path / "cache")
+    first = [name.decode() for batch in ds.tf(batch_size=8) for name in batch["name"].numpy()]
+    s3_gets.clear()
+    second = [name.decode() for batch in ds.tf(batch_size=8) for name in batch["name"].numpy()]
+    assert first == second == [f"item-{i}" for i in range(40)]
+    assert shard_gets(s3_gets) == 0
