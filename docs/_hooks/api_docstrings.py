@@ -20,7 +20,7 @@ from typing import Any
 import griffe
 
 sys.path.insert(0, str(Path(__file__).parent))
-from griffe_recordkit import SphinxConventions  # noqa: E402  (a sibling file, not a package)
+from griffe_recordkit import SphinxConventions
 
 log = logging.getLogger("mkdocs.hooks.api_docstrings")
 
@@ -30,7 +30,9 @@ DIRECTIVE = re.compile(r"^:::\s+([\w.]+)\s*$", re.MULTILINE)
 def documented_names(api_dir: Path) -> dict[str, Path]:
     """Each ``::: dotted.name`` of the reference pages, to the page that names it."""
     return {
-        match.group(1): page for page in sorted(api_dir.glob("*.md")) for match in DIRECTIVE.finditer(page.read_text(encoding="utf-8"))
+        match.group(1): page
+        for page in sorted(api_dir.glob("*.md"))
+        for match in DIRECTIVE.finditer(page.read_text(encoding="utf-8"))
     }
 
 
@@ -53,7 +55,9 @@ def missing_docstrings(names: dict[str, Path], search_paths: list[str]) -> list[
     extensions = griffe.load_extensions(SphinxConventions())
     packages = {name.split(".")[0] for name in names}
     loaded = {
-        package: griffe.load(package, search_paths=search_paths, extensions=extensions, allow_inspection=False)
+        package: griffe.load(
+            package, search_paths=search_paths, extensions=extensions, allow_inspection=False
+        )
         for package in sorted(packages)
     }
     problems = []
@@ -82,7 +86,10 @@ def missing_docstrings(names: dict[str, Path], search_paths: list[str]) -> list[
 def on_config(config: Any) -> Any:
     """Check the reference's docstrings once, before any page is built."""
     root = Path(config["config_file_path"]).parent
-    names = documented_names(Path(config["docs_dir"]) / "reference" / "api")
+    docs = Path(config["docs_dir"])
+    names = {
+        name: page.relative_to(docs) for name, page in documented_names(docs / "reference" / "api").items()
+    }
     for problem in missing_docstrings(names, [str(root / "sdk"), str(root / "plugins")]):
         log.warning("API reference: %s (public names need one: it is their reference)", problem)
     return config

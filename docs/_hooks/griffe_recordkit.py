@@ -16,7 +16,9 @@ from typing import Any
 
 import griffe
 
-ROLE = re.compile(r":(?:py:)?(?:class|func|meth|attr|data|mod|exc|obj|const):`(~?)([^`<]+?)(?:\s*<([^>]+)>)?`")
+ROLE = re.compile(
+    r":(?:py:)?(?:class|func|meth|attr|data|mod|exc|obj|const):`(~?)([^`<]+?)(?:\s*<([^>]+)>)?`"
+)
 
 
 def plain_roles(text: str) -> str:
@@ -51,12 +53,16 @@ def comment_above(obj: griffe.Object) -> str | None:
 class SphinxConventions(griffe.Extension):
     """``#:`` comments as attribute docstrings; Sphinx roles as code."""
 
-    def on_attribute_instance(self, *, node: ast.AST | griffe.ObjectNode, attr: griffe.Attribute, agent: Any, **kwargs: Any) -> None:
+    def on_attribute_instance(
+        self, *, node: ast.AST | griffe.ObjectNode, attr: griffe.Attribute, agent: Any, **kwargs: Any
+    ) -> None:
         if attr.docstring is None:
             text = comment_above(attr)
             if text:
                 attr.docstring = griffe.Docstring(text, lineno=attr.lineno, parent=attr)
 
-    def on_instance(self, *, node: ast.AST | griffe.ObjectNode, obj: griffe.Object, agent: Any, **kwargs: Any) -> None:
+    def on_instance(
+        self, *, node: ast.AST | griffe.ObjectNode, obj: griffe.Object, agent: Any, **kwargs: Any
+    ) -> None:
         if obj.docstring is not None:
             obj.docstring.value = plain_roles(obj.docstring.value)
