@@ -59,7 +59,7 @@ class SphinxConventions(griffe.Extension):
         if attr.docstring is None:
             text = comment_above(attr)
             if text:
-                attr.docstring = griffe.Docstring(text, lineno=attr.lineno, parent=attr)
+                attr.docstring = griffe.Docstring(plain_roles(text), lineno=attr.lineno, parent=attr)
 
     def on_instance(
         self, *, node: ast.AST | griffe.ObjectNode, obj: griffe.Object, agent: Any, **kwargs: Any

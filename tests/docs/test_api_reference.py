@@ -7,6 +7,8 @@ import importlib.util
 import types
 from pathlib import Path
 
+import griffe
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -72,3 +74,22 @@ def test_sphinx_roles_show_as_the_code_they_name() -> None:
     extension = load_helper("griffe_recordkit")
     text = "See :class:`~recordkit.Dataset`, :func:`recordkit.open` and :meth:`the split <Dataset.split>`."
     assert extension.plain_roles(text) == "See `Dataset`, `recordkit.open` and `the split`."
+
+
+def test_module_data_takes_its_comment_as_its_docstring_with_roles_as_code(tmp_path: Path) -> None:
+    package = tmp_path / "toydata"
+    package.mkdir()
+    (package / "__init__.py").write_text(
+        '"""Toy."""\n#: The limit :func:`~toydata.check` applies,\n#: in bytes.\nLIMIT = 3\n',
+        encoding="utf-8",
+    )
+    extension = load_helper("griffe_recordkit")
+    loaded = griffe.load(
+        "toydata",
+        search_paths=[str(tmp_path)],
+        extensions=griffe.load_extensions(extension.SphinxConventions()),
+        allow_inspection=False,
+    )
+    docstring = loaded["LIMIT"].docstring
+    assert docstring is not None
+    assert docstring.value == "The limit `check` applies, in bytes."
