@@ -27,9 +27,14 @@ $(RUNTIME): pyproject.toml $(SOURCES) | $(PY)
 # dev-constraints.txt pins the whole set that was tested together (pip freeze of a
 # working environment): without it, pip's resolver backtracks for minutes through the
 # botocore/aiobotocore ranges of moto and s3fs and ends on an sdist that cannot build.
+# setuptools reports ("Editable installation.", a warning pip shows even with --quiet)
+# that an editable install of packages mapped from sdk/ and plugins/ goes through an
+# import hook rather than a plain path entry: information about that layout, nothing to
+# act on, so it is filtered out of this one command's output.
 TORCH_CPU ?= torch==2.13.0+cpu
 $(DEV): pyproject.toml dev-constraints.txt $(RUNTIME)
-	$(PY) -m pip install --quiet -e '.[dev,grain,beam]' '$(TORCH_CPU)' -c dev-constraints.txt
+	PYTHONWARNINGS="ignore:Editable installation" \
+		$(PY) -m pip install --quiet -e '.[dev,grain,beam]' '$(TORCH_CPU)' -c dev-constraints.txt
 	touch $(DEV)
 
 install: $(RUNTIME)

@@ -53,6 +53,7 @@ from recordkit.schema._encoder import RecordEncoder
 from recordkit.schema._fields import FieldSpec
 from recordkit.schema._record_class import Record, field, schema_of
 from recordkit.schema._schema import BoundSchema, Schema
+from recordkit.storage import ShardCache
 from recordkit.tools._adopt import infer_schema
 from recordkit.tools._codegen import generate_parser_code
 from recordkit.tools._convert import convert_dataset
@@ -99,6 +100,7 @@ __all__ = [
     "Record",
     "RecordEncoder",
     "Schema",
+    "ShardCache",
     "ShardInfo",
     "SkippedRecords",
     "SplitInfo",

@@ -51,7 +51,8 @@ class CodecRegister(Protocol):
     A protocol, as for sources, so that this module, which the codec layer loads plugins
     by, needs nothing of that layer."""
 
-    def register(self, codec: type[Any], *, replace: bool = False) -> None: ...
+    def register(self, codec: type[Any], *, replace: bool = False) -> None:
+        """Register ``codec`` under its name; ``replace=True`` to replace a codec of that name."""
 
 
 # --8<-- [start:recordkit_register_codecs]
@@ -83,7 +84,8 @@ class SourceRegister(Protocol):
     """What :func:`recordkit_register_sources` is given: a
     :class:`recordkit.sources.SourceRegistry`."""
 
-    def register(self, kind: str, factory: Callable[..., Any], *, replace: bool = False) -> None: ...
+    def register(self, kind: str, factory: Callable[..., Any], *, replace: bool = False) -> None:
+        """Register ``factory`` as source ``kind``; ``replace=True`` to replace one of that kind."""
 
 
 # --8<-- [start:recordkit_register_sources]

@@ -88,3 +88,30 @@ def test_the_runtime_dependencies_hold_no_development_tools() -> None:
     # An SPDX string, not the table setuptools deprecates (it warned on every install).
     assert project["project"]["license"] == "Apache-2.0"
     assert "setuptools>=77" in project["build-system"]["requires"]
+
+
+def capabilities(page: Path) -> dict[str, str]:
+    """The "What it does" table of a page: each capability to the page it links."""
+    section = page.read_text(encoding="utf-8").split("## What it does", 1)[1].split("\n## ", 1)[0]
+    return dict(re.findall(r"^\| \[([^\]]+)\]\(([^)#]+)[^)]*\) \|", section, re.MULTILINE))
+
+
+def test_the_readme_and_the_docs_index_link_every_capability_to_one_page_that_exists() -> None:
+    readme = capabilities(README)
+    index = capabilities(ROOT / "docs" / "index.md")
+    wanted = {"Write", "Read in TensorFlow", "PyTorch", "JAX", "Random access", "Ingest", "Show", "Stats"}
+    wanted |= {"Buckets", "Beam", "TFDS", "Plugins", "Performance"}
+    assert wanted <= set(readme)
+    assert readme == {name: f"docs/{target}" for name, target in index.items()}
+    for target in readme.values():
+        assert (ROOT / target).is_file(), target
+
+
+def test_every_tutorial_and_how_to_is_linked_from_the_readme_and_the_docs_index() -> None:
+    readme = README.read_text(encoding="utf-8")
+    index = (ROOT / "docs" / "index.md").read_text(encoding="utf-8")
+    docs = ROOT / "docs"
+    for page in sorted([*(docs / "tutorials").glob("*.md"), *(docs / "how-to").glob("*.md")]):
+        relative = page.relative_to(ROOT / "docs").as_posix()
+        assert f"(docs/{relative})" in readme, f"README.md does not link {relative}"
+        assert f"({relative})" in index, f"docs/index.md does not link {relative}"

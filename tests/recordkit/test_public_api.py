@@ -15,7 +15,19 @@ import pytest
 
 import recordkit
 
-PUBLIC_MODULES = ["recordkit", "recordkit.errors", "recordkit.hookspecs", "recordkit.testing"]
+PUBLIC_MODULES = [
+    "recordkit",
+    "recordkit.errors",
+    "recordkit.hookspecs",
+    "recordkit.testing",
+    "recordkit.sources",
+    "recordkit.torch",
+    "recordkit.grain",
+    "recordkit.beam",
+]
+ROOT = Path(__file__).resolve().parents[2]
+#: The Python API reference: one ``::: dotted.name`` line per object it shows.
+API_PAGES = ROOT / "docs" / "reference" / "api"
 
 
 def is_private(dotted: str) -> bool:
@@ -119,3 +131,29 @@ def test_private_modules_are_not_part_of_all() -> None:
     ]
     assert private, "expected the implementation to live in private modules"
     assert not set(private) & set(recordkit.__all__)
+
+
+def reference_names() -> set[str]:
+    """The dotted names the API reference pages show."""
+    return {
+        match.group(1)
+        for page in API_PAGES.glob("*.md")
+        for match in re.finditer(r"^:::\s+([\w.]+)\s*$", page.read_text(encoding="utf-8"), re.MULTILINE)
+    }
+
+
+def test_the_api_reference_shows_every_public_name_and_no_other(module: types.ModuleType) -> None:
+    documented = {
+        name.removeprefix(module.__name__ + ".")
+        for name in reference_names()
+        if name.startswith(module.__name__ + ".") and "." not in name.removeprefix(module.__name__ + ".")
+    }
+    public = {name for name in module.__all__ if not (name.startswith("__") and name.endswith("__"))}
+    # The other public modules have their own pages (recordkit.errors is also in __all__).
+    documented -= {name for name in documented - public if f"{module.__name__}.{name}" in PUBLIC_MODULES}
+    name = module.__name__
+    assert not public - documented, f"{name}: not in docs/reference/api/: {sorted(public - documented)}"
+    assert not documented - public, (
+        f"{name}: the reference shows what is not in __all__: {sorted(documented - public)}"
+    )
+    assert module.__name__ in reference_names(), f"{module.__name__}'s own docstring is not in the reference"

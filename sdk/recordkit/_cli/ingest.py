@@ -64,6 +64,9 @@ INGEST_WORDS = {
 
 #: Rejects listed in the summary (the rest are counted, and in the rejects files).
 SHOWN_REJECTS = 10
+#: Records whose bytes the summary measures field by field: every record up to this
+#: many, else a sample this size (the first records of evenly spread shards), said so.
+MEASURED_RECORDS = 2000
 
 
 def parse_options(pairs: tuple[str, ...]) -> dict[str, Any]:
@@ -278,9 +281,17 @@ def _summary(
     click.echo(f"ingested {ingested} records into {out} ({source.kind} source)")
     click.echo(table(rows, right={1, 2, 3, 4}))
     bound = bind_to_read(manifest, registry)
-    breakdown = field_bytes(bound, sample_records(out, manifest, splits, total))
+    breakdown = field_bytes(bound, sample_records(out, manifest, splits, min(total, MEASURED_RECORDS)))
     if breakdown["records"]:
         click.echo("")
+        measured = breakdown["records"]
+        if measured == total:
+            click.echo(f"bytes per field, over all {total} records:")
+        else:
+            click.echo(
+                f"bytes per field, over a sample of {measured} of {total} records "
+                "(the first records of evenly spread shards):"
+            )
         field_rows = [["field", "bytes", "share"]]
         for part, size in breakdown["fields"].items():
             share = f"{100 * size / breakdown['bytes']:.1f}%" if breakdown["bytes"] else "-"

@@ -72,29 +72,37 @@ def sample_records(
     root: PathOrUrl | Location, manifest: Manifest, splits: Sequence[str], limit: int
 ) -> Iterator[bytes]:
     """Up to ``limit`` serialized records, taken from the start of evenly spread shards
-    of the dataset at ``root`` (a path or URL, or its Location).
+    of the dataset at ``root`` (a path or URL, or its Location): every record when the
+    splits hold no more than ``limit``.
 
-    Reading stops as soon as enough records are read: the shards' heads, not the whole
-    dataset. CRCs are checked as the records are read.
+    Each shard gives an equal share, and what a short shard cannot give is taken from
+    the others. Reading stops as soon as enough records are read: the shards' heads,
+    not the whole dataset. CRCs are checked as the records are read.
     """
     shards: list[ShardInfo] = [s for name in splits for s in manifest.splits[name].shards if s.records]
     if limit <= 0 or not shards:
         return
     if len(shards) > limit:
         shards = [shards[i * len(shards) // limit] for i in range(limit)]
-    per_shard = -(-limit // len(shards))
     compression = Compression.parse(manifest.compression)
     root = location(root)
-    taken = 0
-    for shard in shards:
+    for shard, quota in zip(shards, _quotas([s.records for s in shards], limit), strict=True):
         path = member(root, shard.file)
         if not path.is_file():
             raise ManifestError("listed in the manifest but missing on disk", shard=shard.file)
-        for _, data in itertools.islice(iter_tfrecords(path, compression), min(per_shard, limit - taken)):
+        for _, data in itertools.islice(iter_tfrecords(path, compression), quota):
             yield data
-            taken += 1
-        if taken >= limit:
-            return
+
+
+def _quotas(sizes: Sequence[int], limit: int) -> list[int]:
+    """How many records to take from each shard of ``sizes`` records: ``limit`` in all
+    (or every record, when they hold fewer), spread as evenly as the sizes allow."""
+    quotas = [0] * len(sizes)
+    left = limit
+    for done, i in enumerate(sorted(range(len(sizes)), key=lambda i: sizes[i])):
+        quotas[i] = min(sizes[i], -(-left // (len(sizes) - done)))
+        left -= quotas[i]
+    return quotas
 
 
 def field_bytes(bound: BoundSchema, records: Iterator[bytes]) -> dict[str, Any]:

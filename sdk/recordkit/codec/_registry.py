@@ -84,6 +84,8 @@ class CodecRegistry(PluginScoped):
         return self.info(name).codec
 
     def info(self, name: str) -> CodecInfo:
+        """What is known of codec ``name`` (its class, version, plugin and distribution);
+        an :class:`UnknownCodecError` naming the installed codecs if there is none."""
         try:
             return self._codecs[name]
         except KeyError:
@@ -109,6 +111,7 @@ class CodecRegistry(PluginScoped):
         return len(self._codecs)
 
     def names(self) -> list[str]:
+        """The names of the registered codecs, sorted."""
         return sorted(self._codecs)
 
 

@@ -142,6 +142,7 @@ class WireSpec:
         return tuple(f.name for f in self.features)
 
     def as_dict(self) -> dict[str, Any]:
+        """A JSON-ready description of every feature (used in manifests and fingerprints)."""
         return {"features": [f.as_dict() for f in self.features], "in_graph": self.in_graph}
 
 

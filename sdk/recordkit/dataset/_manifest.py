@@ -182,6 +182,8 @@ class Manifest(_Model):
         return {name: provenance.version for name, provenance in self.codecs.items()}
 
     def split(self, name: str) -> SplitInfo:
+        """Split ``name``'s shards and counts; a :class:`ManifestError` naming the splits
+        there are if there is none."""
         try:
             return self.splits[name]
         except KeyError:
@@ -190,6 +192,7 @@ class Manifest(_Model):
             ) from None
 
     def to_json(self) -> str:
+        """The manifest as ``dataset.json`` holds it (indented, unset entries left out)."""
         return self.model_dump_json(by_alias=True, indent=2, exclude_none=True) + "\n"
 
     @classmethod

@@ -61,6 +61,7 @@ class CorruptionReport:
         self._skipped: list[SkippedRecords] = []
 
     def add(self, skipped: SkippedRecords) -> None:
+        """Note records skipped (the readers call it), and log them as a warning."""
         with self._lock:
             self._skipped.append(skipped)
         logger.warning("recordkit: %s", skipped)

@@ -40,7 +40,7 @@ from recordkit.read._read_config import Layout, ReadConfig
 from recordkit.read._shard_index import DEFAULT_MAX_OPEN_FILES
 from recordkit.read._share import worker_share
 from recordkit.schema._schema import Schema
-from recordkit.storage import StorageOptions
+from recordkit.storage import CACHE_OPTION, ShardCache, StorageOptions
 
 if TYPE_CHECKING:  # the torch readers' types only: importing them needs torch
     from recordkit.read._torch import IterableDataset, MapDataset, Transform
@@ -76,6 +76,7 @@ def open(
     verify: Verify = True,
     compression: str | None = None,
     storage_options: StorageOptions | None = None,
+    cache: ShardCache | str | os.PathLike[str] | None = None,
 ) -> Dataset:
     """Open a dataset once, and return the :class:`Dataset` its readers hang from.
 
@@ -96,6 +97,10 @@ def open(
         or None (guessed from the file suffix).
     :param storage_options: for a remote ``path``: the options of its fsspec filesystem
         (``endpoint_url``, ``key``, ``token`` ...).
+    :param cache: for a remote ``path``: a :class:`~recordkit.ShardCache` (or its folder,
+        limited to 10 GiB) that keeps the shards on local disk after their first read,
+        each checked against the manifest's sha256; later epochs, and later runs, read
+        them from disk.
 
     An unknown split or field is a :class:`~recordkit.errors.RecordkitError` naming the
     dataset and the split or field.
@@ -103,6 +108,9 @@ def open(
     if verify not in (True, False, "sha256"):
         raise ValueError(f"verify must be True, False or 'sha256', not {verify!r}")
     registry = registry if registry is not None else default_registry()
+    if cache is not None:
+        shard_cache = cache if isinstance(cache, ShardCache) else ShardCache(os.fspath(cache))
+        storage_options = {**(storage_options or {}), CACHE_OPTION: shard_cache}
     names = _names(fields)
     where = _describe(path)
     try:

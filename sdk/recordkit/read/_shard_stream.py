@@ -128,7 +128,8 @@ def _streamed(shard: Shard, remote_io: RemoteIO) -> bool:
     """Whether ``shard`` is read through fsspec rather than TensorFlow's filesystem."""
     if shard.path.local_path is not None:
         return False
-    if remote_io == "fsspec":
+    # A cached shard is read from its local copy, by recordkit's reader (TensorFlow never sees it).
+    if remote_io == "fsspec" or shard.path.cache is not None:
         return True
     import tensorflow as tf
 

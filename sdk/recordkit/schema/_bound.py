@@ -114,6 +114,8 @@ class BoundField:
 
     @classmethod
     def build(cls, name: str, spec: FieldSpec, codec: Codec[Any]) -> BoundField:
+        """Field ``name`` bound to ``codec``: its wire features under their Example keys
+        (the spec's ``keys`` applied); a :class:`SchemaError` for keys the codec lacks."""
         wire = codec.wire_spec()
         unknown = set(spec.keys) - set(wire.names)
         if unknown:

@@ -9,11 +9,13 @@ if no other writer replaced it meanwhile (how a writer's commit detects another)
 paths keep the exact local behaviour (atomic rename, fsync); remote ones go through
 fsspec, whose clients (s3fs, gcsfs) are imported only when a remote URL is used, one
 client per process. :class:`RangeReader` reads records by position from local or remote
-shards, the one place random access tells the two apart.
+shards, the one place random access tells the two apart. A :class:`ShardCache` keeps
+remote shards on local disk after their first read (checked against their sha256).
 """
 
 from __future__ import annotations
 
+from recordkit.storage._cache import CACHE_OPTION, DEFAULT_CACHE_BYTES, ShardCache
 from recordkit.storage._conditional import VersionConflictError, Versioned, read_versioned, write_if_version
 from recordkit.storage._local import fsync_dir
 from recordkit.storage._location import (
@@ -29,11 +31,14 @@ from recordkit.storage._location import (
 from recordkit.storage._ranges import DEFAULT_MAX_OPEN_FILES, FileCache, RangeReader
 
 __all__ = [
+    "CACHE_OPTION",
+    "DEFAULT_CACHE_BYTES",
     "DEFAULT_MAX_OPEN_FILES",
     "FileCache",
     "Location",
     "PathOrUrl",
     "RangeReader",
+    "ShardCache",
     "StorageOptions",
     "VersionConflictError",
     "Versioned",

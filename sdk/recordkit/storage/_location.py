@@ -38,6 +38,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO, Any
 
+from recordkit.storage._cache import CACHE_OPTION, ShardCache
 from recordkit.storage._clients import filesystem, split_protocol
 from recordkit.storage._local import fsync_dir
 
@@ -80,8 +81,10 @@ def is_remote(path: object) -> bool:
 def location(path: PathOrUrl | Location, storage_options: StorageOptions | None = None) -> Location:
     """The :class:`Location` of a local path, a ``file://`` URL or any fsspec URL.
 
-    ``storage_options`` go to the fsspec filesystem (ignored for local paths); a Location
-    passed in is returned as it is (its own options kept unless new ones are given).
+    ``storage_options`` go to the fsspec filesystem (ignored for local paths), but for
+    :data:`~recordkit.storage._cache.CACHE_OPTION`, a :class:`ShardCache` the location
+    reads its shards through; a Location passed in is returned as it is (its own options
+    kept unless new ones are given).
     """
     if isinstance(path, Location):
         return path if storage_options is None else Location(path.url, storage_options)
@@ -92,7 +95,17 @@ class Location:
     """One file or folder: a local path or a remote URL (see the module docs)."""
 
     def __init__(self, url: str, storage_options: StorageOptions | None = None) -> None:
-        self.storage_options: dict[str, Any] = dict(storage_options or {})
+        options = dict(storage_options or {})
+        cache = options.pop(CACHE_OPTION, None)
+        if cache is not None and not isinstance(cache, ShardCache):
+            raise TypeError(f"storage option {CACHE_OPTION!r} takes a ShardCache, not {type(cache).__name__}")
+        #: The fsspec filesystem's options.
+        self.storage_options: dict[str, Any] = options
+        #: Where a remote shard is kept after its first read (see :meth:`with_sha256`).
+        self.cache: ShardCache | None = cache
+        #: The sha256 the manifest lists for this file: what lets the cache keep it.
+        self.sha256: str | None = None
+        self._uncacheable = False
         if url.lower().startswith("file://"):
             url = url[len("file://") :]
         self.is_local = not is_remote(url)
@@ -100,6 +113,7 @@ class Location:
             self._path: Path | None = Path(url)
             self.url = str(self._path)
             self.protocol = "file"
+            self.cache = None
         else:
             self._path = None
             protocol, rest = split_protocol(url)
@@ -140,14 +154,47 @@ class Location:
         if self._path is not None:
             return Location(str(self._path.parent))
         head = self.url.rsplit("/", 1)[0]
-        return Location(head if "://" in head else self.url, self.storage_options)
+        return Location(head if "://" in head else self.url, self.options)
 
     def join(self, *parts: str) -> Location:
         """The location of ``parts`` (``/``-separated names) inside this folder."""
         if self._path is not None:
             return Location(str(self._path.joinpath(*parts)))
         tail = "/".join(part.strip("/") for part in parts)
-        return Location(f"{self.url}/{tail}", self.storage_options)
+        return Location(f"{self.url}/{tail}", self.options)
+
+    @property
+    def options(self) -> dict[str, Any]:
+        """The storage options this location was made with (its cache included): what
+        makes another location on the same store, read the same way."""
+        if self.cache is None:
+            return self.storage_options
+        return {**self.storage_options, CACHE_OPTION: self.cache}
+
+    def with_sha256(self, sha256: str | None) -> Location:
+        """This location, knowing the sha256 the manifest lists for it: with a cache, a
+        remote file is then read from its checked local copy (see
+        :mod:`recordkit.storage._cache`)."""
+        if sha256 is None or self.cache is None or sha256 == self.sha256:
+            return self
+        known = Location(self.url, self.options)
+        known.sha256 = sha256
+        return known
+
+    def cached_file(self) -> Path | None:
+        """The local copy this remote file is read from, fetched on first use: None
+        without a cache or a listed sha256, or when the file exceeds the cache's limit."""
+        if self.cache is None or self.sha256 is None or self._uncacheable:
+            return None
+        found = self.cache.cached(self.sha256)
+        if found is None:
+            size = int(self.fs.size(self._key))
+            found = self.cache.fetch(
+                self.url, self.sha256, size, lambda local: self.fs.get_file(self._key, local)
+            )
+            # Larger than the whole cache: read from the store, without asking again.
+            self._uncacheable = found is None
+        return found
 
     def __str__(self) -> str:
         return self.url
@@ -209,6 +256,9 @@ class Location:
         """The size in bytes of the file (FileNotFoundError when it is not there)."""
         if self._path is not None:
             return self._path.stat().st_size
+        cached = self.cache.cached(self.sha256) if self.cache is not None and self.sha256 else None
+        if cached is not None:
+            return cached.stat().st_size
         return int(self.fs.size(self._key))
 
     def list(self) -> list[str]:
@@ -231,7 +281,7 @@ class Location:
             return [Location(name) for name in sorted(_glob.glob(self.url)) if os.path.isfile(name)]
         names = sorted(self.fs.glob(self._key, detail=True).items())
         return [
-            Location(f"{self.protocol}://{name.split('://')[-1].lstrip('/')}", self.storage_options)
+            Location(f"{self.protocol}://{name.split('://')[-1].lstrip('/')}", self.options)
             for name, info in names
             if info.get("type") == "file"
         ]
@@ -272,20 +322,27 @@ class Location:
         """The file opened for streamed binary reading (FileNotFoundError if absent)."""
         if self._path is not None:
             return open(self._path, "rb")
+        cached = self.cached_file()
+        if cached is not None:
+            return open(cached, "rb")
         return self.fs.open(self._key, "rb")  # type: ignore[no-any-return]
 
     def read_bytes(self) -> bytes:
         """The whole file."""
         if self._path is not None:
             return self._path.read_bytes()
+        cached = self.cached_file()
+        if cached is not None:
+            return cached.read_bytes()
         return bytes(self.fs.cat_file(self._key))
 
     def read_range(self, offset: int, size: int) -> bytes:
         """``size`` bytes from ``offset`` (fewer where the file ends): locally one
         ``pread``, remotely one ranged GET (see :mod:`recordkit.storage._ranges` for
         reads of many records, which keeps local files open)."""
-        if self._path is not None:
-            fd = os.open(self._path, os.O_RDONLY | getattr(os, "O_BINARY", 0))
+        local = self._path if self._path is not None else self.cached_file()
+        if local is not None:
+            fd = os.open(local, os.O_RDONLY | getattr(os, "O_BINARY", 0))
             try:
                 return os.pread(fd, size, offset)
             finally:
@@ -388,7 +445,7 @@ def _read(requests: list[tuple[Location, int, int | None]]) -> list[bytes | OSEr
     results: list[bytes | OSError | None] = [None] * len(requests)
     remote: dict[tuple[str, str], list[int]] = {}
     for i, (where, start, end) in enumerate(requests):
-        if not where.is_local:
+        if not where.is_local and where.cached_file() is None:
             group = (where.protocol, repr(sorted(where.storage_options.items())))
             remote.setdefault(group, []).append(i)
             continue

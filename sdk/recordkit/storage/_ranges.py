@@ -6,6 +6,8 @@ how, by where the shard lives:
 
 * a local file: one ``os.pread`` on a descriptor kept open in a small LRU cache
   (:class:`FileCache`), the fastest a single read can be;
+* a remote object kept by a :class:`~recordkit.storage.ShardCache`: its local copy, as a
+  local file;
 * a remote object (a :class:`~recordkit.storage.Location` with a URL): one ranged GET,
   ``fs.cat_file(path, start=, end=)``; :meth:`RangeReader.read_many` sends a batch's
   GETs concurrently (``fs.cat_ranges``). It holds no open file: nothing to share between
@@ -136,9 +138,13 @@ class RangeReader:
 
     def read(self, where: Path | Location, offset: int, size: int) -> bytes:
         if isinstance(where, Location):
-            if not where.is_local:
-                return where.read_range(offset, size)
-            where = where.path
+            if where.is_local:
+                where = where.path
+            else:
+                cached = where.cached_file()
+                if cached is None:
+                    return where.read_range(offset, size)
+                where = cached
         # acquire/release rather than the context manager: a generator per read costs
         # more than the pread of a small record.
         files = self.files
@@ -157,7 +163,7 @@ class RangeReader:
         remote: list[int] = []
         remote_requests: list[tuple[Location, int, int]] = []
         for i, (where, offset, size) in enumerate(requests):
-            if isinstance(where, Location) and not where.is_local:
+            if isinstance(where, Location) and not where.is_local and where.cached_file() is None:
                 remote.append(i)
                 remote_requests.append((where, offset, size))
                 continue

@@ -123,6 +123,7 @@ class ConformanceReport:
     checks: list[str] = dataclasses.field(default_factory=list)
 
     def passed(self, check: str) -> None:
+        """Record that ``check`` passed."""
         self.checks.append(check)
 
 

@@ -386,6 +386,9 @@ class WriteDataset(beam.PTransform):  # type: ignore[misc]  # Beam's PTransform 
         self._append = append
 
     def expand(self, records: Any) -> dict[str, Any]:
+        """Beam's entry point: write ``records`` (a PCollection, or a mapping of split
+        name to PCollection); returns the PCollections ``"rejects"`` (the records refused)
+        and ``"manifest"`` (the committed manifest)."""
         inputs: Mapping[str, Any] = records if isinstance(records, Mapping) else {self._split: records}
         for split in inputs:
             check_split_name(split)

@@ -66,6 +66,21 @@ def documented_local_config() -> str:
     return str(config)
 
 
+def test_the_documented_remote_hook_names_this_release_and_no_placeholder_host() -> None:
+    tomllib = pytest.importorskip("tomllib") if sys.version_info >= (3, 11) else pytest.importorskip("tomli")
+    version = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["version"]
+    page = (ROOT / "docs" / "how-to" / "schema-files-in-repos.md").read_text(encoding="utf-8")
+    (config,) = [
+        b
+        for b in re.findall(r"```yaml\n(.*?)```", page, re.DOTALL)
+        if "recordkit-schema-check" in b and "rev:" in b
+    ]
+    (repo,) = yaml.safe_load(config)["repos"]
+    assert repo["rev"] == f"v{version}"
+    assert [hook["id"] for hook in repo["hooks"]] == [published_hook()["id"]]
+    assert "example." not in page
+
+
 def test_the_documented_local_hook_is_the_published_one() -> None:
     (repo,) = yaml.safe_load(documented_local_config())["repos"]
     (hook,) = repo["hooks"]

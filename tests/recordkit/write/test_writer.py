@@ -622,7 +622,7 @@ def test_the_writer_and_write_dataset_take_the_one_list_of_write_options(tmp_pat
         (variadic,) = [p for p in inspect.signature(function).parameters.values() if p.kind is p.VAR_KEYWORD]
         assert "Unpack[WriteOptions]" in str(variadic.annotation)
     documented = rk.WriteOptions.__doc__ or ""
-    assert all(f":param {name}:" in documented for name in rk.WriteOptions.__annotations__)
+    assert all(f":ivar {name}:" in documented for name in rk.WriteOptions.__annotations__)
     # One dict of options serves both.
     options: rk.WriteOptions = {"shard_records": 100, "progress": False, "durable": False}
     first = rk.write_dataset(make_records(250), SCHEMA, tmp_path / "a", **options)
