@@ -154,7 +154,7 @@ class BatchMapDataset(MapDataset):
         return self
 
     def __getitems__(self, indices: Sequence[int]) -> Any:  # a batch, not a list: see collate_fn
-        return to_tensors(assemble_batch(self.records[[int(i) for i in indices]], self.layout))
+        return to_tensors(assemble_batch(self.records.read_batch(indices), self.layout))
 
 
 class ThreadLoader:
