@@ -28,7 +28,9 @@ from typing import Any, Literal
 
 import numpy as np
 
-__all__ = ["BatchLayout", "assemble_batch"]
+from recordkit.read._random_access import RandomAccess
+
+__all__ = ["AssembleBatch", "BatchLayout", "assemble_batch", "batch_layout", "field_pad_values"]
 
 Record = dict[str, Any]
 Ragged = Literal["pad", "concat"]
@@ -50,6 +52,36 @@ class BatchLayout:
     pad_values: Mapping[str, float] = field(default_factory=dict)
     concat: frozenset[str] = frozenset()
     channels_first: frozenset[str] = frozenset()
+
+
+def field_pad_values(records: RandomAccess) -> dict[str, float]:
+    """Each field's codec pad value (what padding fills)."""
+    return {f.name: float(f.codec.pad_value()) for f in records.source.fields}
+
+
+def batch_layout(
+    records: RandomAccess, concat: Sequence[str] = (), channels_first: Sequence[str] = ()
+) -> BatchLayout:
+    """The layout of ``records``' batches: the fields' pad values, and the fields named
+    to be concatenated or laid out channels first (each checked to be a field read)."""
+    names = {f.name for f in records.source.fields}
+    for option, chosen in (("concat", concat), ("channels_first", channels_first)):
+        unknown = sorted(set(chosen) - names)
+        if unknown:
+            raise ValueError(
+                f"{option} names fields that are not read: {unknown}; the fields are {sorted(names)}"
+            )
+    return BatchLayout(field_pad_values(records), frozenset(concat), frozenset(channels_first))
+
+
+class AssembleBatch:
+    """A picklable ``records -> batch`` function bound to a layout (Grain's ``batch_fn``)."""
+
+    def __init__(self, layout: BatchLayout) -> None:
+        self.layout = layout
+
+    def __call__(self, records: Sequence[Record]) -> dict[str, Any]:
+        return assemble_batch(records, self.layout)
 
 
 def assemble_batch(records: Sequence[Record], layout: BatchLayout) -> dict[str, Any]:

@@ -26,27 +26,12 @@ from typing import Any, cast
 import torch
 import torch.utils.data
 
-from recordkit.read._batch_assemble import BatchLayout, assemble_batch
+from recordkit.read._batch_assemble import BatchLayout, assemble_batch, batch_layout
 from recordkit.read._position import Start
 from recordkit.read._random_access import RandomAccess
-from recordkit.read._torch import IterableDataset, MapDataset, pad_values, to_tensors
+from recordkit.read._torch import IterableDataset, MapDataset, to_tensors
 
-__all__ = ["BatchMapDataset", "BatchStream", "ThreadLoader", "batch_layout"]
-
-
-def batch_layout(
-    records: RandomAccess, concat: Sequence[str] = (), channels_first: Sequence[str] = ()
-) -> BatchLayout:
-    """The layout of ``records``' batches: the fields' pad values, and the fields named
-    to be concatenated or laid out channels first (each checked to be a field read)."""
-    names = {f.name for f in records.source.fields}
-    for option, chosen in (("concat", concat), ("channels_first", channels_first)):
-        unknown = sorted(set(chosen) - names)
-        if unknown:
-            raise ValueError(
-                f"{option} names fields that are not read: {unknown}; the fields are {sorted(names)}"
-            )
-    return BatchLayout(pad_values(records), frozenset(concat), frozenset(channels_first))
+__all__ = ["BatchMapDataset", "BatchStream", "ThreadLoader"]
 
 
 def _check_batch_size(batch_size: int) -> None:

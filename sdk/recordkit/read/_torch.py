@@ -30,6 +30,7 @@ import torch
 import torch.utils.data
 
 from recordkit.codec._registry import CodecRegistry
+from recordkit.read._batch_assemble import field_pad_values
 from recordkit.read._dense import SHAPE_SUFFIX
 from recordkit.read._open import Paths
 from recordkit.read._position import Start, position_state, resolve_start
@@ -62,7 +63,7 @@ def to_tensors(value: Any) -> Any:
 
 def pad_values(ds: RandomAccess) -> dict[str, float]:
     """Each field's codec pad value (what :func:`collate` pads it with)."""
-    return {f.name: float(f.codec.pad_value()) for f in ds.source.fields}
+    return field_pad_values(ds)
 
 
 def _pad(tensors: list[torch.Tensor], pad_value: float) -> tuple[torch.Tensor, torch.Tensor]:
