@@ -5,7 +5,8 @@
 Generates the issue-31 workload (a JPEG of 200 to 320 px, 1 s of 16 kHz WAV, a caption,
 0 to 6 boxes, a label: :func:`benchmarks._data.mixed_records`), then times, with the
 contender's adapter (:mod:`benchmarks._peer_adapters`): the write; a read in this
-process; a PyTorch ``DataLoader`` (batches of 64) with 0, 1 and 2 workers; 2,000 random
+process; a PyTorch ``DataLoader`` (batches of 64; a library with its own loader, such as
+Grain, its own) with 0, 1 and 2 workers; 2,000 random
 indices one at a time and in batches of 64. Prints one JSON object: records/s per task,
 bytes written, and the peak RSS of the DataLoader's worker processes.
 
@@ -98,6 +99,8 @@ def main(argv: list[str] | None = None) -> int:
     for workers in (int(w) for w in args.workers.split(",")):
 
         def load(workers: int = workers) -> int:
+            if hasattr(peer, "own_loader"):  # a library with its own loader (Grain) uses it
+                return int(peer.own_loader(args.work, BATCH, workers))
             dataset, options = peer.loader(args.work, BATCH)
             loader = torch.utils.data.DataLoader(dataset, num_workers=workers, **options)
             return sum(peer.batch_size(batch) for batch in loader)

@@ -33,7 +33,7 @@ from benchmarks._peer_adapters import CONTENDERS
 ROOT = Path(__file__).resolve().parents[1]
 
 #: What each peer's venv installs beside numpy, Pillow, soundfile, psutil and torch.
-PEER_PACKAGES: dict[str, list[str]] = {"webdataset": ["webdataset"]}
+PEER_PACKAGES: dict[str, list[str]] = {"webdataset": ["webdataset"], "grain": ["array-record", "grain"]}
 COMMON = ["numpy", "pillow", "soundfile", "psutil", "torch"]
 TASKS = (
     "write",

@@ -3,7 +3,8 @@
 An adapter module defines ``DOC`` (the page its use follows), ``write(records, folder)``
 (the records written; returns their count), ``read(folder)`` (every record decoded in
 this process; returns the count), ``loader(folder, batch)`` (a dataset and the
-``DataLoader`` options its docs give), ``batch_size(batch)`` (records in one batch the
+``DataLoader`` options its docs give; or ``own_loader(folder, batch, workers)`` where
+the library has its own loader), ``batch_size(batch)`` (records in one batch the
 loader yields) and ``random(folder, indices, batch)`` (the records at ``indices``
 decoded, ``batch`` at a time; returns the count, 0 when the library has no random access).
 """
@@ -16,7 +17,7 @@ from types import ModuleType
 __all__ = ["CONTENDERS", "adapter"]
 
 #: The contenders and their adapter modules.
-CONTENDERS = ("recordkit", "webdataset")
+CONTENDERS = ("recordkit", "webdataset", "grain")
 
 
 def adapter(name: str) -> ModuleType:
