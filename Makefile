@@ -7,7 +7,7 @@ PY := $(VENV)/bin/python
 RUNTIME := $(VENV)/.installed-runtime
 DEV := $(VENV)/.installed-dev
 
-.PHONY: install install-dev keypoints demo test lint typecheck docs unit unit-fast bench clean
+.PHONY: install install-dev keypoints demo test lint typecheck docs unit unit-fast bench bench-peers clean
 
 $(PY):
 	python3 -m venv $(VENV)
@@ -85,6 +85,12 @@ unit-fast: $(DEV) $(KEYPOINTS_STAMP)
 bench: $(DEV)
 	$(PY) -m pip install --quiet -e '.[bench]'
 	$(PY) benchmarks/run.py
+
+## recordkit against WebDataset and the other loaders (issue 31): each peer in its own venv
+## under benchmarks/out/venvs/; not part of `make test` (tests/benchmarks/test_peers_smoke.py
+## runs it at toy size without the peers).
+bench-peers: $(DEV)
+	$(PY) benchmarks/peers.py --records 1500 --rounds 5
 
 clean:
 	rm -rf $(VENV) build demo_output

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from concurrent.futures import Executor
 from typing import Any
 
 import numpy as np
@@ -39,3 +40,8 @@ class RandomReads:
     def in_batches(self) -> int:
         """Read the batches, each in one call; the records read."""
         return sum(len(self.ds[batch]) for batch in self.batches)
+
+    def in_sorted_batches(self, pool: Executor | None = None) -> int:
+        """Read the batches with ``RandomAccess.read_batch`` (one read per contiguous run,
+        decoded on ``pool``'s threads when given); the records read."""
+        return sum(len(self.ds.read_batch(batch, pool)) for batch in self.batches)

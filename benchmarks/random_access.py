@@ -10,6 +10,12 @@ Measured, every field decoded (JPEG of varying size, 1 s WAV, caption, boxes, la
 * a PyTorch ``DataLoader`` with 2 workers over ``recordkit.torch.MapDataset``
   (shuffled sampler) and over ``recordkit.torch.IterableDataset`` (shuffled shards and
   window), batches of 64 with ``collate``, records/s;
+* the batch-first PyTorch paths: ``DataLoader(batch_size=None)`` with 2 workers over
+  ``rk.open(...).torch_batches(64)`` (shuffled, whole batches made in the workers), the
+  same batches from ``recordkit.torch.ThreadLoader`` (threads of the main process), and
+  ``torch_batch_map()`` under a random sampler (``__getitems__``), records/s;
+* ``RandomAccess.read_batch`` on the same batches of 64 random indices, in one thread
+  and decoded on a pool of ``--workers`` threads, records/s;
 * ``load_dataset`` with batches of 64 on the same dataset (tf.data), records/s.
 
 Each figure is ``--repeats`` runs over the same data (after one warm-up read, so the
@@ -25,6 +31,7 @@ import importlib.util
 import json
 import sys
 import tempfile
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -61,6 +68,9 @@ def run(records: int, repeats: int, workers: int, root: Path, *, tensorflow: boo
     results["iter_records"] = repeated(sequential, repeats)
     results["random_access_1"] = repeated(reads.one_at_a_time, repeats)
     results["random_access_64"] = repeated(reads.in_batches, repeats)
+    results["read_batch_64"] = repeated(reads.in_sorted_batches, repeats)
+    with ThreadPoolExecutor(workers) as pool:
+        results["read_batch_64_threads"] = repeated(lambda: reads.in_sorted_batches(pool), repeats)
 
     if importlib.util.find_spec("torch") is not None:
         from torch.utils.data import DataLoader, RandomSampler
@@ -88,6 +98,7 @@ def run(records: int, repeats: int, workers: int, root: Path, *, tensorflow: boo
 
         results["torch_map_dataset"] = repeated(torch_map, repeats)
         results["torch_iterable_dataset"] = repeated(torch_iterable, repeats)
+        results.update(batch_first(data, repeats, workers))
     else:
         results["torch"] = "skipped: torch is not installed (pip install 'recordkit[torch]')"
 
@@ -99,6 +110,41 @@ def run(records: int, repeats: int, workers: int, root: Path, *, tensorflow: boo
 
         results["load_dataset"] = repeated(tf_data, repeats)
     return results
+
+
+def batch_first(data: Path, repeats: int, workers: int) -> dict[str, Any]:
+    """The batch-first PyTorch paths (see the module docstring)."""
+    from torch.utils.data import DataLoader, RandomSampler
+
+    from recordkit.torch import ThreadLoader
+
+    handle = rk.open(data, "train")
+    stream = handle.torch_batches(BATCH, shuffle=True, seed=0, window=256)
+    batched = handle.torch_batch_map()
+
+    def from_workers() -> int:
+        loader = DataLoader(stream, batch_size=None, num_workers=workers)
+        return sum(len(batch["caption"]) for batch in loader)
+
+    def from_threads() -> int:
+        loader = ThreadLoader(stream, num_workers=workers, threads=workers, prefetch=4)
+        return sum(len(batch["caption"]) for batch in loader)
+
+    def map_batches() -> int:
+        loader = DataLoader(
+            batched,
+            batch_size=BATCH,
+            sampler=RandomSampler(batched),
+            num_workers=workers,
+            collate_fn=batched.collate_fn,
+        )
+        return sum(len(batch["caption"]) for batch in loader)
+
+    return {
+        "torch_batches_workers": repeated(from_workers, repeats),
+        "torch_batches_threads": repeated(from_threads, repeats),
+        "torch_batch_map_workers": repeated(map_batches, repeats),
+    }
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,6 +1,8 @@
 """PyTorch datasets over recordkit splits, without TensorFlow (``pip install 'recordkit[torch]'``).
 
-``MapDataset`` (random access, any sampler), ``IterableDataset`` (streaming, split
+``BatchStream`` and ``ThreadLoader`` (the fastest: whole batches of a few large tensors,
+from DataLoader workers or from threads), ``BatchMapDataset`` (the same batches, random
+access), ``MapDataset`` (random access, any sampler), ``IterableDataset`` (streaming, split
 between ranks and workers, seeded shuffles, exact resume) and ``collate`` (pads what
 varies in size); see :mod:`recordkit.read._torch` and the how-to "PyTorch".
 """
@@ -14,6 +16,16 @@ try:
 except ImportError as exc:
     raise MissingExtraError("torch", "torch", purpose="recordkit.torch") from exc
 
+from recordkit.read._batch_loader import BatchMapDataset, BatchStream, ThreadLoader
 from recordkit.read._torch import IterableDataset, MapDataset, collate, pad_values, to_tensors
 
-__all__ = ["IterableDataset", "MapDataset", "collate", "pad_values", "to_tensors"]
+__all__ = [
+    "BatchMapDataset",
+    "BatchStream",
+    "IterableDataset",
+    "MapDataset",
+    "ThreadLoader",
+    "collate",
+    "pad_values",
+    "to_tensors",
+]

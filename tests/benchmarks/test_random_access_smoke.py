@@ -22,8 +22,11 @@ def test_the_random_access_benchmark_runs(tmp_path: Path) -> None:
     assert results["iter_records"]["records"] == 12
     assert results["random_access_1"]["records"] == 12
     assert results["random_access_64"]["records"] == 64
+    assert results["read_batch_64"]["records"] == results["read_batch_64_threads"]["records"] == 64
     if importlib.util.find_spec("torch") is not None:
         assert results["torch_map_dataset"]["records"] == 12
         assert results["torch_iterable_dataset"]["records"] == 12
+        for name in ("torch_batches_workers", "torch_batches_threads", "torch_batch_map_workers"):
+            assert results[name]["records"] == 12, name
     assert "load_dataset" not in results
     assert all(row["records_per_s"] > 0 for row in results.values() if isinstance(row, dict))

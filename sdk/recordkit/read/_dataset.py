@@ -43,6 +43,7 @@ from recordkit.schema._schema import Schema
 from recordkit.storage import CACHE_OPTION, ShardCache, StorageOptions
 
 if TYPE_CHECKING:  # the torch readers' types only: importing them needs torch
+    from recordkit.read._batch_loader import BatchMapDataset, BatchStream
     from recordkit.read._torch import IterableDataset, MapDataset, Transform
 
 __all__ = ["Dataset", "Verify", "open"]
@@ -414,6 +415,60 @@ class Dataset:
         )
         return dataset
 
+    def torch_batches(
+        self,
+        batch_size: int,
+        *,
+        drop_last: bool = False,
+        concat: Sequence[str] = (),
+        channels_first: Sequence[str] = (),
+        shuffle: bool = False,
+        seed: int | None = None,
+        window: int = 1024,
+        rank: int | None = None,
+        world_size: int | None = None,
+        start: Start = None,
+    ) -> BatchStream:
+        """The fastest PyTorch path: a streaming dataset that yields whole batches, for
+        ``DataLoader(stream, batch_size=None, num_workers=...)`` or
+        ``recordkit.torch.ThreadLoader(stream)``. The order, the split between ranks and
+        workers and resume are :meth:`torch_iterable`'s. Needs the ``torch`` extra.
+
+        :param batch_size: records per batch (each worker's last batch may be short).
+        :param drop_last: leave out each worker's short last batch.
+        :param concat: fields whose arrays are joined along their first axis, with
+            ``"<field>/lengths"``, instead of padded (boxes, audio, token ids).
+        :param channels_first: image fields laid out ``(batch, channels, height, width)``.
+        """
+        module = _torch_readers("Dataset.torch_batches()", "recordkit.read._batch_loader")
+        stream: BatchStream = module.BatchStream.batched(
+            self._random_access(),
+            self._split if self._split is not None else "train",
+            batch_size=batch_size,
+            drop_last=drop_last,
+            concat=concat,
+            channels_first=channels_first,
+            shuffle=shuffle,
+            seed=0 if seed is None else seed,
+            window=window,
+            rank=rank,
+            world_size=world_size,
+            start=start,
+        )
+        return stream
+
+    def torch_batch_map(
+        self, *, concat: Sequence[str] = (), channels_first: Sequence[str] = ()
+    ) -> BatchMapDataset:
+        """A map-style PyTorch dataset whose ``__getitems__`` gives a DataLoader's batch
+        whole, laid out as :meth:`torch_batches`' (pass ``collate_fn=ds.collate_fn``); for
+        samplers such as ``DistributedSampler``. Needs the ``torch`` extra."""
+        module = _torch_readers("Dataset.torch_batch_map()", "recordkit.read._batch_loader")
+        dataset: BatchMapDataset = module.BatchMapDataset.batched(
+            self._random_access(), concat=concat, channels_first=channels_first
+        )
+        return dataset
+
     def grain(self) -> DataSource:
         """A Grain ``RandomAccessDataSource`` over the split (records as numpy values),
         for Grain's samplers, sharding and checkpoints. Needs the ``grain`` extra."""
@@ -506,12 +561,12 @@ def _describe(path: Paths) -> str:
     return str(path) if isinstance(path, (str, os.PathLike)) else f"{len(path)} paths"
 
 
-def _torch_readers(purpose: str) -> Any:
-    """The PyTorch readers' module, which imports ``torch``: imported only when a torch
+def _torch_readers(purpose: str, module: str = "recordkit.read._torch") -> Any:
+    """A PyTorch readers' module, which imports ``torch``: imported only when a torch
     consumer is called (the extra is optional and heavy), never by ``rk.open`` or the
     other consumers."""
     _require("torch", purpose)
-    return importlib.import_module("recordkit.read._torch")
+    return importlib.import_module(module)
 
 
 def _require(package: str, purpose: str) -> None:

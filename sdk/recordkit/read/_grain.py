@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from typing import Any, SupportsIndex
 
 from recordkit.codec._registry import CodecRegistry
+from recordkit.read._batch_assemble import AssembleBatch, batch_layout
 from recordkit.read._paths import Paths
 from recordkit.read._random_access import RandomAccess
 from recordkit.schema._schema import Schema
@@ -63,9 +64,16 @@ class DataSource:
         return self.records[record_key.__index__()]
 
     def __getitems__(self, record_keys: Sequence[int]) -> list[dict[str, Any]]:
-        """The records of ``record_keys``, fetched together (from a remote dataset, their
-        ranged GETs concurrently)."""
-        return self.records[list(record_keys)]
+        """The records of ``record_keys``, read together: sorted by shard and offset, one
+        read per contiguous run (from a remote dataset, the runs' ranged GETs concurrently)."""
+        return self.records.read_batch(list(record_keys))
+
+    def batch_fn(self, *, concat: Sequence[str] = (), channels_first: Sequence[str] = ()) -> AssembleBatch:
+        """A ``batch_fn`` for Grain's ``batch``: records to one batch of numpy arrays laid
+        out as ``recordkit.torch``'s batch-first readers lay them out (images padded to
+        the batch's largest with ``"<field>/shape"``, the ``concat`` fields joined with
+        ``"<field>/lengths"``), where Grain's own ``np.stack`` fails on sizes that differ."""
+        return AssembleBatch(batch_layout(self.records, concat, channels_first))
 
     def _getitems(self, record_keys: Sequence[int]) -> list[dict[str, Any]]:
         """Grain's batched read (``SupportsBatchedReadRandomAccessDataSource``), used by

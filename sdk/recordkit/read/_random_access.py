@@ -14,12 +14,14 @@ import itertools
 import operator
 import os
 from collections.abc import Iterable, Iterator, Sequence
+from concurrent.futures import Executor
 from typing import Any, overload
 
 import numpy as np
 
 from recordkit.codec._registry import CodecRegistry
 from recordkit.errors import RecordkitError
+from recordkit.read._batched_access import fetch_in_runs
 from recordkit.read._numpy_decode import decode_record_numpy
 from recordkit.read._open import OpenedDataset, open_dataset
 from recordkit.read._paths import Paths
@@ -166,14 +168,30 @@ class RandomAccess:
         GETs concurrently), each is checked and decoded as it is yielded."""
         pairs = iter(located)
         while chunk := list(itertools.islice(pairs, prefetch)):
-            fetched = self.shards.fetch(chunk)
+            fetched = fetch_in_runs(self.shards, chunk)
             for (shard, number), framed in zip(chunk, fetched, strict=True):
-                index = int(self.shards.starts[shard]) + number
-                try:
-                    record = self.decode(self.shards.unframe(shard, number, framed), index)
-                except RecordkitError as exc:
-                    raise self._context(exc, shard, number, index) from None
-                yield record
+                yield self._decoded(shard, number, framed)
+
+    def read_batch(
+        self, indices: Sequence[int] | np.ndarray, pool: Executor | None = None
+    ) -> list[dict[str, Any]]:
+        """Records ``indices``, decoded, in the order asked: read sorted by shard and
+        offset, one read per contiguous run (remote runs fetched concurrently), then
+        decoded on ``pool``'s threads when one is given (the codecs' decoders release
+        the GIL), else in this thread."""
+        located = [self.shards.locate(self._index(i)) for i in np.asarray(indices, dtype=np.int64).tolist()]
+        fetched = fetch_in_runs(self.shards, located)
+        jobs = [(shard, number, framed) for (shard, number), framed in zip(located, fetched, strict=True)]
+        if pool is None or len(jobs) < 2:
+            return [self._decoded(*job) for job in jobs]
+        return list(pool.map(lambda job: self._decoded(*job), jobs))
+
+    def _decoded(self, shard: int, number: int, framed: bytes | OSError) -> dict[str, Any]:
+        index = int(self.shards.starts[shard]) + number
+        try:
+            return self.decode(self.shards.unframe(shard, number, framed), index)
+        except RecordkitError as exc:
+            raise self._context(exc, shard, number, index) from None
 
     def _context(self, exc: RecordkitError, shard: int, number: int, index: int) -> RecordkitError:
         return exc.with_context(

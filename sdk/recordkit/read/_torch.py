@@ -30,6 +30,7 @@ import torch
 import torch.utils.data
 
 from recordkit.codec._registry import CodecRegistry
+from recordkit.read._batch_assemble import field_pad_values
 from recordkit.read._dense import SHAPE_SUFFIX
 from recordkit.read._paths import Paths
 from recordkit.read._position import Start, position_state, resolve_start
@@ -62,7 +63,7 @@ def to_tensors(value: Any) -> Any:
 
 def pad_values(ds: RandomAccess) -> dict[str, float]:
     """Each field's codec pad value (what :func:`collate` pads it with)."""
-    return {f.name: float(f.codec.pad_value()) for f in ds.source.fields}
+    return field_pad_values(ds)
 
 
 def _pad(tensors: list[torch.Tensor], pad_value: float) -> tuple[torch.Tensor, torch.Tensor]:
@@ -372,9 +373,9 @@ class IterableDataset(torch.utils.data.IterableDataset[Any]):
 
     # -- iterating ---------------------------------------------------------------------------
 
-    def __iter__(self) -> Iterator[Any]:
-        info = torch.utils.data.get_worker_info()
-        workers, worker = (1, 0) if info is None else (info.num_workers, info.id)
+    def worker_records(self, worker: int, workers: int) -> list[tuple[int, int]]:
+        """The ``(shard, record)`` pairs DataLoader worker ``worker`` of ``workers`` reads
+        this epoch, from where a resumed state says it left off."""
         if self._starts is not None and len(self._starts) != workers:
             raise ValueError(
                 f"the resumed state was saved with {len(self._starts)} DataLoader workers per rank; "
@@ -383,9 +384,14 @@ class IterableDataset(torch.utils.data.IterableDataset[Any]):
         local = (worker + self._rotation) % workers  # after a resume, worker 0 plays the next one due
         shard_ids, numbers = self.slot_order(self.rank * workers + local, self.world_size * workers)
         begin = self._starts[local] if self._starts is not None else 0
+        return list(zip(shard_ids[begin:].tolist(), numbers[begin:].tolist(), strict=True))
+
+    def __iter__(self) -> Iterator[Any]:
+        info = torch.utils.data.get_worker_info()
+        workers, worker = (1, 0) if info is None else (info.num_workers, info.id)
+        located = self.worker_records(worker, workers)
         if info is None:
-            self._yielded = begin
-        located = zip(shard_ids[begin:].tolist(), numbers[begin:].tolist(), strict=True)
+            self._yielded = self._starts[0] if self._starts is not None else 0
         for record in self.records.stream(located, prefetch=self.prefetch):
             if self.tensors:
                 record = to_tensors(record)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 from _reader_support import assert_record, expected, make_records, write
 
@@ -74,3 +75,19 @@ def test_batched_reads_give_the_records_of_single_reads(dataset: Path) -> None:
     want = [source[k]["caption"] for k in keys]
     assert [r["caption"] for r in source.__getitems__(keys)] == want
     assert [r["caption"] for r in source._getitems(keys)] == want
+
+
+def test_grain_batches_records_of_several_sizes_with_the_sources_batch_fn(dataset: Path) -> None:
+    source = rk.open(dataset, "train").select(["caption", "image", "audio"]).grain()
+    batched = grain.MapDataset.source(source).batch(4, batch_fn=source.batch_fn(concat=["audio"]))
+    iterated = list(batched.to_iter_dataset(grain.ReadOptions(num_threads=2, prefetch_buffer_size=2)))
+    assert len(iterated) == len(batched)
+    first = iterated[0]
+    records = [source[i] for i in range(4)]
+    assert first["caption"] == [r["caption"] for r in records]
+    for row, record in enumerate(records):
+        h, w, _ = record["image"].shape
+        assert first["image/shape"][row].tolist() == list(record["image"].shape)
+        assert (first["image"][row, :h, :w] == record["image"]).all()
+    assert first["audio/lengths"].tolist() == [len(r["audio"]) for r in records]
+    assert (first["audio"] == np.concatenate([r["audio"] for r in records])).all()

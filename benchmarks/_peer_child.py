@@ -1,0 +1,122 @@
+"""One contender of the peer benchmark, in its own process (and, for a peer, its own venv).
+
+    python -m benchmarks._peer_child --contender webdataset --records 1500 --work DIR
+
+Generates the issue-31 workload (a JPEG of 200 to 320 px, 1 s of 16 kHz WAV, a caption,
+0 to 6 boxes, a label: :func:`benchmarks._data.mixed_records`), then times, with the
+contender's adapter (:mod:`benchmarks._peer_adapters`): the write; a read in this
+process; a PyTorch ``DataLoader`` (batches of 64; a library with its own loader, such as
+Grain, its own) with 0, 1 and 2 workers; 2,000 random
+indices one at a time and in batches of 64. Prints one JSON object: records/s per task,
+bytes written, and the peak RSS of the DataLoader's worker processes.
+
+Imports only numpy, Pillow, soundfile, psutil and torch besides the adapter's library,
+so that it runs in a peer's venv without recordkit.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+if __package__ in (None, ""):
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import numpy as np
+import psutil
+
+from benchmarks._data import mixed_records
+from benchmarks._peer_adapters import adapter
+
+BATCH = 64
+SIDES = (200, 320)
+RANDOM_INDICES = 2000
+
+
+class WorkerMemory:
+    """The peak summed RSS of this process's children (DataLoader workers), sampled."""
+
+    def __init__(self) -> None:
+        self.peak = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        me = psutil.Process()
+        while not self._stop.wait(0.02):
+            total = 0
+            for child in me.children(recursive=True):
+                try:
+                    total += child.memory_info().rss
+                except psutil.Error:
+                    continue
+            self.peak = max(self.peak, total)
+
+    def __enter__(self) -> WorkerMemory:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+def timed(run: Callable[[], int]) -> dict[str, float]:
+    start = time.perf_counter()
+    count = run()
+    seconds = time.perf_counter() - start
+    return {"records": count, "seconds": seconds, "records_per_s": count / seconds}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--contender", required=True)
+    parser.add_argument("--records", type=int, default=1500)
+    parser.add_argument("--work", type=Path, required=True, help="an empty folder to write into")
+    parser.add_argument("--workers", default="0,1,2", help="DataLoader worker counts (default 0,1,2)")
+    args = parser.parse_args(argv)
+    import torch.utils.data
+
+    peer = adapter(args.contender)
+    records = mixed_records(args.records, seed=0, sides=SIDES)
+    out: dict[str, Any] = {"contender": args.contender, "doc": peer.DOC, "records": args.records}
+    args.work.mkdir(parents=True, exist_ok=True)
+    out["write"] = timed(lambda: peer.write(records, args.work))
+    out["bytes_per_record"] = (
+        sum(f.stat().st_size for f in args.work.rglob("*") if f.is_file()) / args.records
+    )
+    records.clear()  # the decoded workload is not held while reading
+    peer.read(args.work)  # warm the page cache, as every contender gets
+    out["read"] = timed(lambda: peer.read(args.work))
+    for workers in (int(w) for w in args.workers.split(",")):
+
+        def load(workers: int = workers) -> int:
+            if hasattr(peer, "own_loader"):  # a library with its own loader (Grain) uses it
+                return int(peer.own_loader(args.work, BATCH, workers))
+            dataset, options = peer.loader(args.work, BATCH)
+            loader = torch.utils.data.DataLoader(dataset, num_workers=workers, **options)
+            return sum(peer.batch_size(batch) for batch in loader)
+
+        with WorkerMemory() as memory:
+            out[f"dataloader_{workers}"] = timed(load)
+        out[f"dataloader_{workers}"]["worker_rss_mb"] = memory.peak / 2**20
+    if hasattr(peer, "thread_loader"):  # a loader of threads in this process, where there is one
+        out["thread_loader"] = timed(lambda: peer.thread_loader(args.work, BATCH))
+    rng = np.random.default_rng(0)
+    indices = rng.integers(0, args.records, size=RANDOM_INDICES).tolist()
+    out["random_1"] = timed(lambda: peer.random(args.work, indices, 1))
+    out["random_64"] = timed(lambda: peer.random(args.work, indices, BATCH))
+    print(json.dumps(out))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,83 @@
+"""Grain pipelines over ``recordkit.grain.DataSource``, to find the fastest (issue 31).
+
+    python benchmarks/grain_pipelines.py --records 1500 --repeats 3
+
+The mixed workload (every field decoded), batches of 64 laid out by
+``DataSource.batch_fn`` (Grain's own ``np.stack`` fails on images of several sizes),
+read to the end through: the dataset API in this process (``MapDataset...batch``,
+indexed), ``to_iter_dataset`` with ``ReadOptions(num_threads=...)`` (Grain's threads
+read and decode ahead), and ``mp_prefetch`` with 1 and 2 worker processes. Every run's
+records/s and the median are printed; timings on a busy machine are noise.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+
+if __package__ in (None, ""):
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import grain
+
+import recordkit as rk
+from benchmarks._data import mixed_records
+from benchmarks._recordkit import mixed_record, mixed_schema
+from benchmarks._timing import repeated
+
+BATCH = 64
+
+
+def pipelines(data: Path) -> dict[str, Callable[[], int]]:
+    source = rk.open(data, "train").grain()
+    batched = grain.MapDataset.source(source).shuffle(seed=0).batch(BATCH, batch_fn=source.batch_fn())
+
+    def count(dataset: object) -> int:
+        return sum(len(batch["caption"]) for batch in dataset)  # type: ignore[attr-defined]
+
+    def threads(n: int) -> Callable[[], int]:
+        return lambda: count(
+            batched.to_iter_dataset(grain.ReadOptions(num_threads=n, prefetch_buffer_size=4))
+        )
+
+    def workers(n: int) -> Callable[[], int]:
+        def run() -> int:
+            iterable = batched.to_iter_dataset(grain.ReadOptions(num_threads=1, prefetch_buffer_size=2))
+            return count(iterable.mp_prefetch(grain.MultiprocessingOptions(num_workers=n)))
+
+        return run
+
+    return {
+        "map_dataset_indexed": lambda: count(batched[i] for i in range(len(batched))),
+        "iter_threads_1": threads(1),
+        "iter_threads_2": threads(2),
+        "iter_threads_4": threads(4),
+        "mp_prefetch_workers_1": workers(1),
+        "mp_prefetch_workers_2": workers(2),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--records", type=int, default=1500)
+    parser.add_argument("--repeats", type=int, default=3)
+    args = parser.parse_args(argv)
+    with tempfile.TemporaryDirectory(prefix="rk-grain-") as tmp:
+        data = Path(tmp) / "mixed"
+        records = (mixed_record(r) for r in mixed_records(args.records, sides=(200, 320)))
+        rk.write_dataset(records, mixed_schema(), data, shard_bytes=4 << 20, progress=False)
+        sum(1 for _ in rk.iter_records(data))  # the page cache holds the shards for every pipeline
+        for name, run in pipelines(data).items():
+            row = repeated(run, args.repeats)
+            runs = " ".join(f"{rate:,.0f}" for rate in row["records_per_s_each"])  # type: ignore[attr-defined]
+            print(f"{name:24s} median {row['records_per_s']:8,.0f} records/s  (runs {runs})")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,155 @@
+"""recordkit against the loaders a PyTorch or JAX user picks instead (issue 31).
+
+    python benchmarks/peers.py --records 1500 --rounds 5            # what `make bench-peers` runs
+    python benchmarks/peers.py --records 40 --rounds 1 --no-peers   # the smoke test's toy run
+
+Each peer is installed in its own venv under ``benchmarks/out/venvs/<peer>`` (they
+conflict with the CPU torch recordkit's tests install: MosaicML Streaming and LitData
+pull torchvision, whose only build on the package index is the CUDA one; Streaming pins
+numpy below 2.2) and run as a subprocess (:mod:`benchmarks._peer_child`) on the same
+workload, used as the page cited in its adapter (:mod:`benchmarks._peer_adapters`)
+advises. The contenders alternate within every round; every round is published (JSON
+and a markdown table of records/s, worker memory, and each task's ratio to the best
+peer), and the medians over the rounds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+if __package__ in (None, ""):
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks._peer_adapters import CONTENDERS
+
+ROOT = Path(__file__).resolve().parents[1]
+
+#: What each peer's venv installs beside numpy, Pillow, soundfile, psutil and torch.
+PEER_PACKAGES: dict[str, list[str]] = {"webdataset": ["webdataset"], "grain": ["array-record", "grain"]}
+COMMON = ["numpy", "pillow", "soundfile", "psutil", "torch"]
+TASKS = (
+    "write",
+    "read",
+    "dataloader_0",
+    "dataloader_1",
+    "dataloader_2",
+    "thread_loader",
+    "random_1",
+    "random_64",
+)
+
+
+def venv_python(peer: str, out: Path) -> Path:
+    """The python of ``peer``'s venv, made and installed on first use."""
+    venv = out / "venvs" / peer
+    python = venv / "bin" / "python"
+    if not python.exists():
+        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+        subprocess.run(
+            [str(python), "-m", "pip", "install", "--quiet", *COMMON, *PEER_PACKAGES[peer]], check=True
+        )
+    return python
+
+
+def run_child(python: Path, contender: str, records: int, work: Path) -> dict[str, Any]:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    done = subprocess.run(
+        [
+            str(python),
+            "-m",
+            "benchmarks._peer_child",
+            "--contender",
+            contender,
+            "--records",
+            str(records),
+            "--work",
+            str(work),
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=ROOT,
+    )
+    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return result
+
+
+def rate(result: dict[str, Any], task: str) -> float | None:
+    row = result.get(task)
+    return float(row["records_per_s"]) if isinstance(row, dict) and row["records"] else None
+
+
+def table(rounds: list[dict[str, dict[str, Any]]]) -> str:
+    """Markdown: per contender and task, every round's records/s, the median, and the
+    median's ratio to the best peer's median (recordkit's rows)."""
+    names = list(rounds[0])
+    medians: dict[str, dict[str, float]] = {}
+    lines = [
+        "| contender | task | rounds (records/s) | median | worker RSS (MB) | x best peer |",
+        "| --- | --- | --- | ---: | ---: | ---: |",
+    ]
+    for name in names:
+        medians[name] = {}
+        for task in TASKS:
+            rates = [r for r in (rate(one[name], task) for one in rounds) if r is not None]
+            if rates:
+                medians[name][task] = statistics.median(rates)
+    for name in names:
+        for task, median in medians[name].items():
+            peers = [medians[p][task] for p in names if p != "recordkit" and task in medians[p]]
+            ratio = f"{median / max(peers):.2f}x" if name == "recordkit" and peers else ""
+            rss = [one[name].get(task, {}).get("worker_rss_mb") for one in rounds]
+            memory = " ".join(f"{m:.0f}" for m in rss if m is not None)
+            each = " ".join(f"{r:,.0f}" for r in (rate(one[name], task) for one in rounds) if r is not None)
+            lines.append(f"| {name} | {task} | {each} | {median:,.0f} | {memory} | {ratio} |")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--records", type=int, default=1500)
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--peers", default=",".join(PEER_PACKAGES), help="comma-separated peers")
+    parser.add_argument("--no-peers", action="store_true", help="recordkit alone (the smoke test)")
+    parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "out")
+    args = parser.parse_args(argv)
+    peers = [] if args.no_peers else [p for p in args.peers.split(",") if p]
+    for peer in peers:
+        if peer not in PEER_PACKAGES or peer not in CONTENDERS:
+            parser.error(f"unknown peer {peer!r}; the peers are {', '.join(PEER_PACKAGES)}")
+    pythons = {"recordkit": Path(sys.executable), **{p: venv_python(p, args.out) for p in peers}}
+    rounds: list[dict[str, dict[str, Any]]] = []
+    for number in range(args.rounds):
+        order = list(pythons) if number % 2 == 0 else list(reversed(pythons))  # alternate
+        one: dict[str, dict[str, Any]] = {}
+        for name in order:
+            with tempfile.TemporaryDirectory(prefix=f"rk-peers-{name}-") as work:
+                one[name] = run_child(pythons[name], name, args.records, Path(work) / "data")
+        rounds.append({name: one[name] for name in pythons})
+        print(
+            f"round {number + 1}: "
+            + ", ".join(f"{n} read {rate(r, 'read') or 0:,.0f}/s" for n, r in one.items())
+        )
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "peers.json").write_text(
+        json.dumps({"records": args.records, "rounds": rounds}, indent=2) + "\n"
+    )
+    report = table(rounds)
+    (args.out / "peers.md").write_text(report + "\n")
+    print(report)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

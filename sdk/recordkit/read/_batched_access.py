@@ -1,0 +1,59 @@
+"""A batch of records' bytes in as few reads as they allow.
+
+The records asked for are sorted by shard and offset; records that lie end to end in a
+shard (or are asked for twice) are read together, one read per contiguous run (a local
+``pread``, a remote ranged GET: the runs of a bucket's shards are fetched concurrently
+through :meth:`~recordkit.storage.RangeReader.read_many`), then cut apart and given
+back in the order asked. Sequential and shuffled-within-a-window batches become a few
+large reads instead of one small read per record.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from recordkit.read._shard_index import IndexedShards
+
+__all__ = ["fetch_in_runs"]
+
+
+@dataclass
+class _Run:
+    """Bytes ``start`` to ``end`` of shard ``shard``, and the records (position in the
+    request, offset) that lie in them."""
+
+    shard: int
+    start: int
+    end: int
+    members: list[tuple[int, int, int]] = field(default_factory=list)
+
+
+def _runs(shards: IndexedShards, located: Sequence[tuple[int, int]]) -> list[_Run]:
+    spans = [(shard, *shards.indexes[shard].span(shards.firsts[shard] + number)) for shard, number in located]
+    order = sorted(range(len(spans)), key=lambda i: (spans[i][0], spans[i][1]))
+    runs: list[_Run] = []
+    for i in order:
+        shard, offset, size = spans[i]
+        last = runs[-1] if runs else None
+        if last is None or last.shard != shard or offset > last.end:
+            last = _Run(shard, offset, offset + size)
+            runs.append(last)
+        last.end = max(last.end, offset + size)
+        last.members.append((i, offset, size))
+    return runs
+
+
+def fetch_in_runs(shards: IndexedShards, located: Sequence[tuple[int, int]]) -> list[bytes | OSError]:
+    """The framed bytes of each ``(shard, record)``, unchecked, in the order asked (see
+    :meth:`IndexedShards.unframe`): one read per contiguous run of them. A run that
+    cannot be read gives its OSError to each of its records."""
+    runs = _runs(shards, located)
+    data = shards.files.read_many(
+        [(shards.shards[run.shard].path, run.start, run.end - run.start) for run in runs]
+    )
+    out: list[bytes | OSError] = [b""] * len(located)
+    for run, got in zip(runs, data, strict=True):
+        for i, offset, size in run.members:
+            out[i] = got if isinstance(got, OSError) else got[offset - run.start : offset - run.start + size]
+    return out

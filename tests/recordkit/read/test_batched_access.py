@@ -1,0 +1,84 @@
+"""Random access in batches (sdk/recordkit/read/_batched_access.py and
+RandomAccess.read_batch): one read per contiguous run of records, decoded values in the
+order asked, the same as one record at a time, for every built-in codec."""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from _reader_support import EVERY_CODEC, every_codec_records
+
+import recordkit as rk
+from recordkit.errors import CorruptRecordError
+from recordkit.storage import RangeReader
+from recordkit.testing import assert_values_equal
+
+
+@pytest.fixture(scope="module")
+def dataset(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("batched") / "every"
+    rk.write_dataset(every_codec_records(12), EVERY_CODEC, path, progress=False, shard_records=4)
+    return path
+
+
+class CountingReader(RangeReader):
+    """A RangeReader that remembers the ranges it was asked for."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.asked: list[tuple[str, int, int]] = []
+
+    def read_many(self, requests: list[tuple[Any, int, int]]) -> list[bytes | OSError]:
+        self.asked += [(str(where), offset, size) for where, offset, size in requests]
+        return super().read_many(requests)
+
+
+def assert_same_records(want: list[dict[str, Any]], got: list[dict[str, Any]]) -> None:
+    assert len(got) == len(want)
+    for w, g in zip(want, got, strict=True):
+        assert set(g) == set(w)
+        for name in w:
+            assert_values_equal(w[name], g[name], path=name)
+
+
+@pytest.mark.parametrize("threads", [0, 3])
+def test_a_batch_holds_the_records_asked_for_in_their_order_for_every_codec(
+    dataset: Path, threads: int
+) -> None:
+    ds = rk.RandomAccess(dataset)
+    indices = [11, 0, 5, 4, 6, 5, 1, 10]  # out of order, across shards, one asked twice
+    pool = ThreadPoolExecutor(threads) if threads else None
+    got = ds.read_batch(np.asarray(indices), pool)
+    assert_same_records([ds[i] for i in indices], got)
+    if pool is not None:
+        pool.shutdown()
+
+
+def test_records_that_lie_end_to_end_are_read_in_one_read_per_run(dataset: Path) -> None:
+    ds = rk.RandomAccess(dataset)
+    ds.shards.files = reader = CountingReader()
+    ds.read_batch([6, 1, 0, 2, 5, 3, 9])  # shard 0: 0-3; shard 1: 5, 6; shard 2: 9
+    assert [Path(where).name for where, _, _ in reader.asked] == [
+        "train-00000.tfrecord",
+        "train-00001.tfrecord",
+        "train-00002.tfrecord",
+    ]
+    whole = (dataset / "train-00000.tfrecord").stat().st_size
+    assert reader.asked[0][1:] == (0, whole)  # records 0 to 3: the whole of shard 0, one read
+
+
+def test_a_damaged_record_in_a_run_is_named_by_shard_and_record(dataset: Path, tmp_path: Path) -> None:
+    copy = tmp_path / "copy"
+    rk.write_dataset(every_codec_records(8), EVERY_CODEC, copy, progress=False, shard_records=4)
+    shard = copy / "train-00001.tfrecord"
+    data = bytearray(shard.read_bytes())
+    data[-3] ^= 0xFF  # the data CRC of the shard's last record
+    shard.write_bytes(bytes(data))
+    ds = rk.RandomAccess(copy)
+    assert_same_records([ds[4], ds[0]], ds.read_batch([4, 0]))
+    with pytest.raises(CorruptRecordError, match=r"shard train-00001\.tfrecord.*record 7"):
+        ds.read_batch([4, 5, 6, 7])
