@@ -16,6 +16,8 @@ import threading
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from recordkit._cli._common import dataset_at, describe_error
 from recordkit._cli._stats import FieldStats
 from recordkit._cli.stats import json_safe
@@ -24,13 +26,34 @@ from recordkit.dataset._manifest import Manifest
 from recordkit.errors import RecordkitError
 from recordkit.view._viewer import Viewer
 
-__all__ = ["StatsJob", "VerifyJob", "default_cache_dir"]
+__all__ = ["StatsJob", "VerifyJob", "default_cache_dir", "histograms"]
+
+#: Bars of a histogram of numbers (whole numbers with fewer distinct values get one each).
+BINS = 20
 
 
 def default_cache_dir() -> Path:
     """``$XDG_CACHE_HOME/recordkit/view`` (``~/.cache/recordkit/view`` by default)."""
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(base) / "recordkit" / "view"
+
+
+def histograms(stats: FieldStats) -> dict[str, list[tuple[float, float, int]]]:
+    """Per summary of ``stats``, its sample as bars ``(low, high, count)``: one per value
+    when the values are few whole numbers (boxes per record), else BINS equal ranges."""
+    out: dict[str, list[tuple[float, float, int]]] = {}
+    for name, summary in stats.summaries.items():
+        sample = np.asarray(summary.sample, dtype=np.float64)
+        sample = sample[np.isfinite(sample)]
+        if not sample.size:
+            continue
+        values, counts = np.unique(sample, return_counts=True)
+        if values.size <= BINS * 2 and np.all(values == np.round(values)):
+            out[name] = [(float(v), float(v), int(c)) for v, c in zip(values, counts, strict=True)]
+        else:
+            counts, edges = np.histogram(sample, bins=BINS)
+            out[name] = [(float(edges[i]), float(edges[i + 1]), int(c)) for i, c in enumerate(counts)]
+    return out
 
 
 @dataclasses.dataclass
@@ -76,7 +99,10 @@ class StatsJob:
                 for name, value in record.items():
                     stats[name].add(value)
                 self.done += 1
-            result = json_safe({name: field.to_json() for name, field in stats.items()})
+            result = {
+                "fields": json_safe({name: field.to_json() for name, field in stats.items()}),
+                "histograms": {name: histograms(field) for name, field in stats.items()},
+            }
             self._keep(result)
             self.result = result
         except (RecordkitError, OSError) as exc:

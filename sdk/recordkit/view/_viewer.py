@@ -32,7 +32,7 @@ from recordkit.read._dataset import Dataset
 from recordkit.read._open import bind_to_read
 from recordkit.schema._bound import BoundField
 
-__all__ = ["MAX_PAGE", "MAX_SIDE", "THUMB_SIDE", "Cell", "NotFoundError", "Viewer"]
+__all__ = ["MAX_PAGE", "MAX_SIDE", "THUMB_SIDE", "Cell", "NotFoundError", "Viewer", "Wanted"]
 
 #: Longest side of a full-size picture served (larger ones are downscaled on the server).
 MAX_SIDE = 1024
@@ -44,6 +44,11 @@ MAX_PAGE = 200
 MAX_SCAN = 5_000
 #: Drawn pictures kept in memory (thumbnails and full pictures).
 _CACHED = 512
+
+
+#: What a filtered grid shows: records holding a counter's key, or a summary's value in
+#: a range (low, high).
+Wanted = str | tuple[float, float]
 
 
 class NotFoundError(Exception):
@@ -204,15 +209,22 @@ class Viewer:
 
     # -- filters -------------------------------------------------------------------------------
 
-    def matches(self, record: dict[str, Any] | str, field: BoundField, statistic: str, key: str) -> bool:
-        """Whether ``record`` counts ``key`` in the counter ``statistic`` that ``recordkit
-        stats`` keeps for ``field`` (a class "dog" of a label, a box class ...)."""
+    def matches(
+        self, record: dict[str, Any] | str, field: BoundField, statistic: str, wanted: Wanted
+    ) -> bool:
+        """Whether ``record`` holds what a bar of ``recordkit stats``'s ``statistic`` of
+        ``field`` stands for: a key of a counter (a class "dog" of a label, a box class),
+        or a value of a summary within a range (``(low, high)``: 5 boxes per record)."""
         if isinstance(record, str):
             return False
         stats = FieldStats(field)
         stats.add(record.get(field.name))
-        counter = stats.counters.get(statistic)
-        return counter is not None and counter.get(key, 0) > 0
+        if isinstance(wanted, str):
+            counter = stats.counters.get(statistic)
+            return counter is not None and counter.get(wanted, 0) > 0
+        summary = stats.summaries.get(statistic)
+        low, high = wanted
+        return summary is not None and any(low <= value <= high for value in summary.sample)
 
 
 def _drawn_in_grid(field: BoundField) -> bool:

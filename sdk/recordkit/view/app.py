@@ -15,6 +15,7 @@ import math
 from collections.abc import Awaitable, Callable, MutableMapping
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlencode
 
 import numpy as np
 from jinja2 import Environment, PackageLoader, select_autoescape
@@ -29,7 +30,17 @@ from starlette.routing import Route
 from recordkit.errors import RecordkitError
 from recordkit.view._charts import charts
 from recordkit.view._jobs import StatsJob, VerifyJob
-from recordkit.view._viewer import MAX_PAGE, MAX_SCAN, MAX_SIDE, THUMB_SIDE, Cell, NotFoundError, Viewer, wav
+from recordkit.view._viewer import (
+    MAX_PAGE,
+    MAX_SCAN,
+    MAX_SIDE,
+    THUMB_SIDE,
+    Cell,
+    NotFoundError,
+    Viewer,
+    Wanted,
+    wav,
+)
 
 __all__ = ["MAX_TARGET", "PAGE", "create_app"]
 
@@ -78,6 +89,35 @@ def _int(request: Request, name: str, default: int, low: int = 0, high: int = 2*
     return min(max(int(raw), low), high)
 
 
+def _number(request: Request, name: str) -> float:
+    raw = request.query_params.get(name, "")
+    try:
+        value = float(raw) if len(raw) <= 40 else math.nan
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value):
+        raise NotFoundError(f"{name} must be a finite number")
+    return value
+
+
+def _wanted(request: Request) -> Wanted:
+    """What a filtered grid shows: ``key``, or the range ``low`` to ``high``."""
+    key = request.query_params.get("key")
+    if key is not None:
+        return key
+    return (_number(request, "low"), _number(request, "high"))
+
+
+def _query(wanted: Wanted) -> str:
+    if isinstance(wanted, str):
+        return urlencode({"key": wanted})
+    return urlencode({"low": repr(wanted[0]), "high": repr(wanted[1])})
+
+
+def _between(low: float, high: float) -> str:
+    return f"{low:g}" if low == high else f"between {low:g} and {high:g}"
+
+
 def create_app(
     viewer: Viewer, *, cache_dir: Path, storage_options: tuple[str, ...] = (), hosts: list[str]
 ) -> Any:
@@ -106,9 +146,9 @@ def create_app(
         seed = request.query_params.get("seed")
         if seed is not None and (not seed.isdigit() or len(seed) > 9):
             raise NotFoundError("seed must be a whole number")
-        field, statistic, key = (request.query_params.get(k) for k in ("field", "statistic", "key"))
-        if field is not None and statistic and key is not None:
-            return _filtered(request, split, size, per_page, field, statistic, key)
+        field, statistic = request.query_params.get("field"), request.query_params.get("statistic")
+        if field is not None and statistic:
+            return _filtered(request, split, size, per_page, field, statistic, _wanted(request))
         pages = max(1, math.ceil(size / per_page))
         number = _int(request, "page", 1, 1, pages)
         positions = range((number - 1) * per_page, min(number * per_page, size))
@@ -125,7 +165,7 @@ def create_app(
         )  # fmt: skip
 
     def _filtered(
-        request: Request, split: str, size: int, per_page: int, name: str, statistic: str, key: str
+        request: Request, split: str, size: int, per_page: int, name: str, statistic: str, wanted: Wanted
     ) -> HTMLResponse:
         field = viewer.field(name)
         start = _int(request, "start", 0, 0, size)
@@ -135,13 +175,14 @@ def create_app(
             chunk = list(range(position, min(position + 64, stop)))
             for index, record in zip(chunk, viewer.records(split, chunk), strict=False):
                 position = index + 1
-                if viewer.matches(record, field, statistic, key):
+                if viewer.matches(record, field, statistic, wanted):
                     cells.append(viewer.cell(index, record))
                     if len(cells) == per_page:
                         break
         return page(
             "grid.html", split=split, size=size, cells=cells, number=None, pages=None, per_page=per_page,
-            seed=None, filter={"field": name, "statistic": statistic, "key": key, "start": start},
+            seed=None, filter={"field": name, "statistic": statistic, "start": start, "query": _query(wanted),
+                                "what": wanted if isinstance(wanted, str) else _between(*wanted)},
             next_start=position if position < size else None,
         )  # fmt: skip
 

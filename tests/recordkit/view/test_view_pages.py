@@ -4,12 +4,16 @@ reaches a file outside the dataset."""
 
 from __future__ import annotations
 
+import io
+import shutil
 import time
 from pathlib import Path
 
 import httpx
+import numpy as np
 import pytest
-from _view_dataset import SCRIPT, get
+from _view_dataset import SCRIPT, get, served
+from PIL import Image
 
 import recordkit as rk
 
@@ -75,13 +79,26 @@ def test_a_long_request_target_is_refused(viewer_url: str) -> None:
     assert get(viewer_url + "?split=" + "a" * 5000).status_code == 414
 
 
-def test_statistics_are_computed_in_the_background_and_kept(viewer_url: str, tmp_path: Path) -> None:
-    get(viewer_url + "stats")
+def statistics(url: str) -> str:
+    """The statistics page, once the background job has computed them."""
+    get(url + "stats")
     for _ in range(600):
-        if get(viewer_url + "stats/progress").json()["ready"]:
+        if get(url + "stats/progress").json()["ready"]:
             break
         time.sleep(0.1)
-    page = get(viewer_url + "stats")
+    return get(url + "stats").text
+
+
+def test_statistics_are_computed_in_the_background_and_kept(viewed_dataset: Path, tmp_path: Path) -> None:
+    with served(str(viewed_dataset), tmp_path) as url:
+        first = statistics(url)
+    kept = list(tmp_path.glob("*/stats-train.json"))
+    assert len(kept) == 1
+    with served(str(viewed_dataset), tmp_path) as url:
+        assert get(url + "stats/progress").json()["ready"] is False  # nothing asked yet
+        page = get(url + "stats")  # read from the cache: ready at once, nothing computed
+        assert get(url + "stats/progress").json() == {"done": 0, "total": 0, "ready": True, "error": None}
+    assert page.text == first
     assert 'data-key="dog"' in page.text
     assert 'data-key="cat"' in page.text
 
@@ -104,3 +121,59 @@ def test_the_dataset_page_shows_the_manifest_and_a_verify_run(viewer_url: str, v
             break
         time.sleep(0.1)
     assert page.text.count('class="ok"') == 3
+
+
+def test_a_damaged_record_shows_its_error_and_the_server_goes_on(
+    viewed_dataset: Path, tmp_path: Path
+) -> None:
+    damaged = tmp_path / "damaged"
+    shutil.copytree(viewed_dataset, damaged)
+    shard = damaged / "train-00001.tfrecord"
+    data = bytearray(shard.read_bytes())
+    data[len(data) // 2] ^= 0xFF  # one record's bytes: its CRC no longer matches
+    shard.write_bytes(bytes(data))
+    with served(str(damaged), tmp_path / "cache") as url:
+        page = get(url)
+        assert page.status_code == 200
+        broken = [
+            int(part.split('"')[0]) for part in page.text.split('data-index="')[1:] if 'class="error"' in part
+        ]
+        assert len(broken) == 1
+        assert 25 <= broken[0] < 48
+        assert "CorruptRecordError: shard train-00001.tfrecord, offset" in page.text
+        assert get(url + f"picture/{broken[0]}.png").status_code == 500
+        assert get(url + f"picture/{broken[0] + 1}.png").status_code == 200
+        assert get(url + "?page=2").status_code == 200
+
+
+def test_a_plugin_codec_draws_its_points_in_the_grid(tmp_path: Path) -> None:
+    pytest.importorskip("recordkit_keypoints", reason="make test installs the example keypoints plugin")
+    schema = rk.Schema.loads(
+        "name: posed\nfields:\n  image: {codec: image, options: {format: png}}\n"
+        "  pose: {codec: keypoints, options: {num_keypoints: 1, visibility: false, normalized: true}}\n"
+    )
+    grey = np.full((320, 320, 3), 90, np.uint8)
+    rk.write_dataset([{"image": grey, "pose": [[0.5, 0.5]]}], schema, tmp_path / "posed", progress=False)
+    with served(str(tmp_path / "posed"), tmp_path / "cache") as url:
+        drawn = Image.open(io.BytesIO(get(url + "picture/0.png?size=thumb").content)).convert("RGB")
+        plain = Image.open(io.BytesIO(get(url + "picture/0.png?size=thumb&overlays=0").content)).convert(
+            "RGB"
+        )
+    assert drawn.getpixel((128, 128)) == rk.Canvas.color(0)  # the point, in the middle
+    assert plain.getpixel((128, 128)) == (90, 90, 90)  # overlays off: the picture alone
+
+
+def test_a_value_bar_links_to_the_grid_of_the_records_holding_such_a_value(viewer_url: str) -> None:
+    # Record i's embedding holds i .. i + 15: the value 59 is in records 44 to 59.
+    stats = statistics(viewer_url)
+    assert stats.count("field=embedding&amp;statistic=values&amp;low=") == 20  # its histogram's bars
+    page = get(viewer_url + "?field=embedding&statistic=values&low=59.0&high=59.0")
+    indices = [int(part.split('"')[0]) for part in page.text.split('data-index="')[1:]]
+    assert indices == list(range(44, 60))
+    assert "holds <b>59</b>" in page.text
+
+
+@pytest.mark.parametrize("query", ["low=nan&high=1", "low=1", "low=1e999&high=2", "low=x&high=2"])
+def test_a_range_that_is_not_two_finite_numbers_is_refused(viewer_url: str, query: str) -> None:
+    answer = get(viewer_url + "?field=embedding&statistic=values&" + query)
+    assert answer.status_code == 404
