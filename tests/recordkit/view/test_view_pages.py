@@ -177,3 +177,10 @@ def test_a_value_bar_links_to_the_grid_of_the_records_holding_such_a_value(viewe
 def test_a_range_that_is_not_two_finite_numbers_is_refused(viewer_url: str, query: str) -> None:
     answer = get(viewer_url + "?field=embedding&statistic=values&" + query)
     assert answer.status_code == 404
+
+
+def test_a_request_addressed_to_another_host_is_refused(viewer_url: str) -> None:
+    # A page elsewhere that points its own name at 127.0.0.1 (DNS rebinding) sends its name.
+    answer = httpx.get(viewer_url, headers={"Host": "attacker.example"}, timeout=30)
+    assert answer.status_code == 400
+    assert 'data-index="0"' not in answer.text
