@@ -63,6 +63,8 @@ class Cell:
     index: int
     captions: list[str]
     error: str | None = None
+    #: Per caption line, the shape and dtype of an array value ("" for other values).
+    arrays: list[str] = dataclasses.field(default_factory=list)
 
 
 def png(picture: Image.Image, side: int) -> bytes:
@@ -155,8 +157,9 @@ class Viewer:
         if isinstance(record, str):
             return Cell(index, [], record)
         shown = [f for f in self.fields if every_field or not _drawn_in_grid(f)]
+        arrays = [_array(record.get(f.name)) for f in shown]
         try:
-            return Cell(index, [caption_line(f, record.get(f.name)) for f in shown])
+            return Cell(index, [caption_line(f, record.get(f.name)) for f in shown], arrays=arrays)
         except RecordkitError as exc:
             return Cell(index, [], describe_error(exc))
 
@@ -225,6 +228,10 @@ class Viewer:
         summary = stats.summaries.get(statistic)
         low, high = wanted
         return summary is not None and any(low <= value <= high for value in summary.sample)
+
+
+def _array(value: Any) -> str:
+    return f"shape {value.shape}, {value.dtype}" if isinstance(value, np.ndarray) else ""
 
 
 def _drawn_in_grid(field: BoundField) -> bool:

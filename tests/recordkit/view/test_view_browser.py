@@ -145,3 +145,21 @@ def test_a_dataset_in_a_bucket_is_shown(page: Any, s3_bucket: Bucket, tmp_path: 
             "() => [...document.querySelectorAll('.cell img')].every(i => i.complete && i.naturalWidth > 0)"
         )
         assert thumbnails.count() == 5
+
+
+def test_the_overlays_switch_off_and_on_in_the_record_page(page: Any, viewer_url: str) -> None:
+    page.goto(viewer_url + "record/0")
+    picture = page.locator("#picture")
+
+    def box_pixels() -> int:
+        page.wait_for_function("img => img.complete && img.naturalWidth > 0", arg=picture.element_handle())
+        shot = np.asarray(Image.open(io.BytesIO(picture.screenshot())).convert("RGB"))
+        return int(_near(shot[:, 24:], rk.Canvas.color(0)).sum())
+
+    assert box_pixels() > 100
+    page.uncheck("#overlays")
+    page.wait_for_function("() => document.getElementById('picture').src.endsWith('overlays=0')")
+    assert box_pixels() == 0
+    page.check("#overlays")
+    page.wait_for_function("() => document.getElementById('picture').src.endsWith('overlays=1')")
+    assert box_pixels() > 100

@@ -43,7 +43,12 @@ def test_a_caption_holding_html_is_escaped(viewer_url: str) -> None:
 
 def test_a_record_page_shows_every_field_and_its_sound(viewer_url: str) -> None:
     page = get(viewer_url + "record/0")
-    for line in ("label: dog", "caption: picture 0", "embedding: array (16,) float32"):
+    for line in (
+        "label: dog",
+        "caption: picture 0",
+        "embedding: array (16,) float32",
+        "shape (16,), float32",
+    ):
         assert line in page.text
     assert "/audio/0/sound.wav" in page.text
     sound = get(viewer_url + "audio/0/sound.wav")
