@@ -106,16 +106,22 @@ def _boxes(rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
     return boxes, rng.integers(0, len(BOX_LABELS), size=count).astype(np.int64)
 
 
-def mixed_records(count: int, seed: int = 0, sides: tuple[int, int] = IMAGE_SIDES) -> list[MixedRecord]:
+def mixed_records(
+    count: int,
+    seed: int = 0,
+    sides: tuple[int, int] = IMAGE_SIDES,
+    caption_words: tuple[int, int] = (5, 20),
+) -> list[MixedRecord]:
     """``count`` mixed multimodal records: a JPEG of varying size (sides from
-    ``sides[0]`` to ``sides[1]`` pixels), 1 s of 16 kHz WAV, a caption, 0 to 6 labelled
-    boxes and a class label, all already encoded."""
+    ``sides[0]`` to ``sides[1]`` pixels), 1 s of 16 kHz WAV, a caption of
+    ``caption_words[0]`` to ``caption_words[1]`` words, 0 to 6 labelled boxes and a class
+    label, all already encoded."""
     rng = np.random.default_rng(seed)
     records = []
     for _ in range(count):
         height, width = (int(v) for v in rng.integers(sides[0], sides[1] + 1, size=2))
         boxes, box_labels = _boxes(rng)
-        words = rng.choice(_WORDS, size=int(rng.integers(5, 21)))
+        words = rng.choice(_WORDS, size=int(rng.integers(caption_words[0], caption_words[1] + 1)))
         records.append(
             MixedRecord(
                 jpeg=_jpeg(photo_like(rng, height, width)),

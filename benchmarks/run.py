@@ -29,13 +29,21 @@ if str(ROOT) not in sys.path:  # run as a script: make the benchmarks package im
     sys.path.insert(0, str(ROOT))
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
-from benchmarks import _memory, _read, _reader_speed, _report, _stability, _write  # noqa: E402
+from benchmarks import (  # noqa: E402
+    _memory,
+    _read,
+    _reader_speed,
+    _report,
+    _stability,
+    _tfdata_fields,
+    _write,
+)
 from benchmarks._config import SIZES, Size  # noqa: E402
 
 PUBLISHED_JSON = ROOT / "benchmarks" / "results" / "latest.json"
 PUBLISHED_PLOT = ROOT / "docs" / "img" / "benchmarks.png"
 PERFORMANCE_PAGE = ROOT / "docs" / "performance.md"
-SUITES = ("write", "read", "memory", "stability", "speed")
+SUITES = ("write", "read", "memory", "stability", "speed", "fields")
 
 
 def _version(distribution: str) -> str | None:
@@ -117,6 +125,7 @@ def run(size: Size, out: Path, suites: tuple[str, ...] = SUITES, *, log: Any = p
         "memory": [],
         "stability": [],
         "speed": [],
+        "fields": [],
     }
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="recordkit-bench-") as tmp:
@@ -142,6 +151,10 @@ def run(size: Size, out: Path, suites: tuple[str, ...] = SUITES, *, log: Any = p
             log(f"reader speed suite ({size.name})")
             rows = _reader_speed.run_reader_speed_suite(size, scratch, log)
             results["speed"] = [dataclasses.asdict(r) for r in rows]
+        if "fields" in suites:
+            log(f"field-by-field tf.data suite ({size.name}, issue 30)")
+            fields = _tfdata_fields.run_fields_suite(size, scratch, log)
+            results["fields"] = [dataclasses.asdict(r) for r in fields]
     results["meta"]["seconds"] = round(time.perf_counter() - started, 1)
     results["meta"]["machine"]["load_average_end"] = list(os.getloadavg())
     results["targets"] = [t.as_dict() for t in _report.evaluate_targets(results)]
@@ -170,7 +183,8 @@ def main(argv: list[str] | None = None) -> int:
         choices=SUITES,
         action="append",
         help="run only this suite (repeatable); read runs the writes it reads; speed is the reader-speed "
-        "side by side of issue 13 (writes its own workload)",
+        "side by side of issue 13 (writes its own workload); fields is issue 30's field-by-field "
+        "side by side (benchmarks/tfdata_fields.py)",
     )
     parser.add_argument(
         "--publish",
@@ -188,6 +202,9 @@ def main(argv: list[str] | None = None) -> int:
     if results["speed"]:
         print("\nreader speed (issue 13):\n" + _reader_speed.format_speed_table(results["speed"]))
         print(_reader_speed.format_ceiling(results["speed"]))
+    if results["fields"]:
+        rows = [_tfdata_fields.Result(**row) for row in results["fields"]]
+        print("\nfield by field (issue 30):\n" + _tfdata_fields.format_results(rows))
     print(
         f"\nresults: {args.out / 'results.json'}  plot: {args.out / 'benchmarks.png'}  "
         f"({results['meta']['seconds']} s)"

@@ -490,11 +490,26 @@ class BBoxCodec(rk.Codec[BBoxOptions]):
                 "packed": self._packed,
                 "label_dtype": self._label_dtype.name,
             },
-            helpers=(_to_xyxy, _convert, _convert_dense_tf, _unpacked_tf),
+            helpers=(_to_xyxy, _convert, _convert_dense_tf, _packed_columns, _unpacked_tf),
         )
 
     def decode_tf(self, wire: Mapping[str, Any]) -> Any:
         return self.decode_tf_source()(wire)
+
+    def decode_tf_padded(self, wire: Mapping[str, Any]) -> tuple[Any, Any] | None:
+        """Packed boxes decoded straight into the padded form (:func:`padded_bbox_tf`):
+        what ``load_dataset(pad=...)`` gives, without the ragged tensors it would pad
+        (their joins, and a conditional per value). None for the lists layout."""
+        if not self._packed or self.pad_value() != 0:
+            return None
+        return padded_bbox_tf(
+            wire,
+            fmt=self.options.format,
+            labels=self.options.labels is not None,
+            extras=list(self.options.extras),
+            stored_as=self.options.stored,
+            label_dtype=self._label_dtype.name,
+        )
 
 
 def decode_bbox_tf(
@@ -530,13 +545,12 @@ def decode_bbox_tf(
     return out
 
 
-def _unpacked_tf(
+def _packed_columns(
     wire: Mapping[str, Any], labels: bool, extras: list[str], label_dtype: str
-) -> dict[str, Any]:
-    """Packed values ``[B]`` (bytes) as the lists layout parses: boxes ``[B, (n), 4]``
-    float32, labels ``[B, (n)]`` int64, extras ``[B, (n)]`` float32, sharing one set of
-    row splits. One assertion checks that every record holds whole boxes and one label
-    and extra per box."""
+) -> tuple[Any, dict[str, Any], Any]:
+    """Of packed values ``[B]`` (bytes): each record's box count (int32 ``[B]``), each
+    column's dtype and bytes per box by wire name (``""``: the boxes), and the assertion
+    that every record holds whole boxes and one label and extra per box."""
     import tensorflow as tf
 
     box_bytes = tf.strings.length(wire[""])
@@ -553,6 +567,19 @@ def _unpacked_tf(
         tf.reduce_all(whole),
         ["bbox codec: packed boxes that are not whole 16-byte boxes, or not one label and extra per box"],
     )
+    return counts, columns, check
+
+
+def _unpacked_tf(
+    wire: Mapping[str, Any], labels: bool, extras: list[str], label_dtype: str
+) -> dict[str, Any]:
+    """Packed values ``[B]`` (bytes) as the lists layout parses: boxes ``[B, (n), 4]``
+    float32, labels ``[B, (n)]`` int64, extras ``[B, (n)]`` float32, sharing one set of
+    row splits. One assertion checks that every record holds whole boxes and one label
+    and extra per box."""
+    import tensorflow as tf
+
+    counts, columns, check = _packed_columns(wire, labels, extras, label_dtype)
     splits = tf.concat([tf.zeros([1], tf.int64), tf.cumsum(tf.cast(counts, tf.int64))], 0)
     out = {}
     with tf.control_dependencies([check]):
@@ -564,6 +591,57 @@ def _unpacked_tf(
                 flat = tf.cast(flat, tf.int64)
             out[name] = tf.RaggedTensor.from_row_splits(flat, splits, validate=False)
     return out
+
+
+def padded_bbox_tf(
+    wire: Mapping[str, Any],
+    fmt: str,
+    labels: bool,
+    extras: list[str],
+    stored_as: str = "xyxy",
+    label_dtype: str = "uint8",
+) -> tuple[Any, Any]:
+    """Packed values ``[B]`` (bytes) decoded dense, padded with zeros to the batch's
+    most boxes: what :func:`decode_bbox_tf` gives made dense by ``to_tensor()``, and each
+    record's true shape (int64; ``[B, 2]`` for the boxes, ``[B, 1]`` for labels and
+    extras), as ``(value, shapes)``: a dict of each (by the output's keys) when the field
+    has labels or extras. Each column is one ``tf.io.decode_raw`` with a
+    ``fixed_length`` (which pads every record's bytes with zeros): no ragged tensor, no
+    join of the batch's bytes and no conditional. The same assertion as the ragged
+    decode checks the records first."""
+    import tensorflow as tf
+
+    counts, columns, check = _packed_columns(wire, labels, extras, label_dtype)
+    longest = tf.reduce_max(tf.concat([counts, [0]], 0))
+    rows = tf.cast(counts, tf.int64)
+    values: dict[str, Any] = {}
+    shapes: dict[str, Any] = {}
+    with tf.control_dependencies([check]):
+        for name, (dtype, width) in columns.items():
+            # decode_raw refuses a fixed_length of 0 (a batch without boxes): one box's
+            # width at least, cut back to the batch's most boxes.
+            flat = tf.io.decode_raw(
+                wire[name], dtype, little_endian=True, fixed_length=tf.maximum(longest, 1) * width
+            )
+            per_box = width // dtype.size
+            flat = flat[:, : longest * per_box]
+            key = name or "boxes"
+            if name == "":
+                boxes = tf.reshape(flat, tf.stack([tf.shape(flat)[0], longest, 4]))
+                if stored_as != fmt:  # the padding stays zeros, whatever the conversion gives
+                    converted = tf.reshape(
+                        _convert_dense_tf(tf.reshape(boxes, [-1, 4]), stored_as, fmt), tf.shape(boxes)
+                    )
+                    real = tf.range(longest)[None, :] < counts[:, None]
+                    boxes = tf.where(real[..., None], converted, tf.zeros_like(converted))
+                values[key] = boxes
+                shapes[key] = tf.stack([rows, tf.fill(tf.shape(rows), tf.constant(4, tf.int64))], axis=1)
+            else:
+                values[key] = flat if dtype == tf.float32 else tf.cast(flat, tf.int64)
+                shapes[key] = rows[:, None]
+    if not labels and not extras:
+        return values["boxes"], shapes["boxes"]
+    return values, shapes
 
 
 # -- helpers ---------------------------------------------------------------------------
@@ -684,7 +762,8 @@ def _positive_zeros(boxes: np.ndarray | None) -> np.ndarray | None:
     zero is present (``boxes`` may be the caller's own)."""
     if boxes is None or boxes.all():
         return boxes
-    return boxes + np.float32(0.0)  # -0.0 + 0.0 is +0.0
+    positive: np.ndarray = boxes + np.float32(0.0)  # -0.0 + 0.0 is +0.0
+    return positive
 
 
 def _few_plain_boxes(boxes: Any, fmt: str, upper: float) -> np.ndarray | None:

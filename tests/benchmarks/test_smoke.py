@@ -196,3 +196,13 @@ def test_the_ceiling_is_the_faster_limit_against_each_hand_written_pipeline(
         )
         assert f"{ceiling:,.0f} records/s" in line
         assert f"= {ceiling / hand:.2f}x the hand-written batched pipeline" in line
+
+
+def test_the_field_by_field_suite_runs_from_run_py(toy_run: tuple[dict[str, Any], str, Path]) -> None:
+    results, stdout, _ = toy_run
+    rows = {(row["group"], row["pipeline"]) for row in results["fields"]}
+    for group in ("image", "audio", "boxes, label, text", "all five"):
+        for suffix in ("", ", autotuner off"):
+            assert {(group + suffix, "hand-written"), (group + suffix, "recordkit")} <= rows
+    assert all(len(row["wall"]) == results["meta"]["config"]["repeats"] for row in results["fields"])
+    assert "field by field (issue 30):" in stdout

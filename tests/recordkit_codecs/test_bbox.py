@@ -32,6 +32,9 @@ from recordkit.format._example import decode_example  # private: the stored wire
 from recordkit.read._numpy_decode import (  # private: decodes as the numpy reader does, no dataset
     decode_record_numpy,
 )
+from recordkit.read._parse import (  # private: the batched parse that load_dataset(pad=True) runs
+    make_padded_parser,
+)
 from recordkit.testing import BadInput, CodecCase, check_codec
 from recordkit_codecs.bbox import BOX_FORMATS, BBoxCodec, _as_boxes, _plain_boxes, convert_boxes
 
@@ -780,3 +783,63 @@ def test_a_parser_generated_from_a_version_1_dataset_reads_it(tmp_path: Path) ->
         _boxes_close(batch["objects"]["boxes"][i].numpy(), want["objects"]["boxes"])
         assert batch["objects"]["labels"][i].numpy().tolist() == want["objects"]["labels"]
         _boxes_close(batch["pixels"][i].numpy(), want["pixels"])
+
+
+# -- padded reads: decoded straight from the packed bytes ---------------------------------
+
+
+def _padded_batches(root: Path) -> list[dict[str, Any]]:
+    batches = rk.load_dataset(root, batch_size=2, pad=True)
+    return [tf.nest.map_structure(lambda t: t.numpy(), b) for b in batches]
+
+
+@pytest.mark.parametrize("fmt", BOX_FORMATS)
+@pytest.mark.parametrize("extras", [True, False])
+def test_padded_packed_boxes_equal_the_lists_layouts_boxes_padded(
+    tmp_path: Path, fmt: str, extras: bool
+) -> None:
+    """``pad=True`` decodes packed boxes straight into their padded form; the values, the
+    padding (zeros, in every format) and the shapes are those of the lists layout, whose
+    ragged boxes the reader pads; a batch of records without boxes pads to none."""
+    records = _labelled_records(3) + [{"objects": {"boxes": np.zeros((0, 4)), "labels": [], "score": []}}] * 2
+    if not extras:
+        records = [{"objects": r["objects"]["boxes"]} for r in records]
+    read = {}
+    for layout in ("packed", "lists"):
+        options: dict[str, Any] = {"format": fmt, "layout": layout}
+        if extras:
+            options.update(labels=["a", "b", "c"], extras=["score"])
+        schema = rk.Schema(name="boxes", fields={"objects": rk.FieldSpec(codec="bbox", options=options)})
+        given = [
+            {
+                "objects": _in(fmt, r["objects"])
+                if not extras
+                else {**r["objects"], "boxes": _in(fmt, r["objects"]["boxes"])}
+            }
+            for r in records
+        ]
+        rk.write_dataset(given, schema, tmp_path / layout, progress=False, durable=False)
+        read[layout] = _padded_batches(tmp_path / layout)
+    assert len(read["packed"]) == 3
+    for packed, lists in zip(read["packed"], read["lists"], strict=True):
+        assert packed.keys() == lists.keys()
+        for key in packed:
+            flat_packed, flat_lists = tf.nest.flatten(packed[key]), tf.nest.flatten(lists[key])
+            for got, want in zip(flat_packed, flat_lists, strict=True):
+                assert got.dtype == want.dtype, key
+                np.testing.assert_array_equal(got, want, err_msg=key)
+    last = read["packed"][-1]
+    boxes = last["objects"]["boxes"] if extras else last["objects"]
+    assert boxes.shape == (2, 0, 4)
+
+
+def test_padded_packed_values_that_do_not_fit_their_boxes_are_decode_errors() -> None:
+    bound = bind(objects={"codec": "bbox", "options": {"labels": ["a", "b"]}})
+    parse = make_padded_parser(bound.fields, {"objects"})
+    batch = tf.constant([_packed_example(bytes(16), bytes(1)), _packed_example(bytes(32), bytes(1))])
+    with pytest.raises(tf.errors.InvalidArgumentError, match="bbox codec: packed boxes that are not whole"):
+        parse(batch)
+    good = parse(tf.constant([_packed_example(bytes(16), bytes(1)), _packed_example(bytes(0), bytes(0))]))
+    assert good["objects"]["boxes"].shape == (2, 1, 4)
+    assert good["objects/labels/shape"].numpy().tolist() == [[1], [0]]
+    assert good["objects/boxes/shape"].numpy().tolist() == [[1, 4], [0, 4]]

@@ -304,7 +304,10 @@ class Codec(abc.ABC, Generic[OptionsT]):
         largest (what its ``to_tensor(default_value=self.pad_value())`` gives), and
         ``shapes`` is int64 ``[B, rank - 1]``, each record's true shape. Codecs of large
         values (images) implement it to pad as they decode, which saves copying every
-        value again. None (the default): the reader pads what :meth:`decode_tf` returns.
+        value again. A codec whose :meth:`decode_tf` returns a dict of ragged tensors
+        may return a dict of padded values and a dict of their shapes, by the same keys
+        (the ``bbox`` codec does, from its packed bytes). None (the default): the reader
+        pads what :meth:`decode_tf` returns.
         """
         return None
 

@@ -496,6 +496,10 @@ def _decoder(layout: _Layout, options: PipelineOptions) -> Callable[..., dict[st
             for suffix in (PRESENT_SUFFIX, SHAPE_SUFFIX):  # SHAPE_SUFFIX: padded as decoded
                 if name + suffix in parsed:
                     out[name + suffix] = parsed[name + suffix]
+            if isinstance(parsed[name], dict):  # a dict padded as decoded: a shape per key
+                for key in parsed[name]:
+                    if f"{name}/{key}{SHAPE_SUFFIX}" in parsed:
+                        out[f"{name}/{key}{SHAPE_SUFFIX}"] = parsed[f"{name}/{key}{SHAPE_SUFFIX}"]
         draws = None
         if options.random_crop and layout.sizes:
             key = tf.stack([tf.constant(layout.crop_seed, tf.int64), tf.cast(position, tf.int64)])
@@ -918,7 +922,7 @@ def _decode_one(field: BoundField, wire: dict[str, Any]) -> Any:
 
     one = {key: value[None] for key, value in wire.items()}
     padded = field.codec.decode_tf_padded(one)
-    if padded is not None:
+    if padded is not None and not isinstance(padded[0], dict):
         return padded[0][0]
     return tf.nest.map_structure(_only_record, field.codec.decode_tf(one))
 

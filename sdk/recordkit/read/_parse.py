@@ -154,12 +154,24 @@ def make_padded_parser(
             if name in padded and plan["presence_key"] is None and not plan["sequence"]:
                 dense = codec.decode_tf_padded(wire_values(plan, parsed))
                 if dense is not None:
-                    out[name], out[name + SHAPE_SUFFIX] = dense
+                    _put_padded(out, name, *dense)
                     continue
             out.update(decode_field(plan, parsed, codec.decode_tf))
         return out
 
     return parse
+
+
+def _put_padded(out: dict[str, Any], name: str, padded: Any, shapes: Any) -> None:
+    """A codec's :meth:`~recordkit.Codec.decode_tf_padded` result under the keys that
+    :func:`~recordkit.read._dense.pad_into` gives: ``"<field>/shape"``, or for a dict of
+    values ``"<field>/<key>/shape"`` for each."""
+    out[name] = padded
+    if isinstance(padded, dict):
+        for key, shape in shapes.items():
+            out[f"{name}/{key}{SHAPE_SUFFIX}"] = shape
+    else:
+        out[name + SHAPE_SUFFIX] = shapes
 
 
 # -- runtime -----------------------------------------------------------------------------

@@ -2,13 +2,14 @@
 
 The pipeline, per split, follows TFDS's Beam writer:
 
-1. **Encode** (:class:`_EncodeFn`), on the workers: each worker loads the schema's codec
-   plugins once (``setup``, from a :class:`~recordkit.write._parallel.WorkerSetup`, as the
-   local writer's worker processes do) and encodes records with the same
-   :class:`~recordkit.RecordEncoder`, so the errors are the local writer's, naming the
-   record's key and the field. A bad record fails the pipeline (``on_error="raise"``) or
-   goes to the ``rejects`` output (``"skip"``). Per-field encoded bytes and record
-   counts are Beam metrics (namespace ``recordkit``).
+1. **Encode** (:mod:`recordkit.write._beam_encode`), on the workers: each worker loads
+   the schema's codec plugins once (``setup``, from a
+   :class:`~recordkit.write._parallel.WorkerSetup`, as the local writer's worker
+   processes do) and encodes records with the same :class:`~recordkit.RecordEncoder`,
+   so the errors are the local writer's, naming the record's key and the field. A bad
+   record fails the pipeline (``on_error="raise"``) or goes to the ``rejects`` output
+   (``"skip"``). Per-field encoded bytes and record counts are Beam metrics (namespace
+   ``recordkit``).
 2. **Assign shards** from a salted hash of each record's key (the split's name is the
    salt; without a key, the record's encoded bytes are hashed): the same records always
    land in the same shards, whatever the runner, the number of workers or a retried
@@ -27,7 +28,7 @@ The pipeline, per split, follows TFDS's Beam writer:
 
 ``append=True`` adds the pipeline's records to an existing dataset, as the local
 writer's ``append`` does: the schema is checked against the stored one when the
-pipeline is built (the local writer's rules and code),
+pipeline is built (the local writer's rules and code: :mod:`recordkit.write._plan`),
 the new shards are numbered after the split's existing ones, and the commit rewrites
 ``dataset.json`` listing the old shards and the new. The manifest seen when the pipeline
 was built is checked again at the commit: if another writer changed it meanwhile,
@@ -39,43 +40,40 @@ shards may be, if it took the same numbers: run one writer per dataset). A faile
 append leaves the old manifest, which lists only the old shards; running the same
 pipeline again appends every record once.
 
-All file operations go through :class:`_Folder`, over :mod:`recordkit.storage`: the
-dataset may be a local folder or an ``s3://``, ``gs://`` or other fsspec URL. On an
-object store a "rename" is a server-side copy and a delete.
+All file operations go through :class:`~recordkit.write._beam_folder.Folder`, over
+:mod:`recordkit.storage`: the dataset may be a local folder or an ``s3://``, ``gs://``
+or other fsspec URL. On an object store a "rename" is a server-side copy and a delete.
 """
 
 from __future__ import annotations
 
-import contextlib
-import hashlib
 import json
 import logging
 import os
 import secrets
-from collections.abc import Callable, Iterable, Iterator, Mapping
-from pathlib import Path
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, Literal
 
 import apache_beam as beam
 from apache_beam import pvalue
 from apache_beam.metrics import Metrics
 
-from recordkit._version import __version__
 from recordkit.codec._plugins import default_registry
 from recordkit.codec._registry import CodecRegistry
-from recordkit.dataset._breakdown import byte_breakdown
 from recordkit.dataset._manifest import MANIFEST_FILE, Manifest, ShardIndex, ShardInfo, SplitInfo
-from recordkit.errors import ConcurrentWriteError, DatasetError, ManifestError, RecordError, RecordkitError
+from recordkit.errors import ConcurrentWriteError, DatasetError, ManifestError
 from recordkit.format._index import index_name
-from recordkit.format._tfrecord import Compression, frame_record
-from recordkit.schema._encoder import RecordEncoder, record_items
-from recordkit.schema._record_class import Record, schema_of
-from recordkit.schema._schema import BoundSchema, Schema
-from recordkit.storage import Location, PathOrUrl, StorageOptions, location
+from recordkit.format._tfrecord import Compression
+from recordkit.schema._record_class import Record
+from recordkit.schema._schema import Schema
+from recordkit.storage import Location, PathOrUrl, StorageOptions
+from recordkit.write._beam_encode import METRICS, RECORDS, REJECTS, Encoded, EncodeFn, salted_hash
+from recordkit.write._beam_folder import Folder
 from recordkit.write._commit import RemoteManifest
-from recordkit.write._lock import DatasetLock
+from recordkit.write._debris import remove_unlisted_shards
 from recordkit.write._parallel import WorkerSetup
-from recordkit.write._rejects import error_entries, rejects_file_name
+from recordkit.write._plan import RecordKey, load_schema, path_and_schema, plan_append, start_manifest
+from recordkit.write._rejects import rejects_file_name
 from recordkit.write._shard_file import (
     DEFAULT_SHARD_BYTES,
     ShardFile,
@@ -83,79 +81,15 @@ from recordkit.write._shard_file import (
     shard_name,
     shard_pattern,
 )
-from recordkit.write._writer import _check_schema, codec_provenance
 
 __all__ = ["STAGING_FOLDER", "WriteDataset", "salted_hash", "write_shard"]
 
 #: Where workers write shards before the commit renames them (removed by the commit).
 STAGING_FOLDER = ".beam-staging"
-_METRICS = "recordkit"
-_REJECTS = "rejects"
-_RECORDS = "records"
 _log = logging.getLogger(__name__)
 
-#: A record after encoding: (salted hash of its key, its framed TFRecord bytes).
-_Encoded = tuple[int, bytes]
 #: A shard written to the staging folder: (split, shard number, staged file, ShardInfo as JSON).
 _Staged = tuple[str, int, str, str]
-RecordKey = str | Callable[[Any], Any]
-
-
-def salted_hash(salt: str, key: bytes) -> int:
-    """A 128-bit hash of ``key`` salted with ``salt``: stable across processes, machines
-    and Python versions (unlike ``hash()``), as TFDS's shard assignment needs."""
-    digest = hashlib.blake2b(key, digest_size=16, person=hashlib.sha256(salt.encode()).digest()[:16])
-    return int.from_bytes(digest.digest(), "big")
-
-
-class _Folder:
-    """The dataset's folder, local or remote: every file operation of the Beam writer,
-    through :mod:`recordkit.storage`. Pickled into the steps as its URL and storage
-    options (a :class:`~recordkit.storage.Location` is made where it is used)."""
-
-    def __init__(self, url: str, storage_options: StorageOptions | None) -> None:
-        self.url = url
-        self.storage_options = dict(storage_options or {})
-
-    def at(self, name: str = "") -> Location:
-        root = location(self.url, self.storage_options)
-        return root.join(*name.split("/")) if name else root
-
-    def exists(self, name: str) -> bool:
-        return self.at(name).exists()
-
-    def names(self) -> list[str]:
-        return self.at().list()
-
-    def size(self, name: str) -> int | None:
-        try:
-            return self.at(name).size()
-        except FileNotFoundError:
-            return None
-
-    def write_bytes(self, name: str, data: bytes) -> None:
-        """A whole file at once: locally atomic (temp name, rename), remotely one PUT."""
-        self.at(name).write_bytes(data)
-
-    def move(self, source: str, target: str) -> None:
-        self.at(source).move_to(self.at(target))
-
-    def remove(self, name: str) -> None:
-        self.at(name).remove()
-
-    def remove_tree(self, name: str) -> None:
-        self.at(name).remove_tree()
-
-    @contextlib.contextmanager
-    def locked(self) -> Iterator[None]:
-        """Locally, the local writers' lock (:mod:`recordkit.write._lock`), so that no
-        local writer changes the folder meanwhile; object stores have no lock."""
-        root = self.at()
-        if not root.is_local:
-            yield
-            return
-        with DatasetLock(root.path):
-            yield
 
 
 def write_shard(target: Location, framed_records: Iterable[bytes], compression: Compression) -> ShardInfo:
@@ -172,90 +106,19 @@ def write_shard(target: Location, framed_records: Iterable[bytes], compression: 
         raise
 
 
-class _EncodeFn(beam.DoFn):  # type: ignore[misc]  # Beam's DoFn is untyped for mypy
-    """Validates and encodes records on the workers; the encoder is built once per worker."""
-
-    def __init__(self, setup: WorkerSetup, split: str, key: RecordKey | None, on_error: str) -> None:
-        self._setup = setup
-        self._split = split
-        self._key = key
-        self._on_error = on_error
-        self._encoder: RecordEncoder | None = None
-        self._bound: BoundSchema | None = None
-
-    def setup(self) -> None:
-        self._encoder = self._setup.build_encoder()
-        bound = self._encoder.bound
-        assert isinstance(bound, BoundSchema)
-        self._bound = bound
-        self._records = Metrics.counter(_METRICS, f"{self._split}/records")
-        self._rejected = Metrics.counter(_METRICS, f"{self._split}/rejected")
-        self._field_bytes = {
-            f.name: Metrics.counter(_METRICS, f"{self._split}/bytes/{f.name}") for f in bound.fields
-        }
-
-    def process(self, record: Any) -> Iterator[Any]:
-        assert self._encoder is not None
-        assert self._bound is not None
-        key = self._key_of(record)
-        try:
-            data = self._encoder.encode(record, key)
-        except RecordkitError as exc:
-            if self._on_error == "raise":
-                raise _as_raised(exc.with_context(split=self._split)) from None
-            self._rejected.inc()
-            yield pvalue.TaggedOutput(_REJECTS, _reject_entry(self._split, key, exc))
-            return
-        for name, size in byte_breakdown(self._bound, data).items():
-            counter = self._field_bytes.get(name)
-            if counter is not None:
-                counter.inc(size)
-        self._records.inc()
-        framed = frame_record(data)
-        hashed = salted_hash(self._split, data if key is None else key.encode("utf-8"))
-        yield hashed, framed
-
-    def _key_of(self, record: Any) -> str | None:
-        if self._key is None:
-            return None
-        try:
-            value = self._key(record) if callable(self._key) else record_items(record)[self._key]
-        except Exception as exc:
-            reason = f"cannot get the record's key: {type(exc).__name__}: {exc}"
-            raise _as_raised(RecordError(reason, split=self._split)) from exc
-        return value if isinstance(value, str) else str(value)
-
-
-def _as_raised(error: RecordkitError) -> RecordkitError:
-    """``error`` with its whole message (context included) in its args: Beam re-raises a
-    step's error rebuilt from them, and the context would be lost."""
-    error.args = (str(error),)
-    return error
-
-
-def _reject_entry(split: str, key: str | None, error: RecordkitError) -> dict[str, Any]:
-    """A rejected record as the rejects file lists it (with its split, for the output)."""
-    entry: dict[str, Any] = {"split": split}
-    if key is not None:
-        entry["key"] = key
-    entry["errors"] = error_entries(error)
-    entry["message"] = str(error)
-    return entry
-
-
 class _WriteShardFn(beam.DoFn):  # type: ignore[misc]  # Beam's DoFn is untyped for mypy
     """Writes one shard's records, sorted by hashed key, into a staging folder of its own."""
 
-    def __init__(self, folder: _Folder, split: str, compression: Compression) -> None:
+    def __init__(self, folder: Folder, split: str, compression: Compression) -> None:
         self._folder = folder
         self._split = split
         self._compression = compression
 
     def setup(self) -> None:
-        self._shards = Metrics.counter(_METRICS, f"{self._split}/shards")
-        self._shard_bytes = Metrics.distribution(_METRICS, f"{self._split}/shard_bytes")
+        self._shards = Metrics.counter(METRICS, f"{self._split}/shards")
+        self._shard_bytes = Metrics.distribution(METRICS, f"{self._split}/shard_bytes")
 
-    def process(self, element: tuple[int, Iterable[_Encoded]]) -> Iterator[_Staged]:
+    def process(self, element: tuple[int, Iterable[Encoded]]) -> Iterator[_Staged]:
         number, records = element
         # One folder per attempt: a retried bundle never writes over another attempt's file.
         staged = (
@@ -278,7 +141,7 @@ class _CommitFn(beam.DoFn):  # type: ignore[misc]  # Beam's DoFn is untyped for 
     grown by an append's new optional fields; or a new dataset's, with no splits).
     """
 
-    def __init__(self, folder: _Folder, before_json: str | None, base_json: str, splits: list[str]) -> None:
+    def __init__(self, folder: Folder, before_json: str | None, base_json: str, splits: list[str]) -> None:
         self._folder = folder
         self._before_json = before_json
         self._base_json = base_json
@@ -324,7 +187,7 @@ _BEAM_ADVICE = (
 )
 
 
-def _current_manifest(folder: _Folder) -> Manifest | None:
+def _current_manifest(folder: Folder) -> Manifest | None:
     """The dataset's manifest as it is now (None when there is none)."""
     if not folder.exists(MANIFEST_FILE):
         return None
@@ -354,7 +217,7 @@ def _committed_already(current: Manifest, base: Manifest, staged: list[_Staged],
     return True
 
 
-def _clear_staging(folder: _Folder) -> None:
+def _clear_staging(folder: Folder) -> None:
     """Remove the staging folder, once ``dataset.json`` is written. A failure here does
     not fail the write, which is committed (failing it would invite a rerun, and a rerun
     of an append would append again): it is logged, and the next Beam write clears it."""
@@ -365,7 +228,7 @@ def _clear_staging(folder: _Folder) -> None:
 
 
 def _commit_split(
-    folder: _Folder,
+    folder: Folder,
     split: str,
     existing: SplitInfo | None,
     staged: list[tuple[int, str, str]],
@@ -407,7 +270,7 @@ def _next_shard_number(split: str, shards: list[ShardInfo]) -> int:
     return max(len(shards), max(numbers, default=-1) + 1)
 
 
-def _kept_rejects(folder: _Folder, name: str, count: int) -> list[str]:
+def _kept_rejects(folder: Folder, name: str, count: int) -> list[str]:
     """The first ``count`` lines of the rejects file ``name`` (those the manifest counts:
     a failed append may have left more)."""
     if count == 0:
@@ -420,7 +283,7 @@ def _kept_rejects(folder: _Folder, name: str, count: int) -> list[str]:
     return text.splitlines(keepends=True)[:count]
 
 
-def _place(folder: _Folder, staged: str, info: ShardInfo, final: str) -> ShardInfo:
+def _place(folder: Folder, staged: str, info: ShardInfo, final: str) -> ShardInfo:
     """Move a staged shard and its index to their final names (the index first, so a
     shard under its final name has its index beside it). Idempotent: a retried commit
     finds the shards it already moved."""
@@ -437,14 +300,10 @@ def _place(folder: _Folder, staged: str, info: ShardInfo, final: str) -> ShardIn
     )
 
 
-def _remove_unlisted(folder: _Folder, split: str, listed: set[str]) -> None:
+def _remove_unlisted(folder: Folder, split: str, listed: set[str]) -> None:
     """Shards of ``split`` under final names that this write does not list: debris of an
     earlier run that failed while committing (no manifest listed them)."""
-    pattern = shard_pattern(split)
-    for name in folder.names():
-        if pattern.match(name) and name not in listed:
-            folder.remove(name)
-            folder.remove(index_name(name))
+    remove_unlisted_shards(folder.at(), split, listed)
 
 
 class WriteDataset(beam.PTransform):  # type: ignore[misc]  # Beam's PTransform is untyped for mypy
@@ -454,12 +313,13 @@ class WriteDataset(beam.PTransform):  # type: ignore[misc]  # Beam's PTransform 
 
         with beam.Pipeline(options=opts) as p:
             (p | beam.Create(items) | beam.Map(to_record)
-               | rk.beam.WriteDataset(schema, "data/pets", split="train", key="file"))
+               | rk.beam.WriteDataset("data/pets", schema, split="train", key="file"))
 
-    :param schema: a :class:`~recordkit.Schema`, a :class:`~recordkit.Record` class or a
-        schema file's path.
     :param path: the dataset's folder, local or a URL (``gs://``, ``s3://``); it must hold
         no dataset yet, unless ``append``.
+    :param schema: a :class:`~recordkit.Schema`, a :class:`~recordkit.Record` class or a
+        schema file's path or URL (read with ``storage_options``). The path comes first,
+        as in every recordkit writer; the older order, schema first, still works.
     :param split: the split's name when the input is one PCollection.
     :param shard_bytes: about how many bytes of TFRecord data per shard (default 128 MiB).
     :param num_shards: the number of shards per split, instead of ``shard_bytes``.
@@ -489,8 +349,8 @@ class WriteDataset(beam.PTransform):  # type: ignore[misc]  # Beam's PTransform 
 
     def __init__(
         self,
-        schema: Schema | type[Record] | str | os.PathLike[str],
         path: PathOrUrl,
+        schema: Schema | type[Record] | str | os.PathLike[str],
         split: str = "train",
         *,
         shard_bytes: int | None = DEFAULT_SHARD_BYTES,
@@ -509,14 +369,13 @@ class WriteDataset(beam.PTransform):  # type: ignore[misc]  # Beam's PTransform 
             raise ValueError(f"num_shards must be positive, not {num_shards}")
         if num_shards is None and (shard_bytes is None or shard_bytes < 1):
             raise ValueError(f"shard_bytes must be positive (or give num_shards), not {shard_bytes}")
+        path, schema = path_and_schema(path, schema)
         registry = registry if registry is not None else default_registry()
-        if isinstance(schema, (str, os.PathLike)):
-            schema = Schema.load(Path(schema), registry=registry)
-        self._schema = schema_of(schema)
+        self._schema = load_schema(schema, registry, storage_options)
         self._bound = self._schema.bind(registry)
         self._setup = WorkerSetup.from_bound(self._bound, registry)
         self._registry = registry
-        self._folder = _Folder(os.fspath(path), storage_options)
+        self._folder = Folder(os.fspath(path), storage_options)
         self._split = check_split_name(split)
         self._shard_bytes = shard_bytes
         self._num_shards = num_shards
@@ -532,7 +391,7 @@ class WriteDataset(beam.PTransform):  # type: ignore[misc]  # Beam's PTransform 
             check_split_name(split)
         folder = self._folder
         before = self._existing(list(inputs))
-        base = self._manifest() if before is None else self._appended(before)
+        base = self._base(before)
         compression = Compression.parse(base.compression)
         folder.at().mkdir()
         staged, rejects = [], []
@@ -559,9 +418,9 @@ class WriteDataset(beam.PTransform):  # type: ignore[misc]  # Beam's PTransform 
 
     def _write_split(self, split: str, records: Any, compression: Compression) -> tuple[Any, Any]:
         encoded = records | f"Encode[{split}]" >> beam.ParDo(
-            _EncodeFn(self._setup, split, self._key, self._on_error)
-        ).with_outputs(_REJECTS, main=_RECORDS)
-        good = encoded[_RECORDS]
+            EncodeFn(self._setup, split, self._key, self._on_error)
+        ).with_outputs(REJECTS, main=RECORDS)
+        good = encoded[RECORDS]
         if self._num_shards is not None:
             count: Any = good.pipeline | f"NumShards[{split}]" >> beam.Create([self._num_shards])
         else:
@@ -579,7 +438,7 @@ class WriteDataset(beam.PTransform):  # type: ignore[misc]  # Beam's PTransform 
             | f"GroupShards[{split}]" >> beam.GroupByKey()
             | f"WriteShards[{split}]" >> beam.ParDo(_WriteShardFn(self._folder, split, compression))
         )
-        return shards, encoded[_REJECTS]
+        return shards, encoded[REJECTS]
 
     def _existing(self, splits: list[str]) -> Manifest | None:
         """The dataset's manifest when appending to one (None: there is none yet);
@@ -604,32 +463,15 @@ class WriteDataset(beam.PTransform):  # type: ignore[misc]  # Beam's PTransform 
                 )
         return manifest
 
-    def _manifest(self) -> Manifest:
-        """The manifest a local write of this schema would start with (no splits yet)."""
-        return Manifest(
-            recordkit_version=__version__,
-            schema=self._schema,
-            fingerprint=self._bound.fingerprint(),
-            codecs=codec_provenance(self._bound, self._registry),
-            compression=Compression.parse(self._compression).value,
-        )
-
-    def _appended(self, before: Manifest) -> Manifest:
-        """The manifest to add the new shards to: ``before``, checked as the local writer
-        checks an append (compression, schema and codec versions), its schema grown by
-        the optional fields these records add."""
-        stored = Compression.parse(before.compression)
-        if self._compression is not None and self._compression is not stored:
-            raise DatasetError(
-                f"the dataset is stored with compression {stored.value or 'none'!r}; cannot add "
-                f"shards with {self._compression.value or 'none'!r}",
-                file=self._folder.url,
-            )
-        manifest = before.model_copy(deep=True)
-        grown = _check_schema(before, self._schema, self._registry, append=True)
-        if grown is not None:
-            codecs = {**codec_provenance(self._bound, self._registry), **before.codecs}
-            manifest.schema_ = grown
-            manifest.fingerprint = grown.bind(self._registry).fingerprint()
-            manifest.codecs = dict(sorted(codecs.items()))
-        return manifest
+    def _base(self, before: Manifest | None) -> Manifest:
+        """The manifest to add the new shards to: a new dataset's, with no splits yet;
+        or, appending, ``before`` checked as the local writer checks an append
+        (compression, schema and codec versions), its schema grown by the optional
+        fields these records add."""
+        if before is None:
+            compression = Compression.parse(self._compression)
+            return start_manifest(self._schema, self._bound, self._registry, compression)
+        plan = plan_append(before, self._schema, self._registry, self._compression, file=self._folder.url)
+        base = before.model_copy(deep=True)
+        plan.grow(base, self._bound, self._registry)
+        return base

@@ -51,6 +51,7 @@ from pathlib import Path
 from recordkit.dataset._manifest import MANIFEST_FILE, Manifest
 from recordkit.storage import Location
 from recordkit.write._commit import RemoteManifest
+from recordkit.write._debris import unlisted
 from recordkit.write._shard_file import fsync_dir
 
 __all__ = [
@@ -181,7 +182,6 @@ def _holds(target: Location, manifest: Manifest) -> bool:
 def remove_unlisted(target: Location, manifest: Manifest) -> list[str]:
     """Delete every object under ``target`` that its committed ``manifest`` does not
     list (the old dataset, generations a crashed overwrite left); return their names."""
-    keep = listed_files(manifest) | {MANIFEST_FILE}
-    unlisted = [name for name in target.walk_files() if name not in keep]
-    target.remove_files(unlisted)
-    return unlisted
+    strays = unlisted(target.walk_files(), listed_files(manifest) | {MANIFEST_FILE})
+    target.remove_files(strays)
+    return strays

@@ -21,49 +21,48 @@ The guarantees, and how they are kept:
   PUT listing it; the old objects are deleted after.
 * The per-record path is one codec ``encode`` per field, the Example and TFRecord
   framing, and a list append: no plugin calls, no registry lookups, no TensorFlow.
+
+The writer's steps live in modules of their own: a split being written
+(:mod:`~recordkit.write._split_writer`), the manifest a write starts from and an append's
+plan (:mod:`~recordkit.write._plan`), debris of interrupted writes
+(:mod:`~recordkit.write._debris`). What stays here, a little over 500 lines, is the
+writer's life cycle (open, write, close, abort), which reads best in one place.
 """
 
 from __future__ import annotations
 
-import contextlib
-import datetime as _dt
 import itertools
 import logging
 import os
 import sys
 import threading
-from collections.abc import Callable, Iterable, Iterator, Sized
-from concurrent.futures import Future
+from collections.abc import Iterable, Iterator, Sized
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Literal, TypedDict
+from typing import Any, Literal
 
 from typing_extensions import Unpack
 
-from recordkit._version import __version__
 from recordkit.codec._plugins import default_registry
-from recordkit.codec._registry import CodecRegistry
-from recordkit.dataset._manifest import (
-    MANIFEST_FILE,
-    CodecProvenance,
-    Manifest,
-    ShardInfo,
-    SplitInfo,
-    UnfinishedWrite,
-)
-from recordkit.errors import DatasetError, IncompatibleSchemaError, RecordError, RecordkitError
-from recordkit.format._index import index_name
-from recordkit.format._tfrecord import FRAMING_BYTES, Compression
-from recordkit.schema._compatibility import check_compatibility
+from recordkit.dataset._manifest import MANIFEST_FILE, Manifest, SplitInfo, UnfinishedWrite
+from recordkit.errors import DatasetError, RecordError, RecordkitError
+from recordkit.format._tfrecord import Compression
 from recordkit.schema._encoder import RecordEncoder, record_items
-from recordkit.schema._record_class import Record, schema_of
-from recordkit.schema._schema import BoundSchema, Schema
-from recordkit.storage import Location, PathOrUrl, StorageOptions, location
+from recordkit.schema._record_class import Record
+from recordkit.schema._schema import Schema
+from recordkit.storage import Location, PathOrUrl, location
 from recordkit.write._commit import RemoteManifest
-from recordkit.write._lock import DatasetLock, Wait
-from recordkit.write._parallel import FIRST_BATCH_RECORDS, Item, OrderedPool, Result, WorkerSetup
+from recordkit.write._debris import check_no_strays, remove_manifest_debris, remove_split_debris
+from recordkit.write._lock import DatasetLock
+from recordkit.write._parallel import FIRST_BATCH_RECORDS, OrderedPool, Result, WorkerSetup
+from recordkit.write._plan import (
+    AppendPlan,
+    load_schema,
+    path_and_schema,
+    plan_append,
+    start_manifest,
+)
 from recordkit.write._progress import Progress
-from recordkit.write._rejects import RejectsFile
 from recordkit.write._replace import (
     commit_generation,
     generation_folder,
@@ -71,227 +70,18 @@ from recordkit.write._replace import (
     replace_folder,
     staging_folder,
 )
-from recordkit.write._shard_file import (
-    DEFAULT_SHARD_BYTES,
-    ShardFile,
-    ShardLimits,
-    check_split_name,
-    fsync_dir,
-    shard_name,
-    shard_pattern,
-    temp_pattern,
-)
+from recordkit.write._shard_file import DEFAULT_SHARD_BYTES, ShardLimits, check_split_name, fsync_dir
+from recordkit.write._split_writer import SplitSink, SplitWriter, now
+from recordkit.write._write_options import OnError, WriteOptions
 
 __all__ = ["DEFAULT_SHARD_BYTES", "DatasetWriter", "OnError", "WriteOptions", "write_dataset"]
-
-OnError = Literal["raise", "skip"]
-#: How to name records in errors and in the rejects file: a field's name, or a function
-#: of the record.
-RecordKey = str | Callable[[Any], Any]
-
-
-class WriteOptions(TypedDict, total=False):
-    """The options of a write, taken as keywords by both :class:`DatasetWriter` and
-    :func:`write_dataset` (the one list of them; a dict of them passes as ``**options``).
-
-    :param shard_bytes: target shard size in bytes of (uncompressed) TFRecord data; a
-        shard never exceeds it unless a single record does. None: no size limit.
-        Default: :data:`DEFAULT_SHARD_BYTES` (128 MiB).
-    :param shard_records: maximum records per shard (default None: no limit).
-    :param compression: None/"none" (default), "GZIP" or "ZLIB"; an existing dataset
-        keeps its own.
-    :param workers: 0 (default) or 1 encodes in this process; N > 1 encodes in N
-        worker processes.
-    :param on_error: "raise" (default) stops at the first bad record with an error
-        naming it; "skip" leaves it out and lists it in ``rejects-<split>.jsonl``.
-    :param key: names records in errors and rejects: a field's name or a function of
-        the record (default: the record's index in the split's input).
-    :param resume: continue an interrupted write: the records that complete shards
-        already hold are skipped (the input must be the same, in the same order).
-    :param append: add records or new splits to an existing dataset. The schema must
-        store records as the dataset's schema does, except that it may leave out the
-        dataset's optional fields and add optional fields of its own (the dataset's
-        schema then becomes the new one, keeping the optional fields it leaves out);
-        anything else is an IncompatibleSchemaError.
-    :param progress: show a progress bar; None (default): only when stderr is a terminal.
-    :param registry: the codec registry (default: the installed plugins).
-    :param durable: True (default) fsyncs every shard before its rename (while the next
-        shard is being encoded), the folder before the manifest lists it, and the
-        manifest and rejects files, so that what a manifest lists survives a machine
-        crash or power loss, not only the process stopping. False leaves the flushing to
-        the operating system, as ``tf.io.TFRecordWriter`` does: faster, and still atomic
-        if the process dies, but a machine crash may lose or truncate recently written
-        shards (``recordkit verify`` finds them).
-    :param overwrite: replace whatever dataset is at the path: the new one is written
-        into a sibling folder and swapped in when the writer closes, so a crash (or an
-        error, or ``abort``) leaves the old dataset as it was; on Linux the swap is one
-        atomic step, elsewhere two renames (see :mod:`recordkit.write._replace`). In a
-        remote dataset the new one is written into a generation folder inside it
-        (``gen-<id>/``), committed by one PUT of ``dataset.json``; then every object
-        under the URL that the new manifest does not list is deleted. Readers see the
-        old dataset or the new one, never a mix. Not with ``append`` or ``resume``.
-    :param wait: the writer locks the dataset folder (one writer at a time, see
-        :mod:`recordkit.write._lock`); if another writer holds it, False (default) raises
-        DatasetLockedError at once naming its pid, True waits for it, a number waits at
-        most that many seconds. Remote datasets take no lock (and ``wait`` does not
-        apply): each save of ``dataset.json`` is conditional on the version this writer
-        read or saved last, and a writer that finds another's commit raises
-        ConcurrentWriteError (see :mod:`recordkit.write._commit`).
-    :param storage_options: for a remote ``path`` (``s3://``, ``gs://``, any fsspec
-        URL): the options of its fsspec filesystem (``endpoint_url``, credentials ...).
-        There each shard is streamed under its final name and appears whole when its
-        upload completes; ``dataset.json``, written last in one PUT, is the commit
-        (see the how-to *Datasets in cloud storage*).
-    """
-
-    shard_bytes: int | None
-    shard_records: int | None
-    compression: str | Compression | None
-    workers: int
-    on_error: OnError
-    key: RecordKey | None
-    resume: bool
-    append: bool
-    progress: bool | None
-    registry: CodecRegistry | None
-    durable: bool
-    wait: Wait
-    overwrite: bool
-    storage_options: StorageOptions | None
 
 
 logger = logging.getLogger("recordkit")
 
 _ALL = sys.maxsize
 #: Where a batch sent to the workers goes back: its split and each record's (index, key).
-_BatchTag = tuple["_Split", list[tuple[int, "str | None"]]]
-
-
-def _now() -> str:
-    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
-
-
-class _Split:
-    """The state of one split being written by a :class:`DatasetWriter`."""
-
-    def __init__(self, writer: DatasetWriter, name: str, info: SplitInfo, *, skip: int) -> None:
-        self.writer = writer
-        self.name = name
-        self.info = info
-        #: Input records to drop before writing (resume): those already accounted for.
-        self.skip = skip
-        #: Index of the next record given to write() (its position in the input).
-        self.next_index = 0
-        #: Input records handled so far (written, rejected or skipped), in order.
-        self.handled = skip
-        self.shard: ShardFile | None = None
-        #: The previous shard, being completed and listed in the background.
-        self.committing: Future[ShardInfo] | None = None
-        self.rejects = RejectsFile(
-            writer.where, name, keep=info.rejected, durable=writer.durable, file=info.rejects_file
-        )
-        self.rejected_since_commit = 0
-        #: Records waiting to be sent to the workers: (index, key) and (label, record).
-        self.batch_meta: list[tuple[int, str | None]] = []
-        self.batch_items: list[Item] = []
-        #: write_all() went through its whole input: if the writer stops because another
-        #: split fails, this split is complete and is finished, not thrown away.
-        self.input_done = False
-
-    def add(self, framed: bytes) -> None:
-        """Append one framed record (as worker processes send them)."""
-        self._shard_for(len(framed)).add(framed)
-        self.handled += 1
-        self.writer._progress.advance(len(framed))
-
-    def add_pieces(self, pieces: list[bytes], size: int) -> None:
-        """Append one record given as the pieces of its Example (``size`` bytes), framed
-        straight into the shard (the one-process path)."""
-        framed_size = size + FRAMING_BYTES
-        self._shard_for(framed_size).add_pieces(pieces, size)
-        self.handled += 1
-        self.writer._progress.advance(framed_size)
-
-    def _shard_for(self, framed_size: int) -> ShardFile:
-        """The shard a record of ``framed_size`` bytes goes to: the current one, or a
-        new one when it is full (the full one is committed)."""
-        shard = self.shard
-        if shard is None or not shard.fits(framed_size, self.writer._limits):
-            if shard is not None:
-                self.commit_shard()
-            index = len(self.info.shards) + (self.committing is not None)
-            name = shard_name(self.name, index, self.writer.compression)
-            shard = self.shard = ShardFile(
-                self.writer.where.join(name), self.writer.compression, durable=self.writer.durable
-            )
-        return shard
-
-    def reject(self, index: int, key: str | None, error: RecordkitError) -> None:
-        self.rejects.add(index, key, error)
-        self.rejected_since_commit += 1
-        self.handled += 1
-        self.writer._progress.advance(0)
-
-    def commit_shard(self) -> None:
-        """Complete the current shard in the background: its last writes and fsync, its
-        rename and the manifest that lists it overlap the encoding of the next records."""
-        assert self.shard is not None
-        self.settle_commit()  # at most one shard completing at a time
-        shard, self.shard = self.shard, None
-        handled, rejected = self.handled, self.rejected_since_commit
-        self.rejected_since_commit = 0
-        self.committing = shard.commit_async(then=lambda info: self._list(info, handled, rejected))
-
-    def _list(self, shard_info: ShardInfo, handled: int, rejected: int) -> None:
-        """On the shard's background thread, once it is complete: list it in the manifest,
-        with the ``handled`` input records and the ``rejected`` ones it accounts for."""
-        self.rejects.sync()  # the manifest never counts rejects not on disk
-        with self.writer._lock:
-            self.info.shards.append(shard_info)
-            if rejected:
-                self.info.rejected += rejected
-                self.info.rejects_file = self.rejects.name
-            previous = self.info.unfinished
-            # Records handled up to the commit (not the one that opened the next shard).
-            self.info.unfinished = UnfinishedWrite(
-                consumed=handled,
-                started=previous.started if previous else _now(),
-                shards_before=previous.shards_before if previous else None,
-            )
-            self.writer._save(sync_dir=True)
-
-    def settle_commit(self) -> None:
-        """Wait until the shard being completed, if any, is listed (re-raising its error)."""
-        committing, self.committing = self.committing, None
-        if committing is not None:
-            committing.result()
-
-    def finish(self) -> None:
-        if self.shard is not None:
-            self.commit_shard()
-        self.settle_commit()
-        self.rejects.sync()
-        with self.writer._lock:
-            if self.rejected_since_commit:
-                self.info.rejected += self.rejected_since_commit
-                self.info.rejects_file = self.rejects.name
-                self.rejected_since_commit = 0
-            self.info.unfinished = None
-        self.rejects.close()
-
-    def abort(self) -> None:
-        if self.shard is not None:
-            self.shard.discard()
-            self.shard = None
-        # A shard completed before the error stays listed, as if committed at once; if it
-        # failed too, that failure is not the error being reported.
-        with contextlib.suppress(Exception):
-            self.settle_commit()
-        # Rejects after the last complete shard are not counted: cut them from the file.
-        with self.writer._lock:
-            self.rejects.cut_to(self.info.rejected)
-        self.rejected_since_commit = 0
-        self.batch_meta, self.batch_items = [], []
+_BatchTag = tuple[SplitWriter, list[tuple[int, "str | None"]]]
 
 
 class DatasetWriter:
@@ -307,9 +97,11 @@ class DatasetWriter:
             for record in test_records:
                 writer.write(record, split="test")
 
-    :param path: the dataset's folder (created if missing).
+    :param path: the dataset's folder (created if missing), or a URL.
     :param schema: the :class:`~recordkit.Schema` records are checked and encoded with, a
         :class:`~recordkit.Record` class, or the path of a schema file (as readers take).
+        Every writer takes the path, then the schema (as Beam's ``WriteToParquet`` and
+        pyarrow's ``ParquetWriter`` do); given the other way round, they are swapped.
     :param options: the write's options, listed and documented in :class:`WriteOptions`
         (``shard_bytes``, ``shard_records``, ``compression``, ``workers``, ``on_error``,
         ``key``, ``resume``, ``append``, ``progress``, ``registry``, ``durable``, ``wait``,
@@ -340,6 +132,7 @@ class DatasetWriter:
             raise ValueError(f"on_error must be 'raise' or 'skip', not {on_error!r}")
         if not isinstance(workers, int) or workers < 0:
             raise ValueError(f"workers must be 0, 1 (in-process) or more (processes), not {workers!r}")
+        path, schema = path_and_schema(path, schema)
         #: Where the dataset is being written (local folder or remote URL).
         self.where = location(path, options.get("storage_options"))
         #: The local folder (for a remote dataset: its URL, as a Location).
@@ -375,18 +168,17 @@ class DatasetWriter:
         if registry is None:
             registry = default_registry()
         self._registry = registry
-        if isinstance(schema, (str, os.PathLike)):  # a schema file, as every reader takes
-            schema = Schema.load(schema, registry=registry, storage_options=options.get("storage_options"))
-        self.schema = schema_of(schema)
+        self.schema = load_schema(schema, registry, options.get("storage_options"))
         self._bound = self.schema.bind(registry)
         self._encoder = RecordEncoder(self._bound)
         self._pool: OrderedPool[_BatchTag] | None = None
-        self._splits: dict[str, _Split] = {}
-        #: The dataset's schema grown by optional fields these records add, until saved.
-        self._grown: Schema | None = None
+        self._splits: dict[str, SplitWriter] = {}
+        #: How these records join the stored dataset (its schema grown by the optional
+        #: fields they add), until the manifest is saved with it.
+        self._append_plan: AppendPlan | None = None
         self._state: Literal["open", "closed", "aborted"] = "open"
         #: Held while the manifest changes or is saved: shards are listed from their
-        #: background threads as they complete (see _Split.commit_shard).
+        #: background threads as they complete (see SplitWriter.commit_shard).
         self._lock = threading.RLock()
         self._folder_lock: DatasetLock | None = None
         if isinstance(self.root, Path):
@@ -397,7 +189,7 @@ class DatasetWriter:
         try:
             if isinstance(self.root, Path):
                 # Holding the lock, this is the only writer: temp files are a dead one's.
-                _remove_manifest_debris(self.root)
+                remove_manifest_debris(self.root)
             if self._target_manifest is not None:
                 self._target_manifest.load()  # the version the commit must still find
             self.manifest, self.compression = self._open_manifest(options.get("compression"))
@@ -420,13 +212,7 @@ class DatasetWriter:
             existing = _load_if_present(self.where)
         if existing is None:
             chosen = Compression.parse(compression)
-            manifest = Manifest(
-                recordkit_version=__version__,
-                schema=self.schema,
-                fingerprint=self._bound.fingerprint(),
-                codecs=codec_provenance(self._bound, self._registry),
-                compression=chosen.value,
-            )
+            manifest = start_manifest(self.schema, self._bound, self._registry, chosen)
             self._store(manifest)
             return manifest, chosen
         if not (self._append or self._resume):
@@ -435,26 +221,19 @@ class DatasetWriter:
                 "splits, or resume=True to finish an interrupted write",
                 file=str(self.root),
             )
-        stored = Compression.parse(existing.compression)
-        if compression is not None and Compression.parse(compression) is not stored:
-            raise DatasetError(
-                f"the dataset is stored with compression {stored.value or 'none'!r}; cannot add "
-                f"shards with {Compression.parse(compression).value or 'none'!r}",
-                file=str(self.root),
-            )
-        self._grown = _check_schema(existing, self.schema, self._registry, append=self._append)
-        return existing, stored
+        plan = plan_append(
+            existing, self.schema, self._registry, compression, file=str(self.root), append=self._append
+        )
+        self._append_plan = plan
+        return existing, plan.compression
 
     def _grow_schema(self) -> None:
         """The records add optional fields to a stored dataset: its schema grows (see
-        :func:`_check_schema`), in the manifest save that first marks a split as being
-        written."""
-        grown, self._grown = self._grown, None
-        if grown is not None:
-            codecs = {**codec_provenance(self._bound, self._registry), **self.manifest.codecs}
-            self.manifest.schema_ = grown
-            self.manifest.fingerprint = grown.bind(self._registry).fingerprint()
-            self.manifest.codecs = dict(sorted(codecs.items()))
+        :func:`~recordkit.write._plan.plan_append`), in the manifest save that first marks
+        a split as being written."""
+        plan, self._append_plan = self._append_plan, None
+        if plan is not None:
+            plan.grow(self.manifest, self._bound, self._registry)
 
     def _save(self, *, sync_dir: bool = False) -> None:
         with self._lock:
@@ -472,19 +251,19 @@ class DatasetWriter:
 
     # -- splits ---------------------------------------------------------------------------
 
-    def _open_split(self, name: str) -> _Split:
+    def _open_split(self, name: str) -> SplitWriter:
         with self._lock:
             return self._open_split_locked(name)
 
-    def _open_split_locked(self, name: str) -> _Split:
+    def _open_split_locked(self, name: str) -> SplitWriter:
         if self._state != "open":
             raise DatasetError(f"this writer is {self._state}; open a new one", file=str(self.root))
         check_split_name(name)
         info = self.manifest.splits.get(name)
         skip = 0
         if info is None:
-            info = SplitInfo(unfinished=UnfinishedWrite(consumed=0, started=_now()))
-            _check_no_strays(self.where, name, info)
+            info = SplitInfo(unfinished=UnfinishedWrite(consumed=0, started=now()))
+            check_no_strays(self.where, name, info)
             self.manifest.splits[name] = info
         elif info.unfinished is not None:
             if not self._resume:
@@ -494,18 +273,30 @@ class DatasetWriter:
                     file=str(self.root),
                 )
             skip = info.unfinished.consumed
-            _remove_split_debris(self.where, name, info)
+            remove_split_debris(self.where, name, info)
         elif self._resume:
             skip = _ALL  # the write finished: resuming it writes nothing
         else:  # append to a finished split
-            _check_no_strays(self.where, name, info)
+            check_no_strays(self.where, name, info)
             # Readers keep reading the shards from before the append until it finishes.
-            info.unfinished = UnfinishedWrite(consumed=0, started=_now(), shards_before=len(info.shards))
-        split = _Split(self, name, info, skip=skip)
+            info.unfinished = UnfinishedWrite(consumed=0, started=now(), shards_before=len(info.shards))
+        split = SplitWriter(self._sink(), name, info, skip=skip)
         self._splits[name] = split
         self._grow_schema()
         self._save()
         return split
+
+    def _sink(self) -> SplitSink:
+        """What a split being written needs of this writer."""
+        return SplitSink(
+            where=self.where,
+            compression=self.compression,
+            durable=self.durable,
+            limits=self._limits,
+            progress=self._progress,
+            lock=self._lock,
+            save=lambda: self._save(sync_dir=True),
+        )
 
     # -- writing --------------------------------------------------------------------------
 
@@ -558,7 +349,7 @@ class DatasetWriter:
                 self.write(record, split)
         state.input_done = True
 
-    def _write_serial(self, state: _Split, records: Iterator[Any]) -> None:
+    def _write_serial(self, state: SplitWriter, records: Iterator[Any]) -> None:
         """:meth:`write` of every record of ``records``, encoded in this process and
         named by their index: the same steps, with the lookups that do not change from
         record to record (the encoder, the split, the options) made once, not per
@@ -588,7 +379,7 @@ class DatasetWriter:
             raise RecordError(reason, record=index) from exc
         return value if isinstance(value, str) else str(value)
 
-    def _reject(self, state: _Split, index: int, key: str | None, error: RecordkitError) -> None:
+    def _reject(self, state: SplitWriter, index: int, key: str | None, error: RecordkitError) -> None:
         if self._on_error == "raise":
             if len(self.manifest.splits) > 1:  # which split, when there is a choice
                 error.with_context(split=state.name)
@@ -596,7 +387,7 @@ class DatasetWriter:
             raise error
         state.reject(index, key, error)
 
-    def _submit(self, state: _Split) -> None:
+    def _submit(self, state: SplitWriter) -> None:
         if self._pool is None:
             setup = WorkerSetup.from_bound(self._bound, self._registry)
             self._pool = OrderedPool(setup, self._workers, local_encoder=self._encoder)
@@ -611,7 +402,7 @@ class DatasetWriter:
         for (done_state, meta), results in done:
             self._place(done_state, meta, results)
 
-    def _place(self, state: _Split, meta: list[tuple[int, str | None]], results: list[Result]) -> None:
+    def _place(self, state: SplitWriter, meta: list[tuple[int, str | None]], results: list[Result]) -> None:
         for (index, key), result in zip(meta, results, strict=True):
             if isinstance(result, bytes):
                 state.add(result)
@@ -658,7 +449,7 @@ class DatasetWriter:
             _remove_old_objects(self.where, self.manifest)
         return self.manifest
 
-    def abort(self, *, failed: _Split | None = None) -> None:
+    def abort(self, *, failed: SplitWriter | None = None) -> None:
         """Stop: remove partial shards, keep complete ones listed (resume continues).
 
         A split whose whole input :meth:`write_all` already wrote, other than the one
@@ -708,13 +499,17 @@ class DatasetWriter:
 
 def write_dataset(
     records: Iterable[Any],
-    schema: Schema | type[Record] | str | os.PathLike[str],
     path: PathOrUrl,
+    schema: Schema | type[Record] | str | os.PathLike[str],
     split: str = "train",
     **options: Unpack[WriteOptions],
 ) -> Manifest:
     """Write ``records`` (any iterable of Records or mappings) as split ``split`` of the
     dataset at ``path``, and return its manifest.
+
+    The arguments come in the order of every recordkit writer: the records, the
+    dataset's path, its schema. The older order, ``write_dataset(records, schema, path)``,
+    still works (see :func:`~recordkit.write._plan.path_and_schema`).
 
     The options are those of :class:`DatasetWriter`, listed in :class:`WriteOptions`.
     With ``resume=True`` the same ``records`` (same order) must be given again; those
@@ -750,110 +545,3 @@ def _load_if_present(root: Location) -> Manifest | None:
     if not root.join(MANIFEST_FILE).exists():
         return None
     return Manifest.load(root)
-
-
-def codec_provenance(bound: BoundSchema, registry: CodecRegistry) -> dict[str, CodecProvenance]:
-    """Which codec version and distribution encodes each of ``bound``'s codecs (the manifest's ``codecs``)."""
-    codecs = {}
-    for field in bound.fields:
-        info = registry.info(field.spec.codec)
-        codecs[info.name] = CodecProvenance(
-            version=field.codec.version,
-            plugin=info.plugin,
-            distribution=info.distribution,
-            distribution_version=info.distribution_version,
-        )
-    return dict(sorted(codecs.items()))
-
-
-def _check_schema(
-    manifest: Manifest, schema: Schema, registry: CodecRegistry, *, append: bool
-) -> Schema | None:
-    """Records written with ``schema`` may join the dataset only if every stored record
-    stays a valid record of the dataset's schema, and every new record is one.
-
-    That holds under the append rules of :func:`~recordkit.check_compatibility`
-    (identical layouts, but for optional fields added or left out) with the same codec
-    versions. When the appending schema adds optional fields, the dataset's schema must
-    grow: the appending schema, plus the dataset's optional fields it leaves out, is
-    returned (None when the stored schema stays as it is). Any other difference raises
-    IncompatibleSchemaError naming the fields.
-    """
-    report = check_compatibility(manifest.schema, schema, mode="append", registry=registry)
-    report.raise_for_incompatible()
-    # What is left is compatible: optional fields added, or optional fields left out.
-    added = [d.field for d in report.differences if d.kind == "added"]
-    left_out = [d.field for d in report.differences if d.kind == "removed"]
-    stored_now = manifest.schema.bind(registry)
-    if stored_now.fingerprint() != manifest.fingerprint:
-        differences = []
-        for field in stored_now.fields:
-            stored = manifest.codecs.get(field.spec.codec)
-            if stored is not None and stored.version != field.codec.version:
-                differences.append(
-                    f"field {field.name!r}: codec {field.spec.codec!r} version {stored.version!r} stored, "
-                    f"{field.codec.version!r} installed"
-                )
-        action = "append to" if append else "resume writing"
-        reason = f"cannot {action} the dataset: the records would not be stored as the stored ones are"
-        if differences:  # another codec version: readers still read the dataset, say how to grow it
-            reason += (
-                "; to add records, write the dataset again with the installed codecs "
-                "(rk.write_dataset(rk.iter_records(old), schema, new)) and append to the new one"
-            )
-        else:
-            differences.append(f"fingerprint {manifest.fingerprint} stored, {stored_now.fingerprint()} now")
-        raise IncompatibleSchemaError(reason, differences=differences)
-    if not added:
-        return None
-    # The appending schema (newer: it has the added fields), keeping the dataset's
-    # optional fields that it leaves out.
-    fields = {**schema.fields, **{name: manifest.schema.fields[name] for name in left_out}}
-    grown = Schema.model_validate({**schema.model_dump(), "fields": fields})
-    grown.bind(registry)  # refused if an added field's Example keys clash with a left-out field's
-    return grown
-
-
-def _remove_manifest_debris(root: Path) -> None:
-    """Temp files of a manifest save that was interrupted (called holding the lock: no
-    other writer is running, so they are a dead writer's)."""
-    for path in root.glob(".dataset.*.json.tmp"):
-        path.unlink(missing_ok=True)
-
-
-def _unlisted_shards(names: list[str], split: str, info: SplitInfo) -> list[str]:
-    listed = {s.file for s in info.shards}
-    pattern = shard_pattern(split)
-    return sorted(n for n in names if pattern.match(n) and n not in listed)
-
-
-def _remove_split_debris(root: Location, split: str, info: SplitInfo) -> None:
-    """Before resuming: remove temp shards, and shards renamed but never listed (the
-    process stopped between the rename and the manifest update; on an object store,
-    between a shard's upload and the manifest PUT)."""
-    temp = temp_pattern(split)
-    names = root.list()
-    for name in names:
-        if temp.match(name):
-            root.join(name).remove()
-    for name in _unlisted_shards(names, split, info):
-        root.join(name).remove()
-        root.join(index_name(name)).remove()
-
-
-def _check_no_strays(root: Location, split: str, info: SplitInfo) -> None:
-    """Before a fresh write to a split: remove temp shards, refuse to overwrite shard
-    files that the manifest does not list."""
-    temp = temp_pattern(split)
-    names = root.list()
-    for name in names:
-        if temp.match(name):
-            root.join(name).remove()
-    strays = _unlisted_shards(names, split, info)
-    if strays:
-        shown = ", ".join(strays[:5]) + (" ..." if len(strays) > 5 else "")
-        raise DatasetError(
-            f"holds shard files of split {split!r} that {MANIFEST_FILE} does not list ({shown}); "
-            "remove them, or pass resume=True if they come from an interrupted write",
-            file=str(root),
-        )

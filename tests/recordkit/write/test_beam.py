@@ -12,6 +12,7 @@ import subprocess
 import sys
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 import apache_beam as beam
 import numpy as np
@@ -287,3 +288,44 @@ def test_the_pipeline_writes_into_a_gcs_bucket(tmp_path: Path, gcs_bucket: Bucke
         for i, p in zip(b["id"], b["payload"], strict=True)
     }
     assert read_tf == {r["id"]: r["payload"] for r in splits["test"]}
+
+
+def test_a_schema_file_in_the_bucket_is_read_with_the_storage_options(gcs_bucket: Bucket) -> None:
+    """The schema given as a gs:// URL beside the dataset: read with the pipeline's
+    storage options (the URL kept whole, not turned into a local path ``gs:/...``)."""
+    url, options = gcs_bucket.join("pets"), gcs_bucket.storage_options
+    schema_url = gcs_bucket.join("schemas", "pets.yaml")
+    location(schema_url, options).write_bytes(SCHEMA.dumps().encode("utf-8"))
+
+    def body(p: beam.Pipeline) -> None:
+        created = p | beam.Create(records(6))
+        created | rk.beam.WriteDataset(url, schema_url, key="id", num_shards=2, storage_options=options)
+
+    run(body)
+    assert rk.Manifest.load(url, storage_options=options).schema == SCHEMA
+    read = sorted(int(r["id"]) for r in rk.iter_records(url, storage_options=options))
+    assert read == list(range(6))
+
+
+def test_the_path_comes_first_and_the_older_order_still_works(tmp_path: Path) -> None:
+    """WriteDataset(path, schema), as every writer takes them; the older
+    WriteDataset(schema, path) writes the same dataset; a schema file named first is
+    recognised by its suffix; two things neither of which is a path are refused."""
+    schema_file = tmp_path / "pets.yaml"
+    SCHEMA.dump(schema_file)
+    forms = {
+        "new": lambda root: rk.beam.WriteDataset(root, SCHEMA, key="id", num_shards=2),
+        "old": lambda root: rk.beam.WriteDataset(SCHEMA, root, key="id", num_shards=2),
+        "old-file": lambda root: rk.beam.WriteDataset(str(schema_file), str(root), key="id", num_shards=2),
+    }
+    for name, make in forms.items():
+        root = tmp_path / name
+
+        def body(p: beam.Pipeline, make: Any = make, root: Path = root) -> None:
+            p | beam.Create(records(8)) | make(root)
+
+        run(body)
+    new = shard_hashes(tmp_path / "new")
+    assert shard_hashes(tmp_path / "old") == shard_hashes(tmp_path / "old-file") == new
+    with pytest.raises(TypeError, match=r"takes the dataset's path .* then its schema"):
+        rk.beam.WriteDataset(SCHEMA, SCHEMA)  # type: ignore[arg-type]

@@ -151,6 +151,29 @@ def test_an_incompatible_schema_or_compression_is_refused_when_the_pipeline_is_b
     assert _listing(tmp_path) == before
 
 
+def test_the_local_and_beam_writers_refuse_an_append_in_the_same_words(tmp_path: Path) -> None:
+    """Both writers plan an append with the same code: another layout or another
+    compression is refused by each with the same error, and nothing is written."""
+    rk.write_dataset(records(3), tmp_path, SCHEMA, key="id", progress=False)
+    before = _listing(tmp_path)
+    changed = SCHEMA.model_copy(
+        update={
+            "fields": {**SCHEMA.fields, "payload": rk.FieldSpec(codec="scalar", options={"dtype": "int64"})}
+        }
+    )
+    refused: list[tuple[rk.Schema, dict[str, Any], type[Exception]]] = [
+        (changed, {}, IncompatibleSchemaError),
+        (SCHEMA, {"compression": "ZLIB"}, DatasetError),
+    ]
+    for schema, options, error in refused:
+        with pytest.raises(error) as local:
+            rk.write_dataset([], tmp_path, schema, append=True, progress=False, **options)
+        with pytest.raises(error) as in_beam:
+            beam.Pipeline() | beam.Create([]) | rk.beam.WriteDataset(tmp_path, schema, append=True, **options)
+        assert str(local.value) == str(in_beam.value)
+    assert _listing(tmp_path) == before
+
+
 def test_a_split_with_an_unfinished_local_write_is_refused(tmp_path: Path) -> None:
     writer = rk.DatasetWriter(tmp_path, SCHEMA, shard_records=2, progress=False)
     for record in records(5):
@@ -234,7 +257,7 @@ def test_a_retried_commit_finds_its_write_committed(tmp_path: Path) -> None:
     failed bundle) after the first wrote dataset.json: no error, nothing appended twice."""
     rk.write_dataset(records(6), SCHEMA, tmp_path, key="id", progress=False)
     before = rk.Manifest.load(tmp_path)
-    folder = beam_writer._Folder(str(tmp_path), None)
+    folder = beam_writer.Folder(str(tmp_path), None)
     shard = beam_writer._WriteShardFn(folder, "train", Compression.NONE)
     shard.setup()
     encoder = SCHEMA.bind().encoder()

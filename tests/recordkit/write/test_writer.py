@@ -142,6 +142,28 @@ def test_a_missing_schema_file_is_named(tmp_path: Path) -> None:
     assert not (tmp_path / "data").exists()
 
 
+def test_every_writer_takes_the_path_then_the_schema_and_the_older_order_still_works(tmp_path: Path) -> None:
+    """write_dataset(records, path, schema) and DatasetWriter(path, schema); the order
+    write_dataset took before (schema, then path) writes the same shards, with a Schema
+    or with a schema file recognised by its name; a call with no path is a TypeError."""
+    schema_file = tmp_path / "items.yaml"
+    SCHEMA.dump(schema_file)
+    rk.write_dataset(make_records(12), tmp_path / "new", SCHEMA, shard_records=5, progress=False)
+    rk.write_dataset(make_records(12), SCHEMA, tmp_path / "old", shard_records=5, progress=False)
+    rk.write_dataset(
+        make_records(12), str(schema_file), str(tmp_path / "file"), shard_records=5, progress=False
+    )
+    with rk.DatasetWriter(tmp_path / "writer", schema_file, shard_records=5, progress=False) as writer:
+        writer.write_all(make_records(12))
+    shards = {
+        name: rk.Manifest.load(tmp_path / name).split("train").shards for name in ("new", "old", "file")
+    }
+    assert shards["new"] == shards["old"] == shards["file"] == writer.manifest.split("train").shards
+    with pytest.raises(TypeError, match=r"takes the dataset's path \(a folder or a URL\), then its schema"):
+        rk.write_dataset([], SCHEMA, SCHEMA)  # type: ignore[arg-type]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["file", "items.yaml", "new", "old", "writer"]
+
+
 def test_several_splits_in_one_dataset(tmp_path: Path) -> None:
     with rk.DatasetWriter(tmp_path, SCHEMA, shard_records=30, progress=False) as writer:
         for record in make_records(100):

@@ -1,0 +1,86 @@
+"""What an interrupted write leaves behind, and the one sweep that finds it.
+
+A file the manifest does not list is not part of the dataset: readers never see it. A
+write that stopped may leave temporary shards, shards renamed (or uploaded) but never
+listed, a manifest's temporary file, or, after an overwrite on an object store, the old
+dataset's objects. :func:`unlisted` is the one test of which names those are; the local
+writer (before resuming or starting a split), the Beam writer (at its commit) and the
+overwrite (after its commit) each remove what it finds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+
+from recordkit.dataset._manifest import MANIFEST_FILE, SplitInfo
+from recordkit.errors import DatasetError
+from recordkit.format._index import index_name
+from recordkit.storage import Location
+from recordkit.write._shard_file import shard_pattern, temp_pattern
+
+__all__ = [
+    "check_no_strays",
+    "remove_manifest_debris",
+    "remove_split_debris",
+    "remove_unlisted_shards",
+    "unlisted",
+]
+
+
+def unlisted(names: Iterable[str], listed: Iterable[str], *, split: str | None = None) -> list[str]:
+    """The ``names`` that ``listed`` leaves out, sorted; with ``split``, only that split's
+    shard files (under their final names) are looked at."""
+    keep = set(listed)
+    pattern = None if split is None else shard_pattern(split)
+    return sorted(n for n in names if n not in keep and (pattern is None or pattern.match(n)))
+
+
+def remove_unlisted_shards(
+    root: Location, split: str, listed: Iterable[str], names: list[str] | None = None
+) -> list[str]:
+    """Remove the shards of ``split`` in ``root`` that ``listed`` leaves out, with their
+    record indexes; return their names. ``names``: ``root``'s listing, if already made."""
+    strays = unlisted(root.list() if names is None else names, listed, split=split)
+    for name in strays:
+        root.join(name).remove()
+        root.join(index_name(name)).remove()
+    return strays
+
+
+def remove_manifest_debris(root: Path) -> None:
+    """Temp files of a manifest save that was interrupted (called holding the lock: no
+    other writer is running, so they are a dead writer's)."""
+    for path in root.glob(".dataset.*.json.tmp"):
+        path.unlink(missing_ok=True)
+
+
+def _remove_temp_shards(root: Location, split: str, names: list[str]) -> None:
+    temp = temp_pattern(split)
+    for name in names:
+        if temp.match(name):
+            root.join(name).remove()
+
+
+def remove_split_debris(root: Location, split: str, info: SplitInfo) -> None:
+    """Before resuming: remove temp shards, and shards renamed but never listed (the
+    process stopped between the rename and the manifest update; on an object store,
+    between a shard's upload and the manifest PUT)."""
+    names = root.list()
+    _remove_temp_shards(root, split, names)
+    remove_unlisted_shards(root, split, (s.file for s in info.shards), names)
+
+
+def check_no_strays(root: Location, split: str, info: SplitInfo) -> None:
+    """Before a fresh write to a split: remove temp shards, refuse to overwrite shard
+    files that the manifest does not list."""
+    names = root.list()
+    _remove_temp_shards(root, split, names)
+    strays = unlisted(names, (s.file for s in info.shards), split=split)
+    if strays:
+        shown = ", ".join(strays[:5]) + (" ..." if len(strays) > 5 else "")
+        raise DatasetError(
+            f"holds shard files of split {split!r} that {MANIFEST_FILE} does not list ({shown}); "
+            "remove them, or pass resume=True if they come from an interrupted write",
+            file=str(root),
+        )

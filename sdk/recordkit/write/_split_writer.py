@@ -1,0 +1,171 @@
+"""One split being written by a :class:`~recordkit.DatasetWriter`: its current shard,
+the shard being completed in the background, its rejects, and how far its input got.
+
+A :class:`SplitWriter` knows nothing of the writer that owns it: what it needs (where
+shards go and how they are cut, the progress bar, the manifest and the lock that guards
+it) comes in a :class:`SplitSink`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import datetime as _dt
+import threading
+from collections.abc import Callable
+from concurrent.futures import Future
+
+from recordkit.dataset._manifest import ShardInfo, SplitInfo, UnfinishedWrite
+from recordkit.errors import RecordkitError
+from recordkit.format._tfrecord import FRAMING_BYTES, Compression
+from recordkit.storage import Location
+from recordkit.write._parallel import Item
+from recordkit.write._progress import Progress
+from recordkit.write._rejects import RejectsFile
+from recordkit.write._shard_file import ShardFile, ShardLimits, shard_name
+
+__all__ = ["SplitSink", "SplitWriter", "now"]
+
+
+def now() -> str:
+    """The time a write starts, as the manifest records it."""
+    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+
+
+@dataclasses.dataclass(frozen=True)
+class SplitSink:
+    """What a split being written needs of its writer."""
+
+    #: The dataset's folder, where shards and rejects files go.
+    where: Location
+    compression: Compression
+    durable: bool
+    limits: ShardLimits
+    progress: Progress
+    #: Held while the manifest changes or is saved: shards are listed from their
+    #: background threads as they complete.
+    lock: threading.RLock
+    #: Save the manifest, its folder synced first (called holding ``lock``).
+    save: Callable[[], None]
+
+
+class SplitWriter:
+    """The state of one split being written."""
+
+    def __init__(self, sink: SplitSink, name: str, info: SplitInfo, *, skip: int) -> None:
+        self.sink = sink
+        self.name = name
+        self.info = info
+        #: Input records to drop before writing (resume): those already accounted for.
+        self.skip = skip
+        #: Index of the next record given to write() (its position in the input).
+        self.next_index = 0
+        #: Input records handled so far (written, rejected or skipped), in order.
+        self.handled = skip
+        self.shard: ShardFile | None = None
+        #: The previous shard, being completed and listed in the background.
+        self.committing: Future[ShardInfo] | None = None
+        self.rejects = RejectsFile(
+            sink.where, name, keep=info.rejected, durable=sink.durable, file=info.rejects_file
+        )
+        self.rejected_since_commit = 0
+        #: Records waiting to be sent to the workers: (index, key) and (label, record).
+        self.batch_meta: list[tuple[int, str | None]] = []
+        self.batch_items: list[Item] = []
+        #: write_all() went through its whole input: if the writer stops because another
+        #: split fails, this split is complete and is finished, not thrown away.
+        self.input_done = False
+
+    def add(self, framed: bytes) -> None:
+        """Append one framed record (as worker processes send them)."""
+        self._shard_for(len(framed)).add(framed)
+        self.handled += 1
+        self.sink.progress.advance(len(framed))
+
+    def add_pieces(self, pieces: list[bytes], size: int) -> None:
+        """Append one record given as the pieces of its Example (``size`` bytes), framed
+        straight into the shard (the one-process path)."""
+        framed_size = size + FRAMING_BYTES
+        self._shard_for(framed_size).add_pieces(pieces, size)
+        self.handled += 1
+        self.sink.progress.advance(framed_size)
+
+    def _shard_for(self, framed_size: int) -> ShardFile:
+        """The shard a record of ``framed_size`` bytes goes to: the current one, or a
+        new one when it is full (the full one is committed)."""
+        shard = self.shard
+        if shard is None or not shard.fits(framed_size, self.sink.limits):
+            if shard is not None:
+                self.commit_shard()
+            sink = self.sink
+            index = len(self.info.shards) + (self.committing is not None)
+            name = shard_name(self.name, index, sink.compression)
+            shard = self.shard = ShardFile(sink.where.join(name), sink.compression, durable=sink.durable)
+        return shard
+
+    def reject(self, index: int, key: str | None, error: RecordkitError) -> None:
+        self.rejects.add(index, key, error)
+        self.rejected_since_commit += 1
+        self.handled += 1
+        self.sink.progress.advance(0)
+
+    def commit_shard(self) -> None:
+        """Complete the current shard in the background: its last writes and fsync, its
+        rename and the manifest that lists it overlap the encoding of the next records."""
+        assert self.shard is not None
+        self.settle_commit()  # at most one shard completing at a time
+        shard, self.shard = self.shard, None
+        handled, rejected = self.handled, self.rejected_since_commit
+        self.rejected_since_commit = 0
+        self.committing = shard.commit_async(then=lambda info: self._list(info, handled, rejected))
+
+    def _list(self, shard_info: ShardInfo, handled: int, rejected: int) -> None:
+        """On the shard's background thread, once it is complete: list it in the manifest,
+        with the ``handled`` input records and the ``rejected`` ones it accounts for."""
+        self.rejects.sync()  # the manifest never counts rejects not on disk
+        with self.sink.lock:
+            self.info.shards.append(shard_info)
+            if rejected:
+                self.info.rejected += rejected
+                self.info.rejects_file = self.rejects.name
+            previous = self.info.unfinished
+            # Records handled up to the commit (not the one that opened the next shard).
+            self.info.unfinished = UnfinishedWrite(
+                consumed=handled,
+                started=previous.started if previous else now(),
+                shards_before=previous.shards_before if previous else None,
+            )
+            self.sink.save()
+
+    def settle_commit(self) -> None:
+        """Wait until the shard being completed, if any, is listed (re-raising its error)."""
+        committing, self.committing = self.committing, None
+        if committing is not None:
+            committing.result()
+
+    def finish(self) -> None:
+        if self.shard is not None:
+            self.commit_shard()
+        self.settle_commit()
+        self.rejects.sync()
+        with self.sink.lock:
+            if self.rejected_since_commit:
+                self.info.rejected += self.rejected_since_commit
+                self.info.rejects_file = self.rejects.name
+                self.rejected_since_commit = 0
+            self.info.unfinished = None
+        self.rejects.close()
+
+    def abort(self) -> None:
+        if self.shard is not None:
+            self.shard.discard()
+            self.shard = None
+        # A shard completed before the error stays listed, as if committed at once; if it
+        # failed too, that failure is not the error being reported.
+        with contextlib.suppress(Exception):
+            self.settle_commit()
+        # Rejects after the last complete shard are not counted: cut them from the file.
+        with self.sink.lock:
+            self.rejects.cut_to(self.info.rejected)
+        self.rejected_since_commit = 0
+        self.batch_meta, self.batch_items = [], []
