@@ -3,13 +3,15 @@ of ``recordkit stats``, :class:`~recordkit._cli._stats.FieldStats`) with their p
 kept in a cache folder so a second opening does not compute them again; and a verify run
 (``recordkit verify``'s checks, :func:`~recordkit._cli.verify.verify_dataset`).
 
-The cache file is named by the dataset's fingerprint and the split, never by anything a
-request says; it lives under the user's cache folder unless the user names another.
+The cache file is named by a digest of the dataset's fingerprint and the split, never by
+anything a request or the dataset's files say; it lives under the user's cache folder
+unless the user names another.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 import os
 import threading
@@ -74,7 +76,10 @@ class StatsJob:
         manifest = self.viewer.dataset.manifest
         if manifest is None:
             return None
-        return self.cache_dir / manifest.fingerprint.replace(":", "-") / f"stats-{self.split}.json"
+        # Named by a digest: the fingerprint and split names come from the dataset's own
+        # manifest, which must not choose where a file is written.
+        name = hashlib.sha256(f"{manifest.fingerprint}\0{self.split}".encode()).hexdigest()[:40]
+        return self.cache_dir / f"stats-{name}.json"
 
     def start(self) -> None:
         """Load the kept statistics, or start computing them (once)."""
@@ -83,10 +88,12 @@ class StatsJob:
         cached = self.cache_file
         if cached is not None and cached.is_file():
             try:
-                self.result = json.loads(cached.read_text(encoding="utf-8"))
-                return
+                kept = json.loads(cached.read_text(encoding="utf-8"))
             except (OSError, ValueError):
-                pass  # an unreadable cache is computed again
+                kept = None  # an unreadable cache is computed again
+            if isinstance(kept, dict) and {"fields", "histograms"} <= set(kept):
+                self.result = kept
+                return
         self._thread = threading.Thread(target=self._run, name=f"stats-{self.split}", daemon=True)
         self._thread.start()
 

@@ -5,6 +5,7 @@ reaches a file outside the dataset."""
 from __future__ import annotations
 
 import io
+import json
 import shutil
 import time
 from pathlib import Path
@@ -97,7 +98,7 @@ def statistics(url: str) -> str:
 def test_statistics_are_computed_in_the_background_and_kept(viewed_dataset: Path, tmp_path: Path) -> None:
     with served(str(viewed_dataset), tmp_path) as url:
         first = statistics(url)
-    kept = list(tmp_path.glob("*/stats-train.json"))
+    kept = list(tmp_path.glob("stats-*.json"))
     assert len(kept) == 1
     with served(str(viewed_dataset), tmp_path) as url:
         assert get(url + "stats/progress").json()["ready"] is False  # nothing asked yet
@@ -189,3 +190,17 @@ def test_a_request_addressed_to_another_host_is_refused(viewer_url: str) -> None
     answer = httpx.get(viewer_url, headers={"Host": "attacker.example"}, timeout=30)
     assert answer.status_code == 400
     assert 'data-index="0"' not in answer.text
+
+
+def test_kept_statistics_stay_in_the_cache_folder_whatever_the_manifest_says(
+    viewed_dataset: Path, tmp_path: Path
+) -> None:
+    hostile = tmp_path / "data" / "hostile"
+    shutil.copytree(viewed_dataset, hostile)
+    manifest = json.loads((hostile / "dataset.json").read_text(encoding="utf-8"))
+    manifest["fingerprint"] = "../../../escaped"
+    (hostile / "dataset.json").write_text(json.dumps(manifest), encoding="utf-8")
+    cache = tmp_path / "a" / "b" / "cache"
+    with served(str(hostile), cache) as url:
+        statistics(url)
+    assert [p.parent for p in tmp_path.rglob("*.json") if p.parent != hostile] == [cache]
