@@ -204,3 +204,16 @@ def test_kept_statistics_stay_in_the_cache_folder_whatever_the_manifest_says(
     with served(str(hostile), cache) as url:
         statistics(url)
     assert [p.parent for p in tmp_path.rglob("*.json") if p.parent != hostile] == [cache]
+
+
+def _indices(text: str) -> list[int]:
+    return [int(part.split('"')[0]) for part in text.split('data-index="')[1:]]
+
+
+def test_a_seeded_shuffle_shows_every_record_once_in_the_same_order_each_time(viewer_url: str) -> None:
+    first = _indices(get(viewer_url + "?seed=7").text)
+    second = _indices(get(viewer_url + "?seed=7&page=2").text)
+    assert first == _indices(get(viewer_url + "?seed=7").text)
+    assert first != list(range(48))
+    assert sorted(first + second) == list(range(60))
+    assert _indices(get(viewer_url + "?seed=8").text) != first
