@@ -163,3 +163,12 @@ def test_the_overlays_switch_off_and_on_in_the_record_page(page: Any, viewer_url
     page.check("#overlays")
     page.wait_for_function("() => document.getElementById('picture').src.endsWith('overlays=1')")
     assert box_pixels() > 100
+
+
+def test_a_verify_run_started_from_the_dataset_page_lists_every_shard(page: Any, viewer_url: str) -> None:
+    page.goto(viewer_url + "dataset")
+    page.click("#verify")
+    page.wait_for_selector("#verify-result", timeout=60_000)
+    _keep(page, "view-dataset.png")
+    assert page.locator("#verify-result td.ok").count() == 3  # three shards of 25 records
+    assert "name: viewed" in page.locator("#schema").inner_text()
