@@ -47,3 +47,12 @@ def test_a_split_the_dataset_lacks_is_refused(viewed_dataset: Path) -> None:
     result = CliRunner().invoke(main, ["view", str(viewed_dataset), "--split", "validation"])
     assert result.exit_code == 2
     assert "no split 'validation'" in result.output
+
+
+def test_the_web_stack_is_imported_only_by_the_view_command() -> None:
+    check = (
+        "import sys, recordkit, recordkit.cli; "
+        "print(sorted(m for m in ('starlette', 'uvicorn', 'jinja2', 'recordkit.view') if m in sys.modules))"
+    )
+    done = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"
