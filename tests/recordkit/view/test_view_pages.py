@@ -217,3 +217,29 @@ def test_a_seeded_shuffle_shows_every_record_once_in_the_same_order_each_time(vi
     assert first != list(range(48))
     assert sorted(first + second) == list(range(60))
     assert _indices(get(viewer_url + "?seed=8").text) != first
+
+
+def test_a_large_picture_is_scaled_down_on_the_server(tmp_path: Path) -> None:
+    schema = rk.Schema.loads("name: large\nfields:\n  image: {codec: image, options: {format: png}}\n")
+    picture = np.zeros((1500, 2000, 3), np.uint8)
+    rk.write_dataset([{"image": picture}], schema, tmp_path / "large", progress=False)
+    with served(str(tmp_path / "large"), tmp_path / "cache") as url:
+        full = Image.open(io.BytesIO(get(url + "picture/0.png").content))
+        thumbnail = Image.open(io.BytesIO(get(url + "picture/0.png?size=thumb").content))
+    assert full.size == (1024, 768)
+    assert thumbnail.size == (256, 192)
+
+
+def test_a_mask_is_drawn_in_colour_on_its_picture_in_the_grid(tmp_path: Path) -> None:
+    schema = rk.Schema.loads(
+        "name: masked\nfields:\n  image: {codec: image, options: {format: png}}\n"
+        "  mask: {codec: mask, options: {num_classes: 2}}\n"
+    )
+    mask = np.zeros((320, 320), np.uint8)
+    mask[:, 160:] = 1  # the right half is class 1
+    grey = np.full((320, 320, 3), 90, np.uint8)
+    rk.write_dataset([{"image": grey, "mask": mask}], schema, tmp_path / "masked", progress=False)
+    with served(str(tmp_path / "masked"), tmp_path / "cache") as url:
+        drawn = Image.open(io.BytesIO(get(url + "picture/0.png?size=thumb").content)).convert("RGB")
+    assert drawn.getpixel((64, 128)) == (90, 90, 90)  # class 0 (background): untinted
+    assert drawn.getpixel((192, 128)) != (90, 90, 90)  # class 1: tinted
