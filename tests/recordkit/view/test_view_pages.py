@@ -98,6 +98,7 @@ def statistics(url: str) -> str:
 def test_statistics_are_computed_in_the_background_and_kept(viewed_dataset: Path, tmp_path: Path) -> None:
     with served(str(viewed_dataset), tmp_path) as url:
         first = statistics(url)
+        assert get(url + "stats/progress").json() == {"done": 60, "total": 60, "ready": True, "error": None}
     kept = list(tmp_path.glob("stats-*.json"))
     assert len(kept) == 1
     with served(str(viewed_dataset), tmp_path) as url:
