@@ -7,7 +7,7 @@ PY := $(VENV)/bin/python
 RUNTIME := $(VENV)/.installed-runtime
 DEV := $(VENV)/.installed-dev
 
-.PHONY: install install-dev keypoints demo test lint typecheck docs unit unit-fast bench bench-peers clean
+.PHONY: install install-dev keypoints chromium demo test lint typecheck docs unit unit-fast bench bench-peers clean
 
 $(PY):
 	python3 -m venv $(VENV)
@@ -21,7 +21,8 @@ $(RUNTIME): pyproject.toml $(SOURCES) | $(PY)
 	touch $(RUNTIME)
 
 # The dev extra on top, with recordkit installed editable (the tests run the sources):
-# ruff, mypy, mkdocs, pytest, pre-commit, the benchmark comparison; the beam, grain and
+# ruff, mypy, mkdocs, pytest, pre-commit, the benchmark comparison, the viewer's web stack
+# and Playwright (which drives the system's Chromium, see `chromium`); the beam, grain and
 # torch extras, whose writer and readers the tests run (torch as its CPU build: about 750 MB and a
 # minute, where the default build would pull several GB of CUDA libraries).
 # dev-constraints.txt pins the whole set that was tested together (pip freeze of a
@@ -34,7 +35,7 @@ $(RUNTIME): pyproject.toml $(SOURCES) | $(PY)
 TORCH_CPU ?= torch==2.13.0+cpu
 $(DEV): pyproject.toml dev-constraints.txt $(RUNTIME)
 	PYTHONWARNINGS="ignore:Editable installation" \
-		$(PY) -m pip install --quiet -e '.[dev,grain,beam]' '$(TORCH_CPU)' -c dev-constraints.txt
+		$(PY) -m pip install --quiet -e '.[dev,grain,beam,view]' '$(TORCH_CPU)' -c dev-constraints.txt
 	touch $(DEV)
 
 install: $(RUNTIME)
@@ -57,6 +58,11 @@ $(KEYPOINTS_STAMP): $(DEV) $(KEYPOINTS)/pyproject.toml $(wildcard $(KEYPOINTS)/s
 
 keypoints: $(KEYPOINTS_STAMP)
 
+## Chromium from the system's packages, for the viewer's browser tests (Playwright drives
+## it; its own browser download is not used): installed with apt-get where missing.
+chromium:
+	.ci/chromium
+
 ## The main job: write a multimodal dataset generated on the fly, read it back, check it.
 demo: $(RUNTIME)
 	$(PY) examples/demo.py --out demo_output
@@ -74,12 +80,12 @@ typecheck: $(DEV)
 docs: $(DEV)
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet --site-dir build/site
 
-unit: $(DEV) $(KEYPOINTS_STAMP)
+unit: $(DEV) $(KEYPOINTS_STAMP) chromium
 	$(VENV)/bin/pytest -n 2
 
 ## The tests without those marked slow (subprocesses, worker processes, benchmarks):
 ## for development; `make test` runs them all.
-unit-fast: $(DEV) $(KEYPOINTS_STAMP)
+unit-fast: $(DEV) $(KEYPOINTS_STAMP) chromium
 	$(VENV)/bin/pytest -n 2 -m "not slow"
 
 bench: $(DEV)

@@ -32,6 +32,7 @@ from recordkit._cli.schema import schema_group
 from recordkit._cli.show import show_command
 from recordkit._cli.stats import stats_command
 from recordkit._cli.verify import verify_command
+from recordkit._cli.view import view_command
 from recordkit._version import __version__
 
 __all__ = ["DEBUG_ENV", "describe_error", "main"]
@@ -75,3 +76,4 @@ main.add_command(ingest_command)
 main.add_command(show_command)
 main.add_command(stats_command)
 main.add_command(convert_command)
+main.add_command(view_command)

@@ -76,7 +76,9 @@ def test_make_demo_installs_no_development_tools() -> None:
     assert "[dev]" not in demo
     assert "[bench]" not in demo
     for target in ("lint", "typecheck", "docs", "unit"):
-        assert "pip install --quiet -e '.[dev,grain,beam]'" in installs(target), target
+        assert "pip install --quiet -e '.[dev,grain,beam,view]'" in installs(target), target
+    # The viewer's browser tests drive the system's Chromium: installed or asked for first.
+    assert ".ci/chromium" in installs("unit")
 
 
 def test_the_runtime_dependencies_hold_no_development_tools() -> None:

@@ -42,6 +42,7 @@ __all__ = [
     "PALETTE",
     "Rendered",
     "box_color",
+    "caption_line",
     "contact_sheet",
     "render_record",
     "scale_of",
@@ -135,7 +136,9 @@ def _describe(value: Any) -> str:
     return str(value.tolist() if isinstance(value, np.ndarray) else value)
 
 
-def _caption(field: BoundField, value: Any) -> str:
+def caption_line(field: BoundField, value: Any) -> str:
+    """One caption line for ``field``'s value: its codec's caption, a description of the
+    value, or ``(absent)``; cut to a line's length."""
     if value is None:
         return f"{field.name}: (absent)"
     codec = field.codec
@@ -229,7 +232,7 @@ def render_record(fields: Sequence[BoundField], record: dict[str, Any]) -> Rende
     width = max([p.width for p in panels] + [320])
     if legend:
         panels.append(_legend(list(legend.items()), width))
-    lines = [_caption(f, record.get(f.name)) for f in fields if f.name not in drawn]
+    lines = [caption_line(f, record.get(f.name)) for f in fields if f.name not in drawn]
     if lines:
         caption = Image.new("RGB", (width, _LINE * len(lines) + 6), _BACKGROUND)
         draw = ImageDraw.Draw(caption)

@@ -89,7 +89,7 @@ class Shard:
 
     def __post_init__(self) -> None:
         # A remote shard knows its listed sha256: with a cache, it is read from a checked local copy.
-        if isinstance(self.path, Location) and self.sha256 is not None:
+        if self.sha256 is not None:
             object.__setattr__(self, "path", self.path.with_sha256(self.sha256))
 
     @property

@@ -364,3 +364,19 @@ def test_rk_open_reads_the_folder_once_as_iter_records_does(prepared: tuple[Path
         got = list(handle.records())
         assert [r["caption"] for r in got] == [r["caption"] for r in want]
         assert str(handle[[count - 1, 0]]) == str([want[count - 1], want[0]])
+
+
+def test_the_viewer_shows_the_folder_in_place(prepared: tuple[Path, Any], tmp_path: Path) -> None:
+    testclient = pytest.importorskip("starlette.testclient", reason="the view extra")
+    from recordkit.view import create_app, open_viewer  # the view extra: imported only when installed
+
+    folder, _ = prepared
+    client = testclient.TestClient(
+        create_app(open_viewer(str(folder)), cache_dir=tmp_path, hosts=["testserver"])
+    )
+    grid = client.get("/?split=train")
+    assert grid.status_code == 200
+    assert grid.text.count('class="cell"') == 5
+    assert "caption: caption 0" in grid.text
+    assert client.get("/picture/0.png?split=train").content[:8] == b"\x89PNG\r\n\x1a\n"
+    assert client.get("/audio/0/audio.wav?split=train").content[:4] == b"RIFF"
