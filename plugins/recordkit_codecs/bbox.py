@@ -245,8 +245,8 @@ class BBoxCodec(rk.Codec[BBoxOptions]):
         return xyxy, [int(i) for i in np.asarray(ids).reshape(-1)]
 
     def draw(self, canvas: rk.Canvas, value: Any) -> None:
-        """Each box outlined in its class's colour, its class name inside its top left
-        corner (rk.Drawable)."""
+        """Each box outlined in its class's colour, its class name on a tag inside its
+        top left corner (rk.Drawable)."""
         xyxy, ids = self._xyxy_and_ids(value)
         names = class_names(self.options.labels, ids)
         draw, width = canvas.draw, canvas.line_width
@@ -258,7 +258,7 @@ class BBoxCodec(rk.Codec[BBoxOptions]):
             corners = (min(left, right), min(top, bottom), max(left, right), max(top, bottom))
             draw.rectangle(corners, outline=rgb, width=width)
             if names:
-                draw.text((corners[0] + width + 1, corners[1] + width), names[j], fill=rgb)
+                canvas.tag((corners[0] + width + 2, corners[1] + width + 1), names[j])
 
     def caption(self, value: Any) -> str:
         """How many boxes, and their classes (rk.Captioned)."""

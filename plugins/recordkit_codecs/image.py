@@ -220,14 +220,15 @@ class ImageCodec(rk.Raster, rk.Codec[ImageOptions]):
         return np.asarray(value)
 
     def summarize(self, value: Any) -> rk.Statistics:
-        """Height and width, and counts of sizes and channel counts (rk.Summarized)."""
+        """Height and width, and counts of sizes (``WIDTHxHEIGHT``, as image tools write
+        them) and of channel counts (rk.Summarized)."""
         array = np.asarray(value)
         height, width = int(array.shape[0]), int(array.shape[1])
         channels = int(array.shape[2]) if array.ndim == 3 else 1
         return {
             "height": [float(height)],
             "width": [float(width)],
-            "sizes": {f"{height}x{width}": 1},
+            "sizes": {f"{width}x{height}": 1},
             "channels": {str(channels): 1},
         }
 

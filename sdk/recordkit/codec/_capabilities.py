@@ -38,6 +38,7 @@ conformance kit checks it.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol, runtime_checkable
@@ -45,7 +46,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol, runtime_chec
 import numpy as np
 
 if TYPE_CHECKING:  # Pillow is imported only when a picture is drawn.
-    from PIL import Image, ImageDraw
+    from PIL import Image, ImageDraw, ImageFont
 
 __all__ = [
     "PALETTE",
@@ -111,6 +112,8 @@ class Canvas:
 
     #: The width of outlines (a box's edges), in canvas pixels.
     line_width = 2
+    #: The height of the text :meth:`tag` writes, in canvas pixels.
+    tag_size = 13
 
     def __init__(self, picture: Image.Image, *, height: int, width: int, scale: int = 1) -> None:
         from PIL import Image
@@ -178,11 +181,29 @@ class Canvas:
             draw_alpha.bitmap((0, 0), region, fill=128)
         self._base = Image.composite(colour, self._base, alpha)
 
+    def tag(self, xy: tuple[int, int], text: str) -> None:
+        """``text`` with its top left at ``xy``, white on a dark tag, at :attr:`tag_size`
+        pixels: a class name beside its box, readable on any picture and any class
+        colour."""
+        font = _tag_font(self.tag_size)
+        draw = self.draw
+        left, top, right, bottom = draw.textbbox(xy, text, font=font)
+        draw.rectangle((left - 2, top - 1, right + 2, bottom + 1), fill=(0, 0, 0, 200))
+        draw.text(xy, text, fill=(255, 255, 255, 255), font=font)
+
     def picture(self) -> Image.Image:
         """The drawn picture: the image, its tints, then everything drawn on top."""
         picture = self._base.convert("RGBA")
         picture.alpha_composite(self._ink)
         return picture.convert("RGB")
+
+
+@functools.lru_cache(maxsize=4)
+def _tag_font(size: int) -> ImageFont.FreeTypeFont | ImageFont.ImageFont:
+    """Pillow's own font at ``size`` pixels (its bitmap font where FreeType is missing)."""
+    from PIL import ImageFont
+
+    return ImageFont.load_default(size=size)
 
 
 # --8<-- [start:picture]

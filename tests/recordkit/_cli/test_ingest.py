@@ -66,7 +66,7 @@ def test_ingest_coco_then_stats_counts_boxes_and_classes(tmp_path: Path) -> None
     objects = report["fields"]["objects"]
     assert objects["boxes_per_record"] == {"count": 3, "min": 0.0, "max": 2.0, "mean": 4 / 3}
     assert objects["box_width"]["max"] == 27.0
-    assert report["fields"]["image"]["sizes"] == {"48x64": 1, "40x40": 1, "24x32": 1}
+    assert report["fields"]["image"]["sizes"] == {"64x48": 1, "40x40": 1, "32x24": 1}  # width x height
     masks = report["fields"]["masks"]["mask_pixels"]
     stored = [m for r in rk.iter_records(out, "train", fields=["masks"]) for m in r["masks"]]
     assert int(masks["1"]) == sum(int(m.sum()) for m in stored)

@@ -52,6 +52,22 @@ def test_tints_lie_under_outlines_whatever_the_order() -> None:
     assert tuple(first[20, 40]) == GREY  # class 0 has no colour: untouched
 
 
+def test_a_tag_writes_light_text_on_a_dark_ground_at_its_size() -> None:
+    """Class names are readable on any picture: light text on a dark tag at least
+    ``tag_size`` pixels tall, not small text in the class colour."""
+    for ground in ((128, 128, 128), (255, 255, 255), (0, 200, 0)):
+        canvas = rk.Canvas(Image.new("RGB", (120, 60), ground), height=60, width=120)
+        canvas.tag((5, 5), "dog")
+        pixels = np.asarray(canvas.picture()).astype(int)
+        dark = (pixels < 60).all(axis=2)
+        light = (pixels > 180).all(axis=2) & ~(pixels == ground).all(axis=2)
+        tag_rows = np.where(dark.any(axis=1))[0]
+        text_rows = np.where(light[: tag_rows.max() + 1].any(axis=1))[0]
+        assert tag_rows.max() - tag_rows.min() + 1 >= rk.Canvas.tag_size, ground
+        assert text_rows.max() - text_rows.min() + 1 >= 9, ground
+        assert tag_rows.min() <= text_rows.min() and text_rows.max() <= tag_rows.max(), ground
+
+
 def test_a_class_has_one_colour_everywhere() -> None:
     assert rk.Canvas.color(3) == _canvas().color(3) != rk.Canvas.color(4)
     assert rk.Canvas.color(3) == rk.Canvas.color(3 + 20)  # the palette cycles
