@@ -65,7 +65,8 @@ def test_a_tag_writes_light_text_on_a_dark_ground_at_its_size() -> None:
         text_rows = np.where(light[: tag_rows.max() + 1].any(axis=1))[0]
         assert tag_rows.max() - tag_rows.min() + 1 >= rk.Canvas.tag_size, ground
         assert text_rows.max() - text_rows.min() + 1 >= 9, ground
-        assert tag_rows.min() <= text_rows.min() and text_rows.max() <= tag_rows.max(), ground
+        assert tag_rows.min() <= text_rows.min(), ground
+        assert text_rows.max() <= tag_rows.max(), ground
 
 
 def test_a_class_has_one_colour_everywhere() -> None:
