@@ -1,0 +1,165 @@
+"""The layout of a ``tf.data`` read: the reader's shaping options (``pad``,
+``image_size``, ``image_fit``, ``image_method``) checked against the opened fields and
+worked out once per field, with the fields the per-record step decodes, so that the
+batched decode (:mod:`recordkit.read._load_dataset`) and the per-record one
+(:mod:`recordkit.read._per_record`) shape values by one plan.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from recordkit.codec._capabilities import decodes_per_record, raster_kind
+from recordkit.read._dense import CROP_FITS, ImageFit, Size, crop_offsets, fit_images
+from recordkit.read._open import OpenedDataset
+from recordkit.read._options import PipelineOptions
+from recordkit.schema._bound import BoundField
+
+__all__ = ["DecodeLayout", "padding_values"]
+
+
+@dataclasses.dataclass(frozen=True)
+class DecodeLayout:
+    """What the decode steps need, worked out once from the source and the options."""
+
+    source: OpenedDataset
+    #: Fields padded (to the batch's largest), and the size each fitted field is brought to.
+    padded: frozenset[str]
+    sizes: dict[str, Size]
+    #: The resize method and the pad value of each padded or fitted field.
+    methods: dict[str, str]
+    pad_values: dict[str, int | float]
+    #: Fields decoded record by record, in a parallel map: plain (neither optional nor a
+    #: sequence) stored fields whose codec declares a raster (pictures, decoded one by one,
+    #: and fitted to their size: a crop decodes only its window where it can).
+    per_record: tuple[BoundField, ...]
+    #: Other fields decoded record by record in that map, when the batches are split
+    #: anyway (pictures decoded per record, or single records): plain stored fields whose
+    #: codec asks for it (:meth:`~recordkit.DecodedPerRecord.decodes_per_record`: audio), padded
+    #: (or single records), so that each record's value is made dense where it is decoded.
+    per_record_values: tuple[BoundField, ...]
+    #: Whether the padded fields are padded in the batched step (batches that stay as
+    #: they are); otherwise each record is made dense in the per-record step and the
+    #: batch padded as it is formed (``padded_batch``), or records stay single.
+    pads_in_batch: bool
+    #: The key of the random crop's stateless draws.
+    crop_seed: int
+
+    @classmethod
+    def build(cls, source: OpenedDataset, options: PipelineOptions) -> DecodeLayout:
+        names = [f.name for f in source.fields]
+        sizes = _image_sizes(source.fields, options.image_size)
+        pad = options.pad
+        padded = set(names) if pad is True else set() if pad is False else set(_known(pad, names, "pad"))
+        padded -= set(sizes)
+        image_method = options.image_method
+        chosen = dict(image_method) if isinstance(image_method, Mapping) else {}
+        _known(chosen, list(sizes), "image_method")
+        methods = {
+            f.name: chosen.get(f.name)
+            or (
+                "nearest"
+                if raster_kind(f.codec) == "indices"
+                else (image_method if isinstance(image_method, str) else "bilinear")
+            )
+            for f in source.fields
+            if f.name in sizes
+        }
+        pad_values = {f.name: _pad_value(f) for f in source.fields if f.name in sizes or f.name in padded}
+        # What the per-record step can decode: a value in every record (not optional, no
+        # default), not a sequence.
+        plain = [
+            f
+            for f in source.stored_fields.fields
+            if f.presence_key is None and not f.spec.sequence and f.name not in source.defaults
+        ]
+        per_record = tuple(f for f in plain if raster_kind(f.codec))
+        split = bool(per_record) or options.batch_size is None  # the batches are split anyway
+        per_record_values = tuple(
+            f
+            for f in plain
+            if split
+            and not raster_kind(f.codec)
+            and decodes_per_record(f.codec)
+            and (f.name in padded or options.batch_size is None)
+        )
+        crop_seed = options.seed if options.seed is not None else random.SystemRandom().randrange(1 << 31)
+        pads_in_batch = not per_record and options.batch_size is not None
+        return cls(
+            source,
+            frozenset(padded),
+            sizes,
+            methods,
+            pad_values,
+            per_record,
+            per_record_values,
+            pads_in_batch,
+            crop_seed,
+        )
+
+    def fit(self, name: str, value: Any, shapes: Any, draws: Any, fit: ImageFit) -> tuple[Any, Any]:
+        """A batch of the field's pictures brought to its size, and the crop windows'
+        offsets (None for the resizes)."""
+        offsets = crop_offsets(shapes, self.sizes[name], fit, draws) if fit in CROP_FITS else None
+        fitted = fit_images(
+            value, self.sizes[name], fit, self.methods[name], pad_value=self.pad_values[name], offsets=offsets
+        )
+        return fitted, offsets
+
+
+def padding_values(spec: dict[str, Any], layout: DecodeLayout) -> dict[str, Any]:
+    """``padded_batch``'s padding value of each output: the field's pad value (shapes,
+    offsets and other fields are never padded: records of a batch share their shape)."""
+    import tensorflow as tf
+
+    def scalar(dtype: Any, pad_value: int | float) -> Any:
+        if dtype == tf.string:
+            return tf.constant("", tf.string)
+        if dtype == tf.bool:
+            return tf.constant(bool(pad_value))
+        return tf.constant(pad_value, dtype)
+
+    values = {}
+    for key, value in spec.items():
+        pad = layout.pad_values.get(key, 0)
+        values[key] = tf.nest.map_structure(lambda leaf, pad=pad: scalar(leaf.dtype, pad), value)
+    return values
+
+
+def _pad_value(field: BoundField) -> int | float:
+    """The field's codec's :meth:`~recordkit.Codec.pad_value`, checked to be a number."""
+    value = field.codec.pad_value()
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(
+            f"codec {field.codec.name!r} (field {field.name!r}): pad_value() must return an int or "
+            f"a float, not {value!r}"
+        )
+    return value
+
+
+def _known(names: Sequence[str] | Mapping[str, Any], fields: list[str], option: str) -> list[str]:
+    unknown = [n for n in names if n not in fields]
+    if unknown:
+        raise ValueError(f"{option} names {unknown}, which are not among the fields it applies to ({fields})")
+    return list(names)
+
+
+def _image_sizes(
+    fields: Sequence[BoundField], image_size: Size | Mapping[str, Size] | None
+) -> dict[str, Size]:
+    if image_size is None:
+        return {}
+    names = [f.name for f in fields]
+    if isinstance(image_size, Mapping):
+        chosen = {name: image_size[name] for name in _known(image_size, names, "image_size")}
+    else:
+        chosen = {f.name: image_size for f in fields if raster_kind(f.codec) and not f.spec.sequence}
+    for name, size in chosen.items():
+        if len(size) != 2 or any(int(d) < 1 for d in size):
+            raise ValueError(
+                f"image_size for {name!r} must be (height, width) of positive ints, not {size!r}"
+            )
+    return {name: (int(size[0]), int(size[1])) for name, size in chosen.items()}
