@@ -133,6 +133,9 @@ class BatchMapDataset(MapDataset):
     def batched(
         cls, records: RandomAccess, *, concat: Sequence[str] = (), channels_first: Sequence[str] = ()
     ) -> BatchMapDataset:
+        """A map-style dataset over ``records`` whose ``__getitems__`` returns whole
+        batches laid out as ``concat`` and ``channels_first`` say (``Dataset.torch_batch_map``
+        builds it)."""
         self = cast(BatchMapDataset, cls.over(records))
         self.layout = batch_layout(records, concat, channels_first)
         self.collate_fn = _PassBatch()  # type: ignore[assignment]  # batches come whole from __getitems__
