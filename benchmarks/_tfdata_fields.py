@@ -263,11 +263,11 @@ def stage_cases(root: Path, files: Sequence[Path], *, batch: int = BATCH) -> lis
     cases: list[Case] = []
     for group, fields in GROUPS.items():
         opened = SourceOptions().open(root, "train", list(fields))
-        shards = list(opened.source.shards)
+        shards = list(opened.dataset.shards)
 
         def checked(opened: Any = opened, shards: list[Any] = shards) -> Any:
             chunks = read_shards(
-                opened.source,
+                opened.dataset,
                 shards,
                 block_length=batch,
                 on_corrupt="raise",

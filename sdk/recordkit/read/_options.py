@@ -45,12 +45,17 @@ IMAGE_FITS = ("resize", "resize_with_pad", "crop_or_pad", "random_crop_or_pad")
 
 @dataclasses.dataclass(frozen=True)
 class Opened:
-    """A source opened for one reader: the shards and fields, this worker's share (None:
+    """A dataset opened for one reader: the shards and fields, this worker's share (None:
     the whole split) and the report that collects skipped records (None: raise)."""
 
-    source: OpenedDataset
+    dataset: OpenedDataset
     share: WorkerShare | None
     report: CorruptionReport | None
+
+    @property
+    def source(self) -> OpenedDataset:
+        """The former name of :attr:`dataset`, which ``read/_load_dataset.py`` still uses."""
+        return self.dataset
 
 
 @dataclasses.dataclass(frozen=True)
@@ -77,7 +82,7 @@ class SourceOptions:
         """Check the options, read the manifest, compare the schemas, find the worker's share."""
         self.check()
         share = worker_share(self.input_context, self.num_workers, self.worker_index)
-        source = open_dataset(
+        dataset = open_dataset(
             path,
             split,
             fields,
@@ -91,7 +96,7 @@ class SourceOptions:
         report = self.report
         if report is None and self.on_corrupt == "skip":
             report = CorruptionReport()  # still logs each skip
-        return Opened(source, share, report)
+        return Opened(dataset, share, report)
 
 
 @dataclasses.dataclass(frozen=True)
