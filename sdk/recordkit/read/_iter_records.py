@@ -44,7 +44,7 @@ from recordkit.format._tfrecord import Compression, Damage, iter_tfrecords, scan
 from recordkit.read._corruption import CorruptionReport, OnCorrupt, SkippedRecords
 from recordkit.read._numpy_decode import decode_record_numpy
 from recordkit.read._open import OpenedDataset, Shard
-from recordkit.read._options import Opened, SourceOptions
+from recordkit.read._options import Opened, OpenOptions
 from recordkit.read._paths import Paths
 from recordkit.read._position import Start, position_state, resolve_start
 from recordkit.schema._schema import Schema
@@ -117,7 +117,7 @@ def iter_records(
     """
     if num_threads is not None and num_threads < 1:
         raise ValueError(f"num_threads must be at least 1, not {num_threads}")
-    opened = SourceOptions(
+    opened = OpenOptions(
         schema=schema,
         registry=registry,
         on_corrupt=on_corrupt,
