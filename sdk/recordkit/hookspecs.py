@@ -28,8 +28,8 @@ import pluggy
 
 __all__ = [
     "PROJECT_NAME",
-    "CodecRegister",
-    "SourceRegister",
+    "CodecRegistrar",
+    "SourceRegistrar",
     "hookimpl",
     "hookspec",
     "recordkit_register_codecs",
@@ -45,11 +45,11 @@ hookspec = pluggy.HookspecMarker(PROJECT_NAME)
 hookimpl = pluggy.HookimplMarker(PROJECT_NAME)
 
 
-class CodecRegister(Protocol):
-    """What :func:`recordkit_register_codecs` is given: a
-    :class:`recordkit.CodecRegistry` (``codec`` is a :class:`recordkit.Codec` subclass).
-    A protocol, as for sources, so that this module, which the codec layer loads plugins
-    by, needs nothing of that layer."""
+class CodecRegistrar(Protocol):
+    """What :func:`recordkit_register_codecs` is given: the one call a plugin makes,
+    ``register``, on a :class:`recordkit.CodecRegistry` (``codec`` is a
+    :class:`recordkit.Codec` subclass). A protocol, as for sources, so that this module,
+    which the codec layer loads plugins by, needs nothing of that layer."""
 
     def register(self, codec: type[Any], *, replace: bool = False) -> None:
         """Register ``codec`` under its name; ``replace=True`` to replace a codec of that name."""
@@ -57,7 +57,7 @@ class CodecRegister(Protocol):
 
 # --8<-- [start:recordkit_register_codecs]
 @hookspec
-def recordkit_register_codecs(registry: CodecRegister) -> None:
+def recordkit_register_codecs(registry: CodecRegistrar) -> None:
     """Register the plugin's codec classes with ``registry``.
 
     Called once per plugin when plugins are loaded, never while records are written or
@@ -80,7 +80,7 @@ def recordkit_register_codecs(registry: CodecRegister) -> None:
 # --8<-- [end:recordkit_register_codecs]
 
 
-class SourceRegister(Protocol):
+class SourceRegistrar(Protocol):
     """What :func:`recordkit_register_sources` is given: a
     :class:`recordkit.sources.SourceRegistry`."""
 
@@ -90,7 +90,7 @@ class SourceRegister(Protocol):
 
 # --8<-- [start:recordkit_register_sources]
 @hookspec
-def recordkit_register_sources(registry: SourceRegister) -> None:
+def recordkit_register_sources(registry: SourceRegistrar) -> None:
     """Register the plugin's sources (readers of existing collections) with ``registry``.
 
     Called once per plugin when the sources are first needed (``recordkit ingest``,

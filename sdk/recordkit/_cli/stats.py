@@ -1,4 +1,4 @@
-"""``recordkit stats``: value statistics per field (:mod:`recordkit._cli._stats`), as a
+"""``recordkit stats``: value statistics per field (:mod:`recordkit._cli._field_stats`), as a
 table, a JSON file and PNG histograms. Reads with the numpy reader, no TensorFlow, in
 one streaming pass with a progress bar on a terminal.
 
@@ -27,7 +27,7 @@ from recordkit._cli._common import (
     storage_option,
     table,
 )
-from recordkit._cli._stats import FieldStats
+from recordkit._cli._field_stats import FieldStats
 from recordkit.codec._plugins import default_registry
 from recordkit.dataset._manifest import Manifest
 from recordkit.errors import RecordkitError

@@ -32,7 +32,7 @@ from recordkit.read._grain import DataSource
 from recordkit.read._iter_records import RecordIterator, record_iterator
 from recordkit.read._load_dataset import tf_pipeline
 from recordkit.read._open import OpenedDataset, check_shards, open_dataset, open_split
-from recordkit.read._options import Opened, PipelineOptions, SourceOptions
+from recordkit.read._options import Opened, OpenOptions, PipelineOptions
 from recordkit.read._paths import Paths
 from recordkit.read._position import Start, tf_data_start
 from recordkit.read._random_access import RandomAccess
@@ -512,7 +512,7 @@ class Dataset:
     ) -> Opened:
         """The source for a streaming read: checked, with this worker's share and the
         report of skipped records (``on_corrupt="skip"``)."""
-        SourceOptions(on_corrupt=on_corrupt).check()
+        OpenOptions(on_corrupt=on_corrupt).check()
         share = worker_share(input_context, world_size, rank, names=("world_size", "rank"))
         with self._lock:
             source = self._checked_source(sizes=on_corrupt == "raise")

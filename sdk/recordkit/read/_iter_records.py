@@ -44,7 +44,7 @@ from recordkit.format._tfrecord import Compression, Damage, iter_tfrecords, scan
 from recordkit.read._corruption import CorruptionReport, OnCorrupt, SkippedRecords
 from recordkit.read._numpy_decode import decode_record_numpy
 from recordkit.read._open import OpenedDataset, Shard
-from recordkit.read._options import Opened, SourceOptions
+from recordkit.read._options import Opened, OpenOptions
 from recordkit.read._paths import Paths
 from recordkit.read._position import Start, position_state, resolve_start
 from recordkit.schema._schema import Schema
@@ -117,7 +117,7 @@ def iter_records(
     """
     if num_threads is not None and num_threads < 1:
         raise ValueError(f"num_threads must be at least 1, not {num_threads}")
-    opened = SourceOptions(
+    opened = OpenOptions(
         schema=schema,
         registry=registry,
         on_corrupt=on_corrupt,
@@ -135,21 +135,21 @@ def iter_records(
 def record_iterator(
     opened: Opened, split: str, *, verify: bool, start: Start, num_threads: int | None
 ) -> RecordIterator:
-    """The records of a source already opened (what :func:`iter_records` and
+    """The records of a dataset already opened (what :func:`iter_records` and
     :meth:`recordkit.Dataset.records` give); ``split`` goes into its state dicts."""
     if num_threads is not None and num_threads < 1:
         raise ValueError(f"num_threads must be at least 1, not {num_threads}")
-    source, share = opened.source, opened.share
+    dataset, share = opened.dataset, opened.share
     defaults = {  # fields the records lack, read as the reader schema's default
-        name: decode_record_numpy([source.bound[name]], example)[name]
-        for name, example in source.defaults.items()
+        name: decode_record_numpy([dataset.bound[name]], example)[name]
+        for name, example in dataset.defaults.items()
     }
-    shards, by_record = share.shards(source.shards) if share is not None else (source.shards, False)
+    shards, by_record = share.shards(dataset.shards) if share is not None else (dataset.shards, False)
     keep = (share.count, share.index) if by_record and share is not None else None
     worker = [share.count, share.index] if share is not None else [1, 0]
     options = {"split": split, "worker": worker}
     skip = resolve_start(start, "iter_records", **options)
-    records = _records(source, shards, keep, defaults, verify, opened.report, skip, num_threads or 1)
+    records = _records(dataset, shards, keep, defaults, verify, opened.report, skip, num_threads or 1)
     return RecordIterator(records, skip, options)
 
 
@@ -185,7 +185,7 @@ _Raw = tuple[int, Shard, int, bytes]
 
 
 def _raw_records(
-    source: OpenedDataset,
+    dataset: OpenedDataset,
     shards: Sequence[Shard],
     keep: tuple[int, int] | None,
     verify: bool,
@@ -203,7 +203,7 @@ def _raw_records(
             index += selected
             continue
         in_shard = 0
-        for offset, data in _selected(shard, source.compression, verify, report):
+        for offset, data in _selected(shard, dataset.compression, verify, report):
             in_shard += 1
             if shard.records is not None and in_shard > shard.records:
                 # The manifest is the commit: records it does not count are not the dataset's.
@@ -246,7 +246,7 @@ def _selected(
 
 
 def _records(
-    source: OpenedDataset,
+    dataset: OpenedDataset,
     shards: Sequence[Shard],
     keep: tuple[int, int] | None,
     defaults: dict[str, Any],
@@ -257,7 +257,7 @@ def _records(
 ) -> Generator[dict[str, Any]]:
     """The decoded records of ``shards``, in order (the others are not decoded); with
     ``num_threads`` above 1 decoded in a pool of threads, a bounded window ahead."""
-    stored = source.stored_fields.fields
+    stored = dataset.stored_fields.fields
 
     def decode(raw: _Raw) -> dict[str, Any] | RecordkitError:
         index, shard, offset, data = raw
@@ -265,12 +265,12 @@ def _records(
             record = decode_record_numpy(stored, data, index=index)
             if defaults:
                 record.update(copy.deepcopy(defaults))
-                record = {f.name: record[f.name] for f in source.fields}
+                record = {f.name: record[f.name] for f in dataset.fields}
         except RecordkitError as exc:
             return exc.with_context(shard=shard.name, offset=offset)
         return record
 
-    raws = _raw_records(source, shards, keep, verify, report, skip)
+    raws = _raw_records(dataset, shards, keep, verify, report, skip)
     if num_threads == 1:
         decoded: Iterator[tuple[_Raw, dict[str, Any] | RecordkitError]] = ((raw, decode(raw)) for raw in raws)
     else:

@@ -2,7 +2,7 @@
 
 Every reader (:func:`recordkit.open` and its consumers, :func:`recordkit.load_dataset`,
 :func:`recordkit.iter_records`, :class:`recordkit.RandomAccess`, the PyTorch and Grain
-datasets, the commands that decode records) starts at :func:`open_source`. It takes what
+datasets, the commands that decode records) starts at :func:`open_locations`. It takes what
 the reader was given as Locations (:func:`~recordkit.read._paths.to_locations`, once, at
 the entry point), detects a recordkit dataset or a folder TFDS prepared once
 (:func:`~recordkit.dataset._detect.find_dataset`), or else takes TFRecord files recordkit
@@ -65,7 +65,7 @@ __all__ = [
     "bind_to_read",
     "check_shards",
     "open_dataset",
-    "open_source",
+    "open_locations",
     "open_split",
 ]
 
@@ -149,7 +149,7 @@ def open_dataset(
     """A reader's entry into the open phase: ``path`` (a dataset folder or its
     ``dataset.json``, a folder TFDS prepared, or TFRecord files: a file, a glob pattern
     or a list; local, or remote with its ``storage_options``) as Locations, the schema
-    file loaded, then :func:`open_source`, then :func:`check_shards`.
+    file loaded, then :func:`open_locations`, then :func:`check_shards`.
 
     :param schema: the reader's schema, or the path of a schema file (loaded and checked
         against ``registry``).
@@ -162,12 +162,12 @@ def open_dataset(
     if schema is not None and not isinstance(schema, Schema):
         schema = Schema.load(schema, registry=registry, storage_options=storage_options)
     where = to_locations(path, storage_options)
-    source = open_source(where, split, names, schema=schema, registry=registry, compression=compression)
-    check_shards(source, sizes=check_sizes, sha256=verify_sha256)
-    return source
+    dataset = open_locations(where, split, names, schema=schema, registry=registry, compression=compression)
+    check_shards(dataset, sizes=check_sizes, sha256=verify_sha256)
+    return dataset
 
 
-def open_source(
+def open_locations(
     where: Sequence[Location],
     split: str,
     fields: Sequence[str] | None,
@@ -196,19 +196,19 @@ def open_source(
 
 
 def open_split(
-    source: OpenedDataset,
+    dataset: OpenedDataset,
     split: str,
     fields: Sequence[str] | None,
     schema: Schema | None,
     registry: CodecRegistry,
 ) -> OpenedDataset:
-    """Another split (or other fields) of a dataset that ``source`` opened through its
-    manifest, from that manifest: nothing is read again. Shards are not checked (see
+    """Another split (or other fields) of ``dataset``, opened through its manifest, from
+    that manifest: nothing is read again. Shards are not checked (see
     :func:`check_shards`)."""
-    if source.manifest is None or source.root is None:
+    if dataset.manifest is None or dataset.root is None:
         raise DatasetError("TFRecord files read without a manifest have no splits")
     names = list(fields) if fields is not None else None
-    return _open_manifest(source.root, source.manifest, split, names, schema, registry)
+    return _open_manifest(dataset.root, dataset.manifest, split, names, schema, registry)
 
 
 def _open_manifest(
@@ -342,20 +342,20 @@ def _check_exists(where: Sequence[Location]) -> None:
 _LIST_PAGE = 1000
 
 
-def check_shards(source: OpenedDataset, *, sizes: bool, sha256: bool) -> None:
+def check_shards(dataset: OpenedDataset, *, sizes: bool, sha256: bool) -> None:
     """Check the shards of a dataset opened through its manifest against it: each is
     there, with the size the manifest gives (``sizes``; from one listing where that saves
     requests) and its sha256 (``sha256``). A reader checks before the first read that
     needs it."""
-    if source.manifest is None:
+    if dataset.manifest is None:
         return
     listed = (
-        _listed_sizes(source.root, source.manifest, source.shards)
-        if sizes and source.root is not None
+        _listed_sizes(dataset.root, dataset.manifest, dataset.shards)
+        if sizes and dataset.root is not None
         else {}
     )
-    for shard in source.shards:
-        _check_shard(shard, source.compression, sizes=sizes, sha256=sha256, size=listed.get(shard.name))
+    for shard in dataset.shards:
+        _check_shard(shard, dataset.compression, sizes=sizes, sha256=sha256, size=listed.get(shard.name))
 
 
 def _listed_sizes(root: Location, manifest: Manifest, shards: tuple[Shard, ...]) -> dict[str, int]:

@@ -1,10 +1,10 @@
 """The reader options, each defined once.
 
-:class:`SourceOptions` are what both readers take about where records come from and how
+:class:`OpenOptions` are what both readers take about where records come from and how
 they are checked (the reader schema, the codec registry, corruption handling, sha256,
 compression, the worker's share): :func:`recordkit.load_dataset` and
 :func:`recordkit.iter_records` build one from their keyword arguments, and both open
-their source through :meth:`SourceOptions.open`, so the two readers cannot drift apart.
+the dataset through :meth:`OpenOptions.open`, so the two readers cannot drift apart.
 :class:`PipelineOptions` are the ``tf.data`` pipeline's own (shuffling, interleaving,
 batching, layout, prefetch), checked once when the pipeline is built.
 
@@ -28,7 +28,7 @@ from recordkit.read._share import WorkerShare, worker_share
 from recordkit.schema._schema import Schema
 from recordkit.storage import StorageOptions
 
-__all__ = ["DEFAULT_BLOCK_LENGTH", "IMAGE_FITS", "Opened", "PipelineOptions", "SourceOptions"]
+__all__ = ["DEFAULT_BLOCK_LENGTH", "IMAGE_FITS", "OpenOptions", "Opened", "PipelineOptions", "SourceOptions"]
 
 #: Records read from one shard before the reader moves on to the next one. Shards are
 #: read in blocks (one tf.data element per block, not per record), which keeps the
@@ -45,16 +45,21 @@ IMAGE_FITS = ("resize", "resize_with_pad", "crop_or_pad", "random_crop_or_pad")
 
 @dataclasses.dataclass(frozen=True)
 class Opened:
-    """A source opened for one reader: the shards and fields, this worker's share (None:
+    """A dataset opened for one reader: the shards and fields, this worker's share (None:
     the whole split) and the report that collects skipped records (None: raise)."""
 
-    source: OpenedDataset
+    dataset: OpenedDataset
     share: WorkerShare | None
     report: CorruptionReport | None
 
+    @property
+    def source(self) -> OpenedDataset:
+        """The former name of :attr:`dataset`, which ``read/_load_dataset.py`` still uses."""
+        return self.dataset
+
 
 @dataclasses.dataclass(frozen=True)
-class SourceOptions:
+class OpenOptions:
     """The options both readers share (see :func:`recordkit.load_dataset` for each)."""
 
     schema: Schema | str | os.PathLike[str] | None = None
@@ -77,7 +82,7 @@ class SourceOptions:
         """Check the options, read the manifest, compare the schemas, find the worker's share."""
         self.check()
         share = worker_share(self.input_context, self.num_workers, self.worker_index)
-        source = open_dataset(
+        dataset = open_dataset(
             path,
             split,
             fields,
@@ -91,7 +96,11 @@ class SourceOptions:
         report = self.report
         if report is None and self.on_corrupt == "skip":
             report = CorruptionReport()  # still logs each skip
-        return Opened(source, share, report)
+        return Opened(dataset, share, report)
+
+
+#: The former name of :class:`OpenOptions`, which ``read/_load_dataset.py`` still imports.
+SourceOptions = OpenOptions
 
 
 @dataclasses.dataclass(frozen=True)

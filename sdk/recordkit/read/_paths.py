@@ -16,14 +16,13 @@ from pathlib import Path
 from recordkit.dataset._manifest import MANIFEST_FILE
 from recordkit.errors import DatasetError
 from recordkit.format._tfrecord import Compression
-from recordkit.storage import Location, StorageOptions, location
+from recordkit.storage import Location, PathOrUrl, StorageOptions, location
 
-__all__ = ["PathLike", "Paths", "describe", "expand_files", "guess_compression", "to_locations"]
+__all__ = ["Paths", "describe", "expand_files", "guess_compression", "to_locations"]
 
-#: One path or URL, as users give it.
-PathLike = str | os.PathLike[str]
-#: What a reader takes: one path or URL, or a list of them.
-Paths = PathLike | Sequence[PathLike]
+#: What a reader takes: one path or URL (:data:`~recordkit.storage.PathOrUrl`), or a list
+#: of them (TFRecord files, or globs).
+Paths = PathOrUrl | Sequence[PathOrUrl]
 
 
 def to_locations(path: Paths, storage_options: StorageOptions | None = None) -> tuple[Location, ...]:

@@ -167,33 +167,33 @@ class IndexedShards:
 
     def __init__(
         self,
-        source: OpenedDataset,
+        dataset: OpenedDataset,
         *,
         verify: bool = True,
         max_open_files: int = DEFAULT_MAX_OPEN_FILES,
     ) -> None:
-        if source.compression is not Compression.NONE:
+        if dataset.compression is not Compression.NONE:
             raise DatasetError(
-                f"random access needs uncompressed shards; these are stored {source.compression.value} "
+                f"random access needs uncompressed shards; these are stored {dataset.compression.value} "
                 "(rewrite the dataset without compression, or read it in order with iter_records)"
             )
-        self.shards = source.shards
+        self.shards = dataset.shards
         self.verify = verify
-        # Each shard's manifest entry, by file name: the source may hold a slice of the
+        # Each shard's manifest entry, by file name: the dataset may hold a slice of the
         # split, or only the shards an unfinished append leaves readable.
         listed = (
             {}
-            if source.manifest is None
-            else {info.file: info for split in source.manifest.splits.values() for info in split.shards}
+            if dataset.manifest is None
+            else {info.file: info for split in dataset.manifest.splits.values() for info in split.shards}
         )
-        self.indexes = load_indexes(source.shards, listed, source.compression)
-        #: Records of each shard before what the source reads of it (a split slice), and
+        self.indexes = load_indexes(dataset.shards, listed, dataset.compression)
+        #: Records of each shard before what the dataset reads of it (a split slice), and
         #: how many it reads; record numbers below count from the first read.
-        self.firsts = [shard.skip for shard in source.shards]
+        self.firsts = [shard.skip for shard in dataset.shards]
         self.counts = np.asarray(
             [
                 len(index) - shard.skip if shard.take is None else shard.take
-                for shard, index in zip(source.shards, self.indexes, strict=True)
+                for shard, index in zip(dataset.shards, self.indexes, strict=True)
             ],
             dtype=np.int64,
         )

@@ -52,7 +52,7 @@ __all__ = ["read_shards"]
 
 
 def read_shards(
-    source: OpenedDataset,
+    dataset: OpenedDataset,
     shards: list[Shard],
     *,
     block_length: int,
@@ -69,11 +69,11 @@ def read_shards(
     counts afresh."""
     import tensorflow as tf
 
-    shards = vet_framing(shards, source, on_corrupt, report)
-    compression = source.compression.value
+    shards = vet_framing(shards, dataset, on_corrupt, report)
+    compression = dataset.compression.value
     paths = [str(shard.path) for shard in shards]
-    # The shards of one source are all local or all in one remote store.
-    fsspec_read = _fsspec_reader(shards, source) if any(_streamed(s, remote_io) for s in shards) else None
+    # The shards of one dataset are all local or all in one remote store.
+    fsspec_read = _fsspec_reader(shards, dataset) if any(_streamed(s, remote_io) for s in shards) else None
     indices = tf.constant(list(range(len(shards))), tf.int64)
     files = tf.data.Dataset.from_tensor_slices((indices, tf.constant(paths, tf.string)))
     if shuffle_files and len(shards) > 1:
@@ -81,7 +81,7 @@ def read_shards(
     # Compressed files without a manifest: neither a record count nor the uncompressed size
     # is known, nothing to check against; let TensorFlow's own error through rather than
     # hide a loss.
-    checked = not (compression and source.manifest is None)
+    checked = not (compression and dataset.manifest is None)
 
     sliced = any(shard.sliced for shard in shards)
     skips = tf.constant([shard.skip for shard in shards] or [0], tf.int64)
@@ -119,7 +119,7 @@ def read_shards(
         return chunks
     # Records and bytes read, by shard (one shard: a pair, see _checker).
     counts = tf.zeros([2] if len(shards) == 1 else [len(shards), 2], tf.int64)
-    check = _checker(source, shards, on_corrupt, report)
+    check = _checker(dataset, shards, on_corrupt, report)
     # ``rebatch`` drops the empty markers, as a ``filter`` would, with no function.
     return chunks.scan(counts, check).rebatch(block_length)
 
@@ -142,13 +142,13 @@ def _streamed(shard: Shard, remote_io: RemoteIO) -> bool:
     return shard.path.protocol not in registered
 
 
-def _fsspec_reader(shards: list[Shard], source: OpenedDataset) -> Callable[[Any], Any]:
+def _fsspec_reader(shards: list[Shard], dataset: OpenedDataset) -> Callable[[Any], Any]:
     """``read(index)``: a dataset of shard ``index``'s records, streamed through fsspec
     and unframed (CRCs checked) by recordkit's TFRecord reader. A corrupt record ends
     the shard with an error, which the checks downstream turn into the usual report."""
     import tensorflow as tf
 
-    compression = source.compression
+    compression = dataset.compression
 
     def records(index: Any) -> Iterator[bytes]:
         for _, data in iter_tfrecords(shards[int(index)].path, compression):
@@ -163,7 +163,7 @@ def _fsspec_reader(shards: list[Shard], source: OpenedDataset) -> Callable[[Any]
 
 
 def vet_framing(
-    shards: list[Shard], source: OpenedDataset, on_corrupt: OnCorrupt, report: CorruptionReport | None
+    shards: list[Shard], dataset: OpenedDataset, on_corrupt: OnCorrupt, report: CorruptionReport | None
 ) -> list[Shard]:
     """The shards TensorFlow may read: no record header in them declares more bytes than
     the file holds (TensorFlow allocates a declared length before reading, and a hostile
@@ -177,7 +177,7 @@ def vet_framing(
             kept.append(shard)
             continue
         try:
-            found = oversized_record(local, source.compression)
+            found = oversized_record(local, dataset.compression)
         except OSError as exc:
             reason = f"cannot read the shard file: {exc.strerror or exc}"
             raise CorruptRecordError(reason, shard=shard.name) from None
@@ -200,21 +200,21 @@ def vet_framing(
     return kept
 
 
-def _expected(shards: list[Shard], source: OpenedDataset) -> tuple[list[int], list[int]]:
+def _expected(shards: list[Shard], dataset: OpenedDataset) -> tuple[list[int], list[int]]:
     """The records and bytes each shard should give; -1: unknown (no manifest, or
     compressed, where the file's size is not the records' size)."""
     records = [-1 if shard.selected is None else shard.selected for shard in shards]
     sizes = []
     for shard in shards:
         size = -1
-        if not source.compression.value and not shard.sliced:
+        if not dataset.compression.value and not shard.sliced:
             size = shard.bytes if shard.bytes is not None else location(shard.path).size()
         sizes.append(size)
     return records, sizes
 
 
 def _checker(
-    source: OpenedDataset, shards: list[Shard], on_corrupt: OnCorrupt, report: CorruptionReport | None
+    dataset: OpenedDataset, shards: list[Shard], on_corrupt: OnCorrupt, report: CorruptionReport | None
 ) -> Callable[[Any, Any], Any]:
     """The ``scan`` function: counts each shard's records and bytes, checks them at its
     marker. Kept small (the messages are written here, per shard): TensorFlow optimizes
@@ -225,7 +225,7 @@ def _checker(
     one."""
     import tensorflow as tf
 
-    expected_records, expected_bytes = _expected(shards, source)
+    expected_records, expected_bytes = _expected(shards, dataset)
     pairs = [[n, size] for n, size in zip(expected_records, expected_bytes, strict=True)]
     heads = [f"recordkit CorruptRecordError: shard {shard.name}, offset " for shard in shards]
     tails = [

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from recordkit.hookspecs import SourceRegister, hookimpl
+from recordkit.hookspecs import SourceRegistrar, hookimpl
 from recordkit.sources._base import OnBadInput
 from recordkit.sources._coco import CocoSource
 from recordkit.sources._folders import AudioFolderSource, ImageFolderSource
@@ -114,7 +114,7 @@ def csv(
 
 
 @hookimpl
-def recordkit_register_sources(registry: SourceRegister) -> None:
+def recordkit_register_sources(registry: SourceRegistrar) -> None:
     """Register the sources recordkit ships. recordkit's ``pyproject.toml`` declares the
     package :mod:`recordkit.sources` under the ``recordkit`` entry points, as ``sources``,
     so these go through the same loading, allowlist and blocklist as any plugin's."""

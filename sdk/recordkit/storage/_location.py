@@ -53,7 +53,8 @@ __all__ = [
     "read_ranges",
 ]
 
-#: What the SDK accepts wherever it takes a dataset, shard or schema path.
+#: One path or URL, as users give it: what the SDK accepts wherever it takes a dataset,
+#: shard or schema path (``str``, :class:`pathlib.Path`, ``"s3://..."``).
 PathOrUrl = str | os.PathLike[str]
 #: Keyword arguments for the fsspec filesystem (``endpoint_url``, ``key``, ``token`` ...).
 StorageOptions = Mapping[str, Any]

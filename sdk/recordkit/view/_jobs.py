@@ -1,5 +1,5 @@
 """Work the viewer does in the background: a split's statistics (the per-field summaries
-of ``recordkit stats``, :class:`~recordkit._cli._stats.FieldStats`) with their progress,
+of ``recordkit stats``, :class:`~recordkit._cli._field_stats.FieldStats`) with their progress,
 kept in a cache folder so a second opening does not compute them again; and a verify run
 (``recordkit verify``'s checks, :func:`~recordkit._cli.verify.verify_dataset`).
 
@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from recordkit._cli._common import dataset_at, describe_error
-from recordkit._cli._stats import FieldStats
+from recordkit._cli._field_stats import FieldStats
 from recordkit._cli.stats import json_safe
 from recordkit._cli.verify import verify_dataset
 from recordkit.dataset._manifest import Manifest

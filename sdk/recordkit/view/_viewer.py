@@ -23,8 +23,8 @@ import soundfile
 from PIL import Image
 
 from recordkit._cli._common import describe_error
+from recordkit._cli._field_stats import FieldStats
 from recordkit._cli._render import caption_line, render_record
-from recordkit._cli._stats import FieldStats
 from recordkit.codec._capabilities import Audible, Drawable, Pictured
 from recordkit.codec._plugins import default_registry
 from recordkit.errors import RecordkitError
