@@ -23,9 +23,9 @@ __all__ = ["DecodeLayout", "padding_values"]
 
 @dataclasses.dataclass(frozen=True)
 class DecodeLayout:
-    """What the decode steps need, worked out once from the source and the options."""
+    """What the decode steps need, worked out once from the opened dataset and the options."""
 
-    source: OpenedDataset
+    dataset: OpenedDataset
     #: Fields padded (to the batch's largest), and the size each fitted field is brought to.
     padded: frozenset[str]
     sizes: dict[str, Size]
@@ -49,9 +49,9 @@ class DecodeLayout:
     crop_seed: int
 
     @classmethod
-    def build(cls, source: OpenedDataset, options: PipelineOptions) -> DecodeLayout:
-        names = [f.name for f in source.fields]
-        sizes = _image_sizes(source.fields, options.image_size)
+    def build(cls, dataset: OpenedDataset, options: PipelineOptions) -> DecodeLayout:
+        names = [f.name for f in dataset.fields]
+        sizes = _image_sizes(dataset.fields, options.image_size)
         pad = options.pad
         padded = set(names) if pad is True else set() if pad is False else set(_known(pad, names, "pad"))
         padded -= set(sizes)
@@ -65,16 +65,16 @@ class DecodeLayout:
                 if raster_kind(f.codec) == "indices"
                 else (image_method if isinstance(image_method, str) else "bilinear")
             )
-            for f in source.fields
+            for f in dataset.fields
             if f.name in sizes
         }
-        pad_values = {f.name: _pad_value(f) for f in source.fields if f.name in sizes or f.name in padded}
+        pad_values = {f.name: _pad_value(f) for f in dataset.fields if f.name in sizes or f.name in padded}
         # What the per-record step can decode: a value in every record (not optional, no
         # default), not a sequence.
         plain = [
             f
-            for f in source.stored_fields.fields
-            if f.presence_key is None and not f.spec.sequence and f.name not in source.defaults
+            for f in dataset.stored_fields.fields
+            if f.presence_key is None and not f.spec.sequence and f.name not in dataset.defaults
         ]
         per_record = tuple(f for f in plain if raster_kind(f.codec))
         split = bool(per_record) or options.batch_size is None  # the batches are split anyway
@@ -89,7 +89,7 @@ class DecodeLayout:
         crop_seed = options.seed if options.seed is not None else random.SystemRandom().randrange(1 << 31)
         pads_in_batch = not per_record and options.batch_size is not None
         return cls(
-            source,
+            dataset,
             frozenset(padded),
             sizes,
             methods,

@@ -23,9 +23,9 @@ from recordkit.read._options import (
     DEFAULT_BLOCK_LENGTH,
     IMAGE_FITS,
     Opened,
+    OpenOptions,
     PipelineOptions,
     RemoteIO,
-    SourceOptions,
 )
 from recordkit.read._parse import PRESENT_SUFFIX, make_padded_parser, make_parser
 from recordkit.read._paths import Paths
@@ -172,7 +172,7 @@ def load_dataset(
         prefetch=prefetch,
         remote_io=remote_io,
     )
-    sources = SourceOptions(
+    opening = OpenOptions(
         schema=schema,
         registry=registry,
         on_corrupt=on_corrupt,
@@ -184,23 +184,23 @@ def load_dataset(
         worker_index=worker_index,
         storage_options=storage_options,
     )
-    sources.check()
+    opening.check()
     options.check()
     skip = tf_data_start(
         start, shuffled=shuffle_files or bool(shuffle_buffer), seed=seed, deterministic=deterministic
     )
-    return tf_pipeline(sources.open(path, split, fields), options, on_corrupt, skip)
+    return tf_pipeline(opening.open(path, split, fields), options, on_corrupt, skip)
 
 
 def tf_pipeline(opened: Opened, options: PipelineOptions, on_corrupt: OnCorrupt, skip: int = 0) -> Any:
-    """The ``tf.data`` pipeline (see docs/architecture.md) over a source already opened, with
+    """The ``tf.data`` pipeline (see docs/architecture.md) over a dataset already opened, with
     options already checked: what :func:`load_dataset` and :meth:`recordkit.Dataset.tf`
     build; ``skip`` records of its order are dropped before they are parsed (a resume)."""
     import tensorflow as tf
 
     shards, record_shard = _my_shards(opened)
     batches = _serialized_batches(opened, shards, record_shard, options, on_corrupt, skip)
-    layout = DecodeLayout.build(opened.source, options)
+    layout = DecodeLayout.build(opened.dataset, options)
     batch_size = options.batch_size
     if layout.per_record or batch_size is None:
         to_records = RaggedUnbatcher()
@@ -221,7 +221,7 @@ def tf_pipeline(opened: Opened, options: PipelineOptions, on_corrupt: OnCorrupt,
 def _my_shards(opened: Opened) -> tuple[list[Shard], tuple[int, int] | None]:
     """The shards this worker reads, and ``(count, index)`` when it reads every
     ``count``-th record of them instead (fewer shards than workers)."""
-    shards = list(opened.source.shards)
+    shards = list(opened.dataset.shards)
     if opened.share is None:
         return shards, None
     mine, by_record = opened.share.shards(shards)
@@ -240,7 +240,7 @@ def _serialized_batches(
     single records are asked for): read, checked, repeated and shuffled; the first
     ``skip`` records (a resumed read) dropped before they are parsed."""
     chunks = read_shards(
-        opened.source,
+        opened.dataset,
         shards,
         block_length=options.block_length,
         on_corrupt=on_corrupt,
@@ -325,15 +325,15 @@ def _decoder(layout: DecodeLayout, options: PipelineOptions) -> Callable[..., di
     """The function from a batch of serialized records (and, for the random crop, the
     batch's position in the dataset) to the decoded, laid out batch; the per-record
     fields hold their wire values, and with a random crop ``DRAWS`` each record's draws."""
-    source = layout.source
-    names = [f.name for f in source.fields]
+    dataset = layout.dataset
+    names = [f.name for f in dataset.fields]
     undecoded = {f.name for f in (*layout.per_record, *layout.per_record_values)}
     padded = layout.padded - set(layout.sizes) if layout.pads_in_batch else frozenset()
-    parse = make_padded_parser(source.stored_fields.fields, padded, undecoded)
+    parse = make_padded_parser(dataset.stored_fields.fields, padded, undecoded)
     defaults = {
-        field.name: (make_parser(BoundSchema(source.bound.schema, (field,))), source.defaults[field.name])
-        for field in source.fields
-        if field.name in source.defaults
+        field.name: (make_parser(BoundSchema(dataset.bound.schema, (field,))), dataset.defaults[field.name])
+        for field in dataset.fields
+        if field.name in dataset.defaults
     }
     fit = options.image_fit
 
@@ -363,7 +363,7 @@ def _decoder(layout: DecodeLayout, options: PipelineOptions) -> Callable[..., di
             draws = tf.random.stateless_uniform(tf.stack([tf.shape(serialized)[0], 2]), seed=key)
             if undecoded:
                 out[DRAWS] = draws
-        for field in source.fields:
+        for field in dataset.fields:
             name = field.name
             if name in undecoded:
                 continue

@@ -28,7 +28,7 @@ from recordkit.read._share import WorkerShare, worker_share
 from recordkit.schema._schema import Schema
 from recordkit.storage import StorageOptions
 
-__all__ = ["DEFAULT_BLOCK_LENGTH", "IMAGE_FITS", "OpenOptions", "Opened", "PipelineOptions", "SourceOptions"]
+__all__ = ["DEFAULT_BLOCK_LENGTH", "IMAGE_FITS", "OpenOptions", "Opened", "PipelineOptions"]
 
 #: Records read from one shard before the reader moves on to the next one. Shards are
 #: read in blocks (one tf.data element per block, not per record), which keeps the
@@ -51,11 +51,6 @@ class Opened:
     dataset: OpenedDataset
     share: WorkerShare | None
     report: CorruptionReport | None
-
-    @property
-    def source(self) -> OpenedDataset:
-        """The former name of :attr:`dataset`, which ``read/_load_dataset.py`` still uses."""
-        return self.dataset
 
 
 @dataclasses.dataclass(frozen=True)
@@ -97,10 +92,6 @@ class OpenOptions:
         if report is None and self.on_corrupt == "skip":
             report = CorruptionReport()  # still logs each skip
         return Opened(dataset, share, report)
-
-
-#: The former name of :class:`OpenOptions`, which ``read/_load_dataset.py`` still imports.
-SourceOptions = OpenOptions
 
 
 @dataclasses.dataclass(frozen=True)

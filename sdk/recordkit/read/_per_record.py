@@ -158,7 +158,7 @@ def _dense_records(batched_spec: dict[str, Any], layout: DecodeLayout) -> bool:
     more dimensions, is batched ragged (:func:`_ragged_batches`)."""
     import tensorflow as tf
 
-    for field in layout.source.fields:
+    for field in layout.dataset.fields:
         name = field.name
         if name in layout.sizes or name in layout.padded:
             continue
@@ -190,7 +190,7 @@ def _record_decoder(
     import tensorflow as tf
 
     per_record = {f.name for f in layout.per_record}
-    others = [f for f in layout.source.fields if f.name not in per_record and f.name not in layout.sizes]
+    others = [f for f in layout.dataset.fields if f.name not in per_record and f.name not in layout.sizes]
 
     def decode(record: dict[str, Any]) -> dict[str, Any]:
         out = dict(record)
@@ -386,7 +386,7 @@ def _ragged_batches(
         and any(isinstance(leaf, tf.TensorSpec) for leaf in tf.nest.flatten(spec))
     }
     sized = [f.name for f in layout.per_record if f.name in layout.sizes]  # dense, of one size
-    padded = [f.name for f in layout.source.fields if f.name in layout.padded and f.name not in layout.sizes]
+    padded = [f.name for f in layout.dataset.fields if f.name in layout.padded and f.name not in layout.sizes]
     if not padded and not dense and not sized:
         return batches
 
