@@ -20,6 +20,8 @@ from typing import Any
 import numpy as np
 import pytest
 from _console import run_console_block
+from _sourced import section
+from _sourced import sourced_blocks as blocks_copied_into
 from PIL import Image
 
 import recordkit as rk
@@ -28,28 +30,10 @@ ROOT = Path(__file__).resolve().parents[2]
 GUIDE = ROOT / "docs" / "plugins.md"
 KEYPOINTS = ROOT / "plugins" / "recordkit-keypoints" / "src" / "recordkit_keypoints" / "keypoints.py"
 
-_SOURCED = re.compile(
-    r"<!-- source: (?P<path>[^#\s]+)(?:#(?P<section>[\w-]+))? -->\n```\w+\n(?P<body>.*?)^```",
-    re.MULTILINE | re.DOTALL,
-)
-
-
-def section(path: Path, name: str | None) -> str:
-    """A file, or one snippet section of it (dedented, without its markers)."""
-    text = path.read_text(encoding="utf-8")
-    if name is None:
-        return text
-    lines = text.splitlines()
-    starts = [i for i, line in enumerate(lines) if line.strip() == f"# --8<-- [start:{name}]"]
-    ends = [i for i, line in enumerate(lines) if line.strip() == f"# --8<-- [end:{name}]"]
-    assert len(starts) == len(ends) == 1, f"{path} has no single section {name!r}"
-    return textwrap.dedent("\n".join(lines[starts[0] + 1 : ends[0]])).strip("\n") + "\n"
-
 
 def sourced_blocks() -> list[tuple[str, str | None, str]]:
     """(path, section, the block's code) of each block the guide copies from a file."""
-    text = GUIDE.read_text(encoding="utf-8")
-    return [(m["path"], m["section"], m["body"]) for m in _SOURCED.finditer(text)]
+    return blocks_copied_into(GUIDE)
 
 
 def test_the_guide_shows_its_code_as_code() -> None:
