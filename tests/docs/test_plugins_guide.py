@@ -13,14 +13,13 @@ from __future__ import annotations
 import ast
 import io
 import re
-import textwrap
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 from _console import run_console_block
-from _sourced import section
+from _sourced import rebuilt, section
 from _sourced import sourced_blocks as blocks_copied_into
 from PIL import Image
 
@@ -77,43 +76,16 @@ def test_each_copied_block_equals_its_source(path: str, name: str | None, body: 
             assert ast.unparse(node) in {ast.unparse(m) for m in module.body if isinstance(m, ast.Import)}
 
 
-def _sections(text: str) -> dict[str, tuple[int, int]]:
-    """Each section's (start marker line, end marker line), 0-based."""
-    lines = text.splitlines()
-    found: dict[str, tuple[int, int]] = {}
-    for i, line in enumerate(lines):
-        start = re.fullmatch(r"\s*# --8<-- \[start:(\w+)\]", line)
-        if start:
-            end = next(j for j in range(i, len(lines)) if lines[j].strip() == f"# --8<-- [end:{start[1]}]")
-            found[start[1]] = (i, end)
-    return found
-
-
 def test_the_copied_module_is_the_whole_codec_and_works(tmp_path: Path) -> None:
     """The keypoints module rebuilt from the guide's blocks (each put where its section
     is) is the whole module, and its codec passes the conformance kit."""
     from recordkit.testing import CodecCase, check_codec
 
-    text = KEYPOINTS.read_text(encoding="utf-8")
     relative = str(KEYPOINTS.relative_to(ROOT))
     shown = {name: body for path, name, body in sourced_blocks() if path == relative}
-    sections = _sections(text)
-    assert set(shown) == set(sections), "every section of the module is shown, and only those"
-    lines = text.splitlines()
-    covered = {i for start, end in sections.values() for i in range(start, end + 1)}
-    docstring_end = next(i for i, line in enumerate(lines) if i and line.endswith('"""'))
-    outside = [
-        line
-        for i, line in enumerate(lines)
-        if i > docstring_end and i not in covered and line.strip() and not line.lstrip().startswith("#")
-    ]
-    assert outside == ["from __future__ import annotations"], "code the guide does not show"
-    rebuilt = list(lines)
-    for name, (start, end) in sorted(sections.items(), key=lambda item: -item[1][0]):
-        indent = lines[start][: len(lines[start]) - len(lines[start].lstrip())]
-        rebuilt[start : end + 1] = textwrap.indent(shown[name], indent).splitlines()
+    code = rebuilt(KEYPOINTS, shown)
     namespace: dict[str, Any] = {"__name__": "guide_keypoints"}
-    exec(compile("\n".join(rebuilt), "<docs/plugins.md keypoints>", "exec"), namespace)  # the guide's code
+    exec(compile(code, "<docs/plugins.md keypoints>", "exec"), namespace)  # the guide's code
     codec = namespace["KeypointsCodec"]({"visibility": True})
     points = [[1.0, 2.0, 2.0], [3.0, 4.0, 0.0]]
     report = check_codec(codec, [CodecCase(points), CodecCase([[5.0, 6.0, 1.0]])], tmp_path=tmp_path)
