@@ -126,6 +126,11 @@ class ShardTable(Sequence[ShardInfo]):
             return self._tail[i - n].file
         return self._names[int(self._starts[i]) : int(self._ends[i])].decode("ascii")
 
+    def record_counts(self) -> np.ndarray:
+        """Each shard's record count, as int64."""
+        tail = np.asarray([s.records for s in self._tail], dtype=np.int64)
+        return np.concatenate([self.records, tail]) if len(tail) else self.records
+
     @property
     def total_records(self) -> int:
         return int(self.records.sum()) + sum(s.records for s in self._tail)

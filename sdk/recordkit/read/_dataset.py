@@ -31,7 +31,7 @@ from recordkit.read._corruption import CorruptionReport, OnCorrupt
 from recordkit.read._grain import DataSource
 from recordkit.read._iter_records import RecordIterator, record_iterator
 from recordkit.read._load_dataset import tf_pipeline
-from recordkit.read._open import OpenedDataset, check_shards, open_dataset, open_split
+from recordkit.read._open import OpenedDataset, check_shards, open_dataset, open_split, selected_records
 from recordkit.read._options import Opened, OpenOptions, PipelineOptions
 from recordkit.read._paths import Paths
 from recordkit.read._position import Start, tf_data_start
@@ -210,11 +210,8 @@ class Dataset:
     def __len__(self) -> int:
         """The number of records of the split (from the manifest; else from the record
         indexes, loaded for it)."""
-        source = self._readable()
-        counts = [shard.selected for shard in source.shards]
-        if all(count is not None for count in counts):
-            return sum(count for count in counts if count is not None)
-        return len(self._random_access())
+        count = selected_records(self._readable().shards)
+        return count if count is not None else len(self._random_access())
 
     def __repr__(self) -> str:
         split = "" if self._split is None else f", split={self._split!r}"
@@ -354,7 +351,8 @@ class Dataset:
         """
         if num_threads is not None and num_threads < 1:
             raise ValueError(f"num_threads must be at least 1, not {num_threads}")
-        opened = self._opened(on_corrupt, report, rank, world_size, None)
+        # Each shard's size is checked as the reader comes to it (iter_records), not all at once.
+        opened = self._opened(on_corrupt, report, rank, world_size, None, sizes=False)
         split = self._split if self._split is not None else "train"
         crc = self._request.verify is not False
         return record_iterator(opened, split, verify=crc, start=start, num_threads=num_threads)
@@ -509,13 +507,16 @@ class Dataset:
         rank: int | None,
         world_size: int | None,
         input_context: Any,
+        *,
+        sizes: bool = True,
     ) -> Opened:
-        """The source for a streaming read: checked, with this worker's share and the
-        report of skipped records (``on_corrupt="skip"``)."""
+        """The source for a streaming read: checked (the shards' sizes first when
+        ``sizes``), with this worker's share and the report of skipped records
+        (``on_corrupt="skip"``)."""
         OpenOptions(on_corrupt=on_corrupt).check()
         share = worker_share(input_context, world_size, rank, names=("world_size", "rank"))
         with self._lock:
-            source = self._checked_source(sizes=on_corrupt == "raise")
+            source = self._checked_source(sizes=sizes and on_corrupt == "raise")
         if report is None and on_corrupt == "skip":
             report = CorruptionReport()  # still logs each skip
         return Opened(source, share, report)

@@ -35,12 +35,13 @@ import dataclasses
 import logging
 import os
 from collections.abc import Mapping, Sequence
-from typing import TypeVar
+from typing import TypeVar, overload
 
 from recordkit.codec._plugins import default_registry
 from recordkit.codec._registry import CodecRegistry
 from recordkit.dataset._detect import find_dataset
-from recordkit.dataset._manifest import MANIFEST_FILE, Manifest
+from recordkit.dataset._manifest import MANIFEST_FILE, Manifest, ShardInfo
+from recordkit.dataset._shard_table import total_records
 from recordkit.dataset._paths import member
 from recordkit.errors import (
     CodecVersionError,
@@ -60,10 +61,13 @@ from recordkit.schema._schema import BoundSchema, Schema
 from recordkit.storage import Location, StorageOptions
 
 __all__ = [
+    "ListedShards",
     "OpenedDataset",
     "Shard",
     "bind_to_read",
+    "check_shard_size",
     "check_shards",
+    "selected_records",
     "open_dataset",
     "open_locations",
     "open_split",
@@ -110,7 +114,9 @@ class OpenedDataset:
     """A dataset opened for reading (recordkit's, or TFRecord files it did not write):
     the shards to read and the bound fields to decode them with."""
 
-    shards: tuple[Shard, ...]
+    #: The shards, in order (a split's listed shards are made as they are asked for:
+    #: :class:`ListedShards`).
+    shards: Sequence[Shard]
     compression: Compression
     #: The schema records are decoded with (the caller's, or the stored one).
     schema: Schema
@@ -284,14 +290,60 @@ def _ranges(manifest: Manifest, split: str) -> list[SplitRange]:
         raise ManifestError(str(exc)) from None
 
 
-def _split_shards(root: Location, manifest: Manifest, split: str) -> tuple[Shard, ...]:
+#: Shards a :class:`ListedShards` keeps once made (random reads come back to them).
+_MADE_KEPT = 4096
+
+
+class ListedShards(Sequence[Shard]):
+    """A whole split's shards as its manifest lists them: each :class:`Shard` (its path
+    checked to stay inside the dataset) made when it is asked for, so opening a split of
+    a million shards makes none until they are read."""
+
+    def __init__(self, root: Location, listed: Sequence[ShardInfo]) -> None:
+        self.root = root
+        self.listed = listed
+        self._made: dict[int, Shard] = {}
+
+    def __len__(self) -> int:
+        return len(self.listed)
+
+    @overload
+    def __getitem__(self, i: int) -> Shard: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> tuple[Shard, ...]: ...
+
+    def __getitem__(self, i: int | slice) -> Shard | tuple[Shard, ...]:
+        if isinstance(i, slice):
+            return tuple(self[j] for j in range(*i.indices(len(self))))
+        made = self._made.get(i)
+        if made is None:
+            s = self.listed[i]
+            made = Shard(member(self.root, s.file), s.file, s.records, s.bytes, s.sha256 or None)
+            if len(self._made) >= _MADE_KEPT:  # a pass over every shard holds few at a time
+                self._made.clear()
+            self._made[i] = made
+        return made
+
+    @property
+    def total_records(self) -> int:
+        return total_records(self.listed)
+
+
+def selected_records(shards: Sequence[Shard]) -> int | None:
+    """How many records ``shards`` read (None: unknown), from the manifest's columns
+    when it lists them, without making every shard."""
+    if isinstance(shards, ListedShards):
+        return shards.total_records
+    counts = [shard.selected for shard in shards]
+    return None if any(count is None for count in counts) else sum(c for c in counts if c is not None)
+
+
+def _split_shards(root: Location, manifest: Manifest, split: str) -> Sequence[Shard]:
     """The shards ``split`` reads; for a slice only those it touches, each with the
     records to skip and take."""
     if is_plain_split(split):
-        listed = manifest.split(split).readable_shards
-        return tuple(
-            Shard(member(root, s.file), s.file, s.records, s.bytes, s.sha256 or None) for s in listed
-        )
+        return ListedShards(root, manifest.split(split).readable_shards)
     shards: list[Shard] = []
     for part in _ranges(manifest, split):
         listed = manifest.split(part.split).readable_shards
@@ -358,7 +410,13 @@ def check_shards(dataset: OpenedDataset, *, sizes: bool, sha256: bool) -> None:
         _check_shard(shard, dataset.compression, sizes=sizes, sha256=sha256, size=listed.get(shard.name))
 
 
-def _listed_sizes(root: Location, manifest: Manifest, shards: tuple[Shard, ...]) -> dict[str, int]:
+def check_shard_size(shard: Shard, compression: Compression) -> None:
+    """``shard`` there, with the size its manifest gives: what a reader checks of each
+    shard as it comes to it (a ``stat`` or a HEAD), instead of every shard at open."""
+    _check_shard(shard, compression, sizes=True, sha256=False)
+
+
+def _listed_sizes(root: Location, manifest: Manifest, shards: Sequence[Shard]) -> dict[str, int]:
     """The shards' sizes from one listing of a remote dataset's folder, when that takes
     fewer requests than a HEAD per shard (its pages, judged from the files the manifest
     lists, against the shards); else {} (each shard's size is asked on its own: locally
