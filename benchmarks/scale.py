@@ -95,7 +95,9 @@ def shards_dataset(root: Path, count: int) -> Path:
     template = root / "template"
     if not (template / "dataset.json").is_file():
         shutil.rmtree(template, ignore_errors=True)
-        rk.write_dataset(_records(RECORDS_PER_TINY_SHARD), template, rk.Schema.loads(SCHEMA_TEXT), progress=False)
+        rk.write_dataset(
+            _records(RECORDS_PER_TINY_SHARD), template, rk.Schema.loads(SCHEMA_TEXT), progress=False
+        )
     manifest = Manifest.load(template)
     (first,) = manifest.splits["train"].shards
     assert first.index is not None
@@ -292,15 +294,17 @@ def plot(results: dict[str, Any], path: Path) -> None:
         for op in ops:
             points = [(int(s), row[op]["seconds"]["median"]) for s, row in rows.items() if op in row]
             if points:
-                panel.plot(*zip(*points), marker="o", label=op)
+                panel.plot(*zip(*points, strict=False), marker="o", label=op)
         panel.set(xscale="log", yscale="log", title=f"median seconds by {axis}", xlabel=axis)
         panel.legend(fontsize=7)
     rows = results["shards"]
     points = [(int(s), row["manifest_bytes"] / 1e6) for s, row in rows.items()]
-    memory = [(int(s), row["open_first"]["peak_mb"]["median"]) for s, row in rows.items() if "open_first" in row]
-    axes[1].plot(*zip(*points), marker="o", label="manifest MB")
+    memory = [
+        (int(s), row["open_first"]["peak_mb"]["median"]) for s, row in rows.items() if "open_first" in row
+    ]
+    axes[1].plot(*zip(*points, strict=False), marker="o", label="manifest MB")
     if memory:
-        axes[1].plot(*zip(*memory), marker="s", label="open+first record peak MB")
+        axes[1].plot(*zip(*memory, strict=False), marker="s", label="open+first record peak MB")
     axes[1].set(xscale="log", yscale="log", title="megabytes by shards", xlabel="shards")
     axes[1].legend(fontsize=7)
     figure.tight_layout()

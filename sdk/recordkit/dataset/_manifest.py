@@ -225,6 +225,13 @@ class Manifest(StrictModel):
                 tables[name] = cached
         return tables
 
+    def table_files(self) -> set[str]:
+        """The shard table files this manifest lists when saved."""
+        return {
+            table_file_name(name, hashlib.sha256(data).hexdigest())
+            for name, (_, data) in self.shard_tables().items()
+        }
+
     def save_shard_tables(self, root: PathOrUrl | Location, *, durable: bool = True) -> None:
         """Write the shard tables :meth:`to_json` will list, before the manifest that
         commits them (a table's name holds its sha256: one already there is kept)."""
@@ -302,7 +309,8 @@ class Manifest(StrictModel):
             if split.shard_table is not None:
                 if split.shards:
                     raise ManifestError(
-                        f"invalid manifest: splits.{name}: lists both shards and a shard_table", file=str(path)
+                        f"invalid manifest: splits.{name}: lists both shards and a shard_table",
+                        file=str(path),
                     )
                 split.shards = _read_table(folder, split.shard_table)  # type: ignore[assignment]  # a Sequence
         return manifest
@@ -352,13 +360,16 @@ def _read_table(folder: Location, ref: ShardTableFile) -> ShardTable:
     try:
         data = where.read_bytes()
     except FileNotFoundError:
-        raise ManifestError(f"shard table {ref.file} is listed in {MANIFEST_FILE} but missing", file=str(where)) from None
+        raise ManifestError(
+            f"shard table {ref.file} is listed in {MANIFEST_FILE} but missing", file=str(where)
+        ) from None
     except OSError as exc:
         raise ManifestError(f"cannot be read: {exc.strerror or exc}", file=str(where)) from None
     digest = hashlib.sha256(data).hexdigest()
     if digest != ref.sha256:
         raise ManifestError(
-            f"shard table {ref.file} has sha256 {digest}, {MANIFEST_FILE} says {ref.sha256} (changed or damaged)",
+            f"shard table {ref.file} has sha256 {digest}, {MANIFEST_FILE} says {ref.sha256} "
+            "(changed or damaged)",
             file=str(where),
         )
     return ShardTable.from_bytes(data, file=ref.file, shards=ref.shards)

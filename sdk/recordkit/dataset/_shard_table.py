@@ -254,7 +254,9 @@ def _check_names(names: bytes, count: int, bad: Any) -> None:
         raise bad(f"its names block holds {len(ends)} names, not {count}")
     if not _ALLOWED[block].all():
         where = int(np.flatnonzero(~_ALLOWED[block])[0])
-        raise bad(f"the name of shard {_shard_at(ends, where)} holds byte {block[where]:#04x}; names are plain")
+        raise bad(
+            f"the name of shard {_shard_at(ends, where)} holds byte {block[where]:#04x}; names are plain"
+        )
     # A part starts at the block's start, after "/" or after "\n": never ".", "/" or "\n".
     starts = np.concatenate([[0], np.flatnonzero((block == ord("/")) | (block == ord("\n"))) + 1])
     starts = starts[starts < len(block)]

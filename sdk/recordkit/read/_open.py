@@ -41,8 +41,8 @@ from recordkit.codec._plugins import default_registry
 from recordkit.codec._registry import CodecRegistry
 from recordkit.dataset._detect import find_dataset
 from recordkit.dataset._manifest import MANIFEST_FILE, Manifest, ShardInfo
-from recordkit.dataset._shard_table import total_records
 from recordkit.dataset._paths import member
+from recordkit.dataset._shard_table import total_records
 from recordkit.errors import (
     CodecVersionError,
     CorruptRecordError,

@@ -4,8 +4,9 @@
 datasets and the Grain data source share. It finds each shard's index (listed in the
 manifest and checked against its sha256; else a ``<shard>.index`` sidecar, as
 ``recordkit index`` writes for foreign files; else, for a local shard only, a scan of
-the shard, kept in memory), each loaded on the first read of its shard, maps a global record number to its shard and record, and
-reads a record's framed bytes in one read, whose CRCs it checks.
+the shard, kept in memory), each loaded on the first read of its shard; it maps a global
+record number to its shard and record, and reads a record's framed bytes in one read,
+whose CRCs it checks.
 
 Local and remote shards differ only in how bytes arrive, which the storage layer's
 :class:`~recordkit.storage.RangeReader` decides: a local shard is read with one
