@@ -24,8 +24,11 @@ operation) are kept, with the fastest and the median:
 * ``last_random``: ``ds[len(ds) - 1]`` on a handle just opened (the access alone timed:
   the last shard's index loaded, one read), and ``last_random_warm`` another record of
   the last shard after it;
-* ``verify_1`` and ``verify_2``: ``recordkit verify --threads 1`` and ``--threads 2``;
-* ``stats_sample``: ``recordkit stats -s "train[:1000]"`` (statistics of a sample);
+* ``verify_1``, ``verify_2_threads``, ``verify_2_processes``: ``recordkit verify`` with
+  ``-j 1``, ``-j 2`` (threads) and ``-j 2 --processes`` (CPU seconds are this process's
+  only: the worker processes' are not counted);
+* ``stats_sample``: ``recordkit stats -s "train[:1000]"`` (statistics of a sample of
+  1,000 records, or all when there are fewer);
 * ``index``: ``recordkit index --rebuild`` (every shard's index built again);
 * ``append``: ``rk.write_dataset(..., append=True)`` of one shard into a new split (the
   manifest rewritten with every shard listed);
@@ -70,9 +73,24 @@ fields:
   label: {codec: label, options: {names: [cat, dog, bird]}}
   caption: {codec: text}
 """
-SHARD_OPS = ("open_first", "len", "last_random", "verify_1", "verify_2", "stats_sample", "index", "append")
-FULL_PASS = {"verify_1", "verify_2", "stats_sample", "index"}
-RECORD_OPS = ("open_first", "len", "last_random", "verify_1", "verify_2")
+SHARD_OPS = (
+    "open_first",
+    "len",
+    "last_random",
+    "verify_1",
+    "verify_2_threads",
+    "verify_2_processes",
+    "stats_sample",
+    "index",
+    "append",
+)
+FULL_PASS = {"verify_1", "verify_2_threads", "verify_2_processes", "stats_sample", "index"}
+RECORD_OPS = ("open_first", "len", "last_random", "verify_1", "verify_2_threads", "verify_2_processes")
+VERIFY = {
+    "verify_1": ["-j", "1"],
+    "verify_2_threads": ["-j", "2"],
+    "verify_2_processes": ["-j", "2", "--processes"],
+}
 
 
 def _records(count: int, first: int = 0) -> Iterator[dict[str, Any]]:
@@ -187,10 +205,11 @@ def _child(op: str, data: str, rep: int) -> dict[str, float]:
         size = len(ds)
         wall, cpu = timed(lambda: ds[size - 1])
         extra["last_random_warm"] = timed(lambda: ds[size - 2])[0]
-    elif op in ("verify_1", "verify_2"):
-        wall, cpu = timed(lambda: _cli("verify", "-q", "--threads", op[-1], data))
+    elif op in VERIFY:
+        wall, cpu = timed(lambda: _cli("verify", "-q", "--no-progress", *VERIFY[op], data))
     elif op == "stats_sample":
-        wall, cpu = timed(lambda: _cli("stats", "--no-progress", "-s", "train[:1000]", data))
+        sample = f"train[:{min(1000, len(rk.open(data, 'train')))}]"
+        wall, cpu = timed(lambda: _cli("stats", "--no-progress", "-s", sample, data))
     elif op == "index":
         wall, cpu = timed(lambda: _cli("index", "--rebuild", data))
     elif op == "append":

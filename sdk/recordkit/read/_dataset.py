@@ -5,8 +5,10 @@ files with a schema), the split expression, the schema and the fields bound to t
 codecs once, through :func:`~recordkit.read._open.open_dataset`; :meth:`Dataset.split`
 and :meth:`Dataset.select` derive handles from the manifest already read
 (:func:`~recordkit.read._open.open_split`). What costs reads waits until a consumer
-needs it: the shards' sizes (and sha256) are checked before the first read, once per
-handle, and the record indexes are loaded on the first random access.
+needs it: nothing is made, read or stat'ed per shard when a split is opened; each
+shard's size is checked when a reader first comes to it (``ds.tf()`` checks them all
+before its first read, and ``verify="sha256"`` hashes them all), and a shard's record
+index is loaded on the first random access to that shard.
 
 The consumers are recordkit's readers fed the opened source instead of a path: the
 ``load_dataset`` pipeline (:meth:`Dataset.tf`, the only one that imports TensorFlow), the
@@ -263,7 +265,7 @@ class Dataset:
         with self._lock:
             if self._access is not None:
                 return self._access
-            source = self._checked_source(sizes=True)
+            source = self._checked_source(sizes=False)  # each shard's, as its index loads
             args = {
                 "path": self.path,
                 "split": self._split if self._split is not None else "train",

@@ -399,8 +399,8 @@ def check_shards(dataset: OpenedDataset, *, sizes: bool, sha256: bool) -> None:
     there, with the size the manifest gives (``sizes``; from one listing where that saves
     requests) and its sha256 (``sha256``). A reader checks before the first read that
     needs it."""
-    if dataset.manifest is None:
-        return
+    if dataset.manifest is None or not (sizes or sha256):
+        return  # nothing asked: no shard is touched (a split of a million opens at once)
     listed = (
         _listed_sizes(dataset.root, dataset.manifest, dataset.shards)
         if sizes and dataset.root is not None

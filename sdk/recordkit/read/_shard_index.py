@@ -31,7 +31,7 @@ from recordkit.dataset._shard_table import ShardTable
 from recordkit.errors import CorruptRecordError, DatasetError
 from recordkit.format._index import INDEX_SUFFIX, RecordIndex, build_index, max_index_bytes
 from recordkit.format._tfrecord import Compression, unframe_record
-from recordkit.read._open import ListedShards, OpenedDataset, Shard
+from recordkit.read._open import ListedShards, OpenedDataset, Shard, check_shard_size
 from recordkit.storage import DEFAULT_MAX_OPEN_FILES, Location, RangeReader, read_ranges
 
 __all__ = ["DEFAULT_MAX_OPEN_FILES", "IndexedShards", "load_indexes"]
@@ -220,6 +220,7 @@ class IndexedShards:
         self.verify = verify
         self.compression = dataset.compression
         self._listing = _listing(dataset)
+        self._manifest = dataset.manifest is not None
         #: Each shard's record index, loaded on the first read of that shard.
         self._indexes: list[RecordIndex | None] = [None] * len(dataset.shards)
         self._lock = threading.Lock()
@@ -249,6 +250,8 @@ class IndexedShards:
                 found = self._indexes[shard]
                 if found is None:
                     one = self.shards[shard]
+                    if self._manifest:
+                        check_shard_size(one, self.compression)  # this shard's, on its first read
                     (found,) = load_indexes((one,), self._listing(shard, one), self.compression)
                     self._indexes[shard] = found
         return found
