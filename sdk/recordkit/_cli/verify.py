@@ -138,7 +138,7 @@ def verify_dataset(
     *,
     jobs: int = 1,
     parallel: Parallel = "threads",
-    progress: Callable[[], None] | None = None,
+    progress: Callable[[], object] | None = None,
 ) -> list[ShardCheck]:
     """Check every shard of ``splits``, ``jobs`` at a time (in threads or processes),
     the results in manifest order; ``progress`` is called once per shard checked."""
@@ -164,7 +164,7 @@ def _check_item(item: tuple[Location, str, ShardInfo, Compression]) -> ShardChec
     return check_shard(*item)
 
 
-def _counted(check: ShardCheck, progress: Callable[[], None] | None) -> ShardCheck:
+def _counted(check: ShardCheck, progress: Callable[[], object] | None) -> ShardCheck:
     if progress is not None:
         progress()
     return check
@@ -237,9 +237,7 @@ def verify_command(
     enabled = sys.stderr.isatty() if progress is None else progress
     with tqdm(total=total, desc="verify", unit=" shards", disable=not enabled) as bar:
         parallel: Parallel = "processes" if processes else "threads"
-        checks = verify_dataset(
-            root, manifest, chosen, jobs=jobs, parallel=parallel, progress=lambda: bar.update(1)
-        )
+        checks = verify_dataset(root, manifest, chosen, jobs=jobs, parallel=parallel, progress=bar.update)
     width = max((len(check.shard.file) for check in checks), default=0)
     for check in checks:
         if check.ok and not quiet:

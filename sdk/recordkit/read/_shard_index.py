@@ -226,17 +226,16 @@ class IndexedShards:
         self._lock = threading.Lock()
         #: How many records the dataset reads of each shard (from the manifest, else
         #: from the indexes, loaded for it); record numbers below count from the first read.
-        self.counts = _counts(dataset.shards)
-        if self.counts is None:  # files without a manifest: their indexes say
-            for s in range(len(self.shards)):
-                self.index(s)
-            self.counts = np.asarray(
+        counts = _counts(dataset.shards)
+        if counts is None:  # files without a manifest: their indexes say
+            counts = np.asarray(
                 [
                     len(self.index(s)) - shard.skip if shard.take is None else shard.take
                     for s, shard in enumerate(self.shards)
                 ],
                 dtype=np.int64,
             )
+        self.counts: np.ndarray = counts
         #: ``starts[s]``: the global number of shard ``s``'s first record.
         self.starts = np.concatenate([[0], np.cumsum(self.counts)]).astype(np.int64)
         #: Reads a record's bytes, from a local file or a remote object.
