@@ -296,6 +296,32 @@ def write_csv(results: dict[str, Any], path: Path) -> None:
                         writer.writerow([axis, size, op, i, seconds, cpu, peak])
 
 
+def markdown(results: dict[str, Any]) -> str:
+    """The medians (CPU seconds in brackets, peak MB over baseline after a slash) as
+    Markdown tables: one by shard count, one by records per shard."""
+    lines: list[str] = []
+    for axis in ("shards", "records"):
+        rows = results[axis]
+        if not rows:
+            continue
+        ops = [op for op in SHARD_OPS if any(op in row for row in rows.values())]
+        lines += [f"| {axis} | " + " | ".join(ops) + (" | manifest |" if axis == "shards" else " |")]
+        lines += ["| ---: " * (len(ops) + 1 + (axis == "shards")) + "|"]
+        for size, row in rows.items():
+            cells = [
+                f"{row[op]['seconds']['median']:.3g} s ({row[op]['cpu']['median']:.3g}) / "
+                f"{row[op]['peak_mb']['median']:.0f} MB"
+                if op in row
+                else "-"
+                for op in ops
+            ]
+            if axis == "shards":
+                cells.append(f"{row['manifest_bytes'] / 1e6:.3g} MB")
+            lines.append(f"| {int(size):,} | " + " | ".join(cells) + " |")
+        lines.append("")
+    return "\n".join(lines)
+
+
 def _timed(cell: object) -> bool:
     return isinstance(cell, dict) and "seconds" in cell
 
@@ -336,6 +362,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--out", default="benchmarks/out/scale.json")
     parser.add_argument("--csv", help="also write every repetition as CSV")
     parser.add_argument("--plot", help="also draw the log-log curves (PNG)")
+    parser.add_argument("--markdown", help="also write the medians as Markdown tables")
+    parser.add_argument("--merge", nargs="*", default=[], help="JSON results of earlier runs to add in")
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--shards", type=int, nargs="*", default=list(SHARD_COUNTS))
     parser.add_argument("--records", type=int, nargs="*", default=list(RECORD_COUNTS))
@@ -349,6 +377,12 @@ def main(argv: list[str] | None = None) -> None:
         print(json.dumps(_child(args.child, args.data, args.rep)))
         return
     results = run(args)
+    for earlier in args.merge:  # e.g. the large sizes, run on their own
+        other = json.loads(Path(earlier).read_text())
+        for axis in ("shards", "records"):
+            results[axis] = dict(
+                sorted({**other[axis], **results[axis]}.items(), key=lambda item: int(item[0]))
+            )
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(results, indent=1) + "\n")
@@ -356,6 +390,8 @@ def main(argv: list[str] | None = None) -> None:
         write_csv(results, Path(args.csv))
     if args.plot:
         plot(results, Path(args.plot))
+    if args.markdown:
+        Path(args.markdown).write_text(markdown(results))
 
 
 if __name__ == "__main__":
