@@ -159,9 +159,9 @@ class ShardTable(Sequence[ShardInfo]):
     def from_entries(cls, entries: Iterable[ShardInfo]) -> ShardTable | None:
         """The table of ``entries``; None when one cannot be held in a table (no sha256, or
         an index not named ``<file>.index``): such a split stays listed in JSON."""
-        listed = list(entries)
         if isinstance(entries, ShardTable) and not entries._tail:
-            return entries
+            return entries  # as loaded: its columns are already the table
+        listed = list(entries)
         names: list[bytes] = []
         sha256: list[bytes] = []
         index_sha256: list[bytes] = []
