@@ -121,6 +121,11 @@ class SplitInfo(StrictModel):
         ),
     )
 
+    @pydantic.field_serializer("shards", mode="wrap")
+    def _as_a_list(self, shards: Any, handler: pydantic.SerializerFunctionWrapHandler) -> Any:
+        # A shard table (loaded from a format 3 dataset) dumps as the list it stands for.
+        return handler(list(shards) if isinstance(shards, ShardTable) else shards)
+
     @pydantic.field_validator("rejects_file")
     @classmethod
     def _inside_the_dataset(cls, value: str | None) -> str | None:

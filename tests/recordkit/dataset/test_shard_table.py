@@ -161,3 +161,12 @@ def test_an_append_rewrites_only_the_table_of_the_split_it_changes(tabled: Path)
     assert len(ds) == 14
     assert ds[13]["caption"] == "record 13"
     assert rk.Manifest.load(tabled).splits["train"].num_records == 14
+
+
+def test_a_manifest_holding_a_table_dumps_and_validates_as_the_same_manifest(tabled: Path) -> None:
+    # What the Beam writer passes between its steps, and what a deep copy makes.
+    loaded = rk.Manifest.load(tabled)
+    again = rk.Manifest.model_validate_json(loaded.model_dump_json(by_alias=True))
+    assert list(again.splits["train"].shards) == list(loaded.splits["train"].shards)
+    assert again.model_dump() == loaded.model_dump()
+    assert list(loaded.model_copy(deep=True).splits["train"].shards) == list(loaded.splits["train"].shards)
