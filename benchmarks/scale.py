@@ -6,9 +6,10 @@ Datasets (kept under ``--root`` for later runs):
 
 * ``shards-N`` (N = 10, 1k, 10k, 100k, 1M): N tiny **real** shards of one split, each
   holding 10 records (a label and a short caption; about 400 bytes) with its record
-  index. One shard is written by ``rk.write_dataset``; the other N - 1 are hard links
-  to it under their own names, and ``dataset.json`` lists them all (the same size,
-  sha256 and records each), saved by ``Manifest.save``: the format recordkit writes now.
+  index. One shard is written by ``rk.write_dataset``; the others are hard links to it
+  (or to a copy of it, every 50,000 shards) under their own names, and ``dataset.json``
+  lists them all (the same size, sha256 and records each), saved by ``Manifest.save``:
+  the format recordkit writes now.
   Every file exists, so every operation runs as on a real dataset; only the bytes are
   shared (the file system's cache holds one shard).
 * ``records-R`` (R = 1 to 100k): 10 shards of R records each, written by
@@ -67,6 +68,8 @@ if __package__ in (None, ""):
 SHARD_COUNTS = (10, 1_000, 10_000, 100_000, 1_000_000)
 RECORD_COUNTS = (1, 100, 10_000, 100_000)
 RECORDS_PER_TINY_SHARD = 10
+#: Hard links made to one shard file before the next is written anew.
+LINKS_PER_FILE = 50_000
 SCHEMA_TEXT = """
 name: tiny
 fields:
@@ -125,10 +128,16 @@ def shards_dataset(root: Path, count: int) -> Path:
     (data / first.file).write_bytes(shard_bytes)
     (data / first.index.file).write_bytes(index_bytes)
     listed = [first]
+    source = first.file
     for i in range(1, count):
         name = f"train-{i:05d}.tfrecord"
-        os.link(data / first.file, data / name)
-        os.link(data / first.index.file, data / f"{name}.index")
+        if i % LINKS_PER_FILE == 0:  # a file system caps the links to one file (ext4: 65,000)
+            (data / name).write_bytes(shard_bytes)
+            (data / f"{name}.index").write_bytes(index_bytes)
+            source = name
+        else:
+            os.link(data / source, data / name)
+            os.link(data / f"{source}.index", data / f"{name}.index")
         index = ShardIndex.model_construct(file=f"{name}.index", sha256=first.index.sha256)
         listed.append(
             ShardInfo.model_construct(
