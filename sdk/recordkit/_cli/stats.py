@@ -30,9 +30,10 @@ from recordkit._cli._common import (
 from recordkit._cli._field_stats import FieldStats
 from recordkit.codec._plugins import default_registry
 from recordkit.dataset._manifest import Manifest
+from recordkit.dataset._shards import selected_records
 from recordkit.errors import RecordkitError
 from recordkit.read._iter_records import iter_records
-from recordkit.read._open import bind_to_read, open_dataset, selected_records
+from recordkit.read._open import bind_to_read, open_dataset
 from recordkit.storage import Location
 
 __all__ = ["bar_chart", "gather", "json_safe", "stats_command"]

@@ -28,12 +28,13 @@ from typing import TYPE_CHECKING, Any, Literal
 from recordkit.codec._plugins import default_registry
 from recordkit.codec._registry import CodecRegistry
 from recordkit.dataset._manifest import Manifest
+from recordkit.dataset._shards import selected_records
 from recordkit.errors import DatasetError, MissingExtraError, RecordkitError, SchemaError
 from recordkit.read._corruption import CorruptionReport, OnCorrupt
 from recordkit.read._grain import DataSource
 from recordkit.read._iter_records import RecordIterator, record_iterator
 from recordkit.read._load_dataset import tf_pipeline
-from recordkit.read._open import OpenedDataset, check_shards, open_dataset, open_split, selected_records
+from recordkit.read._open import OpenedDataset, check_shards, open_dataset, open_split
 from recordkit.read._options import Opened, OpenOptions, PipelineOptions
 from recordkit.read._paths import Paths
 from recordkit.read._position import Start, tf_data_start

@@ -28,10 +28,11 @@ import numpy as np
 
 from recordkit.dataset._manifest import ShardInfo
 from recordkit.dataset._shard_table import ShardTable
+from recordkit.dataset._shards import ListedShards, Shard
 from recordkit.errors import CorruptRecordError, DatasetError
 from recordkit.format._index import INDEX_SUFFIX, RecordIndex, build_index, max_index_bytes
 from recordkit.format._tfrecord import Compression, unframe_record
-from recordkit.read._open import ListedShards, OpenedDataset, Shard, check_shard_size
+from recordkit.read._open import OpenedDataset, check_shard_size
 from recordkit.storage import DEFAULT_MAX_OPEN_FILES, Location, RangeReader, read_ranges
 
 __all__ = ["DEFAULT_MAX_OPEN_FILES", "IndexedShards", "load_indexes"]

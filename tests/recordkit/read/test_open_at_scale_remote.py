@@ -13,7 +13,7 @@ import pytest
 from _object_stores import Bucket
 
 import recordkit as rk
-from recordkit.dataset import _manifest
+from recordkit.dataset import _manifest  # private: the shard-table threshold, lowered for a few shards
 
 SCHEMA = rk.Schema.loads(
     """
