@@ -46,10 +46,9 @@ _ROW = 8 + 8 + 1 + 32 + 32
 _INDEX_SUFFIX = ".index"
 _MAX_NAME = 1024
 _MAX_PARTS = 8
-#: Bytes a name may hold: letters, digits, "_", ".", "-" and "/" (see dataset/_paths.py).
-_ALLOWED = np.zeros(256, dtype=bool)
-for _char in b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-/\n":
-    _ALLOWED[_char] = True
+#: Bytes a name may hold: letters, digits, "_", ".", "-" and "/" (see dataset/_paths.py),
+#: and the newline that ends it.
+_ALLOWED_BYTES = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-/\n"
 
 
 def table_file_name(split: str, sha256: str) -> str:
@@ -67,11 +66,12 @@ class ShardTable(Sequence[ShardInfo]):
         records: np.ndarray,
         sizes: np.ndarray,
         indexed: np.ndarray,
-        sha256: bytes,
-        index_sha256: bytes,
+        sha256: bytes | memoryview,
+        index_sha256: bytes | memoryview,
+        ends: np.ndarray | None = None,
     ) -> None:
         self._names = names
-        ends = np.flatnonzero(np.frombuffer(names, dtype=np.uint8) == ord("\n"))
+        ends = _newlines(names) if ends is None else ends
         self._starts = np.concatenate([[0], ends[:-1] + 1]).astype(np.int64) if len(ends) else ends
         self._ends = ends
         self.records = records
@@ -124,7 +124,7 @@ class ShardTable(Sequence[ShardInfo]):
         n = len(self.records)
         if i >= n:
             return self._tail[i - n].file
-        return self._names[int(self._starts[i]) : int(self._ends[i])].decode("ascii")
+        return bytes(self._names[int(self._starts[i]) : int(self._ends[i])]).decode("ascii")
 
     def record_counts(self) -> np.ndarray:
         """Each shard's record count, as int64."""
@@ -143,13 +143,13 @@ class ShardTable(Sequence[ShardInfo]):
         name = self.file(i)
         index = None
         if self._indexed[i]:
-            digest = self._index_sha256[32 * i : 32 * i + 32].hex()
+            digest = bytes(self._index_sha256[32 * i : 32 * i + 32]).hex()
             index = ShardIndex.model_construct(file=name + _INDEX_SUFFIX, sha256=digest)
         return ShardInfo.model_construct(
             file=name,
             records=int(self.records[i]),
             bytes=int(self.sizes[i]),
-            sha256=self._sha256[32 * i : 32 * i + 32].hex(),
+            sha256=bytes(self._sha256[32 * i : 32 * i + 32]).hex(),
             index=index,
         )
 
@@ -159,8 +159,8 @@ class ShardTable(Sequence[ShardInfo]):
     def from_entries(cls, entries: Iterable[ShardInfo]) -> ShardTable | None:
         """The table of ``entries``; None when one cannot be held in a table (no sha256, or
         an index not named ``<file>.index``): such a split stays listed in JSON."""
-        if isinstance(entries, ShardTable) and not entries._tail:
-            return entries  # as loaded: its columns are already the table
+        if isinstance(entries, ShardTable):  # as loaded (and appended to): its columns
+            return entries._merged() if entries._tail else entries
         listed = list(entries)
         names: list[bytes] = []
         sha256: list[bytes] = []
@@ -182,10 +182,25 @@ class ShardTable(Sequence[ShardInfo]):
             b"".join(index_sha256),
         )
 
+    def _merged(self) -> ShardTable | None:
+        """The table of every entry, the appended ones joined to the columns (None: an
+        appended entry a table cannot hold)."""
+        tail = ShardTable.from_entries(self._tail)
+        if tail is None:
+            return None
+        return ShardTable(
+            bytes(self._names) + tail._names,
+            np.concatenate([self.records, tail.records]),
+            np.concatenate([self.sizes, tail.sizes]),
+            np.concatenate([self._indexed, tail._indexed]),
+            bytes(self._sha256) + bytes(tail._sha256),
+            bytes(self._index_sha256) + bytes(tail._index_sha256),
+        )
+
     def to_bytes(self) -> bytes:
         if self._tail:
-            whole = ShardTable.from_entries(list(self))
-            assert whole is not None
+            whole = self._merged()
+            assert whole is not None  # to_bytes is called on tables from_entries made
             return whole.to_bytes()
         return b"".join(
             [
@@ -193,8 +208,8 @@ class ShardTable(Sequence[ShardInfo]):
                 np.asarray(self.records, dtype="<u8").tobytes(),
                 np.asarray(self.sizes, dtype="<u8").tobytes(),
                 np.asarray(self._indexed, dtype=np.uint8).tobytes(),
-                self._sha256,
-                self._index_sha256,
+                bytes(self._sha256),
+                bytes(self._index_sha256),
                 self._names,
             ]
         )
@@ -233,55 +248,61 @@ class ShardTable(Sequence[ShardInfo]):
         indexed = column(count, np.uint8)
         if count and int(indexed.max()) > 1:
             raise bad(f"shard {int(indexed.argmax())} has index flag {int(indexed.max())}, not 0 or 1")
-        sha256 = data[at : at + 32 * count]
+        view = memoryview(data)  # the columns stay in ``data``: no copy of them
+        sha256 = view[at : at + 32 * count]
         at += 32 * count
-        index_sha256 = data[at : at + 32 * count]
+        index_sha256 = view[at : at + 32 * count]
         at += 32 * count
-        names = data[at:]
-        _check_names(names, count, bad)
-        return cls(names, records.astype(np.int64), sizes.astype(np.int64), indexed, sha256, index_sha256)
+        names = data[at:]  # one copy (a quarter of the table): bytes searches need bytes
+        ends = _newlines(names)
+        _check_names(names, ends, count, bad)
+        records, sizes = records.astype(np.int64), sizes.astype(np.int64)
+        return cls(names, records, sizes, indexed, sha256, index_sha256, ends)
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> ShardTable:
+        # Its columns are never changed in place (appends go to the tail): shared, not copied.
+        copy = ShardTable(
+            self._names, self.records, self.sizes, self._indexed, self._sha256, self._index_sha256, self._ends
+        )
+        copy._tail = [info.model_copy(deep=True) for info in self._tail]
+        return copy
 
     def sha256(self) -> str:
         return hashlib.sha256(self.to_bytes()).hexdigest()
 
 
-def _check_names(names: bytes, count: int, bad: Any) -> None:
+def _check_names(names: bytes, ends: np.ndarray, count: int, bad: Any) -> None:
     """Every name a plain relative path inside the dataset (the rules of
-    :func:`~recordkit.dataset._paths.check_member_name`), checked on the whole block."""
-    block = np.frombuffer(names, dtype=np.uint8)
-    ends = np.flatnonzero(block == ord("\n"))
-    if len(ends) != count or (count and ends[-1] != len(block) - 1):
+    :func:`~recordkit.dataset._paths.check_member_name`), checked on the whole block with
+    byte searches (no copy of it; ``ends``: where each name's newline is)."""
+    if len(ends) != count or (count and ends[-1] != len(names) - 1):
         raise bad(f"its names block holds {len(ends)} names, not {count}")
-    if not _ALLOWED[block].all():
-        where = int(np.flatnonzero(~_ALLOWED[block])[0])
-        raise bad(
-            f"the name of shard {_shard_at(ends, where)} holds byte {block[where]:#04x}; names are plain"
-        )
-    # A part starts at the block's start, after "/" or after "\n": never ".", "/" or "\n".
-    starts = np.concatenate([[0], np.flatnonzero((block == ord("/")) | (block == ord("\n"))) + 1])
-    starts = starts[starts < len(block)]
-    first = block[starts]
-    wrong = (first == ord(".")) | (first == ord("/")) | (first == ord("\n"))
-    wrong |= np.isin(starts - 1, np.flatnonzero(block == ord("/"))) & (first == ord("\n"))
-    if len(block) and block[-2 if len(block) > 1 else 0] == ord("/"):
-        wrong[-1:] = True
-    if wrong.any():
-        where = int(starts[int(np.flatnonzero(wrong)[0])])
-        raise bad(
-            f"the name of shard {_shard_at(ends, where)} has an empty part or one starting with '.'; "
-            "it must be a plain relative path inside the dataset folder"
-        )
-    lengths = np.diff(np.concatenate([[-1], ends])) - 1
+    stray = names.translate(None, _ALLOWED_BYTES)
+    if stray:
+        shard = names.count(b"\n", 0, names.find(stray[:1]))
+        raise bad(f"the name of shard {shard} holds byte {stray[0]:#04x}; names are plain")
+    for wrong in (b"\n.", b"/.", b"//", b"\n/", b"/\n", b"\n\n"):
+        where = names.find(wrong)
+        if where >= 0 or names.startswith(wrong[1:]):
+            shard = names.count(b"\n", 0, where + 1) if where >= 0 else 0
+            raise bad(
+                f"the name of shard {shard} has an empty part or one starting with '.'; "
+                "it must be a plain relative path inside the dataset folder"
+            )
+    lengths = np.diff(ends, prepend=-1) - 1
     if count and int(lengths.max()) > _MAX_NAME:
         raise bad(f"the name of shard {int(lengths.argmax())} is longer than {_MAX_NAME} characters")
-    slashes = np.cumsum(block == ord("/"))[ends] if count else ends
-    parts = np.diff(np.concatenate([[0], slashes])) + 1
-    if count and int(parts.max()) > _MAX_PARTS:
-        raise bad(f"the name of shard {int(parts.argmax())} is nested more than {_MAX_PARTS} folders deep")
+    if names.count(b"/") >= _MAX_PARTS:  # else no name can be that deep
+        slashes = np.flatnonzero(np.frombuffer(names, dtype=np.uint8) == ord("/"))
+        parts = np.bincount(np.searchsorted(ends, slashes), minlength=count) + 1
+        if int(parts.max()) > _MAX_PARTS:
+            shard = int(parts.argmax())
+            raise bad(f"the name of shard {shard} is nested more than {_MAX_PARTS} folders deep")
 
 
-def _shard_at(ends: np.ndarray, byte: int) -> int:
-    return int(np.searchsorted(ends, byte))
+def _newlines(names: bytes) -> np.ndarray:
+    """Where each newline of ``names`` is."""
+    return np.flatnonzero(np.frombuffer(names, dtype=np.uint8) == ord("\n"))
 
 
 def total_records(shards: Sequence[ShardInfo]) -> int:
