@@ -170,3 +170,18 @@ def test_a_manifest_holding_a_table_dumps_and_validates_as_the_same_manifest(tab
     assert list(again.splits["train"].shards) == list(loaded.splits["train"].shards)
     assert again.model_dump() == loaded.model_dump()
     assert list(loaded.model_copy(deep=True).splits["train"].shards) == list(loaded.splits["train"].shards)
+
+
+def test_an_index_rebuilt_for_a_changed_shard_of_a_table_is_listed(tabled: Path) -> None:
+    from click.testing import CliRunner
+
+    from recordkit.cli import main
+
+    shards = rk.Manifest.load(tabled).splits["train"].shards
+    third = tabled / shards[2].file
+    (tabled / shards[3].file).write_bytes(third.read_bytes())  # a shard replaced by another
+    result = CliRunner().invoke(main, ["index", "--rebuild", str(tabled)])
+    assert result.exit_code == 0, result.output
+    rebuilt = rk.Manifest.load(tabled).splits["train"].shards
+    assert rebuilt[3].index is not None and shards[2].index is not None
+    assert rebuilt[3].index.sha256 == shards[2].index.sha256  # the new index is the one listed
