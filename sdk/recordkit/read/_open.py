@@ -51,6 +51,7 @@ from recordkit.errors import (
 )
 from recordkit.format._tfrecord import Compression
 from recordkit.read._corruption import file_sha256, locate_corruption
+from recordkit.read._field_groups import bind_split, join_groups, split_groups, split_schema
 from recordkit.read._paths import Paths, describe, expand_files, guess_compression, to_locations
 from recordkit.read._slices import SplitRange, is_plain_split, resolve_split, shard_slices
 from recordkit.schema._bound import BoundField
@@ -86,11 +87,26 @@ class Shard:
     #: all the rest) (:mod:`recordkit.read._slices`).
     skip: int = 0
     take: int | None = None
+    #: Files aligned with this one (a field group's shards, :mod:`recordkit.read._field_groups`):
+    #: each record is this file's record followed by theirs, concatenated.
+    joined: tuple[Shard, ...] = ()
 
     def __post_init__(self) -> None:
         # A remote shard knows its listed sha256: with a cache, it is read from a checked local copy.
         if self.sha256 is not None:
             object.__setattr__(self, "path", self.path.with_sha256(self.sha256))
+
+    @property
+    def files(self) -> tuple[Shard, ...]:
+        """This file and those joined to it, in the order their bytes are joined."""
+        return (self, *self.joined)
+
+    @property
+    def label(self) -> str:
+        """The shard's name, with the files joined to it (what errors name)."""
+        if not self.joined:
+            return self.name
+        return f"{self.name} (joined with {', '.join(j.name for j in self.joined)})"
 
     @property
     def sliced(self) -> bool:
@@ -231,14 +247,17 @@ def _open_manifest(
                 len(info.readable_shards),
                 "" if info.unfinished.shards_before is None else " from before the append",
             )
-    stored = manifest.schema
+    groups = split_groups(manifest, _split_names(manifest, split))
+    stored = split_schema(manifest, groups)
     if schema is not None:
         check_compatibility(
             stored, schema, fields=names, mode="read", registry=registry
         ).raise_for_incompatible()
     read_schema = schema if schema is not None else stored
-    bound = bind_to_read(manifest, registry, schema=read_schema, fields=names)
+    bound = bind_to_read(manifest, registry, schema=read_schema, fields=names, split=split)
     shards = _split_shards(root, manifest, split)
+    if groups:
+        shards = _joined(root, manifest, split, shards, [f.name for f in bound.fields])
     defaults = {
         field.name: _default_example(bound, field)
         for field in bound.fields
@@ -254,14 +273,17 @@ def bind_to_read(
     *,
     schema: Schema | None = None,
     fields: Sequence[str] | None = None,
+    split: str | None = None,
 ) -> BoundSchema:
-    """``schema`` (default: the manifest's own) bound to decode the dataset's records:
-    each field gets the codec that reads what the codec version the manifest records
-    stored. A codec that is missing, or that does not read that version, is an error
-    naming the distribution that wrote the dataset (the manifest's ``codecs`` section)."""
-    read_schema = schema if schema is not None else manifest.schema
+    """``schema`` (default: the manifest's own, with ``split``'s field groups when a
+    split is named) bound to decode the dataset's records: each field gets the codec that
+    reads what the codec version the manifest (or the field's group) records stored. A
+    codec that is missing, or that does not read that version, is an error naming the
+    distribution that wrote the dataset (the manifest's ``codecs`` section)."""
+    groups = split_groups(manifest, _split_names(manifest, split)) if split is not None else {}
+    read_schema = schema if schema is not None else split_schema(manifest, groups)
     try:
-        return read_schema.bind(registry, fields=fields, versions=manifest.codec_versions)
+        return bind_split(manifest, groups, registry, read_schema, fields)
     except UnknownCodecError as exc:
         raise _with_writer(exc, manifest) from None
     except CodecVersionError as exc:
@@ -300,6 +322,28 @@ def _split_shards(root: Location, manifest: Manifest, split: str) -> tuple[Shard
             path = member(root, s.file)
             shards.append(Shard(path, s.file, s.records, s.bytes, s.sha256 or None, piece.skip, piece.take))
     return tuple(shards)
+
+
+def _joined(
+    root: Location, manifest: Manifest, split: str, shards: tuple[Shard, ...], wanted: Sequence[str]
+) -> tuple[Shard, ...]:
+    """``shards`` of ``split`` with the field groups holding ``wanted`` fields joined
+    (:func:`~recordkit.read._field_groups.join_groups`); a shard whose wanted fields are
+    all in groups is read from the first group's file."""
+    where = {
+        info.file: (split_info.groups, index, info)
+        for split_info in (manifest.split(name) for name in _split_names(manifest, split))
+        for index, info in enumerate(split_info.readable_shards)
+    }
+    out = []
+    for shard in shards:
+        groups, index, info = where[shard.name]
+        first, *rest = (
+            Shard(f.path, f.info.file, f.info.records, f.info.bytes, f.info.sha256 or None, shard.skip, shard.take)
+            for f in join_groups(root, groups, wanted, index, info)
+        )
+        out.append(dataclasses.replace(first, joined=tuple(rest)))
+    return tuple(out)
 
 
 def _default_example(bound: BoundSchema, field: BoundField) -> bytes:
@@ -355,7 +399,8 @@ def check_shards(dataset: OpenedDataset, *, sizes: bool, sha256: bool) -> None:
         else {}
     )
     for shard in dataset.shards:
-        _check_shard(shard, dataset.compression, sizes=sizes, sha256=sha256, size=listed.get(shard.name))
+        for file in shard.files:  # the shard, and the field groups' shards joined to it
+            _check_shard(file, dataset.compression, sizes=sizes, sha256=sha256, size=listed.get(file.name))
 
 
 def _listed_sizes(root: Location, manifest: Manifest, shards: tuple[Shard, ...]) -> dict[str, int]:
