@@ -392,8 +392,7 @@ def _joined_records(shard: Shard, compression: Compression, *, verify: bool) -> 
     # Each file on its own (the first without its joined files), its errors naming it.
     files = [dataclasses.replace(file, joined=()) for file in shard.files]
     streams = [iter_shard_records(file, compression, verify=verify) for file in files]
-    read = 0
-    for items in itertools.zip_longest(*streams):
+    for read, items in enumerate(itertools.zip_longest(*streams)):
         ended = [file.name for file, item in zip(shard.files, items, strict=True) if item is None]
         if ended:
             going = [file.name for file, item in zip(shard.files, items, strict=True) if item is not None]
@@ -402,7 +401,6 @@ def _joined_records(shard: Shard, compression: Compression, *, verify: bool) -> 
                 "a field group's shard must hold the records of the shard it is aligned with",
                 shard=shard.name,
             )
-        read += 1
         yield items[0][0], b"".join(data for _, data in items)
 
 

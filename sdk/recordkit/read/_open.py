@@ -339,7 +339,15 @@ def _joined(
     for shard in shards:
         groups, index, info = where[shard.name]
         first, *rest = (
-            Shard(f.path, f.info.file, f.info.records, f.info.bytes, f.info.sha256 or None, shard.skip, shard.take)
+            Shard(
+                f.path,
+                f.info.file,
+                f.info.records,
+                f.info.bytes,
+                f.info.sha256 or None,
+                shard.skip,
+                shard.take,
+            )
             for f in join_groups(root, groups, wanted, index, info)
         )
         out.append(dataclasses.replace(first, joined=tuple(rest)))

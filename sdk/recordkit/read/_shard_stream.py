@@ -42,7 +42,13 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from recordkit.errors import CorruptRecordError
-from recordkit.format._tfrecord import FRAMING_BYTES, Compression, OversizedRecord, iter_tfrecords, oversized_record
+from recordkit.format._tfrecord import (
+    FRAMING_BYTES,
+    Compression,
+    OversizedRecord,
+    iter_tfrecords,
+    oversized_record,
+)
 from recordkit.read._corruption import CorruptionReport, OnCorrupt, SkippedRecords
 from recordkit.read._open import OpenedDataset, Shard
 from recordkit.read._options import RemoteIO

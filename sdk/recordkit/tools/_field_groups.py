@@ -102,7 +102,9 @@ def add_fields(
         groups = info.field_groups if info.field_groups is not None else {}
         staged = groups.get(staged_key)
         if staged is None or staged.fields != schema.fields:
-            staged = FieldGroup(fields=dict(schema.fields), codecs=codec_provenance(bound, registry), unfinished=True)
+            staged = FieldGroup(
+                fields=dict(schema.fields), codecs=codec_provenance(bound, registry), unfinished=True
+            )
         groups[staged_key] = staged
         info.field_groups = groups
         folder = dataset.root.join(FIELDS_FOLDER, split)
@@ -229,7 +231,8 @@ _ADVICE = "run one writer per dataset at a time, then run add_fields again: it r
 def _check_group_name(name: str) -> str:
     if not isinstance(name, str) or not _GROUP_NAME.fullmatch(name):
         raise ValueError(
-            f"invalid field group name {name!r}: use letters, digits, '_' and '-', starting with a letter or digit"
+            f"invalid field group name {name!r}: use letters, digits, '_' and '-', starting with "
+            "a letter or digit"
         )
     return name
 
@@ -251,7 +254,9 @@ def _check_fields(
             taken.update(dict.fromkeys(group.fields, f"field group {other!r}"))
     for field in schema.fields:
         if field in taken:
-            raise SchemaError(f"split {split!r} already has a field {field!r} (in {taken[field]})", field=field)
+            raise SchemaError(
+                f"split {split!r} already has a field {field!r} (in {taken[field]})", field=field
+            )
 
 
 def _items(
@@ -288,7 +293,8 @@ def _as_record(item: Any, bound: BoundSchema, index: int) -> Mapping[str, Any]:
     if isinstance(item, Mapping):
         return item
     raise RecordError(
-        f"is a {type(item).__name__}, not a mapping of the group's fields ({', '.join(f.name for f in bound.fields)})",
+        f"is a {type(item).__name__}, not a mapping of the group's fields "
+        f"({', '.join(f.name for f in bound.fields)})",
         record=index,
     )
 
