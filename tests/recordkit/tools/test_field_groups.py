@@ -134,7 +134,7 @@ def test_reading_only_added_fields_reads_no_shard_of_the_split(grouped: Path, tm
     assert_values_equal(want[6], rk.RandomAccess(copy, fields=["objects", "embedding"])[6])
     batches = list(rk.load_dataset(copy, fields=["embedding"], batch_size=N))
     np.testing.assert_array_equal(batches[0]["embedding"], np.stack([r["embedding"] for r in want]))
-    with pytest.raises(ManifestError, match="train-00000.tfrecord: listed in the manifest but missing"):
+    with pytest.raises(ManifestError, match=r"train-00000.tfrecord: listed in the manifest but missing"):
         rk.iter_records(copy, fields=["embedding", "label"])
 
 
@@ -196,7 +196,7 @@ def test_replace_swaps_a_group_and_removes_its_old_files(
     _write_base(path, records)
     rk.add_fields(path, "train", EMBEDDING, [r["embedding"] for r in records])
     old = {p.name for p in (path / "fields" / "train").iterdir()}
-    with pytest.raises(DatasetError, match="already has a field group 'embedding'.*pass replace=True"):
+    with pytest.raises(DatasetError, match=r"already has a field group 'embedding'.*pass replace=True"):
         rk.add_fields(path, "train", EMBEDDING, [r["embedding"] for r in records])
     rk.add_fields(path, "train", EMBEDDING, [np.full(8, i, np.float32) for i in range(N)], replace=True)
     assert [float(r["embedding"][0]) for r in rk.iter_records(path)] == list(range(N))
@@ -232,16 +232,16 @@ def test_bad_added_fields_are_refused_with_what_is_wrong(
     path = tmp_path / "data"
     _write_base(path, records)
     caption = rk.Schema(name="c", fields={"caption": SCHEMA.fields["caption"]})
-    with pytest.raises(SchemaError, match="split 'train' already has a field 'caption' \\(in the schema\\)"):
+    with pytest.raises(SchemaError, match=r"split 'train' already has a field 'caption' \(in the schema\)"):
         rk.add_fields(path, "train", caption, ["x"] * N)
-    with pytest.raises(ValueError, match="invalid field group name 'a.b'"):
+    with pytest.raises(ValueError, match=r"invalid field group name 'a.b'"):
         rk.add_fields(path, "train", EMBEDDING, [], name="a.b")
-    with pytest.raises(ManifestError, match="no split 'test'"):
+    with pytest.raises(ManifestError, match=r"no split 'test'"):
         rk.add_fields(path, "test", EMBEDDING, [])
     with pytest.raises(RecordError, match=r"record 0.*embedding"):
         rk.add_fields(path, "train", EMBEDDING, [np.zeros(3, np.float32)] * N)
     two = rk.Schema(name="two", fields={**EMBEDDING.fields, "score": rk.FieldSpec(codec="scalar")})
-    with pytest.raises(RecordError, match="record 0: is a float, not a mapping of the group's fields"):
+    with pytest.raises(RecordError, match=r"record 0: is a float, not a mapping of the group's fields"):
         rk.add_fields(path, "train", two, [1.0] * N)
 
 
@@ -254,7 +254,7 @@ def test_appending_to_a_split_with_field_groups_is_refused_and_other_splits_are_
     base = [{k: r[k] for k in BASE} for r in records]
     schema = rk.Schema(name="inline", fields={k: SCHEMA.fields[k] for k in BASE})
     with pytest.raises(
-        DatasetError, match="split 'train' has field groups \\(embedding\\).*not supported yet"
+        DatasetError, match=r"split 'train' has field groups \(embedding\).*not supported yet"
     ):
         rk.write_dataset(base, schema, path, append=True, progress=False)
     rk.write_dataset(base[:2], schema, path, "test", append=True, progress=False)
