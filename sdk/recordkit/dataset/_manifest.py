@@ -33,6 +33,7 @@ __all__ = [
     "MANIFEST_FILE",
     "CodecProvenance",
     "FieldGroup",
+    "GroupShardInfo",
     "Manifest",
     "ShardIndex",
     "ShardInfo",
@@ -85,6 +86,18 @@ class ShardInfo(_Model):
         return check_member_name(value)
 
 
+class GroupShardInfo(ShardInfo):
+    """One shard of a field group, and the split's shard it is aligned with."""
+
+    aligned_with: str = pydantic.Field(
+        pattern=r"^([0-9a-f]{64})?$",
+        description=(
+            "The sha256 of the split's shard whose records this shard's records belong to: a group "
+            "shard listed beside another shard of the split is refused."
+        ),
+    )
+
+
 class UnfinishedWrite(_Model):
     """A write to a split that has not finished (still running, or stopped).
 
@@ -131,7 +144,7 @@ class FieldGroup(_Model):
     codecs: dict[str, CodecProvenance] = pydantic.Field(
         description="The codecs that wrote the group's fields (version and distribution), by codec name."
     )
-    shards: list[ShardInfo] = pydantic.Field(
+    shards: list[GroupShardInfo] = pydantic.Field(
         default_factory=list, description="The group's shards, one per shard of the split, in the same order."
     )
     unfinished: Literal[True] | None = pydantic.Field(
@@ -193,6 +206,12 @@ class SplitInfo(_Model):
                     raise ValueError(
                         f"field group {name!r}: its shard {mine.file} lists {mine.records} records, "
                         f"the split's shard {theirs.file} {theirs.records}; they must be aligned one to one"
+                    )
+                if mine.aligned_with != theirs.sha256:
+                    raise ValueError(
+                        f"field group {name!r}: its shard {mine.file} was written for another shard than "
+                        f"the split's shard {theirs.file} beside which it is listed (aligned_with is not "
+                        "that shard's sha256)"
                     )
         return self
 

@@ -266,6 +266,14 @@ def _checker(
     expected_records, expected_bytes = _expected(shards, dataset)
     pairs = [[n, size] for n, size in zip(expected_records, expected_bytes, strict=True)]
     heads = [f"recordkit CorruptRecordError: shard {shard.label}, offset " for shard in shards]
+    middle = ": the record there is corrupt or truncated; "
+    if len(shards[0].files) > 1:  # with field groups: the bytes read are of all the files
+        heads = [
+            f"recordkit CorruptRecordError: shard {shard.label}: the files are not aligned (a field "
+            "group's shard holds other records than its split's), or a record is corrupt or truncated ("
+            for shard in shards
+        ]
+        middle = " bytes read in all); "
     tails = [
         f" of {'?' if n < 0 else n} records could be read (recordkit.iter_records(..., on_corrupt='skip')"
         " shows every bad record; on_corrupt='skip' reads past it)"
@@ -303,7 +311,7 @@ def _checker(
                 [
                     of(heads, tf.string, index),
                     tf.strings.as_string(got[1]),
-                    ": the record there is corrupt or truncated; ",
+                    middle,
                     tf.strings.as_string(got[0]),
                     of(tails, tf.string, index),
                 ]

@@ -27,7 +27,7 @@ from typing import Any
 
 from recordkit.codec._plugins import default_registry
 from recordkit.codec._registry import CodecRegistry
-from recordkit.dataset._manifest import FieldGroup, Manifest, SplitInfo
+from recordkit.dataset._manifest import FieldGroup, GroupShardInfo, Manifest, SplitInfo
 from recordkit.errors import DatasetError, RecordError, SchemaError
 from recordkit.format._tfrecord import Compression
 from recordkit.read._iter_records import iter_records
@@ -131,10 +131,21 @@ def add_fields(
                 shard.discard()
                 raise
             written = shard.commit()
-            written.file = file
+            index_file = None
             if written.index is not None:
-                written.index.file = f"{FIELDS_FOLDER}/{split}/{written.index.file}"
-            staged.shards.append(written)
+                index_file = written.index.model_copy(
+                    update={"file": f"{FIELDS_FOLDER}/{split}/{written.index.file}"}
+                )
+            staged.shards.append(
+                GroupShardInfo(
+                    file=file,
+                    records=written.records,
+                    bytes=written.bytes,
+                    sha256=written.sha256,
+                    index=index_file,
+                    aligned_with=base.sha256,
+                )
+            )
             done += base.records
             if durable and folder.local_path is not None:
                 fsync_dir(folder.local_path)  # the rename made durable before the manifest lists it
