@@ -257,7 +257,7 @@ def _check_fields(
     if name in groups and not replace:
         raise DatasetError(
             f"split {split!r} already has a field group {name!r} (fields: {', '.join(groups[name].fields)}); "
-            "pass replace=True (--replace) to replace it, or choose another name",
+            "pass replace=True to replace it, or choose another name",
         )
     taken = {field: "the schema" for field in manifest.schema.fields}
     for other, group in groups.items():
