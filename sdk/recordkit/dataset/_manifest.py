@@ -221,6 +221,12 @@ class SplitInfo(_Model):
         return {name: g for name, g in (self.field_groups or {}).items() if g.unfinished is None}
 
     @property
+    def listed_shards(self) -> list[ShardInfo]:
+        """Every shard file the split lists: its shards, then its field groups'."""
+        groups = (self.field_groups or {}).values()
+        return [*self.shards, *(shard for group in groups for shard in group.shards)]
+
+    @property
     def readable_shards(self) -> list[ShardInfo]:
         """The shards a reader reads: all, but while an append to this split has not
         finished, only those it had before (see :attr:`UnfinishedWrite.shards_before`)."""

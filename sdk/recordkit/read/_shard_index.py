@@ -196,10 +196,7 @@ class IndexedShards:
             {}
             if dataset.manifest is None
             else {
-                info.file: info
-                for split in dataset.manifest.splits.values()
-                for files in (split.shards, *(g.shards for g in (split.field_groups or {}).values()))
-                for info in files
+                info.file: info for split in dataset.manifest.splits.values() for info in split.listed_shards
             }
         )
         self.indexes = load_indexes(dataset.shards, listed, dataset.compression)
