@@ -42,6 +42,9 @@ def test_add_fields_from_jsonl_rows_keyed_by_record_index_in_any_order(dataset: 
     got = list(rk.iter_records(dataset, fields=["score", "embedding", "label"]))
     assert [float(r["score"]) for r in got] == [i / 2 for i in range(TRAIN)]
     np.testing.assert_array_equal(got[5]["embedding"], np.full(3, 5, np.float32))
+    stats = run("stats", str(dataset))
+    assert stats.exit_code == 0, stats.output
+    assert "score (scalar)" in stats.output
     verified = run("verify", str(dataset), "-q")
     assert verified.exit_code == 0, verified.output
     # train's 3 shards and its group's 3, test's 1; the group's records are not counted twice
