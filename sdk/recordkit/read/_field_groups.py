@@ -25,17 +25,19 @@ from collections.abc import Iterable, Sequence
 from recordkit.codec._registry import CodecRegistry
 from recordkit.dataset._manifest import FieldGroup, Manifest, ShardInfo
 from recordkit.dataset._paths import member
+from recordkit.dataset._shards import Shard, split_names
 from recordkit.errors import ManifestError
 from recordkit.schema._bound import BoundField, check_shared_keys
 from recordkit.schema._schema import BoundSchema, Schema
 from recordkit.storage import Location
 
-__all__ = ["bind_split", "join_groups", "split_groups", "split_schema"]
+__all__ = ["bind_split", "join_groups", "join_split_groups", "split_groups", "split_schema"]
 
 
-def split_groups(manifest: Manifest, splits: Sequence[str]) -> dict[str, FieldGroup]:
-    """The field groups that readers of ``splits`` join (one split, or the splits of an
+def split_groups(manifest: Manifest, split: str) -> dict[str, FieldGroup]:
+    """The field groups that readers of ``split`` join (one split, or the splits of an
     expression such as ``train+validation``, which must have the same groups)."""
+    splits = split_names(manifest, split)
     found = [manifest.split(name).groups for name in splits]
     if not found:
         return {}
@@ -108,3 +110,33 @@ def join_groups(
     files = [GroupFile(member(root, shard.file), shard)] if not needed or wanted - in_groups else []
     files.extend(GroupFile(member(root, g.shards[index].file), g.shards[index]) for g in needed)
     return files
+
+
+def join_split_groups(
+    root: Location, manifest: Manifest, split: str, shards: tuple[Shard, ...], wanted: Sequence[str]
+) -> tuple[Shard, ...]:
+    """``shards`` of ``split`` with the field groups holding ``wanted`` fields joined
+    (:func:`join_groups`); a shard whose wanted fields are all in groups is read from the
+    first group's file."""
+    where = {
+        info.file: (split_info.groups, index, info)
+        for split_info in (manifest.split(name) for name in split_names(manifest, split))
+        for index, info in enumerate(split_info.readable_shards)
+    }
+    out = []
+    for shard in shards:
+        groups, index, info = where[shard.name]
+        first, *rest = (
+            Shard(
+                f.path,
+                f.info.file,
+                f.info.records,
+                f.info.bytes,
+                f.info.sha256 or None,
+                shard.skip,
+                shard.take,
+            )
+            for f in join_groups(root, groups, wanted, index, info)
+        )
+        out.append(dataclasses.replace(first, joined=tuple(rest)))
+    return tuple(out)
