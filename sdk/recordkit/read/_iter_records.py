@@ -394,8 +394,8 @@ def _joined_records(shard: Shard, compression: Compression, *, verify: bool) -> 
     files = [dataclasses.replace(file, joined=()) for file in shard.files]
     streams = [iter_shard_records(file, compression, verify=verify) for file in files]
     for read, items in enumerate(itertools.zip_longest(*streams)):
-        ended = [file.name for file, item in zip(shard.files, items, strict=True) if item is None]
-        if ended:
+        if None in items:
+            ended = [file.name for file, item in zip(shard.files, items, strict=True) if item is None]
             going = [file.name for file, item in zip(shard.files, items, strict=True) if item is not None]
             raise CorruptRecordError(
                 f"{', '.join(ended)} ends after {read} records, {', '.join(going)} holds more: "
