@@ -199,15 +199,18 @@ class _Dataset:
         self.root = root
         self.durable = durable
         local = root.local_path
+        if local is not None:
+            Manifest.load(root)  # not a dataset: its error, before a lock file is made there
         self._lock = DatasetLock(local, wait=wait) if local is not None else None
         self._remote = RemoteManifest(root, advice=_ADVICE) if local is None else None
         try:
+            # Read again holding the lock: what another writer committed meanwhile counts.
             loaded = self._remote.load() if self._remote is not None else Manifest.load(root)
+            if loaded is None:
+                raise DatasetError("no dataset.json: not a recordkit dataset", file=str(root))
         except BaseException:
             self.close()
             raise
-        if loaded is None:
-            raise DatasetError("no dataset.json: not a recordkit dataset", file=str(root))
         self.manifest = loaded
 
     def split(self, name: str) -> SplitInfo:

@@ -86,6 +86,9 @@ def test_a_split_with_field_groups_reads_as_the_same_data_written_inline_through
         assert_values_equal(near[[9, 0, 4]], far[[9, 0, 4]], path=str(fields))
         assert_values_equal(near[5], far[5], path=str(fields))
         assert far.read_serialized(2) != b""
+    # A handle narrowed later (select) joins the groups its fields need, from the manifest read once.
+    handle = rk.open(grouped).select(["embedding", "caption"])
+    assert_values_equal(rk.open(inline).select(["embedding", "caption"])[8], handle[8])
 
 
 def test_a_split_with_field_groups_reads_as_the_same_data_written_inline_through_tf_data(
@@ -238,6 +241,9 @@ def test_bad_added_fields_are_refused_with_what_is_wrong(
         rk.add_fields(path, "train", EMBEDDING, [], name="a.b")
     with pytest.raises(ManifestError, match=r"no split 'test'"):
         rk.add_fields(path, "test", EMBEDDING, [])
+    with pytest.raises(ManifestError, match=r"no dataset.json: not a recordkit dataset"):
+        rk.add_fields(tmp_path, "train", EMBEDDING, [])
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["data"], "no lock file left where no dataset is"
     with pytest.raises(RecordError, match=r"record 0.*embedding"):
         rk.add_fields(path, "train", EMBEDDING, [np.zeros(3, np.float32)] * N)
     two = rk.Schema(name="two", fields={**EMBEDDING.fields, "score": rk.FieldSpec(codec="scalar")})
