@@ -29,9 +29,8 @@ def test_the_errors_the_page_quotes_are_raised(page_examples: Any, in_tmp_path: 
     with pytest.raises(SchemaError) as taken:
         rk.add_fields("data/photos", "train", caption, ["x"] * 10)
     assert f"`SchemaError: {taken.value}`" in text
-    embedding = rk.Schema(
-        name="e", fields={"embedding": rk.FieldSpec(codec="tensor", options={"dtype": "float32", "shape": [8]})}
-    )
+    options = {"dtype": "float32", "shape": [8]}
+    embedding = rk.Schema(name="e", fields={"embedding": rk.FieldSpec(codec="tensor", options=options)})
     with pytest.raises(DatasetError) as few:
         rk.add_fields("data/photos", "train", embedding, np.zeros((7, 8), np.float32))
     assert f"`DatasetError: {str(few.value).split('(')[0]}(...)`" in text
