@@ -6,11 +6,14 @@ batch, to the numpy reader's pixels."""
 from __future__ import annotations
 
 import io
+import shutil
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
+import tensorflow as tf
+from _reader_support import record_offsets
 from PIL import Image
 
 import recordkit as rk
@@ -89,6 +92,30 @@ def test_pictures_read_alone_are_parsed_record_by_record_into_the_batches_a_batc
         for key, value in one.items():
             assert value.dtype == other[key].dtype, key
             np.testing.assert_array_equal(value, other[key], err_msg=key)
+
+
+def test_a_flipped_bit_in_pictures_read_alone_names_the_shard_and_offset_or_is_skipped_and_reported(
+    dataset: Path, tmp_path: Path
+) -> None:
+    broken = tmp_path / "broken"
+    shutil.copytree(dataset, broken)
+    shard = sorted(broken.glob("**/*.tfrecord"))[1]  # records 4 to 7
+    offsets = record_offsets(shard)
+    data = bytearray(shard.read_bytes())
+    data[offsets[2] + 30] ^= 0x08  # in the data of the shard's third record
+    shard.write_bytes(bytes(data))
+    options: dict[str, Any] = {"batch_size": 3, "pad": True}
+    assert record_by_record(broken, ["image"], **options)
+    with pytest.raises(
+        tf.errors.InvalidArgumentError,
+        match=rf"CorruptRecordError: shard {shard.name}, offset {offsets[2]}: .*; 2 of 4 records",
+    ):
+        batches(broken, ["image"], **options)
+    report = rk.CorruptionReport()
+    read = batches(broken, ["image"], **options, on_corrupt="skip", report=report)
+    assert sum(len(batch["image"]) for batch in read) == len(SIZES) - 2
+    (skipped,) = report.skipped
+    assert (skipped.shard, skipped.offset, skipped.records) == (shard.name, offsets[2], 2)
 
 
 def test_pictures_not_padded_or_single_records_keep_the_batched_parse(dataset: Path) -> None:
