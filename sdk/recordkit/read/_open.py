@@ -32,7 +32,6 @@ offset of the first bad record (:mod:`recordkit.read._corruption`).
 from __future__ import annotations
 
 import dataclasses
-import os
 from collections.abc import Mapping, Sequence
 from typing import TypeVar
 
@@ -54,7 +53,7 @@ from recordkit.read._paths import Paths, describe, expand_files, guess_compressi
 from recordkit.schema._bound import BoundField
 from recordkit.schema._compatibility import check_compatibility
 from recordkit.schema._encoder import RecordEncoder
-from recordkit.schema._schema import BoundSchema, Schema
+from recordkit.schema._schema import BoundSchema, Schema, SchemaLike
 from recordkit.storage import Location, StorageOptions
 
 __all__ = [
@@ -101,7 +100,7 @@ def open_dataset(
     split: str = "train",
     fields: str | Sequence[str] | None = None,
     *,
-    schema: Schema | str | os.PathLike[str] | None = None,
+    schema: SchemaLike | None = None,
     registry: CodecRegistry | None = None,
     compression: str | None = None,
     check_sizes: bool = True,
