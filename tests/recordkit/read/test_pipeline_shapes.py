@@ -18,7 +18,8 @@ from PIL import Image
 
 import recordkit as rk
 from recordkit.read._layout import DecodeLayout
-from recordkit.read._options import OpenOptions, PipelineOptions
+from recordkit.read._open import open_dataset
+from recordkit.read._options import PipelineOptions
 from recordkit.read._record_parse import parses_per_record
 
 #: (height, width) of each record's picture.
@@ -61,9 +62,8 @@ NOT_PIPELINE = ("start", "num_workers", "worker_index")
 
 def record_by_record(dataset: Path, fields: list[str], **options: Any) -> bool:
     """Whether load_dataset takes the record by record shape for this read."""
-    opened = OpenOptions().open(dataset, "train", fields)
     pipeline = PipelineOptions(**{k: v for k, v in options.items() if k not in NOT_PIPELINE})
-    return parses_per_record(DecodeLayout.build(opened.dataset, pipeline), pipeline)
+    return parses_per_record(DecodeLayout.build(open_dataset(dataset, "train", fields), pipeline), pipeline)
 
 
 @pytest.mark.parametrize(
