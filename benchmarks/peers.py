@@ -32,9 +32,20 @@ from benchmarks._peer_adapters import CONTENDERS
 
 ROOT = Path(__file__).resolve().parents[1]
 
-#: What each peer's venv installs beside numpy, Pillow, soundfile, psutil and torch.
-PEER_PACKAGES: dict[str, list[str]] = {"webdataset": ["webdataset"], "grain": ["array-record", "grain"]}
-COMMON = ["numpy", "pillow", "soundfile", "psutil", "torch"]
+#: The CPU torch recordkit's own tests install (the one build of it on this disk).
+CPU_TORCH = "torch==2.13.0"
+#: torch with torchvision: the only torchvision on the package index here is a CUDA build,
+#: which loads beside its own torch only, never beside the CPU torch (issue 31).
+TORCHVISION = ["torch==2.14.1", "torchvision==0.29.1"]
+#: What each peer's venv installs beside numpy, Pillow, soundfile and psutil (its torch too).
+PEER_PACKAGES: dict[str, list[str]] = {
+    "webdataset": ["webdataset", CPU_TORCH],
+    "grain": ["array-record", "grain", CPU_TORCH],
+    "streaming": ["mosaicml-streaming", *TORCHVISION],  # it pins numpy below 2.2 itself
+    "litdata": ["litdata", *TORCHVISION],
+    "huggingface": ["datasets", CPU_TORCH],
+}
+COMMON = ["numpy", "pillow", "soundfile", "psutil"]
 TASKS = (
     "write",
     "read",
