@@ -18,12 +18,7 @@ from benchmarks._data import MixedRecord
 from benchmarks._peer_adapters._decode import field_lists, jpeg_pixels, wav_samples
 
 DOC = "https://lightning.ai/docs/litdata/quick-start"
-#: The records ``optimize``'s worker processes serialize (they inherit it on fork).
-_RECORDS: list[MixedRecord] = []
-
-
-def _sample(index: int) -> dict[str, Any]:
-    r = _RECORDS[index]
+def _sample(r: MixedRecord) -> dict[str, Any]:
     return {
         "jpeg": r.jpeg,
         "wav": r.wav,
@@ -35,16 +30,14 @@ def _sample(index: int) -> dict[str, Any]:
 
 
 def write(records: list[MixedRecord], folder: Path) -> int:
-    _RECORDS[:] = records
-    litdata.optimize(
+    litdata.optimize(  # its worker processes are spawned: the records go to them as inputs
         fn=_sample,
-        inputs=list(range(len(records))),
+        inputs=records,
         output_dir=str(folder / "data"),
         chunk_bytes="64MB",
         num_workers=2,
         mode="overwrite",
     )
-    _RECORDS.clear()
     return len(records)
 
 
