@@ -18,6 +18,8 @@ from benchmarks._data import MixedRecord
 from benchmarks._peer_adapters._decode import field_lists, jpeg_pixels, wav_samples
 
 DOC = "https://lightning.ai/docs/litdata/quick-start"
+
+
 def _sample(r: MixedRecord) -> dict[str, Any]:
     return {
         "jpeg": r.jpeg,
