@@ -5,8 +5,9 @@ https://docs.mosaicml.com/projects/streaming/en/stable/preparing_datasets/basic_
 shuffle=True)`` subclass whose ``__getitem__`` decodes, given to a ``DataLoader`` with the
 same ``batch_size``; random access is ``dataset[i]``. The JPEG and WAV are ``bytes``
 columns (the ``jpeg`` encoding would re-encode a PIL image, changing the bytes every
-other contender stores), decoded with Pillow to uint8 HWC and soundfile to int16; boxes
-are ``ndarray`` columns. No compression: JPEG and WAV bytes do not shrink with zstd, and
+other contender stores), decoded with Pillow to uint8 HWC and soundfile to int16; boxes and
+their labels are ``bytes`` too (the ``ndarray`` encoding refuses an empty array, and a
+record has 0 to 6 boxes). No compression: JPEG and WAV bytes do not shrink with zstd, and
 every contender stores them as they are."""
 
 from __future__ import annotations
@@ -26,8 +27,8 @@ COLUMNS = {
     "jpeg": "bytes",
     "wav": "bytes",
     "caption": "str",
-    "boxes": "ndarray:float32",
-    "box_labels": "ndarray:int64",
+    "boxes": "bytes",
+    "box_labels": "bytes",
     "label": "int",
 }
 
@@ -40,8 +41,8 @@ def write(records: list[MixedRecord], folder: Path) -> int:
                     "jpeg": r.jpeg,
                     "wav": r.wav,
                     "caption": r.caption,
-                    "boxes": r.boxes.astype(np.float32),
-                    "box_labels": r.box_labels.astype(np.int64),
+                    "boxes": r.boxes.astype(np.float32).tobytes(),
+                    "box_labels": r.box_labels.astype(np.int64).tobytes(),
                     "label": int(r.label),
                 }
             )
@@ -57,8 +58,8 @@ class DecodedDataset(streaming.StreamingDataset):
             "image": jpeg_pixels(sample["jpeg"]),
             "audio": wav_samples(sample["wav"]),
             "caption": sample["caption"],
-            "boxes": sample["boxes"].reshape(-1, 4),
-            "box_labels": sample["box_labels"],
+            "boxes": np.frombuffer(sample["boxes"], np.float32).reshape(-1, 4),
+            "box_labels": np.frombuffer(sample["box_labels"], np.int64),
             "label": sample["label"],
         }
 
