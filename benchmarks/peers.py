@@ -58,9 +58,9 @@ TASKS = (
 )
 
 
-def venv_python(peer: str, out: Path) -> Path:
-    """The python of ``peer``'s venv, made and installed on first use."""
-    venv = out / "venvs" / peer
+def venv_python(peer: str, venvs: Path) -> Path:
+    """The python of ``peer``'s venv under ``venvs``, made and installed on first use."""
+    venv = venvs / peer
     python = venv / "bin" / "python"
     if not python.exists():
         subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
@@ -133,13 +133,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--peers", default=",".join(PEER_PACKAGES), help="comma-separated peers")
     parser.add_argument("--no-peers", action="store_true", help="recordkit alone (the smoke test)")
-    parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "out")
+    parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "out", help="where the report goes")
+    parser.add_argument(
+        "--venvs",
+        type=Path,
+        default=ROOT / "benchmarks" / "out" / "venvs",
+        help="the peers' venvs (made on first use: several GB for Streaming and LitData)",
+    )
     args = parser.parse_args(argv)
     peers = [] if args.no_peers else [p for p in args.peers.split(",") if p]
     for peer in peers:
         if peer not in PEER_PACKAGES or peer not in CONTENDERS:
             parser.error(f"unknown peer {peer!r}; the peers are {', '.join(PEER_PACKAGES)}")
-    pythons = {"recordkit": Path(sys.executable), **{p: venv_python(p, args.out) for p in peers}}
+    pythons = {"recordkit": Path(sys.executable), **{p: venv_python(p, args.venvs) for p in peers}}
     rounds: list[dict[str, dict[str, Any]]] = []
     for number in range(args.rounds):
         order = list(pythons) if number % 2 == 0 else list(reversed(pythons))  # alternate
