@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import torch
@@ -36,7 +36,8 @@ class SharedArrays:
     def __call__(self, shape: tuple[int, ...], dtype: np.dtype[Any], fill: float) -> np.ndarray:
         like = torch.from_numpy(np.empty(0, dtype))
         # as default_collate does: a new storage in shared memory (zero-filled), no copy
-        storage = like._typed_storage()._new_shared(math.prod(shape))
+        # (torch leaves these storage calls unannotated)
+        storage = cast(Any, like)._typed_storage()._new_shared(math.prod(shape))
         tensor = like.new(storage).view(shape)
         array = tensor.numpy()
         if fill != 0:
