@@ -99,14 +99,20 @@ def rate(result: dict[str, Any], task: str) -> float | None:
     return float(row["records_per_s"]) if isinstance(row, dict) and row["records"] else None
 
 
+def cpu(result: dict[str, Any], task: str) -> float | None:
+    row = result.get(task)
+    return float(row["cpu_us_per_record"]) if isinstance(row, dict) and "cpu_us_per_record" in row else None
+
+
 def table(rounds: list[dict[str, dict[str, Any]]]) -> str:
-    """Markdown: per contender and task, every round's records/s, the median, and the
-    median's ratio to the best peer's median (recordkit's rows)."""
+    """Markdown: per contender and task, every round's records/s, the median, the median
+    CPU µs per record, the workers' memory, and the median's ratio to the best peer's
+    median (recordkit's rows)."""
     names = list(rounds[0])
     medians: dict[str, dict[str, float]] = {}
     lines = [
-        "| contender | task | rounds (records/s) | median | worker RSS (MB) | x best peer |",
-        "| --- | --- | --- | ---: | ---: | ---: |",
+        "| contender | task | rounds (records/s) | median | CPU µs/record | worker RSS (MB) | x best peer |",
+        "| --- | --- | --- | ---: | ---: | ---: | ---: |",
     ]
     for name in names:
         medians[name] = {}
@@ -121,7 +127,9 @@ def table(rounds: list[dict[str, dict[str, Any]]]) -> str:
             rss = [one[name].get(task, {}).get("worker_rss_mb") for one in rounds]
             memory = " ".join(f"{m:.0f}" for m in rss if m is not None)
             each = " ".join(f"{r:,.0f}" for r in (rate(one[name], task) for one in rounds) if r is not None)
-            lines.append(f"| {name} | {task} | {each} | {median:,.0f} | {memory} | {ratio} |")
+            cpus = [c for c in (cpu(one[name], task) for one in rounds) if c is not None]
+            used = f"{statistics.median(cpus):,.0f}" if cpus else ""
+            lines.append(f"| {name} | {task} | {each} | {median:,.0f} | {used} | {memory} | {ratio} |")
     return "\n".join(lines)
 
 

@@ -67,7 +67,10 @@ def test_torchvision_peers_get_their_own_cuda_torch_and_the_others_the_cpu_torch
 
 
 def _round(read: dict[str, float]) -> dict[str, dict[str, object]]:
-    return {name: {"read": {"records": 10, "records_per_s": rate}} for name, rate in read.items()}
+    return {
+        name: {"read": {"records": 10, "records_per_s": rate, "cpu_us_per_record": 1e6 / rate}}
+        for name, rate in read.items()
+    }
 
 
 def test_the_report_gives_recordkit_the_ratio_of_its_median_to_the_best_peers_median() -> None:
@@ -77,6 +80,7 @@ def test_the_report_gives_recordkit_the_ratio_of_its_median_to_the_best_peers_me
         _round({"recordkit": 400.0, "grain": 110.0, "litdata": 100.0}),
     ]
     report = table(rounds)
-    # medians: recordkit 300, grain 110, litdata 100: the best peer is grain
-    assert "| recordkit | read | 300 200 400 | 300 |  | 2.73x |" in report
-    assert "| grain | read | 100 120 110 | 110 |  |  |" in report
+    # medians: recordkit 300, grain 110, litdata 100: the best peer is grain; CPU per
+    # record is each round's 1e6 / rate here, so its medians are 3,333 and 9,091
+    assert "| recordkit | read | 300 200 400 | 300 | 3,333 |  | 2.73x |" in report
+    assert "| grain | read | 100 120 110 | 110 | 9,091 |  |  |" in report
