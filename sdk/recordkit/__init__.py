@@ -41,11 +41,10 @@ from recordkit.dataset._tfds import TfdsDataset, open_tfds
 from recordkit.hookspecs import hookimpl
 from recordkit.read._corruption import CorruptionReport, SkippedRecords
 from recordkit.read._dataset import Dataset, open
-from recordkit.read._iter_records import iter_records
-from recordkit.read._load_dataset import load_dataset
 from recordkit.read._parse import PRESENT_SUFFIX, feature_spec, make_parser
 from recordkit.read._random_access import RandomAccess
 from recordkit.read._read_config import Layout, ReadConfig
+from recordkit.read._shortcuts import iter_records, load_dataset
 from recordkit.schema._bound import BoundField, KeyedFeature
 from recordkit.schema._compatibility import CompatibilityReport, FieldDifference, check_compatibility
 from recordkit.schema._encoder import EncodedRecord as _EncodedRecord

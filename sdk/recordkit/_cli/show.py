@@ -14,8 +14,8 @@ from recordkit._cli._render import contact_sheet, render_record
 from recordkit.codec._plugins import default_registry
 from recordkit.dataset._manifest import Manifest
 from recordkit.errors import RecordkitError
-from recordkit.read._iter_records import iter_records
 from recordkit.read._open import bind_to_read
+from recordkit.read._shortcuts import iter_records
 
 __all__ = ["show_command"]
 

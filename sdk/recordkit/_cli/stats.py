@@ -31,8 +31,8 @@ from recordkit._cli._field_stats import FieldStats
 from recordkit.codec._plugins import default_registry
 from recordkit.dataset._manifest import Manifest
 from recordkit.errors import RecordkitError
-from recordkit.read._iter_records import iter_records
 from recordkit.read._open import bind_to_read, open_dataset
+from recordkit.read._shortcuts import iter_records
 from recordkit.storage import Location
 
 __all__ = ["bar_chart", "gather", "json_safe", "stats_command"]

@@ -12,7 +12,7 @@ from __future__ import annotations
 import copy
 import itertools
 import operator
-import os
+import warnings
 from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import Executor
 from typing import Any, overload
@@ -27,7 +27,7 @@ from recordkit.read._open import OpenedDataset, open_dataset
 from recordkit.read._paths import Paths
 from recordkit.read._shard_index import DEFAULT_MAX_OPEN_FILES, IndexedShards
 from recordkit.schema._bound import BoundField
-from recordkit.schema._schema import Schema
+from recordkit.schema._schema import SchemaLike
 from recordkit.storage import StorageOptions
 
 __all__ = ["RandomAccess"]
@@ -69,7 +69,7 @@ class RandomAccess:
         split: str = "train",
         fields: str | Sequence[str] | None = None,
         *,
-        schema: Schema | str | os.PathLike[str] | None = None,
+        schema: SchemaLike | None = None,
         registry: CodecRegistry | None = None,
         verify: bool = True,
         max_open_files: int = DEFAULT_MAX_OPEN_FILES,
@@ -84,29 +84,40 @@ class RandomAccess:
             "max_open_files": max_open_files,
             "storage_options": storage_options,
         }
-        source = open_dataset(
+        dataset = open_dataset(
             path, split, fields, schema=schema, registry=registry, storage_options=storage_options
         )
-        self._attach(source, args)
+        self._attach(dataset, args)
 
     @classmethod
-    def over(cls, source: OpenedDataset, args: dict[str, Any]) -> RandomAccess:
+    def over(cls, dataset: OpenedDataset, args: dict[str, Any]) -> RandomAccess:
         """Random access to a split already opened (by :func:`recordkit.open`); ``args``
         are the keyword arguments of the constructor that open it again (it pickles as
         them), their ``verify`` and ``max_open_files`` used here too."""
         self = cls.__new__(cls)
-        self._attach(source, args)
+        self._attach(dataset, args)
         return self
 
-    def _attach(self, source: OpenedDataset, args: dict[str, Any]) -> None:
+    def _attach(self, dataset: OpenedDataset, args: dict[str, Any]) -> None:
         self._args = args
-        self.source = source
-        self.shards = IndexedShards(source, verify=args["verify"], max_open_files=args["max_open_files"])
-        self._stored: tuple[BoundField, ...] = self.source.stored_fields.fields
+        #: The opened split: its shards, schema and bound fields.
+        self.dataset = dataset
+        self.shards = IndexedShards(dataset, verify=args["verify"], max_open_files=args["max_open_files"])
+        self._stored: tuple[BoundField, ...] = dataset.stored_fields.fields
         self._defaults = {
-            name: decode_record_numpy([self.source.bound[name]], example)[name]
-            for name, example in self.source.defaults.items()
+            name: decode_record_numpy([dataset.bound[name]], example)[name]
+            for name, example in dataset.defaults.items()
         }
+
+    @property
+    def source(self) -> OpenedDataset:
+        """Deprecated: :attr:`dataset`, the opened split."""
+        warnings.warn(
+            "RandomAccess.source is deprecated: use RandomAccess.dataset (the opened split)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return self.dataset
 
     # -- pickling: the arguments, reopened on the other side --------------------------------
 
@@ -144,7 +155,7 @@ class RandomAccess:
         record = decode_record_numpy(self._stored, data, index=i)
         if self._defaults:
             record.update(copy.deepcopy(self._defaults))
-            record = {f.name: record[f.name] for f in self.source.fields}
+            record = {f.name: record[f.name] for f in self.dataset.fields}
         return record
 
     def record(self, shard: int, number: int) -> dict[str, Any]:
