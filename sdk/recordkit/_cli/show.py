@@ -47,7 +47,7 @@ def show_command(
     gs:// ...); OUTPUT is a local folder. No TensorFlow is needed."""
     root = dataset_at(dataset, storage_options)
     manifest = Manifest.load(root)
-    bound = bind_to_read(manifest, default_registry())
+    bound = bind_to_read(manifest, default_registry(), split=split)  # with its field groups
     output.mkdir(parents=True, exist_ok=True)
     source, options = reader_path(root)
     records = iter_records(source, split, storage_options=options)

@@ -42,7 +42,7 @@ def gather(root: Location, split: str, progress: bool | None = None) -> dict[str
     """Every field's statistics over the records of ``split`` of the dataset at ``root``
     (a local folder or a remote dataset's Location)."""
     manifest = Manifest.load(root)
-    bound = bind_to_read(manifest, default_registry())
+    bound = bind_to_read(manifest, default_registry(), split=split)  # with its field groups
     stats = {field.name: FieldStats(field) for field in bound.fields}
     path, options = reader_path(root)
     total = sum(s.selected or 0 for s in open_dataset(path, split, storage_options=options).shards)

@@ -34,6 +34,8 @@ from __future__ import annotations
 import collections
 import concurrent.futures
 import copy
+import dataclasses
+import itertools
 from collections.abc import Callable, Generator, Iterator, Sequence
 from contextlib import closing
 from typing import Any
@@ -272,8 +274,13 @@ def iter_shard_records(
     """Yield ``(offset, data)`` of each record of ``shard``.
 
     Without ``report`` the first damaged record raises CorruptRecordError (naming the
-    shard and offset); with one, damaged records are skipped and reported.
+    shard and offset); with one, damaged records are skipped and reported. A shard with
+    field groups joined (:attr:`Shard.joined`) gives each record joined, read strictly
+    even with a ``report``: a record skipped in one file would misalign the others.
     """
+    if shard.joined:
+        yield from _joined_records(shard, compression, verify=verify)
+        return
     if report is None:
         try:
             yield from iter_tfrecords(shard.path, compression, verify=verify)
@@ -294,6 +301,25 @@ def iter_shard_records(
         _settle(skips, shard, read)
         for skip in skips:
             report.add(skip)
+
+
+def _joined_records(shard: Shard, compression: Compression, *, verify: bool) -> Generator[tuple[int, bytes]]:
+    """``(offset, data)`` of each record of ``shard``, its bytes followed by those of the
+    same record in each file joined to it; a file that ends before the others is a
+    CorruptRecordError naming it and the file that goes on."""
+    # Each file on its own (the first without its joined files), its errors naming it.
+    files = [dataclasses.replace(file, joined=()) for file in shard.files]
+    streams = [iter_shard_records(file, compression, verify=verify) for file in files]
+    for read, items in enumerate(itertools.zip_longest(*streams)):
+        if None in items:
+            ended = [file.name for file, item in zip(shard.files, items, strict=True) if item is None]
+            going = [file.name for file, item in zip(shard.files, items, strict=True) if item is not None]
+            raise CorruptRecordError(
+                f"{', '.join(ended)} ends after {read} records, {', '.join(going)} holds more: "
+                "a field group's shard must hold the records of the shard it is aligned with",
+                shard=shard.name,
+            )
+        yield items[0][0], b"".join(data for _, data in items)
 
 
 def _settle(skips: list[SkippedRecords], shard: Shard, read: int) -> None:

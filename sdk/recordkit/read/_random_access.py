@@ -10,6 +10,7 @@ dataset), its CRCs checked, then each requested field decoded by its codec's
 from __future__ import annotations
 
 import copy
+import dataclasses
 import itertools
 import operator
 import warnings
@@ -103,6 +104,16 @@ class RandomAccess:
         #: The opened split: its shards, schema and bound fields.
         self.dataset = dataset
         self.shards = IndexedShards(dataset, verify=args["verify"], max_open_files=args["max_open_files"])
+        #: The shards and, for a split with field groups, each joined column of group shards
+        #: (:attr:`~recordkit.dataset._shards.Shard.joined`): a record is its bytes from each, joined.
+        self._files = [self.shards] + [
+            IndexedShards(
+                dataclasses.replace(dataset, shards=tuple(s.joined[k] for s in dataset.shards)),
+                verify=args["verify"],
+                max_open_files=args["max_open_files"],
+            )
+            for k in range(len(dataset.shards[0].joined) if dataset.shards else 0)
+        ]
         self._stored: tuple[BoundField, ...] = dataset.stored_fields.fields
         self._defaults = {
             name: decode_record_numpy([dataset.bound[name]], example)[name]
@@ -148,7 +159,8 @@ class RandomAccess:
 
     def read_serialized(self, i: int) -> bytes:
         """Record ``i`` as the serialized ``tf.train.Example`` the shard holds."""
-        return self.shards.read(*self.shards.locate(self._index(i)))
+        located = self.shards.locate(self._index(i))
+        return b"".join(files.read(*located) for files in self._files)
 
     def decode(self, data: bytes, i: int) -> dict[str, Any]:
         """Decode serialized record ``i`` (its number goes into errors)."""
@@ -162,7 +174,7 @@ class RandomAccess:
         """Record ``number`` of shard ``shard`` (in manifest order), decoded."""
         index = int(self.shards.starts[shard]) + number
         try:
-            return self.decode(self.shards.read(shard, number), index)
+            return self.decode(b"".join(files.read(shard, number) for files in self._files), index)
         except RecordkitError as exc:
             raise self._context(exc, shard, number, index) from None
 
@@ -179,7 +191,7 @@ class RandomAccess:
         GETs concurrently), each is checked and decoded as it is yielded."""
         pairs = iter(located)
         while chunk := list(itertools.islice(pairs, prefetch)):
-            fetched = fetch_in_runs(self.shards, chunk)
+            fetched = self._fetch(chunk)
             for (shard, number), framed in zip(chunk, fetched, strict=True):
                 yield self._decoded(shard, number, framed)
 
@@ -191,16 +203,23 @@ class RandomAccess:
         decoded on ``pool``'s threads when one is given (the codecs' decoders release
         the GIL), else in this thread."""
         located = [self.shards.locate(self._index(i)) for i in np.asarray(indices, dtype=np.int64).tolist()]
-        fetched = fetch_in_runs(self.shards, located)
+        fetched = self._fetch(located)
         jobs = [(shard, number, framed) for (shard, number), framed in zip(located, fetched, strict=True)]
         if pool is None or len(jobs) < 2:
             return [self._decoded(*job) for job in jobs]
         return list(pool.map(lambda job: self._decoded(*job), jobs))
 
-    def _decoded(self, shard: int, number: int, framed: bytes | OSError) -> dict[str, Any]:
+    def _fetch(self, located: Sequence[tuple[int, int]]) -> list[tuple[bytes | OSError, ...]]:
+        """The framed bytes of each record from each of :attr:`_files`, unchecked."""
+        return list(zip(*(fetch_in_runs(files, located) for files in self._files), strict=True))
+
+    def _decoded(self, shard: int, number: int, framed: tuple[bytes | OSError, ...]) -> dict[str, Any]:
         index = int(self.shards.starts[shard]) + number
         try:
-            return self.decode(self.shards.unframe(shard, number, framed), index)
+            data = b"".join(
+                files.unframe(shard, number, part) for files, part in zip(self._files, framed, strict=True)
+            )
+            return self.decode(data, index)
         except RecordkitError as exc:
             raise self._context(exc, shard, number, index) from None
 
@@ -229,7 +248,8 @@ class RandomAccess:
 
     def close(self) -> None:
         """Close the open local shard files (reading again reopens them)."""
-        self.shards.files.close()
+        for files in self._files:
+            files.files.close()
 
     def __repr__(self) -> str:
         return (

@@ -284,6 +284,13 @@ class DatasetWriter:
         elif self._resume:
             skip = _ALL  # the write finished: resuming it writes nothing
         else:  # append to a finished split
+            if info.field_groups:
+                raise DatasetError(
+                    f"split {name!r} has field groups ({', '.join(info.field_groups)}), whose shards are "
+                    "aligned with its shards: appending to it is not supported yet; write the records "
+                    "to a new split, or remove the groups first (recordkit.remove_fields) and add them again",
+                    file=str(self.root),
+                )
             check_no_strays(self.where, name, info)
             # Readers keep reading the shards from before the append until it finishes.
             info.unfinished = UnfinishedWrite(consumed=0, started=now(), shards_before=len(info.shards))
