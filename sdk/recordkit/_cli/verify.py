@@ -3,7 +3,9 @@
 For each shard ``dataset.json`` lists: the file exists, has the recorded size and
 sha256, and reads as TFRecord with every length and data CRC intact and the recorded
 number of records; and its record index, when the manifest lists one, has the recorded
-sha256 and gives exactly the offsets of the records read. Every shard is checked (one
+sha256 and gives exactly the offsets of the records read. The shards of a split's field
+groups are checked the same way (the manifest holds each aligned with its split's shard:
+the same record count). Every shard is checked (one
 bad shard does not hide another); the command exits with status 1 naming each bad
 shard. A dataset with no splits, or a split that holds no records, fails too (status 1):
 that is what a write that stopped before its first record leaves, not a dataset to
@@ -46,6 +48,8 @@ class ShardCheck:
     shard: ShardInfo
     records: int
     problems: tuple[str, ...]
+    #: The field group the shard belongs to (None: one of the split's own shards).
+    group: str | None = None
 
     @property
     def ok(self) -> bool:
@@ -129,6 +133,8 @@ class UnfinishedDataset(click.ClickException):
 #: large shards release the GIL); processes also run the Python around each shard on
 #: every core (what a split of many small shards needs).
 Parallel = Literal["threads", "processes"]
+#: One shard to check: the dataset, the split, the shard, the compression, its field group.
+_Work = tuple[Location, str, ShardInfo, Compression, str | None]
 
 
 def verify_dataset(
@@ -140,13 +146,19 @@ def verify_dataset(
     parallel: Parallel = "threads",
     progress: Callable[[], object] | None = None,
 ) -> list[ShardCheck]:
-    """Check every shard of ``splits``, ``jobs`` at a time (in threads or processes),
-    the results in manifest order; ``progress`` is called once per shard checked."""
+    """Check every shard of ``splits`` (each split's, then its field groups'), ``jobs``
+    at a time (in threads or processes), the results in manifest order; ``progress`` is
+    called once per shard checked."""
     compression = Compression.parse(manifest.compression)
-    work = [(root, name, shard, compression) for name in splits for shard in manifest.splits[name].shards]
+    work: list[_Work] = []
+    for name in splits:
+        info = manifest.splits[name]
+        work += [(root, name, shard, compression, None) for shard in info.shards]
+        for group, fields in (info.field_groups or {}).items():
+            work += [(root, name, shard, compression, group) for shard in fields.shards]
     checks: Iterable[ShardCheck]
     if jobs == 1:
-        checks = (check_shard(*item) for item in work)
+        checks = (_check_item(item) for item in work)
         return [_counted(check, progress) for check in checks]
     pool: Executor
     if parallel == "processes":
@@ -160,8 +172,10 @@ def verify_dataset(
         return [_counted(check, progress) for check in checks]
 
 
-def _check_item(item: tuple[Location, str, ShardInfo, Compression]) -> ShardCheck:
-    return check_shard(*item)
+def _check_item(item: _Work) -> ShardCheck:
+    root, split, shard, compression, group = item
+    check = check_shard(root, split, shard, compression)
+    return check if group is None else dataclasses.replace(check, group=group)
 
 
 def _counted(check: ShardCheck, progress: Callable[[], object] | None) -> ShardCheck:
@@ -233,7 +247,7 @@ def verify_command(
         click.echo(f"note: split {name!r} has an unfinished write; its complete shards are checked")
     from tqdm.auto import tqdm  # as the stats command: only when it runs
 
-    total = sum(len(manifest.splits[name].shards) for name in chosen)
+    total = sum(len(manifest.splits[name].listed_shards) for name in chosen)
     enabled = sys.stderr.isatty() if progress is None else progress
     with tqdm(total=total, desc="verify", unit=" shards", disable=not enabled) as bar:
         parallel: Parallel = "processes" if processes else "threads"
@@ -258,7 +272,7 @@ def verify_command(
             "shards match, but records may be missing; finish the write (rerun it with --resume, or "
             "resume=True in Python), or pass --allow-unfinished to accept the complete shards"
         )
-    records = sum(check.records for check in checks)
+    records = sum(check.records for check in checks if check.group is None)
     empty = [name for name in chosen if name not in unfinished and not manifest.splits[name].num_records]
     if empty and not allow_empty:
         names = ", ".join(repr(name) for name in empty)

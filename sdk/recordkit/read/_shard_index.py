@@ -43,6 +43,20 @@ def _beside(shard: Shard, name: str) -> Location:
     return shard.path.parent.join(name)
 
 
+def _dataset_member(shard: Shard, name: str) -> Location:
+    """The file the manifest names ``name`` (relative to the dataset's root), from a
+    ``shard`` the manifest names too (in the root, or in a field group's folder)."""
+    return _dataset_root(shard).join(*name.split("/"))
+
+
+def _dataset_root(shard: Shard) -> Location:
+    """The folder of the dataset of a ``shard`` its manifest lists (its name is relative to it)."""
+    folder = shard.path
+    for _ in shard.name.split("/"):
+        folder = folder.parent
+    return folder
+
+
 def load_indexes(
     shards: Sequence[Shard],
     listed: dict[str, ShardInfo],
@@ -70,9 +84,9 @@ def load_indexes(
     for shard in shards:
         info = listed.get(shard.name)
         if info is not None and info.index is not None:
-            wanted.append((_beside(shard, info.index.file), info.index.sha256, _shard_size(shard)))
+            wanted.append((_dataset_member(shard, info.index.file), info.index.sha256, _shard_size(shard)))
             continue
-        sidecar = _beside(shard, shard.name + INDEX_SUFFIX)
+        sidecar = _beside(shard, shard.path.name + INDEX_SUFFIX)
         wanted.append((sidecar, None, _shard_size(shard)) if sidecar.exists() else None)
     # One byte past the bound: enough to tell an index that is too large, and no more.
     found = [(where, max_index_bytes(size) + 1) for where, _, size in filter(None, wanted)]
@@ -132,10 +146,7 @@ def _rebuild(shard: Shard, sha256: str | None) -> str:
     sha256) with ``--rebuild`` on the dataset's folder, a sidecar on the shard's file."""
     if sha256 is None:
         return f"rebuild it with `recordkit index {shard.path}`"
-    folder = shard.path
-    for _ in shard.name.split("/"):  # the manifest names the shard relative to the dataset
-        folder = folder.parent
-    return f"rebuild it with `recordkit index --rebuild {folder}`"
+    return f"rebuild it with `recordkit index --rebuild {_dataset_root(shard)}`"
 
 
 def _parse_index(shard: Shard, where: Location, sha256: str | None, data: bytes | OSError) -> RecordIndex:
@@ -182,7 +193,7 @@ def _listing(dataset: OpenedDataset) -> Callable[[int, Shard], dict[str, ShardIn
         if by_name is None:
             manifest = dataset.manifest
             splits = manifest.splits.values() if manifest is not None else ()
-            by_name = {info.file: info for split in splits for info in split.shards}
+            by_name = {info.file: info for split in splits for info in split.listed_shards}
         info = by_name.get(shard.name)
         return {} if info is None else {shard.name: info}
 

@@ -60,7 +60,7 @@ class RemoteManifest:
         if self.lost:
             raise self._error("was replaced by another writer")
         manifest.save_shard_tables(self.file.parent)  # before the manifest that lists them
-        data = manifest.to_json().encode("utf-8")  # in the format this code writes, as Manifest.save
+        data = manifest.to_json().encode("utf-8")  # stamped with its format, as Manifest.save
         try:
             self.version = write_if_version(self.file, data, self.version)
         except VersionConflictError as exc:

@@ -46,7 +46,7 @@ def table_file(root: Path, split: str = "train") -> Path:
 
 def test_a_split_of_many_shards_is_listed_by_its_table_and_reads_the_same(tabled: Path) -> None:
     raw = json.loads((tabled / "dataset.json").read_text())
-    assert raw["format"] == "recordkit.dataset/3"
+    assert raw["format"] == "recordkit.dataset/4"
     train = raw["splits"]["train"]
     assert "shards" not in train
     data = table_file(tabled).read_bytes()
@@ -183,5 +183,6 @@ def test_an_index_rebuilt_for_a_changed_shard_of_a_table_is_listed(tabled: Path)
     result = CliRunner().invoke(main, ["index", "--rebuild", str(tabled)])
     assert result.exit_code == 0, result.output
     rebuilt = rk.Manifest.load(tabled).splits["train"].shards
-    assert rebuilt[3].index is not None and shards[2].index is not None
+    assert rebuilt[3].index is not None
+    assert shards[2].index is not None
     assert rebuilt[3].index.sha256 == shards[2].index.sha256  # the new index is the one listed
