@@ -32,6 +32,7 @@ from recordkit.codec._capabilities import (
 )
 from recordkit.codec._codec import Codec, CodecOptions
 from recordkit.codec._decode_source import DecodeSource
+from recordkit.codec._geometry import FollowsImage, ImageGeometry, ImageTransform
 from recordkit.codec._plugins import PluginInfo, PluginSet, default_registry, load_plugins
 from recordkit.codec._registry import CodecInfo, CodecRegistry
 from recordkit.codec._wire import WireFeature, WireKind, WireSpec, WireValues
@@ -82,8 +83,11 @@ __all__ = [
     "Drawable",
     "FieldDifference",
     "FieldSpec",
+    "FollowsImage",
     "ForeignKey",
     "ForeignRecords",
+    "ImageGeometry",
+    "ImageTransform",
     "KeyedFeature",
     "Layout",
     "LeftOut",
