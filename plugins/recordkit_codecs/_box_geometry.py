@@ -18,7 +18,12 @@ __all__ = ["moved_boxes_numpy", "moved_boxes_tf"]
 
 
 def moved_boxes_numpy(
-    xyxy: np.ndarray, transform: rk.ImageTransform, *, normalized: bool, out_normalized: bool, keep_empty: bool
+    xyxy: np.ndarray,
+    transform: rk.ImageTransform,
+    *,
+    normalized: bool,
+    out_normalized: bool,
+    keep_empty: bool,
 ) -> tuple[np.ndarray, np.ndarray]:
     """The boxes ``[n, 4]`` (xyxy; fractions of the stored picture when ``normalized``,
     else its pixels) on the output picture (fractions of it when ``out_normalized``),

@@ -259,7 +259,9 @@ class BBoxCodec(rk.Codec[BBoxOptions]):
         out_boxes = _convert_dense_tf(moved, "xyxy", geometry.box_format or self.options.format)
         if not isinstance(value, Mapping):
             return out_boxes
-        return {key: out_boxes if key == "boxes" else tf.boolean_mask(item, keep) for key, item in value.items()}
+        return {
+            key: out_boxes if key == "boxes" else tf.boolean_mask(item, keep) for key, item in value.items()
+        }
 
     def _units(self, geometry: rk.ImageGeometry) -> dict[str, bool]:
         normalized = self.options.normalized

@@ -99,7 +99,9 @@ class ImageGeometry:
             raise ValueError(f"box_format must be one of {', '.join(_BOX_FORMATS)}, not {self.box_format!r}")
         low, high = self.crop_scale
         if not 0.0 < low <= high <= 1.0:
-            raise ValueError(f"crop_scale must be (low, high) with 0 < low <= high <= 1, not {self.crop_scale!r}")
+            raise ValueError(
+                f"crop_scale must be (low, high) with 0 < low <= high <= 1, not {self.crop_scale!r}"
+            )
         low, high = self.crop_ratio
         if not (0.0 < low <= high and math.isfinite(high)):
             raise ValueError(f"crop_ratio must be (low, high) with 0 < low <= high, not {self.crop_ratio!r}")

@@ -23,6 +23,7 @@ import threading
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
+from recordkit.codec._geometry import ImageGeometry
 from recordkit.codec._plugins import default_registry
 from recordkit.codec._registry import CodecRegistry
 from recordkit.dataset._manifest import Manifest
@@ -298,6 +299,7 @@ class Dataset:
         report: CorruptionReport | None = None,
         layout: Layout | None = None,
         read_config: ReadConfig | None = None,
+        geometry: ImageGeometry | None = None,
     ) -> Any:
         """The split as a ``tf.data.Dataset`` of dicts of decoded tensors (batches of
         ``batch_size``, or single records), as :func:`recordkit.load_dataset` gives it.
@@ -312,6 +314,9 @@ class Dataset:
         :param world_size: how many workers share the split.
         :param layout: the shapes values come in (:class:`~recordkit.Layout`).
         :param read_config: how shards are read (:class:`~recordkit.ReadConfig`).
+        :param geometry: pictures brought to one size, cropped, flipped, and the boxes,
+            masks and keypoints tied to them moved with them
+            (:class:`~recordkit.ImageGeometry`; instead of ``layout``'s image options).
         """
         layout = layout if layout is not None else Layout()
         config = read_config if read_config is not None else ReadConfig()
@@ -324,6 +329,7 @@ class Dataset:
             drop_remainder=drop_remainder,
             **vars(layout),
             **vars(config),
+            geometry=geometry,
         )
         options.check()
         shuffled = shuffle_files or bool(shuffle_buffer)
@@ -340,6 +346,7 @@ class Dataset:
         start: Start = None,
         on_corrupt: OnCorrupt = "raise",
         report: CorruptionReport | None = None,
+        geometry: ImageGeometry | None = None,
     ) -> RecordIterator:
         """The split's records in order, as dicts of numpy and Python values, without
         TensorFlow (what :func:`recordkit.iter_records` gives).
@@ -351,25 +358,38 @@ class Dataset:
         :param start: resume: a record count, or the iterator's ``state_dict()``.
         :param on_corrupt: ``"raise"`` or ``"skip"`` (see :meth:`tf`).
         :param report: collects what ``"skip"`` skipped.
+        :param geometry: pictures brought to one size (and flipped), the fields tied to
+            them moved with them (:class:`~recordkit.ImageGeometry`).
         """
         if num_threads is not None and num_threads < 1:
             raise ValueError(f"num_threads must be at least 1, not {num_threads}")
         opened = self._opened(on_corrupt, report, rank, world_size, None)
         split = self._split if self._split is not None else "train"
         crc = self._request.verify is not False
-        return record_iterator(opened, split, verify=crc, start=start, num_threads=num_threads)
+        return record_iterator(
+            opened, split, verify=crc, start=start, num_threads=num_threads, geometry=geometry
+        )
 
-    def torch(self, *, transform: Transform | None = None, tensors: bool = True) -> MapDataset:
+    def torch(
+        self,
+        *,
+        transform: Transform | None = None,
+        tensors: bool = True,
+        geometry: ImageGeometry | None = None,
+    ) -> MapDataset:
         """A map-style PyTorch dataset (``torch.utils.data.Dataset``: ``len`` and
         ``[i]``), what a ``DataLoader`` with ``shuffle=True`` or a ``DistributedSampler``
         expects; its ``collate_fn`` pads what varies in size. Needs the ``torch`` extra.
 
         :param transform: applied to each record (after ``to_tensors`` when ``tensors``).
         :param tensors: numpy arrays as ``torch.Tensor`` (shared, no copy).
+        :param geometry: pictures brought to one size, cropped, flipped, and the fields
+            tied to them moved with them (:class:`~recordkit.ImageGeometry`), before
+            ``transform``.
         """
         module = _torch_readers("Dataset.torch()")
         dataset: MapDataset = module.MapDataset.over(
-            self._random_access(), transform=transform, tensors=tensors
+            self._random_access().with_geometry(geometry), transform=transform, tensors=tensors
         )
         return dataset
 
@@ -385,6 +405,7 @@ class Dataset:
         transform: Transform | None = None,
         tensors: bool = True,
         prefetch: int = 64,
+        geometry: ImageGeometry | None = None,
     ) -> IterableDataset:
         """A streaming PyTorch dataset (``torch.utils.data.IterableDataset``): a seeded
         order split between ranks and DataLoader workers, each record read once per
@@ -398,10 +419,11 @@ class Dataset:
         :param world_size: the number of ranks (default: ``torch.distributed``'s, else 1).
         :param start: resume from a ``state_dict()`` or ``loader_state()``.
         :param prefetch: records whose bytes are fetched together, ahead of decoding.
+        :param geometry: as :meth:`torch`'s.
         """
         module = _torch_readers("Dataset.torch_iterable()")
         dataset: IterableDataset = module.IterableDataset.over(
-            self._random_access(),
+            self._random_access().with_geometry(geometry),
             self._split if self._split is not None else "train",
             shuffle=shuffle,
             seed=0 if seed is None else seed,
@@ -428,6 +450,7 @@ class Dataset:
         rank: int | None = None,
         world_size: int | None = None,
         start: Start = None,
+        geometry: ImageGeometry | None = None,
     ) -> BatchStream:
         """The fastest PyTorch path: a streaming dataset that yields whole batches, for
         ``DataLoader(stream, batch_size=None, num_workers=...)`` or
@@ -439,10 +462,13 @@ class Dataset:
         :param concat: fields whose arrays are joined along their first axis, with
             ``"<field>/lengths"``, instead of padded (boxes, audio, token ids).
         :param channels_first: image fields laid out ``(batch, channels, height, width)``.
+        :param geometry: pictures brought to one size (uint8 batches of one shape),
+            cropped, flipped, and the fields tied to them moved with them
+            (:class:`~recordkit.ImageGeometry`).
         """
         module = _torch_readers("Dataset.torch_batches()", "recordkit.read._batch_loader")
         stream: BatchStream = module.BatchStream.batched(
-            self._random_access(),
+            self._random_access().with_geometry(geometry),
             self._split if self._split is not None else "train",
             batch_size=batch_size,
             drop_last=drop_last,
@@ -458,22 +484,29 @@ class Dataset:
         return stream
 
     def torch_batch_map(
-        self, *, concat: Sequence[str] = (), channels_first: Sequence[str] = ()
+        self,
+        *,
+        concat: Sequence[str] = (),
+        channels_first: Sequence[str] = (),
+        geometry: ImageGeometry | None = None,
     ) -> BatchMapDataset:
         """A map-style PyTorch dataset whose ``__getitems__`` gives a DataLoader's batch
         whole, laid out as :meth:`torch_batches`' (pass ``collate_fn=ds.collate_fn``); for
-        samplers such as ``DistributedSampler``. Needs the ``torch`` extra."""
+        samplers such as ``DistributedSampler``. Needs the ``torch`` extra. ``geometry``
+        as :meth:`torch_batches`'."""
         module = _torch_readers("Dataset.torch_batch_map()", "recordkit.read._batch_loader")
         dataset: BatchMapDataset = module.BatchMapDataset.batched(
-            self._random_access(), concat=concat, channels_first=channels_first
+            self._random_access().with_geometry(geometry), concat=concat, channels_first=channels_first
         )
         return dataset
 
-    def grain(self) -> DataSource:
+    def grain(self, *, geometry: ImageGeometry | None = None) -> DataSource:
         """A Grain ``RandomAccessDataSource`` over the split (records as numpy values),
-        for Grain's samplers, sharding and checkpoints. Needs the ``grain`` extra."""
+        for Grain's samplers, sharding and checkpoints. Needs the ``grain`` extra.
+        ``geometry``: pictures of one size, the fields tied to them moved with them
+        (:class:`~recordkit.ImageGeometry`)."""
         _require("grain", "Dataset.grain()")
-        source: DataSource = DataSource.over(self._random_access())
+        source: DataSource = DataSource.over(self._random_access().with_geometry(geometry))
         return source
 
     # -- helpers -----------------------------------------------------------------------------

@@ -38,11 +38,13 @@ from collections.abc import Callable, Generator, Iterator, Sequence
 from contextlib import closing
 from typing import Any
 
+from recordkit.codec._geometry import ImageGeometry
 from recordkit.codec._registry import CodecRegistry
 from recordkit.errors import CorruptRecordError, RecordkitError
 from recordkit.format._tfrecord import Compression, Damage, iter_tfrecords, scan_tfrecords
 from recordkit.read._corruption import CorruptionReport, OnCorrupt, SkippedRecords
 from recordkit.read._numpy_decode import decode_record_numpy
+from recordkit.read._numpy_geometry import GeometryPlan
 from recordkit.read._open import OpenedDataset, Shard
 from recordkit.read._options import Opened, OpenOptions
 from recordkit.read._paths import Paths
@@ -71,6 +73,7 @@ def iter_records(
     start: Start = None,
     num_threads: int | None = None,
     storage_options: StorageOptions | None = None,
+    geometry: ImageGeometry | None = None,
 ) -> RecordIterator:
     """Each record of a split as a dict of Python and numpy values (an iterator).
 
@@ -109,6 +112,8 @@ def iter_records(
     :param start: resume: the number of records an earlier read with the same options
         yielded, or the state dict its iterator's :meth:`~RecordIterator.state_dict` gave;
         the records before it are skipped without being decoded.
+    :param geometry: pictures brought to one size (and flipped), the boxes and other
+        fields tied to them moved with them (:class:`~recordkit.ImageGeometry`).
 
     The returned iterator's ``position`` is the number of records yielded so far (counting
     ``start``), and ``state_dict()`` the same as a dict to save and pass back as ``start``.
@@ -129,11 +134,19 @@ def iter_records(
         worker_index=worker_index,
         storage_options=storage_options,
     ).open(path, split, fields)
-    return record_iterator(opened, split, verify=verify, start=start, num_threads=num_threads)
+    return record_iterator(
+        opened, split, verify=verify, start=start, num_threads=num_threads, geometry=geometry
+    )
 
 
 def record_iterator(
-    opened: Opened, split: str, *, verify: bool, start: Start, num_threads: int | None
+    opened: Opened,
+    split: str,
+    *,
+    verify: bool,
+    start: Start,
+    num_threads: int | None,
+    geometry: ImageGeometry | None = None,
 ) -> RecordIterator:
     """The records of a dataset already opened (what :func:`iter_records` and
     :meth:`recordkit.Dataset.records` give); ``split`` goes into its state dicts."""
@@ -149,7 +162,8 @@ def record_iterator(
     worker = [share.count, share.index] if share is not None else [1, 0]
     options = {"split": split, "worker": worker}
     skip = resolve_start(start, "iter_records", **options)
-    records = _records(dataset, shards, keep, defaults, verify, opened.report, skip, num_threads or 1)
+    plan = GeometryPlan(dataset.fields, geometry) if geometry is not None else None
+    records = _records(dataset, shards, keep, defaults, verify, opened.report, skip, num_threads or 1, plan)
     return RecordIterator(records, skip, options)
 
 
@@ -254,6 +268,7 @@ def _records(
     report: CorruptionReport | None,
     skip: int = 0,
     num_threads: int = 1,
+    geometry: GeometryPlan | None = None,
 ) -> Generator[dict[str, Any]]:
     """The decoded records of ``shards``, in order (the others are not decoded); with
     ``num_threads`` above 1 decoded in a pool of threads, a bounded window ahead."""
@@ -266,6 +281,8 @@ def _records(
             if defaults:
                 record.update(copy.deepcopy(defaults))
                 record = {f.name: record[f.name] for f in dataset.fields}
+            if geometry is not None:
+                record = geometry.apply(record, index)
         except RecordkitError as exc:
             return exc.with_context(shard=shard.name, offset=offset)
         return record

@@ -14,10 +14,12 @@ import os
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from recordkit.codec._geometry import ImageGeometry
 from recordkit.codec._registry import CodecRegistry
 from recordkit.read._corruption import CorruptionReport, OnCorrupt
 from recordkit.read._dense import OFFSET_SUFFIX, SHAPE_SUFFIX, ImageFit, Size, pad_into, row_shapes
 from recordkit.read._layout import DecodeLayout
+from recordkit.read._numpy_geometry import DRAWS as DRAW_COUNT
 from recordkit.read._open import Shard
 from recordkit.read._options import (
     DEFAULT_BLOCK_LENGTH,
@@ -77,6 +79,7 @@ def load_dataset(
     start: Start = None,
     storage_options: StorageOptions | None = None,
     remote_io: RemoteIO = "auto",
+    geometry: ImageGeometry | None = None,
 ) -> Any:
     """Read a split of a dataset as a ``tf.data.Dataset`` of dicts of decoded tensors.
 
@@ -154,6 +157,9 @@ def load_dataset(
         TensorFlow's filesystem where it registers the scheme
         (``tf.io.gfile.get_registered_schemes()``: ``gs``, not ``s3``), else streamed
         through fsspec; ``"tensorflow"`` or ``"fsspec"`` forces one.
+    :param geometry: the pictures' size, fit, flip and the boxes' form in one object
+        (:class:`~recordkit.ImageGeometry`, instead of ``image_size``, ``image_fit`` and
+        ``image_method``): the boxes, masks and keypoints tied to a picture move with it.
     """
     options = PipelineOptions(
         batch_size=batch_size,
@@ -171,6 +177,7 @@ def load_dataset(
         image_method=image_method,
         prefetch=prefetch,
         remote_io=remote_io,
+        geometry=geometry,
     )
     opening = OpenOptions(
         schema=schema,
@@ -335,7 +342,7 @@ def _decoder(layout: DecodeLayout, options: PipelineOptions) -> Callable[..., di
         for field in dataset.fields
         if field.name in dataset.defaults
     }
-    fit = options.image_fit
+    fit = layout.geometry.fit
 
     def decode(serialized: Any, position: Any = None) -> dict[str, Any]:
         import tensorflow as tf
@@ -356,11 +363,11 @@ def _decoder(layout: DecodeLayout, options: PipelineOptions) -> Callable[..., di
                     if f"{name}/{key}{SHAPE_SUFFIX}" in parsed:
                         out[f"{name}/{key}{SHAPE_SUFFIX}"] = parsed[f"{name}/{key}{SHAPE_SUFFIX}"]
         draws = None
-        if options.random_crop and layout.sizes:
+        if options.random_crop:
             key = tf.stack([tf.constant(layout.crop_seed, tf.int64), tf.cast(position, tf.int64)])
             # One pair of draws per record, shared by its fields: an image and its mask
             # of one size get one window.
-            draws = tf.random.stateless_uniform(tf.stack([tf.shape(serialized)[0], 2]), seed=key)
+            draws = tf.random.stateless_uniform(tf.stack([tf.shape(serialized)[0], DRAW_COUNT]), seed=key)
             if undecoded:
                 out[DRAWS] = draws
         for field in dataset.fields:

@@ -22,7 +22,7 @@ from recordkit.codec._capabilities import raster_kind
 from recordkit.codec._geometry import FollowsImage, ImageGeometry, ImageTransform, follows_image
 from recordkit.schema._bound import BoundField
 
-__all__ = ["DRAWS", "GeometryPlan", "Window", "image_sizes", "window_of"]
+__all__ = ["DRAWS", "GeometryPlan", "Window", "image_sizes", "record_draws", "window_of"]
 
 #: How many uniform draws a record takes (top, left, area, ratio, flip).
 DRAWS = 5
@@ -71,7 +71,7 @@ def window_of(source: Size, size: Size | None, geometry: ImageGeometry, draws: n
     if fit == "resize_with_pad":  # tf.image.resize_with_pad's arithmetic
         ratio = max(width / target_w, height / target_h)
         resized = (int(height / ratio), int(width / ratio))
-        place = ((target_h - resized[0]) // 2, (target_w - resized[1]) // 2)
+        place = (math.floor((target_h - height / ratio) / 2), math.floor((target_w - width / ratio) / 2))
         return Window(source, (0, 0, height, width), resized, (max(place[0], 0), max(place[1], 0)))
     if fit == "random_resized_crop":
         top, left, crop_h, crop_w = _random_window(source, geometry, draws)
@@ -82,7 +82,9 @@ def window_of(source: Size, size: Size | None, geometry: ImageGeometry, draws: n
         if fit == "crop_or_pad":
             offsets.append(room // 2 - slack // 2)
         else:
-            offsets.append(min(int(math.floor(draw * (room + 1))), room) - min(int(math.floor(draw * (slack + 1))), slack))
+            offsets.append(
+                min(math.floor(draw * (room + 1)), room) - min(math.floor(draw * (slack + 1)), slack)
+            )
     return Window(source, (offsets[0], offsets[1], target_h, target_w), size, (0, 0))
 
 
@@ -95,10 +97,10 @@ def _random_window(source: Size, geometry: ImageGeometry, draws: np.ndarray) -> 
     area = height * width * (low + (high - low) * float(draws[2]))
     log_low, log_high = math.log(geometry.crop_ratio[0]), math.log(geometry.crop_ratio[1])
     ratio = math.exp(log_low + (log_high - log_low) * float(draws[3]))
-    crop_w = min(max(int(round(math.sqrt(area * ratio))), 1), width)
-    crop_h = min(max(int(round(math.sqrt(area / ratio))), 1), height)
-    top = min(int(math.floor(float(draws[0]) * (height - crop_h + 1))), height - crop_h)
-    left = min(int(math.floor(float(draws[1]) * (width - crop_w + 1))), width - crop_w)
+    crop_w = min(max((round(math.sqrt(area * ratio))), 1), width)
+    crop_h = min(max((round(math.sqrt(area / ratio))), 1), height)
+    top = min((math.floor(float(draws[0]) * (height - crop_h + 1))), height - crop_h)
+    left = min((math.floor(float(draws[1]) * (width - crop_w + 1))), width - crop_w)
     return top, left, crop_h, crop_w
 
 
@@ -111,14 +113,24 @@ def image_sizes(fields: Sequence[BoundField], size: Size | Mapping[str, Size] | 
     if isinstance(size, Mapping):
         unknown = [n for n in size if n not in names]
         if unknown:
-            raise ValueError(f"image_size names {unknown}, which are not among the fields it applies to ({names})")
+            raise ValueError(
+                f"image_size names {unknown}, which are not among the fields it applies to ({names})"
+            )
         chosen = dict(size)
     else:
         chosen = {f.name: size for f in fields if raster_kind(f.codec) and not f.spec.sequence}
     for name, each in chosen.items():
         if len(each) != 2 or any(int(d) < 1 for d in each):
-            raise ValueError(f"image_size for {name!r} must be (height, width) of positive ints, not {each!r}")
+            raise ValueError(
+                f"image_size for {name!r} must be (height, width) of positive ints, not {each!r}"
+            )
     return {name: (int(each[0]), int(each[1])) for name, each in chosen.items()}
+
+
+def record_draws(seed: int | None, index: int) -> np.ndarray:
+    """Record ``index``'s uniform draws: keyed by ``(seed, index)``, or fresh without a seed."""
+    rng = np.random.default_rng(None if seed is None else [seed, index])
+    return rng.random(DRAWS)
 
 
 class GeometryPlan:
@@ -157,12 +169,10 @@ class GeometryPlan:
             if image in self.pictures:
                 self.followers[field.name] = (field, image)
 
-    def draws(self, rng: np.random.Generator) -> np.ndarray:
-        """One record's uniform draws."""
-        return rng.random(DRAWS)
-
-    def apply(self, record: dict[str, Any], draws: np.ndarray) -> dict[str, Any]:
-        """``record`` with its pictures fitted and flipped and the tied fields moved."""
+    def apply(self, record: dict[str, Any], index: int) -> dict[str, Any]:
+        """Record ``index`` with its pictures fitted and flipped and the tied fields moved
+        (its draws keyed by the geometry's seed and ``index``)."""
+        draws = record_draws(self.geometry.seed, index)
         out = dict(record)
         flip = bool(draws[4] < self.geometry.flip)
         transforms: dict[str, ImageTransform] = {}
@@ -185,7 +195,9 @@ class GeometryPlan:
         return out
 
 
-def fit_picture(picture: np.ndarray, window: Window, size: Size | None, method: str, pad_value: float) -> np.ndarray:
+def fit_picture(
+    picture: np.ndarray, window: Window, size: Size | None, method: str, pad_value: float
+) -> np.ndarray:
     """``picture`` ``[H, W, ...]`` through ``window``: cut (padded outside it), resized,
     placed on a canvas of ``size`` filled with ``pad_value``; its dtype kept."""
     if size is None:
