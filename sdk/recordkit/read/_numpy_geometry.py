@@ -234,7 +234,8 @@ def resize(picture: np.ndarray, size: Size, method: str) -> np.ndarray:
     if method == "nearest":
         rows = _nearest(size[0], picture.shape[0])
         cols = _nearest(size[1], picture.shape[1])
-        return picture[rows][:, cols]
+        nearest: np.ndarray = picture[rows][:, cols]
+        return nearest
     values = picture.astype(np.float32)
     values = _lerp_axis(values, size[0], axis=0)
     values = _lerp_axis(values, size[1], axis=1)
@@ -243,11 +244,15 @@ def resize(picture: np.ndarray, size: Size, method: str) -> np.ndarray:
         values = np.round(values)
         if info is not None:
             values = np.clip(values, info.min, info.max)
-    return values.astype(picture.dtype)
+    resized: np.ndarray = values.astype(picture.dtype)
+    return resized
 
 
 def _nearest(out: int, source: int) -> np.ndarray:
-    return np.minimum(np.floor((np.arange(out) + 0.5) * (source / out)).astype(np.int64), source - 1)
+    indices: np.ndarray = np.minimum(
+        np.floor((np.arange(out) + 0.5) * (source / out)).astype(np.int64), source - 1
+    )
+    return indices
 
 
 def _lerp_axis(values: np.ndarray, out: int, axis: int) -> np.ndarray:
@@ -265,4 +270,5 @@ def _lerp_axis(values: np.ndarray, out: int, axis: int) -> np.ndarray:
     fraction = fraction.reshape(shape)
     low = np.take(values, lower, axis=axis)
     high = np.take(values, upper, axis=axis)
-    return low + (high - low) * fraction
+    lerped: np.ndarray = low + (high - low) * fraction
+    return lerped
