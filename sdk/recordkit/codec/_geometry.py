@@ -72,7 +72,7 @@ class ImageGeometry:
     :param seed: the random draws of the numpy readers (PyTorch, Grain, ``records()``):
         each record's draws are keyed by ``(seed, record index)``, the same on every
         read; None draws anew every time a record is read (other windows every epoch).
-        ``tf()`` takes its ``seed`` argument when this is None.
+        ``tf()`` keys its draws by its own ``seed`` argument, or by this one when that is None.
     """
 
     size: Size | Mapping[str, Size] | None = None

@@ -56,7 +56,7 @@ class DecodeLayout:
     @classmethod
     def build(cls, dataset: OpenedDataset, options: PipelineOptions) -> DecodeLayout:
         names = [f.name for f in dataset.fields]
-        geometry = options.image_geometry
+        geometry = options.image_geometry  # before the crop seed: it may hold the seed
         sizes = image_sizes(dataset.fields, geometry.size)
         pad = options.pad
         padded = set(names) if pad is True else set() if pad is False else set(_known(pad, names, "pad"))
@@ -92,7 +92,8 @@ class DecodeLayout:
             and decodes_per_record(f.codec)
             and (f.name in padded or options.batch_size is None)
         )
-        crop_seed = options.seed if options.seed is not None else random.SystemRandom().randrange(1 << 31)
+        seed = options.seed if options.seed is not None else geometry.seed
+        crop_seed = seed if seed is not None else random.SystemRandom().randrange(1 << 31)
         pads_in_batch = not per_record and options.batch_size is not None
         followers = _followers(dataset, geometry, {f.name for f in per_record})
         batched_fits = [name for name in sizes if name not in {f.name for f in per_record}]
