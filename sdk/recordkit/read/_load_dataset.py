@@ -367,7 +367,13 @@ def _decoder(layout: DecodeLayout, options: PipelineOptions) -> Callable[..., di
             key = tf.stack([tf.constant(layout.crop_seed, tf.int64), tf.cast(position, tf.int64)])
             # One pair of draws per record, shared by its fields: an image and its mask
             # of one size get one window.
-            draws = tf.random.stateless_uniform(tf.stack([tf.shape(serialized)[0], DRAW_COUNT]), seed=key)
+            # The crop's place first (the draws of the releases before the other fits),
+            # then the random resized crop's area and ratio and the flip, keyed apart.
+            count = tf.shape(serialized)[0]
+            places = tf.random.stateless_uniform(tf.stack([count, 2]), seed=key)
+            more = tf.random.experimental.stateless_fold_in(key, 1)
+            others = tf.random.stateless_uniform(tf.stack([count, DRAW_COUNT - 2]), seed=more)
+            draws = tf.concat([places, others], axis=1)
             if undecoded:
                 out[DRAWS] = draws
         for field in dataset.fields:
