@@ -268,3 +268,39 @@ def test_bad_geometries_are_refused_with_what_is_allowed() -> None:
     with pytest.raises(ValueError, match="crop_scale"):
         rk.ImageGeometry(size=TARGET, fit="random_resized_crop", crop_scale=(0.5, 2.0))
     assert rk.ImageGeometry(flip=True).flip == 0.5
+
+
+def test_torch_batches_are_uint8_of_one_size_with_their_boxes_on_the_objects(
+    datasets: dict[tuple[str, bool], Path],
+) -> None:
+    pytest.importorskip("torch")
+    geometry = rk.ImageGeometry(size=TARGET, fit="random_resized_crop", flip=0.5, crop_scale=(0.3, 1.0))
+    ds = rk.open(datasets["xywh", True], "train")
+    stream = ds.torch_batches(4, geometry=geometry, concat=["boxes", "plain"])
+    batches = list(stream)
+    assert sum(len(batch["image"]) for batch in batches) == len(SIZES)
+    for batch in batches:
+        assert str(batch["image"].dtype) == "torch.uint8"
+        assert tuple(batch["image"].shape[1:]) == (*TARGET, 3)
+        starts = np.cumsum([0, *batch["boxes/boxes/lengths"].tolist()])
+        for row in range(len(batch["image"])):
+            part = slice(starts[row], starts[row + 1])
+            record = {
+                "image": batch["image"][row].numpy(),
+                "mask": batch["mask"][row].numpy(),
+                "points": batch["points"][row].numpy(),
+                "boxes": {key: batch["boxes"][key][part].numpy() for key in ("boxes", "labels")},
+                "plain": batch["plain"][row : row + 1].numpy(),
+            }
+            check_record(record, "xywh", normalized=True)
+
+
+def test_grain_gives_the_records_the_numpy_reader_gives(datasets: dict[tuple[str, bool], Path]) -> None:
+    pytest.importorskip("grain")
+    geometry = rk.ImageGeometry(size=TARGET, fit="random_crop_or_pad", flip=0.5, seed=2)
+    ds = rk.open(datasets["xyxy", False], "train")
+    source = ds.grain(geometry=geometry)
+    for index, record in enumerate(ds.records(geometry=geometry)):
+        np.testing.assert_array_equal(source[index]["image"], record["image"])
+        np.testing.assert_array_equal(source[index]["boxes"]["boxes"], record["boxes"]["boxes"])
+        check_record(source[index], "xyxy", normalized=False)
