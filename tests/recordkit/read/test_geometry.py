@@ -7,6 +7,7 @@ Nothing is compared with a hard-coded result: the truth is what the picture show
 
 from __future__ import annotations
 
+import pickle
 from pathlib import Path
 from typing import Any
 
@@ -304,3 +305,16 @@ def test_grain_gives_the_records_the_numpy_reader_gives(datasets: dict[tuple[str
         np.testing.assert_array_equal(source[index]["image"], record["image"])
         np.testing.assert_array_equal(source[index]["boxes"]["boxes"], record["boxes"]["boxes"])
         check_record(source[index], "xyxy", normalized=False)
+
+
+def test_a_geometry_goes_with_the_records_into_worker_processes(
+    datasets: dict[tuple[str, bool], Path],
+) -> None:
+    """DataLoader workers get the dataset pickled: the geometry must go with it."""
+    geometry = rk.ImageGeometry(size=TARGET, fit="resize_with_pad", flip=1.0)
+    access = rk.RandomAccess(datasets["xyxy", False], geometry=geometry)
+    copy = pickle.loads(pickle.dumps(access))
+    for index in range(len(SIZES)):
+        assert copy[index]["image"].shape == (*TARGET, 3)
+        np.testing.assert_array_equal(copy[index]["boxes"]["boxes"], access[index]["boxes"]["boxes"])
+        check_record(copy[index], "xyxy", normalized=False)
