@@ -236,9 +236,9 @@ def resize(picture: np.ndarray, size: Size, method: str) -> np.ndarray:
         cols = _nearest(size[1], picture.shape[1])
         nearest: np.ndarray = picture[rows][:, cols]
         return nearest
-    values = picture.astype(np.float32)
-    values = _lerp_axis(values, size[0], axis=0)
-    values = _lerp_axis(values, size[1], axis=1)
+    values = _lerp_axis(picture, size[0], axis=0)  # rows taken before the float copy: a
+    values = _lerp_axis(values, size[1], axis=1)  # shrinking resize converts only those
+    values = values.astype(np.float32, copy=False)
     if picture.dtype.kind in "iub":
         info = np.iinfo(picture.dtype) if picture.dtype.kind != "b" else None
         values = np.round(values)
@@ -268,7 +268,7 @@ def _lerp_axis(values: np.ndarray, out: int, axis: int) -> np.ndarray:
     shape = [1] * values.ndim
     shape[axis] = out
     fraction = fraction.reshape(shape)
-    low = np.take(values, lower, axis=axis)
-    high = np.take(values, upper, axis=axis)
+    low = np.take(values, lower, axis=axis).astype(np.float32, copy=False)
+    high = np.take(values, upper, axis=axis).astype(np.float32, copy=False)
     lerped: np.ndarray = low + (high - low) * fraction
     return lerped
