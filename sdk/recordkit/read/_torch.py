@@ -2,14 +2,14 @@
 
 * :class:`MapDataset`: random access (``len`` and ``ds[i]``) through
   :class:`recordkit.RandomAccess`; any sampler works, ``DistributedSampler`` included.
-* :class:`IterableDataset`: streaming. Each epoch has one order: the shards (shuffled
-  with ``seed`` and the epoch when ``shuffle``), split between the distributed ranks and
-  each rank's DataLoader workers (every ``slots``-th shard, ``slots = world_size *
-  num_workers``; with fewer shards than slots, every ``slots``-th record), then shuffled
-  within windows of ``window`` records. Every record is read exactly once per epoch
-  across all ranks and workers. Records are read by their index (one ``pread`` each,
-  one ranged GET each from a remote dataset), so resuming skips the records already
-  yielded without reading them.
+* :class:`IterableDataset`: streaming. Each epoch has one canonical order, a function of
+  the seed, the epoch and the dataset alone (:mod:`recordkit.read._epoch_order`: the
+  shards shuffled, then the records within windows of ``window``), dealt in blocks of
+  ``batch_size`` records to the ``world_size * num_workers`` readers in turn. Every
+  record is read exactly once per epoch across all ranks and workers, and a state saved
+  with one number of ranks and workers resumes with any other. Records are read by
+  their index (one ``pread`` each, one ranged GET each from a remote dataset), so
+  resuming skips the records already yielded without reading them.
 * :func:`collate`: stacks records into a batch; arrays whose shapes differ (images,
   audio, boxes, masks) are padded to the batch's largest with the codec's pad value,
   and ``"<field>/shape"`` holds each record's true shape, as ``load_dataset(pad=True)``
@@ -33,7 +33,9 @@ from recordkit.codec._registry import CodecRegistry
 from recordkit.read._batch_assemble import field_pad_values
 from recordkit.read._dense import SHAPE_SUFFIX
 from recordkit.read._paths import Paths
-from recordkit.read._position import Start, position_state, resolve_start
+from recordkit.read._epoch_order import Division, Progress, SplitOrder, loader_taken
+from recordkit.read._epoch_state import epoch_state, resumed_progress
+from recordkit.read._position import Start
 from recordkit.read._random_access import RandomAccess
 from recordkit.schema._schema import Schema
 from recordkit.storage import StorageOptions
@@ -130,6 +132,15 @@ def _check_stream(window: int, prefetch: int) -> None:
         raise ValueError(f"prefetch must be at least 1, not {prefetch}")
 
 
+def _batch_block(batch_size: int | None) -> int:
+    """The records dealt to each reader in turn: ``batch_size`` (None: one)."""
+    if batch_size is None:
+        return 1
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+        raise ValueError(f"batch_size must be an int of at least 1 (or None), not {batch_size!r}")
+    return batch_size
+
+
 class _Collate:
     """A picklable collate bound to a dataset's pad values."""
 
@@ -211,14 +222,19 @@ class IterableDataset(torch.utils.data.IterableDataset[Any]):
     :param window: records shuffled together (the larger, the better mixed).
     :param rank: this process's rank (default: ``torch.distributed``'s, else 0).
     :param world_size: the number of ranks (default: ``torch.distributed``'s, else 1).
-    :param start: resume: a state dict from :meth:`state_dict` or :meth:`loader_state`
-        (or, read in one process, a record count).
+    :param start: resume: a state dict from :meth:`state_dict` or :meth:`loader_state`,
+        saved with any number of ranks and workers (or a count of the epoch's first
+        records read).
     :param prefetch: records whose bytes are fetched together, ahead of decoding (from a
         remote dataset: their ranged GETs run concurrently).
+    :param batch_size: the DataLoader's batch size: records are dealt to the readers in
+        blocks of it, so that the ranks' ``i``-th batches together are the canonical
+        order's ``i``-th global batch, whatever the number of workers (None: one record
+        at a time).
 
-    With DataLoader workers each worker reads its slots' records; :meth:`loader_state`
-    gives the state after the DataLoader yielded some batches, from which a new
-    DataLoader (same options) continues with exactly the batches that were left.
+    With DataLoader workers each worker reads its own blocks; :meth:`loader_state`
+    gives the state after the DataLoaders yielded some batches, from which DataLoaders
+    with any number of ranks and workers read exactly the records that were left.
     """
 
     def __init__(
@@ -240,6 +256,7 @@ class IterableDataset(torch.utils.data.IterableDataset[Any]):
         verify: bool = True,
         storage_options: StorageOptions | None = None,
         prefetch: int = 64,
+        batch_size: int | None = None,
     ) -> None:
         _check_stream(window, prefetch)
         records = RandomAccess(
@@ -252,7 +269,7 @@ class IterableDataset(torch.utils.data.IterableDataset[Any]):
             storage_options=storage_options,
         )
         self._attach(
-            records, split, shuffle, seed, window, rank, world_size, start, transform, tensors, prefetch
+            records, split, shuffle, seed, window, rank, world_size, start, transform, tensors, prefetch, batch_size
         )
 
     @classmethod
@@ -270,13 +287,14 @@ class IterableDataset(torch.utils.data.IterableDataset[Any]):
         transform: Transform | None = None,
         tensors: bool = True,
         prefetch: int = 64,
+        batch_size: int | None = None,
     ) -> IterableDataset:
         """An IterableDataset over records already opened (what
         :meth:`recordkit.Dataset.torch_iterable` gives); ``split`` names them in state dicts."""
         _check_stream(window, prefetch)
         self = cls.__new__(cls)
         self._attach(
-            records, split, shuffle, seed, window, rank, world_size, start, transform, tensors, prefetch
+            records, split, shuffle, seed, window, rank, world_size, start, transform, tensors, prefetch, batch_size
         )
         return self
 
@@ -293,8 +311,12 @@ class IterableDataset(torch.utils.data.IterableDataset[Any]):
         transform: Transform | None,
         tensors: bool,
         prefetch: int,
+        batch_size: int | None = None,
     ) -> None:
         self.prefetch = prefetch
+        #: Records dealt to a reader at a time (the DataLoader's batch size keeps global
+        #: batches in the canonical order).
+        self.block = _batch_block(batch_size)
         self.records = records
         self.split = split
         self.shuffle = shuffle
@@ -313,9 +335,12 @@ class IterableDataset(torch.utils.data.IterableDataset[Any]):
         self.tensors = tensors
         self.collate_fn = _Collate(pad_values(self.records))
         self.epoch = 0
-        #: Where each of this rank's workers starts (resume), and which worker plays which.
-        self._starts: list[int] | None = None
-        self._rotation = 0
+        self.order = SplitOrder(
+            records.shards.counts, [(s.name, s.sha256, s.skip) for s in records.source.shards]
+        )
+        #: What of this epoch was read before (a resumed state), and the records yielded
+        #: since in this process (no DataLoader workers).
+        self._progress: Progress | None = None
         self._yielded = 0
         if start is not None:
             self.load_state_dict(start)
@@ -326,72 +351,48 @@ class IterableDataset(torch.utils.data.IterableDataset[Any]):
         """Use epoch ``epoch``'s order (call before each epoch, as with DistributedSampler);
         a resumed position applies only to the epoch it was saved in."""
         if epoch != self.epoch:
-            self._starts, self._rotation = None, 0
+            self._progress = None
         self.epoch = int(epoch)
 
-    def _options(self, workers: int) -> dict[str, Any]:
+    def _identity(self) -> dict[str, Any]:
+        """What fixes the epoch's order (checked when resuming); the ranks, workers and
+        batch size are not in it: any of them resumes."""
         return {
             "split": self.split,
             "shuffle": self.shuffle,
             "seed": self.seed,
             "window": self.window,
-            "world_size": self.world_size,
-            "rank": self.rank,
-            "num_workers": workers,
+            **self.order.identity(),
         }
 
-    def slot_order(self, slot: int, slots: int) -> tuple[np.ndarray, np.ndarray]:
-        """``(shard, record)`` arrays: the records slot ``slot`` of ``slots`` reads this
-        epoch, in order."""
-        shards = self.records.shards
-        count = len(shards.counts)
-        order = (
-            np.random.default_rng([self.seed, self.epoch]).permutation(count)
-            if self.shuffle
-            else np.arange(count)
-        )
-        if count >= slots:
-            mine = order[slot::slots]
-            shard_ids = np.concatenate([np.full(shards.counts[s], s) for s in mine] or [np.zeros(0)])
-            numbers = np.concatenate([np.arange(shards.counts[s]) for s in mine] or [np.zeros(0)])
-        else:
-            all_ids = np.concatenate([np.full(shards.counts[s], s) for s in order])
-            all_numbers = np.concatenate([np.arange(shards.counts[s]) for s in order])
-            shard_ids, numbers = all_ids[slot::slots], all_numbers[slot::slots]
-        shard_ids, numbers = shard_ids.astype(np.int64), numbers.astype(np.int64)
-        if self.shuffle and self.window > 1 and len(numbers):
-            rng = np.random.default_rng([self.seed, self.epoch, slot, 1])
-            perm = np.arange(len(numbers))
-            for begin in range(0, len(perm), self.window):
-                perm[begin : begin + self.window] = rng.permutation(perm[begin : begin + self.window])
-            shard_ids, numbers = shard_ids[perm], numbers[perm]
-        return shard_ids, numbers
+    def division(self, num_workers: int) -> Division:
+        """How this epoch is divided between the ranks and ``num_workers`` DataLoader workers each."""
+        return Division(self.world_size, num_workers, self.block)
 
-    def _slot_sizes(self, workers: int) -> list[int]:
-        slots = self.world_size * workers
-        return [len(self.slot_order(self.rank * workers + w, slots)[0]) for w in range(workers)]
+    def _remaining(self) -> tuple[Progress, np.ndarray, np.ndarray]:
+        """The progress through this epoch, the epoch's order, and the positions in it not read yet."""
+        items = self.order.items(seed=self.seed, epoch=self.epoch, shuffle=self.shuffle, window=self.window)
+        progress = self._progress or Progress(len(items))
+        return progress, items, progress.remaining()
 
     # -- iterating ---------------------------------------------------------------------------
 
     def worker_records(self, worker: int, workers: int) -> list[tuple[int, int]]:
         """The ``(shard, record)`` pairs DataLoader worker ``worker`` of ``workers`` reads
-        this epoch, from where a resumed state says it left off."""
-        if self._starts is not None and len(self._starts) != workers:
-            raise ValueError(
-                f"the resumed state was saved with {len(self._starts)} DataLoader workers per rank; "
-                f"this DataLoader has {workers}: use the same num_workers to resume"
-            )
-        local = (worker + self._rotation) % workers  # after a resume, worker 0 plays the next one due
-        shard_ids, numbers = self.slot_order(self.rank * workers + local, self.world_size * workers)
-        begin = self._starts[local] if self._starts is not None else 0
-        return list(zip(shard_ids[begin:].tolist(), numbers[begin:].tolist(), strict=True))
+        this epoch, from where a resumed state says the epoch was left."""
+        _, items, remaining = self._remaining()
+        division = self.division(workers)
+        mine = items[division.share(remaining, division.reader(self.rank, worker))]
+        starts = self.records.shards.starts
+        shards = np.searchsorted(starts, mine, side="right") - 1
+        return list(zip(shards.tolist(), (mine - starts[shards]).tolist(), strict=True))
 
     def __iter__(self) -> Iterator[Any]:
         info = torch.utils.data.get_worker_info()
         workers, worker = (1, 0) if info is None else (info.num_workers, info.id)
         located = self.worker_records(worker, workers)
         if info is None:
-            self._yielded = self._starts[0] if self._starts is not None else 0
+            self._yielded = 0
         for record in self.records.stream(located, prefetch=self.prefetch):
             if self.tensors:
                 record = to_tensors(record)
@@ -404,60 +405,49 @@ class IterableDataset(torch.utils.data.IterableDataset[Any]):
     # -- position -----------------------------------------------------------------------------
 
     def state_dict(self) -> dict[str, Any]:
-        """The position of what this dataset has yielded when iterated in this process
-        (no DataLoader workers), to pass back as ``start=``."""
-        return position_state(
-            "torch.IterableDataset",
-            self._yielded,
-            epoch=self.epoch,
-            positions=[self._yielded],
-            rotation=0,
-            **self._options(1),
-        )
+        """The state after this dataset yielded what it has when iterated in this process
+        (no DataLoader workers), every rank having read as many records (they step
+        together); pass it back as ``start=``, with any number of ranks and workers."""
+        return self._state_after(Division(self.world_size, 0, self.block), [self._yielded] * self.world_size)
 
     def loader_state(
         self, batches: int, batch_size: int, num_workers: int, *, drop_last: bool = False
     ) -> dict[str, Any]:
-        """The position after a ``DataLoader(self, batch_size, num_workers=...)`` yielded
-        ``batches`` batches this epoch.
+        """The state after every rank's ``DataLoader(self, batch_size, num_workers=...)``
+        yielded ``batches`` batches this epoch; pass it back as ``start=``, with any
+        number of ranks and workers.
 
         A DataLoader takes batches from its workers in turn (worker 0, 1, ... skipping
         those that have finished); each worker's records are known in advance, so the
         records each one has yielded follow from the count of batches.
         """
-        workers = max(num_workers, 1)
-        sizes = self._slot_sizes(workers)
-        done = list(self._starts) if self._starts is not None else [0] * workers
-        pointer = self._rotation
-        for _ in range(batches):
-            for step in range(workers):
-                slot = (pointer + step) % workers
-                left = sizes[slot] - done[slot]
-                if left >= batch_size or (left > 0 and not drop_last):
-                    done[slot] += min(batch_size, left)
-                    pointer = (slot + 1) % workers
-                    break
-            else:
+        division = self.division(num_workers)
+        _, _, remaining = self._remaining()
+        sizes = division.sizes(len(remaining))
+        taken = [0] * division.readers
+        for rank in range(self.world_size):
+            readers = [division.reader(rank, w) for w in range(division.workers)]
+            done = loader_taken([sizes[r] for r in readers], batch_size, batches, drop_last=drop_last)
+            if done is None and rank == self.rank:
                 raise ValueError(f"the DataLoader cannot have yielded {batches} batches: the epoch has fewer")
-        return position_state(
-            "torch.IterableDataset",
-            sum(done),
-            epoch=self.epoch,
-            positions=done,
-            rotation=pointer,
-            **self._options(workers),
-        )
+            for reader, count in zip(readers, done or [sizes[r] for r in readers], strict=True):
+                taken[reader] = count
+        return self._state_after(division, taken)
+
+    def _state_after(self, division: Division, taken: list[int]) -> dict[str, Any]:
+        progress, _, remaining = self._remaining()
+        progress = progress.advanced(division.read_after(remaining, taken))
+        return epoch_state(self._reader_name, self.epoch, progress, self._identity())
+
+    _reader_name = "torch.IterableDataset"
 
     def load_state_dict(self, state: Start) -> None:
-        """Resume from ``state`` (see ``start=``)."""
+        """Resume from ``state`` (see ``start=``): a state dict saved with any number of
+        ranks and workers, or a count of the epoch's first records read."""
         if state is None:
-            self._starts, self._rotation = None, 0
+            self._progress = None
             return
-        if not isinstance(state, Mapping):
-            self._starts, self._rotation = [resolve_start(state, "torch.IterableDataset")], 0
-            return
-        workers = int(state.get("num_workers", 1))
-        resolve_start(state, "torch.IterableDataset", **self._options(workers))
-        self.epoch = int(state["epoch"])
-        self._starts = [int(p) for p in state["positions"]]
-        self._rotation = int(state["rotation"])
+        epoch, progress = resumed_progress(state, self._reader_name, self._identity(), len(self.order))
+        if epoch is not None:
+            self.epoch = epoch
+        self._progress = progress
