@@ -24,7 +24,7 @@ The tree::
     │   ├── ConcurrentWriteError    another writer changed a remote dataset.json meanwhile
     │   ├── CorruptRecordError      a shard's bytes fail their checks (CRC, framing, parse)
     │   └── CodecVersionError       records stored by a codec version the installed codec does not read
-    ├── ResumeStateError            a saved reading state is from another seed, dataset or mixture (also ValueError)
+    ├── ResumeStateError            a reading state saved with another seed, dataset or mixture
     ├── DecodeError                 stored bytes cannot be decoded back to a value
     ├── InputError                  a source's input (a folder, COCO, VOC, CSV ...) is malformed
     └── MissingExtraError           an optional dependency is not installed (also ImportError)

@@ -385,11 +385,13 @@ class Dataset:
         transform: Transform | None = None,
         tensors: bool = True,
         prefetch: int = 64,
+        batch_size: int | None = None,
     ) -> IterableDataset:
         """A streaming PyTorch dataset (``torch.utils.data.IterableDataset``): a seeded
         order split between ranks and DataLoader workers, each record read once per
-        epoch, ``set_epoch``, and exact resume (``loader_state``, ``start``). Needs the
-        ``torch`` extra.
+        epoch, ``set_epoch``, and exact resume with any number of ranks and workers
+        (``loader_state``, ``start``; see the how-to "Training runs: resume, grow,
+        mix"). Needs the ``torch`` extra.
 
         :param shuffle: shuffle the shards, and the records within windows of ``window``.
         :param seed: the shuffles' seed; every rank must draw the same order, so None
@@ -398,6 +400,9 @@ class Dataset:
         :param world_size: the number of ranks (default: ``torch.distributed``'s, else 1).
         :param start: resume from a ``state_dict()`` or ``loader_state()``.
         :param prefetch: records whose bytes are fetched together, ahead of decoding.
+        :param batch_size: the DataLoader's batch size, so that global batches follow
+            the canonical order whatever the number of workers (None: records dealt one
+            at a time).
         """
         module = _torch_readers("Dataset.torch_iterable()")
         dataset: IterableDataset = module.IterableDataset.over(
@@ -412,6 +417,7 @@ class Dataset:
             transform=transform,
             tensors=tensors,
             prefetch=prefetch,
+            batch_size=batch_size,
         )
         return dataset
 

@@ -32,7 +32,9 @@ import numpy as np
 __all__ = ["Division", "Progress", "SplitOrder", "epoch_order", "fingerprint", "loader_taken"]
 
 
-def epoch_order(counts: Sequence[int] | np.ndarray, *, seed: int, epoch: int, shuffle: bool, window: int) -> np.ndarray:
+def epoch_order(
+    counts: Sequence[int] | np.ndarray, *, seed: int, epoch: int, shuffle: bool, window: int
+) -> np.ndarray:
     """The global indices (records numbered across the shards in manifest order) of the
     records of shards of ``counts`` records each, in epoch ``epoch``'s canonical order.
 
@@ -128,7 +130,9 @@ class Progress:
     def __post_init__(self) -> None:
         if not 0 <= self.done <= self.length:
             raise ValueError(f"done must be in 0..{self.length} (the epoch's items), not {self.done}")
-        if any(not self.done < p < self.length for p in self.also) or list(self.also) != sorted(set(self.also)):
+        if any(not self.done < p < self.length for p in self.also) or list(self.also) != sorted(
+            set(self.also)
+        ):
             raise ValueError(
                 f"also must be distinct positions after done={self.done} and before {self.length}, in order"
             )
@@ -141,7 +145,9 @@ class Progress:
     def remaining(self) -> np.ndarray:
         """The positions not yet read, in the canonical order."""
         rest = np.arange(self.done, self.length, dtype=np.int64)
-        return rest if not self.also else np.setdiff1d(rest, np.asarray(self.also, np.int64), assume_unique=True)
+        return (
+            rest if not self.also else np.setdiff1d(rest, np.asarray(self.also, np.int64), assume_unique=True)
+        )
 
     def advanced(self, positions: np.ndarray) -> Progress:
         """This progress with ``positions`` read too."""

@@ -39,7 +39,9 @@ def epoch_state(reader: str, epoch: int, progress: Progress, order: Mapping[str,
     }
 
 
-def resumed_progress(state: Any, reader: str, order: Mapping[str, Any], length: int) -> tuple[int | None, Progress]:
+def resumed_progress(
+    state: Any, reader: str, order: Mapping[str, Any], length: int
+) -> tuple[int | None, Progress]:
     """The epoch (None: the reader's own) and progress to resume from ``state``: a state
     dict from :func:`epoch_state`, or an int (the first items of the epoch's order read).
 
@@ -52,7 +54,9 @@ def resumed_progress(state: Any, reader: str, order: Mapping[str, Any], length: 
                 f"(format {EPOCH_STATE_FORMAT!r}); got format {state.get('format')!r}"
             )
         if state.get("reader") != reader:
-            raise ResumeStateError(f"start= holds the state of {state.get('reader')!r}; this reader is {reader!r}")
+            raise ResumeStateError(
+                f"start= holds the state of {state.get('reader')!r}; this reader is {reader!r}"
+            )
         differ = [
             f"{key}={state.get(key)!r} saved, {value!r} now"
             for key, value in order.items()
@@ -60,11 +64,14 @@ def resumed_progress(state: Any, reader: str, order: Mapping[str, Any], length: 
         ]
         if differ:
             raise ResumeStateError(
-                "start= was saved with other options, so the order of records would differ: " + "; ".join(differ)
+                "start= was saved with other options, so the order of records would differ: "
+                + "; ".join(differ)
             )
         try:
             epoch = _count(state["epoch"], "epoch")
-            progress = Progress(length, _count(state["done"], "done"), tuple(_count(p, "also") for p in state["also"]))
+            progress = Progress(
+                length, _count(state["done"], "done"), tuple(_count(p, "also") for p in state["also"])
+            )
         except (KeyError, TypeError, ValueError) as exc:
             raise ResumeStateError(f"start= is not a well-formed {reader} state: {exc}") from None
         return epoch, progress

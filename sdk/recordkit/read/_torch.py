@@ -32,9 +32,9 @@ import torch.utils.data
 from recordkit.codec._registry import CodecRegistry
 from recordkit.read._batch_assemble import field_pad_values
 from recordkit.read._dense import SHAPE_SUFFIX
-from recordkit.read._paths import Paths
 from recordkit.read._epoch_order import Division, Progress, SplitOrder, loader_taken
 from recordkit.read._epoch_state import epoch_state, resumed_progress
+from recordkit.read._paths import Paths
 from recordkit.read._position import Start
 from recordkit.read._random_access import RandomAccess
 from recordkit.schema._schema import Schema
@@ -269,7 +269,18 @@ class IterableDataset(torch.utils.data.IterableDataset[Any]):
             storage_options=storage_options,
         )
         self._attach(
-            records, split, shuffle, seed, window, rank, world_size, start, transform, tensors, prefetch, batch_size
+            records,
+            split,
+            shuffle,
+            seed,
+            window,
+            rank,
+            world_size,
+            start,
+            transform,
+            tensors,
+            prefetch,
+            batch_size,
         )
 
     @classmethod
@@ -294,7 +305,18 @@ class IterableDataset(torch.utils.data.IterableDataset[Any]):
         _check_stream(window, prefetch)
         self = cls.__new__(cls)
         self._attach(
-            records, split, shuffle, seed, window, rank, world_size, start, transform, tensors, prefetch, batch_size
+            records,
+            split,
+            shuffle,
+            seed,
+            window,
+            rank,
+            world_size,
+            start,
+            transform,
+            tensors,
+            prefetch,
+            batch_size,
         )
         return self
 

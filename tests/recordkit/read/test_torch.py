@@ -101,7 +101,13 @@ def test_a_dataloader_resumes_with_exactly_the_remaining_batches(dataset: Path, 
 
     # batch_size: records dealt in blocks of a batch, so a resumed DataLoader's batches
     # are the batches the first one had left, whatever its number of workers.
-    options: dict[str, Any] = {"fields": ["caption"], "shuffle": shuffle, "seed": 11, "window": 5, "batch_size": 2}
+    options: dict[str, Any] = {
+        "fields": ["caption"],
+        "shuffle": shuffle,
+        "seed": 11,
+        "window": 5,
+        "batch_size": 2,
+    }
     ds = IterableDataset(dataset, **options)
     full = [batch["caption"] for batch in loader(ds)]
     written = [r["caption"] for r in rk.iter_records(dataset, fields="caption")]
