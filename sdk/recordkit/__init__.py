@@ -43,6 +43,7 @@ from recordkit.read._corruption import CorruptionReport, SkippedRecords
 from recordkit.read._dataset import Dataset, open
 from recordkit.read._iter_records import iter_records
 from recordkit.read._load_dataset import load_dataset
+from recordkit.read._mixture import Mixture, mix
 from recordkit.read._parse import PRESENT_SUFFIX, feature_spec, make_parser
 from recordkit.read._random_access import RandomAccess
 from recordkit.read._read_config import Layout, ReadConfig
@@ -88,6 +89,7 @@ __all__ = [
     "Layout",
     "LeftOut",
     "Manifest",
+    "Mixture",
     "NativeField",
     "NativeRequest",
     "PadsAsDecoded",
@@ -128,6 +130,7 @@ __all__ = [
     "load_dataset",
     "load_plugins",
     "make_parser",
+    "mix",
     "open",
     "schema_of",
     "write_dataset",

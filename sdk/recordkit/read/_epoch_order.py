@@ -26,14 +26,15 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 from collections.abc import Sequence
+from typing import Any, Protocol
 
 import numpy as np
 
-__all__ = ["Division", "Progress", "SplitOrder", "epoch_order", "fingerprint", "loader_taken"]
+__all__ = ["Division", "EpochItems", "Progress", "SplitOrder", "epoch_order", "fingerprint", "loader_taken"]
 
 
 def epoch_order(
-    counts: Sequence[int] | np.ndarray, *, seed: int, epoch: int, shuffle: bool, window: int
+    counts: Sequence[int] | np.ndarray, *, seed: int | Sequence[int], epoch: int, shuffle: bool, window: int
 ) -> np.ndarray:
     """The global indices (records numbered across the shards in manifest order) of the
     records of shards of ``counts`` records each, in epoch ``epoch``'s canonical order.
@@ -45,13 +46,14 @@ def epoch_order(
     total = int(starts[-1])
     if not shuffle:
         return np.arange(total, dtype=np.int64)
-    rng = np.random.default_rng([seed, epoch])
+    seeds = [seed] if isinstance(seed, int) else list(seed)
+    rng = np.random.default_rng([*seeds, epoch])
     shards = rng.permutation(len(sizes))
     order = np.concatenate(
         [np.arange(starts[s], starts[s + 1], dtype=np.int64) for s in shards] or [np.zeros(0, np.int64)]
     )
     if window > 1:
-        mix = np.random.default_rng([seed, epoch, 1])
+        mix = np.random.default_rng([*seeds, epoch, 1])
         for begin in range(0, total, window):
             order[begin : begin + window] = mix.permutation(order[begin : begin + window])
     return order
@@ -105,17 +107,19 @@ class Division:
     def share(self, items: np.ndarray, reader: int) -> np.ndarray:
         """What reader ``reader`` reads of ``items`` (in their order)."""
         owner, _ = self.owners(len(items))
-        return items[owner == reader]
+        share: np.ndarray = items[owner == reader]
+        return share
 
     def sizes(self, count: int) -> list[int]:
         """How many of ``count`` items each reader reads."""
         owner, _ = self.owners(count)
-        return np.bincount(owner, minlength=self.readers).tolist()
+        return [int(n) for n in np.bincount(owner, minlength=self.readers)]
 
     def read_after(self, items: np.ndarray, taken: Sequence[int]) -> np.ndarray:
         """The items read once reader ``r`` has read the first ``taken[r]`` of its share."""
         owner, place = self.owners(len(items))
-        return items[place < np.asarray(taken, dtype=np.int64)[owner]]
+        read: np.ndarray = items[place < np.asarray(taken, dtype=np.int64)[owner]]
+        return read
 
 
 @dataclasses.dataclass(frozen=True)
@@ -179,21 +183,50 @@ def loader_taken(sizes: Sequence[int], batch_size: int, batches: int, *, drop_la
     return done
 
 
+class EpochItems(Protocol):
+    """What a streaming reader reads in epochs: a split (:class:`SplitOrder`) or a mixture
+    (:class:`~recordkit.read._mixture.MixtureOrder`)."""
+
+    def __len__(self) -> int:
+        """The items of an epoch."""
+
+    def items(self, *, seed: int | Sequence[int], epoch: int, shuffle: bool, window: int) -> np.ndarray:
+        """The epoch's items (ints) in its canonical order."""
+
+    def locate(self, items: np.ndarray) -> list[tuple[int, int]]:
+        """Each item's ``(shard, number)`` (shards numbered across all sources)."""
+
+    def identity(self) -> dict[str, Any]:
+        """What a state records of the order, checked on resume."""
+
+
 class SplitOrder:
     """The epochs of one split: the canonical order of its records (global indices),
-    and what identifies it in a state (its fingerprint)."""
+    where each is (shard and number), and what identifies it in a state (its fingerprint)."""
 
     def __init__(self, counts: Sequence[int] | np.ndarray, parts: Sequence[object]) -> None:
         self.counts = np.asarray(counts, dtype=np.int64)
+        self.starts = np.concatenate([[0], np.cumsum(self.counts)]).astype(np.int64)
         self.fingerprint = fingerprint([*parts, *self.counts.tolist()])
 
-    def __len__(self) -> int:
-        return int(self.counts.sum())
+    @classmethod
+    def of_shards(cls, shards: Sequence[Any], counts: Sequence[int] | np.ndarray) -> SplitOrder:
+        """The order of a split's ``shards`` (their names, checksums and slices identify
+        it) holding ``counts`` records each."""
+        return cls(counts, [(shard.name, shard.sha256, shard.skip) for shard in shards])
 
-    def items(self, *, seed: int, epoch: int, shuffle: bool, window: int) -> np.ndarray:
+    def __len__(self) -> int:
+        return int(self.starts[-1])
+
+    def items(self, *, seed: int | Sequence[int], epoch: int, shuffle: bool, window: int) -> np.ndarray:
         """The split's records in epoch ``epoch``'s order."""
         return epoch_order(self.counts, seed=seed, epoch=epoch, shuffle=shuffle, window=window)
 
-    def identity(self) -> dict[str, object]:
+    def locate(self, items: np.ndarray) -> list[tuple[int, int]]:
+        """Each record's ``(shard, number)``."""
+        shards = np.searchsorted(self.starts, items, side="right") - 1
+        return list(zip(shards.tolist(), (items - self.starts[shards]).tolist(), strict=True))
+
+    def identity(self) -> dict[str, Any]:
         """What a state records of this order, to refuse a state of another dataset."""
         return {"dataset": self.fingerprint}

@@ -32,7 +32,7 @@ import torch.utils.data
 from recordkit.codec._registry import CodecRegistry
 from recordkit.read._batch_assemble import field_pad_values
 from recordkit.read._dense import SHAPE_SUFFIX
-from recordkit.read._epoch_order import Division, Progress, SplitOrder, loader_taken
+from recordkit.read._epoch_order import Division, EpochItems, Progress, SplitOrder, loader_taken
 from recordkit.read._epoch_state import epoch_state, resumed_progress
 from recordkit.read._paths import Paths
 from recordkit.read._position import Start
@@ -357,9 +357,7 @@ class IterableDataset(torch.utils.data.IterableDataset[Any]):
         self.tensors = tensors
         self.collate_fn = _Collate(pad_values(self.records))
         self.epoch = 0
-        self.order = SplitOrder(
-            records.shards.counts, [(s.name, s.sha256, s.skip) for s in records.source.shards]
-        )
+        self.order: EpochItems = SplitOrder.of_shards(records.source.shards, records.shards.counts)
         #: What of this epoch was read before (a resumed state), and the records yielded
         #: since in this process (no DataLoader workers).
         self._progress: Progress | None = None
@@ -404,10 +402,7 @@ class IterableDataset(torch.utils.data.IterableDataset[Any]):
         this epoch, from where a resumed state says the epoch was left."""
         _, items, remaining = self._remaining()
         division = self.division(workers)
-        mine = items[division.share(remaining, division.reader(self.rank, worker))]
-        starts = self.records.shards.starts
-        shards = np.searchsorted(starts, mine, side="right") - 1
-        return list(zip(shards.tolist(), (mine - starts[shards]).tolist(), strict=True))
+        return self.order.locate(items[division.share(remaining, division.reader(self.rank, worker))])
 
     def __iter__(self) -> Iterator[Any]:
         info = torch.utils.data.get_worker_info()
@@ -415,7 +410,7 @@ class IterableDataset(torch.utils.data.IterableDataset[Any]):
         located = self.worker_records(worker, workers)
         if info is None:
             self._yielded = 0
-        for record in self.records.stream(located, prefetch=self.prefetch):
+        for record in self._read(located):
             if self.tensors:
                 record = to_tensors(record)
             if self.transform is not None:
@@ -423,6 +418,10 @@ class IterableDataset(torch.utils.data.IterableDataset[Any]):
             if info is None:
                 self._yielded += 1
             yield record
+
+    def _read(self, located: list[tuple[int, int]]) -> Iterator[dict[str, Any]]:
+        """The records at ``located``, decoded, in order."""
+        return self.records.stream(located, prefetch=self.prefetch)
 
     # -- position -----------------------------------------------------------------------------
 
