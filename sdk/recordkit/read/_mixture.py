@@ -7,8 +7,9 @@ spread evenly (not shuffled), so the proportions hold over stretches of the epoc
 not only over the whole (to one sample when not shuffled). Each source is read in its
 own epochs, in its own canonical order (:func:`~recordkit.read._epoch_order.epoch_order`),
 continuing where the mixture's last epoch left it: a small source is repeated (a new
-order each pass) while a large one is still in its first. The default ``samples_per_epoch`` is the largest for which no source
-repeats within the mixture's first epoch.
+order each pass) while a large one is still in its first. The default
+``samples_per_epoch`` is the largest for which no source repeats within the mixture's
+first epoch.
 
 The mixture's order (:mod:`recordkit.read._mixture_order`, pure numpy) numbers its
 samples across the sources; the streaming readers divide and resume it exactly as a
