@@ -124,13 +124,16 @@ class MixtureOrder:
     def locate(self, items: np.ndarray) -> list[tuple[int, int]]:
         """Each item's ``(shard, number)``, shards numbered across the sources."""
         sources = self.source_of(items)
-        located = []
-        for item, source in zip(items.tolist(), sources.tolist(), strict=True):
+        shards = np.empty(len(items), dtype=np.int64)
+        numbers = np.empty(len(items), dtype=np.int64)
+        for source in np.unique(sources).tolist():
+            where = sources == source
+            local = items[where] - self.item_starts[source]
             starts = self.sources[source].starts
-            local = item - int(self.item_starts[source])
-            shard = int(np.searchsorted(starts, local, side="right")) - 1
-            located.append((int(self.shard_starts[source]) + shard, local - int(starts[shard])))
-        return located
+            shard = np.searchsorted(starts, local, side="right") - 1
+            shards[where] = self.shard_starts[source] + shard
+            numbers[where] = local - starts[shard]
+        return list(zip(shards.tolist(), numbers.tolist(), strict=True))
 
     def identity(self) -> dict[str, Any]:
         """What a state records of the mixture: its sources, weights and epoch length."""
