@@ -22,6 +22,8 @@ __all__ = ["EPOCH_STATE_FORMAT", "epoch_state", "resumed_progress"]
 
 #: Tags a state dict (and its version).
 EPOCH_STATE_FORMAT = "recordkit.epoch/1"
+#: The entries of a state that say where it is; every other entry fixes the order.
+_PLACE = frozenset({"format", "reader", "epoch", "position", "done", "also"})
 
 
 def epoch_state(reader: str, epoch: int, progress: Progress, order: Mapping[str, Any]) -> dict[str, Any]:
@@ -61,6 +63,10 @@ def resumed_progress(
             f"{key}={state.get(key)!r} saved, {value!r} now"
             for key, value in order.items()
             if _plain(state.get(key)) != _plain(value)
+        ]
+        # What fixed the saved order but this reader has not (a mixture's state for a split).
+        differ += [
+            f"{key}={state[key]!r} saved, None now" for key in state if key not in _PLACE and key not in order
         ]
         if differ:
             raise ResumeStateError(

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 
 from recordkit.read._dataset import Dataset, _torch_readers
 from recordkit.read._epoch_order import SplitOrder
+from recordkit.read._grain_epochs import MixedDataSource
 from recordkit.read._mixture_order import MixtureOrder
 from recordkit.read._position import Start
 from recordkit.schema._compatibility import check_compatibility
@@ -68,6 +69,12 @@ class Mixture:
             f"{source!r}: {w:.3g}" for source, w in zip(self.sources, self.weights, strict=True)
         )
         return f"recordkit.mix({{{parts}}}, samples_per_epoch={len(self)})"
+
+    def grain(self) -> MixedDataSource:
+        """The mixture's sources as one Grain data source, to read with
+        ``recordkit.grain.EpochSampler`` (which gives the mixture's epochs); needs the
+        ``grain`` extra to be read by Grain."""
+        return MixedDataSource([handle._random_access() for handle in self.sources], self.order)
 
     def torch_iterable(
         self,
