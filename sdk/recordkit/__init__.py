@@ -41,6 +41,7 @@ from recordkit.dataset._tfds import TfdsDataset, open_tfds
 from recordkit.hookspecs import hookimpl
 from recordkit.read._corruption import CorruptionReport, SkippedRecords
 from recordkit.read._dataset import Dataset, open
+from recordkit.read._epoch_stream import EpochStream
 from recordkit.read._iter_records import iter_records
 from recordkit.read._load_dataset import load_dataset
 from recordkit.read._mixture import Mixture, mix
@@ -79,6 +80,7 @@ __all__ = [
     "Dataset",
     "DatasetWriter",
     "DecodeSource",
+    "EpochStream",
     "DecodedPerRecord",
     "Drawable",
     "FieldDifference",

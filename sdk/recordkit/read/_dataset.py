@@ -28,6 +28,7 @@ from recordkit.codec._registry import CodecRegistry
 from recordkit.dataset._manifest import Manifest
 from recordkit.errors import DatasetError, MissingExtraError, RecordkitError, SchemaError
 from recordkit.read._corruption import CorruptionReport, OnCorrupt
+from recordkit.read._epoch_stream import EpochStream
 from recordkit.read._grain import DataSource
 from recordkit.read._iter_records import RecordIterator, record_iterator
 from recordkit.read._load_dataset import tf_pipeline
@@ -358,6 +359,35 @@ class Dataset:
         split = self._split if self._split is not None else "train"
         crc = self._request.verify is not False
         return record_iterator(opened, split, verify=crc, start=start, num_threads=num_threads)
+
+    def epoch_stream(
+        self,
+        *,
+        shuffle: bool = False,
+        seed: int | None = None,
+        window: int = 1024,
+        rank: int = 0,
+        world_size: int = 1,
+        start: Start = None,
+        prefetch: int = 64,
+        batch_size: int | None = None,
+    ) -> EpochStream:
+        """The split's records as numpy, in the canonical order of an epoch (``set_epoch``),
+        this rank's share of it, resumable from a ``state_dict()`` saved with any number
+        of ranks and workers (the order and state of :meth:`torch_iterable`, without
+        PyTorch; see the how-to "Training runs: resume, grow, mix")."""
+        return EpochStream.over(
+            self._random_access(),
+            self._split if self._split is not None else "train",
+            shuffle=shuffle,
+            seed=0 if seed is None else seed,
+            window=window,
+            rank=rank,
+            world_size=world_size,
+            start=start,
+            prefetch=prefetch,
+            batch_size=batch_size,
+        )
 
     def torch(self, *, transform: Transform | None = None, tensors: bool = True) -> MapDataset:
         """A map-style PyTorch dataset (``torch.utils.data.Dataset``: ``len`` and

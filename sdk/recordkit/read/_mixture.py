@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 
 from recordkit.read._dataset import Dataset, _torch_readers
 from recordkit.read._epoch_order import SplitOrder
+from recordkit.read._epoch_stream import EpochStream
 from recordkit.read._grain_epochs import MixedDataSource
 from recordkit.read._mixture_order import MixtureOrder
 from recordkit.read._position import Start
@@ -69,6 +70,37 @@ class Mixture:
             f"{source!r}: {w:.3g}" for source, w in zip(self.sources, self.weights, strict=True)
         )
         return f"recordkit.mix({{{parts}}}, samples_per_epoch={len(self)})"
+
+    def epoch_stream(
+        self,
+        *,
+        shuffle: bool = False,
+        seed: int | None = None,
+        window: int = 1024,
+        rank: int = 0,
+        world_size: int = 1,
+        start: Start = None,
+        prefetch: int = 64,
+        batch_size: int | None = None,
+    ) -> EpochStream:
+        """The mixture's samples as numpy, in its canonical epochs, resumable with any
+        number of ranks and workers (:meth:`recordkit.Dataset.epoch_stream`'s options)."""
+        sources = [handle._random_access() for handle in self.sources]
+        stream = EpochStream.over(
+            sources[0],
+            "mixture",
+            shuffle=shuffle,
+            seed=0 if seed is None else seed,
+            window=window,
+            rank=rank,
+            world_size=world_size,
+            prefetch=prefetch,
+            batch_size=batch_size,
+        )
+        stream.mix_in(sources, self.order)
+        if start is not None:
+            stream.load_state_dict(start)
+        return stream
 
     def grain(self) -> MixedDataSource:
         """The mixture's sources as one Grain data source, to read with

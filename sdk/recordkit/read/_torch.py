@@ -32,8 +32,7 @@ import torch.utils.data
 from recordkit.codec._registry import CodecRegistry
 from recordkit.read._batch_assemble import field_pad_values
 from recordkit.read._dense import SHAPE_SUFFIX
-from recordkit.read._epoch_order import Division, EpochItems, Progress, SplitOrder, loader_taken
-from recordkit.read._epoch_state import epoch_state, resumed_progress
+from recordkit.read._epoch_stream import EpochStream, check_stream
 from recordkit.read._paths import Paths
 from recordkit.read._position import Start
 from recordkit.read._random_access import RandomAccess
@@ -124,23 +123,6 @@ def collate(batch: Sequence[Record], pad_values: Mapping[str, float] | None = No
     return out
 
 
-def _check_stream(window: int, prefetch: int) -> None:
-    """Refuse a streaming option that cannot be right, before anything is read."""
-    if window < 1:
-        raise ValueError(f"window must be at least 1, not {window}")
-    if prefetch < 1:
-        raise ValueError(f"prefetch must be at least 1, not {prefetch}")
-
-
-def _batch_block(batch_size: int | None) -> int:
-    """The records dealt to each reader in turn: ``batch_size`` (None: one)."""
-    if batch_size is None:
-        return 1
-    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-        raise ValueError(f"batch_size must be an int of at least 1 (or None), not {batch_size!r}")
-    return batch_size
-
-
 class _Collate:
     """A picklable collate bound to a dataset's pad values."""
 
@@ -213,7 +195,7 @@ class MapDataset(torch.utils.data.Dataset[Any]):
         return self.transform(record) if self.transform is not None else record
 
 
-class IterableDataset(torch.utils.data.IterableDataset[Any]):
+class IterableDataset(torch.utils.data.IterableDataset[Any], EpochStream):
     """A split's records streamed in a seeded order, shared between ranks and workers;
     a shortcut for ``recordkit.open(path, split).torch_iterable(...)``.
 
@@ -258,7 +240,7 @@ class IterableDataset(torch.utils.data.IterableDataset[Any]):
         prefetch: int = 64,
         batch_size: int | None = None,
     ) -> None:
-        _check_stream(window, prefetch)
+        check_stream(window, prefetch)
         records = RandomAccess(
             path,
             split,
@@ -302,7 +284,7 @@ class IterableDataset(torch.utils.data.IterableDataset[Any]):
     ) -> IterableDataset:
         """An IterableDataset over records already opened (what
         :meth:`recordkit.Dataset.torch_iterable` gives); ``split`` names them in state dicts."""
-        _check_stream(window, prefetch)
+        check_stream(window, prefetch)
         self = cls.__new__(cls)
         self._attach(
             records,
@@ -335,140 +317,34 @@ class IterableDataset(torch.utils.data.IterableDataset[Any]):
         prefetch: int,
         batch_size: int | None = None,
     ) -> None:
-        self.prefetch = prefetch
-        #: Records dealt to a reader at a time (the DataLoader's batch size keeps global
-        #: batches in the canonical order).
-        self.block = _batch_block(batch_size)
-        self.records = records
-        self.split = split
-        self.shuffle = shuffle
-        self.seed = int(seed)
-        self.window = window
         distributed = torch.distributed.is_available() and torch.distributed.is_initialized()
-        self.world_size = (
-            world_size
-            if world_size is not None
-            else (torch.distributed.get_world_size() if distributed else 1)
-        )
-        self.rank = rank if rank is not None else (torch.distributed.get_rank() if distributed else 0)
-        if not 0 <= self.rank < self.world_size:
-            raise ValueError(f"rank must be in 0..{self.world_size - 1}, not {self.rank}")
+        if world_size is None:
+            world_size = torch.distributed.get_world_size() if distributed else 1
+        if rank is None:
+            rank = torch.distributed.get_rank() if distributed else 0
         self.transform = transform
         self.tensors = tensors
-        self.collate_fn = _Collate(pad_values(self.records))
-        self.epoch = 0
-        self.order: EpochItems = SplitOrder.of_shards(records.source.shards, records.shards.counts)
-        #: What of this epoch was read before (a resumed state), and the records yielded
-        #: since in this process (no DataLoader workers).
-        self._progress: Progress | None = None
-        self._yielded = 0
+        self.collate_fn = _Collate(pad_values(records))
+        self.attach_epochs(
+            records,
+            split,
+            shuffle=shuffle,
+            seed=seed,
+            window=window,
+            rank=rank,
+            world_size=world_size,
+            prefetch=prefetch,
+            batch_size=batch_size,
+        )
         if start is not None:
             self.load_state_dict(start)
-
-    # -- the order ---------------------------------------------------------------------------
-
-    def set_epoch(self, epoch: int) -> None:
-        """Use epoch ``epoch``'s order (call before each epoch, as with DistributedSampler);
-        a resumed position applies only to the epoch it was saved in."""
-        if epoch != self.epoch:
-            self._progress = None
-        self.epoch = int(epoch)
-
-    def _identity(self) -> dict[str, Any]:
-        """What fixes the epoch's order (checked when resuming); the ranks, workers and
-        batch size are not in it: any of them resumes."""
-        return {
-            "split": self.split,
-            "shuffle": self.shuffle,
-            "seed": self.seed,
-            "window": self.window,
-            **self.order.identity(),
-        }
-
-    def division(self, num_workers: int) -> Division:
-        """How this epoch is divided between the ranks and ``num_workers`` DataLoader workers each."""
-        return Division(self.world_size, num_workers, self.block)
-
-    def _remaining(self) -> tuple[Progress, np.ndarray, np.ndarray]:
-        """The progress through this epoch, the epoch's order, and the positions in it not read yet."""
-        items = self.order.items(seed=self.seed, epoch=self.epoch, shuffle=self.shuffle, window=self.window)
-        progress = self._progress or Progress(len(items))
-        return progress, items, progress.remaining()
-
-    # -- iterating ---------------------------------------------------------------------------
-
-    def worker_records(self, worker: int, workers: int) -> list[tuple[int, int]]:
-        """The ``(shard, record)`` pairs DataLoader worker ``worker`` of ``workers`` reads
-        this epoch, from where a resumed state says the epoch was left."""
-        _, items, remaining = self._remaining()
-        division = self.division(workers)
-        return self.order.locate(items[division.share(remaining, division.reader(self.rank, worker))])
 
     def __iter__(self) -> Iterator[Any]:
         info = torch.utils.data.get_worker_info()
         workers, worker = (1, 0) if info is None else (info.num_workers, info.id)
-        located = self.worker_records(worker, workers)
-        if info is None:
-            self._yielded = 0
-        for record in self._read(located):
+        for record in self.read_share(worker, workers, count=info is None):
             if self.tensors:
                 record = to_tensors(record)
             if self.transform is not None:
                 record = self.transform(record)
-            if info is None:
-                self._yielded += 1
             yield record
-
-    def _read(self, located: list[tuple[int, int]]) -> Iterator[dict[str, Any]]:
-        """The records at ``located``, decoded, in order."""
-        return self.records.stream(located, prefetch=self.prefetch)
-
-    # -- position -----------------------------------------------------------------------------
-
-    def state_dict(self) -> dict[str, Any]:
-        """The state after this dataset yielded what it has when iterated in this process
-        (no DataLoader workers), every rank having read as many records (they step
-        together); pass it back as ``start=``, with any number of ranks and workers."""
-        return self._state_after(Division(self.world_size, 0, self.block), [self._yielded] * self.world_size)
-
-    def loader_state(
-        self, batches: int, batch_size: int, num_workers: int, *, drop_last: bool = False
-    ) -> dict[str, Any]:
-        """The state after every rank's ``DataLoader(self, batch_size, num_workers=...)``
-        yielded ``batches`` batches this epoch; pass it back as ``start=``, with any
-        number of ranks and workers.
-
-        A DataLoader takes batches from its workers in turn (worker 0, 1, ... skipping
-        those that have finished); each worker's records are known in advance, so the
-        records each one has yielded follow from the count of batches.
-        """
-        division = self.division(num_workers)
-        _, _, remaining = self._remaining()
-        sizes = division.sizes(len(remaining))
-        taken = [0] * division.readers
-        for rank in range(self.world_size):
-            readers = [division.reader(rank, w) for w in range(division.workers)]
-            done = loader_taken([sizes[r] for r in readers], batch_size, batches, drop_last=drop_last)
-            if done is None and rank == self.rank:
-                raise ValueError(f"the DataLoader cannot have yielded {batches} batches: the epoch has fewer")
-            for reader, count in zip(readers, done or [sizes[r] for r in readers], strict=True):
-                taken[reader] = count
-        return self._state_after(division, taken)
-
-    def _state_after(self, division: Division, taken: list[int]) -> dict[str, Any]:
-        progress, _, remaining = self._remaining()
-        progress = progress.advanced(division.read_after(remaining, taken))
-        return epoch_state(self._reader_name, self.epoch, progress, self._identity())
-
-    _reader_name = "torch.IterableDataset"
-
-    def load_state_dict(self, state: Start) -> None:
-        """Resume from ``state`` (see ``start=``): a state dict saved with any number of
-        ranks and workers, or a count of the epoch's first records read."""
-        if state is None:
-            self._progress = None
-            return
-        epoch, progress = resumed_progress(state, self._reader_name, self._identity(), len(self.order))
-        if epoch is not None:
-            self.epoch = epoch
-        self._progress = progress
