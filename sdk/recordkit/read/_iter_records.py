@@ -12,7 +12,7 @@ there; a record that does not decode is skipped too.
 What was skipped goes to a :class:`~recordkit.CorruptionReport`.
 
 ``split`` takes TFDS's slicing syntax (``train[:10%]``, ``train[100:200]``,
-``train+validation``; :mod:`recordkit.read._slices`): only the shards the slice touches
+``train+validation``; :mod:`recordkit.dataset._slices`): only the shards the slice touches
 are opened, records before it are read past without being decoded, and reading stops
 at its end.
 
@@ -39,11 +39,12 @@ from contextlib import closing
 from typing import Any
 
 from recordkit.codec._registry import CodecRegistry
+from recordkit.dataset._shards import Shard
 from recordkit.errors import CorruptRecordError, RecordkitError
 from recordkit.format._tfrecord import Compression, Damage, iter_tfrecords, scan_tfrecords
 from recordkit.read._corruption import CorruptionReport, OnCorrupt, SkippedRecords
 from recordkit.read._numpy_decode import decode_record_numpy
-from recordkit.read._open import OpenedDataset, Shard
+from recordkit.read._open import OpenedDataset
 from recordkit.read._options import Opened, OpenOptions
 from recordkit.read._paths import Paths
 from recordkit.read._position import Start, position_state, resolve_start

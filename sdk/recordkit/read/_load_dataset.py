@@ -15,10 +15,10 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from recordkit.codec._registry import CodecRegistry
+from recordkit.dataset._shards import Shard
 from recordkit.read._corruption import CorruptionReport, OnCorrupt
 from recordkit.read._dense import OFFSET_SUFFIX, SHAPE_SUFFIX, ImageFit, Size, pad_into, row_shapes
 from recordkit.read._layout import DecodeLayout
-from recordkit.read._open import Shard
 from recordkit.read._options import (
     DEFAULT_BLOCK_LENGTH,
     IMAGE_FITS,

@@ -23,10 +23,11 @@ import hashlib
 import numpy as np
 
 from recordkit.dataset._manifest import ShardInfo
+from recordkit.dataset._shards import Shard
 from recordkit.errors import CorruptRecordError, DatasetError
 from recordkit.format._index import INDEX_SUFFIX, RecordIndex, build_index, max_index_bytes
 from recordkit.format._tfrecord import Compression, unframe_record
-from recordkit.read._open import OpenedDataset, Shard
+from recordkit.read._open import OpenedDataset
 from recordkit.storage import DEFAULT_MAX_OPEN_FILES, Location, RangeReader, read_ranges
 
 __all__ = ["DEFAULT_MAX_OPEN_FILES", "IndexedShards", "load_indexes"]

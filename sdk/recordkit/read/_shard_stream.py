@@ -41,10 +41,11 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from recordkit.dataset._shards import Shard
 from recordkit.errors import CorruptRecordError
 from recordkit.format._tfrecord import FRAMING_BYTES, iter_tfrecords, oversized_record
 from recordkit.read._corruption import CorruptionReport, OnCorrupt, SkippedRecords
-from recordkit.read._open import OpenedDataset, Shard
+from recordkit.read._open import OpenedDataset
 from recordkit.read._options import RemoteIO
 from recordkit.storage import location
 
