@@ -19,6 +19,7 @@ except ImportError as exc:
 
 from recordkit.read._batch_loader import BatchMapDataset, BatchStream, ThreadLoader
 from recordkit.read._mixture_torch import MixtureStream
+from recordkit.read._stream_order import StreamOrder
 from recordkit.read._torch import IterableDataset, MapDataset, collate, pad_values, to_tensors
 
 __all__ = [
@@ -27,6 +28,7 @@ __all__ = [
     "IterableDataset",
     "MapDataset",
     "MixtureStream",
+    "StreamOrder",
     "ThreadLoader",
     "collate",
     "pad_values",

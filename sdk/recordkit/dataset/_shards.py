@@ -20,7 +20,7 @@ from recordkit.dataset._slices import SplitRange, is_plain_split, resolve_split,
 from recordkit.errors import ManifestError
 from recordkit.storage import Location
 
-__all__ = ["Shard", "split_shards"]
+__all__ = ["Shard", "split_names", "split_shards"]
 
 logger = logging.getLogger("recordkit")
 
@@ -39,11 +39,26 @@ class Shard:
     #: all the rest) (:mod:`recordkit.dataset._slices`).
     skip: int = 0
     take: int | None = None
+    #: Files aligned with this one (a field group's shards, :mod:`recordkit.read._field_groups`):
+    #: each record is this file's record followed by theirs, concatenated.
+    joined: tuple[Shard, ...] = ()
 
     def __post_init__(self) -> None:
         # A remote shard knows its listed sha256: with a cache, it is read from a checked local copy.
         if self.sha256 is not None:
             object.__setattr__(self, "path", self.path.with_sha256(self.sha256))
+
+    @property
+    def files(self) -> tuple[Shard, ...]:
+        """This file and those joined to it, in the order their bytes are joined."""
+        return (self, *self.joined)
+
+    @property
+    def label(self) -> str:
+        """The shard's name, with the files joined to it (what errors name)."""
+        if not self.joined:
+            return self.name
+        return f"{self.name} (joined with {', '.join(j.name for j in self.joined)})"
 
     @property
     def sliced(self) -> bool:
@@ -77,6 +92,13 @@ def split_shards(root: Location, manifest: Manifest, split: str) -> tuple[Shard,
         for piece in shard_slices(part.start, part.stop, [s.records for s in listed]):
             shards.append(_shard(root, listed[piece.index], piece.skip, piece.take))
     return tuple(shards)
+
+
+def split_names(manifest: Manifest, split: str) -> list[str]:
+    """The splits that ``split`` (a name, or a TFDS-style expression) reads, in order."""
+    if is_plain_split(split):
+        return [split]
+    return list(dict.fromkeys(part.split for part in _ranges(manifest, split)))
 
 
 def _shard(root: Location, info: ShardInfo, skip: int = 0, take: int | None = None) -> Shard:

@@ -56,7 +56,7 @@ class BatchLayout:
 
 def field_pad_values(records: RandomAccess) -> dict[str, float]:
     """Each field's codec pad value (what padding fills)."""
-    return {f.name: float(f.codec.pad_value()) for f in records.source.fields}
+    return {f.name: float(f.codec.pad_value()) for f in records.dataset.fields}
 
 
 def batch_layout(
@@ -64,7 +64,7 @@ def batch_layout(
 ) -> BatchLayout:
     """The layout of ``records``' batches: the fields' pad values, and the fields named
     to be concatenated or laid out channels first (each checked to be a field read)."""
-    names = {f.name for f in records.source.fields}
+    names = {f.name for f in records.dataset.fields}
     for option, chosen in (("concat", concat), ("channels_first", channels_first)):
         unknown = sorted(set(chosen) - names)
         if unknown:

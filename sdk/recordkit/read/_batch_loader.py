@@ -29,6 +29,7 @@ import torch.utils.data
 from recordkit.read._batch_assemble import BatchLayout, assemble_batch, batch_layout
 from recordkit.read._position import Start
 from recordkit.read._random_access import RandomAccess
+from recordkit.read._stream_order import StreamOrder
 from recordkit.read._torch import IterableDataset, MapDataset, to_tensors
 
 __all__ = ["BatchMapDataset", "BatchStream", "ThreadLoader"]
@@ -54,33 +55,18 @@ class BatchStream(IterableDataset):
         cls,
         records: RandomAccess,
         split: str,
+        order: StreamOrder | None = None,
         *,
         batch_size: int,
         drop_last: bool = False,
         concat: Sequence[str] = (),
         channels_first: Sequence[str] = (),
-        shuffle: bool = False,
-        seed: int = 0,
-        window: int = 1024,
-        rank: int | None = None,
-        world_size: int | None = None,
         start: Start = None,
     ) -> BatchStream:
-        """Batches of ``records`` (already opened); ``split`` names them in state dicts."""
+        """Batches of ``records`` (already opened) in ``order``; ``split`` names them in
+        state dicts."""
         _check_batch_size(batch_size)
-        self = cast(
-            BatchStream,
-            cls.over(
-                records,
-                split,
-                shuffle=shuffle,
-                seed=seed,
-                window=window,
-                rank=rank,
-                world_size=world_size,
-                batch_size=batch_size,
-            ),
-        )
+        self = cast(BatchStream, cls.over(records, split, order, batch_size=batch_size))
         self.batch_size = batch_size
         self.drop_last = drop_last
         self.layout = batch_layout(records, concat, channels_first)

@@ -20,8 +20,9 @@ from recordkit.read._epoch_state import epoch_state, resumed_progress
 from recordkit.read._mixture_order import MixtureOrder
 from recordkit.read._position import Start
 from recordkit.read._random_access import RandomAccess
+from recordkit.read._stream_order import StreamOrder
 
-__all__ = ["EpochStream", "check_stream"]
+__all__ = ["EpochStream", "check_prefetch"]
 
 
 def _batch_block(batch_size: int | None) -> int:
@@ -33,10 +34,8 @@ def _batch_block(batch_size: int | None) -> int:
     return batch_size
 
 
-def check_stream(window: int, prefetch: int) -> None:
-    """Refuse a streaming option that cannot be right, before anything is read."""
-    if window < 1:
-        raise ValueError(f"window must be at least 1, not {window}")
+def check_prefetch(prefetch: int) -> None:
+    """Refuse a ``prefetch`` that cannot be right, before anything is read."""
     if prefetch < 1:
         raise ValueError(f"prefetch must be at least 1, not {prefetch}")
 
@@ -58,57 +57,39 @@ class EpochStream:
         cls,
         records: RandomAccess,
         split: str,
+        order: StreamOrder | None = None,
         *,
-        shuffle: bool = False,
-        seed: int = 0,
-        window: int = 1024,
-        rank: int = 0,
-        world_size: int = 1,
         start: Start = None,
         prefetch: int = 64,
         batch_size: int | None = None,
     ) -> EpochStream:
-        """The stream of ``records`` (already opened); ``split`` names them in states."""
+        """The stream of ``records`` (already opened) in ``order`` (default: stored order,
+        one rank); ``split`` names them in states."""
+        check_prefetch(prefetch)
         self = cls.__new__(cls)
-        self.attach_epochs(
-            records,
-            split,
-            shuffle=shuffle,
-            seed=seed,
-            window=window,
-            rank=rank,
-            world_size=world_size,
-            prefetch=prefetch,
-            batch_size=batch_size,
-        )
+        self.attach_epochs(records, split, order or StreamOrder(), prefetch=prefetch, batch_size=batch_size)
         if start is not None:
             self.load_state_dict(start)
         return self
 
     def attach_epochs(
-        self,
-        records: RandomAccess,
-        split: str,
-        *,
-        shuffle: bool,
-        seed: int,
-        window: int,
-        rank: int,
-        world_size: int,
-        prefetch: int,
-        batch_size: int | None,
+        self, records: RandomAccess, split: str, order: StreamOrder, *, prefetch: int, batch_size: int | None
     ) -> None:
-        """Set the stream's order and share (the constructors' common step)."""
-        check_stream(window, prefetch)
+        """Set the stream's order and share (the constructors' common step); a rank and
+        world size left None are 0 and 1."""
+        world_size = 1 if order.world_size is None else order.world_size
+        rank = 0 if order.rank is None else order.rank
         if world_size < 1:
             raise ValueError(f"world_size must be at least 1, not {world_size}")
         if not 0 <= rank < world_size:
             raise ValueError(f"rank must be in 0..{world_size - 1}, not {rank}")
+        #: How this stream orders the split and divides it.
+        self.order = order
         self.records = records
         self.split = split
-        self.shuffle = shuffle
-        self.seed = int(seed)
-        self.window = window
+        self.shuffle = order.shuffle
+        self.seed = int(order.seed)
+        self.window = order.window
         self.rank = rank
         self.world_size = world_size
         self.prefetch = prefetch
@@ -116,7 +97,8 @@ class EpochStream:
         #: batches in the canonical order).
         self.block = _batch_block(batch_size)
         self.epoch = 0
-        self.order: EpochItems = SplitOrder.of_shards(records.source.shards, records.shards.counts)
+        #: The epochs read: a split's records, or a mixture's samples (:meth:`mix_in`).
+        self.epochs: EpochItems = SplitOrder.of_shards(records.dataset.shards, records.shards.counts)
         #: What of this epoch was read before (a resumed state), and the records yielded
         #: since in this process (no DataLoader workers).
         self._progress: Progress | None = None
@@ -153,7 +135,7 @@ class EpochStream:
             "shuffle": self.shuffle,
             "seed": self.seed,
             "window": self.window,
-            **self.order.identity(),
+            **self.epochs.identity(),
         }
 
     def division(self, num_workers: int) -> Division:
@@ -162,7 +144,7 @@ class EpochStream:
 
     def _remaining(self) -> tuple[Progress, np.ndarray, np.ndarray]:
         """The progress through this epoch, the epoch's order, and the positions in it not read yet."""
-        items = self.order.items(seed=self.seed, epoch=self.epoch, shuffle=self.shuffle, window=self.window)
+        items = self.epochs.items(seed=self.seed, epoch=self.epoch, shuffle=self.shuffle, window=self.window)
         progress = self._progress or Progress(len(items))
         return progress, items, progress.remaining()
 
@@ -173,7 +155,7 @@ class EpochStream:
         this epoch, from where a resumed state says the epoch was left."""
         _, items, remaining = self._remaining()
         division = self.division(workers)
-        return self.order.locate(items[division.share(remaining, division.reader(self.rank, worker))])
+        return self.epochs.locate(items[division.share(remaining, division.reader(self.rank, worker))])
 
     def _read(self, located: list[tuple[int, int]]) -> Iterator[dict[str, Any]]:
         """The records at ``located``, decoded, in order."""
@@ -185,14 +167,14 @@ class EpochStream:
         """Read the mixture of ``sources`` in ``order``'s epochs instead of the split
         (``rk.mix``); ``records`` stays the first source (its fields are the mixture's)."""
         self.sources = list(sources)
-        self.order = order
+        self.epochs = order
         self._reader_name = "mixture stream"
 
     def _read_mixed(self, located: list[tuple[int, int]]) -> Iterator[dict[str, Any]]:
         """Each ``(shard, number)``'s record (shards numbered across the sources), read
         ``prefetch`` at a time from their sources, in order."""
         sources = cast(list[RandomAccess], self.sources)
-        shard_starts = cast(MixtureOrder, self.order).shard_starts
+        shard_starts = cast(MixtureOrder, self.epochs).shard_starts
         for begin in range(0, len(located), self.prefetch):
             chunk = located[begin : begin + self.prefetch]
             owners = np.searchsorted(shard_starts, [shard for shard, _ in chunk], side="right") - 1
@@ -248,7 +230,7 @@ class EpochStream:
         if state is None:
             self._progress = None
             return
-        epoch, progress = resumed_progress(state, self._reader_name, self._identity(), len(self.order))
+        epoch, progress = resumed_progress(state, self._reader_name, self._identity(), len(self.epochs))
         if epoch is not None:
             self.epoch = epoch
         self._progress = progress

@@ -56,7 +56,7 @@ def _order_of(source: DataSource | MixedDataSource) -> EpochItems:
         return source.order
     if isinstance(source, DataSource):
         records = source.records
-        return SplitOrder.of_shards(records.source.shards, records.shards.counts)
+        return SplitOrder.of_shards(records.dataset.shards, records.shards.counts)
     raise TypeError(f"EpochSampler reads a recordkit grain source, not {type(source).__name__}")
 
 

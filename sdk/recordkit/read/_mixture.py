@@ -28,6 +28,7 @@ from recordkit.read._epoch_stream import EpochStream
 from recordkit.read._grain_epochs import MixedDataSource
 from recordkit.read._mixture_order import MixtureOrder
 from recordkit.read._position import Start
+from recordkit.read._stream_order import StreamOrder
 from recordkit.schema._compatibility import check_compatibility
 
 if TYPE_CHECKING:  # the torch reader's type only: importing it needs torch
@@ -48,7 +49,7 @@ class Mixture:
         orders = []
         for handle in self.sources:
             records = handle._random_access()
-            orders.append(SplitOrder.of_shards(records.source.shards, records.shards.counts))
+            orders.append(SplitOrder.of_shards(records.dataset.shards, records.shards.counts))
         self.order = MixtureOrder(orders, weights, samples_per_epoch)
 
     @property
@@ -86,17 +87,8 @@ class Mixture:
         """The mixture's samples as numpy, in its canonical epochs, resumable with any
         number of ranks and workers (:meth:`recordkit.Dataset.epoch_stream`'s options)."""
         sources = [handle._random_access() for handle in self.sources]
-        stream = EpochStream.over(
-            sources[0],
-            "mixture",
-            shuffle=shuffle,
-            seed=0 if seed is None else seed,
-            window=window,
-            rank=rank,
-            world_size=world_size,
-            prefetch=prefetch,
-            batch_size=batch_size,
-        )
+        order = StreamOrder(shuffle, 0 if seed is None else seed, window, rank, world_size)
+        stream = EpochStream.over(sources[0], "mixture", order, prefetch=prefetch, batch_size=batch_size)
         stream.mix_in(sources, self.order)
         if start is not None:
             stream.load_state_dict(start)
@@ -129,11 +121,7 @@ class Mixture:
         stream: MixtureStream = module.MixtureStream.mixed(
             [handle._random_access() for handle in self.sources],
             self.order,
-            shuffle=shuffle,
-            seed=0 if seed is None else seed,
-            window=window,
-            rank=rank,
-            world_size=world_size,
+            StreamOrder(shuffle, 0 if seed is None else seed, window, rank, world_size),
             start=start,
             transform=transform,
             tensors=tensors,

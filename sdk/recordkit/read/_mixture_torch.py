@@ -13,6 +13,7 @@ from typing import cast
 from recordkit.read._mixture_order import MixtureOrder
 from recordkit.read._position import Start
 from recordkit.read._random_access import RandomAccess
+from recordkit.read._stream_order import StreamOrder
 from recordkit.read._torch import IterableDataset, Transform
 
 __all__ = ["MixtureStream"]
@@ -27,38 +28,30 @@ class MixtureStream(IterableDataset):
     def mixed(
         cls,
         sources: list[RandomAccess],
-        order: MixtureOrder,
+        mixture: MixtureOrder,
+        order: StreamOrder,
         *,
-        shuffle: bool,
-        seed: int,
-        window: int,
-        rank: int | None,
-        world_size: int | None,
         start: Start,
         transform: Transform | None,
         tensors: bool,
         prefetch: int,
         batch_size: int | None,
     ) -> MixtureStream:
-        """The stream of a mixture of ``sources`` in ``order``, with the options of
-        :meth:`recordkit.Dataset.torch_iterable`."""
+        """The stream of the mixture of ``sources`` in ``mixture``'s epochs, ordered and
+        divided by ``order``, with the options of :meth:`recordkit.Dataset.torch_iterable`."""
         self = cast(
             MixtureStream,
             cls.over(
                 sources[0],
                 "mixture",
-                shuffle=shuffle,
-                seed=seed,
-                window=window,
-                rank=rank,
-                world_size=world_size,
+                order,
                 transform=transform,
                 tensors=tensors,
                 prefetch=prefetch,
                 batch_size=batch_size,
             ),
         )
-        self.mix_in(sources, order)
+        self.mix_in(sources, mixture)
         if start is not None:
             self.load_state_dict(start)
         return self

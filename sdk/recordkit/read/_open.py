@@ -32,7 +32,6 @@ offset of the first bad record (:mod:`recordkit.read._corruption`).
 from __future__ import annotations
 
 import dataclasses
-import os
 from collections.abc import Mapping, Sequence
 from typing import TypeVar
 
@@ -50,11 +49,12 @@ from recordkit.errors import (
 )
 from recordkit.format._tfrecord import Compression
 from recordkit.read._corruption import file_sha256, locate_corruption
+from recordkit.read._field_groups import bind_split, join_split_groups, split_groups, split_schema
 from recordkit.read._paths import Paths, describe, expand_files, guess_compression, to_locations
 from recordkit.schema._bound import BoundField
 from recordkit.schema._compatibility import check_compatibility
 from recordkit.schema._encoder import RecordEncoder
-from recordkit.schema._schema import BoundSchema, Schema
+from recordkit.schema._schema import BoundSchema, Schema, SchemaLike
 from recordkit.storage import Location, StorageOptions
 
 __all__ = [
@@ -101,7 +101,7 @@ def open_dataset(
     split: str = "train",
     fields: str | Sequence[str] | None = None,
     *,
-    schema: Schema | str | os.PathLike[str] | None = None,
+    schema: SchemaLike | None = None,
     registry: CodecRegistry | None = None,
     compression: str | None = None,
     check_sizes: bool = True,
@@ -183,13 +183,16 @@ def _open_manifest(
 ) -> OpenedDataset:
     """A dataset (local or remote, recordkit's or TFDS's) opened through its manifest."""
     shards = split_shards(root, manifest, split)
-    stored = manifest.schema
+    groups = split_groups(manifest, split)
+    stored = split_schema(manifest, groups)
     if schema is not None:
         check_compatibility(
             stored, schema, fields=names, mode="read", registry=registry
         ).raise_for_incompatible()
     read_schema = schema if schema is not None else stored
-    bound = bind_to_read(manifest, registry, schema=read_schema, fields=names)
+    bound = bind_to_read(manifest, registry, schema=read_schema, fields=names, split=split)
+    if groups:
+        shards = join_split_groups(root, manifest, split, shards, [f.name for f in bound.fields])
     defaults = {
         field.name: _default_example(bound, field)
         for field in bound.fields
@@ -205,14 +208,17 @@ def bind_to_read(
     *,
     schema: Schema | None = None,
     fields: Sequence[str] | None = None,
+    split: str | None = None,
 ) -> BoundSchema:
-    """``schema`` (default: the manifest's own) bound to decode the dataset's records:
-    each field gets the codec that reads what the codec version the manifest records
-    stored. A codec that is missing, or that does not read that version, is an error
-    naming the distribution that wrote the dataset (the manifest's ``codecs`` section)."""
-    read_schema = schema if schema is not None else manifest.schema
+    """``schema`` (default: the manifest's own, with ``split``'s field groups when a
+    split is named) bound to decode the dataset's records: each field gets the codec that
+    reads what the codec version the manifest (or the field's group) records stored. A
+    codec that is missing, or that does not read that version, is an error naming the
+    distribution that wrote the dataset (the manifest's ``codecs`` section)."""
+    groups = split_groups(manifest, split) if split is not None else {}
+    read_schema = schema if schema is not None else split_schema(manifest, groups)
     try:
-        return read_schema.bind(registry, fields=fields, versions=manifest.codec_versions)
+        return bind_split(manifest, groups, registry, read_schema, fields)
     except UnknownCodecError as exc:
         raise _with_writer(exc, manifest) from None
     except CodecVersionError as exc:
@@ -272,7 +278,8 @@ def check_shards(dataset: OpenedDataset, *, sizes: bool, sha256: bool) -> None:
         else {}
     )
     for shard in dataset.shards:
-        _check_shard(shard, dataset.compression, sizes=sizes, sha256=sha256, size=listed.get(shard.name))
+        for file in shard.files:  # the shard, and the field groups' shards joined to it
+            _check_shard(file, dataset.compression, sizes=sizes, sha256=sha256, size=listed.get(file.name))
 
 
 def _listed_sizes(root: Location, manifest: Manifest, shards: tuple[Shard, ...]) -> dict[str, int]:

@@ -21,7 +21,7 @@ strings, bytes and absent optional fields (None) stay Python values.
 
 from __future__ import annotations
 
-import os
+import dataclasses
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
@@ -32,11 +32,12 @@ import torch.utils.data
 from recordkit.codec._registry import CodecRegistry
 from recordkit.read._batch_assemble import field_pad_values
 from recordkit.read._dense import SHAPE_SUFFIX
-from recordkit.read._epoch_stream import EpochStream, check_stream
+from recordkit.read._epoch_stream import EpochStream, check_prefetch
 from recordkit.read._paths import Paths
 from recordkit.read._position import Start
 from recordkit.read._random_access import RandomAccess
-from recordkit.schema._schema import Schema
+from recordkit.read._stream_order import StreamOrder
+from recordkit.schema._schema import SchemaLike
 from recordkit.storage import StorageOptions
 
 __all__ = ["IterableDataset", "MapDataset", "collate", "pad_values", "to_tensors"]
@@ -145,7 +146,7 @@ class MapDataset(torch.utils.data.Dataset[Any]):
         split: str = "train",
         fields: str | Sequence[str] | None = None,
         *,
-        schema: Schema | str | os.PathLike[str] | None = None,
+        schema: SchemaLike | None = None,
         registry: CodecRegistry | None = None,
         transform: Transform | None = None,
         tensors: bool = True,
@@ -199,11 +200,10 @@ class IterableDataset(torch.utils.data.IterableDataset[Any], EpochStream):
     """A split's records streamed in a seeded order, shared between ranks and workers;
     a shortcut for ``recordkit.open(path, split).torch_iterable(...)``.
 
-    :param shuffle: shuffle the shards, and the records within windows of ``window``.
-    :param seed: the shuffles' seed (with the epoch: :meth:`set_epoch` for a new order).
-    :param window: records shuffled together (the larger, the better mixed).
-    :param rank: this process's rank (default: ``torch.distributed``'s, else 0).
-    :param world_size: the number of ranks (default: ``torch.distributed``'s, else 1).
+    ``shuffle``, ``seed``, ``window``, ``rank`` and ``world_size`` make its
+    :class:`~recordkit.torch.StreamOrder` (kept as ``order``; :meth:`set_epoch` for a new
+    order).
+
     :param start: resume: a state dict from :meth:`state_dict` or :meth:`loader_state`,
         saved with any number of ranks and workers (or a count of the epoch's first
         records read).
@@ -225,7 +225,7 @@ class IterableDataset(torch.utils.data.IterableDataset[Any], EpochStream):
         split: str = "train",
         fields: str | Sequence[str] | None = None,
         *,
-        schema: Schema | str | os.PathLike[str] | None = None,
+        schema: SchemaLike | None = None,
         registry: CodecRegistry | None = None,
         shuffle: bool = False,
         seed: int = 0,
@@ -240,7 +240,8 @@ class IterableDataset(torch.utils.data.IterableDataset[Any], EpochStream):
         prefetch: int = 64,
         batch_size: int | None = None,
     ) -> None:
-        check_stream(window, prefetch)
+        order = StreamOrder(shuffle, seed, window, rank, world_size)
+        check_prefetch(prefetch)
         records = RandomAccess(
             path,
             split,
@@ -250,32 +251,15 @@ class IterableDataset(torch.utils.data.IterableDataset[Any], EpochStream):
             verify=verify,
             storage_options=storage_options,
         )
-        self._attach(
-            records,
-            split,
-            shuffle,
-            seed,
-            window,
-            rank,
-            world_size,
-            start,
-            transform,
-            tensors,
-            prefetch,
-            batch_size,
-        )
+        self._attach(records, split, order, start, transform, tensors, prefetch, batch_size)
 
     @classmethod
     def over(
         cls,
         records: RandomAccess,
         split: str,
+        order: StreamOrder | None = None,
         *,
-        shuffle: bool = False,
-        seed: int = 0,
-        window: int = 1024,
-        rank: int | None = None,
-        world_size: int | None = None,
         start: Start = None,
         transform: Transform | None = None,
         tensors: bool = True,
@@ -283,34 +267,19 @@ class IterableDataset(torch.utils.data.IterableDataset[Any], EpochStream):
         batch_size: int | None = None,
     ) -> IterableDataset:
         """An IterableDataset over records already opened (what
-        :meth:`recordkit.Dataset.torch_iterable` gives); ``split`` names them in state dicts."""
-        check_stream(window, prefetch)
+        :meth:`recordkit.Dataset.torch_iterable` gives), in ``order`` (default: in stored
+        order, one rank); ``split`` names them in state dicts."""
+        check_prefetch(prefetch)
         self = cls.__new__(cls)
-        self._attach(
-            records,
-            split,
-            shuffle,
-            seed,
-            window,
-            rank,
-            world_size,
-            start,
-            transform,
-            tensors,
-            prefetch,
-            batch_size,
-        )
+        order = order if order is not None else StreamOrder()
+        self._attach(records, split, order, start, transform, tensors, prefetch, batch_size)
         return self
 
     def _attach(
         self,
         records: RandomAccess,
         split: str,
-        shuffle: bool,
-        seed: int,
-        window: int,
-        rank: int | None,
-        world_size: int | None,
+        order: StreamOrder,
         start: Start,
         transform: Transform | None,
         tensors: bool,
@@ -318,24 +287,16 @@ class IterableDataset(torch.utils.data.IterableDataset[Any], EpochStream):
         batch_size: int | None = None,
     ) -> None:
         distributed = torch.distributed.is_available() and torch.distributed.is_initialized()
-        if world_size is None:
-            world_size = torch.distributed.get_world_size() if distributed else 1
-        if rank is None:
-            rank = torch.distributed.get_rank() if distributed else 0
+        if order.world_size is None:
+            order = dataclasses.replace(
+                order, world_size=torch.distributed.get_world_size() if distributed else 1
+            )
+        if order.rank is None:
+            order = dataclasses.replace(order, rank=torch.distributed.get_rank() if distributed else 0)
         self.transform = transform
         self.tensors = tensors
         self.collate_fn = _Collate(pad_values(records))
-        self.attach_epochs(
-            records,
-            split,
-            shuffle=shuffle,
-            seed=seed,
-            window=window,
-            rank=rank,
-            world_size=world_size,
-            prefetch=prefetch,
-            batch_size=batch_size,
-        )
+        self.attach_epochs(records, split, order, prefetch=prefetch, batch_size=batch_size)
         if start is not None:
             self.load_state_dict(start)
 
