@@ -73,12 +73,21 @@ class EpochStream:
         return self
 
     def attach_epochs(
-        self, records: RandomAccess, split: str, order: StreamOrder, *, prefetch: int, batch_size: int | None
+        self,
+        records: RandomAccess,
+        split: str,
+        order: StreamOrder,
+        *,
+        prefetch: int,
+        batch_size: int | None,
+        rank: int | None = None,
+        world_size: int | None = None,
     ) -> None:
-        """Set the stream's order and share (the constructors' common step); a rank and
-        world size left None are 0 and 1."""
-        world_size = 1 if order.world_size is None else order.world_size
-        rank = 0 if order.rank is None else order.rank
+        """Set the stream's order and share (the constructors' common step). ``rank`` and
+        ``world_size`` are those ``order`` leaves None (worked out by the caller, as from
+        ``torch.distributed``), else 0 and 1."""
+        world_size = order.world_size if order.world_size is not None else (world_size or 1)
+        rank = order.rank if order.rank is not None else (rank or 0)
         if world_size < 1:
             raise ValueError(f"world_size must be at least 1, not {world_size}")
         if not 0 <= rank < world_size:

@@ -21,7 +21,6 @@ strings, bytes and absent optional fields (None) stay Python values.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
@@ -287,16 +286,18 @@ class IterableDataset(torch.utils.data.IterableDataset[Any], EpochStream):
         batch_size: int | None = None,
     ) -> None:
         distributed = torch.distributed.is_available() and torch.distributed.is_initialized()
-        if order.world_size is None:
-            order = dataclasses.replace(
-                order, world_size=torch.distributed.get_world_size() if distributed else 1
-            )
-        if order.rank is None:
-            order = dataclasses.replace(order, rank=torch.distributed.get_rank() if distributed else 0)
+        world_size = order.world_size
+        if world_size is None:
+            world_size = torch.distributed.get_world_size() if distributed else 1
+        rank = order.rank
+        if rank is None:
+            rank = torch.distributed.get_rank() if distributed else 0
         self.transform = transform
         self.tensors = tensors
         self.collate_fn = _Collate(pad_values(records))
-        self.attach_epochs(records, split, order, prefetch=prefetch, batch_size=batch_size)
+        self.attach_epochs(
+            records, split, order, prefetch=prefetch, batch_size=batch_size, rank=rank, world_size=world_size
+        )
         if start is not None:
             self.load_state_dict(start)
 
