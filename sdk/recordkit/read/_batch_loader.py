@@ -26,11 +26,12 @@ from typing import Any, cast
 import torch
 import torch.utils.data
 
-from recordkit.read._batch_assemble import BatchLayout, assemble_batch, batch_layout
+from recordkit.read._batch_assemble import BatchLayout, batch_layout
 from recordkit.read._position import Start
 from recordkit.read._random_access import RandomAccess
+from recordkit.read._shared_batch import batch_tensors
 from recordkit.read._stream_order import StreamOrder
-from recordkit.read._torch import IterableDataset, MapDataset, to_tensors
+from recordkit.read._torch import IterableDataset, MapDataset
 
 __all__ = ["BatchMapDataset", "BatchStream", "ThreadLoader"]
 
@@ -87,7 +88,7 @@ class BatchStream(IterableDataset):
 
     def batch(self, located: Sequence[tuple[int, int]]) -> dict[str, Any]:
         """The records at ``located``, read, decoded and laid out as one batch of tensors."""
-        return cast(dict[str, Any], to_tensors(assemble_batch(self.records.records(located), self.layout)))
+        return batch_tensors(self.records.records(located), self.layout)
 
     def __iter__(self) -> Iterator[Any]:
         info = torch.utils.data.get_worker_info()
@@ -135,7 +136,7 @@ class BatchMapDataset(MapDataset):
         return self
 
     def __getitems__(self, indices: Sequence[int]) -> Any:  # a batch, not a list: see collate_fn
-        return to_tensors(assemble_batch(self.records.read_batch(indices), self.layout))
+        return batch_tensors(self.records.read_batch(indices), self.layout)
 
 
 class ThreadLoader:

@@ -26,6 +26,7 @@ from recordkit.read._options import (
 )
 from recordkit.read._parse import PRESENT_SUFFIX, make_padded_parser, make_parser
 from recordkit.read._per_record import DRAWS, RaggedUnbatcher, per_record
+from recordkit.read._record_parse import parses_per_record, records_parsed_one_by_one
 from recordkit.read._shard_stream import read_shards
 from recordkit.schema._schema import BoundSchema
 
@@ -46,10 +47,13 @@ def tf_pipeline(opened: Opened, options: PipelineOptions, on_corrupt: OnCorrupt,
     import tensorflow as tf
 
     shards, record_shard = _my_shards(opened)
-    batches = _serialized_batches(opened, shards, record_shard, options, on_corrupt, skip)
     layout = DecodeLayout.build(opened.dataset, options)
+    one_by_one = parses_per_record(layout, options)
+    batches = _serialized_batches(opened, shards, record_shard, options, on_corrupt, skip, one_by_one)
     batch_size = options.batch_size
-    if layout.per_record or batch_size is None:
+    if one_by_one:  # every field decoded record by record: parsed record by record too
+        dataset = records_parsed_one_by_one(batches, layout, options)
+    elif layout.per_record or batch_size is None:
         to_records = RaggedUnbatcher()
         dataset = _decode_batches(batches, layout, options, to_records)
         dataset = per_record(dataset, to_records, layout, options)
@@ -82,10 +86,12 @@ def _serialized_batches(
     options: PipelineOptions,
     on_corrupt: OnCorrupt,
     skip: int = 0,
+    single: bool = False,
 ) -> Any:
     """Batches of serialized records (``batch_size`` of them, or ``block_length`` when
     single records are asked for): read, checked, repeated and shuffled; the first
-    ``skip`` records (a resumed read) dropped before they are parsed."""
+    ``skip`` records (a resumed read) dropped before they are parsed. With ``single``,
+    the records one by one instead, for the pipeline to parse and batch."""
     chunks = read_shards(
         opened.dataset,
         shards,
@@ -103,7 +109,7 @@ def _serialized_batches(
         chunks = chunks.repeat()
     elif repeat is not False and repeat != 1:
         chunks = chunks.repeat(int(repeat))
-    if options.shuffle_buffer or record_shard is not None or skip:
+    if options.shuffle_buffer or record_shard is not None or skip or single:
         records = chunks.unbatch()
         if record_shard is not None:
             records = records.shard(*record_shard)
@@ -113,6 +119,8 @@ def _serialized_batches(
             )
         if skip:  # resume: the records an earlier read yielded, dropped before parsing
             records = records.skip(skip)
+        if single:
+            return records
         return records.batch(
             batch_size or options.block_length, drop_remainder=options.drop_remainder and bool(batch_size)
         )
