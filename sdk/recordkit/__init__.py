@@ -42,6 +42,8 @@ from recordkit.dataset._tfds import TfdsDataset, open_tfds
 from recordkit.hookspecs import hookimpl
 from recordkit.read._corruption import CorruptionReport, SkippedRecords
 from recordkit.read._dataset import Dataset, open
+from recordkit.read._epoch_stream import EpochStream
+from recordkit.read._mixture import Mixture, mix
 from recordkit.read._parse import PRESENT_SUFFIX, feature_spec, make_parser
 from recordkit.read._random_access import RandomAccess
 from recordkit.read._read_config import Layout, ReadConfig
@@ -79,6 +81,7 @@ __all__ = [
     "Dataset",
     "DatasetWriter",
     "DecodeSource",
+    "EpochStream",
     "DecodedPerRecord",
     "Drawable",
     "FieldDifference",
@@ -93,6 +96,7 @@ __all__ = [
     "Layout",
     "LeftOut",
     "Manifest",
+    "Mixture",
     "NativeField",
     "NativeRequest",
     "PadsAsDecoded",
@@ -134,6 +138,7 @@ __all__ = [
     "load_dataset",
     "load_plugins",
     "make_parser",
+    "mix",
     "open",
     "remove_fields",
     "schema_of",

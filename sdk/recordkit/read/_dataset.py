@@ -29,6 +29,7 @@ from recordkit.codec._registry import CodecRegistry
 from recordkit.dataset._manifest import Manifest
 from recordkit.errors import DatasetError, MissingExtraError, RecordkitError, SchemaError
 from recordkit.read._corruption import CorruptionReport, OnCorrupt, check_on_corrupt
+from recordkit.read._epoch_stream import EpochStream
 from recordkit.read._grain import DataSource
 from recordkit.read._iter_records import RecordIterator, record_iterator
 from recordkit.read._load_dataset import tf_pipeline
@@ -398,6 +399,31 @@ class Dataset:
             opened, split, verify=crc, start=start, num_threads=num_threads, geometry=geometry
         )
 
+    def epoch_stream(
+        self,
+        *,
+        shuffle: bool = False,
+        seed: int | None = None,
+        window: int = 1024,
+        rank: int = 0,
+        world_size: int = 1,
+        start: Start = None,
+        prefetch: int = 64,
+        batch_size: int | None = None,
+    ) -> EpochStream:
+        """The split's records as numpy, in the canonical order of an epoch (``set_epoch``),
+        this rank's share of it, resumable from a ``state_dict()`` saved with any number
+        of ranks and workers (the order and state of :meth:`torch_iterable`, without
+        PyTorch; see the how-to "Training runs: resume, grow, mix")."""
+        return EpochStream.over(
+            self._random_access(),
+            self._split if self._split is not None else "train",
+            StreamOrder(shuffle, 0 if seed is None else seed, window, rank, world_size),
+            start=start,
+            prefetch=prefetch,
+            batch_size=batch_size,
+        )
+
     def torch(
         self,
         *,
@@ -434,11 +460,13 @@ class Dataset:
         tensors: bool = True,
         prefetch: int = 64,
         geometry: ImageGeometry | None = None,
+        batch_size: int | None = None,
     ) -> IterableDataset:
         """A streaming PyTorch dataset (``torch.utils.data.IterableDataset``): a seeded
         order split between ranks and DataLoader workers, each record read once per
-        epoch, ``set_epoch``, and exact resume (``loader_state``, ``start``). Needs the
-        ``torch`` extra.
+        epoch, ``set_epoch``, and exact resume with any number of ranks and workers
+        (``loader_state``, ``start``; see the how-to "Training runs: resume, grow,
+        mix"). Needs the ``torch`` extra.
 
         :param shuffle: shuffle the shards, and the records within windows of ``window``.
         :param seed: the shuffles' seed; every rank must draw the same order, so None
@@ -448,6 +476,9 @@ class Dataset:
         :param start: resume from a ``state_dict()`` or ``loader_state()``.
         :param prefetch: records whose bytes are fetched together, ahead of decoding.
         :param geometry: as :meth:`torch`'s.
+        :param batch_size: the DataLoader's batch size, so that global batches follow
+            the canonical order whatever the number of workers (None: records dealt one
+            at a time).
         """
         module = _torch_readers("Dataset.torch_iterable()")
         order = StreamOrder(shuffle, 0 if seed is None else seed, window, rank, world_size)
@@ -459,6 +490,7 @@ class Dataset:
             transform=transform,
             tensors=tensors,
             prefetch=prefetch,
+            batch_size=batch_size,
         )
         return dataset
 
