@@ -46,6 +46,7 @@ from recordkit.read._random_access import RandomAccess
 from recordkit.read._read_config import Layout, ReadConfig
 from recordkit.read._shortcuts import iter_records, load_dataset
 from recordkit.schema._bound import BoundField, KeyedFeature
+from recordkit.schema._card import DatasetCard
 from recordkit.schema._compatibility import CompatibilityReport, FieldDifference, check_compatibility
 from recordkit.schema._encoder import EncodedRecord as _EncodedRecord
 from recordkit.schema._encoder import RecordEncoder
@@ -76,6 +77,7 @@ __all__ = [
     "Convertible",
     "CorruptionReport",
     "Dataset",
+    "DatasetCard",
     "DatasetWriter",
     "DecodeSource",
     "DecodedPerRecord",
