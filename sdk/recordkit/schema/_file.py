@@ -351,7 +351,12 @@ def _describe(error: Mapping[str, Any], loc: Loc, model: type[pydantic.BaseModel
     kind = error["type"]
     key = loc[-1] if loc else None
     if kind == "extra_forbidden":
-        allowed = _allowed(FieldSpec) if in_field else _allowed(model, (SCHEMA_KEY,))
+        if in_field:
+            allowed = _allowed(FieldSpec)
+        elif loc[:1] == ("card",):
+            allowed = _allowed(DatasetCard)
+        else:
+            allowed = _allowed(model, (SCHEMA_KEY,))
         return f"unknown key {key!r} ({did_you_mean(key, allowed.split(', '))}allowed: {allowed})"
     if kind == "missing":
         return f"missing required key {key!r}"
