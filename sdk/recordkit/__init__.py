@@ -57,6 +57,7 @@ from recordkit.storage import ShardCache
 from recordkit.tools._adopt import infer_schema
 from recordkit.tools._codegen import generate_parser_code
 from recordkit.tools._convert import convert_dataset
+from recordkit.tools._croissant import croissant
 from recordkit.tools._field_groups import add_fields, remove_fields
 from recordkit.write._writer import DatasetWriter, WriteOptions, write_dataset
 
@@ -120,6 +121,7 @@ __all__ = [
     "byte_breakdown",
     "check_compatibility",
     "convert_dataset",
+    "croissant",
     "default_registry",
     "errors",
     "feature_spec",
