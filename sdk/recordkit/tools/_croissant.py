@@ -4,13 +4,14 @@ Croissant is the metadata format TFDS, the Hugging Face Hub and Kaggle publish f
 datasets. recordkit's description holds the dataset's card (name, description, license,
 citation, homepage, authors, version), a ``cr:FileObject`` per shard with its sha256, a
 ``cr:FileSet`` per split gathering them, and a ``cr:RecordSet`` per split whose fields
-are the schema's, each with the data type its codec's values have.
+are the schema's, each with the data type its codec names (:class:`~recordkit.DataTyped`).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from recordkit.codec._capabilities import DataTyped
 from recordkit.dataset._manifest import Manifest
 from recordkit.storage import PathOrUrl, StorageOptions
 
@@ -57,24 +58,10 @@ CROISSANT_CONTEXT: dict[str, Any] = {
 }
 TFRECORD = "application/x-tfrecord"
 
-#: The Croissant data type of the built-in codecs' values; a codec not listed here
-#: (a plugin's) is described by the kind of its values: sc:Text.
-_DATA_TYPES = {
-    "image": "sc:ImageObject",
-    "mask": "sc:ImageObject",
-    "audio": "sc:AudioObject",
-    "text": "sc:Text",
-    "label": "sc:Integer",
-    "bbox": "cr:BoundingBox",
-    "scalar": "sc:Float",
-    "tensor": "sc:Float",
-}
 
-
-def _data_type(codec: str, options: dict[str, Any]) -> str:
-    if codec == "scalar" and str(options.get("dtype", "")).startswith(("int", "uint", "bool")):
-        return "sc:Integer"
-    return _DATA_TYPES.get(codec, "sc:Text")
+def _data_type(codec: object) -> str:
+    """The Croissant data type a codec names (:class:`~recordkit.DataTyped`), else ``sc:Text``."""
+    return codec.data_type() if isinstance(codec, DataTyped) else "sc:Text"
 
 
 def croissant(path: PathOrUrl, storage_options: StorageOptions | None = None) -> dict[str, Any]:
@@ -82,6 +69,7 @@ def croissant(path: PathOrUrl, storage_options: StorageOptions | None = None) ->
     (``json.dumps`` it to a file). Files are named relative to the dataset's folder."""
     manifest = Manifest.load(path, storage_options)
     schema = manifest.schema
+    codecs = {field.name: field.codec for field in schema.bind(versions=manifest.codec_versions).fields}
     card = manifest.card
     dataset: dict[str, Any] = {
         "@context": CROISSANT_CONTEXT,
@@ -134,7 +122,7 @@ def croissant(path: PathOrUrl, storage_options: StorageOptions | None = None) ->
                 "@id": f"{split}/{name}",
                 "name": name,
                 "description": spec.description or f"codec {spec.codec}",
-                "dataType": _data_type(spec.codec, spec.options),
+                "dataType": _data_type(codecs[name]),
                 "source": {"fileSet": {"@id": files_id}, "extract": {"column": name}},
             }
             for name, spec in schema.fields.items()
