@@ -11,7 +11,10 @@ uses nothing new stays readable by older recordkits:
   after the split was written, in their own aligned shards). Written only for a dataset
   that has a field group; older recordkits refuse it (their manifest model does not
   know the version), so none of them reads such a split without its added fields.
-* ``recordkit.dataset/4``: a dataset card (``card``: license, citation, homepage,
+* ``recordkit.dataset/4``: shard tables (``shard_table`` in a split: a split of many
+  shards listed as columns in a file of its own, :mod:`recordkit.dataset._shard_table`).
+  Written only for a dataset that has one; older recordkits refuse it.
+* ``recordkit.dataset/5``: a dataset card (``card``: license, citation, homepage,
   authors ...). Written only for a dataset that has a card; older recordkits refuse it
   rather than read the dataset and drop its license and citation unseen.
 
@@ -27,7 +30,11 @@ __all__ = ["READABLE", "FormatVersion", "check_readable", "format_for"]
 
 #: Every version this recordkit reads, oldest first.
 FormatVersion = Literal[
-    "recordkit.dataset/1", "recordkit.dataset/2", "recordkit.dataset/3", "recordkit.dataset/4"
+    "recordkit.dataset/1",
+    "recordkit.dataset/2",
+    "recordkit.dataset/3",
+    "recordkit.dataset/4",
+    "recordkit.dataset/5",
 ]
 READABLE: tuple[str, ...] = get_args(FormatVersion)
 
@@ -35,15 +42,19 @@ READABLE: tuple[str, ...] = get_args(FormatVersion)
 _PLAIN: FormatVersion = "recordkit.dataset/2"
 #: The version written for a dataset with field groups, and the first that may hold them.
 _WITH_FIELD_GROUPS: FormatVersion = "recordkit.dataset/3"
+#: The first version that may list a split by a shard table.
+_WITH_SHARD_TABLES: FormatVersion = "recordkit.dataset/4"
 #: The version written for a dataset with a card, and the first that may hold one.
-_WITH_CARD: FormatVersion = "recordkit.dataset/4"
+_WITH_CARD: FormatVersion = "recordkit.dataset/5"
 
 
-def format_for(*, field_groups: bool, card: bool = False) -> FormatVersion:
-    """The version to write for a dataset that has (or has not) field groups and a card:
-    the oldest that holds all it has."""
+def format_for(*, field_groups: bool, shard_tables: bool = False, card: bool = False) -> FormatVersion:
+    """The version to write for a dataset that has (or has not) field groups, shard
+    tables and a card: the oldest that holds all it has."""
     if card:
         return _WITH_CARD
+    if shard_tables:
+        return _WITH_SHARD_TABLES
     return _WITH_FIELD_GROUPS if field_groups else _PLAIN
 
 

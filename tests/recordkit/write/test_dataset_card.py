@@ -1,5 +1,5 @@
 """Dataset cards: declared in a schema file or given at write time, stored in
-dataset.json (format 4, only when there is one), shown by inspect, checked on input."""
+dataset.json (format 5, only when there is one), shown by inspect, checked on input."""
 
 from __future__ import annotations
 
@@ -42,11 +42,11 @@ def _stored(path: Path) -> dict[str, object]:
     return data
 
 
-def test_a_card_declared_in_the_schema_file_is_stored_in_dataset_json_as_format_4(tmp_path: Path) -> None:
+def test_a_card_declared_in_the_schema_file_is_stored_in_dataset_json_as_format_5(tmp_path: Path) -> None:
     out = tmp_path / "data"
     manifest = rk.write_dataset(RECORDS, out, _schema_file(tmp_path), progress=False)
     stored = _stored(out)
-    assert stored["format"] == "recordkit.dataset/4"
+    assert stored["format"] == "recordkit.dataset/5"
     assert stored["card"] == {
         "license": "CC-BY-4.0 OR MIT",
         "citation": CITATION + "\n",
@@ -133,9 +133,9 @@ def test_a_card_in_a_manifest_of_an_older_format_is_refused(tmp_path: Path) -> N
     out = tmp_path / "data"
     rk.write_dataset(RECORDS, out, _schema_file(tmp_path), progress=False)
     raw = _stored(out)
-    raw["format"] = "recordkit.dataset/3"
+    raw["format"] = "recordkit.dataset/4"
     (out / "dataset.json").write_text(json.dumps(raw))
-    with pytest.raises(ManifestError, match=r"format 'recordkit.dataset/3' cannot hold a dataset card"):
+    with pytest.raises(ManifestError, match=r"format 'recordkit.dataset/4' cannot hold a dataset card"):
         rk.Manifest.load(out)
 
 
