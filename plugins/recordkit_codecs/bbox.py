@@ -117,6 +117,11 @@ class BBoxCodec(rk.Codec[BBoxOptions]):
 
     name = "bbox"
     #: 2: the packed layout, and the ``layout`` option (version 1 stored lists).
+
+    def data_type(self) -> str:
+        """The Croissant data type of its values (:class:`recordkit.DataTyped`)."""
+        return "cr:BoundingBox"
+
     version = "2"
     options_model = BBoxOptions
     summary = "a variable number of bounding boxes per record, with optional labels and extras"

@@ -129,6 +129,11 @@ class ImageCodec(rk.Raster, rk.Codec[ImageOptions]):
 
     name = "image"
     version = "1"
+
+    def data_type(self) -> str:
+        """The Croissant data type of its values (:class:`recordkit.DataTyped`)."""
+        return "sc:ImageObject"
+
     options_model = ImageOptions
     summary = "an image stored as encoded PNG/JPEG bytes with height, width, channels"
     raster = "pixels"

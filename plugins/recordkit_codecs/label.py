@@ -70,6 +70,11 @@ class LabelCodec(rk.Codec[LabelOptions]):
 
     name = "label"
     version = "1"
+
+    def data_type(self) -> str:
+        """The Croissant data type of its values (:class:`recordkit.DataTyped`)."""
+        return "sc:Integer"
+
     options_model = LabelOptions
     summary = "a class label (name or id) per record, or a list of them"
     # --8<-- [start:adopt]

@@ -42,6 +42,11 @@ class TextCodec(rk.Codec[TextOptions]):
 
     name = "text"
     version = "1"
+
+    def data_type(self) -> str:
+        """The Croissant data type of its values (:class:`recordkit.DataTyped`)."""
+        return "sc:Text"
+
     options_model = TextOptions
     summary = "a UTF-8 string per record (optional normalisation and length limit)"
     adopt_order = 850

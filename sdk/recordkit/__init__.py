@@ -20,6 +20,7 @@ from recordkit.codec._capabilities import (
     Canvas,
     Captioned,
     Convertible,
+    DataTyped,
     DecodedPerRecord,
     Drawable,
     NativeField,
@@ -49,6 +50,7 @@ from recordkit.read._random_access import RandomAccess
 from recordkit.read._read_config import Layout, ReadConfig
 from recordkit.read._shortcuts import iter_records, load_dataset
 from recordkit.schema._bound import BoundField, KeyedFeature
+from recordkit.schema._card import DatasetCard
 from recordkit.schema._compatibility import CompatibilityReport, FieldDifference, check_compatibility
 from recordkit.schema._encoder import EncodedRecord as _EncodedRecord
 from recordkit.schema._encoder import RecordEncoder
@@ -59,6 +61,7 @@ from recordkit.storage import ShardCache
 from recordkit.tools._adopt import infer_schema
 from recordkit.tools._codegen import generate_parser_code
 from recordkit.tools._convert import convert_dataset
+from recordkit.tools._croissant import croissant
 from recordkit.tools._field_groups import add_fields, remove_fields
 from recordkit.write._writer import DatasetWriter, WriteOptions, write_dataset
 
@@ -79,6 +82,8 @@ __all__ = [
     "Convertible",
     "CorruptionReport",
     "Dataset",
+    "DataTyped",
+    "DatasetCard",
     "DatasetWriter",
     "DecodeSource",
     "EpochStream",
@@ -126,6 +131,7 @@ __all__ = [
     "byte_breakdown",
     "check_compatibility",
     "convert_dataset",
+    "croissant",
     "default_registry",
     "errors",
     "feature_spec",

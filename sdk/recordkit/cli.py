@@ -24,6 +24,7 @@ import click
 from recordkit._cli._common import describe_error
 from recordkit._cli.codegen import codegen_command
 from recordkit._cli.convert import CONVERT_WORDS, convert_command
+from recordkit._cli.croissant import croissant_command
 from recordkit._cli.fields import add_fields_command, remove_fields_command
 from recordkit._cli.index import index_command
 from recordkit._cli.ingest import INGEST_WORDS, ingest_command
@@ -84,3 +85,4 @@ main.add_command(convert_command)
 main.add_command(view_command)
 main.add_command(add_fields_command)
 main.add_command(remove_fields_command)
+main.add_command(croissant_command)

@@ -51,6 +51,7 @@ if TYPE_CHECKING:  # Pillow is imported only when a picture is drawn.
 __all__ = [
     "PALETTE",
     "Audible",
+    "DataTyped",
     "Backdrop",
     "Canvas",
     "Captioned",
@@ -258,6 +259,16 @@ class Audible(Protocol):
 
 
 # --8<-- [end:sound]
+
+
+@runtime_checkable
+class DataTyped(Protocol):
+    """A codec that names the data type of its values in MLCommons Croissant's terms
+    (schema.org's and Croissant's): ``recordkit croissant`` types its fields with it."""
+
+    def data_type(self) -> str:
+        """``sc:ImageObject``, ``sc:AudioObject``, ``sc:Text``, ``sc:Integer``,
+        ``sc:Float``, ``cr:BoundingBox`` ... (without it: ``sc:Text``)."""
 
 
 # --8<-- [start:caption]

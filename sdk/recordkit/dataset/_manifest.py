@@ -28,6 +28,7 @@ from recordkit.dataset._paths import check_member_name
 from recordkit.dataset._shard_info import ShardIndex, ShardInfo, StrictModel
 from recordkit.dataset._shard_table import ShardTable, table_file_name, total_records
 from recordkit.errors import ManifestError
+from recordkit.schema._card import DatasetCard
 from recordkit.schema._fields import FieldSpec
 from recordkit.schema._schema import Schema
 from recordkit.storage import Location, PathOrUrl, StorageOptions, location
@@ -248,6 +249,10 @@ class Manifest(StrictModel):
     codecs: dict[str, CodecProvenance]
     compression: Literal["", "GZIP", "ZLIB"] = ""
     splits: dict[str, SplitInfo] = pydantic.Field(default_factory=dict)
+    card: DatasetCard | None = pydantic.Field(
+        default=None,
+        description="The dataset card: license, citation, homepage, authors, notes, description (format 5).",
+    )
 
     model_config = pydantic.ConfigDict(extra="forbid", populate_by_name=True, strict=True)
     #: Each table-listed split's table and its bytes, made once per listing.
@@ -267,7 +272,7 @@ class Manifest(StrictModel):
     def _format_and_group_fields(self) -> Manifest:
         """The format holds what the manifest has; no added field takes the name of a
         field the schema or another group of its split has."""
-        problem = check_readable(self.format, field_groups=self.has_field_groups)
+        problem = check_readable(self.format, field_groups=self.has_field_groups, card=self.card is not None)
         if problem is not None:
             raise ValueError(problem)
         for split_name, info in self.splits.items():
@@ -290,7 +295,11 @@ class Manifest(StrictModel):
     def stamp_format(self) -> None:
         """Set :attr:`format` to the version this manifest is saved in: the oldest that
         holds what it has (:func:`recordkit.dataset._format.format_for`)."""
-        self.format = format_for(field_groups=self.has_field_groups, shard_tables=bool(self.shard_tables()))
+        self.format = format_for(
+            field_groups=self.has_field_groups,
+            shard_tables=bool(self.shard_tables()),
+            card=self.card is not None,
+        )
 
     def split(self, name: str) -> SplitInfo:
         """Split ``name``'s shards and counts; a :class:`ManifestError` naming the splits
