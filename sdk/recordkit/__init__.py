@@ -32,6 +32,7 @@ from recordkit.codec._capabilities import (
 )
 from recordkit.codec._codec import Codec, CodecOptions
 from recordkit.codec._decode_source import DecodeSource
+from recordkit.codec._geometry import FollowsImage, ImageGeometry, ImageTransform
 from recordkit.codec._plugins import PluginInfo, PluginSet, default_registry, load_plugins
 from recordkit.codec._registry import CodecInfo, CodecRegistry
 from recordkit.codec._wire import WireFeature, WireKind, WireSpec, WireValues
@@ -41,6 +42,8 @@ from recordkit.dataset._tfds import TfdsDataset, open_tfds
 from recordkit.hookspecs import hookimpl
 from recordkit.read._corruption import CorruptionReport, SkippedRecords
 from recordkit.read._dataset import Dataset, open
+from recordkit.read._epoch_stream import EpochStream
+from recordkit.read._mixture import Mixture, mix
 from recordkit.read._parse import PRESENT_SUFFIX, feature_spec, make_parser
 from recordkit.read._random_access import RandomAccess
 from recordkit.read._read_config import Layout, ReadConfig
@@ -78,17 +81,22 @@ __all__ = [
     "Dataset",
     "DatasetWriter",
     "DecodeSource",
+    "EpochStream",
     "DecodedPerRecord",
     "Drawable",
     "FieldDifference",
     "FieldGroup",
     "FieldSpec",
+    "FollowsImage",
     "ForeignKey",
     "ForeignRecords",
+    "ImageGeometry",
+    "ImageTransform",
     "KeyedFeature",
     "Layout",
     "LeftOut",
     "Manifest",
+    "Mixture",
     "NativeField",
     "NativeRequest",
     "PadsAsDecoded",
@@ -130,6 +138,7 @@ __all__ = [
     "load_dataset",
     "load_plugins",
     "make_parser",
+    "mix",
     "open",
     "remove_fields",
     "schema_of",

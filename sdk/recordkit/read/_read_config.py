@@ -66,6 +66,10 @@ class Layout:
         reproducible with ``tf(seed=...)``); the crops add ``"<field>/offset"``.
     :param image_method: a ``tf.image.ResizeMethod`` name, or a mapping of field name to
         method (default ``"bilinear"``, ``"nearest"`` for class indices such as masks).
+
+    The three image options make an :class:`~recordkit.ImageGeometry` (which every reader
+    takes, with a flip and the boxes' form too): the fields tied to a picture (a bbox
+    field's ``image_field``) move with it.
     """
 
     pad: bool | Sequence[str] = False
