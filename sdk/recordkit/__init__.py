@@ -29,6 +29,8 @@ from recordkit.codec._capabilities import (
     Raster,
     Statistics,
     Summarized,
+    TfdsDescribed,
+    TfdsFeature,
 )
 from recordkit.codec._codec import Codec, CodecOptions
 from recordkit.codec._decode_source import DecodeSource
@@ -60,6 +62,7 @@ from recordkit.tools._adopt import infer_schema
 from recordkit.tools._codegen import generate_parser_code
 from recordkit.tools._convert import convert_dataset
 from recordkit.tools._field_groups import add_fields, remove_fields
+from recordkit.tools._tfds_export import write_tfds_metadata
 from recordkit.write._writer import DatasetWriter, WriteOptions, write_dataset
 
 __all__ = [
@@ -116,6 +119,8 @@ __all__ = [
     "Statistics",
     "Summarized",
     "TfdsDataset",
+    "TfdsDescribed",
+    "TfdsFeature",
     "WireFeature",
     "WireKind",
     "WireSpec",
@@ -143,6 +148,7 @@ __all__ = [
     "remove_fields",
     "schema_of",
     "write_dataset",
+    "write_tfds_metadata",
 ]
 
 #: Public names that still work but warn: name to (object, what to use instead).
