@@ -11,7 +11,6 @@ import pytest
 import recordkit as rk
 from recordkit.errors import DatasetError
 
-
 tfds = pytest.importorskip("tensorflow_datasets")
 
 SCHEMA = rk.Schema.loads(
