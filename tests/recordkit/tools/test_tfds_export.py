@@ -7,8 +7,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from click.testing import CliRunner
 
 import recordkit as rk
+from recordkit.cli import main
 from recordkit.errors import DatasetError
 
 tfds = pytest.importorskip("tensorflow_datasets")
@@ -68,3 +70,21 @@ fields:
     with pytest.raises(DatasetError, match=r"field 'objects'.*codec 'bbox' has no TFDS feature"):
         rk.write_tfds_metadata(tmp_path / "b")
     assert sorted(p.name for p in (tmp_path / "b").glob("*.json")) == ["dataset.json"]
+
+
+def test_the_cli_writes_the_files_and_names_a_refused_field_in_one_line(tmp_path: Path) -> None:
+    rng = np.random.default_rng(8)
+    records = [{"image": rng.integers(0, 256, (6, 7, 3), dtype=np.uint8), "label": 1, "caption": "x"}]
+    rk.write_dataset(records, SCHEMA, tmp_path / "pets", progress=False)
+    result = CliRunner().invoke(main, ["tfds-metadata", str(tmp_path / "pets")])
+    assert result.exit_code == 0, result.output
+    assert (
+        result.output == f"wrote features.json, label.labels.txt, dataset_info.json to {tmp_path / 'pets'}\n"
+    )
+    keep = rk.Schema.loads("name: k\nfields:\n  image: {codec: image, options: {format: keep}}\n")
+    rk.write_dataset([{"image": records[0]["image"]}], keep, tmp_path / "keep", progress=False)
+    result = CliRunner().invoke(main, ["tfds-metadata", str(tmp_path / "keep")])
+    assert result.exit_code != 0
+    assert "Traceback" not in result.output
+    assert "field 'image'" in result.output
+    assert "TFDS's Image needs format png or jpeg and a fixed channel count" in result.output
