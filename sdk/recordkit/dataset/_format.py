@@ -11,6 +11,9 @@ uses nothing new stays readable by older recordkits:
   after the split was written, in their own aligned shards). Written only for a dataset
   that has a field group; older recordkits refuse it (their manifest model does not
   know the version), so none of them reads such a split without its added fields.
+* ``recordkit.dataset/4``: shard tables (``shard_table`` in a split: a split of many
+  shards listed as columns in a file of its own, :mod:`recordkit.dataset._shard_table`).
+  Written only for a dataset that has one; older recordkits refuse it.
 
 A manifest of a version this recordkit does not know (written by a newer one) is
 refused by :func:`check_readable` with a message that says to upgrade.
@@ -23,17 +26,24 @@ from typing import Literal, get_args
 __all__ = ["READABLE", "FormatVersion", "check_readable", "format_for"]
 
 #: Every version this recordkit reads, oldest first.
-FormatVersion = Literal["recordkit.dataset/1", "recordkit.dataset/2", "recordkit.dataset/3"]
+FormatVersion = Literal[
+    "recordkit.dataset/1", "recordkit.dataset/2", "recordkit.dataset/3", "recordkit.dataset/4"
+]
 READABLE: tuple[str, ...] = get_args(FormatVersion)
 
 #: The version written for a dataset without field groups (readable since record indexes).
 _PLAIN: FormatVersion = "recordkit.dataset/2"
 #: The version written for a dataset with field groups, and the first that may hold them.
 _WITH_FIELD_GROUPS: FormatVersion = "recordkit.dataset/3"
+#: The first version that may list a split by a shard table.
+_WITH_SHARD_TABLES: FormatVersion = "recordkit.dataset/4"
 
 
-def format_for(*, field_groups: bool) -> FormatVersion:
-    """The version to write for a dataset that has (or has not) field groups."""
+def format_for(*, field_groups: bool, shard_tables: bool = False) -> FormatVersion:
+    """The version to write for a dataset that has (or has not) field groups and shard
+    tables: the oldest that holds both."""
+    if shard_tables:
+        return _WITH_SHARD_TABLES
     return _WITH_FIELD_GROUPS if field_groups else _PLAIN
 
 

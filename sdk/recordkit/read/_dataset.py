@@ -5,8 +5,10 @@ files with a schema), the split expression, the schema and the fields bound to t
 codecs once, through :func:`~recordkit.read._open.open_dataset`; :meth:`Dataset.split`
 and :meth:`Dataset.select` derive handles from the manifest already read
 (:func:`~recordkit.read._open.open_split`). What costs reads waits until a consumer
-needs it: the shards' sizes (and sha256) are checked before the first read, once per
-handle, and the record indexes are loaded on the first random access.
+needs it: nothing is made, read or stat'ed per shard when a split is opened; each
+shard's size is checked when a reader first comes to it (``ds.tf()`` checks them all
+before its first read, and ``verify="sha256"`` hashes them all), and a shard's record
+index is loaded on the first random access to that shard.
 
 The consumers are recordkit's readers fed the opened source instead of a path: the
 ``load_dataset`` pipeline (:meth:`Dataset.tf`, the only one that imports TensorFlow), the
@@ -27,6 +29,7 @@ from recordkit.codec._geometry import ImageGeometry
 from recordkit.codec._plugins import default_registry
 from recordkit.codec._registry import CodecRegistry
 from recordkit.dataset._manifest import Manifest
+from recordkit.dataset._shards import selected_records
 from recordkit.errors import DatasetError, MissingExtraError, RecordkitError, SchemaError
 from recordkit.read._corruption import CorruptionReport, OnCorrupt, check_on_corrupt
 from recordkit.read._epoch_stream import EpochStream
@@ -237,11 +240,8 @@ class Dataset:
     def __len__(self) -> int:
         """The number of records of the split (from the manifest; else from the record
         indexes, loaded for it)."""
-        source = self._readable()
-        counts = [shard.selected for shard in source.shards]
-        if all(count is not None for count in counts):
-            return sum(count for count in counts if count is not None)
-        return len(self._random_access())
+        count = selected_records(self._readable().shards)
+        return count if count is not None else len(self._random_access())
 
     def __repr__(self) -> str:
         split = "" if self._split is None else f", split={self._split!r}"
@@ -293,7 +293,7 @@ class Dataset:
         with self._lock:
             if self._access is not None:
                 return self._access
-            source = self._checked_source(sizes=True)
+            source = self._checked_source(sizes=False)  # each shard's, as its index loads
             args = {
                 "path": self.path,
                 "split": self._split if self._split is not None else "train",
@@ -392,7 +392,8 @@ class Dataset:
         """
         if num_threads is not None and num_threads < 1:
             raise ValueError(f"num_threads must be at least 1, not {num_threads}")
-        opened = self._opened(on_corrupt, report, rank, world_size, input_context)
+        # Each shard's size is checked as the reader comes to it (iter_records), not all at once.
+        opened = self._opened(on_corrupt, report, rank, world_size, input_context, sizes=False)
         split = self._split if self._split is not None else "train"
         crc = self._request.verify is not False
         return record_iterator(
@@ -596,13 +597,16 @@ class Dataset:
         rank: int | None,
         world_size: int | None,
         input_context: Any,
+        *,
+        sizes: bool = True,
     ) -> Opened:
-        """The source for a streaming read: checked, with this worker's share and the
-        report of skipped records (``on_corrupt="skip"``)."""
+        """The source for a streaming read: checked (the shards' sizes first when
+        ``sizes``), with this worker's share and the report of skipped records
+        (``on_corrupt="skip"``)."""
         check_on_corrupt(on_corrupt)
         share = worker_share(input_context, world_size, rank, names=("world_size", "rank"))
         with self._lock:
-            source = self._checked_source(sizes=on_corrupt == "raise")
+            source = self._checked_source(sizes=sizes and on_corrupt == "raise")
         if report is None and on_corrupt == "skip":
             report = CorruptionReport()  # still logs each skip
         return Opened(source, share, report)

@@ -47,7 +47,7 @@ from recordkit.format._tfrecord import Compression, Damage, iter_tfrecords, scan
 from recordkit.read._corruption import CorruptionReport, SkippedRecords
 from recordkit.read._numpy_decode import decode_record_numpy
 from recordkit.read._numpy_geometry import GeometryPlan
-from recordkit.read._open import OpenedDataset
+from recordkit.read._open import OpenedDataset, check_shard_size
 from recordkit.read._options import Opened
 from recordkit.read._position import Start, position_state, resolve_start
 
@@ -131,6 +131,8 @@ def _raw_records(
             skip -= selected  # resuming past this whole shard: not even read
             index += selected
             continue
+        if report is None and dataset.manifest is not None:
+            check_shard_size(shard, dataset.compression)  # as it comes: not every shard at open
         in_shard = 0
         for offset, data in _selected(shard, dataset.compression, verify, report):
             in_shard += 1

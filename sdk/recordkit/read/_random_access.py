@@ -64,8 +64,8 @@ class RandomAccess:
     its own storage client); it pickles as its arguments (with the default codec
     registry).
 
-    A remote dataset's record indexes are fetched once (and checked against the
-    manifest's sha256) when the instance is made; then each record costs one ranged GET.
+    A shard's record index is fetched (and checked against the manifest's sha256) on the
+    first read of that shard; then each record costs one read (a remote one, one ranged GET).
     """
 
     def __init__(
