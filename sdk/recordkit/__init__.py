@@ -30,6 +30,8 @@ from recordkit.codec._capabilities import (
     Raster,
     Statistics,
     Summarized,
+    TfdsDescribed,
+    TfdsFeature,
 )
 from recordkit.codec._codec import Codec, CodecOptions
 from recordkit.codec._decode_source import DecodeSource
@@ -63,6 +65,7 @@ from recordkit.tools._codegen import generate_parser_code
 from recordkit.tools._convert import convert_dataset
 from recordkit.tools._croissant import croissant
 from recordkit.tools._field_groups import add_fields, remove_fields
+from recordkit.tools._tfds_export import write_tfds_metadata
 from recordkit.write._writer import DatasetWriter, WriteOptions, write_dataset
 
 __all__ = [
@@ -121,6 +124,8 @@ __all__ = [
     "Statistics",
     "Summarized",
     "TfdsDataset",
+    "TfdsDescribed",
+    "TfdsFeature",
     "WireFeature",
     "WireKind",
     "WireSpec",
@@ -149,6 +154,7 @@ __all__ = [
     "remove_fields",
     "schema_of",
     "write_dataset",
+    "write_tfds_metadata",
 ]
 
 #: Public names that still work but warn: name to (object, what to use instead).

@@ -66,6 +66,8 @@ __all__ = [
     "Rgb",
     "Statistics",
     "Summarized",
+    "TfdsDescribed",
+    "TfdsFeature",
     "check_capability_members",
     "class_color",
     "decodes_per_record",
@@ -331,6 +333,27 @@ class Convertible(Protocol):
 
 
 # --8<-- [end:to_native]
+
+
+@dataclasses.dataclass(frozen=True)
+class TfdsFeature:
+    """How TensorFlow Datasets reads a field's stored keys as they are: the field's entry
+    in TFDS's ``features.json`` (a feature's JSON, ``{"pythonClassName": ..., ...}``), and
+    the class names TFDS keeps beside it in ``<field>.labels.txt`` (a ``ClassLabel``'s)."""
+
+    entry: Mapping[str, Any]
+    label_names: tuple[str, ...] = ()
+
+
+@runtime_checkable
+class TfdsDescribed(Protocol):
+    """A codec whose stored keys a TFDS feature parses as they are (an image's encoded
+    bytes, a class id, text), so that :func:`recordkit.write_tfds_metadata` can describe its fields
+    for ``tfds.builder_from_directory``."""
+
+    def tfds_feature(self) -> TfdsFeature:
+        """The TFDS feature of a field of this codec with its options. Raise ValueError
+        with the reason when these options have no TFDS equivalent."""
 
 
 # -- what the readers ask -------------------------------------------------------------------
