@@ -36,7 +36,7 @@ from recordkit.errors import ManifestError
 from recordkit.format._index import build_index, index_name, write_index
 from recordkit.format._tfrecord import Compression
 from recordkit.read._paths import expand_files, guess_compression, to_locations
-from recordkit.storage import Location, PathOrUrl, StorageOptions, location
+from recordkit.storage import Location, StorageOptions
 
 __all__ = ["CHECKPOINT_SECONDS", "index_command", "index_dataset", "index_files", "index_tfds"]
 
@@ -44,13 +44,9 @@ __all__ = ["CHECKPOINT_SECONDS", "index_command", "index_dataset", "index_files"
 CHECKPOINT_SECONDS = 60.0
 
 
-def index_dataset(
-    root: PathOrUrl | Location, splits: Sequence[str] = (), *, rebuild: bool = False
-) -> list[str]:
-    """Index the shards of the dataset at ``root``'s splits (a path or URL, or its
-    Location) that lack an index (all with ``rebuild``); save the manifest; return the
-    names of the index files written."""
-    root = location(root)
+def index_dataset(root: Location, splits: Sequence[str] = (), *, rebuild: bool = False) -> list[str]:
+    """Index the shards of the dataset at ``root``'s splits that lack an index (all
+    with ``rebuild``); save the manifest; return the names of the index files written."""
     manifest = Manifest.load(root)
     for name in splits:
         manifest.split(name)  # ManifestError listing the splits there are

@@ -27,7 +27,7 @@ from recordkit.errors import ManifestError, RecordkitError
 from recordkit.format._tfrecord import FRAMING_BYTES, Compression, iter_tfrecords
 from recordkit.read._open import bind_to_read
 from recordkit.schema._schema import BoundSchema
-from recordkit.storage import Location, PathOrUrl, location
+from recordkit.storage import Location
 
 __all__ = ["dataset_summary", "field_bytes", "inspect_command", "sample_records"]
 
@@ -69,11 +69,9 @@ def dataset_summary(root: Location, manifest: Manifest, splits: Sequence[str]) -
     }
 
 
-def sample_records(
-    root: PathOrUrl | Location, manifest: Manifest, splits: Sequence[str], limit: int
-) -> Iterator[bytes]:
+def sample_records(root: Location, manifest: Manifest, splits: Sequence[str], limit: int) -> Iterator[bytes]:
     """Up to ``limit`` serialized records, taken from the start of evenly spread shards
-    of the dataset at ``root`` (a path or URL, or its Location): every record when the
+    of the dataset at ``root``: every record when the
     splits hold no more than ``limit``.
 
     Each shard gives an equal share, and what a short shard cannot give is taken from
@@ -86,7 +84,6 @@ def sample_records(
     if len(shards) > limit:
         shards = [shards[i * len(shards) // limit] for i in range(limit)]
     compression = Compression.parse(manifest.compression)
-    root = location(root)
     for shard, quota in zip(shards, _quotas([s.records for s in shards], limit), strict=True):
         path = member(root, shard.file)
         if not path.is_file():

@@ -14,6 +14,7 @@ from recordkit._cli import ingest
 from recordkit._cli.inspect import field_bytes, sample_records
 from recordkit.cli import main
 from recordkit.format._tfrecord import FRAMING_BYTES  # private: the bytes TFRecord frames each record with
+from recordkit.storage import location
 
 
 def photos(root: Path, count: int) -> Path:
@@ -50,7 +51,7 @@ def test_the_summary_measures_every_record_of_splits_of_uneven_shards(tmp_path: 
 
     assert "bytes per field, over all 10 records:" in result.output
     bound = rk.open(out).schema.bind()
-    measured = field_bytes(bound, sample_records(out, manifest, list(manifest.splits), 10))
+    measured = field_bytes(bound, sample_records(location(out), manifest, list(manifest.splits), 10))
     assert measured["records"] == 10
     # Every record's bytes: the shards hold them and each one's TFRecord framing.
     stored = sum(s.bytes for info in manifest.splits.values() for s in info.shards)

@@ -20,6 +20,7 @@ from recordkit.format._tfrecord import (  # private: a shard's raw frames, witho
     FRAMING_BYTES,
     iter_tfrecords,
 )
+from recordkit.storage import location
 
 
 def run(*args: str) -> Result:
@@ -102,11 +103,11 @@ def test_breakdown_table(dataset: Path) -> None:
 def test_the_sample_is_spread_over_the_shards(dataset: Path) -> None:
     manifest = rk.Manifest.load(dataset)
     shards = manifest.splits["train"].shards
-    sample = list(sample_records(dataset, manifest, ["train"], len(shards)))
+    sample = list(sample_records(location(dataset), manifest, ["train"], len(shards)))
     first_of_each = [next(iter_tfrecords(dataset / s.file))[1] for s in shards]
     assert sample == first_of_each
-    assert len(list(sample_records(dataset, manifest, ["train", "test"], 2))) == 2
-    assert list(sample_records(dataset, manifest, ["train"], 0)) == []
+    assert len(list(sample_records(location(dataset), manifest, ["train", "test"], 2))) == 2
+    assert list(sample_records(location(dataset), manifest, ["train"], 0)) == []
 
 
 def test_split_option_and_sample_zero(dataset: Path) -> None:

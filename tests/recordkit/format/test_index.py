@@ -21,6 +21,7 @@ from recordkit.cli import main
 from recordkit.errors import CorruptRecordError
 from recordkit.format._index import INDEX_MAGIC, RecordIndex, build_index, read_index
 from recordkit.format._tfrecord import iter_tfrecords
+from recordkit.storage import location
 
 SCHEMA = rk.Schema(
     name="ids",
@@ -103,12 +104,12 @@ def test_an_interrupted_index_run_keeps_the_indexes_it_listed(
 
     monkeypatch.setattr(index_command, "build_index", failing)
     with pytest.raises(OSError, match="injected"):
-        index_command.index_dataset(dataset)
+        index_command.index_dataset(location(dataset))
     shards = rk.Manifest.load(dataset).splits["train"].shards
     assert [s.index is not None for s in shards] == [True, True, False]
     assert all((dataset / s.index.file).is_file() for s in shards if s.index is not None)
     monkeypatch.undo()
-    assert index_command.index_dataset(dataset) == [f"{shards[2].file}.index"]
+    assert index_command.index_dataset(location(dataset)) == [f"{shards[2].file}.index"]
     assert CliRunner().invoke(main, ["verify", str(dataset)]).exit_code == 0
 
 
