@@ -27,7 +27,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["JPEG_WINDOW_MARGIN", "decode_image_batch", "decode_image_window"]
+from recordkit_codecs._jpeg_scale import decode_jpeg_scaled_tf, jpeg_scale_tf
+
+__all__ = ["JPEG_WINDOW_MARGIN", "decode_image_batch", "decode_image_scaled", "decode_image_window", "tf_one"]
 
 #: Pixels a JPEG window is grown by on each side before it is decoded and cut (see
 #: :func:`decode_image_window`): 2, one sample of colour subsampled by 2.
@@ -242,3 +244,62 @@ def decode_image_window(
     if fmt == "png":
         return png()
     return tf.cond(tf.io.is_jpeg(encoded), jpeg, png)
+
+
+def tf_one(value: Any) -> Any:
+    """The value of a batch of one record (static size 1), as a scalar."""
+    import tensorflow as tf
+
+    return tf.reshape(value, [])
+
+
+def decode_image_scaled(
+    encoded: Any,
+    height: Any,
+    width: Any,
+    channels: Any,
+    cover: tuple[int, int],
+    fmt: str,
+    static_channels: int | None,
+    dct_method: str = "INTEGER_ACCURATE",
+) -> tuple[Any, Any, Any]:
+    """One encoded image (a scalar string) of ``height`` x ``width`` (int64 scalars; its
+    stored ``channels``, or None when the codec stores none) decoded at the largest libjpeg
+    scale that still covers ``cover`` (see :mod:`recordkit_codecs._jpeg_scale`); a PNG at
+    full size. ``fmt`` is the image codec's format (``jpeg``, ``png`` or ``keep``: either),
+    ``static_channels`` the count to convert to (None: as stored). Returns the pixels
+    uint8 ``[ceil(height / scale), ceil(width / scale), C]``, the full image's int64
+    ``[height, width, channels]`` and the int32 scale; the decoded size is checked
+    against the stored one, as the full decode checks it."""
+    import tensorflow as tf
+
+    depth = static_channels or 0
+    height, width = tf.cast(height, tf.int64), tf.cast(width, tf.int64)
+
+    def jpeg() -> Any:
+        scale = jpeg_scale_tf(height, width, cover)
+        return decode_jpeg_scaled_tf(encoded, scale, depth, dct_method), scale
+
+    def png() -> Any:
+        return tf.io.decode_png(encoded, channels=depth, dtype=tf.uint8), tf.constant(1, tf.int32)
+
+    if fmt == "jpeg":
+        pixels, scale = jpeg()
+    elif fmt == "png":
+        pixels, scale = png()
+    else:
+        pixels, scale = tf.cond(tf.io.is_jpeg(encoded), jpeg, png)
+    decoded = tf.shape(pixels, out_type=tf.int64)
+    step = tf.cast(scale, tf.int64)
+    expected = (tf.stack([height, width]) + step - 1) // step
+    depth_found = decoded[2] if channels is None else tf.cast(channels, tf.int64)
+    check = tf.debugging.Assert(
+        tf.reduce_all(tf.equal(decoded, tf.concat([expected, tf.reshape(depth_found, [1])], 0))),
+        [
+            "image codec: the decoded image shape [height, width, channels] differs "
+            "from the height, width and channels stored with it"
+        ],
+    )
+    with tf.control_dependencies([check]):
+        pixels = tf.ensure_shape(tf.identity(pixels), [None, None, static_channels])
+    return pixels, tf.stack([height, width, depth_found]), scale

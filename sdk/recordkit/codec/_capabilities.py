@@ -25,7 +25,9 @@ Three more serve the readers (``load_dataset``'s tf.data pipeline, and the PyTor
 
 * :class:`Raster` (a mix-in the codec subclasses): the values are pictures that readers
   resize, crop and pad (``image_size``), decoded record by record, and cut to a window
-  before decoding where the codec can (``image``, ``mask``).
+  before decoding where the codec can (``image``, ``mask``), or decoded at a reduced
+  scale that still covers the size they are resized to (``image``: a JPEG in libjpeg's
+  IDCT).
 * :class:`PadsAsDecoded`: a decode straight into the padded form ``pad=...`` gives
   (``image``, ``mask``, ``bbox``).
 * :class:`DecodedPerRecord`: values that cost less decoded where each record is, when the
@@ -352,6 +354,29 @@ class Raster:
         way than decoding the whole picture (readers then decode it and cut)."""
         return None
 
+    def decode_tf_scaled(
+        self, wire: Mapping[str, Any], cover: tuple[int, int]
+    ) -> tuple[Any, Any, Any] | None:
+        """Decode one picture at a reduced scale that still covers ``cover`` (height,
+        width), for readers that resize it to that size (a JPEG in libjpeg's IDCT at 1/2,
+        1/4 or 1/8).
+
+        ``wire`` is a batch of one record (static size 1). Return ``(pixels, shape,
+        scale)``: the pixels without the batch dimension, at least ``cover`` in both sides
+        or the full picture; the full picture's int64 shape; the int32 scale, such that
+        pixel ``i`` stands for the full picture's pixels ``[i * scale, (i + 1) * scale)``
+        (1: the full decode's pixels, exactly). None (the default): the codec decodes at
+        full size only."""
+        return None
+
+    def decode_numpy_scaled(
+        self, wire: Mapping[str, Any], cover: tuple[int, int]
+    ) -> tuple[Any, tuple[int, ...], int] | None:
+        """:meth:`decode_tf_scaled` without TensorFlow, from one record's wire values (as
+        ``decode_numpy`` takes them), with the same pixels: ``(pixels, shape, scale)``,
+        or None (the default)."""
+        return None
+
 
 # --8<-- [end:raster]
 
@@ -406,7 +431,7 @@ def decodes_per_record(codec: object) -> bool:
     return isinstance(codec, DecodedPerRecord) and bool(codec.decodes_per_record())
 
 
-_RASTER_MEMBERS = ("raster", "size_features", "decode_tf_window")
+_RASTER_MEMBERS = ("raster", "size_features", "decode_tf_window", "decode_tf_scaled", "decode_numpy_scaled")
 
 
 def check_capability_members(cls: type) -> None:

@@ -22,6 +22,7 @@ from recordkit.read._open import Shard
 from recordkit.read._options import (
     DEFAULT_BLOCK_LENGTH,
     IMAGE_FITS,
+    JpegScale,
     Opened,
     OpenOptions,
     PipelineOptions,
@@ -66,6 +67,7 @@ def load_dataset(
     image_size: Size | Mapping[str, Size] | None = None,
     image_fit: ImageFit = "resize",
     image_method: str | Mapping[str, str] | None = None,
+    jpeg_scale: JpegScale = "auto",
     on_corrupt: OnCorrupt = "raise",
     report: CorruptionReport | None = None,
     verify_sha256: bool = False,
@@ -130,6 +132,12 @@ def load_dataset(
         declares ``raster = "indices"``, such as ``mask``, so class indices are never
         blended; give ``"nearest"`` for masks stored otherwise). Resized images keep
         their dtype (uint8 stays uint8, rounded).
+    :param jpeg_scale: ``"auto"`` (default): a JPEG that is resized (``image_fit``
+        ``"resize"`` or ``"resize_with_pad"``, with an interpolating ``image_method``)
+        decodes at the largest libjpeg scale (1/2, 1/4, 1/8) whose result still covers
+        ``image_size``, then is resized onto the same pixels a full decode's resize
+        lands on; pictures that small keep the full decode, exactly. ``"full"``: every
+        JPEG decodes at full size. See the how-to "Images at the model's size".
     :param on_corrupt: ``"raise"``: a corrupt or truncated shard stops the read with an
         error naming the shard and the offset of the bad record; ``"skip"``: the rest of
         that shard is skipped, logged, and added to ``report``.
@@ -169,6 +177,7 @@ def load_dataset(
         image_size=image_size,
         image_fit=image_fit,
         image_method=image_method,
+        jpeg_scale=jpeg_scale,
         prefetch=prefetch,
         remote_io=remote_io,
     )

@@ -28,7 +28,15 @@ from recordkit.read._share import WorkerShare, worker_share
 from recordkit.schema._schema import Schema
 from recordkit.storage import StorageOptions
 
-__all__ = ["DEFAULT_BLOCK_LENGTH", "IMAGE_FITS", "OpenOptions", "Opened", "PipelineOptions"]
+__all__ = [
+    "DEFAULT_BLOCK_LENGTH",
+    "IMAGE_FITS",
+    "JPEG_SCALES",
+    "JpegScale",
+    "OpenOptions",
+    "Opened",
+    "PipelineOptions",
+]
 
 #: Records read from one shard before the reader moves on to the next one. Shards are
 #: read in blocks (one tf.data element per block, not per record), which keeps the
@@ -41,6 +49,11 @@ RemoteIO = Literal["auto", "tensorflow", "fsspec"]
 REMOTE_IOS = ("auto", "tensorflow", "fsspec")
 #: The values of ``image_fit``.
 IMAGE_FITS = ("resize", "resize_with_pad", "crop_or_pad", "random_crop_or_pad")
+#: How pictures that are resized to a known size are decoded: ``"auto"`` at the largest
+#: reduced scale that still covers the size where the codec can (a JPEG at 1/2, 1/4 or
+#: 1/8 in libjpeg's IDCT), ``"full"`` always at full size.
+JpegScale = Literal["auto", "full"]
+JPEG_SCALES = ("auto", "full")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -111,6 +124,7 @@ class PipelineOptions:
     image_size: Size | Mapping[str, Size] | None = None
     image_fit: ImageFit = "resize"
     image_method: str | Mapping[str, str] | None = None
+    jpeg_scale: JpegScale = "auto"
     prefetch: bool = True
     remote_io: RemoteIO = "auto"
 
@@ -120,6 +134,8 @@ class PipelineOptions:
             raise ValueError(f"remote_io must be one of {', '.join(REMOTE_IOS)}, not {self.remote_io!r}")
         if self.image_fit not in IMAGE_FITS:
             raise ValueError(f"image_fit must be one of {', '.join(IMAGE_FITS)}, not {self.image_fit!r}")
+        if self.jpeg_scale not in JPEG_SCALES:
+            raise ValueError(f"jpeg_scale must be one of {', '.join(JPEG_SCALES)}, not {self.jpeg_scale!r}")
         if self.batch_size is not None and self.batch_size < 1:
             raise ValueError(f"batch_size must be at least 1, not {self.batch_size}")
         if self.block_length < 1:

@@ -14,11 +14,13 @@ from recordkit.codec._capabilities import Raster, padded_decode, raster_kind
 from recordkit.read._dense import (
     CROP_FITS,
     OFFSET_SUFFIX,
+    SCALED_KERNELS,
     SHAPE_SUFFIX,
     ImageFit,
     crop_at,
     crop_offsets,
     dense_record,
+    fit_scaled,
     pad_into,
     pad_ragged,
 )
@@ -297,8 +299,11 @@ def _decode_picture(
     out: dict[str, Any] = {}
     if name in layout.sizes:
         cropped = _decode_crop(field, wire, layout, fit, draws) if fit in CROP_FITS else None
+        scaled = None if fit in CROP_FITS else _decode_scaled(field, wire, layout, options)
         if cropped is not None:
             value, out[name + SHAPE_SUFFIX], out[name + OFFSET_SUFFIX] = cropped
+        elif scaled is not None:
+            value, out[name + SHAPE_SUFFIX] = scaled
         else:
             value = _decode_one(field, wire)
             shape = tf.cast(tf.shape(value), tf.int64)
@@ -476,3 +481,40 @@ def _decode_crop(
     shape = tf.concat([sides, tf.cast(tf.shape(inside), tf.int64)[2:]], 0)
     window = tf.ensure_shape(window, [*size, *picture.shape[2:]])
     return (window if inside.shape.rank == 3 else window[..., 0]), shape, offset
+
+
+def _decode_scaled(
+    field: BoundField, wire: dict[str, Any], layout: DecodeLayout, options: PipelineOptions
+) -> tuple[Any, Any] | None:
+    """One record's picture resized to its size (``"resize"``, ``"resize_with_pad"``),
+    decoded at the largest reduced scale that covers the size
+    (:meth:`~recordkit.Raster.decode_tf_scaled`: a JPEG at 1/2, 1/4 or 1/8) and resized
+    onto the full picture's geometry (:func:`~recordkit.read._dense.fit_scaled`); a
+    picture too small to scale is fitted as a full decode is, to the same pixels. With
+    its full shape. None with ``jpeg_scale="full"``, a method that does not interpolate
+    (``nearest``, ``area``), or a codec that decodes at full size only."""
+    import tensorflow as tf
+
+    codec = field.codec
+    name = field.name
+    method = layout.methods[name]
+    if options.jpeg_scale != "auto" or method not in SCALED_KERNELS or not isinstance(codec, Raster):
+        return None
+    size = layout.sizes[name]
+    scaled = codec.decode_tf_scaled({key: value[None] for key, value in wire.items()}, size)
+    if scaled is None:
+        return None
+    picture, shape, scale = scaled
+    flat = picture.shape.rank == 2  # a picture without channels: [h, w]
+    pixels = picture[..., None] if flat else picture
+    fit = options.image_fit
+
+    def reduced() -> Any:
+        return fit_scaled(pixels, shape, scale, size, fit, method, layout.pad_values[name])
+
+    def full() -> Any:
+        fitted, _ = layout.fit(name, pixels[None], shape[None], None, fit)
+        return fitted[0]
+
+    value = tf.cond(scale > 1, reduced, full)
+    return (value[..., 0] if flat else value), shape
