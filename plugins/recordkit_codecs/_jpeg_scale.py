@@ -18,15 +18,24 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["JPEG_SCALES", "decode_jpeg_scaled_tf", "jpeg_scale", "jpeg_scale_tf"]
+__all__ = ["JPEG_SCALES", "MIN_SCALED_SIDE", "decode_jpeg_scaled_tf", "jpeg_scale", "jpeg_scale_tf"]
 
 #: The scales libjpeg decodes at (the denominators of 1/1, 1/2, 1/4, 1/8), largest first.
 JPEG_SCALES = (8, 4, 2, 1)
 
 
+#: Pictures smaller than this in both sides decode at full size: simplejpeg cannot be
+#: given a scale, only a minimum size and factor, and for them one of libjpeg-turbo's
+#: other factors (3/8 ...) gives the same size, with other pixels than TensorFlow's.
+MIN_SCALED_SIDE = 8
+
+
 def jpeg_scale(height: int, width: int, cover: tuple[int, int]) -> int:
     """The largest scale (8, 4, 2, 1) at which a ``height`` x ``width`` JPEG still covers
-    ``cover`` (height, width): both sides at least ``scale`` times the target's."""
+    ``cover`` (height, width): both sides at least ``scale`` times the target's (1 for a
+    picture under :data:`MIN_SCALED_SIDE` pixels a side)."""
+    if max(height, width) < MIN_SCALED_SIDE:
+        return 1
     for scale in JPEG_SCALES:
         if height >= scale * cover[0] and width >= scale * cover[1]:
             return scale
@@ -40,7 +49,9 @@ def jpeg_scale_tf(height: Any, width: Any, cover: Any) -> Any:
 
     cover = tf.cast(cover, tf.int64)
     scales = tf.constant(JPEG_SCALES[:-1], tf.int64)
-    fits = (tf.cast(height, tf.int64) >= scales * cover[0]) & (tf.cast(width, tf.int64) >= scales * cover[1])
+    height, width = tf.cast(height, tf.int64), tf.cast(width, tf.int64)
+    fits = (height >= scales * cover[0]) & (width >= scales * cover[1])
+    fits &= tf.maximum(height, width) >= MIN_SCALED_SIDE
     # The first scale that fits, largest first; 1 when none does.
     candidates = tf.where(fits, scales, tf.ones_like(scales))
     return tf.cast(tf.reduce_max(candidates), tf.int32)
