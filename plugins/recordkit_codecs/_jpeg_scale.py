@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["JPEG_SCALES", "MIN_SCALED_SIDE", "decode_jpeg_scaled_tf", "jpeg_scale", "jpeg_scale_tf"]
+__all__ = ["JPEG_SCALES", "MIN_SCALED_SIDE", "jpeg_scale", "jpeg_scale_tf"]
 
 #: The scales libjpeg decodes at (the denominators of 1/1, 1/2, 1/4, 1/8), largest first.
 JPEG_SCALES = (8, 4, 2, 1)
@@ -42,31 +42,14 @@ def jpeg_scale(height: int, width: int, cover: tuple[int, int]) -> int:
     return 1
 
 
-def jpeg_scale_tf(height: Any, width: Any, cover: Any) -> Any:
-    """:func:`jpeg_scale` in TensorFlow: int64 scalars ``height`` and ``width``,
-    ``cover`` int ``[2]``; an int32 scalar."""
+def jpeg_scale_tf(height: Any, width: Any, cover: tuple[int, int]) -> Any:
+    """:func:`jpeg_scale` in TensorFlow, in a few scalar ops (this runs for every
+    record): ``height`` and ``width`` int scalars; an int32 scalar."""
     import tensorflow as tf
 
-    cover = tf.cast(cover, tf.int64)
-    scales = tf.constant(JPEG_SCALES[:-1], tf.int64)
     height, width = tf.cast(height, tf.int64), tf.cast(width, tf.int64)
-    fits = (height >= scales * cover[0]) & (width >= scales * cover[1])
-    fits &= tf.maximum(height, width) >= MIN_SCALED_SIDE
-    # The first scale that fits, largest first; 1 when none does.
-    candidates = tf.where(fits, scales, tf.ones_like(scales))
-    return tf.cast(tf.reduce_max(candidates), tf.int32)
-
-
-def decode_jpeg_scaled_tf(encoded: Any, scale: Any, channels: int, dct_method: str) -> Any:
-    """One JPEG (a scalar string) decoded at 1/``scale`` (an int32 scalar: 1, 2, 4 or 8;
-    ``decode_jpeg`` takes its ratio as a constant, so one branch a scale), converted to
-    ``channels`` (0: as stored), with the DCT method of the full decode."""
-    import tensorflow as tf
-
-    ratios = JPEG_SCALES[::-1]  # 1, 2, 4, 8: the branch index is log2(scale)
-    branches = [
-        lambda ratio=ratio: tf.io.decode_jpeg(encoded, channels=channels, ratio=ratio, dct_method=dct_method)
-        for ratio in ratios
-    ]
-    index = tf.argmax(tf.cast(tf.equal(tf.constant(ratios), scale), tf.int32), output_type=tf.int32)
-    return tf.switch_case(index, branches)
+    # The scale may be at most the times the target fits into each side.
+    fits = tf.minimum(height // cover[0], width // cover[1])
+    fits = tf.where(tf.maximum(height, width) >= MIN_SCALED_SIDE, fits, 0)
+    # The largest of 8, 4, 2, 1 that is at most ``fits``.
+    return tf.gather(tf.constant([1, 1, 2, 2, 4, 4, 4, 4, 8], tf.int32), tf.clip_by_value(fits, 0, 8))

@@ -30,7 +30,7 @@ from recordkit_codecs import _pillow, _raster
 from recordkit_codecs._foreign import formats
 from recordkit_codecs._image_header import header_shape, header_shapes_tf
 from recordkit_codecs._inputs import read_input_bytes
-from recordkit_codecs._jpeg_scale import jpeg_scale
+from recordkit_codecs._jpeg_scale import jpeg_scale, jpeg_scale_tf
 from recordkit_codecs._tf_images import decode_image_batch, decode_image_scaled, decode_image_window, tf_one
 
 __all__ = ["ImageCodec", "ImageOptions"]
@@ -416,27 +416,42 @@ class ImageCodec(rk.Raster, rk.Codec[ImageOptions]):
         images, shapes = self.decode_tf_source()(wire, pad=True)
         return images, shapes
 
-    def decode_tf_scaled(self, wire: Mapping[str, Any], cover: tuple[int, int]) -> tuple[Any, Any, Any]:
-        """One image (a batch of one) decoded at the largest libjpeg scale that still
-        covers ``cover`` (``decode_jpeg(ratio=...)``; a PNG at full size): the pixels, the
-        full image's int64 ``[height, width, channels]`` and the int32 scale."""
-        encoded = tf_one(wire[""])
-        if self.options.sizes == "header":
-            heights, widths, _ = header_shapes_tf(wire[""], self.options.channels)
-            height, width = heights[0], widths[0]
-        else:
-            height, width = tf_one(wire["height"]), tf_one(wire["width"])
-        stored_channels = None if self.options.sizes == "header" else tf_one(wire["channels"])
+    def decode_scale_tf(self, wire: Mapping[str, Any], cover: tuple[int, int]) -> Any | None:
+        """The int32 scale one image (a batch of one) decodes at to cover ``cover``: for
+        a JPEG the largest of libjpeg's 1/8, 1/4, 1/2 whose result still covers it, else
+        1; None when the field stores PNG only."""
+        import tensorflow as tf
+
+        if self.options.format == "png":
+            return None
+        height, width = self._sides_tf(wire)
+        scale = jpeg_scale_tf(height, width, cover)
+        if self.options.format == "keep":
+            scale = tf.where(tf.io.is_jpeg(tf_one(wire[""])), scale, 1)
+        return scale
+
+    def decode_tf_scaled(self, wire: Mapping[str, Any], scale: Any) -> tuple[Any, Any]:
+        """One image (a batch of one) decoded at 1/``scale`` (int32: 1, 2, 4 or 8; a
+        JPEG with ``decode_jpeg(ratio=...)``, anything else at scale 1 only): the pixels
+        and the full image's int64 ``[height, width, channels]``."""
+        height, width = self._sides_tf(wire)
         return decode_image_scaled(
-            encoded,
+            tf_one(wire[""]),
             height,
             width,
-            stored_channels,
-            cover,
+            None if self.options.sizes == "header" else tf_one(wire["channels"]),
+            scale,
             self.options.format,
             self.options.channels,
             dct_method=_DCT_METHODS[self.options.jpeg_dct],
         )
+
+    def _sides_tf(self, wire: Mapping[str, Any]) -> tuple[Any, Any]:
+        """The height and width of one image (a batch of one): stored, or from its header."""
+        if self.options.sizes == "header":
+            heights, widths, _ = header_shapes_tf(wire[""], self.options.channels)
+            return heights[0], widths[0]
+        return tf_one(wire["height"]), tf_one(wire["width"])
 
     def decode_tf_window(self, wire: Mapping[str, Any], window: Any) -> Any:
         """Only the window of one image: a JPEG's with ``decode_and_crop_jpeg`` (the rows

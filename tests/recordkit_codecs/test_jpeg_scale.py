@@ -25,6 +25,16 @@ def _one(wire: dict[str, Any]) -> dict[str, Any]:
     return {key: tf.constant([value]) for key, value in wire.items()}
 
 
+def _tf_scaled(codec: Any, wire: dict[str, Any], cover: tuple[int, int]) -> tuple[Any, Any, int]:
+    """What tf.data decodes for a resize to ``cover``: the pixels (None at scale 1, which
+    takes the plain decode), the full shape (None at scale 1) and the scale."""
+    scale = int(codec.decode_scale_tf(_one(wire), cover))
+    if scale == 1:
+        return None, None, 1
+    pixels, shape = codec.decode_tf_scaled(_one(wire), tf.constant(scale))
+    return pixels.numpy(), shape.numpy().tolist(), scale
+
+
 def test_the_scale_is_the_largest_whose_decode_still_covers_the_target() -> None:
     assert jpeg_scale(1792, 1792, (224, 224)) == 8
     assert jpeg_scale(1791, 1792, (224, 224)) == 4  # 1791 / 8 is under 224 rows
@@ -36,8 +46,8 @@ def test_the_scale_is_the_largest_whose_decode_still_covers_the_target() -> None
 
 
 def test_tensorflow_chooses_the_scale_by_the_same_rule() -> None:
-    covers = [(224, 224), (10, 1000), (300, 200)]
-    sides = [1, 223, 447, 448, 895, 896, 1791, 1792, 4000]
+    covers = [(224, 224), (10, 1000), (300, 200), (1, 1), (2, 3)]
+    sides = [1, 2, 5, 7, 8, 9, 17, 223, 447, 448, 895, 896, 1791, 1792, 4000]
     for cover, height, width in itertools.product(covers, sides, sides):
         assert int(jpeg_scale_tf(tf.constant(height, tf.int64), tf.constant(width, tf.int64), cover)) == (
             jpeg_scale(height, width, cover)
@@ -61,12 +71,13 @@ def test_both_readers_decode_a_jpeg_at_each_scale_to_the_same_pixels(kind: str, 
             assert got_scale == scale
             assert shape == (height, width, channels)
             assert pixels.shape == (-(-height // scale), -(-width // scale), channels)
-            tf_pixels, tf_shape, tf_scale = codec.decode_tf_scaled(_one(wire), cover)
-            assert int(tf_scale) == scale
-            assert tf_shape.numpy().tolist() == [height, width, channels]
-            np.testing.assert_array_equal(tf_pixels.numpy(), pixels)
+            tf_pixels, tf_shape, tf_scale = _tf_scaled(codec, wire, cover)
+            assert tf_scale == scale
             if scale == 1:  # no scale applies: the full decode's pixels
                 np.testing.assert_array_equal(pixels, codec.decode_numpy(wire))
+                continue
+            assert tf_shape == [height, width, channels]
+            np.testing.assert_array_equal(tf_pixels, pixels)
 
 
 def test_a_png_decodes_at_full_size() -> None:
@@ -76,9 +87,9 @@ def test_a_png_decodes_at_full_size() -> None:
     assert scale == 1
     assert shape == (900, 700, 3)
     np.testing.assert_array_equal(pixels, codec.decode_numpy(wire))
-    tf_pixels, _, tf_scale = codec.decode_tf_scaled(_one(wire), (100, 100))
-    assert int(tf_scale) == 1
-    np.testing.assert_array_equal(tf_pixels.numpy(), pixels)
+    assert codec.decode_scale_tf(_one(wire), (100, 100)) is None  # tf.data: the plain decode
+    keep = _codec(format="keep")  # PNG and JPEG alike: the PNG's scale is 1
+    assert int(keep.decode_scale_tf(_one(keep.encode(photo(900, 700, 1))), (100, 100))) == 1
 
 
 def test_a_record_whose_stored_size_is_not_its_jpegs_is_refused_at_any_scale() -> None:
@@ -88,7 +99,7 @@ def test_a_record_whose_stored_size_is_not_its_jpegs_is_refused_at_any_scale() -
     with pytest.raises(rk.errors.DecodeError, match="the record stores"):
         codec.decode_numpy_scaled(wire, (100, 100))
     with pytest.raises(tf.errors.InvalidArgumentError, match="differs from the height, width and channels"):
-        codec.decode_tf_scaled(_one(wire), (100, 100))
+        _tf_scaled(codec, wire, (100, 100))
 
 
 @pytest.mark.parametrize("kind", ["4:2:0", "gray"])
@@ -102,6 +113,7 @@ def test_tiny_jpegs_decode_alike_in_both_readers(kind: str) -> None:
         wire = codec.encode(jpeg(rng.integers(0, 256, (height, width, 3)).astype(np.uint8), kind))
         for cover in [(1, 1), (2, 1), (1, 3)]:
             pixels, _, scale = codec.decode_numpy_scaled(wire, cover)
-            tf_pixels, _, tf_scale = codec.decode_tf_scaled(_one(wire), cover)
-            assert int(tf_scale) == scale == jpeg_scale(height, width, cover)
-            np.testing.assert_array_equal(tf_pixels.numpy(), pixels, err_msg=f"{height}x{width} {cover}")
+            tf_pixels, _, tf_scale = _tf_scaled(codec, wire, cover)
+            assert tf_scale == scale == jpeg_scale(height, width, cover)
+            if scale > 1:
+                np.testing.assert_array_equal(tf_pixels, pixels, err_msg=f"{height}x{width} {cover}")

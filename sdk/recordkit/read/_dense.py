@@ -419,17 +419,35 @@ def fit_scaled(
 ) -> Any:
     """One picture ``[h, w, c]`` decoded at 1/``scale`` (int32 scalar) of its full
     ``shape`` (int64, height and width first) brought to ``size`` by ``"resize"`` or
-    ``"resize_with_pad"``, onto the pixels the full picture's resize lands on.
+    ``"resize_with_pad"``, onto the pixels the full picture's resize lands on; at scale
+    1, fitted as :func:`fit_images` fits it (the same pixels as ever).
 
     A scaled pixel ``i`` stands for the full pixels ``[i * scale, (i + 1) * scale)``, so
     the picture covers ``height / scale`` of its rows (the last one in part, when the
     height is not a multiple of the scale). Resizing it to ``size`` as a picture of
     ``ceil(height / scale)`` rows would shift the content by up to almost one output
-    pixel; ``ScaleAndTranslate`` takes the exact factor instead (``size / (height /
-    scale)``, with ``tf.image.resize``'s half-pixel centres and the method's kernel from
-    :data:`SCALED_KERNELS`, without antialiasing, as ``tf.image.resize`` by default).
-    ``"resize_with_pad"`` places the picture where ``tf.image.resize_with_pad`` of the
-    full picture does and pads with ``pad_value``. Keeps the picture's dtype (rounded)."""
+    pixel. The resize takes the exact factor instead (``size / (height / scale)``), with
+    ``tf.image.resize``'s half-pixel centres and without antialiasing, as
+    ``tf.image.resize`` by default: bilinear by ``crop_and_resize`` on the box those
+    samples span, the other methods by ``ScaleAndTranslate`` with their kernel
+    (:data:`SCALED_KERNELS`). ``"resize_with_pad"`` places the picture where
+    ``tf.image.resize_with_pad`` of the full picture does and pads with ``pad_value``.
+    Keeps the picture's dtype (rounded)."""
+    import tensorflow as tf
+
+    def whole() -> Any:
+        return fit_images(picture[None], size, fit, method, pad_value=pad_value)[0]
+
+    def reduced() -> Any:
+        return _fit_reduced(picture, shape, scale, size, fit, method, pad_value)
+
+    return tf.ensure_shape(tf.cond(scale > 1, reduced, whole), [size[0], size[1], picture.shape[-1]])
+
+
+def _fit_reduced(
+    picture: Any, shape: Any, scale: Any, size: Size, fit: ImageFit, method: str, pad_value: int | float
+) -> Any:
+    """:func:`fit_scaled` of a picture decoded at a scale above 1."""
     import tensorflow as tf
 
     sides = tf.cast(shape[:2], tf.float32)
@@ -442,15 +460,25 @@ def fit_scaled(
         inner = tf.cast(tf.floor(sides / ratio), tf.int32)
     else:
         raise ValueError(f"fit_scaled resizes (resize, resize_with_pad), not {fit!r}")
-    factor = tf.cast(inner, tf.float32) * tf.cast(scale, tf.float32) / sides
-    resized = tf.raw_ops.ScaleAndTranslate(
-        images=tf.cast(picture, tf.float32)[None],
-        size=inner,
-        scale=factor,
-        translation=tf.zeros([2], tf.float32),
-        kernel_type=SCALED_KERNELS[method],
-        antialias=False,
-    )[0]
+    # Output pixel i samples the scaled picture at (i + 0.5) * step - 0.5.
+    step = sides / tf.cast(scale, tf.float32) / tf.cast(inner, tf.float32)
+    if method == "bilinear":
+        # crop_and_resize samples i at y1 * (h - 1) + i * (y2 - y1) * (h - 1) / (size - 1),
+        # reading only the pixels it samples (ScaleAndTranslate costs a few times more).
+        span = tf.maximum(tf.cast(tf.shape(picture)[:2], tf.float32) - 1, 1)
+        first = 0.5 * step - 0.5
+        last = first + step * (tf.cast(inner, tf.float32) - 1)
+        box = tf.concat([first / span, last / span], 0)[None]
+        resized = tf.image.crop_and_resize(picture[None], box, tf.zeros([1], tf.int32), inner)[0]
+    else:
+        resized = tf.raw_ops.ScaleAndTranslate(
+            images=tf.cast(picture, tf.float32)[None],
+            size=inner,
+            scale=1 / step,
+            translation=tf.zeros([2], tf.float32),
+            kernel_type=SCALED_KERNELS[method],
+            antialias=False,
+        )[0]
     dtype = picture.dtype
     out = tf.saturate_cast(tf.round(resized) if dtype.is_integer else resized, dtype)
     if fit == "resize_with_pad":
@@ -464,4 +492,4 @@ def fit_scaled(
             ),
             constant_values=0 if value is None else value,
         )
-    return tf.ensure_shape(out, [size[0], size[1], picture.shape[-1]])
+    return out

@@ -486,13 +486,13 @@ def _decode_crop(
 def _decode_scaled(
     field: BoundField, wire: dict[str, Any], layout: DecodeLayout, options: PipelineOptions
 ) -> tuple[Any, Any] | None:
-    """One record's picture resized to its size (``"resize"``, ``"resize_with_pad"``),
-    decoded at the largest reduced scale that covers the size
-    (:meth:`~recordkit.Raster.decode_tf_scaled`: a JPEG at 1/2, 1/4 or 1/8) and resized
-    onto the full picture's geometry (:func:`~recordkit.read._dense.fit_scaled`); a
-    picture too small to scale is fitted as a full decode is, to the same pixels. With
-    its full shape. None with ``jpeg_scale="full"``, a method that does not interpolate
-    (``nearest``, ``area``), or a codec that decodes at full size only."""
+    """One record's picture resized to its size (``"resize"``, ``"resize_with_pad"``)
+    and its full shape: decoded at the scale that covers the size
+    (:meth:`~recordkit.Raster.decode_scale_tf`, :meth:`~recordkit.Raster.decode_tf_scaled`:
+    a JPEG at 1/2, 1/4 or 1/8) and resized onto the full picture's geometry
+    (:func:`~recordkit.read._dense.fit_scaled`); at scale 1, the plain decode's pixels
+    fitted as ever. None with ``jpeg_scale="full"``, a method that does not
+    interpolate (``nearest``, ``area``), or a codec that decodes at full size only."""
     import tensorflow as tf
 
     codec = field.codec
@@ -501,20 +501,15 @@ def _decode_scaled(
     if options.jpeg_scale != "auto" or method not in SCALED_KERNELS or not isinstance(codec, Raster):
         return None
     size = layout.sizes[name]
-    scaled = codec.decode_tf_scaled({key: value[None] for key, value in wire.items()}, size)
-    if scaled is None:
+    one = {key: value[None] for key, value in wire.items()}
+    scale = codec.decode_scale_tf(one, size)
+    if scale is None:
         return None
-    picture, shape, scale = scaled
+    scaled = codec.decode_tf_scaled(one, scale)
+    if scaled is None:
+        raise TypeError(f"codec {codec.name!r} gives a decode_scale_tf but no decode_tf_scaled")
+    picture, shape = scaled
     flat = picture.shape.rank == 2  # a picture without channels: [h, w]
     pixels = picture[..., None] if flat else picture
-    fit = options.image_fit
-
-    def reduced() -> Any:
-        return fit_scaled(pixels, shape, scale, size, fit, method, layout.pad_values[name])
-
-    def full() -> Any:
-        fitted, _ = layout.fit(name, pixels[None], shape[None], None, fit)
-        return fitted[0]
-
-    value = tf.cond(scale > 1, reduced, full)
-    return (value[..., 0] if flat else value), shape
+    value = fit_scaled(pixels, shape, scale, size, options.image_fit, method, layout.pad_values[name])
+    return (value[..., 0] if flat else value), tf.cast(shape, tf.int64)
