@@ -256,18 +256,18 @@ def stage_cases(root: Path, files: Sequence[Path], *, batch: int = BATCH) -> lis
     import tensorflow as tf
 
     import recordkit as rk
-    from recordkit.read._options import OpenOptions
+    from recordkit.read._open import open_dataset
     from recordkit.read._shard_stream import read_shards
 
     schema = _recordkit.mixed_schema()
     cases: list[Case] = []
     for group, fields in GROUPS.items():
-        opened = OpenOptions().open(root, "train", list(fields))
-        shards = list(opened.dataset.shards)
+        opened = open_dataset(root, "train", list(fields))
+        shards = list(opened.shards)
 
         def checked(opened: Any = opened, shards: list[Any] = shards) -> Any:
             chunks = read_shards(
-                opened.dataset,
+                opened,
                 shards,
                 block_length=batch,
                 on_corrupt="raise",

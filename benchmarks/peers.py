@@ -32,9 +32,20 @@ from benchmarks._peer_adapters import CONTENDERS
 
 ROOT = Path(__file__).resolve().parents[1]
 
-#: What each peer's venv installs beside numpy, Pillow, soundfile, psutil and torch.
-PEER_PACKAGES: dict[str, list[str]] = {"webdataset": ["webdataset"], "grain": ["array-record", "grain"]}
-COMMON = ["numpy", "pillow", "soundfile", "psutil", "torch"]
+#: The CPU torch recordkit's own tests install (the one build of it on this disk).
+CPU_TORCH = "torch==2.13.0"
+#: torch with torchvision: the only torchvision on the package index here is a CUDA build,
+#: which loads beside its own torch only, never beside the CPU torch (issue 31).
+TORCHVISION = ["torch==2.14.1", "torchvision==0.29.1"]
+#: What each peer's venv installs beside numpy, Pillow, soundfile and psutil (its torch too).
+PEER_PACKAGES: dict[str, list[str]] = {
+    "webdataset": ["webdataset", CPU_TORCH],
+    "grain": ["array-record", "grain", CPU_TORCH],
+    "streaming": ["mosaicml-streaming", *TORCHVISION],  # it pins numpy below 2.2 itself
+    "litdata": ["litdata", *TORCHVISION],
+    "huggingface": ["datasets", CPU_TORCH],
+}
+COMMON = ["numpy", "pillow", "soundfile", "psutil"]
 TASKS = (
     "write",
     "read",
@@ -47,9 +58,9 @@ TASKS = (
 )
 
 
-def venv_python(peer: str, out: Path) -> Path:
-    """The python of ``peer``'s venv, made and installed on first use."""
-    venv = out / "venvs" / peer
+def venv_python(peer: str, venvs: Path) -> Path:
+    """The python of ``peer``'s venv under ``venvs``, made and installed on first use."""
+    venv = venvs / peer
     python = venv / "bin" / "python"
     if not python.exists():
         subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
@@ -88,14 +99,20 @@ def rate(result: dict[str, Any], task: str) -> float | None:
     return float(row["records_per_s"]) if isinstance(row, dict) and row["records"] else None
 
 
+def cpu(result: dict[str, Any], task: str) -> float | None:
+    row = result.get(task)
+    return float(row["cpu_us_per_record"]) if isinstance(row, dict) and "cpu_us_per_record" in row else None
+
+
 def table(rounds: list[dict[str, dict[str, Any]]]) -> str:
-    """Markdown: per contender and task, every round's records/s, the median, and the
-    median's ratio to the best peer's median (recordkit's rows)."""
+    """Markdown: per contender and task, every round's records/s, the median, the median
+    CPU µs per record, the workers' memory, and the median's ratio to the best peer's
+    median (recordkit's rows)."""
     names = list(rounds[0])
     medians: dict[str, dict[str, float]] = {}
     lines = [
-        "| contender | task | rounds (records/s) | median | worker RSS (MB) | x best peer |",
-        "| --- | --- | --- | ---: | ---: | ---: |",
+        "| contender | task | rounds (records/s) | median | CPU µs/record | worker RSS (MB) | x best peer |",
+        "| --- | --- | --- | ---: | ---: | ---: | ---: |",
     ]
     for name in names:
         medians[name] = {}
@@ -110,7 +127,9 @@ def table(rounds: list[dict[str, dict[str, Any]]]) -> str:
             rss = [one[name].get(task, {}).get("worker_rss_mb") for one in rounds]
             memory = " ".join(f"{m:.0f}" for m in rss if m is not None)
             each = " ".join(f"{r:,.0f}" for r in (rate(one[name], task) for one in rounds) if r is not None)
-            lines.append(f"| {name} | {task} | {each} | {median:,.0f} | {memory} | {ratio} |")
+            cpus = [c for c in (cpu(one[name], task) for one in rounds) if c is not None]
+            used = f"{statistics.median(cpus):,.0f}" if cpus else ""
+            lines.append(f"| {name} | {task} | {each} | {median:,.0f} | {used} | {memory} | {ratio} |")
     return "\n".join(lines)
 
 
@@ -122,13 +141,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--peers", default=",".join(PEER_PACKAGES), help="comma-separated peers")
     parser.add_argument("--no-peers", action="store_true", help="recordkit alone (the smoke test)")
-    parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "out")
+    parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "out", help="where the report goes")
+    parser.add_argument(
+        "--venvs",
+        type=Path,
+        default=ROOT / "benchmarks" / "out" / "venvs",
+        help="the peers' venvs (made on first use: several GB for Streaming and LitData)",
+    )
     args = parser.parse_args(argv)
     peers = [] if args.no_peers else [p for p in args.peers.split(",") if p]
     for peer in peers:
         if peer not in PEER_PACKAGES or peer not in CONTENDERS:
             parser.error(f"unknown peer {peer!r}; the peers are {', '.join(PEER_PACKAGES)}")
-    pythons = {"recordkit": Path(sys.executable), **{p: venv_python(p, args.out) for p in peers}}
+    pythons = {"recordkit": Path(sys.executable), **{p: venv_python(p, args.venvs) for p in peers}}
     rounds: list[dict[str, dict[str, Any]]] = []
     for number in range(args.rounds):
         order = list(pythons) if number % 2 == 0 else list(reversed(pythons))  # alternate

@@ -17,7 +17,7 @@ from types import ModuleType
 __all__ = ["CONTENDERS", "adapter"]
 
 #: The contenders and their adapter modules.
-CONTENDERS = ("recordkit", "webdataset", "grain")
+CONTENDERS = ("recordkit", "webdataset", "grain", "streaming", "litdata", "huggingface")
 
 
 def adapter(name: str) -> ModuleType:

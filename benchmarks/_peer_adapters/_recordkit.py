@@ -1,9 +1,10 @@
 """recordkit as docs/how-to/pytorch.md advises: ``torch_batches`` under a DataLoader with
-``batch_size=None``, ``iter_records(num_threads=2)`` in one process, ``read_batch`` for
-random batches."""
+``batch_size=None``, ``iter_records(num_threads=2)`` in one process, ``read_batch`` on 2 threads for
+random batches (docs/how-to/random-access.md)."""
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -41,7 +42,12 @@ def thread_loader(folder: Path, batch: int) -> int:
 
 
 def random(folder: Path, indices: list[int], batch: int) -> int:
+    """One index at a time, ``ds[i]``; a batch, ``read_batch`` decoding on a pool of 2
+    threads (docs/how-to/random-access.md)."""
     ds = rk.RandomAccess(folder / "data")
     if batch == 1:
         return sum(1 for i in indices if ds[i] is not None)
-    return sum(len(ds.read_batch(indices[i : i + batch])) for i in range(0, len(indices), batch))
+    with ThreadPoolExecutor(2) as pool:
+        return sum(
+            len(ds.read_batch(indices[i : i + batch], pool=pool)) for i in range(0, len(indices), batch)
+        )

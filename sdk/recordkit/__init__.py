@@ -36,16 +36,15 @@ from recordkit.codec._plugins import PluginInfo, PluginSet, default_registry, lo
 from recordkit.codec._registry import CodecInfo, CodecRegistry
 from recordkit.codec._wire import WireFeature, WireKind, WireSpec, WireValues
 from recordkit.dataset._breakdown import byte_breakdown
-from recordkit.dataset._manifest import Manifest, ShardInfo, SplitInfo
+from recordkit.dataset._manifest import FieldGroup, Manifest, ShardInfo, SplitInfo
 from recordkit.dataset._tfds import TfdsDataset, open_tfds
 from recordkit.hookspecs import hookimpl
 from recordkit.read._corruption import CorruptionReport, SkippedRecords
 from recordkit.read._dataset import Dataset, open
-from recordkit.read._iter_records import iter_records
-from recordkit.read._load_dataset import load_dataset
 from recordkit.read._parse import PRESENT_SUFFIX, feature_spec, make_parser
 from recordkit.read._random_access import RandomAccess
 from recordkit.read._read_config import Layout, ReadConfig
+from recordkit.read._shortcuts import iter_records, load_dataset
 from recordkit.schema._bound import BoundField, KeyedFeature
 from recordkit.schema._compatibility import CompatibilityReport, FieldDifference, check_compatibility
 from recordkit.schema._encoder import EncodedRecord as _EncodedRecord
@@ -57,6 +56,7 @@ from recordkit.storage import ShardCache
 from recordkit.tools._adopt import infer_schema
 from recordkit.tools._codegen import generate_parser_code
 from recordkit.tools._convert import convert_dataset
+from recordkit.tools._field_groups import add_fields, remove_fields
 from recordkit.write._writer import DatasetWriter, WriteOptions, write_dataset
 
 __all__ = [
@@ -81,6 +81,7 @@ __all__ = [
     "DecodedPerRecord",
     "Drawable",
     "FieldDifference",
+    "FieldGroup",
     "FieldSpec",
     "ForeignKey",
     "ForeignRecords",
@@ -113,6 +114,7 @@ __all__ = [
     "WireValues",
     "WriteOptions",
     "__version__",
+    "add_fields",
     "byte_breakdown",
     "check_compatibility",
     "convert_dataset",
@@ -129,6 +131,7 @@ __all__ = [
     "load_plugins",
     "make_parser",
     "open",
+    "remove_fields",
     "schema_of",
     "write_dataset",
 ]

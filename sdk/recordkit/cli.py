@@ -24,6 +24,7 @@ import click
 from recordkit._cli._common import describe_error
 from recordkit._cli.codegen import codegen_command
 from recordkit._cli.convert import CONVERT_WORDS, convert_command
+from recordkit._cli.fields import add_fields_command, remove_fields_command
 from recordkit._cli.index import index_command
 from recordkit._cli.ingest import INGEST_WORDS, ingest_command
 from recordkit._cli.inspect import inspect_command
@@ -41,7 +42,11 @@ __all__ = ["DEBUG_ENV", "describe_error", "main"]
 DEBUG_ENV = "RECORDKIT_DEBUG"
 
 #: Per command, how its options say the library's advice (``append=True`` ...).
-ADVICE_WORDS = {"ingest": INGEST_WORDS, "convert": CONVERT_WORDS}
+ADVICE_WORDS = {
+    "ingest": INGEST_WORDS,
+    "convert": CONVERT_WORDS,
+    "add-fields": {"replace=True": "--replace", "recordkit.remove_fields": "recordkit remove-fields"},
+}
 
 
 class RecordkitGroup(click.Group):
@@ -77,3 +82,5 @@ main.add_command(show_command)
 main.add_command(stats_command)
 main.add_command(convert_command)
 main.add_command(view_command)
+main.add_command(add_fields_command)
+main.add_command(remove_fields_command)

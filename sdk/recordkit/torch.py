@@ -17,6 +17,7 @@ except ImportError as exc:
     raise MissingExtraError("torch", "torch", purpose="recordkit.torch") from exc
 
 from recordkit.read._batch_loader import BatchMapDataset, BatchStream, ThreadLoader
+from recordkit.read._stream_order import StreamOrder
 from recordkit.read._torch import IterableDataset, MapDataset, collate, pad_values, to_tensors
 
 __all__ = [
@@ -24,6 +25,7 @@ __all__ = [
     "BatchStream",
     "IterableDataset",
     "MapDataset",
+    "StreamOrder",
     "ThreadLoader",
     "collate",
     "pad_values",

@@ -61,6 +61,10 @@ def test_the_examples_run(page_examples: Any, in_tmp_path: Path) -> None:
     # Up to the dataset written; reading it back (TensorFlow) is not needed here.
     writing = [b for b in start if b.language != "python" or "load_dataset" not in b.body]
     page_examples.run_python_blocks([b for b in writing if "iter_records" not in b.body])
+    # add-fields reads the fields' schema and the table its section shows.
+    shown = {b.language: b.body for b in page_examples.code_blocks(PAGE) if b.language in ("yaml", "csv")}
+    (in_tmp_path / "scores.yaml").write_text(shown["yaml"], encoding="utf-8")
+    (in_tmp_path / "scores.csv").write_text(shown["csv"], encoding="utf-8")
     blocks = [b for b in page_examples.code_blocks(PAGE) if b.language == "console"]
     # convert needs a folder TFDS prepared: its example runs in tests/docs/test_how_to_tfds.py.
     blocks = [b for b in blocks if "recordkit convert" not in b.body]

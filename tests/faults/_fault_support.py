@@ -106,3 +106,12 @@ def flip_bit(path: Path, bit: int) -> None:
 def truncate(path: Path, size: int) -> None:
     with open(path, "r+b") as f:
         f.truncate(size)
+
+
+#: A field group the field-group faults add: a score per record.
+SCORES = rk.Schema(name="scores", fields={"score": rk.FieldSpec(codec="scalar", options={"dtype": "int64"})})
+
+
+def doubled(root: Path, split: str = "train") -> list[int]:
+    """The scores the field-group faults add: each record's id times two, in order."""
+    return [2 * i for i in ids(root, split)]

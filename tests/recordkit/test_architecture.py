@@ -170,12 +170,9 @@ def test_codec_modules_share_no_private_names() -> None:
     assert taken == []
 
 
-#: Modules outside ``storage/`` still allowed a local/remote type branch, each with why.
-LOCAL_REMOTE_LEFT = {
-    # DatasetWriter.root is a Path for a local dataset (callers compare it with one); the
-    # writer is being restructured on its own branch, which takes this union with it.
-    "recordkit.write._writer": 1,
-}
+#: The names of a local file's type: a union of one with ``Location`` (``Path | Location``,
+#: ``os.PathLike[str] | Location``), or an ``isinstance`` on one, tells local from remote.
+LOCAL_TYPES = {"Path", "PurePath", "PathLike"}
 
 
 def _names_in(node: ast.AST) -> set[str]:
@@ -190,8 +187,10 @@ def _names_in(node: ast.AST) -> set[str]:
 
 
 def _local_remote_branches(tree: ast.AST) -> list[str]:
-    """Each ``Path | Location`` union (or ``Union[Path, Location]``) and each
-    ``isinstance(x, Location)`` (alone or in a tuple) in ``tree``, as ``line: what``."""
+    """Each union of a local path type with ``Location`` (``Path | Location``,
+    ``os.PathLike[str] | Location | None``, ``Union[Path, Location]``, a type alias
+    spelled so) and each ``isinstance(x, Location)`` or ``isinstance(x, Path)`` (alone or
+    in a tuple) in ``tree``, as ``line: what``."""
     found = []
     # A union nested in another (``Path | Location | None``) is reported once, as the outer.
     nested = {
@@ -204,32 +203,39 @@ def _local_remote_branches(tree: ast.AST) -> list[str]:
         union = (
             isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr) and id(node) not in nested
         ) or (isinstance(node, ast.Subscript) and "Union" in _names_in(node.value))
-        if union and {"Path", "Location"} <= _names_in(node):
+        names = _names_in(node)
+        if union and "Location" in names and names & LOCAL_TYPES:
             found.append(f"{node.lineno}: a Path | Location union")
         elif (
             isinstance(node, ast.Call)
             and isinstance(node.func, ast.Name)
             and node.func.id == "isinstance"
             and len(node.args) == 2
-            and "Location" in _names_in(node.args[1])
+            and _names_in(node.args[1]) & {"Location", "Path", "PurePath"}
         ):
-            found.append(f"{node.lineno}: isinstance(..., Location)")
+            found.append(f"{node.lineno}: isinstance(..., {ast.unparse(node.args[1])})")
     return sorted(found, key=lambda line: int(line.split(":")[0]))
 
 
 def test_the_local_remote_scan_finds_unions_and_isinstance_branches() -> None:
     """The scan below sees what it looks for (a broken scan would pass any tree)."""
     code = (
+        "Where = os.PathLike[str] | Location\n"
         "def f(p: Path | Location | None, q: Union[str, pathlib.Path, Location]) -> None:\n"
         "    if isinstance(p, (str, Location)):\n"
+        "        pass\n"
+        "    if isinstance(p, pathlib.Path):\n"
         "        pass\n"
     )
     assert [line.split(": ", 1)[1] for line in _local_remote_branches(ast.parse(code))] == [
         "a Path | Location union",
         "a Path | Location union",
-        "isinstance(..., Location)",
+        "a Path | Location union",
+        "isinstance(..., (str, Location))",
+        "isinstance(..., pathlib.Path)",
     ]
-    assert _local_remote_branches(ast.parse("def f(p: Location, q: PathOrUrl | Location) -> None: ...")) == []
+    quiet = "def f(p: Location, q: Location | None, r: str | os.PathLike[str]) -> None:\n    p.local_path\n"
+    assert _local_remote_branches(ast.parse(quiet)) == []
 
 
 def test_only_the_storage_layer_tells_local_from_remote() -> None:
@@ -240,7 +246,7 @@ def test_only_the_storage_layer_tells_local_from_remote() -> None:
         if module.startswith("recordkit.storage"):
             continue
         branches = _local_remote_branches(ast.parse(path.read_text(encoding="utf-8")))
-        if len(branches) != LOCAL_REMOTE_LEFT.get(module, 0):
+        if branches:
             found[module] = branches
     assert found == {}
 

@@ -225,32 +225,34 @@ def reader_path(root: Location) -> tuple[str, StorageOptions | None]:
     return root.url, root.storage_options or None
 
 
-def schema_at(source: str, storage_options: Sequence[str], registry: CodecRegistry | None = None) -> Schema:
+def schema_at(
+    path_or_url: str, storage_options: Sequence[str], registry: CodecRegistry | None = None
+) -> Schema:
     """The schema that a SCHEMA argument names: a schema file (YAML or JSON), or a
     dataset (its folder or its dataset.json) whose manifest holds one; local or remote."""
-    manifest = manifest_at(source, storage_options)
-    return manifest.schema if manifest is not None else schema_file_at(source, storage_options, registry)
+    manifest = manifest_at(path_or_url, storage_options)
+    return manifest.schema if manifest is not None else schema_file_at(path_or_url, storage_options, registry)
 
 
 def schema_file_at(
-    source: str, storage_options: Sequence[str], registry: CodecRegistry | None = None
+    path_or_url: str, storage_options: Sequence[str], registry: CodecRegistry | None = None
 ) -> Schema:
     """The schema file a SCHEMA argument names, once :func:`manifest_at` found no dataset
     there; local or remote."""
-    if is_remote(source):
+    if is_remote(path_or_url):
         options = parse_storage_options(storage_options)
-        return Schema.load(source, registry=registry, storage_options=options)
-    return Schema.load(Path(source), registry=registry)
+        return Schema.load(path_or_url, registry=registry, storage_options=options)
+    return Schema.load(Path(path_or_url), registry=registry)
 
 
-def manifest_at(source: str, storage_options: Sequence[str]) -> Manifest | None:
+def manifest_at(path_or_url: str, storage_options: Sequence[str]) -> Manifest | None:
     """The manifest of the dataset that a SCHEMA argument names (its folder or its
     dataset.json, local or remote), or None when it names a schema file."""
-    if is_remote(source):
-        if source.endswith(SCHEMA_SUFFIXES) and not source.endswith(MANIFEST_FILE):
+    if is_remote(path_or_url):
+        if path_or_url.endswith(SCHEMA_SUFFIXES) and not path_or_url.endswith(MANIFEST_FILE):
             return None
-        return Manifest.load(dataset_at(source, storage_options))
-    path = checked_path(source, "SCHEMA")
+        return Manifest.load(dataset_at(path_or_url, storage_options))
+    path = checked_path(path_or_url, "SCHEMA")
     if path.is_dir() or path.name == MANIFEST_FILE:
         return Manifest.load(dataset_at(str(path), ()))
     return None

@@ -39,8 +39,8 @@ def codegen_command(
     The module needs no recordkit: import it in training jobs and use its ``parse``
     after ``.batch()``, or its ``dataset(files, batch_size)``.
     """
-    source = manifest_at(schema, storage_options) or schema_file_at(schema, storage_options)
-    code = generate_parser_code(source, list(fields) or None)
+    described = manifest_at(schema, storage_options) or schema_file_at(schema, storage_options)
+    code = generate_parser_code(described, list(fields) or None)
     if output is None:
         click.echo(code, nl=False)
         return

@@ -14,8 +14,8 @@ from recordkit._cli._render import contact_sheet, render_record
 from recordkit.codec._plugins import default_registry
 from recordkit.dataset._manifest import Manifest
 from recordkit.errors import RecordkitError
-from recordkit.read._iter_records import iter_records
 from recordkit.read._open import bind_to_read
+from recordkit.read._shortcuts import iter_records
 
 __all__ = ["show_command"]
 
@@ -47,7 +47,7 @@ def show_command(
     gs:// ...); OUTPUT is a local folder. No TensorFlow is needed."""
     root = dataset_at(dataset, storage_options)
     manifest = Manifest.load(root)
-    bound = bind_to_read(manifest, default_registry())
+    bound = bind_to_read(manifest, default_registry(), split=split)  # with its field groups
     output.mkdir(parents=True, exist_ok=True)
     source, options = reader_path(root)
     records = iter_records(source, split, storage_options=options)

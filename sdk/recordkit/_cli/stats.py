@@ -31,8 +31,8 @@ from recordkit._cli._field_stats import FieldStats
 from recordkit.codec._plugins import default_registry
 from recordkit.dataset._manifest import Manifest
 from recordkit.errors import RecordkitError
-from recordkit.read._iter_records import iter_records
 from recordkit.read._open import bind_to_read, open_dataset
+from recordkit.read._shortcuts import iter_records
 from recordkit.storage import Location
 
 __all__ = ["bar_chart", "gather", "json_safe", "stats_command"]
@@ -42,7 +42,7 @@ def gather(root: Location, split: str, progress: bool | None = None) -> dict[str
     """Every field's statistics over the records of ``split`` of the dataset at ``root``
     (a local folder or a remote dataset's Location)."""
     manifest = Manifest.load(root)
-    bound = bind_to_read(manifest, default_registry())
+    bound = bind_to_read(manifest, default_registry(), split=split)  # with its field groups
     stats = {field.name: FieldStats(field) for field in bound.fields}
     path, options = reader_path(root)
     total = sum(s.selected or 0 for s in open_dataset(path, split, storage_options=options).shards)

@@ -3,7 +3,9 @@
 For each shard ``dataset.json`` lists: the file exists, has the recorded size and
 sha256, and reads as TFRecord with every length and data CRC intact and the recorded
 number of records; and its record index, when the manifest lists one, has the recorded
-sha256 and gives exactly the offsets of the records read. Every shard is checked (one
+sha256 and gives exactly the offsets of the records read. The shards of a split's field
+groups are checked the same way (the manifest holds each aligned with its split's shard:
+the same record count). Every shard is checked (one
 bad shard does not hide another); the command exits with status 1 naming each bad
 shard. A dataset with no splits, or a split that holds no records, fails too (status 1):
 that is what a write that stopped before its first record leaves, not a dataset to
@@ -40,6 +42,8 @@ class ShardCheck:
     shard: ShardInfo
     records: int
     problems: tuple[str, ...]
+    #: The field group the shard belongs to (None: one of the split's own shards).
+    group: str | None = None
 
     @property
     def ok(self) -> bool:
@@ -120,13 +124,18 @@ class UnfinishedDataset(click.ClickException):
 
 
 def verify_dataset(root: Location, manifest: Manifest, splits: Sequence[str]) -> list[ShardCheck]:
-    """Check every shard of ``splits`` (in manifest order)."""
+    """Check every shard of ``splits`` (in manifest order), then their field groups'."""
     compression = Compression.parse(manifest.compression)
-    return [
-        check_shard(root, name, shard, compression)
-        for name in splits
-        for shard in manifest.splits[name].shards
-    ]
+    checks = []
+    for name in splits:
+        info = manifest.splits[name]
+        checks += [check_shard(root, name, shard, compression) for shard in info.shards]
+        for group, fields in (info.field_groups or {}).items():
+            checks += [
+                dataclasses.replace(check_shard(root, name, shard, compression), group=group)
+                for shard in fields.shards
+            ]
+    return checks
 
 
 @click.command("verify", short_help="Check every shard of a dataset against its manifest.")
@@ -194,7 +203,7 @@ def verify_command(
             "shards match, but records may be missing; finish the write (rerun it with --resume, or "
             "resume=True in Python), or pass --allow-unfinished to accept the complete shards"
         )
-    records = sum(check.records for check in checks)
+    records = sum(check.records for check in checks if check.group is None)
     empty = [name for name in chosen if name not in unfinished and not manifest.splits[name].num_records]
     if empty and not allow_empty:
         names = ", ".join(repr(name) for name in empty)

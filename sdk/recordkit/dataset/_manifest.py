@@ -22,14 +22,18 @@ from typing import Any, Literal
 import pydantic
 
 from recordkit._limits import MAX_NESTING, nesting_depth
+from recordkit.dataset._format import FormatVersion, check_readable, format_for
 from recordkit.dataset._paths import check_member_name
 from recordkit.errors import ManifestError
+from recordkit.schema._fields import FieldSpec
 from recordkit.schema._schema import Schema
 from recordkit.storage import Location, PathOrUrl, StorageOptions, location
 
 __all__ = [
     "MANIFEST_FILE",
     "CodecProvenance",
+    "FieldGroup",
+    "GroupShardInfo",
     "Manifest",
     "ShardIndex",
     "ShardInfo",
@@ -38,10 +42,10 @@ __all__ = [
 ]
 
 MANIFEST_FILE = "dataset.json"
-#: The format written now. Version 2 added each shard's record index (``index``);
-#: version 1 manifests (no index) are still read, and ``recordkit index`` upgrades them.
-FORMAT: Literal["recordkit.dataset/2"] = "recordkit.dataset/2"
-FormatVersion = Literal["recordkit.dataset/1", "recordkit.dataset/2"]
+#: The format written for a dataset without field groups (the versions, and which is
+#: written when: :mod:`recordkit.dataset._format`). Version 1 manifests (no record
+#: index) are still read, and ``recordkit index`` upgrades them.
+FORMAT: FormatVersion = format_for(field_groups=False)
 
 
 class _Model(pydantic.BaseModel):
@@ -82,6 +86,18 @@ class ShardInfo(_Model):
         return check_member_name(value)
 
 
+class GroupShardInfo(ShardInfo):
+    """One shard of a field group, and the split's shard it is aligned with."""
+
+    aligned_with: str = pydantic.Field(
+        pattern=r"^([0-9a-f]{64})?$",
+        description=(
+            "The sha256 of the split's shard whose records this shard's records belong to: a group "
+            "shard listed beside another shard of the split is refused."
+        ),
+    )
+
+
 class UnfinishedWrite(_Model):
     """A write to a split that has not finished (still running, or stopped).
 
@@ -109,6 +125,44 @@ class UnfinishedWrite(_Model):
     )
 
 
+class CodecProvenance(_Model):
+    """Which codec version wrote a field, and which distribution provided it."""
+
+    version: str
+    plugin: str | None = None
+    distribution: str | None = None
+    distribution_version: str | None = None
+
+
+class FieldGroup(_Model):
+    """Fields added to a split after it was written (:func:`recordkit.add_fields`), in
+    their own shards: shard ``i`` of the group holds, for each record of the split's
+    shard ``i`` and in the same order, a ``tf.train.Example`` of the group's fields.
+    Readers join the two, so the group's fields read as fields of the schema."""
+
+    fields: dict[str, FieldSpec] = pydantic.Field(description="The group's fields, by name, in order.")
+    codecs: dict[str, CodecProvenance] = pydantic.Field(
+        description="The codecs that wrote the group's fields (version and distribution), by codec name."
+    )
+    shards: list[GroupShardInfo] = pydantic.Field(
+        default_factory=list, description="The group's shards, one per shard of the split, in the same order."
+    )
+    unfinished: Literal[True] | None = pydantic.Field(
+        default=None,
+        description=(
+            "Present while the group is being written: its listed shards are complete, more "
+            "follow; readers leave the group out (add_fields resumes it)."
+        ),
+    )
+
+    @pydantic.field_validator("fields")
+    @classmethod
+    def _some_fields(cls, fields: dict[str, FieldSpec]) -> dict[str, FieldSpec]:
+        if not fields:
+            raise ValueError("a field group needs at least one field")
+        return fields
+
+
 class SplitInfo(_Model):
     """One split (train, validation ...) and its shards, in order."""
 
@@ -124,11 +178,53 @@ class SplitInfo(_Model):
             "complete and valid, but more records may follow (see resume)."
         ),
     )
+    field_groups: dict[str, FieldGroup] | None = pydantic.Field(
+        default=None,
+        description="Fields added to the split after it was written, by group name (format 3).",
+    )
 
     @pydantic.field_validator("rejects_file")
     @classmethod
     def _inside_the_dataset(cls, value: str | None) -> str | None:
         return None if value is None else check_member_name(value, what="rejects_file")
+
+    @pydantic.model_validator(mode="after")
+    def _groups_aligned(self) -> SplitInfo:
+        """Each field group has a shard per shard of the split (fewer while it is being
+        written), each with as many records as the split's: a misaligned group would
+        join records that do not belong together."""
+        for name, group in (self.field_groups or {}).items():
+            if len(group.shards) > len(self.shards) or (
+                group.unfinished is None and len(group.shards) != len(self.shards)
+            ):
+                raise ValueError(
+                    f"field group {name!r} lists {len(group.shards)} shards, the split {len(self.shards)}: "
+                    "a field group has one shard per shard of its split"
+                )
+            for mine, theirs in zip(group.shards, self.shards, strict=False):
+                if mine.records != theirs.records:
+                    raise ValueError(
+                        f"field group {name!r}: its shard {mine.file} lists {mine.records} records, "
+                        f"the split's shard {theirs.file} {theirs.records}; they must be aligned one to one"
+                    )
+                if mine.aligned_with != theirs.sha256:
+                    raise ValueError(
+                        f"field group {name!r}: its shard {mine.file} was written for another shard than "
+                        f"the split's shard {theirs.file} beside which it is listed (aligned_with is not "
+                        "that shard's sha256)"
+                    )
+        return self
+
+    @property
+    def groups(self) -> dict[str, FieldGroup]:
+        """The field groups readers join (those completely written), by name."""
+        return {name: g for name, g in (self.field_groups or {}).items() if g.unfinished is None}
+
+    @property
+    def listed_shards(self) -> list[ShardInfo]:
+        """Every shard file the split lists: its shards, then its field groups'."""
+        groups = (self.field_groups or {}).values()
+        return [*self.shards, *(shard for group in groups for shard in group.shards)]
 
     @property
     def readable_shards(self) -> list[ShardInfo]:
@@ -144,15 +240,6 @@ class SplitInfo(_Model):
     @property
     def num_bytes(self) -> int:
         return sum(s.bytes for s in self.shards)
-
-
-class CodecProvenance(_Model):
-    """Which codec version wrote a field, and which distribution provided it."""
-
-    version: str
-    plugin: str | None = None
-    distribution: str | None = None
-    distribution_version: str | None = None
 
 
 class Manifest(_Model):
@@ -180,6 +267,35 @@ class Manifest(_Model):
         """The version of each codec that stored the records, by codec name: what
         ``Schema.bind(versions=...)`` takes to bind the codecs that read them."""
         return {name: provenance.version for name, provenance in self.codecs.items()}
+
+    @pydantic.model_validator(mode="after")
+    def _format_and_group_fields(self) -> Manifest:
+        """The format holds what the manifest has; no added field takes the name of a
+        field the schema or another group of its split has."""
+        problem = check_readable(self.format, field_groups=self.has_field_groups)
+        if problem is not None:
+            raise ValueError(problem)
+        for split_name, info in self.splits.items():
+            seen = dict.fromkeys(self.schema_.fields, "the schema")
+            for group_name, group in (info.field_groups or {}).items():
+                for field in group.fields:
+                    if field in seen:
+                        raise ValueError(
+                            f"split {split_name!r}: field {field!r} of field group {group_name!r} is "
+                            f"also a field of {seen[field]}"
+                        )
+                    seen[field] = f"field group {group_name!r}"
+        return self
+
+    @property
+    def has_field_groups(self) -> bool:
+        """Whether any split lists a field group (finished or being written)."""
+        return any(info.field_groups for info in self.splits.values())
+
+    def stamp_format(self) -> None:
+        """Set :attr:`format` to the version this manifest is saved in: the oldest that
+        holds what it has (:func:`recordkit.dataset._format.format_for`)."""
+        self.format = format_for(field_groups=self.has_field_groups)
 
     def split(self, name: str) -> SplitInfo:
         """Split ``name``'s shards and counts; a :class:`ManifestError` naming the splits
@@ -251,6 +367,9 @@ class Manifest(_Model):
             raise ManifestError(f"nested more than {MAX_NESTING} levels deep", file=str(path))
         if not isinstance(data, dict):
             raise ManifestError(f"must be a JSON object, not {type(data).__name__}", file=str(path))
+        unknown = check_readable(data.get("format"), field_groups=False) if "format" in data else None
+        if unknown is not None:
+            raise ManifestError(unknown, file=str(path))
         try:
             return cls.model_validate(data)
         except pydantic.ValidationError as exc:
@@ -262,9 +381,9 @@ class Manifest(_Model):
     def save(self, root: PathOrUrl | Location, *, durable: bool = True) -> None:
         """Write atomically: a temp file in the same folder, fsynced (when ``durable``),
         then renamed; on an object store, one PUT (the object is replaced whole). The
-        manifest is saved in the current format (what this code writes, e.g. shard
-        indexes, is format 2 even in a dataset begun as format 1)."""
-        self.format = FORMAT
+        manifest is saved in the format this code writes for it (:meth:`stamp_format`:
+        shard indexes make a dataset begun as format 1 format 2)."""
+        self.stamp_format()
         where = location(root)
         local = where.local_path
         if local is None:

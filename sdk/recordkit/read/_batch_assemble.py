@@ -22,7 +22,7 @@ named fields out ``(batch, channels, height, width)``, written there directly.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -30,13 +30,32 @@ import numpy as np
 
 from recordkit.read._random_access import RandomAccess
 
-__all__ = ["AssembleBatch", "BatchLayout", "assemble_batch", "batch_layout", "field_pad_values"]
+__all__ = [
+    "Allocate",
+    "AssembleBatch",
+    "BatchLayout",
+    "assemble_batch",
+    "batch_layout",
+    "field_pad_values",
+    "filled",
+]
 
 Record = dict[str, Any]
 Ragged = Literal["pad", "concat"]
 
 SHAPE = "/shape"
 LENGTHS = "/lengths"
+
+#: Makes one of a batch's arrays: ``(shape, dtype, fill)`` to a new array of that shape
+#: and dtype whose every element is ``fill`` (a DataLoader worker's allocates it in
+#: shared memory, where the batch crosses to the main process without a copy).
+Allocate = Callable[[tuple[int, ...], "np.dtype[Any]", float], np.ndarray]
+
+
+def filled(shape: tuple[int, ...], dtype: np.dtype[Any], fill: float) -> np.ndarray:
+    """A new array of ``fill``: zeros come from ``calloc`` (fresh pages are already zero,
+    so no pass over the memory), any other value from ``np.full``."""
+    return np.zeros(shape, dtype) if fill == 0 else np.full(shape, fill, dtype)
 
 
 @dataclass(frozen=True)
@@ -56,7 +75,7 @@ class BatchLayout:
 
 def field_pad_values(records: RandomAccess) -> dict[str, float]:
     """Each field's codec pad value (what padding fills)."""
-    return {f.name: float(f.codec.pad_value()) for f in records.source.fields}
+    return {f.name: float(f.codec.pad_value()) for f in records.dataset.fields}
 
 
 def batch_layout(
@@ -64,7 +83,7 @@ def batch_layout(
 ) -> BatchLayout:
     """The layout of ``records``' batches: the fields' pad values, and the fields named
     to be concatenated or laid out channels first (each checked to be a field read)."""
-    names = {f.name for f in records.source.fields}
+    names = {f.name for f in records.dataset.fields}
     for option, chosen in (("concat", concat), ("channels_first", channels_first)):
         unknown = sorted(set(chosen) - names)
         if unknown:
@@ -84,26 +103,41 @@ class AssembleBatch:
         return assemble_batch(records, self.layout)
 
 
-def assemble_batch(records: Sequence[Record], layout: BatchLayout) -> dict[str, Any]:
-    """``records`` as one batch laid out by ``layout``; an empty list gives ``{}``."""
+def assemble_batch(
+    records: Sequence[Record], layout: BatchLayout, allocate: Allocate = filled
+) -> dict[str, Any]:
+    """``records`` as one batch laid out by ``layout``, each padded or joined array made
+    by ``allocate``; an empty list gives ``{}``."""
     if not records:
         return {}
     out: dict[str, Any] = {}
     for key in records[0]:
-        _assemble(key, [record[key] for record in records], layout, out, key)
+        _assemble(key, [record[key] for record in records], _Target(layout, allocate, out, key))
     return out
+
+
+@dataclass(frozen=True)
+class _Target:
+    """Where one field's batch goes: the layout, the allocator, the dict written into
+    and the field's name (an inner key's field is its outer field)."""
+
+    layout: BatchLayout
+    allocate: Allocate
+    out: dict[str, Any]
+    name: str
 
 
 def _numeric(value: Any) -> bool:
     return isinstance(value, np.ndarray) and (value.dtype.kind in "biuf" or value.dtype == np.bool_)
 
 
-def _assemble(key: str, values: list[Any], layout: BatchLayout, out: dict[str, Any], name: str) -> None:
+def _assemble(key: str, values: list[Any], target: _Target) -> None:
+    layout, out, name = target.layout, target.out, target.name
     first = values[0]
     if isinstance(first, dict) and all(isinstance(v, dict) for v in values):
         nested: dict[str, Any] = {}
         for inner in first:
-            _assemble(inner, [v[inner] for v in values], layout, nested, name)
+            _assemble(inner, [v[inner] for v in values], _Target(layout, target.allocate, nested, name))
         out[key] = {k: v for k, v in nested.items() if not k.endswith((SHAPE, LENGTHS))}
         out.update({f"{key}/{k}": v for k, v in nested.items() if k.endswith((SHAPE, LENGTHS))})
         return
@@ -120,14 +154,14 @@ def _assemble(key: str, values: list[Any], layout: BatchLayout, out: dict[str, A
         out[key] = np.stack(values)
         return
     if name in layout.concat:
-        out[key], out[key + LENGTHS] = _concat(name, values)
+        out[key], out[key + LENGTHS] = _concat(name, values, target.allocate)
         return
     out[key], out[key + SHAPE] = _pad(
-        values, layout.pad_values.get(name, 0.0), name in layout.channels_first, name
+        values, layout.pad_values.get(name, 0.0), name in layout.channels_first, name, target.allocate
     )
 
 
-def _concat(name: str, values: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+def _concat(name: str, values: list[np.ndarray], allocate: Allocate) -> tuple[np.ndarray, np.ndarray]:
     """The arrays joined along axis 0 into one array allocated at its final size."""
     trailing = {v.shape[1:] for v in values}
     if len(trailing) > 1:
@@ -136,13 +170,13 @@ def _concat(name: str, values: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray
             f"({', '.join(str(t) for t in sorted(trailing))}); lay it out 'pad'"
         )
     lengths = np.fromiter((v.shape[0] for v in values), dtype=np.int64, count=len(values))
-    joined = np.empty((int(lengths.sum()), *values[0].shape[1:]), dtype=values[0].dtype)
+    joined = allocate((int(lengths.sum()), *values[0].shape[1:]), values[0].dtype, 0)
     np.concatenate(values, axis=0, out=joined)
     return joined, lengths
 
 
 def _pad(
-    values: list[np.ndarray], pad: float, channels_first: bool, name: str
+    values: list[np.ndarray], pad: float, channels_first: bool, name: str, allocate: Allocate
 ) -> tuple[np.ndarray, np.ndarray]:
     """The arrays in one ``(batch, *largest)`` array (each written at its corner, the
     rest the pad value), and each one's true shape."""
@@ -157,10 +191,10 @@ def _pad(
     largest = tuple(int(d) for d in shapes.max(axis=0))
     batch = len(values)
     if (shapes == shapes[0]).all():
-        stacked = np.empty((batch, *largest), dtype=values[0].dtype)
+        stacked = allocate((batch, *largest), values[0].dtype, 0)
         np.stack(values, out=stacked)
         return stacked, shapes
-    padded = np.full((batch, *largest), pad, dtype=values[0].dtype)
+    padded = allocate((batch, *largest), values[0].dtype, pad)
     for row, value in enumerate(values):
         corner: tuple[int | slice, ...] = (row, *(slice(0, d) for d in value.shape))
         padded[corner] = value

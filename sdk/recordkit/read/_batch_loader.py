@@ -26,10 +26,12 @@ from typing import Any, cast
 import torch
 import torch.utils.data
 
-from recordkit.read._batch_assemble import BatchLayout, assemble_batch, batch_layout
+from recordkit.read._batch_assemble import BatchLayout, batch_layout
 from recordkit.read._position import Start
 from recordkit.read._random_access import RandomAccess
-from recordkit.read._torch import IterableDataset, MapDataset, to_tensors
+from recordkit.read._shared_batch import batch_tensors
+from recordkit.read._stream_order import StreamOrder
+from recordkit.read._torch import IterableDataset, MapDataset
 
 __all__ = ["BatchMapDataset", "BatchStream", "ThreadLoader"]
 
@@ -54,26 +56,18 @@ class BatchStream(IterableDataset):
         cls,
         records: RandomAccess,
         split: str,
+        order: StreamOrder | None = None,
         *,
         batch_size: int,
         drop_last: bool = False,
         concat: Sequence[str] = (),
         channels_first: Sequence[str] = (),
-        shuffle: bool = False,
-        seed: int = 0,
-        window: int = 1024,
-        rank: int | None = None,
-        world_size: int | None = None,
         start: Start = None,
     ) -> BatchStream:
-        """Batches of ``records`` (already opened); ``split`` names them in state dicts."""
+        """Batches of ``records`` (already opened) in ``order``; ``split`` names them in
+        state dicts."""
         _check_batch_size(batch_size)
-        self = cast(
-            BatchStream,
-            cls.over(
-                records, split, shuffle=shuffle, seed=seed, window=window, rank=rank, world_size=world_size
-            ),
-        )
+        self = cast(BatchStream, cls.over(records, split, order))
         self.batch_size = batch_size
         self.drop_last = drop_last
         self.layout = batch_layout(records, concat, channels_first)
@@ -94,7 +88,7 @@ class BatchStream(IterableDataset):
 
     def batch(self, located: Sequence[tuple[int, int]]) -> dict[str, Any]:
         """The records at ``located``, read, decoded and laid out as one batch of tensors."""
-        return cast(dict[str, Any], to_tensors(assemble_batch(self.records.records(located), self.layout)))
+        return batch_tensors(self.records.records(located), self.layout)
 
     def __iter__(self) -> Iterator[Any]:
         info = torch.utils.data.get_worker_info()
@@ -142,7 +136,7 @@ class BatchMapDataset(MapDataset):
         return self
 
     def __getitems__(self, indices: Sequence[int]) -> Any:  # a batch, not a list: see collate_fn
-        return to_tensors(assemble_batch(self.records.read_batch(indices), self.layout))
+        return batch_tensors(self.records.read_batch(indices), self.layout)
 
 
 class ThreadLoader:

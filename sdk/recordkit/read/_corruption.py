@@ -23,6 +23,7 @@ __all__ = [
     "CorruptionReport",
     "OnCorrupt",
     "SkippedRecords",
+    "check_on_corrupt",
     "file_sha256",
     "locate_corruption",
 ]
@@ -31,6 +32,13 @@ logger = logging.getLogger("recordkit")
 
 #: What a reader does with a corrupt record: stop with an error, or skip it and report.
 OnCorrupt = Literal["raise", "skip"]
+
+
+def check_on_corrupt(on_corrupt: object) -> None:
+    """A ValueError for an ``on_corrupt`` that is neither ``"raise"`` nor ``"skip"``,
+    before anything is read."""
+    if on_corrupt not in ("raise", "skip"):
+        raise ValueError(f"on_corrupt must be 'raise' or 'skip', not {on_corrupt!r}")
 
 
 @dataclasses.dataclass(frozen=True)

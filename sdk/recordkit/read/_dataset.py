@@ -27,26 +27,27 @@ from recordkit.codec._plugins import default_registry
 from recordkit.codec._registry import CodecRegistry
 from recordkit.dataset._manifest import Manifest
 from recordkit.errors import DatasetError, MissingExtraError, RecordkitError, SchemaError
-from recordkit.read._corruption import CorruptionReport, OnCorrupt
+from recordkit.read._corruption import CorruptionReport, OnCorrupt, check_on_corrupt
 from recordkit.read._grain import DataSource
 from recordkit.read._iter_records import RecordIterator, record_iterator
 from recordkit.read._load_dataset import tf_pipeline
 from recordkit.read._open import OpenedDataset, check_shards, open_dataset, open_split
-from recordkit.read._options import Opened, OpenOptions, PipelineOptions
+from recordkit.read._options import Opened, PipelineOptions
 from recordkit.read._paths import Paths
 from recordkit.read._position import Start, tf_data_start
 from recordkit.read._random_access import RandomAccess
 from recordkit.read._read_config import Layout, ReadConfig
 from recordkit.read._shard_index import DEFAULT_MAX_OPEN_FILES
 from recordkit.read._share import worker_share
-from recordkit.schema._schema import Schema
+from recordkit.read._stream_order import StreamOrder
+from recordkit.schema._schema import Schema, SchemaLike
 from recordkit.storage import CACHE_OPTION, ShardCache, StorageOptions
 
 if TYPE_CHECKING:  # the torch readers' types only: importing them needs torch
     from recordkit.read._batch_loader import BatchMapDataset, BatchStream
     from recordkit.read._torch import IterableDataset, MapDataset, Transform
 
-__all__ = ["Dataset", "Verify", "open"]
+__all__ = ["Dataset", "Verify", "open", "open_handle"]
 
 #: What :func:`open` checks: True (each record's CRCs as it is read, each shard's size
 #: against the manifest before reading), ``"sha256"`` (also every shard's sha256, before
@@ -72,7 +73,7 @@ def open(
     split: str | None = None,
     *,
     fields: str | Sequence[str] | None = None,
-    schema: Schema | str | os.PathLike[str] | None = None,
+    schema: SchemaLike | None = None,
     registry: CodecRegistry | None = None,
     verify: Verify = True,
     compression: str | None = None,
@@ -106,6 +107,28 @@ def open(
     An unknown split or field is a :class:`~recordkit.errors.RecordkitError` naming the
     dataset and the split or field.
     """
+    return open_handle(path, split, fields, schema, registry, verify, compression, storage_options, cache)
+
+
+def open_handle(
+    path: Paths,
+    split: str | None,
+    fields: str | Sequence[str] | None,
+    schema: SchemaLike | None,
+    registry: CodecRegistry | None,
+    verify: Verify,
+    compression: str | None,
+    storage_options: StorageOptions | None,
+    cache: ShardCache | str | os.PathLike[str] | None = None,
+    *,
+    shortcut: bool = False,
+) -> Dataset:
+    """:func:`open`, and what the older shortcuts (:func:`recordkit.load_dataset`,
+    :func:`recordkit.iter_records`) open with ``shortcut=True``, to behave as they always
+    did: TFRecord files read without a manifest take their ``split`` (default
+    ``"train"``; the split their resume states name) where :func:`open` refuses one, and
+    an error of the open phase is raised as it comes, where :func:`open` adds the
+    dataset and the split to it."""
     if verify not in (True, False, "sha256"):
         raise ValueError(f"verify must be True, False or 'sha256', not {verify!r}")
     registry = registry if registry is not None else default_registry()
@@ -128,16 +151,18 @@ def open(
             storage_options=storage_options,
         )
     except RecordkitError as exc:
+        if shortcut:
+            raise
         raise exc.with_context(file=where, split=split) from None
     request = _Request(path, schema, verify, compression, storage_options)
     if source.manifest is None:
-        if split is not None:
+        if split is not None and not shortcut:
             raise DatasetError(
                 f"TFRecord files read without a manifest have no splits; open them without split= "
                 f"(got {split!r})",
                 file=where,
             )
-        return Dataset(source, None, request, registry)
+        return Dataset(source, split if shortcut else None, request, registry)
     if split is not None:
         return Dataset(source, split, request, registry)
     if len(source.manifest.splits) == 1:
@@ -336,6 +361,7 @@ class Dataset:
         *,
         rank: int | None = None,
         world_size: int | None = None,
+        input_context: Any = None,
         num_threads: int | None = None,
         start: Start = None,
         on_corrupt: OnCorrupt = "raise",
@@ -346,6 +372,8 @@ class Dataset:
 
         :param rank: with ``world_size``: read only this worker's share (as :meth:`tf`).
         :param world_size: how many workers share the split.
+        :param input_context: instead of the two above, a ``tf.distribute.InputContext``
+            (or anything with ``num_input_pipelines`` and ``input_pipeline_id``).
         :param num_threads: decode in a pool of this many threads (same order, values
             and errors).
         :param start: resume: a record count, or the iterator's ``state_dict()``.
@@ -354,7 +382,7 @@ class Dataset:
         """
         if num_threads is not None and num_threads < 1:
             raise ValueError(f"num_threads must be at least 1, not {num_threads}")
-        opened = self._opened(on_corrupt, report, rank, world_size, None)
+        opened = self._opened(on_corrupt, report, rank, world_size, input_context)
         split = self._split if self._split is not None else "train"
         crc = self._request.verify is not False
         return record_iterator(opened, split, verify=crc, start=start, num_threads=num_threads)
@@ -400,14 +428,11 @@ class Dataset:
         :param prefetch: records whose bytes are fetched together, ahead of decoding.
         """
         module = _torch_readers("Dataset.torch_iterable()")
+        order = StreamOrder(shuffle, 0 if seed is None else seed, window, rank, world_size)
         dataset: IterableDataset = module.IterableDataset.over(
             self._random_access(),
             self._split if self._split is not None else "train",
-            shuffle=shuffle,
-            seed=0 if seed is None else seed,
-            window=window,
-            rank=rank,
-            world_size=world_size,
+            order,
             start=start,
             transform=transform,
             tensors=tensors,
@@ -441,18 +466,15 @@ class Dataset:
         :param channels_first: image fields laid out ``(batch, channels, height, width)``.
         """
         module = _torch_readers("Dataset.torch_batches()", "recordkit.read._batch_loader")
+        order = StreamOrder(shuffle, 0 if seed is None else seed, window, rank, world_size)
         stream: BatchStream = module.BatchStream.batched(
             self._random_access(),
             self._split if self._split is not None else "train",
+            order,
             batch_size=batch_size,
             drop_last=drop_last,
             concat=concat,
             channels_first=channels_first,
-            shuffle=shuffle,
-            seed=0 if seed is None else seed,
-            window=window,
-            rank=rank,
-            world_size=world_size,
             start=start,
         )
         return stream
@@ -512,7 +534,7 @@ class Dataset:
     ) -> Opened:
         """The source for a streaming read: checked, with this worker's share and the
         report of skipped records (``on_corrupt="skip"``)."""
-        OpenOptions(on_corrupt=on_corrupt).check()
+        check_on_corrupt(on_corrupt)
         share = worker_share(input_context, world_size, rank, names=("world_size", "rank"))
         with self._lock:
             source = self._checked_source(sizes=on_corrupt == "raise")

@@ -10,7 +10,6 @@ arguments, so Grain's worker processes reopen it (and make their own storage cli
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from typing import Any, SupportsIndex
 
@@ -18,7 +17,7 @@ from recordkit.codec._registry import CodecRegistry
 from recordkit.read._batch_assemble import AssembleBatch, batch_layout
 from recordkit.read._paths import Paths
 from recordkit.read._random_access import RandomAccess
-from recordkit.schema._schema import Schema
+from recordkit.schema._schema import SchemaLike
 from recordkit.storage import StorageOptions
 
 __all__ = ["DataSource"]
@@ -35,7 +34,7 @@ class DataSource:
         split: str = "train",
         fields: str | Sequence[str] | None = None,
         *,
-        schema: Schema | str | os.PathLike[str] | None = None,
+        schema: SchemaLike | None = None,
         registry: CodecRegistry | None = None,
         verify: bool = True,
         storage_options: StorageOptions | None = None,

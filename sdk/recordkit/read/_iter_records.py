@@ -1,4 +1,5 @@
-"""``iter_records``: a dataset's records as Python and numpy values, without TensorFlow.
+"""The numpy reader: a dataset's records as Python and numpy values, without TensorFlow
+(what :meth:`recordkit.Dataset.records` and :func:`recordkit.iter_records` give).
 
 Shards are read with recordkit's own TFRecord framing (:mod:`recordkit.format._tfrecord`), CRCs
 checked, and each requested field decoded by its codec's ``decode_numpy``. Useful for
@@ -12,7 +13,7 @@ there; a record that does not decode is skipped too.
 What was skipped goes to a :class:`~recordkit.CorruptionReport`.
 
 ``split`` takes TFDS's slicing syntax (``train[:10%]``, ``train[100:200]``,
-``train+validation``; :mod:`recordkit.read._slices`): only the shards the slice touches
+``train+validation``; :mod:`recordkit.dataset._slices`): only the shards the slice touches
 are opened, records before it are read past without being decoded, and reading stops
 at its end.
 
@@ -33,103 +34,22 @@ from __future__ import annotations
 import collections
 import concurrent.futures
 import copy
-import os
+import dataclasses
+import itertools
 from collections.abc import Callable, Generator, Iterator, Sequence
 from contextlib import closing
 from typing import Any
 
-from recordkit.codec._registry import CodecRegistry
+from recordkit.dataset._shards import Shard
 from recordkit.errors import CorruptRecordError, RecordkitError
 from recordkit.format._tfrecord import Compression, Damage, iter_tfrecords, scan_tfrecords
-from recordkit.read._corruption import CorruptionReport, OnCorrupt, SkippedRecords
+from recordkit.read._corruption import CorruptionReport, SkippedRecords
 from recordkit.read._numpy_decode import decode_record_numpy
-from recordkit.read._open import OpenedDataset, Shard
-from recordkit.read._options import Opened, OpenOptions
-from recordkit.read._paths import Paths
+from recordkit.read._open import OpenedDataset
+from recordkit.read._options import Opened
 from recordkit.read._position import Start, position_state, resolve_start
-from recordkit.schema._schema import Schema
-from recordkit.storage import StorageOptions
 
-__all__ = ["RecordIterator", "iter_records", "iter_shard_records", "record_iterator"]
-
-
-def iter_records(
-    path: Paths,
-    split: str = "train",
-    fields: str | Sequence[str] | None = None,
-    *,
-    schema: Schema | str | os.PathLike[str] | None = None,
-    registry: CodecRegistry | None = None,
-    verify: bool = True,
-    on_corrupt: OnCorrupt = "raise",
-    report: CorruptionReport | None = None,
-    verify_sha256: bool = False,
-    compression: str | None = None,
-    num_workers: int | None = None,
-    worker_index: int | None = None,
-    input_context: Any = None,
-    start: Start = None,
-    num_threads: int | None = None,
-    storage_options: StorageOptions | None = None,
-) -> RecordIterator:
-    """Each record of a split as a dict of Python and numpy values (an iterator).
-
-    A shortcut for ``recordkit.open(path, split, fields=fields).records(...)`` (there
-    ``num_workers`` and ``worker_index`` are ``world_size`` and ``rank``).
-
-    The options are checked, the manifest read and the schemas compared when it is
-    called, so a bad option or an incompatible schema fails at once; the shards are read
-    as the iterator is consumed.
-
-    :param path: a dataset folder (with ``dataset.json``); or, with ``schema``, TFRecord
-        files recordkit did not write (a file, a glob pattern or a list).
-    :param fields: the fields to decode (default: all); others are not decoded.
-    :param schema: the reader's schema, checked against the stored one (see
-        :func:`recordkit.load_dataset`).
-    :param verify: check each record's data CRC (header CRCs are always checked).
-    :param on_corrupt: ``"raise"`` stops at the first corrupt record with a
-        :class:`~recordkit.errors.CorruptRecordError` (or ``DecodeError``) naming the
-        shard and offset; ``"skip"`` skips it and goes on (see the module docs).
-    :param report: collects what ``"skip"`` skipped (each skip is also logged).
-    :param verify_sha256: hash every shard first and compare with the manifest.
-    :param compression: for files without a manifest (default: guessed from the suffix).
-    :param storage_options: for a remote ``path`` (``s3://``, ``gs://``, any fsspec
-        URL): the options of its fsspec filesystem; shards are streamed from it.
-    :param num_workers: with ``worker_index``: read only this worker's share of the
-        split (see the module docs); all the workers together read every record once.
-    :param worker_index: this worker's index, 0 to ``num_workers - 1``.
-    :param input_context: instead of the two above, anything with
-        ``num_input_pipelines`` and ``input_pipeline_id`` (a
-        ``tf.distribute.InputContext``), as :func:`recordkit.load_dataset` takes.
-    :param num_threads: decode records in a pool of this many threads (None or 1: in the
-        calling thread). The decoders (simplejpeg for JPEGs, Pillow for other images,
-        soundfile) release the GIL while they decode, so images and audio decode on several
-        cores; the records come in the same order, with the same values, and errors are
-        raised (or skipped) as without threads.
-    :param start: resume: the number of records an earlier read with the same options
-        yielded, or the state dict its iterator's :meth:`~RecordIterator.state_dict` gave;
-        the records before it are skipped without being decoded.
-
-    The returned iterator's ``position`` is the number of records yielded so far (counting
-    ``start``), and ``state_dict()`` the same as a dict to save and pass back as ``start``.
-
-    An optional field that a record leaves out is ``None``.
-    """
-    if num_threads is not None and num_threads < 1:
-        raise ValueError(f"num_threads must be at least 1, not {num_threads}")
-    opened = OpenOptions(
-        schema=schema,
-        registry=registry,
-        on_corrupt=on_corrupt,
-        report=report,
-        verify_sha256=verify_sha256,
-        compression=compression,
-        input_context=input_context,
-        num_workers=num_workers,
-        worker_index=worker_index,
-        storage_options=storage_options,
-    ).open(path, split, fields)
-    return record_iterator(opened, split, verify=verify, start=start, num_threads=num_threads)
+__all__ = ["RecordIterator", "iter_shard_records", "record_iterator"]
 
 
 def record_iterator(
@@ -354,8 +274,13 @@ def iter_shard_records(
     """Yield ``(offset, data)`` of each record of ``shard``.
 
     Without ``report`` the first damaged record raises CorruptRecordError (naming the
-    shard and offset); with one, damaged records are skipped and reported.
+    shard and offset); with one, damaged records are skipped and reported. A shard with
+    field groups joined (:attr:`Shard.joined`) gives each record joined, read strictly
+    even with a ``report``: a record skipped in one file would misalign the others.
     """
+    if shard.joined:
+        yield from _joined_records(shard, compression, verify=verify)
+        return
     if report is None:
         try:
             yield from iter_tfrecords(shard.path, compression, verify=verify)
@@ -376,6 +301,25 @@ def iter_shard_records(
         _settle(skips, shard, read)
         for skip in skips:
             report.add(skip)
+
+
+def _joined_records(shard: Shard, compression: Compression, *, verify: bool) -> Generator[tuple[int, bytes]]:
+    """``(offset, data)`` of each record of ``shard``, its bytes followed by those of the
+    same record in each file joined to it; a file that ends before the others is a
+    CorruptRecordError naming it and the file that goes on."""
+    # Each file on its own (the first without its joined files), its errors naming it.
+    files = [dataclasses.replace(file, joined=()) for file in shard.files]
+    streams = [iter_shard_records(file, compression, verify=verify) for file in files]
+    for read, items in enumerate(itertools.zip_longest(*streams)):
+        if None in items:
+            ended = [file.name for file, item in zip(shard.files, items, strict=True) if item is None]
+            going = [file.name for file, item in zip(shard.files, items, strict=True) if item is not None]
+            raise CorruptRecordError(
+                f"{', '.join(ended)} ends after {read} records, {', '.join(going)} holds more: "
+                "a field group's shard must hold the records of the shard it is aligned with",
+                shard=shard.name,
+            )
+        yield items[0][0], b"".join(data for _, data in items)
 
 
 def _settle(skips: list[SkippedRecords], shard: Shard, read: int) -> None:

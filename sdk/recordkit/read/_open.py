@@ -32,8 +32,6 @@ offset of the first bad record (:mod:`recordkit.read._corruption`).
 from __future__ import annotations
 
 import dataclasses
-import logging
-import os
 from collections.abc import Mapping, Sequence
 from typing import TypeVar
 
@@ -41,7 +39,7 @@ from recordkit.codec._plugins import default_registry
 from recordkit.codec._registry import CodecRegistry
 from recordkit.dataset._detect import find_dataset
 from recordkit.dataset._manifest import MANIFEST_FILE, Manifest
-from recordkit.dataset._paths import member
+from recordkit.dataset._shards import Shard, split_shards
 from recordkit.errors import (
     CodecVersionError,
     CorruptRecordError,
@@ -51,58 +49,22 @@ from recordkit.errors import (
 )
 from recordkit.format._tfrecord import Compression
 from recordkit.read._corruption import file_sha256, locate_corruption
+from recordkit.read._field_groups import bind_split, join_split_groups, split_groups, split_schema
 from recordkit.read._paths import Paths, describe, expand_files, guess_compression, to_locations
-from recordkit.read._slices import SplitRange, is_plain_split, resolve_split, shard_slices
 from recordkit.schema._bound import BoundField
 from recordkit.schema._compatibility import check_compatibility
 from recordkit.schema._encoder import RecordEncoder
-from recordkit.schema._schema import BoundSchema, Schema
+from recordkit.schema._schema import BoundSchema, Schema, SchemaLike
 from recordkit.storage import Location, StorageOptions
 
 __all__ = [
     "OpenedDataset",
-    "Shard",
     "bind_to_read",
     "check_shards",
     "open_dataset",
     "open_locations",
     "open_split",
 ]
-
-logger = logging.getLogger("recordkit")
-
-
-@dataclasses.dataclass(frozen=True)
-class Shard:
-    """One TFRecord file to read (local or remote alike), with what the manifest says
-    about it (None: unknown)."""
-
-    path: Location
-    name: str
-    records: int | None = None
-    bytes: int | None = None
-    sha256: str | None = None
-    #: A slice of the split (``train[:10%]``): records to read past, then to read (None:
-    #: all the rest) (:mod:`recordkit.read._slices`).
-    skip: int = 0
-    take: int | None = None
-
-    def __post_init__(self) -> None:
-        # A remote shard knows its listed sha256: with a cache, it is read from a checked local copy.
-        if self.sha256 is not None:
-            object.__setattr__(self, "path", self.path.with_sha256(self.sha256))
-
-    @property
-    def sliced(self) -> bool:
-        """Whether only part of the shard is read."""
-        return self.skip > 0 or self.take is not None
-
-    @property
-    def selected(self) -> int | None:
-        """How many of the shard's records are read (None: unknown)."""
-        if self.take is not None:
-            return self.take
-        return None if self.records is None else max(self.records - self.skip, 0)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -139,7 +101,7 @@ def open_dataset(
     split: str = "train",
     fields: str | Sequence[str] | None = None,
     *,
-    schema: Schema | str | os.PathLike[str] | None = None,
+    schema: SchemaLike | None = None,
     registry: CodecRegistry | None = None,
     compression: str | None = None,
     check_sizes: bool = True,
@@ -220,25 +182,17 @@ def _open_manifest(
     registry: CodecRegistry,
 ) -> OpenedDataset:
     """A dataset (local or remote, recordkit's or TFDS's) opened through its manifest."""
-    for name in _split_names(manifest, split):
-        info = manifest.split(name)
-        if info.unfinished is not None:
-            logger.warning(
-                "recordkit: split %r of %s has an unfinished %s; reading its %d complete shards%s",
-                name,
-                root,
-                "write" if info.unfinished.shards_before is None else "append",
-                len(info.readable_shards),
-                "" if info.unfinished.shards_before is None else " from before the append",
-            )
-    stored = manifest.schema
+    shards = split_shards(root, manifest, split)
+    groups = split_groups(manifest, split)
+    stored = split_schema(manifest, groups)
     if schema is not None:
         check_compatibility(
             stored, schema, fields=names, mode="read", registry=registry
         ).raise_for_incompatible()
     read_schema = schema if schema is not None else stored
-    bound = bind_to_read(manifest, registry, schema=read_schema, fields=names)
-    shards = _split_shards(root, manifest, split)
+    bound = bind_to_read(manifest, registry, schema=read_schema, fields=names, split=split)
+    if groups:
+        shards = join_split_groups(root, manifest, split, shards, [f.name for f in bound.fields])
     defaults = {
         field.name: _default_example(bound, field)
         for field in bound.fields
@@ -254,52 +208,21 @@ def bind_to_read(
     *,
     schema: Schema | None = None,
     fields: Sequence[str] | None = None,
+    split: str | None = None,
 ) -> BoundSchema:
-    """``schema`` (default: the manifest's own) bound to decode the dataset's records:
-    each field gets the codec that reads what the codec version the manifest records
-    stored. A codec that is missing, or that does not read that version, is an error
-    naming the distribution that wrote the dataset (the manifest's ``codecs`` section)."""
-    read_schema = schema if schema is not None else manifest.schema
+    """``schema`` (default: the manifest's own, with ``split``'s field groups when a
+    split is named) bound to decode the dataset's records: each field gets the codec that
+    reads what the codec version the manifest (or the field's group) records stored. A
+    codec that is missing, or that does not read that version, is an error naming the
+    distribution that wrote the dataset (the manifest's ``codecs`` section)."""
+    groups = split_groups(manifest, split) if split is not None else {}
+    read_schema = schema if schema is not None else split_schema(manifest, groups)
     try:
-        return read_schema.bind(registry, fields=fields, versions=manifest.codec_versions)
+        return bind_split(manifest, groups, registry, read_schema, fields)
     except UnknownCodecError as exc:
         raise _with_writer(exc, manifest) from None
     except CodecVersionError as exc:
         raise _with_writer(exc, manifest) from None
-
-
-def _split_names(manifest: Manifest, split: str) -> list[str]:
-    """The splits that ``split`` (a name, or a TFDS-style slice expression) reads."""
-    if is_plain_split(split):
-        return [split]
-    return list(dict.fromkeys(r.split for r in _ranges(manifest, split)))
-
-
-def _ranges(manifest: Manifest, split: str) -> list[SplitRange]:
-    shard_counts = {name: [s.records for s in info.readable_shards] for name, info in manifest.splits.items()}
-    counts = {name: sum(records) for name, records in shard_counts.items()}
-    try:
-        return resolve_split(split, counts, shard_counts)
-    except ValueError as exc:
-        raise ManifestError(str(exc)) from None
-
-
-def _split_shards(root: Location, manifest: Manifest, split: str) -> tuple[Shard, ...]:
-    """The shards ``split`` reads; for a slice only those it touches, each with the
-    records to skip and take."""
-    if is_plain_split(split):
-        listed = manifest.split(split).readable_shards
-        return tuple(
-            Shard(member(root, s.file), s.file, s.records, s.bytes, s.sha256 or None) for s in listed
-        )
-    shards: list[Shard] = []
-    for part in _ranges(manifest, split):
-        listed = manifest.split(part.split).readable_shards
-        for piece in shard_slices(part.start, part.stop, [s.records for s in listed]):
-            s = listed[piece.index]
-            path = member(root, s.file)
-            shards.append(Shard(path, s.file, s.records, s.bytes, s.sha256 or None, piece.skip, piece.take))
-    return tuple(shards)
 
 
 def _default_example(bound: BoundSchema, field: BoundField) -> bytes:
@@ -355,7 +278,8 @@ def check_shards(dataset: OpenedDataset, *, sizes: bool, sha256: bool) -> None:
         else {}
     )
     for shard in dataset.shards:
-        _check_shard(shard, dataset.compression, sizes=sizes, sha256=sha256, size=listed.get(shard.name))
+        for file in shard.files:  # the shard, and the field groups' shards joined to it
+            _check_shard(file, dataset.compression, sizes=sizes, sha256=sha256, size=listed.get(file.name))
 
 
 def _listed_sizes(root: Location, manifest: Manifest, shards: tuple[Shard, ...]) -> dict[str, int]:

@@ -1,42 +1,27 @@
-"""The reader options, each defined once.
+"""What a streaming consumer of :class:`recordkit.Dataset` is handed, and the
+``tf.data`` pipeline's options.
 
-:class:`OpenOptions` are what both readers take about where records come from and how
-they are checked (the reader schema, the codec registry, corruption handling, sha256,
-compression, the worker's share): :func:`recordkit.load_dataset` and
-:func:`recordkit.iter_records` build one from their keyword arguments, and both open
-the dataset through :meth:`OpenOptions.open`, so the two readers cannot drift apart.
-:class:`PipelineOptions` are the ``tf.data`` pipeline's own (shuffling, interleaving,
-batching, layout, prefetch), checked once when the pipeline is built.
-
-A new reader option goes into one of the two, with its check in ``check`` and its
-documentation in the reader's docstring.
+:class:`Opened` is the opened dataset as one read sees it: checked, with this worker's
+share and the report of skipped records (:meth:`recordkit.Dataset.tf` and
+:meth:`~recordkit.Dataset.records` make one). :class:`PipelineOptions` are the
+``tf.data`` pipeline's own (shuffling, interleaving, batching, layout, prefetch): the
+keywords of :meth:`~recordkit.Dataset.tf` and the fields of its groups
+:class:`~recordkit.ReadConfig` and :class:`~recordkit.Layout`, by name, checked once
+when the pipeline is built.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import os
 from collections.abc import Mapping, Sequence
-from typing import Any, Literal
+from typing import Literal
 
-from recordkit.codec._registry import CodecRegistry
-from recordkit.read._corruption import CorruptionReport, OnCorrupt
+from recordkit.read._corruption import CorruptionReport
 from recordkit.read._dense import ImageFit, Size
-from recordkit.read._open import OpenedDataset, open_dataset
-from recordkit.read._paths import Paths
-from recordkit.read._share import WorkerShare, worker_share
-from recordkit.schema._schema import Schema
-from recordkit.storage import StorageOptions
+from recordkit.read._open import OpenedDataset
+from recordkit.read._share import WorkerShare
 
-__all__ = [
-    "DEFAULT_BLOCK_LENGTH",
-    "IMAGE_FITS",
-    "JPEG_SCALES",
-    "JpegScale",
-    "OpenOptions",
-    "Opened",
-    "PipelineOptions",
-]
+__all__ = ["DEFAULT_BLOCK_LENGTH", "IMAGE_FITS", "JPEG_SCALES", "JpegScale", "Opened", "PipelineOptions"]
 
 #: Records read from one shard before the reader moves on to the next one. Shards are
 #: read in blocks (one tf.data element per block, not per record), which keeps the
@@ -64,47 +49,6 @@ class Opened:
     dataset: OpenedDataset
     share: WorkerShare | None
     report: CorruptionReport | None
-
-
-@dataclasses.dataclass(frozen=True)
-class OpenOptions:
-    """The options both readers share (see :func:`recordkit.load_dataset` for each)."""
-
-    schema: Schema | str | os.PathLike[str] | None = None
-    registry: CodecRegistry | None = None
-    on_corrupt: OnCorrupt = "raise"
-    report: CorruptionReport | None = None
-    verify_sha256: bool = False
-    compression: str | None = None
-    input_context: Any = None
-    num_workers: int | None = None
-    worker_index: int | None = None
-    storage_options: StorageOptions | None = None
-
-    def check(self) -> None:
-        """Raise ValueError on an option that cannot be right, before anything is read."""
-        if self.on_corrupt not in ("raise", "skip"):
-            raise ValueError(f"on_corrupt must be 'raise' or 'skip', not {self.on_corrupt!r}")
-
-    def open(self, path: Paths, split: str, fields: str | Sequence[str] | None) -> Opened:
-        """Check the options, read the manifest, compare the schemas, find the worker's share."""
-        self.check()
-        share = worker_share(self.input_context, self.num_workers, self.worker_index)
-        dataset = open_dataset(
-            path,
-            split,
-            fields,
-            schema=self.schema,
-            registry=self.registry,
-            compression=self.compression,
-            check_sizes=self.on_corrupt == "raise",
-            verify_sha256=self.verify_sha256,
-            storage_options=self.storage_options,
-        )
-        report = self.report
-        if report is None and self.on_corrupt == "skip":
-            report = CorruptionReport()  # still logs each skip
-        return Opened(dataset, share, report)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -27,14 +27,13 @@ TensorFlow is imported only when a parser is built or run.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Collection, Sequence
-from typing import Any, TypeAlias
+from typing import Any
 
 from recordkit.codec._capabilities import padded_decode
 from recordkit.read._dense import SHAPE_SUFFIX
 from recordkit.schema._bound import BoundField
-from recordkit.schema._schema import BoundSchema, Schema
+from recordkit.schema._schema import BoundSchema, Schema, SchemaLike
 
 __all__ = [
     "PRESENT_SUFFIX",
@@ -88,11 +87,7 @@ def field_plan(field: BoundField) -> FieldPlan:
     }
 
 
-#: What the parser functions take: a schema, bound or not, or the path of a schema file.
-SchemaLike: TypeAlias = Schema | BoundSchema | str | os.PathLike[str]
-
-
-def _bound(schema: SchemaLike) -> BoundSchema:
+def _bound(schema: SchemaLike | BoundSchema) -> BoundSchema:
     if isinstance(schema, BoundSchema):
         return schema
     if not isinstance(schema, Schema):
@@ -106,7 +101,9 @@ def _names(fields: str | Sequence[str] | None) -> list[str] | None:
     return [fields] if isinstance(fields, str) else list(fields)
 
 
-def feature_spec(schema: SchemaLike, fields: str | Sequence[str] | None = None) -> dict[str, Any]:
+def feature_spec(
+    schema: SchemaLike | BoundSchema, fields: str | Sequence[str] | None = None
+) -> dict[str, Any]:
     """The ``tf.io.parse_example`` spec of ``fields`` (all when None).
 
     Only the Example keys of the named fields are in it, so ``tf.io.parse_example``
@@ -117,7 +114,7 @@ def feature_spec(schema: SchemaLike, fields: str | Sequence[str] | None = None) 
 
 
 def make_parser(
-    schema: SchemaLike, fields: str | Sequence[str] | None = None
+    schema: SchemaLike | BoundSchema, fields: str | Sequence[str] | None = None
 ) -> Callable[[Any], dict[str, Any]]:
     """A function from a batch of serialized Examples (a ``[B]`` string tensor) to a
     dict of decoded fields, parsing and decoding only ``fields`` (all when None).

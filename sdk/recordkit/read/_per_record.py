@@ -28,7 +28,7 @@ from recordkit.read._layout import DecodeLayout, padding_values
 from recordkit.read._options import PipelineOptions
 from recordkit.schema._bound import BoundField
 
-__all__ = ["DRAWS", "RaggedUnbatcher", "per_record"]
+__all__ = ["DRAWS", "RaggedUnbatcher", "dense_batches", "per_record", "record_decoder"]
 
 #: The hidden component that carries each record's random crop draws from the batched
 #: step to the per-record one (a slash: no field is named so).
@@ -57,7 +57,7 @@ def per_record(
     batch_size = options.batch_size
     batched_spec = unbatcher.batched
     dense = batch_size is None or _dense_records(batched_spec, layout)
-    decode = _record_decoder(layout, options, batched_spec, dense)
+    decode = record_decoder(layout, options, batched_spec, dense)
     records = dataset.unbatch().map(
         lambda record: decode(unbatcher.decode(record)),
         num_parallel_calls=tf.data.AUTOTUNE,
@@ -66,16 +66,25 @@ def per_record(
     if batch_size is None:
         return records
     if dense:
-        batches = records.padded_batch(
-            batch_size,
-            padding_values=padding_values(records.element_spec, layout),
-            drop_remainder=options.drop_remainder,
-        )
-        finish = _finisher(layout, records.element_spec)
-        if finish is None:
-            return batches
-        return batches.map(finish, num_parallel_calls=tf.data.AUTOTUNE, deterministic=options.deterministic)
+        return dense_batches(records, layout, options)
     return _ragged_batches(records, batched_spec, layout, options)
+
+
+def dense_batches(records: Any, layout: DecodeLayout, options: PipelineOptions) -> Any:
+    """Records made dense by :func:`record_decoder` batched, each batch padded as it
+    forms (``padded_batch``: one copy of each value), then finished (:func:`_finisher`)
+    where a value stays ragged or the channel counts are checked."""
+    import tensorflow as tf
+
+    batches = records.padded_batch(
+        options.batch_size,
+        padding_values=padding_values(records.element_spec, layout),
+        drop_remainder=options.drop_remainder,
+    )
+    finish = _finisher(layout, records.element_spec)
+    if finish is None:
+        return batches
+    return batches.map(finish, num_parallel_calls=tf.data.AUTOTUNE, deterministic=options.deterministic)
 
 
 class RaggedUnbatcher:
@@ -182,7 +191,7 @@ def _rebuilds_ragged(spec: Any) -> bool:
     return isinstance(spec, tf.RaggedTensorSpec) and spec.ragged_rank == 1 and spec.shape.rank is not None
 
 
-def _record_decoder(
+def record_decoder(
     layout: DecodeLayout, options: PipelineOptions, batched_spec: dict[str, Any], dense: bool
 ) -> Callable[[dict[str, Any]], dict[str, Any]]:
     """The per-record step: each picture decoded (and fitted), each of the other

@@ -10,9 +10,10 @@ dataset), its CRCs checked, then each requested field decoded by its codec's
 from __future__ import annotations
 
 import copy
+import dataclasses
 import itertools
 import operator
-import os
+import warnings
 from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import Executor
 from typing import Any, overload
@@ -27,7 +28,7 @@ from recordkit.read._open import OpenedDataset, open_dataset
 from recordkit.read._paths import Paths
 from recordkit.read._shard_index import DEFAULT_MAX_OPEN_FILES, IndexedShards
 from recordkit.schema._bound import BoundField
-from recordkit.schema._schema import Schema
+from recordkit.schema._schema import SchemaLike
 from recordkit.storage import StorageOptions
 
 __all__ = ["RandomAccess"]
@@ -69,7 +70,7 @@ class RandomAccess:
         split: str = "train",
         fields: str | Sequence[str] | None = None,
         *,
-        schema: Schema | str | os.PathLike[str] | None = None,
+        schema: SchemaLike | None = None,
         registry: CodecRegistry | None = None,
         verify: bool = True,
         max_open_files: int = DEFAULT_MAX_OPEN_FILES,
@@ -84,29 +85,50 @@ class RandomAccess:
             "max_open_files": max_open_files,
             "storage_options": storage_options,
         }
-        source = open_dataset(
+        dataset = open_dataset(
             path, split, fields, schema=schema, registry=registry, storage_options=storage_options
         )
-        self._attach(source, args)
+        self._attach(dataset, args)
 
     @classmethod
-    def over(cls, source: OpenedDataset, args: dict[str, Any]) -> RandomAccess:
+    def over(cls, dataset: OpenedDataset, args: dict[str, Any]) -> RandomAccess:
         """Random access to a split already opened (by :func:`recordkit.open`); ``args``
         are the keyword arguments of the constructor that open it again (it pickles as
         them), their ``verify`` and ``max_open_files`` used here too."""
         self = cls.__new__(cls)
-        self._attach(source, args)
+        self._attach(dataset, args)
         return self
 
-    def _attach(self, source: OpenedDataset, args: dict[str, Any]) -> None:
+    def _attach(self, dataset: OpenedDataset, args: dict[str, Any]) -> None:
         self._args = args
-        self.source = source
-        self.shards = IndexedShards(source, verify=args["verify"], max_open_files=args["max_open_files"])
-        self._stored: tuple[BoundField, ...] = self.source.stored_fields.fields
+        #: The opened split: its shards, schema and bound fields.
+        self.dataset = dataset
+        self.shards = IndexedShards(dataset, verify=args["verify"], max_open_files=args["max_open_files"])
+        #: The shards and, for a split with field groups, each joined column of group shards
+        #: (:attr:`~recordkit.dataset._shards.Shard.joined`): a record is its bytes from each, joined.
+        self._files = [self.shards] + [
+            IndexedShards(
+                dataclasses.replace(dataset, shards=tuple(s.joined[k] for s in dataset.shards)),
+                verify=args["verify"],
+                max_open_files=args["max_open_files"],
+            )
+            for k in range(len(dataset.shards[0].joined) if dataset.shards else 0)
+        ]
+        self._stored: tuple[BoundField, ...] = dataset.stored_fields.fields
         self._defaults = {
-            name: decode_record_numpy([self.source.bound[name]], example)[name]
-            for name, example in self.source.defaults.items()
+            name: decode_record_numpy([dataset.bound[name]], example)[name]
+            for name, example in dataset.defaults.items()
         }
+
+    @property
+    def source(self) -> OpenedDataset:
+        """Deprecated: :attr:`dataset`, the opened split."""
+        warnings.warn(
+            "RandomAccess.source is deprecated: use RandomAccess.dataset (the opened split)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return self.dataset
 
     # -- pickling: the arguments, reopened on the other side --------------------------------
 
@@ -137,21 +159,22 @@ class RandomAccess:
 
     def read_serialized(self, i: int) -> bytes:
         """Record ``i`` as the serialized ``tf.train.Example`` the shard holds."""
-        return self.shards.read(*self.shards.locate(self._index(i)))
+        located = self.shards.locate(self._index(i))
+        return b"".join(files.read(*located) for files in self._files)
 
     def decode(self, data: bytes, i: int) -> dict[str, Any]:
         """Decode serialized record ``i`` (its number goes into errors)."""
         record = decode_record_numpy(self._stored, data, index=i)
         if self._defaults:
             record.update(copy.deepcopy(self._defaults))
-            record = {f.name: record[f.name] for f in self.source.fields}
+            record = {f.name: record[f.name] for f in self.dataset.fields}
         return record
 
     def record(self, shard: int, number: int) -> dict[str, Any]:
         """Record ``number`` of shard ``shard`` (in manifest order), decoded."""
         index = int(self.shards.starts[shard]) + number
         try:
-            return self.decode(self.shards.read(shard, number), index)
+            return self.decode(b"".join(files.read(shard, number) for files in self._files), index)
         except RecordkitError as exc:
             raise self._context(exc, shard, number, index) from None
 
@@ -168,7 +191,7 @@ class RandomAccess:
         GETs concurrently), each is checked and decoded as it is yielded."""
         pairs = iter(located)
         while chunk := list(itertools.islice(pairs, prefetch)):
-            fetched = fetch_in_runs(self.shards, chunk)
+            fetched = self._fetch(chunk)
             for (shard, number), framed in zip(chunk, fetched, strict=True):
                 yield self._decoded(shard, number, framed)
 
@@ -180,16 +203,23 @@ class RandomAccess:
         decoded on ``pool``'s threads when one is given (the codecs' decoders release
         the GIL), else in this thread."""
         located = [self.shards.locate(self._index(i)) for i in np.asarray(indices, dtype=np.int64).tolist()]
-        fetched = fetch_in_runs(self.shards, located)
+        fetched = self._fetch(located)
         jobs = [(shard, number, framed) for (shard, number), framed in zip(located, fetched, strict=True)]
         if pool is None or len(jobs) < 2:
             return [self._decoded(*job) for job in jobs]
         return list(pool.map(lambda job: self._decoded(*job), jobs))
 
-    def _decoded(self, shard: int, number: int, framed: bytes | OSError) -> dict[str, Any]:
+    def _fetch(self, located: Sequence[tuple[int, int]]) -> list[tuple[bytes | OSError, ...]]:
+        """The framed bytes of each record from each of :attr:`_files`, unchecked."""
+        return list(zip(*(fetch_in_runs(files, located) for files in self._files), strict=True))
+
+    def _decoded(self, shard: int, number: int, framed: tuple[bytes | OSError, ...]) -> dict[str, Any]:
         index = int(self.shards.starts[shard]) + number
         try:
-            return self.decode(self.shards.unframe(shard, number, framed), index)
+            data = b"".join(
+                files.unframe(shard, number, part) for files, part in zip(self._files, framed, strict=True)
+            )
+            return self.decode(data, index)
         except RecordkitError as exc:
             raise self._context(exc, shard, number, index) from None
 
@@ -218,7 +248,8 @@ class RandomAccess:
 
     def close(self) -> None:
         """Close the open local shard files (reading again reopens them)."""
-        self.shards.files.close()
+        for files in self._files:
+            files.files.close()
 
     def __repr__(self) -> str:
         return (

@@ -23,10 +23,11 @@ import hashlib
 import numpy as np
 
 from recordkit.dataset._manifest import ShardInfo
+from recordkit.dataset._shards import Shard
 from recordkit.errors import CorruptRecordError, DatasetError
 from recordkit.format._index import INDEX_SUFFIX, RecordIndex, build_index, max_index_bytes
 from recordkit.format._tfrecord import Compression, unframe_record
-from recordkit.read._open import OpenedDataset, Shard
+from recordkit.read._open import OpenedDataset
 from recordkit.storage import DEFAULT_MAX_OPEN_FILES, Location, RangeReader, read_ranges
 
 __all__ = ["DEFAULT_MAX_OPEN_FILES", "IndexedShards", "load_indexes"]
@@ -35,6 +36,20 @@ __all__ = ["DEFAULT_MAX_OPEN_FILES", "IndexedShards", "load_indexes"]
 def _beside(shard: Shard, name: str) -> Location:
     """The file ``name`` in the folder of ``shard``."""
     return shard.path.parent.join(name)
+
+
+def _dataset_member(shard: Shard, name: str) -> Location:
+    """The file the manifest names ``name`` (relative to the dataset's root), from a
+    ``shard`` the manifest names too (in the root, or in a field group's folder)."""
+    return _dataset_root(shard).join(*name.split("/"))
+
+
+def _dataset_root(shard: Shard) -> Location:
+    """The folder of the dataset of a ``shard`` its manifest lists (its name is relative to it)."""
+    folder = shard.path
+    for _ in shard.name.split("/"):
+        folder = folder.parent
+    return folder
 
 
 def load_indexes(
@@ -64,9 +79,9 @@ def load_indexes(
     for shard in shards:
         info = listed.get(shard.name)
         if info is not None and info.index is not None:
-            wanted.append((_beside(shard, info.index.file), info.index.sha256, _shard_size(shard)))
+            wanted.append((_dataset_member(shard, info.index.file), info.index.sha256, _shard_size(shard)))
             continue
-        sidecar = _beside(shard, shard.name + INDEX_SUFFIX)
+        sidecar = _beside(shard, shard.path.name + INDEX_SUFFIX)
         wanted.append((sidecar, None, _shard_size(shard)) if sidecar.exists() else None)
     # One byte past the bound: enough to tell an index that is too large, and no more.
     found = [(where, max_index_bytes(size) + 1) for where, _, size in filter(None, wanted)]
@@ -126,10 +141,7 @@ def _rebuild(shard: Shard, sha256: str | None) -> str:
     sha256) with ``--rebuild`` on the dataset's folder, a sidecar on the shard's file."""
     if sha256 is None:
         return f"rebuild it with `recordkit index {shard.path}`"
-    folder = shard.path
-    for _ in shard.name.split("/"):  # the manifest names the shard relative to the dataset
-        folder = folder.parent
-    return f"rebuild it with `recordkit index --rebuild {folder}`"
+    return f"rebuild it with `recordkit index --rebuild {_dataset_root(shard)}`"
 
 
 def _parse_index(shard: Shard, where: Location, sha256: str | None, data: bytes | OSError) -> RecordIndex:
@@ -184,7 +196,9 @@ class IndexedShards:
         listed = (
             {}
             if dataset.manifest is None
-            else {info.file: info for split in dataset.manifest.splits.values() for info in split.shards}
+            else {
+                info.file: info for split in dataset.manifest.splits.values() for info in split.listed_shards
+            }
         )
         self.indexes = load_indexes(dataset.shards, listed, dataset.compression)
         #: Records of each shard before what the dataset reads of it (a split slice), and

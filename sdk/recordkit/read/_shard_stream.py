@@ -41,10 +41,17 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from recordkit.dataset._shards import Shard
 from recordkit.errors import CorruptRecordError
-from recordkit.format._tfrecord import FRAMING_BYTES, iter_tfrecords, oversized_record
+from recordkit.format._tfrecord import (
+    FRAMING_BYTES,
+    Compression,
+    OversizedRecord,
+    iter_tfrecords,
+    oversized_record,
+)
 from recordkit.read._corruption import CorruptionReport, OnCorrupt, SkippedRecords
-from recordkit.read._open import OpenedDataset, Shard
+from recordkit.read._open import OpenedDataset
 from recordkit.read._options import RemoteIO
 from recordkit.storage import location
 
@@ -71,7 +78,14 @@ def read_shards(
 
     shards = vet_framing(shards, dataset, on_corrupt, report)
     compression = dataset.compression.value
-    paths = [str(shard.path) for shard in shards]
+    # A split with field groups: each shard's files (its own, then the groups'), whose
+    # records are read side by side and joined in the checks (see _checker).
+    width = len(shards[0].files) if shards else 1
+    if any(len(shard.files) != width for shard in shards):
+        raise ValueError("the shards of one read must all have the same field groups")
+    paths: list[Any] = [
+        str(shard.path) if width == 1 else [str(file.path) for file in shard.files] for shard in shards
+    ]
     # The shards of one dataset are all local or all in one remote store.
     fsspec_read = _fsspec_reader(shards, dataset) if any(_streamed(s, remote_io) for s in shards) else None
     indices = tf.constant(list(range(len(shards))), tf.int64)
@@ -90,8 +104,12 @@ def read_shards(
     def read(index: Any, path: Any) -> Any:
         if fsspec_read is not None:
             records = fsspec_read(index)
-        else:
+        elif width == 1:
             records = tf.data.TFRecordDataset(path, compression_type=compression)
+        else:  # a record of each file, side by side (a tuple)
+            records = tf.data.Dataset.zip(
+                tuple(tf.data.TFRecordDataset(path[k], compression_type=compression) for k in range(width))
+            )
         if not checked:
             records = records.skip(skips[index]).take(takes[index]) if sliced else records
             return records.batch(block_length)
@@ -100,7 +118,8 @@ def read_shards(
             records = records.skip(skips[index]).take(takes[index])
         chunks = records.batch(block_length)
         chunks = tf.data.Dataset.zip((chunks, tf.data.Dataset.from_tensors(index).repeat()))
-        marker = tf.data.Dataset.from_tensors((tf.zeros([0], tf.string), index))
+        empty = tf.zeros([0], tf.string)
+        marker = tf.data.Dataset.from_tensors((empty if width == 1 else (empty,) * width, index))
         return chunks.concatenate(marker)
 
     if len(shards) == 1:  # no function to instantiate for each iterator (see the module docs)
@@ -149,15 +168,24 @@ def _fsspec_reader(shards: list[Shard], dataset: OpenedDataset) -> Callable[[Any
     import tensorflow as tf
 
     compression = dataset.compression
+    width = len(shards[0].files) if shards else 1
 
-    def records(index: Any) -> Iterator[bytes]:
-        for _, data in iter_tfrecords(shards[int(index)].path, compression):
-            yield data
+    def records(index: Any) -> Iterator[bytes | tuple[bytes, ...]]:
+        files = shards[int(index)].files
+        if width == 1:
+            for _, data in iter_tfrecords(files[0].path, compression):
+                yield data
+            return
+        # Side by side; the shortest file ends them, and the checks count what is missing.
+        streams = [iter_tfrecords(file.path, compression) for file in files]
+        for items in zip(*streams, strict=False):
+            yield tuple(data for _, data in items)
+
+    one = tf.TensorSpec([], tf.string)
+    signature = one if width == 1 else (one,) * width
 
     def read(index: Any) -> Any:
-        return tf.data.Dataset.from_generator(
-            records, args=(index,), output_signature=tf.TensorSpec([], tf.string)
-        )
+        return tf.data.Dataset.from_generator(records, args=(index,), output_signature=signature)
 
     return read
 
@@ -172,24 +200,23 @@ def vet_framing(
     shard out (reported); a shorter one, a plain truncation, is left to the checks."""
     kept = []
     for shard in shards:
-        local = shard.path.local_path
-        if local is None:  # remote: see the module docs
+        if shard.path.local_path is None:  # remote: see the module docs
             kept.append(shard)
             continue
-        try:
-            found = oversized_record(local, dataset.compression)
-        except OSError as exc:
-            reason = f"cannot read the shard file: {exc.strerror or exc}"
-            raise CorruptRecordError(reason, shard=shard.name) from None
+        found, name = None, shard.name
+        for file in shard.files:  # the shard, and the field groups' shards joined to it
+            found, name = _oversized(file, dataset.compression), file.name
+            if found is not None:
+                break
         if found is None:
             kept.append(shard)
         elif on_corrupt == "raise":
-            raise CorruptRecordError(found.describe(), shard=shard.name, offset=found.offset)
+            raise CorruptRecordError(found.describe(), shard=name, offset=found.offset)
         elif found.declared <= found.total:
             kept.append(shard)  # bounded by the file's size: TensorFlow reads up to it and stops
         else:
             skipped = SkippedRecords(
-                shard.name,
+                name,
                 found.offset,
                 shard.records,
                 f"{found.describe()}; the whole shard was left out (TensorFlow cannot read past it "
@@ -200,6 +227,18 @@ def vet_framing(
     return kept
 
 
+def _oversized(shard: Shard, compression: Compression) -> OversizedRecord | None:
+    """The first record header of the local ``shard`` that declares more bytes than the
+    file holds (None: none does)."""
+    local = shard.path.local_path
+    assert local is not None
+    try:
+        return oversized_record(local, compression)
+    except OSError as exc:
+        reason = f"cannot read the shard file: {exc.strerror or exc}"
+        raise CorruptRecordError(reason, shard=shard.name) from None
+
+
 def _expected(shards: list[Shard], dataset: OpenedDataset) -> tuple[list[int], list[int]]:
     """The records and bytes each shard should give; -1: unknown (no manifest, or
     compressed, where the file's size is not the records' size)."""
@@ -208,7 +247,7 @@ def _expected(shards: list[Shard], dataset: OpenedDataset) -> tuple[list[int], l
     for shard in shards:
         size = -1
         if not dataset.compression.value and not shard.sliced:
-            size = shard.bytes if shard.bytes is not None else location(shard.path).size()
+            size = sum(f.bytes if f.bytes is not None else location(f.path).size() for f in shard.files)
         sizes.append(size)
     return records, sizes
 
@@ -227,7 +266,15 @@ def _checker(
 
     expected_records, expected_bytes = _expected(shards, dataset)
     pairs = [[n, size] for n, size in zip(expected_records, expected_bytes, strict=True)]
-    heads = [f"recordkit CorruptRecordError: shard {shard.name}, offset " for shard in shards]
+    heads = [f"recordkit CorruptRecordError: shard {shard.label}, offset " for shard in shards]
+    middle = ": the record there is corrupt or truncated; "
+    if len(shards[0].files) > 1:  # with field groups: the bytes read are of all the files
+        heads = [
+            f"recordkit CorruptRecordError: shard {shard.label}: the files are not aligned (a field "
+            "group's shard holds other records than its split's), or a record is corrupt or truncated ("
+            for shard in shards
+        ]
+        middle = " bytes read in all); "
     tails = [
         f" of {'?' if n < 0 else n} records could be read (recordkit.iter_records(..., on_corrupt='skip')"
         " shows every bad record; on_corrupt='skip' reads past it)"
@@ -243,10 +290,14 @@ def _checker(
 
     add = _reporter(report) if on_corrupt == "skip" and report is not None else None
 
+    width = len(shards[0].files)
+
     def check(counts: Any, element: Any) -> Any:
         chunk, index = element
+        if width > 1:  # a record's bytes from each file, joined: one Example with all their features
+            chunk = tf.strings.join(list(chunk))
         size = tf.size(chunk, out_type=tf.int64)
-        length = tf.reduce_sum(tf.cast(tf.strings.length(chunk), tf.int64)) + FRAMING_BYTES * size
+        length = tf.reduce_sum(tf.cast(tf.strings.length(chunk), tf.int64)) + FRAMING_BYTES * width * size
         if one:
             got = counts + tf.stack([size, length])  # records, bytes
             counts = got
@@ -261,7 +312,7 @@ def _checker(
                 [
                     of(heads, tf.string, index),
                     tf.strings.as_string(got[1]),
-                    ": the record there is corrupt or truncated; ",
+                    middle,
                     tf.strings.as_string(got[0]),
                     of(tails, tf.string, index),
                 ]

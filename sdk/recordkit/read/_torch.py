@@ -21,7 +21,6 @@ strings, bytes and absent optional fields (None) stay Python values.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
@@ -35,7 +34,8 @@ from recordkit.read._dense import SHAPE_SUFFIX
 from recordkit.read._paths import Paths
 from recordkit.read._position import Start, position_state, resolve_start
 from recordkit.read._random_access import RandomAccess
-from recordkit.schema._schema import Schema
+from recordkit.read._stream_order import StreamOrder
+from recordkit.schema._schema import SchemaLike
 from recordkit.storage import StorageOptions
 
 __all__ = ["IterableDataset", "MapDataset", "collate", "pad_values", "to_tensors"]
@@ -122,10 +122,8 @@ def collate(batch: Sequence[Record], pad_values: Mapping[str, float] | None = No
     return out
 
 
-def _check_stream(window: int, prefetch: int) -> None:
-    """Refuse a streaming option that cannot be right, before anything is read."""
-    if window < 1:
-        raise ValueError(f"window must be at least 1, not {window}")
+def _check_prefetch(prefetch: int) -> None:
+    """Refuse a ``prefetch`` that cannot be right, before anything is read."""
     if prefetch < 1:
         raise ValueError(f"prefetch must be at least 1, not {prefetch}")
 
@@ -152,7 +150,7 @@ class MapDataset(torch.utils.data.Dataset[Any]):
         split: str = "train",
         fields: str | Sequence[str] | None = None,
         *,
-        schema: Schema | str | os.PathLike[str] | None = None,
+        schema: SchemaLike | None = None,
         registry: CodecRegistry | None = None,
         transform: Transform | None = None,
         tensors: bool = True,
@@ -206,11 +204,10 @@ class IterableDataset(torch.utils.data.IterableDataset[Any]):
     """A split's records streamed in a seeded order, shared between ranks and workers;
     a shortcut for ``recordkit.open(path, split).torch_iterable(...)``.
 
-    :param shuffle: shuffle the shards, and the records within windows of ``window``.
-    :param seed: the shuffles' seed (with the epoch: :meth:`set_epoch` for a new order).
-    :param window: records shuffled together (the larger, the better mixed).
-    :param rank: this process's rank (default: ``torch.distributed``'s, else 0).
-    :param world_size: the number of ranks (default: ``torch.distributed``'s, else 1).
+    ``shuffle``, ``seed``, ``window``, ``rank`` and ``world_size`` make its
+    :class:`~recordkit.torch.StreamOrder` (kept as ``order``; :meth:`set_epoch` for a new
+    order).
+
     :param start: resume: a state dict from :meth:`state_dict` or :meth:`loader_state`
         (or, read in one process, a record count).
     :param prefetch: records whose bytes are fetched together, ahead of decoding (from a
@@ -227,7 +224,7 @@ class IterableDataset(torch.utils.data.IterableDataset[Any]):
         split: str = "train",
         fields: str | Sequence[str] | None = None,
         *,
-        schema: Schema | str | os.PathLike[str] | None = None,
+        schema: SchemaLike | None = None,
         registry: CodecRegistry | None = None,
         shuffle: bool = False,
         seed: int = 0,
@@ -241,7 +238,8 @@ class IterableDataset(torch.utils.data.IterableDataset[Any]):
         storage_options: StorageOptions | None = None,
         prefetch: int = 64,
     ) -> None:
-        _check_stream(window, prefetch)
+        order = StreamOrder(shuffle, seed, window, rank, world_size)
+        _check_prefetch(prefetch)
         records = RandomAccess(
             path,
             split,
@@ -251,62 +249,56 @@ class IterableDataset(torch.utils.data.IterableDataset[Any]):
             verify=verify,
             storage_options=storage_options,
         )
-        self._attach(
-            records, split, shuffle, seed, window, rank, world_size, start, transform, tensors, prefetch
-        )
+        self._attach(records, split, order, start, transform, tensors, prefetch)
 
     @classmethod
     def over(
         cls,
         records: RandomAccess,
         split: str,
+        order: StreamOrder | None = None,
         *,
-        shuffle: bool = False,
-        seed: int = 0,
-        window: int = 1024,
-        rank: int | None = None,
-        world_size: int | None = None,
         start: Start = None,
         transform: Transform | None = None,
         tensors: bool = True,
         prefetch: int = 64,
     ) -> IterableDataset:
         """An IterableDataset over records already opened (what
-        :meth:`recordkit.Dataset.torch_iterable` gives); ``split`` names them in state dicts."""
-        _check_stream(window, prefetch)
+        :meth:`recordkit.Dataset.torch_iterable` gives), in ``order`` (default: in stored
+        order, one rank); ``split`` names them in state dicts."""
+        _check_prefetch(prefetch)
         self = cls.__new__(cls)
-        self._attach(
-            records, split, shuffle, seed, window, rank, world_size, start, transform, tensors, prefetch
-        )
+        order = order if order is not None else StreamOrder()
+        self._attach(records, split, order, start, transform, tensors, prefetch)
         return self
 
     def _attach(
         self,
         records: RandomAccess,
         split: str,
-        shuffle: bool,
-        seed: int,
-        window: int,
-        rank: int | None,
-        world_size: int | None,
+        order: StreamOrder,
         start: Start,
         transform: Transform | None,
         tensors: bool,
         prefetch: int,
     ) -> None:
+        #: How this stream orders the split and divides it.
+        self.order = order
         self.prefetch = prefetch
         self.records = records
         self.split = split
-        self.shuffle = shuffle
-        self.seed = int(seed)
-        self.window = window
+        self.shuffle = order.shuffle
+        self.seed = int(order.seed)
+        self.window = order.window
         distributed = torch.distributed.is_available() and torch.distributed.is_initialized()
         self.world_size = (
-            world_size
-            if world_size is not None
+            order.world_size
+            if order.world_size is not None
             else (torch.distributed.get_world_size() if distributed else 1)
         )
-        self.rank = rank if rank is not None else (torch.distributed.get_rank() if distributed else 0)
+        self.rank = (
+            order.rank if order.rank is not None else (torch.distributed.get_rank() if distributed else 0)
+        )
         if not 0 <= self.rank < self.world_size:
             raise ValueError(f"rank must be in 0..{self.world_size - 1}, not {self.rank}")
         self.transform = transform

@@ -16,7 +16,7 @@ import json
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeAlias
 
 import pydantic
 
@@ -29,7 +29,7 @@ from recordkit.schema._encoder import RecordEncoder
 from recordkit.schema._fields import FIELD_NAME, FieldSpec, SchemaFormat, field_name_problem
 from recordkit.storage import StorageOptions
 
-__all__ = ["BoundSchema", "Schema"]
+__all__ = ["BoundSchema", "Schema", "SchemaLike"]
 
 
 class Schema(pydantic.BaseModel):
@@ -246,3 +246,8 @@ class BoundSchema:
             self.encoder().encode(record, index)
         except RecordkitError as exc:
             raise exc.with_context(record=index) from None
+
+
+#: A schema as the SDK's functions take one: a :class:`Schema`, or the path (or URL) of a
+#: schema file, loaded with the codec registry the function uses.
+SchemaLike: TypeAlias = Schema | str | os.PathLike[str]

@@ -25,12 +25,12 @@ from __future__ import annotations
 import ast
 import builtins
 import inspect
+import os
 import pprint
 import re
 import symtable
 import textwrap
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import Any
 
 from recordkit._version import __version__
@@ -48,7 +48,7 @@ __all__ = ["generate_parser_code"]
 
 
 def generate_parser_code(
-    schema: Schema | BoundSchema | Manifest | str | Path,
+    schema: Schema | BoundSchema | Manifest | str | os.PathLike[str],
     fields: str | Sequence[str] | None = None,
     *,
     registry: CodecRegistry | None = None,
@@ -70,7 +70,7 @@ def generate_parser_code(
         # The dataset's layout, whichever codec versions stored it: its own fingerprint.
         fingerprint = schema.fingerprint
         schema = bind_to_read(schema, registry or default_registry())
-    elif isinstance(schema, (str, Path)):
+    elif isinstance(schema, (str, os.PathLike)):
         schema = Schema.load(schema, registry=registry)
     bound = schema if isinstance(schema, BoundSchema) else schema.bind(registry)
     names = [fields] if isinstance(fields, str) else (list(fields) if fields is not None else None)

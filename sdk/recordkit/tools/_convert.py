@@ -31,7 +31,7 @@ from recordkit.dataset._tfds import load_tfds
 from recordkit.errors import DatasetError
 from recordkit.format._example import decode_example
 from recordkit.format._tfrecord import iter_tfrecords
-from recordkit.read._iter_records import iter_records
+from recordkit.read._shortcuts import iter_records
 from recordkit.schema._fields import FieldSpec
 from recordkit.schema._schema import Schema
 from recordkit.storage import PathOrUrl, StorageOptions, location

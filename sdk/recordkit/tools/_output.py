@@ -26,10 +26,10 @@ from recordkit.write._lock import DatasetLock
 __all__ = ["FreshOutput", "overlap", "refuse_overlap"]
 
 
-def overlap(out: Path, source: Path) -> str | None:
-    """How the folder ``out`` overlaps the input ``source`` (both resolved): ``"is"``,
-    ``"holds"`` (``source`` is inside ``out``), ``"is inside"``, or None."""
-    written, read = out.resolve(), source.resolve()
+def overlap(out: Path, input_path: Path) -> str | None:
+    """How the folder ``out`` overlaps the input ``input_path`` (both resolved): ``"is"``,
+    ``"holds"`` (``input_path`` is inside ``out``), ``"is inside"``, or None."""
+    written, read = out.resolve(), input_path.resolve()
     if written == read:
         return "is"
     if written in read.parents:

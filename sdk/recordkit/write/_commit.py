@@ -15,7 +15,7 @@ does not list.
 
 from __future__ import annotations
 
-from recordkit.dataset._manifest import FORMAT, MANIFEST_FILE, Manifest
+from recordkit.dataset._manifest import MANIFEST_FILE, Manifest
 from recordkit.errors import ConcurrentWriteError, ManifestError
 from recordkit.storage import Location, VersionConflictError, read_versioned, write_if_version
 
@@ -59,7 +59,7 @@ class RemoteManifest:
         read or wrote last; else :class:`ConcurrentWriteError`, nothing written."""
         if self.lost:
             raise self._error("was replaced by another writer")
-        manifest.format = FORMAT  # as Manifest.save: the format this code writes
+        manifest.stamp_format()  # as Manifest.save: the format this code writes
         data = manifest.to_json().encode("utf-8")
         try:
             self.version = write_if_version(self.file, data, self.version)

@@ -21,13 +21,12 @@ from recordkit.errors import DatasetError, IncompatibleSchemaError
 from recordkit.format._tfrecord import Compression
 from recordkit.schema._compatibility import check_compatibility
 from recordkit.schema._record_class import Record, schema_of
-from recordkit.schema._schema import BoundSchema, Schema
+from recordkit.schema._schema import BoundSchema, Schema, SchemaLike
 from recordkit.storage import PathOrUrl, StorageOptions
 
 __all__ = [
     "AppendPlan",
     "RecordKey",
-    "SchemaLike",
     "codec_provenance",
     "load_schema",
     "path_and_schema",
@@ -38,15 +37,15 @@ __all__ = [
 #: How to name records in errors and in the rejects file (and, in Beam, to pick their
 #: shard): a field's name, or a function of the record.
 RecordKey = str | Callable[[Any], Any]
-#: What a writer takes as the schema: a Schema, a Record class, or a schema file's path or URL.
-SchemaLike = Schema | type[Record] | str | os.PathLike[str]
 
 #: The names a schema file is recognised by when a writer's path and schema are both
 #: strings (see :func:`path_and_schema`).
 _SCHEMA_SUFFIXES = (".yaml", ".yml", ".json")
 
 
-def path_and_schema(path: PathOrUrl, schema: SchemaLike) -> tuple[PathOrUrl, SchemaLike]:
+def path_and_schema(
+    path: PathOrUrl, schema: SchemaLike | type[Record]
+) -> tuple[PathOrUrl, SchemaLike | type[Record]]:
     """A writer's ``(path, schema)``, also from the order ``write_dataset`` and
     ``WriteDataset`` took first (schema before path).
 
@@ -58,7 +57,10 @@ def path_and_schema(path: PathOrUrl, schema: SchemaLike) -> tuple[PathOrUrl, Sch
     if (_is_schema_object(path) and not _is_schema_object(schema)) or (
         _names_schema_file(path) and _is_file_name(schema) and not _names_schema_file(schema)
     ):
-        path, schema = cast(PathOrUrl, schema), cast(SchemaLike, path)  # given the other way round
+        path, schema = (
+            cast(PathOrUrl, schema),
+            cast(SchemaLike | type[Record], path),
+        )  # given the other way round
     if _is_schema_object(path) or not (_is_schema_object(schema) or _is_file_name(schema)):
         raise TypeError(
             "a writer takes the dataset's path (a folder or a URL), then its schema (a Schema, a "
@@ -80,7 +82,7 @@ def _names_schema_file(value: object) -> bool:
 
 
 def load_schema(
-    schema: SchemaLike, registry: CodecRegistry, storage_options: StorageOptions | None
+    schema: SchemaLike | type[Record], registry: CodecRegistry, storage_options: StorageOptions | None
 ) -> Schema:
     """The Schema a writer encodes with: ``schema`` itself, a Record class's, or a schema
     file's (a local path or a URL, read with ``storage_options`` as readers read it)."""

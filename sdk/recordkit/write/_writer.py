@@ -135,8 +135,6 @@ class DatasetWriter:
         path, schema = path_and_schema(path, schema)
         #: Where the dataset is being written (local folder or remote URL).
         self.where = location(path, options.get("storage_options"))
-        #: The local folder (for a remote dataset: its URL, as a Location).
-        self.root: Path | Location = self.where.path if self.where.is_local else self.where
         #: With overwrite: where the dataset goes when complete (``where`` is the staging
         #: folder beside it, or remotely the generation folder inside it: see _replace).
         self._target: Location | None = None
@@ -148,7 +146,6 @@ class DatasetWriter:
             )
             if staged is not None:  # (remotely None: nothing to replace, written in place)
                 self._target, self.where = self.where, staged
-                self.root = staged.path if staged.is_local else staged
         #: A remote dataset's manifest, each save conditional on the last (no writer
         #: replaces another's commit: see _commit); with a remote overwrite, also the
         #: target's, whose one save is the commit.
@@ -181,15 +178,16 @@ class DatasetWriter:
         #: background threads as they complete (see SplitWriter.commit_shard).
         self._lock = threading.RLock()
         self._folder_lock: DatasetLock | None = None
-        if isinstance(self.root, Path):
-            if self.root.exists() and not self.root.is_dir():
-                raise DatasetError("exists and is not a folder", file=str(self.root))
-            self.root.mkdir(parents=True, exist_ok=True)
-            self._folder_lock = DatasetLock(self.root, wait=options.get("wait", False))
+        folder = self.where.local_path
+        if folder is not None:
+            if folder.exists() and not folder.is_dir():
+                raise DatasetError("exists and is not a folder", file=str(folder))
+            folder.mkdir(parents=True, exist_ok=True)
+            self._folder_lock = DatasetLock(folder, wait=options.get("wait", False))
         try:
-            if isinstance(self.root, Path):
+            if folder is not None:
                 # Holding the lock, this is the only writer: temp files are a dead one's.
-                remove_manifest_debris(self.root)
+                remove_manifest_debris(folder)
             if self._target_manifest is not None:
                 self._target_manifest.load()  # the version the commit must still find
             self.manifest, self.compression = self._open_manifest(options.get("compression"))
@@ -198,6 +196,14 @@ class DatasetWriter:
             raise
         name = (self._target or self.where).name
         self._progress = Progress(options.get("progress"), desc=f"writing {name}")
+
+    @property
+    def root(self) -> Path | str:
+        """Where the dataset is being written, as a reader takes it: the local folder as a
+        Path, or a remote dataset's URL. During an overwrite, the staging folder; after
+        :meth:`close`, the dataset itself."""
+        folder = self.where.local_path
+        return folder if folder is not None else self.where.url
 
     def _release_lock(self) -> None:
         if self._folder_lock is not None:
@@ -219,10 +225,10 @@ class DatasetWriter:
             raise DatasetError(
                 f"already holds a dataset ({MANIFEST_FILE}); pass append=True to add records or "
                 "splits, or resume=True to finish an interrupted write",
-                file=str(self.root),
+                file=str(self.where),
             )
         plan = plan_append(
-            existing, self.schema, self._registry, compression, file=str(self.root), append=self._append
+            existing, self.schema, self._registry, compression, file=str(self.where), append=self._append
         )
         self._append_plan = plan
         return existing, plan.compression
@@ -237,8 +243,9 @@ class DatasetWriter:
 
     def _save(self, *, sync_dir: bool = False) -> None:
         with self._lock:
-            if sync_dir and self.durable and isinstance(self.root, Path):
-                fsync_dir(self.root)  # make shard renames durable before the manifest lists them
+            folder = self.where.local_path
+            if sync_dir and self.durable and folder is not None:
+                fsync_dir(folder)  # make shard renames durable before the manifest lists them
             self._store(self.manifest)
 
     def _store(self, manifest: Manifest) -> None:
@@ -257,7 +264,7 @@ class DatasetWriter:
 
     def _open_split_locked(self, name: str) -> SplitWriter:
         if self._state != "open":
-            raise DatasetError(f"this writer is {self._state}; open a new one", file=str(self.root))
+            raise DatasetError(f"this writer is {self._state}; open a new one", file=str(self.where))
         check_split_name(name)
         info = self.manifest.splits.get(name)
         skip = 0
@@ -270,13 +277,20 @@ class DatasetWriter:
                 raise DatasetError(
                     f"split {name!r} has an unfinished write; pass resume=True (with the same input) "
                     "to finish it first",
-                    file=str(self.root),
+                    file=str(self.where),
                 )
             skip = info.unfinished.consumed
             remove_split_debris(self.where, name, info)
         elif self._resume:
             skip = _ALL  # the write finished: resuming it writes nothing
         else:  # append to a finished split
+            if info.field_groups:
+                raise DatasetError(
+                    f"split {name!r} has field groups ({', '.join(info.field_groups)}), whose shards are "
+                    "aligned with its shards: appending to it is not supported yet; write the records "
+                    "to a new split, or remove the groups first (recordkit.remove_fields) and add them again",
+                    file=str(self.root),
+                )
             check_no_strays(self.where, name, info)
             # Readers keep reading the shards from before the append until it finishes.
             info.unfinished = UnfinishedWrite(consumed=0, started=now(), shards_before=len(info.shards))
@@ -416,7 +430,7 @@ class DatasetWriter:
         if self._state == "closed":
             return self.manifest
         if self._state == "aborted":
-            raise DatasetError("this writer was aborted; resume with a new writer", file=str(self.root))
+            raise DatasetError("this writer was aborted; resume with a new writer", file=str(self.where))
         try:
             for state in self._splits.values():
                 if state.batch_items:
@@ -437,7 +451,6 @@ class DatasetWriter:
                         self.where, self._target, self.manifest, self._target_manifest
                     )
                 self.where, self._target = self._target, None  # committed: no abort undoes it
-                self.root = self.where.path if self.where.is_local else self.where
         except BaseException:
             self.abort()
             raise

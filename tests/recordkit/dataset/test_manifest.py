@@ -11,7 +11,7 @@ import pydantic
 import pytest
 
 import recordkit as rk
-from recordkit.dataset._manifest import CodecProvenance, UnfinishedWrite
+from recordkit.dataset._manifest import CodecProvenance, GroupShardInfo, UnfinishedWrite
 from recordkit.errors import ManifestError
 
 SCHEMA = rk.Schema(name="m", fields={"id": rk.FieldSpec(codec="scalar")})
@@ -144,7 +144,18 @@ def test_every_manifest_and_rejects_key_is_documented(tmp_path: Path) -> None:
     written |= written_keys(rejects)
     # The models may hold keys a given dataset leaves out (None values are not written).
     models = set().union(
-        *(model_keys(m) for m in (rk.Manifest, rk.SplitInfo, rk.ShardInfo, CodecProvenance, UnfinishedWrite))
+        *(
+            model_keys(m)
+            for m in (
+                rk.Manifest,
+                rk.SplitInfo,
+                rk.ShardInfo,
+                CodecProvenance,
+                UnfinishedWrite,
+                rk.FieldGroup,
+                GroupShardInfo,
+            )
+        )
     )
     assert written - {"index", "key", "errors", "field", "reason", "message"} <= models
 

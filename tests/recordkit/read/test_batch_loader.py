@@ -16,6 +16,9 @@ import recordkit as rk
 torch = pytest.importorskip("torch")
 from torch.utils.data import DataLoader  # noqa: E402
 
+from recordkit.read._batch_assemble import assemble_batch, batch_layout  # noqa: E402
+from recordkit.read._shared_batch import SharedArrays  # noqa: E402
+from recordkit.read._torch import to_tensors  # noqa: E402
 from recordkit.torch import MapDataset, ThreadLoader, collate, pad_values  # noqa: E402
 
 N = 22
@@ -160,3 +163,22 @@ def test_the_map_style_batches_equal_collated_records_of_the_same_indices(datase
     for begin, batch in zip(range(0, N, BATCH), loader, strict=True):
         want = records.collate_fn([records[i] for i in indices[begin : begin + BATCH]])
         assert_same(want, batch)
+
+
+def test_a_worker_builds_its_batch_in_shared_memory_with_the_values_of_an_ordinary_batch(
+    every_codec: Path,
+) -> None:
+    """What a DataLoader worker hands over without a copy: each padded or joined array
+    allocated in shared memory (zero padding left as the fresh memory's zeros, any other
+    pad value written), the same values as the batch the main process builds."""
+    records = rk.RandomAccess(every_codec)
+    layout = batch_layout(records)
+    decoded = records.read_batch(list(range(9)))
+    arrays = SharedArrays()
+    shared = arrays.tensors(assemble_batch(decoded, layout, arrays))
+    assert_same(to_tensors(assemble_batch(decoded, layout)), shared)
+    made = [v for k, v in shared.items() if isinstance(v, torch.Tensor) and not k.endswith("/shape")]
+    multi = [v for v in made if v.dim() > 1]
+    assert multi, "the every-codec batch has padded arrays"
+    assert all(v.is_shared() for v in multi)
+    assert not to_tensors(assemble_batch(decoded, layout))["image"].is_shared()

@@ -215,6 +215,25 @@ def test_torch_datasets_equal_the_recordkit_torch_classes(dataset: Path) -> None
     assert [r["caption"] for r in unseeded] == [r["caption"] for r in IterableDataset(dataset, shuffle=True)]
 
 
+def test_every_torch_stream_keeps_its_five_order_options_as_one_stream_order(dataset: Path) -> None:
+    pytest.importorskip("torch")
+    from recordkit.torch import IterableDataset, StreamOrder
+
+    options: dict[str, Any] = {"shuffle": True, "seed": 3, "window": 4, "rank": 1, "world_size": 2}
+    ds = rk.open(dataset, "train", fields=FIELDS)
+    streams = [
+        ds.torch_iterable(**options),
+        ds.torch_batches(4, **options),
+        IterableDataset(dataset, **options),
+    ]
+    assert [stream.order for stream in streams] == [StreamOrder(**options)] * 3
+    assert ds.torch_iterable().order == StreamOrder(shuffle=False, seed=0, window=1024)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        streams[0].order.seed = 4  # type: ignore[misc]
+    with pytest.raises(ValueError, match="window must be at least 1, not 0"):
+        ds.torch_batches(4, window=0)
+
+
 def test_grain_source_equals_the_recordkit_grain_one(dataset: Path) -> None:
     pytest.importorskip("grain")
     from recordkit.grain import DataSource

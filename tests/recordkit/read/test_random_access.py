@@ -131,3 +131,13 @@ def test_compressed_shards_are_refused_with_the_reason(tmp_path: Path, records: 
     write(tmp_path / "gz", records[:2], compression="GZIP")
     with pytest.raises(DatasetError, match="random access needs uncompressed shards; these are stored GZIP"):
         rk.RandomAccess(tmp_path / "gz")
+
+
+def test_the_old_name_of_the_opened_split_still_works_with_a_deprecation_warning(dataset: Path) -> None:
+    ds = rk.RandomAccess(dataset)
+    with pytest.warns(
+        DeprecationWarning, match=r"RandomAccess\.source is deprecated: use RandomAccess\.dataset"
+    ):
+        opened = ds.source
+    assert opened is ds.dataset
+    assert [f.name for f in opened.fields] == [f.name for f in ds.dataset.fields]

@@ -93,7 +93,7 @@ def test_a_dataset_of_the_installed_version_reads_with_it(
     new = registry(VersionedV2)
     rk.write_dataset(written, SCHEMA, tmp_path / "new", registry=new, progress=False)
     assert rk.Manifest.load(tmp_path / "new").codec_versions["versioned"] == "2"
-    opened = rk.RandomAccess(tmp_path / "new", registry=new).source
+    opened = rk.RandomAccess(tmp_path / "new", registry=new).dataset
     assert type(opened.bound["numbers"].codec) is VersionedV2
     assert numbers(list(rk.iter_records(tmp_path / "new", registry=new))) == numbers(written)
 

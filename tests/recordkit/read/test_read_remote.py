@@ -66,7 +66,7 @@ def test_which_filesystem_reads_remote_shards() -> None:
     """``auto`` reads through TensorFlow's filesystem where it registers the scheme (gs:
     TensorFlow's own GCS client, which cannot be pointed at a local emulator, so the
     tests read gs:// through fsspec), else through fsspec (s3)."""
-    from recordkit.read._open import Shard
+    from recordkit.dataset._shards import Shard  # private: a shard built by hand for the filesystem choice
     from recordkit.read._shard_stream import _streamed
 
     gs = Shard(location("gs://bucket/ds/train-00000.tfrecord"), "train-00000.tfrecord")
@@ -122,7 +122,7 @@ def test_load_dataset_through_tensorflows_filesystem(monkeypatch: pytest.MonkeyP
         n for b in rk.load_dataset(url, batch_size=8, remote_io="auto") for n in b["name"].numpy().tolist()
     ]
     assert names == [f"item-{i}".encode() for i in range(20)]
-    from recordkit.read._open import Shard
+    from recordkit.dataset._shards import Shard  # private: a shard built by hand for the filesystem choice
     from recordkit.read._shard_stream import _streamed
 
     assert not _streamed(Shard(root.join("train-00000.tfrecord"), "train-00000.tfrecord"), "auto")

@@ -139,7 +139,7 @@ def test_collate_pads_images_audio_boxes_and_masks_with_their_pad_values(
     for row, (h, w) in enumerate(sizes):
         assert bool((batch["image"][row, h:, :] == 0).all())
         # The mask codec pads with its ignore index (255 by default), as load_dataset does.
-        pad = ds.records.source.bound["mask"].codec.pad_value()
+        pad = ds.records.dataset.bound["mask"].codec.pad_value()
         assert bool((batch["mask"][row, h:, :] == pad).all())
         assert bool((batch["mask"][row, :, w:] == pad).all())
     assert batch["audio/shape"][:, 0].tolist() == [len(records[i]["audio"]) for i in range(4)]

@@ -1,4 +1,4 @@
-"""Split slicing (sdk/recordkit/read/_slices.py) in both readers: the records TFDS's
+"""Split slicing (sdk/recordkit/dataset/_slices.py) in both readers: the records TFDS's
 rules select, computed by TFDS itself for comparison, and no shard opened outside the
 slice."""
 
@@ -11,7 +11,7 @@ import pytest
 from _writer_support import SCHEMA, make_records
 
 import recordkit as rk
-from recordkit.read._slices import resolve_split, shard_slices
+from recordkit.dataset._slices import resolve_split, shard_slices
 
 #: train: 23 records in shards of 5 (5, 5, 5, 5, 3); validation: 7 (5, 2).
 SIZES = {"train": 23, "validation": 7}

@@ -1,0 +1,51 @@
+"""The format versions of ``dataset.json``: every rule about them, in one place.
+
+A manifest says which format it is written in (its ``format`` key). This recordkit
+reads all the versions in :data:`READABLE` and writes, for each dataset, the oldest
+version that can hold what the dataset has (:func:`format_for`), so that a dataset that
+uses nothing new stays readable by older recordkits:
+
+* ``recordkit.dataset/1``: shards with their counts, sizes and sha256;
+* ``recordkit.dataset/2``: each shard's record index (``index``) too;
+* ``recordkit.dataset/3``: field groups (``field_groups`` in a split: fields added
+  after the split was written, in their own aligned shards). Written only for a dataset
+  that has a field group; older recordkits refuse it (their manifest model does not
+  know the version), so none of them reads such a split without its added fields.
+
+A manifest of a version this recordkit does not know (written by a newer one) is
+refused by :func:`check_readable` with a message that says to upgrade.
+"""
+
+from __future__ import annotations
+
+from typing import Literal, get_args
+
+__all__ = ["READABLE", "FormatVersion", "check_readable", "format_for"]
+
+#: Every version this recordkit reads, oldest first.
+FormatVersion = Literal["recordkit.dataset/1", "recordkit.dataset/2", "recordkit.dataset/3"]
+READABLE: tuple[str, ...] = get_args(FormatVersion)
+
+#: The version written for a dataset without field groups (readable since record indexes).
+_PLAIN: FormatVersion = "recordkit.dataset/2"
+#: The version written for a dataset with field groups, and the first that may hold them.
+_WITH_FIELD_GROUPS: FormatVersion = "recordkit.dataset/3"
+
+
+def format_for(*, field_groups: bool) -> FormatVersion:
+    """The version to write for a dataset that has (or has not) field groups."""
+    return _WITH_FIELD_GROUPS if field_groups else _PLAIN
+
+
+def check_readable(version: object, *, field_groups: bool) -> str | None:
+    """What is wrong with a manifest of format ``version`` (None: nothing): a version
+    this recordkit does not know, or field groups in a version older than the first
+    that holds them."""
+    if version not in READABLE:
+        return (
+            f"format {version!r} is not one this recordkit reads ({', '.join(READABLE)}); "
+            "the dataset was written by a newer recordkit: upgrade recordkit to read it"
+        )
+    if field_groups and READABLE.index(str(version)) < READABLE.index(_WITH_FIELD_GROUPS):
+        return f"format {version!r} cannot hold field groups (they need {_WITH_FIELD_GROUPS!r} or later)"
+    return None

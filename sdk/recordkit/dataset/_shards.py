@@ -1,0 +1,128 @@
+"""The shards a split expression reads, listed from the manifest.
+
+A reader names a split (``"train"``) or an expression in TFDS's syntax
+(``"train[:10%]"``, ``"train+validation"``; :mod:`recordkit.dataset._slices`).
+:func:`split_shards` turns it into the :class:`Shard`\\ s to read, from the manifest
+alone: each listed file as a Location inside the dataset's folder
+(:func:`~recordkit.dataset._paths.member`), with its record count, size and sha256, and
+for a slice only the shards it touches, each with the records to skip and take. Nothing
+is read or listed on storage here; the readers check the shards before they read them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+
+from recordkit.dataset._manifest import Manifest, ShardInfo
+from recordkit.dataset._paths import member
+from recordkit.dataset._slices import SplitRange, is_plain_split, resolve_split, shard_slices
+from recordkit.errors import ManifestError
+from recordkit.storage import Location
+
+__all__ = ["Shard", "split_names", "split_shards"]
+
+logger = logging.getLogger("recordkit")
+
+
+@dataclasses.dataclass(frozen=True)
+class Shard:
+    """One TFRecord file to read (local or remote alike), with what the manifest says
+    about it (None: unknown)."""
+
+    path: Location
+    name: str
+    records: int | None = None
+    bytes: int | None = None
+    sha256: str | None = None
+    #: A slice of the split (``train[:10%]``): records to read past, then to read (None:
+    #: all the rest) (:mod:`recordkit.dataset._slices`).
+    skip: int = 0
+    take: int | None = None
+    #: Files aligned with this one (a field group's shards, :mod:`recordkit.read._field_groups`):
+    #: each record is this file's record followed by theirs, concatenated.
+    joined: tuple[Shard, ...] = ()
+
+    def __post_init__(self) -> None:
+        # A remote shard knows its listed sha256: with a cache, it is read from a checked local copy.
+        if self.sha256 is not None:
+            object.__setattr__(self, "path", self.path.with_sha256(self.sha256))
+
+    @property
+    def files(self) -> tuple[Shard, ...]:
+        """This file and those joined to it, in the order their bytes are joined."""
+        return (self, *self.joined)
+
+    @property
+    def label(self) -> str:
+        """The shard's name, with the files joined to it (what errors name)."""
+        if not self.joined:
+            return self.name
+        return f"{self.name} (joined with {', '.join(j.name for j in self.joined)})"
+
+    @property
+    def sliced(self) -> bool:
+        """Whether only part of the shard is read."""
+        return self.skip > 0 or self.take is not None
+
+    @property
+    def selected(self) -> int | None:
+        """How many of the shard's records are read (None: unknown)."""
+        if self.take is not None:
+            return self.take
+        return None if self.records is None else max(self.records - self.skip, 0)
+
+
+def split_shards(root: Location, manifest: Manifest, split: str) -> tuple[Shard, ...]:
+    """The shards ``split`` (a name, or a TFDS-style expression) reads in the dataset at
+    ``root``; for a slice only those it touches, each with the records to skip and take.
+
+    An unknown split or a slice that cannot be read is a ManifestError naming it. A split
+    whose write (or append) did not finish is read as far as its complete shards go, with
+    a warning saying so."""
+    if is_plain_split(split):
+        _warn_if_unfinished(root, manifest, split)
+        return tuple(_shard(root, s) for s in manifest.split(split).readable_shards)
+    ranges = _ranges(manifest, split)
+    for name in dict.fromkeys(part.split for part in ranges):
+        _warn_if_unfinished(root, manifest, name)
+    shards: list[Shard] = []
+    for part in ranges:
+        listed = manifest.split(part.split).readable_shards
+        for piece in shard_slices(part.start, part.stop, [s.records for s in listed]):
+            shards.append(_shard(root, listed[piece.index], piece.skip, piece.take))
+    return tuple(shards)
+
+
+def split_names(manifest: Manifest, split: str) -> list[str]:
+    """The splits that ``split`` (a name, or a TFDS-style expression) reads, in order."""
+    if is_plain_split(split):
+        return [split]
+    return list(dict.fromkeys(part.split for part in _ranges(manifest, split)))
+
+
+def _shard(root: Location, info: ShardInfo, skip: int = 0, take: int | None = None) -> Shard:
+    path = member(root, info.file)
+    return Shard(path, info.file, info.records, info.bytes, info.sha256 or None, skip, take)
+
+
+def _ranges(manifest: Manifest, split: str) -> list[SplitRange]:
+    shard_counts = {name: [s.records for s in info.readable_shards] for name, info in manifest.splits.items()}
+    counts = {name: sum(records) for name, records in shard_counts.items()}
+    try:
+        return resolve_split(split, counts, shard_counts)
+    except ValueError as exc:
+        raise ManifestError(str(exc)) from None
+
+
+def _warn_if_unfinished(root: Location, manifest: Manifest, name: str) -> None:
+    info = manifest.split(name)
+    if info.unfinished is not None:
+        logger.warning(
+            "recordkit: split %r of %s has an unfinished %s; reading its %d complete shards%s",
+            name,
+            root,
+            "write" if info.unfinished.shards_before is None else "append",
+            len(info.readable_shards),
+            "" if info.unfinished.shards_before is None else " from before the append",
+        )

@@ -1,0 +1,142 @@
+"""Reading a split's field groups as fields of its schema.
+
+A field group (:class:`~recordkit.dataset._manifest.FieldGroup`, written by
+:func:`recordkit.add_fields`) keeps fields added after a split was written in shards of
+its own, aligned one to one with the split's: record ``j`` of the group's shard ``i``
+belongs to record ``j`` of the split's shard ``i``. Readers see the split's schema with
+the groups' fields appended (:func:`split_schema`), bound each to the codec version that
+wrote it (:func:`bind_split`).
+
+The join costs no decode of its own: a serialized ``tf.train.Example`` followed by
+another is, by protobuf's rules, the Example holding both one's features and the
+other's, so a reader joins a record by concatenating its bytes from each file read
+(``tf.strings.join`` in tf.data, ``b"".join`` elsewhere) and parses it once, as a record
+written inline. Only the files holding requested fields are read
+(:func:`join_groups`): reading ``["embedding", "label"]`` reads the split's shards (for
+``label``) and the embedding's group, not the other groups; a projection of group fields
+only reads no shard of the split at all.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable, Sequence
+
+from recordkit.codec._registry import CodecRegistry
+from recordkit.dataset._manifest import FieldGroup, Manifest, ShardInfo
+from recordkit.dataset._paths import member
+from recordkit.dataset._shards import Shard, split_names
+from recordkit.errors import ManifestError
+from recordkit.schema._bound import BoundField, check_shared_keys
+from recordkit.schema._schema import BoundSchema, Schema
+from recordkit.storage import Location
+
+__all__ = ["bind_split", "join_groups", "join_split_groups", "split_groups", "split_schema"]
+
+
+def split_groups(manifest: Manifest, split: str) -> dict[str, FieldGroup]:
+    """The field groups that readers of ``split`` join (one split, or the splits of an
+    expression such as ``train+validation``, which must have the same groups)."""
+    splits = split_names(manifest, split)
+    found = [manifest.split(name).groups for name in splits]
+    if not found:
+        return {}
+    first = found[0]
+    for name, groups in zip(splits[1:], found[1:], strict=True):
+        if set(groups) != set(first) or any(groups[g].fields != first[g].fields for g in groups):
+            raise ManifestError(
+                f"splits {splits[0]!r} and {name!r} have different field groups "
+                f"({', '.join(sorted(first)) or 'none'} against {', '.join(sorted(groups)) or 'none'}); "
+                "read them one at a time"
+            )
+    return first
+
+
+def split_schema(manifest: Manifest, groups: dict[str, FieldGroup]) -> Schema:
+    """The stored schema as readers of a split with ``groups`` see it: the manifest's
+    fields, then each group's."""
+    if not groups:
+        return manifest.schema
+    fields = dict(manifest.schema.fields)
+    for group in groups.values():
+        fields.update(group.fields)
+    return manifest.schema.model_copy(update={"fields": fields})
+
+
+def bind_split(
+    manifest: Manifest,
+    groups: dict[str, FieldGroup],
+    registry: CodecRegistry,
+    schema: Schema,
+    fields: Sequence[str] | None,
+) -> BoundSchema:
+    """``schema``'s ``fields`` bound to read a split with ``groups``: a group's field to
+    the codec that reads what the group's codec version stored, another to the split's."""
+    if not groups:
+        return schema.bind(registry, fields=fields, versions=manifest.codec_versions)
+    owner = {field: group for group in groups.values() for field in group.fields}
+    names = list(schema.fields) if fields is None else list(dict.fromkeys(fields))
+    bound: list[BoundField] = []
+    for name in names:
+        group = owner.get(name)
+        versions = (
+            manifest.codec_versions
+            if group is None
+            else {codec: provenance.version for codec, provenance in group.codecs.items()}
+        )
+        bound.extend(schema.bind(registry, fields=[name], versions=versions).fields)
+    check_shared_keys(bound, schema.fields)
+    return BoundSchema(schema, tuple(bound))
+
+
+@dataclasses.dataclass(frozen=True)
+class GroupFile:
+    """A file to read for one shard of a split: the split's shard or a group's."""
+
+    path: Location
+    info: ShardInfo
+
+
+def join_groups(
+    root: Location, groups: dict[str, FieldGroup], wanted: Iterable[str], index: int, shard: ShardInfo
+) -> list[GroupFile]:
+    """The files that hold the ``wanted`` fields of ``shard``, the split's ``index``-th:
+    the shard itself when a wanted field is no group's, then the ``index``-th shard of
+    each group with a wanted field, in manifest order. The first file is the one read
+    as "the shard"; the others are joined to it."""
+    wanted = set(wanted)
+    needed = [g for g in groups.values() if wanted & set(g.fields)]
+    in_groups = {field for g in groups.values() for field in g.fields}
+    files = [GroupFile(member(root, shard.file), shard)] if not needed or wanted - in_groups else []
+    files.extend(GroupFile(member(root, g.shards[index].file), g.shards[index]) for g in needed)
+    return files
+
+
+def join_split_groups(
+    root: Location, manifest: Manifest, split: str, shards: tuple[Shard, ...], wanted: Sequence[str]
+) -> tuple[Shard, ...]:
+    """``shards`` of ``split`` with the field groups holding ``wanted`` fields joined
+    (:func:`join_groups`); a shard whose wanted fields are all in groups is read from the
+    first group's file."""
+    where = {
+        info.file: (split_info.groups, index, info)
+        for split_info in (manifest.split(name) for name in split_names(manifest, split))
+        for index, info in enumerate(split_info.readable_shards)
+    }
+    out = []
+    for shard in shards:
+        groups, index, info = where[shard.name]
+        first, *rest = (
+            Shard(
+                f.path,
+                f.info.file,
+                f.info.records,
+                f.info.bytes,
+                f.info.sha256 or None,
+                shard.skip,
+                shard.take,
+            )
+            for f in join_groups(root, groups, wanted, index, info)
+        )
+        out.append(dataclasses.replace(first, joined=tuple(rest)))
+    return tuple(out)

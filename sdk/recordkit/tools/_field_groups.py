@@ -1,0 +1,354 @@
+"""``add_fields`` and ``remove_fields``: fields added to a written split, its shards untouched.
+
+The added fields go to a field group (:class:`~recordkit.dataset._manifest.FieldGroup`):
+one shard per shard of the split, ``fields/<split>/<group>.<token>-<shard>.tfrecord``,
+each holding, in the split's record order, a ``tf.train.Example`` of the group's fields
+per record, with its record index beside it, as the writer writes shards. Readers join
+the group to the split (:mod:`recordkit.read._field_groups`).
+
+A write is atomic and resumable, as the dataset writer's: the group is listed in
+``dataset.json`` as ``<group>~new`` (``unfinished``), which readers leave out, and each
+completed shard is added to it; when the last shard is written the group takes its
+name (replacing the one it replaces) in one save of the manifest, the commit. A run
+that stops leaves the complete shards listed: running ``add_fields`` again with the
+same arguments skips them (the values of their records included), removes what the
+stopped run left unlisted, and goes on. Locally the dataset's lock keeps other writers
+out; on an object store each save of ``dataset.json`` is conditional on the version
+this run read or wrote (:class:`~recordkit.write._commit.RemoteManifest`).
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+import secrets
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from typing import Any
+
+from recordkit.codec._plugins import default_registry
+from recordkit.codec._registry import CodecRegistry
+from recordkit.dataset._manifest import FieldGroup, GroupShardInfo, Manifest, SplitInfo
+from recordkit.errors import DatasetError, RecordError, SchemaError
+from recordkit.format._tfrecord import Compression
+from recordkit.read._shortcuts import iter_records
+from recordkit.schema._schema import BoundSchema, Schema, SchemaLike
+from recordkit.storage import Location, PathOrUrl, StorageOptions, fsync_dir, location
+from recordkit.write._commit import RemoteManifest
+from recordkit.write._lock import DatasetLock, Wait
+from recordkit.write._plan import codec_provenance, load_schema
+from recordkit.write._shard_file import ShardFile
+
+__all__ = ["FIELDS_FOLDER", "Values", "add_fields", "remove_fields"]
+
+#: The folder, under a dataset's root, of its field groups' shards (one folder per split).
+FIELDS_FOLDER = "fields"
+#: A group's name: it goes into file names (no dot, which separates the name from its token).
+_GROUP_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_\-]*$")
+#: The key under which a group being written is listed until its commit.
+_STAGED = "{name}~new"
+
+#: The added values, record by record in the split's order: each a mapping of the group's
+#: fields (or, for a group of one field, the field's value), or a function of the record.
+Values = Iterable[Any] | Callable[[dict[str, Any]], Any]
+
+
+def add_fields(
+    path: PathOrUrl,
+    split: str,
+    fields: SchemaLike,
+    values: Values,
+    *,
+    name: str | None = None,
+    replace: bool = False,
+    read_fields: Iterable[str] | None = None,
+    registry: CodecRegistry | None = None,
+    storage_options: StorageOptions | None = None,
+    durable: bool = True,
+    wait: Wait = False,
+) -> FieldGroup:
+    """Add ``fields`` to the records of ``split`` of the dataset at ``path``, in a field
+    group of their own: the split's shards are not rewritten (see the module docs).
+
+    :param fields: the added fields: a :class:`~recordkit.Schema` (its fields), a Record
+        class or a schema file; none may share a name with a field the split has.
+    :param values: the added values in the split's record order: an iterable (a list, a
+        generator, a numpy array of one field's values ...) of one item per record, or
+        a function called with each record (decoded as ``iter_records`` gives it, only
+        ``read_fields``) that returns its item. An item is a mapping of the group's
+        fields to their values; for a group of one field, the field's value alone (a
+        mapping is read as the record only when its one key is the field's name).
+    :param name: the group's name (default: its first field's); one group per name.
+    :param replace: replace the group of that name (its files are removed after the
+        commit); without it, adding a group that exists is refused.
+    :param read_fields: the fields of each record the function ``values`` is given
+        (default: all).
+    :param durable: fsync each shard before it is listed (local datasets).
+    :param wait: wait for another writer's lock (seconds, or True: as long as it takes).
+    :returns: the committed group, as ``dataset.json`` lists it.
+    :raises DatasetError: the split is not there or not finished, the group exists
+        (without ``replace``), a field name is taken, or ``values`` has fewer or more items
+        than the split has records (the shards written so far stay listed, unfinished).
+    :raises RecordError: a value fails its codec, naming the record and the field.
+    """
+    if registry is None:
+        registry = default_registry()
+    schema = load_schema(fields, registry, storage_options)
+    group_name = _check_group_name(name if name is not None else next(iter(schema.fields)))
+    bound = schema.bind(registry)
+    with _Dataset(location(path, storage_options), wait=wait, durable=durable) as dataset:
+        info = dataset.split(split)
+        _check_fields(dataset.manifest, info, split, schema, group_name, replace=replace)
+        staged_key = _STAGED.format(name=group_name)
+        groups = info.field_groups if info.field_groups is not None else {}
+        staged = groups.get(staged_key)
+        if staged is None or staged.fields != schema.fields:
+            staged = FieldGroup(
+                fields=dict(schema.fields), codecs=codec_provenance(bound, registry), unfinished=True
+            )
+        groups[staged_key] = staged
+        info.field_groups = groups
+        folder = dataset.root.join(FIELDS_FOLDER, split)
+        folder.mkdir()
+        _remove_unlisted(folder, group_name, info)
+        dataset.save()
+        done = sum(s.records for s in staged.shards)
+        items = _items(values, dataset.root, split, read_fields, done, registry, storage_options)
+        token = _token(staged)
+        encoder = bound.encoder()
+        compression = Compression.parse(dataset.manifest.compression)
+        for index in range(len(staged.shards), len(info.shards)):
+            base = info.shards[index]
+            file = f"{FIELDS_FOLDER}/{split}/{group_name}.{token}-{index:05d}.tfrecord{compression.suffix}"
+            shard = ShardFile(dataset.root.join(*file.split("/")), compression, durable=durable)
+            try:
+                for number in range(base.records):
+                    record = done + number
+                    item = next(items, _END)
+                    if item is _END:
+                        raise _count_error(split, record, info)
+                    shard.add(encoder.encode_framed(_as_record(item, bound, record), record))
+            except BaseException:
+                shard.discard()
+                raise
+            written = shard.commit()
+            index_file = None
+            if written.index is not None:
+                index_file = written.index.model_copy(
+                    update={"file": f"{FIELDS_FOLDER}/{split}/{written.index.file}"}
+                )
+            staged.shards.append(
+                GroupShardInfo(
+                    file=file,
+                    records=written.records,
+                    bytes=written.bytes,
+                    sha256=written.sha256,
+                    index=index_file,
+                    aligned_with=base.sha256,
+                )
+            )
+            done += base.records
+            if durable and folder.local_path is not None:
+                fsync_dir(folder.local_path)  # the rename made durable before the manifest lists it
+            dataset.save()
+        if next(items, _END) is not _END:
+            raise _count_error(split, None, info)
+        old = groups.pop(group_name, None)
+        del groups[staged_key]
+        staged.unfinished = None
+        groups[group_name] = staged
+        dataset.save()
+        if old is not None:
+            _remove_files(dataset.root, old)
+        return staged
+
+
+def remove_fields(
+    path: PathOrUrl,
+    split: str,
+    name: str,
+    *,
+    storage_options: StorageOptions | None = None,
+    wait: Wait = False,
+) -> FieldGroup:
+    """Remove the field group ``name`` from ``split``: ``dataset.json`` stops listing it
+    (the commit), then its files are deleted. Returns the group removed."""
+    with _Dataset(location(path, storage_options), wait=wait, durable=True) as dataset:
+        info = dataset.split(split)
+        groups = info.field_groups or {}
+        if name not in groups:
+            raise DatasetError(
+                f"split {split!r} has no field group {name!r} (groups: {', '.join(groups) or 'none'})",
+                file=str(dataset.root),
+            )
+        removed = groups.pop(name)
+        info.field_groups = groups or None
+        dataset.save()
+        _remove_files(dataset.root, removed)
+        return removed
+
+
+#: The end of the values.
+_END: Any = object()
+
+
+class _Dataset:
+    """A dataset opened to change its field groups: the lock held (local) or the
+    manifest's version remembered (remote), the manifest loaded, saved on request."""
+
+    def __init__(self, root: Location, *, wait: Wait, durable: bool) -> None:
+        self.root = root
+        self.durable = durable
+        local = root.local_path
+        if local is not None:
+            Manifest.load(root)  # not a dataset: its error, before a lock file is made there
+        self._lock = DatasetLock(local, wait=wait) if local is not None else None
+        self._remote = RemoteManifest(root, advice=_ADVICE) if local is None else None
+        try:
+            # Read again holding the lock: what another writer committed meanwhile counts.
+            loaded = self._remote.load() if self._remote is not None else Manifest.load(root)
+            if loaded is None:
+                raise DatasetError("no dataset.json: not a recordkit dataset", file=str(root))
+        except BaseException:
+            self.close()
+            raise
+        self.manifest = loaded
+
+    def split(self, name: str) -> SplitInfo:
+        info = self.manifest.split(name)
+        if info.unfinished is not None:
+            raise DatasetError(
+                f"split {name!r} has an unfinished write; finish it (resume=True) before adding fields",
+                file=str(self.root),
+            )
+        return info
+
+    def save(self) -> None:
+        if self._remote is not None:
+            self._remote.save(self.manifest)
+        else:
+            self.manifest.save(self.root, durable=self.durable)
+
+    def close(self) -> None:
+        if self._lock is not None:
+            self._lock.release()
+
+    def __enter__(self) -> _Dataset:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+_ADVICE = "run one writer per dataset at a time, then run add_fields again: it resumes"
+
+
+def _check_group_name(name: str) -> str:
+    if not isinstance(name, str) or not _GROUP_NAME.fullmatch(name):
+        raise ValueError(
+            f"invalid field group name {name!r}: use letters, digits, '_' and '-', starting with "
+            "a letter or digit"
+        )
+    return name
+
+
+def _check_fields(
+    manifest: Manifest, info: SplitInfo, split: str, schema: Schema, name: str, *, replace: bool
+) -> None:
+    """Refuse a group that exists (without ``replace``) and fields whose names the split
+    has: in its schema, or in another group."""
+    groups = info.groups
+    if name in groups and not replace:
+        raise DatasetError(
+            f"split {split!r} already has a field group {name!r} (fields: {', '.join(groups[name].fields)}); "
+            "pass replace=True to replace it, or choose another name",
+        )
+    taken = {field: "the schema" for field in manifest.schema.fields}
+    for other, group in groups.items():
+        if other != name:
+            taken.update(dict.fromkeys(group.fields, f"field group {other!r}"))
+    for field in schema.fields:
+        if field in taken:
+            raise SchemaError(
+                f"split {split!r} already has a field {field!r} (in {taken[field]})", field=field
+            )
+
+
+def _items(
+    values: Values,
+    root: Location,
+    split: str,
+    read_fields: Iterable[str] | None,
+    done: int,
+    registry: CodecRegistry,
+    storage_options: StorageOptions | None,
+) -> Iterator[Any]:
+    """The items of the records from ``done`` on: an iterable's, past its first ``done``;
+    a function's, of the split's records read from ``done`` on."""
+    if callable(values) and not isinstance(values, Iterable):
+        function = values
+        fields = list(read_fields) if read_fields is not None else None
+        records = iter_records(
+            root.url, split, fields, registry=registry, start=done, storage_options=storage_options
+        )
+        return (function(record) for record in records)
+    items = iter(values)
+    for _ in itertools.islice(items, done):
+        pass
+    return items
+
+
+def _as_record(item: Any, bound: BoundSchema, index: int) -> Mapping[str, Any]:
+    """``item`` as a record of the group's fields: a group of one field takes a mapping
+    only when its one key is the field's name, anything else (a bounding-box dict too)
+    is the field's value."""
+    if len(bound.fields) == 1:
+        name = bound.fields[0].name
+        return item if isinstance(item, Mapping) and set(item) == {name} else {name: item}
+    if isinstance(item, Mapping):
+        return item
+    raise RecordError(
+        f"is a {type(item).__name__}, not a mapping of the group's fields "
+        f"({', '.join(f.name for f in bound.fields)})",
+        record=index,
+    )
+
+
+def _count_error(split: str, record: int | None, info: SplitInfo) -> DatasetError:
+    total = info.num_records
+    if record is None:
+        reason = f"values has more items than the {total} records of split {split!r}"
+    else:
+        reason = f"values ended after {record} items; split {split!r} has {total} records"
+    return DatasetError(
+        f"{reason}: give one item per record, in the split's order (the group is not committed; "
+        "its complete shards stay listed unfinished, and add_fields with the right values resumes)"
+    )
+
+
+def _token(staged: FieldGroup) -> str:
+    """The token in the names of a staged group's shards: its listed shards', else new."""
+    if staged.shards:
+        return staged.shards[0].file.rsplit("/", 1)[-1].split(".")[1].split("-")[0]
+    return secrets.token_hex(4)
+
+
+def _remove_unlisted(folder: Location, name: str, info: SplitInfo) -> None:
+    """Files of group ``name`` in ``folder`` that the manifest does not list (left by a
+    run that stopped, holding the lock: no other writer is running): removed."""
+    listed = {
+        f.rsplit("/", 1)[-1]
+        for group in (info.field_groups or {}).values()
+        for shard in group.shards
+        for f in (shard.file, shard.index.file if shard.index is not None else "")
+    }
+    for file in folder.list():
+        if file.startswith((f"{name}.", f".{name}.")) and file not in listed:
+            folder.join(file).remove()
+
+
+def _remove_files(root: Location, group: FieldGroup) -> None:
+    """Delete a group's shards and indexes (after the commit that dropped the group)."""
+    for shard in group.shards:
+        root.join(*shard.file.split("/")).remove()
+        if shard.index is not None:
+            root.join(*shard.index.file.split("/")).remove()
