@@ -95,6 +95,11 @@ class AudioCodec(rk.Codec[AudioOptions]):
 
     name = "audio"
     version = "1"
+
+    def data_type(self) -> str:
+        """The Croissant data type of its values (:class:`recordkit.DataTyped`)."""
+        return "sc:AudioObject"
+
     options_model = AudioOptions
     summary = "a waveform stored as 16-bit WAV, FLAC or raw PCM bytes"
     #: Whether the WAVs to decode are known to be canonical: set on the codec that

@@ -41,6 +41,7 @@ import numpy as np
 import pydantic
 
 import recordkit as rk
+from recordkit_codecs._box_geometry import moved_boxes_numpy, moved_boxes_tf
 from recordkit_codecs._foreign import LABEL_HINT, TEXT_HINT
 from recordkit_codecs._show import class_counts, class_names
 
@@ -116,6 +117,11 @@ class BBoxCodec(rk.Codec[BBoxOptions]):
 
     name = "bbox"
     #: 2: the packed layout, and the ``layout`` option (version 1 stored lists).
+
+    def data_type(self) -> str:
+        """The Croissant data type of its values (:class:`recordkit.DataTyped`)."""
+        return "cr:BoundingBox"
+
     version = "2"
     options_model = BBoxOptions
     summary = "a variable number of bounding boxes per record, with optional labels and extras"
@@ -232,6 +238,40 @@ class BBoxCodec(rk.Codec[BBoxOptions]):
 
     def related_fields(self) -> tuple[str, ...]:
         return (self.options.image_field,) if self.options.image_field else ()
+
+    # -- following the picture's geometry (rk.FollowsImage) ------------------------
+
+    def follow_numpy(self, value: Any, transform: rk.ImageTransform, geometry: rk.ImageGeometry) -> Any:
+        """The record's boxes moved with its picture (``image_field``): scaled, shifted,
+        flipped and clipped to the output picture; those left without area dropped with
+        their labels and extras (unless ``keep_empty_boxes``); in the format and units
+        ``geometry`` asks for (default: the schema's)."""
+        boxes = value["boxes"] if isinstance(value, Mapping) else value
+        xyxy = convert_boxes(np.asarray(boxes, dtype=np.float64).reshape(-1, 4), self.options.format, "xyxy")
+        moved, keep = moved_boxes_numpy(xyxy, transform, **self._units(geometry))
+        out_boxes = convert_boxes(moved, "xyxy", geometry.box_format or self.options.format)
+        if not isinstance(value, Mapping):
+            return out_boxes
+        return {key: out_boxes if key == "boxes" else np.asarray(item)[keep] for key, item in value.items()}
+
+    def follow_tf(self, value: Any, transform: rk.ImageTransform, geometry: rk.ImageGeometry) -> Any:
+        """:meth:`follow_numpy` in TensorFlow, on one record's boxes."""
+        import tensorflow as tf
+
+        boxes = value["boxes"] if isinstance(value, Mapping) else value
+        xyxy = _convert_dense_tf(tf.reshape(boxes, [-1, 4]), self.options.format, "xyxy")
+        moved, keep = moved_boxes_tf(xyxy, transform, **self._units(geometry))
+        out_boxes = _convert_dense_tf(moved, "xyxy", geometry.box_format or self.options.format)
+        if not isinstance(value, Mapping):
+            return out_boxes
+        return {
+            key: out_boxes if key == "boxes" else tf.boolean_mask(item, keep) for key, item in value.items()
+        }
+
+    def _units(self, geometry: rk.ImageGeometry) -> dict[str, bool]:
+        normalized = self.options.normalized
+        out = normalized if geometry.normalized is None else geometry.normalized
+        return {"normalized": normalized, "out_normalized": out, "keep_empty": geometry.keep_empty_boxes}
 
     # -- encoding -------------------------------------------------------------------
 

@@ -35,6 +35,9 @@ from recordkit_codecs._tf_images import decode_image_batch, decode_image_scaled,
 
 __all__ = ["ImageCodec", "ImageOptions"]
 
+#: Where TFDS's feature classes live (the "pythonClassName" of features.json).
+_TFDS = "tensorflow_datasets.core.features."
+
 Byte = Annotated[int, pydantic.Field(ge=0, le=255)]
 #: The encodings an image is stored in.
 EncodedFormat = Literal["jpeg", "png"]
@@ -130,6 +133,11 @@ class ImageCodec(rk.Raster, rk.Codec[ImageOptions]):
 
     name = "image"
     version = "1"
+
+    def data_type(self) -> str:
+        """The Croissant data type of its values (:class:`recordkit.DataTyped`)."""
+        return "sc:ImageObject"
+
     options_model = ImageOptions
     summary = "an image stored as encoded PNG/JPEG bytes with height, width, channels"
     raster = "pixels"
@@ -234,6 +242,17 @@ class ImageCodec(rk.Raster, rk.Codec[ImageOptions]):
         }
 
     # --8<-- [start:to_native]
+    def tfds_feature(self) -> rk.TfdsFeature:
+        """TFDS's ``Image`` reads the encoded bytes under the field's key as they are
+        (rk.TfdsDescribed); it needs the encoding and the channel count fixed."""
+        if self.options.format == "keep" or self.options.channels is None:
+            raise ValueError(
+                "TFDS's Image needs format png or jpeg and a fixed channel count (channels: 1, 3 or 4)"
+            )
+        shape = {"dimensions": ["-1", "-1", str(self.options.channels)]}
+        image = {"dtype": "uint8", "encodingFormat": self.options.format, "shape": shape}
+        return rk.TfdsFeature({"image": image, "pythonClassName": f"{_TFDS}image_feature.Image"})
+
     def to_native(self, request: rk.NativeRequest) -> rk.NativeField:
         """Encoded images are copied byte for byte (``format: keep``), their sizes stored
         beside them (rk.Convertible)."""

@@ -24,6 +24,9 @@ from recordkit_codecs._show import class_counts, class_names
 
 __all__ = ["LabelCodec", "LabelOptions"]
 
+#: Where TFDS's feature classes live (the "pythonClassName" of features.json).
+_TFDS = "tensorflow_datasets.core.features."
+
 
 class LabelOptions(rk.CodecOptions):
     """Options of the ``label`` codec."""
@@ -70,6 +73,11 @@ class LabelCodec(rk.Codec[LabelOptions]):
 
     name = "label"
     version = "1"
+
+    def data_type(self) -> str:
+        """The Croissant data type of its values (:class:`recordkit.DataTyped`)."""
+        return "sc:Integer"
+
     options_model = LabelOptions
     summary = "a class label (name or id) per record, or a list of them"
     # --8<-- [start:adopt]
@@ -119,6 +127,20 @@ class LabelCodec(rk.Codec[LabelOptions]):
         if ids.dtype.kind == "f":  # multi-hot
             ids = np.flatnonzero(ids)
         return [int(i) for i in ids]
+
+    def tfds_feature(self) -> rk.TfdsFeature:
+        """TFDS's ``ClassLabel`` reads the int64 class id as it is (rk.TfdsDescribed)."""
+        if self.options.multi:
+            raise ValueError("TFDS's ClassLabel holds one class per record (this field has several)")
+        names = tuple(self.options.names or ())
+        count = len(names) or self.options.num_classes
+        if not count:
+            raise ValueError("TFDS's ClassLabel needs the classes: give names or num_classes")
+        entry = {
+            "classLabel": {"numClasses": str(count)},
+            "pythonClassName": f"{_TFDS}class_label_feature.ClassLabel",
+        }
+        return rk.TfdsFeature(entry, names)
 
     def caption(self, value: Any) -> str:
         """The class names (rk.Captioned)."""

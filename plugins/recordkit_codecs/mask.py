@@ -78,6 +78,11 @@ class MaskCodec(rk.Raster, rk.Codec[MaskOptions]):
 
     name = "mask"
     version = "1"
+
+    def data_type(self) -> str:
+        """The Croissant data type of its values (:class:`recordkit.DataTyped`)."""
+        return "sc:ImageObject"
+
     options_model = MaskOptions
     summary = "a segmentation mask of class indices, stored as a lossless PNG"
     raster = "indices"  # resized nearest-neighbour only

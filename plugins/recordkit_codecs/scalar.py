@@ -35,6 +35,11 @@ class ScalarCodec(rk.Codec[ScalarOptions]):
 
     name = "scalar"
     version = "1"
+
+    def data_type(self) -> str:
+        """The Croissant data type of its values (:class:`recordkit.DataTyped`)."""
+        return "sc:Float" if str(self.options.dtype).startswith("float") else "sc:Integer"
+
     options_model = ScalarOptions
     summary = "one int, float, bool or str per record"
     adopt_order = 900

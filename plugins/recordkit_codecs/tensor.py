@@ -130,6 +130,11 @@ class TensorCodec(rk.Codec[TensorOptions]):
 
     name = "tensor"
     version = "1"
+
+    def data_type(self) -> str:
+        """The Croissant data type of its values (:class:`recordkit.DataTyped`)."""
+        return "sc:Float" if str(self.options.dtype).startswith("float") else "sc:Integer"
+
     options_model = TensorOptions
     summary = "a numpy array of any dtype, fixed or variable shape, stored as raw bytes"
     adopt_order = 300

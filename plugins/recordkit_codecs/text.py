@@ -22,6 +22,9 @@ from recordkit_codecs._foreign import formats, plain_key
 
 __all__ = ["TextCodec", "TextOptions"]
 
+#: Where TFDS's feature classes live (the "pythonClassName" of features.json).
+_TFDS = "tensorflow_datasets.core.features."
+
 
 class TextOptions(rk.CodecOptions):
     """Options of the ``text`` codec."""
@@ -42,6 +45,11 @@ class TextCodec(rk.Codec[TextOptions]):
 
     name = "text"
     version = "1"
+
+    def data_type(self) -> str:
+        """The Croissant data type of its values (:class:`recordkit.DataTyped`)."""
+        return "sc:Text"
+
     options_model = TextOptions
     summary = "a UTF-8 string per record (optional normalisation and length limit)"
     adopt_order = 850
@@ -68,6 +76,10 @@ class TextCodec(rk.Codec[TextOptions]):
         return rk.WireSpec((rk.WireFeature("", rk.WireKind.BYTES, (), "the text, UTF-8"),))
 
     # -- showing, counting and converting (optional capabilities) ------------------
+
+    def tfds_feature(self) -> rk.TfdsFeature:
+        """TFDS's ``Text`` reads the UTF-8 bytes as they are (rk.TfdsDescribed)."""
+        return rk.TfdsFeature({"text": {}, "pythonClassName": f"{_TFDS}text_feature.Text"})
 
     def caption(self, value: Any) -> str:
         """The text (rk.Captioned)."""

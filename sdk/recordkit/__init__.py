@@ -20,6 +20,7 @@ from recordkit.codec._capabilities import (
     Canvas,
     Captioned,
     Convertible,
+    DataTyped,
     DecodedPerRecord,
     Drawable,
     NativeField,
@@ -29,9 +30,12 @@ from recordkit.codec._capabilities import (
     Raster,
     Statistics,
     Summarized,
+    TfdsDescribed,
+    TfdsFeature,
 )
 from recordkit.codec._codec import Codec, CodecOptions
 from recordkit.codec._decode_source import DecodeSource
+from recordkit.codec._geometry import FollowsImage, ImageGeometry, ImageTransform
 from recordkit.codec._plugins import PluginInfo, PluginSet, default_registry, load_plugins
 from recordkit.codec._registry import CodecInfo, CodecRegistry
 from recordkit.codec._wire import WireFeature, WireKind, WireSpec, WireValues
@@ -41,11 +45,14 @@ from recordkit.dataset._tfds import TfdsDataset, open_tfds
 from recordkit.hookspecs import hookimpl
 from recordkit.read._corruption import CorruptionReport, SkippedRecords
 from recordkit.read._dataset import Dataset, open
+from recordkit.read._epoch_stream import EpochStream
+from recordkit.read._mixture import Mixture, mix
 from recordkit.read._parse import PRESENT_SUFFIX, feature_spec, make_parser
 from recordkit.read._random_access import RandomAccess
 from recordkit.read._read_config import Layout, ReadConfig
 from recordkit.read._shortcuts import iter_records, load_dataset
 from recordkit.schema._bound import BoundField, KeyedFeature
+from recordkit.schema._card import DatasetCard
 from recordkit.schema._compatibility import CompatibilityReport, FieldDifference, check_compatibility
 from recordkit.schema._encoder import EncodedRecord as _EncodedRecord
 from recordkit.schema._encoder import RecordEncoder
@@ -56,7 +63,9 @@ from recordkit.storage import ShardCache
 from recordkit.tools._adopt import infer_schema
 from recordkit.tools._codegen import generate_parser_code
 from recordkit.tools._convert import convert_dataset
+from recordkit.tools._croissant import croissant
 from recordkit.tools._field_groups import add_fields, remove_fields
+from recordkit.tools._tfds_export import write_tfds_metadata
 from recordkit.write._writer import DatasetWriter, WriteOptions, write_dataset
 
 __all__ = [
@@ -76,19 +85,26 @@ __all__ = [
     "Convertible",
     "CorruptionReport",
     "Dataset",
+    "DataTyped",
+    "DatasetCard",
     "DatasetWriter",
     "DecodeSource",
+    "EpochStream",
     "DecodedPerRecord",
     "Drawable",
     "FieldDifference",
     "FieldGroup",
     "FieldSpec",
+    "FollowsImage",
     "ForeignKey",
     "ForeignRecords",
+    "ImageGeometry",
+    "ImageTransform",
     "KeyedFeature",
     "Layout",
     "LeftOut",
     "Manifest",
+    "Mixture",
     "NativeField",
     "NativeRequest",
     "PadsAsDecoded",
@@ -108,6 +124,8 @@ __all__ = [
     "Statistics",
     "Summarized",
     "TfdsDataset",
+    "TfdsDescribed",
+    "TfdsFeature",
     "WireFeature",
     "WireKind",
     "WireSpec",
@@ -118,6 +136,7 @@ __all__ = [
     "byte_breakdown",
     "check_compatibility",
     "convert_dataset",
+    "croissant",
     "default_registry",
     "errors",
     "feature_spec",
@@ -130,10 +149,12 @@ __all__ = [
     "load_dataset",
     "load_plugins",
     "make_parser",
+    "mix",
     "open",
     "remove_fields",
     "schema_of",
     "write_dataset",
+    "write_tfds_metadata",
 ]
 
 #: Public names that still work but warn: name to (object, what to use instead).

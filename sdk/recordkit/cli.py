@@ -24,6 +24,7 @@ import click
 from recordkit._cli._common import describe_error
 from recordkit._cli.codegen import codegen_command
 from recordkit._cli.convert import CONVERT_WORDS, convert_command
+from recordkit._cli.croissant import croissant_command
 from recordkit._cli.fields import add_fields_command, remove_fields_command
 from recordkit._cli.index import index_command
 from recordkit._cli.ingest import INGEST_WORDS, ingest_command
@@ -32,6 +33,7 @@ from recordkit._cli.plugins import plugins_command
 from recordkit._cli.schema import schema_group
 from recordkit._cli.show import show_command
 from recordkit._cli.stats import stats_command
+from recordkit._cli.tfds_metadata import tfds_metadata_command
 from recordkit._cli.verify import verify_command
 from recordkit._cli.view import view_command
 from recordkit._version import __version__
@@ -81,6 +83,8 @@ main.add_command(ingest_command)
 main.add_command(show_command)
 main.add_command(stats_command)
 main.add_command(convert_command)
+main.add_command(tfds_metadata_command)
 main.add_command(view_command)
 main.add_command(add_fields_command)
 main.add_command(remove_fields_command)
+main.add_command(croissant_command)

@@ -24,6 +24,7 @@ The tree::
     │   ├── ConcurrentWriteError    another writer changed a remote dataset.json meanwhile
     │   ├── CorruptRecordError      a shard's bytes fail their checks (CRC, framing, parse)
     │   └── CodecVersionError       records stored by a codec version the installed codec does not read
+    ├── ResumeStateError            a reading state saved with another seed, dataset or mixture
     ├── DecodeError                 stored bytes cannot be decoded back to a value
     ├── InputError                  a source's input (a folder, COCO, VOC, CSV ...) is malformed
     └── MissingExtraError           an optional dependency is not installed (also ImportError)
@@ -57,6 +58,7 @@ __all__ = [
     "PluginLoadError",
     "RecordError",
     "RecordkitError",
+    "ResumeStateError",
     "SchemaError",
     "SchemaFileError",
     "UnknownCodecError",
@@ -267,6 +269,12 @@ class CodecVersionError(DatasetError):
 class DecodeError(RecordkitError):
     """Stored bytes could not be decoded back to a value (the shard is readable but the
     payload is not what its codec wrote)."""
+
+
+class ResumeStateError(RecordkitError, ValueError):
+    """A reader was asked to resume from a state it cannot continue exactly: saved by
+    another kind of reader, or with another seed, dataset or mixture (each difference is
+    named), or malformed."""
 
 
 class InputError(RecordkitError):

@@ -98,7 +98,17 @@ def test_the_counts_the_guide_gives_are_the_codecs() -> None:
     assigned = [n for n in cls.body if isinstance(n, ast.Assign)]
     attributes = [t.id for n in assigned for t in n.targets if isinstance(t, ast.Name)]
     methods = [n.name for n in cls.body if isinstance(n, ast.FunctionDef) and not n.name.startswith("_")]
-    words = {2: "two", 3: "three", 4: "four", 5: "five", 6: "six", 7: "seven", 8: "eight", 9: "nine"}
+    words = {
+        2: "two",
+        3: "three",
+        4: "four",
+        5: "five",
+        6: "six",
+        7: "seven",
+        8: "eight",
+        9: "nine",
+        10: "ten",
+    }
     text = " ".join(GUIDE.read_text(encoding="utf-8").split())
     assert f"{words[len(attributes)]} class attributes ({', '.join(f'`{a}`' for a in attributes)})" in text
     listed = re.search(rf"{words[len(methods)]} methods \(([^)]*)\)", text)

@@ -59,7 +59,9 @@ def index_dataset(
     written = []
     saved = time.monotonic()
     for name in chosen:
-        for shard in manifest.splits[name].shards:
+        # As a list: the entries of a shard table are made on each access, and these change.
+        shards = manifest.splits[name].shards = list(manifest.splits[name].shards)
+        for shard in shards:
             if shard.index is not None and not rebuild:
                 continue
             index = build_index(member(root, shard.file), compression)

@@ -65,6 +65,7 @@ def dataset_summary(root: Location, manifest: Manifest, splits: Sequence[str]) -
         "compression": manifest.compression or "none",
         "codecs": {name: prov.model_dump(exclude_none=True) for name, prov in manifest.codecs.items()},
         "splits": split_rows,
+        "card": manifest.card.model_dump(mode="json", exclude_defaults=True) if manifest.card else None,
     }
 
 
@@ -131,6 +132,7 @@ def _print_summary(summary: dict[str, Any]) -> None:
     click.echo(f"fingerprint  {schema['fingerprint']}")
     click.echo(f"written by   recordkit {summary['recordkit_version']}, {summary['created']}")
     click.echo(f"compression  {summary['compression']}")
+    _print_card(summary["card"])
     click.echo("")
     codec_rows = [["codec", "version", "distribution", "fields"]]
     for name, prov in summary["codecs"].items():
@@ -161,6 +163,31 @@ def _print_summary(summary: dict[str, Any]) -> None:
         click.echo("no splits")
     else:
         click.echo(table(split_rows, right={1, 2, 3, 4}))
+
+
+#: The card's entries as ``inspect`` shows them, one line each (citation and notes: their first line).
+_CARD_LABELS = {
+    "license": "license",
+    "homepage": "homepage",
+    "authors": "authors",
+    "description": "description",
+    "version_notes": "version notes",
+    "citation": "citation",
+}
+
+
+def _print_card(card: dict[str, Any] | None) -> None:
+    if not card:
+        return
+    click.echo("")
+    for key, label in _CARD_LABELS.items():
+        value = card.get(key)
+        if not value:
+            continue
+        text = ", ".join(value) if isinstance(value, list) else str(value)
+        lines = text.strip().splitlines()
+        more = f" (+{len(lines) - 1} lines; --json shows all)" if len(lines) > 1 else ""
+        click.echo(f"{label:<12} {lines[0]}{more}")
 
 
 def _print_breakdown(breakdown: dict[str, Any]) -> None:

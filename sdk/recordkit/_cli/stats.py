@@ -30,6 +30,7 @@ from recordkit._cli._common import (
 from recordkit._cli._field_stats import FieldStats
 from recordkit.codec._plugins import default_registry
 from recordkit.dataset._manifest import Manifest
+from recordkit.dataset._shards import selected_records
 from recordkit.errors import RecordkitError
 from recordkit.read._open import bind_to_read, open_dataset
 from recordkit.read._shortcuts import iter_records
@@ -45,7 +46,8 @@ def gather(root: Location, split: str, progress: bool | None = None) -> dict[str
     bound = bind_to_read(manifest, default_registry(), split=split)  # with its field groups
     stats = {field.name: FieldStats(field) for field in bound.fields}
     path, options = reader_path(root)
-    total = sum(s.selected or 0 for s in open_dataset(path, split, storage_options=options).shards)
+    opened = open_dataset(path, split, storage_options=options, check_sizes=False)  # iter_records checks
+    total = selected_records(opened.shards) or 0
     from tqdm.auto import tqdm
 
     enabled = sys.stderr.isatty() if progress is None else progress

@@ -53,6 +53,7 @@ if TYPE_CHECKING:  # Pillow is imported only when a picture is drawn.
 __all__ = [
     "PALETTE",
     "Audible",
+    "DataTyped",
     "Backdrop",
     "Canvas",
     "Captioned",
@@ -67,6 +68,8 @@ __all__ = [
     "Rgb",
     "Statistics",
     "Summarized",
+    "TfdsDescribed",
+    "TfdsFeature",
     "check_capability_members",
     "class_color",
     "decodes_per_record",
@@ -262,6 +265,16 @@ class Audible(Protocol):
 # --8<-- [end:sound]
 
 
+@runtime_checkable
+class DataTyped(Protocol):
+    """A codec that names the data type of its values in MLCommons Croissant's terms
+    (schema.org's and Croissant's): ``recordkit croissant`` types its fields with it."""
+
+    def data_type(self) -> str:
+        """``sc:ImageObject``, ``sc:AudioObject``, ``sc:Text``, ``sc:Integer``,
+        ``sc:Float``, ``cr:BoundingBox`` ... (without it: ``sc:Text``)."""
+
+
 # --8<-- [start:caption]
 @runtime_checkable
 class Captioned(Protocol):
@@ -322,6 +335,27 @@ class Convertible(Protocol):
 
 
 # --8<-- [end:to_native]
+
+
+@dataclasses.dataclass(frozen=True)
+class TfdsFeature:
+    """How TensorFlow Datasets reads a field's stored keys as they are: the field's entry
+    in TFDS's ``features.json`` (a feature's JSON, ``{"pythonClassName": ..., ...}``), and
+    the class names TFDS keeps beside it in ``<field>.labels.txt`` (a ``ClassLabel``'s)."""
+
+    entry: Mapping[str, Any]
+    label_names: tuple[str, ...] = ()
+
+
+@runtime_checkable
+class TfdsDescribed(Protocol):
+    """A codec whose stored keys a TFDS feature parses as they are (an image's encoded
+    bytes, a class id, text), so that :func:`recordkit.write_tfds_metadata` can describe its fields
+    for ``tfds.builder_from_directory``."""
+
+    def tfds_feature(self) -> TfdsFeature:
+        """The TFDS feature of a field of this codec with its options. Raise ValueError
+        with the reason when these options have no TFDS equivalent."""
 
 
 # -- what the readers ask -------------------------------------------------------------------

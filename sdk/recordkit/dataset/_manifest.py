@@ -13,6 +13,7 @@ the complete shards on disk, and an interrupted write can be resumed from it.
 from __future__ import annotations
 
 import datetime as _dt
+import hashlib
 import json
 import os
 import tempfile
@@ -24,7 +25,10 @@ import pydantic
 from recordkit._limits import MAX_NESTING, nesting_depth
 from recordkit.dataset._format import FormatVersion, check_readable, format_for
 from recordkit.dataset._paths import check_member_name
+from recordkit.dataset._shard_info import ShardIndex, ShardInfo, StrictModel
+from recordkit.dataset._shard_table import ShardTable, table_file_name, total_records
 from recordkit.errors import ManifestError
+from recordkit.schema._card import DatasetCard
 from recordkit.schema._fields import FieldSpec
 from recordkit.schema._schema import Schema
 from recordkit.storage import Location, PathOrUrl, StorageOptions, location
@@ -35,8 +39,10 @@ __all__ = [
     "FieldGroup",
     "GroupShardInfo",
     "Manifest",
+    "SHARD_TABLE_FROM",
     "ShardIndex",
     "ShardInfo",
+    "ShardTableFile",
     "SplitInfo",
     "UnfinishedWrite",
 ]
@@ -46,44 +52,22 @@ MANIFEST_FILE = "dataset.json"
 #: written when: :mod:`recordkit.dataset._format`). Version 1 manifests (no record
 #: index) are still read, and ``recordkit index`` upgrades them.
 FORMAT: FormatVersion = format_for(field_groups=False)
+#: Splits of at least this many shards are listed by a shard table when saved (format
+#: :func:`~recordkit.dataset._format.format_for` says).
+SHARD_TABLE_FROM = 1000
 
 
-class _Model(pydantic.BaseModel):
-    # strict: a manifest is untrusted input; "5" or true is not a record count.
-    model_config = pydantic.ConfigDict(extra="forbid", strict=True)
+class ShardTableFile(StrictModel):
+    """Where a split's shards are listed when there are many: a shard table file."""
 
-
-class ShardIndex(_Model):
-    """A shard's record index (:mod:`recordkit.format._index`): its file and sha256."""
-
-    file: str = pydantic.Field(description="File name of the index, relative to the dataset root.")
-    sha256: str = pydantic.Field(pattern=r"^[0-9a-f]{64}$", description="Hex sha256 of the index bytes.")
-
-    @pydantic.field_validator("file")
-    @classmethod
-    def _inside_the_dataset(cls, value: str) -> str:
-        return check_member_name(value)
-
-
-class ShardInfo(_Model):
-    """One complete shard file."""
-
-    file: str = pydantic.Field(description="File name, relative to the dataset root.")
-    records: int = pydantic.Field(ge=0, description="Number of records in the shard.")
-    bytes: int = pydantic.Field(ge=0, description="File size in bytes (as stored, compressed or not).")
-    # Empty only in the view of a folder another tool wrote (TFDS records no sha256).
-    sha256: str = pydantic.Field(
-        pattern=r"^([0-9a-f]{64})?$", description="Hex sha256 of the file's bytes (empty: not recorded)."
-    )
-    index: ShardIndex | None = pydantic.Field(
-        default=None,
-        description="The record index beside the shard (absent in datasets written before format 2).",
-    )
+    file: str = pydantic.Field(description="File name of the shard table, relative to the dataset root.")
+    sha256: str = pydantic.Field(pattern=r"^[0-9a-f]{64}$", description="Hex sha256 of the table's bytes.")
+    shards: int = pydantic.Field(ge=0, description="Number of shards the table lists.")
 
     @pydantic.field_validator("file")
     @classmethod
     def _inside_the_dataset(cls, value: str) -> str:
-        return check_member_name(value)
+        return check_member_name(value, what="shard_table file")
 
 
 class GroupShardInfo(ShardInfo):
@@ -98,7 +82,7 @@ class GroupShardInfo(ShardInfo):
     )
 
 
-class UnfinishedWrite(_Model):
+class UnfinishedWrite(StrictModel):
     """A write to a split that has not finished (still running, or stopped).
 
     The writer records it when the write starts and updates it with every completed
@@ -125,7 +109,7 @@ class UnfinishedWrite(_Model):
     )
 
 
-class CodecProvenance(_Model):
+class CodecProvenance(StrictModel):
     """Which codec version wrote a field, and which distribution provided it."""
 
     version: str
@@ -134,7 +118,7 @@ class CodecProvenance(_Model):
     distribution_version: str | None = None
 
 
-class FieldGroup(_Model):
+class FieldGroup(StrictModel):
     """Fields added to a split after it was written (:func:`recordkit.add_fields`), in
     their own shards: shard ``i`` of the group holds, for each record of the split's
     shard ``i`` and in the same order, a ``tf.train.Example`` of the group's fields.
@@ -163,10 +147,14 @@ class FieldGroup(_Model):
         return fields
 
 
-class SplitInfo(_Model):
+class SplitInfo(StrictModel):
     """One split (train, validation ...) and its shards, in order."""
 
     shards: list[ShardInfo] = pydantic.Field(default_factory=list)
+    shard_table: ShardTableFile | None = pydantic.Field(
+        default=None,
+        description="Instead of shards: the file that lists them as columns (a split of many shards).",
+    )
     rejected: int = pydantic.Field(default=0, ge=0, description="Records skipped as invalid.")
     rejects_file: str | None = pydantic.Field(
         default=None, description="JSON-lines file listing each rejected record and why."
@@ -182,6 +170,11 @@ class SplitInfo(_Model):
         default=None,
         description="Fields added to the split after it was written, by group name (format 3).",
     )
+
+    @pydantic.field_serializer("shards", mode="wrap")
+    def _as_a_list(self, shards: Any, handler: pydantic.SerializerFunctionWrapHandler) -> Any:
+        # A shard table (loaded from a dataset that lists one) dumps as the list it stands for.
+        return handler(list(shards) if isinstance(shards, ShardTable) else shards)
 
     @pydantic.field_validator("rejects_file")
     @classmethod
@@ -235,14 +228,15 @@ class SplitInfo(_Model):
 
     @property
     def num_records(self) -> int:
-        return sum(s.records for s in self.shards)
+        return total_records(self.shards)
 
     @property
     def num_bytes(self) -> int:
-        return sum(s.bytes for s in self.shards)
+        shards = self.shards
+        return shards.total_bytes if isinstance(shards, ShardTable) else sum(s.bytes for s in shards)
 
 
-class Manifest(_Model):
+class Manifest(StrictModel):
     """The content of ``dataset.json``."""
 
     format: FormatVersion = FORMAT
@@ -255,8 +249,14 @@ class Manifest(_Model):
     codecs: dict[str, CodecProvenance]
     compression: Literal["", "GZIP", "ZLIB"] = ""
     splits: dict[str, SplitInfo] = pydantic.Field(default_factory=dict)
+    card: DatasetCard | None = pydantic.Field(
+        default=None,
+        description="The dataset card: license, citation, homepage, authors, notes, description (format 5).",
+    )
 
     model_config = pydantic.ConfigDict(extra="forbid", populate_by_name=True, strict=True)
+    #: Each table-listed split's table and its bytes, made once per listing.
+    _table_bytes: dict[str, tuple[ShardTable, bytes]] = pydantic.PrivateAttr(default_factory=dict)
 
     @property
     def schema(self) -> Schema:  # type: ignore[override]  # pydantic's deprecated BaseModel.schema
@@ -272,7 +272,7 @@ class Manifest(_Model):
     def _format_and_group_fields(self) -> Manifest:
         """The format holds what the manifest has; no added field takes the name of a
         field the schema or another group of its split has."""
-        problem = check_readable(self.format, field_groups=self.has_field_groups)
+        problem = check_readable(self.format, field_groups=self.has_field_groups, card=self.card is not None)
         if problem is not None:
             raise ValueError(problem)
         for split_name, info in self.splits.items():
@@ -295,7 +295,11 @@ class Manifest(_Model):
     def stamp_format(self) -> None:
         """Set :attr:`format` to the version this manifest is saved in: the oldest that
         holds what it has (:func:`recordkit.dataset._format.format_for`)."""
-        self.format = format_for(field_groups=self.has_field_groups)
+        self.format = format_for(
+            field_groups=self.has_field_groups,
+            shard_tables=bool(self.shard_tables()),
+            card=self.card is not None,
+        )
 
     def split(self, name: str) -> SplitInfo:
         """Split ``name``'s shards and counts; a :class:`ManifestError` naming the splits
@@ -308,8 +312,55 @@ class Manifest(_Model):
             ) from None
 
     def to_json(self) -> str:
-        """The manifest as ``dataset.json`` holds it (indented, unset entries left out)."""
-        return self.model_dump_json(by_alias=True, indent=2, exclude_none=True) + "\n"
+        """The manifest as ``dataset.json`` holds it (indented, unset entries left out);
+        a split of many shards is listed by its shard table (see :meth:`shard_tables`)."""
+        tables = self.shard_tables()
+        self.stamp_format()
+        if not tables:
+            return self.model_dump_json(by_alias=True, indent=2, exclude_none=True) + "\n"
+        data = self.model_dump(
+            mode="json",
+            by_alias=True,
+            exclude_none=True,
+            exclude={"splits": {name: {"shards", "shard_table"} for name in tables}},
+        )
+        for name, (table, data_bytes) in tables.items():
+            digest = hashlib.sha256(data_bytes).hexdigest()
+            ref = ShardTableFile(file=table_file_name(name, digest), sha256=digest, shards=len(table))
+            data["splits"][name]["shard_table"] = ref.model_dump()
+        return json.dumps(data, indent=2) + "\n"
+
+    def shard_tables(self) -> dict[str, tuple[ShardTable, bytes]]:
+        """The splits listed by a shard table when saved (those of at least
+        :data:`SHARD_TABLE_FROM` shards that a table holds), with the table's bytes."""
+        tables: dict[str, tuple[ShardTable, bytes]] = {}
+        for name, split in self.splits.items():
+            if len(split.shards) < SHARD_TABLE_FROM or split.field_groups:
+                continue  # few shards, or field groups aligned with them: listed inline
+            table = ShardTable.from_entries(split.shards)
+            if table is not None:
+                cached = self._table_bytes.get(name)
+                if cached is None or cached[0] is not table:
+                    cached = (table, table.to_bytes())
+                    self._table_bytes[name] = cached
+                tables[name] = cached
+        return tables
+
+    def table_files(self) -> set[str]:
+        """The shard table files this manifest lists when saved."""
+        return {
+            table_file_name(name, hashlib.sha256(data).hexdigest())
+            for name, (_, data) in self.shard_tables().items()
+        }
+
+    def save_shard_tables(self, root: PathOrUrl | Location, *, durable: bool = True) -> None:
+        """Write the shard tables :meth:`to_json` will list, before the manifest that
+        commits them (a table's name holds its sha256: one already there is kept)."""
+        where = location(root)
+        for name, (_, data) in self.shard_tables().items():
+            target = where.join(table_file_name(name, hashlib.sha256(data).hexdigest()))
+            if not target.exists():
+                target.write_bytes(data, durable=durable)
 
     @classmethod
     def load(cls, root: PathOrUrl | Location, storage_options: StorageOptions | None = None) -> Manifest:
@@ -323,7 +374,7 @@ class Manifest(_Model):
         where = location(root, storage_options)
         local = where.local_path
         if local is None:
-            return cls._parse(_read_remote(where), str(where.join(MANIFEST_FILE)))
+            return cls._parse(_read_remote(where), str(where.join(MANIFEST_FILE)), where)
         root = local
         if not root.exists():
             raise ManifestError("does not exist", file=str(root))
@@ -345,11 +396,12 @@ class Manifest(_Model):
             raise ManifestError("is a folder, not a file", file=str(path)) from None
         except OSError as exc:
             raise ManifestError(f"cannot be read: {exc.strerror or exc}", file=str(path)) from None
-        return cls._parse(raw_bytes, str(path))
+        return cls._parse(raw_bytes, str(path), location(root))
 
     @classmethod
-    def _parse(cls, raw_bytes: bytes, path: str) -> Manifest:
-        """The manifest in ``raw_bytes`` (read from ``path``), checked as untrusted input."""
+    def _parse(cls, raw_bytes: bytes, path: str, folder: Location) -> Manifest:
+        """The manifest in ``raw_bytes`` (read from ``path`` in ``folder``), checked as
+        untrusted input, with the shard tables it lists."""
         try:
             raw = raw_bytes.decode("utf-8")
         except UnicodeDecodeError as exc:
@@ -371,20 +423,32 @@ class Manifest(_Model):
         if unknown is not None:
             raise ManifestError(unknown, file=str(path))
         try:
-            return cls.model_validate(data)
+            manifest = cls.model_validate(data)
         except pydantic.ValidationError as exc:
             problems = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors())
             raise ManifestError(f"invalid manifest: {problems}", file=str(path)) from None
         except RecursionError:
             raise ManifestError("nested too deeply", file=str(path)) from None
+        for name, split in manifest.splits.items():
+            if split.shard_table is not None:
+                if split.shards:
+                    raise ManifestError(
+                        f"invalid manifest: splits.{name}: lists both shards and a shard_table",
+                        file=str(path),
+                    )
+                split.shards = _read_table(folder, split.shard_table)  # type: ignore[assignment]  # a Sequence
+        return manifest
 
     def save(self, root: PathOrUrl | Location, *, durable: bool = True) -> None:
         """Write atomically: a temp file in the same folder, fsynced (when ``durable``),
         then renamed; on an object store, one PUT (the object is replaced whole). The
         manifest is saved in the format this code writes for it (:meth:`stamp_format`:
-        shard indexes make a dataset begun as format 1 format 2)."""
-        self.stamp_format()
+        shard indexes make a dataset begun as format 1 format 2). Shard tables are written
+        first, and a table the manifest listed before and no longer lists is removed after
+        (locally; on an object store it stays)."""
         where = location(root)
+        self.save_shard_tables(where, durable=durable)
+        self.stamp_format()
         local = where.local_path
         if local is None:
             where.join(MANIFEST_FILE).write_bytes(self.to_json().encode("utf-8"))
@@ -401,6 +465,39 @@ class Manifest(_Model):
         except BaseException:
             Path(tmp).unlink(missing_ok=True)
             raise
+        tables = self.shard_tables()
+        for name, split in self.splits.items():
+            old = split.shard_table
+            split.shard_table = None
+            if name in tables:
+                table = tables[name]
+                digest = hashlib.sha256(table[1]).hexdigest()
+                split.shard_table = ShardTableFile(
+                    file=table_file_name(name, digest), sha256=digest, shards=len(table[0])
+                )
+            if old is not None and (split.shard_table is None or old.file != split.shard_table.file):
+                (root / old.file).unlink(missing_ok=True)
+
+
+def _read_table(folder: Location, ref: ShardTableFile) -> ShardTable:
+    """The shard table ``ref`` names, its sha256 checked; a ManifestError naming it."""
+    where = folder.join(ref.file)
+    try:
+        data = where.read_bytes()
+    except FileNotFoundError:
+        raise ManifestError(
+            f"shard table {ref.file} is listed in {MANIFEST_FILE} but missing", file=str(where)
+        ) from None
+    except OSError as exc:
+        raise ManifestError(f"cannot be read: {exc.strerror or exc}", file=str(where)) from None
+    digest = hashlib.sha256(data).hexdigest()
+    if digest != ref.sha256:
+        raise ManifestError(
+            f"shard table {ref.file} has sha256 {digest}, {MANIFEST_FILE} says {ref.sha256} "
+            "(changed or damaged)",
+            file=str(where),
+        )
+    return ShardTable.from_bytes(data, file=ref.file, shards=ref.shards)
 
 
 def _read_remote(root: Location) -> bytes:

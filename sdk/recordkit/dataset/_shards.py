@@ -13,14 +13,17 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+from collections.abc import Sequence
+from typing import overload
 
 from recordkit.dataset._manifest import Manifest, ShardInfo
 from recordkit.dataset._paths import member
+from recordkit.dataset._shard_table import total_records
 from recordkit.dataset._slices import SplitRange, is_plain_split, resolve_split, shard_slices
 from recordkit.errors import ManifestError
 from recordkit.storage import Location
 
-__all__ = ["Shard", "split_names", "split_shards"]
+__all__ = ["ListedShards", "Shard", "selected_records", "split_names", "split_shards"]
 
 logger = logging.getLogger("recordkit")
 
@@ -73,7 +76,55 @@ class Shard:
         return None if self.records is None else max(self.records - self.skip, 0)
 
 
-def split_shards(root: Location, manifest: Manifest, split: str) -> tuple[Shard, ...]:
+#: Shards a :class:`ListedShards` keeps once made (random reads come back to them).
+_MADE_KEPT = 4096
+
+
+class ListedShards(Sequence[Shard]):
+    """A whole split's shards as its manifest lists them: each :class:`Shard` (its path
+    checked to stay inside the dataset) made when it is asked for, so opening a split of
+    a million shards makes none until they are read."""
+
+    def __init__(self, root: Location, listed: Sequence[ShardInfo]) -> None:
+        self.root = root
+        self.listed = listed
+        self._made: dict[int, Shard] = {}
+
+    def __len__(self) -> int:
+        return len(self.listed)
+
+    @overload
+    def __getitem__(self, i: int) -> Shard: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> tuple[Shard, ...]: ...
+
+    def __getitem__(self, i: int | slice) -> Shard | tuple[Shard, ...]:
+        if isinstance(i, slice):
+            return tuple(self[j] for j in range(*i.indices(len(self))))
+        made = self._made.get(i)
+        if made is None:
+            made = _shard(self.root, self.listed[i])
+            if len(self._made) >= _MADE_KEPT:  # a pass over every shard holds few at a time
+                self._made.clear()
+            self._made[i] = made
+        return made
+
+    @property
+    def total_records(self) -> int:
+        return total_records(self.listed)
+
+
+def selected_records(shards: Sequence[Shard]) -> int | None:
+    """How many records ``shards`` read (None: unknown), from the manifest's columns
+    when it lists them, without making every shard."""
+    if isinstance(shards, ListedShards):
+        return shards.total_records
+    counts = [shard.selected for shard in shards]
+    return None if any(count is None for count in counts) else sum(c for c in counts if c is not None)
+
+
+def split_shards(root: Location, manifest: Manifest, split: str) -> Sequence[Shard]:
     """The shards ``split`` (a name, or a TFDS-style expression) reads in the dataset at
     ``root``; for a slice only those it touches, each with the records to skip and take.
 
@@ -82,7 +133,7 @@ def split_shards(root: Location, manifest: Manifest, split: str) -> tuple[Shard,
     a warning saying so."""
     if is_plain_split(split):
         _warn_if_unfinished(root, manifest, split)
-        return tuple(_shard(root, s) for s in manifest.split(split).readable_shards)
+        return ListedShards(root, manifest.split(split).readable_shards)
     ranges = _ranges(manifest, split)
     for name in dict.fromkeys(part.split for part in ranges):
         _warn_if_unfinished(root, manifest, name)

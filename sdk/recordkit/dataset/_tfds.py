@@ -47,10 +47,12 @@ from typing import Any
 import pydantic
 
 from recordkit._version import __version__
+from recordkit.dataset._format import format_for
 from recordkit.dataset._manifest import Manifest, SplitInfo
 from recordkit.dataset._tfds_json import TfdsJson
 from recordkit.dataset._tfds_splits import tfds_split
 from recordkit.errors import DatasetError
+from recordkit.schema._card import DatasetCard
 from recordkit.schema._fields import FieldSpec, field_name_problem
 from recordkit.schema._schema import Schema
 
@@ -135,14 +137,50 @@ def load_tfds(root: str | Path) -> TfdsDataset:
         if split in splits:
             raise info.error(f"splits[{i}].name", f"split {split!r} is listed twice")
         splits[split] = shards
+    card = tfds_card(info)
     manifest = Manifest(
+        format=format_for(field_groups=False, card=card is not None),
         recordkit_version=__version__,
         schema=schema,
         fingerprint="",
         codecs={},
         splits=splits,
+        card=card,
     )
     return TfdsDataset(root, name, version, schema, manifest, tuple(mapper.skipped))
+
+
+def tfds_card(info: TfdsJson) -> DatasetCard | None:
+    """The card of a TFDS folder from its ``dataset_info.json``: its ``citation``, its
+    homepage (``location.urls[0]``) and its license (``redistributionInfo.license``).
+
+    TFDS keeps free text where a card keeps an SPDX expression and BibTeX: a license
+    or citation not shaped as such goes into the card's description, word for word."""
+    citation = info.text(info.data.get("citation"), "citation").strip()
+    urls = info.items(
+        info.obj(info.data.get("location"), "location", default={}).get("urls", []), "location.urls"
+    )
+    homepage = info.text(urls[0], "location.urls[0]").strip() if urls else ""
+    redistribution = info.obj(info.data.get("redistributionInfo"), "redistributionInfo", default={})
+    license_text = info.text(redistribution.get("license"), "redistributionInfo.license").strip()
+    entries: dict[str, str] = {}
+    notes: list[str] = []
+    for key, value, label in (("citation", citation, "Citation"), ("license", license_text, "License")):
+        if value:
+            try:
+                DatasetCard.model_validate({key: value})
+                entries[key] = value
+            except pydantic.ValidationError:
+                notes.append(f"{label} (from TFDS): {value}")
+    if homepage:
+        try:
+            DatasetCard.model_validate({"homepage": homepage})
+            entries["homepage"] = homepage
+        except pydantic.ValidationError:
+            notes.append(f"Homepage (from TFDS): {homepage}")
+    if notes:
+        entries["description"] = "\n\n".join(notes)
+    return DatasetCard.model_validate(entries) if entries else None
 
 
 def open_tfds(folder: str | Path) -> TfdsDataset:

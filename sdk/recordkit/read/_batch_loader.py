@@ -67,7 +67,7 @@ class BatchStream(IterableDataset):
         """Batches of ``records`` (already opened) in ``order``; ``split`` names them in
         state dicts."""
         _check_batch_size(batch_size)
-        self = cast(BatchStream, cls.over(records, split, order))
+        self = cast(BatchStream, cls.over(records, split, order, batch_size=batch_size))
         self.batch_size = batch_size
         self.drop_last = drop_last
         self.layout = batch_layout(records, concat, channels_first)
@@ -82,7 +82,7 @@ class BatchStream(IterableDataset):
         located = self.worker_records(worker, workers)
         size = self.batch_size
         batches = [located[begin : begin + size] for begin in range(0, len(located), size)]
-        if self.drop_last and batches and len(batches[-1]) < size:
+        if self.drop_last and batches and len(batches[-1]) < size:  # only the epoch's last block is short
             batches.pop()
         return batches
 
@@ -95,7 +95,7 @@ class BatchStream(IterableDataset):
         workers, worker = (1, 0) if info is None else (info.num_workers, info.id)
         batches = self.worker_batches(worker, workers)
         if info is None:
-            self._yielded = self._starts[0] if self._starts is not None else 0
+            self._yielded = 0
         for located in batches:
             batch = self.batch(located)
             if info is None:
@@ -103,9 +103,9 @@ class BatchStream(IterableDataset):
             yield batch
 
     def batches_state(self, batches: int, num_workers: int) -> dict[str, Any]:
-        """The position after ``DataLoader(self, batch_size=None, num_workers=...)`` (or a
-        :class:`ThreadLoader` with that many workers) yielded ``batches`` batches, to pass
-        back as ``start=``."""
+        """The state after every rank's ``DataLoader(self, batch_size=None,
+        num_workers=...)`` (or :class:`ThreadLoader` with that many workers) yielded
+        ``batches`` batches, to pass back as ``start=`` with any number of ranks and workers."""
         return self.loader_state(batches, self.batch_size, num_workers, drop_last=self.drop_last)
 
 
@@ -198,6 +198,6 @@ class ThreadLoader:
         return batch
 
     def state_dict(self) -> dict[str, Any]:
-        """The position after the batches yielded so far this epoch (pass it as the
-        stream's ``start=``; a DataLoader with the same ``num_workers`` resumes from it too)."""
+        """The state after the batches yielded so far this epoch (pass it as the stream's
+        ``start=``; a DataLoader or ThreadLoader with any ``num_workers`` resumes from it)."""
         return self.stream.batches_state(self._taken, self.num_workers)

@@ -30,7 +30,7 @@ class _Run:
 
 
 def _runs(shards: IndexedShards, located: Sequence[tuple[int, int]]) -> list[_Run]:
-    spans = [(shard, *shards.indexes[shard].span(shards.firsts[shard] + number)) for shard, number in located]
+    spans = [(shard, *shards.span(shard, number)) for shard, number in located]
     order = sorted(range(len(spans)), key=lambda i: (spans[i][0], spans[i][1]))
     runs: list[_Run] = []
     for i in order:

@@ -5,8 +5,10 @@ files with a schema), the split expression, the schema and the fields bound to t
 codecs once, through :func:`~recordkit.read._open.open_dataset`; :meth:`Dataset.split`
 and :meth:`Dataset.select` derive handles from the manifest already read
 (:func:`~recordkit.read._open.open_split`). What costs reads waits until a consumer
-needs it: the shards' sizes (and sha256) are checked before the first read, once per
-handle, and the record indexes are loaded on the first random access.
+needs it: nothing is made, read or stat'ed per shard when a split is opened; each
+shard's size is checked when a reader first comes to it (``ds.tf()`` checks them all
+before its first read, and ``verify="sha256"`` hashes them all), and a shard's record
+index is loaded on the first random access to that shard.
 
 The consumers are recordkit's readers fed the opened source instead of a path: the
 ``load_dataset`` pipeline (:meth:`Dataset.tf`, the only one that imports TensorFlow), the
@@ -23,11 +25,14 @@ import threading
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
+from recordkit.codec._geometry import ImageGeometry
 from recordkit.codec._plugins import default_registry
 from recordkit.codec._registry import CodecRegistry
 from recordkit.dataset._manifest import Manifest
+from recordkit.dataset._shards import selected_records
 from recordkit.errors import DatasetError, MissingExtraError, RecordkitError, SchemaError
 from recordkit.read._corruption import CorruptionReport, OnCorrupt, check_on_corrupt
+from recordkit.read._epoch_stream import EpochStream
 from recordkit.read._grain import DataSource
 from recordkit.read._iter_records import RecordIterator, record_iterator
 from recordkit.read._load_dataset import tf_pipeline
@@ -235,11 +240,8 @@ class Dataset:
     def __len__(self) -> int:
         """The number of records of the split (from the manifest; else from the record
         indexes, loaded for it)."""
-        source = self._readable()
-        counts = [shard.selected for shard in source.shards]
-        if all(count is not None for count in counts):
-            return sum(count for count in counts if count is not None)
-        return len(self._random_access())
+        count = selected_records(self._readable().shards)
+        return count if count is not None else len(self._random_access())
 
     def __repr__(self) -> str:
         split = "" if self._split is None else f", split={self._split!r}"
@@ -291,7 +293,7 @@ class Dataset:
         with self._lock:
             if self._access is not None:
                 return self._access
-            source = self._checked_source(sizes=True)
+            source = self._checked_source(sizes=False)  # each shard's, as its index loads
             args = {
                 "path": self.path,
                 "split": self._split if self._split is not None else "train",
@@ -323,6 +325,7 @@ class Dataset:
         report: CorruptionReport | None = None,
         layout: Layout | None = None,
         read_config: ReadConfig | None = None,
+        geometry: ImageGeometry | None = None,
     ) -> Any:
         """The split as a ``tf.data.Dataset`` of dicts of decoded tensors (batches of
         ``batch_size``, or single records), as :func:`recordkit.load_dataset` gives it.
@@ -337,6 +340,9 @@ class Dataset:
         :param world_size: how many workers share the split.
         :param layout: the shapes values come in (:class:`~recordkit.Layout`).
         :param read_config: how shards are read (:class:`~recordkit.ReadConfig`).
+        :param geometry: pictures brought to one size, cropped, flipped, and the boxes,
+            masks and keypoints tied to them moved with them
+            (:class:`~recordkit.ImageGeometry`; instead of ``layout``'s image options).
         """
         layout = layout if layout is not None else Layout()
         config = read_config if read_config is not None else ReadConfig()
@@ -349,6 +355,7 @@ class Dataset:
             drop_remainder=drop_remainder,
             **vars(layout),
             **vars(config),
+            geometry=geometry,
         )
         options.check()
         shuffled = shuffle_files or bool(shuffle_buffer)
@@ -366,6 +373,7 @@ class Dataset:
         start: Start = None,
         on_corrupt: OnCorrupt = "raise",
         report: CorruptionReport | None = None,
+        geometry: ImageGeometry | None = None,
     ) -> RecordIterator:
         """The split's records in order, as dicts of numpy and Python values, without
         TensorFlow (what :func:`recordkit.iter_records` gives).
@@ -379,25 +387,64 @@ class Dataset:
         :param start: resume: a record count, or the iterator's ``state_dict()``.
         :param on_corrupt: ``"raise"`` or ``"skip"`` (see :meth:`tf`).
         :param report: collects what ``"skip"`` skipped.
+        :param geometry: pictures brought to one size (and flipped), the fields tied to
+            them moved with them (:class:`~recordkit.ImageGeometry`).
         """
         if num_threads is not None and num_threads < 1:
             raise ValueError(f"num_threads must be at least 1, not {num_threads}")
-        opened = self._opened(on_corrupt, report, rank, world_size, input_context)
+        # Each shard's size is checked as the reader comes to it (iter_records), not all at once.
+        opened = self._opened(on_corrupt, report, rank, world_size, input_context, sizes=False)
         split = self._split if self._split is not None else "train"
         crc = self._request.verify is not False
-        return record_iterator(opened, split, verify=crc, start=start, num_threads=num_threads)
+        return record_iterator(
+            opened, split, verify=crc, start=start, num_threads=num_threads, geometry=geometry
+        )
 
-    def torch(self, *, transform: Transform | None = None, tensors: bool = True) -> MapDataset:
+    def epoch_stream(
+        self,
+        *,
+        shuffle: bool = False,
+        seed: int | None = None,
+        window: int = 1024,
+        rank: int = 0,
+        world_size: int = 1,
+        start: Start = None,
+        prefetch: int = 64,
+        batch_size: int | None = None,
+    ) -> EpochStream:
+        """The split's records as numpy, in the canonical order of an epoch (``set_epoch``),
+        this rank's share of it, resumable from a ``state_dict()`` saved with any number
+        of ranks and workers (the order and state of :meth:`torch_iterable`, without
+        PyTorch; see the how-to "Training runs: resume, grow, mix")."""
+        return EpochStream.over(
+            self._random_access(),
+            self._split if self._split is not None else "train",
+            StreamOrder(shuffle, 0 if seed is None else seed, window, rank, world_size),
+            start=start,
+            prefetch=prefetch,
+            batch_size=batch_size,
+        )
+
+    def torch(
+        self,
+        *,
+        transform: Transform | None = None,
+        tensors: bool = True,
+        geometry: ImageGeometry | None = None,
+    ) -> MapDataset:
         """A map-style PyTorch dataset (``torch.utils.data.Dataset``: ``len`` and
         ``[i]``), what a ``DataLoader`` with ``shuffle=True`` or a ``DistributedSampler``
         expects; its ``collate_fn`` pads what varies in size. Needs the ``torch`` extra.
 
         :param transform: applied to each record (after ``to_tensors`` when ``tensors``).
         :param tensors: numpy arrays as ``torch.Tensor`` (shared, no copy).
+        :param geometry: pictures brought to one size, cropped, flipped, and the fields
+            tied to them moved with them (:class:`~recordkit.ImageGeometry`), before
+            ``transform``.
         """
         module = _torch_readers("Dataset.torch()")
         dataset: MapDataset = module.MapDataset.over(
-            self._random_access(), transform=transform, tensors=tensors
+            self._random_access().with_geometry(geometry), transform=transform, tensors=tensors
         )
         return dataset
 
@@ -413,11 +460,14 @@ class Dataset:
         transform: Transform | None = None,
         tensors: bool = True,
         prefetch: int = 64,
+        geometry: ImageGeometry | None = None,
+        batch_size: int | None = None,
     ) -> IterableDataset:
         """A streaming PyTorch dataset (``torch.utils.data.IterableDataset``): a seeded
         order split between ranks and DataLoader workers, each record read once per
-        epoch, ``set_epoch``, and exact resume (``loader_state``, ``start``). Needs the
-        ``torch`` extra.
+        epoch, ``set_epoch``, and exact resume with any number of ranks and workers
+        (``loader_state``, ``start``; see the how-to "Training runs: resume, grow,
+        mix"). Needs the ``torch`` extra.
 
         :param shuffle: shuffle the shards, and the records within windows of ``window``.
         :param seed: the shuffles' seed; every rank must draw the same order, so None
@@ -426,17 +476,22 @@ class Dataset:
         :param world_size: the number of ranks (default: ``torch.distributed``'s, else 1).
         :param start: resume from a ``state_dict()`` or ``loader_state()``.
         :param prefetch: records whose bytes are fetched together, ahead of decoding.
+        :param geometry: as :meth:`torch`'s.
+        :param batch_size: the DataLoader's batch size, so that global batches follow
+            the canonical order whatever the number of workers (None: records dealt one
+            at a time).
         """
         module = _torch_readers("Dataset.torch_iterable()")
         order = StreamOrder(shuffle, 0 if seed is None else seed, window, rank, world_size)
         dataset: IterableDataset = module.IterableDataset.over(
-            self._random_access(),
+            self._random_access().with_geometry(geometry),
             self._split if self._split is not None else "train",
             order,
             start=start,
             transform=transform,
             tensors=tensors,
             prefetch=prefetch,
+            batch_size=batch_size,
         )
         return dataset
 
@@ -453,6 +508,7 @@ class Dataset:
         rank: int | None = None,
         world_size: int | None = None,
         start: Start = None,
+        geometry: ImageGeometry | None = None,
     ) -> BatchStream:
         """The fastest PyTorch path: a streaming dataset that yields whole batches, for
         ``DataLoader(stream, batch_size=None, num_workers=...)`` or
@@ -464,11 +520,14 @@ class Dataset:
         :param concat: fields whose arrays are joined along their first axis, with
             ``"<field>/lengths"``, instead of padded (boxes, audio, token ids).
         :param channels_first: image fields laid out ``(batch, channels, height, width)``.
+        :param geometry: pictures brought to one size (uint8 batches of one shape),
+            cropped, flipped, and the fields tied to them moved with them
+            (:class:`~recordkit.ImageGeometry`).
         """
         module = _torch_readers("Dataset.torch_batches()", "recordkit.read._batch_loader")
         order = StreamOrder(shuffle, 0 if seed is None else seed, window, rank, world_size)
         stream: BatchStream = module.BatchStream.batched(
-            self._random_access(),
+            self._random_access().with_geometry(geometry),
             self._split if self._split is not None else "train",
             order,
             batch_size=batch_size,
@@ -480,22 +539,29 @@ class Dataset:
         return stream
 
     def torch_batch_map(
-        self, *, concat: Sequence[str] = (), channels_first: Sequence[str] = ()
+        self,
+        *,
+        concat: Sequence[str] = (),
+        channels_first: Sequence[str] = (),
+        geometry: ImageGeometry | None = None,
     ) -> BatchMapDataset:
         """A map-style PyTorch dataset whose ``__getitems__`` gives a DataLoader's batch
         whole, laid out as :meth:`torch_batches`' (pass ``collate_fn=ds.collate_fn``); for
-        samplers such as ``DistributedSampler``. Needs the ``torch`` extra."""
+        samplers such as ``DistributedSampler``. Needs the ``torch`` extra. ``geometry``
+        as :meth:`torch_batches`'."""
         module = _torch_readers("Dataset.torch_batch_map()", "recordkit.read._batch_loader")
         dataset: BatchMapDataset = module.BatchMapDataset.batched(
-            self._random_access(), concat=concat, channels_first=channels_first
+            self._random_access().with_geometry(geometry), concat=concat, channels_first=channels_first
         )
         return dataset
 
-    def grain(self) -> DataSource:
+    def grain(self, *, geometry: ImageGeometry | None = None) -> DataSource:
         """A Grain ``RandomAccessDataSource`` over the split (records as numpy values),
-        for Grain's samplers, sharding and checkpoints. Needs the ``grain`` extra."""
+        for Grain's samplers, sharding and checkpoints. Needs the ``grain`` extra.
+        ``geometry``: pictures of one size, the fields tied to them moved with them
+        (:class:`~recordkit.ImageGeometry`)."""
         _require("grain", "Dataset.grain()")
-        source: DataSource = DataSource.over(self._random_access())
+        source: DataSource = DataSource.over(self._random_access().with_geometry(geometry))
         return source
 
     # -- helpers -----------------------------------------------------------------------------
@@ -531,13 +597,16 @@ class Dataset:
         rank: int | None,
         world_size: int | None,
         input_context: Any,
+        *,
+        sizes: bool = True,
     ) -> Opened:
-        """The source for a streaming read: checked, with this worker's share and the
-        report of skipped records (``on_corrupt="skip"``)."""
+        """The source for a streaming read: checked (the shards' sizes first when
+        ``sizes``), with this worker's share and the report of skipped records
+        (``on_corrupt="skip"``)."""
         check_on_corrupt(on_corrupt)
         share = worker_share(input_context, world_size, rank, names=("world_size", "rank"))
         with self._lock:
-            source = self._checked_source(sizes=on_corrupt == "raise")
+            source = self._checked_source(sizes=sizes and on_corrupt == "raise")
         if report is None and on_corrupt == "skip":
             report = CorruptionReport()  # still logs each skip
         return Opened(source, share, report)

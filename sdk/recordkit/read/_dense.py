@@ -31,7 +31,9 @@ TensorFlow is imported by the functions that run in the graph.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Literal
+from typing import Any
+
+from recordkit.codec._geometry import Fit
 
 __all__ = [
     "CROP_FITS",
@@ -57,7 +59,8 @@ SHAPE_SUFFIX = "/shape"
 #: record: ``"<field>/offset"``, ``[top, left]`` (negative where padding comes first).
 OFFSET_SUFFIX = "/offset"
 
-ImageFit = Literal["resize", "resize_with_pad", "crop_or_pad", "random_crop_or_pad"]
+#: How pictures meet their size (:class:`~recordkit.ImageGeometry`'s ``fit``).
+ImageFit = Fit
 #: The fits that cut a window out of each image (or pad it), without resampling.
 CROP_FITS = frozenset({"crop_or_pad", "random_crop_or_pad"})
 Size = tuple[int, int]

@@ -113,7 +113,7 @@ def join_groups(
 
 
 def join_split_groups(
-    root: Location, manifest: Manifest, split: str, shards: tuple[Shard, ...], wanted: Sequence[str]
+    root: Location, manifest: Manifest, split: str, shards: Sequence[Shard], wanted: Sequence[str]
 ) -> tuple[Shard, ...]:
     """``shards`` of ``split`` with the field groups holding ``wanted`` fields joined
     (:func:`join_groups`); a shard whose wanted fields are all in groups is read from the

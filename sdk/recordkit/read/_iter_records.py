@@ -40,12 +40,14 @@ from collections.abc import Callable, Generator, Iterator, Sequence
 from contextlib import closing
 from typing import Any
 
+from recordkit.codec._geometry import ImageGeometry
 from recordkit.dataset._shards import Shard
 from recordkit.errors import CorruptRecordError, RecordkitError
 from recordkit.format._tfrecord import Compression, Damage, iter_tfrecords, scan_tfrecords
 from recordkit.read._corruption import CorruptionReport, SkippedRecords
 from recordkit.read._numpy_decode import decode_record_numpy
-from recordkit.read._open import OpenedDataset
+from recordkit.read._numpy_geometry import GeometryPlan
+from recordkit.read._open import OpenedDataset, check_shard_size
 from recordkit.read._options import Opened
 from recordkit.read._position import Start, position_state, resolve_start
 
@@ -53,7 +55,13 @@ __all__ = ["RecordIterator", "iter_shard_records", "record_iterator"]
 
 
 def record_iterator(
-    opened: Opened, split: str, *, verify: bool, start: Start, num_threads: int | None
+    opened: Opened,
+    split: str,
+    *,
+    verify: bool,
+    start: Start,
+    num_threads: int | None,
+    geometry: ImageGeometry | None = None,
 ) -> RecordIterator:
     """The records of a dataset already opened (what :func:`iter_records` and
     :meth:`recordkit.Dataset.records` give); ``split`` goes into its state dicts."""
@@ -69,7 +77,8 @@ def record_iterator(
     worker = [share.count, share.index] if share is not None else [1, 0]
     options = {"split": split, "worker": worker}
     skip = resolve_start(start, "iter_records", **options)
-    records = _records(dataset, shards, keep, defaults, verify, opened.report, skip, num_threads or 1)
+    plan = GeometryPlan(dataset.fields, geometry) if geometry is not None else None
+    records = _records(dataset, shards, keep, defaults, verify, opened.report, skip, num_threads or 1, plan)
     return RecordIterator(records, skip, options)
 
 
@@ -122,6 +131,8 @@ def _raw_records(
             skip -= selected  # resuming past this whole shard: not even read
             index += selected
             continue
+        if report is None and dataset.manifest is not None:
+            check_shard_size(shard, dataset.compression)  # as it comes: not every shard at open
         in_shard = 0
         for offset, data in _selected(shard, dataset.compression, verify, report):
             in_shard += 1
@@ -174,6 +185,7 @@ def _records(
     report: CorruptionReport | None,
     skip: int = 0,
     num_threads: int = 1,
+    geometry: GeometryPlan | None = None,
 ) -> Generator[dict[str, Any]]:
     """The decoded records of ``shards``, in order (the others are not decoded); with
     ``num_threads`` above 1 decoded in a pool of threads, a bounded window ahead."""
@@ -186,6 +198,8 @@ def _records(
             if defaults:
                 record.update(copy.deepcopy(defaults))
                 record = {f.name: record[f.name] for f in dataset.fields}
+            if geometry is not None:
+                record = geometry.apply(record, index)
         except RecordkitError as exc:
             return exc.with_context(shard=shard.name, offset=offset)
         return record

@@ -13,7 +13,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from recordkit.codec._capabilities import decodes_per_record, raster_kind
-from recordkit.read._dense import CROP_FITS, ImageFit, Size, crop_offsets, fit_images
+from recordkit.codec._geometry import ImageGeometry, follows_image
+from recordkit.read._dense import CROP_FITS, ImageFit, crop_offsets, fit_images
+from recordkit.read._numpy_geometry import Size, image_sizes
 from recordkit.read._open import OpenedDataset
 from recordkit.read._options import PipelineOptions
 from recordkit.schema._bound import BoundField
@@ -47,15 +49,19 @@ class DecodeLayout:
     pads_in_batch: bool
     #: The key of the random crop's stateless draws.
     crop_seed: int
+    #: The read's geometry, and the fields that follow a picture (by name: the picture's).
+    geometry: ImageGeometry
+    followers: dict[str, str]
 
     @classmethod
     def build(cls, dataset: OpenedDataset, options: PipelineOptions) -> DecodeLayout:
         names = [f.name for f in dataset.fields]
-        sizes = _image_sizes(dataset.fields, options.image_size)
+        geometry = options.image_geometry  # before the crop seed: it may hold the seed
+        sizes = image_sizes(dataset.fields, geometry.size)
         pad = options.pad
         padded = set(names) if pad is True else set() if pad is False else set(_known(pad, names, "pad"))
         padded -= set(sizes)
-        image_method = options.image_method
+        image_method = geometry.method
         chosen = dict(image_method) if isinstance(image_method, Mapping) else {}
         _known(chosen, list(sizes), "image_method")
         methods = {
@@ -86,8 +92,17 @@ class DecodeLayout:
             and decodes_per_record(f.codec)
             and (f.name in padded or options.batch_size is None)
         )
-        crop_seed = options.seed if options.seed is not None else random.SystemRandom().randrange(1 << 31)
+        seed = options.seed if options.seed is not None else geometry.seed
+        crop_seed = seed if seed is not None else random.SystemRandom().randrange(1 << 31)
         pads_in_batch = not per_record and options.batch_size is not None
+        followers = _followers(dataset, geometry, {f.name for f in per_record})
+        batched_fits = [name for name in sizes if name not in {f.name for f in per_record}]
+        if batched_fits and (geometry.flip or geometry.fit == "random_resized_crop"):
+            raise ValueError(
+                f"fields {batched_fits} are optional or sequences of pictures: a flip or a random resized "
+                "crop "
+                "applies to pictures every record has"
+            )
         return cls(
             dataset,
             frozenset(padded),
@@ -98,12 +113,15 @@ class DecodeLayout:
             per_record_values,
             pads_in_batch,
             crop_seed,
+            geometry,
+            followers,
         )
 
     def fit(self, name: str, value: Any, shapes: Any, draws: Any, fit: ImageFit) -> tuple[Any, Any]:
         """A batch of the field's pictures brought to its size, and the crop windows'
         offsets (None for the resizes)."""
-        offsets = crop_offsets(shapes, self.sizes[name], fit, draws) if fit in CROP_FITS else None
+        uniforms = None if draws is None else draws[:, :2]
+        offsets = crop_offsets(shapes, self.sizes[name], fit, uniforms) if fit in CROP_FITS else None
         fitted = fit_images(
             value, self.sizes[name], fit, self.methods[name], pad_value=self.pad_values[name], offsets=offsets
         )
@@ -147,19 +165,26 @@ def _known(names: Sequence[str] | Mapping[str, Any], fields: list[str], option: 
     return list(names)
 
 
-def _image_sizes(
-    fields: Sequence[BoundField], image_size: Size | Mapping[str, Size] | None
-) -> dict[str, Size]:
-    if image_size is None:
+def _followers(dataset: OpenedDataset, geometry: ImageGeometry, pictures: set[str]) -> dict[str, str]:
+    """The fields that follow a picture this read decodes record by record, by the
+    picture's name; an error for a tied field whose picture is left out or batched."""
+    if not geometry.moves_boxes:
         return {}
-    names = [f.name for f in fields]
-    if isinstance(image_size, Mapping):
-        chosen = {name: image_size[name] for name in _known(image_size, names, "image_size")}
-    else:
-        chosen = {f.name: image_size for f in fields if raster_kind(f.codec) and not f.spec.sequence}
-    for name, size in chosen.items():
-        if len(size) != 2 or any(int(d) < 1 for d in size):
+    names = {f.name for f in dataset.fields}
+    followers = {}
+    for field in dataset.fields:
+        image = follows_image(field.codec)
+        if image is None or field.spec.sequence:
+            continue
+        if image not in names:
             raise ValueError(
-                f"image_size for {name!r} must be (height, width) of positive ints, not {size!r}"
+                f"field {field.name!r} follows the picture {image!r}, which this read leaves out: "
+                f"read {image!r} too, or read without a geometry"
             )
-    return {name: (int(size[0]), int(size[1])) for name, size in chosen.items()}
+        if image not in pictures:
+            raise ValueError(
+                f"field {field.name!r} follows the picture {image!r}, which is optional or a sequence: "
+                "boxes follow pictures that every record has"
+            )
+        followers[field.name] = image
+    return followers

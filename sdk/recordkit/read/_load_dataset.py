@@ -18,6 +18,7 @@ from recordkit.dataset._shards import Shard
 from recordkit.read._corruption import OnCorrupt
 from recordkit.read._dense import OFFSET_SUFFIX, SHAPE_SUFFIX, ImageFit, pad_into, row_shapes
 from recordkit.read._layout import DecodeLayout
+from recordkit.read._numpy_geometry import DRAWS as DRAW_COUNT
 from recordkit.read._options import (
     DEFAULT_BLOCK_LENGTH,
     IMAGE_FITS,
@@ -190,7 +191,7 @@ def _decoder(layout: DecodeLayout, options: PipelineOptions) -> Callable[..., di
         for field in dataset.fields
         if field.name in dataset.defaults
     }
-    fit = options.image_fit
+    fit = layout.geometry.fit
 
     def decode(serialized: Any, position: Any = None) -> dict[str, Any]:
         import tensorflow as tf
@@ -211,11 +212,17 @@ def _decoder(layout: DecodeLayout, options: PipelineOptions) -> Callable[..., di
                     if f"{name}/{key}{SHAPE_SUFFIX}" in parsed:
                         out[f"{name}/{key}{SHAPE_SUFFIX}"] = parsed[f"{name}/{key}{SHAPE_SUFFIX}"]
         draws = None
-        if options.random_crop and layout.sizes:
+        if options.random_crop:
             key = tf.stack([tf.constant(layout.crop_seed, tf.int64), tf.cast(position, tf.int64)])
             # One pair of draws per record, shared by its fields: an image and its mask
             # of one size get one window.
-            draws = tf.random.stateless_uniform(tf.stack([tf.shape(serialized)[0], 2]), seed=key)
+            # The crop's place first (the draws of the releases before the other fits),
+            # then the random resized crop's area and ratio and the flip, keyed apart.
+            count = tf.shape(serialized)[0]
+            places = tf.random.stateless_uniform(tf.stack([count, 2]), seed=key)
+            more = tf.random.experimental.stateless_fold_in(key, 1)
+            others = tf.random.stateless_uniform(tf.stack([count, DRAW_COUNT - 2]), seed=more)
+            draws = tf.concat([places, others], axis=1)
             if undecoded:
                 out[DRAWS] = draws
         for field in dataset.fields:

@@ -60,6 +60,7 @@ from recordkit.storage import Location, StorageOptions
 __all__ = [
     "OpenedDataset",
     "bind_to_read",
+    "check_shard_size",
     "check_shards",
     "open_dataset",
     "open_locations",
@@ -72,7 +73,9 @@ class OpenedDataset:
     """A dataset opened for reading (recordkit's, or TFRecord files it did not write):
     the shards to read and the bound fields to decode them with."""
 
-    shards: tuple[Shard, ...]
+    #: The shards, in order (a split's listed shards are made as they are asked for:
+    #: :class:`~recordkit.dataset._shards.ListedShards`).
+    shards: Sequence[Shard]
     compression: Compression
     #: The schema records are decoded with (the caller's, or the stored one).
     schema: Schema
@@ -270,8 +273,8 @@ def check_shards(dataset: OpenedDataset, *, sizes: bool, sha256: bool) -> None:
     there, with the size the manifest gives (``sizes``; from one listing where that saves
     requests) and its sha256 (``sha256``). A reader checks before the first read that
     needs it."""
-    if dataset.manifest is None:
-        return
+    if dataset.manifest is None or not (sizes or sha256):
+        return  # nothing asked: no shard is touched (a split of a million opens at once)
     listed = (
         _listed_sizes(dataset.root, dataset.manifest, dataset.shards)
         if sizes and dataset.root is not None
@@ -282,7 +285,13 @@ def check_shards(dataset: OpenedDataset, *, sizes: bool, sha256: bool) -> None:
             _check_shard(file, dataset.compression, sizes=sizes, sha256=sha256, size=listed.get(file.name))
 
 
-def _listed_sizes(root: Location, manifest: Manifest, shards: tuple[Shard, ...]) -> dict[str, int]:
+def check_shard_size(shard: Shard, compression: Compression) -> None:
+    """``shard`` there, with the size its manifest gives: what a reader checks of each
+    shard as it comes to it (a ``stat`` or a HEAD), instead of every shard at open."""
+    _check_shard(shard, compression, sizes=True, sha256=False)
+
+
+def _listed_sizes(root: Location, manifest: Manifest, shards: Sequence[Shard]) -> dict[str, int]:
     """The shards' sizes from one listing of a remote dataset's folder, when that takes
     fewer requests than a HEAD per shard (its pages, judged from the files the manifest
     lists, against the shards); else {} (each shard's size is asked on its own: locally

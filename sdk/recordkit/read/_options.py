@@ -16,6 +16,7 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import Literal
 
+from recordkit.codec._geometry import FITS, JPEG_SCALES, ImageGeometry, JpegScale
 from recordkit.read._corruption import CorruptionReport
 from recordkit.read._dense import ImageFit, Size
 from recordkit.read._open import OpenedDataset
@@ -32,13 +33,8 @@ DEFAULT_BLOCK_LENGTH = 64
 #: ``"tensorflow"`` or ``"fsspec"`` to force one (see the how-to *Datasets in cloud storage*).
 RemoteIO = Literal["auto", "tensorflow", "fsspec"]
 REMOTE_IOS = ("auto", "tensorflow", "fsspec")
-#: The values of ``image_fit``.
-IMAGE_FITS = ("resize", "resize_with_pad", "crop_or_pad", "random_crop_or_pad")
-#: How pictures that are resized to a known size are decoded: ``"auto"`` at the largest
-#: reduced scale that still covers the size where the codec can (a JPEG at 1/2, 1/4 or
-#: 1/8 in libjpeg's IDCT), ``"full"`` always at full size.
-JpegScale = Literal["auto", "full"]
-JPEG_SCALES = ("auto", "full")
+#: The values of ``image_fit`` (:class:`~recordkit.ImageGeometry`'s ``fit``).
+IMAGE_FITS = FITS
 
 
 @dataclasses.dataclass(frozen=True)
@@ -71,6 +67,7 @@ class PipelineOptions:
     jpeg_scale: JpegScale = "auto"
     prefetch: bool = True
     remote_io: RemoteIO = "auto"
+    geometry: ImageGeometry | None = None
 
     def check(self) -> None:
         """Raise ValueError on an option that cannot be right, before anything is read."""
@@ -84,8 +81,27 @@ class PipelineOptions:
             raise ValueError(f"batch_size must be at least 1, not {self.batch_size}")
         if self.block_length < 1:
             raise ValueError(f"block_length must be at least 1, not {self.block_length}")
+        if self.geometry is not None and (
+            self.image_size is not None or self.image_method is not None or self.jpeg_scale != "auto"
+        ):
+            raise ValueError(
+                "give the image size, method and jpeg_scale in geometry=, or as "
+                "image_size=/image_method=/jpeg_scale=, not both"
+            )
+        self.image_geometry  # noqa: B018  # the image options checked as a geometry
+
+    @property
+    def image_geometry(self) -> ImageGeometry:
+        """The read's geometry: ``geometry``, or the one ``image_size``, ``image_fit`` and
+        ``image_method`` make."""
+        if self.geometry is not None:
+            return self.geometry
+        return ImageGeometry(
+            size=self.image_size, fit=self.image_fit, method=self.image_method, jpeg_scale=self.jpeg_scale
+        )
 
     @property
     def random_crop(self) -> bool:
-        """Whether images are cut at random places (each record's draws keyed by the seed)."""
-        return self.image_fit == "random_crop_or_pad" and self.image_size is not None
+        """Whether records are drawn at random (a random crop or a flip; each record's
+        draws keyed by the seed)."""
+        return self.image_geometry.random

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 from recordkit.codec._capabilities import Raster, padded_decode, raster_kind
+from recordkit.codec._geometry import ImageTransform
 from recordkit.read._dense import (
     CROP_FITS,
     OFFSET_SUFFIX,
@@ -26,6 +27,7 @@ from recordkit.read._dense import (
 )
 from recordkit.read._layout import DecodeLayout, padding_values
 from recordkit.read._options import PipelineOptions
+from recordkit.read._tf_geometry import flipped, random_resized_crop, transform_of, window_of
 from recordkit.schema._bound import BoundField
 
 __all__ = ["DRAWS", "RaggedUnbatcher", "dense_batches", "per_record", "record_decoder"]
@@ -206,8 +208,13 @@ def record_decoder(
     def decode(record: dict[str, Any]) -> dict[str, Any]:
         out = dict(record)
         draws = out.pop(DRAWS, None)
+        transforms = {}
         for field in layout.per_record:
-            out.update(_decode_picture(field, record[field.name], layout, options, draws, dense))
+            picture, transforms[field.name] = _decode_picture(field, record[field.name], layout, draws, dense)
+            out.update(picture)
+        for name, image in layout.followers.items():  # boxes and keypoints follow their picture
+            codec: Any = layout.dataset.bound[name].codec
+            out[name] = codec.follow_tf(out[name], transforms[image], layout.geometry)
         specs = dict(batched_spec)
         for field in layout.per_record_values:
             out[field.name], specs[field.name] = _decode_value(field, record[field.name])
@@ -291,48 +298,56 @@ def _finisher(
 
 
 def _decode_picture(
-    field: BoundField,
-    wire: dict[str, Any],
-    layout: DecodeLayout,
-    options: PipelineOptions,
-    draws: Any,
-    dense: bool,
-) -> dict[str, Any]:
+    field: BoundField, wire: dict[str, Any], layout: DecodeLayout, draws: Any, dense: bool
+) -> tuple[dict[str, Any], ImageTransform]:
     """One record's picture: decoded, and fitted to its size (a crop decodes only its
-    window where the codec can), with its shape (and the crop's offset) where the
-    batched decode gives them; as a ragged ``[(H), (W), ...]`` when it is batched ragged."""
+    window where the codec can) and flipped, with its shape (and the crop's offset)
+    where the batched decode gives them; as a ragged ``[(H), (W), ...]`` when it is
+    batched ragged. With it, where its points went (for the fields tied to it)."""
     import tensorflow as tf
 
     name = field.name
-    fit = options.image_fit
+    geometry = layout.geometry
+    fit = geometry.fit
+    flip = draws[4] < geometry.flip if draws is not None and geometry.flip else tf.constant(False)
+    size = layout.sizes.get(name)
     out: dict[str, Any] = {}
-    if name in layout.sizes:
+    if size is not None:
         cropped = _decode_crop(field, wire, layout, fit, draws) if fit in CROP_FITS else None
-        scaled = None if fit in CROP_FITS else _decode_scaled(field, wire, layout, options)
+        scaled = None if fit in CROP_FITS else _decode_scaled(field, wire, layout)
         if cropped is not None:
-            value, out[name + SHAPE_SUFFIX], out[name + OFFSET_SUFFIX] = cropped
+            value, shape, out[name + OFFSET_SUFFIX] = cropped
         elif scaled is not None:
-            value, out[name + SHAPE_SUFFIX] = scaled
+            value, shape = scaled
         else:
             value = _decode_one(field, wire)
             shape = tf.cast(tf.shape(value), tf.int64)
-            out[name + SHAPE_SUFFIX] = shape
-            one_draw = None if draws is None else draws[None]
-            fitted, offsets = layout.fit(name, value[None], shape[None], one_draw, fit)
-            value = fitted[0]
-            if offsets is not None:
-                out[name + OFFSET_SUFFIX] = offsets[0]
-        out[name] = tf.ensure_shape(value, [*layout.sizes[name], *value.shape[2:]])
-        return out
+            if fit == "random_resized_crop":
+                window = window_of(shape, size, geometry, draws)
+                value = random_resized_crop(value, window[0], size, layout.methods[name])
+            else:
+                one_draw = None if draws is None else draws[None]
+                fitted, offsets = layout.fit(name, value[None], shape[None], one_draw, fit)
+                value = fitted[0]
+                if offsets is not None:
+                    out[name + OFFSET_SUFFIX] = offsets[0]
+        out[name + SHAPE_SUFFIX] = shape
+        value = tf.ensure_shape(value, [*size, *value.shape[2:]])
+        out[name] = flipped(value, flip) if geometry.flip else value
+        output = tf.constant(size, tf.int64)
+        return out, transform_of(window_of(shape, size, geometry, draws), shape, output, flip)
     value = _decode_one(field, wire)
+    shape = tf.cast(tf.shape(value), tf.int64)
+    if geometry.flip:
+        value = flipped(value, flip)
     if dense and name in layout.padded and not value.shape[:2].is_fully_defined():  # not a fixed size
-        out[name + SHAPE_SUFFIX] = tf.cast(tf.shape(value), tf.int64)
+        out[name + SHAPE_SUFFIX] = shape
     elif not dense and not value.shape.is_fully_defined():
         # Batched as ragged [B, (H), (W), ...], as the batched decode gives it
         # (ragged_batch would make an unknown channel count ragged as well).
         value = tf.RaggedTensor.from_tensor(value, ragged_rank=1, row_splits_dtype=tf.int64)
     out[name] = value
-    return out
+    return out, transform_of(window_of(shape, None, geometry, draws), shape, shape, flip)
 
 
 def _channel_check(
@@ -477,7 +492,7 @@ def _decode_crop(
     size = layout.sizes[name]
     height_key, width_key = codec.size_features
     sides = tf.cast(tf.stack([wire[height_key], wire[width_key]]), tf.int64)
-    offset = crop_offsets(sides[None], size, fit, None if draws is None else draws[None])[0]
+    offset = crop_offsets(sides[None], size, fit, None if draws is None else draws[None, :2])[0]
     # The part of the window inside the picture: that is all that is decoded.
     start = tf.clip_by_value(offset, 0, sides)
     stop = tf.clip_by_value(offset + tf.constant(size, tf.int64), 0, sides)
@@ -492,22 +507,28 @@ def _decode_crop(
     return (window if inside.shape.rank == 3 else window[..., 0]), shape, offset
 
 
-def _decode_scaled(
-    field: BoundField, wire: dict[str, Any], layout: DecodeLayout, options: PipelineOptions
-) -> tuple[Any, Any] | None:
+def _decode_scaled(field: BoundField, wire: dict[str, Any], layout: DecodeLayout) -> tuple[Any, Any] | None:
     """One record's picture resized to its size (``"resize"``, ``"resize_with_pad"``)
     and its full shape: decoded at the scale that covers the size
     (:meth:`~recordkit.Raster.decode_scale_tf`, :meth:`~recordkit.Raster.decode_tf_scaled`:
     a JPEG at 1/2, 1/4 or 1/8) and resized onto the full picture's geometry
     (:func:`~recordkit.read._dense.fit_scaled`); at scale 1, the plain decode's pixels
-    fitted as ever. None with ``jpeg_scale="full"``, a method that does not
-    interpolate (``nearest``, ``area``), or a codec that decodes at full size only."""
+    fitted as ever. None with ``jpeg_scale="full"`` (:class:`~recordkit.ImageGeometry`),
+    another fit, a method that does not interpolate (``nearest``, ``area``), or a codec
+    that decodes at full size only."""
     import tensorflow as tf
 
     codec = field.codec
     name = field.name
     method = layout.methods[name]
-    if options.jpeg_scale != "auto" or method not in SCALED_KERNELS or not isinstance(codec, Raster):
+    geometry = layout.geometry
+    resized = geometry.fit in ("resize", "resize_with_pad")
+    if (
+        geometry.jpeg_scale != "auto"
+        or not resized
+        or method not in SCALED_KERNELS
+        or not isinstance(codec, Raster)
+    ):
         return None
     size = layout.sizes[name]
     one = {key: value[None] for key, value in wire.items()}
@@ -520,5 +541,5 @@ def _decode_scaled(
     picture, shape = scaled
     flat = picture.shape.rank == 2  # a picture without channels: [h, w]
     pixels = picture[..., None] if flat else picture
-    value = fit_scaled(pixels, shape, scale, size, options.image_fit, method, layout.pad_values[name])
+    value = fit_scaled(pixels, shape, scale, size, geometry.fit, method, layout.pad_values[name])
     return (value[..., 0] if flat else value), tf.cast(shape, tf.int64)

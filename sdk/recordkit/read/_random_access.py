@@ -20,10 +20,12 @@ from typing import Any, overload
 
 import numpy as np
 
+from recordkit.codec._geometry import ImageGeometry
 from recordkit.codec._registry import CodecRegistry
 from recordkit.errors import RecordkitError
 from recordkit.read._batched_access import fetch_in_runs
 from recordkit.read._numpy_decode import decode_record_numpy
+from recordkit.read._numpy_geometry import GeometryPlan
 from recordkit.read._open import OpenedDataset, open_dataset
 from recordkit.read._paths import Paths
 from recordkit.read._shard_index import DEFAULT_MAX_OPEN_FILES, IndexedShards
@@ -52,6 +54,8 @@ class RandomAccess:
         closed).
     :param storage_options: for a remote ``path``: the fsspec filesystem's options
         (``endpoint_url``, ``key``, ``token`` ...).
+    :param geometry: pictures brought to one size (and flipped), the fields tied to
+        them moved with them (:class:`~recordkit.ImageGeometry`).
 
     A record is a dict of Python and numpy values, as :func:`recordkit.iter_records`
     gives it. A corrupt record raises :class:`~recordkit.errors.CorruptRecordError`
@@ -60,8 +64,8 @@ class RandomAccess:
     its own storage client); it pickles as its arguments (with the default codec
     registry).
 
-    A remote dataset's record indexes are fetched once (and checked against the
-    manifest's sha256) when the instance is made; then each record costs one ranged GET.
+    A shard's record index is fetched (and checked against the manifest's sha256) on the
+    first read of that shard; then each record costs one read (a remote one, one ranged GET).
     """
 
     def __init__(
@@ -75,6 +79,7 @@ class RandomAccess:
         verify: bool = True,
         max_open_files: int = DEFAULT_MAX_OPEN_FILES,
         storage_options: StorageOptions | None = None,
+        geometry: ImageGeometry | None = None,
     ) -> None:
         args: dict[str, Any] = {
             "path": path,
@@ -84,6 +89,7 @@ class RandomAccess:
             "verify": verify,
             "max_open_files": max_open_files,
             "storage_options": storage_options,
+            "geometry": geometry,
         }
         dataset = open_dataset(
             path, split, fields, schema=schema, registry=registry, storage_options=storage_options
@@ -119,6 +125,19 @@ class RandomAccess:
             name: decode_record_numpy([dataset.bound[name]], example)[name]
             for name, example in dataset.defaults.items()
         }
+        geometry = args.get("geometry")
+        self._geometry = GeometryPlan(dataset.fields, geometry) if geometry is not None else None
+
+    def with_geometry(self, geometry: ImageGeometry | None) -> RandomAccess:
+        """This random access with its records brought to ``geometry`` (the same open
+        shards); itself when ``geometry`` is None."""
+        if geometry is None:
+            return self
+        other = RandomAccess.__new__(RandomAccess)
+        other.__dict__.update(self.__dict__)
+        other._args = {**self._args, "geometry": geometry}
+        other._geometry = GeometryPlan(self.dataset.fields, geometry)
+        return other
 
     @property
     def source(self) -> OpenedDataset:
@@ -168,6 +187,8 @@ class RandomAccess:
         if self._defaults:
             record.update(copy.deepcopy(self._defaults))
             record = {f.name: record[f.name] for f in self.dataset.fields}
+        if self._geometry is not None:
+            record = self._geometry.apply(record, i)
         return record
 
     def record(self, shard: int, number: int) -> dict[str, Any]:

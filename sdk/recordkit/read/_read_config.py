@@ -76,6 +76,10 @@ class Layout:
     :param jpeg_scale: ``"auto"``: JPEGs that are resized (``"resize"``,
         ``"resize_with_pad"``) decode at the largest libjpeg scale (1/2, 1/4, 1/8) that
         still covers ``image_size``, then resize; ``"full"``: always at full size.
+
+    The four image options make an :class:`~recordkit.ImageGeometry` (which every reader
+    takes, with a flip and the boxes' form too): the fields tied to a picture (a bbox
+    field's ``image_field``) move with it.
     """
 
     pad: bool | Sequence[str] = False

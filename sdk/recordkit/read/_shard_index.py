@@ -4,30 +4,35 @@
 datasets and the Grain data source share. It finds each shard's index (listed in the
 manifest and checked against its sha256; else a ``<shard>.index`` sidecar, as
 ``recordkit index`` writes for foreign files; else, for a local shard only, a scan of
-the shard, kept in memory), maps a global record number to its shard and record, and
-reads a record's framed bytes in one read, whose CRCs it checks.
+the shard, kept in memory), each loaded on the first read of its shard; it maps a global
+record number to its shard and record, and reads a record's framed bytes in one read,
+whose CRCs it checks.
 
 Local and remote shards differ only in how bytes arrive, which the storage layer's
 :class:`~recordkit.storage.RangeReader` decides: a local shard is read with one
 ``os.pread`` on a file kept open (an LRU of at most ``max_open_files``, fork-aware); a
 remote one (``s3://``, ``gs://``, any fsspec URL) with one ranged GET per record, through
-a client made per process. A remote split's indexes are fetched once, all at once
-(concurrent GETs), when the reader is made; a remote shard without an index is refused
-with the command that builds one, since scanning it would download it whole.
+a client made per process. A shard's index is fetched (one GET) on the first read of
+that shard, so opening a split of a million shards loads none; the records of each
+shard are counted from the manifest. A remote shard without an index is refused with
+the command that builds one, since scanning it would download it whole.
 """
 
 from __future__ import annotations
 
 import hashlib
+import threading
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
 from recordkit.dataset._manifest import ShardInfo
-from recordkit.dataset._shards import Shard
+from recordkit.dataset._shard_table import ShardTable
+from recordkit.dataset._shards import ListedShards, Shard
 from recordkit.errors import CorruptRecordError, DatasetError
 from recordkit.format._index import INDEX_SUFFIX, RecordIndex, build_index, max_index_bytes
 from recordkit.format._tfrecord import Compression, unframe_record
-from recordkit.read._open import OpenedDataset
+from recordkit.read._open import OpenedDataset, check_shard_size
 from recordkit.storage import DEFAULT_MAX_OPEN_FILES, Location, RangeReader, read_ranges
 
 __all__ = ["DEFAULT_MAX_OPEN_FILES", "IndexedShards", "load_indexes"]
@@ -53,7 +58,7 @@ def _dataset_root(shard: Shard) -> Location:
 
 
 def load_indexes(
-    shards: tuple[Shard, ...],
+    shards: Sequence[Shard],
     listed: dict[str, ShardInfo],
     compression: Compression = Compression.NONE,
 ) -> list[RecordIndex]:
@@ -174,6 +179,40 @@ def _scan(shard: Shard) -> RecordIndex:
     return build_index(shard.path)
 
 
+def _listing(dataset: OpenedDataset) -> Callable[[int, Shard], dict[str, ShardInfo]]:
+    """How to find shard ``s``'s manifest entry: by position in a whole split's listing,
+    else by file name among every split's shards (a slice, or an unfinished append)."""
+    shards = dataset.shards
+    if isinstance(shards, ListedShards):
+        listed = shards.listed
+        return lambda s, shard: {shard.name: listed[s]}
+    by_name: dict[str, ShardInfo] | None = None
+
+    def find(_: int, shard: Shard) -> dict[str, ShardInfo]:
+        nonlocal by_name
+        if by_name is None:
+            manifest = dataset.manifest
+            splits = manifest.splits.values() if manifest is not None else ()
+            by_name = {info.file: info for split in splits for info in split.listed_shards}
+        info = by_name.get(shard.name)
+        return {} if info is None else {shard.name: info}
+
+    return find
+
+
+def _counts(shards: Sequence[Shard]) -> np.ndarray | None:
+    """The records read of each shard, from the manifest (None: not all known)."""
+    if isinstance(shards, ListedShards):
+        listed = shards.listed
+        if isinstance(listed, ShardTable):
+            return listed.record_counts()
+        return np.asarray([s.records for s in listed], dtype=np.int64)
+    counts = [shard.selected for shard in shards]
+    if any(count is None for count in counts):
+        return None
+    return np.asarray(counts, dtype=np.int64)
+
+
 class IndexedShards:
     """A split's shards, their indexes, and reads of single records by position."""
 
@@ -191,33 +230,54 @@ class IndexedShards:
             )
         self.shards = dataset.shards
         self.verify = verify
-        # Each shard's manifest entry, by file name: the dataset may hold a slice of the
-        # split, or only the shards an unfinished append leaves readable.
-        listed = (
-            {}
-            if dataset.manifest is None
-            else {
-                info.file: info for split in dataset.manifest.splits.values() for info in split.listed_shards
-            }
-        )
-        self.indexes = load_indexes(dataset.shards, listed, dataset.compression)
-        #: Records of each shard before what the dataset reads of it (a split slice), and
-        #: how many it reads; record numbers below count from the first read.
-        self.firsts = [shard.skip for shard in dataset.shards]
-        self.counts = np.asarray(
-            [
-                len(index) - shard.skip if shard.take is None else shard.take
-                for shard, index in zip(dataset.shards, self.indexes, strict=True)
-            ],
-            dtype=np.int64,
-        )
+        self.compression = dataset.compression
+        self._listing = _listing(dataset)
+        self._manifest = dataset.manifest is not None
+        #: Each shard's record index, loaded on the first read of that shard.
+        self._indexes: list[RecordIndex | None] = [None] * len(dataset.shards)
+        self._lock = threading.Lock()
+        #: How many records the dataset reads of each shard (from the manifest, else
+        #: from the indexes, loaded for it); record numbers below count from the first read.
+        counts = _counts(dataset.shards)
+        if counts is None:  # files without a manifest: their indexes say
+            counts = np.asarray(
+                [
+                    len(self.index(s)) - shard.skip if shard.take is None else shard.take
+                    for s, shard in enumerate(self.shards)
+                ],
+                dtype=np.int64,
+            )
+        self.counts: np.ndarray = counts
         #: ``starts[s]``: the global number of shard ``s``'s first record.
         self.starts = np.concatenate([[0], np.cumsum(self.counts)]).astype(np.int64)
         #: Reads a record's bytes, from a local file or a remote object.
         self.files = RangeReader(max_open_files)
 
+    def index(self, shard: int) -> RecordIndex:
+        """Shard ``shard``'s record index, loaded (and checked) on first use."""
+        found = self._indexes[shard]
+        if found is None:
+            with self._lock:
+                found = self._indexes[shard]
+                if found is None:
+                    one = self.shards[shard]
+                    if self._manifest:
+                        check_shard_size(one, self.compression)  # this shard's, on its first read
+                    (found,) = load_indexes((one,), self._listing(shard, one), self.compression)
+                    self._indexes[shard] = found
+        return found
+
+    def span(self, shard: int, record: int) -> tuple[int, int]:
+        """``(offset, size)`` of record ``record`` (counted from the first read) of ``shard``."""
+        return self.index(shard).span(self.shards[shard].skip + record)
+
     def __len__(self) -> int:
         return int(self.starts[-1])
+
+    @property
+    def indexes(self) -> list[RecordIndex]:
+        """Every shard's record index (all loaded)."""
+        return [self.index(s) for s in range(len(self.shards))]
 
     def locate(self, index: int) -> tuple[int, int]:
         """``(shard, record)`` of global record ``index`` (0 <= index < len)."""
@@ -225,12 +285,12 @@ class IndexedShards:
         return shard, index - int(self.starts[shard])
 
     def offset(self, shard: int, record: int) -> int:
-        return self.indexes[shard].span(self.firsts[shard] + record)[0]
+        return self.span(shard, record)[0]
 
     def read(self, shard: int, record: int) -> bytes:
         """Record ``record`` of shard ``shard``: one read (a local ``pread``, a remote
         ranged GET), CRCs checked."""
-        offset, size = self.indexes[shard].span(self.firsts[shard] + record)
+        offset, size = self.span(shard, record)
         framed: bytes | OSError
         try:
             framed = self.files.read(self.shards[shard].path, offset, size)
@@ -241,7 +301,7 @@ class IndexedShards:
     def fetch(self, records: list[tuple[int, int]]) -> list[bytes | OSError]:
         """The framed bytes of each ``(shard, record)``, unchecked (see :meth:`unframe`):
         local records read in turn, remote ones fetched concurrently."""
-        spans = [self.indexes[s].span(self.firsts[s] + r) for s, r in records]
+        spans = [self.span(s, r) for s, r in records]
         return self.files.read_many(
             [
                 (self.shards[s].path, offset, size)
@@ -252,7 +312,7 @@ class IndexedShards:
     def unframe(self, shard: int, record: int, framed: bytes | OSError) -> bytes:
         """The data of record ``record`` of shard ``shard`` from what :meth:`fetch` gave:
         its length and CRCs checked (an OSError raised as a DatasetError naming the shard)."""
-        offset, size = self.indexes[shard].span(self.firsts[shard] + record)
+        offset, size = self.span(shard, record)
         return self._unframe(shard, offset, size, framed)
 
     def _unframe(self, shard: int, offset: int, size: int, framed: bytes | OSError) -> bytes:

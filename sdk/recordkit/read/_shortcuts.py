@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from recordkit.codec._geometry import ImageGeometry
 from recordkit.codec._registry import CodecRegistry
 from recordkit.read._corruption import CorruptionReport, OnCorrupt, check_on_corrupt
 from recordkit.read._dataset import Verify, open_handle
@@ -62,6 +63,7 @@ def load_dataset(
     start: Start = None,
     storage_options: StorageOptions | None = None,
     remote_io: RemoteIO = "auto",
+    geometry: ImageGeometry | None = None,
 ) -> Any:
     """Read a split of a dataset as a ``tf.data.Dataset`` of dicts of decoded tensors.
 
@@ -145,6 +147,9 @@ def load_dataset(
         TensorFlow's filesystem where it registers the scheme
         (``tf.io.gfile.get_registered_schemes()``: ``gs``, not ``s3``), else streamed
         through fsspec; ``"tensorflow"`` or ``"fsspec"`` forces one.
+    :param geometry: the pictures' size, fit, flip and the boxes' form in one object
+        (:class:`~recordkit.ImageGeometry`, instead of ``image_size``, ``image_fit`` and
+        ``image_method``): the boxes, masks and keypoints tied to a picture move with it.
     """
     check_on_corrupt(on_corrupt)
     worker_share(input_context, num_workers, worker_index)  # a bad share named as given here
@@ -171,6 +176,7 @@ def load_dataset(
         report=report,
         layout=layout,
         read_config=config,
+        geometry=geometry,
     )
 
 
@@ -192,6 +198,7 @@ def iter_records(
     start: Start = None,
     num_threads: int | None = None,
     storage_options: StorageOptions | None = None,
+    geometry: ImageGeometry | None = None,
 ) -> RecordIterator:
     """Each record of a split as a dict of Python and numpy values (an iterator).
 
@@ -230,6 +237,8 @@ def iter_records(
     :param start: resume: the number of records an earlier read with the same options
         yielded, or the state dict its iterator's :meth:`~RecordIterator.state_dict` gave;
         the records before it are skipped without being decoded.
+    :param geometry: pictures brought to one size (and flipped), the boxes and other
+        fields tied to them moved with them (:class:`~recordkit.ImageGeometry`).
 
     The returned iterator's ``position`` is the number of records yielded so far (counting
     ``start``), and ``state_dict()`` the same as a dict to save and pass back as ``start``.
@@ -253,4 +262,5 @@ def iter_records(
         start=start,
         on_corrupt=on_corrupt,
         report=report,
+        geometry=geometry,
     )

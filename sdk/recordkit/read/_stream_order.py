@@ -18,9 +18,10 @@ class StreamOrder:
     """How a streaming PyTorch dataset orders a split and divides it between ranks.
 
     Each epoch has one order, decided by (``seed``, epoch, dataset) alone: the shards,
-    shuffled when ``shuffle``, are dealt out to the ranks and their DataLoader workers,
-    and each one's records shuffled within windows of ``window``. Every record is read
-    once per epoch across all of them, so a run resumes exactly on any cluster shape.
+    shuffled when ``shuffle``, then their records shuffled within windows of ``window``
+    (:mod:`recordkit.read._epoch_order`); it is dealt in blocks to the ranks and their
+    DataLoader workers. Every record is read once per epoch across all of them, so a run
+    resumes exactly on any cluster shape.
 
     :param shuffle: shuffle the shards, and the records within windows of ``window``.
     :param seed: the shuffles' seed; every rank must draw the same order, so the default

@@ -18,7 +18,7 @@ from recordkit.codec._wire import WireFeature, wire_key
 from recordkit.errors import RecordkitError, SchemaError
 from recordkit.schema._fields import FieldSpec
 
-__all__ = ["BoundField", "HasFields", "KeyedFeature", "bind_field", "check_shared_keys", "read_only_reason"]
+__all__ = ["BoundField", "HasFields", "KeyedFeature", "bind_field", "check_shared_keys"]
 
 
 class HasFields(Protocol):
@@ -52,7 +52,7 @@ def bind_field(name: str, spec: FieldSpec, registry: CodecRegistry, version: str
 
 def check_shared_keys(bound: Sequence[BoundField], all_names: Collection[str]) -> None:
     """Every related field exists among ``all_names``, and no two fields write one Example
-    key (except to read a foreign layout alike)."""
+    key (except to store a foreign layout's shared key alike)."""
     owners: dict[str, tuple[str, Any, bool]] = {}
     for b in bound:
         for related in b.codec.related_fields():
@@ -77,11 +77,11 @@ class KeyedFeature:
     #: Key of the int64 list that holds each element's length, for a variable feature of
     #: a sequence field (the elements' values are concatenated under ``key``).
     lengths_key: str | None = None
-    #: The columns of the last dimension, when stored as separate keys (reading foreign
+    #: The columns of the last dimension, when stored as separate keys (foreign
     #: layouts): each an Example key, or a number for a column the records do not store
     #: (that constant in every row); ``key`` is then the first key among them.
     columns: tuple[str | int | float, ...] = ()
-    #: The value of a feature the records do not store (reading foreign layouts).
+    #: The value of a feature the records do not store (foreign layouts).
     constant: int | float | None = None
 
     @functools.cached_property
@@ -264,21 +264,8 @@ def _key_readers(field: BoundField) -> list[tuple[str, Any, bool]]:
 
 
 def _may_share(first: tuple[Any, bool], second: tuple[Any, bool]) -> bool:
-    """Fields may share an Example key only to read a foreign layout (one of them reads
-    it as a column, e.g. an image's and a mask's height) and only when they read it alike."""
+    """Fields may share an Example key only in a foreign layout (one of them stores it
+    as a column, e.g. an image's and a mask's height) and only when they store it alike
+    (the writer writes it once and checks that they agree)."""
     (how_a, column_a), (how_b, column_b) = first, second
     return how_a is not None and how_a == how_b and (column_a or column_b)
-
-
-def read_only_reason(bound: HasFields) -> str | None:
-    """Why records cannot be written with ``bound`` (None: they can): it describes a
-    foreign layout, with column keys, constants or keys shared by fields."""
-    for field in bound.fields:
-        for keyed in field.features:
-            if keyed.columns or keyed.constant is not None:
-                what = "column keys" if keyed.columns else "a constant"
-                return (
-                    f"field {field.name!r} reads wire feature {keyed.feature.name!r} from {what}: "
-                    "the schema describes TFRecords written elsewhere and is for reading only"
-                )
-    return None

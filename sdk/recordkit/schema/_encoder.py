@@ -16,7 +16,7 @@ import pydantic
 
 from recordkit._suggest import did_you_mean
 from recordkit.codec._wire import WireKind
-from recordkit.errors import InvalidValueError, RecordError, RecordkitError, SchemaError
+from recordkit.errors import InvalidValueError, RecordError, RecordkitError
 from recordkit.format._entry_sizes import entry_sizes
 from recordkit.format._example import (
     array_entry,
@@ -30,7 +30,8 @@ from recordkit.format._example import (
     payload_entry_head,
 )
 from recordkit.format._tfrecord import frame_pieces
-from recordkit.schema._bound import BoundField, HasFields, KeyedFeature, read_only_reason
+from recordkit.schema._bound import BoundField, HasFields, KeyedFeature
+from recordkit.schema._foreign_write import WrittenKeys, append_foreign, is_foreign, shared_keys
 
 __all__ = ["EncodedRecord", "RecordEncoder"]
 
@@ -59,13 +60,14 @@ class RecordEncoder:
     """Validates records against a bound schema and serializes them."""
 
     def __init__(self, bound: HasFields) -> None:
-        reason = read_only_reason(bound)
-        if reason is not None:
-            raise SchemaError(reason)
         self.bound = bound
         self._names = frozenset(f.name for f in bound.fields)
         self._related = [f for f in bound.fields if f.codec.related_fields()]
-        self._field_encoders = tuple(_FieldEncoder.build(f) for f in bound.fields)
+        shared = shared_keys(bound)
+        self._field_encoders = tuple(_FieldEncoder.build(f, shared) for f in bound.fields)
+        #: Whether a field writes another tool's layout (column keys, constants, shared
+        #: keys): each record then tracks the shared keys it has written.
+        self._foreign = any(is_foreign(k, shared) for f in bound.fields for k in f.features)
 
     def encode(self, record: Any, index: int | str | None = None) -> bytes:
         """The serialized Example of ``record``; raises RecordError naming the record."""
@@ -110,12 +112,13 @@ class RecordEncoder:
                     reason = f"not a field of the schema ({hint})" if hint else "not a field of the schema"
                     errors.append(RecordError(reason, field=name, record=index))
         entries: list[bytes] = []
+        written: WrittenKeys | None = {} if self._foreign else None
         wires: dict[str, Mapping[str, Any]] = {}
         keep_wires = bool(self._related)  # only fields checked against others need them
         for field_encoder in self._field_encoders:
             name = field_encoder.name
             try:
-                wire = field_encoder.encode_into(items.get(name), entries)
+                wire = field_encoder.encode_into(items.get(name), entries, written)
             except RecordkitError as exc:
                 errors.append(exc.with_context(field=name, record=index))
                 continue
@@ -150,14 +153,23 @@ class _FieldEncoder:
     optional: bool
     default: Any
     sequence: bool
-    features: tuple[tuple[str, bytes, WireKind, bool, KeyedFeature], ...]
+    #: Per wire feature: its name, encoded key, kind, whether it holds a single value
+    #: (the fast paths), the keyed feature, and whether it is written another tool's way.
+    features: tuple[tuple[str, bytes, WireKind, bool, KeyedFeature, bool], ...]
     presence_entry: bytes | None
 
     @classmethod
-    def build(cls, field: BoundField) -> _FieldEncoder:
+    def build(cls, field: BoundField, shared: frozenset[str] = frozenset()) -> _FieldEncoder:
         spec = field.spec
         features = tuple(
-            (keyed.feature.name, keyed.key_bytes, keyed.feature.kind, keyed.feature.shape == (), keyed)
+            (
+                keyed.feature.name,
+                keyed.key_bytes,
+                keyed.feature.kind,
+                keyed.feature.shape == () and not is_foreign(keyed, shared),
+                keyed,
+                is_foreign(keyed, shared),
+            )
             for keyed in field.features
         )
         presence = None if field.presence_key is None else encode_entry(field.presence_key.encode(), _PRESENT)
@@ -172,9 +184,13 @@ class _FieldEncoder:
             presence_entry=presence,
         )
 
-    def encode_into(self, value: Any, entries: list[bytes]) -> Mapping[str, Any] | None:
+    def encode_into(
+        self, value: Any, entries: list[bytes], written: WrittenKeys | None = None
+    ) -> Mapping[str, Any] | None:
         """Append the field's Example entries for ``value``; its wire values (None when
-        an optional field is absent). Raises RecordkitError without the field's context."""
+        an optional field is absent). ``written``: the shared keys this record has written
+        so far (None when the schema writes no other tool's layout). Raises
+        RecordkitError without the field's context."""
         if value is None:
             if self.optional:
                 return None
@@ -191,7 +207,7 @@ class _FieldEncoder:
                     raise
                 except Exception as exc:
                     raise self._failure(exc) from exc
-                for name, key, kind, single, keyed in self.features:
+                for name, key, kind, single, keyed, foreign in self.features:
                     feature_value = wire[name]
                     if single:  # fast paths for the commonest values
                         value_type = type(feature_value)
@@ -205,6 +221,9 @@ class _FieldEncoder:
                             except ValueError as exc:
                                 raise InvalidValueError(f"wire feature {name!r}: {exc}") from None
                             continue
+                    if foreign and written is not None:
+                        append_foreign(self.name, keyed, feature_value, entries, written)
+                        continue
                     _append_general(keyed, feature_value, entries)
         except KeyError as exc:  # only the wire lookups raise it: codec errors are wrapped
             raise InvalidValueError(

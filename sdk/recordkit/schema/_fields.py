@@ -119,14 +119,15 @@ class FieldSpec(pydantic.BaseModel):
     keys: dict[str, StoredAs] = pydantic.Field(
         default_factory=dict,
         description=(
-            "Example keys for the codec's wire features, to read TFRecords that recordkit "
-            "did not write (wire feature name to key; '' is the main feature, 'present' the "
+            "Example keys for the codec's wire features, to read or write another tool's "
+            "TFRecord layout (wire feature name to key; '' is the main feature, 'present' the "
             "presence flag of an optional field). A list of keys gives the columns of the "
             "feature's last dimension from separate keys (e.g. a box's xmin, ymin, xmax, "
             "ymax); a number in such a list is a column the records do not store (e.g. a "
             "shape's [height, width, 3]), and a number alone a constant for a feature the "
-            "records do not store; numbers only for numeric features of fixed shape. Schemas "
-            "with lists, numbers or keys shared by fields are for reading only."
+            "records do not store; numbers only for numeric features of fixed shape. The "
+            "writer writes exactly these keys: each column under its key, a key shared by "
+            "fields once (they must agree), nothing for a number (the value must equal it)."
         ),
     )
 

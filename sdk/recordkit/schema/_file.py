@@ -32,6 +32,7 @@ from recordkit._suggest import did_you_mean
 from recordkit.codec._plugins import default_registry
 from recordkit.codec._registry import CodecRegistry
 from recordkit.errors import CodecOptionsError, RecordkitError, SchemaFileError
+from recordkit.schema._card import DatasetCard
 from recordkit.schema._fields import FieldSpec, SchemaFormat, field_name_problem
 from recordkit.storage import StorageOptions, is_remote, location
 
@@ -66,6 +67,8 @@ class SchemaModel(Protocol):
     def description(self) -> str: ...
     @property
     def fields(self) -> dict[str, FieldSpec]: ...
+    @property
+    def card(self) -> DatasetCard | None: ...
 
     def bind(self, registry: CodecRegistry | None = None) -> object: ...
 
@@ -348,7 +351,12 @@ def _describe(error: Mapping[str, Any], loc: Loc, model: type[pydantic.BaseModel
     kind = error["type"]
     key = loc[-1] if loc else None
     if kind == "extra_forbidden":
-        allowed = _allowed(FieldSpec) if in_field else _allowed(model, (SCHEMA_KEY,))
+        if in_field:
+            allowed = _allowed(FieldSpec)
+        elif loc[:1] == ("card",):
+            allowed = _allowed(DatasetCard)
+        else:
+            allowed = _allowed(model, (SCHEMA_KEY,))
         return f"unknown key {key!r} ({did_you_mean(key, allowed.split(', '))}allowed: {allowed})"
     if kind == "missing":
         return f"missing required key {key!r}"
@@ -477,6 +485,8 @@ def schema_data(schema: SchemaModel) -> dict[str, Any]:
     data["fields"] = {
         name: spec.model_dump(mode="json", exclude_defaults=True) for name, spec in schema.fields.items()
     }
+    if schema.card is not None:
+        data["card"] = schema.card.model_dump(mode="json", exclude_defaults=True)
     return data
 
 

@@ -25,6 +25,7 @@ from recordkit.codec._registry import CodecRegistry
 from recordkit.errors import RecordError, RecordkitError, SchemaError
 from recordkit.schema import _file
 from recordkit.schema._bound import BoundField, bind_field, check_shared_keys
+from recordkit.schema._card import DatasetCard
 from recordkit.schema._encoder import RecordEncoder
 from recordkit.schema._fields import FIELD_NAME, FieldSpec, SchemaFormat, field_name_problem
 from recordkit.storage import StorageOptions
@@ -47,6 +48,13 @@ class Schema(pydantic.BaseModel):
     fields: dict[str, FieldSpec] = pydantic.Field(
         description="The fields, by name, in order.",
         json_schema_extra={"minProperties": 1, "propertyNames": {"pattern": FIELD_NAME.pattern}},
+    )
+    card: DatasetCard | None = pydantic.Field(
+        default=None,
+        description=(
+            "The dataset card (license, citation, homepage, authors, version notes, description); "
+            "written datasets store it in dataset.json's card entry, not in their schema."
+        ),
     )
 
     @pydantic.field_validator("version", mode="before")

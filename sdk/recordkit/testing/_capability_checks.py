@@ -12,6 +12,8 @@ on the example values decoded as the numpy reader gives them (what ``recordkit s
   or counts (str to int), that ``json.dumps`` writes, the same for the same value, and
   the value left as it was.
 * ``caption``: one line of text. ``sound``: samples ``[N]`` or ``[N, C]`` and a positive rate.
+* ``follow_numpy`` and ``follow_tf``: the same numbers (within 1e-3) for one transform
+  (a picture halved, shifted and flipped), the same keys, and the value left as it was.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from PIL import Image
 
 from recordkit.codec._capabilities import Audible, Backdrop, Canvas, Captioned, Drawable, Pictured, Summarized
 from recordkit.codec._codec import Codec
+from recordkit.codec._geometry import FollowsImage, ImageGeometry, ImageTransform
 from recordkit.read._numpy_decode import decode_record_numpy
 from recordkit.schema._encoder import RecordEncoder
 from recordkit.schema._schema import BoundSchema
@@ -165,6 +168,45 @@ def _check_sound(codec: Audible, value: Any, case: str) -> None:
         )
 
 
+#: The transform the follow check moves values by: a 96 x 128 picture halved, shifted, flipped.
+_MOVE = {
+    "source_height": 96.0,
+    "source_width": 128.0,
+    "height": 48.0,
+    "width": 64.0,
+    "scale_y": 0.5,
+    "scale_x": 0.5,
+    "shift_y": 3.0,
+    "shift_x": -2.0,
+    "flip": 1.0,
+}
+
+
+def _check_follow(codec: FollowsImage, value: Any, case: str) -> None:
+    import tensorflow as tf
+
+    if value is None:
+        return
+    before = copy.deepcopy(value)
+    geometry = ImageGeometry()
+    by_numpy = _call("follow", case, codec.follow_numpy, value, ImageTransform(**_MOVE), geometry)
+    if not _same(before, value):
+        raise CapabilityError("follow", case, "follow_numpy changed the value it was given")
+    tensors = ImageTransform(**{key: tf.constant(number, tf.float32) for key, number in _MOVE.items()})
+    given = tf.nest.map_structure(tf.constant, value)
+    by_tf = _call("follow", case, codec.follow_tf, given, tensors, geometry)
+    numpy_leaves, tf_leaves = tf.nest.flatten(by_numpy), tf.nest.flatten(by_tf)
+    keys = sorted(by_numpy) if isinstance(by_numpy, dict) else None
+    if keys != (sorted(by_tf) if isinstance(by_tf, dict) else None) or len(numpy_leaves) != len(tf_leaves):
+        raise CapabilityError("follow", case, "follow_numpy and follow_tf gave values of other structures")
+    for a, b in zip(numpy_leaves, tf_leaves, strict=True):
+        left, right = np.asarray(a, np.float64), np.asarray(np.asarray(b), np.float64)
+        if left.shape != right.shape or not np.allclose(left, right, rtol=1e-5, atol=1e-3):
+            raise CapabilityError(
+                "follow", case, f"follow_numpy gave {left.tolist()}, follow_tf {right.tolist()}"
+            )
+
+
 def check_capabilities(
     codec: Codec[Any], bound: BoundSchema, values: Sequence[Any], passed: Callable[[str], None]
 ) -> None:
@@ -177,6 +219,7 @@ def check_capabilities(
         ("summarize is stable and JSON-serializable", Summarized, _check_summary),
         ("caption", Captioned, _check_caption),
         ("sound", Audible, _check_sound),
+        ("follow_numpy and follow_tf agree", FollowsImage, _check_follow),
     ]
     present = [(name, check) for name, kind, check in checks if isinstance(codec, kind)]
     if not present:

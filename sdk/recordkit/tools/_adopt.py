@@ -11,7 +11,7 @@ codec's wire features are (see :class:`~recordkit.FieldSpec`):
 * a number, for a feature the records do not store: ``{"channels": 3}``.
 
 Fields may share a key they read as a column (an image's and a mask's ``height``).
-Such schemas are for reading: the writer refuses them.
+The writer writes such schemas' keys as they are (see ``schema/_foreign_write.py``).
 
 :func:`infer_schema` proposes such a schema by looking at a sample of records. This
 module only samples (each key's kind, lengths, first values and range, as

@@ -103,7 +103,9 @@ def convert_dataset(
     copied = [name for name, field in native.items() if field.copy_stored]
     others = [name for name in view.schema.fields if name not in copied]
     fresh = FreshOutput.at(where)
-    writer = DatasetWriter(out, schema, progress=progress, storage_options=storage_options)
+    writer = DatasetWriter(
+        out, schema, progress=progress, storage_options=storage_options, card=view.manifest.card
+    )
     try:
         with writer:
             for split, info in view.manifest.splits.items():

@@ -52,15 +52,15 @@ class RemoteManifest:
             self.version = None
             return None
         data, self.version = got
-        return Manifest._parse(data, str(self.file))
+        return Manifest._parse(data, str(self.file), self.file.parent)
 
     def save(self, manifest: Manifest) -> None:
         """Replace the stored manifest by ``manifest`` if it is still the one this writer
         read or wrote last; else :class:`ConcurrentWriteError`, nothing written."""
         if self.lost:
             raise self._error("was replaced by another writer")
-        manifest.stamp_format()  # as Manifest.save: the format this code writes
-        data = manifest.to_json().encode("utf-8")
+        manifest.save_shard_tables(self.file.parent)  # before the manifest that lists them
+        data = manifest.to_json().encode("utf-8")  # stamped with its format, as Manifest.save
         try:
             self.version = write_if_version(self.file, data, self.version)
         except VersionConflictError as exc:

@@ -11,14 +11,17 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, TypeGuard, cast
+
+import pydantic
 
 from recordkit._version import __version__
 from recordkit.codec._registry import CodecRegistry
 from recordkit.dataset._manifest import CodecProvenance, Manifest
-from recordkit.errors import DatasetError, IncompatibleSchemaError
+from recordkit.errors import DatasetError, IncompatibleSchemaError, SchemaError
 from recordkit.format._tfrecord import Compression
+from recordkit.schema._card import DatasetCard
 from recordkit.schema._compatibility import check_compatibility
 from recordkit.schema._record_class import Record, schema_of
 from recordkit.schema._schema import BoundSchema, Schema, SchemaLike
@@ -106,16 +109,43 @@ def codec_provenance(bound: BoundSchema, registry: CodecRegistry) -> dict[str, C
 
 
 def start_manifest(
-    schema: Schema, bound: BoundSchema, registry: CodecRegistry, compression: Compression
+    schema: Schema,
+    bound: BoundSchema,
+    registry: CodecRegistry,
+    compression: Compression,
+    card: DatasetCard | Mapping[str, Any] | None = None,
 ) -> Manifest:
-    """The manifest of a new dataset of ``schema`` (bound as ``bound``), with no splits yet."""
-    return Manifest(
+    """The manifest of a new dataset of ``schema`` (bound as ``bound``), with no splits yet.
+
+    Its card is ``card`` or else the schema's: the manifest keeps it in its own ``card``
+    entry, and the schema it stores has none."""
+    manifest = Manifest(
         recordkit_version=__version__,
-        schema=schema,
+        schema=schema.model_copy(update={"card": None}),
         fingerprint=bound.fingerprint(),
         codecs=codec_provenance(bound, registry),
         compression=compression.value,
     )
+    set_card(manifest, card or schema.card)
+    return manifest
+
+
+def set_card(manifest: Manifest, card: DatasetCard | Mapping[str, Any] | None) -> None:
+    """Give ``manifest`` the card ``card``, a DatasetCard or its entries as a mapping
+    (None or an empty card: keep the one it has); a bad entry is a SchemaError naming it."""
+    if card is None:
+        return
+    if not isinstance(card, DatasetCard):
+        try:
+            card = DatasetCard.model_validate(card)
+        except pydantic.ValidationError as exc:
+            problems = "; ".join(
+                f"{'.'.join(str(p) for p in e['loc']) or 'card'}: {e['msg'].removeprefix('Value error, ')}"
+                for e in exc.errors(include_url=False)
+            )
+            raise SchemaError(f"the dataset card is not valid: {problems}") from None
+    if not card.is_empty:
+        manifest.card = card
 
 
 @dataclasses.dataclass(frozen=True)
@@ -202,6 +232,6 @@ def _check_schema(
     # The appending schema (newer: it has the added fields), keeping the dataset's
     # optional fields that it leaves out.
     fields = {**schema.fields, **{name: manifest.schema.fields[name] for name in left_out}}
-    grown = Schema.model_validate({**schema.model_dump(), "fields": fields})
+    grown = Schema.model_validate({**schema.model_dump(), "fields": fields, "card": None})
     grown.bind(registry)  # refused if an added field's Example keys clash with a left-out field's
     return grown

@@ -48,7 +48,7 @@ import sys
 import uuid
 from pathlib import Path
 
-from recordkit.dataset._manifest import MANIFEST_FILE, Manifest
+from recordkit.dataset._manifest import MANIFEST_FILE, Manifest, ShardInfo
 from recordkit.storage import Location
 from recordkit.write._commit import RemoteManifest
 from recordkit.write._debris import unlisted
@@ -133,20 +133,23 @@ def listed_files(manifest: Manifest) -> set[str]:
                 files.add(shard.index.file)
         if split.rejects_file is not None:
             files.add(split.rejects_file)
-    return files
+    return files | manifest.table_files()
 
 
 def _moved_under(manifest: Manifest, folder: str) -> Manifest:
     """``manifest`` with every file it lists renamed ``folder/<file>``."""
     moved = manifest.model_copy(deep=True)
     for split in moved.splits.values():
-        for shard in split.shards:
-            shard.file = f"{folder}/{shard.file}"
-            if shard.index is not None:
-                shard.index.file = f"{folder}/{shard.index.file}"
+        split.shards = [_moved_shard(shard, folder) for shard in split.shards]
         if split.rejects_file is not None:
             split.rejects_file = f"{folder}/{split.rejects_file}"
     return moved
+
+
+def _moved_shard(shard: ShardInfo, folder: str) -> ShardInfo:
+    index = shard.index
+    moved = None if index is None else index.model_copy(update={"file": f"{folder}/{index.file}"})
+    return shard.model_copy(update={"file": f"{folder}/{shard.file}", "index": moved})
 
 
 def commit_generation(

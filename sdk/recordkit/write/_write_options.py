@@ -3,10 +3,12 @@
 
 from __future__ import annotations
 
-from typing import Literal, TypedDict
+from collections.abc import Mapping
+from typing import Any, Literal, TypedDict
 
 from recordkit.codec._registry import CodecRegistry
 from recordkit.format._tfrecord import Compression
+from recordkit.schema._card import DatasetCard
 from recordkit.storage import StorageOptions
 from recordkit.write._lock import Wait
 from recordkit.write._plan import RecordKey
@@ -63,6 +65,10 @@ class WriteOptions(TypedDict, total=False):
         apply): each save of ``dataset.json`` is conditional on the version this writer
         read or saved last, and a writer that finds another's commit raises
         ConcurrentWriteError (see :mod:`recordkit.write._commit`).
+    :ivar card: the dataset's card (a :class:`~recordkit.DatasetCard`, or its entries as a
+        dict: license, citation, homepage, authors ...; a bad entry is a SchemaError),
+        stored in ``dataset.json``; default: the schema's card, if its file declares
+        one. Appending with a card replaces the stored one.
     :ivar storage_options: for a remote ``path`` (``s3://``, ``gs://``, any fsspec
         URL): the options of its fsspec filesystem (``endpoint_url``, credentials ...).
         There each shard is streamed under its final name and appears whole when its
@@ -84,3 +90,4 @@ class WriteOptions(TypedDict, total=False):
     wait: Wait
     overwrite: bool
     storage_options: StorageOptions | None
+    card: DatasetCard | Mapping[str, Any] | None

@@ -60,6 +60,7 @@ from recordkit.write._plan import (
     load_schema,
     path_and_schema,
     plan_append,
+    set_card,
     start_manifest,
 )
 from recordkit.write._progress import Progress
@@ -159,6 +160,7 @@ class DatasetWriter:
         )
         self._on_error = on_error
         self._key = options.get("key")
+        self._card = options.get("card")
         self._resume = resume
         self._append = append
         self._workers = workers
@@ -218,7 +220,7 @@ class DatasetWriter:
             existing = _load_if_present(self.where)
         if existing is None:
             chosen = Compression.parse(compression)
-            manifest = start_manifest(self.schema, self._bound, self._registry, chosen)
+            manifest = start_manifest(self.schema, self._bound, self._registry, chosen, self._card)
             self._store(manifest)
             return manifest, chosen
         if not (self._append or self._resume):
@@ -231,6 +233,7 @@ class DatasetWriter:
             existing, self.schema, self._registry, compression, file=str(self.where), append=self._append
         )
         self._append_plan = plan
+        set_card(existing, self._card or self.schema.card)
         return existing, plan.compression
 
     def _grow_schema(self) -> None:

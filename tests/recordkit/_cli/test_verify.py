@@ -192,3 +192,25 @@ def test_a_dataset_with_no_shards_yet_does_not_verify(tmp_path: Path) -> None:
     result = run(str(tmp_path / "d"))
     assert result.exit_code == 3, result.output
     assert "unfinished write in splits 'train', 'test'" in result.output
+
+
+@pytest.mark.parametrize("parallel", [["--jobs", "2"], ["--jobs", "2", "--processes"]])
+def test_shards_checked_in_parallel_give_the_same_report_in_manifest_order(
+    dataset: Path, parallel: list[str]
+) -> None:
+    bad = shard_files(dataset)[0]
+    flip_byte(dataset / bad, 40)
+    alone = run(str(dataset))
+    together = run(*parallel, str(dataset))
+    assert together.exit_code == alone.exit_code == 1
+    assert together.output == alone.output
+    assert list(status_lines(together.output)) == [
+        s.file for split in rk.Manifest.load(dataset).splits.values() for s in split.shards
+    ]
+
+
+def test_the_progress_bar_counts_every_shard(dataset: Path) -> None:
+    result = CliRunner().invoke(main, ["verify", "-q", "--progress", str(dataset)])
+    assert result.exit_code == 0, result.output
+    assert "verify: 100%" in result.output
+    assert "4/4" in result.output

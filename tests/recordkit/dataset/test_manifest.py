@@ -154,6 +154,7 @@ def test_every_manifest_and_rejects_key_is_documented(tmp_path: Path) -> None:
                 UnfinishedWrite,
                 rk.FieldGroup,
                 GroupShardInfo,
+                rk.DatasetCard,
             )
         )
     )

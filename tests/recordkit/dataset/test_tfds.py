@@ -32,6 +32,12 @@ pytestmark = pytest.mark.slow
 SPLITS = {"train": (0, 5), "test": (100, 3)}
 
 
+#: The card the TFDS builder declares, which adopting the folder carries over.
+HOMEPAGE = "https://example.org/tiny"
+CITATION = "@misc{tiny2026, title = {Tiny}, author = {Doe, Jane}, year = {2026}}"
+LICENSE = "CC-BY-4.0"
+
+
 def _builder_class() -> Any:
     base: Any = tfds.core.GeneratorBasedBuilder  # tfds is untyped
 
@@ -42,6 +48,9 @@ def _builder_class() -> Any:
             f = tfds.features
             return tfds.core.DatasetInfo(
                 builder=self,
+                homepage=HOMEPAGE,
+                citation=CITATION,
+                license=LICENSE,
                 features=f.FeaturesDict(
                     {
                         "image": f.Image(shape=(None, None, 3)),
@@ -284,6 +293,39 @@ def test_convert_gives_a_native_dataset_with_the_same_values(
         assert len(got) == len(want)
         for g, w in zip(got, want, strict=True):
             _check_record(g, w)
+
+
+def test_adopting_the_folder_carries_over_its_citation_homepage_and_license(
+    prepared: tuple[Path, Any], tmp_path: Path
+) -> None:
+    root, _ = prepared
+    card = rk.open_tfds(root).manifest.card
+    assert card == rk.DatasetCard(license=LICENSE, homepage=HOMEPAGE, citation=CITATION)
+    shown = CliRunner().invoke(main, ["inspect", str(root)])
+    assert shown.exit_code == 0, shown.output
+    assert f"license      {LICENSE}" in shown.output
+    assert f"homepage     {HOMEPAGE}" in shown.output
+    out = tmp_path / "native"
+    converted = CliRunner().invoke(main, ["convert", str(root), str(out)])
+    assert converted.exit_code == 0, converted.output
+    assert Manifest.load(out).card == card
+    assert json.loads((out / "dataset.json").read_text())["card"]["license"] == LICENSE
+
+
+def test_a_tfds_license_in_free_text_goes_into_the_card_description(
+    prepared: tuple[Path, Any], tmp_path: Path
+) -> None:
+    root, _ = prepared
+    for file in root.iterdir():
+        shutil.copy(file, tmp_path / file.name)
+    info = json.loads((root / "dataset_info.json").read_text())
+    info["redistributionInfo"] = {"license": "Free for research use only."}
+    (tmp_path / "dataset_info.json").write_text(json.dumps(info))
+    card = rk.open_tfds(tmp_path).manifest.card
+    assert card is not None
+    assert card.license is None
+    assert card.description == "License (from TFDS): Free for research use only."
+    assert card.citation == CITATION
 
 
 def test_convert_into_a_bucket_equals_the_local_convert(

@@ -267,7 +267,7 @@ def test_resize_with_pad_pads_masks_with_the_ignore_index_and_resizes_them_with_
 
 
 def test_a_bad_image_fit_names_the_choices(dataset: Path) -> None:
-    with pytest.raises(ValueError, match="random_crop_or_pad, not 'random'"):
+    with pytest.raises(ValueError, match="random_crop_or_pad, random_resized_crop, not 'random'"):
         rk.load_dataset(dataset, image_size=CROP, image_fit="random")  # type: ignore[arg-type]
 
 

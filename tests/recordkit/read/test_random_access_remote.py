@@ -154,7 +154,7 @@ def test_a_remote_dataset_without_indexes_says_how_to_build_them(
         root.join(shard.pop("index")["file"]).remove()
     root.join("dataset.json").write_bytes(json.dumps(raw).encode())
     with pytest.raises(DatasetError, match=rf"has no record index.*`recordkit index {url}`"):
-        rk.RandomAccess(url, storage_options=s3_bucket.storage_options)
+        rk.RandomAccess(url, storage_options=s3_bucket.storage_options)[0]
     assert len(list(rk.iter_records(url, storage_options=s3_bucket.storage_options))) == 4  # still streams
 
 
@@ -165,7 +165,7 @@ def test_a_changed_remote_index_is_refused(s3_bucket: Bucket, records: list[dict
     assert index is not None
     root.join(index.file).write_bytes(root.join(index.file).read_bytes()[:-8])
     with pytest.raises(CorruptRecordError, match="rebuild it with `recordkit index`"):
-        rk.RandomAccess(url, storage_options=s3_bucket.storage_options)
+        rk.RandomAccess(url, storage_options=s3_bucket.storage_options)[0]
 
 
 def test_shard_sizes_come_from_one_listing_and_a_changed_shard_is_still_named(

@@ -99,12 +99,20 @@ def test_a_dataloader_resumes_with_exactly_the_remaining_batches(dataset: Path, 
     def loader(ds: IterableDataset) -> DataLoader[Any]:
         return DataLoader(ds, batch_size=2, num_workers=2, collate_fn=ds.collate_fn)
 
-    options: dict[str, Any] = {"fields": ["caption"], "shuffle": shuffle, "seed": 11, "window": 5}
+    # batch_size: records dealt in blocks of a batch, so a resumed DataLoader's batches
+    # are the batches the first one had left, whatever its number of workers.
+    options: dict[str, Any] = {
+        "fields": ["caption"],
+        "shuffle": shuffle,
+        "seed": 11,
+        "window": 5,
+        "batch_size": 2,
+    }
     ds = IterableDataset(dataset, **options)
     full = [batch["caption"] for batch in loader(ds)]
     written = [r["caption"] for r in rk.iter_records(dataset, fields="caption")]
     assert sorted(c for batch in full for c in batch) == sorted(written)
-    # Workers hold 12 and 10 records: after 9 batches one worker has only 1 batch left.
+    # Workers hold 12 and 10 records: after 9 batches only 2 batches are left.
     for taken in (3, 9):
         state = ds.loader_state(taken, batch_size=2, num_workers=2)
         assert state["position"] == 2 * taken

@@ -417,7 +417,9 @@ def test_unknown_key_in_a_field() -> None:
 def test_unknown_top_level_key_and_missing_name() -> None:
     err = _error(GOOD.replace("name: points", "title: points"))
     assert "2 problems:" in str(err)
-    assert "line 1: unknown key 'title' (allowed: name, version, description, fields, $schema)" in str(err)
+    assert "line 1: unknown key 'title' (allowed: name, version, description, fields, card, $schema)" in str(
+        err
+    )
     assert "did you mean" not in str(err)  # 'title' is close to no key
     err = _error(GOOD.replace("name: points", "nme: points"))
     assert "line 1: unknown key 'nme' (did you mean 'name'? allowed: name, version" in str(err)

@@ -171,8 +171,9 @@ def test_a_number_among_column_keys_is_a_column_the_records_do_not_store() -> No
     assert vector("x", "y", 2).fingerprint() != bound.fingerprint()
     assert vector("x", "y", "z").fingerprint() != bound.fingerprint()
     assert vector(0.5, "x", "y")["v"].features[0].key == "x"  # the first key, wherever it stands
-    with pytest.raises(SchemaError, match="for reading only"):
-        bound.validate_record({"v": [1.0, 2.0, 1.0]})
+    bound.validate_record({"v": [1.0, 2.0, 1.0]})  # the writer stores x and y, and checks the 1
+    with pytest.raises(rk.errors.InvalidValueError, match=r"column 2 is \[2\.0\].* must be 1\.0"):
+        bound.validate_record({"v": [1.0, 2.0, 2.0]})
 
 
 # -- the fingerprint --------------------------------------------------------------------------

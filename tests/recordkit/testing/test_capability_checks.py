@@ -19,6 +19,7 @@ from recordkit_codecs.label import LabelCodec
 from recordkit_codecs.mask import MaskCodec
 
 DRAW = "draw writes inside the picture's bounds"
+FOLLOW = "follow_numpy and follow_tf agree"
 SUMMARIZE = "summarize is stable and JSON-serializable"
 
 
@@ -81,6 +82,12 @@ def test_each_capability_a_codec_has_is_checked(tmp_path: Path) -> None:
             [{"boxes": [[0.25, 0.5, 0.5, 0.75]], "labels": [1]}],
             {DRAW},
         ),
+        (
+            BBoxCodec,
+            {"labels": ["cat", "dog"], "normalized": False, "format": "cxcywh"},
+            [{"boxes": [[30.0, 20.0, 10.0, 8.0], [120.0, 90.0, 4.0, 4.0]], "labels": [1, 0]}],
+            {DRAW, FOLLOW},
+        ),
         (MaskCodec, {}, [np.eye(6, dtype=np.uint8), np.full((3, 5), 255, np.uint8)], {DRAW, SUMMARIZE}),
         (LabelCodec, {"names": ["cat", "dog"]}, [1, 0], {"caption", SUMMARIZE}),
     ],
@@ -127,6 +134,18 @@ class _CountingSummary(_Point):
         return {"calls": [float(next(_counter))]}
 
 
+class _Follows(_Point):
+    """A point that moves with its picture: in numpy as it should, in TensorFlow forgetting the flip."""
+
+    def follow_numpy(self, value: Any, transform: rk.ImageTransform, geometry: rk.ImageGeometry) -> Any:
+        return np.array([transform.x(value[0]), transform.y(value[1])], np.float32)
+
+    def follow_tf(self, value: Any, transform: rk.ImageTransform, geometry: rk.ImageGeometry) -> Any:
+        import tensorflow as tf
+
+        return tf.stack([value[0] * transform.scale_x + transform.shift_x, transform.y(value[1])])
+
+
 class _MultiLineCaption(_Point):
     def caption(self, value: Any) -> str:
         return f"x {value[0]}\ny {value[1]}"
@@ -142,6 +161,7 @@ class _MultiLineCaption(_Point):
         (_NumpySummary, r"\[summarize\] case 0: 'x': array\(\[3\.\], dtype=float32\) is neither"),
         (_CountingSummary, r"\[summarize\] case 0: the same value gave other statistics the second time"),
         (_MultiLineCaption, r"\[caption\] case 0: gave 'x 3.0\\ny 4.0', not one line of text"),
+        (_Follows, r"\[follow\] case 0: follow_numpy gave \[64\.5, 5\.0\], follow_tf \[-0\.5, 5\.0\]"),
     ],
 )
 def test_a_capability_that_breaks_its_promise_is_caught(

@@ -435,9 +435,25 @@ def test_infer_schema_on_plain_keys(tmp_path: Path) -> None:
     assert [r["extra"] for r in rows] == [["x"] if i % 2 else [] for i in range(6)]
 
 
-def test_foreign_layouts_are_for_reading_only(tmp_path: Path) -> None:
-    with pytest.raises(SchemaError, match="for reading only"):
-        rk.write_dataset([], SEGMENTATION, tmp_path / "out", progress=False)
+def test_a_foreign_layout_is_written_with_its_shared_keys_once_and_read_back(tmp_path: Path) -> None:
+    rng = np.random.default_rng(3)
+    records = [
+        {
+            "image": rng.integers(0, 256, (4 + i, 5, 3), dtype=np.uint8),
+            "mask": np.full((4 + i, 5), i, np.uint8),
+        }
+        for i in range(3)
+    ]
+    rk.write_dataset(records, SEGMENTATION, tmp_path / "out", progress=False)
+    shard = next((tmp_path / "out").glob("train-*.tfrecord"))
+    keys = sorted(
+        tf.train.Example.FromString(next(iter(tf.data.TFRecordDataset(str(shard)))).numpy()).features.feature
+    )
+    assert keys == ["depth", "height", "image_raw", "mask_raw", "width"]
+    back = list(rk.iter_records(tmp_path / "out"))
+    for record, read in zip(records, back, strict=True):
+        np.testing.assert_array_equal(read["image"], record["image"])
+        np.testing.assert_array_equal(read["mask"], record["mask"])
 
 
 def test_bad_key_mappings_are_named() -> None:

@@ -244,3 +244,30 @@ def test_a_mask_is_drawn_in_colour_on_its_picture_in_the_grid(tmp_path: Path) ->
         drawn = Image.open(io.BytesIO(get(url + "picture/0.png?size=thumb").content)).convert("RGB")
     assert drawn.getpixel((64, 128)) == (90, 90, 90)  # class 0 (background): untinted
     assert drawn.getpixel((192, 128)) != (90, 90, 90)  # class 1: tinted
+
+
+def test_the_dataset_page_shows_the_card_escaped(tmp_path: Path) -> None:
+    schema = rk.Schema.loads("name: carded\nfields:\n  caption: {codec: text}\n")
+    card = rk.DatasetCard(
+        license="CC-BY-4.0",
+        homepage="https://example.org/carded",
+        authors=["Jane Doe", "Ravi Rao"],
+        description=SCRIPT,
+        citation="@misc{carded, title = {Carded}}",
+    )
+    rk.write_dataset([{"caption": "one"}], tmp_path / "data", schema, card=card, progress=False)
+    with served(str(tmp_path / "data"), tmp_path / "cache") as url:
+        page = get(url + "dataset").text
+    assert '<table id="card">' in page
+    assert "CC-BY-4.0" in page
+    assert '<a href="https://example.org/carded" rel="noreferrer">' in page
+    assert "Jane Doe, Ravi Rao" in page
+    assert '<pre id="citation">@misc{carded, title = {Carded}}</pre>' in page
+    assert SCRIPT not in page
+    assert "&lt;script&gt;" in page
+
+
+def test_the_dataset_page_of_a_dataset_without_a_card_has_no_card_section(viewer_url: str) -> None:
+    page = get(viewer_url + "dataset").text
+    assert "<h2>Splits</h2>" in page
+    assert 'id="card"' not in page

@@ -66,6 +66,9 @@ class KeypointsOptions(rk.CodecOptions):
     normalized: bool = pydantic.Field(
         default=False, description="Coordinates are fractions of the image size, checked to lie in [0, 1]."
     )
+    image_field: str | None = pydantic.Field(
+        default=None, description="The record's image field: the points move with it when readers fit it."
+    )
 
     @pydantic.model_validator(mode="after")
     def _names_match_count(self) -> KeypointsOptions:
@@ -233,6 +236,50 @@ class KeypointsCodec(rk.Codec[KeypointsOptions]):
             return f"{len(points)} keypoints"
         return f"{len(points)} keypoints, {int((points[:, 2] != _NOT_LABELLED).sum())} labelled"
     # --8<-- [end:caption]
+
+    # -- following the image (an optional capability) ---------------------------------
+
+    # --8<-- [start:follow]
+    def related_fields(self) -> tuple[str, ...]:
+        return (self.options.image_field,) if self.options.image_field else ()
+
+    def follow_numpy(self, value: Any, transform: rk.ImageTransform, geometry: rk.ImageGeometry) -> Any:
+        """The points moved with their image (rk.FollowsImage): a point the fit leaves
+        outside the picture keeps its coordinates and, with visibility, is marked not
+        labelled (0). Left and right keep their names when the image is flipped."""
+        points = np.array(value, dtype=np.float64).reshape(-1, self.options.width)
+        xy = points[:, :2]
+        if self.options.normalized:
+            xy = xy * [transform.source_width, transform.source_height]
+        x, y = transform.x(xy[:, 0]), transform.y(xy[:, 1])
+        if self.options.visibility:
+            outside = (x < 0) | (x > transform.width) | (y < 0) | (y > transform.height)
+            points[:, 2] = np.where(outside, _NOT_LABELLED, points[:, 2])
+        if self._normalized_out(geometry):
+            x, y = x / transform.width, y / transform.height
+        points[:, 0], points[:, 1] = x, y
+        return points.astype(np.float32)
+
+    def follow_tf(self, value: Any, transform: rk.ImageTransform, geometry: rk.ImageGeometry) -> Any:
+        """:meth:`follow_numpy` in TensorFlow, on one record's points."""
+        import tensorflow as tf
+
+        points = tf.reshape(tf.cast(value, tf.float32), [-1, self.options.width])
+        x, y = points[:, 0], points[:, 1]
+        if self.options.normalized:
+            x, y = x * transform.source_width, y * transform.source_height
+        x, y = transform.x(x), transform.y(y)
+        columns = []
+        if self.options.visibility:
+            outside = (x < 0) | (x > transform.width) | (y < 0) | (y > transform.height)
+            columns.append(tf.where(outside, tf.zeros_like(x), points[:, 2]))
+        if self._normalized_out(geometry):
+            x, y = x / transform.width, y / transform.height
+        return tf.stack([x, y, *columns], axis=1)
+
+    def _normalized_out(self, geometry: rk.ImageGeometry) -> bool:
+        return self.options.normalized if geometry.normalized is None else geometry.normalized
+    # --8<-- [end:follow]
 
 
 # --8<-- [start:decode_function]

@@ -1,0 +1,151 @@
+"""Issue 34's cost check: reading through the canonical epoch order, an elastic resume and
+a weighted mixture, against plain iteration of the same records, in one run.
+
+    python benchmarks/elastic_mix.py --records 20000 --repeats 7 --out benchmarks/out/elastic_mix.json
+
+The split is written twice (as one dataset, and halved into two datasets for the
+mixture) with small records by default (a caption and a label: the order's own cost is
+the largest share of a pass there; ``--workload mixed`` reads the benchmark's JPEG,
+WAV, caption, boxes and label records instead). Each is read in this process, every
+record decoded, by:
+
+* ``plain``: ``RandomAccess.stream`` over the records in manifest order (the read path
+  the PyTorch stream uses, with no epoch order: plain iteration);
+* ``records``: ``ds.records()``, the numpy reader streaming the shards in order;
+* ``canonical_in_order``: ``ds.torch_iterable(shuffle=False, tensors=False)``: the epoch
+  order, its division and the state machinery, reading in manifest order as ``plain``;
+* ``canonical``: ``ds.torch_iterable(shuffle=True, seed=0, tensors=False)``, its epoch
+  order worked out at the start of the pass (shuffled: each record is its own read,
+  where ``plain`` reads runs of neighbours at once);
+* ``elastic``: the same resumed half way from a state saved by 4 ranks x 2 workers, read
+  as 2 ranks (both in this process, one after the other): half the records;
+* ``mixture_in_order`` and ``mixture``: ``rk.mix({a: 0.7, b: 0.3},
+  samples_per_epoch=N).torch_iterable(...)``, unshuffled (sources spread evenly) and
+  shuffled.
+
+Rounds interleave the contenders (rotating their order), so a change of load on the
+shared machine falls on all alike; every repetition is reported with the best and the
+median, wall and CPU seconds (this process's, steadier under load), and each
+contender's ratio to ``plain`` at the median, of records/s and of CPU per record.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import tempfile
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+if __package__ in (None, ""):
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import recordkit as rk
+from benchmarks._timing import timed_pass
+
+SMALL = rk.Schema(
+    name="small",
+    fields={
+        "caption": rk.FieldSpec(codec="text"),
+        "label": rk.FieldSpec(codec="label", options={"num_classes": 10}),
+    },
+)
+
+
+def _workload(kind: str, count: int) -> tuple[rk.Schema, list[dict[str, Any]]]:
+    if kind == "small":
+        return SMALL, [{"caption": f"record {i} of the benchmark", "label": i % 10} for i in range(count)]
+    from benchmarks._data import mixed_records
+    from benchmarks._recordkit import mixed_record, mixed_schema
+
+    return mixed_schema(), [mixed_record(r) for r in mixed_records(count)]
+
+
+def _chain(*parts: Iterable[Any]) -> Iterator[Any]:
+    for part in parts:
+        yield from part
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--records", type=int, default=20_000)
+    parser.add_argument("--repeats", type=int, default=7)
+    parser.add_argument("--shard-records", type=int, default=1000)
+    parser.add_argument("--workload", choices=("small", "mixed"), default="small")
+    parser.add_argument("--out", type=Path, default=None)
+    args = parser.parse_args(argv)
+    root = Path(tempfile.mkdtemp(prefix="elastic-mix-"))
+    schema, records = _workload(args.workload, args.records)
+    half = len(records) // 2
+    for name, part in (("whole", records), ("a", records[:half]), ("b", records[half:])):
+        rk.write_dataset(part, schema, root / name, shard_records=args.shard_records, progress=False)
+    whole, a, b = (rk.open(root / name, "train") for name in ("whole", "a", "b"))
+    access = whole._random_access()
+    in_order = [(s, n) for s, count in enumerate(access.shards.counts.tolist()) for n in range(count)]
+    options: dict[str, Any] = {"shuffle": True, "seed": 0, "window": 1024, "tensors": False}
+    # About half the epoch read by 4 ranks x 2 workers, in batches of 8.
+    state = whole.torch_iterable(**options, world_size=4, batch_size=8).loader_state(
+        max(1, len(records) // 2 // (4 * 8)), batch_size=8, num_workers=2
+    )
+    mixture = rk.mix({a: 0.7, b: 0.3}, samples_per_epoch=len(records))
+
+    contenders: dict[str, Callable[[], Iterable[Any]]] = {
+        "plain": lambda: access.stream(in_order, prefetch=64),
+        "records": lambda: whole.records(),
+        "canonical_in_order": lambda: whole.torch_iterable(**{**options, "shuffle": False}),
+        "canonical": lambda: whole.torch_iterable(**options),
+        "elastic": lambda: _chain(
+            *(whole.torch_iterable(**options, rank=r, world_size=2, start=state) for r in range(2))
+        ),
+        "mixture_in_order": lambda: mixture.torch_iterable(**{**options, "shuffle": False}),
+        "mixture": lambda: mixture.torch_iterable(**options),
+    }
+    counts = {name: sum(1 for _ in make()) for name, make in contenders.items()}  # warm-up, and the records
+    walls: dict[str, list[float]] = {name: [] for name in contenders}
+    cpus: dict[str, list[float]] = {name: [] for name in contenders}
+    names = list(contenders)
+    for round_ in range(args.repeats):
+        shift = round_ % len(names)
+        for name in names[shift:] + names[:shift]:
+            wall, cpu = timed_pass(contenders[name]())
+            walls[name].append(wall)
+            cpus[name].append(cpu)
+    results: dict[str, Any] = {"records": len(records), "workload": args.workload, "repeats": args.repeats}
+    plain = statistics.median(counts["plain"] / w for w in walls["plain"])
+    plain_cpu = statistics.median(cpus["plain"]) / counts["plain"]
+    print(f"{len(records)} {args.workload} records, {args.repeats} repetitions (wall times vary under load)")
+    print(
+        f"{'contender':<18} {'records':>8} {'records/s each':<60} {'best':>8} {'median':>8} {'ratio':>6} "
+        f"{'CPU/rec us':>10} {'CPU ratio':>9}"
+    )
+    for name in names:
+        each = [counts[name] / w for w in walls[name]]
+        median = statistics.median(each)
+        results[name] = {
+            "records": counts[name],
+            "seconds": walls[name],
+            "cpu_seconds": cpus[name],
+            "records_per_s_each": each,
+            "records_per_s": median,
+            "records_per_s_best": max(each),
+            "ratio_to_plain": median / plain,
+            "cpu_per_record_us": 1e6 * statistics.median(cpus[name]) / counts[name],
+            "cpu_ratio_to_plain": (statistics.median(cpus[name]) / counts[name]) / plain_cpu,
+        }
+        shown = " ".join(f"{v:,.0f}" for v in each)
+        print(
+            f"{name:<18} {counts[name]:>8} {shown:<60} {max(each):>8,.0f} {median:>8,.0f} "
+            f"{median / plain:>6.2f} {results[name]['cpu_per_record_us']:>10.1f} "
+            f"{results[name]['cpu_ratio_to_plain']:>9.2f}"
+        )
+    if args.out is not None:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps(results, indent=2))
+    return results
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,232 @@
+"""The canonical order of an epoch, its division between readers, and elastic resume.
+
+Pure numpy: nothing here knows of PyTorch, Grain or TensorFlow, so every reader shares
+one definition of what an epoch is.
+
+* **The order.** An epoch reads the items of a dataset (a split's records, or a
+  mixture's samples) in one order, a function of the seed, the epoch and the dataset
+  alone (:func:`epoch_order`): the shards shuffled, then the records shuffled within
+  windows of ``window`` consecutive records (a window spans one shard or a few, so a
+  reader's reads stay close together).
+* **The division.** ``world_size`` ranks with ``num_workers`` workers each are
+  ``readers = world_size * num_workers`` readers (:class:`Division`). The order is cut
+  into blocks of ``block`` items; block ``j`` goes to reader ``j % readers``, and worker
+  ``w`` of rank ``r`` is reader ``w * world_size + r``. A DataLoader takes batches from
+  its workers in turn, so when ``block`` is the batch size, the ``i``-th batches of all
+  ranks together are blocks ``i * world_size`` to ``(i + 1) * world_size - 1``: the global
+  batches follow the canonical order whatever the number of workers.
+* **Progress.** What of an epoch has been read is a set of positions in its order
+  (:class:`Progress`): a prefix, and the few positions beyond it that some readers
+  reached first. It is the same whoever read it, so a run resumes with any division:
+  the positions not yet read, in the canonical order, are divided afresh.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+import numpy as np
+
+__all__ = ["Division", "EpochItems", "Progress", "SplitOrder", "epoch_order", "fingerprint", "loader_taken"]
+
+
+def epoch_order(
+    counts: Sequence[int] | np.ndarray, *, seed: int | Sequence[int], epoch: int, shuffle: bool, window: int
+) -> np.ndarray:
+    """The global indices (records numbered across the shards in manifest order) of the
+    records of shards of ``counts`` records each, in epoch ``epoch``'s canonical order.
+
+    Without ``shuffle``: manifest order. With it: the shards in an order drawn from
+    ``(seed, epoch)``, then each run of ``window`` consecutive records shuffled."""
+    sizes = np.asarray(counts, dtype=np.int64)
+    starts = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    total = int(starts[-1])
+    if not shuffle:
+        return np.arange(total, dtype=np.int64)
+    seeds = [seed] if isinstance(seed, int) else list(seed)
+    rng = np.random.default_rng([*seeds, epoch])
+    shards = rng.permutation(len(sizes))
+    order = np.concatenate(
+        [np.arange(starts[s], starts[s + 1], dtype=np.int64) for s in shards] or [np.zeros(0, np.int64)]
+    )
+    if window > 1:
+        mix = np.random.default_rng([*seeds, epoch, 1])
+        for begin in range(0, total, window):
+            order[begin : begin + window] = mix.permutation(order[begin : begin + window])
+    return order
+
+
+def fingerprint(parts: Sequence[object]) -> str:
+    """A short digest of what identifies a dataset's order (its shards' names, record
+    counts and checksums): two datasets with one fingerprint have the same epochs."""
+    return hashlib.sha256(repr([str(part) for part in parts]).encode("utf-8")).hexdigest()[:16]
+
+
+@dataclasses.dataclass(frozen=True)
+class Division:
+    """``world_size`` ranks of ``num_workers`` readers each (0 workers: the rank reads in
+    its own process, one reader), reading blocks of ``block`` items in turn."""
+
+    world_size: int = 1
+    num_workers: int = 1
+    block: int = 1
+
+    def __post_init__(self) -> None:
+        for name, least in (("world_size", 1), ("num_workers", 0), ("block", 1)):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < least:
+                raise ValueError(f"{name} must be an int of at least {least}, not {value!r}")
+
+    @property
+    def workers(self) -> int:
+        """Readers per rank (a rank without workers is one reader)."""
+        return max(self.num_workers, 1)
+
+    @property
+    def readers(self) -> int:
+        return self.world_size * self.workers
+
+    def reader(self, rank: int, worker: int) -> int:
+        """The reader that worker ``worker`` of rank ``rank`` is."""
+        if not 0 <= rank < self.world_size:
+            raise ValueError(f"rank must be in 0..{self.world_size - 1}, not {rank}")
+        if not 0 <= worker < self.workers:
+            raise ValueError(f"worker must be in 0..{self.workers - 1}, not {worker}")
+        return worker * self.world_size + rank
+
+    def owners(self, count: int) -> tuple[np.ndarray, np.ndarray]:
+        """For each of ``count`` items to divide, in order: its reader, and its place in
+        that reader's sequence."""
+        index = np.arange(count, dtype=np.int64)
+        blocks = index // self.block
+        return blocks % self.readers, (blocks // self.readers) * self.block + index % self.block
+
+    def share(self, items: np.ndarray, reader: int) -> np.ndarray:
+        """What reader ``reader`` reads of ``items`` (in their order)."""
+        owner, _ = self.owners(len(items))
+        share: np.ndarray = items[owner == reader]
+        return share
+
+    def sizes(self, count: int) -> list[int]:
+        """How many of ``count`` items each reader reads."""
+        owner, _ = self.owners(count)
+        return [int(n) for n in np.bincount(owner, minlength=self.readers)]
+
+    def read_after(self, items: np.ndarray, taken: Sequence[int]) -> np.ndarray:
+        """The items read once reader ``r`` has read the first ``taken[r]`` of its share."""
+        owner, place = self.owners(len(items))
+        read: np.ndarray = items[place < np.asarray(taken, dtype=np.int64)[owner]]
+        return read
+
+
+@dataclasses.dataclass(frozen=True)
+class Progress:
+    """What of an epoch of ``length`` items has been read: positions ``0 .. done - 1`` of
+    its canonical order, and the positions ``also`` beyond them (sorted)."""
+
+    length: int
+    done: int = 0
+    also: tuple[int, ...] = ()
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.done <= self.length:
+            raise ValueError(f"done must be in 0..{self.length} (the epoch's items), not {self.done}")
+        if any(not self.done < p < self.length for p in self.also) or list(self.also) != sorted(
+            set(self.also)
+        ):
+            raise ValueError(
+                f"also must be distinct positions after done={self.done} and before {self.length}, in order"
+            )
+
+    @property
+    def read(self) -> int:
+        """How many items of the epoch have been read."""
+        return self.done + len(self.also)
+
+    def remaining(self) -> np.ndarray:
+        """The positions not yet read, in the canonical order."""
+        rest = np.arange(self.done, self.length, dtype=np.int64)
+        return (
+            rest if not self.also else np.setdiff1d(rest, np.asarray(self.also, np.int64), assume_unique=True)
+        )
+
+    def advanced(self, positions: np.ndarray) -> Progress:
+        """This progress with ``positions`` read too."""
+        seen = np.zeros(self.length, dtype=bool)
+        seen[: self.done] = True
+        seen[list(self.also)] = True
+        seen[positions] = True
+        unread = np.flatnonzero(~seen)
+        done = int(unread[0]) if len(unread) else self.length
+        return Progress(self.length, done, tuple(int(p) for p in np.flatnonzero(seen[done:]) + done))
+
+
+def loader_taken(sizes: Sequence[int], batch_size: int, batches: int, *, drop_last: bool) -> list[int] | None:
+    """The items each of a rank's workers (with ``sizes[w]`` items each) has yielded once
+    a DataLoader took ``batches`` batches of ``batch_size`` from them in turn, skipping
+    workers that have finished; None if they hold fewer batches."""
+    done = [0] * len(sizes)
+    pointer = 0
+    for _ in range(batches):
+        for step in range(len(sizes)):
+            worker = (pointer + step) % len(sizes)
+            left = sizes[worker] - done[worker]
+            if left >= batch_size or (left > 0 and not drop_last):
+                done[worker] += min(batch_size, left)
+                pointer = (worker + 1) % len(sizes)
+                break
+        else:
+            return None
+    return done
+
+
+class EpochItems(Protocol):
+    """What a streaming reader reads in epochs: a split (:class:`SplitOrder`) or a mixture
+    (:class:`~recordkit.read._mixture.MixtureOrder`)."""
+
+    def __len__(self) -> int:
+        """The items of an epoch."""
+
+    def items(self, *, seed: int | Sequence[int], epoch: int, shuffle: bool, window: int) -> np.ndarray:
+        """The epoch's items (ints) in its canonical order."""
+
+    def locate(self, items: np.ndarray) -> list[tuple[int, int]]:
+        """Each item's ``(shard, number)`` (shards numbered across all sources)."""
+
+    def identity(self) -> dict[str, Any]:
+        """What a state records of the order, checked on resume."""
+
+
+class SplitOrder:
+    """The epochs of one split: the canonical order of its records (global indices),
+    where each is (shard and number), and what identifies it in a state (its fingerprint)."""
+
+    def __init__(self, counts: Sequence[int] | np.ndarray, parts: Sequence[object]) -> None:
+        self.counts = np.asarray(counts, dtype=np.int64)
+        self.starts = np.concatenate([[0], np.cumsum(self.counts)]).astype(np.int64)
+        self.fingerprint = fingerprint([*parts, *self.counts.tolist()])
+
+    @classmethod
+    def of_shards(cls, shards: Sequence[Any], counts: Sequence[int] | np.ndarray) -> SplitOrder:
+        """The order of a split's ``shards`` (their names, checksums and slices identify
+        it) holding ``counts`` records each."""
+        return cls(counts, [(shard.name, shard.sha256, shard.skip) for shard in shards])
+
+    def __len__(self) -> int:
+        return int(self.starts[-1])
+
+    def items(self, *, seed: int | Sequence[int], epoch: int, shuffle: bool, window: int) -> np.ndarray:
+        """The split's records in epoch ``epoch``'s order."""
+        return epoch_order(self.counts, seed=seed, epoch=epoch, shuffle=shuffle, window=window)
+
+    def locate(self, items: np.ndarray) -> list[tuple[int, int]]:
+        """Each record's ``(shard, number)``."""
+        shards = np.searchsorted(self.starts, items, side="right") - 1
+        return list(zip(shards.tolist(), (items - self.starts[shards]).tolist(), strict=True))
+
+    def identity(self) -> dict[str, Any]:
+        """What a state records of this order, to refuse a state of another dataset."""
+        return {"dataset": self.fingerprint}

@@ -1,0 +1,245 @@
+"""An epoch's records read in the canonical order, by one reader of many, without PyTorch.
+
+:class:`EpochStream` holds what every streaming reader of recordkit's epochs shares
+(:mod:`recordkit.read._epoch_order`): the epoch's order, this rank's and worker's share
+of it, the progress a resumed state brings, and the states to save
+(:mod:`recordkit.read._epoch_state`). Iterated, it yields decoded records as numpy and
+Python values (``Dataset.epoch_stream()``); :class:`recordkit.torch.IterableDataset` is the
+same stream as a PyTorch dataset, shared between DataLoader workers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import Any, cast
+
+import numpy as np
+
+from recordkit.read._epoch_order import Division, EpochItems, Progress, SplitOrder, loader_taken
+from recordkit.read._epoch_state import epoch_state, resumed_progress
+from recordkit.read._mixture_order import MixtureOrder
+from recordkit.read._position import Start
+from recordkit.read._random_access import RandomAccess
+from recordkit.read._stream_order import StreamOrder
+
+__all__ = ["EpochStream", "check_prefetch"]
+
+
+def _batch_block(batch_size: int | None) -> int:
+    """The records dealt to each reader in turn: ``batch_size`` (None: one)."""
+    if batch_size is None:
+        return 1
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+        raise ValueError(f"batch_size must be an int of at least 1 (or None), not {batch_size!r}")
+    return batch_size
+
+
+def check_prefetch(prefetch: int) -> None:
+    """Refuse a ``prefetch`` that cannot be right, before anything is read."""
+    if prefetch < 1:
+        raise ValueError(f"prefetch must be at least 1, not {prefetch}")
+
+
+class EpochStream:
+    """A split's records in its canonical epoch order: this rank's share (of ``world_size``),
+    dealt in blocks of ``batch_size``, from where ``start`` left the epoch (see
+    :meth:`recordkit.Dataset.epoch_stream` for the options). Iterated in one process it
+    yields decoded records; :meth:`state_dict` then gives the state to resume from with
+    any number of ranks and workers."""
+
+    #: Names the kind of stream in its states (a split's, or a mixture's).
+    _reader_name = "split stream"
+    #: A mixture's sources (:meth:`mix_in`); None: the split of ``records``.
+    sources: list[RandomAccess] | None = None
+
+    @classmethod
+    def over(
+        cls,
+        records: RandomAccess,
+        split: str,
+        order: StreamOrder | None = None,
+        *,
+        start: Start = None,
+        prefetch: int = 64,
+        batch_size: int | None = None,
+    ) -> EpochStream:
+        """The stream of ``records`` (already opened) in ``order`` (default: stored order,
+        one rank); ``split`` names them in states."""
+        check_prefetch(prefetch)
+        self = cls.__new__(cls)
+        self.attach_epochs(records, split, order or StreamOrder(), prefetch=prefetch, batch_size=batch_size)
+        if start is not None:
+            self.load_state_dict(start)
+        return self
+
+    def attach_epochs(
+        self,
+        records: RandomAccess,
+        split: str,
+        order: StreamOrder,
+        *,
+        prefetch: int,
+        batch_size: int | None,
+        rank: int | None = None,
+        world_size: int | None = None,
+    ) -> None:
+        """Set the stream's order and share (the constructors' common step). ``rank`` and
+        ``world_size`` are those ``order`` leaves None (worked out by the caller, as from
+        ``torch.distributed``), else 0 and 1."""
+        world_size = order.world_size if order.world_size is not None else (world_size or 1)
+        rank = order.rank if order.rank is not None else (rank or 0)
+        if world_size < 1:
+            raise ValueError(f"world_size must be at least 1, not {world_size}")
+        if not 0 <= rank < world_size:
+            raise ValueError(f"rank must be in 0..{world_size - 1}, not {rank}")
+        #: How this stream orders the split and divides it.
+        self.order = order
+        self.records = records
+        self.split = split
+        self.shuffle = order.shuffle
+        self.seed = int(order.seed)
+        self.window = order.window
+        self.rank = rank
+        self.world_size = world_size
+        self.prefetch = prefetch
+        #: Records dealt to a reader at a time (the DataLoader's batch size keeps global
+        #: batches in the canonical order).
+        self.block = _batch_block(batch_size)
+        self.epoch = 0
+        #: The epochs read: a split's records, or a mixture's samples (:meth:`mix_in`).
+        self.epochs: EpochItems = SplitOrder.of_shards(records.dataset.shards, records.shards.counts)
+        #: What of this epoch was read before (a resumed state), and the records yielded
+        #: since in this process (no DataLoader workers).
+        self._progress: Progress | None = None
+        self._yielded = 0
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        return self.read_share(0, 1, count=True)
+
+    def read_share(self, worker: int, workers: int, *, count: bool) -> Iterator[dict[str, Any]]:
+        """The records of worker ``worker`` of ``workers``, decoded; ``count``: they are
+        this process's whole share, counted for :meth:`state_dict`."""
+        located = self.worker_records(worker, workers)
+        if count:
+            self._yielded = 0
+        for record in self._read(located):
+            if count:
+                self._yielded += 1
+            yield record
+
+    # -- the order ---------------------------------------------------------------------------
+
+    def set_epoch(self, epoch: int) -> None:
+        """Use epoch ``epoch``'s order (call before each epoch, as with DistributedSampler);
+        a resumed position applies only to the epoch it was saved in."""
+        if epoch != self.epoch:
+            self._progress = None
+        self.epoch = int(epoch)
+
+    def _identity(self) -> dict[str, Any]:
+        """What fixes the epoch's order (checked when resuming); the ranks, workers and
+        batch size are not in it: any of them resumes."""
+        return {
+            "split": self.split,
+            "shuffle": self.shuffle,
+            "seed": self.seed,
+            "window": self.window,
+            **self.epochs.identity(),
+        }
+
+    def division(self, num_workers: int) -> Division:
+        """How this epoch is divided between the ranks and ``num_workers`` DataLoader workers each."""
+        return Division(self.world_size, num_workers, self.block)
+
+    def _remaining(self) -> tuple[Progress, np.ndarray, np.ndarray]:
+        """The progress through this epoch, the epoch's order, and the positions in it not read yet."""
+        items = self.epochs.items(seed=self.seed, epoch=self.epoch, shuffle=self.shuffle, window=self.window)
+        progress = self._progress or Progress(len(items))
+        return progress, items, progress.remaining()
+
+    # -- iterating ---------------------------------------------------------------------------
+
+    def worker_records(self, worker: int, workers: int) -> list[tuple[int, int]]:
+        """The ``(shard, record)`` pairs DataLoader worker ``worker`` of ``workers`` reads
+        this epoch, from where a resumed state says the epoch was left."""
+        _, items, remaining = self._remaining()
+        division = self.division(workers)
+        return self.epochs.locate(items[division.share(remaining, division.reader(self.rank, worker))])
+
+    def _read(self, located: list[tuple[int, int]]) -> Iterator[dict[str, Any]]:
+        """The records at ``located``, decoded, in order."""
+        if self.sources is None:
+            return self.records.stream(located, prefetch=self.prefetch)
+        return self._read_mixed(located)
+
+    def mix_in(self, sources: Sequence[RandomAccess], order: MixtureOrder) -> None:
+        """Read the mixture of ``sources`` in ``order``'s epochs instead of the split
+        (``rk.mix``); ``records`` stays the first source (its fields are the mixture's)."""
+        self.sources = list(sources)
+        self.epochs = order
+        self._reader_name = "mixture stream"
+
+    def _read_mixed(self, located: list[tuple[int, int]]) -> Iterator[dict[str, Any]]:
+        """Each ``(shard, number)``'s record (shards numbered across the sources), read
+        ``prefetch`` at a time from their sources, in order."""
+        sources = cast(list[RandomAccess], self.sources)
+        shard_starts = cast(MixtureOrder, self.epochs).shard_starts
+        for begin in range(0, len(located), self.prefetch):
+            chunk = located[begin : begin + self.prefetch]
+            owners = np.searchsorted(shard_starts, [shard for shard, _ in chunk], side="right") - 1
+            out: list[dict[str, Any]] = [{} for _ in chunk]
+            for source in np.unique(owners).tolist():
+                places = np.flatnonzero(owners == source).tolist()
+                first = int(shard_starts[source])
+                local = [(chunk[p][0] - first, chunk[p][1]) for p in places]
+                for place, record in zip(places, sources[source].records(local), strict=True):
+                    out[place] = record
+            yield from out
+
+    # -- position -----------------------------------------------------------------------------
+
+    def state_dict(self) -> dict[str, Any]:
+        """The state after this dataset yielded what it has when iterated in this process
+        (no DataLoader workers), every rank having read as many records (they step
+        together); pass it back as ``start=``, with any number of ranks and workers."""
+        return self._state_after(Division(self.world_size, 0, self.block), [self._yielded] * self.world_size)
+
+    def loader_state(
+        self, batches: int, batch_size: int, num_workers: int, *, drop_last: bool = False
+    ) -> dict[str, Any]:
+        """The state after every rank's ``DataLoader(self, batch_size, num_workers=...)``
+        yielded ``batches`` batches this epoch; pass it back as ``start=``, with any
+        number of ranks and workers.
+
+        A DataLoader takes batches from its workers in turn (worker 0, 1, ... skipping
+        those that have finished); each worker's records are known in advance, so the
+        records each one has yielded follow from the count of batches.
+        """
+        division = self.division(num_workers)
+        _, _, remaining = self._remaining()
+        sizes = division.sizes(len(remaining))
+        taken = [0] * division.readers
+        for rank in range(self.world_size):
+            readers = [division.reader(rank, w) for w in range(division.workers)]
+            done = loader_taken([sizes[r] for r in readers], batch_size, batches, drop_last=drop_last)
+            if done is None and rank == self.rank:
+                raise ValueError(f"the DataLoader cannot have yielded {batches} batches: the epoch has fewer")
+            for reader, count in zip(readers, done or [sizes[r] for r in readers], strict=True):
+                taken[reader] = count
+        return self._state_after(division, taken)
+
+    def _state_after(self, division: Division, taken: list[int]) -> dict[str, Any]:
+        progress, _, remaining = self._remaining()
+        progress = progress.advanced(division.read_after(remaining, taken))
+        return epoch_state(self._reader_name, self.epoch, progress, self._identity())
+
+    def load_state_dict(self, state: Start) -> None:
+        """Resume from ``state`` (see ``start=``): a state dict saved with any number of
+        ranks and workers, or a count of the epoch's first records read."""
+        if state is None:
+            self._progress = None
+            return
+        epoch, progress = resumed_progress(state, self._reader_name, self._identity(), len(self.epochs))
+        if epoch is not None:
+            self.epoch = epoch
+        self._progress = progress

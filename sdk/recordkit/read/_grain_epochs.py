@@ -1,0 +1,125 @@
+"""Grain reading recordkit's canonical epochs: a sampler, and a mixture's data source.
+
+Grain's ``DataLoader`` asks its sampler for global indices and divides them itself:
+host ``h`` of ``shard_count`` reads indices ``h, h + shard_count, ...``, shared between
+its workers, and yields them in index order. :class:`EpochSampler` maps index ``i`` to
+the ``i``-th record of the epoch's canonical order not read yet
+(:mod:`recordkit.read._epoch_order`), so every host count reads the same order, each
+record once; Grain's own checkpoint (``iterator.get_state()``) resumes with the same
+hosts and workers, and :meth:`EpochSampler.state_after` gives recordkit's state, from
+which a sampler for any number of hosts and workers continues. :class:`MixedDataSource`
+is a mixture's sources as one Grain data source, for the same sampler.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, SupportsIndex
+
+import numpy as np
+
+from recordkit.read._epoch_order import Division, EpochItems, Progress, SplitOrder
+from recordkit.read._epoch_state import epoch_state, resumed_progress
+from recordkit.read._grain import DataSource
+from recordkit.read._mixture_order import MixtureOrder
+from recordkit.read._position import Start
+from recordkit.read._random_access import RandomAccess
+
+__all__ = ["EpochSampler", "MixedDataSource"]
+
+_READER = "grain.EpochSampler"
+
+
+class MixedDataSource:
+    """A mixture's sources as one Grain ``RandomAccessDataSource``: record keys number the
+    records across the sources (what :class:`EpochSampler` gives over a mixture)."""
+
+    def __init__(self, sources: Sequence[RandomAccess], order: MixtureOrder) -> None:
+        self.sources = list(sources)
+        self.order = order
+
+    def __len__(self) -> int:
+        return int(self.order.item_starts[-1])
+
+    def __getitem__(self, record_key: SupportsIndex) -> dict[str, Any]:
+        key = record_key.__index__()
+        source = int(self.order.source_of(np.asarray([key]))[0])
+        return self.sources[source][key - int(self.order.item_starts[source])]
+
+    def __repr__(self) -> str:
+        # Grain names the source in checkpoints: stable across processes.
+        return f"recordkit.grain.MixedDataSource({self.order.identity()['mixture']!r})"
+
+
+def _order_of(source: DataSource | MixedDataSource) -> EpochItems:
+    if isinstance(source, MixedDataSource):
+        return source.order
+    if isinstance(source, DataSource):
+        records = source.records
+        return SplitOrder.of_shards(records.dataset.shards, records.shards.counts)
+    raise TypeError(f"EpochSampler reads a recordkit grain source, not {type(source).__name__}")
+
+
+class EpochSampler:
+    """A Grain sampler (``sampler[i]`` gives the record to read at global index ``i``)
+    over epoch ``epoch`` of ``source`` (a ``recordkit.grain.DataSource``, or a mixture's
+    :class:`MixedDataSource`), in its canonical order from ``start`` on.
+
+    :param shuffle: shuffle the shards, and the records within windows of ``window``.
+    :param seed: the shuffles' seed (with the epoch).
+    :param epoch: the epoch whose order is read (a new sampler for each epoch).
+    :param start: a state from :meth:`state_after` (or a torch reader's ``state_dict()``
+        of the same dataset), saved with any number of hosts and workers.
+    """
+
+    def __init__(
+        self,
+        source: DataSource | MixedDataSource,
+        *,
+        shuffle: bool = False,
+        seed: int = 0,
+        window: int = 1024,
+        epoch: int = 0,
+        start: Start = None,
+    ) -> None:
+        if window < 1:
+            raise ValueError(f"window must be at least 1, not {window}")
+        self.order = _order_of(source)
+        self.shuffle, self.seed, self.window, self.epoch = shuffle, int(seed), window, int(epoch)
+        self.progress = Progress(len(self.order))
+        if start is not None:
+            saved, self.progress = resumed_progress(start, _READER, self._identity(), len(self.order))
+            self.epoch = self.epoch if saved is None else saved
+        self._positions = self.progress.remaining()
+        items = self.order.items(seed=self.seed, epoch=self.epoch, shuffle=shuffle, window=window)
+        self._keys = items[self._positions]
+
+    def _identity(self) -> dict[str, Any]:
+        return {"shuffle": self.shuffle, "seed": self.seed, "window": self.window, **self.order.identity()}
+
+    def __len__(self) -> int:
+        return len(self._keys)
+
+    def __getitem__(self, index: int) -> Any:
+        from grain.python import RecordMetadata  # the extra: present when Grain calls
+
+        if not 0 <= index < len(self._keys):
+            raise IndexError(f"index {index} is past the epoch's {len(self._keys)} records left")
+        return RecordMetadata(index=index, record_key=int(self._keys[index]))
+
+    def __repr__(self) -> str:
+        # Grain checks a checkpoint against it: the same order and starting point.
+        return (
+            f"recordkit.grain.EpochSampler(epoch={self.epoch}, shuffle={self.shuffle}, seed={self.seed}, "
+            f"window={self.window}, from={self.progress.read}, {self.order.identity()!r})"
+        )
+
+    def state_after(self, records: int, shard_count: int = 1) -> dict[str, Any]:
+        """The state after each of ``shard_count`` hosts (Grain's ``ShardOptions``) read
+        ``records`` records from this sampler (batches times batch size; hosts step
+        together); a sampler for any number of hosts and workers resumes from it."""
+        division = Division(shard_count, 0, 1)
+        sizes = division.sizes(len(self._positions))
+        taken = [min(records, size) for size in sizes]
+        read = division.read_after(self._positions, taken)
+        return epoch_state(_READER, self.epoch, self.progress.advanced(read), self._identity())

@@ -1,0 +1,146 @@
+"""The canonical order of a weighted mixture's epochs (pure numpy).
+
+An epoch of a mixture is ``samples_per_epoch`` samples; source ``i`` gives ``counts[i]``
+of them (``weights[i] * samples_per_epoch``, rounded so that they add up). Which source
+each position of the epoch takes from is drawn from the seed and the epoch (shuffled) or
+spread evenly (not shuffled). Each source is read in its own epochs, in its own canonical
+order (:func:`~recordkit.read._epoch_order.epoch_order`), continuing where the mixture's
+last epoch left it. :class:`MixtureOrder` gives the epoch as items numbered across the
+sources, which the streaming readers divide and resume exactly as a split's
+(:mod:`recordkit.read._epoch_order`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from recordkit.read._epoch_order import SplitOrder
+
+__all__ = ["MixtureOrder"]
+
+
+def _weights(weights: Sequence[float], sources: int) -> list[float]:
+    """``weights`` normalised to add up to 1; each must be a positive finite number."""
+    if len(weights) != sources:
+        raise ValueError(
+            f"mix() got {sources} sources and {len(weights)} weights; give one weight per source"
+        )
+    for i, weight in enumerate(weights):
+        if (
+            isinstance(weight, bool)
+            or not isinstance(weight, (int, float))
+            or not math.isfinite(weight)
+            or weight <= 0
+        ):
+            raise ValueError(f"weight {i} must be a positive number, not {weight!r}")
+    total = float(sum(weights))
+    return [float(w) / total for w in weights]
+
+
+def _counts(weights: Sequence[float], samples: int) -> list[int]:
+    """``samples`` divided in proportion to ``weights`` (largest remainders rounded up)."""
+    exact = [w * samples for w in weights]
+    counts = [math.floor(x) for x in exact]
+    by_remainder = sorted(range(len(exact)), key=lambda i: (counts[i] - exact[i], i))
+    for i in by_remainder[: samples - sum(counts)]:
+        counts[i] += 1
+    return counts
+
+
+class MixtureOrder:
+    """The epochs of a mixture of ``sources`` (each a split's order) in proportions
+    ``weights``; items are numbered across the sources (source ``i``'s records after
+    those of the sources before it)."""
+
+    def __init__(
+        self, sources: Sequence[SplitOrder], weights: Sequence[float], samples_per_epoch: int | None = None
+    ) -> None:
+        if not sources:
+            raise ValueError("mix() needs at least one source")
+        self.sources = list(sources)
+        self.weights = _weights(weights, len(sources))
+        self.sizes = [len(source) for source in sources]
+        empty = [i for i, size in enumerate(self.sizes) if size == 0]
+        if empty:
+            raise ValueError(f"source {empty[0]} of the mixture has no records")
+        if samples_per_epoch is None:
+            samples_per_epoch = max(
+                1, math.floor(min(s / w for s, w in zip(self.sizes, self.weights, strict=True)))
+            )
+        if (
+            isinstance(samples_per_epoch, bool)
+            or not isinstance(samples_per_epoch, int)
+            or samples_per_epoch < 1
+        ):
+            raise ValueError(f"samples_per_epoch must be an int of at least 1, not {samples_per_epoch!r}")
+        self.samples_per_epoch = samples_per_epoch
+        self.counts = _counts(self.weights, samples_per_epoch)
+        self.item_starts = np.concatenate([[0], np.cumsum(self.sizes)]).astype(np.int64)
+        self.shard_starts = np.concatenate([[0], np.cumsum([len(s.counts) for s in sources])]).astype(
+            np.int64
+        )
+
+    def __len__(self) -> int:
+        return self.samples_per_epoch
+
+    def labels(self, *, seed: int | Sequence[int], epoch: int, shuffle: bool) -> np.ndarray:
+        """The source of each position of epoch ``epoch``."""
+        labels = np.repeat(np.arange(len(self.counts), dtype=np.int64), self.counts)
+        if shuffle:
+            seeds = [seed] if isinstance(seed, int) else list(seed)
+            return np.random.default_rng([*seeds, epoch, 2]).permutation(labels)
+        # Evenly spread: source i's k-th sample at (k + 1/2) / counts[i] of the epoch.
+        places = np.concatenate([(np.arange(c) + 0.5) / c for c in self.counts if c])
+        return labels[np.argsort(places, kind="stable")]
+
+    def items(self, *, seed: int | Sequence[int], epoch: int, shuffle: bool, window: int) -> np.ndarray:
+        """The epoch's samples, as items numbered across the sources."""
+        seeds = [seed] if isinstance(seed, int) else list(seed)
+        labels = self.labels(seed=seeds, epoch=epoch, shuffle=shuffle)
+        by_source = np.argsort(labels, kind="stable")
+        firsts = np.concatenate([[0], np.cumsum(self.counts)[:-1]]).astype(np.int64)
+        occurrence = np.empty(len(labels), dtype=np.int64)
+        occurrence[by_source] = np.arange(len(labels)) - np.repeat(firsts, self.counts)
+        out = np.empty(len(labels), dtype=np.int64)
+        for i, source in enumerate(self.sources):
+            where = np.flatnonzero(labels == i)
+            # The source's own stream: its epochs one after another, continued across the mixture's.
+            taken = epoch * self.counts[i] + occurrence[where]
+            source_epochs, positions = np.divmod(taken, self.sizes[i])
+            for source_epoch in np.unique(source_epochs).tolist():
+                order = source.items(seed=[*seeds, i], epoch=source_epoch, shuffle=shuffle, window=window)
+                chosen = source_epochs == source_epoch
+                out[where[chosen]] = order[positions[chosen]] + self.item_starts[i]
+        return out
+
+    def source_of(self, items: np.ndarray) -> np.ndarray:
+        """Each item's source."""
+        return np.searchsorted(self.item_starts, items, side="right") - 1
+
+    def locate(self, items: np.ndarray) -> list[tuple[int, int]]:
+        """Each item's ``(shard, number)``, shards numbered across the sources."""
+        sources = self.source_of(items)
+        shards = np.empty(len(items), dtype=np.int64)
+        numbers = np.empty(len(items), dtype=np.int64)
+        for source in np.unique(sources).tolist():
+            where = sources == source
+            local = items[where] - self.item_starts[source]
+            starts = self.sources[source].starts
+            shard = np.searchsorted(starts, local, side="right") - 1
+            shards[where] = self.shard_starts[source] + shard
+            numbers[where] = local - starts[shard]
+        return list(zip(shards.tolist(), numbers.tolist(), strict=True))
+
+    def identity(self) -> dict[str, Any]:
+        """What a state records of the mixture: its sources, weights and epoch length."""
+        return {
+            "mixture": {
+                "sources": [source.fingerprint for source in self.sources],
+                "weights": self.weights,
+                "samples_per_epoch": self.samples_per_epoch,
+            }
+        }

@@ -1,0 +1,274 @@
+"""The geometry of a numpy read (``ds.records()``, the PyTorch datasets, Grain): each
+record's pictures brought to the :class:`~recordkit.ImageGeometry`'s size, flipped, and
+the fields tied to them moved by their codecs (:class:`~recordkit.FollowsImage`).
+
+The fits give the pixels tf.data gives: the resizes compute what ``tf.image.resize``
+computes (half-pixel centres, no antialiasing; bilinear and nearest neighbour), the crops
+and pads copy pixels. A record's random draws (:data:`DRAWS`) are five uniform numbers
+in [0, 1): the crop window's place along y and x, its area and aspect ratio (the random
+resized crop), and the flip; every picture of a record uses the same ones, as in tf.data.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from recordkit.codec._capabilities import raster_kind
+from recordkit.codec._geometry import FollowsImage, ImageGeometry, ImageTransform, follows_image
+from recordkit.schema._bound import BoundField
+
+__all__ = ["DRAWS", "GeometryPlan", "Window", "image_sizes", "record_draws", "window_of"]
+
+#: How many uniform draws a record takes (top, left, area, ratio, flip).
+DRAWS = 5
+#: The resize methods numpy readers compute (tf.data takes every tf.image method).
+NUMPY_METHODS = ("bilinear", "nearest")
+Size = tuple[int, int]
+
+
+@dataclasses.dataclass(frozen=True)
+class Window:
+    """What one fit does to a picture of ``source`` (height, width): the part of it
+    ``crop`` (top, left, height, width; may reach outside it: padding) is scaled to
+    ``resized`` (height, width) and placed at ``place`` (top, left) of the output."""
+
+    source: Size
+    crop: tuple[int, int, int, int]
+    resized: Size
+    place: Size
+
+    def transform(self, size: Size, flip: bool) -> ImageTransform:
+        """Where a point of the stored picture lands on the output of ``size``."""
+        top, left, height, width = self.crop
+        scale_y, scale_x = self.resized[0] / height, self.resized[1] / width
+        return ImageTransform(
+            source_height=float(self.source[0]),
+            source_width=float(self.source[1]),
+            height=float(size[0]),
+            width=float(size[1]),
+            scale_y=scale_y,
+            scale_x=scale_x,
+            shift_y=self.place[0] - top * scale_y,
+            shift_x=self.place[1] - left * scale_x,
+            flip=1.0 if flip else 0.0,
+        )
+
+
+def window_of(source: Size, size: Size | None, geometry: ImageGeometry, draws: np.ndarray) -> Window:
+    """The window of ``geometry``'s fit for a picture of ``source``, from the record's draws."""
+    height, width = source
+    if size is None:
+        return Window(source, (0, 0, height, width), source, (0, 0))
+    target_h, target_w = size
+    fit = geometry.fit
+    if fit == "resize":
+        return Window(source, (0, 0, height, width), size, (0, 0))
+    if fit == "resize_with_pad":  # tf.image.resize_with_pad's arithmetic
+        ratio = max(width / target_w, height / target_h)
+        resized = (int(height / ratio), int(width / ratio))
+        place = (math.floor((target_h - height / ratio) / 2), math.floor((target_w - width / ratio) / 2))
+        return Window(source, (0, 0, height, width), resized, (max(place[0], 0), max(place[1], 0)))
+    if fit == "random_resized_crop":
+        top, left, crop_h, crop_w = _random_window(source, geometry, draws)
+        return Window(source, (top, left, crop_h, crop_w), size, (0, 0))
+    offsets = []
+    for side, target, draw in zip(source, size, draws[:2], strict=True):
+        room, slack = max(side - target, 0), max(target - side, 0)
+        if fit == "crop_or_pad":
+            offsets.append(room // 2 - slack // 2)
+        else:
+            offsets.append(
+                min(math.floor(draw * (room + 1)), room) - min(math.floor(draw * (slack + 1)), slack)
+            )
+    return Window(source, (offsets[0], offsets[1], target_h, target_w), size, (0, 0))
+
+
+def _random_window(source: Size, geometry: ImageGeometry, draws: np.ndarray) -> tuple[int, int, int, int]:
+    """The random resized crop's window (top, left, height, width), inside the picture:
+    an area drawn from ``crop_scale`` and an aspect ratio from ``crop_ratio`` (uniform in
+    its logarithm), each side clipped to the picture's, placed at random."""
+    height, width = source
+    low, high = geometry.crop_scale
+    area = height * width * (low + (high - low) * float(draws[2]))
+    log_low, log_high = math.log(geometry.crop_ratio[0]), math.log(geometry.crop_ratio[1])
+    ratio = math.exp(log_low + (log_high - log_low) * float(draws[3]))
+    crop_w = min(max((round(math.sqrt(area * ratio))), 1), width)
+    crop_h = min(max((round(math.sqrt(area / ratio))), 1), height)
+    top = min((math.floor(float(draws[0]) * (height - crop_h + 1))), height - crop_h)
+    left = min((math.floor(float(draws[1]) * (width - crop_w + 1))), width - crop_w)
+    return top, left, crop_h, crop_w
+
+
+def image_sizes(fields: Sequence[BoundField], size: Size | Mapping[str, Size] | None) -> dict[str, Size]:
+    """The size each picture field is brought to: every plain (not a sequence) field whose
+    codec is a raster for one size, or the fields a mapping names (checked)."""
+    if size is None:
+        return {}
+    names = [f.name for f in fields]
+    if isinstance(size, Mapping):
+        unknown = [n for n in size if n not in names]
+        if unknown:
+            raise ValueError(
+                f"image_size names {unknown}, which are not among the fields it applies to ({names})"
+            )
+        chosen = dict(size)
+    else:
+        chosen = {f.name: size for f in fields if raster_kind(f.codec) and not f.spec.sequence}
+    for name, each in chosen.items():
+        if len(each) != 2 or any(int(d) < 1 for d in each):
+            raise ValueError(
+                f"image_size for {name!r} must be (height, width) of positive ints, not {each!r}"
+            )
+    return {name: (int(each[0]), int(each[1])) for name, each in chosen.items()}
+
+
+def record_draws(seed: int | None, index: int) -> np.ndarray:
+    """Record ``index``'s uniform draws: keyed by ``(seed, index)``, or fresh without a seed."""
+    rng = np.random.default_rng(None if seed is None else [seed, index])
+    return rng.random(DRAWS)
+
+
+class GeometryPlan:
+    """One :class:`~recordkit.ImageGeometry` worked out for a read's fields: the pictures
+    it fits (with their sizes and methods), and the fields that follow a picture."""
+
+    def __init__(self, fields: Sequence[BoundField], geometry: ImageGeometry) -> None:
+        self.geometry = geometry
+        self.pictures = {f.name: f for f in fields if raster_kind(f.codec) and not f.spec.sequence}
+        self.sizes = image_sizes(fields, geometry.size)
+        method = geometry.method
+        self.methods: dict[str, str] = {}
+        for name, field in self.pictures.items():
+            chosen = method.get(name) if isinstance(method, Mapping) else method
+            if raster_kind(field.codec) == "indices":
+                chosen = "nearest"
+            chosen = chosen or "bilinear"
+            if chosen not in NUMPY_METHODS and name in self.sizes:
+                raise ValueError(
+                    f"field {name!r}: numpy readers resize with {' or '.join(NUMPY_METHODS)}, not {chosen!r} "
+                    "(tf.data takes every tf.image method)"
+                )
+            self.methods[name] = chosen
+        self.pad_values = {name: field.codec.pad_value() for name, field in self.pictures.items()}
+        self.followers: dict[str, tuple[BoundField, str]] = {}
+        names = {f.name for f in fields}
+        for field in fields:
+            image = follows_image(field.codec)
+            if image is None or field.spec.sequence or not geometry.moves_boxes:
+                continue
+            if image not in names:
+                raise ValueError(
+                    f"field {field.name!r} follows the picture {image!r}, which this read leaves out: "
+                    f"read {image!r} too, or read without a geometry"
+                )
+            if image in self.pictures:
+                self.followers[field.name] = (field, image)
+
+    def apply(self, record: dict[str, Any], index: int) -> dict[str, Any]:
+        """Record ``index`` with its pictures fitted and flipped and the tied fields moved
+        (its draws keyed by the geometry's seed and ``index``)."""
+        draws = record_draws(self.geometry.seed, index)
+        out = dict(record)
+        flip = bool(draws[4] < self.geometry.flip)
+        transforms: dict[str, ImageTransform] = {}
+        for name in self.pictures:
+            picture = out.get(name)
+            if not isinstance(picture, np.ndarray) or picture.ndim < 2:
+                continue
+            size = self.sizes.get(name)
+            window = window_of((picture.shape[0], picture.shape[1]), size, self.geometry, draws)
+            fitted = fit_picture(picture, window, size, self.methods[name], self.pad_values[name])
+            if flip:
+                fitted = np.ascontiguousarray(fitted[:, ::-1])
+            out[name] = fitted
+            transforms[name] = window.transform((fitted.shape[0], fitted.shape[1]), flip)
+        for name, (field, image) in self.followers.items():
+            if out.get(name) is not None and image in transforms:
+                codec: Any = field.codec
+                assert isinstance(codec, FollowsImage)
+                out[name] = codec.follow_numpy(out[name], transforms[image], self.geometry)
+        return out
+
+
+def fit_picture(
+    picture: np.ndarray, window: Window, size: Size | None, method: str, pad_value: float
+) -> np.ndarray:
+    """``picture`` ``[H, W, ...]`` through ``window``: cut (padded outside it), resized,
+    placed on a canvas of ``size`` filled with ``pad_value``; its dtype kept."""
+    if size is None:
+        return picture
+    top, left, height, width = window.crop
+    cut = _crop(picture, top, left, height, width, pad_value)
+    if window.resized != (height, width):
+        cut = resize(cut, window.resized, method)
+    if window.resized == size:
+        return cut
+    canvas = np.full((*size, *picture.shape[2:]), pad_value, dtype=picture.dtype)
+    place_y, place_x = window.place
+    canvas[place_y : place_y + cut.shape[0], place_x : place_x + cut.shape[1]] = cut
+    return canvas
+
+
+def _crop(picture: np.ndarray, top: int, left: int, height: int, width: int, pad_value: float) -> np.ndarray:
+    """The window of ``picture`` at ``(top, left)``, padded where it reaches outside."""
+    rows, cols = picture.shape[0], picture.shape[1]
+    if top >= 0 and left >= 0 and top + height <= rows and left + width <= cols:
+        return picture[top : top + height, left : left + width]
+    out = np.full((height, width, *picture.shape[2:]), pad_value, dtype=picture.dtype)
+    y0, y1 = max(top, 0), min(top + height, rows)
+    x0, x1 = max(left, 0), min(left + width, cols)
+    if y1 > y0 and x1 > x0:
+        out[y0 - top : y1 - top, x0 - left : x1 - left] = picture[y0:y1, x0:x1]
+    return out
+
+
+def resize(picture: np.ndarray, size: Size, method: str) -> np.ndarray:
+    """``picture`` ``[H, W, ...]`` resized to ``size`` as ``tf.image.resize`` does it
+    (half-pixel centres, no antialiasing), its dtype kept (integers rounded, half to even,
+    and saturated)."""
+    if method == "nearest":
+        rows = _nearest(size[0], picture.shape[0])
+        cols = _nearest(size[1], picture.shape[1])
+        nearest: np.ndarray = picture[rows][:, cols]
+        return nearest
+    values = _lerp_axis(picture, size[0], axis=0)  # rows taken before the float copy: a
+    values = _lerp_axis(values, size[1], axis=1)  # shrinking resize converts only those
+    values = values.astype(np.float32, copy=False)
+    if picture.dtype.kind in "iub":
+        info = np.iinfo(picture.dtype) if picture.dtype.kind != "b" else None
+        values = np.round(values)
+        if info is not None:
+            values = np.clip(values, info.min, info.max)
+    resized: np.ndarray = values.astype(picture.dtype)
+    return resized
+
+
+def _nearest(out: int, source: int) -> np.ndarray:
+    indices: np.ndarray = np.minimum(
+        np.floor((np.arange(out) + 0.5) * (source / out)).astype(np.int64), source - 1
+    )
+    return indices
+
+
+def _lerp_axis(values: np.ndarray, out: int, axis: int) -> np.ndarray:
+    """Linear interpolation along ``axis`` to ``out`` samples (half-pixel centres)."""
+    source = values.shape[axis]
+    if source == out:
+        return values
+    position = (np.arange(out, dtype=np.float32) + 0.5) * np.float32(source / out) - 0.5
+    floor = np.floor(position)
+    lower = np.clip(floor, 0, source - 1).astype(np.int64)
+    upper = np.clip(np.ceil(position), 0, source - 1).astype(np.int64)
+    fraction = (position - floor).astype(np.float32)
+    shape = [1] * values.ndim
+    shape[axis] = out
+    fraction = fraction.reshape(shape)
+    low = np.take(values, lower, axis=axis).astype(np.float32, copy=False)
+    high = np.take(values, upper, axis=axis).astype(np.float32, copy=False)
+    lerped: np.ndarray = low + (high - low) * fraction
+    return lerped

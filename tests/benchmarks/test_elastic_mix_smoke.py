@@ -1,0 +1,24 @@
+"""Smoke test of benchmarks/elastic_mix.py at a tiny size: every contender runs and reads
+the records it should; never how fast (those figures come from a quiet machine)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from _benchmark_support import run_benchmark
+
+
+@pytest.mark.slow
+def test_the_elastic_and_mixture_benchmark_runs(tmp_path: Path) -> None:
+    pytest.importorskip("torch")
+    out = tmp_path / "elastic.json"
+    run_benchmark(
+        "elastic_mix.py", "--records", "40", "--shard-records", "7", "--repeats", "1", "--out", str(out)
+    )
+    results = json.loads(out.read_text())
+    for name in ("plain", "records", "canonical_in_order", "canonical", "mixture_in_order", "mixture"):
+        assert results[name]["records"] == 40, name
+    assert results["elastic"]["records"] == 40 - 32  # the state after one batch of 8 on each of 4 ranks
+    assert all(row["records_per_s"] > 0 for row in results.values() if isinstance(row, dict))

@@ -1,0 +1,36 @@
+"""Smoke test of benchmarks/scale.py at a toy size: every operation runs in its own
+process on real tiny shards, and every repetition is reported with its fastest and
+median; never how fast (those figures come from a quiet machine)."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import pytest
+from _benchmark_support import run_benchmark
+
+
+@pytest.mark.slow
+def test_the_scale_benchmark_runs_every_operation_and_keeps_every_repetition(tmp_path: Path) -> None:
+    out = tmp_path / "scale.json"
+    table = tmp_path / "scale.md"
+    run_benchmark(
+        "scale.py",
+        *("--root", str(tmp_path / "data"), "--out", str(out), "--repeats", "2"),
+        *("--shards", "3", "--records", "2", "--csv", str(tmp_path / "scale.csv"), "--markdown", str(table)),
+    )
+    results = json.loads(out.read_text())
+    row = results["shards"]["3"]
+    assert row["manifest_bytes"] > 0
+    for op in ("open_first", "len", "last_random", "verify_1", "verify_2_processes", "stats_sample", "index"):
+        seconds = row[op]["seconds"]
+        assert len(seconds["values"]) == 2
+        assert seconds["min"] == min(seconds["values"])
+        assert seconds["min"] <= seconds["median"] <= max(seconds["values"])
+    assert set(results["records"]["2"]) >= {"open_first", "last_random", "verify_1"}
+    with (tmp_path / "scale.csv").open() as written:
+        rows = list(csv.DictReader(written))
+    assert {r["op"] for r in rows} >= {"open_first", "append", "verify_2_threads"}
+    assert "| 3 |" in table.read_text()

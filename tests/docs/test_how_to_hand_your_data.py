@@ -1,0 +1,18 @@
+"""docs/how-to/hand-your-data-to-other-tools.md: its examples run and print what the page
+shows, and the layout it writes inline is the one recordkit ships in schemas/layouts/."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import recordkit as rk
+
+
+def test_the_page_runs_as_written(page_examples: Any, in_tmp_path: Path) -> None:
+    page = page_examples.root / "docs" / "how-to" / "hand-your-data-to-other-tools.md"
+    blocks = page_examples.code_blocks(page)
+    namespace = page_examples.run_python_blocks(blocks)
+    shipped = rk.Schema.load(page_examples.root / "schemas" / "layouts" / "object-detection-api.yaml")
+    assert namespace["layout"] == shipped
+    assert (in_tmp_path / "pets" / "dataset.json").is_file()

@@ -1,0 +1,135 @@
+"""The canonical epoch order, its division between readers and elastic progress
+(sdk/recordkit/read/_epoch_order.py, _epoch_state.py): pure numpy, property-tested over
+random cluster shapes and stop points."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from recordkit.errors import ResumeStateError
+from recordkit.read._epoch_order import Division, Progress, SplitOrder, epoch_order, loader_taken
+from recordkit.read._epoch_state import epoch_state, resumed_progress
+
+COUNTS = [7, 3, 12, 1, 9, 5]
+
+shapes = st.tuples(st.integers(1, 5), st.integers(0, 4), st.integers(1, 6))  # world, workers, block
+
+
+def test_an_epoch_reads_every_record_once_in_an_order_of_the_seed_and_epoch_alone() -> None:
+    first = epoch_order(COUNTS, seed=3, epoch=0, shuffle=True, window=4)
+    assert sorted(first.tolist()) == list(range(sum(COUNTS)))
+    assert np.array_equal(first, epoch_order(COUNTS, seed=3, epoch=0, shuffle=True, window=4))
+    assert not np.array_equal(first, epoch_order(COUNTS, seed=3, epoch=1, shuffle=True, window=4))
+    assert not np.array_equal(first, epoch_order(COUNTS, seed=4, epoch=0, shuffle=True, window=4))
+    assert epoch_order(COUNTS, seed=3, epoch=0, shuffle=False, window=4).tolist() == list(range(sum(COUNTS)))
+
+
+@given(shape=shapes)
+def test_the_readers_of_any_division_together_read_the_order_exactly_once(
+    shape: tuple[int, int, int],
+) -> None:
+    division = Division(*shape)
+    order = epoch_order(COUNTS, seed=1, epoch=2, shuffle=True, window=5)
+    shares = [division.share(order, r) for r in range(division.readers)]
+    assert sorted(np.concatenate(shares).tolist()) == sorted(order.tolist())
+    assert [len(s) for s in shares] == division.sizes(len(order))
+
+
+def test_dataloaders_taking_batches_in_turn_give_the_canonical_global_batches_for_any_worker_count() -> None:
+    order = epoch_order(COUNTS, seed=0, epoch=0, shuffle=True, window=3)
+    world, batch = 2, 4
+    for workers in (1, 2, 3):
+        division = Division(world, workers, batch)
+        rank_batches = []
+        for rank in range(world):
+            queues = [list(division.share(order, division.reader(rank, w))) for w in range(workers)]
+            batches = [[q[i : i + batch] for i in range(0, len(q), batch)] for q in queues]
+            turn = [
+                b
+                for step in range(max(map(len, batches)))
+                for w in batches
+                if step < len(w)
+                for b in [w[step]]
+            ]
+            rank_batches.append(turn)
+        global_order = [
+            x for step in range(len(rank_batches[0])) for r in rank_batches if step < len(r) for x in r[step]
+        ]
+        assert global_order == order.tolist()
+
+
+@settings(max_examples=200)
+@given(
+    before=shapes,
+    after=shapes,
+    data=st.data(),
+)
+def test_stopping_anywhere_and_resuming_with_another_division_reads_exactly_the_rest(
+    before: tuple[int, int, int], after: tuple[int, int, int], data: st.DataObject
+) -> None:
+    order = epoch_order(COUNTS, seed=9, epoch=0, shuffle=True, window=4)
+    first = Division(*before)
+    sizes = first.sizes(len(order))
+    taken = [data.draw(st.integers(0, size)) for size in sizes]
+    read_first = first.read_after(order, taken)
+    progress = Progress(len(order)).advanced(first.read_after(np.arange(len(order)), taken))
+    state = json.loads(json.dumps(epoch_state("r", 0, progress, {"seed": 9})))
+    _, resumed = resumed_progress(state, "r", {"seed": 9}, len(order))
+    assert resumed == progress
+    assert resumed.read == sum(taken)
+    second = Division(*after)
+    rest = order[resumed.remaining()]
+    read_after = np.concatenate([second.share(rest, r) for r in range(second.readers)])
+    assert sorted(np.concatenate([read_first, read_after]).tolist()) == list(range(sum(COUNTS)))
+    assert rest.tolist() == [
+        x for x in order.tolist() if x not in set(read_first.tolist())
+    ]  # canonical order kept
+
+
+def test_a_loader_that_took_every_batch_in_turn_leaves_a_prefix_of_the_order() -> None:
+    division = Division(3, 2, 4)
+    sizes = division.sizes(37)
+    taken = [0] * division.readers
+    for rank in range(3):
+        readers = [division.reader(rank, w) for w in range(2)]
+        done = loader_taken([sizes[r] for r in readers], 4, 2, drop_last=False)
+        assert done is not None
+        for reader, count in zip(readers, done, strict=True):
+            taken[reader] = count
+    progress = Progress(37).advanced(division.read_after(np.arange(37), taken))
+    assert (progress.done, progress.also) == (24, ())  # 2 batches x 3 ranks x 4 records
+    assert loader_taken([4, 4], 4, 3, drop_last=False) is None
+
+
+def test_a_state_of_another_seed_dataset_or_reader_is_refused_naming_the_difference() -> None:
+    order = SplitOrder(COUNTS, ["a.tfrecord"])
+    state = epoch_state("torch.IterableDataset", 1, Progress(len(order), 5), {"seed": 1, **order.identity()})
+    other = SplitOrder(COUNTS, ["b.tfrecord"])
+    with pytest.raises(
+        ResumeStateError, match=r"seed=1 saved, 2 now; dataset='[0-9a-f]{16}' saved, '[0-9a-f]{16}' now"
+    ):
+        resumed_progress(state, "torch.IterableDataset", {"seed": 2, **other.identity()}, len(order))
+    with pytest.raises(
+        ResumeStateError, match=r"holds the state of 'torch\.IterableDataset'; this reader is 'grain'"
+    ):
+        resumed_progress(state, "grain", {"seed": 1, **order.identity()}, len(order))
+    with pytest.raises(ResumeStateError, match="not a well-formed"):
+        resumed_progress(
+            {**state, "done": 999}, "torch.IterableDataset", {"seed": 1, **order.identity()}, len(order)
+        )
+    with pytest.raises(ResumeStateError, match="past the end of the epoch"):
+        resumed_progress(999, "torch.IterableDataset", {}, len(order))
+
+
+def test_a_division_refuses_counts_that_cannot_be() -> None:
+    with pytest.raises(ValueError, match="world_size must be an int of at least 1, not 0"):
+        Division(0, 1, 1)
+    with pytest.raises(ValueError, match="block must be an int of at least 1, not 0"):
+        Division(1, 1, 0)
+    with pytest.raises(ValueError, match=r"rank must be in 0..1, not 2"):
+        Division(2, 1, 1).reader(2, 0)
