@@ -160,3 +160,20 @@ def test_jpeg_scale_takes_auto_or_full(tmp_path: Path) -> None:
         rk.Layout(image_size=SIZE, jpeg_scale="fast")  # type: ignore[arg-type]
     batch = next(iter(rk.open(root).tf(batch_size=1, layout=rk.Layout(image_size=SIZE, jpeg_scale="full"))))
     assert batch["photo"].shape == (1, *SIZE, 3)
+
+
+@pytest.mark.slow
+def test_the_geometry_carries_jpeg_scale_as_load_dataset_does(tmp_path: Path) -> None:
+    """``rk.ImageGeometry(jpeg_scale=...)`` decodes as ``load_dataset(jpeg_scale=...)``;
+    a bad value is refused when the geometry is made, and a read given both a geometry
+    and ``jpeg_scale="full"`` is refused rather than one silently winning."""
+    pictures = [jpeg(photo(1100, 1500, 0), "4:2:0")]
+    root = _write(tmp_path, pictures)
+    for scale in ("auto", "full"):
+        geometry = rk.ImageGeometry(size=SIZE, jpeg_scale=scale)  # type: ignore[arg-type]
+        through_geometry = next(iter(rk.open(root).tf(batch_size=1, geometry=geometry)))["photo"][0]
+        np.testing.assert_array_equal(through_geometry, _read(root, jpeg_scale=scale)["photo"][0])
+    with pytest.raises(ValueError, match="jpeg_scale must be one of auto, full, not 'half'"):
+        rk.ImageGeometry(size=SIZE, jpeg_scale="half")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="not both"):
+        rk.open(root).tf(layout=rk.Layout(jpeg_scale="full"), geometry=rk.ImageGeometry(size=SIZE))
