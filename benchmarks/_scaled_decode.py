@@ -13,13 +13,11 @@ Each is read to 224 x 224 by:
   ``jpeg_scale="auto"`` (the default) and ``"full"``, and the hand-written pipeline
   (per record: ``parse_single_example``, ``decode_jpeg``, ``tf.image.resize``, batch),
   the reference;
-* the numpy reader, ``rk.iter_records(num_threads=2)``, and the PyTorch loader the docs
-  advise (``torch_batches(32)`` under ``DataLoader(batch_size=None, num_workers=2)``):
-  neither resizes by itself on this branch (the geometry options that will come from
-  issue 33's other half), so the image codec is replaced by one whose numpy decode
-  resizes to 224 x 224 with Pillow's bilinear (what a user's ``transform`` does): from
-  the full decode, or from ``decode_numpy_scaled`` (Pillow's ``box`` keeps the full
-  picture's geometry).
+* the numpy reader, ``rk.iter_records(num_threads=2, geometry=...)``, and the PyTorch
+  loader the docs advise (``torch_batches(32, geometry=...)`` under
+  ``DataLoader(batch_size=None, num_workers=2)``), with
+  ``rk.ImageGeometry(size=(224, 224), jpeg_scale=...)`` ``"auto"`` and ``"full"``: the
+  readers' own resize (bilinear, as ``tf.image.resize``).
 
 Every repetition is kept (wall seconds of a pass), with the median and the best. The
 quality is the PSNR of each scaled picture against the full decode resized the same way,
@@ -41,7 +39,6 @@ from typing import Any
 import numpy as np
 
 from benchmarks import _timing
-from recordkit_codecs.image import ImageCodec
 
 __all__ = ["WORKLOADS", "Row", "format_rows", "quality", "run_scaled_suite", "write_workload"]
 
@@ -98,38 +95,11 @@ def write_workload(
     return jpegs
 
 
-def pillow_resize(pixels: np.ndarray, full: tuple[int, ...], scale: int) -> np.ndarray:
-    """``pixels`` (decoded at 1/``scale`` of ``full``) resized to :data:`SIZE` with
-    Pillow's bilinear, the box holding the full picture's extent."""
-    from PIL import Image
-
-    image = Image.fromarray(pixels[..., 0] if pixels.shape[-1] == 1 else pixels)
-    box = (0.0, 0.0, full[1] / scale, full[0] / scale)
-    return np.asarray(image.resize(SIZE[::-1], Image.Resampling.BILINEAR, box=box))
-
-
-class FullThenResized(ImageCodec):
-    """The image codec, its numpy decode resized to :data:`SIZE` (a user's transform)."""
-
-    def decode_numpy(self, wire: Mapping[str, Any]) -> np.ndarray:
-        pixels = super().decode_numpy(wire)
-        return pillow_resize(pixels, pixels.shape, 1)
-
-
-class ScaledThenResized(ImageCodec):
-    """The image codec, its numpy decode at the scale that covers :data:`SIZE`, resized."""
-
-    def decode_numpy(self, wire: Mapping[str, Any]) -> np.ndarray:
-        pixels, full, scale = self.decode_numpy_scaled(wire, SIZE)
-        return pillow_resize(pixels, full, scale)
-
-
-def _registry(codec: type[ImageCodec]) -> Any:
+def geometry(jpeg_scale: str) -> Any:
+    """The geometry the numpy reader and PyTorch read with: a resize to :data:`SIZE`."""
     import recordkit as rk
 
-    registry = rk.load_plugins().registry
-    registry.register(codec, replace=True)
-    return registry
+    return rk.ImageGeometry(size=SIZE, jpeg_scale=jpeg_scale)  # type: ignore[arg-type]
 
 
 def hand_written(root: Path) -> Any:
@@ -171,16 +141,16 @@ def cases(root: Path, records: int) -> dict[tuple[str, str], _timing.Case]:
     def tf_pass(name: str, dataset: Any) -> _timing.Case:
         return _timing.Case(_timing.IteratorPass(dataset, records, _first_dimension, name))
 
-    def torch_pass(name: str, codec: type[ImageCodec]) -> _timing.Case:
+    def torch_pass(name: str, jpeg_scale: str) -> _timing.Case:
         from torch.utils.data import DataLoader
 
-        stream = rk.open(root, registry=_registry(codec)).torch_batches(BATCH)
+        stream = rk.open(root).torch_batches(BATCH, geometry=geometry(jpeg_scale))
         loader = DataLoader(stream, batch_size=None, num_workers=2)
         return _timing.Case(_checked(name, records, lambda: sum(_first_dimension(b) for b in loader)))
 
-    def numpy_pass(name: str, codec: type[ImageCodec]) -> _timing.Case:
-        registry = _registry(codec)
-        read = lambda: sum(1 for _ in rk.iter_records(root, registry=registry, num_threads=2))  # noqa: E731
+    def numpy_pass(name: str, jpeg_scale: str) -> _timing.Case:
+        shape = geometry(jpeg_scale)
+        read = lambda: sum(1 for _ in rk.iter_records(root, geometry=shape, num_threads=2))  # noqa: E731
         return _timing.Case(_checked(name, records, read))
 
     def recordkit(jpeg_scale: str) -> Any:
@@ -190,12 +160,10 @@ def cases(root: Path, records: int) -> dict[tuple[str, str], _timing.Case]:
         ("tf.data", HAND_WRITTEN): lambda name: tf_pass(name, hand_written(root)),
         ("tf.data", "recordkit, jpeg_scale=full"): lambda name: tf_pass(name, recordkit("full")),
         ("tf.data", "recordkit, jpeg_scale=auto"): lambda name: tf_pass(name, recordkit("auto")),
-        ("numpy", "iter_records, full decode + resize"): lambda name: numpy_pass(name, FullThenResized),
-        ("numpy", "iter_records, scaled decode + resize"): lambda name: numpy_pass(name, ScaledThenResized),
-        ("PyTorch", "torch_batches, full decode + resize"): lambda name: torch_pass(name, FullThenResized),
-        ("PyTorch", "torch_batches, scaled decode + resize"): lambda name: torch_pass(
-            name, ScaledThenResized
-        ),
+        ("numpy", "iter_records, jpeg_scale=full"): lambda name: numpy_pass(name, "full"),
+        ("numpy", "iter_records, jpeg_scale=auto"): lambda name: numpy_pass(name, "auto"),
+        ("PyTorch", "torch_batches, jpeg_scale=full"): lambda name: torch_pass(name, "full"),
+        ("PyTorch", "torch_batches, jpeg_scale=auto"): lambda name: torch_pass(name, "auto"),
     }
     return {key: make(f"{key[0]} {key[1]}") for key, make in ways.items()}
 
@@ -233,13 +201,13 @@ def quality(root: Path, jpegs: list[bytes], count: int) -> dict[str, float]:
         ).numpy()
         for data in jpegs[:count]
     ]
-    scaled_numpy = [r["image"] for r in rk.iter_records(root, registry=_registry(ScaledThenResized))][:count]
-    full_numpy = [r["image"] for r in rk.iter_records(root, registry=_registry(FullThenResized))][:count]
+    scaled_numpy = [r["image"] for r in rk.iter_records(root, geometry=geometry("auto"))][:count]
+    full_numpy = [r["image"] for r in rk.iter_records(root, geometry=geometry("full"))][:count]
     return {
         "tf.data scaled vs full decode, same resize": _mean_psnr(auto, full),
         "tf.data scaled vs full decode, antialiased resize": _mean_psnr(auto, ideal),
         "tf.data full decode vs full decode, antialiased resize": _mean_psnr(full, ideal),
-        "numpy scaled vs full decode, same (Pillow) resize": _mean_psnr(scaled_numpy, full_numpy),
+        "numpy scaled vs full decode, same resize": _mean_psnr(scaled_numpy, full_numpy),
     }
 
 

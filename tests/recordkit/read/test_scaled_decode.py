@@ -177,3 +177,31 @@ def test_the_geometry_carries_jpeg_scale_as_load_dataset_does(tmp_path: Path) ->
         rk.ImageGeometry(size=SIZE, jpeg_scale="half")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="not both"):
         rk.open(root).tf(layout=rk.Layout(jpeg_scale="full"), geometry=rk.ImageGeometry(size=SIZE))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("fit", ["resize", "resize_with_pad"])
+def test_the_numpy_reader_decodes_at_scale_and_agrees_with_tf_data_to_a_level(
+    tmp_path: Path, fit: str
+) -> None:
+    """``ds.records(geometry=...)`` (and so PyTorch and Grain) decodes large JPEGs at a
+    reduced scale too: its pixels differ from its own full decode's, and match tf.data's
+    scaled read within one level (the same samples, float rounding apart); a picture too
+    small to scale reads as with ``jpeg_scale="full"``."""
+    pictures = [
+        jpeg(photo(1100, 1500, 0), "4:2:0"),
+        jpeg(photo(1900, 1800, 1, detailed=True), "4:4:4"),
+        jpeg(photo(300, 250, 2), "4:2:0"),
+    ]
+    root = _write(tmp_path, pictures)
+    auto = rk.ImageGeometry(size=SIZE, fit=fit)  # type: ignore[arg-type]
+    full = rk.ImageGeometry(size=SIZE, fit=fit, jpeg_scale="full")  # type: ignore[arg-type]
+    numpy_auto = [r["photo"] for r in rk.open(root).records(geometry=auto)]
+    numpy_full = [r["photo"] for r in rk.open(root).records(geometry=full)]
+    tf_auto = [r["photo"] for r in rk.open(root).tf(geometry=auto).as_numpy_iterator()]
+    for index, (mine, theirs) in enumerate(zip(numpy_auto, tf_auto, strict=True)):
+        assert mine.shape == (*SIZE, 3)
+        assert np.abs(mine.astype(int) - theirs).max() <= 1, index
+    assert not np.array_equal(numpy_auto[0], numpy_full[0])
+    assert not np.array_equal(numpy_auto[1], numpy_full[1])
+    np.testing.assert_array_equal(numpy_auto[2], numpy_full[2])
