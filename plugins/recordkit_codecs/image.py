@@ -241,7 +241,6 @@ class ImageCodec(rk.Raster, rk.Codec[ImageOptions]):
             "channels": {str(channels): 1},
         }
 
-    # --8<-- [start:to_native]
     def tfds_feature(self) -> rk.TfdsFeature:
         """TFDS's ``Image`` reads the encoded bytes under the field's key as they are
         (rk.TfdsDescribed); it needs the encoding and the channel count fixed."""
@@ -253,6 +252,7 @@ class ImageCodec(rk.Raster, rk.Codec[ImageOptions]):
         image = {"dtype": "uint8", "encodingFormat": self.options.format, "shape": shape}
         return rk.TfdsFeature({"image": image, "pythonClassName": f"{_TFDS}image_feature.Image"})
 
+    # --8<-- [start:to_native]
     def to_native(self, request: rk.NativeRequest) -> rk.NativeField:
         """Encoded images are copied byte for byte (``format: keep``), their sizes stored
         beside them (rk.Convertible)."""

@@ -393,8 +393,10 @@ def test_recordkit_index_gives_a_tfds_folder_sidecars_and_a_stale_one_fails_rand
     assert [int(r["label"]) for r in rk.RandomAccess(root)] == list(range(SHARDS * PER_SHARD))
     shard = root / f"tiny-train.tfrecord-00001-of-{SHARDS:05d}"
     shard.write_bytes(shard.read_bytes() * 2)  # five more records, after the index was built
+    reader = rk.RandomAccess(root)  # indexes load per shard, on a shard's first read
+    assert int(reader[0]["label"]) == 0
     with pytest.raises(rk.errors.DatasetError, match="does not match the shard") as caught:
-        rk.RandomAccess(root)
+        reader[PER_SHARD]
     assert f"`recordkit index {shard}`" in str(caught.value)
     # Rebuilt, the sidecar matches the shard, and dataset_info.json's count is what disagrees.
     _assert_one_error_line(CliRunner().invoke(main, ["index", str(root)]), "index of a grown shard")
