@@ -34,6 +34,7 @@ from benchmarks import (  # noqa: E402
     _read,
     _reader_speed,
     _report,
+    _scaled_decode,
     _stability,
     _tfdata_fields,
     _write,
@@ -43,7 +44,7 @@ from benchmarks._config import SIZES, Size  # noqa: E402
 PUBLISHED_JSON = ROOT / "benchmarks" / "results" / "latest.json"
 PUBLISHED_PLOT = ROOT / "docs" / "img" / "benchmarks.png"
 PERFORMANCE_PAGE = ROOT / "docs" / "performance.md"
-SUITES = ("write", "read", "memory", "stability", "speed", "fields")
+SUITES = ("write", "read", "memory", "stability", "speed", "fields", "scaled")
 
 
 def _version(distribution: str) -> str | None:
@@ -126,6 +127,7 @@ def run(size: Size, out: Path, suites: tuple[str, ...] = SUITES, *, log: Any = p
         "stability": [],
         "speed": [],
         "fields": [],
+        "scaled": {},
     }
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="recordkit-bench-") as tmp:
@@ -155,6 +157,9 @@ def run(size: Size, out: Path, suites: tuple[str, ...] = SUITES, *, log: Any = p
             log(f"field-by-field tf.data suite ({size.name}, issue 30)")
             fields = _tfdata_fields.run_fields_suite(size, scratch, log)
             results["fields"] = [dataclasses.asdict(r) for r in fields]
+        if "scaled" in suites:
+            log(f"scaled JPEG decode suite ({size.name}, issue 33)")
+            results["scaled"] = _scaled_decode.run_scaled_suite(size, scratch, log)
     results["meta"]["seconds"] = round(time.perf_counter() - started, 1)
     results["meta"]["machine"]["load_average_end"] = list(os.getloadavg())
     results["targets"] = [t.as_dict() for t in _report.evaluate_targets(results)]
@@ -184,7 +189,8 @@ def main(argv: list[str] | None = None) -> int:
         action="append",
         help="run only this suite (repeatable); read runs the writes it reads; speed is the reader-speed "
         "side by side of issue 13 (writes its own workload); fields is issue 30's field-by-field "
-        "side by side (benchmarks/tfdata_fields.py)",
+        "side by side (benchmarks/tfdata_fields.py); scaled is issue 33's JPEGs decoded at the "
+        "model's size (benchmarks/scaled_decode.py)",
     )
     parser.add_argument(
         "--publish",
@@ -205,6 +211,11 @@ def main(argv: list[str] | None = None) -> int:
     if results["fields"]:
         rows = [_tfdata_fields.Result(**row) for row in results["fields"]]
         print("\nfield by field (issue 30):\n" + _tfdata_fields.format_results(rows))
+    if results["scaled"]:
+        scaled = results["scaled"]
+        rows_33 = [_scaled_decode.Row(**row) for row in scaled["rows"]]
+        print("\nJPEGs decoded at the model's size (issue 33):\n" + _scaled_decode.format_rows(rows_33))
+        print(_scaled_decode.format_quality(scaled["quality"]))
     print(
         f"\nresults: {args.out / 'results.json'}  plot: {args.out / 'benchmarks.png'}  "
         f"({results['meta']['seconds']} s)"

@@ -31,6 +31,7 @@ __all__ = [
     "check_pixels",
     "check_structure",
     "decode_array",
+    "decode_array_scaled",
     "load",
     "open_image",
     "pixel_limit",
@@ -311,8 +312,34 @@ _PLAIN_FRAMES = frozenset({0xC0, 0xC1, 0xC2})
 _JPEG_MODES = {1: "L", 3: "RGB"}
 
 
+def decode_array_scaled(
+    data: bytes,
+    max_pixels: int,
+    mode: str | None,
+    size: tuple[int, int],
+    scale: int,
+    *,
+    fast_dct: bool = False,
+) -> tuple[np.ndarray, int]:
+    """A JPEG of ``size`` (height, width) decoded at 1/``scale`` of its size in libjpeg's
+    IDCT (``scale`` 1, 2, 4 or 8: ``ceil(height / scale) x ceil(width / scale)`` pixels,
+    the pixels TensorFlow's ``decode_jpeg(ratio=scale)`` gives), and the scale used.
+    The JPEGs :func:`decode_array` leaves to Pillow (CMYK, 12-bit, arithmetic-coded,
+    lossless), and any other image, decode at full size: scale 1."""
+    if scale > 1 and data[:3] == JPEG_SIGNATURE:
+        pixels = _jpeg_array(data, max_pixels, mode, size, fast_dct, scale)
+        if pixels is not None:
+            return pixels, scale
+    return decode_array(data, max_pixels, mode, size, fast_dct=fast_dct), 1
+
+
 def _jpeg_array(
-    data: bytes, max_pixels: int, mode: str | None, size: tuple[int, int], fast_dct: bool = False
+    data: bytes,
+    max_pixels: int,
+    mode: str | None,
+    size: tuple[int, int],
+    fast_dct: bool = False,
+    scale: int = 1,
 ) -> np.ndarray | None:
     """Decode a plain JPEG with simplejpeg, or None to leave it to :func:`open_image`.
 
@@ -337,6 +364,10 @@ def _jpeg_array(
     simplejpeg refuses, or decodes only with a warning (``strict``: truncated or
     corrupt data), also goes to Image.open, so errors and
     ``ImageFile.LOAD_TRUNCATED_IMAGES`` behave as they always did.
+
+    ``scale`` (2, 4, 8) decodes at that fraction of the size in libjpeg's IDCT; simplejpeg
+    is held to exactly that factor (``min_factor`` and the minimum sides), so that it picks
+    none of libjpeg-turbo's other factors (3/8, 5/8 ...), which TensorFlow cannot use.
     """
     header = _jpeg_header(data, rk.errors.DecodeError)
     natural = _JPEG_MODES.get(header.components or 0)
@@ -352,16 +383,22 @@ def _jpeg_array(
     # The array of the size just checked, for simplejpeg to decode into: a JPEG whose
     # header libjpeg reads as larger does not fit (ValueError), one it reads as smaller
     # comes back smaller; both go to Image.open.
-    pixels = np.empty((*size, 1 if natural == "L" else 3), np.uint8)
+    out = (-(-size[0] // scale), -(-size[1] // scale))
+    pixels = np.empty((*out, 1 if natural == "L" else 3), np.uint8)
     try:
         decoded = simplejpeg.decode_jpeg(
-            data, colorspace=_SIMPLEJPEG_COLORSPACES[natural], fastdct=fast_dct, strict=True, buffer=pixels
+            data,
+            colorspace=_SIMPLEJPEG_COLORSPACES[natural],
+            fastdct=fast_dct,
+            strict=True,
+            buffer=pixels,
+            **({} if scale == 1 else {"min_height": out[0], "min_width": out[1], "min_factor": scale}),
         )
     except ValueError:  # simplejpeg's error for data libjpeg refuses or warns about
         return None
-    if decoded.shape[:2] != size:
+    if decoded.shape[:2] != out:
         return None
-    return pixels.reshape(size) if natural == "L" else pixels
+    return pixels.reshape(out) if natural == "L" else pixels
 
 
 #: simplejpeg's colour space for each of :data:`_JPEG_MODES`' modes.

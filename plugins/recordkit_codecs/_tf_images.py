@@ -27,7 +27,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["JPEG_WINDOW_MARGIN", "decode_image_batch", "decode_image_window"]
+__all__ = ["JPEG_WINDOW_MARGIN", "decode_image_batch", "decode_image_scaled", "decode_image_window", "tf_one"]
 
 #: Pixels a JPEG window is grown by on each side before it is decoded and cut (see
 #: :func:`decode_image_window`): 2, one sample of colour subsampled by 2.
@@ -242,3 +242,65 @@ def decode_image_window(
     if fmt == "png":
         return png()
     return tf.cond(tf.io.is_jpeg(encoded), jpeg, png)
+
+
+def tf_one(value: Any) -> Any:
+    """The value of a batch of one record (static size 1), as a scalar."""
+    import tensorflow as tf
+
+    return tf.reshape(value, [])
+
+
+def decode_image_scaled(
+    encoded: Any,
+    height: Any,
+    width: Any,
+    channels: Any,
+    scale: Any,
+    fmt: str,
+    static_channels: int | None,
+    dct_method: str = "INTEGER_ACCURATE",
+) -> tuple[Any, Any]:
+    """One encoded image (a scalar string) of ``height`` x ``width`` (int scalars; its
+    stored ``channels``, or None when the codec stores none) decoded at 1/``scale``
+    (an int32 scalar: 1, 2, 4 or 8, the ``ratio`` of ``decode_jpeg``, which takes it as
+    a constant: one branch a scale, each a single decode, since a branch's every op
+    costs again for every record; see :mod:`recordkit_codecs._jpeg_scale`). ``fmt`` is
+    the image codec's format: a PNG (``png``, or ``keep`` and not a JPEG) decodes at
+    scale 1, where the scale always is for it. ``static_channels`` is the count to
+    convert to (None: as stored). Returns the pixels uint8 ``[ceil(height / scale),
+    ceil(width / scale), C]`` and the full image's int64 ``[height, width, channels]``;
+    the decoded size is checked against the stored one, as the full decode checks it."""
+    import tensorflow as tf
+
+    depth_wanted = static_channels or 0
+    height, width = tf.cast(height, tf.int64), tf.cast(width, tf.int64)
+
+    def jpeg(ratio: int) -> Any:
+        return tf.io.decode_jpeg(encoded, channels=depth_wanted, ratio=ratio, dct_method=dct_method)
+
+    def png() -> Any:
+        return tf.io.decode_png(encoded, channels=depth_wanted, dtype=tf.uint8)
+
+    if fmt == "png":
+        pixels = png()
+    else:
+        # Branches: a PNG, then a JPEG at 1, 2, 4, 8.
+        branch = tf.gather(tf.constant([0, 1, 2, 0, 3, 0, 0, 0, 4], tf.int32), scale)
+        if fmt != "jpeg":
+            branch = tf.where(tf.io.is_jpeg(encoded), branch, 0)
+        pixels = tf.switch_case(branch, [png, *(lambda ratio=ratio: jpeg(ratio) for ratio in (1, 2, 4, 8))])
+    decoded = tf.shape(pixels, out_type=tf.int64)
+    step = tf.cast(scale, tf.int64)
+    expected = (tf.stack([height, width]) + step - 1) // step
+    depth = decoded[2] if channels is None else tf.cast(channels, tf.int64)
+    check = tf.debugging.Assert(
+        tf.reduce_all(tf.equal(decoded, tf.concat([expected, tf.reshape(depth, [1])], 0))),
+        [
+            "image codec: the decoded image shape [height, width, channels] differs "
+            "from the height, width and channels stored with it"
+        ],
+    )
+    with tf.control_dependencies([check]):
+        pixels = tf.ensure_shape(tf.identity(pixels), [None, None, static_channels])
+    return pixels, tf.stack([height, width, depth])

@@ -30,7 +30,8 @@ from recordkit_codecs import _pillow, _raster
 from recordkit_codecs._foreign import formats
 from recordkit_codecs._image_header import header_shape, header_shapes_tf
 from recordkit_codecs._inputs import read_input_bytes
-from recordkit_codecs._tf_images import decode_image_batch, decode_image_window
+from recordkit_codecs._jpeg_scale import jpeg_scale, jpeg_scale_tf
+from recordkit_codecs._tf_images import decode_image_batch, decode_image_scaled, decode_image_window, tf_one
 
 __all__ = ["ImageCodec", "ImageOptions"]
 
@@ -367,6 +368,21 @@ class ImageCodec(rk.Raster, rk.Codec[ImageOptions]):
     # -- decode ----------------------------------------------------------------------
 
     def decode_numpy(self, wire: Mapping[str, Any]) -> np.ndarray:
+        return self._decode_numpy(wire, None)[0]
+
+    def decode_numpy_scaled(
+        self, wire: Mapping[str, Any], cover: tuple[int, int]
+    ) -> tuple[np.ndarray, tuple[int, int, int], int]:
+        """A JPEG decoded at the largest libjpeg scale (1/8, 1/4, 1/2) that still covers
+        ``cover`` (height, width), the pixels TensorFlow's :meth:`decode_tf_scaled` gives;
+        with the full image's ``(height, width, channels)`` and the scale (scaled pixel
+        ``i`` stands for full pixels ``[i * scale, (i + 1) * scale)``). A PNG, a JPEG too
+        small to scale, or one of the rare JPEGs Pillow decodes comes at full size, scale 1."""
+        return self._decode_numpy(wire, cover)
+
+    def _decode_numpy(
+        self, wire: Mapping[str, Any], cover: tuple[int, int] | None
+    ) -> tuple[np.ndarray, tuple[int, int, int], int]:
         if self.options.sizes == "header":
             height, width, channels = header_shape(bytes(wire[""]), self.options.channels)
         else:
@@ -376,16 +392,25 @@ class ImageCodec(rk.Raster, rk.Codec[ImageOptions]):
             raise rk.errors.DecodeError(
                 f"the record stores {channels} channels; the image codec stores 1, 3 or 4"
             )
-        pixels = _pillow.decode_array(
-            wire[""], self.options.max_pixels, mode, (height, width), fast_dct=self.options.jpeg_dct == "fast"
-        )
+        scale = 1 if cover is None else jpeg_scale(height, width, cover)
+        fast_dct = self.options.jpeg_dct == "fast"
+        if scale == 1:
+            pixels = _pillow.decode_array(
+                wire[""], self.options.max_pixels, mode, (height, width), fast_dct=fast_dct
+            )
+        else:
+            pixels, scale = _pillow.decode_array_scaled(
+                wire[""], self.options.max_pixels, mode, (height, width), scale, fast_dct=fast_dct
+            )
         pixels = pixels.reshape(pixels.shape[0], pixels.shape[1], -1)
-        if pixels.shape != (height, width, channels):
+        expected = (-(-height // scale), -(-width // scale), channels)
+        if pixels.shape != expected:
             raise rk.errors.DecodeError(
                 f"image codec: the decoded image is {pixels.shape} (height, width, channels), "
                 f"the record stores ({height}, {width}, {channels})"
+                + ("" if scale == 1 else f", which is {expected} at 1/{scale} scale")
             )
-        return pixels
+        return pixels, (height, width, channels), scale
 
     def decode_tf_source(self) -> rk.DecodeSource:
         """:func:`decode_image_tf` with this field's options: what decode_tf (and, with
@@ -409,6 +434,43 @@ class ImageCodec(rk.Raster, rk.Codec[ImageOptions]):
             return None
         images, shapes = self.decode_tf_source()(wire, pad=True)
         return images, shapes
+
+    def decode_scale_tf(self, wire: Mapping[str, Any], cover: tuple[int, int]) -> Any | None:
+        """The int32 scale one image (a batch of one) decodes at to cover ``cover``: for
+        a JPEG the largest of libjpeg's 1/8, 1/4, 1/2 whose result still covers it, else
+        1; None when the field stores PNG only."""
+        import tensorflow as tf
+
+        if self.options.format == "png":
+            return None
+        height, width = self._sides_tf(wire)
+        scale = jpeg_scale_tf(height, width, cover)
+        if self.options.format == "keep":
+            scale = tf.where(tf.io.is_jpeg(tf_one(wire[""])), scale, 1)
+        return scale
+
+    def decode_tf_scaled(self, wire: Mapping[str, Any], scale: Any) -> tuple[Any, Any]:
+        """One image (a batch of one) decoded at 1/``scale`` (int32: 1, 2, 4 or 8; a
+        JPEG with ``decode_jpeg(ratio=...)``, anything else at scale 1 only): the pixels
+        and the full image's int64 ``[height, width, channels]``."""
+        height, width = self._sides_tf(wire)
+        return decode_image_scaled(
+            tf_one(wire[""]),
+            height,
+            width,
+            None if self.options.sizes == "header" else tf_one(wire["channels"]),
+            scale,
+            self.options.format,
+            self.options.channels,
+            dct_method=_DCT_METHODS[self.options.jpeg_dct],
+        )
+
+    def _sides_tf(self, wire: Mapping[str, Any]) -> tuple[Any, Any]:
+        """The height and width of one image (a batch of one): stored, or from its header."""
+        if self.options.sizes == "header":
+            heights, widths, _ = header_shapes_tf(wire[""], self.options.channels)
+            return heights[0], widths[0]
+        return tf_one(wire["height"]), tf_one(wire["width"])
 
     def decode_tf_window(self, wire: Mapping[str, Any], window: Any) -> Any:
         """Only the window of one image: a JPEG's with ``decode_and_crop_jpeg`` (the rows

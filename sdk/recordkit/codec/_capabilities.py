@@ -25,7 +25,9 @@ Three more serve the readers (``load_dataset``'s tf.data pipeline, and the PyTor
 
 * :class:`Raster` (a mix-in the codec subclasses): the values are pictures that readers
   resize, crop and pad (``image_size``), decoded record by record, and cut to a window
-  before decoding where the codec can (``image``, ``mask``).
+  before decoding where the codec can (``image``, ``mask``), or decoded at a reduced
+  scale that still covers the size they are resized to (``image``: a JPEG in libjpeg's
+  IDCT).
 * :class:`PadsAsDecoded`: a decode straight into the padded form ``pad=...`` gives
   (``image``, ``mask``, ``bbox``).
 * :class:`DecodedPerRecord`: values that cost less decoded where each record is, when the
@@ -386,6 +388,33 @@ class Raster:
         way than decoding the whole picture (readers then decode it and cut)."""
         return None
 
+    def decode_scale_tf(self, wire: Mapping[str, Any], cover: tuple[int, int]) -> Any | None:
+        """The scale one picture decodes at for readers that resize it to ``cover``
+        (height, width): an int32 scalar, 1 (the full decode) or a larger reduction whose
+        result still covers ``cover`` (a JPEG in libjpeg's IDCT: 2, 4 or 8), worked out
+        from the stored size without decoding. ``wire`` is a batch of one record (static
+        size 1). None (the default): the codec decodes at full size only."""
+        return None
+
+    def decode_tf_scaled(self, wire: Mapping[str, Any], scale: Any) -> tuple[Any, Any] | None:
+        """Decode one picture at 1/``scale`` (what :meth:`decode_scale_tf` gave: an int32
+        scalar). Return ``(pixels, shape)``: the pixels without the batch dimension, such
+        that pixel ``i`` stands for the full picture's pixels ``[i * scale, (i + 1) *
+        scale)`` (at scale 1, the plain decode's pixels exactly), and the full picture's
+        int64 shape. Readers resize them onto the full picture's geometry. Keep what
+        depends on the scale small (one decode op a scale, in ``tf.switch_case``): a
+        branch's every op costs again for every record in a ``tf.data`` map."""
+        return None
+
+    def decode_numpy_scaled(
+        self, wire: Mapping[str, Any], cover: tuple[int, int]
+    ) -> tuple[Any, tuple[int, ...], int] | None:
+        """:meth:`decode_scale_tf` and :meth:`decode_tf_scaled` without TensorFlow, from
+        one record's wire values (as ``decode_numpy`` takes them), with the same scale and
+        pixels: ``(pixels, shape, scale)`` (scale 1: the full decode), or None (the
+        default)."""
+        return None
+
 
 # --8<-- [end:raster]
 
@@ -440,7 +469,14 @@ def decodes_per_record(codec: object) -> bool:
     return isinstance(codec, DecodedPerRecord) and bool(codec.decodes_per_record())
 
 
-_RASTER_MEMBERS = ("raster", "size_features", "decode_tf_window")
+_RASTER_MEMBERS = (
+    "raster",
+    "size_features",
+    "decode_tf_window",
+    "decode_scale_tf",
+    "decode_tf_scaled",
+    "decode_numpy_scaled",
+)
 
 
 def check_capability_members(cls: type) -> None:

@@ -27,6 +27,7 @@ __all__ = [
     "FollowsImage",
     "ImageGeometry",
     "ImageTransform",
+    "JpegScale",
     "follows_image",
 ]
 
@@ -40,6 +41,11 @@ FITS: tuple[str, ...] = get_args(Fit)
 BoxFormatName = Literal["xyxy", "xywh", "yxyx", "cxcywh"]
 _BOX_FORMATS: tuple[str, ...] = get_args(BoxFormatName)
 Size = tuple[int, int]
+#: How pictures brought to a known size are decoded: ``"auto"`` at the largest reduced
+#: scale that still covers the size where the codec can (a JPEG at 1/2, 1/4 or 1/8 in
+#: libjpeg's IDCT), then resized as ever; ``"full"`` always at full size.
+JpegScale = Literal["auto", "full"]
+JPEG_SCALES: tuple[str, ...] = get_args(JpegScale)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -73,6 +79,12 @@ class ImageGeometry:
         each record's draws are keyed by ``(seed, record index)``, the same on every
         read; None draws anew every time a record is read (other windows every epoch).
         ``tf()`` keys its draws by its own ``seed`` argument, or by this one when that is None.
+    :param jpeg_scale: ``"auto"`` (default): a JPEG that is resized (``"resize"``,
+        ``"resize_with_pad"``, ``"random_resized_crop"``) decodes at the largest libjpeg
+        scale (1/2, 1/4, 1/8) whose picture still covers the size (of the crop's window),
+        then goes through the same resize (within 40 dB PSNR of the full decode; the
+        quality table is in the how-to *Images at the model's size*); the boxes follow
+        the full picture's geometry exactly. ``"full"``: always decode at full size.
     """
 
     size: Size | Mapping[str, Size] | None = None
@@ -85,10 +97,13 @@ class ImageGeometry:
     normalized: bool | None = None
     keep_empty_boxes: bool = False
     seed: int | None = None
+    jpeg_scale: JpegScale = "auto"
 
     def __post_init__(self) -> None:
         if self.fit not in FITS:
             raise ValueError(f"fit must be one of {', '.join(FITS)}, not {self.fit!r}")
+        if self.jpeg_scale not in JPEG_SCALES:
+            raise ValueError(f"jpeg_scale must be one of {', '.join(JPEG_SCALES)}, not {self.jpeg_scale!r}")
         if self.flip is True:
             object.__setattr__(self, "flip", 0.5)
         flip = float(self.flip)

@@ -46,6 +46,7 @@ __all__ = [
     "crop_offsets",
     "dense_record",
     "fit_images",
+    "fit_scaled",
     "pad_into",
     "pad_ragged",
     "row_shapes",
@@ -63,6 +64,19 @@ ImageFit = Fit
 #: The fits that cut a window out of each image (or pad it), without resampling.
 CROP_FITS = frozenset({"crop_or_pad", "random_crop_or_pad"})
 Size = tuple[int, int]
+
+#: The resize methods a picture decoded at a reduced scale can be resized with onto the
+#: full picture's geometry (:func:`fit_scaled`): ``tf.image.resize``'s interpolating
+#: methods, by their kernel in ``ScaleAndTranslate`` (which ``tf.image.resize`` runs for
+#: the last four). ``"nearest"`` and ``"area"`` keep the full decode.
+SCALED_KERNELS = {
+    "bilinear": "triangle",
+    "bicubic": "keyscubic",
+    "lanczos3": "lanczos3",
+    "lanczos5": "lanczos5",
+    "gaussian": "gaussian",
+    "mitchellcubic": "mitchellcubic",
+}
 
 #: A rectangular ragged batch with at least this many values is padded record by
 #: record; a smaller one with ``to_tensor`` (cheaper below this size).
@@ -401,3 +415,84 @@ def fit_images(
     fitted = tf.cond(images.nrows() > 0, lambda: tf.cond(rectangular, by_record, ragged_rows), none)
     fitted = tf.ensure_shape(fitted, [None, size[0], size[1], channels])
     return fitted[..., 0] if mask else fitted
+
+
+def fit_scaled(
+    picture: Any, shape: Any, scale: Any, size: Size, fit: ImageFit, method: str, pad_value: int | float = 0
+) -> Any:
+    """One picture ``[h, w, c]`` decoded at 1/``scale`` (int32 scalar) of its full
+    ``shape`` (int64, height and width first) brought to ``size`` by ``"resize"`` or
+    ``"resize_with_pad"``, onto the pixels the full picture's resize lands on; at scale
+    1, fitted as :func:`fit_images` fits it (the same pixels as ever).
+
+    A scaled pixel ``i`` stands for the full pixels ``[i * scale, (i + 1) * scale)``, so
+    the picture covers ``height / scale`` of its rows (the last one in part, when the
+    height is not a multiple of the scale). Resizing it to ``size`` as a picture of
+    ``ceil(height / scale)`` rows would shift the content by up to almost one output
+    pixel. The resize takes the exact factor instead (``size / (height / scale)``), with
+    ``tf.image.resize``'s half-pixel centres and without antialiasing, as
+    ``tf.image.resize`` by default: bilinear by ``crop_and_resize`` on the box those
+    samples span, the other methods by ``ScaleAndTranslate`` with their kernel
+    (:data:`SCALED_KERNELS`). ``"resize_with_pad"`` places the picture where
+    ``tf.image.resize_with_pad`` of the full picture does and pads with ``pad_value``.
+    Keeps the picture's dtype (rounded)."""
+    import tensorflow as tf
+
+    def whole() -> Any:
+        return fit_images(picture[None], size, fit, method, pad_value=pad_value)[0]
+
+    def reduced() -> Any:
+        return _fit_reduced(picture, shape, scale, size, fit, method, pad_value)
+
+    return tf.ensure_shape(tf.cond(scale > 1, reduced, whole), [size[0], size[1], picture.shape[-1]])
+
+
+def _fit_reduced(
+    picture: Any, shape: Any, scale: Any, size: Size, fit: ImageFit, method: str, pad_value: int | float
+) -> Any:
+    """:func:`fit_scaled` of a picture decoded at a scale above 1."""
+    import tensorflow as tf
+
+    sides = tf.cast(shape[:2], tf.float32)
+    target = tf.constant(size, tf.float32)
+    if fit == "resize":
+        inner = tf.constant(size, tf.int32)
+    elif fit == "resize_with_pad":
+        # tf.image.resize_with_pad's arithmetic, on the full picture's sides.
+        ratio = tf.reduce_max(sides / target)
+        inner = tf.cast(tf.floor(sides / ratio), tf.int32)
+    else:
+        raise ValueError(f"fit_scaled resizes (resize, resize_with_pad), not {fit!r}")
+    # Output pixel i samples the scaled picture at (i + 0.5) * step - 0.5.
+    step = sides / tf.cast(scale, tf.float32) / tf.cast(inner, tf.float32)
+    if method == "bilinear":
+        # crop_and_resize samples i at y1 * (h - 1) + i * (y2 - y1) * (h - 1) / (size - 1),
+        # reading only the pixels it samples (ScaleAndTranslate costs a few times more).
+        span = tf.maximum(tf.cast(tf.shape(picture)[:2], tf.float32) - 1, 1)
+        first = 0.5 * step - 0.5
+        last = first + step * (tf.cast(inner, tf.float32) - 1)
+        box = tf.concat([first / span, last / span], 0)[None]
+        resized = tf.image.crop_and_resize(picture[None], box, tf.zeros([1], tf.int32), inner)[0]
+    else:
+        resized = tf.raw_ops.ScaleAndTranslate(
+            images=tf.cast(picture, tf.float32)[None],
+            size=inner,
+            scale=1 / step,
+            translation=tf.zeros([2], tf.float32),
+            kernel_type=SCALED_KERNELS[method],
+            antialias=False,
+        )[0]
+    dtype = picture.dtype
+    out = tf.saturate_cast(tf.round(resized) if dtype.is_integer else resized, dtype)
+    if fit == "resize_with_pad":
+        before = tf.maximum(tf.cast(tf.floor((target - sides / ratio) / 2), tf.int32), 0)
+        after = tf.constant(size, tf.int32) - inner - before
+        value = pad_constant(dtype, pad_value)
+        out = tf.pad(
+            out,
+            tf.stack(
+                [tf.stack([before[0], after[0]]), tf.stack([before[1], after[1]]), tf.zeros([2], tf.int32)]
+            ),
+            constant_values=0 if value is None else value,
+        )
+    return out

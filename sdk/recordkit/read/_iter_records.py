@@ -194,7 +194,9 @@ def _records(
     def decode(raw: _Raw) -> dict[str, Any] | RecordkitError:
         index, shard, offset, data = raw
         try:
-            record = decode_record_numpy(stored, data, index=index)
+            record = decode_record_numpy(
+                stored, data, index=index, decoders=None if geometry is None else geometry.decoders
+            )
             if defaults:
                 record.update(copy.deepcopy(defaults))
                 record = {f.name: record[f.name] for f in dataset.fields}

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -107,8 +107,13 @@ def _own_keys_wire(field: BoundField, parsed: dict[str, tuple[WireKind, Any]]) -
     return wire
 
 
-def decode_field_numpy(field: BoundField, parsed: dict[str, tuple[WireKind, Any]]) -> Any:
-    """Decode one field of a parsed Example; ``None`` for an absent optional field."""
+def decode_field_numpy(
+    field: BoundField,
+    parsed: dict[str, tuple[WireKind, Any]],
+    decode: Callable[[Mapping[str, Any]], Any] | None = None,
+) -> Any:
+    """Decode one field of a parsed Example; ``None`` for an absent optional field.
+    ``decode`` replaces the codec's ``decode_numpy`` for a plain (not sequence) field."""
     if field.presence_key is not None:
         _, present = parsed.get(field.presence_key, (WireKind.INT64, np.zeros(0)))
         if not (len(present) and int(present[0])):
@@ -120,7 +125,7 @@ def decode_field_numpy(field: BoundField, parsed: dict[str, tuple[WireKind, Any]
                 k.feature.name: _shape_one(k, _values(k, parsed, ragged=not k.feature.is_fixed))
                 for k in field.features
             }
-        return field.codec.decode_numpy(wire)
+        return field.codec.decode_numpy(wire) if decode is None else decode(wire)
     columns: dict[str, list[Any]] = {}
     count: int | None = None
     for keyed in field.features:
@@ -137,9 +142,15 @@ def decode_field_numpy(field: BoundField, parsed: dict[str, tuple[WireKind, Any]
 
 
 def decode_record_numpy(
-    fields: Sequence[BoundField], data: bytes, *, index: int | str | None = None
+    fields: Sequence[BoundField],
+    data: bytes,
+    *,
+    index: int | str | None = None,
+    decoders: Mapping[str, Callable[[Mapping[str, Any]], Any]] | None = None,
 ) -> dict[str, Any]:
-    """Decode the ``fields`` of one serialized Example to Python/numpy values."""
+    """Decode the ``fields`` of one serialized Example to Python/numpy values; a field
+    named in ``decoders`` decoded by its function there (a picture decoded at a scale,
+    :class:`~recordkit.read._numpy_geometry.GeometryPlan`)."""
     try:
         parsed = decode_example(data)
     except ValueError as exc:
@@ -147,7 +158,7 @@ def decode_record_numpy(
     out: dict[str, Any] = {}
     for field in fields:
         try:
-            out[field.name] = decode_field_numpy(field, parsed)
+            out[field.name] = decode_field_numpy(field, parsed, (decoders or {}).get(field.name))
         except RecordkitError as exc:
             raise exc.with_context(field=field.name, record=index) from None
         except Exception as exc:

@@ -13,22 +13,36 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
-from recordkit.codec._capabilities import raster_kind
+from recordkit.codec._capabilities import Raster, raster_kind
+from recordkit.codec._codec import Codec
 from recordkit.codec._geometry import FollowsImage, ImageGeometry, ImageTransform, follows_image
 from recordkit.schema._bound import BoundField
 
-__all__ = ["DRAWS", "GeometryPlan", "Window", "image_sizes", "record_draws", "window_of"]
+__all__ = ["DRAWS", "GeometryPlan", "ScaledPicture", "Window", "image_sizes", "record_draws", "window_of"]
 
 #: How many uniform draws a record takes (top, left, area, ratio, flip).
 DRAWS = 5
 #: The resize methods numpy readers compute (tf.data takes every tf.image method).
 NUMPY_METHODS = ("bilinear", "nearest")
+#: The fits whose JPEGs decode at a reduced scale (the whole picture resized).
+_SCALED_FITS = ("resize", "resize_with_pad")
 Size = tuple[int, int]
+
+
+@dataclasses.dataclass(frozen=True)
+class ScaledPicture:
+    """A picture decoded at 1/``scale`` of its stored ``source`` (height, width)
+    (:meth:`~recordkit.Raster.decode_numpy_scaled`): its pixel ``i`` stands for the
+    stored pixels ``[i * scale, (i + 1) * scale)``."""
+
+    pixels: np.ndarray
+    source: Size
+    scale: int
 
 
 @dataclasses.dataclass(frozen=True)
@@ -154,6 +168,17 @@ class GeometryPlan:
                     "(tf.data takes every tf.image method)"
                 )
             self.methods[name] = chosen
+        #: The pictures decoded at a reduced scale that covers their size (a resize of
+        #: a JPEG, ``jpeg_scale="auto"``): field name to its decode.
+        self.decoders: dict[str, Callable[[Mapping[str, Any]], Any]] = {
+            name: _scaled_decoder(field.codec, self.sizes[name])
+            for name, field in self.pictures.items()
+            if name in self.sizes
+            and geometry.jpeg_scale == "auto"
+            and geometry.fit in _SCALED_FITS
+            and self.methods[name] == "bilinear"
+            and isinstance(field.codec, Raster)
+        }
         self.pad_values = {name: field.codec.pad_value() for name, field in self.pictures.items()}
         self.followers: dict[str, tuple[BoundField, str]] = {}
         names = {f.name for f in fields}
@@ -178,11 +203,15 @@ class GeometryPlan:
         transforms: dict[str, ImageTransform] = {}
         for name in self.pictures:
             picture = out.get(name)
-            if not isinstance(picture, np.ndarray) or picture.ndim < 2:
-                continue
             size = self.sizes.get(name)
-            window = window_of((picture.shape[0], picture.shape[1]), size, self.geometry, draws)
-            fitted = fit_picture(picture, window, size, self.methods[name], self.pad_values[name])
+            if isinstance(picture, ScaledPicture) and size is not None:
+                window = window_of(picture.source, size, self.geometry, draws)
+                fitted = fit_scaled(picture, window, size, self.pad_values[name])
+            elif not isinstance(picture, np.ndarray) or picture.ndim < 2:
+                continue
+            else:
+                window = window_of((picture.shape[0], picture.shape[1]), size, self.geometry, draws)
+                fitted = fit_picture(picture, window, size, self.methods[name], self.pad_values[name])
             if flip:
                 fitted = np.ascontiguousarray(fitted[:, ::-1])
             out[name] = fitted
@@ -214,6 +243,43 @@ def fit_picture(
     return canvas
 
 
+def _scaled_decoder(codec: Codec[Any], size: Size) -> Callable[[Mapping[str, Any]], Any]:
+    """A picture's decode at the largest scale that covers ``size``: a
+    :class:`ScaledPicture`, or the plain decode where the codec decodes in full only."""
+
+    def decode(wire: Mapping[str, Any]) -> Any:
+        scaled = codec.decode_numpy_scaled(wire, size) if isinstance(codec, Raster) else None
+        if scaled is None:
+            return codec.decode_numpy(wire)
+        pixels, shape, scale = scaled
+        if scale == 1:
+            return pixels if len(shape) == pixels.ndim else pixels.reshape(shape)
+        return ScaledPicture(pixels, (int(shape[0]), int(shape[1])), int(scale))
+
+    return decode
+
+
+def fit_scaled(picture: ScaledPicture, window: Window, size: Size, pad_value: float) -> np.ndarray:
+    """A scaled picture through a resize ``window`` (the whole picture, resized and
+    placed): bilinear onto the samples the stored picture's resize takes (output pixel
+    ``i`` at ``(i + 0.5) * side / scale / resized - 0.5`` of the scaled picture, as
+    tf.data's :func:`~recordkit.read._dense.fit_scaled`), then placed on the canvas."""
+    pixels = picture.pixels
+    flat = pixels.ndim == 2
+    values = pixels[..., None] if flat else pixels
+    extents = (picture.source[0] / picture.scale, picture.source[1] / picture.scale)
+    resized = _lerp_axis(values, window.resized[0], axis=0, extent=extents[0])
+    resized = _lerp_axis(resized, window.resized[1], axis=1, extent=extents[1])
+    cut = _rounded(resized, values.dtype)
+    cut = cut[..., 0] if flat else cut
+    if window.resized == size:
+        return cut
+    canvas = np.full((*size, *cut.shape[2:]), pad_value, dtype=cut.dtype)
+    place_y, place_x = window.place
+    canvas[place_y : place_y + cut.shape[0], place_x : place_x + cut.shape[1]] = cut
+    return canvas
+
+
 def _crop(picture: np.ndarray, top: int, left: int, height: int, width: int, pad_value: float) -> np.ndarray:
     """The window of ``picture`` at ``(top, left)``, padded where it reaches outside."""
     rows, cols = picture.shape[0], picture.shape[1]
@@ -238,13 +304,18 @@ def resize(picture: np.ndarray, size: Size, method: str) -> np.ndarray:
         return nearest
     values = _lerp_axis(picture, size[0], axis=0)  # rows taken before the float copy: a
     values = _lerp_axis(values, size[1], axis=1)  # shrinking resize converts only those
+    return _rounded(values, picture.dtype)
+
+
+def _rounded(values: np.ndarray, dtype: np.dtype[Any]) -> np.ndarray:
+    """Resized ``values`` in ``dtype`` (integers rounded, half to even, and saturated)."""
     values = values.astype(np.float32, copy=False)
-    if picture.dtype.kind in "iub":
-        info = np.iinfo(picture.dtype) if picture.dtype.kind != "b" else None
+    if dtype.kind in "iub":
+        info = np.iinfo(dtype) if dtype.kind != "b" else None
         values = np.round(values)
         if info is not None:
             values = np.clip(values, info.min, info.max)
-    resized: np.ndarray = values.astype(picture.dtype)
+    resized: np.ndarray = values.astype(dtype)
     return resized
 
 
@@ -255,12 +326,15 @@ def _nearest(out: int, source: int) -> np.ndarray:
     return indices
 
 
-def _lerp_axis(values: np.ndarray, out: int, axis: int) -> np.ndarray:
-    """Linear interpolation along ``axis`` to ``out`` samples (half-pixel centres)."""
+def _lerp_axis(values: np.ndarray, out: int, axis: int, extent: float | None = None) -> np.ndarray:
+    """Linear interpolation along ``axis`` to ``out`` samples (half-pixel centres) of
+    the ``extent`` pixels the values span (default: as many as there are; a scaled
+    decode's last pixel may stand for part of one)."""
     source = values.shape[axis]
-    if source == out:
+    if extent is None and source == out:
         return values
-    position = (np.arange(out, dtype=np.float32) + 0.5) * np.float32(source / out) - 0.5
+    span = source if extent is None else extent
+    position = (np.arange(out, dtype=np.float32) + 0.5) * np.float32(span / out) - 0.5
     floor = np.floor(position)
     lower = np.clip(floor, 0, source - 1).astype(np.int64)
     upper = np.clip(np.ceil(position), 0, source - 1).astype(np.int64)

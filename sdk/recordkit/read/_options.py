@@ -16,13 +16,13 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import Literal
 
-from recordkit.codec._geometry import FITS, ImageGeometry
+from recordkit.codec._geometry import FITS, JPEG_SCALES, ImageGeometry, JpegScale
 from recordkit.read._corruption import CorruptionReport
 from recordkit.read._dense import ImageFit, Size
 from recordkit.read._open import OpenedDataset
 from recordkit.read._share import WorkerShare
 
-__all__ = ["DEFAULT_BLOCK_LENGTH", "IMAGE_FITS", "Opened", "PipelineOptions"]
+__all__ = ["DEFAULT_BLOCK_LENGTH", "IMAGE_FITS", "JPEG_SCALES", "JpegScale", "Opened", "PipelineOptions"]
 
 #: Records read from one shard before the reader moves on to the next one. Shards are
 #: read in blocks (one tf.data element per block, not per record), which keeps the
@@ -64,6 +64,7 @@ class PipelineOptions:
     image_size: Size | Mapping[str, Size] | None = None
     image_fit: ImageFit = "resize"
     image_method: str | Mapping[str, str] | None = None
+    jpeg_scale: JpegScale = "auto"
     prefetch: bool = True
     remote_io: RemoteIO = "auto"
     geometry: ImageGeometry | None = None
@@ -74,13 +75,18 @@ class PipelineOptions:
             raise ValueError(f"remote_io must be one of {', '.join(REMOTE_IOS)}, not {self.remote_io!r}")
         if self.image_fit not in IMAGE_FITS:
             raise ValueError(f"image_fit must be one of {', '.join(IMAGE_FITS)}, not {self.image_fit!r}")
+        if self.jpeg_scale not in JPEG_SCALES:
+            raise ValueError(f"jpeg_scale must be one of {', '.join(JPEG_SCALES)}, not {self.jpeg_scale!r}")
         if self.batch_size is not None and self.batch_size < 1:
             raise ValueError(f"batch_size must be at least 1, not {self.batch_size}")
         if self.block_length < 1:
             raise ValueError(f"block_length must be at least 1, not {self.block_length}")
-        if self.geometry is not None and (self.image_size is not None or self.image_method is not None):
+        if self.geometry is not None and (
+            self.image_size is not None or self.image_method is not None or self.jpeg_scale != "auto"
+        ):
             raise ValueError(
-                "give the image size and method in geometry=, or as image_size=/image_method=, not both"
+                "give the image size, method and jpeg_scale in geometry=, or as "
+                "image_size=/image_method=/jpeg_scale=, not both"
             )
         self.image_geometry  # noqa: B018  # the image options checked as a geometry
 
@@ -90,7 +96,9 @@ class PipelineOptions:
         ``image_method`` make."""
         if self.geometry is not None:
             return self.geometry
-        return ImageGeometry(size=self.image_size, fit=self.image_fit, method=self.image_method)
+        return ImageGeometry(
+            size=self.image_size, fit=self.image_fit, method=self.image_method, jpeg_scale=self.jpeg_scale
+        )
 
     @property
     def random_crop(self) -> bool:

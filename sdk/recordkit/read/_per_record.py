@@ -15,11 +15,13 @@ from recordkit.codec._geometry import ImageTransform
 from recordkit.read._dense import (
     CROP_FITS,
     OFFSET_SUFFIX,
+    SCALED_KERNELS,
     SHAPE_SUFFIX,
     ImageFit,
     crop_at,
     crop_offsets,
     dense_record,
+    fit_scaled,
     pad_into,
     pad_ragged,
 )
@@ -312,8 +314,11 @@ def _decode_picture(
     out: dict[str, Any] = {}
     if size is not None:
         cropped = _decode_crop(field, wire, layout, fit, draws) if fit in CROP_FITS else None
+        scaled = None if fit in CROP_FITS else _decode_scaled(field, wire, layout)
         if cropped is not None:
             value, shape, out[name + OFFSET_SUFFIX] = cropped
+        elif scaled is not None:
+            value, shape = scaled
         else:
             value = _decode_one(field, wire)
             shape = tf.cast(tf.shape(value), tf.int64)
@@ -500,3 +505,41 @@ def _decode_crop(
     shape = tf.concat([sides, tf.cast(tf.shape(inside), tf.int64)[2:]], 0)
     window = tf.ensure_shape(window, [*size, *picture.shape[2:]])
     return (window if inside.shape.rank == 3 else window[..., 0]), shape, offset
+
+
+def _decode_scaled(field: BoundField, wire: dict[str, Any], layout: DecodeLayout) -> tuple[Any, Any] | None:
+    """One record's picture resized to its size (``"resize"``, ``"resize_with_pad"``)
+    and its full shape: decoded at the scale that covers the size
+    (:meth:`~recordkit.Raster.decode_scale_tf`, :meth:`~recordkit.Raster.decode_tf_scaled`:
+    a JPEG at 1/2, 1/4 or 1/8) and resized onto the full picture's geometry
+    (:func:`~recordkit.read._dense.fit_scaled`); at scale 1, the plain decode's pixels
+    fitted as ever. None with ``jpeg_scale="full"`` (:class:`~recordkit.ImageGeometry`),
+    another fit, a method that does not interpolate (``nearest``, ``area``), or a codec
+    that decodes at full size only."""
+    import tensorflow as tf
+
+    codec = field.codec
+    name = field.name
+    method = layout.methods[name]
+    geometry = layout.geometry
+    resized = geometry.fit in ("resize", "resize_with_pad")
+    if (
+        geometry.jpeg_scale != "auto"
+        or not resized
+        or method not in SCALED_KERNELS
+        or not isinstance(codec, Raster)
+    ):
+        return None
+    size = layout.sizes[name]
+    one = {key: value[None] for key, value in wire.items()}
+    scale = codec.decode_scale_tf(one, size)
+    if scale is None:
+        return None
+    scaled = codec.decode_tf_scaled(one, scale)
+    if scaled is None:
+        raise TypeError(f"codec {codec.name!r} gives a decode_scale_tf but no decode_tf_scaled")
+    picture, shape = scaled
+    flat = picture.shape.rank == 2  # a picture without channels: [h, w]
+    pixels = picture[..., None] if flat else picture
+    value = fit_scaled(pixels, shape, scale, size, geometry.fit, method, layout.pad_values[name])
+    return (value[..., 0] if flat else value), tf.cast(shape, tf.int64)

@@ -183,7 +183,9 @@ class RandomAccess:
 
     def decode(self, data: bytes, i: int) -> dict[str, Any]:
         """Decode serialized record ``i`` (its number goes into errors)."""
-        record = decode_record_numpy(self._stored, data, index=i)
+        record = decode_record_numpy(
+            self._stored, data, index=i, decoders=None if self._geometry is None else self._geometry.decoders
+        )
         if self._defaults:
             record.update(copy.deepcopy(self._defaults))
             record = {f.name: record[f.name] for f in self.dataset.fields}

@@ -13,7 +13,14 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 
 from recordkit.read._dense import ImageFit, Size
-from recordkit.read._options import DEFAULT_BLOCK_LENGTH, IMAGE_FITS, REMOTE_IOS, RemoteIO
+from recordkit.read._options import (
+    DEFAULT_BLOCK_LENGTH,
+    IMAGE_FITS,
+    JPEG_SCALES,
+    REMOTE_IOS,
+    JpegScale,
+    RemoteIO,
+)
 
 __all__ = ["Layout", "ReadConfig"]
 
@@ -66,8 +73,11 @@ class Layout:
         reproducible with ``tf(seed=...)``); the crops add ``"<field>/offset"``.
     :param image_method: a ``tf.image.ResizeMethod`` name, or a mapping of field name to
         method (default ``"bilinear"``, ``"nearest"`` for class indices such as masks).
+    :param jpeg_scale: ``"auto"``: JPEGs that are resized (``"resize"``,
+        ``"resize_with_pad"``) decode at the largest libjpeg scale (1/2, 1/4, 1/8) that
+        still covers ``image_size``, then resize; ``"full"``: always at full size.
 
-    The three image options make an :class:`~recordkit.ImageGeometry` (which every reader
+    The four image options make an :class:`~recordkit.ImageGeometry` (which every reader
     takes, with a flip and the boxes' form too): the fields tied to a picture (a bbox
     field's ``image_field``) move with it.
     """
@@ -76,9 +86,12 @@ class Layout:
     image_size: Size | Mapping[str, Size] | None = None
     image_fit: ImageFit = "resize"
     image_method: str | Mapping[str, str] | None = None
+    jpeg_scale: JpegScale = "auto"
 
     def __post_init__(self) -> None:
         if self.image_fit not in IMAGE_FITS:
             raise ValueError(f"image_fit must be one of {', '.join(IMAGE_FITS)}, not {self.image_fit!r}")
+        if self.jpeg_scale not in JPEG_SCALES:
+            raise ValueError(f"jpeg_scale must be one of {', '.join(JPEG_SCALES)}, not {self.jpeg_scale!r}")
         if isinstance(self.pad, str):
             raise TypeError(f"pad takes True or a list of field names, not the string {self.pad!r}")

@@ -20,7 +20,7 @@ from recordkit.read._corruption import CorruptionReport, OnCorrupt, check_on_cor
 from recordkit.read._dataset import Verify, open_handle
 from recordkit.read._dense import ImageFit, Size
 from recordkit.read._iter_records import RecordIterator
-from recordkit.read._options import DEFAULT_BLOCK_LENGTH, RemoteIO
+from recordkit.read._options import DEFAULT_BLOCK_LENGTH, JpegScale, RemoteIO
 from recordkit.read._paths import Paths
 from recordkit.read._position import Start
 from recordkit.read._read_config import Layout, ReadConfig
@@ -51,6 +51,7 @@ def load_dataset(
     image_size: Size | Mapping[str, Size] | None = None,
     image_fit: ImageFit = "resize",
     image_method: str | Mapping[str, str] | None = None,
+    jpeg_scale: JpegScale = "auto",
     on_corrupt: OnCorrupt = "raise",
     report: CorruptionReport | None = None,
     verify_sha256: bool = False,
@@ -116,6 +117,12 @@ def load_dataset(
         declares ``raster = "indices"``, such as ``mask``, so class indices are never
         blended; give ``"nearest"`` for masks stored otherwise). Resized images keep
         their dtype (uint8 stays uint8, rounded).
+    :param jpeg_scale: ``"auto"`` (default): a JPEG that is resized (``image_fit``
+        ``"resize"`` or ``"resize_with_pad"``, with an interpolating ``image_method``)
+        decodes at the largest libjpeg scale (1/2, 1/4, 1/8) whose result still covers
+        ``image_size``, then is resized onto the same pixels a full decode's resize
+        lands on; pictures that small keep the full decode, exactly. ``"full"``: every
+        JPEG decodes at full size. See the how-to "Images at the model's size".
     :param on_corrupt: ``"raise"``: a corrupt or truncated shard stops the read with an
         error naming the shard and the offset of the bad record; ``"skip"``: the rest of
         that shard is skipped, logged, and added to ``report``.
@@ -146,7 +153,9 @@ def load_dataset(
     """
     check_on_corrupt(on_corrupt)
     worker_share(input_context, num_workers, worker_index)  # a bad share named as given here
-    layout = Layout(pad=pad, image_size=image_size, image_fit=image_fit, image_method=image_method)
+    layout = Layout(
+        pad=pad, image_size=image_size, image_fit=image_fit, image_method=image_method, jpeg_scale=jpeg_scale
+    )
     config = ReadConfig(cycle_length, block_length, deterministic, prefetch, remote_io)
     verify: Verify = "sha256" if verify_sha256 else True
     ds = open_handle(
