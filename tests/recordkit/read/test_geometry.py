@@ -271,11 +271,14 @@ def test_bad_geometries_are_refused_with_what_is_allowed() -> None:
     assert rk.ImageGeometry(flip=True).flip == 0.5
 
 
+@pytest.mark.parametrize("seed", range(6))
 def test_torch_batches_are_uint8_of_one_size_with_their_boxes_on_the_objects(
-    datasets: dict[tuple[str, bool], Path],
+    datasets: dict[tuple[str, bool], Path], seed: int
 ) -> None:
     pytest.importorskip("torch")
-    geometry = rk.ImageGeometry(size=TARGET, fit="random_resized_crop", flip=0.5, crop_scale=(0.3, 1.0))
+    geometry = rk.ImageGeometry(
+        size=TARGET, fit="random_resized_crop", flip=0.5, crop_scale=(0.3, 1.0), seed=seed
+    )
     ds = rk.open(datasets["xywh", True], "train")
     stream = ds.torch_batches(4, geometry=geometry, concat=["boxes", "plain"])
     batches = list(stream)
