@@ -207,6 +207,12 @@ class Dataset:
     # -- what was opened ---------------------------------------------------------------------
 
     @property
+    def _split_name(self) -> str:
+        """The split the readers name in their orders and states (``"train"`` for a
+        handle opened without one)."""
+        return self._split if self._split is not None else "train"
+
+    @property
     def path(self) -> Paths:
         """The path or URL the dataset was opened from."""
         return self._request.path
@@ -296,7 +302,7 @@ class Dataset:
             source = self._checked_source(sizes=False)  # each shard's, as its index loads
             args = {
                 "path": self.path,
-                "split": self._split if self._split is not None else "train",
+                "split": self._split_name,
                 "fields": list(self.fields),
                 "schema": self._request.schema,
                 "verify": self._request.verify is not False,
@@ -394,7 +400,7 @@ class Dataset:
             raise ValueError(f"num_threads must be at least 1, not {num_threads}")
         # Each shard's size is checked as the reader comes to it (iter_records), not all at once.
         opened = self._opened(on_corrupt, report, rank, world_size, input_context, sizes=False)
-        split = self._split if self._split is not None else "train"
+        split = self._split_name
         crc = self._request.verify is not False
         return record_iterator(
             opened, split, verify=crc, start=start, num_threads=num_threads, geometry=geometry
@@ -418,8 +424,8 @@ class Dataset:
         PyTorch; see the how-to "Training runs: resume, grow, mix")."""
         return EpochStream.over(
             self._random_access(),
-            self._split if self._split is not None else "train",
-            StreamOrder(shuffle, 0 if seed is None else seed, window, rank, world_size),
+            self._split_name,
+            StreamOrder.of(shuffle, seed, window, rank, world_size),
             start=start,
             prefetch=prefetch,
             batch_size=batch_size,
@@ -482,10 +488,10 @@ class Dataset:
             at a time).
         """
         module = _torch_readers("Dataset.torch_iterable()")
-        order = StreamOrder(shuffle, 0 if seed is None else seed, window, rank, world_size)
+        order = StreamOrder.of(shuffle, seed, window, rank, world_size)
         dataset: IterableDataset = module.IterableDataset.over(
             self._random_access().with_geometry(geometry),
-            self._split if self._split is not None else "train",
+            self._split_name,
             order,
             start=start,
             transform=transform,
@@ -525,10 +531,10 @@ class Dataset:
             (:class:`~recordkit.ImageGeometry`).
         """
         module = _torch_readers("Dataset.torch_batches()", "recordkit.read._batch_loader")
-        order = StreamOrder(shuffle, 0 if seed is None else seed, window, rank, world_size)
+        order = StreamOrder.of(shuffle, seed, window, rank, world_size)
         stream: BatchStream = module.BatchStream.batched(
             self._random_access().with_geometry(geometry),
-            self._split if self._split is not None else "train",
+            self._split_name,
             order,
             batch_size=batch_size,
             drop_last=drop_last,

@@ -87,7 +87,7 @@ class Mixture:
         """The mixture's samples as numpy, in its canonical epochs, resumable with any
         number of ranks and workers (:meth:`recordkit.Dataset.epoch_stream`'s options)."""
         sources = [handle._random_access() for handle in self.sources]
-        order = StreamOrder(shuffle, 0 if seed is None else seed, window, rank, world_size)
+        order = StreamOrder.of(shuffle, seed, window, rank, world_size)
         stream = EpochStream.over(sources[0], "mixture", order, prefetch=prefetch, batch_size=batch_size)
         stream.mix_in(sources, self.order)
         if start is not None:
@@ -121,7 +121,7 @@ class Mixture:
         stream: MixtureStream = module.MixtureStream.mixed(
             [handle._random_access() for handle in self.sources],
             self.order,
-            StreamOrder(shuffle, 0 if seed is None else seed, window, rank, world_size),
+            StreamOrder.of(shuffle, seed, window, rank, world_size),
             start=start,
             transform=transform,
             tensors=tensors,

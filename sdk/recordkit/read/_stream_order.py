@@ -37,6 +37,14 @@ class StreamOrder:
     rank: int | None = None
     world_size: int | None = None
 
+    @classmethod
+    def of(
+        cls, shuffle: bool, seed: int | None, window: int, rank: int | None, world_size: int | None
+    ) -> StreamOrder:
+        """The order the readers' five keywords describe, a ``seed`` of None being 0:
+        every rank must draw the same order."""
+        return cls(shuffle, 0 if seed is None else seed, window, rank, world_size)
+
     def __post_init__(self) -> None:
         if self.window < 1:
             raise ValueError(f"window must be at least 1, not {self.window}")
