@@ -30,6 +30,8 @@ from recordkit.codec._capabilities import (
     Raster,
     Statistics,
     Summarized,
+    HfDescribed,
+    HfFeature,
     TfdsDescribed,
     TfdsFeature,
 )
@@ -123,6 +125,8 @@ __all__ = [
     "SplitInfo",
     "Statistics",
     "Summarized",
+    "HfDescribed",
+    "HfFeature",
     "TfdsDataset",
     "TfdsDescribed",
     "TfdsFeature",
