@@ -35,6 +35,7 @@ __all__ = ["BATCH_ROWS", "HfDatasetSource", "ParquetSource", "import_extra"]
 
 #: Rows converted to Python values at a time.
 BATCH_ROWS = 256
+_MEDIA = ("Image", "Audio")
 
 
 def import_extra(module: str, package: str, extra: str, purpose: str) -> Any:
@@ -53,6 +54,8 @@ class _ArrowSource(Source):
     def __init__(self, *, on_error: OnBadInput, allow_outside_root: bool) -> None:
         super().__init__(on_error=on_error, allow_outside_root=allow_outside_root)
         self._fields: dict[str, FieldSpec] | None = None
+        #: The columns of Image and Audio features (structs of bytes and path).
+        self._media: set[str] = set()
 
     # What a subclass gives: the name in errors, the features (None: from the Arrow
     # types), the Arrow schema, the columns with nulls, and the batches with their keys.
@@ -86,6 +89,9 @@ class _ArrowSource(Source):
                     column_type = arrow_schema.field(column).type
                     entry = arrow_entry(column, column_type, samples.get(column), file=self.name)
                 spec = field_of_entry(column, entry, samples.get(column), file=self.name)
+                inner = entry.get("feature") if isinstance(entry.get("feature"), Mapping) else entry
+                if entry.get("_type") in _MEDIA or inner.get("_type") in _MEDIA:
+                    self._media.add(column)
                 fields[column] = spec.model_copy(update={"optional": True}) if column in nullable else spec
             self._fields = fields
         return dict(self._fields)
@@ -112,20 +118,19 @@ class _ArrowSource(Source):
             for offset, row in enumerate(batch.to_pylist()):
                 key = f"{file}:{first + offset}"
                 try:
-                    record = {name: _value(name, fields[name], row.get(name)) for name in fields}
+                    record = {name: self._value(name, fields[name], row.get(name)) for name in fields}
                 except InputError as exc:
                     yield exc.with_context(file=file, entry=f"row {first + offset}")
                     continue
                 yield SourceItem(key, record)
 
 
-def _value(name: str, spec: FieldSpec, value: Any) -> Any:
-    """A cell as its codec takes it: an image or audio struct as its bytes."""
-    if value is None:
-        return None
-    if spec.codec in ("image", "audio"):
+    def _value(self, name: str, spec: FieldSpec, value: Any) -> Any:
+        """A cell as its codec takes it: an image or audio struct as its bytes."""
+        if value is None or name not in self._media:
+            return value
         return [_bytes_of(name, v) for v in value] if spec.sequence else _bytes_of(name, value)
-    return value
+
 
 
 def _bytes_of(name: str, value: Any) -> bytes:
