@@ -33,6 +33,7 @@ from recordkit._cli.plugins import plugins_command
 from recordkit._cli.schema import schema_group
 from recordkit._cli.show import show_command
 from recordkit._cli.stats import stats_command
+from recordkit._cli.parquet import parquet_command
 from recordkit._cli.tfds_metadata import tfds_metadata_command
 from recordkit._cli.verify import verify_command
 from recordkit._cli.view import view_command
@@ -84,6 +85,7 @@ main.add_command(show_command)
 main.add_command(stats_command)
 main.add_command(convert_command)
 main.add_command(tfds_metadata_command)
+main.add_command(parquet_command)
 main.add_command(view_command)
 main.add_command(add_fields_command)
 main.add_command(remove_fields_command)

@@ -201,16 +201,29 @@ class ParquetSource(_ArrowSource):
         return self._schema
 
     def _nullable(self) -> set[str]:
+        """The columns holding a null, from the row groups' statistics where a column is
+        one leaf (or an image's ``bytes``); a list column is read alone to count them (a
+        leaf's nulls there include empty lists)."""
         nullable: set[str] = set()
+        listed: set[str] = set()
         for file in self.files:
             metadata = self._open(file).metadata
             for group in range(metadata.num_row_groups):
                 row_group = metadata.row_group(group)
                 for i in range(row_group.num_columns):
                     column = row_group.column(i)
+                    top = column.path_in_schema.split(".")[0]
+                    if column.path_in_schema not in (top, f"{top}.bytes"):
+                        listed.add(top)
+                        continue
                     statistics = column.statistics
                     if statistics is None or not statistics.has_null_count or statistics.null_count:
-                        nullable.add(column.path_in_schema.split(".")[0])
+                        nullable.add(top)
+        for file in self.files:
+            for top in sorted(listed - nullable):
+                batches = self._open(file).iter_batches(batch_size=self.batch_rows, columns=[top])
+                if any(batch.column(0).null_count for batch in batches):
+                    nullable.add(top)
         return nullable & set(self._schema.names)
 
     def _batches(self) -> Iterator[tuple[str, int, Any]]:
