@@ -40,9 +40,9 @@ import numpy as np
 import pydantic
 
 import recordkit as rk
+from recordkit_codecs._hf import encoded_bytes
 from recordkit_codecs._inputs import read_input_bytes
 from recordkit_codecs._tf_audio import decode_wav_batch, decode_wav_one, not_canonical_message
-from recordkit_codecs._hf import encoded_bytes
 
 __all__ = ["AudioCodec", "AudioOptions"]
 
@@ -133,7 +133,9 @@ class AudioCodec(rk.Codec[AudioOptions]):
         FLAC bytes as they are (rk.HfDescribed); raw PCM and samples stored as numbers
         are not a file Hugging Face decodes."""
         if self.options.stored != "encoded" or self.options.format == "pcm":
-            raise ValueError("Hugging Face's Audio holds WAV or FLAC files (stored: encoded, format wav or flac)")
+            raise ValueError(
+                "Hugging Face's Audio holds WAV or FLAC files (stored: encoded, format wav or flac)"
+            )
         return rk.HfFeature({"sampling_rate": self.options.sample_rate, "_type": "Audio"}, encoded_bytes)
 
     def summarize(self, value: Any) -> rk.Statistics:

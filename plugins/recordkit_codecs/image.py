@@ -28,11 +28,11 @@ from PIL import Image
 import recordkit as rk
 from recordkit_codecs import _pillow, _raster
 from recordkit_codecs._foreign import formats
+from recordkit_codecs._hf import encoded_bytes
 from recordkit_codecs._image_header import header_shape, header_shapes_tf
 from recordkit_codecs._inputs import read_input_bytes
 from recordkit_codecs._jpeg_scale import jpeg_scale, jpeg_scale_tf
 from recordkit_codecs._tf_images import decode_image_batch, decode_image_scaled, decode_image_window, tf_one
-from recordkit_codecs._hf import encoded_bytes
 
 __all__ = ["ImageCodec", "ImageOptions"]
 

@@ -20,8 +20,8 @@ import pydantic
 
 import recordkit as rk
 from recordkit_codecs._foreign import LABEL_HINT, plain_key
-from recordkit_codecs._show import class_counts, class_names
 from recordkit_codecs._hf import value_entry
+from recordkit_codecs._show import class_counts, class_names
 
 __all__ = ["LabelCodec", "LabelOptions"]
 

@@ -23,6 +23,8 @@ from recordkit.codec._capabilities import (
     DataTyped,
     DecodedPerRecord,
     Drawable,
+    HfDescribed,
+    HfFeature,
     NativeField,
     NativeRequest,
     PadsAsDecoded,
@@ -30,8 +32,6 @@ from recordkit.codec._capabilities import (
     Raster,
     Statistics,
     Summarized,
-    HfDescribed,
-    HfFeature,
     TfdsDescribed,
     TfdsFeature,
 )

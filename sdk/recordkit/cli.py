@@ -29,11 +29,11 @@ from recordkit._cli.fields import add_fields_command, remove_fields_command
 from recordkit._cli.index import index_command
 from recordkit._cli.ingest import INGEST_WORDS, ingest_command
 from recordkit._cli.inspect import inspect_command
+from recordkit._cli.parquet import parquet_command
 from recordkit._cli.plugins import plugins_command
 from recordkit._cli.schema import schema_group
 from recordkit._cli.show import show_command
 from recordkit._cli.stats import stats_command
-from recordkit._cli.parquet import parquet_command
 from recordkit._cli.tfds_metadata import tfds_metadata_command
 from recordkit._cli.verify import verify_command
 from recordkit._cli.view import view_command

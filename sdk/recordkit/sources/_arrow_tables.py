@@ -124,13 +124,11 @@ class _ArrowSource(Source):
                     continue
                 yield SourceItem(key, record)
 
-
     def _value(self, name: str, spec: FieldSpec, value: Any) -> Any:
         """A cell as its codec takes it: an image or audio struct as its bytes."""
         if value is None or name not in self._media:
             return value
         return [_bytes_of(name, v) for v in value] if spec.sequence else _bytes_of(name, value)
-
 
 
 def _bytes_of(name: str, value: Any) -> bytes:

@@ -8,10 +8,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-
-from recordkit.hookspecs import SourceRegistrar, hookimpl
 from typing import Any
 
+from recordkit.hookspecs import SourceRegistrar, hookimpl
 from recordkit.sources._arrow_tables import BATCH_ROWS, HfDatasetSource, ParquetSource
 from recordkit.sources._base import OnBadInput
 from recordkit.sources._coco import CocoSource
@@ -134,7 +133,9 @@ def parquet(
     allow_outside_root: bool = False,
 ) -> ParquetSource:
     """A Parquet file or a folder of them, read a batch at a time; Hugging Face's features kept."""
-    return ParquetSource(path, batch_rows=batch_rows, on_error=on_error, allow_outside_root=allow_outside_root)
+    return ParquetSource(
+        path, batch_rows=batch_rows, on_error=on_error, allow_outside_root=allow_outside_root
+    )
 
 
 def hf_dataset(

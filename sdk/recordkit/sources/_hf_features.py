@@ -152,7 +152,9 @@ def _audio_field(column: str, entry: Mapping[str, Any], sample: Any, *, file: st
     sampling rate or, without one, the first file's."""
     data = sample.get("bytes") if isinstance(sample, Mapping) else sample
     if not isinstance(data, bytes):
-        raise InputError("an Audio column needs its first value's bytes to learn its format", file=file, field=column)
+        raise InputError(
+            "an Audio column needs its first value's bytes to learn its format", file=file, field=column
+        )
     if media_kind(data) != "Audio":
         raise InputError(
             "holds audio that is neither WAV nor FLAC; recordkit's audio codec keeps those two "

@@ -3,14 +3,15 @@ images and audio keep their bytes, and bad input is named."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from click.testing import CliRunner, Result
 from _hf_data import NAMES, columns, features_dict, hf_dataset, png, wav  # type: ignore[import-not-found]
+from click.testing import CliRunner, Result
 
 import recordkit as rk
 from recordkit import sources
@@ -18,14 +19,19 @@ from recordkit.cli import main
 from recordkit.errors import InputError, MissingExtraError
 from recordkit.sources._arrow_tables import import_extra  # private: the extras are installed here
 
+# Nothing but local files: datasets must not ask the Hub (it reads these when imported).
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 datasets = pytest.importorskip("datasets")
 
 
 def test_a_hugging_face_dataset_proposes_a_field_per_feature() -> None:
     fields = sources.hf_dataset(hf_dataset(datasets)).schema().fields
 
-    assert fields["image"].codec == "image" and fields["image"].options == {"format": "keep"}
-    assert fields["label"].codec == "label" and fields["label"].options == {"names": NAMES}
+    assert fields["image"].codec == "image"
+    assert fields["image"].options == {"format": "keep"}
+    assert fields["label"].codec == "label"
+    assert fields["label"].options == {"names": NAMES}
     assert fields["score"].options == {"dtype": "float32"}
     assert fields["caption"].codec == "text"
     assert fields["tokens"].options == {"dtype": "int64", "shape": [None]}
@@ -86,8 +92,10 @@ def test_a_parquet_file_without_features_is_described_from_its_arrow_types(tmp_p
     fields = source.schema().fields
     records = list(source)
 
-    assert fields["picture"].codec == "image" and fields["picture"].optional
-    assert fields["clip"].codec == "audio" and not fields["clip"].optional
+    assert fields["picture"].codec == "image"
+    assert fields["picture"].optional
+    assert fields["clip"].codec == "audio"
+    assert not fields["clip"].optional
     assert fields["count"].options == {"dtype": "int64"}
     assert fields["ok"].options == {"dtype": "bool"}
     assert fields["values"].options == {"dtype": "float64", "shape": [None]}
@@ -128,7 +136,7 @@ def test_audio_that_is_neither_wav_nor_flac_is_refused_saying_what_would_decode_
     table = pa.table({"audio": [mp3ish]}, schema=features.arrow_schema)
     dataset = datasets.Dataset(table, info=datasets.DatasetInfo(features=features))
 
-    with pytest.raises(InputError, match="neither WAV nor FLAC.*torchcodec") as caught:
+    with pytest.raises(InputError, match=r"neither WAV nor FLAC.*torchcodec") as caught:
         sources.hf_dataset(dataset).schema()
     assert caught.value.field == "audio"
 
