@@ -35,7 +35,7 @@ __all__ = ["BATCH_ROWS", "HfDatasetSource", "ParquetSource", "import_extra"]
 
 #: Rows converted to Python values at a time.
 BATCH_ROWS = 256
-_MEDIA = ("Image", "Audio")
+_MEDIA = {"Image", "Audio"}
 
 
 def import_extra(module: str, package: str, extra: str, purpose: str) -> Any:
@@ -89,8 +89,9 @@ class _ArrowSource(Source):
                     column_type = arrow_schema.field(column).type
                     entry = arrow_entry(column, column_type, samples.get(column), file=self.name)
                 spec = field_of_entry(column, entry, samples.get(column), file=self.name)
-                inner = entry.get("feature") if isinstance(entry.get("feature"), Mapping) else entry
-                if entry.get("_type") in _MEDIA or inner.get("_type") in _MEDIA:
+                inner = entry.get("feature")
+                kinds = {entry.get("_type"), inner.get("_type") if isinstance(inner, Mapping) else None}
+                if kinds & _MEDIA:
                     self._media.add(column)
                 fields[column] = spec.model_copy(update={"optional": True}) if column in nullable else spec
             self._fields = fields
@@ -120,7 +121,8 @@ class _ArrowSource(Source):
                 try:
                     record = {name: self._value(name, fields[name], row.get(name)) for name in fields}
                 except InputError as exc:
-                    yield exc.with_context(file=file, entry=f"row {first + offset}")
+                    exc.context = exc.context.merged(file=file, entry=f"row {first + offset}")
+                    yield exc
                     continue
                 yield SourceItem(key, record)
 

@@ -8,7 +8,7 @@ file needs no ``datasets`` to be read, and proposes a field per column:
 ==========================  ==================================================
 feature                     field
 ==========================  ==================================================
-``Image``                   ``image`` with ``format: keep`` (the encoded bytes)
+``Image``                   ``image`` with ``format: keep`` (JPEG, PNG kept)
 ``Audio``                   ``audio`` holding the WAV or FLAC bytes as they are
 ``ClassLabel``              ``label`` with the class names
 ``List`` of ``ClassLabel``  ``label`` with ``multi: true``
