@@ -257,24 +257,23 @@ class HfDatasetSource(_ArrowSource):
     ) -> None:
         super().__init__(on_error=on_error, allow_outside_root=allow_outside_root)
         datasets = import_extra("datasets", "datasets", "hf", "reading a Hugging Face dataset")
-        if isinstance(dataset, (str, Path)):
-            self.name = str(dataset)
-            if not Path(dataset).is_dir():
+        if isinstance(dataset, (datasets.Dataset, datasets.DatasetDict)):
+            self.name = "dataset"
+        else:  # a folder save_to_disk wrote (a str or os.PathLike; anything else: TypeError)
+            folder = Path(dataset)
+            self.name = str(folder)
+            if not folder.is_dir():
                 raise InputError("no such folder (a folder Dataset.save_to_disk wrote)", file=self.name)
             try:
-                dataset = datasets.load_from_disk(str(dataset))
+                dataset = datasets.load_from_disk(str(folder))
             except (FileNotFoundError, ValueError, KeyError) as exc:
                 raise InputError(f"not a dataset save_to_disk wrote: {exc}", file=self.name) from None
-        else:
-            self.name = "dataset"
         if isinstance(dataset, datasets.DatasetDict):
             if split is None or split not in dataset:
                 raise InputError(
                     f"holds the splits {', '.join(dataset)}: name one with split=", file=self.name
                 )
             dataset = dataset[split]
-        if not isinstance(dataset, datasets.Dataset):
-            raise TypeError(f"expected a datasets.Dataset or a folder, not {type(dataset).__name__}")
         if batch_rows < 1:
             raise ValueError(f"batch_rows must be at least 1, not {batch_rows}")
         self.dataset = dataset
