@@ -71,7 +71,9 @@ class _ArrowSource(Source):
         raise NotImplementedError
 
     def _batches(self) -> Iterator[tuple[str, int, Any]]:
-        """``(file, first row, pyarrow.RecordBatch or Table)`` in order."""
+        """``(file, first row, pyarrow.RecordBatch or Table)`` in order; a part of a file
+        that does not read as an InputError in the batch's place (the file's rows
+        after it are not read)."""
         raise NotImplementedError
 
     def fields(self) -> dict[str, FieldSpec]:
@@ -101,6 +103,8 @@ class _ArrowSource(Source):
         """A non-null value of each column, from the first batch that has one."""
         found: dict[str, Any] = {}
         for _, _, batch in self._batches():
+            if isinstance(batch, InputError):
+                break
             for column in columns:
                 if column not in found:
                     values = [v for v in batch.column(column).to_pylist() if v is not None]
@@ -116,6 +120,9 @@ class _ArrowSource(Source):
     def scan(self) -> Iterator[SourceItem | InputError]:
         fields = self.fields()
         for file, first, batch in self._batches():
+            if isinstance(batch, InputError):
+                yield batch
+                continue
             for offset, row in enumerate(batch.to_pylist()):
                 key = f"{file}:{first + offset}"
                 try:
@@ -235,9 +242,8 @@ class ParquetSource(_ArrowSource):
                     yield str(file), first, batch
                     first += batch.num_rows
             except (OSError, ValueError) as exc:
-                raise InputError(
-                    f"a row group after row {first} does not read: {exc}", file=str(file)
-                ) from None
+                reason = f"the rows from row {first} on do not read (the rows before were read): {exc}"
+                yield str(file), first, InputError(reason, file=str(file), entry=f"row {first}")
 
 
 class HfDatasetSource(_ArrowSource):
