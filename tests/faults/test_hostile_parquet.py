@@ -29,7 +29,9 @@ def _zero(path: Path, offset: int, count: int) -> None:
     path.write_bytes(bytes(data))
 
 
-def test_a_damaged_row_group_is_named_and_the_rows_before_it_are_kept(tmp_path: Path, fault_cases: Any) -> None:
+def test_a_damaged_row_group_is_named_and_the_rows_before_it_are_kept(
+    tmp_path: Path, fault_cases: Any
+) -> None:
     folder = _two_files(tmp_path / "parts")
     column = pq.ParquetFile(folder / "a.parquet").metadata.row_group(1).column(1)
     _zero(folder / "a.parquet", column.data_page_offset + 40, 200)
@@ -48,7 +50,9 @@ def test_a_damaged_row_group_is_named_and_the_rows_before_it_are_kept(tmp_path: 
 
 
 @pytest.mark.parametrize("cut", [0, 4, 100, -8, -4])
-def test_a_truncated_or_unterminated_file_is_refused_by_name(tmp_path: Path, cut: int, fault_cases: Any) -> None:
+def test_a_truncated_or_unterminated_file_is_refused_by_name(
+    tmp_path: Path, cut: int, fault_cases: Any
+) -> None:
     folder = _two_files(tmp_path / "parts")
     data = (folder / "a.parquet").read_bytes()
     (folder / "a.parquet").write_bytes(data[:cut])  # 0: empty; negative: the footer cut
