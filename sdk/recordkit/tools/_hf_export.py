@@ -61,22 +61,31 @@ def export_parquet(
     splits: Sequence[str] | None = None,
     fields: Sequence[str] | None = None,
     rows_per_group: int = ROWS_PER_GROUP,
+    overwrite: bool = False,
     registry: CodecRegistry | None = None,
 ) -> tuple[Path, ...]:
-    """Write the ``splits`` (default: all) of the dataset at ``path`` as Parquet files
-    in the folder ``out`` (see the module docs) and return them. Each file is written
-    under a temporary name and renamed when complete."""
+    """Write the ``splits`` (default: all) of the local dataset at ``path`` as Parquet
+    files in the folder ``out`` (see the module docs) and return them. Each file is
+    written under a temporary name and renamed when complete; a file already there is a
+    DatasetError, before anything is written, unless ``overwrite``."""
     pa = import_extra("pyarrow", "pyarrow", "parquet", "exporting Parquet")
     pq = import_extra("pyarrow.parquet", "pyarrow", "parquet", "exporting Parquet")
     if rows_per_group < 1:
         raise ValueError(f"rows_per_group must be at least 1, not {rows_per_group}")
     opened = _opened(path, splits, fields, registry)
     folder = Path(out)
+    targets = {split: folder / f"{split}-00000-of-00001.parquet" for split in opened}
+    there = [target.name for target in targets.values() if target.exists()]
+    if there and not overwrite:
+        raise DatasetError(
+            f"{folder}: holds {', '.join(there)} already; pass overwrite=True "
+            "(recordkit parquet --overwrite) to replace it"
+        )
     folder.mkdir(parents=True, exist_ok=True)
     written = []
     for split, dataset in opened.items():
         features, schema = _arrow_schema(pa, dataset)
-        target = folder / f"{split}-00000-of-00001.parquet"
+        target = targets[split]
         temporary = target.with_name(f".{target.name}.tmp")
         with pq.ParquetWriter(temporary, schema) as writer:
             for batch in _batches(pa, dataset, features, schema, rows_per_group):

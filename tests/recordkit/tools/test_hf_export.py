@@ -107,6 +107,10 @@ fields:
     train = exported["train"]
     assert train.features["label"].names == ["0", "1"]
     assert train["note"] == ["note 0", None, "note 2"]
+    again = CliRunner().invoke(main, ["parquet", str(tmp_path / "pets"), str(tmp_path / "out"), *chosen])
+    assert again.exit_code == 1
+    refusal = "holds train-00000-of-00001.parquet, test-00000-of-00001.parquet already; pass overwrite=True"
+    assert refusal in again.output
     for record, image in zip(records, train["image"], strict=True):
         np.testing.assert_array_equal(np.asarray(image), record["image"])
 
