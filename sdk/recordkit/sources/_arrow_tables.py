@@ -19,6 +19,7 @@ column.
 
 from __future__ import annotations
 
+import abc
 import importlib
 import json
 from collections.abc import Iterator, Mapping, Sequence
@@ -61,20 +62,23 @@ class _ArrowSource(Source):
     # types), the Arrow schema, the columns with nulls, and the batches with their keys.
     name: str
 
+    @abc.abstractmethod
     def _features(self) -> Mapping[str, Any] | None:
-        raise NotImplementedError
+        """See the comment above."""
 
+    @abc.abstractmethod
     def _arrow_schema(self) -> Any:
-        raise NotImplementedError
+        """See the comment above."""
 
+    @abc.abstractmethod
     def _nullable(self) -> set[str]:
-        raise NotImplementedError
+        """See the comment above."""
 
+    @abc.abstractmethod
     def _batches(self) -> Iterator[tuple[str, int, Any]]:
         """``(file, first row, pyarrow.RecordBatch or Table)`` in order; a part of a file
         that does not read as an InputError in the batch's place (the file's rows
         after it are not read)."""
-        raise NotImplementedError
 
     def fields(self) -> dict[str, FieldSpec]:
         """The proposed field of every column (worked out once, from the first batch's
