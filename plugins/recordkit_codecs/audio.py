@@ -40,6 +40,7 @@ import numpy as np
 import pydantic
 
 import recordkit as rk
+from recordkit_codecs._hf import encoded_bytes
 from recordkit_codecs._inputs import read_input_bytes
 from recordkit_codecs._tf_audio import decode_wav_batch, decode_wav_one, not_canonical_message
 
@@ -126,6 +127,16 @@ class AudioCodec(rk.Codec[AudioOptions]):
     def sound(self, value: Any) -> tuple[np.ndarray, int]:
         """The samples and the field's sample rate (rk.Audible)."""
         return np.asarray(value), self.options.sample_rate
+
+    def hf_feature(self) -> rk.HfFeature:
+        """Hugging Face's ``Audio`` at the field's sample rate, holding the stored WAV or
+        FLAC bytes as they are (rk.HfDescribed); raw PCM and samples stored as numbers
+        are not a file Hugging Face decodes."""
+        if self.options.stored != "encoded" or self.options.format == "pcm":
+            raise ValueError(
+                "Hugging Face's Audio holds WAV or FLAC files (stored: encoded, format wav or flac)"
+            )
+        return rk.HfFeature({"sampling_rate": self.options.sample_rate, "_type": "Audio"}, encoded_bytes)
 
     def summarize(self, value: Any) -> rk.Statistics:
         """The duration in seconds (rk.Summarized)."""

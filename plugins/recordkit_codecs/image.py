@@ -28,6 +28,7 @@ from PIL import Image
 import recordkit as rk
 from recordkit_codecs import _pillow, _raster
 from recordkit_codecs._foreign import formats
+from recordkit_codecs._hf import encoded_bytes
 from recordkit_codecs._image_header import header_shape, header_shapes_tf
 from recordkit_codecs._inputs import read_input_bytes
 from recordkit_codecs._jpeg_scale import jpeg_scale, jpeg_scale_tf
@@ -251,6 +252,11 @@ class ImageCodec(rk.Raster, rk.Codec[ImageOptions]):
         shape = {"dimensions": ["-1", "-1", str(self.options.channels)]}
         image = {"dtype": "uint8", "encodingFormat": self.options.format, "shape": shape}
         return rk.TfdsFeature({"image": image, "pythonClassName": f"{_TFDS}image_feature.Image"})
+
+    def hf_feature(self) -> rk.HfFeature:
+        """Hugging Face's ``Image`` holds the stored encoded bytes as they are
+        (rk.HfDescribed)."""
+        return rk.HfFeature({"_type": "Image"}, encoded_bytes)
 
     # --8<-- [start:to_native]
     def to_native(self, request: rk.NativeRequest) -> rk.NativeField:

@@ -20,6 +20,7 @@ import pydantic
 
 import recordkit as rk
 from recordkit_codecs._foreign import LABEL_HINT, plain_key
+from recordkit_codecs._hf import value_entry
 from recordkit_codecs._show import class_counts, class_names
 
 __all__ = ["LabelCodec", "LabelOptions"]
@@ -141,6 +142,19 @@ class LabelCodec(rk.Codec[LabelOptions]):
             "pythonClassName": f"{_TFDS}class_label_feature.ClassLabel",
         }
         return rk.TfdsFeature(entry, names)
+
+    def hf_feature(self) -> rk.HfFeature:
+        """Hugging Face's ``ClassLabel`` with the class names (``"0"``, ``"1"`` ... for
+        ``num_classes``), a list of them for ``multi``; ids without classes are int64
+        values (rk.HfDescribed). The ids themselves are handed over, never multi-hot."""
+        count = self.options.class_count
+        names = list(self.options.names or ()) or [str(i) for i in range(count or 0)]
+        entry: dict[str, Any] = {"names": names, "_type": "ClassLabel"} if names else value_entry("int64")
+        if not self.options.multi:
+            return rk.HfFeature(entry, self.decode_numpy)
+        return rk.HfFeature(
+            {"feature": entry, "_type": "List"}, lambda wire: np.asarray(wire[""], np.int64).tolist()
+        )
 
     def caption(self, value: Any) -> str:
         """The class names (rk.Captioned)."""

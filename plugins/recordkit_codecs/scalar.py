@@ -16,6 +16,7 @@ import numpy as np
 
 import recordkit as rk
 from recordkit_codecs._foreign import plain_key
+from recordkit_codecs._hf import plain_value, value_entry
 
 __all__ = ["ScalarCodec", "ScalarOptions"]
 
@@ -78,6 +79,10 @@ class ScalarCodec(rk.Codec[ScalarOptions]):
         return rk.WireSpec((rk.WireFeature("", kind, (), f"the {self.options.dtype} value"),))
 
     # -- showing, counting and converting (optional capabilities) ------------------
+
+    def hf_feature(self) -> rk.HfFeature:
+        """Hugging Face's ``Value`` of the same dtype (rk.HfDescribed)."""
+        return rk.HfFeature(value_entry(self.options.dtype), plain_value(self.decode_numpy))
 
     def summarize(self, value: Any) -> rk.Statistics:
         """Its value, or its length as text (rk.Summarized)."""

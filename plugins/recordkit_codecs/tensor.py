@@ -42,6 +42,7 @@ import pydantic
 
 import recordkit as rk
 from recordkit_codecs._foreign import formats
+from recordkit_codecs._hf import plain_value, value_entry
 
 __all__ = ["SUPPORTED_DTYPES", "TensorCodec", "TensorOptions"]
 
@@ -186,6 +187,20 @@ class TensorCodec(rk.Codec[TensorOptions]):
     # -- encoding -------------------------------------------------------------------
 
     # -- showing, counting and converting (optional capabilities) ------------------
+
+    def hf_feature(self) -> rk.HfFeature:
+        """Nested Hugging Face ``List``\\ s of ``Value``, one per dimension, a fixed
+        dimension as the list's ``length`` (rk.HfDescribed); a tensor of any rank has
+        no such feature."""
+        shape = self.options.shape
+        if shape is None:
+            raise ValueError("a Hugging Face feature needs the tensor's rank: give the field a shape")
+        if not shape:
+            return rk.HfFeature(value_entry(self.options.dtype), plain_value(self.decode_numpy))
+        entry: dict[str, Any] = value_entry(self.options.dtype)
+        for size in reversed(shape):
+            entry = {"feature": entry, "_type": "List", **({"length": size} if size is not None else {})}
+        return rk.HfFeature(entry, plain_value(self.decode_numpy))
 
     def summarize(self, value: Any) -> rk.Statistics:
         """Its values (rk.Summarized)."""

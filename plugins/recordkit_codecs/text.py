@@ -19,6 +19,7 @@ import pydantic
 
 import recordkit as rk
 from recordkit_codecs._foreign import formats, plain_key
+from recordkit_codecs._hf import value_entry
 
 __all__ = ["TextCodec", "TextOptions"]
 
@@ -80,6 +81,10 @@ class TextCodec(rk.Codec[TextOptions]):
     def tfds_feature(self) -> rk.TfdsFeature:
         """TFDS's ``Text`` reads the UTF-8 bytes as they are (rk.TfdsDescribed)."""
         return rk.TfdsFeature({"text": {}, "pythonClassName": f"{_TFDS}text_feature.Text"})
+
+    def hf_feature(self) -> rk.HfFeature:
+        """Hugging Face's ``Value("string")`` (rk.HfDescribed)."""
+        return rk.HfFeature(value_entry("str"), self.decode_numpy)
 
     def caption(self, value: Any) -> str:
         """The text (rk.Captioned)."""

@@ -23,6 +23,8 @@ from recordkit.codec._capabilities import (
     DataTyped,
     DecodedPerRecord,
     Drawable,
+    HfDescribed,
+    HfFeature,
     NativeField,
     NativeRequest,
     PadsAsDecoded,
@@ -65,6 +67,7 @@ from recordkit.tools._codegen import generate_parser_code
 from recordkit.tools._convert import convert_dataset
 from recordkit.tools._croissant import croissant
 from recordkit.tools._field_groups import add_fields, remove_fields
+from recordkit.tools._hf_export import export_parquet, hf_features, to_hf
 from recordkit.tools._tfds_export import write_tfds_metadata
 from recordkit.write._writer import DatasetWriter, WriteOptions, write_dataset
 
@@ -98,6 +101,8 @@ __all__ = [
     "FollowsImage",
     "ForeignKey",
     "ForeignRecords",
+    "HfDescribed",
+    "HfFeature",
     "ImageGeometry",
     "ImageTransform",
     "KeyedFeature",
@@ -139,9 +144,11 @@ __all__ = [
     "croissant",
     "default_registry",
     "errors",
+    "export_parquet",
     "feature_spec",
     "field",
     "generate_parser_code",
+    "hf_features",
     "hookimpl",
     "infer_schema",
     "open_tfds",
@@ -153,6 +160,7 @@ __all__ = [
     "open",
     "remove_fields",
     "schema_of",
+    "to_hf",
     "write_dataset",
     "write_tfds_metadata",
 ]

@@ -29,6 +29,7 @@ from recordkit._cli.fields import add_fields_command, remove_fields_command
 from recordkit._cli.index import index_command
 from recordkit._cli.ingest import INGEST_WORDS, ingest_command
 from recordkit._cli.inspect import inspect_command
+from recordkit._cli.parquet import parquet_command
 from recordkit._cli.plugins import plugins_command
 from recordkit._cli.schema import schema_group
 from recordkit._cli.show import show_command
@@ -84,6 +85,7 @@ main.add_command(show_command)
 main.add_command(stats_command)
 main.add_command(convert_command)
 main.add_command(tfds_metadata_command)
+main.add_command(parquet_command)
 main.add_command(view_command)
 main.add_command(add_fields_command)
 main.add_command(remove_fields_command)

@@ -3,10 +3,15 @@ shows, and the layout it writes inline is the one recordkit ships in schemas/lay
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
 import recordkit as rk
+
+# The page's Hugging Face blocks read local files only: datasets must not ask the Hub.
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 
 
 def test_the_page_runs_as_written(page_examples: Any, in_tmp_path: Path) -> None:
@@ -16,3 +21,4 @@ def test_the_page_runs_as_written(page_examples: Any, in_tmp_path: Path) -> None
     shipped = rk.Schema.load(page_examples.root / "schemas" / "layouts" / "object-detection-api.yaml")
     assert namespace["layout"] == shipped
     assert (in_tmp_path / "pets" / "dataset.json").is_file()
+    assert (in_tmp_path / "pets-parquet-again" / "train-00000-of-00001.parquet").is_file()

@@ -111,7 +111,7 @@ def test_plugins_lists_the_builtin_sources_from_the_recordkit_distribution() -> 
     assert result.exit_code == 0, result.output
     rows = rows_by_source(result.output)
     version = importlib.metadata.version("recordkit")
-    for kind in ("audio_folder", "coco", "csv", "image_folder", "jsonl", "pascal_voc"):
+    for kind in ("audio_folder", "coco", "csv", "hf", "image_folder", "jsonl", "parquet", "pascal_voc"):
         assert rows[kind][1:3] == ["sources", f"recordkit {version}"], kind
     assert rows["coco"][3] == rk.sources.coco.__doc__.splitlines()[0]
     assert set(rows) == set(rk.sources.default_sources(rk.load_plugins()).kinds())
@@ -144,7 +144,7 @@ def test_plugins_json() -> None:
         "distribution": "recordkit",
         "distribution_version": importlib.metadata.version("recordkit"),
         "codecs": [],
-        "sources": ["audio_folder", "coco", "csv", "image_folder", "jsonl", "pascal_voc"],
+        "sources": ["audio_folder", "coco", "csv", "hf", "image_folder", "jsonl", "parquet", "pascal_voc"],
     }
     assert report["recordkit_version"] == rk.__version__
     assert report["blocked"] == []

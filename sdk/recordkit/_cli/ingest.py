@@ -182,7 +182,7 @@ def ingest_command(
     progress: bool | None,
 ) -> None:
     """Read INPUT with the source KIND (built in: image_folder, audio_folder, coco,
-    pascal_voc, jsonl, csv; plugins add more, and an unknown KIND lists them all) and
+    pascal_voc, jsonl, csv, parquet, hf; plugins add more, and an unknown KIND lists them all) and
     write its records as the dataset OUT (a local folder, or a remote URL: s3://,
     gs:// ...; INPUT is local).
 

@@ -42,7 +42,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol, runtime_checkable
 
 import numpy as np
@@ -68,6 +68,8 @@ __all__ = [
     "Rgb",
     "Statistics",
     "Summarized",
+    "HfDescribed",
+    "HfFeature",
     "TfdsDescribed",
     "TfdsFeature",
     "check_capability_members",
@@ -356,6 +358,29 @@ class TfdsDescribed(Protocol):
     def tfds_feature(self) -> TfdsFeature:
         """The TFDS feature of a field of this codec with its options. Raise ValueError
         with the reason when these options have no TFDS equivalent."""
+
+
+@dataclasses.dataclass(frozen=True)
+class HfFeature:
+    """How a field travels as a Hugging Face ``datasets`` column, and so in Parquet: the
+    feature's JSON as ``datasets.Features.to_dict()`` gives it (``{"_type": "Image"}``,
+    ``{"_type": "ClassLabel", "names": [...]}``), and ``value``, which turns one record's
+    stored wire values (as :meth:`~recordkit.Codec.decode_numpy` receives them) into the
+    column's value without decoding pixels or samples (an image's encoded bytes as
+    ``{"bytes": ..., "path": None}``)."""
+
+    entry: Mapping[str, Any]
+    value: Callable[[Mapping[str, Any]], Any]
+
+
+@runtime_checkable
+class HfDescribed(Protocol):
+    """A codec whose fields :func:`recordkit.to_hf` and :func:`recordkit.export_parquet`
+    can hand over as Hugging Face features (see :class:`HfFeature`)."""
+
+    def hf_feature(self) -> HfFeature:
+        """The feature of a field of this codec with its options. Raise ValueError with
+        the reason when these options have no Hugging Face equivalent."""
 
 
 # -- what the readers ask -------------------------------------------------------------------

@@ -51,7 +51,7 @@ from recordkit.read._open import OpenedDataset, check_shard_size
 from recordkit.read._options import Opened
 from recordkit.read._position import Start, position_state, resolve_start
 
-__all__ = ["RecordIterator", "iter_shard_records", "record_iterator"]
+__all__ = ["RecordIterator", "iter_shard_records", "raw_records", "record_iterator"]
 
 
 def record_iterator(
@@ -113,7 +113,7 @@ class RecordIterator(Iterator[dict[str, Any]]):
 _Raw = tuple[int, Shard, int, bytes]
 
 
-def _raw_records(
+def raw_records(
     dataset: OpenedDataset,
     shards: Sequence[Shard],
     keep: tuple[int, int] | None,
@@ -206,7 +206,7 @@ def _records(
             return exc.with_context(shard=shard.name, offset=offset)
         return record
 
-    raws = _raw_records(dataset, shards, keep, verify, report, skip)
+    raws = raw_records(dataset, shards, keep, verify, report, skip)
     if num_threads == 1:
         decoded: Iterator[tuple[_Raw, dict[str, Any] | RecordkitError]] = ((raw, decode(raw)) for raw in raws)
     else:

@@ -19,14 +19,17 @@ registers the sources above exactly as a third party's plugin registers its own.
 
 from __future__ import annotations
 
+from recordkit.sources._arrow_tables import HfDatasetSource, ParquetSource
 from recordkit.sources._base import OnBadInput, Skipped, Source, SourceItem
 from recordkit.sources._coco import CocoSource
 from recordkit.sources._factories import (
     audio_folder,
     coco,
     csv,
+    hf_dataset,
     image_folder,
     jsonl,
+    parquet,
     pascal_voc,
     recordkit_register_sources,
 )
@@ -41,9 +44,11 @@ __all__ = [
     "AudioFolderSource",
     "CocoSource",
     "CsvSource",
+    "HfDatasetSource",
     "ImageFolderSource",
     "JsonlSource",
     "OnBadInput",
+    "ParquetSource",
     "PascalVocSource",
     "Skipped",
     "Source",
@@ -55,8 +60,10 @@ __all__ = [
     "csv",
     "decode_rle",
     "default_sources",
+    "hf_dataset",
     "image_folder",
     "jsonl",
+    "parquet",
     "pascal_voc",
     "polygons_mask",
     "recordkit_register_sources",

@@ -8,15 +8,27 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from recordkit.hookspecs import SourceRegistrar, hookimpl
+from recordkit.sources._arrow_tables import BATCH_ROWS, HfDatasetSource, ParquetSource
 from recordkit.sources._base import OnBadInput
 from recordkit.sources._coco import CocoSource
 from recordkit.sources._folders import AudioFolderSource, ImageFolderSource
 from recordkit.sources._tables import CsvSource, JsonlSource
 from recordkit.sources._voc import VOC_CLASSES, PascalVocSource, Task
 
-__all__ = ["audio_folder", "coco", "csv", "image_folder", "jsonl", "pascal_voc", "recordkit_register_sources"]
+__all__ = [
+    "audio_folder",
+    "coco",
+    "csv",
+    "hf_dataset",
+    "image_folder",
+    "jsonl",
+    "parquet",
+    "pascal_voc",
+    "recordkit_register_sources",
+]
 
 
 def image_folder(
@@ -113,6 +125,33 @@ def csv(
     )
 
 
+def parquet(
+    path: str | Path,
+    *,
+    batch_rows: int = BATCH_ROWS,
+    on_error: OnBadInput = "raise",
+    allow_outside_root: bool = False,
+) -> ParquetSource:
+    """A Parquet file or a folder of them, read a batch at a time; Hugging Face's features kept."""
+    return ParquetSource(
+        path, batch_rows=batch_rows, on_error=on_error, allow_outside_root=allow_outside_root
+    )
+
+
+def hf_dataset(
+    dataset: Any,
+    *,
+    split: str | None = None,
+    batch_rows: int = BATCH_ROWS,
+    on_error: OnBadInput = "raise",
+    allow_outside_root: bool = False,
+) -> HfDatasetSource:
+    """A Hugging Face datasets.Dataset, or a save_to_disk folder: images and audio kept as bytes."""
+    return HfDatasetSource(
+        dataset, split=split, batch_rows=batch_rows, on_error=on_error, allow_outside_root=allow_outside_root
+    )
+
+
 @hookimpl
 def recordkit_register_sources(registry: SourceRegistrar) -> None:
     """Register the sources recordkit ships. recordkit's ``pyproject.toml`` declares the
@@ -124,3 +163,5 @@ def recordkit_register_sources(registry: SourceRegistrar) -> None:
     registry.register("pascal_voc", pascal_voc)
     registry.register("jsonl", jsonl)
     registry.register("csv", csv)
+    registry.register("parquet", parquet)
+    registry.register("hf", hf_dataset)

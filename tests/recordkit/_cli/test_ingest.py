@@ -211,7 +211,7 @@ def test_an_unknown_source_and_a_bad_option_are_named(tmp_path: Path) -> None:
     unknown = CliRunner().invoke(main, ["ingest", "nope", str(root), str(tmp_path / "o")])
     kinds = ", ".join(sources.default_sources().kinds())
     assert f"no source 'nope'; the sources are: {kinds}" in unknown.output
-    assert kinds.startswith("audio_folder, coco, csv, image_folder, jsonl")
+    assert kinds.startswith("audio_folder, coco, csv, hf, image_folder, jsonl, parquet")
     bad = CliRunner().invoke(
         main, ["ingest", "image_folder", str(root), str(tmp_path / "o"), "--opt", "colour=red"]
     )

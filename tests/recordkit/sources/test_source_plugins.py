@@ -19,7 +19,7 @@ from recordkit.cli import main
 from recordkit.codec._plugins import reset_default_registry  # private: the reload after an install
 from recordkit.errors import InputError
 
-BUILTIN_KINDS = ["audio_folder", "coco", "csv", "image_folder", "jsonl", "pascal_voc"]
+BUILTIN_KINDS = ["audio_folder", "coco", "csv", "hf", "image_folder", "jsonl", "parquet", "pascal_voc"]
 
 # A plugin module registering one source {kind!r}; {replace} is the register flag.
 SOURCE_PLUGIN = """
