@@ -19,6 +19,7 @@ from typing import Any
 from benchmarks import _data, _handwritten, _recordkit
 from benchmarks._config import Size
 from benchmarks._timing import Case, Timing, measure
+from recordkit.storage import location
 
 __all__ = ["WriteCase", "WriteRow", "run_write_suite", "write_cases"]
 
@@ -137,7 +138,7 @@ def _check_count(files: list[Path], expected: int, case: WriteCase) -> None:
     """Every contender must have written every record (a harness self-check)."""
     from recordkit.format._tfrecord import iter_tfrecords
 
-    written = sum(1 for f in files for _ in iter_tfrecords(f, verify=False))
+    written = sum(1 for f in files for _ in iter_tfrecords(location(f), verify=False))
     if written != expected:
         raise RuntimeError(f"{case.contender} wrote {written} records of {case.workload}, not {expected}")
 

@@ -42,6 +42,7 @@ if __package__ in (None, ""):  # run as a script: make the benchmarks package im
 from benchmarks import _data, _recordkit
 from benchmarks._reader_speed import IMAGE_SIDES
 from benchmarks._timing import timed_pass
+from recordkit.storage import location
 
 _SIZE_KEYS = ("image/height", "image/width", "image/channels")
 
@@ -109,7 +110,7 @@ def main() -> None:
     schema = _recordkit.mixed_schema()
     written = _data.mixed_records(args.records, seed=13, sides=IMAGE_SIDES)
     shards = _recordkit.write([_recordkit.mixed_record(r) for r in written], schema, scratch / "rk")
-    records = [decode_example(data) for shard in shards for _, data in iter_tfrecords(shard)]
+    records = [decode_example(data) for shard in shards for _, data in iter_tfrecords(location(shard))]
     lists_schema = _boxes_as_lists(schema)
     lists_shards = _recordkit.write(
         [_recordkit.mixed_record(r) for r in written], lists_schema, scratch / "lists"

@@ -21,6 +21,7 @@ from recordkit.format._tfrecord import (  # private: frames records by hand, to 
     iter_tfrecords,
     masked_crc,
 )
+from recordkit.storage import location
 
 SCHEMA = rk.Schema(
     name="faults",
@@ -63,7 +64,7 @@ def shard_paths(root: Path, split: str = "train") -> list[Path]:
 
 
 def record_offsets(path: Path, compression: Compression = Compression.NONE) -> list[int]:
-    return [offset for offset, _ in iter_tfrecords(path, compression)]
+    return [offset for offset, _ in iter_tfrecords(location(path), compression)]
 
 
 def edit_manifest(root: Path, change: Callable[[dict[str, Any]], Any]) -> None:

@@ -29,6 +29,7 @@ import recordkit as rk
 from recordkit.cli import main
 from recordkit.errors import ManifestError, RecordkitError
 from recordkit.format._tfrecord import frame_record, iter_tfrecords  # private: builds a misaligned shard
+from recordkit.storage import location
 
 HERE = Path(__file__).parent
 N = 30
@@ -107,7 +108,7 @@ def _short_file(root: Path, data: dict[str, Any]) -> None:
     sha256 for it updated to match (what a careless tool would do): only the count is off."""
     shard = data["splits"]["train"]["field_groups"]["score"]["shards"][0]
     path = root / shard["file"]
-    kept = [record for _, record in iter_tfrecords(path)][:-1]
+    kept = [record for _, record in iter_tfrecords(location(path))][:-1]
     path.write_bytes(b"".join(frame_record(record) for record in kept))
     shard["bytes"] = path.stat().st_size
     shard["sha256"] = __import__("hashlib").sha256(path.read_bytes()).hexdigest()

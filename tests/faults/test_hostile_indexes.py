@@ -31,6 +31,7 @@ from recordkit.format._index import INDEX_MAGIC  # private: forges index files b
 from recordkit.format._tfrecord import iter_tfrecords  # private: the shard's true record offsets
 from recordkit.read._open import open_dataset  # private: the index loader's own input
 from recordkit.read._shard_index import IndexedShards  # private: the index loader, alone
+from recordkit.storage import location
 
 RECORDS = 20
 #: A peak of Python allocations above this many times the files' bytes (plus the
@@ -99,7 +100,7 @@ def pristine(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _honest(shard: Path) -> list[int]:
-    starts = [offset for offset, _ in iter_tfrecords(shard)]
+    starts = [offset for offset, _ in iter_tfrecords(location(shard))]
     return [*starts, shard.stat().st_size]
 
 

@@ -31,6 +31,7 @@ from recordkit.format._tfrecord import (  # private: a shard's raw frames, witho
     Compression,
     iter_tfrecords,
 )
+from recordkit.storage import location
 
 LENGTHS = (2**40, 2**36, 2**63 - 1, 2**64 - 1)
 SEED = 1202
@@ -43,7 +44,7 @@ def _hostile(tmp_path: Path, case: int, compression: str | None) -> tuple[Path, 
     write(root, 30, compression=compression)
     comp = Compression.parse(compression)
     path = rng.choice(shard_paths(root))
-    offsets = [offset for offset, _ in iter_tfrecords(path, comp)]
+    offsets = [offset for offset, _ in iter_tfrecords(location(path), comp)]
     offset = rng.choice(offsets)
     remaining = None
     if comp is Compression.NONE:

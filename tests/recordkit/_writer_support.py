@@ -20,6 +20,7 @@ from recordkit.format._tfrecord import (  # private: a shard's raw frames, witho
 from recordkit.read._numpy_decode import (  # private: decodes as the numpy reader does, no dataset
     decode_record_numpy,
 )
+from recordkit.storage import location
 
 SCHEMA = rk.Schema(
     name="writer-test",
@@ -48,7 +49,7 @@ def read_split(
     compression = Compression.parse(manifest.compression)
     records = []
     for shard in manifest.split(split).shards:
-        for _, data in iter_tfrecords(root / shard.file, compression):
+        for _, data in iter_tfrecords(location(root / shard.file), compression):
             records.append(decode_record_numpy(bound.fields, data))
     return records
 
@@ -70,7 +71,7 @@ def check_manifest_matches_files(root: Path, *, lock: bool = True) -> None:
             data = path.read_bytes()
             assert len(data) == shard.bytes, shard.file
             assert hashlib.sha256(data).hexdigest() == shard.sha256, shard.file
-            offsets = [offset for offset, _ in iter_tfrecords(path, compression)]
+            offsets = [offset for offset, _ in iter_tfrecords(location(path), compression)]
             assert len(offsets) == shard.records, shard.file
             expected.add(shard.file)
             assert shard.index is not None, shard.file

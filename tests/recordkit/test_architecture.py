@@ -170,9 +170,18 @@ def test_codec_modules_share_no_private_names() -> None:
     assert taken == []
 
 
-#: The names of a local file's type: a union of one with ``Location`` (``Path | Location``,
-#: ``os.PathLike[str] | Location``), or an ``isinstance`` on one, tells local from remote.
-LOCAL_TYPES = {"Path", "PurePath", "PathLike"}
+#: The names of a path as users give it: a union of one with ``Location`` (``Path |
+#: Location``, ``PathOrUrl | Location``, ``str | Location``), or an ``isinstance`` on one,
+#: tells local from remote.
+LOCAL_TYPES = {"Path", "PurePath", "PathLike", "PathOrUrl", "str"}
+
+#: Public methods that take what a user holds (a path, a URL or a Location) and make it a
+#: Location in their first line: the boundary the rule allows, each with its reason.
+BOUNDARIES = {
+    # rk.Manifest.load/save are public: users pass paths, the SDK passes Locations.
+    ("recordkit.dataset._manifest", "load"),
+    ("recordkit.dataset._manifest", "save"),
+}
 
 
 def _names_in(node: ast.AST) -> set[str]:
@@ -186,25 +195,69 @@ def _names_in(node: ast.AST) -> set[str]:
     return found
 
 
-def _local_remote_branches(tree: ast.AST) -> list[str]:
-    """Each union of a local path type with ``Location`` (``Path | Location``,
-    ``os.PathLike[str] | Location | None``, ``Union[Path, Location]``, a type alias
-    spelled so) and each ``isinstance(x, Location)`` or ``isinstance(x, Path)`` (alone or
-    in a tuple) in ``tree``, as ``line: what``."""
+def _members(node: ast.AST) -> list[ast.AST]:
+    """The members of a union, flattened (``A | B | None``, ``Union[A, B]``,
+    ``Optional[A]``); a non-union is its own one member."""
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):
+        return _members(node.left) + _members(node.right)
+    if isinstance(node, ast.Subscript) and _names_in(node.value) & {"Union", "Optional"}:
+        inner = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+        return [member for element in inner for member in _members(element)]
+    return [node]
+
+
+def _head(node: ast.AST) -> str | None:
+    """The type a member names at its head (``os.PathLike[str]`` is ``PathLike``;
+    ``dict[str, Location]`` is ``dict``, whatever it holds)."""
+    if isinstance(node, ast.Subscript):
+        node = node.value
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    return None
+
+
+def _is_union(node: ast.AST) -> bool:
+    return (isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr)) or (
+        isinstance(node, ast.Subscript) and bool(_names_in(node.value) & {"Union", "Optional"})
+    )
+
+
+def _boundary_lines(tree: ast.AST, module: str) -> set[int]:
+    """The lines of the signatures of ``module``'s allowed boundaries."""
+    lines: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and (module, node.name) in BOUNDARIES:
+            lines.update(range(node.lineno, node.body[0].lineno))
+    return lines
+
+
+def _local_remote_branches(tree: ast.AST, module: str = "") -> list[str]:
+    """Each union of a user's path type with ``Location`` (``Path | Location``,
+    ``os.PathLike[str] | Location | None``, ``Union[str, Path, Location]``, a type alias
+    spelled so), its members flattened, and each ``isinstance(x, Location)`` or
+    ``isinstance(x, Path)`` (alone or in a tuple) in ``tree``, as ``line: what``;
+    ``dict[str, Location] | None`` is no such union (``str`` is inside another type)."""
     found = []
     # A union nested in another (``Path | Location | None``) is reported once, as the outer.
     nested = {
-        id(side)
+        id(inner)
         for node in ast.walk(tree)
-        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr)
-        for side in (node.left, node.right)
+        if _is_union(node)
+        for inner in ast.walk(node)
+        if inner is not node and _is_union(inner)
     }
+    allowed = _boundary_lines(tree, module)
     for node in ast.walk(tree):
-        union = (
-            isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr) and id(node) not in nested
-        ) or (isinstance(node, ast.Subscript) and "Union" in _names_in(node.value))
-        names = _names_in(node)
-        if union and "Location" in names and names & LOCAL_TYPES:
+        if getattr(node, "lineno", None) in allowed:
+            continue
+        heads = (
+            {_head(member) for member in _members(node)}
+            if _is_union(node) and id(node) not in nested
+            else set()
+        )
+        if "Location" in heads and heads & LOCAL_TYPES:
             found.append(f"{node.lineno}: a Path | Location union")
         elif (
             isinstance(node, ast.Call)
@@ -226,6 +279,9 @@ def test_the_local_remote_scan_finds_unions_and_isinstance_branches() -> None:
         "        pass\n"
         "    if isinstance(p, pathlib.Path):\n"
         "        pass\n"
+        "def g(p: PathOrUrl | Location, q: str | Location | None,\n"
+        "      r: Optional[Union[PathOrUrl, Location]]) -> None:\n"
+        "    pass\n"
     )
     assert [line.split(": ", 1)[1] for line in _local_remote_branches(ast.parse(code))] == [
         "a Path | Location union",
@@ -233,9 +289,29 @@ def test_the_local_remote_scan_finds_unions_and_isinstance_branches() -> None:
         "a Path | Location union",
         "isinstance(..., (str, Location))",
         "isinstance(..., pathlib.Path)",
+        "a Path | Location union",
+        "a Path | Location union",
+        "a Path | Location union",
     ]
-    quiet = "def f(p: Location, q: Location | None, r: str | os.PathLike[str]) -> None:\n    p.local_path\n"
+    quiet = (
+        "def f(p: Location, q: Location | None, r: str | os.PathLike[str], s: dict[str, Location] | None,\n"
+        "      t: list[str] | Location) -> None:\n"
+        "    p.local_path\n"
+    )
     assert _local_remote_branches(ast.parse(quiet)) == []
+
+
+def test_the_scan_allows_only_the_named_public_boundaries() -> None:
+    """A boundary's signature may take a path or a Location; the same signature in another
+    module, or a union in the boundary's body, is found."""
+    code = (
+        "class Manifest:\n    def load(cls, root: PathOrUrl | Location) -> None:\n        x: str | Location\n"
+    )
+    module = "recordkit.dataset._manifest"
+    assert [line.split(": ", 1)[1] for line in _local_remote_branches(ast.parse(code), module)] == [
+        "a Path | Location union"
+    ]
+    assert len(_local_remote_branches(ast.parse(code), "recordkit.read._open")) == 2
 
 
 def test_only_the_storage_layer_tells_local_from_remote() -> None:
@@ -245,7 +321,7 @@ def test_only_the_storage_layer_tells_local_from_remote() -> None:
     for module, path in MODULES.items():
         if module.startswith("recordkit.storage"):
             continue
-        branches = _local_remote_branches(ast.parse(path.read_text(encoding="utf-8")))
+        branches = _local_remote_branches(ast.parse(path.read_text(encoding="utf-8")), module)
         if branches:
             found[module] = branches
     assert found == {}

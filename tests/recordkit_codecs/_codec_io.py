@@ -23,6 +23,7 @@ from recordkit.format._tfrecord import (  # private: frames records by hand, to 
 from recordkit.read._numpy_decode import (  # private: decodes as the numpy reader does, no dataset
     decode_record_numpy,
 )
+from recordkit.storage import location
 from recordkit.write._shard_file import ShardFile  # private: writes a shard exactly as the writer does
 
 
@@ -35,7 +36,7 @@ def bind(**fields: rk.FieldSpec | Mapping[str, Any]) -> rk.BoundSchema:
 def write(bound: rk.BoundSchema, records: Iterable[Mapping[str, Any]], path: Path) -> Path:
     """Encode ``records`` with rk.RecordEncoder into a TFRecord file at ``path``."""
     encoder = rk.RecordEncoder(bound)
-    shard = ShardFile(path, Compression.NONE, durable=False)
+    shard = ShardFile(location(path), Compression.NONE, durable=False)
     try:
         for i, record in enumerate(records):
             shard.add(frame_record(encoder.encode(record, i)))
@@ -57,7 +58,8 @@ def read_tf(bound: rk.BoundSchema, path: Path, batch: int) -> list[dict[str, Any
 def read_numpy(bound: rk.BoundSchema, path: Path) -> list[dict[str, Any]]:
     """The records of ``path`` decoded without TensorFlow."""
     return [
-        decode_record_numpy(bound.fields, data, index=i) for i, (_, data) in enumerate(iter_tfrecords(path))
+        decode_record_numpy(bound.fields, data, index=i)
+        for i, (_, data) in enumerate(iter_tfrecords(location(path)))
     ]
 
 

@@ -33,6 +33,7 @@ from recordkit.format._tfrecord import iter_tfrecords  # private: a shard's raw 
 from recordkit.read._numpy_decode import (  # private: decodes as the numpy reader does, no dataset
     decode_record_numpy,
 )
+from recordkit.storage import location
 from recordkit.testing import BadInput, CodecCase, check_codec
 from recordkit_codecs.mask import MaskCodec
 
@@ -301,7 +302,7 @@ def test_masks_without_stored_sizes_read_equal_through_both_readers(tmp_path: Pa
         [{"photo": p, FIELD: m} for p, m in zip(photos, masks, strict=True)], header_schema, tmp_path / "ds"
     )
     shard = next((tmp_path / "ds").glob("*.tfrecord*"))
-    stored = [decode_example(data) for _, data in iter_tfrecords(shard)]
+    stored = [decode_example(data) for _, data in iter_tfrecords(location(shard))]
     assert {key for example in stored for key in example} == {"photo", FIELD}  # no sizes stored
     got = [r[FIELD] for r in rk.iter_records(tmp_path / "ds")]
     for g, want in zip(got, masks, strict=True):

@@ -36,7 +36,7 @@ from recordkit.errors import ManifestError
 from recordkit.format._index import build_index, index_name, write_index
 from recordkit.format._tfrecord import Compression
 from recordkit.read._paths import expand_files, guess_compression, to_locations
-from recordkit.storage import Location, StorageOptions
+from recordkit.storage import Location, StorageOptions, location
 
 __all__ = ["CHECKPOINT_SECONDS", "index_command", "index_dataset", "index_files", "index_tfds"]
 
@@ -87,13 +87,13 @@ def index_tfds(root: Path, splits: Sequence[str] = ()) -> list[Path]:
     written = []
     for name in list(dict.fromkeys(splits)) if splits else list(manifest.splits):
         for shard in manifest.splits[name].shards:
-            index = build_index(resolve_member(root, shard.file))
+            index = build_index(location(resolve_member(root, shard.file)))
             if len(index) != shard.records:
                 raise ManifestError(
                     f"holds {len(index)} records, dataset_info.json says {shard.records}", shard=shard.file
                 )
             target = resolve_member(root, index_name(shard.file))
-            write_index(target, index)
+            write_index(location(target), index)
             written.append(target)
     return written
 

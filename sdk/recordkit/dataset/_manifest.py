@@ -353,10 +353,9 @@ class Manifest(StrictModel):
             for name, (_, data) in self.shard_tables().items()
         }
 
-    def save_shard_tables(self, root: PathOrUrl | Location, *, durable: bool = True) -> None:
+    def save_shard_tables(self, where: Location, *, durable: bool = True) -> None:
         """Write the shard tables :meth:`to_json` will list, before the manifest that
         commits them (a table's name holds its sha256: one already there is kept)."""
-        where = location(root)
         for name, (_, data) in self.shard_tables().items():
             target = where.join(table_file_name(name, hashlib.sha256(data).hexdigest()))
             if not target.exists():

@@ -28,6 +28,7 @@ from recordkit.dataset._manifest import ShardInfo, SplitInfo
 from recordkit.dataset._paths import check_member_name, resolve_member
 from recordkit.dataset._tfds_json import TfdsJson
 from recordkit.format._tfrecord import FRAMING_BYTES, iter_tfrecords
+from recordkit.storage import location
 
 __all__ = ["DEFAULT_TEMPLATE", "tfds_split"]
 
@@ -127,7 +128,7 @@ def _counted_split(
     shards = []
     for file in names:
         size = files.size(info, f"{where}.numShards", file)
-        records = sum(1 for _ in iter_tfrecords(files.root / file, verify=False))
+        records = sum(1 for _ in iter_tfrecords(location(files.root / file), verify=False))
         shards.append(ShardInfo(file=file, records=records, bytes=size, sha256=""))
     if not shards:
         raise info.error(where, f"has no shard lengths and no shard files matching {template}")

@@ -29,7 +29,7 @@ import numpy as np
 
 from recordkit.errors import CorruptRecordError
 from recordkit.format._tfrecord import FRAMING_BYTES, Compression, iter_tfrecords
-from recordkit.storage import Location, PathOrUrl, location
+from recordkit.storage import Location
 
 __all__ = [
     "INDEX_MAGIC",
@@ -128,7 +128,7 @@ class RecordIndex:
         return cls(np.frombuffer(offsets, dtype=np.int64))
 
 
-def write_index(path: PathOrUrl | Location, index: RecordIndex, *, durable: bool = True) -> str:
+def write_index(path: Location, index: RecordIndex, *, durable: bool = True) -> str:
     """Write ``index`` to ``path`` atomically (temp name, then rename; a remote object:
     one PUT); return its sha256. A local file is written from the offsets in place (see
     :meth:`RecordIndex.parts`)."""
@@ -136,10 +136,9 @@ def write_index(path: PathOrUrl | Location, index: RecordIndex, *, durable: bool
     with offsets:
         digest = hashlib.sha256(header)
         digest.update(offsets)
-        where = location(path)
-        local = where.local_path
+        local = path.local_path
         if local is None:
-            where.write_bytes(header + offsets, durable=durable)
+            path.write_bytes(header + offsets, durable=durable)
             return digest.hexdigest()
         _write_local(local, header, offsets, durable=durable)
     return digest.hexdigest()
@@ -171,7 +170,7 @@ def read_index(path: Path) -> RecordIndex:
     return RecordIndex.from_bytes(data, name=path.name)
 
 
-def build_index(shard: PathOrUrl | Location, compression: Compression = Compression.NONE) -> RecordIndex:
+def build_index(shard: Location, compression: Compression = Compression.NONE) -> RecordIndex:
     """Scan a TFRecord file, local or remote (CRCs checked), and return the offsets of
     its records."""
     offsets: list[int] = []

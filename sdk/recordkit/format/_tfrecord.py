@@ -39,7 +39,7 @@ from typing import Any, BinaryIO
 import google_crc32c
 
 from recordkit.errors import CorruptRecordError
-from recordkit.storage import Location, PathOrUrl, location
+from recordkit.storage import Location, location
 
 __all__ = [
     "FOOTER_BYTES",
@@ -52,7 +52,6 @@ __all__ = [
     "frame_into",
     "frame_pieces",
     "frame_record",
-    "Source",
     "iter_tfrecords",
     "masked_crc",
     "unframe_record",
@@ -244,11 +243,6 @@ class _Inflater(io.RawIOBase):
         super().close()
 
 
-#: A TFRecord file to read: a :class:`~recordkit.storage.Location` (local, or a remote
-#: object streamed through fsspec), or a path or URL made one.
-Source = PathOrUrl | Location
-
-
 def _open(path: Location, compression: Compression) -> BinaryIO:
     """``path`` opened for reading its uncompressed stream."""
     local = path.local_path
@@ -288,7 +282,7 @@ def _read_up_to(stream: BinaryIO, count: int) -> bytes:
 
 
 def iter_tfrecords(
-    path: Source,
+    path: Location,
     compression: Compression = Compression.NONE,
     *,
     verify: bool = True,
@@ -300,7 +294,6 @@ def iter_tfrecords(
     record or a CRC mismatch; records before it have already been yielded. ``verify``
     False skips the data CRCs (the header CRCs are always checked).
     """
-    path = location(path)
     shard = path.name
     try:
         stream = _open(path, compression)
@@ -367,7 +360,7 @@ class Damage:
 
 
 def scan_tfrecords(
-    path: Source,
+    path: Location,
     compression: Compression,
     on_damage: Callable[[Damage], None],
     *,
@@ -381,7 +374,6 @@ def scan_tfrecords(
     CRC and, with ``verify``, data CRC) and carries on from there. A compressed file is
     inflated as far as it can be, and the damage past that point reported.
     """
-    path = location(path)
     with ExitStack() as stack:
         buffer = _uncompressed(path, compression, stack, on_damage)
         yield from _scan(buffer, verify, on_damage)

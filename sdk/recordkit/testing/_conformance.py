@@ -55,6 +55,7 @@ from recordkit.read._parse import PRESENT_SUFFIX, make_parser
 from recordkit.schema._encoder import RecordEncoder
 from recordkit.schema._fields import FieldSpec
 from recordkit.schema._schema import BoundSchema, Schema
+from recordkit.storage import location
 from recordkit.testing._capability_checks import CapabilityError, check_capabilities
 from recordkit.testing._decode_checks import check_decode_hooks
 from recordkit.write._shard_file import ShardFile
@@ -341,7 +342,7 @@ def _write(bound: BoundSchema, records: list[dict[str, Any]], path: Path, check:
     encoder = RecordEncoder(bound)
     wire_names = set(bound.fields[0].codec.wire_spec().names)
     serialized = []
-    shard = ShardFile(path, Compression.NONE, durable=False)
+    shard = ShardFile(location(path), Compression.NONE, durable=False)
     try:
         for i, record in enumerate(records):
             value = record.get(FIELD)
@@ -418,7 +419,8 @@ def _elements(columns: Mapping[str, Any]) -> list[dict[str, Any]]:
 
 def _read_numpy(bound: BoundSchema, path: Path) -> list[dict[str, Any]]:
     return [
-        decode_record_numpy(bound.fields, data, index=i) for i, (_, data) in enumerate(iter_tfrecords(path))
+        decode_record_numpy(bound.fields, data, index=i)
+        for i, (_, data) in enumerate(iter_tfrecords(location(path)))
     ]
 
 

@@ -129,7 +129,7 @@ def _stored_values(
     stored (never decoded)."""
     keys = {name: str(schema.fields[name].keys.get("", name)) for name in names}
     for file in files:
-        for _, data in iter_tfrecords(root / file):
+        for _, data in iter_tfrecords(location(root / file)):
             example = decode_example(data)
             record: dict[str, Any] = {}
             for name, key in keys.items():

@@ -20,7 +20,7 @@ from typing import Any
 
 from recordkit.dataset._paths import resolve_member
 from recordkit.errors import ManifestError, RecordError, RecordkitError
-from recordkit.storage import Location, PathOrUrl, location
+from recordkit.storage import Location
 
 __all__ = ["RejectsFile", "error_entries", "rejects_file_name"]
 
@@ -41,7 +41,7 @@ class RejectsFile:
 
     def __init__(
         self,
-        root: PathOrUrl | Location,
+        where: Location,
         split: str,
         *,
         keep: int,
@@ -62,7 +62,6 @@ class RejectsFile:
         self._remote: Location | None = None
         self._dirty = False
         self._lock = threading.Lock()
-        where = location(root)
         folder = where.local_path
         if folder is None:
             self._remote = where.join(self.name)
@@ -79,7 +78,7 @@ class RejectsFile:
             _truncate_lines(self.path, keep)
         elif keep:
             raise ManifestError(
-                f"the manifest counts {keep} rejected records but {self.name} is missing", file=str(root)
+                f"the manifest counts {keep} rejected records but {self.name} is missing", file=str(where)
             )
 
     def add(self, index: int, key: str | None, error: RecordkitError) -> None:

@@ -42,7 +42,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from recordkit.dataset._manifest import ShardIndex, ShardInfo
 from recordkit.format._index import RecordIndex, index_name, write_index
 from recordkit.format._tfrecord import FRAMING_BYTES, Compression, compressor, frame_into, frame_pieces
-from recordkit.storage import Location, PathOrUrl, WriteStream, fsync_dir, location
+from recordkit.storage import Location, WriteStream, fsync_dir
 
 __all__ = [
     "DEFAULT_SHARD_BYTES",
@@ -235,8 +235,7 @@ class ShardFile:
     until :meth:`commit` (or :meth:`commit_async`) renames it.
     """
 
-    def __init__(self, path: PathOrUrl | Location, compression: Compression, *, durable: bool = True) -> None:
-        where = location(path)
+    def __init__(self, where: Location, compression: Compression, *, durable: bool = True) -> None:
         self.name = where.name
         #: fsync the file before renaming it (see ``WriteOptions`` ``durable``).
         self.durable = durable

@@ -104,7 +104,7 @@ def test_the_sample_is_spread_over_the_shards(dataset: Path) -> None:
     manifest = rk.Manifest.load(dataset)
     shards = manifest.splits["train"].shards
     sample = list(sample_records(location(dataset), manifest, ["train"], len(shards)))
-    first_of_each = [next(iter_tfrecords(dataset / s.file))[1] for s in shards]
+    first_of_each = [next(iter_tfrecords(location(dataset / s.file)))[1] for s in shards]
     assert sample == first_of_each
     assert len(list(sample_records(location(dataset), manifest, ["train", "test"], 2))) == 2
     assert list(sample_records(location(dataset), manifest, ["train"], 0)) == []

@@ -12,6 +12,7 @@ from _writer_support import SCHEMA, make_records
 
 import recordkit as rk
 from recordkit.dataset._slices import resolve_split, shard_slices
+from recordkit.storage import location
 
 #: train: 23 records in shards of 5 (5, 5, 5, 5, 3); validation: 7 (5, 2).
 SIZES = {"train": 23, "validation": 7}
@@ -141,7 +142,7 @@ def test_records_before_the_slice_are_not_decoded(dataset: Path, tmp_path: Path)
     # only if read with verify, and does not decode if decoded.
     from recordkit.format._tfrecord import iter_tfrecords  # private: a shard's raw frames, without TensorFlow
 
-    offsets = [offset for offset, _ in iter_tfrecords(copy / first.file)]
+    offsets = [offset for offset, _ in iter_tfrecords(location(copy / first.file))]
     data[offsets[0] + 12 + 2] ^= 0xFF
     (copy / first.file).write_bytes(bytes(data))
     got = [int(r["id"]) for r in rk.iter_records(copy, split="train[2:4]", fields=["id"], verify=False)]

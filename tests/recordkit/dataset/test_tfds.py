@@ -24,6 +24,7 @@ from recordkit.dataset._manifest import Manifest
 from recordkit.dataset._tfds import load_tfds
 from recordkit.format._example import decode_example  # private: the stored wire values, without TensorFlow
 from recordkit.format._tfrecord import iter_tfrecords  # private: a shard's raw frames, without TensorFlow
+from recordkit.storage import location
 
 tfds = pytest.importorskip("tensorflow_datasets")
 
@@ -352,7 +353,7 @@ def test_convert_makes_audio_files_when_asked(prepared: tuple[Path, Any], tmp_pa
     assert (options["format"], options["sample_rate"]) == ("wav", 8000)
     assert "stored" not in options
     shard = out / Manifest.load(out).splits["train"].shards[0].file
-    first = decode_example(next(iter_tfrecords(shard))[1])
+    first = decode_example(next(iter_tfrecords(location(shard)))[1])
     assert bytes(first["audio"][1][0]).startswith(b"RIFF")
     for g, w in zip(rk.iter_records(out, split="train"), _expected(builder, "train"), strict=True):
         _check_record(g, w)
@@ -368,10 +369,10 @@ def test_convert_keeps_encoded_bytes(prepared: tuple[Path, Any], tmp_path: Path)
     root, _ = prepared
     manifest = convert_dataset(root, tmp_path / "native")
     source = load_tfds(root).manifest.splits["train"].shards[0].file
-    before = [decode_example(d) for _, d in iter_tfrecords(root / source)]
+    before = [decode_example(d) for _, d in iter_tfrecords(location(root / source))]
     after = [
         decode_example(d)
-        for _, d in iter_tfrecords(tmp_path / "native" / manifest.splits["train"].shards[0].file)
+        for _, d in iter_tfrecords(location(tmp_path / "native" / manifest.splits["train"].shards[0].file))
     ]
     assert [b["photo"][1] for b in before] == [a["photo"][1] for a in after]
     assert [b["image"][1] for b in before] == [a["image"][1] for a in after]

@@ -47,7 +47,7 @@ def test_the_index_file_is_magic_count_and_offsets_little_endian(dataset: Path) 
     assert data[:8] == INDEX_MAGIC
     assert int.from_bytes(data[8:16], "little") == 10
     offsets = np.frombuffer(data[16:], "<u8").tolist()
-    read = list(iter_tfrecords(dataset / shard.file))
+    read = list(iter_tfrecords(location(dataset / shard.file)))
     assert offsets[:-1] == [o for o, _ in read]
     assert offsets[-1] == (dataset / shard.file).stat().st_size  # the end of the last record
 
@@ -100,7 +100,7 @@ def test_an_interrupted_index_run_keeps_the_indexes_it_listed(
         built.append(shard)
         if len(built) == 3:
             raise OSError("the disk went away (injected)")
-        return build_index(shard, compression)  # type: ignore[arg-type]
+        return build_index(location(shard), compression)  # type: ignore[arg-type]
 
     monkeypatch.setattr(index_command, "build_index", failing)
     with pytest.raises(OSError, match="injected"):
@@ -168,7 +168,7 @@ def test_recordkit_index_writes_sidecars_for_foreign_files(tmp_path: Path) -> No
     assert result.exit_code == 0, result.output
     for path in paths:
         sidecar = path.with_name(path.name + ".index")
-        assert read_index(sidecar).offsets.tolist() == build_index(path).offsets.tolist()
+        assert read_index(sidecar).offsets.tolist() == build_index(location(path)).offsets.tolist()
     # RandomAccess reads them through a schema, with the sidecars.
     ds = rk.RandomAccess(sorted(paths), schema=SCHEMA)
     assert len(ds) == 8

@@ -20,6 +20,7 @@ from recordkit.format._tfrecord import (
     iter_tfrecords,
     scan_tfrecords,
 )
+from recordkit.storage import location
 from recordkit.write._shard_file import ShardFile  # private: writes a shard exactly as the writer does
 
 PAYLOADS = [b"", b"a", bytes(range(256)) * 40, b"\x00" * 3, "unicode \u00e9".encode()]
@@ -27,7 +28,7 @@ ALL_COMPRESSIONS = list(Compression)
 
 
 def write(path: Path, payloads: list[bytes], compression: Compression = Compression.NONE) -> Path:
-    shard = ShardFile(path, compression, durable=False)
+    shard = ShardFile(location(path), compression, durable=False)
     for payload in payloads:
         shard.add(frame_record(payload))
     shard.commit()
@@ -48,7 +49,7 @@ def test_we_read_what_tensorflow_writes(tmp_path: Path, compression: Compression
     with tf.io.TFRecordWriter(str(path), options=options) as w:
         for payload in PAYLOADS:
             w.write(payload)
-    assert [data for _, data in iter_tfrecords(path, compression)] == PAYLOADS
+    assert [data for _, data in iter_tfrecords(location(path), compression)] == PAYLOADS
 
 
 def test_uncompressed_bytes_equal_tensorflows(tmp_path: Path) -> None:
@@ -65,14 +66,14 @@ def test_uncompressed_bytes_equal_tensorflows(tmp_path: Path) -> None:
 def test_round_trip_with_offsets(payloads: list[bytes], compression: Compression) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         path = write(Path(tmp) / "shard", payloads, compression)
-        records = list(iter_tfrecords(path, compression))
+        records = list(iter_tfrecords(location(path), compression))
     assert [data for _, data in records] == payloads
     expected_offsets = [sum(len(p) + 16 for p in payloads[:i]) for i in range(len(payloads))]
     assert [offset for offset, _ in records] == expected_offsets
 
 
 def test_writer_counts_records_and_framed_bytes(tmp_path: Path) -> None:
-    shard = ShardFile(tmp_path / "shard", Compression.GZIP)
+    shard = ShardFile(location(tmp_path / "shard"), Compression.GZIP)
     for payload in PAYLOADS:
         shard.add(frame_record(payload))
     shard.commit()
@@ -97,7 +98,7 @@ def test_truncated_record_names_shard_and_offset(tmp_path: Path) -> None:
     path = write(tmp_path / "train-00000.tfrecord", PAYLOADS)
     data = path.read_bytes()
     path.write_bytes(data[:-10])  # cut inside the last record's payload
-    records = iter_tfrecords(path)
+    records = iter_tfrecords(location(path))
     seen = [next(records)[1] for _ in PAYLOADS[:-1]]
     assert seen == PAYLOADS[:-1]  # everything before the damage is read
     with pytest.raises(CorruptRecordError, match="truncated record") as info:
@@ -111,7 +112,7 @@ def test_truncated_header(tmp_path: Path) -> None:
     path = write(tmp_path / "s.tfrecord", PAYLOADS[:2])
     path.write_bytes(path.read_bytes() + b"\x05\x00\x00")
     with pytest.raises(CorruptRecordError, match="truncated record header") as info:
-        list(iter_tfrecords(path))
+        list(iter_tfrecords(location(path)))
     assert info.value.context.offset == offsets_of(PAYLOADS[:3])[2]
 
 
@@ -127,7 +128,7 @@ def test_a_flipped_bit_is_caught(tmp_path: Path, where: object, message: str) ->
     damaged[where(victim)] ^= 0x10  # type: ignore[operator]
     path.write_bytes(bytes(damaged))
     with pytest.raises(CorruptRecordError, match=message) as info:
-        list(iter_tfrecords(path))
+        list(iter_tfrecords(location(path)))
     assert (info.value.shard, info.value.context.offset) == ("s.tfrecord", victim)
 
 
@@ -136,7 +137,7 @@ def test_verify_false_skips_the_payload_check(tmp_path: Path) -> None:
     damaged = bytearray(path.read_bytes())
     damaged[12] ^= 0x01  # h -> i
     path.write_bytes(bytes(damaged))
-    assert [data for _, data in iter_tfrecords(path, verify=False)] == [b"iello"]
+    assert [data for _, data in iter_tfrecords(location(path), verify=False)] == [b"iello"]
 
 
 @pytest.mark.parametrize("compression", [Compression.GZIP, Compression.ZLIB], ids=lambda c: c.name)
@@ -144,7 +145,7 @@ def test_truncated_compressed_shard(tmp_path: Path, compression: Compression) ->
     path = write(tmp_path / "s.tfrecord", PAYLOADS, compression)
     path.write_bytes(path.read_bytes()[:-20])
     with pytest.raises(CorruptRecordError) as info:
-        list(iter_tfrecords(path, compression))
+        list(iter_tfrecords(location(path), compression))
     assert info.value.shard == "s.tfrecord"
 
 
@@ -154,7 +155,7 @@ def test_a_large_zlib_shard_streams_through_many_chunks(tmp_path: Path) -> None:
     payloads = [bytes([i]) * (300_000 + i) for i in range(40)]
     path = write(tmp_path / "big.tfrecord.zz", payloads, Compression.ZLIB)
     assert path.stat().st_size < sum(map(len, payloads)) // 50
-    assert [data for _, data in iter_tfrecords(path, Compression.ZLIB)] == payloads
+    assert [data for _, data in iter_tfrecords(location(path), Compression.ZLIB)] == payloads
     dataset = tf.data.TFRecordDataset(str(path), compression_type="ZLIB")
     assert [t.numpy() for t in dataset] == payloads
 
@@ -166,7 +167,7 @@ def test_records_before_a_compressed_truncation_are_read(tmp_path: Path, compres
     path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
     read: list[bytes] = []
     with pytest.raises(CorruptRecordError, match=r"cannot decompress|truncated") as info:
-        read.extend(data for _, data in iter_tfrecords(path, compression))
+        read.extend(data for _, data in iter_tfrecords(location(path), compression))
     assert 0 < len(read) < len(payloads)
     assert read == payloads[: len(read)]
     assert info.value.shard == "s.tfrecord"
@@ -174,21 +175,21 @@ def test_records_before_a_compressed_truncation_are_read(tmp_path: Path, compres
 
 def test_a_missing_shard_file_is_named_as_missing(tmp_path: Path) -> None:
     with pytest.raises(CorruptRecordError, match="cannot read the shard file: No such file") as info:
-        list(iter_tfrecords(tmp_path / "gone.tfrecord"))
+        list(iter_tfrecords(location(tmp_path / "gone.tfrecord")))
     assert info.value.shard == "gone.tfrecord"
 
 
 def test_not_compressed_as_declared(tmp_path: Path) -> None:
     path = write(tmp_path / "plain.tfrecord", PAYLOADS)
     with pytest.raises(CorruptRecordError, match="cannot decompress") as info:
-        list(iter_tfrecords(path, Compression.GZIP))
+        list(iter_tfrecords(location(path), Compression.GZIP))
     assert info.value.shard == "plain.tfrecord"
 
 
 def test_empty_file_has_no_records(tmp_path: Path) -> None:
     path = tmp_path / "empty.tfrecord"
     path.write_bytes(b"")
-    assert list(iter_tfrecords(path)) == []
+    assert list(iter_tfrecords(location(path))) == []
 
 
 # -- Compression -------------------------------------------------------------------------------
@@ -213,14 +214,16 @@ def test_compression_parse_refuses_unknown_names() -> None:
 
 def scan(path: Path, compression: Compression = Compression.NONE) -> tuple[list[bytes], list[Damage]]:
     damages: list[Damage] = []
-    return [data for _, data in scan_tfrecords(path, compression, damages.append)], damages
+    return [data for _, data in scan_tfrecords(location(path), compression, damages.append)], damages
 
 
 @pytest.mark.parametrize("compression", ALL_COMPRESSIONS, ids=lambda c: c.name)
 def test_scan_reads_an_intact_file_like_the_strict_reader(tmp_path: Path, compression: Compression) -> None:
     path = write(tmp_path / "s.tfrecord", PAYLOADS, compression)
     assert scan(path, compression) == (PAYLOADS, [])
-    assert list(scan_tfrecords(path, compression, pytest.fail)) == list(iter_tfrecords(path, compression))
+    assert list(scan_tfrecords(location(path), compression, pytest.fail)) == list(
+        iter_tfrecords(location(path), compression)
+    )
 
 
 def test_scan_goes_past_a_damaged_header_to_the_next_intact_record(tmp_path: Path) -> None:
@@ -254,7 +257,7 @@ def test_concatenated_gzip_members_are_read_as_one_stream(tmp_path: Path) -> Non
     second = write(tmp_path / "b.gz", PAYLOADS[2:], Compression.GZIP).read_bytes()
     path = tmp_path / "both.gz"
     path.write_bytes(first + second)
-    assert [data for _, data in iter_tfrecords(path, Compression.GZIP)] == PAYLOADS
+    assert [data for _, data in iter_tfrecords(location(path), Compression.GZIP)] == PAYLOADS
     assert scan(path, Compression.GZIP) == (PAYLOADS, [])
     dataset = tf.data.TFRecordDataset(str(path), compression_type="GZIP")
     assert [t.numpy() for t in dataset] == PAYLOADS

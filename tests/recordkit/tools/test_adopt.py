@@ -20,6 +20,7 @@ from PIL import Image
 import recordkit as rk
 from recordkit.cli import main as cli_main
 from recordkit.errors import SchemaError
+from recordkit.storage import location
 from recordkit.testing import assert_values_equal
 
 COORDS = ("xmin", "ymin", "xmax", "ymax")
@@ -638,7 +639,7 @@ def test_built_in_codecs_adopt_what_they_recognise(detection: tuple[Path, list[d
     path, _ = detection
     keys: dict[str, rk.ForeignKey] = {}
     count = 0
-    for _, data in iter_tfrecords(path):
+    for _, data in iter_tfrecords(location(path)):
         for key, (kind, values) in decode_example(data).items():
             stats = keys.setdefault(key, rk.ForeignKey(key, lengths=[None] * count, values=[None] * count))
             stats.kinds.add(kind)

@@ -17,6 +17,7 @@ from _writer_support import SCHEMA, check_manifest_matches_files, make_records, 
 
 import recordkit as rk
 from recordkit.errors import InvalidValueError, PluginError, RecordError
+from recordkit.storage import location
 from recordkit.write._parallel import BATCHES_PER_WORKER, MAX_BATCH_RECORDS, WorkerSetup
 
 #: Worker processes start for every test here.
@@ -164,7 +165,8 @@ def test_workers_rebuild_in_process_codecs(tmp_path: Path) -> None:
 
         bound = manifest.schema.bind(registry)
         decoded += [
-            decode_record_numpy(bound.fields, data) for _, data in iter_tfrecords(tmp_path / shard.file)
+            decode_record_numpy(bound.fields, data)
+            for _, data in iter_tfrecords(location(tmp_path / shard.file))
         ]
     assert [r["blob"] for r in decoded] == [r["blob"] for r in records if r["id"] != 40]
 

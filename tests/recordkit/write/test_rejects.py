@@ -8,11 +8,12 @@ from pathlib import Path
 import pytest
 
 from recordkit.errors import InvalidValueError, ManifestError, RecordError
+from recordkit.storage import location
 from recordkit.write._rejects import RejectsFile, error_entries
 
 
 def test_lines_name_index_key_fields_and_reasons(tmp_path: Path) -> None:
-    rejects = RejectsFile(tmp_path, "train", keep=0)
+    rejects = RejectsFile(location(tmp_path), "train", keep=0)
     assert not rejects.path.exists()  # created on the first reject only
     single = InvalidValueError("too dark", field="image", record="cat.jpg")
     several = RecordError(
@@ -45,7 +46,7 @@ def test_lines_name_index_key_fields_and_reasons(tmp_path: Path) -> None:
 def test_reopening_keeps_only_the_counted_lines(tmp_path: Path) -> None:
     path = tmp_path / "rejects-train.jsonl"
     path.write_text("".join(json.dumps({"index": i}) + "\n" for i in range(5)))
-    rejects = RejectsFile(tmp_path, "train", keep=2)
+    rejects = RejectsFile(location(tmp_path), "train", keep=2)
     rejects.add(7, None, InvalidValueError("x", field="f"))
     rejects.close()
     assert [json.loads(line)["index"] for line in path.read_text().splitlines()] == [0, 1, 7]
@@ -53,4 +54,4 @@ def test_reopening_keeps_only_the_counted_lines(tmp_path: Path) -> None:
 
 def test_a_missing_file_the_manifest_counts_is_an_error(tmp_path: Path) -> None:
     with pytest.raises(ManifestError, match=r"rejects-train\.jsonl is missing"):
-        RejectsFile(tmp_path, "train", keep=3)
+        RejectsFile(location(tmp_path), "train", keep=3)

@@ -20,6 +20,7 @@ from recordkit.format._tfrecord import (  # private: frames records by hand, to 
     frame_record,
     iter_tfrecords,
 )
+from recordkit.storage import location
 from recordkit.write._shard_file import (
     _CHUNKS_IN_FLIGHT,
     DEFAULT_SHARD_BYTES,
@@ -72,7 +73,7 @@ def test_limits() -> None:
 def test_a_shard_appears_under_its_final_name_only_when_committed(
     tmp_path: Path, compression: Compression
 ) -> None:
-    shard = ShardFile(tmp_path / shard_name("train", 7, compression), compression)
+    shard = ShardFile(location(tmp_path / shard_name("train", 7, compression)), compression)
     records = [bytes([i]) * (i * 1000) for i in range(40)]
     for record in records:
         shard.add(frame_record(record))
@@ -84,7 +85,7 @@ def test_a_shard_appears_under_its_final_name_only_when_committed(
     assert info.index is not None
     assert sorted(p.name for p in tmp_path.iterdir()) == [info.file, info.index.file]
     assert (info.records, info.bytes, info.sha256) == (40, len(data), hashlib.sha256(data).hexdigest())
-    read = list(iter_tfrecords(tmp_path / info.file, compression))
+    read = list(iter_tfrecords(location(tmp_path / info.file), compression))
     assert [d for _, d in read] == records
     # The index: each record's offset in the uncompressed stream, then the stream's end.
     index = read_index(tmp_path / info.index.file)
@@ -96,14 +97,14 @@ def test_a_shard_appears_under_its_final_name_only_when_committed(
 
 
 def test_a_discarded_shard_leaves_nothing(tmp_path: Path) -> None:
-    shard = ShardFile(tmp_path / shard_name("train", 0, Compression.NONE), Compression.NONE)
+    shard = ShardFile(location(tmp_path / shard_name("train", 0, Compression.NONE)), Compression.NONE)
     shard.add(frame_record(b"x"))
     shard.discard()
     assert list(tmp_path.iterdir()) == []
 
 
 def test_fits_counts_framed_bytes_and_records(tmp_path: Path) -> None:
-    shard = ShardFile(tmp_path / shard_name("train", 0, Compression.NONE), Compression.NONE)
+    shard = ShardFile(location(tmp_path / shard_name("train", 0, Compression.NONE)), Compression.NONE)
     limits = ShardLimits(max_bytes=100, max_records=3)
     assert shard.fits(1000, limits)  # an empty shard takes any record
     shard.add(b"x" * 60)
@@ -122,13 +123,13 @@ def test_many_chunks_written_in_the_background_keep_their_order(
     # ~7 MB in 256 KB chunks: many go through the background thread, more than it holds at once.
     monkeypatch.setattr("recordkit.write._shard_file._CHUNK_BYTES", 256 << 10)
     records = [bytes([i % 251]) * 70_000 + i.to_bytes(4, "little") for i in range(100)]
-    shard = ShardFile(tmp_path / shard_name("train", 0, compression), compression)
+    shard = ShardFile(location(tmp_path / shard_name("train", 0, compression)), compression)
     for record in records:
         shard.add(frame_record(record))
     info = shard.commit()
     data = (tmp_path / info.file).read_bytes()
     assert (info.bytes, info.sha256) == (len(data), hashlib.sha256(data).hexdigest())
-    assert [d for _, d in iter_tfrecords(tmp_path / info.file, compression)] == records
+    assert [d for _, d in iter_tfrecords(location(tmp_path / info.file), compression)] == records
 
 
 @pytest.mark.parametrize("compression", [Compression.NONE, Compression.ZLIB])
@@ -144,8 +145,8 @@ def test_records_framed_into_the_chunk_write_the_bytes_of_framed_records(
         [rng.randbytes(rng.choice([0, 1, 30, 5_000, 70_000, 300_000])) for _ in range(rng.randint(0, 5))]
         for _ in range(60)
     ]
-    by_pieces = ShardFile(tmp_path / shard_name("pieces", 0, compression), compression)
-    framed = ShardFile(tmp_path / shard_name("framed", 0, compression), compression)
+    by_pieces = ShardFile(location(tmp_path / shard_name("pieces", 0, compression)), compression)
+    framed = ShardFile(location(tmp_path / shard_name("framed", 0, compression)), compression)
     for pieces in records:
         size = sum(map(len, pieces))
         by_pieces.add_pieces(pieces, size)
@@ -155,7 +156,7 @@ def test_records_framed_into_the_chunk_write_the_bytes_of_framed_records(
     assert (tmp_path / ours.file).read_bytes() == (tmp_path / theirs.file).read_bytes()
     ours_index = read_index(tmp_path / ours.index.file)
     assert ours_index.offsets.tolist() == read_index(tmp_path / theirs.index.file).offsets.tolist()
-    read = [d for _, d in iter_tfrecords(tmp_path / ours.file, compression)]
+    read = [d for _, d in iter_tfrecords(location(tmp_path / ours.file), compression)]
     assert read == [b"".join(pieces) for pieces in records]
 
 
@@ -175,17 +176,19 @@ def test_chunk_buffers_are_reused_and_made_only_when_a_record_needs_one(
     monkeypatch.setattr("recordkit.write._shard_file._CHUNK_BYTES", 256 << 10)
     monkeypatch.setattr("recordkit.write._shard_file.new_chunk", counting_chunk)
     monkeypatch.setattr("recordkit.write._shard_file.CHUNK_POOL", pool)
-    empty = ShardFile(tmp_path / shard_name("empty", 0, Compression.NONE), Compression.NONE)
+    empty = ShardFile(location(tmp_path / shard_name("empty", 0, Compression.NONE)), Compression.NONE)
     assert empty.commit().records == 0
     assert made == []
     records = [random.Random(i).randbytes(50_000) for i in range(120)]  # ~6 MB: 24 chunks
 
     def write(number: int) -> None:
-        shard = ShardFile(tmp_path / shard_name("train", number, Compression.NONE), Compression.NONE)
+        shard = ShardFile(
+            location(tmp_path / shard_name("train", number, Compression.NONE)), Compression.NONE
+        )
         for record in records:
             shard.add_pieces([record[:10], record[10:]], len(record))
         info = shard.commit()
-        assert [d for _, d in iter_tfrecords(tmp_path / info.file)] == records
+        assert [d for _, d in iter_tfrecords(location(tmp_path / info.file))] == records
 
     write(0)
     assert 1 <= len(made) <= _CHUNKS_IN_FLIGHT + 1
@@ -207,7 +210,7 @@ def test_a_failed_background_write_surfaces_and_leaves_no_shard(
         shard.commit()
 
     monkeypatch.setattr("recordkit.write._shard_file._CHUNK_BYTES", 256 << 10)
-    shard = ShardFile(tmp_path / shard_name("train", 0, Compression.NONE), Compression.NONE)
+    shard = ShardFile(location(tmp_path / shard_name("train", 0, Compression.NONE)), Compression.NONE)
     monkeypatch.setattr(ShardFile, "_write", disk_full)
     with pytest.raises(OSError, match="No space left"):
         fill_and_commit(shard)
@@ -239,12 +242,12 @@ def test_a_durable_shard_starts_writeback_of_every_chunk(
     monkeypatch.setattr(
         "recordkit.write._shard_file.start_writeback", lambda fd, offset, size: calls.append((offset, size))
     )
-    shard = ShardFile(tmp_path / shard_name("train", 0, compression), compression, durable=durable)
+    shard = ShardFile(location(tmp_path / shard_name("train", 0, compression)), compression, durable=durable)
     records = [random.Random(i).randbytes(70_000) for i in range(40)]  # ~2.8 MB, incompressible
     for record in records:
         shard.add(frame_record(record))
     info = shard.commit()
-    assert [d for _, d in iter_tfrecords(tmp_path / info.file, compression)] == records
+    assert [d for _, d in iter_tfrecords(location(tmp_path / info.file), compression)] == records
     assert info.sha256 == hashlib.sha256((tmp_path / info.file).read_bytes()).hexdigest()
     if not durable:
         assert calls == []
@@ -273,14 +276,16 @@ def test_a_chunk_reaches_its_file_in_bounded_writes_that_may_come_up_short(
 
     monkeypatch.setattr(os, "write", short_write)
     records = [random.Random(i).randbytes(50_000) for i in range(20)]  # ~1 MB: several chunks
-    shard = ShardFile(tmp_path / shard_name("train", 0, Compression.NONE), Compression.NONE, durable=False)
+    shard = ShardFile(
+        location(tmp_path / shard_name("train", 0, Compression.NONE)), Compression.NONE, durable=False
+    )
     for record in records:
         shard.add(frame_record(record))
     info = shard.commit()
     monkeypatch.undo()
     assert max(sizes) == 64 << 10
     assert len(sizes) > 20
-    assert [d for _, d in iter_tfrecords(tmp_path / info.file, Compression.NONE)] == records
+    assert [d for _, d in iter_tfrecords(location(tmp_path / info.file), Compression.NONE)] == records
     assert info.sha256 == hashlib.sha256((tmp_path / info.file).read_bytes()).hexdigest()
 
 
@@ -289,7 +294,7 @@ def test_writeback_is_a_hint_that_may_be_missing(tmp_path: Path, monkeypatch: py
 
     assert _sharding._sync_file_range() is not None or not sys.platform.startswith("linux")
     monkeypatch.setattr(_sharding, "_sync_file_range", lambda: None)
-    shard = ShardFile(tmp_path / shard_name("train", 0, Compression.NONE), Compression.NONE)
+    shard = ShardFile(location(tmp_path / shard_name("train", 0, Compression.NONE)), Compression.NONE)
     shard.add(frame_record(b"x" * 100))
     info = shard.commit()
     assert info.records == 1
