@@ -282,10 +282,8 @@ GROUPS_RUNNER = textwrap.dedent(
     for fields in projections:
         files = module.split_files(folder, "train", fields)
         batches = list(module.dataset(files, 3, fields))
-        columns = {
-            name: [r.decode() if isinstance(r, bytes) else r.tolist() for b in batches for r in b[name].numpy()]
-            for name in batches[0]
-        }
+        plain = lambda value: value.decode() if isinstance(value, bytes) else value.tolist()
+        columns = {name: [plain(v) for b in batches for v in b[name].numpy()] for name in batches[0]}
         out.append({"files": [list(row) for row in files], "columns": columns})
     print(json.dumps(out))
     print(json.dumps(sorted(k for k in sys.modules if k.startswith("recordkit"))))
