@@ -44,6 +44,7 @@ from recordkit.codec._decode_source import DecodeSource
 from recordkit.codec._plugins import default_registry
 from recordkit.codec._registry import CodecRegistry
 from recordkit.dataset._manifest import Manifest
+from recordkit.dataset._split_groups import dataset_groups
 from recordkit.errors import SchemaError
 from recordkit.read._open import bind_to_read
 from recordkit.read._parse import PRESENT_SUFFIX, RUNTIME_FUNCTIONS, field_plan
@@ -73,15 +74,14 @@ def generate_parser_code(
     the fields of its splits' field groups are among ``FIELDS``.
 
     :raises SchemaError: a field's codec cannot be written out as standalone code.
-    :raises ManifestError: the dataset's splits have different field groups.
+    :raises ManifestError: two splits' field groups store a field differently.
     """
     fingerprint = None
     if isinstance(schema, Manifest):
         # The dataset's layout, whichever codec versions stored it: its own fingerprint.
-        # Its splits' field groups (which must be the same in every split) are fields too.
+        # Its splits' field groups are fields too (split_files finds each split's).
         fingerprint = schema.fingerprint
-        splits = "+".join(schema.splits) or None
-        schema = bind_to_read(schema, registry or default_registry(), split=splits)
+        schema = bind_to_read(schema, registry or default_registry(), groups=dataset_groups(schema))
     elif isinstance(schema, (str, os.PathLike)):
         schema = Schema.load(schema, registry=registry)
     bound = schema if isinstance(schema, BoundSchema) else schema.bind(registry)
@@ -381,8 +381,9 @@ def split_files(folder, split, fields=None):
     of the dataset at ``folder`` (local or any tf.io.gfile path), read from its
     dataset.json: one tuple per shard of the split, the shard then the shards of its
     field groups that hold a wanted field, for ``dataset``. A shard whose wanted fields
-    are all in groups is not read. Refuses (ValueError) a split listed in a shard table
-    and aligned shards that dataset.json lists with different record counts."""
+    are all in groups is not read. Refuses (ValueError) a wanted field the split lacks
+    (a field group of another split), a split listed in a shard table and aligned shards
+    that dataset.json lists with different record counts."""
     names = FIELDS if fields is None else ([fields] if isinstance(fields, str) else list(fields))
     root = str(folder).rstrip("/")
     with tf.io.gfile.GFile(root + "/dataset.json", "r") as handle:
@@ -402,6 +403,12 @@ def split_files(folder, split, fields=None):
     groups = [g for g in (info.get("field_groups") or {}).values() if not g.get("unfinished")]
     needed = [g for g in groups if set(names) & set(g["fields"])]
     in_groups = {field for g in groups for field in g["fields"]}
+    absent = [name for name in names if name not in in_groups and name not in manifest["schema"]["fields"]]
+    if absent:
+        raise ValueError(
+            f"split {split!r} of {root} has no field {absent} (a field group of another split?): "
+            "pass fields= without them"
+        )
     read_shard = not needed or bool(set(names) - in_groups)
     out = []
     for index, shard in enumerate(shards):

@@ -387,3 +387,21 @@ def test_the_generated_split_files_refuses_misaligned_counts_naming_both_files(
         namespace["split_files"](hostile, "train", ["label", "score"])
     with pytest.raises(ValueError, match="has no split 'test'"):
         namespace["split_files"](grouped, "test")
+
+
+def test_a_group_of_one_split_is_parsed_and_split_files_names_it_for_the_other_split(tmp_path: Path) -> None:
+    path = tmp_path / "scores"
+    schema = rk.Schema.loads("name: s\nfields:\n  label: {codec: label, options: {names: [a, b]}}\n")
+    rk.write_dataset([{"label": "a"}, {"label": "b"}], path, schema)
+    rk.write_dataset([{"label": "b"}], path, schema, split="test", append=True)
+    score = rk.Schema.loads("name: s\nfields:\n  score: {codec: scalar, options: {dtype: float32}}\n")
+    rk.add_fields(path, "train", score, [0.25, 0.5])
+    namespace: dict[str, Any] = {}
+    exec(compile(rk.generate_parser_code(rk.Manifest.load(path)), "<generated>", "exec"), namespace)
+    assert namespace["FIELDS"] == ("label", "score")
+    train = next(iter(namespace["dataset"](namespace["split_files"](path, "train"), 2)))
+    assert train["score"].numpy().tolist() == [0.25, 0.5]
+    test = next(iter(namespace["dataset"](namespace["split_files"](path, "test", ["label"]), 2, ["label"])))
+    assert test["label"].numpy().tolist() == [1]
+    with pytest.raises(ValueError, match=r"split 'test' of .* has no field \['score'\]"):
+        namespace["split_files"](path, "test")
