@@ -23,7 +23,7 @@ from click.testing import CliRunner
 
 import recordkit as rk
 from recordkit.cli import main
-from recordkit.errors import SchemaError
+from recordkit.errors import ManifestError, SchemaError
 from recordkit.testing import assert_values_equal
 from recordkit_codecs._tf_audio import (  # private: the helper the generated module must carry verbatim
     decode_wav_batch,
@@ -405,3 +405,19 @@ def test_a_group_of_one_split_is_parsed_and_split_files_names_it_for_the_other_s
     assert test["label"].numpy().tolist() == [1]
     with pytest.raises(ValueError, match=r"split 'test' of .* has no field \['score'\]"):
         namespace["split_files"](path, "test")
+
+
+def test_a_field_two_splits_groups_store_differently_stops_generation_naming_both(tmp_path: Path) -> None:
+    path = tmp_path / "scores"
+    schema = rk.Schema.loads("name: s\nfields:\n  label: {codec: label, options: {names: [a, b]}}\n")
+    rk.write_dataset([{"label": "a"}], path, schema)
+    rk.write_dataset([{"label": "b"}], path, schema, split="test", append=True)
+    as_float = rk.Schema.loads("name: s\nfields:\n  score: {codec: scalar, options: {dtype: float32}}\n")
+    as_int = rk.Schema.loads("name: s\nfields:\n  score: {codec: scalar, options: {dtype: int64}}\n")
+    rk.add_fields(path, "train", as_float, [0.25])
+    rk.add_fields(path, "test", as_int, [3])
+    with pytest.raises(
+        ManifestError,
+        match="field 'score' is stored differently by field group 'test/score' and by 'train/score'",
+    ):
+        rk.generate_parser_code(rk.Manifest.load(path))
