@@ -82,7 +82,8 @@ def record_count(value: Any, name: str, what: str = "a record count") -> int:
     try:
         count = operator.index(value)
     except TypeError:
-        raise TypeError(f"{name} must be {what} (an int){' or a state dict' if name == 'start' else ''}, not {value!r}") from None
+        or_state = " or a state dict" if name == "start" else ""
+        raise TypeError(f"{name} must be {what} (an int){or_state}, not {value!r}") from None
     if count < 0:
         raise ValueError(f"{name} must be 0 or more, not {count}")
     return count
