@@ -45,6 +45,7 @@ __all__ = ["WORKLOADS", "Row", "format_rows", "quality", "run_scaled_suite", "wr
 SIZE = (224, 224)
 BATCH = 32
 HAND_WRITTEN = "hand-written (full decode, tf.image.resize)"
+FULL_WAY = "jpeg_scale=full"
 #: name -> (smallest and largest side, detailed)
 WORKLOADS: dict[str, tuple[tuple[int, int], bool]] = {
     "1,024-2,048 px, smooth": ((1024, 2048), False),
@@ -252,10 +253,16 @@ def format_rows(rows: list[Row]) -> str:
     ]
     by_key = {(r.workload, r.reader, r.way): r for r in rows}
     for r in rows:
+        # The reader's own jpeg_scale="full" row (the hand-written way says "full decode" too).
         full = next(
-            (o for (w, rd, way), o in by_key.items() if w == r.workload and rd == r.reader and "full" in way),
+            (
+                o
+                for (w, rd, way), o in by_key.items()
+                if w == r.workload and rd == r.reader and way.endswith(FULL_WAY)
+            ),
             None,
         )
+        full = None if r.way == HAND_WRITTEN else full
         hand = by_key.get((r.workload, "tf.data", HAND_WRITTEN))
         vs_full = f"{r.rate() / full.rate():.2f}x" if full is not None and full is not r else ""
         vs_full_best = f"{r.rate(min) / full.rate(min):.2f}x" if full is not None and full is not r else ""

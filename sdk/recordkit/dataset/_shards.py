@@ -42,7 +42,7 @@ class Shard:
     #: all the rest) (:mod:`recordkit.dataset._slices`).
     skip: int = 0
     take: int | None = None
-    #: Files aligned with this one (a field group's shards, :mod:`recordkit.read._field_groups`):
+    #: Files aligned with this one (a field group's shards, :mod:`recordkit.dataset._split_groups`):
     #: each record is this file's record followed by theirs, concatenated.
     joined: tuple[Shard, ...] = ()
 

@@ -11,12 +11,12 @@ difference, rather than read as a silently different epoch.
 
 from __future__ import annotations
 
-import operator
 from collections.abc import Mapping
 from typing import Any
 
 from recordkit.errors import ResumeStateError
 from recordkit.read._epoch_order import Progress
+from recordkit.read._position import plain, record_count
 
 __all__ = ["EPOCH_STATE_FORMAT", "epoch_state", "resumed_progress"]
 
@@ -62,7 +62,7 @@ def resumed_progress(
         differ = [
             f"{key}={state.get(key)!r} saved, {value!r} now"
             for key, value in order.items()
-            if _plain(state.get(key)) != _plain(value)
+            if plain(state.get(key)) != plain(value)
         ]
         # What fixed the saved order but this reader has not (a mixture's state for a split).
         differ += [
@@ -74,35 +74,16 @@ def resumed_progress(
                 + "; ".join(differ)
             )
         try:
-            epoch = _count(state["epoch"], "epoch")
+            epoch = record_count(state["epoch"], "epoch")
             progress = Progress(
-                length, _count(state["done"], "done"), tuple(_count(p, "also") for p in state["also"])
+                length,
+                record_count(state["done"], "done"),
+                tuple(record_count(p, "also") for p in state["also"]),
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise ResumeStateError(f"start= is not a well-formed {reader} state: {exc}") from None
         return epoch, progress
-    count = _count(state, "start")
+    count = record_count(state, "start")
     if count > length:
         raise ResumeStateError(f"start={count} is past the end of the epoch ({length} records)")
     return None, Progress(length, count)
-
-
-def _count(value: Any, name: str) -> int:
-    if isinstance(value, bool):
-        raise TypeError(f"{name} must be a count (an int), not {value!r}")
-    try:
-        count = operator.index(value)
-    except TypeError:
-        raise TypeError(f"{name} must be a count (an int) or a state dict, not {value!r}") from None
-    if count < 0:
-        raise ValueError(f"{name} must be 0 or more, not {count}")
-    return count
-
-
-def _plain(value: Any) -> Any:
-    """Tuples and lists compare alike (a state dict may have gone through JSON)."""
-    if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
-    if isinstance(value, Mapping):
-        return {str(k): _plain(v) for k, v in value.items()}
-    return value

@@ -80,7 +80,7 @@ class DecodeLayout:
         plain = [
             f
             for f in dataset.stored_fields.fields
-            if f.presence_key is None and not f.spec.sequence and f.name not in dataset.defaults
+            if f.presence_key is None and not f.spec.sequence and f.name not in dataset.defaulted
         ]
         per_record = tuple(f for f in plain if raster_kind(f.codec))
         split = bool(per_record) or options.batch_size is None  # the batches are split anyway

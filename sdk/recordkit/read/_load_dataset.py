@@ -25,11 +25,10 @@ from recordkit.read._options import (
     Opened,
     PipelineOptions,
 )
-from recordkit.read._parse import PRESENT_SUFFIX, make_padded_parser, make_parser
+from recordkit.read._parse import PRESENT_SUFFIX, make_padded_parser
 from recordkit.read._per_record import DRAWS, RaggedUnbatcher, per_record
 from recordkit.read._record_parse import parses_per_record, records_parsed_one_by_one
 from recordkit.read._shard_stream import read_shards
-from recordkit.schema._schema import BoundSchema
 
 __all__ = [
     "DEFAULT_BLOCK_LENGTH",
@@ -187,9 +186,9 @@ def _decoder(layout: DecodeLayout, options: PipelineOptions) -> Callable[..., di
     padded = layout.padded - set(layout.sizes) if layout.pads_in_batch else frozenset()
     parse = make_padded_parser(dataset.stored_fields.fields, padded, undecoded)
     defaults = {
-        field.name: (make_parser(BoundSchema(dataset.bound.schema, (field,))), dataset.defaults[field.name])
+        field.name: (make_padded_parser((field,), ()), dataset.defaults[field.name])
         for field in dataset.fields
-        if field.name in dataset.defaults
+        if field.name in dataset.defaulted
     }
     fit = layout.geometry.fit
 

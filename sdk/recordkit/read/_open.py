@@ -32,6 +32,7 @@ offset of the first bad record (:mod:`recordkit.read._corruption`).
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Mapping, Sequence
 from typing import TypeVar
 
@@ -40,6 +41,7 @@ from recordkit.codec._registry import CodecRegistry
 from recordkit.dataset._detect import find_dataset
 from recordkit.dataset._manifest import MANIFEST_FILE, Manifest
 from recordkit.dataset._shards import Shard, split_shards
+from recordkit.dataset._split_groups import bind_split, join_split_groups, split_groups, split_schema
 from recordkit.errors import (
     CodecVersionError,
     CorruptRecordError,
@@ -49,7 +51,6 @@ from recordkit.errors import (
 )
 from recordkit.format._tfrecord import Compression
 from recordkit.read._corruption import file_sha256, locate_corruption
-from recordkit.read._field_groups import bind_split, join_split_groups, split_groups, split_schema
 from recordkit.read._paths import Paths, describe, expand_files, guess_compression, to_locations
 from recordkit.schema._bound import BoundField
 from recordkit.schema._compatibility import check_compatibility
@@ -83,8 +84,8 @@ class OpenedDataset:
     bound: BoundSchema
     manifest: Manifest | None = None
     #: Requested fields that the stored records lack and the reader's schema gives a
-    #: default: each record reads as holding it, as one serialized Example holds it.
-    defaults: Mapping[str, bytes] = dataclasses.field(default_factory=dict)
+    #: default: each record reads as holding it (:attr:`defaults`).
+    defaulted: frozenset[str] = frozenset()
     #: The dataset's folder (None: TFRecord files without a manifest), from which
     #: :func:`open_split` reads other splits without reading the manifest again.
     root: Location | None = None
@@ -95,8 +96,18 @@ class OpenedDataset:
 
     @property
     def stored_fields(self) -> BoundSchema:
-        """The requested fields that the records store (all but :attr:`defaults`)."""
-        return BoundSchema(self.bound.schema, tuple(f for f in self.fields if f.name not in self.defaults))
+        """The requested fields that the records store (all but :attr:`defaulted`)."""
+        return BoundSchema(self.bound.schema, tuple(f for f in self.fields if f.name not in self.defaulted))
+
+    @functools.cached_property
+    def defaults(self) -> Mapping[str, bytes]:
+        """Each :attr:`defaulted` field's default as one serialized Example holds it,
+        encoded by its codec when a reader first asks (not in the open phase)."""
+        return {
+            field.name: _default_example(self.bound, field)
+            for field in self.fields
+            if field.name in self.defaulted
+        }
 
 
 def open_dataset(
@@ -196,13 +207,9 @@ def _open_manifest(
     bound = bind_to_read(manifest, registry, schema=read_schema, fields=names, split=split)
     if groups:
         shards = join_split_groups(root, manifest, split, shards, [f.name for f in bound.fields])
-    defaults = {
-        field.name: _default_example(bound, field)
-        for field in bound.fields
-        if field.name not in stored.fields and field.spec.has_default
-    }
+    defaulted = frozenset(f.name for f in bound.fields if f.name not in stored.fields and f.spec.has_default)
     comp = Compression.parse(manifest.compression)
-    return OpenedDataset(shards, comp, read_schema, bound, manifest, defaults, root)
+    return OpenedDataset(shards, comp, read_schema, bound, manifest, defaulted, root)
 
 
 def bind_to_read(

@@ -18,7 +18,15 @@ import operator
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["STATE_FORMAT", "Start", "position_state", "resolve_start", "tf_data_start"]
+__all__ = [
+    "STATE_FORMAT",
+    "Start",
+    "plain",
+    "position_state",
+    "record_count",
+    "resolve_start",
+    "tf_data_start",
+]
 
 #: Tags a state dict (and its version).
 STATE_FORMAT = "recordkit.position/1"
@@ -50,7 +58,7 @@ def resolve_start(start: Start, reader: str, **options: Any) -> int:
         differ = [
             f"{key}={start[key]!r} saved, {value!r} now"
             for key, value in options.items()
-            if key in start and _plain(start[key]) != _plain(value)
+            if key in start and plain(start[key]) != plain(value)
         ]
         if differ:
             raise ValueError(
@@ -60,14 +68,22 @@ def resolve_start(start: Start, reader: str, **options: Any) -> int:
         position = start["position"]
     else:
         position = start
-    if isinstance(position, bool):
-        raise TypeError(f"start must be a record count (an int), not {position!r}")
+    return record_count(position, "start")
+
+
+def record_count(value: Any, name: str) -> int:
+    """``value`` as a count of records: an int 0 or more (a bool is refused).
+
+    TypeError or ValueError naming ``name`` and the value otherwise; the one check every
+    ``start=`` and every count in a saved state goes through."""
+    if isinstance(value, bool):
+        raise TypeError(f"{name} must be a record count (an int), not {value!r}")
     try:
-        count = operator.index(position)
+        count = operator.index(value)
     except TypeError:
-        raise TypeError(f"start must be a record count (an int) or a state dict, not {position!r}") from None
+        raise TypeError(f"{name} must be a record count (an int) or a state dict, not {value!r}") from None
     if count < 0:
-        raise ValueError(f"start must be 0 or more, not {count}")
+        raise ValueError(f"{name} must be 0 or more, not {count}")
     return count
 
 
@@ -90,8 +106,11 @@ def tf_data_start(start: Start, *, shuffled: bool, seed: int | None, determinist
     return skip
 
 
-def _plain(value: Any) -> Any:
-    """Tuples and lists compare alike (a state dict may have gone through JSON)."""
+def plain(value: Any) -> Any:
+    """Tuples and lists compare alike, and mapping keys as strings (a state dict may have
+    gone through JSON)."""
     if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
+        return [plain(v) for v in value]
+    if isinstance(value, Mapping):
+        return {str(k): plain(v) for k, v in value.items()}
     return value

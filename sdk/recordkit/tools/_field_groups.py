@@ -4,7 +4,7 @@ The added fields go to a field group (:class:`~recordkit.dataset._manifest.Field
 one shard per shard of the split, ``fields/<split>/<group>.<token>-<shard>.tfrecord``,
 each holding, in the split's record order, a ``tf.train.Example`` of the group's fields
 per record, with its record index beside it, as the writer writes shards. Readers join
-the group to the split (:mod:`recordkit.read._field_groups`).
+the group to the split (:mod:`recordkit.dataset._split_groups`).
 
 A write is atomic and resumable, as the dataset writer's: the group is listed in
 ``dataset.json`` as ``<group>~new`` (``unfinished``), which readers leave out, and each

@@ -205,3 +205,15 @@ def test_the_numpy_reader_decodes_at_scale_and_agrees_with_tf_data_to_a_level(
     assert not np.array_equal(numpy_auto[0], numpy_full[0])
     assert not np.array_equal(numpy_auto[1], numpy_full[1])
     np.testing.assert_array_equal(numpy_auto[2], numpy_full[2])
+
+
+def test_small_and_large_pictures_of_one_dataset_take_each_their_decode(tmp_path: Path) -> None:
+    """In one dataset, a picture under twice the size takes the plain decode (the very
+    pixels of ``jpeg_scale="full"``) and a large one the scaled decode (other pixels)."""
+    pictures = [jpeg(photo(260, 300, 5), "4:2:0"), jpeg(photo(1024, 1024, 6), "4:2:0")]
+    root = _write(tmp_path, pictures)
+    auto = _read(root)["photo"]
+    full = _read(root, jpeg_scale="full")["photo"]
+    np.testing.assert_array_equal(auto[0], full[0])
+    np.testing.assert_array_equal(auto[0], _resized(pictures[0], "resize"))
+    assert not np.array_equal(auto[1], full[1])

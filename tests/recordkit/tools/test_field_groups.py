@@ -1,4 +1,4 @@
-"""Field groups (sdk/recordkit/tools/_field_groups.py, read/_field_groups.py): fields added
+"""Field groups (sdk/recordkit/tools/_field_groups.py, dataset/_split_groups.py): fields added
 to a written split in their own aligned shards read, in every reader, as the same data
 written inline; replaced, removed, refused when they do not fit."""
 
