@@ -61,6 +61,7 @@ __all__ = [
     "ResumeStateError",
     "SchemaError",
     "SchemaFileError",
+    "ShardingError",
     "UnknownCodecError",
 ]
 
@@ -275,6 +276,12 @@ class ResumeStateError(RecordkitError, ValueError):
     """A reader was asked to resume from a state it cannot continue exactly: saved by
     another kind of reader, or with another seed, dataset or mixture (each difference is
     named), or malformed."""
+
+
+class ShardingError(RecordkitError, ValueError):
+    """Records cannot be divided between hosts as asked: what is left of an epoch does not
+    divide by the number of hosts, and dropping the remainder was not accepted (the error
+    names both counts and how many records would be dropped)."""
 
 
 class InputError(RecordkitError):

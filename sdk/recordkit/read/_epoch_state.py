@@ -74,7 +74,7 @@ def resumed_progress(
                 + "; ".join(differ)
             )
         try:
-            epoch = record_count(state["epoch"], "epoch")
+            epoch = record_count(state["epoch"], "epoch", "an epoch number")
             progress = Progress(
                 length,
                 record_count(state["done"], "done"),

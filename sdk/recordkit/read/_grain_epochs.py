@@ -14,10 +14,11 @@ is a mixture's sources as one Grain data source, for the same sampler.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, SupportsIndex
+from typing import Any, Protocol, SupportsIndex
 
 import numpy as np
 
+from recordkit.errors import ShardingError
 from recordkit.read._epoch_order import Division, EpochItems, Progress, SplitOrder
 from recordkit.read._epoch_state import epoch_state, resumed_progress
 from recordkit.read._grain import DataSource
@@ -28,6 +29,17 @@ from recordkit.read._random_access import RandomAccess
 __all__ = ["EpochSampler", "MixedDataSource"]
 
 _READER = "grain.EpochSampler"
+
+
+class ShardOptions(Protocol):
+    """What the sampler reads of Grain's ``ShardOptions`` (imported by Grain's users)."""
+
+    @property
+    def shard_index(self) -> int: ...
+    @property
+    def shard_count(self) -> int: ...
+    @property
+    def drop_remainder(self) -> bool: ...
 
 
 class MixedDataSource:
@@ -70,6 +82,13 @@ class EpochSampler:
     :param epoch: the epoch whose order is read (a new sampler for each epoch).
     :param start: a state from :meth:`state_after` (or a torch reader's ``state_dict()``
         of the same dataset), saved with any number of hosts and workers.
+    :param shard_options: this host's Grain ``ShardOptions`` (default: one host). Give
+        them here and not to the ``DataLoader``, which takes the sampler's. Grain's
+        ``DataLoader`` gives each host ``len(sampler) // shard_count`` records whatever
+        ``drop_remainder`` says, so when what is left of the epoch does not divide by
+        ``shard_count`` the sampler raises :class:`recordkit.errors.ShardingError`,
+        unless ``drop_remainder=True`` accepts that the last :attr:`dropped` records of
+        the order are not read this time (they stay unread in :meth:`state_after`).
     """
 
     def __init__(
@@ -81,6 +100,7 @@ class EpochSampler:
         window: int = 1024,
         epoch: int = 0,
         start: Start = None,
+        shard_options: ShardOptions | None = None,
     ) -> None:
         if window < 1:
             raise ValueError(f"window must be at least 1, not {window}")
@@ -90,7 +110,21 @@ class EpochSampler:
         if start is not None:
             saved, self.progress = resumed_progress(start, _READER, self._identity(), len(self.order))
             self.epoch = self.epoch if saved is None else saved
-        self._positions = self.progress.remaining()
+        self._shard_options = shard_options  # Grain's DataLoader takes it when given none
+        self.shard_count = 1 if shard_options is None else int(shard_options.shard_count)
+        left = self.progress.remaining()
+        #: Records at the end of what is left that no host reads (``drop_remainder=True``).
+        self.dropped = len(left) % self.shard_count
+        if self.dropped and not (shard_options is not None and shard_options.drop_remainder):
+            raise ShardingError(
+                f"{len(left)} records are left of epoch {self.epoch}, which {self.shard_count} hosts "
+                f"cannot share evenly: Grain's DataLoader gives each host {len(left) // self.shard_count} "
+                f"and would silently skip the last {self.dropped}. Use a number of hosts that divides "
+                f"{len(left)}, or pass ShardOptions(..., drop_remainder=True) to the EpochSampler to "
+                f"accept that those {self.dropped} records stay unread this time (state_after keeps them "
+                f"as not read)"
+            )
+        self._positions = left[: len(left) - self.dropped]
         items = self.order.items(seed=self.seed, epoch=self.epoch, shuffle=shuffle, window=window)
         self._keys = items[self._positions]
 
@@ -114,10 +148,25 @@ class EpochSampler:
             f"window={self.window}, from={self.progress.read}, {self.order.identity()!r})"
         )
 
-    def state_after(self, records: int, shard_count: int = 1) -> dict[str, Any]:
-        """The state after each of ``shard_count`` hosts (Grain's ``ShardOptions``) read
-        ``records`` records from this sampler (batches times batch size; hosts step
-        together); a sampler for any number of hosts and workers resumes from it."""
+    def state_after(self, records: int, shard_count: int | None = None) -> dict[str, Any]:
+        """The state after each of ``shard_count`` hosts (default: the sampler's
+        ``shard_options``) read ``records`` records from this sampler (batches times batch
+        size; hosts step together); a sampler for any number of hosts and workers resumes
+        from it. Records dropped by ``drop_remainder=True`` count as not read."""
+        shard_count = self.shard_count if shard_count is None else shard_count
+        if shard_count != self.shard_count and self._shard_options is not None:
+            raise ValueError(
+                f"state_after(shard_count={shard_count}) differs from the sampler's shard_options "
+                f"(shard_count={self.shard_count})"
+            )
+        if len(self._positions) % shard_count:
+            raise ShardingError(
+                f"{shard_count} hosts cannot share the {len(self._positions)} records this sampler "
+                f"reads evenly: Grain's DataLoader gave each {len(self._positions) // shard_count} and "
+                f"skipped the last {len(self._positions) % shard_count}. Give the sampler "
+                f"shard_options=ShardOptions(shard_index=..., shard_count={shard_count}), which checks "
+                f"this before reading"
+            )
         division = Division(shard_count, 0, 1)
         sizes = division.sizes(len(self._positions))
         taken = [min(records, size) for size in sizes]

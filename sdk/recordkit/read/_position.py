@@ -71,17 +71,19 @@ def resolve_start(start: Start, reader: str, **options: Any) -> int:
     return record_count(position, "start")
 
 
-def record_count(value: Any, name: str) -> int:
-    """``value`` as a count of records: an int 0 or more (a bool is refused).
+def record_count(value: Any, name: str, what: str = "a record count") -> int:
+    """``value`` as a count of records (or ``what`` else it counts): an int 0 or more (a
+    bool is refused).
 
     TypeError or ValueError naming ``name`` and the value otherwise; the one check every
     ``start=`` and every count in a saved state goes through."""
     if isinstance(value, bool):
-        raise TypeError(f"{name} must be a record count (an int), not {value!r}")
+        raise TypeError(f"{name} must be {what} (an int), not {value!r}")
     try:
         count = operator.index(value)
     except TypeError:
-        raise TypeError(f"{name} must be a record count (an int) or a state dict, not {value!r}") from None
+        or_state = " or a state dict" if name == "start" else ""
+        raise TypeError(f"{name} must be {what} (an int){or_state}, not {value!r}") from None
     if count < 0:
         raise ValueError(f"{name} must be 0 or more, not {count}")
     return count

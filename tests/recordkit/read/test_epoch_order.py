@@ -122,6 +122,10 @@ def test_a_state_of_another_seed_dataset_or_reader_is_refused_naming_the_differe
         resumed_progress(
             {**state, "done": 999}, "torch.IterableDataset", {"seed": 1, **order.identity()}, len(order)
         )
+    with pytest.raises(ResumeStateError, match=r"epoch must be an epoch number \(an int\), not 'x'$"):
+        resumed_progress(
+            {**state, "epoch": "x"}, "torch.IterableDataset", {"seed": 1, **order.identity()}, len(order)
+        )
     with pytest.raises(ResumeStateError, match="past the end of the epoch"):
         resumed_progress(999, "torch.IterableDataset", {}, len(order))
 

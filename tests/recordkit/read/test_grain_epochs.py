@@ -30,17 +30,22 @@ def dataset(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def read(
-    source: Any, hosts: int, workers: int, *, start: Any = None, stop: int | None = None
+    source: Any,
+    hosts: int,
+    workers: int,
+    *,
+    start: Any = None,
+    stop: int | None = None,
+    drop_remainder: bool = False,
 ) -> tuple[list[str], Any]:
     """What ``hosts`` Grain DataLoaders of ``workers`` workers read (each host stopped
-    after ``stop`` records), in global index order, and recordkit's state at the stop."""
+    after ``stop`` records), in global index order, and recordkit's state at the stop.
+    Each host's sampler holds its ``ShardOptions``; the DataLoader takes them from it."""
     per_host = []
-    sampler = EpochSampler(source, **OPTIONS, start=start)
     for host in range(hosts):
-        shard = grain.ShardOptions(shard_index=host, shard_count=hosts, drop_remainder=False)
-        loader = grain.DataLoader(
-            data_source=source, sampler=sampler, worker_count=workers, shard_options=shard
-        )
+        shard = grain.ShardOptions(shard_index=host, shard_count=hosts, drop_remainder=drop_remainder)
+        sampler = EpochSampler(source, **OPTIONS, start=start, shard_options=shard)
+        loader = grain.DataLoader(data_source=source, sampler=sampler, worker_count=workers)
         names = []
         for record in loader:
             if len(names) == stop:
@@ -49,7 +54,7 @@ def read(
         per_host.append(names)
     longest = max(len(names) for names in per_host)
     ordered = [names[i] for i in range(longest) for names in per_host if i < len(names)]
-    state = sampler.state_after(stop, shard_count=hosts) if stop is not None else None
+    state = sampler.state_after(stop) if stop is not None else None
     return ordered, (json.loads(json.dumps(state)) if state is not None else None)
 
 
@@ -60,8 +65,6 @@ def test_grain_hosts_and_workers_read_the_canonical_order_once_and_resume_with_a
     source = rk.open(dataset, "train").grain()
     whole, _ = read(source, 1, 0)
     assert Counter(whole) == Counter(f"n{i}" for i in range(N))
-    # Grain's DataLoader gives each host len(sampler) // hosts records: hosts that divide
-    # what is left read every record.
     before, state = read(source, 3, 2, stop=5)
     assert state["position"] == 15
     rest, _ = read(source, 5, 0, start=state)
@@ -103,3 +106,41 @@ def test_a_mixture_reads_through_grain_and_resumes_exactly(dataset: Path, tmp_pa
     assert before + rest == whole
     with pytest.raises(rk.errors.ResumeStateError, match="mixture="):
         EpochSampler(rk.open(dataset, "train").grain(), **OPTIONS, start=state)
+
+
+def test_hosts_that_cannot_share_what_is_left_evenly_are_refused_naming_the_counts(dataset: Path) -> None:
+    source = rk.open(dataset, "train").grain()
+    with pytest.raises(
+        rk.errors.ShardingError,
+        match=r"45 records are left of epoch 0, which 2 hosts cannot share evenly: .* each host 22 "
+        r"and would silently skip the last 1\. .*drop_remainder=True",
+    ):
+        EpochSampler(source, **OPTIONS, shard_options=grain.ShardOptions(0, 2, drop_remainder=False))
+    # A sampler that was not told the hosts refuses a state for hosts that skipped records.
+    with pytest.raises(rk.errors.ShardingError, match=r"2 hosts cannot share the 45 records"):
+        EpochSampler(source, **OPTIONS).state_after(3, shard_count=2)
+
+
+@pytest.mark.slow
+def test_drop_remainder_skips_exactly_the_named_tail_which_the_state_keeps_unread(dataset: Path) -> None:
+    source = rk.open(dataset, "train").grain()
+    whole, _ = read(source, 1, 0)
+    sampler = EpochSampler(source, **OPTIONS, shard_options=grain.ShardOptions(0, 4, drop_remainder=True))
+    assert (len(sampler), sampler.dropped) == (44, 1)
+    read_all, state = read(source, 4, 2, stop=11, drop_remainder=True)
+    assert read_all == whole[:44]  # every other record once, in the canonical order
+    rest, _ = read(source, 1, 0, start=state)
+    assert rest == whole[44:]  # the dropped record, and only it, is still to read
+    # Stopped mid-epoch: the state counts what the 4 hosts read, not the dropped tail.
+    before, state = read(source, 4, 0, stop=3, drop_remainder=True)
+    assert state["position"] == 12
+    rest, _ = read(source, 3, 2, start=state)
+    assert before + rest == whole
+
+
+def test_hosts_that_divide_the_epoch_read_each_record_once(dataset: Path) -> None:
+    source = rk.open(dataset, "train").grain()
+    whole, _ = read(source, 1, 0)
+    shared, _ = read(source, 5, 0)
+    assert Counter(whole) == Counter(f"n{i}" for i in range(N))
+    assert shared == whole  # each record once, the hosts' i-th records in the canonical order

@@ -155,3 +155,82 @@ def test_kept_jpegs_and_pngs_in_one_batch_decode_to_the_numpy_readers_pixels(tmp
             np.testing.assert_array_equal(picture.numpy()[:height, :width], pixels)
     for picture, pixels in zip(rk.load_dataset(path), expected, strict=True):  # single records
         np.testing.assert_array_equal(picture["image"].numpy(), pixels)
+
+
+def maps_after_padded_batch(read: Any) -> list[str]:
+    """The dataset ops of ``read``'s graph that take the ``padded_batch`` as their input
+    (the step after it: the channel check, or the ragged values rebuilt)."""
+    from tensorflow.core.framework import graph_pb2
+
+    graph = graph_pb2.GraphDef.FromString(read._as_serialized_graph().numpy())
+    (padded,) = [node.name for node in graph.node if node.op == "PaddedBatchDatasetV2"]
+    return [node.op for node in graph.node if node.input and node.input[0].split(":")[0] == padded]
+
+
+#: Gray and colour pictures, stored as JPEG (the benchmark's ``format: keep`` field holds
+#: JPEGs) and PNG.
+MIXED_PICTURES = [(9, 7, 3), (6, 11, 1), (12, 5, 3), (8, 8, 1), (10, 6, 3)]
+
+
+def write_pictures(path: Path, options: dict[str, Any]) -> list[np.ndarray]:
+    """Write :data:`MIXED_PICTURES` (JPEG and PNG bytes in turn) as an image field with
+    ``options`` and a scalar; the pixels the numpy reader gives back."""
+    rng = np.random.default_rng(31)
+    records = []
+    for i, (height, width, depth) in enumerate(MIXED_PICTURES):
+        pixels = rng.integers(0, 256, (height, width, depth), dtype=np.uint8)
+        fmt = "JPEG" if i % 2 == 0 else "PNG"
+        records.append({"image": encoded(pixels if depth == 3 else pixels[..., 0], fmt), "id": i})
+    schema = rk.Schema(
+        name="channels",
+        fields={
+            "image": rk.FieldSpec(codec="image", options=options),
+            "id": rk.FieldSpec(codec="scalar", options={"dtype": "int64"}),
+        },
+    )
+    rk.write_dataset(records, schema, path, progress=False)
+    return [record["image"] for record in rk.iter_records(path)]
+
+
+@pytest.mark.parametrize("fields", [["image"], ["image", "id"]])  # record by record; batched parse
+@pytest.mark.parametrize("options", [{"format": "keep", "channels": 3}, {"format": "png", "channels": 1}])
+def test_a_padded_read_of_a_field_whose_channels_option_fixes_the_count_adds_no_step_after_padded_batch(
+    tmp_path: Path, fields: list[str], options: dict[str, Any]
+) -> None:
+    """The codec's ``channels`` option gives the decoded pictures a static channel count,
+    so no check that a batch holds one count is added after ``padded_batch`` (a map whose
+    function every iterator instantiates); gray and colour inputs were converted when
+    written and read back as the numpy reader gives them."""
+    expected = write_pictures(tmp_path / "data", options)
+    assert record_by_record(tmp_path / "data", fields, batch_size=5, pad=True) == (fields == ["image"])
+    read = rk.load_dataset(tmp_path / "data", fields=fields, batch_size=5, pad=True)
+    assert read.element_spec["image"].shape.as_list() == [None, None, None, options["channels"]]
+    assert maps_after_padded_batch(read) == ["PrefetchDataset"]
+    (batch,) = read
+    for picture, pixels in zip(batch["image"].numpy(), expected, strict=True):
+        assert pixels.shape[2] == options["channels"]
+        np.testing.assert_array_equal(picture[: pixels.shape[0], : pixels.shape[1]], pixels)
+
+
+@pytest.mark.parametrize("fields", [["image"], ["image", "id"]])
+@pytest.mark.parametrize("options", [{"format": "keep"}, {"format": "jpeg"}])
+def test_a_padded_read_of_a_field_without_a_channels_option_checks_each_batch_and_refuses_mixed_counts(
+    tmp_path: Path, fields: list[str], options: dict[str, Any]
+) -> None:
+    """Without a ``channels`` option (the benchmark's ``format: keep``; a JPEG may be gray
+    or colour too) the channel count is known only per picture: a map after
+    ``padded_batch`` checks that each batch holds one count, and a batch of gray and
+    colour pictures is refused, naming the field and the option; batches of one count
+    read as written."""
+    expected = write_pictures(tmp_path / "data", options)
+    assert record_by_record(tmp_path / "data", fields, batch_size=2, pad=True) == (fields == ["image"])
+    read = rk.load_dataset(tmp_path / "data", fields=fields, batch_size=2, pad=True)
+    assert read.element_spec["image"].shape.as_list() == [None, None, None, None]
+    assert maps_after_padded_batch(read) == ["ParallelMapDatasetV2"]
+    with pytest.raises(
+        tf.errors.InvalidArgumentError, match=r"image.*different channel counts.*channels option"
+    ):
+        list(read)
+    alone = rk.load_dataset(tmp_path / "data", fields=fields, batch_size=1, pad=True)
+    for batch, pixels in zip(alone, expected, strict=True):
+        np.testing.assert_array_equal(batch["image"].numpy()[0], pixels)
