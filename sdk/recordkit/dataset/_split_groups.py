@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterable, Sequence
+from typing import Any
 
 from recordkit.codec._registry import CodecRegistry
 from recordkit.dataset._manifest import FieldGroup, Manifest, ShardInfo
@@ -31,7 +32,7 @@ from recordkit.schema._bound import BoundField, check_shared_keys
 from recordkit.schema._schema import BoundSchema, Schema
 from recordkit.storage import Location
 
-__all__ = ["bind_split", "join_groups", "join_split_groups", "split_groups", "split_schema"]
+__all__ = ["bind_split", "dataset_groups", "join_groups", "join_split_groups", "split_groups", "split_schema"]
 
 
 def split_groups(manifest: Manifest, split: str) -> dict[str, FieldGroup]:
@@ -50,6 +51,28 @@ def split_groups(manifest: Manifest, split: str) -> dict[str, FieldGroup]:
                 "read them one at a time"
             )
     return first
+
+
+def dataset_groups(manifest: Manifest) -> dict[str, FieldGroup]:
+    """The field groups of every split, for what parses any split's records (a generated
+    parser), by ``split/group``: splits may have different groups, but a field that two
+    splits' groups both hold must be stored alike (same spec, same codec version)."""
+    found: dict[str, FieldGroup] = {}
+    stored: dict[str, tuple[str, Any]] = {}
+    for split_name, info in manifest.splits.items():
+        for name, group in info.groups.items():
+            where = f"{split_name}/{name}"
+            for field, spec in group.fields.items():
+                provenance = group.codecs.get(spec.codec)
+                layout = (spec, provenance.version if provenance is not None else None)
+                first = stored.setdefault(field, (where, layout))
+                if first[1] != layout:
+                    raise ManifestError(
+                        f"field {field!r} is stored differently by field group {where!r} and by {first[0]!r} "
+                        "(another spec or codec version): generate a parser for one split's fields at a time"
+                    )
+            found[where] = group
+    return found
 
 
 def split_schema(manifest: Manifest, groups: dict[str, FieldGroup]) -> Schema:

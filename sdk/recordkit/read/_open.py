@@ -39,7 +39,7 @@ from typing import TypeVar
 from recordkit.codec._plugins import default_registry
 from recordkit.codec._registry import CodecRegistry
 from recordkit.dataset._detect import find_dataset
-from recordkit.dataset._manifest import MANIFEST_FILE, Manifest
+from recordkit.dataset._manifest import MANIFEST_FILE, FieldGroup, Manifest
 from recordkit.dataset._shards import Shard, split_shards
 from recordkit.dataset._split_groups import bind_split, join_split_groups, split_groups, split_schema
 from recordkit.errors import (
@@ -219,13 +219,16 @@ def bind_to_read(
     schema: Schema | None = None,
     fields: Sequence[str] | None = None,
     split: str | None = None,
+    groups: dict[str, FieldGroup] | None = None,
 ) -> BoundSchema:
     """``schema`` (default: the manifest's own, with ``split``'s field groups when a
-    split is named) bound to decode the dataset's records: each field gets the codec that
-    reads what the codec version the manifest (or the field's group) records stored. A
-    codec that is missing, or that does not read that version, is an error naming the
-    distribution that wrote the dataset (the manifest's ``codecs`` section)."""
-    groups = split_groups(manifest, split) if split is not None else {}
+    split is named, or with ``groups``) bound to decode the dataset's records: each field
+    gets the codec that reads what the codec version the manifest (or the field's group)
+    records stored. A codec that is missing, or that does not read that version, is an
+    error naming the distribution that wrote the dataset (the manifest's ``codecs``
+    section)."""
+    if groups is None:
+        groups = split_groups(manifest, split) if split is not None else {}
     read_schema = schema if schema is not None else split_schema(manifest, groups)
     try:
         return bind_split(manifest, groups, registry, read_schema, fields)

@@ -18,6 +18,12 @@ back into Python, such as FLAC audio) makes generation fail with an error naming
 field and the codec; so does a decode source that calls a module-level function it does
 not list among its helpers (found by looking at the names the copied code uses, so the
 mistake shows when the module is generated, not when a training job first runs it).
+
+Given a dataset whose splits have field groups (:func:`recordkit.add_fields`), the module
+also parses the groups' fields, and its ``dataset`` joins each record's bytes from a
+split's shard and its group shards (``tf.strings.join``) before parsing, as recordkit's
+readers do (:mod:`recordkit.dataset._split_groups`); its ``split_files`` finds those
+aligned files in the dataset's ``dataset.json``.
 """
 
 from __future__ import annotations
@@ -38,6 +44,7 @@ from recordkit.codec._decode_source import DecodeSource
 from recordkit.codec._plugins import default_registry
 from recordkit.codec._registry import CodecRegistry
 from recordkit.dataset._manifest import Manifest
+from recordkit.dataset._split_groups import dataset_groups
 from recordkit.errors import SchemaError
 from recordkit.read._open import bind_to_read
 from recordkit.read._parse import PRESENT_SUFFIX, RUNTIME_FUNCTIONS, field_plan
@@ -59,17 +66,22 @@ def generate_parser_code(
     codec versions recorded in it stored them, and its ``FINGERPRINT`` is the dataset's.
 
     The module exposes ``feature_spec(fields=None)``, ``make_parser(fields=None)``,
-    ``parse(serialized)`` (a batch of serialized Examples to a dict of decoded tensors)
-    and ``dataset(files, batch_size, fields=None, ...)``, plus ``SCHEMA_NAME``,
-    ``SCHEMA_VERSION``, ``FINGERPRINT`` and ``FIELDS``.
+    ``parse(serialized)`` (a batch of serialized Examples to a dict of decoded tensors),
+    ``dataset(files, batch_size, fields=None, ...)`` (a file, or a tuple of aligned files
+    joined record by record, per item of ``files``) and ``split_files(folder, split,
+    fields=None)`` (those tuples, from a dataset's ``dataset.json``), plus
+    ``SCHEMA_NAME``, ``SCHEMA_VERSION``, ``FINGERPRINT`` and ``FIELDS``. Given a manifest,
+    the fields of its splits' field groups are among ``FIELDS``.
 
     :raises SchemaError: a field's codec cannot be written out as standalone code.
+    :raises ManifestError: two splits' field groups store a field differently.
     """
     fingerprint = None
     if isinstance(schema, Manifest):
         # The dataset's layout, whichever codec versions stored it: its own fingerprint.
+        # Its splits' field groups are fields too (split_files finds each split's).
         fingerprint = schema.fingerprint
-        schema = bind_to_read(schema, registry or default_registry())
+        schema = bind_to_read(schema, registry or default_registry(), groups=dataset_groups(schema))
     elif isinstance(schema, (str, os.PathLike)):
         schema = Schema.load(schema, registry=registry)
     bound = schema if isinstance(schema, BoundSchema) else schema.bind(registry)
@@ -275,9 +287,12 @@ Usage::
 
     import tensorflow as tf
     ds = tf.data.TFRecordDataset(files).batch(64).map(parse)   # or: dataset(files, 64)
+    ds = dataset(split_files("data/pets", "train"), 64)      # a dataset with field groups
 """
 
 from __future__ import annotations
+
+import json
 
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -286,7 +301,7 @@ import tensorflow as tf
 
 #: A field's plan (see PLANS); the names above are for the copied functions' annotations.
 FieldPlan = dict[str, Any]
-__all__ = ["FIELDS", "FINGERPRINT", "PLANS", "dataset", "feature_spec", "make_parser", "parse"]
+__all__ = ["FIELDS", "FINGERPRINT", "PLANS", "dataset", "feature_spec", "make_parser", "parse", "split_files"]
 '''
 
 #: Names the generated module defines before the codecs' decodes (TensorFlow as ``tf``).
@@ -328,9 +343,83 @@ def make_parser(fields=None):
 parse = make_parser()
 
 
+def _columns(files):
+    """``files`` as columns of aligned files: one column for plain files; for tuples
+    (a shard and its group shards, as split_files gives them), one column per position."""
+    items = [files] if isinstance(files, (str, bytes)) else list(files)
+    if not items or all(isinstance(item, (str, bytes)) for item in items):
+        return [items]
+    rows = [[item] if isinstance(item, (str, bytes)) else list(item) for item in items]
+    if len({len(row) for row in rows}) != 1:
+        raise ValueError("every item of files must hold as many aligned files (a shard and its group shards)")
+    return [list(column) for column in zip(*rows)]
+
+
 def dataset(files, batch_size, fields=None, *, compression_type=None, drop_remainder=False):
-    """TFRecord files as a tf.data.Dataset of decoded batches (parsed after batching)."""
-    records = tf.data.TFRecordDataset(files, compression_type=compression_type)
+    """TFRecord files as a tf.data.Dataset of decoded batches (parsed after batching).
+
+    An item of ``files`` may be a tuple of aligned files (a split's shard and its field
+    groups' shards, see split_files): their records are read side by side and each
+    record's serialized Examples joined (tf.strings.join) before parsing, as recordkit
+    joins field groups. tf.data's zip stops at the shortest file: split_files checks
+    that the aligned shards hold as many records as dataset.json lists."""
+    columns = [
+        tf.data.TFRecordDataset(column, compression_type=compression_type) for column in _columns(files)
+    ]
+    if len(columns) == 1:
+        records = columns[0]
+    else:
+        records = tf.data.Dataset.zip(tuple(columns)).map(
+            lambda *parts: tf.strings.join(parts), num_parallel_calls=tf.data.AUTOTUNE
+        )
     batches = records.batch(batch_size, drop_remainder=drop_remainder)
     return batches.map(make_parser(fields), num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
+
+
+def split_files(folder, split, fields=None):
+    """The files that hold ``fields`` (all this module parses when None) of ``split``
+    of the dataset at ``folder`` (local or any tf.io.gfile path), read from its
+    dataset.json: one tuple per shard of the split, the shard then the shards of its
+    field groups that hold a wanted field, for ``dataset``. A shard whose wanted fields
+    are all in groups is not read. Refuses (ValueError) a wanted field the split lacks
+    (a field group of another split), a split listed in a shard table and aligned shards
+    that dataset.json lists with different record counts."""
+    names = FIELDS if fields is None else ([fields] if isinstance(fields, str) else list(fields))
+    root = str(folder).rstrip("/")
+    with tf.io.gfile.GFile(root + "/dataset.json", "r") as handle:
+        manifest = json.load(handle)
+    splits = manifest.get("splits", {})
+    if split not in splits:
+        raise ValueError(f"{root}/dataset.json has no split {split!r} (it has {sorted(splits)})")
+    info = splits[split]
+    if info.get("shard_table") is not None:
+        raise ValueError(
+            f"split {split!r} of {root} lists its shards in a shard table: list its files with recordkit"
+        )
+    shards = info.get("shards", [])
+    before = (info.get("unfinished") or {}).get("shards_before")
+    if before is not None:
+        shards = shards[:before]
+    groups = [g for g in (info.get("field_groups") or {}).values() if not g.get("unfinished")]
+    needed = [g for g in groups if set(names) & set(g["fields"])]
+    in_groups = {field for g in groups for field in g["fields"]}
+    absent = [name for name in names if name not in in_groups and name not in manifest["schema"]["fields"]]
+    if absent:
+        raise ValueError(
+            f"split {split!r} of {root} has no field {absent} (a field group of another split?): "
+            "pass fields= without them"
+        )
+    read_shard = not needed or bool(set(names) - in_groups)
+    out = []
+    for index, shard in enumerate(shards):
+        row = [shard] if read_shard else []
+        row += [g["shards"][index] for g in needed]
+        for other in row:
+            if other["records"] != shard["records"]:
+                raise ValueError(
+                    f"{root}/dataset.json lists {other['records']} records in {other['file']} but "
+                    f"{shard['records']} in {shard['file']}, the shard it is aligned with"
+                )
+        out.append(tuple(f"{root}/{entry['file']}" for entry in row))
+    return out
 '''

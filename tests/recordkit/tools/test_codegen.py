@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import inspect
 import io
+import json
+import re
 import struct
+import subprocess
+import sys
 import textwrap
 import wave
 from collections.abc import Mapping
@@ -19,7 +23,7 @@ from click.testing import CliRunner
 
 import recordkit as rk
 from recordkit.cli import main
-from recordkit.errors import SchemaError
+from recordkit.errors import ManifestError, SchemaError
 from recordkit.testing import assert_values_equal
 from recordkit_codecs._tf_audio import (  # private: the helper the generated module must carry verbatim
     decode_wav_batch,
@@ -256,3 +260,164 @@ def test_the_generated_module_reproduces_load_dataset_for_the_keypoints_plugin(t
     (generated,), imported = run_generated(files, [(module, None)])
     assert imported == []
     assert generated == dumps(list(rk.load_dataset(tmp_path / "data", batch_size=4)))
+
+
+# -- field groups: the generated module joins a split's shards and its group shards --------
+
+GROUPS_RUNNER = textwrap.dedent(
+    """
+    import importlib.util, json, sys
+
+    class Blocked:
+        def find_spec(self, name, path=None, target=None):
+            if name.split(".")[0] in ("recordkit", "recordkit_codecs"):
+                raise ImportError(f"{name} must not be needed")
+
+    sys.meta_path.insert(0, Blocked())
+    module_path, folder, projections = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
+    spec = importlib.util.spec_from_file_location("generated_groups", module_path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    out = []
+    for fields in projections:
+        files = module.split_files(folder, "train", fields)
+        batches = list(module.dataset(files, 3, fields))
+        plain = lambda value: value.decode() if isinstance(value, bytes) else value.tolist()
+        columns = {name: [plain(v) for b in batches for v in b[name].numpy()] for name in batches[0]}
+        out.append({"files": [list(row) for row in files], "columns": columns})
+    print(json.dumps(out))
+    print(json.dumps(sorted(k for k in sys.modules if k.startswith("recordkit"))))
+    """
+)
+
+
+@pytest.fixture(scope="module")
+def grouped(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A dataset of 7 records in 3 shards, with an embedding group and a score group."""
+    path = tmp_path_factory.mktemp("codegen-groups") / "photos"
+    schema = rk.Schema.loads(
+        "name: photos\nfields:\n"
+        "  label: {codec: label, options: {names: [cat, dog]}}\n"
+        "  caption: {codec: text}\n"
+    )
+    rk.write_dataset(
+        [{"label": ["cat", "dog"][i % 2], "caption": f"photo {i}"} for i in range(7)],
+        schema,
+        path,
+        shard_records=3,
+    )
+    rng = np.random.default_rng(36)
+    embedding = rk.Schema.loads(
+        "name: e\nfields:\n  embedding: {codec: tensor, options: {dtype: float32, shape: [4]}}\n"
+    )
+    rk.add_fields(path, "train", embedding, rng.random((7, 4), dtype=np.float32))
+    score = rk.Schema.loads("name: s\nfields:\n  score: {codec: scalar, options: {dtype: float32}}\n")
+    rk.add_fields(path, "train", score, [float(i) / 8 for i in range(7)])
+    return path
+
+
+def test_the_generated_module_reads_a_split_with_field_groups_as_recordkit_does(
+    tmp_path: Path, grouped: Path
+) -> None:
+    module = tmp_path / "photos_parser.py"
+    module.write_text(rk.generate_parser_code(rk.Manifest.load(grouped)))
+    projections = [None, ["embedding", "label"], ["score"]]
+    done = subprocess.run(
+        [sys.executable, "-c", GROUPS_RUNNER, str(module), str(grouped), json.dumps(projections)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    decoded, imported = (json.loads(line) for line in done.stdout.strip().splitlines())
+    assert imported == []
+
+    records = list(rk.open(grouped).records())
+    assert len(records) == 7
+    manifest = rk.Manifest.load(grouped)
+    split = manifest.split("train")
+    groups = split.field_groups or {}
+    for fields, got in zip(projections, decoded, strict=True):
+        names = fields or ["label", "caption", "embedding", "score"]
+        assert sorted(got["columns"]) == sorted(names)
+        for name in names:
+            expected = [record[name] for record in records]
+            np.testing.assert_array_equal(
+                np.asarray(got["columns"][name]), np.asarray(expected), err_msg=name
+            )
+        # Only the files holding the wanted fields are read: the shard, then the groups.
+        wanted = set(names)
+        for index, row in enumerate(got["files"]):
+            expected_files = [split.shards[index].file] if wanted & {"label", "caption"} else []
+            expected_files += [g.shards[index].file for g in groups.values() if wanted & set(g.fields)]
+            assert row == [f"{grouped}/{file}" for file in expected_files]
+    assert [len(row) for row in decoded[0]["files"]] == [3, 3, 3]
+    assert [len(row) for row in decoded[2]["files"]] == [1, 1, 1]
+
+
+def test_the_codegen_command_parses_a_datasets_field_groups(grouped: Path) -> None:
+    printed = CliRunner().invoke(main, ["codegen", str(grouped), "-f", "embedding", "-f", "label"])
+    assert printed.exit_code == 0, printed.output
+    namespace: dict[str, Any] = {}
+    exec(compile(printed.output, "<generated>", "exec"), namespace)
+    assert namespace["FIELDS"] == ("embedding", "label")
+    batch = next(iter(namespace["dataset"](namespace["split_files"](grouped, "train"), 7)))
+    expected = [
+        (r["embedding"], r["label"]) for r in rk.open(grouped, fields=["embedding", "label"]).records()
+    ]
+    np.testing.assert_array_equal(batch["embedding"].numpy(), np.stack([e for e, _ in expected]))
+    assert batch["label"].numpy().tolist() == [label for _, label in expected]
+
+
+def test_the_generated_split_files_refuses_misaligned_counts_naming_both_files(
+    tmp_path: Path, grouped: Path
+) -> None:
+    manifest = json.loads((grouped / "dataset.json").read_text())
+    group = manifest["splits"]["train"]["field_groups"]["score"]
+    group["shards"][1]["records"] += 1
+    hostile = tmp_path / "hostile"
+    hostile.mkdir()
+    (hostile / "dataset.json").write_text(json.dumps(manifest))
+    namespace: dict[str, Any] = {}
+    exec(compile(rk.generate_parser_code(rk.Manifest.load(grouped)), "<generated>", "exec"), namespace)
+    shard, score = manifest["splits"]["train"]["shards"][1]["file"], group["shards"][1]["file"]
+    with pytest.raises(
+        ValueError, match=f"lists 4 records in {re.escape(score)} but 3 in {re.escape(shard)}"
+    ):
+        namespace["split_files"](hostile, "train", ["label", "score"])
+    with pytest.raises(ValueError, match="has no split 'test'"):
+        namespace["split_files"](grouped, "test")
+
+
+def test_a_group_of_one_split_is_parsed_and_split_files_names_it_for_the_other_split(tmp_path: Path) -> None:
+    path = tmp_path / "scores"
+    schema = rk.Schema.loads("name: s\nfields:\n  label: {codec: label, options: {names: [a, b]}}\n")
+    rk.write_dataset([{"label": "a"}, {"label": "b"}], path, schema)
+    rk.write_dataset([{"label": "b"}], path, schema, split="test", append=True)
+    score = rk.Schema.loads("name: s\nfields:\n  score: {codec: scalar, options: {dtype: float32}}\n")
+    rk.add_fields(path, "train", score, [0.25, 0.5])
+    namespace: dict[str, Any] = {}
+    exec(compile(rk.generate_parser_code(rk.Manifest.load(path)), "<generated>", "exec"), namespace)
+    assert namespace["FIELDS"] == ("label", "score")
+    train = next(iter(namespace["dataset"](namespace["split_files"](path, "train"), 2)))
+    assert train["score"].numpy().tolist() == [0.25, 0.5]
+    test = next(iter(namespace["dataset"](namespace["split_files"](path, "test", ["label"]), 2, ["label"])))
+    assert test["label"].numpy().tolist() == [1]
+    with pytest.raises(ValueError, match=r"split 'test' of .* has no field \['score'\]"):
+        namespace["split_files"](path, "test")
+
+
+def test_a_field_two_splits_groups_store_differently_stops_generation_naming_both(tmp_path: Path) -> None:
+    path = tmp_path / "scores"
+    schema = rk.Schema.loads("name: s\nfields:\n  label: {codec: label, options: {names: [a, b]}}\n")
+    rk.write_dataset([{"label": "a"}], path, schema)
+    rk.write_dataset([{"label": "b"}], path, schema, split="test", append=True)
+    as_float = rk.Schema.loads("name: s\nfields:\n  score: {codec: scalar, options: {dtype: float32}}\n")
+    as_int = rk.Schema.loads("name: s\nfields:\n  score: {codec: scalar, options: {dtype: int64}}\n")
+    rk.add_fields(path, "train", as_float, [0.25])
+    rk.add_fields(path, "test", as_int, [3])
+    with pytest.raises(
+        ManifestError,
+        match="field 'score' is stored differently by field group 'test/score' and by 'train/score'",
+    ):
+        rk.generate_parser_code(rk.Manifest.load(path))
