@@ -11,7 +11,7 @@ from __future__ import annotations
 import errno
 import json
 import os
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -19,9 +19,15 @@ import click
 
 from recordkit.codec._registry import CodecRegistry
 from recordkit.dataset._manifest import MANIFEST_FILE, Manifest
-from recordkit.errors import RecordkitError
 from recordkit.schema._schema import Schema
 from recordkit.storage import Location, StorageOptions, is_remote, location
+from recordkit.tools._common import (
+    dataset_location,
+    describe_error,
+    in_cli_words,
+    is_local_dir,
+    one_line,
+)
 
 __all__ = [
     "FILE_OR_URL",
@@ -72,41 +78,6 @@ split_option = click.option(
     metavar="NAME",
     help="Only this split (repeat for several; default: every split).",
 )
-
-
-def one_line(message: str) -> str:
-    """``message`` on one line: its lines, stripped of list markers, joined by "; "
-    (a line that introduces a list, ending in ":", is followed by a space only)."""
-    lines = [line.strip().removeprefix("- ") for line in message.splitlines()]
-    joined = ""
-    for line in filter(None, lines):
-        joined += (" " if joined.endswith(":") else "; " if joined else "") + line
-    return joined
-
-
-def in_cli_words(message: str, words: Mapping[str, str]) -> str:
-    """``message`` (the library's, whose advice names Python keywords such as
-    ``append=True``) with each phrase of ``words`` replaced by what a command's user
-    types instead (``--append``)."""
-    for phrase, said in words.items():
-        message = message.replace(phrase, said)
-    return message
-
-
-def describe_error(exc: BaseException, words: Mapping[str, str] | None = None) -> str:
-    """One line for ``exc``: its type and message, with the file an OS error concerns
-    and the library's advice in the command's ``words`` (see :func:`in_cli_words`). An
-    error that is neither recordkit's nor the operating system's is a bug: the line
-    asks for ``--debug`` and a report."""
-    if isinstance(exc, RecordkitError):
-        return f"{type(exc).__name__}: {in_cli_words(one_line(str(exc)), words or {})}"
-    if isinstance(exc, OSError) and exc.strerror:
-        where = f"{exc.filename}: " if exc.filename is not None else ""
-        return f"{type(exc).__name__}: {where}{exc.strerror}"
-    return (
-        f"{type(exc).__name__}: {one_line(str(exc)) or '(no message)'} "
-        "(unexpected: run 'recordkit --debug ...' for the traceback, and report it)"
-    )
 
 
 def table(rows: Sequence[Sequence[str]], *, right: Collection[int] = ()) -> str:
@@ -202,21 +173,14 @@ FOLDER_TO_WRITE = LocalPathType(exists=False, file_okay=False)
 
 
 def dataset_at(dataset: str, storage_options: Sequence[str]) -> Location:
-    """The dataset that a DATASET argument names, local or remote: its folder (its
-    dataset.json names its folder too)."""
-    root = location(dataset, parse_storage_options(storage_options) if is_remote(dataset) else None)
-    return root.parent if root.name == MANIFEST_FILE and not _local_dir(root) else root
-
-
-def _local_dir(where: Location) -> bool:
-    folder = where.local_path
-    return folder is not None and folder.is_dir()
+    """The dataset that a DATASET argument names, local or remote (see :func:`dataset_location`)."""
+    return dataset_location(dataset, parse_storage_options(storage_options) if is_remote(dataset) else None)
 
 
 def has_manifest(root: Location) -> bool:
     """Whether ``root`` holds a ``dataset.json`` (one HEAD request for a remote dataset)."""
     manifest = root.join(MANIFEST_FILE)
-    return manifest.exists() and not _local_dir(manifest)
+    return manifest.exists() and not is_local_dir(manifest)
 
 
 def reader_path(root: Location) -> tuple[str, StorageOptions | None]:

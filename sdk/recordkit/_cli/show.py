@@ -10,12 +10,12 @@ import click
 import soundfile
 
 from recordkit._cli._common import FOLDER_TO_WRITE, PATH_OR_URL, dataset_at, reader_path, storage_option
-from recordkit._cli._render import contact_sheet, render_record
 from recordkit.codec._plugins import default_registry
 from recordkit.dataset._manifest import Manifest
 from recordkit.errors import RecordkitError
 from recordkit.read._open import bind_to_read
 from recordkit.read._shortcuts import iter_records
+from recordkit.tools._render import contact_sheet, render_record
 
 __all__ = ["show_command"]
 

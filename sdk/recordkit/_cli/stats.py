@@ -1,15 +1,15 @@
-"""``recordkit stats``: value statistics per field (:mod:`recordkit._cli._field_stats`), as a
+"""``recordkit stats``: value statistics per field (:mod:`recordkit.tools._field_stats`), as a
 table, a JSON file and PNG histograms. Reads with the numpy reader, no TensorFlow, in
 one streaming pass with a progress bar on a terminal.
 
 JSON has no NaN or infinity, and the writer accepts both in numbers: a min, max or mean
 that is not finite is written as the string ``"NaN"``, ``"Infinity"`` or ``"-Infinity"``
-(:func:`json_safe`), so the file stays valid JSON; histograms draw the finite values."""
+(:func:`~recordkit.tools._field_stats.json_safe`), so the file stays valid JSON;
+histograms draw the finite values."""
 
 from __future__ import annotations
 
 import json
-import math
 import sys
 from pathlib import Path
 from typing import Any
@@ -27,7 +27,6 @@ from recordkit._cli._common import (
     storage_option,
     table,
 )
-from recordkit._cli._field_stats import FieldStats
 from recordkit.codec._plugins import default_registry
 from recordkit.dataset._manifest import Manifest
 from recordkit.dataset._shards import selected_records
@@ -35,8 +34,9 @@ from recordkit.errors import RecordkitError
 from recordkit.read._open import bind_to_read, open_dataset
 from recordkit.read._shortcuts import iter_records
 from recordkit.storage import Location
+from recordkit.tools._field_stats import FieldStats, json_safe
 
-__all__ = ["bar_chart", "gather", "json_safe", "stats_command"]
+__all__ = ["bar_chart", "gather", "stats_command"]
 
 
 def gather(root: Location, split: str, progress: bool | None = None) -> dict[str, FieldStats]:
@@ -60,19 +60,6 @@ def gather(root: Location, split: str, progress: bool | None = None) -> dict[str
                 raise exc.with_context(record=position, split=split) from exc.__cause__
             bar.update(1)
     return stats
-
-
-def json_safe(value: Any) -> Any:
-    """``value`` (nested dicts and lists) with every float that is not finite replaced by
-    its string (``"NaN"``, ``"Infinity"``, ``"-Infinity"``, as JavaScript spells them):
-    valid JSON."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return "NaN" if math.isnan(value) else "Infinity" if value > 0 else "-Infinity"
-    if isinstance(value, dict):
-        return {key: json_safe(item) for key, item in value.items()}
-    if isinstance(value, list):
-        return [json_safe(item) for item in value]
-    return value
 
 
 def _rows(stats: dict[str, FieldStats]) -> list[list[str]]:

@@ -78,7 +78,7 @@ def view_command(
         viewer,
         sock,
         cache_dir=cache_dir or view.default_cache_dir(),
-        storage_options=storage_options,
+        storage_options=options,
         open_browser=open_browser,
         on_ready=lambda url: click.echo(f"recordkit view: serving {dataset} at {url} (Ctrl-C stops)"),
     )

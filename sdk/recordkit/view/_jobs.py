@@ -1,7 +1,7 @@
 """Work the viewer does in the background: a split's statistics (the per-field summaries
-of ``recordkit stats``, :class:`~recordkit._cli._field_stats.FieldStats`) with their progress,
+of ``recordkit stats``, :class:`~recordkit.tools._field_stats.FieldStats`) with their progress,
 kept in a cache folder so a second opening does not compute them again; and a verify run
-(``recordkit verify``'s checks, :func:`~recordkit._cli.verify.verify_dataset`).
+(``recordkit verify``'s checks, :func:`~recordkit.tools._verify.verify_dataset`).
 
 The cache file is named by a digest of the dataset's fingerprint and the split, never by
 anything a request or the dataset's files say; it lives under the user's cache folder
@@ -20,12 +20,12 @@ from typing import Any
 
 import numpy as np
 
-from recordkit._cli._common import dataset_at, describe_error
-from recordkit._cli._field_stats import FieldStats
-from recordkit._cli.stats import json_safe
-from recordkit._cli.verify import verify_dataset
 from recordkit.dataset._manifest import Manifest
 from recordkit.errors import RecordkitError
+from recordkit.storage import StorageOptions
+from recordkit.tools._common import dataset_location, describe_error
+from recordkit.tools._field_stats import FieldStats, json_safe
+from recordkit.tools._verify import verify_dataset
 from recordkit.view._viewer import Viewer
 
 __all__ = ["StatsJob", "VerifyJob", "default_cache_dir", "histograms"]
@@ -136,7 +136,7 @@ class VerifyJob:
     """One verify run of every split, in a background thread: per shard, its problems."""
 
     location: str
-    storage_options: tuple[str, ...]
+    storage_options: StorageOptions | None
     running: bool = False
     rows: list[dict[str, Any]] | None = None
     error: str | None = None
@@ -149,7 +149,7 @@ class VerifyJob:
 
     def _run(self) -> None:
         try:
-            root = dataset_at(self.location, self.storage_options)
+            root = dataset_location(self.location, self.storage_options)
             manifest = Manifest.load(root)
             checks = verify_dataset(root, manifest, list(manifest.splits))
             self.rows = [

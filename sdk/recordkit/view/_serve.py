@@ -49,7 +49,7 @@ def serve(
     sock: socket.socket,
     *,
     cache_dir: Path,
-    storage_options: tuple[str, ...] = (),
+    storage_options: StorageOptions | None = None,
     open_browser: bool = False,
     on_ready: Callable[[str], None] = print,
 ) -> None:

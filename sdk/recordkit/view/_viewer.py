@@ -1,7 +1,7 @@
 """What the viewer shows, without the web server: a dataset opened once with
 :func:`recordkit.open`, records reached by split and index only, and pictures drawn by
-the same functions as ``recordkit show`` (:func:`~recordkit._cli._render.render_record`,
-:func:`~recordkit._cli._render.caption_line`), so every codec that draws, captions or
+the same functions as ``recordkit show`` (:func:`~recordkit.tools._render.render_record`,
+:func:`~recordkit.tools._render.caption_line`), so every codec that draws, captions or
 sounds through its capabilities appears here too, plugins included.
 
 Nothing here turns a request's words into a file path: a split must be one the manifest
@@ -22,15 +22,15 @@ import numpy as np
 import soundfile
 from PIL import Image
 
-from recordkit._cli._common import describe_error
-from recordkit._cli._field_stats import FieldStats
-from recordkit._cli._render import caption_line, render_record
 from recordkit.codec._capabilities import Audible, Drawable, Pictured
 from recordkit.codec._plugins import default_registry
 from recordkit.errors import RecordkitError
 from recordkit.read._dataset import Dataset
 from recordkit.read._open import bind_to_read
 from recordkit.schema._bound import BoundField
+from recordkit.tools._common import describe_error
+from recordkit.tools._field_stats import FieldStats
+from recordkit.tools._render import caption_line, render_record
 
 __all__ = ["MAX_PAGE", "MAX_SIDE", "THUMB_SIDE", "Cell", "NotFoundError", "Viewer", "Wanted"]
 

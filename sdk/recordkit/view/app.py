@@ -28,6 +28,7 @@ from starlette.responses import HTMLResponse, JSONResponse, PlainTextResponse, R
 from starlette.routing import Route
 
 from recordkit.errors import RecordkitError
+from recordkit.storage import StorageOptions
 from recordkit.view._charts import charts
 from recordkit.view._jobs import StatsJob, VerifyJob
 from recordkit.view._viewer import (
@@ -119,7 +120,7 @@ def _between(low: float, high: float) -> str:
 
 
 def create_app(
-    viewer: Viewer, *, cache_dir: Path, storage_options: tuple[str, ...] = (), hosts: list[str]
+    viewer: Viewer, *, cache_dir: Path, storage_options: StorageOptions | None = None, hosts: list[str]
 ) -> Any:
     """The ASGI application serving ``viewer``; ``hosts``: the Host headers it answers
     (the address it is bound to), so that no other site's page reaches it by DNS."""

@@ -15,9 +15,13 @@ from PIL import Image
 
 import recordkit as rk
 from recordkit import sources
-from recordkit._cli._render import BOX_WIDTH, box_color, scale_of
 from recordkit._cli.ingest import split_of
 from recordkit.cli import main
+from recordkit.tools._render import (  # private: where `show` draws a box, to find it in the picture
+    BOX_WIDTH,
+    box_color,
+    scale_of,
+)
 
 
 def run(*args: str | Path) -> Result:

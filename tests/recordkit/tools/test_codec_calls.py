@@ -1,5 +1,5 @@
 """A plugin codec's capability that fails inside ``recordkit show`` or ``recordkit stats``
-(sdk/recordkit/_cli/_codec_calls.py): one line naming the record, the field, the codec
+(sdk/recordkit/tools/_codec_calls.py): one line naming the record, the field, the codec
 and the method, not a traceback."""
 
 from __future__ import annotations

@@ -23,7 +23,6 @@ from typing import Any
 import numpy as np
 from PIL import Image, ImageDraw
 
-from recordkit._cli._codec_calls import calling
 from recordkit.codec._capabilities import (
     PALETTE,
     Audible,
@@ -35,6 +34,7 @@ from recordkit.codec._capabilities import (
     class_color,
 )
 from recordkit.schema._bound import BoundField
+from recordkit.tools._codec_calls import calling
 
 __all__ = [
     "BOX_WIDTH",

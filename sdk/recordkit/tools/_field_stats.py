@@ -22,6 +22,7 @@ other (a max of ``inf``).
 
 from __future__ import annotations
 
+import math
 import random
 from collections import Counter
 from collections.abc import Mapping
@@ -29,11 +30,11 @@ from typing import Any
 
 import numpy as np
 
-from recordkit._cli._codec_calls import calling
 from recordkit.codec._capabilities import Statistics, Summarized
 from recordkit.schema._bound import BoundField
+from recordkit.tools._codec_calls import calling
 
-__all__ = ["MAX_DISTINCT", "SAMPLE", "FieldStats", "Summary", "fallback_statistics"]
+__all__ = ["MAX_DISTINCT", "SAMPLE", "FieldStats", "Summary", "fallback_statistics", "json_safe"]
 
 #: Values kept per summary for histograms.
 SAMPLE = 10_000
@@ -154,3 +155,16 @@ class FieldStats:
         for name, counter in self.counters.items():
             out[name] = dict(counter.most_common())
         return out
+
+
+def json_safe(value: Any) -> Any:
+    """``value`` (nested dicts and lists) with every float that is not finite replaced by
+    its string (``"NaN"``, ``"Infinity"``, ``"-Infinity"``, as JavaScript spells them):
+    valid JSON."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return "NaN" if math.isnan(value) else "Infinity" if value > 0 else "-Infinity"
+    if isinstance(value, dict):
+        return {key: json_safe(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [json_safe(item) for item in value]
+    return value

@@ -1,4 +1,4 @@
-"""How ``recordkit show`` lays out a record (sdk/recordkit/_cli/_render.py): pictures with
+"""How ``recordkit show`` lays out a record (sdk/recordkit/tools/_render.py): pictures with
 the drawable values that belong on them, by the codecs' capabilities, never their names."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 import recordkit as rk
-from recordkit._cli._render import render_record, scale_of
+from recordkit.tools._render import render_record, scale_of
 
 GREY = (90, 90, 90)
 
