@@ -25,6 +25,7 @@ The tree::
     │   ├── CorruptRecordError      a shard's bytes fail their checks (CRC, framing, parse)
     │   └── CodecVersionError       records stored by a codec version the installed codec does not read
     ├── ResumeStateError            a reading state saved with another seed, dataset or mixture
+    ├── ShardingError               hosts that cannot share an epoch's records evenly
     ├── DecodeError                 stored bytes cannot be decoded back to a value
     ├── InputError                  a source's input (a folder, COCO, VOC, CSV ...) is malformed
     └── MissingExtraError           an optional dependency is not installed (also ImportError)
