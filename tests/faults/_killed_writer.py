@@ -3,11 +3,12 @@
 Usage: python _killed_writer.py ROOT MODE KIND K N START WORKERS
 
 MODE is write, append or resume, or append+score and resume+score: records that carry the
-field ``score`` (their id times two) of the split's field group ``score``. KIND the moment: ``record`` (the K-th record added to
-a shard), ``shard-rename`` (before the K-th shard rename), ``manifest-rename`` (before
-the K-th manifest rename: K=0 is the very first save, which leaves its temp file),
-``after-rename`` (right after the K-th rename of any kind) or ``fsync`` (before the K-th
-fsync). With WORKERS > 1 encoding starts in worker processes at once.
+field ``score`` (their id times two) of the split's field group ``score``. KIND the
+moment: ``record`` (the K-th record added to a shard), ``shard-rename`` (before the K-th
+shard rename), ``manifest-rename`` (before the K-th manifest rename: K=0 is the very
+first save, which leaves its temp file), ``after-rename`` (right after the K-th rename
+of any kind) or ``fsync`` (before the K-th fsync). With WORKERS > 1 encoding starts in
+worker processes at once.
 """
 
 from __future__ import annotations

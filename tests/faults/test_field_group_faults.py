@@ -78,6 +78,7 @@ def test_add_fields_killed_at_any_moment_loses_nothing_and_completes_when_run_ag
 
 
 APPENDED = 16  # 3 shards of 7, 7 and 2 records, and 3 group shards beside them
+APPEND_ARGS = (str(APPENDED), str(N), "0")  # N: the ids go on after the split's; 0: no worker processes
 APPEND_KINDS = {"record": APPENDED, "shard-rename": 6, "manifest-rename": 5, "fsync": 12, "after-rename": 12}
 
 
@@ -103,8 +104,15 @@ def test_an_append_to_a_split_with_field_groups_killed_at_any_moment_resumes_ali
     write(root, N, shard_records=7)  # 5 shards
     rk.add_fields(root, "train", SCORES, doubled(root))
     done = subprocess.run(
-        [sys.executable, str(HERE / "_killed_writer.py"), str(root), "append+score", kind, str(k)]
-        + [str(APPENDED), str(N), "0"],
+        [
+            sys.executable,
+            str(HERE / "_killed_writer.py"),
+            str(root),
+            "append+score",
+            kind,
+            str(k),
+            *APPEND_ARGS,
+        ],
         capture_output=True,
         text=True,
         timeout=300,

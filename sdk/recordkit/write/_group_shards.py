@@ -192,6 +192,8 @@ class GroupAppend:
         self.fields = frozenset(f for group in self._groups for f in group.fields)
 
     def _check(self, name: str, group: FieldGroup, schema: Schema, registry: CodecRegistry) -> _Group:
+        """Group ``name`` as records of ``schema`` fill it in; every difference that stops
+        them from doing so raised as one IncompatibleSchemaError."""
         differences = []
         listed = []
         for field, spec in group.fields.items():
@@ -209,12 +211,12 @@ class GroupAppend:
                 )
             listed.append(field)
         bound = Schema(name=name, fields=dict(group.fields)).bind(registry, fields=listed)
-        for field in bound.fields:
-            stored = group.codecs.get(field.spec.codec)
-            if stored is not None and stored.version != field.codec.version:
+        for bound_field in bound.fields:
+            stored = group.codecs.get(bound_field.spec.codec)
+            if stored is not None and stored.version != bound_field.codec.version:
                 differences.append(
-                    f"field {field.name!r} of field group {name!r}: codec {field.spec.codec!r} version "
-                    f"{stored.version!r} stored, {field.codec.version!r} installed"
+                    f"field {bound_field.name!r} of field group {name!r}: codec {bound_field.spec.codec!r} "
+                    f"version {stored.version!r} stored, {bound_field.codec.version!r} installed"
                 )
         if differences:
             raise IncompatibleSchemaError(

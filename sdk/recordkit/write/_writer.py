@@ -234,8 +234,9 @@ class DatasetWriter:
         if own is not self.schema:  # the groups' fields go to the groups' shards (GroupAppend)
             self._bound = own.bind(self._registry)
             self._encoder = RecordEncoder(self._bound)
+        where = str(self.where)
         plan = plan_append(
-            existing, self._bound.schema, self._registry, compression, file=str(self.where), append=self._append
+            existing, self._bound.schema, self._registry, compression, file=where, append=self._append
         )
         self._append_plan = plan
         set_card(existing, self._card or self.schema.card)
