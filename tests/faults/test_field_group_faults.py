@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _fault_support import SCHEMA, SCORES, doubled, ids, records, write
+from _fault_support import SCHEMA, SCORES, doubled, flip_bit, ids, record_offsets, records, write
 from click.testing import CliRunner
 
 import recordkit as rk
@@ -140,6 +140,43 @@ def test_an_append_to_a_split_with_field_groups_killed_at_any_moment_resumes_ali
     on_disk = {f"fields/train/{p.name}" for p in (root / "fields" / "train").iterdir()}
     assert on_disk == listed, (kind, k)
     assert [s.records for s in split.field_groups["score"].shards] == [s.records for s in split.shards]
+
+
+#: Where a bit is flipped in the second record of the first shard: its data (a CRC
+#: mismatch, the record's length intact) or its length (the records after it cannot be counted).
+FLIPS = {"data": 12 + 2, "length": 1}
+
+
+@pytest.mark.parametrize("where", ["group", "split"])
+@pytest.mark.parametrize("part", sorted(FLIPS))
+def test_a_bit_flip_in_a_group_or_split_shard_skips_the_whole_record_in_every_file(
+    pristine: Path, tmp_path: Path, where: str, part: str, fault_cases: Any
+) -> None:
+    fault_cases.tried("bit flips in a split with field groups, read with on_corrupt='skip'")
+    root = tmp_path / "dataset"
+    shutil.copytree(pristine, root)
+    split = rk.Manifest.load(root).split("train")
+    assert split.field_groups is not None
+    file = root / (split.field_groups["score"].shards[0].file if where == "group" else split.shards[0].file)
+    flip_bit(file, 8 * (record_offsets(file)[1] + FLIPS[part]))
+    pytest.importorskip("tensorflow")
+    ds = rk.open(root)
+    for reader in ("records", "tf"):
+        report = rk.CorruptionReport()
+        if reader == "records":
+            got = [(int(r["id"]), int(r["score"])) for r in ds.records(on_corrupt="skip", report=report)]
+        else:
+            batches = ds.tf(batch_size=4, on_corrupt="skip", report=report)
+            pairs = (zip(b["id"].numpy(), b["score"].numpy(), strict=True) for b in batches)
+            got = [(int(i), int(s)) for batch in pairs for i, s in batch]
+        assert all(score == 2 * i for i, score in got), f"{reader}: a record joined with another's fields"
+        missing = sorted(set(range(N)) - {i for i, _ in got})
+        assert missing, reader
+        assert report.records_skipped == len(missing), (reader, missing, str(report))
+        assert set(missing) <= set(range(1, 7)), "only records of the damaged shard are lost"
+        if reader == "records" and part == "data":
+            assert missing == [1], "the numpy reader skips the damaged record alone"
+            assert report.shards == [file.relative_to(root).as_posix()], "the damaged file is named"
 
 
 Change = Callable[[Path, dict[str, Any]], None]
