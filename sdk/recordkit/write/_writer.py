@@ -44,7 +44,14 @@ from typing import Any, Literal
 from typing_extensions import Unpack
 
 from recordkit.codec._plugins import default_registry
-from recordkit.dataset._manifest import MANIFEST_FILE, Manifest, SplitInfo, UnfinishedWrite
+from recordkit.dataset._manifest import (
+    MANIFEST_FILE,
+    Manifest,
+    SplitInfo,
+    UnfinishedWrite,
+    read_manifest,
+    write_manifest,
+)
 from recordkit.errors import DatasetError, RecordError, RecordkitError
 from recordkit.format._tfrecord import Compression
 from recordkit.schema._encoder import RecordEncoder, record_items
@@ -257,7 +264,7 @@ class DatasetWriter:
         if self._remote_manifest is not None:
             self._remote_manifest.save(manifest)
         else:
-            manifest.save(self.where, durable=self.durable)
+            write_manifest(manifest, self.where, durable=self.durable)
 
     # -- splits ---------------------------------------------------------------------------
 
@@ -560,4 +567,4 @@ def _remove_old_objects(root: Location, manifest: Manifest) -> None:
 def _load_if_present(root: Location) -> Manifest | None:
     if not root.join(MANIFEST_FILE).exists():
         return None
-    return Manifest.load(root)
+    return read_manifest(root)
