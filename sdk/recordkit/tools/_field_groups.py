@@ -209,7 +209,7 @@ class _Dataset:
         if local is not None:
             read_manifest(root)  # not a dataset: its error, before a lock file is made there
         self._lock = DatasetLock(local, wait=wait) if local is not None else None
-        self._remote = RemoteManifest(root, advice=_ADVICE) if local is None else None
+        self._remote = RemoteManifest.at(root, advice=_ADVICE)
         try:
             # Read again holding the lock: what another writer committed meanwhile counts.
             loaded = self._remote.load() if self._remote is not None else read_manifest(root)

@@ -161,7 +161,7 @@ class _CommitFn(beam.DoFn):  # type: ignore[misc]  # Beam's DoFn is untyped for 
             manifest = Manifest.model_validate_json(self._base_json)
             # On an object store (no lock) the commit's PUT is conditional on the version
             # read here: a writer that commits meanwhile is not overwritten.
-            stored = None if folder.at().is_local else RemoteManifest(folder.at(), advice=_BEAM_ADVICE)
+            stored = RemoteManifest.at(folder.at(), advice=_BEAM_ADVICE)
             current = _current_manifest(folder) if stored is None else stored.load()
             if not _same(current, self._before_json):
                 if current is not None and _committed_already(current, manifest, staged, self._splits):
