@@ -124,6 +124,9 @@ def test_a_thread_loader_state_resumes_a_dataloader_of_other_workers(dataset: Pa
     iterator = iter(threads)
     head = [list(next(iterator)["name"]) for _ in range(5)]
     state = threads.state_dict()
+    # Stop the loader's threads before the DataLoader forks its workers: a thread caught
+    # holding a lock at the fork leaves the forked worker waiting on it for ever.
+    iterator.close()
     resumed = handle.torch_batches(BATCH, **OPTIONS, start=state)
     rest = [list(b["name"]) for b in DataLoader(resumed, batch_size=None, num_workers=2)]
     whole = [list(b["name"]) for b in DataLoader(stream, batch_size=None, num_workers=1)]
