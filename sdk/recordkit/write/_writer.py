@@ -294,7 +294,7 @@ class DatasetWriter:
         else:  # append to a finished split
             groups = self._groups_of(name, info)
             check_no_strays(self.where, name, info)
-            if groups is not None:
+            if groups is not None and self._folder_lock is not None:  # locked: no other writer's files
                 groups.remove_debris(info)
             # Readers keep reading the shards from before the append until it finishes.
             info.unfinished = UnfinishedWrite(consumed=0, started=now(), shards_before=len(info.shards))
