@@ -68,9 +68,9 @@ def described_field(field: BoundField) -> list[PlacedFeature]:
                 field.name, spec.codec, f"its {what} reads wire feature {feature.wire!r}, which it lacks"
             )
         if keyed.columns or keyed.constant is not None:
-            held = "a constant" if keyed.constant is not None else f"the columns {list(keyed.columns)}"
+            how = "a constant" if keyed.constant is not None else f"the columns {list(keyed.columns)}"
             raise refused(
-                field.name, spec.codec, f"TFDS's {what} reads one key, and the schema's keys store {held}"
+                field.name, spec.codec, f"TFDS's {what} reads one key, and the schema's keys store {how}"
             )
         held = keyed.feature
         if held.kind is not feature.kind or held.shape != feature.shape:
