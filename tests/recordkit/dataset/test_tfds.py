@@ -313,6 +313,40 @@ def test_adopting_the_folder_carries_over_its_citation_homepage_and_license(
     assert json.loads((out / "dataset.json").read_text())["card"]["license"] == LICENSE
 
 
+def test_convert_takes_card_entries_in_place_of_the_folders_and_refuses_a_bad_one_before_writing(
+    prepared: tuple[Path, Any], tmp_path: Path
+) -> None:
+    root, _ = prepared
+    out = tmp_path / "native"
+    converted = CliRunner().invoke(
+        main,
+        [
+            "convert",
+            str(root),
+            str(out),
+            "--license",
+            "MIT",
+            "--author",
+            "Jane Doe",
+            "--description",
+            "Tiny.",
+        ],
+    )
+    assert converted.exit_code == 0, converted.output
+    assert Manifest.load(out).card == rk.DatasetCard(
+        license="MIT", homepage=HOMEPAGE, citation=CITATION, authors=["Jane Doe"], description="Tiny."
+    )
+    manifest = convert_dataset(root, tmp_path / "python", card=rk.DatasetCard(version_notes="First."))
+    assert manifest.card == rk.DatasetCard(
+        license=LICENSE, homepage=HOMEPAGE, citation=CITATION, version_notes="First."
+    )
+    refused = CliRunner().invoke(main, ["convert", str(root), str(tmp_path / "bad"), "--license", "MIT or"])
+    assert refused.exit_code != 0
+    assert "Traceback" not in refused.output
+    assert "the dataset card is not valid: license: is not an SPDX license expression" in refused.output
+    assert not (tmp_path / "bad").exists()
+
+
 def test_a_tfds_license_in_free_text_goes_into_the_card_description(
     prepared: tuple[Path, Any], tmp_path: Path
 ) -> None:
