@@ -43,7 +43,7 @@ from recordkit._cli._common import (
 from recordkit._cli.inspect import field_bytes, sample_records
 from recordkit._units import human_bytes
 from recordkit.codec._plugins import default_registry
-from recordkit.dataset._manifest import Manifest
+from recordkit.dataset._manifest import Manifest, read_manifest
 from recordkit.errors import DatasetError
 from recordkit.read._open import bind_to_read
 from recordkit.schema._card import card_with
@@ -220,7 +220,7 @@ def ingest_command(
         return keys.get(id(record), "?")
 
     fresh = FreshOutput.at(where)  # (an overwrite of nothing in a bucket is written in place)
-    existing = None if fresh is not None or overwrite else Manifest.load(where)
+    existing = None if fresh is not None or overwrite else read_manifest(where)
     before = 0 if existing is None else _records(existing)
     # The entries given, over the card the dataset would get without them; checked here,
     # before anything is written.
