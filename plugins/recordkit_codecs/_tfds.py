@@ -9,7 +9,7 @@ from typing import Any
 
 import recordkit as rk
 
-__all__ = ["TFDS", "bbox_entry", "class_label", "tensor_entry"]
+__all__ = ["TFDS", "bbox_entry", "class_label", "tensor_entry", "text_feature"]
 
 #: Where TFDS's feature classes live (the "pythonClassName" of features.json).
 TFDS = "tensorflow_datasets.core.features."
@@ -39,3 +39,8 @@ def tensor_entry(dtype: str) -> dict[str, Any]:
     """A ``Tensor`` holding one number of numpy dtype ``dtype``, stored as it is."""
     tensor = {"shape": {}, "dtype": dtype, "encoding": "none"}
     return {"tensor": tensor, "pythonClassName": f"{TFDS}tensor_feature.Tensor"}
+
+
+def text_feature() -> rk.TfdsFeature:
+    """A ``Text`` that parses the UTF-8 bytes under the field's key."""
+    return rk.TfdsFeature({"text": {}, "pythonClassName": f"{TFDS}text_feature.Text"}, rk.WireKind.BYTES)

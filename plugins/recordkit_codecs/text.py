@@ -20,7 +20,7 @@ import pydantic
 import recordkit as rk
 from recordkit_codecs._foreign import formats, plain_key
 from recordkit_codecs._hf import value_entry
-from recordkit_codecs._tfds import TFDS
+from recordkit_codecs._tfds import text_feature
 
 __all__ = ["TextCodec", "TextOptions"]
 
@@ -78,8 +78,7 @@ class TextCodec(rk.Codec[TextOptions]):
 
     def tfds_features(self) -> tuple[rk.TfdsFeature, ...]:
         """TFDS's ``Text`` reads the UTF-8 bytes as they are (rk.TfdsDescribed)."""
-        entry = {"text": {}, "pythonClassName": f"{TFDS}text_feature.Text"}
-        return (rk.TfdsFeature(entry, rk.WireKind.BYTES),)
+        return (text_feature(),)
 
     def hf_feature(self) -> rk.HfFeature:
         """Hugging Face's ``Value("string")`` (rk.HfDescribed)."""

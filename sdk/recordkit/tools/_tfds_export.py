@@ -10,6 +10,7 @@ and what TFDS expects to parse, through the :class:`~recordkit.TfdsDescribed` ca
 (the built-in ones: ``image``, png or jpeg with a fixed channel count, as ``Image``,
 which reads the encoded bytes and ignores recordkit's ``<field>/height`` and siblings;
 ``label`` as ``ClassLabel``, a ``Sequence`` of them for ``multi``; ``text`` as ``Text``;
+``scalar`` as a ``Tensor`` of shape ``()`` (not ``float64``, stored as its bits);
 ``bbox`` stored as TFDS stores boxes, as a ``Sequence`` of ``BBoxFeature`` with its
 labels' ``ClassLabel``). :mod:`recordkit.tools._tfds_features` checks each against what
 the field stores and nests them by their keys.

@@ -165,6 +165,39 @@ fields:
         np.testing.assert_array_equal(theirs["detections"]["score"], mine["boxes"]["score"])
 
 
+@pytest.mark.filterwarnings(TFDS_LABEL_WARNING)
+def test_tfds_reads_scalars_of_every_dtype_it_parses_and_float64_is_refused(tmp_path: Path) -> None:
+    schema = rk.Schema.loads(
+        """
+name: numbers
+fields:
+  count: {codec: scalar, options: {dtype: int64}}
+  small: {codec: scalar, options: {dtype: int32}}
+  score: {codec: scalar, options: {dtype: float32}}
+  flag: {codec: scalar, options: {dtype: bool}}
+  note: {codec: scalar, options: {dtype: str}}
+"""
+    )
+    records = [
+        {"count": 2**40 + i, "small": -i, "score": 0.25 * i, "flag": i % 2 == 1, "note": f"n{i}"}
+        for i in range(3)
+    ]
+    rk.write_dataset(records, schema, tmp_path / "n", progress=False)
+    rk.write_tfds_metadata(tmp_path / "n")
+    read = list(tfds.as_numpy(tfds.builder_from_directory(str(tmp_path / "n")).as_dataset(split="train")))
+    for record, theirs in zip(records, read, strict=True):
+        assert theirs["count"] == record["count"]
+        assert theirs["small"] == record["small"]
+        assert theirs["small"].dtype == np.int32
+        assert theirs["score"] == record["score"]
+        assert theirs["flag"] == record["flag"]
+        assert theirs["note"].decode() == record["note"]
+    doubles = rk.Schema.loads("name: d\nfields:\n  x: {codec: scalar, options: {dtype: float64}}\n")
+    rk.write_dataset([{"x": 0.1}], doubles, tmp_path / "d", progress=False)
+    with pytest.raises(DatasetError, match=r"field 'x'.*float64 is stored as the int64 bits of the double"):
+        rk.write_tfds_metadata(tmp_path / "d")
+
+
 def _written(tmp_path: Path, text: str, records: list[dict[str, object]]) -> Path:
     rk.write_dataset(records, rk.Schema.loads(text), tmp_path / "d", progress=False)
     return tmp_path / "d"
