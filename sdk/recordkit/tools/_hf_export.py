@@ -16,7 +16,8 @@ load that, which ``datasets`` memory-maps.
 A field's feature comes from its codec (the :class:`~recordkit.HfDescribed` capability:
 ``image``, ``audio`` with WAV or FLAC stored, ``label``, ``scalar``, ``text``, ``tensor``
 with a shape); an optional field is a column with nulls, a sequence field a ``List`` of
-its codec's feature (``List(Image())``, ``List(Value("string"))``). A field whose codec
+its codec's feature (``List(Image())``, ``List(Value("string"))``); a field stored under
+another tool's keys (``keys:`` in its schema) as any other. A field whose codec
 has no Hugging Face feature (boxes, masks) or whose options have none is refused by name
 with a :class:`~recordkit.errors.DatasetError` before anything is written; select the
 fields to hand over with ``fields=``.
@@ -143,8 +144,6 @@ def _opened(
 def _feature(field: BoundField) -> HfFeature:
     """The Hugging Face feature of ``field``, from its codec; a DatasetError when it has none."""
     spec = field.spec
-    if spec.keys:
-        raise _refused(field, "it is stored under mapped keys")
     if not isinstance(field.codec, HfDescribed):
         raise _refused(field, "the codec does not describe its fields as Hugging Face features")
     try:

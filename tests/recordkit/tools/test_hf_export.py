@@ -170,3 +170,36 @@ fields:
     rk.write_dataset(source, again, tmp_path / "again", progress=False)
     second = rk.export_parquet(tmp_path / "again", tmp_path / "out-again")[0]
     assert pq.read_table(second).equals(pq.read_table(first))
+
+
+def test_fields_stored_in_another_tools_layout_go_out_like_any_other(tmp_path: Path) -> None:
+    layout = rk.Schema.load(
+        Path(__file__).resolve().parents[3] / "schemas" / "layouts" / "object-detection-api.yaml"
+    )
+    rng = np.random.default_rng(5)
+    records = [
+        {
+            "image": rng.integers(0, 256, (8, 9, 3), dtype=np.uint8),
+            "source_id": str(i),
+            "objects": {"boxes": [[0.1, 0.2, 0.5, 0.6]] * i, "labels": [1] * i},
+            "class_text": ["cat"] * i,
+        }
+        for i in range(3)
+    ]
+    rk.write_dataset(records, layout, tmp_path / "od", progress=False)
+    chosen = ["image", "format", "source_id", "class_text"]
+
+    back = rk.to_hf(tmp_path / "od", fields=chosen)["train"]
+
+    assert back.features.to_dict() == {
+        "image": {"_type": "Image"},
+        "format": {"dtype": "string", "_type": "Value"},
+        "source_id": {"dtype": "string", "_type": "Value"},
+        "class_text": {"feature": {"dtype": "string", "_type": "Value"}, "_type": "List"},
+    }
+    ours = list(rk.iter_records(tmp_path / "od", fields=chosen))
+    assert back["source_id"] == [r["source_id"] for r in ours] == ["0", "1", "2"]
+    assert back["class_text"] == [r["class_text"] for r in ours]
+    assert back["format"] == ["jpeg"] * 3
+    for mine, image in zip(ours, back["image"], strict=True):
+        np.testing.assert_array_equal(np.asarray(image), mine["image"])
