@@ -129,9 +129,8 @@ class LabelCodec(rk.Codec[LabelOptions]):
 
     def tfds_features(self) -> tuple[rk.TfdsFeature, ...]:
         """TFDS's ``ClassLabel`` reads the int64 class id as it is, and a ``Sequence`` of
-        them the ids of a ``multi`` field (rk.TfdsDescribed)."""
-        if self.options.multi_hot:
-            raise ValueError("TFDS reads class ids: multi_hot is a decode recordkit's readers apply")
+        them the ids of a ``multi`` field, as stored (``multi_hot`` is recordkit's decode)
+        (rk.TfdsDescribed)."""
         names = tuple(self.options.names or ())
         count = len(names) or self.options.num_classes
         if not count:
