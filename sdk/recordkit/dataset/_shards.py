@@ -23,7 +23,15 @@ from recordkit.dataset._slices import SplitRange, is_plain_split, resolve_split,
 from recordkit.errors import ManifestError
 from recordkit.storage import Location
 
-__all__ = ["ListedShards", "Shard", "selected_records", "split_names", "split_shards"]
+__all__ = [
+    "ListedShards",
+    "Shard",
+    "ShardPiece",
+    "SlicedShards",
+    "selected_records",
+    "split_names",
+    "split_shards",
+]
 
 logger = logging.getLogger("recordkit")
 
@@ -115,6 +123,46 @@ class ListedShards(Sequence[Shard]):
         return total_records(self.listed)
 
 
+@dataclasses.dataclass(frozen=True)
+class ShardPiece:
+    """A listed shard that a split expression reads, with the records to read past and
+    to read (None: all the rest), before its :class:`Shard` is made."""
+
+    info: ShardInfo
+    skip: int = 0
+    take: int | None = None
+
+
+class SlicedShards(Sequence[Shard]):
+    """The shards of a split expression (``train[:10%]``, ``train+validation``, ``all``),
+    each :class:`Shard` made when it is asked for, as :class:`ListedShards` makes a whole
+    split's: opening makes none, and a reader whose fields all live in field groups never
+    makes (nor touches on disk) the split's own shards."""
+
+    def __init__(self, root: Location, pieces: Sequence[ShardPiece]) -> None:
+        self.root = root
+        self.pieces = pieces
+        self._made: dict[int, Shard] = {}
+
+    def __len__(self) -> int:
+        return len(self.pieces)
+
+    @overload
+    def __getitem__(self, i: int) -> Shard: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> tuple[Shard, ...]: ...
+
+    def __getitem__(self, i: int | slice) -> Shard | tuple[Shard, ...]:
+        if isinstance(i, slice):
+            return tuple(self[j] for j in range(*i.indices(len(self))))
+        made = self._made.get(i)
+        if made is None:
+            piece = self.pieces[i]
+            made = self._made[i] = _shard(self.root, piece.info, piece.skip, piece.take)
+        return made
+
+
 def selected_records(shards: Sequence[Shard]) -> int | None:
     """How many records ``shards`` read (None: unknown), from the manifest's columns
     when it lists them, without making every shard."""
@@ -137,12 +185,12 @@ def split_shards(root: Location, manifest: Manifest, split: str) -> Sequence[Sha
     ranges = _ranges(manifest, split)
     for name in dict.fromkeys(part.split for part in ranges):
         _warn_if_unfinished(root, manifest, name)
-    shards: list[Shard] = []
+    pieces: list[ShardPiece] = []
     for part in ranges:
         listed = manifest.split(part.split).readable_shards
         for piece in shard_slices(part.start, part.stop, [s.records for s in listed]):
-            shards.append(_shard(root, listed[piece.index], piece.skip, piece.take))
-    return tuple(shards)
+            pieces.append(ShardPiece(listed[piece.index], piece.skip, piece.take))
+    return SlicedShards(root, pieces)
 
 
 def split_names(manifest: Manifest, split: str) -> list[str]:

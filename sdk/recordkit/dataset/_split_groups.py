@@ -21,18 +21,30 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import Any, overload
 
 from recordkit.codec._registry import CodecRegistry
 from recordkit.dataset._manifest import FieldGroup, Manifest, ShardInfo
 from recordkit.dataset._paths import member
-from recordkit.dataset._shards import Shard, split_names
+from recordkit.dataset._shards import ListedShards, Shard, ShardPiece, SlicedShards, split_names
 from recordkit.errors import ManifestError
 from recordkit.schema._bound import BoundField, check_shared_keys
 from recordkit.schema._schema import BoundSchema, Schema
 from recordkit.storage import Location
 
-__all__ = ["bind_split", "dataset_groups", "join_groups", "join_split_groups", "split_groups", "split_schema"]
+__all__ = [
+    "JoinedShards",
+    "bind_split",
+    "dataset_groups",
+    "join_groups",
+    "join_split_groups",
+    "split_groups",
+    "split_schema",
+]
+
+
+#: Shards a :class:`JoinedShards` keeps once made (random reads come back to them).
+_MADE_KEPT = 4096
 
 
 def split_groups(manifest: Manifest, split: str) -> dict[str, FieldGroup]:
@@ -137,18 +149,76 @@ def join_groups(
 
 def join_split_groups(
     root: Location, manifest: Manifest, split: str, shards: Sequence[Shard], wanted: Sequence[str]
-) -> tuple[Shard, ...]:
+) -> JoinedShards:
     """``shards`` of ``split`` with the field groups holding ``wanted`` fields joined
-    (:func:`join_groups`); a shard whose wanted fields are all in groups is read from the
-    first group's file."""
-    where = {
-        info.file: (split_info.groups, index, info)
-        for split_info in (manifest.split(name) for name in split_names(manifest, split))
-        for index, info in enumerate(split_info.readable_shards)
-    }
-    out = []
-    for shard in shards:
-        groups, index, info = where[shard.name]
+    (:func:`join_groups`), each made when it is asked for (:class:`JoinedShards`)."""
+    return JoinedShards(root, manifest, split, shards, tuple(wanted))
+
+
+class JoinedShards(Sequence[Shard]):
+    """A split's shards with their field groups' shards joined: shard ``i`` is the
+    :class:`Shard` of the first file :func:`join_groups` gives for the split's ``i``-th
+    shard, the others joined to it. A shard whose wanted fields all live in groups is
+    read from the first group's file: the split's own shard is then never made, so its
+    file is not touched (not even a ``stat``: a listed shard's path is resolved only
+    when it is made). Made when asked for, as :class:`ListedShards` makes shards."""
+
+    def __init__(
+        self, root: Location, manifest: Manifest, split: str, shards: Sequence[Shard], wanted: tuple[str, ...]
+    ) -> None:
+        self._root = root
+        self._manifest = manifest
+        self._split = split
+        self._shards = shards
+        self._wanted = wanted
+        self._where: dict[str, tuple[dict[str, FieldGroup], int]] | None = None
+        self._made: dict[int, Shard] = {}
+
+    def __len__(self) -> int:
+        return len(self._shards)
+
+    @overload
+    def __getitem__(self, i: int) -> Shard: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> tuple[Shard, ...]: ...
+
+    def __getitem__(self, i: int | slice) -> Shard | tuple[Shard, ...]:
+        if isinstance(i, slice):
+            return tuple(self[j] for j in range(*i.indices(len(self))))
+        made = self._made.get(i)
+        if made is None:
+            if len(self._made) >= _MADE_KEPT:  # a pass over every shard holds few at a time
+                self._made.clear()
+            made = self._made[i] = self._make(i)
+        return made
+
+    def _piece(self, i: int) -> ShardPiece:
+        """The split's ``i``-th shard as the manifest lists it, without making it."""
+        shards = self._shards
+        if isinstance(shards, ListedShards):
+            return ShardPiece(shards.listed[i])
+        if isinstance(shards, SlicedShards):
+            return shards.pieces[i]
+        shard = shards[i]
+        return ShardPiece(self._located(shard.name)[2], shard.skip, shard.take)
+
+    def _located(self, name: str) -> tuple[dict[str, FieldGroup], int, ShardInfo]:
+        """The groups of the split that lists shard ``name``, its place there and its entry."""
+        if self._where is None:
+            self._where = {
+                info.file: (split_info.groups, index, info)
+                for split_info in (self._manifest.split(s) for s in split_names(self._manifest, self._split))
+                for index, info in enumerate(split_info.readable_shards)
+            }
+        return self._where[name]
+
+    def _make(self, i: int) -> Shard:
+        piece = self._piece(i)
+        if isinstance(self._shards, ListedShards):  # a whole split: its place is its index
+            groups, index = self._manifest.split(self._split).groups, i
+        else:
+            groups, index, _ = self._located(piece.info.file)
         first, *rest = (
             Shard(
                 f.path,
@@ -156,10 +226,9 @@ def join_split_groups(
                 f.info.records,
                 f.info.bytes,
                 f.info.sha256 or None,
-                shard.skip,
-                shard.take,
+                piece.skip,
+                piece.take,
             )
-            for f in join_groups(root, groups, wanted, index, info)
+            for f in join_groups(self._root, groups, self._wanted, index, piece.info)
         )
-        out.append(dataclasses.replace(first, joined=tuple(rest)))
-    return tuple(out)
+        return dataclasses.replace(first, joined=tuple(rest))

@@ -5,6 +5,7 @@ written inline; replaced, removed, refused when they do not fit."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 from typing import Any
@@ -151,6 +152,29 @@ def test_reading_only_added_fields_reads_no_shard_of_the_split(grouped: Path, tm
     np.testing.assert_array_equal(batches[0]["embedding"], np.stack([r["embedding"] for r in want]))
     with pytest.raises(ManifestError, match=r"train-00000.tfrecord: listed in the manifest but missing"):
         next(rk.iter_records(copy, fields=["embedding", "label"]))  # each shard checked as it is reached
+
+
+@pytest.mark.parametrize("split", [None, "train", "train[2:8]", "all"])
+def test_reading_only_added_fields_never_touches_the_splits_own_shards_not_even_a_stat(
+    grouped: Path, split: str | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    touched: list[str] = []
+    for name in ("stat", "lstat", "open"):
+        real = getattr(os, name)
+
+        def spy(path: Any, *args: Any, _real: Any = real, **kwargs: Any) -> Any:
+            if isinstance(path, (str, os.PathLike)) and Path(path).name.startswith("train-"):
+                touched.append(f"{_real.__name__} {Path(path).name}")
+            return _real(path, *args, **kwargs)
+
+        monkeypatch.setattr(os, name, spy)
+    ds = rk.open(grouped, split, fields=["embedding", "objects"])
+    records = list(ds.records())
+    batches = list(ds.tf(batch_size=4))
+    assert len(records) == sum(int(b["embedding"].shape[0]) for b in batches) == len(ds) > 0
+    assert touched == []
+    list(rk.open(grouped, split, fields=["embedding", "label"]).records())
+    assert touched  # the spy sees the split's shards when a projection needs them
 
 
 def test_every_group_shard_is_a_standard_tfrecord_of_tf_train_examples(grouped: Path) -> None:
