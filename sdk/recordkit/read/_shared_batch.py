@@ -30,5 +30,5 @@ def batch_tensors(records: Sequence[Record], layout: BatchLayout) -> dict[str, A
     if torch.utils.data.get_worker_info() is None:
         batch: dict[str, Any] = to_tensors(assemble_batch(records, layout))
         return batch
-    arrays = worker_ring().arrays()
+    arrays = worker_ring().arrays(records)
     return arrays.batch(assemble_batch(records, layout, arrays))

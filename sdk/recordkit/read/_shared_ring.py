@@ -34,6 +34,7 @@ import copy
 import math
 import os
 import weakref
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -49,10 +50,9 @@ __all__ = ["RingArrays", "SharedRing", "new_shared", "worker_ring"]
 _HEADER = 64
 #: Arrays start at multiples of this many bytes in a slot.
 _ALIGN = 64
-#: A slot's size: shared memory is reserved, not allocated, until written, so a slot is
-#: made far larger than a batch (pages never written cost nothing) and grown only for a
-#: batch larger than half of it.
-_SLOT_BYTES = 256 * 2**20
+#: A slot holds this much more than the largest batch seen (torch allocates a shared
+#: segment's every byte when it makes it, so a slot is sized to the batches).
+_HEADROOM = 1.25
 
 
 def new_shared(shape: tuple[int, ...], dtype: np.dtype[Any]) -> torch.Tensor:
@@ -84,17 +84,19 @@ def _idle(slot: _Slot) -> None:
 
 class SharedRing:
     """A worker's slots (see the module docstring), made as batches need them, up to
-    ``slots`` of them."""
+    ``slots`` of them (a DataLoader's default ``prefetch_factor`` of 2 keeps about three
+    of a worker's batches alive at once)."""
 
-    def __init__(self, slots: int = 6) -> None:
+    def __init__(self, slots: int = 4) -> None:
         self.slots: list[_Slot] = []
         self.limit = slots
         self.largest = 0  # the most bytes a batch has laid out in a slot
 
-    def take(self) -> _Slot | None:
-        """A free slot, marked busy (replaced by a larger one first when it is small
-        for the batches seen), a new one while there are fewer than ``slots``, or None."""
-        wanted = max(_SLOT_BYTES, 2 * self.largest)
+    def take(self, guess: int) -> _Slot | None:
+        """A free slot, marked busy (replaced by a larger one first when it is smaller
+        than the largest batch seen), a new one while there are fewer than ``slots``, or
+        None; ``guess`` is the batch's size in bytes before any batch has been seen."""
+        wanted = int(_HEADROOM * max(self.largest, guess)) + _HEADER
         chosen: _Slot | None = None
         for number, slot in enumerate(self.slots):
             if slot.free():
@@ -108,9 +110,20 @@ class SharedRing:
             chosen.busy = True
         return chosen
 
-    def arrays(self) -> RingArrays:
-        """An allocator for one batch (:class:`RingArrays`)."""
-        return RingArrays(self, self.take())
+    def arrays(self, records: Sequence[Mapping[str, Any]]) -> RingArrays:
+        """An allocator for the batch of ``records`` (:class:`RingArrays`)."""
+        return RingArrays(self, self.take(2 * _array_bytes(records)))  # padding: up to about 2x
+
+
+def _array_bytes(value: Any) -> int:
+    """The bytes of the numpy arrays in ``value`` (records, dicts, lists)."""
+    if isinstance(value, np.ndarray):
+        return int(value.nbytes)
+    if isinstance(value, Mapping):
+        return sum(_array_bytes(item) for item in value.values())
+    if isinstance(value, (list, tuple)):
+        return sum(_array_bytes(item) for item in value)
+    return 0
 
 
 @dataclass(frozen=True)
