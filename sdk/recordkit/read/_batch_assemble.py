@@ -208,6 +208,10 @@ def _pad(
         corner: tuple[int | slice, ...] = (row, *(slice(0, d) for d in value.shape))
         padded[corner] = value
         for axis, size in enumerate(value.shape):  # what lies beyond the array along each axis
-            beyond = (row, *(slice(0, d) for d in value.shape[:axis]), slice(size, None))
+            beyond: tuple[int | slice, ...] = (
+                row,
+                *(slice(0, d) for d in value.shape[:axis]),
+                slice(size, None),
+            )
             padded[beyond] = pad
     return padded, _placed(shapes, allocate)

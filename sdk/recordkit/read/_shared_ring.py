@@ -1,8 +1,8 @@
 """A DataLoader worker's ring of reused shared-memory batch buffers.
 
-Why: writing a batch into fresh shared memory makes the kernel allocate and zero every
-4 KiB page of it on first touch (shared memory gets no huge pages), about ten times the
-cost of writing the same bytes into pages already there. So a worker keeps a few buffers
+Why: a batch written into fresh shared memory has the kernel allocate and zero every
+4 KiB page of it (shared memory gets no huge pages) and fault each into the worker,
+about ten times the cost of writing the same bytes into pages already there. So a worker keeps a few buffers
 (slots) alive and lays each batch out in one of them, every numeric array of the batch
 in it: the batch crosses to the main process as one shared-memory segment, and from the
 second use of a slot on, without a page fault.
@@ -56,12 +56,12 @@ _HEADROOM = 1.25
 
 
 def new_shared(shape: tuple[int, ...], dtype: np.dtype[Any]) -> torch.Tensor:
-    """A tensor in fresh shared memory (zero-filled by the kernel as it is first
-    written), as ``default_collate`` makes one in a worker: no copy when it is sent."""
+    """A tensor in fresh shared memory, as ``default_collate`` makes one in a worker (no
+    copy when it is sent); torch reserves all of it as it makes it, zero-filled."""
     like = torch.from_numpy(np.empty(0, dtype))
     # (torch leaves these storage calls unannotated)
     storage = cast(Any, like)._typed_storage()._new_shared(math.prod(shape))
-    return cast(torch.Tensor, like.new(storage).view(shape))
+    return like.new(storage).view(shape)
 
 
 class _Slot:

@@ -178,5 +178,6 @@ def test_a_batch_laid_out_in_fresh_shared_memory_holds_the_values_of_an_ordinary
     assert type(shared) is dict
     assert_same(to_tensors(assemble_batch(decoded, layout)), shared)
     made = [v for v in shared.values() if isinstance(v, torch.Tensor)]
-    assert made and all(v.is_shared() for v in made)
+    assert made
+    assert all(v.is_shared() for v in made)
     assert not to_tensors(assemble_batch(decoded, layout))["image"].is_shared()

@@ -7,10 +7,10 @@ DataLoader workers."""
 from __future__ import annotations
 
 import gc
+from multiprocessing.reduction import ForkingPickler  # torch's tensor reducers: registered by torch
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pytest
 from _reader_support import EVERY_CODEC, every_codec_records, make_records, write
 
@@ -18,8 +18,6 @@ import recordkit as rk
 
 torch = pytest.importorskip("torch")
 from test_batch_loader import assert_same  # noqa: E402
-import torch.multiprocessing  # noqa: E402  (registers the tensor reducers on ForkingPickler)
-from multiprocessing.reduction import ForkingPickler  # noqa: E402
 from torch.utils.data import DataLoader  # noqa: E402
 
 from recordkit.read._batch_assemble import assemble_batch, batch_layout  # noqa: E402
@@ -107,11 +105,14 @@ def test_a_buffer_is_reused_only_after_every_tensor_of_its_batch_is_freed(datase
     second_slot, second = send(4)
     assert second_slot is not first_slot  # the slice still holds the first buffer
     third_slot, third = send(8)
-    assert third_slot is None and not isinstance(third, RingBatch)  # both held: fresh memory
+    assert third_slot is None  # both held: fresh memory
+    assert not isinstance(third, RingBatch)
+    held = [second]
+    del second
     for begin in range(12, 40, BATCH):  # more batches while the slice is kept
-        del second
+        held.clear()
         gc.collect()
-        _, second = send(begin)
+        held.append(send(begin)[1])
     assert torch.equal(kept, want["image"][1:3])
     del kept
     gc.collect()
