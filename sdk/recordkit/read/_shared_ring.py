@@ -42,6 +42,7 @@ import numpy as np
 import torch
 
 from recordkit.read._torch import to_tensors
+from recordkit.read._worker_malloc import keep_freed_memory
 
 __all__ = ["RingArrays", "SharedRing", "new_shared", "worker_ring"]
 
@@ -254,9 +255,11 @@ _rings: dict[int, SharedRing] = {}
 
 
 def worker_ring() -> SharedRing:
-    """This process's ring (made on first use; a forked worker makes its own)."""
+    """This DataLoader worker's ring (made on first use; a forked worker makes its own,
+    and tells its malloc to keep freed memory: :mod:`recordkit.read._worker_malloc`)."""
     ring = _rings.get(os.getpid())
     if ring is None:
         _rings.clear()  # a ring inherited through a fork belongs to the parent
         ring = _rings[os.getpid()] = SharedRing()
+        keep_freed_memory()  # the worker's decoded arrays reuse its pages too
     return ring

@@ -7,6 +7,9 @@ DataLoader workers."""
 from __future__ import annotations
 
 import gc
+import platform
+import subprocess
+import sys
 from multiprocessing.reduction import ForkingPickler  # torch's tensor reducers: registered by torch
 from pathlib import Path
 from typing import Any
@@ -138,3 +141,39 @@ def test_dataloader_workers_give_the_batches_of_one_process_whether_each_is_kept
     kept = list(DataLoader(ds.torch_batches(1, **options), batch_size=None, num_workers=2))
     for expected, batch in zip(want, kept, strict=True):
         assert_same(expected, batch)  # every batch held: none overwritten
+
+
+_REFAULTS = """
+import resource, sys
+import numpy as np
+from recordkit.read._worker_malloc import keep_freed_memory
+
+if sys.argv[1] == "keep":
+    assert keep_freed_memory()
+
+
+def batch():  # a batch's decoded pictures, made and freed
+    pictures = [np.ones(300_000, np.uint8) for _ in range(64)]
+    del pictures
+
+
+batch()
+before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+for _ in range(5):
+    batch()
+print(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before)
+"""
+
+
+@pytest.mark.skipif(platform.libc_ver()[0] != "glibc", reason="mallopt is glibc's")
+def test_a_worker_keeps_freed_memory_so_the_next_batch_reuses_its_pages() -> None:
+    def page_faults(mode: str) -> int:
+        done = subprocess.run(
+            [sys.executable, "-c", _REFAULTS, mode], capture_output=True, text=True, check=True
+        )
+        return int(done.stdout)
+
+    given_back = page_faults("default")
+    kept = page_faults("keep")
+    assert given_back > 5 * 64 * 50  # every picture's pages faulted in again, batch after batch
+    assert kept < given_back // 10
