@@ -334,7 +334,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         row = {op: measure(op, data, args.repeats) for op in VERIFY}
         for parallel in ("verify_2_threads", "verify_2_processes"):
             # The speed-up over one thread, from the medians of this run.
-            row[f"speedup_{parallel[len('verify_2_'):]}"] = (
+            row[f"speedup_{parallel[len('verify_2_') :]}"] = (
                 row["verify_1"]["seconds"]["median"] / row[parallel]["seconds"]["median"]
             )
         for op in VERIFY:
@@ -447,9 +447,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--shards", type=int, nargs="*", default=list(SHARD_COUNTS))
     parser.add_argument("--records", type=int, nargs="*", default=list(RECORD_COUNTS))
     parser.add_argument(
-        "--verify-mb", type=int, nargs="*", default=list(VERIFY_SHARD_MB), help="shard sizes of the verify datasets"
+        "--verify-mb", type=int, nargs="*", default=list(VERIFY_SHARD_MB), help="verify datasets' shard sizes"
     )
-    parser.add_argument("--verify-total-mb", type=int, default=VERIFY_TOTAL_MB, help="size of each verify dataset")
+    parser.add_argument(
+        "--verify-total-mb", type=int, default=VERIFY_TOTAL_MB, help="each verify dataset's size"
+    )
     parser.add_argument("--ops", nargs="*", default=list(SHARD_OPS), choices=SHARD_OPS)
     parser.add_argument("--full-pass-max", type=int, default=100_000)
     parser.add_argument("--child", help=argparse.SUPPRESS)

@@ -339,7 +339,8 @@ class Manifest(StrictModel):
                 continue  # few shards, or field groups aligned with them: listed inline
             table = ShardTable.from_entries(split.shards)
             if table is not None:
-                if table is not split.shards:
+                listed: object = split.shards
+                if table is not listed:
                     split.shards = table  # type: ignore[assignment]  # a Sequence, as loaded
                 tables[name] = table
         return tables

@@ -45,15 +45,17 @@ def _masked(crc: np.ndarray) -> np.ndarray:
 
 def _length_crcs(headers: np.ndarray) -> np.ndarray:
     """The CRC-32C of each row of ``headers`` (``[n, 8]`` uint8), byte column by column."""
-    crc = np.full(len(headers), 0xFFFFFFFF, dtype=np.uint32)
+    crc: np.ndarray = np.full(len(headers), 0xFFFFFFFF, dtype=np.uint32)
     for column in range(headers.shape[1]):
         crc = _TABLE[(crc ^ headers[:, column]) & 0xFF] ^ (crc >> 8)
-    return crc ^ np.uint32(0xFFFFFFFF)
+    flipped: np.ndarray = crc ^ np.uint32(0xFFFFFFFF)
+    return flipped
 
 
 def _gather(data: np.ndarray, starts: np.ndarray, width: int) -> np.ndarray:
     """``width`` bytes of ``data`` from each of ``starts``: an ``[n, width]`` array."""
-    return data[starts[:, None] + np.arange(width)]
+    gathered: np.ndarray = data[starts[:, None] + np.arange(width)]
+    return gathered
 
 
 #: Records checked together: what the numpy steps hold is about 100 bytes a record.

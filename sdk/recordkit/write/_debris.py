@@ -25,8 +25,8 @@ from pathlib import Path
 from recordkit.dataset._manifest import MANIFEST_FILE, SplitInfo
 from recordkit.errors import DatasetError
 from recordkit.format._index import index_name
-from recordkit.storage import Location
 from recordkit.format._tfrecord import Compression
+from recordkit.storage import Location
 from recordkit.write._shard_file import shard_name, shard_pattern, temp_pattern
 
 __all__ = [

@@ -19,9 +19,9 @@ from recordkit.dataset._manifest import ShardInfo, SplitInfo, UnfinishedWrite
 from recordkit.errors import RecordkitError
 from recordkit.format._tfrecord import FRAMING_BYTES, Compression
 from recordkit.storage import Location
+from recordkit.write._debris import check_free
 from recordkit.write._parallel import Item
 from recordkit.write._progress import Progress
-from recordkit.write._debris import check_free
 from recordkit.write._rejects import RejectsFile
 from recordkit.write._shard_file import ShardFile, ShardLimits, shard_name
 

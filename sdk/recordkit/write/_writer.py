@@ -52,7 +52,7 @@ from recordkit.schema._record_class import Record
 from recordkit.schema._schema import Schema
 from recordkit.storage import Location, PathOrUrl, location
 from recordkit.write._commit import RemoteManifest
-from recordkit.write._debris import check_free, check_no_strays, remove_split_debris, remove_write_debris
+from recordkit.write._debris import check_no_strays, remove_split_debris, remove_write_debris
 from recordkit.write._lock import DatasetLock
 from recordkit.write._parallel import FIRST_BATCH_RECORDS, OrderedPool, Result, WorkerSetup
 from recordkit.write._plan import (

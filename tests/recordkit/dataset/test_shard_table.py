@@ -162,7 +162,9 @@ def test_an_append_rewrites_only_the_table_of_the_split_it_changes(tabled: Path)
     assert rk.Manifest.load(tabled).splits["train"].num_records == 14
 
 
-def test_a_reader_of_the_manifest_before_an_append_still_finds_its_table(tabled: Path, tmp_path: Path) -> None:
+def test_a_reader_of_the_manifest_before_an_append_still_finds_its_table(
+    tabled: Path, tmp_path: Path
+) -> None:
     held = (tabled / "dataset.json").read_bytes()  # what a reader read before the appends
     first = table_file(tabled)
     rk.write_dataset(records(2, 12), tabled, SCHEMA, "train", append=True, progress=False)

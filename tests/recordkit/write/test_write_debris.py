@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _writer_support import SCHEMA, check_manifest_matches_files, make_records, read_ids
+from _writer_support import SCHEMA, check_manifest_matches_files, read_ids
 
 import recordkit as rk
 from recordkit.errors import DatasetError
@@ -60,12 +60,16 @@ def test_foreign_files_under_the_next_names_are_all_named(tmp_path: Path) -> Non
     assert "extra" not in rk.Manifest.load(tmp_path).splits
 
 
+def _stopped_write(root: Path) -> None:
+    with rk.DatasetWriter(root, SCHEMA, shard_records=2, progress=False) as writer:
+        for record in rows(5):
+            writer.write(record)
+        raise RuntimeError("stopped")
+
+
 def test_a_resume_removes_the_manifest_temp_files_of_a_stopped_write(tmp_path: Path) -> None:
-    with pytest.raises(RuntimeError):
-        with rk.DatasetWriter(tmp_path, SCHEMA, shard_records=2, progress=False) as writer:
-            for record in rows(5):
-                writer.write(record)
-            raise RuntimeError("stopped")
+    with pytest.raises(RuntimeError, match="stopped"):
+        _stopped_write(tmp_path)
     (tmp_path / ".dataset.0a1b2c.json.tmp").write_text("{")
     (tmp_path / ".train-00002.tfrecord.1f-0a0b0c0d.tmp").write_bytes(b"partial")
     rk.write_dataset(rows(5), SCHEMA, tmp_path, shard_records=2, resume=True, progress=False)
