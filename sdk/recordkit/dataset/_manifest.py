@@ -478,8 +478,11 @@ def _table_ref(split: str, table: ShardTable) -> ShardTableFile:
 
 
 def _read_table(folder: Location, ref: ShardTableFile) -> ShardTable:
-    """The shard table ``ref`` names, its sha256 checked; a ManifestError naming it."""
-    where = folder.join(ref.file)
+    """The shard table ``ref`` names, its sha256 checked; a ManifestError naming it. A
+    remote dataset opened with a :class:`~recordkit.ShardCache` reads it through the
+    cache, keyed by its sha256: the ranks and DataLoader workers of one machine download
+    it once."""
+    where = folder.join(ref.file).with_sha256(ref.sha256)
     try:
         data = where.read_bytes()
     except FileNotFoundError:
