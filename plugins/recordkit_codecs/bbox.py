@@ -418,7 +418,9 @@ class BBoxCodec(rk.Codec[BBoxOptions]):
         fmt = self.options.format
         upper = 1.0 if self.options.normalized else _FLOAT32_MAX
         if fmt == "xyxy" and given.size and _plainly_valid(given, upper):
-            return given.astype(np.float32)
+            plain = _positive_zeros(given.astype(np.float32))
+            assert plain is not None
+            return plain
         tol = self.options.tolerance
         bad = ~np.isfinite(given).all(axis=1)
         if bad.any():

@@ -33,6 +33,7 @@ from recordkit.errors import CorruptRecordError, DatasetError
 from recordkit.format._index import INDEX_SUFFIX, RecordIndex, build_index, max_index_bytes
 from recordkit.format._tfrecord import Compression, unframe_record
 from recordkit.read._open import OpenedDataset, check_shard_size
+from recordkit.read._record_starts import RecordStarts
 from recordkit.storage import DEFAULT_MAX_OPEN_FILES, Location, RangeReader, read_ranges
 
 __all__ = ["DEFAULT_MAX_OPEN_FILES", "IndexedShards", "load_indexes"]
@@ -233,8 +234,9 @@ class IndexedShards:
         self.compression = dataset.compression
         self._listing = _listing(dataset)
         self._manifest = dataset.manifest is not None
-        #: Each shard's record index, loaded on the first read of that shard.
-        self._indexes: list[RecordIndex | None] = [None] * len(dataset.shards)
+        #: Each shard's record index, loaded on the first read of that shard (a dict: at a
+        #: million shards a list would be made whole before the first read).
+        self._indexes: dict[int, RecordIndex] = {}
         self._lock = threading.Lock()
         #: How many records the dataset reads of each shard (from the manifest, else
         #: from the indexes, loaded for it); record numbers below count from the first read.
@@ -249,16 +251,16 @@ class IndexedShards:
             )
         self.counts: np.ndarray = counts
         #: ``starts[s]``: the global number of shard ``s``'s first record.
-        self.starts = np.concatenate([[0], np.cumsum(self.counts)]).astype(np.int64)
+        self.starts = RecordStarts(counts)
         #: Reads a record's bytes, from a local file or a remote object.
         self.files = RangeReader(max_open_files)
 
     def index(self, shard: int) -> RecordIndex:
         """Shard ``shard``'s record index, loaded (and checked) on first use."""
-        found = self._indexes[shard]
+        found = self._indexes.get(shard)
         if found is None:
             with self._lock:
-                found = self._indexes[shard]
+                found = self._indexes.get(shard)
                 if found is None:
                     one = self.shards[shard]
                     if self._manifest:
@@ -272,7 +274,7 @@ class IndexedShards:
         return self.index(shard).span(self.shards[shard].skip + record)
 
     def __len__(self) -> int:
-        return int(self.starts[-1])
+        return self.starts.total
 
     @property
     def indexes(self) -> list[RecordIndex]:
@@ -281,8 +283,7 @@ class IndexedShards:
 
     def locate(self, index: int) -> tuple[int, int]:
         """``(shard, record)`` of global record ``index`` (0 <= index < len)."""
-        shard = int(np.searchsorted(self.starts, index, side="right")) - 1
-        return shard, index - int(self.starts[shard])
+        return self.starts.locate(index)
 
     def offset(self, shard: int, record: int) -> int:
         return self.span(shard, record)[0]
