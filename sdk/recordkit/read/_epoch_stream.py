@@ -172,6 +172,13 @@ class EpochStream:
             return self.records.stream(located, prefetch=self.prefetch)
         return self._read_mixed(located)
 
+    def read_located(self, located: Sequence[tuple[int, int]]) -> list[dict[str, Any]]:
+        """The records at ``located`` (from :meth:`worker_records`), decoded, fetched
+        together: a batch's records (a mixture's from their sources)."""
+        if self.sources is None:
+            return self.records.records(located)
+        return self._mixed_records(located)
+
     def mix_in(self, sources: Sequence[RandomAccess], order: MixtureOrder) -> None:
         """Read the mixture of ``sources`` in ``order``'s epochs instead of the split
         (``rk.mix``); ``records`` stays the first source (its fields are the mixture's)."""
@@ -182,19 +189,22 @@ class EpochStream:
     def _read_mixed(self, located: list[tuple[int, int]]) -> Iterator[dict[str, Any]]:
         """Each ``(shard, number)``'s record (shards numbered across the sources), read
         ``prefetch`` at a time from their sources, in order."""
+        for begin in range(0, len(located), self.prefetch):
+            yield from self._mixed_records(located[begin : begin + self.prefetch])
+
+    def _mixed_records(self, chunk: Sequence[tuple[int, int]]) -> list[dict[str, Any]]:
+        """Each ``(shard, number)``'s record of a mixture, each source's fetched together."""
         sources = cast(list[RandomAccess], self.sources)
         shard_starts = cast(MixtureOrder, self.epochs).shard_starts
-        for begin in range(0, len(located), self.prefetch):
-            chunk = located[begin : begin + self.prefetch]
-            owners = np.searchsorted(shard_starts, [shard for shard, _ in chunk], side="right") - 1
-            out: list[dict[str, Any]] = [{} for _ in chunk]
-            for source in np.unique(owners).tolist():
-                places = np.flatnonzero(owners == source).tolist()
-                first = int(shard_starts[source])
-                local = [(chunk[p][0] - first, chunk[p][1]) for p in places]
-                for place, record in zip(places, sources[source].records(local), strict=True):
-                    out[place] = record
-            yield from out
+        owners = np.searchsorted(shard_starts, [shard for shard, _ in chunk], side="right") - 1
+        out: list[dict[str, Any]] = [{} for _ in chunk]
+        for source in np.unique(owners).tolist():
+            places = np.flatnonzero(owners == source).tolist()
+            first = int(shard_starts[source])
+            local = [(chunk[p][0] - first, chunk[p][1]) for p in places]
+            for place, record in zip(places, sources[source].records(local), strict=True):
+                out[place] = record
+        return out
 
     # -- position -----------------------------------------------------------------------------
 

@@ -31,7 +31,8 @@ from recordkit.read._position import Start
 from recordkit.read._stream_order import StreamOrder
 from recordkit.schema._compatibility import check_compatibility
 
-if TYPE_CHECKING:  # the torch reader's type only: importing it needs torch
+if TYPE_CHECKING:  # the torch readers' types only: importing them needs torch
+    from recordkit.read._batch_loader import BatchStream
     from recordkit.read._mixture_torch import MixtureStream
     from recordkit.read._torch import Transform
 
@@ -128,6 +129,40 @@ class Mixture:
             prefetch=prefetch,
             batch_size=batch_size,
         )
+        return stream
+
+    def torch_batches(
+        self,
+        batch_size: int,
+        *,
+        drop_last: bool = False,
+        concat: Sequence[str] = (),
+        channels_first: Sequence[str] = (),
+        shuffle: bool = False,
+        seed: int | None = None,
+        window: int = 1024,
+        rank: int | None = None,
+        world_size: int | None = None,
+        start: Start = None,
+    ) -> BatchStream:
+        """The mixture as whole batches, for ``DataLoader(stream, batch_size=None,
+        num_workers=...)`` or ``recordkit.torch.ThreadLoader(stream)``, with the options
+        of :meth:`recordkit.Dataset.torch_batches` and the order, division and elastic
+        resume of :meth:`torch_iterable` (one state for both). Needs the ``torch`` extra."""
+        module = _torch_readers("Mixture.torch_batches()", "recordkit.read._batch_loader")
+        sources = [handle._random_access() for handle in self.sources]
+        stream: BatchStream = module.BatchStream.batched(
+            sources[0],
+            "mixture",
+            StreamOrder.of(shuffle, seed, window, rank, world_size),
+            batch_size=batch_size,
+            drop_last=drop_last,
+            concat=concat,
+            channels_first=channels_first,
+        )
+        stream.mix_in(sources, self.order)
+        if start is not None:
+            stream.load_state_dict(start)
         return stream
 
 
