@@ -10,8 +10,8 @@ same stream as a PyTorch dataset, shared between DataLoader workers.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
-from typing import Any, cast
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, TypeVar, cast
 
 import numpy as np
 
@@ -23,6 +23,9 @@ from recordkit.read._random_access import RandomAccess
 from recordkit.read._stream_order import StreamOrder
 
 __all__ = ["EpochStream", "check_prefetch"]
+
+#: What a mixture's read gives per record (decoded dicts, or serialized bytes).
+_Read = TypeVar("_Read")
 
 
 def _batch_block(batch_size: int | None) -> int:
@@ -194,15 +197,31 @@ class EpochStream:
 
     def _mixed_records(self, chunk: Sequence[tuple[int, int]]) -> list[dict[str, Any]]:
         """Each ``(shard, number)``'s record of a mixture, each source's fetched together."""
+        return self._by_source(chunk, RandomAccess.records)
+
+    def serialized_located(self, located: Sequence[tuple[int, int]]) -> list[bytes]:
+        """The serialized records at ``located`` (from :meth:`worker_records`), checked,
+        not decoded (a mixture's from their sources): what ``tf.data`` parses."""
+        if self.sources is None:
+            return self.records.serialized(located)
+        return self._by_source(located, RandomAccess.serialized)
+
+    def _by_source(
+        self,
+        chunk: Sequence[tuple[int, int]],
+        read: Callable[[RandomAccess, Sequence[tuple[int, int]]], list[_Read]],
+    ) -> list[_Read]:
+        """``read`` of each ``(shard, number)`` of a mixture (shards numbered across the
+        sources), each source's read together, in ``chunk``'s order."""
         sources = cast(list[RandomAccess], self.sources)
         shard_starts = cast(MixtureOrder, self.epochs).shard_starts
         owners = np.searchsorted(shard_starts, [shard for shard, _ in chunk], side="right") - 1
-        out: list[dict[str, Any]] = [{} for _ in chunk]
+        out: list[Any] = [None] * len(chunk)
         for source in np.unique(owners).tolist():
             places = np.flatnonzero(owners == source).tolist()
             first = int(shard_starts[source])
             local = [(chunk[p][0] - first, chunk[p][1]) for p in places]
-            for place, record in zip(places, sources[source].records(local), strict=True):
+            for place, record in zip(places, read(sources[source], local), strict=True):
                 out[place] = record
         return out
 

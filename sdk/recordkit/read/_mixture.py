@@ -22,13 +22,15 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from recordkit.read._dataset import Dataset, _torch_readers
+from recordkit.read._dataset import Dataset, _torch_readers, epoch_options
 from recordkit.read._epoch_order import SplitOrder
 from recordkit.read._epoch_stream import EpochStream
 from recordkit.read._grain_epochs import MixedDataSource
 from recordkit.read._mixture_order import MixtureOrder
 from recordkit.read._position import Start
+from recordkit.read._read_config import Layout
 from recordkit.read._stream_order import StreamOrder
+from recordkit.read._tf_epochs import TfEpochs
 from recordkit.schema._compatibility import check_compatibility
 
 if TYPE_CHECKING:  # the torch readers' types only: importing them needs torch
@@ -94,6 +96,34 @@ class Mixture:
         if start is not None:
             stream.load_state_dict(start)
         return stream
+
+    def tf_epochs(
+        self,
+        batch_size: int | None = None,
+        *,
+        shuffle: bool = False,
+        seed: int | None = None,
+        window: int = 1024,
+        rank: int = 0,
+        world_size: int = 1,
+        start: Start = None,
+        drop_remainder: bool = False,
+        layout: Layout | None = None,
+    ) -> TfEpochs:
+        """The mixture's canonical epochs as ``tf.data``, resumable with any number of
+        ranks, with the options of :meth:`recordkit.Dataset.tf_epochs` (one state with
+        the mixture's other readers). Each record is parsed with the first source's
+        schema (the sources' agree on the fields read)."""
+        stream = self.epoch_stream(
+            shuffle=shuffle,
+            seed=seed,
+            window=window,
+            rank=rank,
+            world_size=world_size,
+            start=start,
+            batch_size=batch_size,
+        )
+        return TfEpochs(stream, epoch_options(batch_size, drop_remainder, layout, None))
 
     def grain(self) -> MixedDataSource:
         """The mixture's sources as one Grain data source, to read with

@@ -236,12 +236,28 @@ class RandomAccess:
         """The framed bytes of each record from each of :attr:`_files`, unchecked."""
         return list(zip(*(fetch_in_runs(files, located) for files in self._files), strict=True))
 
-    def _decoded(self, shard: int, number: int, framed: tuple[bytes | OSError, ...]) -> dict[str, Any]:
-        index = int(self.shards.starts[shard]) + number
+    def serialized(self, located: Sequence[tuple[int, int]]) -> list[bytes]:
+        """Each ``(shard, number)``'s serialized ``tf.train.Example`` (its field groups'
+        joined), fetched in runs as :meth:`records` fetches them, lengths and CRCs
+        checked, not decoded: what a ``tf.data`` pipeline parses itself."""
+        return [
+            self._checked(shard, number, framed)
+            for (shard, number), framed in zip(located, self._fetch(located), strict=True)
+        ]
+
+    def _checked(self, shard: int, number: int, framed: tuple[bytes | OSError, ...]) -> bytes:
+        """The record's data from its framed bytes in each of :attr:`_files`, checked."""
         try:
-            data = b"".join(
+            return b"".join(
                 files.unframe(shard, number, part) for files, part in zip(self._files, framed, strict=True)
             )
+        except RecordkitError as exc:
+            raise self._context(exc, shard, number, int(self.shards.starts[shard]) + number) from None
+
+    def _decoded(self, shard: int, number: int, framed: tuple[bytes | OSError, ...]) -> dict[str, Any]:
+        data = self._checked(shard, number, framed)
+        index = int(self.shards.starts[shard]) + number
+        try:
             return self.decode(data, index)
         except RecordkitError as exc:
             raise self._context(exc, shard, number, index) from None
