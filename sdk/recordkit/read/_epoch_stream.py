@@ -214,12 +214,13 @@ class EpochStream:
         """``read`` of each ``(shard, number)`` of a mixture (shards numbered across the
         sources), each source's read together, in ``chunk``'s order."""
         sources = cast(list[RandomAccess], self.sources)
-        shard_starts = cast(MixtureOrder, self.epochs).shard_starts
-        owners = np.searchsorted(shard_starts, [shard for shard, _ in chunk], side="right") - 1
+        owner_of, first_shard = cast(MixtureOrder, self.epochs).shard_owners
+        places_of: dict[int, list[int]] = {}
+        for place, (shard, _) in enumerate(chunk):
+            places_of.setdefault(owner_of[shard], []).append(place)
         out: list[Any] = [None] * len(chunk)
-        for source in np.unique(owners).tolist():
-            places = np.flatnonzero(owners == source).tolist()
-            first = int(shard_starts[source])
+        for source, places in places_of.items():
+            first = first_shard[source]
             local = [(chunk[p][0] - first, chunk[p][1]) for p in places]
             for place, record in zip(places, read(sources[source], local), strict=True):
                 out[place] = record
