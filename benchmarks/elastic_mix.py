@@ -117,7 +117,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     print(f"{len(records)} {args.workload} records, {args.repeats} repetitions (wall times vary under load)")
     results.update(_compare(contenders, lambda _: 1, "plain", args.repeats))
     if not args.no_tf:
-        results.update(_compare(_tf_contenders(whole, mixture, state), _batch_records, "tf_plain", args.repeats))
+        results.update(
+            _compare(_tf_contenders(whole, mixture, state), _batch_records, "tf_plain", args.repeats)
+        )
     if args.out is not None:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(json.dumps(results, indent=2))
@@ -161,7 +163,9 @@ def _compare(
     """Every contender's passes, rounds interleaved (their order rotated), each row with
     its repetitions, best, median and ratios to ``baseline``; printed as a table.
     ``size`` gives the records of one element."""
-    counts = {name: sum(size(e) for e in make()) for name, make in contenders.items()}  # warm-up, and the records
+    counts = {
+        name: sum(size(e) for e in make()) for name, make in contenders.items()
+    }  # warm-up, and the records
     walls: dict[str, list[float]] = {name: [] for name in contenders}
     cpus: dict[str, list[float]] = {name: [] for name in contenders}
     names = list(contenders)
