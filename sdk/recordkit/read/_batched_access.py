@@ -15,9 +15,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from recordkit.errors import RecordkitError
 from recordkit.read._shard_index import IndexedShards
 
-__all__ = ["MERGE_GAP", "fetch_in_runs"]
+__all__ = ["MERGE_GAP", "fetch_checked", "fetch_in_runs"]
 
 #: Records of a shard less than this many bytes apart are read in one run (the bytes
 #: between them read and dropped): cheaper than a read each, locally and remotely.
@@ -35,8 +36,8 @@ class _Run:
     members: list[tuple[int, int, int]] = field(default_factory=list)
 
 
-def _runs(shards: IndexedShards, located: Sequence[tuple[int, int]]) -> list[_Run]:
-    spans = [(shard, *shards.span(shard, number)) for shard, number in located]
+def _runs(spans: Sequence[tuple[int, int, int]]) -> list[_Run]:
+    """The runs that read records at ``spans`` (``(shard, offset, size)`` each)."""
     order = sorted(range(len(spans)), key=lambda i: (spans[i][0], spans[i][1]))
     runs: list[_Run] = []
     for i in order:
@@ -50,16 +51,37 @@ def _runs(shards: IndexedShards, located: Sequence[tuple[int, int]]) -> list[_Ru
     return runs
 
 
-def fetch_in_runs(shards: IndexedShards, located: Sequence[tuple[int, int]]) -> list[bytes | OSError]:
-    """The framed bytes of each ``(shard, record)``, unchecked, in the order asked (see
-    :meth:`IndexedShards.unframe`): one read per contiguous run of them. A run that
-    cannot be read gives its OSError to each of its records."""
-    runs = _runs(shards, located)
-    data = shards.files.read_many(
+def _read_runs(shards: IndexedShards, runs: list[_Run]) -> list[bytes | OSError]:
+    return shards.files.read_many(
         [(shards.shards[run.shard].path, run.start, run.end - run.start) for run in runs]
     )
+
+
+def fetch_in_runs(shards: IndexedShards, located: Sequence[tuple[int, int]]) -> list[bytes | OSError]:
+    """The framed bytes of each ``(shard, record)``, unchecked, in the order asked (see
+    :meth:`IndexedShards.unframe`): one read per run of them. A run that cannot be read
+    gives its OSError to each of its records."""
+    runs = _runs(shards.spans(located))
     out: list[bytes | OSError] = [b""] * len(located)
-    for run, got in zip(runs, data, strict=True):
+    for run, got in zip(runs, _read_runs(shards, runs), strict=True):
         for i, offset, size in run.members:
             out[i] = got if isinstance(got, OSError) else got[offset - run.start : offset - run.start + size]
+    return out
+
+
+def fetch_checked(shards: IndexedShards, located: Sequence[tuple[int, int]]) -> list[bytes | RecordkitError]:
+    """The data of each ``(shard, record)``, in the order asked, its length and CRCs
+    checked: read as :func:`fetch_in_runs` reads them, each record's span looked up once.
+    A record that cannot be read, or is damaged, gets its error (naming the shard and
+    offset) in its place, for the caller to raise when it comes to it."""
+    spans = shards.spans(located)
+    runs = _runs(spans)
+    out: list[bytes | RecordkitError] = [b""] * len(located)
+    for run, got in zip(runs, _read_runs(shards, runs), strict=True):
+        for i, offset, size in run.members:
+            framed = got if isinstance(got, OSError) else got[offset - run.start : offset - run.start + size]
+            try:
+                out[i] = shards.unframe_at(run.shard, offset, size, framed)
+            except RecordkitError as exc:
+                out[i] = exc
     return out

@@ -271,6 +271,25 @@ class IndexedShards:
         """``(offset, size)`` of record ``record`` (counted from the first read) of ``shard``."""
         return self.index(shard).span(self.shards[shard].skip + record)
 
+    def spans(self, records: Sequence[tuple[int, int]]) -> list[tuple[int, int, int]]:
+        """``(shard, offset, size)`` of each ``(shard, record)``: :meth:`span`'s, looked up
+        shard by shard in the indexes' arrays."""
+        if not records:
+            return []
+        pairs = np.asarray(records, dtype=np.int64).reshape(-1, 2)
+        shards, numbers = pairs[:, 0], pairs[:, 1]
+        starts = np.empty(len(pairs), dtype=np.int64)
+        ends = np.empty(len(pairs), dtype=np.int64)
+        for shard in np.unique(shards).tolist():
+            where = shards == shard
+            offsets = self.index(shard).offsets
+            at = numbers[where] + self.shards[shard].skip
+            if at.min() < 0 or at.max() >= len(offsets) - 1:
+                raise IndexError(f"a record number out of range for shard {self.shards[shard].name}")
+            starts[where] = offsets[at]
+            ends[where] = offsets[at + 1]
+        return list(zip(shards.tolist(), starts.tolist(), (ends - starts).tolist(), strict=True))
+
     def __len__(self) -> int:
         return int(self.starts[-1])
 
@@ -313,6 +332,10 @@ class IndexedShards:
         """The data of record ``record`` of shard ``shard`` from what :meth:`fetch` gave:
         its length and CRCs checked (an OSError raised as a DatasetError naming the shard)."""
         offset, size = self.span(shard, record)
+        return self._unframe(shard, offset, size, framed)
+
+    def unframe_at(self, shard: int, offset: int, size: int, framed: bytes | OSError) -> bytes:
+        """:meth:`unframe` for a record whose ``offset`` and ``size`` are known already."""
         return self._unframe(shard, offset, size, framed)
 
     def _unframe(self, shard: int, offset: int, size: int, framed: bytes | OSError) -> bytes:
