@@ -252,7 +252,8 @@ class RandomAccess:
         for part in parts:
             if isinstance(part, RecordkitError):
                 raise self._context(part, shard, number, int(self.shards.starts[shard]) + number)
-        return parts[0] if len(parts) == 1 else b"".join(cast(tuple[bytes, ...], parts))
+        data = cast(tuple[bytes, ...], parts)
+        return data[0] if len(data) == 1 else b"".join(data)
 
     def _decoded(self, shard: int, number: int, parts: tuple[bytes | RecordkitError, ...]) -> dict[str, Any]:
         data = self._checked(shard, number, parts)
