@@ -34,6 +34,9 @@ from recordkit.read._record_parse import parses_per_record
 
 __all__ = ["TfEpochs"]
 
+#: About how many records each call of the pipeline's Python generator fetches.
+_RECORDS_PER_CALL = 512
+
 
 class TfEpochs:
     """One rank's share of a split's (or mixture's) canonical epochs as a
@@ -84,16 +87,25 @@ class TfEpochs:
 
         groups = self._batches()
         stream = self.stream
+        # Several batches per call of the generator: each call crosses into Python and
+        # back; the graph cuts them into batches again (rebatch slices, in order).
+        together = max(1, _RECORDS_PER_CALL // len(groups[0])) if groups else 1
 
         def serialized() -> Iterator[np.ndarray]:
-            for located in groups:
+            for begin in range(0, len(groups), together):
+                located = [pair for group in groups[begin : begin + together] for pair in group]
                 yield np.array(stream.serialized_located(located), dtype=object)
 
         source = tf.data.Dataset.from_generator(
             serialized, output_signature=tf.TensorSpec(shape=(None,), dtype=tf.string)
-        ).prefetch(tf.data.AUTOTUNE)  # the next batches fetched while this one is decoded
+        ).prefetch(tf.data.AUTOTUNE)  # the next batches fetched while these are decoded
         one_by_one = parses_per_record(self._layout, self.options)
-        batches = source.unbatch() if one_by_one else source
+        if one_by_one:
+            batches = source.unbatch()
+        elif self.options.batch_size is not None and together > 1:
+            batches = source.rebatch(self.options.batch_size)
+        else:
+            batches = source
         dataset = decoded(batches, self._layout, self.options, one_by_one)
         return dataset.apply(tf.data.experimental.assert_cardinality(len(self)))
 

@@ -187,3 +187,13 @@ def test_a_state_of_other_options_or_a_record_count_for_tf_is_refused(handle: rk
         handle.tf_epochs(BATCH, rank=0, input_context=tf.distribute.InputContext(2, 1))
     second = handle.tf_epochs(BATCH, **OPTIONS, input_context=tf.distribute.InputContext(2, 1))
     assert (second.stream.rank, second.stream.world_size) == (1, 2)
+
+
+def test_an_epoch_fetched_in_several_calls_keeps_every_batch_whole_and_in_order(tmp_path: Path) -> None:
+    big = write(tmp_path / "big", "r", 1_103)  # 2 ranks of batches of 5: several fetches each
+    whole = canonical(big)
+    blocks = [whole[begin : begin + 5] for begin in range(0, len(whole), 5)]
+    for rank in range(2):
+        epochs = big.tf_epochs(5, **OPTIONS, rank=rank, world_size=2)
+        got = [[n.decode() for n in b["name"].numpy()] for b in epochs.dataset()]
+        assert got == blocks[rank::2]  # rank 0 ends with the short block of 3
