@@ -191,9 +191,11 @@ class EpochStream:
 
     def _read_mixed(self, located: list[tuple[int, int]]) -> Iterator[dict[str, Any]]:
         """Each ``(shard, number)``'s record (shards numbered across the sources), read
-        ``prefetch`` at a time from their sources, in order."""
-        for begin in range(0, len(located), self.prefetch):
-            yield from self._mixed_records(located[begin : begin + self.prefetch])
+        ``prefetch`` per source at a time (each source's share of a chunk fetched
+        together), in order."""
+        chunk = self.prefetch * len(cast(list[RandomAccess], self.sources))
+        for begin in range(0, len(located), chunk):
+            yield from self._mixed_records(located[begin : begin + chunk])
 
     def _mixed_records(self, chunk: Sequence[tuple[int, int]]) -> list[dict[str, Any]]:
         """Each ``(shard, number)``'s record of a mixture, each source's fetched together."""
