@@ -30,6 +30,7 @@ from recordkit.read._epoch_stream import EpochStream
 from recordkit.read._layout import DecodeLayout
 from recordkit.read._load_dataset import decoded
 from recordkit.read._options import PipelineOptions
+from recordkit.read._position import record_count
 from recordkit.read._record_parse import parses_per_record
 
 __all__ = ["TfEpochs"]
@@ -114,8 +115,15 @@ class TfEpochs:
         (global batches, when ranks step together) this epoch: a small JSON-compatible
         dict to pass back as ``start=`` with any number of ranks, to this reader or to
         the PyTorch, Grain and numpy ones."""
+        count = record_count(elements, "elements", "a count of the dataset's elements")
+        if count > len(self):
+            what = "batches" if self.options.batch_size else "records"
+            raise ValueError(
+                f"rank {self.stream.rank}'s dataset yields {len(self)} {what} of epoch {self.epoch} "
+                f"from where it started, so it cannot have yielded {count}"
+            )
         block = self.options.batch_size or 1
-        return self.stream.loader_state(elements, block, 0, drop_last=self.options.drop_remainder)
+        return self.stream.loader_state(count, block, 0, drop_last=self.options.drop_remainder)
 
     def __repr__(self) -> str:
         stream = self.stream

@@ -181,6 +181,10 @@ def test_a_state_of_other_options_or_a_record_count_for_tf_is_refused(handle: rk
     state = handle.tf_epochs(BATCH, **OPTIONS).state_after(2)
     with pytest.raises(rk.errors.ResumeStateError, match="seed=5 saved, 6 now"):
         handle.tf_epochs(BATCH, **{**OPTIONS, "seed": 6}, start=state)
+    with pytest.raises(
+        ValueError, match=r"rank 0's dataset yields 21 batches of epoch 0 .* cannot have yielded 22"
+    ):
+        handle.tf_epochs(BATCH, **OPTIONS).state_after(22)
     with pytest.raises(TypeError, match=r"resume it with Dataset.tf_epochs\(start=...\)"):
         handle.tf(BATCH, start=state)
     with pytest.raises(ValueError, match="give input_context or rank and world_size, not both"):
@@ -197,3 +201,36 @@ def test_an_epoch_fetched_in_several_calls_keeps_every_batch_whole_and_in_order(
         epochs = big.tf_epochs(5, **OPTIONS, rank=rank, world_size=2)
         got = [[n.decode() for n in b["name"].numpy()] for b in epochs.dataset()]
         assert got == blocks[rank::2]  # rank 0 ends with the short block of 3
+
+
+def test_pictures_of_several_sizes_come_as_ds_tf_gives_them(tmp_path: Path) -> None:
+    schema = rk.Schema(
+        name="pictures",
+        fields={
+            "name": rk.FieldSpec(codec="text"),
+            "image": rk.FieldSpec(codec="image", options={"format": "png", "channels": 3}),
+        },
+    )
+    rng = np.random.default_rng(4)
+    sizes = [(12, 20), (30, 9), (16, 16), (7, 25)]
+    records = [
+        {"name": f"p{i}", "image": rng.integers(0, 256, (*sizes[i % 4], 3), dtype=np.uint8)}
+        for i in range(22)
+    ]
+    rk.write_dataset(records, schema, tmp_path / "pictures", shard_records=5, progress=False)
+    handle = rk.open(tmp_path / "pictures", "train")
+    geometry = rk.ImageGeometry(size=(10, 12))
+    want = {
+        name.decode(): image
+        for batch in handle.tf(4, geometry=geometry)
+        for name, image in zip(batch["name"].numpy(), batch["image"].numpy(), strict=True)
+    }
+    got = [
+        (name.decode(), image)
+        for batch in handle.tf_epochs(4, **OPTIONS, geometry=geometry).dataset()
+        for name, image in zip(batch["name"].numpy(), batch["image"].numpy(), strict=True)
+    ]
+    assert [name for name, _ in got] == canonical(handle)
+    for name, image in got:
+        assert image.shape == (10, 12, 3)
+        np.testing.assert_array_equal(image, want[name])
