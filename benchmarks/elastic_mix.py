@@ -1,7 +1,7 @@
 """Issue 34's cost check: reading through the canonical epoch order, an elastic resume and
 a weighted mixture, against plain iteration of the same records, in one run.
 
-    python benchmarks/elastic_mix.py --records 50000 --repeats 7 --out benchmarks/out/elastic_mix.json
+    python benchmarks/elastic_mix.py --records 200000 --repeats 5 --out benchmarks/out/elastic_mix.json
 
 The split is written twice (as one dataset, and halved into two datasets for the
 mixture) with small records by default (a caption and a label: the order's own cost is
