@@ -234,3 +234,12 @@ def test_pictures_of_several_sizes_come_as_ds_tf_gives_them(tmp_path: Path) -> N
     for name, image in got:
         assert image.shape == (10, 12, 3)
         np.testing.assert_array_equal(image, want[name])
+
+
+def test_compressed_shards_are_refused_when_the_reader_is_made(tmp_path: Path) -> None:
+    records = [{"name": f"z{i}", "label": i % 7} for i in range(9)]
+    rk.write_dataset(records, SCHEMA, tmp_path / "zipped", compression="GZIP", progress=False)
+    with pytest.raises(
+        rk.errors.DatasetError, match="random access needs uncompressed shards; these are stored GZIP"
+    ):
+        rk.open(tmp_path / "zipped", "train").tf_epochs(BATCH)
