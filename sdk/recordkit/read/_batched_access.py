@@ -78,10 +78,7 @@ def fetch_checked(shards: IndexedShards, located: Sequence[tuple[int, int]]) -> 
     runs = _runs(spans)
     out: list[bytes | RecordkitError] = [b""] * len(located)
     for run, got in zip(runs, _read_runs(shards, runs), strict=True):
-        for i, offset, size in run.members:
-            framed = got if isinstance(got, OSError) else got[offset - run.start : offset - run.start + size]
-            try:
-                out[i] = shards.unframe_at(run.shard, offset, size, framed)
-            except RecordkitError as exc:
-                out[i] = exc
+        checked = shards.unframe_run(run.shard, run.start, got, run.members)
+        for (i, _, _), data in zip(run.members, checked, strict=True):
+            out[i] = data
     return out
