@@ -29,7 +29,7 @@ import numpy as np
 from recordkit.dataset._manifest import ShardInfo
 from recordkit.dataset._shard_table import ShardTable
 from recordkit.dataset._shards import ListedShards, Shard
-from recordkit.errors import CorruptRecordError, DatasetError
+from recordkit.errors import CorruptRecordError, DatasetError, RecordkitError
 from recordkit.format._index import INDEX_SUFFIX, RecordIndex, build_index, max_index_bytes
 from recordkit.format._tfrecord import Compression, unframe_record
 from recordkit.read._open import OpenedDataset, check_shard_size
@@ -273,6 +273,25 @@ class IndexedShards:
         """``(offset, size)`` of record ``record`` (counted from the first read) of ``shard``."""
         return self.index(shard).span(self.shards[shard].skip + record)
 
+    def spans(self, records: Sequence[tuple[int, int]]) -> list[tuple[int, int, int]]:
+        """``(shard, offset, size)`` of each ``(shard, record)``: :meth:`span`'s, looked up
+        shard by shard in the indexes' arrays."""
+        if not records:
+            return []
+        pairs = np.asarray(records, dtype=np.int64).reshape(-1, 2)
+        shards, numbers = pairs[:, 0], pairs[:, 1]
+        starts = np.empty(len(pairs), dtype=np.int64)
+        ends = np.empty(len(pairs), dtype=np.int64)
+        for shard in np.unique(shards).tolist():
+            where = shards == shard
+            offsets = self.index(shard).offsets
+            at = numbers[where] + self.shards[shard].skip
+            if at.min() < 0 or at.max() >= len(offsets) - 1:
+                raise IndexError(f"a record number out of range for shard {self.shards[shard].name}")
+            starts[where] = offsets[at]
+            ends[where] = offsets[at + 1]
+        return list(zip(shards.tolist(), starts.tolist(), (ends - starts).tolist(), strict=True))
+
     def __len__(self) -> int:
         return self.starts.total
 
@@ -316,8 +335,27 @@ class IndexedShards:
         offset, size = self.span(shard, record)
         return self._unframe(shard, offset, size, framed)
 
-    def _unframe(self, shard: int, offset: int, size: int, framed: bytes | OSError) -> bytes:
+    def unframe_run(
+        self, shard: int, start: int, got: bytes | OSError, members: Sequence[tuple[int, int, int]]
+    ) -> list[bytes | RecordkitError]:
+        """The data of each record ``(place, offset, size)`` of shard ``shard`` in the run
+        read from ``start`` (``got``: its bytes, or the OSError reading it gave), checked
+        as :meth:`unframe` checks it; a record that fails gets its error in its place."""
         name = self.shards[shard].name
+        out: list[bytes | RecordkitError] = []
+        for _, offset, size in members:
+            framed = got if isinstance(got, OSError) else got[offset - start : offset - start + size]
+            try:
+                out.append(self._checked(name, offset, size, framed))
+            except RecordkitError as exc:
+                out.append(exc)
+        return out
+
+    def _unframe(self, shard: int, offset: int, size: int, framed: bytes | OSError) -> bytes:
+        return self._checked(self.shards[shard].name, offset, size, framed)
+
+    def _checked(self, name: str, offset: int, size: int, framed: bytes | OSError) -> bytes:
+        """The data of the record of shard ``name`` at ``offset``, from its framed bytes."""
         if isinstance(framed, OSError):
             raise DatasetError(
                 f"cannot read the shard: {framed.strerror or framed}", shard=name, offset=offset
