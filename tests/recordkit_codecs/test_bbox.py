@@ -538,6 +538,22 @@ def test_the_plain_path_agrees_with_the_full_numpy_path_to_the_bit(
     assert lists.encode(value)[""].tobytes() == slow.tobytes()
 
 
+@pytest.mark.parametrize("form", ["list", "float array", "float32 array"])
+def test_a_negative_zero_is_stored_as_a_positive_zero_by_both_paths(form: str) -> None:
+    """-0.0 equals 0.0, but its bytes differ: the short path and the full check must store
+    the same zero, or the same boxes would give different shard bytes and sha256."""
+    boxes: Any = [[-0.0, 0.0, 0.5, 0.5]]
+    if form != "list":
+        boxes = np.asarray(boxes, dtype=np.float32 if form == "float32 array" else np.float64)
+    codec = BBoxCodec({"format": "xyxy", "normalized": True})
+    positive = np.asarray([[0.0, 0.0, 0.5, 0.5]], dtype="<f4").tobytes()
+    assert codec._canonical(_as_boxes(boxes)).tobytes() == positive
+    plain = _plain_boxes(boxes, "xyxy", True)
+    assert plain is not None
+    assert plain.tobytes() == positive
+    assert codec.encode(boxes)[""] == positive
+
+
 @pytest.mark.parametrize("labels", [["dog", "cat"], [1, 0], ("dog", 0), np.array([1, 0]), [np.int64(1), 0]])
 def test_labels_in_every_form_store_the_same_ids(labels: Any) -> None:
     value = {"boxes": [[0, 0, 1, 1], [0, 0, 0.5, 0.5]], "labels": labels, "score": [1, 0.25]}
