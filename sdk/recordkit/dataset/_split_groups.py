@@ -171,7 +171,7 @@ class JoinedShards(Sequence[Shard]):
         self._split = split
         self._shards = shards
         self._wanted = wanted
-        self._where: dict[str, tuple[dict[str, FieldGroup], int]] | None = None
+        self._where: dict[str, tuple[dict[str, FieldGroup], int, ShardInfo]] | None = None
         self._made: dict[int, Shard] = {}
 
     def __len__(self) -> int:
