@@ -103,8 +103,6 @@ def _serialized_batches(
     single records are asked for): read, checked, repeated and shuffled; the first
     ``skip`` records (a resumed read) dropped before they are parsed. With ``single``,
     the records one by one instead, for the pipeline to parse and batch."""
-    repeat, batch_size = options.repeat, options.batch_size
-    unbatched = bool(options.shuffle_buffer or record_shard is not None or skip or single)
     chunks = read_shards(
         opened.dataset,
         shards,
@@ -116,14 +114,13 @@ def _serialized_batches(
         cycle_length=options.cycle_length,
         deterministic=options.deterministic,
         remote_io=options.remote_io,
-        # The shards' markers are dropped by the unbatch or the rebatch below.
-        markers=unbatched or batch_size is not None,
     )
+    repeat, batch_size = options.repeat, options.batch_size
     if repeat is True:
         chunks = chunks.repeat()
     elif repeat is not False and repeat != 1:
         chunks = chunks.repeat(int(repeat))
-    if unbatched:
+    if options.shuffle_buffer or record_shard is not None or skip or single:
         records = chunks.unbatch()
         if record_shard is not None:
             records = records.shard(*record_shard)

@@ -10,8 +10,7 @@ the file but for compressed shards), and on a loss raises an error naming the sh
 the offset of the first record it could not read (TensorFlow's own ``DataLossError``
 names neither), or with ``on_corrupt="skip"`` adds the loss to the report. The markers
 are then dropped by a ``rebatch`` to ``block_length`` (empty chunks give no records),
-which also joins a shard's last, short chunk with the next shard's; a caller that
-rebatches or unbatches the chunks itself drops them there instead (``markers=True``).
+which also joins a shard's last, short chunk with the next shard's.
 
 A shard that a split slice reads in part (``train[:10%]``) has its records before the
 slice read past (``skip``) and reading stops at the slice's end (``take``); its check
@@ -71,13 +70,10 @@ def read_shards(
     cycle_length: int | None,
     deterministic: bool,
     remote_io: RemoteIO = "auto",
-    markers: bool = False,
 ) -> Any:
     """A dataset of ``[n]`` string tensors (``n <= block_length``): the records of
     ``shards``, checked as the module docs say. Repeat it to read it again: each pass
-    counts afresh. With ``markers``, each shard's empty marker chunk is left in, for a
-    caller that drops them itself (a ``rebatch`` or ``unbatch`` of its own: one step,
-    and one function for TensorFlow to instantiate at each iterator, fewer)."""
+    counts afresh."""
     import tensorflow as tf
 
     shards = vet_framing(shards, dataset, on_corrupt, report)
@@ -130,7 +126,7 @@ def read_shards(
         chunks = read(tf.constant(0, tf.int64), tf.constant(paths[0], tf.string))
     elif len(shards) > 1:
         chunks = files.interleave(
-            tf.autograph.experimental.do_not_convert(read),  # Python conditions only, as check
+            read,
             cycle_length=cycle_length or min(len(shards), 16),
             block_length=1,
             num_parallel_calls=tf.data.AUTOTUNE,
@@ -144,10 +140,7 @@ def read_shards(
     counts = tf.zeros([2] if len(shards) == 1 else [len(shards), 2], tf.int64)
     check = _checker(dataset, shards, on_corrupt, report)
     # ``rebatch`` drops the empty markers, as a ``filter`` would, with no function.
-    # Written for graph mode (tf.cond, Python conditions on Python values only): nothing
-    # for AutoGraph to convert, whose conversion cost CPU at every pipeline built.
-    checked_chunks = chunks.scan(counts, tf.autograph.experimental.do_not_convert(check))
-    return checked_chunks if markers else checked_chunks.rebatch(block_length)
+    return chunks.scan(counts, check).rebatch(block_length)
 
 
 def _streamed(shard: Shard, remote_io: RemoteIO) -> bool:
