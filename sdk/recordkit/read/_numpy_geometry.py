@@ -92,10 +92,17 @@ def window_of(source: Size, size: Size | None, geometry: ImageGeometry, draws: n
     fit = geometry.fit
     if fit == "resize":
         return Window(source, (0, 0, height, width), size, (0, 0))
-    if fit == "resize_with_pad":  # tf.image.resize_with_pad's arithmetic
-        ratio = max(width / target_w, height / target_h)
-        resized = (int(height / ratio), int(width / ratio))
-        place = (math.floor((target_h - height / ratio) / 2), math.floor((target_w - width / ratio) / 2))
+    if fit == "resize_with_pad":
+        # tf.image.resize_with_pad's arithmetic, in float32 as it does it: in float64 a
+        # 2,048 px side to 224 fills 224 pixels, in float32 223 (2048 / 9.142858).
+        f32 = np.float32
+        ratio = max(f32(width) / f32(target_w), f32(height) / f32(target_h))
+        inner_h, inner_w = f32(height) / ratio, f32(width) / ratio
+        resized = (int(np.floor(inner_h)), int(np.floor(inner_w)))
+        place = (
+            int(np.floor((f32(target_h) - inner_h) / f32(2))),
+            int(np.floor((f32(target_w) - inner_w) / f32(2))),
+        )
         return Window(source, (0, 0, height, width), resized, (max(place[0], 0), max(place[1], 0)))
     if fit == "random_resized_crop":
         top, left, crop_h, crop_w = _random_window(source, geometry, draws)
