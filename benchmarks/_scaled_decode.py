@@ -141,12 +141,13 @@ def _checked(name: str, records: int, read: Callable[[], int]) -> Callable[[], o
 
 def without_picture_sizes(root: Path, copy: Path) -> Path:
     """The dataset at ``root`` as a recordkit before picture sizes wrote it (its
-    ``dataset.json`` without them, format 2; the shards linked, not copied): its readers
-    choose each picture's scale record by record."""
+    ``dataset.json`` without them, format 2; the shards hard-linked, not copied: readers
+    refuse a symlink out of the dataset's folder): its readers choose each picture's
+    scale record by record."""
     copy.mkdir(parents=True)
     for path in root.iterdir():
         if path.name != "dataset.json":
-            (copy / path.name).symlink_to(path.resolve())
+            os.link(path, copy / path.name)
     manifest = json.loads((root / "dataset.json").read_text())
     for split in manifest["splits"].values():
         split.pop("picture_sizes", None)
