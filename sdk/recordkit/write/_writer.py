@@ -44,7 +44,14 @@ from typing import Any, Literal
 from typing_extensions import Unpack
 
 from recordkit.codec._plugins import default_registry
-from recordkit.dataset._manifest import MANIFEST_FILE, Manifest, SplitInfo, UnfinishedWrite
+from recordkit.dataset._manifest import (
+    MANIFEST_FILE,
+    Manifest,
+    SplitInfo,
+    UnfinishedWrite,
+    read_manifest,
+    write_manifest,
+)
 from recordkit.errors import DatasetError, RecordError, RecordkitError
 from recordkit.format._tfrecord import Compression
 from recordkit.schema._encoder import RecordEncoder, SidesSeen, record_items
@@ -53,6 +60,7 @@ from recordkit.schema._schema import Schema
 from recordkit.storage import Location, PathOrUrl, location
 from recordkit.write._commit import RemoteManifest
 from recordkit.write._debris import check_no_strays, remove_manifest_debris, remove_split_debris
+from recordkit.write._group_shards import GroupAppend, without_group_fields
 from recordkit.write._lock import DatasetLock
 from recordkit.write._parallel import FIRST_BATCH_RECORDS, OrderedPool, Result, WorkerSetup
 from recordkit.write._plan import (
@@ -64,13 +72,7 @@ from recordkit.write._plan import (
     start_manifest,
 )
 from recordkit.write._progress import Progress
-from recordkit.write._replace import (
-    commit_generation,
-    generation_folder,
-    remove_unlisted,
-    replace_folder,
-    staging_folder,
-)
+from recordkit.write._replace import remove_unlisted, replace_dataset, replacement_folder
 from recordkit.write._shard_file import DEFAULT_SHARD_BYTES, ShardLimits, check_split_name, fsync_dir
 from recordkit.write._split_writer import SplitSink, SplitWriter, now
 from recordkit.write._write_options import OnError, WriteOptions
@@ -140,20 +142,14 @@ class DatasetWriter:
         #: folder beside it, or remotely the generation folder inside it: see _replace).
         self._target: Location | None = None
         if overwrite:
-            staged = (
-                location(staging_folder(self.where.path))
-                if self.where.is_local
-                else generation_folder(self.where)
-            )
+            staged = replacement_folder(self.where)
             if staged is not None:  # (remotely None: nothing to replace, written in place)
                 self._target, self.where = self.where, staged
         #: A remote dataset's manifest, each save conditional on the last (no writer
         #: replaces another's commit: see _commit); with a remote overwrite, also the
         #: target's, whose one save is the commit.
-        self._remote_manifest = None if self.where.is_local else RemoteManifest(self.where)
-        self._target_manifest = (
-            RemoteManifest(self._target) if self._target is not None and not self._target.is_local else None
-        )
+        self._remote_manifest = RemoteManifest.at(self.where)
+        self._target_manifest = RemoteManifest.at(self._target) if self._target is not None else None
         self.durable = durable
         self._limits = ShardLimits(
             options.get("shard_bytes", DEFAULT_SHARD_BYTES), options.get("shard_records")
@@ -229,8 +225,13 @@ class DatasetWriter:
                 "splits, or resume=True to finish an interrupted write",
                 file=str(self.where),
             )
+        own = without_group_fields(existing, self.schema)
+        if own is not self.schema:  # the groups' fields go to the groups' shards (GroupAppend)
+            self._bound = own.bind(self._registry)
+            self._encoder = RecordEncoder(self._bound)
+        where = str(self.where)
         plan = plan_append(
-            existing, self.schema, self._registry, compression, file=str(self.where), append=self._append
+            existing, self._bound.schema, self._registry, compression, file=where, append=self._append
         )
         self._append_plan = plan
         set_card(existing, self._card or self.schema.card)
@@ -257,7 +258,7 @@ class DatasetWriter:
         if self._remote_manifest is not None:
             self._remote_manifest.save(manifest)
         else:
-            manifest.save(self.where, durable=self.durable)
+            write_manifest(manifest, self.where, durable=self.durable)
 
     # -- splits ---------------------------------------------------------------------------
 
@@ -271,6 +272,7 @@ class DatasetWriter:
         check_split_name(name)
         info = self.manifest.splits.get(name)
         skip = 0
+        groups = None
         if info is None:
             info = SplitInfo(unfinished=UnfinishedWrite(consumed=0, started=now()))
             check_no_strays(self.where, name, info)
@@ -283,25 +285,39 @@ class DatasetWriter:
                     file=str(self.where),
                 )
             skip = info.unfinished.consumed
+            groups = self._groups_of(name, info)
             remove_split_debris(self.where, name, info)
+            if groups is not None:
+                groups.remove_debris(info)
         elif self._resume:
             skip = _ALL  # the write finished: resuming it writes nothing
         else:  # append to a finished split
-            if info.field_groups:
-                raise DatasetError(
-                    f"split {name!r} has field groups ({', '.join(info.field_groups)}), whose shards are "
-                    "aligned with its shards: appending to it is not supported yet; write the records "
-                    "to a new split, or remove the groups first (recordkit.remove_fields) and add them again",
-                    file=str(self.root),
-                )
+            groups = self._groups_of(name, info)
             check_no_strays(self.where, name, info)
+            if groups is not None and self._folder_lock is not None:  # locked: no other writer's files
+                groups.remove_debris(info)
             # Readers keep reading the shards from before the append until it finishes.
             info.unfinished = UnfinishedWrite(consumed=0, started=now(), shards_before=len(info.shards))
-        split = SplitWriter(self._sink(), name, info, skip=skip)
+        split = SplitWriter(self._sink(), name, info, skip=skip, groups=groups)
         self._splits[name] = split
         self._grow_schema()
         self._save()
         return split
+
+    def _groups_of(self, name: str, info: SplitInfo) -> GroupAppend | None:
+        """The field groups that records appended to split ``name`` fill in (None: it has
+        none); refused, before anything is written, when the records cannot fill them."""
+        if not info.field_groups:
+            return None
+        return GroupAppend(
+            self.where,
+            name,
+            info,
+            self.schema,
+            self._registry,
+            compression=self.compression,
+            durable=self.durable,
+        )
 
     def _sink(self) -> SplitSink:
         """What a split being written needs of this writer."""
@@ -334,6 +350,14 @@ class DatasetWriter:
             return
         key = None if self._key is None else self._key_of(record, index)
         label: int | str = index if key is None else key
+        if state.groups is not None:  # in this process: a record's parts go to several shards
+            try:
+                pieces, size, parts = state.groups.encode(self._encoder, record, label, state.seen)
+            except RecordkitError as exc:
+                self._reject(state, index, key, exc)
+                return
+            state.add_pieces(pieces, size, parts)
+            return
         if self._workers < 2:
             try:
                 pieces, size = self._encoder.encode_pieces(record, label, state.seen)
@@ -359,7 +383,7 @@ class DatasetWriter:
         if to_skip > 0:
             skipped = sum(1 for _ in itertools.islice(iterator, to_skip))
             state.next_index += skipped
-        if self._workers < 2 and self._key is None:
+        if self._workers < 2 and self._key is None and state.groups is None:
             self._write_serial(state, iterator)
         else:
             for record in iterator:
@@ -448,15 +472,11 @@ class DatasetWriter:
             for state in self._splits.values():
                 state.finish()
             self._save(sync_dir=True)
-            replaced_remote = self._target is not None and not self._target.is_local
+            replaced_remote = self._target_manifest is not None
             if self._target is not None:
-                if self._target.is_local:
-                    replace_folder(self.where.path, self._target.path, durable=self.durable)
-                else:
-                    assert self._target_manifest is not None
-                    self.manifest = commit_generation(
-                        self.where, self._target, self.manifest, self._target_manifest
-                    )
+                self.manifest = replace_dataset(
+                    self.where, self._target, self.manifest, self._target_manifest, durable=self.durable
+                )
                 self.where, self._target = self._target, None  # committed: no abort undoes it
         except BaseException:
             self.abort()
@@ -564,4 +584,4 @@ def _remove_old_objects(root: Location, manifest: Manifest) -> None:
 def _load_if_present(root: Location) -> Manifest | None:
     if not root.join(MANIFEST_FILE).exists():
         return None
-    return Manifest.load(root)
+    return read_manifest(root)
