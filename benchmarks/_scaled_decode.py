@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import dataclasses
 import io
+import json
 import math
 import os
 import statistics
@@ -46,6 +47,9 @@ SIZE = (224, 224)
 BATCH = 32
 HAND_WRITTEN = "hand-written (full decode, tf.image.resize)"
 FULL_WAY = "jpeg_scale=full"
+#: tf.data's scaled decode on a dataset without recorded picture sizes (written before
+#: they were recorded): the scale chosen record by record in the graph.
+BEFORE_WAY = "recordkit, jpeg_scale=auto, no picture sizes (scale chosen per record)"
 #: name -> (smallest and largest side, detailed)
 WORKLOADS: dict[str, tuple[tuple[int, int], bool]] = {
     "1,024-2,048 px, smooth": ((1024, 2048), False),
@@ -135,8 +139,26 @@ def _checked(name: str, records: int, read: Callable[[], int]) -> Callable[[], o
     return run
 
 
-def cases(root: Path, records: int) -> dict[tuple[str, str], _timing.Case]:
-    """(reader, way) -> one pass over the workload's ``records``."""
+def without_picture_sizes(root: Path, copy: Path) -> Path:
+    """The dataset at ``root`` as a recordkit before picture sizes wrote it (its
+    ``dataset.json`` without them, format 2; the shards hard-linked, not copied: readers
+    refuse a symlink out of the dataset's folder): its readers choose each picture's
+    scale record by record."""
+    copy.mkdir(parents=True)
+    for path in root.iterdir():
+        if path.name != "dataset.json":
+            os.link(path, copy / path.name)
+    manifest = json.loads((root / "dataset.json").read_text())
+    for split in manifest["splits"].values():
+        split.pop("picture_sizes", None)
+    manifest["format"] = "recordkit.dataset/2"
+    (copy / "dataset.json").write_text(json.dumps(manifest))
+    return copy
+
+
+def cases(root: Path, records: int, before: Path | None = None) -> dict[tuple[str, str], _timing.Case]:
+    """(reader, way) -> one pass over the workload's ``records``; with ``before`` (the
+    dataset without its picture sizes), tf.data's scaled decode chosen record by record too."""
     import recordkit as rk
 
     def tf_pass(name: str, dataset: Any) -> _timing.Case:
@@ -154,13 +176,20 @@ def cases(root: Path, records: int) -> dict[tuple[str, str], _timing.Case]:
         read = lambda: sum(1 for _ in rk.iter_records(root, geometry=shape, num_threads=2))  # noqa: E731
         return _timing.Case(_checked(name, records, read))
 
-    def recordkit(jpeg_scale: str) -> Any:
-        return rk.load_dataset(root, batch_size=BATCH, image_size=SIZE, jpeg_scale=jpeg_scale)  # type: ignore[arg-type]
+    def recordkit(jpeg_scale: str, where: Path = root) -> Any:
+        return rk.load_dataset(where, batch_size=BATCH, image_size=SIZE, jpeg_scale=jpeg_scale)  # type: ignore[arg-type]
 
     ways: dict[tuple[str, str], Callable[[str], _timing.Case]] = {
         ("tf.data", HAND_WRITTEN): lambda name: tf_pass(name, hand_written(root)),
         ("tf.data", "recordkit, jpeg_scale=full"): lambda name: tf_pass(name, recordkit("full")),
         ("tf.data", "recordkit, jpeg_scale=auto"): lambda name: tf_pass(name, recordkit("auto")),
+        **(
+            {}
+            if before is None
+            else {
+                ("tf.data", BEFORE_WAY): lambda name: tf_pass(name, recordkit("auto", before)),
+            }
+        ),
         ("numpy", "iter_records, jpeg_scale=full"): lambda name: numpy_pass(name, "full"),
         ("numpy", "iter_records, jpeg_scale=auto"): lambda name: numpy_pass(name, "auto"),
         ("PyTorch", "torch_batches, jpeg_scale=full"): lambda name: torch_pass(name, "full"),
@@ -178,9 +207,17 @@ class Row:
     way: str
     records: int
     seconds: list[float]
+    #: CPU seconds of this process in every pass (PyTorch's worker processes not counted).
+    cpu_seconds: list[float] = dataclasses.field(default_factory=list)
 
     def rate(self, how: Callable[[list[float]], float] = statistics.median) -> float:
         return self.records / how(self.seconds)
+
+    def cpu_ms(self) -> str:
+        """Median milliseconds of CPU a record (blank for PyTorch, whose workers decode)."""
+        if not self.cpu_seconds or self.reader == "PyTorch":
+            return ""
+        return f"{1000 * statistics.median(self.cpu_seconds) / self.records:.2f}"
 
 
 def quality(root: Path, jpegs: list[bytes], count: int) -> dict[str, float]:
@@ -230,8 +267,12 @@ def run_workload(
     pixels = sum(_pixels(data) for data in jpegs)
     bits = 8 * sum(len(data) for data in jpegs) / pixels
     log(f"  {name}: {records} records written ({bits:.2f} bits a pixel); timing {repeats} rounds")
-    timings = _timing.measure(cases(root, records), repeats=repeats)
-    rows = [Row(name, reader, way, records, list(t.seconds)) for (reader, way), t in timings.items()]
+    before = without_picture_sizes(root, scratch / (root.name + "-before"))
+    timings = _timing.measure(cases(root, records, before), repeats=repeats)
+    rows = [
+        Row(name, reader, way, records, list(t.seconds), list(t.cpu_seconds))
+        for (reader, way), t in timings.items()
+    ]
     scores = quality(root, jpegs, min(records, 16)) if sides[0] >= 2 * SIZE[0] else {}
     return rows, scores
 
@@ -248,8 +289,9 @@ def format_rows(rows: list[Row]) -> str:
     (median against median, best against best) and to the hand-written pipeline, every pass."""
     lines = [
         "| workload | reader | way | records/s (median) | records/s (best) | vs full decode (median) "
-        "| vs full decode (best) | vs hand-written tf.data (median) | every pass (records/s) |",
-        "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | --- |",
+        "| vs full decode (best) | vs hand-written tf.data (median) | every pass (records/s) "
+        "| CPU ms a record (median, this process) |",
+        "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | --- | ---: |",
     ]
     by_key = {(r.workload, r.reader, r.way): r for r in rows}
     for r in rows:
@@ -270,7 +312,7 @@ def format_rows(rows: list[Row]) -> str:
         every = ", ".join(f"{r.records / s:,.1f}" for s in r.seconds)
         lines.append(
             f"| {r.workload} | {r.reader} | {r.way} | {r.rate():,.1f} | {r.rate(min):,.1f} | {vs_full} "
-            f"| {vs_full_best} | {vs_hand} | {every} |"
+            f"| {vs_full_best} | {vs_hand} | {every} | {r.cpu_ms()} |"
         )
     return "\n".join(lines)
 

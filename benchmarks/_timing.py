@@ -69,6 +69,9 @@ class Timing:
     seconds: tuple[float, ...]
     passes: int
     peak_rss_delta: int
+    #: This process's CPU seconds of each repetition's pass (worker processes not counted;
+    #: steadier than wall time on a loaded machine).
+    cpu_seconds: tuple[float, ...] = ()
 
     @property
     def median(self) -> float:
@@ -115,21 +118,23 @@ def measure(cases: Mapping[K, Case], *, repeats: int) -> dict[K, Timing]:
         peaks[key] = sampler.peak_delta
         passes[key] = max(1, math.ceil(case.min_seconds / warm)) if case.min_seconds > 0 and warm > 0 else 1
     seconds: dict[K, list[float]] = {key: [] for key in cases}
+    cpu: dict[K, list[float]] = {key: [] for key in cases}
     order = list(cases)
     for round_ in range(repeats):
         shift = round_ % max(len(order), 1)
         for key in order[shift:] + order[:shift]:
             case = cases[key]
-            start = time.perf_counter()
+            start, cpu_start = time.perf_counter(), time.process_time()
             untimed = 0.0
             for _ in range(passes[key]):
                 result = case.run()
                 if isinstance(result, Untimed):
                     untimed += result.seconds
             seconds[key].append((time.perf_counter() - start - untimed) / passes[key])
+            cpu[key].append((time.process_time() - cpu_start) / passes[key])
             if case.cleanup is not None:
                 case.cleanup()
-    return {key: Timing(tuple(seconds[key]), passes[key], peaks[key]) for key in cases}
+    return {key: Timing(tuple(seconds[key]), passes[key], peaks[key], tuple(cpu[key])) for key in cases}
 
 
 def repeated(run: Callable[[], int], repeats: int) -> dict[str, object]:

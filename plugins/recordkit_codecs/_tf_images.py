@@ -265,7 +265,8 @@ def decode_image_scaled(
     stored ``channels``, or None when the codec stores none) decoded at 1/``scale``
     (an int32 scalar: 1, 2, 4 or 8, the ``ratio`` of ``decode_jpeg``, which takes it as
     a constant: one branch a scale, each a single decode, since a branch's every op
-    costs again for every record; see :mod:`recordkit_codecs._jpeg_scale`). ``fmt`` is
+    costs again for every record; see :mod:`recordkit_codecs._jpeg_scale`; or a Python
+    int, one scale for every picture, all JPEGs: one decode, no branch). ``fmt`` is
     the image codec's format: a PNG (``png``, or ``keep`` and not a JPEG) decodes at
     scale 1, where the scale always is for it. ``static_channels`` is the count to
     convert to (None: as stored). Returns the pixels uint8 ``[ceil(height / scale),
@@ -284,6 +285,11 @@ def decode_image_scaled(
 
     if fmt == "png":
         pixels = png()
+    elif isinstance(scale, int):
+        # One scale for every picture, all JPEGs (the reader chose it from the sizes the
+        # dataset records): one decode, no branch. A PNG a wrong manifest hides here
+        # fails the shape check below.
+        pixels = jpeg(scale)
     else:
         # Branches: a PNG, then a JPEG at 1, 2, 4, 8.
         branch = tf.gather(tf.constant([0, 1, 2, 0, 3, 0, 0, 0, 4], tf.int32), scale)
@@ -291,7 +297,7 @@ def decode_image_scaled(
             branch = tf.where(tf.io.is_jpeg(encoded), branch, 0)
         pixels = tf.switch_case(branch, [png, *(lambda ratio=ratio: jpeg(ratio) for ratio in (1, 2, 4, 8))])
     decoded = tf.shape(pixels, out_type=tf.int64)
-    step = tf.cast(scale, tf.int64)
+    step = tf.constant(scale, tf.int64) if isinstance(scale, int) else tf.cast(scale, tf.int64)
     expected = (tf.stack([height, width]) + step - 1) // step
     depth = decoded[2] if channels is None else tf.cast(channels, tf.int64)
     check = tf.debugging.Assert(

@@ -378,17 +378,18 @@ class ImageCodec(rk.Raster, rk.Codec[ImageOptions]):
         return self._decode_numpy(wire, None)[0]
 
     def decode_numpy_scaled(
-        self, wire: Mapping[str, Any], cover: tuple[int, int]
+        self, wire: Mapping[str, Any], cover: tuple[int, int], scale: int | None = None
     ) -> tuple[np.ndarray, tuple[int, int, int], int]:
         """A JPEG decoded at the largest libjpeg scale (1/8, 1/4, 1/2) that still covers
-        ``cover`` (height, width), the pixels TensorFlow's :meth:`decode_tf_scaled` gives;
-        with the full image's ``(height, width, channels)`` and the scale (scaled pixel
-        ``i`` stands for full pixels ``[i * scale, (i + 1) * scale)``). A PNG, a JPEG too
-        small to scale, or one of the rare JPEGs Pillow decodes comes at full size, scale 1."""
-        return self._decode_numpy(wire, cover)
+        ``cover`` (height, width), or at ``scale`` when given (:meth:`decode_scale_fixed`),
+        the pixels TensorFlow's :meth:`decode_tf_scaled` gives; with the full image's
+        ``(height, width, channels)`` and the scale (scaled pixel ``i`` stands for full
+        pixels ``[i * scale, (i + 1) * scale)``). A PNG, a JPEG too small to scale, or one
+        of the rare JPEGs Pillow decodes comes at full size, scale 1."""
+        return self._decode_numpy(wire, cover, scale)
 
     def _decode_numpy(
-        self, wire: Mapping[str, Any], cover: tuple[int, int] | None
+        self, wire: Mapping[str, Any], cover: tuple[int, int] | None, fixed: int | None = None
     ) -> tuple[np.ndarray, tuple[int, int, int], int]:
         if self.options.sizes == "header":
             height, width, channels = header_shape(bytes(wire[""]), self.options.channels)
@@ -399,7 +400,7 @@ class ImageCodec(rk.Raster, rk.Codec[ImageOptions]):
             raise rk.errors.DecodeError(
                 f"the record stores {channels} channels; the image codec stores 1, 3 or 4"
             )
-        scale = 1 if cover is None else jpeg_scale(height, width, cover)
+        scale = 1 if cover is None else fixed if fixed is not None else jpeg_scale(height, width, cover)
         fast_dct = self.options.jpeg_dct == "fast"
         if scale == 1:
             pixels = _pillow.decode_array(
@@ -456,10 +457,36 @@ class ImageCodec(rk.Raster, rk.Codec[ImageOptions]):
             scale = tf.where(tf.io.is_jpeg(tf_one(wire[""])), scale, 1)
         return scale
 
+    def decodes_scaled(self, wire: Mapping[str, Any]) -> bool:
+        """Whether the stored picture is a JPEG (which libjpeg decodes at 1/2, 1/4, 1/8)."""
+        return self.options.format != "png" and bytes(wire[""][:3]) == _pillow.JPEG_SIGNATURE
+
+    def decode_scale_fixed(
+        self,
+        smallest: tuple[int, int],
+        largest: tuple[int, int],
+        cover: tuple[int, int],
+        *,
+        full_size_only: bool,
+    ) -> int | None:
+        """One scale for every picture of the field, from the sizes the dataset records:
+        1 when none is large enough to scale (the plain decode, with no choice in the
+        graph), else the scale of the smallest picture when every picture is a JPEG of at
+        least that many times ``cover`` (larger ones decode at that scale too, finer than
+        their own scale: a little slower, never coarser); None when the pictures mix
+        sizes across that line, or PNGs with JPEGs that scale (decided record by record)."""
+        if jpeg_scale(*largest, cover) == 1:
+            return 1
+        lowest = jpeg_scale(*smallest, cover)
+        if full_size_only or lowest == 1 or self.options.format == "png":
+            return None
+        return lowest
+
     def decode_tf_scaled(self, wire: Mapping[str, Any], scale: Any) -> tuple[Any, Any]:
         """One image (a batch of one) decoded at 1/``scale`` (int32: 1, 2, 4 or 8; a
-        JPEG with ``decode_jpeg(ratio=...)``, anything else at scale 1 only): the pixels
-        and the full image's int64 ``[height, width, channels]``."""
+        JPEG with ``decode_jpeg(ratio=...)``, anything else at scale 1 only; a Python int
+        from :meth:`decode_scale_fixed`: that one decode, with no branch in the graph):
+        the pixels and the full image's int64 ``[height, width, channels]``."""
         height, width = self._sides_tf(wire)
         return decode_image_scaled(
             tf_one(wire[""]),

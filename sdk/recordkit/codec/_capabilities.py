@@ -443,6 +443,32 @@ class Raster:
         size 1). None (the default): the codec decodes at full size only."""
         return None
 
+    def decodes_scaled(self, wire: Mapping[str, Any]) -> bool:
+        """Whether one picture, as :meth:`~recordkit.Codec.encode` returned its wire values,
+        can decode at a reduced scale (a JPEG; not a PNG). The writer records, with the
+        sizes of a field's pictures, whether any of them decodes at full size only, which
+        :meth:`decode_scale_fixed` is told. Default: False."""
+        return False
+
+    def decode_scale_fixed(
+        self,
+        smallest: tuple[int, int],
+        largest: tuple[int, int],
+        cover: tuple[int, int],
+        *,
+        full_size_only: bool,
+    ) -> int | None:
+        """The one scale every picture of a field decodes at for a reader that resizes to
+        ``cover``, when the dataset says its pictures' heights and widths range from
+        ``smallest`` to ``largest`` (height, width), and ``full_size_only`` whether some
+        of them cannot decode scaled (:meth:`decodes_scaled`): 1 (every picture at full
+        size: the plain decode, as ``jpeg_scale="full"``) or a larger scale that covers
+        ``cover`` for each of them, given to :meth:`decode_tf_scaled` (as a Python int)
+        and to :meth:`decode_numpy_scaled` (``scale=``) for every record. None (the
+        default): decide record by record (:meth:`decode_scale_tf`). The sizes come from
+        the manifest: a wrong one may cost quality, never a crash."""
+        return None
+
     def decode_tf_scaled(self, wire: Mapping[str, Any], scale: Any) -> tuple[Any, Any] | None:
         """Decode one picture at 1/``scale`` (what :meth:`decode_scale_tf` gave: an int32
         scalar). Return ``(pixels, shape)``: the pixels without the batch dimension, such
@@ -454,12 +480,13 @@ class Raster:
         return None
 
     def decode_numpy_scaled(
-        self, wire: Mapping[str, Any], cover: tuple[int, int]
+        self, wire: Mapping[str, Any], cover: tuple[int, int], scale: int | None = None
     ) -> tuple[Any, tuple[int, ...], int] | None:
         """:meth:`decode_scale_tf` and :meth:`decode_tf_scaled` without TensorFlow, from
         one record's wire values (as ``decode_numpy`` takes them), with the same scale and
         pixels: ``(pixels, shape, scale)`` (scale 1: the full decode), or None (the
-        default)."""
+        default). ``scale``: the scale :meth:`decode_scale_fixed` chose for every
+        picture (None: the codec's own choice for this one)."""
         return None
 
 
@@ -521,6 +548,8 @@ _RASTER_MEMBERS = (
     "size_features",
     "decode_tf_window",
     "decode_scale_tf",
+    "decodes_scaled",
+    "decode_scale_fixed",
     "decode_tf_scaled",
     "decode_numpy_scaled",
 )

@@ -17,6 +17,9 @@ uses nothing new stays readable by older recordkits:
 * ``recordkit.dataset/5``: a dataset card (``card``: license, citation, homepage,
   authors ...). Written only for a dataset that has a card; older recordkits refuse it
   rather than read the dataset and drop its license and citation unseen.
+* ``recordkit.dataset/6``: the sizes of each split's pictures (``picture_sizes`` in a
+  split: the smallest and largest height and width of each picture field, which readers
+  use to choose one decode for every picture). Written only for a dataset that has them.
 
 A manifest of a version this recordkit does not know (written by a newer one) is
 refused by :func:`check_readable` with a message that says to upgrade.
@@ -35,6 +38,7 @@ FormatVersion = Literal[
     "recordkit.dataset/3",
     "recordkit.dataset/4",
     "recordkit.dataset/5",
+    "recordkit.dataset/6",
 ]
 READABLE: tuple[str, ...] = get_args(FormatVersion)
 
@@ -46,11 +50,17 @@ _WITH_FIELD_GROUPS: FormatVersion = "recordkit.dataset/3"
 _WITH_SHARD_TABLES: FormatVersion = "recordkit.dataset/4"
 #: The version written for a dataset with a card, and the first that may hold one.
 _WITH_CARD: FormatVersion = "recordkit.dataset/5"
+#: The version written for a dataset with picture sizes, and the first that may hold them.
+_WITH_PICTURE_SIZES: FormatVersion = "recordkit.dataset/6"
 
 
-def format_for(*, field_groups: bool, shard_tables: bool = False, card: bool = False) -> FormatVersion:
+def format_for(
+    *, field_groups: bool, shard_tables: bool = False, card: bool = False, picture_sizes: bool = False
+) -> FormatVersion:
     """The version to write for a dataset that has (or has not) field groups, shard
-    tables and a card: the oldest that holds all it has."""
+    tables, a card and picture sizes: the oldest that holds all it has."""
+    if picture_sizes:
+        return _WITH_PICTURE_SIZES
     if card:
         return _WITH_CARD
     if shard_tables:
@@ -58,10 +68,12 @@ def format_for(*, field_groups: bool, shard_tables: bool = False, card: bool = F
     return _WITH_FIELD_GROUPS if field_groups else _PLAIN
 
 
-def check_readable(version: object, *, field_groups: bool, card: bool = False) -> str | None:
+def check_readable(
+    version: object, *, field_groups: bool, card: bool = False, picture_sizes: bool = False
+) -> str | None:
     """What is wrong with a manifest of format ``version`` (None: nothing): a version
-    this recordkit does not know, or field groups or a card in a version older than the
-    first that holds them."""
+    this recordkit does not know, or field groups, a card or picture sizes in a version
+    older than the first that holds them."""
     if version not in READABLE:
         return (
             f"format {version!r} is not one this recordkit reads ({', '.join(READABLE)}); "
@@ -71,4 +83,6 @@ def check_readable(version: object, *, field_groups: bool, card: bool = False) -
         return f"format {version!r} cannot hold field groups (they need {_WITH_FIELD_GROUPS!r} or later)"
     if card and READABLE.index(str(version)) < READABLE.index(_WITH_CARD):
         return f"format {version!r} cannot hold a dataset card (it needs {_WITH_CARD!r} or later)"
+    if picture_sizes and READABLE.index(str(version)) < READABLE.index(_WITH_PICTURE_SIZES):
+        return f"format {version!r} cannot hold picture sizes (they need {_WITH_PICTURE_SIZES!r} or later)"
     return None

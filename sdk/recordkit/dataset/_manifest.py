@@ -25,6 +25,7 @@ import pydantic
 from recordkit._limits import MAX_NESTING, nesting_depth
 from recordkit.dataset._format import FormatVersion, check_readable, format_for
 from recordkit.dataset._paths import check_member_name
+from recordkit.dataset._picture_sizes import PictureSizes
 from recordkit.dataset._shard_info import ShardIndex, ShardInfo, StrictModel
 from recordkit.dataset._shard_table import ShardTable, table_file_name, total_records
 from recordkit.dataset._table_files import keep_previous_table
@@ -173,6 +174,13 @@ class SplitInfo(StrictModel):
         default=None,
         description="Fields added to the split after it was written, by group name (format 3).",
     )
+    picture_sizes: dict[str, PictureSizes] | None = pydantic.Field(
+        default=None,
+        description=(
+            "The smallest and largest height and width of each picture field's pictures in the split, "
+            "by field name (format 6): readers that resize choose one decode for every picture from them."
+        ),
+    )
 
     @pydantic.field_serializer("shards", mode="wrap")
     def _as_a_list(self, shards: Any, handler: pydantic.SerializerFunctionWrapHandler) -> Any:
@@ -273,7 +281,12 @@ class Manifest(StrictModel):
     def _format_and_group_fields(self) -> Manifest:
         """The format holds what the manifest has; no added field takes the name of a
         field the schema or another group of its split has."""
-        problem = check_readable(self.format, field_groups=self.has_field_groups, card=self.card is not None)
+        problem = check_readable(
+            self.format,
+            field_groups=self.has_field_groups,
+            card=self.card is not None,
+            picture_sizes=self.has_picture_sizes,
+        )
         if problem is not None:
             raise ValueError(problem)
         for split_name, info in self.splits.items():
@@ -293,6 +306,11 @@ class Manifest(StrictModel):
         """Whether any split lists a field group (finished or being written)."""
         return any(info.field_groups for info in self.splits.values())
 
+    @property
+    def has_picture_sizes(self) -> bool:
+        """Whether any split lists the sizes of its pictures."""
+        return any(info.picture_sizes for info in self.splits.values())
+
     def stamp_format(self) -> None:
         """Set :attr:`format` to the version this manifest is saved in: the oldest that
         holds what it has (:func:`recordkit.dataset._format.format_for`)."""
@@ -300,6 +318,7 @@ class Manifest(StrictModel):
             field_groups=self.has_field_groups,
             shard_tables=bool(self.shard_tables()),
             card=self.card is not None,
+            picture_sizes=self.has_picture_sizes,
         )
 
     def split(self, name: str) -> SplitInfo:

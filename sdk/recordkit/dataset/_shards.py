@@ -18,6 +18,7 @@ from typing import overload
 
 from recordkit.dataset._manifest import Manifest, ShardInfo
 from recordkit.dataset._paths import member
+from recordkit.dataset._picture_sizes import PictureSizes, common_sizes
 from recordkit.dataset._shard_table import total_records
 from recordkit.dataset._slices import SplitRange, is_plain_split, resolve_split, shard_slices
 from recordkit.errors import ManifestError
@@ -30,6 +31,7 @@ __all__ = [
     "SlicedShards",
     "selected_records",
     "split_names",
+    "split_picture_sizes",
     "split_shards",
 ]
 
@@ -198,6 +200,13 @@ def split_names(manifest: Manifest, split: str) -> list[str]:
     if is_plain_split(split):
         return [split]
     return list(dict.fromkeys(part.split for part in _ranges(manifest, split)))
+
+
+def split_picture_sizes(manifest: Manifest, split: str) -> dict[str, PictureSizes]:
+    """The sizes of the pictures ``split`` (a name or an expression) reads, by field:
+    those of the whole splits it names (a slice's pictures are among them), a field's only
+    when each of them lists it (:mod:`recordkit.dataset._picture_sizes`)."""
+    return common_sizes(manifest.split(name).picture_sizes for name in split_names(manifest, split))
 
 
 def _shard(root: Location, info: ShardInfo, skip: int = 0, take: int | None = None) -> Shard:

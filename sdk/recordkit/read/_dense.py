@@ -420,7 +420,8 @@ def fit_images(
 def fit_scaled(
     picture: Any, shape: Any, scale: Any, size: Size, fit: ImageFit, method: str, pad_value: int | float = 0
 ) -> Any:
-    """One picture ``[h, w, c]`` decoded at 1/``scale`` (int32 scalar) of its full
+    """One picture ``[h, w, c]`` decoded at 1/``scale`` (int32 scalar, or a Python int
+    for every record) of its full
     ``shape`` (int64, height and width first) brought to ``size`` by ``"resize"`` or
     ``"resize_with_pad"``, onto the pixels the full picture's resize lands on; at scale
     1, fitted as :func:`fit_images` fits it (the same pixels as ever).
@@ -444,7 +445,11 @@ def fit_scaled(
     def reduced() -> Any:
         return _fit_reduced(picture, shape, scale, size, fit, method, pad_value)
 
-    return tf.ensure_shape(tf.cond(scale > 1, reduced, whole), [size[0], size[1], picture.shape[-1]])
+    if isinstance(scale, int):  # one scale for every record: no branch in the graph
+        fitted = reduced() if scale > 1 else whole()
+    else:
+        fitted = tf.cond(scale > 1, reduced, whole)
+    return tf.ensure_shape(fitted, [size[0], size[1], picture.shape[-1]])
 
 
 def _fit_reduced(

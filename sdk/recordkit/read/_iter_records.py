@@ -80,7 +80,7 @@ def record_iterator(
     worker = [share.count, share.index] if share is not None else [1, 0]
     options = {"split": split, "worker": worker}
     skip = resolve_start(start, "iter_records", **options)
-    plan = GeometryPlan(dataset.fields, geometry) if geometry is not None else None
+    plan = GeometryPlan(dataset.fields, geometry, dataset.picture_sizes) if geometry is not None else None
     records = _records(dataset, shards, keep, defaults, verify, opened.report, skip, num_threads or 1, plan)
     return RecordIterator(records, skip, options)
 

@@ -15,7 +15,7 @@ from typing import Any
 from recordkit.codec._capabilities import decodes_per_record, raster_kind
 from recordkit.codec._geometry import ImageGeometry, follows_image
 from recordkit.read._dense import CROP_FITS, ImageFit, crop_offsets, fit_images
-from recordkit.read._numpy_geometry import Size, image_sizes
+from recordkit.read._numpy_geometry import Size, fixed_scale, image_sizes
 from recordkit.read._open import OpenedDataset
 from recordkit.read._options import PipelineOptions
 from recordkit.schema._bound import BoundField
@@ -52,6 +52,10 @@ class DecodeLayout:
     #: The read's geometry, and the fields that follow a picture (by name: the picture's).
     geometry: ImageGeometry
     followers: dict[str, str]
+    #: The one scale every picture of a field decodes at, where the dataset's picture
+    #: sizes fix it (:func:`~recordkit.read._numpy_geometry.fixed_scale`; 1: the plain
+    #: decode): no choice is made in the graph, record by record.
+    fixed_scales: dict[str, int] = dataclasses.field(default_factory=dict)
 
     @classmethod
     def build(cls, dataset: OpenedDataset, options: PipelineOptions) -> DecodeLayout:
@@ -103,6 +107,11 @@ class DecodeLayout:
                 "crop "
                 "applies to pictures every record has"
             )
+        fixed_scales = {
+            f.name: scale
+            for f in per_record
+            if f.name in sizes and (scale := fixed_scale(f, sizes[f.name], dataset.picture_sizes)) is not None
+        }
         return cls(
             dataset,
             frozenset(padded),
@@ -115,6 +124,7 @@ class DecodeLayout:
             crop_seed,
             geometry,
             followers,
+            fixed_scales,
         )
 
     def fit(self, name: str, value: Any, shapes: Any, draws: Any, fit: ImageFit) -> tuple[Any, Any]:

@@ -21,9 +21,19 @@ import numpy as np
 from recordkit.codec._capabilities import Raster, raster_kind
 from recordkit.codec._codec import Codec
 from recordkit.codec._geometry import FollowsImage, ImageGeometry, ImageTransform, follows_image
+from recordkit.dataset._picture_sizes import PictureSizes
 from recordkit.schema._bound import BoundField
 
-__all__ = ["DRAWS", "GeometryPlan", "ScaledPicture", "Window", "image_sizes", "record_draws", "window_of"]
+__all__ = [
+    "DRAWS",
+    "GeometryPlan",
+    "ScaledPicture",
+    "Window",
+    "fixed_scale",
+    "image_sizes",
+    "record_draws",
+    "window_of",
+]
 
 #: How many uniform draws a record takes (top, left, area, ratio, flip).
 DRAWS = 5
@@ -82,10 +92,17 @@ def window_of(source: Size, size: Size | None, geometry: ImageGeometry, draws: n
     fit = geometry.fit
     if fit == "resize":
         return Window(source, (0, 0, height, width), size, (0, 0))
-    if fit == "resize_with_pad":  # tf.image.resize_with_pad's arithmetic
-        ratio = max(width / target_w, height / target_h)
-        resized = (int(height / ratio), int(width / ratio))
-        place = (math.floor((target_h - height / ratio) / 2), math.floor((target_w - width / ratio) / 2))
+    if fit == "resize_with_pad":
+        # tf.image.resize_with_pad's arithmetic, in float32 as it does it: in float64 a
+        # 2,048 px side to 224 fills 224 pixels, in float32 223 (2048 / 9.142858).
+        f32 = np.float32
+        ratio = max(f32(width) / f32(target_w), f32(height) / f32(target_h))
+        inner_h, inner_w = f32(height) / ratio, f32(width) / ratio
+        resized = (int(np.floor(inner_h)), int(np.floor(inner_w)))
+        place = (
+            int(np.floor((f32(target_h) - inner_h) / f32(2))),
+            int(np.floor((f32(target_w) - inner_w) / f32(2))),
+        )
         return Window(source, (0, 0, height, width), resized, (max(place[0], 0), max(place[1], 0)))
     if fit == "random_resized_crop":
         top, left, crop_h, crop_w = _random_window(source, geometry, draws)
@@ -151,7 +168,12 @@ class GeometryPlan:
     """One :class:`~recordkit.ImageGeometry` worked out for a read's fields: the pictures
     it fits (with their sizes and methods), and the fields that follow a picture."""
 
-    def __init__(self, fields: Sequence[BoundField], geometry: ImageGeometry) -> None:
+    def __init__(
+        self,
+        fields: Sequence[BoundField],
+        geometry: ImageGeometry,
+        picture_sizes: Mapping[str, PictureSizes] | None = None,
+    ) -> None:
         self.geometry = geometry
         self.pictures = {f.name: f for f in fields if raster_kind(f.codec) and not f.spec.sequence}
         self.sizes = image_sizes(fields, geometry.size)
@@ -170,14 +192,21 @@ class GeometryPlan:
             self.methods[name] = chosen
         #: The pictures decoded at a reduced scale that covers their size (a resize of
         #: a JPEG, ``jpeg_scale="auto"``): field name to its decode.
-        self.decoders: dict[str, Callable[[Mapping[str, Any]], Any]] = {
-            name: _scaled_decoder(field.codec, self.sizes[name])
+        #: The scale the dataset's picture sizes fix for all of a field's pictures
+        #: (:func:`fixed_scale`, tf.data's choice too): 1 is the plain decode.
+        scaled = {
+            name: fixed_scale(field, self.sizes[name], picture_sizes or {})
             for name, field in self.pictures.items()
             if name in self.sizes
             and geometry.jpeg_scale == "auto"
             and geometry.fit in _SCALED_FITS
             and self.methods[name] == "bilinear"
             and isinstance(field.codec, Raster)
+        }
+        self.decoders: dict[str, Callable[[Mapping[str, Any]], Any]] = {
+            name: _scaled_decoder(self.pictures[name].codec, self.sizes[name], scale)
+            for name, scale in scaled.items()
+            if scale != 1
         }
         self.pad_values = {name: field.codec.pad_value() for name, field in self.pictures.items()}
         self.followers: dict[str, tuple[BoundField, str]] = {}
@@ -243,12 +272,42 @@ def fit_picture(
     return canvas
 
 
-def _scaled_decoder(codec: Codec[Any], size: Size) -> Callable[[Mapping[str, Any]], Any]:
-    """A picture's decode at the largest scale that covers ``size``: a
-    :class:`ScaledPicture`, or the plain decode where the codec decodes in full only."""
+def fixed_scale(field: BoundField, size: Size, picture_sizes: Mapping[str, PictureSizes]) -> int | None:
+    """The one scale every picture of ``field`` decodes at for a resize to ``size``,
+    chosen by its codec (:meth:`~recordkit.Raster.decode_scale_fixed`) from the sizes the
+    dataset records of its pictures (1: the plain decode); None when the dataset records
+    none or the codec leaves the choice to each record. Both readers take this choice,
+    so that they decode at the same scales."""
+    sizes = picture_sizes.get(field.name)
+    codec = field.codec
+    if sizes is None or not isinstance(codec, Raster):
+        return None
+    scale = codec.decode_scale_fixed(
+        (sizes.min_height, sizes.min_width),
+        (sizes.max_height, sizes.max_width),
+        size,
+        full_size_only=sizes.full_size_only,
+    )
+    if scale is not None and (isinstance(scale, bool) or not isinstance(scale, int) or scale < 1):
+        raise TypeError(
+            f"codec {codec.name!r} (field {field.name!r}): decode_scale_fixed must return None or "
+            f"an int of at least 1, not {scale!r}"
+        )
+    return scale
+
+
+def _scaled_decoder(codec: Codec[Any], size: Size, fixed: int | None) -> Callable[[Mapping[str, Any]], Any]:
+    """A picture's decode at the largest scale that covers ``size`` (or at ``fixed``, the
+    scale chosen for all the field's pictures): a :class:`ScaledPicture`, or the plain
+    decode where the codec decodes in full only."""
 
     def decode(wire: Mapping[str, Any]) -> Any:
-        scaled = codec.decode_numpy_scaled(wire, size) if isinstance(codec, Raster) else None
+        if not isinstance(codec, Raster):
+            scaled = None
+        elif fixed is None:
+            scaled = codec.decode_numpy_scaled(wire, size)
+        else:
+            scaled = codec.decode_numpy_scaled(wire, size, scale=fixed)
         if scaled is None:
             return codec.decode_numpy(wire)
         pixels, shape, scale = scaled

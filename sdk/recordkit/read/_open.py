@@ -40,7 +40,8 @@ from recordkit.codec._plugins import default_registry
 from recordkit.codec._registry import CodecRegistry
 from recordkit.dataset._detect import find_dataset
 from recordkit.dataset._manifest import MANIFEST_FILE, FieldGroup, Manifest
-from recordkit.dataset._shards import Shard, split_shards
+from recordkit.dataset._picture_sizes import PictureSizes
+from recordkit.dataset._shards import Shard, split_picture_sizes, split_shards
 from recordkit.dataset._split_groups import bind_split, join_split_groups, split_groups, split_schema
 from recordkit.errors import (
     CodecVersionError,
@@ -89,6 +90,9 @@ class OpenedDataset:
     #: The dataset's folder (None: TFRecord files without a manifest), from which
     #: :func:`open_split` reads other splits without reading the manifest again.
     root: Location | None = None
+    #: The sizes of the pictures the split holds, by field, where the manifest records
+    #: them: readers that resize choose one decode for a field's pictures from them.
+    picture_sizes: Mapping[str, PictureSizes] = dataclasses.field(default_factory=dict)
 
     @property
     def fields(self) -> tuple[BoundField, ...]:
@@ -209,7 +213,8 @@ def _open_manifest(
         shards = join_split_groups(root, manifest, split, shards, [f.name for f in bound.fields])
     defaulted = frozenset(f.name for f in bound.fields if f.name not in stored.fields and f.spec.has_default)
     comp = Compression.parse(manifest.compression)
-    return OpenedDataset(shards, comp, read_schema, bound, manifest, defaulted, root)
+    sizes = split_picture_sizes(manifest, split)
+    return OpenedDataset(shards, comp, read_schema, bound, manifest, defaulted, root, sizes)
 
 
 def bind_to_read(

@@ -513,9 +513,12 @@ def _decode_scaled(field: BoundField, wire: dict[str, Any], layout: DecodeLayout
     (:meth:`~recordkit.Raster.decode_scale_tf`, :meth:`~recordkit.Raster.decode_tf_scaled`:
     a JPEG at 1/2, 1/4 or 1/8) and resized onto the full picture's geometry
     (:func:`~recordkit.read._dense.fit_scaled`); at scale 1, the plain decode's pixels
-    fitted as ever. None with ``jpeg_scale="full"`` (:class:`~recordkit.ImageGeometry`),
-    another fit, a method that does not interpolate (``nearest``, ``area``), or a codec
-    that decodes at full size only."""
+    fitted as ever. Where the dataset's picture sizes fix one scale for all the field's
+    pictures (:attr:`~recordkit.read._layout.DecodeLayout.fixed_scales`), that scale, a
+    Python int: no choice in the graph. None with ``jpeg_scale="full"``
+    (:class:`~recordkit.ImageGeometry`), another fit, a method that does not interpolate
+    (``nearest``, ``area``), a codec that decodes at full size only, or a fixed scale
+    of 1."""
     import tensorflow as tf
 
     codec = field.codec
@@ -532,7 +535,10 @@ def _decode_scaled(field: BoundField, wire: dict[str, Any], layout: DecodeLayout
         return None
     size = layout.sizes[name]
     one = {key: value[None] for key, value in wire.items()}
-    scale = codec.decode_scale_tf(one, size)
+    fixed = layout.fixed_scales.get(name)
+    if fixed == 1:
+        return None  # no picture of the dataset scales: the plain decode, no choice in the graph
+    scale = fixed if fixed is not None else codec.decode_scale_tf(one, size)
     if scale is None:
         return None
     scaled = codec.decode_tf_scaled(one, scale)

@@ -126,7 +126,9 @@ class RandomAccess:
             for name, example in dataset.defaults.items()
         }
         geometry = args.get("geometry")
-        self._geometry = GeometryPlan(dataset.fields, geometry) if geometry is not None else None
+        self._geometry = (
+            GeometryPlan(dataset.fields, geometry, dataset.picture_sizes) if geometry is not None else None
+        )
 
     def with_geometry(self, geometry: ImageGeometry | None) -> RandomAccess:
         """This random access with its records brought to ``geometry`` (the same open
@@ -136,7 +138,7 @@ class RandomAccess:
         other = RandomAccess.__new__(RandomAccess)
         other.__dict__.update(self.__dict__)
         other._args = {**self._args, "geometry": geometry}
-        other._geometry = GeometryPlan(self.dataset.fields, geometry)
+        other._geometry = GeometryPlan(self.dataset.fields, geometry, self.dataset.picture_sizes)
         return other
 
     @property

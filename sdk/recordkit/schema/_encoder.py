@@ -15,6 +15,7 @@ import numpy as np
 import pydantic
 
 from recordkit._suggest import did_you_mean
+from recordkit.codec._capabilities import Raster
 from recordkit.codec._wire import WireKind
 from recordkit.errors import InvalidValueError, RecordError, RecordkitError
 from recordkit.format._entry_sizes import entry_sizes
@@ -33,7 +34,14 @@ from recordkit.format._tfrecord import frame_pieces
 from recordkit.schema._bound import BoundField, HasFields, KeyedFeature
 from recordkit.schema._foreign_write import WrittenKeys, append_foreign, is_foreign, shared_keys
 
-__all__ = ["EncodedRecord", "RecordEncoder"]
+__all__ = ["EncodedRecord", "RecordEncoder", "SidesSeen"]
+
+#: The sides of the pictures a writer has encoded: picture field name to ``[min_height,
+#: max_height, min_width, max_width, full_size_only]`` (the last 1 when a picture decodes
+#: at full size only: :meth:`~recordkit.Raster.decodes_scaled`), as
+#: :meth:`RecordEncoder.encode_pieces` gathers them and the manifest records them
+#: (:mod:`recordkit.dataset._picture_sizes`).
+SidesSeen = dict[str, list[int]]
 
 _PRESENT = encode_feature(WireKind.INT64, np.ones(1, dtype=np.int64))
 
@@ -68,20 +76,33 @@ class RecordEncoder:
         #: Whether a field writes another tool's layout (column keys, constants, shared
         #: keys): each record then tracks the shared keys it has written.
         self._foreign = any(is_foreign(k, shared) for f in bound.fields for k in f.features)
+        #: The picture fields (one picture a record) whose height and width the wire
+        #: holds: (field, codec, height feature, width feature).
+        self._sized = tuple(
+            (f.name, f.codec, *f.codec.size_features)
+            for f in bound.fields
+            if isinstance(f.codec, Raster) and f.codec.size_features is not None and not f.spec.sequence
+        )
 
     def encode(self, record: Any, index: int | str | None = None) -> bytes:
         """The serialized Example of ``record``; raises RecordError naming the record."""
         return b"".join(join_entries(self._entries(record, index)))
 
-    def encode_framed(self, record: Any, index: int | str | None = None) -> bytes:
+    def encode_framed(
+        self, record: Any, index: int | str | None = None, seen: SidesSeen | None = None
+    ) -> bytes:
         """The serialized Example of ``record`` with its TFRecord framing, ready to be
-        appended to a shard (what worker processes send back: payloads copied once)."""
-        return frame_pieces(*self.encode_pieces(record, index))
+        appended to a shard (what worker processes send back: payloads copied once).
+        With ``seen``, the sides of the record's pictures are added to it."""
+        return frame_pieces(*self.encode_pieces(record, index, seen))
 
-    def encode_pieces(self, record: Any, index: int | str | None = None) -> tuple[list[bytes], int]:
+    def encode_pieces(
+        self, record: Any, index: int | str | None = None, seen: SidesSeen | None = None
+    ) -> tuple[list[bytes], int]:
         """The serialized Example of ``record`` as pieces, not joined, and its size: the
-        writer frames them straight into its shard chunk (payloads are copied once)."""
-        return example_pieces(self._entries(record, index))
+        writer frames them straight into its shard chunk (payloads are copied once).
+        With ``seen``, the sides of the record's pictures are added to it."""
+        return example_pieces(self._entries(record, index, seen))
 
     def encode_with_sizes(self, record: Any, index: int | str | None = None) -> EncodedRecord:
         """Deprecated: use :meth:`encode`, then :func:`recordkit.byte_breakdown` on the
@@ -97,9 +118,9 @@ class RecordEncoder:
         field_bytes = {f.name: sum(by_key.get(key, 0) for key in f.keys) for f in self.bound.fields}
         return EncodedRecord(data, field_bytes)
 
-    def _entries(self, record: Any, index: int | str | None) -> list[bytes]:
+    def _entries(self, record: Any, index: int | str | None, seen: SidesSeen | None = None) -> list[bytes]:
         """The pieces of every field's Example map entries; all of the record's errors
-        raised as one."""
+        raised as one. With ``seen``, the sides of the record's pictures are added to it."""
         try:
             items = record if type(record) is dict else record_items(record)
         except RecordError as exc:
@@ -114,7 +135,9 @@ class RecordEncoder:
         entries: list[bytes] = []
         written: WrittenKeys | None = {} if self._foreign else None
         wires: dict[str, Mapping[str, Any]] = {}
-        keep_wires = bool(self._related)  # only fields checked against others need them
+        # Only fields checked against others, and the pictures whose sides are noted, need them.
+        note_sides = seen is not None and bool(self._sized)
+        keep_wires = bool(self._related) or note_sides
         for field_encoder in self._field_encoders:
             name = field_encoder.name
             try:
@@ -134,7 +157,39 @@ class RecordEncoder:
                 errors.append(exc.with_context(field=field.name, record=index))
         if errors:
             raise _combine(errors, index)
+        if note_sides:
+            assert seen is not None
+            _note_sides(seen, self._sized, wires)
         return entries
+
+
+def _note_sides(
+    seen: SidesSeen, sized: tuple[tuple[str, Raster, str, str], ...], wires: dict[str, Mapping[str, Any]]
+) -> None:
+    """Add the height and width of each picture in ``wires`` (those whose wire holds
+    them) to ``seen``."""
+    for name, codec, height_key, width_key in sized:
+        wire = wires.get(name)
+        if wire is None or height_key not in wire or width_key not in wire:
+            continue
+        try:
+            height, width = int(wire[height_key]), int(wire[width_key])
+        except (TypeError, ValueError):
+            continue
+        full_size_only = 0 if codec.decodes_scaled(wire) else 1
+        sides = seen.get(name)
+        if sides is None:
+            seen[name] = [height, height, width, width, full_size_only]
+            continue
+        sides[4] |= full_size_only
+        if height < sides[0]:
+            sides[0] = height
+        if height > sides[1]:
+            sides[1] = height
+        if width < sides[2]:
+            sides[2] = width
+        if width > sides[3]:
+            sides[3] = width
 
 
 #: A field's default when it has none (a default may be None itself).

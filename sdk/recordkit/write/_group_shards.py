@@ -20,7 +20,7 @@ from recordkit.codec._registry import CodecRegistry
 from recordkit.dataset._manifest import FieldGroup, GroupShardInfo, Manifest, ShardInfo, SplitInfo
 from recordkit.errors import DatasetError, IncompatibleSchemaError
 from recordkit.format._tfrecord import Compression
-from recordkit.schema._encoder import RecordEncoder, record_items
+from recordkit.schema._encoder import RecordEncoder, SidesSeen, record_items
 from recordkit.schema._schema import Schema
 from recordkit.storage import Location, fsync_dir
 from recordkit.write._shard_file import ShardFile
@@ -227,16 +227,17 @@ class GroupAppend:
         return _Group(name, group, RecordEncoder(bound), frozenset(listed), group_token(group))
 
     def encode(
-        self, encoder: RecordEncoder, record: Any, label: int | str
+        self, encoder: RecordEncoder, record: Any, label: int | str, seen: SidesSeen | None = None
     ) -> tuple[list[bytes], int, list[bytes]]:
-        """``record`` encoded: the pieces of the split's fields' Example (by ``encoder``)
-        and their size, and each group's framed Example of its fields. A field the schema
-        does not list goes to ``encoder``, which names it; any part that fails raises
-        before anything of the record is written."""
+        """``record`` encoded: the pieces of the split's fields' Example (by ``encoder``,
+        which adds the sides of their pictures to ``seen``) and their size, and each
+        group's framed Example of its fields. A field the schema does not list goes to
+        ``encoder``, which names it; any part that fails raises before anything of the
+        record is written."""
         items = record_items(record)
         fields = self.fields
         own = {k: v for k, v in items.items() if k not in fields}
-        pieces, size = encoder.encode_pieces(own, label)
+        pieces, size = encoder.encode_pieces(own, label, seen)
         parts = [
             group.encoder.encode_framed({k: v for k, v in items.items() if k in group.fields}, label)
             for group in self._groups

@@ -39,7 +39,7 @@ from typing import Any, Generic, TypeVar
 from recordkit.codec._plugins import load_plugins
 from recordkit.codec._registry import CodecRegistry
 from recordkit.errors import DatasetError, PluginError, RecordkitError
-from recordkit.schema._encoder import RecordEncoder
+from recordkit.schema._encoder import RecordEncoder, SidesSeen
 from recordkit.schema._schema import BoundSchema, Schema
 
 __all__ = ["FIRST_BATCH_RECORDS", "START_AFTER_SECONDS", "OrderedPool", "WorkerSetup", "encode_batch"]
@@ -62,8 +62,9 @@ START_AFTER_SECONDS = 0.5
 Item = tuple[int | str, Any]
 #: A record comes back as its framed TFRecord bytes, or the error that rejected it.
 Result = bytes | RecordkitError
-#: A batch's results and the seconds its encoding took (for sizing the next batches).
-Timed = tuple[list[Result], float]
+#: A batch's results, the seconds its encoding took (for sizing the next batches) and the
+#: sides of its pictures.
+Timed = tuple[list[Result], float, SidesSeen]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -135,14 +136,17 @@ def _import_ref(ref: str) -> Any:
     return target
 
 
-def encode_batch(encoder: RecordEncoder, items: Sequence[Item]) -> list[Result]:
-    """Encode and frame each record; a record that fails gives its error instead."""
+def encode_batch(
+    encoder: RecordEncoder, items: Sequence[Item], seen: SidesSeen | None = None
+) -> list[Result]:
+    """Encode and frame each record; a record that fails gives its error instead. With
+    ``seen``, the sides of the records' pictures are added to it."""
     results: list[Result] = []
     append = results.append
     encode = encoder.encode_framed
     for label, record in items:
         try:
-            append(encode(record, label))
+            append(encode(record, label, seen))
         except RecordkitError as exc:
             append(exc)
     return results
@@ -182,8 +186,9 @@ def _warm_up_worker() -> bool:
 
 def _timed_encode(encoder: RecordEncoder, items: Sequence[Item]) -> Timed:
     start = time.perf_counter()
-    results = encode_batch(encoder, items)
-    return results, time.perf_counter() - start
+    seen: SidesSeen = {}
+    results = encode_batch(encoder, items, seen)
+    return results, time.perf_counter() - start, seen
 
 
 def _encode_in_worker(items: list[Item]) -> Timed:
@@ -291,7 +296,7 @@ class OrderedPool(Generic[T]):
             stacklevel=_first_frame_outside_recordkit(),
         )
 
-    def submit(self, tag: T, items: list[Item]) -> list[tuple[T, list[Result]]]:
+    def submit(self, tag: T, items: list[Item]) -> list[tuple[T, list[Result], SidesSeen]]:
         if self._local_encoder is not None and not self._workers_ready():
             future: Future[Timed] = Future()
             future.set_result(_timed_encode(self._local_encoder, items))
@@ -312,18 +317,18 @@ class OrderedPool(Generic[T]):
             done.append(self._collect())
         return done
 
-    def drain(self) -> Iterator[tuple[T, list[Result]]]:
+    def drain(self) -> Iterator[tuple[T, list[Result], SidesSeen]]:
         while self._in_flight:
             yield self._collect()
 
-    def _collect(self) -> tuple[T, list[Result]]:
+    def _collect(self) -> tuple[T, list[Result], SidesSeen]:
         tag, count, future = self._in_flight.popleft()
         try:
-            results, seconds = future.result()
+            results, seconds, seen = future.result()
         except BrokenProcessPool as exc:
             raise _worker_died(exc) from exc
         self._note_time(count, seconds)
-        return tag, results
+        return tag, results, seen
 
     def _note_time(self, count: int, seconds: float) -> None:
         """Fold a batch's encoding time into the running estimate per record."""

@@ -18,8 +18,10 @@ from collections.abc import Callable
 from concurrent.futures import Future
 
 from recordkit.dataset._manifest import ShardInfo, SplitInfo, UnfinishedWrite
+from recordkit.dataset._picture_sizes import PictureSizes, sizes_from_seen
 from recordkit.errors import RecordkitError
 from recordkit.format._tfrecord import FRAMING_BYTES, Compression
+from recordkit.schema._encoder import SidesSeen
 from recordkit.storage import Location
 from recordkit.write._debris import check_free
 from recordkit.write._group_shards import GroupAppend, GroupShards
@@ -85,6 +87,31 @@ class SplitWriter:
         #: write_all() went through its whole input: if the writer stops because another
         #: split fails, this split is complete and is finished, not thrown away.
         self.input_done = False
+        #: The sides of the pictures encoded for this split, listed with every shard
+        #: (``picture_sizes``, merged with what the split listed before); None when the
+        #: split already holds records whose pictures' sizes it does not list (a split
+        #: written before they were recorded): then it never lists them.
+        self._sizes_before = info.picture_sizes
+        self._had_records = bool(info.shards)
+        self.seen: SidesSeen | None = None if self._had_records and info.picture_sizes is None else {}
+
+    def note_sides(self, seen: SidesSeen) -> None:
+        """Add the sides of a batch's pictures (encoded elsewhere) to :attr:`seen`."""
+        mine = self.seen
+        if mine is None:
+            return
+        for name, (min_height, max_height, min_width, max_width, full_size_only) in seen.items():
+            sides = mine.get(name)
+            if sides is None:
+                mine[name] = [min_height, max_height, min_width, max_width, full_size_only]
+            else:
+                mine[name] = [
+                    min(sides[0], min_height),
+                    max(sides[1], max_height),
+                    min(sides[2], min_width),
+                    max(sides[3], max_width),
+                    sides[4] | full_size_only,
+                ]
 
     def add(self, framed: bytes) -> None:
         """Append one framed record (as worker processes send them)."""
@@ -136,8 +163,12 @@ class SplitWriter:
         beside, self.group_shards = self.group_shards, None
         handled, rejected = self.handled, self.rejected_since_commit
         self.rejected_since_commit = 0
+        # The sides seen so far: every picture of the shard (and perhaps of the next).
+        sizes = self._picture_sizes()
         try:
-            committing = shard.commit_async(then=lambda info: self._list(info, handled, rejected, beside))
+            committing = shard.commit_async(
+                then=lambda info: self._list(info, handled, rejected, beside, sizes)
+            )
         except BaseException:
             if beside is not None:
                 beside.discard()
@@ -146,16 +177,33 @@ class SplitWriter:
             committing.add_done_callback(lambda _: beside.discard())
         self.committing = committing
 
-    def _list(self, shard_info: ShardInfo, handled: int, rejected: int, beside: GroupShards | None) -> None:
+    def _picture_sizes(self) -> dict[str, PictureSizes] | None:
+        """What the split lists as its pictures' sizes once the records encoded so far
+        are written."""
+        if self.seen is None:
+            return None
+        return sizes_from_seen(self.seen, self._sizes_before, had_records=self._had_records)
+
+    def _list(
+        self,
+        shard_info: ShardInfo,
+        handled: int,
+        rejected: int,
+        beside: GroupShards | None,
+        sizes: dict[str, PictureSizes] | None,
+    ) -> None:
         """On the shard's background thread, once it is complete: complete the group
         shards ``beside`` it, then list them all in one save of the manifest, with the
-        ``handled`` input records and the ``rejected`` ones the shard accounts for."""
+        ``handled`` input records and the ``rejected`` ones the shard accounts for, and
+        the ``sizes`` of the pictures the split holds."""
         entries = beside.commit(shard_info) if beside is not None else []
         self.rejects.sync()  # the manifest never counts rejects not on disk
         with self.sink.lock:
             self.info.shards.append(shard_info)
             for group, entry in entries:
                 group.shards.append(entry)
+            if self.seen is not None:
+                self.info.picture_sizes = sizes
             if rejected:
                 self.info.rejected += rejected
                 self.info.rejects_file = self.rejects.name

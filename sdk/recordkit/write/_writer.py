@@ -54,7 +54,7 @@ from recordkit.dataset._manifest import (
 )
 from recordkit.errors import DatasetError, RecordError, RecordkitError
 from recordkit.format._tfrecord import Compression
-from recordkit.schema._encoder import RecordEncoder, record_items
+from recordkit.schema._encoder import RecordEncoder, SidesSeen, record_items
 from recordkit.schema._record_class import Record
 from recordkit.schema._schema import Schema
 from recordkit.storage import Location, PathOrUrl, location
@@ -354,7 +354,7 @@ class DatasetWriter:
         label: int | str = index if key is None else key
         if state.groups is not None:  # in this process: a record's parts go to several shards
             try:
-                pieces, size, parts = state.groups.encode(self._encoder, record, label)
+                pieces, size, parts = state.groups.encode(self._encoder, record, label, state.seen)
             except RecordkitError as exc:
                 self._reject(state, index, key, exc)
                 return
@@ -362,7 +362,7 @@ class DatasetWriter:
             return
         if self._workers < 2:
             try:
-                pieces, size = self._encoder.encode_pieces(record, label)
+                pieces, size = self._encoder.encode_pieces(record, label, state.seen)
             except RecordkitError as exc:
                 self._reject(state, index, key, exc)
                 return
@@ -400,12 +400,13 @@ class DatasetWriter:
         docs/performance.md#the-writers-buffers)."""
         encode = self._encoder.encode_pieces
         add = state.add_pieces
+        seen = state.seen
         state.input_done = False
         for record in records:
             index = state.next_index
             state.next_index = index + 1
             try:
-                pieces, size = encode(record, index)
+                pieces, size = encode(record, index, seen)
             except RecordkitError as exc:
                 self._reject(state, index, None, exc)
                 continue
@@ -442,10 +443,13 @@ class DatasetWriter:
         except BaseException:
             self.abort()
             raise
-        for (done_state, meta), results in done:
-            self._place(done_state, meta, results)
+        for (done_state, meta), results, seen in done:
+            self._place(done_state, meta, results, seen)
 
-    def _place(self, state: SplitWriter, meta: list[tuple[int, str | None]], results: list[Result]) -> None:
+    def _place(
+        self, state: SplitWriter, meta: list[tuple[int, str | None]], results: list[Result], seen: SidesSeen
+    ) -> None:
+        state.note_sides(seen)  # before the records: the shard they complete lists their pictures
         for (index, key), result in zip(meta, results, strict=True):
             if isinstance(result, bytes):
                 state.add(result)
@@ -465,8 +469,8 @@ class DatasetWriter:
                 if state.batch_items:
                     self._submit(state)
             if self._pool is not None:
-                for (state, meta), results in self._pool.drain():
-                    self._place(state, meta, results)
+                for (state, meta), results, seen in self._pool.drain():
+                    self._place(state, meta, results, seen)
             for state in self._splits.values():
                 state.finish()
             self._save(sync_dir=True)

@@ -101,6 +101,7 @@ def _unindexed(root: Path | Location) -> None:
     raw = json.loads(where.join("dataset.json").read_bytes())
     raw["format"] = "recordkit.dataset/1"
     for split in raw["splits"].values():
+        split.pop("picture_sizes", None)  # recorded from format 6 on
         for shard in split["shards"]:
             where.join(shard.pop("index")["file"]).remove()
     where.join("dataset.json").write_bytes(json.dumps(raw).encode())

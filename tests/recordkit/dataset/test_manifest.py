@@ -12,6 +12,7 @@ import pytest
 
 import recordkit as rk
 from recordkit.dataset._manifest import CodecProvenance, GroupShardInfo, UnfinishedWrite
+from recordkit.dataset._picture_sizes import PictureSizes
 from recordkit.errors import ManifestError
 
 SCHEMA = rk.Schema(name="m", fields={"id": rk.FieldSpec(codec="scalar")})
@@ -155,6 +156,7 @@ def test_every_manifest_and_rejects_key_is_documented(tmp_path: Path) -> None:
                 rk.FieldGroup,
                 GroupShardInfo,
                 rk.DatasetCard,
+                PictureSizes,
             )
         )
     )

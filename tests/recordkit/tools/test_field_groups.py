@@ -55,9 +55,11 @@ def inline(tmp_path_factory: pytest.TempPathFactory, records: list[dict[str, Any
     return path
 
 
-def _write_base(path: Path, records: list[dict[str, Any]]) -> None:
-    base = rk.Schema(name="inline", fields={k: SCHEMA.fields[k] for k in BASE})
-    rk.write_dataset([{k: r[k] for k in BASE} for r in records], base, path, shard_records=3, progress=False)
+def _write_base(path: Path, records: list[dict[str, Any]], fields: list[str] = BASE) -> None:
+    base = rk.Schema(name="inline", fields={k: SCHEMA.fields[k] for k in fields})
+    rk.write_dataset(
+        [{k: r[k] for k in fields} for r in records], base, path, shard_records=3, progress=False
+    )
 
 
 #: Records written before the groups are added, in the "appended" dataset (two shards of 3).
@@ -197,7 +199,9 @@ def test_a_dataset_is_written_in_format_3_only_while_it_has_field_groups(
     records: list[dict[str, Any]], tmp_path: Path
 ) -> None:
     path = tmp_path / "data"
-    _write_base(path, records)
+    # No picture: the sizes of pictures a split records take format 6 on their own.
+    fields = [name for name in BASE if name != "image"]
+    _write_base(path, records, fields)
     assert json.loads((path / "dataset.json").read_text())["format"] == "recordkit.dataset/2"
     rk.add_fields(path, "train", EMBEDDING, [r["embedding"] for r in records])
     assert json.loads((path / "dataset.json").read_text())["format"] == "recordkit.dataset/3"
@@ -209,7 +213,7 @@ def test_a_dataset_is_written_in_format_3_only_while_it_has_field_groups(
     assert raw["format"] == "recordkit.dataset/2"
     assert "field_groups" not in raw["splits"]["train"]
     assert list((path / "fields" / "train").iterdir()) == []
-    assert sorted(next(rk.iter_records(path))) == sorted(BASE)
+    assert sorted(next(rk.iter_records(path))) == sorted(fields)
 
 
 def test_a_manifest_whose_format_cannot_hold_its_field_groups_is_refused(

@@ -233,8 +233,8 @@ def test_batches_are_encoded_here_until_the_workers_are_ready() -> None:
         done += list(pool.drain())
     finally:
         pool.close()
-    pids = [decode_example(results[0][12:-4])["pid"][1][0] for _, results in done]
-    assert [t for t, _ in done] == [0, 1]  # in submission order
+    pids = [decode_example(results[0][12:-4])["pid"][1][0] for _, results, _ in done]
+    assert [t for t, _, _ in done] == [0, 1]  # in submission order
     assert pids[0] == os.getpid()
     assert pids[1] != os.getpid()
 
