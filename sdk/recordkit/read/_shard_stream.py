@@ -49,6 +49,7 @@ from recordkit.format._tfrecord import (
     OversizedRecord,
     iter_tfrecords,
     oversized_record,
+    walk_headers,
 )
 from recordkit.read._corruption import CorruptionReport, OnCorrupt, SkippedRecords
 from recordkit.read._open import OpenedDataset
@@ -100,8 +101,12 @@ def read_shards(
     sliced = any(shard.sliced for shard in shards)
     skips = tf.constant([shard.skip for shard in shards] or [0], tf.int64)
     takes = tf.constant([-1 if shard.take is None else shard.take for shard in shards] or [0], tf.int64)
+    whole = on_corrupt == "raise" and checked and fsspec_read is None and width == 1 and not sliced
+    framed = _framed_reader(shards, dataset, block_length) if whole else None
 
     def read(index: Any, path: Any) -> Any:
+        if framed is not None:
+            return framed(index, path)
         if fsspec_read is not None:
             records = fsspec_read(index)
         elif width == 1:
@@ -136,6 +141,8 @@ def read_shards(
         chunks = files.flat_map(read)
     if not checked or not shards:
         return chunks
+    if framed is not None:  # no markers; the shard ends of several shards joined, as below
+        return chunks if len(shards) == 1 else chunks.rebatch(block_length)
     # Records and bytes read, by shard (one shard: a pair, see _checker).
     counts = tf.zeros([2] if len(shards) == 1 else [len(shards), 2], tf.int64)
     check = _checker(dataset, shards, on_corrupt, report)
@@ -252,20 +259,94 @@ def _expected(shards: list[Shard], dataset: OpenedDataset) -> tuple[list[int], l
     return records, sizes
 
 
-def _checker(
-    dataset: OpenedDataset, shards: list[Shard], on_corrupt: OnCorrupt, report: CorruptionReport | None
-) -> Callable[[Any, Any], Any]:
-    """The ``scan`` function: counts each shard's records and bytes, checks them at its
-    marker. Kept small (the messages are written here, per shard): TensorFlow optimizes
-    it again for every iterator, at a cost that grows with its ops (about 15 ms of CPU
-    per iterator for the first version, which built the message of every chunk), so
-    what Python knows is not computed in the graph: with one shard its expectations and
-    message are constants, and an unknown expectation is only tested for if a shard has
-    one."""
+def _framed_counts(shards: list[Shard], dataset: OpenedDataset) -> list[int] | None:
+    """The records of each shard, when Python has walked its framing (the walk
+    :func:`vet_framing` makes, cached) and found it sound: a local, uncompressed file whose
+    record headers frame it whole, holding the records and bytes the manifest lists, so
+    that every byte is under a CRC TensorFlow checks. None when a shard is not known so
+    (remote, compressed, damaged or unlike its manifest): the checks in the graph read it."""
+    if dataset.compression is not Compression.NONE or not shards:
+        return None
+    counts = []
+    for shard in shards:
+        local = shard.path.local_path
+        if local is None:
+            return None
+        try:
+            walk = walk_headers(local)
+        except OSError:
+            return None
+        if not walk.complete or (shard.records is not None and walk.records != shard.records):
+            return None
+        if shard.bytes is not None and walk.end != shard.bytes:
+            return None
+        counts.append(walk.records)
+    return counts
+
+
+def _framed_reader(
+    shards: list[Shard], dataset: OpenedDataset, block_length: int
+) -> Callable[[Any, Any], Any] | None:
+    """``read(index, path)``: shard ``index``'s records in chunks of ``block_length``,
+    read by ``TFRecordDataset`` alone (its CRCs checked), when :func:`_framed_counts` knows
+    every shard's records; None otherwise. Nothing runs per record or per chunk: a
+    shard's records are taken up to its count, and only where they end early (a CRC
+    TensorFlow found bad, the file cut after it was walked) is the next element one that
+    reads the shard again, counts what it can read and fails with the error the checks
+    in the graph give (the shard, the offset, the records read). No function runs
+    before that, so the read costs an iterator no more to start than the raw read."""
     import tensorflow as tf
 
-    expected_records, expected_bytes = _expected(shards, dataset)
-    pairs = [[n, size] for n, size in zip(expected_records, expected_bytes, strict=True)]
+    counts = _framed_counts(shards, dataset)
+    if counts is None:
+        return None
+    heads, middle, tails = _messages(shards, counts)
+
+    def lost(index: Any, path: Any) -> Any:
+        """One element that is the error naming the loss in shard ``index``."""
+
+        def fail(path: Any) -> Any:
+            zero = tf.constant(0, tf.int64)
+            read, offset = (
+                tf.data.TFRecordDataset(path)
+                .ignore_errors()
+                .reduce(
+                    (zero, zero),
+                    lambda got, record: (
+                        got[0] + 1,
+                        got[1] + tf.cast(tf.strings.length(record), tf.int64) + FRAMING_BYTES,
+                    ),
+                )
+            )
+            head, tail = _pick(heads, tf.string, index), _pick(tails, tf.string, index)
+            message = tf.strings.join(
+                [head, tf.strings.as_string(offset), middle, tf.strings.as_string(read), tail]
+            )
+            with tf.control_dependencies([tf.debugging.Assert(False, [message], summarize=1)]):
+                return tf.identity(path)
+
+        return tf.data.Dataset.from_tensors(path).map(fail)
+
+    def read(index: Any, path: Any) -> Any:
+        # A loss ends the shard's records early (TensorFlow's DataLossError is ignored
+        # only to be replaced by ``lost``'s, which names the shard): the next is ``lost``.
+        records = tf.data.TFRecordDataset(path).ignore_errors()
+        wanted = _pick(counts, tf.int64, index)
+        return records.concatenate(lost(index, path)).take(wanted).batch(block_length)
+
+    return read
+
+
+def _pick(values: list[Any], dtype: Any, index: Any) -> Any:
+    """``values[index]`` in the graph: a constant when there is one value (one shard)."""
+    import tensorflow as tf
+
+    return tf.constant(values[0], dtype) if len(values) == 1 else tf.gather(tf.constant(values, dtype), index)
+
+
+def _messages(shards: list[Shard], expected_records: list[int]) -> tuple[list[str], str, list[str]]:
+    """The error message of a loss in each shard, in pieces around the offset and the
+    records read: the heads (one a shard), the middle, the tails (one a shard)."""
     heads = [f"recordkit CorruptRecordError: shard {shard.label}, offset " for shard in shards]
     middle = ": the record there is corrupt or truncated; "
     if len(shards[0].files) > 1:  # with field groups: the bytes read are of all the files
@@ -280,13 +361,27 @@ def _checker(
         " shows every bad record; on_corrupt='skip' reads past it)"
         for n in expected_records
     ]
+    return heads, middle, tails
+
+
+def _checker(
+    dataset: OpenedDataset, shards: list[Shard], on_corrupt: OnCorrupt, report: CorruptionReport | None
+) -> Callable[[Any, Any], Any]:
+    """The ``scan`` function: counts each shard's records and bytes, checks them at its
+    marker. Kept small (the messages are written here, per shard): TensorFlow optimizes
+    it again for every iterator, at a cost that grows with its ops (about 15 ms of CPU
+    per iterator for the first version, which built the message of every chunk), so
+    what Python knows is not computed in the graph: with one shard its expectations and
+    message are constants, and an unknown expectation is only tested for if a shard has
+    one."""
+    import tensorflow as tf
+
+    expected_records, expected_bytes = _expected(shards, dataset)
+    pairs = [[n, size] for n, size in zip(expected_records, expected_bytes, strict=True)]
+    heads, middle, tails = _messages(shards, expected_records)
     names = [shard.name for shard in shards]
     one = len(shards) == 1
     unknown = any(n < 0 for pair in pairs for n in pair)
-
-    def of(values: list[Any], dtype: Any, index: Any) -> Any:
-        """``values[index]``: a constant when there is one shard."""
-        return tf.constant(values[0], dtype) if one else tf.gather(tf.constant(values, dtype), index)
 
     add = _reporter(report) if on_corrupt == "skip" and report is not None else None
 
@@ -304,24 +399,24 @@ def _checker(
         else:
             counts = tf.tensor_scatter_nd_add(counts, [[index]], [tf.stack([size, length])])
             got = counts[index]
-        want = of(pairs, tf.int64, index)
+        want = _pick(pairs, tf.int64, index)
         matches = tf.equal(got, want) | (want < 0) if unknown else tf.equal(got, want)
         lost = tf.equal(size, 0) & ~tf.reduce_all(matches)  # an empty chunk is a shard's marker
         if add is None:
             message = tf.strings.join(
                 [
-                    of(heads, tf.string, index),
+                    _pick(heads, tf.string, index),
                     tf.strings.as_string(got[1]),
                     middle,
                     tf.strings.as_string(got[0]),
-                    of(tails, tf.string, index),
+                    _pick(tails, tf.string, index),
                 ]
             )
             guard = tf.debugging.Assert(~lost, [message], summarize=1)
         else:
             guard = tf.cond(
                 lost,
-                lambda: tf.py_function(add, [of(names, tf.string, index), got[1], got[0], want[0]], tf.int64),
+                lambda: tf.py_function(add, [_pick(names, tf.string, index), got[1], got[0], want[0]], tf.int64),
                 lambda: tf.constant(0, tf.int64),
             )
         with tf.control_dependencies([guard]):

@@ -92,10 +92,20 @@ def test_one_shard_that_lost_its_last_record_is_reported(one_shard: Path, tmp_pa
     assert (skipped.shard, skipped.offset, skipped.records) == (shard.name, offsets[-1], 1)
 
 
-def test_one_file_without_a_manifest_is_checked_by_its_size(one_shard: Path, tmp_path: Path) -> None:
-    """No manifest: the record count is unknown; the bytes read against the file's size
-    still find the bad record, and the message says the count is unknown."""
+def test_one_file_without_a_manifest_is_checked_by_its_headers_or_its_size(one_shard: Path, tmp_path: Path) -> None:
+    """No manifest: the records the file's headers frame are counted when the read is
+    built, and a bad record's message says how many; where a header is damaged, the
+    count is unknown, the bytes read against the file's size still find the bad record,
+    and the message says the count is unknown."""
     _, shard, offsets = broken_copy(one_shard, tmp_path)
+    with pytest.raises(
+        tf.errors.InvalidArgumentError,
+        match=rf"CorruptRecordError: shard {shard.name}, offset {offsets[3]}: .*; 3 of {N} records",
+    ):
+        list(rk.load_dataset(str(shard), fields=["caption"], schema=SCHEMA))
+    data = bytearray(the_shard(one_shard).read_bytes())
+    data[offsets[3] + 2] ^= 0x01  # the fourth record's length: its header's CRC fails
+    shard.write_bytes(bytes(data))
     with pytest.raises(
         tf.errors.InvalidArgumentError,
         match=rf"CorruptRecordError: shard {shard.name}, offset {offsets[3]}: .*; 3 of \? records",
