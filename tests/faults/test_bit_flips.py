@@ -125,7 +125,7 @@ def test_load_dataset_names_the_record_of_every_flip_without_hashing(
     for case in range(8):
         flipped: list[int] = []
 
-        def damage(root: Path) -> Path:
+        def damage(root: Path, flipped: list[int] = flipped) -> Path:
             path = rng.choice(shard_paths(root))
             bit = rng.randrange(path.stat().st_size * 8)
             flipped.append(bit // 8)

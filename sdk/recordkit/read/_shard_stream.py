@@ -1,16 +1,29 @@
 """Reading a split's shards for :func:`recordkit.load_dataset`: checked chunks of records.
 
-Each shard is read with TensorFlow's ``TFRecordDataset`` (its errors ignored: a corrupt
-or truncated record ends that shard's records) in chunks of ``block_length`` serialized
-records; several shards are read at once and interleaved. Every chunk carries the index
-of its shard, and each shard ends with one empty chunk, a marker. One ``scan`` over the
-interleaved chunks counts the records and bytes read from each shard; at a shard's
-marker it compares them with what the manifest lists (the records, and every byte of
-the file but for compressed shards), and on a loss raises an error naming the shard and
-the offset of the first record it could not read (TensorFlow's own ``DataLossError``
-names neither), or with ``on_corrupt="skip"`` adds the loss to the report. The markers
-are then dropped by a ``rebatch`` to ``block_length`` (empty chunks give no records),
-which also joins a shard's last, short chunk with the next shard's.
+Every local shard's record headers are walked in Python when the read is built
+(:func:`vet_framing`: a header declaring more bytes than the file holds would make
+TensorFlow allocate them). Where that walk shows a sound framing that covers the whole
+file and holds the records (and bytes) the manifest lists, as it does for every intact
+local, uncompressed shard read whole with ``on_corrupt="raise"``, the shards are read by
+``TFRecordDataset`` alone, whose CRC checks cover every byte left (:func:`_framed_reader`):
+each shard's records are taken up to their count, and only where they end early (a CRC
+TensorFlow found bad, a file cut after the walk) is the next element an error naming the
+shard, the offset and the records read (TensorFlow's own ``DataLossError`` names
+neither), computed then by reading the shard again. Nothing of the check runs per record
+or per chunk, and no function is instantiated for it at each iterator. (Records appended
+to a shard file after the walk are not read: shards are never appended to in place.)
+
+Every other read (a slice, ``on_corrupt="skip"``, field groups, compressed or remote
+shards, a framing the walk found damaged) is checked in the graph: each shard is read
+(its errors ignored: a corrupt or truncated record ends that shard's records) in chunks
+of ``block_length`` serialized records; several shards are read at once and interleaved.
+Every chunk carries the index of its shard, and each shard ends with one empty chunk, a
+marker. One ``scan`` over the interleaved chunks counts the records and bytes read from
+each shard; at a shard's marker it compares them with what the manifest lists (the
+records, and every byte of the file but for compressed shards), and on a loss raises the
+same error, or with ``on_corrupt="skip"`` adds the loss to the report. The markers are
+then dropped by a ``rebatch`` to ``block_length`` (empty chunks give no records), which
+also joins a shard's last, short chunk with the next shard's.
 
 A shard that a split slice reads in part (``train[:10%]``) has its records before the
 slice read past (``skip``) and reading stops at the slice's end (``take``); its check
@@ -71,10 +84,12 @@ def read_shards(
     cycle_length: int | None,
     deterministic: bool,
     remote_io: RemoteIO = "auto",
+    one_by_one: bool = False,
 ) -> Any:
     """A dataset of ``[n]`` string tensors (``n <= block_length``): the records of
     ``shards``, checked as the module docs say. Repeat it to read it again: each pass
-    counts afresh."""
+    counts afresh. With ``one_by_one``, the same records one by one (scalars), in the
+    same order: the framed read gives them so without batching them first."""
     import tensorflow as tf
 
     shards = vet_framing(shards, dataset, on_corrupt, report)
@@ -102,7 +117,7 @@ def read_shards(
     skips = tf.constant([shard.skip for shard in shards] or [0], tf.int64)
     takes = tf.constant([-1 if shard.take is None else shard.take for shard in shards] or [0], tf.int64)
     whole = on_corrupt == "raise" and checked and fsspec_read is None and width == 1 and not sliced
-    framed = _framed_reader(shards, dataset, block_length) if whole else None
+    framed = _framed_reader(shards, dataset, None if one_by_one else block_length) if whole else None
 
     def read(index: Any, path: Any) -> Any:
         if framed is not None:
@@ -133,21 +148,22 @@ def read_shards(
         chunks = files.interleave(
             read,
             cycle_length=cycle_length or min(len(shards), 16),
-            block_length=1,
+            block_length=block_length if framed is not None and one_by_one else 1,
             num_parallel_calls=tf.data.AUTOTUNE,
             deterministic=deterministic,
         )
     else:
         chunks = files.flat_map(read)
     if not checked or not shards:
-        return chunks
+        return chunks.unbatch() if one_by_one else chunks
     if framed is not None:  # no markers; the shard ends of several shards joined, as below
-        return chunks if len(shards) == 1 else chunks.rebatch(block_length)
+        return chunks if len(shards) == 1 or one_by_one else chunks.rebatch(block_length)
     # Records and bytes read, by shard (one shard: a pair, see _checker).
     counts = tf.zeros([2] if len(shards) == 1 else [len(shards), 2], tf.int64)
     check = _checker(dataset, shards, on_corrupt, report)
     # ``rebatch`` drops the empty markers, as a ``filter`` would, with no function.
-    return chunks.scan(counts, check).rebatch(block_length)
+    chunks = chunks.scan(counts, check).rebatch(block_length)
+    return chunks.unbatch() if one_by_one else chunks
 
 
 def _streamed(shard: Shard, remote_io: RemoteIO) -> bool:
@@ -285,9 +301,10 @@ def _framed_counts(shards: list[Shard], dataset: OpenedDataset) -> list[int] | N
 
 
 def _framed_reader(
-    shards: list[Shard], dataset: OpenedDataset, block_length: int
+    shards: list[Shard], dataset: OpenedDataset, block_length: int | None
 ) -> Callable[[Any, Any], Any] | None:
-    """``read(index, path)``: shard ``index``'s records in chunks of ``block_length``,
+    """``read(index, path)``: shard ``index``'s records in chunks of ``block_length``
+    (None: one by one),
     read by ``TFRecordDataset`` alone (its CRCs checked), when :func:`_framed_counts` knows
     every shard's records; None otherwise. Nothing runs per record or per chunk: a
     shard's records are taken up to its count, and only where they end early (a CRC
@@ -332,7 +349,8 @@ def _framed_reader(
         # only to be replaced by ``lost``'s, which names the shard): the next is ``lost``.
         records = tf.data.TFRecordDataset(path).ignore_errors()
         wanted = _pick(counts, tf.int64, index)
-        return records.concatenate(lost(index, path)).take(wanted).batch(block_length)
+        records = records.concatenate(lost(index, path)).take(wanted)
+        return records if block_length is None else records.batch(block_length)
 
     return read
 
@@ -416,7 +434,9 @@ def _checker(
         else:
             guard = tf.cond(
                 lost,
-                lambda: tf.py_function(add, [_pick(names, tf.string, index), got[1], got[0], want[0]], tf.int64),
+                lambda: tf.py_function(
+                    add, [_pick(names, tf.string, index), got[1], got[0], want[0]], tf.int64
+                ),
                 lambda: tf.constant(0, tf.int64),
             )
         with tf.control_dependencies([guard]):

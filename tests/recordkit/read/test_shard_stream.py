@@ -92,7 +92,9 @@ def test_one_shard_that_lost_its_last_record_is_reported(one_shard: Path, tmp_pa
     assert (skipped.shard, skipped.offset, skipped.records) == (shard.name, offsets[-1], 1)
 
 
-def test_one_file_without_a_manifest_is_checked_by_its_headers_or_its_size(one_shard: Path, tmp_path: Path) -> None:
+def test_one_file_without_a_manifest_is_checked_by_its_headers_or_its_size(
+    one_shard: Path, tmp_path: Path
+) -> None:
     """No manifest: the records the file's headers frame are counted when the read is
     built, and a bad record's message says how many; where a header is damaged, the
     count is unknown, the bytes read against the file's size still find the bad record,
