@@ -149,6 +149,32 @@ def test_chunks_are_whole_and_each_pass_counts_afresh(
     assert [int(tf.size(chunk)) for chunk in chunks.repeat(2)] == [4, 4, 1, 4, 4, 1]
 
 
+@pytest.mark.parametrize("shard_records", [N, 4, 2])
+@pytest.mark.parametrize("on_corrupt", ["raise", "skip"])
+def test_records_one_by_one_come_in_the_order_of_the_chunks(
+    tmp_path: Path, records: list[dict[str, Any]], shard_records: int, on_corrupt: Any
+) -> None:
+    """``one_by_one`` gives the chunks' records in their order, whether the shards are
+    read whole by TensorFlow (``"raise"``: their headers walked) or checked in the graph
+    (``"skip"``), from one shard or several interleaved."""
+    write(tmp_path / "data", records, shard_records=shard_records)
+    source = open_dataset(tmp_path / "data")
+    options: dict[str, Any] = {
+        "block_length": 3,
+        "on_corrupt": on_corrupt,
+        "report": rk.CorruptionReport(),
+        "shuffle_files": False,
+        "seed": None,
+        "cycle_length": 2,
+        "deterministic": True,
+    }
+    chunked = read_shards(source, list(source.shards), **options)
+    single = read_shards(source, list(source.shards), **options, one_by_one=True)
+    want = [bytes(r) for chunk in chunked for r in chunk.numpy()]
+    assert [bytes(r.numpy()) for r in single] == want
+    assert len(set(want)) == len(want) == N
+
+
 def test_one_remote_shard_streamed_through_fsspec_is_checked(s3_bucket: Bucket) -> None:
     url = s3_bucket.join("one")
     options = s3_bucket.storage_options
