@@ -81,7 +81,7 @@ docs: $(DEV)
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet --site-dir build/site
 
 unit: $(DEV) $(KEYPOINTS_STAMP) chromium
-	$(VENV)/bin/pytest -n 2
+	$(VENV)/bin/pytest -n 2 --durations=15
 
 ## The tests without those marked slow (subprocesses, worker processes, benchmarks):
 ## for development; `make test` runs them all.

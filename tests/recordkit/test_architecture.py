@@ -171,16 +171,31 @@ def test_codec_modules_share_no_private_names() -> None:
 
 
 #: The names of a path as users give it: a union of one with ``Location`` (``Path |
-#: Location``, ``PathOrUrl | Location``, ``str | Location``), or an ``isinstance`` on one,
-#: tells local from remote.
+#: Location``, ``PathOrUrl | Location``, ``str | Location``) takes either, and makes the
+#: code under it tell them apart.
 LOCAL_TYPES = {"Path", "PurePath", "PathLike", "PathOrUrl", "str"}
 
-#: Public methods that take what a user holds (a path, a URL or a Location) and make it a
-#: Location in their first line: the boundary the rule allows, each with its reason.
+#: Where code above ``storage/`` may ask whether a path is local or remote (an
+#: ``isinstance`` on ``Location`` or ``Path``, ``Location.is_local``, ``is_remote``): the
+#: public boundaries, where what a user typed is made a Location once, each with its
+#: reason. Elsewhere code takes a Location and asks it for what it needs (its methods, or
+#: ``local_path`` for a local-only step such as a folder lock, a rename or an mmap).
 BOUNDARIES = {
-    # rk.Manifest.load/save are public: users pass paths, the SDK passes Locations.
-    ("recordkit.dataset._manifest", "load"),
-    ("recordkit.dataset._manifest", "save"),
+    ("recordkit.schema._file", "load_schema"): "rk.Schema.load: a user's schema path or URL, "
+    "read as a local file or through fsspec with the storage options given",
+    ("recordkit.tools._common", "dataset_location"): "a DATASET a user typed (CLI, viewer): "
+    "storage options go to a URL only",
+    ("recordkit._cli._common", "PathOrUrlType.convert"): "a CLI argument: a local path is "
+    "checked to exist, a URL is passed on for storage/ to report",
+    ("recordkit._cli._common", "dataset_at"): "a DATASET argument: -s options go to a URL only",
+    ("recordkit._cli._common", "output_at"): "an output argument: -s options go to a URL only",
+    ("recordkit._cli._common", "schema_file_at"): "a SCHEMA argument: -s options go to a URL only",
+    ("recordkit._cli._common", "manifest_at"): "a SCHEMA argument: a dataset or a schema file, "
+    "told apart by a stat locally and by its name remotely",
+    ("recordkit._cli._common", "local_input"): "an input that is read through local files: a URL "
+    "is refused with a usage error saying why",
+    ("recordkit._cli.ingest", "_option_paths"): "--opt values naming local inputs, checked for "
+    "overlap with the output",
 }
 
 
@@ -224,99 +239,188 @@ def _is_union(node: ast.AST) -> bool:
     )
 
 
+def _with_quoted_annotations(tree: ast.AST) -> list[ast.AST]:
+    """``tree``'s nodes, and those of each annotation written as a string
+    (``p: "Path | Location"``), parsed, with the line of the annotation."""
+    nodes = list(ast.walk(tree))
+    for node in list(nodes):
+        annotation = getattr(node, "annotation", None) or getattr(node, "returns", None)
+        if isinstance(annotation, ast.Constant) and isinstance(annotation.value, str):
+            parsed = ast.parse(annotation.value, mode="eval").body
+            for sub in ast.walk(parsed):
+                if hasattr(sub, "lineno"):
+                    sub.lineno = annotation.lineno
+            nodes += list(ast.walk(parsed))
+    return nodes
+
+
+def _functions(tree: ast.AST, prefix: str = "") -> Iterator[tuple[str, ast.AST]]:
+    """Each function of ``tree`` with its qualified name (``Class.method``)."""
+    for node in ast.iter_child_nodes(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            yield f"{prefix}{node.name}", node
+            yield from _functions(node, f"{prefix}{node.name}.")
+        elif isinstance(node, ast.ClassDef):
+            yield from _functions(node, f"{prefix}{node.name}.")
+        else:
+            yield from _functions(node, prefix)
+
+
 def _boundary_lines(tree: ast.AST, module: str) -> set[int]:
-    """The lines of the signatures of ``module``'s allowed boundaries."""
+    """The lines of ``module``'s named public boundaries, whole."""
     lines: set[int] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and (module, node.name) in BOUNDARIES:
-            lines.update(range(node.lineno, node.body[0].lineno))
+    for name, node in _functions(tree):
+        if (module, name) in BOUNDARIES:
+            lines.update(range(node.lineno, (node.end_lineno or node.lineno) + 1))
     return lines
 
 
-def _local_remote_branches(tree: ast.AST, module: str = "") -> list[str]:
-    """Each union of a user's path type with ``Location`` (``Path | Location``,
+def _asks_local_or_remote(node: ast.AST) -> str | None:
+    """What ``node`` asks, if it tells a local path from a remote one: an ``isinstance``
+    on ``Location``, ``Path`` or ``PurePath`` (alone or in a tuple), ``x.is_local``, or
+    ``is_remote(x)``."""
+    if isinstance(node, ast.Attribute) and node.attr == "is_local":
+        return f"{ast.unparse(node)}"
+    if isinstance(node, ast.Call):
+        called = node.func.id if isinstance(node.func, ast.Name) else getattr(node.func, "attr", None)
+        if called == "is_remote":
+            return ast.unparse(node)
+        if (
+            called == "isinstance"
+            and len(node.args) == 2
+            and _names_in(node.args[1]) & {"Location", "Path", "PurePath"}
+        ):
+            return f"isinstance(..., {ast.unparse(node.args[1])})"
+    return None
+
+
+def _local_remote_unions(tree: ast.AST) -> list[str]:
+    """Each union of a user's path type with ``Location`` in ``tree`` (``Path | Location``,
     ``os.PathLike[str] | Location | None``, ``Union[str, Path, Location]``, a type alias
-    spelled so), its members flattened, and each ``isinstance(x, Location)`` or
-    ``isinstance(x, Path)`` (alone or in a tuple) in ``tree``, as ``line: what``;
+    spelled so, an annotation in quotes), its members flattened, as ``line: what``;
     ``dict[str, Location] | None`` is no such union (``str`` is inside another type)."""
-    found = []
+    nodes = _with_quoted_annotations(tree)
     # A union nested in another (``Path | Location | None``) is reported once, as the outer.
     nested = {
         id(inner)
-        for node in ast.walk(tree)
+        for node in nodes
         if _is_union(node)
         for inner in ast.walk(node)
         if inner is not node and _is_union(inner)
     }
-    allowed = _boundary_lines(tree, module)
-    for node in ast.walk(tree):
-        if getattr(node, "lineno", None) in allowed:
+    found: list[tuple[int, str]] = []
+    for node in nodes:
+        if not _is_union(node) or id(node) in nested:
             continue
-        heads = (
-            {_head(member) for member in _members(node)}
-            if _is_union(node) and id(node) not in nested
-            else set()
-        )
+        heads = {_head(member) for member in _members(node)}
         if "Location" in heads and heads & LOCAL_TYPES:
-            found.append(f"{node.lineno}: a Path | Location union")
-        elif (
-            isinstance(node, ast.Call)
-            and isinstance(node.func, ast.Name)
-            and node.func.id == "isinstance"
-            and len(node.args) == 2
-            and _names_in(node.args[1]) & {"Location", "Path", "PurePath"}
-        ):
-            found.append(f"{node.lineno}: isinstance(..., {ast.unparse(node.args[1])})")
-    return sorted(found, key=lambda line: int(line.split(":")[0]))
+            found.append((node.lineno, f"{node.lineno}: a Path | Location union: {ast.unparse(node)}"))
+    return [line for _, line in sorted(found)]
 
 
-def test_the_local_remote_scan_finds_unions_and_isinstance_branches() -> None:
-    """The scan below sees what it looks for (a broken scan would pass any tree)."""
+def _local_remote_branches(tree: ast.AST, module: str = "") -> list[str]:
+    """Each place in ``tree`` that asks whether a path is local or remote (see
+    :func:`_asks_local_or_remote`), outside ``module``'s named public boundaries, as
+    ``line: what``."""
+    allowed = _boundary_lines(tree, module)
+    found: list[tuple[int, int, str]] = []
+    for node in ast.walk(tree):
+        asked = _asks_local_or_remote(node)
+        if asked is not None and node.lineno not in allowed:
+            found.append((node.lineno, node.col_offset, f"{node.lineno}: {asked}"))
+    return [line for *_, line in sorted(found)]
+
+
+def _whats(lines: list[str]) -> list[str]:
+    return [line.split(": ", 1)[1] for line in lines]
+
+
+def test_the_union_scan_flattens_unions_and_finds_each_path_beside_a_location() -> None:
+    """The scan sees what it looks for (a broken scan would pass any tree)."""
     code = (
         "Where = os.PathLike[str] | Location\n"
         "def f(p: Path | Location | None, q: Union[str, pathlib.Path, Location]) -> None:\n"
-        "    if isinstance(p, (str, Location)):\n"
-        "        pass\n"
-        "    if isinstance(p, pathlib.Path):\n"
-        "        pass\n"
-        "def g(p: PathOrUrl | Location, q: str | Location | None,\n"
-        "      r: Optional[Union[PathOrUrl, Location]]) -> None:\n"
         "    pass\n"
+        "def g(p: PathOrUrl | Location, q: str | Location | None,\n"
+        "      r: Optional[Union[PathOrUrl, Location]], s: 'PurePath | Location') -> None:\n"
+        "    pass\n"
+        "class Shard:\n"
+        "    where: None | Location | Path\n"
     )
-    assert [line.split(": ", 1)[1] for line in _local_remote_branches(ast.parse(code))] == [
-        "a Path | Location union",
-        "a Path | Location union",
-        "a Path | Location union",
-        "isinstance(..., (str, Location))",
-        "isinstance(..., pathlib.Path)",
-        "a Path | Location union",
-        "a Path | Location union",
-        "a Path | Location union",
+    assert _whats(_local_remote_unions(ast.parse(code))) == [
+        "a Path | Location union: os.PathLike[str] | Location",
+        "a Path | Location union: Path | Location | None",
+        "a Path | Location union: Union[str, pathlib.Path, Location]",
+        "a Path | Location union: PathOrUrl | Location",
+        "a Path | Location union: str | Location | None",
+        "a Path | Location union: Optional[Union[PathOrUrl, Location]]",
+        "a Path | Location union: PurePath | Location",
+        "a Path | Location union: None | Location | Path",
     ]
     quiet = (
         "def f(p: Location, q: Location | None, r: str | os.PathLike[str], s: dict[str, Location] | None,\n"
-        "      t: list[str] | Location) -> None:\n"
+        "      t: list[str] | Location, u: tuple[Location, str | None] | None) -> None:\n"
         "    p.local_path\n"
     )
-    assert _local_remote_branches(ast.parse(quiet)) == []
+    assert _local_remote_unions(ast.parse(quiet)) == []
 
 
-def test_the_scan_allows_only_the_named_public_boundaries() -> None:
-    """A boundary's signature may take a path or a Location; the same signature in another
-    module, or a union in the boundary's body, is found."""
+def test_the_branch_scan_finds_isinstance_is_local_and_is_remote() -> None:
+    """Each way of asking local or remote is found; asking a Location for its local
+    folder (``local_path``) is not such a question."""
     code = (
-        "class Manifest:\n    def load(cls, root: PathOrUrl | Location) -> None:\n        x: str | Location\n"
+        "def f(p, q):\n"
+        "    if isinstance(p, (str, Location)):\n"
+        "        pass\n"
+        "    if isinstance(p, pathlib.Path) or p.is_local:\n"
+        "        pass\n"
+        "    return storage.is_remote(q) or not q.where.is_local\n"
+        "def g(p):\n"
+        "    folder = p.local_path\n"
+        "    return isinstance(p, (str, os.PathLike))\n"
     )
-    module = "recordkit.dataset._manifest"
-    assert [line.split(": ", 1)[1] for line in _local_remote_branches(ast.parse(code), module)] == [
-        "a Path | Location union"
+    assert _whats(_local_remote_branches(ast.parse(code))) == [
+        "isinstance(..., (str, Location))",
+        "isinstance(..., pathlib.Path)",
+        "p.is_local",
+        "storage.is_remote(q)",
+        "q.where.is_local",
     ]
+
+
+def test_the_branch_scan_allows_only_the_named_public_boundaries() -> None:
+    """A named boundary may ask, in its whole body; the same function in another module,
+    or another function of the boundary's module, is found."""
+    code = (
+        "class PathOrUrlType:\n"
+        "    def convert(self, value):\n"
+        "        if is_remote(value):\n"
+        "            return value\n"
+        "def elsewhere(value):\n"
+        "    return is_remote(value)\n"
+    )
+    assert _whats(_local_remote_branches(ast.parse(code), "recordkit._cli._common")) == ["is_remote(value)"]
     assert len(_local_remote_branches(ast.parse(code), "recordkit.read._open")) == 2
+    assert all(reason for reason in BOUNDARIES.values())
+
+
+def test_no_signature_above_storage_takes_a_path_or_a_location() -> None:
+    """Above ``storage/``, a parameter, attribute or alias takes a Location or a user's
+    path, never either: what a user holds becomes a Location once, where it enters."""
+    found = {}
+    for module, path in MODULES.items():
+        if module.startswith("recordkit.storage"):
+            continue
+        unions = _local_remote_unions(ast.parse(path.read_text(encoding="utf-8")))
+        if unions:
+            found[module] = unions
+    assert found == {}
 
 
 def test_only_the_storage_layer_tells_local_from_remote() -> None:
-    """Above ``storage/``, code takes a Location and asks it (``local_path``, methods)
-    rather than taking ``Path | Location`` and branching on the type."""
+    """Above ``storage/``, code takes a Location and asks it (its methods, ``local_path``
+    for a local-only step) rather than branching on the type or on ``is_local``; the
+    public boundaries in ``BOUNDARIES`` are the one exception, each with its reason."""
     found = {}
     for module, path in MODULES.items():
         if module.startswith("recordkit.storage"):
@@ -325,6 +429,18 @@ def test_only_the_storage_layer_tells_local_from_remote() -> None:
         if branches:
             found[module] = branches
     assert found == {}
+
+
+def test_each_named_boundary_exists_and_asks() -> None:
+    """A boundary left in the list after its code moved or stopped asking would let a new
+    branch in under its name."""
+    stale = []
+    for module, name in BOUNDARIES:
+        tree = ast.parse(MODULES[module].read_text(encoding="utf-8"))
+        bodies = [node for qualname, node in _functions(tree) if qualname == name]
+        if not any(_asks_local_or_remote(sub) for body in bodies for sub in ast.walk(body)):
+            stale.append(f"{module}:{name}")
+    assert stale == []
 
 
 def _builtin_codec_names() -> set[str]:

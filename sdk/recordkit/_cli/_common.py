@@ -18,7 +18,7 @@ from typing import Any
 import click
 
 from recordkit.codec._registry import CodecRegistry
-from recordkit.dataset._manifest import MANIFEST_FILE, Manifest
+from recordkit.dataset._manifest import MANIFEST_FILE, Manifest, read_manifest
 from recordkit.schema._schema import Schema
 from recordkit.storage import Location, StorageOptions, is_remote, location
 from recordkit.tools._common import (
@@ -215,10 +215,10 @@ def manifest_at(path_or_url: str, storage_options: Sequence[str]) -> Manifest | 
     if is_remote(path_or_url):
         if path_or_url.endswith(SCHEMA_SUFFIXES) and not path_or_url.endswith(MANIFEST_FILE):
             return None
-        return Manifest.load(dataset_at(path_or_url, storage_options))
+        return read_manifest(dataset_at(path_or_url, storage_options))
     path = checked_path(path_or_url, "SCHEMA")
     if path.is_dir() or path.name == MANIFEST_FILE:
-        return Manifest.load(dataset_at(str(path), ()))
+        return read_manifest(dataset_at(str(path), ()))
     return None
 
 

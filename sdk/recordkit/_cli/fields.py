@@ -26,7 +26,7 @@ from recordkit._cli._common import (
     schema_file_at,
     storage_option,
 )
-from recordkit.dataset._manifest import Manifest
+from recordkit.dataset._manifest import read_manifest
 from recordkit.errors import InputError
 from recordkit.sources._rows import read_rows
 from recordkit.tools._field_groups import add_fields, remove_fields
@@ -152,7 +152,7 @@ def add_fields_command(
     url, options = reader_path(root)
     values: Any
     if key is None:
-        total = Manifest.load(root).split(split).num_records
+        total = read_manifest(root).split(split).num_records
         values = _by_index(rows, total, path, index_column)
         read_fields = None
     else:

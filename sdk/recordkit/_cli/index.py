@@ -29,7 +29,7 @@ from recordkit._cli._common import (
     split_option,
     storage_option,
 )
-from recordkit.dataset._manifest import Manifest, ShardIndex
+from recordkit.dataset._manifest import ShardIndex, read_manifest, write_manifest
 from recordkit.dataset._paths import member, resolve_member
 from recordkit.dataset._tfds import is_tfds_folder, load_tfds
 from recordkit.errors import ManifestError
@@ -47,7 +47,7 @@ CHECKPOINT_SECONDS = 60.0
 def index_dataset(root: Location, splits: Sequence[str] = (), *, rebuild: bool = False) -> list[str]:
     """Index the shards of the dataset at ``root``'s splits that lack an index (all
     with ``rebuild``); save the manifest; return the names of the index files written."""
-    manifest = Manifest.load(root)
+    manifest = read_manifest(root)
     for name in splits:
         manifest.split(name)  # ManifestError listing the splits there are
     chosen = list(dict.fromkeys(splits)) if splits else list(manifest.splits)
@@ -71,9 +71,9 @@ def index_dataset(root: Location, splits: Sequence[str] = (), *, rebuild: bool =
             shard.index = ShardIndex(file=file, sha256=write_index(member(root, file), index))
             written.append(file)
             if time.monotonic() - saved >= CHECKPOINT_SECONDS:
-                manifest.save(root)  # an interrupted run keeps what it listed
+                write_manifest(manifest, root)  # an interrupted run keeps what it listed
                 saved = time.monotonic()
-    manifest.save(root)  # last: it lists only indexes already written
+    write_manifest(manifest, root)  # last: it lists only indexes already written
     return written
 
 

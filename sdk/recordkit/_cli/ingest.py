@@ -42,7 +42,7 @@ from recordkit._cli._common import (
 from recordkit._cli.inspect import field_bytes, sample_records
 from recordkit._units import human_bytes
 from recordkit.codec._plugins import default_registry
-from recordkit.dataset._manifest import Manifest
+from recordkit.dataset._manifest import Manifest, read_manifest
 from recordkit.errors import DatasetError
 from recordkit.read._open import bind_to_read
 from recordkit.schema._schema import Schema
@@ -212,7 +212,7 @@ def ingest_command(
         return keys.get(id(record), "?")
 
     fresh = FreshOutput.at(where)  # (an overwrite of nothing in a bucket is written in place)
-    before = 0 if fresh is not None or overwrite else _records(Manifest.load(where))
+    before = 0 if fresh is not None or overwrite else _records(read_manifest(where))
     try:
         writer = DatasetWriter(
             where.url,

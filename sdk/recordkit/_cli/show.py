@@ -11,7 +11,7 @@ import soundfile
 
 from recordkit._cli._common import FOLDER_TO_WRITE, PATH_OR_URL, dataset_at, reader_path, storage_option
 from recordkit.codec._plugins import default_registry
-from recordkit.dataset._manifest import Manifest
+from recordkit.dataset._manifest import read_manifest
 from recordkit.errors import RecordkitError
 from recordkit.read._open import bind_to_read
 from recordkit.read._shortcuts import iter_records
@@ -46,7 +46,7 @@ def show_command(
     them. DATASET is a dataset folder (or its dataset.json), or a remote URL (s3://,
     gs:// ...); OUTPUT is a local folder. No TensorFlow is needed."""
     root = dataset_at(dataset, storage_options)
-    manifest = Manifest.load(root)
+    manifest = read_manifest(root)
     bound = bind_to_read(manifest, default_registry(), split=split)  # with its field groups
     output.mkdir(parents=True, exist_ok=True)
     source, options = reader_path(root)

@@ -28,7 +28,7 @@ from recordkit._cli._common import (
     table,
 )
 from recordkit.codec._plugins import default_registry
-from recordkit.dataset._manifest import Manifest
+from recordkit.dataset._manifest import read_manifest
 from recordkit.dataset._shards import selected_records
 from recordkit.errors import RecordkitError
 from recordkit.read._open import bind_to_read, open_dataset
@@ -42,7 +42,7 @@ __all__ = ["bar_chart", "gather", "stats_command"]
 def gather(root: Location, split: str, progress: bool | None = None) -> dict[str, FieldStats]:
     """Every field's statistics over the records of ``split`` of the dataset at ``root``
     (a local folder or a remote dataset's Location)."""
-    manifest = Manifest.load(root)
+    manifest = read_manifest(root)
     bound = bind_to_read(manifest, default_registry(), split=split)  # with its field groups
     stats = {field.name: FieldStats(field) for field in bound.fields}
     path, options = reader_path(root)

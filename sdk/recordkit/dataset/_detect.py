@@ -9,7 +9,7 @@ makes of it.
 
 from __future__ import annotations
 
-from recordkit.dataset._manifest import MANIFEST_FILE, Manifest
+from recordkit.dataset._manifest import MANIFEST_FILE, Manifest, read_manifest
 from recordkit.dataset._tfds import is_tfds_folder, load_tfds
 from recordkit.storage import Location
 
@@ -21,7 +21,7 @@ def find_dataset(where: Location) -> tuple[Location, Manifest] | None:
     manifest; None when ``where`` holds neither kind (TFRecord files, or nothing)."""
     root = where.parent if where.name == MANIFEST_FILE else where
     if root.join(MANIFEST_FILE).exists():
-        return root, Manifest.load(root)
+        return root, read_manifest(root)
     folder = root.local_path
     if folder is not None and is_tfds_folder(folder):
         return root, load_tfds(folder).manifest
@@ -33,4 +33,4 @@ def load_manifest(root: Location) -> Manifest:
     :class:`~recordkit.errors.ManifestError` saying what is there instead when it holds
     no dataset (nothing, a file, a folder without ``dataset.json``)."""
     found = find_dataset(root)
-    return found[1] if found is not None else Manifest.load(root)
+    return found[1] if found is not None else read_manifest(root)

@@ -45,6 +45,8 @@ __all__ = [
     "ShardTableFile",
     "SplitInfo",
     "UnfinishedWrite",
+    "read_manifest",
+    "write_manifest",
 ]
 
 MANIFEST_FILE = "dataset.json"
@@ -362,40 +364,16 @@ class Manifest(StrictModel):
                 target.write_bytes(data, durable=durable)
 
     @classmethod
-    def load(cls, root: PathOrUrl | Location, storage_options: StorageOptions | None = None) -> Manifest:
-        """Read ``<root>/dataset.json``; ManifestError when missing or malformed.
+    def load(cls, root: PathOrUrl, storage_options: StorageOptions | None = None) -> Manifest:
+        """Read ``<root>/dataset.json`` (``root`` a dataset's folder, its dataset.json, or a
+        URL); ManifestError when missing or malformed.
 
         The manifest is untrusted input: anything wrong with it (not a folder, not
         UTF-8, not JSON, nested too deeply, wrong types, a file name that leaves the
         folder) is one ManifestError, never another exception. A remote URL (with its
         ``storage_options``) is read in one GET.
         """
-        where = location(root, storage_options)
-        local = where.local_path
-        if local is None:
-            return cls._parse(_read_remote(where), str(where.join(MANIFEST_FILE)), where)
-        root = local
-        if not root.exists():
-            raise ManifestError("does not exist", file=str(root))
-        if not root.is_dir():
-            if root.name == MANIFEST_FILE:
-                root = root.parent
-            else:
-                raise ManifestError(
-                    f"is a file, not a dataset folder (a folder holding {MANIFEST_FILE})", file=str(root)
-                )
-        path = root / MANIFEST_FILE
-        try:
-            if path.is_symlink() and os.path.dirname(os.path.realpath(path)) != os.path.realpath(root):
-                raise ManifestError("is a symlink out of the dataset folder; refused", file=str(path))
-            raw_bytes = path.read_bytes()
-        except FileNotFoundError:
-            raise ManifestError(f"no {MANIFEST_FILE}: not a recordkit dataset", file=str(root)) from None
-        except IsADirectoryError:
-            raise ManifestError("is a folder, not a file", file=str(path)) from None
-        except OSError as exc:
-            raise ManifestError(f"cannot be read: {exc.strerror or exc}", file=str(path)) from None
-        return cls._parse(raw_bytes, str(path), location(root))
+        return read_manifest(location(root, storage_options))
 
     @classmethod
     def _parse(cls, raw_bytes: bytes, path: str, folder: Location) -> Manifest:
@@ -438,44 +416,80 @@ class Manifest(StrictModel):
                 split.shards = _read_table(folder, split.shard_table)  # type: ignore[assignment]  # a Sequence
         return manifest
 
-    def save(self, root: PathOrUrl | Location, *, durable: bool = True) -> None:
-        """Write atomically: a temp file in the same folder, fsynced (when ``durable``),
-        then renamed; on an object store, one PUT (the object is replaced whole). The
-        manifest is saved in the format this code writes for it (:meth:`stamp_format`:
-        shard indexes make a dataset begun as format 1 format 2). Shard tables are written
-        first, and a table the manifest listed before and no longer lists is removed after
-        (locally; on an object store it stays)."""
-        where = location(root)
-        self.save_shard_tables(where, durable=durable)
-        self.stamp_format()
-        local = where.local_path
-        if local is None:
-            where.join(MANIFEST_FILE).write_bytes(self.to_json().encode("utf-8"))
-            return
-        root = local
-        fd, tmp = tempfile.mkstemp(prefix=".dataset.", suffix=".json.tmp", dir=root)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as out:
-                out.write(self.to_json())
-                out.flush()
-                if durable:
-                    os.fsync(out.fileno())
-            os.replace(tmp, root / MANIFEST_FILE)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
-        tables = self.shard_tables()
-        for name, split in self.splits.items():
-            old = split.shard_table
-            split.shard_table = None
-            if name in tables:
-                table = tables[name]
-                digest = hashlib.sha256(table[1]).hexdigest()
-                split.shard_table = ShardTableFile(
-                    file=table_file_name(name, digest), sha256=digest, shards=len(table[0])
-                )
-            if old is not None and (split.shard_table is None or old.file != split.shard_table.file):
-                (root / old.file).unlink(missing_ok=True)
+    def save(self, root: PathOrUrl, *, durable: bool = True) -> None:
+        """Write ``<root>/dataset.json`` (``root`` a dataset's folder or a URL) atomically:
+        a temp file in the same folder, fsynced (when ``durable``), then renamed; on an
+        object store, one PUT (the object is replaced whole). The manifest is saved in the
+        format this code writes for it (:meth:`stamp_format`: shard indexes make a dataset
+        begun as format 1 format 2). Shard tables are written first, and a table the
+        manifest listed before and no longer lists is removed after (locally; on an object
+        store it stays)."""
+        write_manifest(self, location(root), durable=durable)
+
+
+def read_manifest(where: Location) -> Manifest:
+    """The manifest at ``where`` (a dataset's folder, or locally its dataset.json), read
+    as :meth:`Manifest.load` reads it: the SDK's own call, with the Location it holds."""
+    local = where.local_path
+    if local is None:
+        return Manifest._parse(_read_remote(where), str(where.join(MANIFEST_FILE)), where)
+    root = local
+    if not root.exists():
+        raise ManifestError("does not exist", file=str(root))
+    if not root.is_dir():
+        if root.name == MANIFEST_FILE:
+            root = root.parent
+        else:
+            raise ManifestError(
+                f"is a file, not a dataset folder (a folder holding {MANIFEST_FILE})", file=str(root)
+            )
+    path = root / MANIFEST_FILE
+    try:
+        if path.is_symlink() and os.path.dirname(os.path.realpath(path)) != os.path.realpath(root):
+            raise ManifestError("is a symlink out of the dataset folder; refused", file=str(path))
+        raw_bytes = path.read_bytes()
+    except FileNotFoundError:
+        raise ManifestError(f"no {MANIFEST_FILE}: not a recordkit dataset", file=str(root)) from None
+    except IsADirectoryError:
+        raise ManifestError("is a folder, not a file", file=str(path)) from None
+    except OSError as exc:
+        raise ManifestError(f"cannot be read: {exc.strerror or exc}", file=str(path)) from None
+    return Manifest._parse(raw_bytes, str(path), location(root))
+
+
+def write_manifest(manifest: Manifest, where: Location, *, durable: bool = True) -> None:
+    """Save ``manifest`` as ``<where>/dataset.json``, as :meth:`Manifest.save` does: the
+    SDK's own call, with the Location it holds."""
+    manifest.save_shard_tables(where, durable=durable)
+    manifest.stamp_format()
+    local = where.local_path
+    if local is None:
+        where.join(MANIFEST_FILE).write_bytes(manifest.to_json().encode("utf-8"))
+        return
+    root = local
+    fd, tmp = tempfile.mkstemp(prefix=".dataset.", suffix=".json.tmp", dir=root)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            out.write(manifest.to_json())
+            out.flush()
+            if durable:
+                os.fsync(out.fileno())
+        os.replace(tmp, root / MANIFEST_FILE)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    tables = manifest.shard_tables()
+    for name, split in manifest.splits.items():
+        old = split.shard_table
+        split.shard_table = None
+        if name in tables:
+            table = tables[name]
+            digest = hashlib.sha256(table[1]).hexdigest()
+            split.shard_table = ShardTableFile(
+                file=table_file_name(name, digest), sha256=digest, shards=len(table[0])
+            )
+        if old is not None and (split.shard_table is None or old.file != split.shard_table.file):
+            (root / old.file).unlink(missing_ok=True)
 
 
 def _read_table(folder: Location, ref: ShardTableFile) -> ShardTable:

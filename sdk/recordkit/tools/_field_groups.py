@@ -27,7 +27,14 @@ from typing import Any
 
 from recordkit.codec._plugins import default_registry
 from recordkit.codec._registry import CodecRegistry
-from recordkit.dataset._manifest import FieldGroup, GroupShardInfo, Manifest, SplitInfo
+from recordkit.dataset._manifest import (
+    FieldGroup,
+    GroupShardInfo,
+    Manifest,
+    SplitInfo,
+    read_manifest,
+    write_manifest,
+)
 from recordkit.errors import DatasetError, RecordError, SchemaError
 from recordkit.format._tfrecord import Compression
 from recordkit.read._shortcuts import iter_records
@@ -200,12 +207,12 @@ class _Dataset:
         self.durable = durable
         local = root.local_path
         if local is not None:
-            Manifest.load(root)  # not a dataset: its error, before a lock file is made there
+            read_manifest(root)  # not a dataset: its error, before a lock file is made there
         self._lock = DatasetLock(local, wait=wait) if local is not None else None
-        self._remote = RemoteManifest(root, advice=_ADVICE) if local is None else None
+        self._remote = RemoteManifest.at(root, advice=_ADVICE)
         try:
             # Read again holding the lock: what another writer committed meanwhile counts.
-            loaded = self._remote.load() if self._remote is not None else Manifest.load(root)
+            loaded = self._remote.load() if self._remote is not None else read_manifest(root)
             if loaded is None:
                 raise DatasetError("no dataset.json: not a recordkit dataset", file=str(root))
         except BaseException:
@@ -226,7 +233,7 @@ class _Dataset:
         if self._remote is not None:
             self._remote.save(self.manifest)
         else:
-            self.manifest.save(self.root, durable=self.durable)
+            write_manifest(self.manifest, self.root, durable=self.durable)
 
     def close(self) -> None:
         if self._lock is not None:

@@ -43,16 +43,17 @@ def refuse_overlap(out: Location, inputs: dict[str, Path]) -> None:
     """DatasetError naming ``out`` and the input, when the local dataset folder ``out``
     is, holds, or lies inside one of ``inputs`` (named by what they are: ``"INPUT"``,
     ``"images_dir"`` ...); a remote ``out`` overlaps no local input."""
-    if not out.is_local:
+    folder = out.local_path
+    if folder is None:
         return
     for what, path in inputs.items():
-        how = overlap(out.path, path)
+        how = overlap(folder, path)
         if how is not None:
             raise DatasetError(
                 f"the dataset would be written where it is read from: it {how} {what} ({path}); "
                 "writing there would read the dataset back as input, leave its files among the "
                 "inputs, and an overwrite would delete them; choose a folder outside the inputs",
-                file=str(out.path),
+                file=str(folder),
             )
 
 
@@ -75,10 +76,10 @@ class FreshOutput:
         """Remove what the failed write made: the folder if it created it, else the
         files it added. Locally under the dataset's lock: nothing is removed while
         another writer holds it (that writer's files are not ours to remove)."""
-        if not self.where.is_local:
+        folder = self.where.local_path
+        if folder is None:  # an object store: no lock to take
             self.where.remove_files(sorted(set(self.where.list()) - self.before))
             return
-        folder = self.where.path
         if not folder.is_dir():
             return
         try:

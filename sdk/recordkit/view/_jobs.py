@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from recordkit.dataset._manifest import Manifest
+from recordkit.dataset._manifest import read_manifest
 from recordkit.errors import RecordkitError
 from recordkit.storage import StorageOptions
 from recordkit.tools._common import dataset_location, describe_error
@@ -150,7 +150,7 @@ class VerifyJob:
     def _run(self) -> None:
         try:
             root = dataset_location(self.location, self.storage_options)
-            manifest = Manifest.load(root)
+            manifest = read_manifest(root)
             checks = verify_dataset(root, manifest, list(manifest.splits))
             self.rows = [
                 {"split": c.split, "shard": c.shard.file, "records": c.records, "problems": list(c.problems)}

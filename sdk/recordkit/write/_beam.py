@@ -60,7 +60,15 @@ from apache_beam.metrics import Metrics
 
 from recordkit.codec._plugins import default_registry
 from recordkit.codec._registry import CodecRegistry
-from recordkit.dataset._manifest import MANIFEST_FILE, Manifest, ShardIndex, ShardInfo, SplitInfo
+from recordkit.dataset._manifest import (
+    MANIFEST_FILE,
+    Manifest,
+    ShardIndex,
+    ShardInfo,
+    SplitInfo,
+    read_manifest,
+    write_manifest,
+)
 from recordkit.errors import ConcurrentWriteError, DatasetError, ManifestError
 from recordkit.format._index import index_name
 from recordkit.format._tfrecord import Compression
@@ -153,7 +161,7 @@ class _CommitFn(beam.DoFn):  # type: ignore[misc]  # Beam's DoFn is untyped for 
             manifest = Manifest.model_validate_json(self._base_json)
             # On an object store (no lock) the commit's PUT is conditional on the version
             # read here: a writer that commits meanwhile is not overwritten.
-            stored = None if folder.at().is_local else RemoteManifest(folder.at(), advice=_BEAM_ADVICE)
+            stored = RemoteManifest.at(folder.at(), advice=_BEAM_ADVICE)
             current = _current_manifest(folder) if stored is None else stored.load()
             if not _same(current, self._before_json):
                 if current is not None and _committed_already(current, manifest, staged, self._splits):
@@ -174,7 +182,7 @@ class _CommitFn(beam.DoFn):  # type: ignore[misc]  # Beam's DoFn is untyped for 
                 existing = manifest.splits.get(split)
                 manifest.splits[split] = _commit_split(folder, split, existing, mine, theirs, compression)
             if stored is None:
-                manifest.save(folder.at())  # the commit
+                write_manifest(manifest, folder.at())  # the commit
             else:
                 stored.save(manifest)  # the commit, if no other writer's came first
             _clear_staging(folder)
@@ -191,7 +199,7 @@ def _current_manifest(folder: Folder) -> Manifest | None:
     """The dataset's manifest as it is now (None when there is none)."""
     if not folder.exists(MANIFEST_FILE):
         return None
-    return Manifest.load(folder.at())
+    return read_manifest(folder.at())
 
 
 def _same(current: Manifest | None, before_json: str | None) -> bool:
@@ -455,7 +463,7 @@ class WriteDataset(beam.PTransform):  # type: ignore[misc]  # Beam's PTransform 
                 f"already holds a dataset ({MANIFEST_FILE}); pass append=True to add the records to it",
                 file=folder.url,
             )
-        manifest = Manifest.load(folder.at())
+        manifest = read_manifest(folder.at())
         for split in splits:
             info = manifest.splits.get(split)
             if info is not None and info.unfinished is not None:

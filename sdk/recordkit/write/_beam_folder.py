@@ -48,9 +48,9 @@ class Folder:
     def locked(self) -> Iterator[None]:
         """Locally, the local writers' lock (:mod:`recordkit.write._lock`), so that no
         local writer changes the folder meanwhile; object stores have no lock."""
-        root = self.at()
-        if not root.is_local:
+        folder = self.at().local_path
+        if folder is None:
             yield
             return
-        with DatasetLock(root.path):
+        with DatasetLock(folder):
             yield

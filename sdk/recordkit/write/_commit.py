@@ -40,6 +40,12 @@ class RemoteManifest:
         #: Set once a save found another writer's manifest: this writer saves no more.
         self.lost = False
 
+    @classmethod
+    def at(cls, root: Location, *, advice: str = WRITER_ADVICE) -> RemoteManifest | None:
+        """The guard of the manifest of the remote dataset at ``root``; None for a local
+        folder, whose writers the folder's lock keeps apart instead."""
+        return cls(root, advice=advice) if root.local_path is None else None
+
     def load(self) -> Manifest | None:
         """The manifest now stored (None when there is none), remembering its version."""
         try:

@@ -49,7 +49,7 @@ import uuid
 from pathlib import Path
 
 from recordkit.dataset._manifest import MANIFEST_FILE, Manifest, ShardInfo
-from recordkit.storage import Location
+from recordkit.storage import Location, location
 from recordkit.write._commit import RemoteManifest
 from recordkit.write._debris import unlisted
 from recordkit.write._shard_file import fsync_dir
@@ -59,7 +59,9 @@ __all__ = [
     "generation_folder",
     "listed_files",
     "remove_unlisted",
+    "replace_dataset",
     "replace_folder",
+    "replacement_folder",
     "staging_folder",
 ]
 
@@ -73,6 +75,29 @@ _RENAME_EXCHANGE = 1 << 1
 def staging_folder(target: Path) -> Path:
     """A fresh sibling folder name to write the replacement of ``target`` into."""
     return target.parent / f".{target.name}.rk-new-{uuid.uuid4().hex[:12]}"
+
+
+def replacement_folder(target: Location) -> Location | None:
+    """Where an overwrite of ``target`` writes the new dataset: a staging folder beside a
+    local one (:func:`staging_folder`), a generation folder inside a remote one
+    (:func:`generation_folder`; None when nothing is there to replace)."""
+    folder = target.local_path
+    return location(staging_folder(folder)) if folder is not None else generation_folder(target)
+
+
+def replace_dataset(
+    staged: Location, target: Location, manifest: Manifest, stored: RemoteManifest | None, *, durable: bool
+) -> Manifest:
+    """Put the complete dataset written at ``staged`` (its :func:`replacement_folder`) in
+    ``target``'s place, and give the manifest committed: a local folder is swapped in by
+    :func:`replace_folder`; a remote one is committed by :func:`commit_generation`
+    against ``stored``, the target's manifest as the writer read it when it began."""
+    folder = target.local_path
+    if folder is not None:
+        replace_folder(staged.path, folder, durable=durable)
+        return manifest
+    assert stored is not None  # RemoteManifest.at gives one for every remote target
+    return commit_generation(staged, target, manifest, stored)
 
 
 def _exchange(a: Path, b: Path) -> bool:

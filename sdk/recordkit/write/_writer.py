@@ -44,7 +44,14 @@ from typing import Any, Literal
 from typing_extensions import Unpack
 
 from recordkit.codec._plugins import default_registry
-from recordkit.dataset._manifest import MANIFEST_FILE, Manifest, SplitInfo, UnfinishedWrite
+from recordkit.dataset._manifest import (
+    MANIFEST_FILE,
+    Manifest,
+    SplitInfo,
+    UnfinishedWrite,
+    read_manifest,
+    write_manifest,
+)
 from recordkit.errors import DatasetError, RecordError, RecordkitError
 from recordkit.format._tfrecord import Compression
 from recordkit.schema._encoder import RecordEncoder, record_items
@@ -64,13 +71,7 @@ from recordkit.write._plan import (
     start_manifest,
 )
 from recordkit.write._progress import Progress
-from recordkit.write._replace import (
-    commit_generation,
-    generation_folder,
-    remove_unlisted,
-    replace_folder,
-    staging_folder,
-)
+from recordkit.write._replace import remove_unlisted, replace_dataset, replacement_folder
 from recordkit.write._shard_file import DEFAULT_SHARD_BYTES, ShardLimits, check_split_name, fsync_dir
 from recordkit.write._split_writer import SplitSink, SplitWriter, now
 from recordkit.write._write_options import OnError, WriteOptions
@@ -140,20 +141,14 @@ class DatasetWriter:
         #: folder beside it, or remotely the generation folder inside it: see _replace).
         self._target: Location | None = None
         if overwrite:
-            staged = (
-                location(staging_folder(self.where.path))
-                if self.where.is_local
-                else generation_folder(self.where)
-            )
+            staged = replacement_folder(self.where)
             if staged is not None:  # (remotely None: nothing to replace, written in place)
                 self._target, self.where = self.where, staged
         #: A remote dataset's manifest, each save conditional on the last (no writer
         #: replaces another's commit: see _commit); with a remote overwrite, also the
         #: target's, whose one save is the commit.
-        self._remote_manifest = None if self.where.is_local else RemoteManifest(self.where)
-        self._target_manifest = (
-            RemoteManifest(self._target) if self._target is not None and not self._target.is_local else None
-        )
+        self._remote_manifest = RemoteManifest.at(self.where)
+        self._target_manifest = RemoteManifest.at(self._target) if self._target is not None else None
         self.durable = durable
         self._limits = ShardLimits(
             options.get("shard_bytes", DEFAULT_SHARD_BYTES), options.get("shard_records")
@@ -257,7 +252,7 @@ class DatasetWriter:
         if self._remote_manifest is not None:
             self._remote_manifest.save(manifest)
         else:
-            manifest.save(self.where, durable=self.durable)
+            write_manifest(manifest, self.where, durable=self.durable)
 
     # -- splits ---------------------------------------------------------------------------
 
@@ -444,15 +439,11 @@ class DatasetWriter:
             for state in self._splits.values():
                 state.finish()
             self._save(sync_dir=True)
-            replaced_remote = self._target is not None and not self._target.is_local
+            replaced_remote = self._target_manifest is not None
             if self._target is not None:
-                if self._target.is_local:
-                    replace_folder(self.where.path, self._target.path, durable=self.durable)
-                else:
-                    assert self._target_manifest is not None
-                    self.manifest = commit_generation(
-                        self.where, self._target, self.manifest, self._target_manifest
-                    )
+                self.manifest = replace_dataset(
+                    self.where, self._target, self.manifest, self._target_manifest, durable=self.durable
+                )
                 self.where, self._target = self._target, None  # committed: no abort undoes it
         except BaseException:
             self.abort()
@@ -560,4 +551,4 @@ def _remove_old_objects(root: Location, manifest: Manifest) -> None:
 def _load_if_present(root: Location) -> Manifest | None:
     if not root.join(MANIFEST_FILE).exists():
         return None
-    return Manifest.load(root)
+    return read_manifest(root)
