@@ -59,9 +59,8 @@ from recordkit.errors import CorruptRecordError
 from recordkit.format._tfrecord import (
     FRAMING_BYTES,
     Compression,
-    OversizedRecord,
+    HeaderWalk,
     iter_tfrecords,
-    oversized_record,
     walk_headers,
 )
 from recordkit.read._corruption import CorruptionReport, OnCorrupt, SkippedRecords
@@ -92,7 +91,8 @@ def read_shards(
     same order: the framed read gives them so without batching them first."""
     import tensorflow as tf
 
-    shards = vet_framing(shards, dataset, on_corrupt, report)
+    walks: dict[str, HeaderWalk] = {}
+    shards = vet_framing(shards, dataset, on_corrupt, report, walks)
     compression = dataset.compression.value
     # A split with field groups: each shard's files (its own, then the groups'), whose
     # records are read side by side and joined in the checks (see _checker).
@@ -117,7 +117,8 @@ def read_shards(
     skips = tf.constant([shard.skip for shard in shards] or [0], tf.int64)
     takes = tf.constant([-1 if shard.take is None else shard.take for shard in shards] or [0], tf.int64)
     whole = on_corrupt == "raise" and checked and fsspec_read is None and width == 1 and not sliced
-    framed = _framed_reader(shards, dataset, None if one_by_one else block_length) if whole else None
+    chunk = None if one_by_one else block_length
+    framed = _framed_reader(shards, dataset, walks, chunk) if whole else None
 
     def read(index: Any, path: Any) -> Any:
         if framed is not None:
@@ -214,13 +215,19 @@ def _fsspec_reader(shards: list[Shard], dataset: OpenedDataset) -> Callable[[Any
 
 
 def vet_framing(
-    shards: list[Shard], dataset: OpenedDataset, on_corrupt: OnCorrupt, report: CorruptionReport | None
+    shards: list[Shard],
+    dataset: OpenedDataset,
+    on_corrupt: OnCorrupt,
+    report: CorruptionReport | None,
+    walks: dict[str, HeaderWalk] | None = None,
 ) -> list[Shard]:
     """The shards TensorFlow may read: no record header in them declares more bytes than
     the file holds (TensorFlow allocates a declared length before reading, and a hostile
     2**40 kills the process). ``"raise"``: such a header is a CorruptRecordError naming
     the shard and offset. ``"skip"``: a length beyond the shard's whole size leaves the
-    shard out (reported); a shorter one, a plain truncation, is left to the checks."""
+    shard out (reported); a shorter one, a plain truncation, is left to the checks.
+    ``walks`` receives the walk of each local file, by its path (for
+    :func:`_framed_counts`, which would otherwise walk a split of many shards again)."""
     kept = []
     for shard in shards:
         if shard.path.local_path is None:  # remote: see the module docs
@@ -228,7 +235,10 @@ def vet_framing(
             continue
         found, name = None, shard.name
         for file in shard.files:  # the shard, and the field groups' shards joined to it
-            found, name = _oversized(file, dataset.compression), file.name
+            walk, name = _walk(file, dataset.compression), file.name
+            if walks is not None:
+                walks[str(file.path)] = walk
+            found = walk.oversized
             if found is not None:
                 break
         if found is None:
@@ -250,13 +260,13 @@ def vet_framing(
     return kept
 
 
-def _oversized(shard: Shard, compression: Compression) -> OversizedRecord | None:
-    """The first record header of the local ``shard`` that declares more bytes than the
-    file holds (None: none does)."""
+def _walk(shard: Shard, compression: Compression) -> HeaderWalk:
+    """The walk of the local ``shard``'s record headers (its ``oversized``: the first that
+    declares more bytes than the file holds)."""
     local = shard.path.local_path
     assert local is not None
     try:
-        return oversized_record(local, compression)
+        return walk_headers(local, compression)
     except OSError as exc:
         reason = f"cannot read the shard file: {exc.strerror or exc}"
         raise CorruptRecordError(reason, shard=shard.name) from None
@@ -275,9 +285,11 @@ def _expected(shards: list[Shard], dataset: OpenedDataset) -> tuple[list[int], l
     return records, sizes
 
 
-def _framed_counts(shards: list[Shard], dataset: OpenedDataset) -> list[int] | None:
-    """The records of each shard, when Python has walked its framing (the walk
-    :func:`vet_framing` makes, cached) and found it sound: a local, uncompressed file whose
+def _framed_counts(
+    shards: list[Shard], dataset: OpenedDataset, walks: dict[str, HeaderWalk]
+) -> list[int] | None:
+    """The records of each shard, when Python has walked its framing (``walks``: by
+    :func:`vet_framing`) and found it sound: a local, uncompressed file whose
     record headers frame it whole, holding the records and bytes the manifest lists, so
     that every byte is under a CRC TensorFlow checks. None when a shard is not known so
     (remote, compressed, damaged or unlike its manifest): the checks in the graph read it."""
@@ -285,12 +297,8 @@ def _framed_counts(shards: list[Shard], dataset: OpenedDataset) -> list[int] | N
         return None
     counts = []
     for shard in shards:
-        local = shard.path.local_path
-        if local is None:
-            return None
-        try:
-            walk = walk_headers(local)
-        except OSError:
+        walk = walks.get(str(shard.path))
+        if walk is None or shard.path.local_path is None:
             return None
         if not walk.complete or (shard.records is not None and walk.records != shard.records):
             return None
@@ -301,7 +309,7 @@ def _framed_counts(shards: list[Shard], dataset: OpenedDataset) -> list[int] | N
 
 
 def _framed_reader(
-    shards: list[Shard], dataset: OpenedDataset, block_length: int | None
+    shards: list[Shard], dataset: OpenedDataset, walks: dict[str, HeaderWalk], block_length: int | None
 ) -> Callable[[Any, Any], Any] | None:
     """``read(index, path)``: shard ``index``'s records in chunks of ``block_length``
     (None: one by one),
@@ -314,7 +322,7 @@ def _framed_reader(
     before that, so the read costs an iterator no more to start than the raw read."""
     import tensorflow as tf
 
-    counts = _framed_counts(shards, dataset)
+    counts = _framed_counts(shards, dataset, walks)
     if counts is None:
         return None
     heads, middle, tails = _messages(shards, counts)
