@@ -30,10 +30,14 @@ sys.path[:] = [entry for entry in sys.path if entry != _TESTS]
 
 from hypothesis import HealthCheck, settings  # noqa: E402
 
+# The same examples on every run (derandomize), so `make test` and CI pass or fail
+# alike on a given commit; RK_HYPOTHESIS_EXPLORE=1 draws new examples each run, the way
+# to look for new failures (each found one then belongs in the test as an @example).
 settings.register_profile(
     "recordkit",
     deadline=None,
     max_examples=30,
+    derandomize=os.environ.get("RK_HYPOTHESIS_EXPLORE") != "1",
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
 )
 settings.load_profile("recordkit")

@@ -44,6 +44,7 @@ import recordkit as rk
 from recordkit_codecs._box_geometry import moved_boxes_numpy, moved_boxes_tf
 from recordkit_codecs._foreign import LABEL_HINT, TEXT_HINT
 from recordkit_codecs._show import class_counts, class_names
+from recordkit_codecs._tfds import bbox_entry, class_label, tensor_entry
 
 __all__ = ["BOX_FORMATS", "BBoxCodec", "BBoxOptions", "BoxFormat", "convert_boxes"]
 
@@ -319,6 +320,32 @@ class BBoxCodec(rk.Codec[BBoxOptions]):
             out["box_classes"] = class_counts(self.options.labels, ids)
         return out
 
+    def tfds_features(self) -> tuple[rk.TfdsFeature, ...]:
+        """TFDS's ``BBoxFeature`` in a ``Sequence`` reads boxes stored as TFDS stores
+        them: normalized ``ymin, xmin, ymax, xmax`` float lists (``stored: yxyx``,
+        ``layout: lists``), with a ``ClassLabel`` of the class ids and a float32 ``Tensor``
+        per extra beside them (rk.TfdsDescribed)."""
+        options = self.options
+        changes = [
+            *(["layout: lists (they are stored packed)"] if self._packed else []),
+            *([] if options.stored == "yxyx" else [f"stored: yxyx (they are stored {options.stored})"]),
+            *([] if options.normalized else ["normalized: true (they are in pixels)"]),
+        ]
+        if changes:
+            raise ValueError(
+                "TFDS's BBoxFeature reads normalized ymin, xmin, ymax, xmax float lists: the field "
+                f"needs {', '.join(changes)}; schemas/layouts/tfds-detection.yaml is such a layout"
+            )
+        boxes = rk.TfdsFeature(bbox_entry(), rk.WireKind.FLOAT, (None, 4), "", sequence=True)
+        labels = options.labels
+        described = [
+            boxes,
+            *([class_label(labels, len(labels), wire="labels", sequence=True)] if labels else []),
+        ]
+        for extra in options.extras:
+            described.append(rk.TfdsFeature(tensor_entry("float32"), rk.WireKind.FLOAT, (None,), extra, True))
+        return tuple(described)
+
     def to_native(self, request: rk.NativeRequest) -> rk.NativeField:
         """Boxes are stored in recordkit's canonical order, packed (rk.Convertible)."""
         options = dict(request.options)
@@ -391,7 +418,9 @@ class BBoxCodec(rk.Codec[BBoxOptions]):
         fmt = self.options.format
         upper = 1.0 if self.options.normalized else _FLOAT32_MAX
         if fmt == "xyxy" and given.size and _plainly_valid(given, upper):
-            return given.astype(np.float32)
+            plain = _positive_zeros(given.astype(np.float32))
+            assert plain is not None
+            return plain
         tol = self.options.tolerance
         bad = ~np.isfinite(given).all(axis=1)
         if bad.any():

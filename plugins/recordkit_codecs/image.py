@@ -33,11 +33,10 @@ from recordkit_codecs._image_header import header_shape, header_shapes_tf
 from recordkit_codecs._inputs import read_input_bytes
 from recordkit_codecs._jpeg_scale import jpeg_scale, jpeg_scale_tf
 from recordkit_codecs._tf_images import decode_image_batch, decode_image_scaled, decode_image_window, tf_one
+from recordkit_codecs._tfds import TFDS
 
 __all__ = ["ImageCodec", "ImageOptions"]
 
-#: Where TFDS's feature classes live (the "pythonClassName" of features.json).
-_TFDS = "tensorflow_datasets.core.features."
 
 Byte = Annotated[int, pydantic.Field(ge=0, le=255)]
 #: The encodings an image is stored in.
@@ -242,16 +241,18 @@ class ImageCodec(rk.Raster, rk.Codec[ImageOptions]):
             "channels": {str(channels): 1},
         }
 
-    def tfds_feature(self) -> rk.TfdsFeature:
+    def tfds_features(self) -> tuple[rk.TfdsFeature, ...]:
         """TFDS's ``Image`` reads the encoded bytes under the field's key as they are
-        (rk.TfdsDescribed); it needs the encoding and the channel count fixed."""
+        (rk.TfdsDescribed); it needs the encoding and the channel count fixed. The stored
+        height, width and channels are recordkit's: TFDS reads the size from the image."""
         if self.options.format == "keep" or self.options.channels is None:
             raise ValueError(
                 "TFDS's Image needs format png or jpeg and a fixed channel count (channels: 1, 3 or 4)"
             )
         shape = {"dimensions": ["-1", "-1", str(self.options.channels)]}
         image = {"dtype": "uint8", "encodingFormat": self.options.format, "shape": shape}
-        return rk.TfdsFeature({"image": image, "pythonClassName": f"{_TFDS}image_feature.Image"})
+        entry = {"image": image, "pythonClassName": f"{TFDS}image_feature.Image"}
+        return (rk.TfdsFeature(entry, rk.WireKind.BYTES),)
 
     def hf_feature(self) -> rk.HfFeature:
         """Hugging Face's ``Image`` holds the stored encoded bytes as they are

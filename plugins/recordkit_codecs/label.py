@@ -22,11 +22,9 @@ import recordkit as rk
 from recordkit_codecs._foreign import LABEL_HINT, plain_key
 from recordkit_codecs._hf import value_entry
 from recordkit_codecs._show import class_counts, class_names
+from recordkit_codecs._tfds import class_label
 
 __all__ = ["LabelCodec", "LabelOptions"]
-
-#: Where TFDS's feature classes live (the "pythonClassName" of features.json).
-_TFDS = "tensorflow_datasets.core.features."
 
 
 class LabelOptions(rk.CodecOptions):
@@ -129,19 +127,15 @@ class LabelCodec(rk.Codec[LabelOptions]):
             ids = np.flatnonzero(ids)
         return [int(i) for i in ids]
 
-    def tfds_feature(self) -> rk.TfdsFeature:
-        """TFDS's ``ClassLabel`` reads the int64 class id as it is (rk.TfdsDescribed)."""
-        if self.options.multi:
-            raise ValueError("TFDS's ClassLabel holds one class per record (this field has several)")
+    def tfds_features(self) -> tuple[rk.TfdsFeature, ...]:
+        """TFDS's ``ClassLabel`` reads the int64 class id as it is, and a ``Sequence`` of
+        them the ids of a ``multi`` field, as stored (``multi_hot`` is recordkit's decode)
+        (rk.TfdsDescribed)."""
         names = tuple(self.options.names or ())
         count = len(names) or self.options.num_classes
         if not count:
             raise ValueError("TFDS's ClassLabel needs the classes: give names or num_classes")
-        entry = {
-            "classLabel": {"numClasses": str(count)},
-            "pythonClassName": f"{_TFDS}class_label_feature.ClassLabel",
-        }
-        return rk.TfdsFeature(entry, names)
+        return (class_label(names, count, sequence=self.options.multi),)
 
     def hf_feature(self) -> rk.HfFeature:
         """Hugging Face's ``ClassLabel`` with the class names (``"0"``, ``"1"`` ... for

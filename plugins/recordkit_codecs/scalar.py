@@ -17,6 +17,7 @@ import numpy as np
 import recordkit as rk
 from recordkit_codecs._foreign import plain_key
 from recordkit_codecs._hf import plain_value, value_entry
+from recordkit_codecs._tfds import tensor_entry, text_feature
 
 __all__ = ["ScalarCodec", "ScalarOptions"]
 
@@ -79,6 +80,22 @@ class ScalarCodec(rk.Codec[ScalarOptions]):
         return rk.WireSpec((rk.WireFeature("", kind, (), f"the {self.options.dtype} value"),))
 
     # -- showing, counting and converting (optional capabilities) ------------------
+
+    def tfds_features(self) -> tuple[rk.TfdsFeature, ...]:
+        """TFDS's ``Tensor`` of shape ``()`` and the same dtype reads the stored number
+        (ints and bools are int64 values, as TFDS stores them), ``Text`` the text
+        (rk.TfdsDescribed). float64 is stored as its bits, which TFDS would read as an
+        integer."""
+        dtype = self.options.dtype
+        if dtype == "float64":
+            raise ValueError(
+                "float64 is stored as the int64 bits of the double, which TFDS would read as an integer "
+                "(dtype: float32 stores a float TFDS reads)"
+            )
+        if dtype == "str":
+            return (text_feature(),)
+        kind = rk.WireKind.FLOAT if dtype == "float32" else rk.WireKind.INT64
+        return (rk.TfdsFeature(tensor_entry(dtype), kind),)
 
     def hf_feature(self) -> rk.HfFeature:
         """Hugging Face's ``Value`` of the same dtype (rk.HfDescribed)."""

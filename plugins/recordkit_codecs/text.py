@@ -20,11 +20,9 @@ import pydantic
 import recordkit as rk
 from recordkit_codecs._foreign import formats, plain_key
 from recordkit_codecs._hf import value_entry
+from recordkit_codecs._tfds import text_feature
 
 __all__ = ["TextCodec", "TextOptions"]
-
-#: Where TFDS's feature classes live (the "pythonClassName" of features.json).
-_TFDS = "tensorflow_datasets.core.features."
 
 
 class TextOptions(rk.CodecOptions):
@@ -78,9 +76,9 @@ class TextCodec(rk.Codec[TextOptions]):
 
     # -- showing, counting and converting (optional capabilities) ------------------
 
-    def tfds_feature(self) -> rk.TfdsFeature:
+    def tfds_features(self) -> tuple[rk.TfdsFeature, ...]:
         """TFDS's ``Text`` reads the UTF-8 bytes as they are (rk.TfdsDescribed)."""
-        return rk.TfdsFeature({"text": {}, "pythonClassName": f"{_TFDS}text_feature.Text"})
+        return (text_feature(),)
 
     def hf_feature(self) -> rk.HfFeature:
         """Hugging Face's ``Value("string")`` (rk.HfDescribed)."""

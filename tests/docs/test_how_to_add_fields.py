@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import recordkit as rk
-from recordkit.errors import DatasetError, SchemaError
+from recordkit.errors import DatasetError, IncompatibleSchemaError, RecordError, SchemaError
 
 PAGE = Path(__file__).resolve().parents[2] / "docs" / "how-to" / "add-fields.md"
 
@@ -38,3 +38,19 @@ def test_the_errors_the_page_quotes_are_raised(page_examples: Any, in_tmp_path: 
     with pytest.raises(DatasetError) as twice:
         rk.add_fields("data/photos", "train", embedding, np.zeros((10, 8), np.float32))
     assert f"recordkit.errors.DatasetError: {twice.value}\n" in text
+
+
+def test_the_append_errors_the_page_quotes_are_raised(page_examples: Any, in_tmp_path: Path) -> None:
+    page_examples.run_python_blocks(page_examples.code_blocks(PAGE)[:4])  # the dataset, its embedding
+    text = PAGE.read_text(encoding="utf-8")
+    stored = rk.open("data/photos").schema
+    fields = {name: spec for name, spec in stored.fields.items() if name != "embedding"}
+    without = stored.model_copy(update={"fields": fields})
+    record = {"image": np.zeros((32, 32, 3), np.uint8), "caption": "c", "label": "cat"}
+    with pytest.raises(IncompatibleSchemaError) as refused:
+        rk.write_dataset([record], "data/photos", without, append=True, progress=False)
+    head, difference = str(refused.value).split("\n  - ")
+    assert f"`IncompatibleSchemaError: {head}` and `- {difference}`" in text
+    with pytest.raises(RecordError) as missing:
+        rk.write_dataset([record], "data/photos", stored, append=True, progress=False)
+    assert f"`RecordError: {missing.value}`" in text

@@ -6,8 +6,11 @@ anything is written, and a conversion that fails leaves nothing at OUT (see
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
 
+from recordkit._cli._card import card_options
 from recordkit._cli._common import FOLDER_OR_URL, local_input, output_at, storage_option
 from recordkit.tools._convert import AUDIO_FORMATS, AudioFormat, convert_dataset
 
@@ -33,18 +36,23 @@ CONVERT_WORDS = {
     default=None,
     help="Store audio samples (a list of numbers in TFDS) as 16-bit WAV or FLAC files; default: as they are.",
 )
+@card_options
 def convert_command(
-    source: str, out: str, storage_options: tuple[str, ...], audio: AudioFormat | None
+    source: str, out: str, storage_options: tuple[str, ...], audio: AudioFormat | None, card: dict[str, Any]
 ) -> None:
     """Rewrite the TFDS-prepared folder SOURCE as a recordkit dataset at OUT.
 
     SOURCE is a local folder; OUT a local folder or a remote URL (s3://, gs:// ...).
     Encoded images are kept byte for byte; audio samples stay numbers unless --audio
     asks for WAV or FLAC. OUT gets dataset.json with per-shard sha256, so that
-    `recordkit verify OUT` checks it.
+    `recordkit verify OUT` checks it. OUT's card is the one TFDS recorded (citation,
+    homepage, license), each entry the card options give (--license, --citation,
+    --homepage, --author, --description, --version-notes) in place of its own.
     """
     folder = local_input(source, "SOURCE")
     where = output_at(out, storage_options)
-    manifest = convert_dataset(folder, where.url, audio=audio, storage_options=where.storage_options or None)
+    manifest = convert_dataset(
+        folder, where.url, audio=audio, storage_options=where.storage_options or None, card=card or None
+    )
     records = sum(info.num_records for info in manifest.splits.values())
     click.echo(f"wrote {records} records in {len(manifest.splits)} splits to {where}")

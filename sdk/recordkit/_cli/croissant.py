@@ -24,7 +24,8 @@ def croissant_command(dataset: str, output: Path | None, storage_options: tuple[
     """Describe DATASET in MLCommons Croissant 1.0 JSON-LD: its card, a FileObject per
     shard with its sha256, and a record set per split with the schema's fields.
 
-    DATASET is a dataset folder (or its dataset.json), or a remote URL (s3://, gs:// ...).
+    DATASET is a dataset folder (or its dataset.json), a remote URL (s3://, gs:// ...),
+    or a local folder TFDS prepared. A split's field groups are record sets of their own.
     """
     text = json.dumps(
         croissant(dataset, parse_storage_options(storage_options)), indent=2, ensure_ascii=False

@@ -30,6 +30,7 @@ from typing import Any
 import click
 import yaml
 
+from recordkit._cli._card import card_options
 from recordkit._cli._common import (
     FILE_OR_URL,
     PATH_OR_URL,
@@ -45,6 +46,7 @@ from recordkit.codec._plugins import default_registry
 from recordkit.dataset._manifest import Manifest, read_manifest
 from recordkit.errors import DatasetError
 from recordkit.read._open import bind_to_read
+from recordkit.schema._card import card_with
 from recordkit.schema._schema import Schema
 from recordkit.sources._base import Source
 from recordkit.sources._registry import default_sources
@@ -164,6 +166,7 @@ def split_of(key: str, ratios: dict[str, float], seed: int) -> str:
     help="Finish an interrupted ingest into OUT: run the same command (same INPUT) with --resume.",
 )
 @click.option("--progress/--no-progress", default=None, help="Show a progress bar (default: on a terminal).")
+@card_options
 def ingest_command(
     kind: str,
     input: str,
@@ -180,6 +183,7 @@ def ingest_command(
     append: bool,
     resume: bool,
     progress: bool | None,
+    card: dict[str, Any],
 ) -> None:
     """Read INPUT with the source KIND (built in: image_folder, audio_folder, coco,
     pascal_voc, jsonl, csv, parquet, hf; plugins add more, and an unknown KIND lists them all) and
@@ -189,6 +193,10 @@ def ingest_command(
     Bad inputs (a missing file, a box outside its image, a malformed row) stop the
     ingest with an error naming the file and the line or entry; with --on-error skip
     they are left out and listed in the summary.
+
+    The card options (--license, --citation, --homepage, --author, --description,
+    --version-notes) each replace that entry of the dataset's card: the one the schema
+    file declares, or with --append or --resume the one OUT has; the others are kept.
     """
     if overwrite and (append or resume):
         raise click.UsageError(
@@ -212,7 +220,12 @@ def ingest_command(
         return keys.get(id(record), "?")
 
     fresh = FreshOutput.at(where)  # (an overwrite of nothing in a bucket is written in place)
-    before = 0 if fresh is not None or overwrite else _records(read_manifest(where))
+    existing = None if fresh is not None or overwrite else read_manifest(where)
+    before = 0 if existing is None else _records(existing)
+    # The entries given, over the card the dataset would get without them; checked here,
+    # before anything is written.
+    stored_card = existing.card if existing is not None else None
+    given_card = card_with(stored_card or schema.card, card) if card else None
     try:
         writer = DatasetWriter(
             where.url,
@@ -226,6 +239,7 @@ def ingest_command(
             resume=resume,
             progress=progress,
             registry=registry,
+            card=given_card,
         )
     except ValueError as exc:  # a refused option (overwriting a bucket's root ...): the user's to fix
         raise DatasetError(str(exc), file=str(where)) from exc

@@ -18,7 +18,7 @@ __all__ = ["tfds_metadata_command"]
 def tfds_metadata_command(dataset: str) -> None:
     """Write features.json and dataset_info.json into DATASET, a local recordkit dataset,
     so that tfds.builder_from_directory(DATASET) reads it. The shards are not rewritten.
-    Fields whose codec has no TFDS feature (boxes, audio ...) are refused by name."""
+    Fields TFDS cannot read as they are stored (packed boxes, audio ...) are refused by name."""
     folder = local_input(dataset, "DATASET")
     written = write_tfds_metadata(folder)
     click.echo(f"wrote {', '.join(path.name for path in written)} to {folder}")

@@ -47,6 +47,8 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol, runtime_chec
 
 import numpy as np
 
+from recordkit.codec._wire import Shape, WireKind
+
 if TYPE_CHECKING:  # Pillow is imported only when a picture is drawn.
     from PIL import Image, ImageDraw, ImageFont
 
@@ -341,23 +343,43 @@ class Convertible(Protocol):
 
 @dataclasses.dataclass(frozen=True)
 class TfdsFeature:
-    """How TensorFlow Datasets reads a field's stored keys as they are: the field's entry
-    in TFDS's ``features.json`` (a feature's JSON, ``{"pythonClassName": ..., ...}``), and
-    the class names TFDS keeps beside it in ``<field>.labels.txt`` (a ``ClassLabel``'s)."""
+    """One TensorFlow Datasets feature that parses one of a codec's wire features as it
+    is stored, and what it expects to find there.
+
+    ``wire`` names the codec's wire feature (``""``: its main one); the field's Example
+    key for it (its own, or the one mapped in the schema's ``keys``) is where TFDS looks,
+    and its ``/`` give the nesting of TFDS's ``FeaturesDict``. ``entry`` is the feature's
+    ``features.json`` entry for one value (``{"pythonClassName": ..., ...}``), and
+    ``label_names`` the class names TFDS keeps beside a ``ClassLabel`` in a
+    ``.labels.txt`` file.
+
+    ``kind`` and ``shape`` are what TFDS parses under the key in one record: the export
+    compares them with what the field stores there and refuses the field when they
+    differ, so a field TFDS would misread is never described. ``sequence``: each record
+    holds a list of such values (``shape`` starts with None), which TFDS reads inside a
+    ``Sequence``, with the field's other ``sequence`` features beside them in one
+    ``Sequence`` of a ``FeaturesDict`` (a box's class id beside its box)."""
 
     entry: Mapping[str, Any]
+    kind: WireKind
+    shape: Shape = ()
+    wire: str = ""
+    sequence: bool = False
     label_names: tuple[str, ...] = ()
 
 
 @runtime_checkable
 class TfdsDescribed(Protocol):
-    """A codec whose stored keys a TFDS feature parses as they are (an image's encoded
-    bytes, a class id, text), so that :func:`recordkit.write_tfds_metadata` can describe its fields
-    for ``tfds.builder_from_directory``."""
+    """A codec whose stored keys TFDS features parse as they are (an image's encoded
+    bytes, a class id, text, boxes stored as TFDS stores them), so that
+    :func:`recordkit.write_tfds_metadata` can describe its fields for
+    ``tfds.builder_from_directory``."""
 
-    def tfds_feature(self) -> TfdsFeature:
-        """The TFDS feature of a field of this codec with its options. Raise ValueError
-        with the reason when these options have no TFDS equivalent."""
+    def tfds_features(self) -> tuple[TfdsFeature, ...]:
+        """The TFDS features of a field of this codec with its options, one for each
+        wire feature TFDS reads (those not named are left to recordkit). Raise
+        ValueError with the reason, and what to change, when these options store values
+        TFDS cannot parse as they are."""
 
 
 @dataclasses.dataclass(frozen=True)

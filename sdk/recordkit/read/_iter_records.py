@@ -9,7 +9,9 @@ With ``on_corrupt="skip"`` a damaged shard costs only its damaged records (found
 :func:`~recordkit.format._tfrecord.scan_tfrecords`): a record whose data fails its CRC
 is skipped alone (its length is intact), and after a damaged header the reader searches
 forward for the next intact record (a valid header CRC and data CRC) and carries on from
-there; a record that does not decode is skipped too.
+there; a record that does not decode is skipped too. A shard joined with its field
+groups' shards skips a record damaged in any of its files in all of them
+(:mod:`recordkit.read._joined_scan`).
 What was skipped goes to a :class:`~recordkit.CorruptionReport`.
 
 ``split`` takes TFDS's slicing syntax (``train[:10%]``, ``train[100:200]``,
@@ -45,6 +47,7 @@ from recordkit.dataset._shards import Shard
 from recordkit.errors import CorruptRecordError, RecordkitError
 from recordkit.format._tfrecord import Compression, Damage, iter_tfrecords, scan_tfrecords
 from recordkit.read._corruption import CorruptionReport, SkippedRecords
+from recordkit.read._joined_scan import joined_records_skipping
 from recordkit.read._numpy_decode import decode_record_numpy
 from recordkit.read._numpy_geometry import GeometryPlan
 from recordkit.read._open import OpenedDataset, check_shard_size
@@ -291,11 +294,16 @@ def iter_shard_records(
 
     Without ``report`` the first damaged record raises CorruptRecordError (naming the
     shard and offset); with one, damaged records are skipped and reported. A shard with
-    field groups joined (:attr:`Shard.joined`) gives each record joined, read strictly
-    even with a ``report``: a record skipped in one file would misalign the others.
+    field groups joined (:attr:`Shard.joined`) gives each record joined; with a
+    ``report``, a record damaged in one of its files is skipped in all of them
+    (:mod:`recordkit.read._joined_scan`).
     """
     if shard.joined:
-        yield from _joined_records(shard, compression, verify=verify)
+        if report is None:
+            yield from _joined_records(shard, compression, verify=verify)
+        else:
+            files = [dataclasses.replace(file, joined=()) for file in shard.files]
+            yield from joined_records_skipping(shard, files, compression, verify=verify, report=report)
         return
     if report is None:
         try:

@@ -113,7 +113,7 @@ def decode_field_numpy(
     decode: Callable[[Mapping[str, Any]], Any] | None = None,
 ) -> Any:
     """Decode one field of a parsed Example; ``None`` for an absent optional field.
-    ``decode`` replaces the codec's ``decode_numpy`` for a plain (not sequence) field."""
+    ``decode`` replaces the codec's ``decode_numpy`` (for each element of a sequence field)."""
     if field.presence_key is not None:
         _, present = parsed.get(field.presence_key, (WireKind.INT64, np.zeros(0)))
         if not (len(present) and int(present[0])):
@@ -135,10 +135,8 @@ def decode_field_numpy(
             lengths = [int(n) for n in lengths]
         columns[keyed.feature.name] = _split(keyed, _values(keyed, parsed, ragged=True), lengths, count)
         count = len(columns[keyed.feature.name])
-    return [
-        field.codec.decode_numpy({name: column[i] for name, column in columns.items()})
-        for i in range(count or 0)
-    ]
+    decode_one = field.codec.decode_numpy if decode is None else decode
+    return [decode_one({name: column[i] for name, column in columns.items()}) for i in range(count or 0)]
 
 
 def decode_record_numpy(

@@ -409,7 +409,8 @@ def _checker(
     one = len(shards) == 1
     unknown = any(n < 0 for pair in pairs for n in pair)
 
-    add = _reporter(report) if on_corrupt == "skip" and report is not None else None
+    joined = len(shards[0].files) > 1
+    add = _reporter(report, joined=joined) if on_corrupt == "skip" and report is not None else None
 
     width = len(shards[0].files)
 
@@ -453,18 +454,25 @@ def _checker(
     return check
 
 
-def _reporter(report: CorruptionReport) -> Callable[[Any, Any, Any, Any], int]:
-    """The Python function the checks call (once per damaged shard) to report a loss."""
+def _reporter(report: CorruptionReport, *, joined: bool) -> Callable[[Any, Any, Any, Any], int]:
+    """The Python function the checks call (once per damaged shard) to report a loss. A
+    shard ``joined`` with its field groups' shards reads its files side by side: the
+    bytes read are of all of them (no one file's offset), and the rest is skipped in each."""
+    where = (
+        "corrupt or truncated record in the shard or in a shard of its field groups; the rest of "
+        "the shard was skipped in every file"
+        if joined
+        else "corrupt or truncated record; the rest of the shard was skipped"
+    )
 
     def add(name: Any, offset: Any, records: Any, expected: Any) -> int:
         read, total = int(records.numpy()), int(expected.numpy())
         report.add(
             SkippedRecords(
                 shard=name.numpy().decode("utf-8"),
-                offset=int(offset.numpy()),
+                offset=None if joined else int(offset.numpy()),
                 records=total - read if total >= 0 else None,
-                reason="corrupt or truncated record; the rest of the shard was skipped"
-                + (f" ({read} of {total} records read)" if total >= 0 else ""),
+                reason=where + (f" ({read} of {total} records read)" if total >= 0 else ""),
             )
         )
         return 0

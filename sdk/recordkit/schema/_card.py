@@ -15,10 +15,14 @@ so a new identifier needs no new recordkit.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
+from typing import Any
 
 import pydantic
 
-__all__ = ["DatasetCard", "spdx_problem"]
+from recordkit.errors import SchemaError
+
+__all__ = ["DatasetCard", "card_with", "checked_card", "spdx_problem"]
 
 #: One SPDX license or exception identifier (``Apache-2.0``, ``GPL-2.0+``), a
 #: ``LicenseRef-`` or ``DocumentRef-...:LicenseRef-`` of one's own.
@@ -107,3 +111,31 @@ class DatasetCard(pydantic.BaseModel):
     def is_empty(self) -> bool:
         """Whether the card says nothing (it is then not stored)."""
         return self == DatasetCard()
+
+
+def checked_card(card: DatasetCard | Mapping[str, Any] | None) -> DatasetCard | None:
+    """``card``, a DatasetCard or its entries as a mapping, as a DatasetCard (None for
+    None); a bad entry is a SchemaError naming it."""
+    if card is None or isinstance(card, DatasetCard):
+        return card
+    try:
+        return DatasetCard.model_validate(card)
+    except pydantic.ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in e['loc']) or 'card'}: {e['msg'].removeprefix('Value error, ')}"
+            for e in exc.errors(include_url=False)
+        )
+        raise SchemaError(f"the dataset card is not valid: {problems}") from None
+
+
+def card_with(
+    card: DatasetCard | None, entries: DatasetCard | Mapping[str, Any] | None
+) -> DatasetCard | None:
+    """``card`` with each entry of ``entries`` (a card's, or a mapping of them) in place
+    of its own, the others kept (None when neither says anything); a bad entry is a
+    SchemaError naming it."""
+    given = (
+        entries.model_dump(exclude_defaults=True) if isinstance(entries, DatasetCard) else dict(entries or {})
+    )
+    merged = checked_card({**(card.model_dump(exclude_defaults=True) if card is not None else {}), **given})
+    return None if merged is None or merged.is_empty else merged

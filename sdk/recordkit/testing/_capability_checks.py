@@ -14,6 +14,9 @@ on the example values decoded as the numpy reader gives them (what ``recordkit s
 * ``caption``: one line of text. ``sound``: samples ``[N]`` or ``[N, C]`` and a positive rate.
 * ``follow_numpy`` and ``follow_tf``: the same numbers (within 1e-3) for one transform
   (a picture halved, shifted and flipped), the same keys, and the value left as it was.
+* ``tfds_features``: each TFDS feature reads a wire feature the codec has, of the kind
+  and shape it declares (a ValueError, options TFDS cannot read, passes), so that
+  :func:`recordkit.write_tfds_metadata` never describes bytes TFDS would misread.
 """
 
 from __future__ import annotations
@@ -26,7 +29,16 @@ from typing import Any
 import numpy as np
 from PIL import Image
 
-from recordkit.codec._capabilities import Audible, Backdrop, Canvas, Captioned, Drawable, Pictured, Summarized
+from recordkit.codec._capabilities import (
+    Audible,
+    Backdrop,
+    Canvas,
+    Captioned,
+    Drawable,
+    Pictured,
+    Summarized,
+    TfdsDescribed,
+)
 from recordkit.codec._codec import Codec
 from recordkit.codec._geometry import FollowsImage, ImageGeometry, ImageTransform
 from recordkit.read._numpy_decode import decode_record_numpy
@@ -35,6 +47,8 @@ from recordkit.schema._schema import BoundSchema
 
 __all__ = ["CapabilityError", "check_capabilities"]
 
+#: The name of the check of a codec's TFDS features (:class:`~recordkit.TfdsDescribed`).
+TFDS_CHECK = "TFDS features read what the codec stores"
 #: The picture values are drawn on when they cover none of their own: height, width, scale.
 CANVAS = (48, 64, 2)
 _GREY = (128, 128, 128)
@@ -207,6 +221,31 @@ def _check_follow(codec: FollowsImage, value: Any, case: str) -> None:
             )
 
 
+def _check_tfds(codec: Codec[Any]) -> None:
+    if not isinstance(codec, TfdsDescribed):
+        return
+    try:
+        features = codec.tfds_features()
+    except ValueError:
+        return  # these options have no TFDS feature, and say why
+    stored = {feature.name: feature for feature in codec.wire_spec()}
+    for feature in features:
+        own = stored.get(feature.wire)
+        if own is None:
+            raise CapabilityError(
+                "tfds",
+                "options",
+                f"a TFDS feature reads wire feature {feature.wire!r}, which the wire spec lacks",
+            )
+        if own.kind is not feature.kind or tuple(own.shape) != tuple(feature.shape):
+            raise CapabilityError(
+                "tfds",
+                "options",
+                f"the TFDS feature of wire feature {feature.wire!r} parses {feature.kind.value} of shape "
+                f"{feature.shape}; the codec stores {own.kind.value} of shape {own.shape}",
+            )
+
+
 def check_capabilities(
     codec: Codec[Any], bound: BoundSchema, values: Sequence[Any], passed: Callable[[str], None]
 ) -> None:
@@ -221,6 +260,9 @@ def check_capabilities(
         ("sound", Audible, _check_sound),
         ("follow_numpy and follow_tf agree", FollowsImage, _check_follow),
     ]
+    if isinstance(codec, TfdsDescribed):
+        _check_tfds(codec)
+        passed(TFDS_CHECK)
     present = [(name, check) for name, kind, check in checks if isinstance(codec, kind)]
     if not present:
         return

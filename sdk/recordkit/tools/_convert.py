@@ -19,7 +19,7 @@ at ``out`` (see :mod:`recordkit.tools._output`).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any, Literal
 
@@ -32,6 +32,7 @@ from recordkit.errors import DatasetError
 from recordkit.format._example import decode_example
 from recordkit.format._tfrecord import iter_tfrecords
 from recordkit.read._shortcuts import iter_records
+from recordkit.schema._card import DatasetCard, card_with
 from recordkit.schema._fields import FieldSpec
 from recordkit.schema._schema import Schema
 from recordkit.storage import PathOrUrl, StorageOptions, location
@@ -90,21 +91,30 @@ def convert_dataset(
     audio: AudioFormat | None = None,
     progress: bool | None = False,
     storage_options: StorageOptions | None = None,
+    card: DatasetCard | Mapping[str, Any] | None = None,
 ) -> Manifest:
     """Write every split of the (local) TFDS folder ``source`` to the new dataset ``out``
     (a local folder, or a remote URL with its ``storage_options``); ``audio`` (``"wav"``
     or ``"flac"``) turns audio samples stored as numbers into audio files of that format
-    (default: kept as numbers)."""
+    (default: kept as numbers). The new dataset's card is the folder's (its citation,
+    homepage and license, as :func:`~recordkit.open_tfds` reads them), with each entry
+    ``card`` gives in place of its own; a bad entry is a SchemaError naming it, before
+    anything is written."""
     where = location(out, storage_options)
     refuse_overlap(where, {"the TFDS folder": Path(source)})
     view = load_tfds(source)
+    adopted_card = card_with(view.manifest.card, card)  # checked before anything is written
     native = native_fields(view.schema, audio=audio)
     schema = _with_native(view.schema, native)
     copied = [name for name, field in native.items() if field.copy_stored]
     others = [name for name in view.schema.fields if name not in copied]
     fresh = FreshOutput.at(where)
     writer = DatasetWriter(
-        out, schema, progress=progress, storage_options=storage_options, card=view.manifest.card
+        out,
+        schema,
+        progress=progress,
+        storage_options=storage_options,
+        card=adopted_card,
     )
     try:
         with writer:

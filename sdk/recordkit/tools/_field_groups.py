@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import itertools
 import re
-import secrets
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
@@ -29,7 +28,6 @@ from recordkit.codec._plugins import default_registry
 from recordkit.codec._registry import CodecRegistry
 from recordkit.dataset._manifest import (
     FieldGroup,
-    GroupShardInfo,
     Manifest,
     SplitInfo,
     read_manifest,
@@ -41,14 +39,19 @@ from recordkit.read._shortcuts import iter_records
 from recordkit.schema._schema import BoundSchema, Schema, SchemaLike
 from recordkit.storage import Location, PathOrUrl, StorageOptions, fsync_dir, location
 from recordkit.write._commit import RemoteManifest
+from recordkit.write._group_shards import (
+    FIELDS_FOLDER,
+    group_shard_entry,
+    group_shard_file,
+    group_token,
+    remove_unlisted_group_files,
+)
 from recordkit.write._lock import DatasetLock, Wait
 from recordkit.write._plan import codec_provenance, load_schema
 from recordkit.write._shard_file import ShardFile
 
 __all__ = ["FIELDS_FOLDER", "Values", "add_fields", "remove_fields"]
 
-#: The folder, under a dataset's root, of its field groups' shards (one folder per split).
-FIELDS_FOLDER = "fields"
 #: A group's name: it goes into file names (no dot, which separates the name from its token).
 _GROUP_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_\-]*$")
 #: The key under which a group being written is listed until its commit.
@@ -116,16 +119,16 @@ def add_fields(
         info.field_groups = groups
         folder = dataset.root.join(FIELDS_FOLDER, split)
         folder.mkdir()
-        _remove_unlisted(folder, group_name, info)
+        remove_unlisted_group_files(folder, group_name, info)
         dataset.save()
         done = sum(s.records for s in staged.shards)
         items = _items(values, dataset.root, split, read_fields, done, registry, storage_options)
-        token = _token(staged)
+        token = group_token(staged)
         encoder = bound.encoder()
         compression = Compression.parse(dataset.manifest.compression)
         for index in range(len(staged.shards), len(info.shards)):
             base = info.shards[index]
-            file = f"{FIELDS_FOLDER}/{split}/{group_name}.{token}-{index:05d}.tfrecord{compression.suffix}"
+            file = group_shard_file(split, group_name, token, index, compression)
             shard = ShardFile(dataset.root.join(*file.split("/")), compression, durable=durable)
             try:
                 for number in range(base.records):
@@ -137,22 +140,7 @@ def add_fields(
             except BaseException:
                 shard.discard()
                 raise
-            written = shard.commit()
-            index_file = None
-            if written.index is not None:
-                index_file = written.index.model_copy(
-                    update={"file": f"{FIELDS_FOLDER}/{split}/{written.index.file}"}
-                )
-            staged.shards.append(
-                GroupShardInfo(
-                    file=file,
-                    records=written.records,
-                    bytes=written.bytes,
-                    sha256=written.sha256,
-                    index=index_file,
-                    aligned_with=base.sha256,
-                )
-            )
+            staged.shards.append(group_shard_entry(shard.commit(), file, base.sha256))
             done += base.records
             if durable and folder.local_path is not None:
                 fsync_dir(folder.local_path)  # the rename made durable before the manifest lists it
@@ -330,27 +318,6 @@ def _count_error(split: str, record: int | None, info: SplitInfo) -> DatasetErro
         f"{reason}: give one item per record, in the split's order (the group is not committed; "
         "its complete shards stay listed unfinished, and add_fields with the right values resumes)"
     )
-
-
-def _token(staged: FieldGroup) -> str:
-    """The token in the names of a staged group's shards: its listed shards', else new."""
-    if staged.shards:
-        return staged.shards[0].file.rsplit("/", 1)[-1].split(".")[1].split("-")[0]
-    return secrets.token_hex(4)
-
-
-def _remove_unlisted(folder: Location, name: str, info: SplitInfo) -> None:
-    """Files of group ``name`` in ``folder`` that the manifest does not list (left by a
-    run that stopped, holding the lock: no other writer is running): removed."""
-    listed = {
-        f.rsplit("/", 1)[-1]
-        for group in (info.field_groups or {}).values()
-        for shard in group.shards
-        for f in (shard.file, shard.index.file if shard.index is not None else "")
-    }
-    for file in folder.list():
-        if file.startswith((f"{name}.", f".{name}.")) and file not in listed:
-            folder.join(file).remove()
 
 
 def _remove_files(root: Location, group: FieldGroup) -> None:

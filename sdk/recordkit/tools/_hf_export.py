@@ -15,10 +15,12 @@ load that, which ``datasets`` memory-maps.
 
 A field's feature comes from its codec (the :class:`~recordkit.HfDescribed` capability:
 ``image``, ``audio`` with WAV or FLAC stored, ``label``, ``scalar``, ``text``, ``tensor``
-with a shape); an optional field is a column with nulls. A sequence field, a field whose
-codec has no Hugging Face feature (boxes, masks) or whose options have none is refused by
-name with a :class:`~recordkit.errors.DatasetError` before anything is written; select
-the fields to hand over with ``fields=``.
+with a shape); an optional field is a column with nulls, a sequence field a ``List`` of
+its codec's feature (``List(Image())``, ``List(Value("string"))``); a field stored under
+another tool's keys (``keys:`` in its schema) as any other. A field whose codec
+has no Hugging Face feature (boxes, masks) or whose options have none is refused by name
+with a :class:`~recordkit.errors.DatasetError` before anything is written; select the
+fields to hand over with ``fields=``.
 """
 
 from __future__ import annotations
@@ -142,15 +144,15 @@ def _opened(
 def _feature(field: BoundField) -> HfFeature:
     """The Hugging Face feature of ``field``, from its codec; a DatasetError when it has none."""
     spec = field.spec
-    if spec.sequence or spec.keys:
-        what = "a sequence" if spec.sequence else "stored under mapped keys"
-        raise _refused(field, f"it is {what}")
     if not isinstance(field.codec, HfDescribed):
         raise _refused(field, "the codec does not describe its fields as Hugging Face features")
     try:
-        return field.codec.hf_feature()
+        feature = field.codec.hf_feature()
     except ValueError as exc:
         raise _refused(field, str(exc)) from None
+    if spec.sequence:  # a List of the feature; the value is made for each element
+        return HfFeature({"feature": dict(feature.entry), "_type": "List"}, feature.value)
+    return feature
 
 
 def _refused(field: BoundField, why: str) -> DatasetError:

@@ -1,20 +1,23 @@
 """A recordkit dataset made readable by TensorFlow Datasets, where it lies.
 
 :func:`write_tfds_metadata` writes the ``features.json`` and ``dataset_info.json`` (and a
-``<field>.labels.txt`` per named label) that ``tfds.builder_from_directory`` reads,
+``<key>.labels.txt`` per ``ClassLabel``) that ``tfds.builder_from_directory`` reads,
 beside the dataset's ``dataset.json``. The shards are not rewritten: each split's
 ``filepathTemplate`` is recordkit's shard naming (``{SPLIT}-{SHARD_INDEX}.{FILEFORMAT}``,
 ``train-00000.tfrecord``). It is the reverse of :mod:`recordkit.dataset._tfds`'s
-mapping, for the codecs whose stored keys TFDS parses as they are: each codec says so
-through the :class:`~recordkit.TfdsDescribed` capability (the built-in ones: ``image``,
-png or jpeg with a fixed channel count, as ``Image``, which reads the encoded bytes and
-ignores recordkit's ``<field>/height`` and siblings; ``label``, one class per record, as
-``ClassLabel``; ``text`` as ``Text``).
+mapping, for the codecs whose stored keys TFDS parses as they are: each codec says so,
+and what TFDS expects to parse, through the :class:`~recordkit.TfdsDescribed` capability
+(the built-in ones: ``image``, png or jpeg with a fixed channel count, as ``Image``,
+which reads the encoded bytes and ignores recordkit's ``<field>/height`` and siblings;
+``label`` as ``ClassLabel``, a ``Sequence`` of them for ``multi``; ``text`` as ``Text``;
+``scalar`` as a ``Tensor`` of shape ``()`` (not ``float64``, stored as its bits);
+``bbox`` stored as TFDS stores boxes, as a ``Sequence`` of ``BBoxFeature`` with its
+labels' ``ClassLabel``). :mod:`recordkit.tools._tfds_features` checks each against what
+the field stores and nests them by their keys.
 
-Anything else (boxes, whose packed bytes TFDS cannot parse; optional or sequence fields,
-mapped keys, compressed shards, shards not named ``{split}-NNNNN.tfrecord``) is refused
-by field name and reason with a :class:`~recordkit.errors.DatasetError`, before a file is
-written.
+Anything else (packed boxes, optional fields, keys TFDS would nest into each other,
+compressed shards, shards not named ``{split}-NNNNN.tfrecord``) is refused by field name
+and reason with a :class:`~recordkit.errors.DatasetError`, before a file is written.
 """
 
 from __future__ import annotations
@@ -25,12 +28,12 @@ import re
 from pathlib import Path
 from typing import Any
 
-from recordkit.codec._capabilities import TfdsDescribed
-from recordkit.codec._codec import Codec
+from recordkit.codec._registry import CodecRegistry
 from recordkit.dataset._manifest import Manifest
 from recordkit.dataset._tfds import TFDS_FEATURES, TFDS_INFO
 from recordkit.errors import DatasetError
-from recordkit.schema._fields import FieldSpec
+from recordkit.schema._card import DatasetCard
+from recordkit.tools._tfds_features import described_field, features_dict
 
 __all__ = ["TFDS_FILE_TEMPLATE", "write_tfds_metadata"]
 
@@ -38,21 +41,20 @@ __all__ = ["TFDS_FILE_TEMPLATE", "write_tfds_metadata"]
 TFDS_FILE_TEMPLATE = "{SPLIT}-{SHARD_INDEX}.{FILEFORMAT}"
 
 
-def write_tfds_metadata(path: str | Path) -> tuple[Path, ...]:
+def write_tfds_metadata(path: str | Path, *, registry: CodecRegistry | None = None) -> tuple[Path, ...]:
     """Write the files TFDS needs to read the local dataset at ``path`` (see the module
     docs) and return them; a DatasetError naming the field or shard that has no TFDS
-    equivalent, and nothing written, when it cannot."""
+    equivalent, and nothing written, when it cannot. ``registry``: the codecs that
+    describe the fields (default: the installed plugins)."""
     root = Path(path)
     manifest = Manifest.load(root)
     if manifest.compression:
         raise DatasetError(
             f"{root}: the shards are {manifest.compression}-compressed; TFDS reads them uncompressed"
         )
-    features: dict[str, Any] = {}
-    label_files: dict[str, list[str]] = {}
-    bound = manifest.schema.bind(versions=manifest.codec_versions)
-    for field in bound.fields:
-        features[field.name] = _feature(field.name, field.spec, field.codec, label_files)
+    bound = manifest.schema.bind(registry, versions=manifest.codec_versions)
+    placed = [feature for field in bound.fields for feature in described_field(field)]
+    feature_dict = features_dict(placed)
     splits = [_split(root, name, split) for name, split in manifest.splits.items()]
     info = {
         "fileFormat": "tfrecord",
@@ -60,39 +62,15 @@ def write_tfds_metadata(path: str | Path) -> tuple[Path, ...]:
         "version": manifest.schema.version,
         "description": manifest.schema.description,
         "splits": splits,
-    }
-    feature_dict = {
-        "featuresDict": {"features": features},
-        "pythonClassName": "tensorflow_datasets.core.features.features_dict.FeaturesDict",
+        **_card_info(manifest.card),
     }
     written = [_write(root / TFDS_FEATURES, json.dumps(feature_dict, indent=2))]
-    for label_field, names in label_files.items():
-        written.append(_write(root / f"{label_field}.labels.txt", "".join(n + "\n" for n in names)))
+    for item in placed:  # TFDS names a ClassLabel's file by its key, '/' as '-'
+        if item.feature.label_names:
+            names = "".join(name + "\n" for name in item.feature.label_names)
+            written.append(_write(root / f"{item.key.replace('/', '-')}.labels.txt", names))
     written.append(_write(root / TFDS_INFO, json.dumps(info, indent=2)))  # last: TFDS looks for it
     return tuple(written)
-
-
-def _feature(
-    name: str, spec: FieldSpec, codec: Codec[Any], label_files: dict[str, list[str]]
-) -> dict[str, Any]:
-    """The features.json entry of field ``name``, from its codec's
-    :class:`~recordkit.TfdsDescribed` capability; a DatasetError when it has none."""
-    if spec.optional or spec.sequence or spec.keys:
-        what = "optional" if spec.optional else "a sequence" if spec.sequence else "stored under mapped keys"
-        raise _refused(name, spec.codec, f"it is {what}")
-    if not isinstance(codec, TfdsDescribed):
-        raise _refused(name, spec.codec, "the codec does not describe its fields for TFDS")
-    try:
-        feature = codec.tfds_feature()
-    except ValueError as exc:
-        raise _refused(name, spec.codec, str(exc)) from None
-    if feature.label_names:
-        label_files[name] = list(feature.label_names)
-    return dict(feature.entry)
-
-
-def _refused(field: str, codec: str, why: str) -> DatasetError:
-    return DatasetError(f"codec {codec!r} has no TFDS feature recordkit can describe: {why}", field=field)
 
 
 def _split(root: Path, name: str, split: Any) -> dict[str, Any]:
@@ -100,6 +78,12 @@ def _split(root: Path, name: str, split: Any) -> dict[str, Any]:
     where they are (their names must follow recordkit's numbering)."""
     if split.unfinished is not None:
         raise DatasetError(f"{root}: split {name!r} has an unfinished write; finish it first")
+    for group_name, group in (split.field_groups or {}).items():  # the first one found
+        raise DatasetError(
+            f"{root}: split {name!r} keeps the fields {list(group.fields)} of field group "
+            f"{group_name!r} in shards of their own, which TFDS does not join to the split's; "
+            "write the dataset again with them, or remove them (rk.remove_fields)"
+        )
     for i, shard in enumerate(split.shards):
         expected = f"{name}-{i:05d}.tfrecord"
         if shard.file != expected:
@@ -114,6 +98,23 @@ def _split(root: Path, name: str, split: Any) -> dict[str, Any]:
         "numBytes": str(sum(s.bytes for s in split.shards)),
         "shardLengths": [str(s.records) for s in split.shards],
     }
+
+
+def _card_info(card: DatasetCard | None) -> dict[str, Any]:
+    """The card's entries TFDS's ``DatasetInfo`` has: its description, citation,
+    homepage (``location.urls``) and license (``redistributionInfo.license``)."""
+    if card is None:
+        return {}
+    info: dict[str, Any] = {}
+    if card.description:
+        info["description"] = card.description
+    if card.citation:
+        info["citation"] = card.citation
+    if card.homepage:
+        info["location"] = {"urls": [card.homepage]}
+    if card.license:
+        info["redistributionInfo"] = {"license": card.license}
+    return info
 
 
 def _write(path: Path, text: str) -> Path:

@@ -472,6 +472,13 @@ class WriteDataset(beam.PTransform):  # type: ignore[misc]  # Beam's PTransform 
                     "(rk.write_dataset(..., resume=True) with the same input), then append",
                     file=folder.url,
                 )
+            if info is not None and info.field_groups:
+                raise DatasetError(
+                    f"split {split!r} has field groups ({', '.join(info.field_groups)}), whose shards the "
+                    "Beam writer does not write: append to it with rk.DatasetWriter or rk.write_dataset "
+                    "(append=True), which write the groups' fields beside the new shards",
+                    file=folder.url,
+                )
         return manifest
 
     def _base(self, before: Manifest | None) -> Manifest:

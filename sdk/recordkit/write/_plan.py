@@ -14,14 +14,12 @@ import os
 from collections.abc import Callable, Mapping
 from typing import Any, TypeGuard, cast
 
-import pydantic
-
 from recordkit._version import __version__
 from recordkit.codec._registry import CodecRegistry
 from recordkit.dataset._manifest import CodecProvenance, Manifest
-from recordkit.errors import DatasetError, IncompatibleSchemaError, SchemaError
+from recordkit.errors import DatasetError, IncompatibleSchemaError
 from recordkit.format._tfrecord import Compression
-from recordkit.schema._card import DatasetCard
+from recordkit.schema._card import DatasetCard, checked_card
 from recordkit.schema._compatibility import check_compatibility
 from recordkit.schema._record_class import Record, schema_of
 from recordkit.schema._schema import BoundSchema, Schema, SchemaLike
@@ -133,19 +131,9 @@ def start_manifest(
 def set_card(manifest: Manifest, card: DatasetCard | Mapping[str, Any] | None) -> None:
     """Give ``manifest`` the card ``card``, a DatasetCard or its entries as a mapping
     (None or an empty card: keep the one it has); a bad entry is a SchemaError naming it."""
-    if card is None:
-        return
-    if not isinstance(card, DatasetCard):
-        try:
-            card = DatasetCard.model_validate(card)
-        except pydantic.ValidationError as exc:
-            problems = "; ".join(
-                f"{'.'.join(str(p) for p in e['loc']) or 'card'}: {e['msg'].removeprefix('Value error, ')}"
-                for e in exc.errors(include_url=False)
-            )
-            raise SchemaError(f"the dataset card is not valid: {problems}") from None
-    if not card.is_empty:
-        manifest.card = card
+    checked = checked_card(card)
+    if checked is not None and not checked.is_empty:
+        manifest.card = checked
 
 
 @dataclasses.dataclass(frozen=True)

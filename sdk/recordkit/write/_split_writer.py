@@ -3,7 +3,9 @@ the shard being completed in the background, its rejects, and how far its input 
 
 A :class:`SplitWriter` knows nothing of the writer that owns it: what it needs (where
 shards go and how they are cut, the progress bar, the manifest and the lock that guards
-it) comes in a :class:`SplitSink`.
+it) comes in a :class:`SplitSink`. A split with field groups writes each record's group
+fields into group shards beside its shard (:class:`~recordkit.write._group_shards.GroupAppend`):
+they roll over with it, and are listed with it in one save of the manifest.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from recordkit.dataset._manifest import ShardInfo, SplitInfo, UnfinishedWrite
 from recordkit.errors import RecordkitError
 from recordkit.format._tfrecord import FRAMING_BYTES, Compression
 from recordkit.storage import Location
+from recordkit.write._group_shards import GroupAppend, GroupShards
 from recordkit.write._parallel import Item
 from recordkit.write._progress import Progress
 from recordkit.write._rejects import RejectsFile
@@ -52,7 +55,9 @@ class SplitSink:
 class SplitWriter:
     """The state of one split being written."""
 
-    def __init__(self, sink: SplitSink, name: str, info: SplitInfo, *, skip: int) -> None:
+    def __init__(
+        self, sink: SplitSink, name: str, info: SplitInfo, *, skip: int, groups: GroupAppend | None = None
+    ) -> None:
         self.sink = sink
         self.name = name
         self.info = info
@@ -63,6 +68,10 @@ class SplitWriter:
         #: Input records handled so far (written, rejected or skipped), in order.
         self.handled = skip
         self.shard: ShardFile | None = None
+        #: The split's field groups, which each record fills in too (None: it has none).
+        self.groups = groups
+        #: The group shards beside :attr:`shard`.
+        self.group_shards: GroupShards | None = None
         #: The previous shard, being completed and listed in the background.
         self.committing: Future[ShardInfo] | None = None
         self.rejects = RejectsFile(
@@ -78,15 +87,20 @@ class SplitWriter:
 
     def add(self, framed: bytes) -> None:
         """Append one framed record (as worker processes send them)."""
+        assert self.groups is None, "a split with field groups is encoded in the writer's process"
         self._shard_for(len(framed)).add(framed)
         self.handled += 1
         self.sink.progress.advance(len(framed))
 
-    def add_pieces(self, pieces: list[bytes], size: int) -> None:
+    def add_pieces(self, pieces: list[bytes], size: int, group_parts: list[bytes] | None = None) -> None:
         """Append one record given as the pieces of its Example (``size`` bytes), framed
-        straight into the shard (the one-process path)."""
+        straight into the shard (the one-process path), and its framed ``group_parts``
+        (one per field group, in order) into the group shards beside it."""
         framed_size = size + FRAMING_BYTES
         self._shard_for(framed_size).add_pieces(pieces, size)
+        if self.group_shards is not None:
+            assert group_parts is not None, "a split with field groups takes each record's group parts"
+            self.group_shards.add(group_parts)
         self.handled += 1
         self.sink.progress.advance(framed_size)
 
@@ -101,6 +115,8 @@ class SplitWriter:
             index = len(self.info.shards) + (self.committing is not None)
             name = shard_name(self.name, index, sink.compression)
             shard = self.shard = ShardFile(sink.where.join(name), sink.compression, durable=sink.durable)
+            if self.groups is not None:
+                self.group_shards = self.groups.open(index)
         return shard
 
     def reject(self, index: int, key: str | None, error: RecordkitError) -> None:
@@ -115,16 +131,29 @@ class SplitWriter:
         assert self.shard is not None
         self.settle_commit()  # at most one shard completing at a time
         shard, self.shard = self.shard, None
+        beside, self.group_shards = self.group_shards, None
         handled, rejected = self.handled, self.rejected_since_commit
         self.rejected_since_commit = 0
-        self.committing = shard.commit_async(then=lambda info: self._list(info, handled, rejected))
+        try:
+            committing = shard.commit_async(then=lambda info: self._list(info, handled, rejected, beside))
+        except BaseException:
+            if beside is not None:
+                beside.discard()
+            raise
+        if beside is not None:  # what of the group shards the commit did not complete goes
+            committing.add_done_callback(lambda _: beside.discard())
+        self.committing = committing
 
-    def _list(self, shard_info: ShardInfo, handled: int, rejected: int) -> None:
-        """On the shard's background thread, once it is complete: list it in the manifest,
-        with the ``handled`` input records and the ``rejected`` ones it accounts for."""
+    def _list(self, shard_info: ShardInfo, handled: int, rejected: int, beside: GroupShards | None) -> None:
+        """On the shard's background thread, once it is complete: complete the group
+        shards ``beside`` it, then list them all in one save of the manifest, with the
+        ``handled`` input records and the ``rejected`` ones the shard accounts for."""
+        entries = beside.commit(shard_info) if beside is not None else []
         self.rejects.sync()  # the manifest never counts rejects not on disk
         with self.sink.lock:
             self.info.shards.append(shard_info)
+            for group, entry in entries:
+                group.shards.append(entry)
             if rejected:
                 self.info.rejected += rejected
                 self.info.rejects_file = self.rejects.name
@@ -160,6 +189,9 @@ class SplitWriter:
         if self.shard is not None:
             self.shard.discard()
             self.shard = None
+        if self.group_shards is not None:
+            self.group_shards.discard()
+            self.group_shards = None
         # A shard completed before the error stays listed, as if committed at once; if it
         # failed too, that failure is not the error being reported.
         with contextlib.suppress(Exception):

@@ -60,6 +60,7 @@ from recordkit.schema._schema import Schema
 from recordkit.storage import Location, PathOrUrl, location
 from recordkit.write._commit import RemoteManifest
 from recordkit.write._debris import check_no_strays, remove_manifest_debris, remove_split_debris
+from recordkit.write._group_shards import GroupAppend, without_group_fields
 from recordkit.write._lock import DatasetLock
 from recordkit.write._parallel import FIRST_BATCH_RECORDS, OrderedPool, Result, WorkerSetup
 from recordkit.write._plan import (
@@ -224,8 +225,13 @@ class DatasetWriter:
                 "splits, or resume=True to finish an interrupted write",
                 file=str(self.where),
             )
+        own = without_group_fields(existing, self.schema)
+        if own is not self.schema:  # the groups' fields go to the groups' shards (GroupAppend)
+            self._bound = own.bind(self._registry)
+            self._encoder = RecordEncoder(self._bound)
+        where = str(self.where)
         plan = plan_append(
-            existing, self.schema, self._registry, compression, file=str(self.where), append=self._append
+            existing, self._bound.schema, self._registry, compression, file=where, append=self._append
         )
         self._append_plan = plan
         set_card(existing, self._card or self.schema.card)
@@ -266,6 +272,7 @@ class DatasetWriter:
         check_split_name(name)
         info = self.manifest.splits.get(name)
         skip = 0
+        groups = None
         if info is None:
             info = SplitInfo(unfinished=UnfinishedWrite(consumed=0, started=now()))
             check_no_strays(self.where, name, info)
@@ -278,25 +285,39 @@ class DatasetWriter:
                     file=str(self.where),
                 )
             skip = info.unfinished.consumed
+            groups = self._groups_of(name, info)
             remove_split_debris(self.where, name, info)
+            if groups is not None:
+                groups.remove_debris(info)
         elif self._resume:
             skip = _ALL  # the write finished: resuming it writes nothing
         else:  # append to a finished split
-            if info.field_groups:
-                raise DatasetError(
-                    f"split {name!r} has field groups ({', '.join(info.field_groups)}), whose shards are "
-                    "aligned with its shards: appending to it is not supported yet; write the records "
-                    "to a new split, or remove the groups first (recordkit.remove_fields) and add them again",
-                    file=str(self.root),
-                )
+            groups = self._groups_of(name, info)
             check_no_strays(self.where, name, info)
+            if groups is not None and self._folder_lock is not None:  # locked: no other writer's files
+                groups.remove_debris(info)
             # Readers keep reading the shards from before the append until it finishes.
             info.unfinished = UnfinishedWrite(consumed=0, started=now(), shards_before=len(info.shards))
-        split = SplitWriter(self._sink(), name, info, skip=skip)
+        split = SplitWriter(self._sink(), name, info, skip=skip, groups=groups)
         self._splits[name] = split
         self._grow_schema()
         self._save()
         return split
+
+    def _groups_of(self, name: str, info: SplitInfo) -> GroupAppend | None:
+        """The field groups that records appended to split ``name`` fill in (None: it has
+        none); refused, before anything is written, when the records cannot fill them."""
+        if not info.field_groups:
+            return None
+        return GroupAppend(
+            self.where,
+            name,
+            info,
+            self.schema,
+            self._registry,
+            compression=self.compression,
+            durable=self.durable,
+        )
 
     def _sink(self) -> SplitSink:
         """What a split being written needs of this writer."""
@@ -329,6 +350,14 @@ class DatasetWriter:
             return
         key = None if self._key is None else self._key_of(record, index)
         label: int | str = index if key is None else key
+        if state.groups is not None:  # in this process: a record's parts go to several shards
+            try:
+                pieces, size, parts = state.groups.encode(self._encoder, record, label)
+            except RecordkitError as exc:
+                self._reject(state, index, key, exc)
+                return
+            state.add_pieces(pieces, size, parts)
+            return
         if self._workers < 2:
             try:
                 pieces, size = self._encoder.encode_pieces(record, label)
@@ -354,7 +383,7 @@ class DatasetWriter:
         if to_skip > 0:
             skipped = sum(1 for _ in itertools.islice(iterator, to_skip))
             state.next_index += skipped
-        if self._workers < 2 and self._key is None:
+        if self._workers < 2 and self._key is None and state.groups is None:
             self._write_serial(state, iterator)
         else:
             for record in iterator:

@@ -7,6 +7,7 @@ readers and CLI must give what ``tfds.as_numpy(builder.as_dataset(...))`` gives.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
 from pathlib import Path
@@ -311,6 +312,66 @@ def test_adopting_the_folder_carries_over_its_citation_homepage_and_license(
     assert converted.exit_code == 0, converted.output
     assert Manifest.load(out).card == card
     assert json.loads((out / "dataset.json").read_text())["card"]["license"] == LICENSE
+
+
+def test_convert_takes_card_entries_in_place_of_the_folders_and_refuses_a_bad_one_before_writing(
+    prepared: tuple[Path, Any], tmp_path: Path
+) -> None:
+    root, _ = prepared
+    out = tmp_path / "native"
+    converted = CliRunner().invoke(
+        main,
+        [
+            "convert",
+            str(root),
+            str(out),
+            "--license",
+            "MIT",
+            "--author",
+            "Jane Doe",
+            "--description",
+            "Tiny.",
+        ],
+    )
+    assert converted.exit_code == 0, converted.output
+    assert Manifest.load(out).card == rk.DatasetCard(
+        license="MIT", homepage=HOMEPAGE, citation=CITATION, authors=["Jane Doe"], description="Tiny."
+    )
+    manifest = convert_dataset(root, tmp_path / "python", card=rk.DatasetCard(version_notes="First."))
+    assert manifest.card == rk.DatasetCard(
+        license=LICENSE, homepage=HOMEPAGE, citation=CITATION, version_notes="First."
+    )
+    refused = CliRunner().invoke(main, ["convert", str(root), str(tmp_path / "bad"), "--license", "MIT or"])
+    assert refused.exit_code != 0
+    assert "Traceback" not in refused.output
+    assert "the dataset card is not valid: license: is not an SPDX license expression" in refused.output
+    assert not (tmp_path / "bad").exists()
+
+
+# mlcroissant 1.1.1 builds its graph with rdflib's ConjunctiveGraph, deprecated in rdflib 7.
+@pytest.mark.filterwarnings("ignore:ConjunctiveGraph is deprecated:DeprecationWarning")
+def test_the_croissant_description_of_the_folder_validates_with_its_card_shards_and_keys(
+    prepared: tuple[Path, Any],
+) -> None:
+    mlc = pytest.importorskip("mlcroissant")
+    root, _ = prepared
+
+    described = rk.croissant(root)
+
+    assert not mlc.Dataset(jsonld=described).metadata.ctx.issues.errors
+    assert (described["license"], described["url"], described["citeAs"]) == (LICENSE, HOMEPAGE, CITATION)
+    objects = [d for d in described["distribution"] if d["@type"] == "cr:FileObject"]
+    assert sorted(d["@id"] for d in objects) == sorted(p.name for p in root.glob("*.tfrecord-*"))
+    for item in objects:
+        assert item["sha256"] == hashlib.sha256((root / item["@id"]).read_bytes()).hexdigest()
+    assert [r["name"] for r in described["recordSet"]] == list(SPLITS)
+    fields = {f["name"]: f for f in described["recordSet"][0]["field"]}
+    assert fields["objects.bbox"]["source"]["extract"] == {"column": "objects/bbox"}
+    assert fields["objects.bbox"]["dataType"] == "cr:BoundingBox"
+    assert fields["image"]["dataType"] == "sc:ImageObject"
+    printed = CliRunner().invoke(main, ["croissant", str(root)])
+    assert printed.exit_code == 0, printed.output
+    assert json.loads(printed.stdout) == described
 
 
 def test_a_tfds_license_in_free_text_goes_into_the_card_description(

@@ -21,6 +21,7 @@ from recordkit_codecs.mask import MaskCodec
 DRAW = "draw writes inside the picture's bounds"
 FOLLOW = "follow_numpy and follow_tf agree"
 SUMMARIZE = "summarize is stable and JSON-serializable"
+TFDS = "TFDS features read what the codec stores"
 
 
 class _Point(rk.Codec[rk.CodecOptions]):
@@ -89,7 +90,13 @@ def test_each_capability_a_codec_has_is_checked(tmp_path: Path) -> None:
             {DRAW, FOLLOW},
         ),
         (MaskCodec, {}, [np.eye(6, dtype=np.uint8), np.full((3, 5), 255, np.uint8)], {DRAW, SUMMARIZE}),
-        (LabelCodec, {"names": ["cat", "dog"]}, [1, 0], {"caption", SUMMARIZE}),
+        (LabelCodec, {"names": ["cat", "dog"]}, [1, 0], {"caption", SUMMARIZE, TFDS}),
+        (
+            BBoxCodec,
+            {"labels": ["cat"], "extras": ["score"], "stored": "yxyx"},
+            [{"boxes": [[0.25, 0.5, 0.5, 0.75]], "labels": [0], "score": [0.5]}],
+            {TFDS},
+        ),
     ],
 )
 def test_the_built_in_codecs_pass_the_checks_of_their_capabilities(
@@ -169,3 +176,16 @@ def test_a_capability_that_breaks_its_promise_is_caught(
 ) -> None:
     with pytest.raises(ConformanceError, match=message):
         _check(codec, tmp_path)
+
+
+class _ClaimsTfdsReadsItsPointAsText(_Point):
+    def tfds_features(self) -> tuple[rk.TfdsFeature, ...]:
+        return (rk.TfdsFeature({"pythonClassName": "x.Text"}, rk.WireKind.BYTES),)
+
+
+def test_a_tfds_feature_that_parses_other_values_than_the_codec_stores_fails_the_kit(tmp_path: Path) -> None:
+    with pytest.raises(
+        ConformanceError,
+        match=r"wire feature '' parses bytes of shape \(\); the codec stores float of shape \(2,\)",
+    ):
+        _check(_ClaimsTfdsReadsItsPointAsText, tmp_path)

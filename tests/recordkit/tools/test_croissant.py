@@ -113,3 +113,40 @@ def test_the_command_on_a_folder_without_a_dataset_says_so(tmp_path: Path) -> No
     assert result.exit_code != 0
     assert "no dataset.json: not a recordkit dataset" in result.output
     assert "Traceback" not in result.output
+
+
+def test_a_split_with_field_groups_describes_each_group_as_a_file_set_and_record_set_of_its_own(
+    demo_dataset: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "grouped"
+    schema = rk.Schema.load(ROOT / "examples" / "shapes.yaml")
+    rk.write_dataset(list(_demo().generate(6, seed=4)), out, schema, shard_records=4, progress=False)
+    added = rk.Schema.loads("name: x\nfields:\n  score: {codec: scalar, options: {dtype: float32}}\n")
+    rk.add_fields(out, "train", added, [float(i) for i in range(6)])
+
+    described = rk.croissant(out)
+
+    dataset = mlc.Dataset(jsonld=described)
+    assert not dataset.metadata.ctx.issues.errors
+    group = rk.Manifest.load(out).splits["train"].field_groups["score"]  # type: ignore[index]
+    file_sets = {d["@id"]: d for d in described["distribution"] if d["@type"] == "cr:FileSet"}
+    assert [f["@id"] for f in file_sets["train-score-shards"]["containedIn"]] == [
+        s.file for s in group.shards
+    ]
+    objects = {d["@id"]: d for d in described["distribution"] if d["@type"] == "cr:FileObject"}
+    for shard in group.shards:
+        assert objects[shard.file]["sha256"] == hashlib.sha256((out / shard.file).read_bytes()).hexdigest()
+    record_sets = {r["name"]: r for r in described["recordSet"]}
+    assert list(record_sets) == ["train", "train-score"]
+    assert [f["name"] for f in record_sets["train"]["field"]] == [
+        "image",
+        "tone",
+        "caption",
+        "objects",
+        "label",
+    ]
+    assert record_sets["train-score"]["field"][0]["source"] == {
+        "fileSet": {"@id": "train-score-shards"},
+        "extract": {"column": "score"},
+    }
+    assert "record i of each of its shards belongs to record i" in record_sets["train-score"]["description"]

@@ -59,17 +59,29 @@ def _write_base(path: Path, records: list[dict[str, Any]]) -> None:
     rk.write_dataset([{k: r[k] for k in BASE} for r in records], base, path, shard_records=3, progress=False)
 
 
-@pytest.fixture(scope="module")
-def grouped(tmp_path_factory: pytest.TempPathFactory, records: list[dict[str, Any]]) -> Path:
+#: Records written before the groups are added, in the "appended" dataset (two shards of 3).
+BEFORE_APPEND = 6
+
+
+@pytest.fixture(scope="module", params=["added", "appended"])
+def grouped(
+    tmp_path_factory: pytest.TempPathFactory, records: list[dict[str, Any]], request: pytest.FixtureRequest
+) -> Path:
     """The same records: the split's fields written first, then the embeddings added from
-    an array and the boxes from a function of each record."""
+    an array and the boxes from a function of each record; "appended": the groups added
+    to the first records, then the others appended with every field (the shards cut where
+    the inline dataset's are)."""
     path = tmp_path_factory.mktemp("grouped") / "data"
-    _write_base(path, records)
-    rk.add_fields(path, "train", EMBEDDING, np.stack([r["embedding"] for r in records]))
-    boxes = {r["caption"]: r["objects"] for r in records}
+    first = records if request.param == "added" else records[:BEFORE_APPEND]
+    _write_base(path, first)
+    rk.add_fields(path, "train", EMBEDDING, np.stack([r["embedding"] for r in first]))
+    boxes = {r["caption"]: r["objects"] for r in first}
     rk.add_fields(
         path, "train", PREDICTED, lambda r: boxes[r["caption"]], name="pred", read_fields=["caption"]
     )
+    if request.param == "appended":
+        schema = rk.open(path).schema  # the split's fields and its groups'
+        rk.write_dataset(records[BEFORE_APPEND:], path, schema, shard_records=3, append=True, progress=False)
     return path
 
 
@@ -249,20 +261,3 @@ def test_bad_added_fields_are_refused_with_what_is_wrong(
     two = rk.Schema(name="two", fields={**EMBEDDING.fields, "score": rk.FieldSpec(codec="scalar")})
     with pytest.raises(RecordError, match=r"record 0: is a float, not a mapping of the group's fields"):
         rk.add_fields(path, "train", two, [1.0] * N)
-
-
-def test_appending_to_a_split_with_field_groups_is_refused_and_other_splits_are_not(
-    records: list[dict[str, Any]], tmp_path: Path
-) -> None:
-    path = tmp_path / "data"
-    _write_base(path, records)
-    rk.add_fields(path, "train", EMBEDDING, [r["embedding"] for r in records])
-    base = [{k: r[k] for k in BASE} for r in records]
-    schema = rk.Schema(name="inline", fields={k: SCHEMA.fields[k] for k in BASE})
-    with pytest.raises(
-        DatasetError, match=r"split 'train' has field groups \(embedding\).*not supported yet"
-    ):
-        rk.write_dataset(base, schema, path, append=True, progress=False)
-    rk.write_dataset(base[:2], schema, path, "test", append=True, progress=False)
-    assert sorted(next(rk.iter_records(path, "test"))) == sorted(BASE)
-    assert len(list(rk.iter_records(path, "train"))) == N

@@ -1,6 +1,6 @@
 """Field groups on an object store (sdk/recordkit/tools/_field_groups.py over the storage
-layer): added, read by every reader, replaced and removed in a bucket on moto's S3 server
-and the GCS emulator, with ``dataset.json`` as the commit."""
+layer): added, read by every reader, replaced, removed and appended to in a bucket on moto's
+S3 server and the GCS emulator, with ``dataset.json`` as the commit."""
 
 from __future__ import annotations
 
@@ -8,9 +8,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from _object_stores import REMOTE_SCHEMA, Bucket, remote_records
+from _object_stores import REMOTE_SCHEMA, Bucket, cli_options, remote_records
+from click.testing import CliRunner
 
 import recordkit as rk
+from recordkit.cli import main
 from recordkit.errors import ConcurrentWriteError
 from recordkit.storage import location
 from recordkit.write._commit import RemoteManifest  # private: a second writer's view of the manifest
@@ -83,3 +85,31 @@ def test_add_fields_stops_when_another_writer_replaced_the_manifest(bucket: Buck
     with pytest.raises(ConcurrentWriteError, match="replaced by another writer"):
         rk.add_fields(url, "train", EMBEDDING, values(), storage_options=options)
     assert "embedding" not in next(rk.iter_records(url, storage_options=options))
+
+
+def test_an_append_to_a_split_with_a_field_group_in_a_bucket_keeps_the_group_aligned(bucket: Bucket) -> None:
+    url = bucket.join("data")
+    options = bucket.storage_options
+    rk.write_dataset(
+        remote_records(N), REMOTE_SCHEMA, url, shard_records=4, progress=False, storage_options=options
+    )
+    rk.add_fields(url, "train", EMBEDDING, _embeddings(), storage_options=options)
+    schema = rk.open(url, storage_options=options).schema
+    more = [{**r, "embedding": np.full(4, -i, np.float32)} for i, r in enumerate(remote_records(6, N))]
+    rk.write_dataset(more, url, schema, shard_records=4, append=True, progress=False, storage_options=options)
+    split = rk.Manifest.load(url, options).split("train")
+    assert split.field_groups is not None
+    assert [s.records for s in split.field_groups["embedding"].shards] == [4, 4, 1, 4, 2]
+    want = np.concatenate([_embeddings(), np.stack([r["embedding"] for r in more])])
+    got = list(rk.iter_records(url, storage_options=options))
+    assert [r["name"] for r in got] == [f"item-{i}" for i in range(N + 6)]
+    np.testing.assert_array_equal(np.stack([r["embedding"] for r in got]), want)
+    far = rk.RandomAccess(url, fields=["embedding", "name"], storage_options=options)
+    np.testing.assert_array_equal(far[12]["embedding"], want[12])
+    verified = CliRunner().invoke(main, ["verify", url, *cli_options(bucket)])
+    assert verified.exit_code == 0, verified.output
+    pytest.importorskip("tensorflow")
+    batches = list(
+        rk.load_dataset(url, fields=["embedding"], batch_size=20, storage_options=options, remote_io="fsspec")
+    )
+    np.testing.assert_array_equal(batches[0]["embedding"].numpy(), want)

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
-from _hf_data import NAMES, columns, features_dict, hf_dataset  # type: ignore[import-not-found]
+from _hf_data import NAMES, columns, features_dict, hf_dataset, png  # type: ignore[import-not-found]
 from click.testing import CliRunner
 
 import recordkit as rk
@@ -122,3 +122,84 @@ def test_a_field_whose_options_have_no_feature_is_refused_with_the_reason(tmp_pa
     with pytest.raises(DatasetError, match="needs the tensor's rank: give the field a shape") as caught:
         rk.to_hf(tmp_path / "t")
     assert caught.value.field == "values"
+
+
+def test_sequence_fields_go_out_as_lists_of_their_features_and_come_back_with_the_same_values(
+    tmp_path: Path,
+) -> None:
+    schema = rk.Schema.loads(
+        """
+name: clips
+fields:
+  frames: {codec: image, options: {format: keep}, sequence: true}
+  words: {codec: text, sequence: true}
+  tags: {codec: label, options: {names: [cat, dog, bird]}, sequence: true}
+  scores: {codec: scalar, options: {dtype: float32}, sequence: true}
+"""
+    )
+    records = [
+        {
+            "frames": [png(i + j) for j in range(i)],
+            "words": [f"word {j}" for j in range(i)],
+            "tags": [NAMES[j % 3] for j in range(i)],
+            "scores": [0.5 * j for j in range(i)],
+        }
+        for i in range(4)  # the first record's sequences are empty
+    ]
+    rk.write_dataset(records, schema, tmp_path / "clips", progress=False)
+
+    back = rk.to_hf(tmp_path / "clips")["train"]
+
+    assert back.features.to_dict() == {
+        "frames": {"feature": {"_type": "Image"}, "_type": "List"},
+        "words": {"feature": {"dtype": "string", "_type": "Value"}, "_type": "List"},
+        "tags": {"feature": {"names": NAMES, "_type": "ClassLabel"}, "_type": "List"},
+        "scores": {"feature": {"dtype": "float32", "_type": "Value"}, "_type": "List"},
+    }
+    stored = back.cast_column("frames", datasets.List(datasets.Image(decode=False)))
+    assert [[f["bytes"] for f in row] for row in stored["frames"]] == [r["frames"] for r in records]
+    assert back["words"] == [r["words"] for r in records]
+    assert back["tags"] == [[NAMES.index(t) for t in r["tags"]] for r in records]
+    assert back["scores"] == [r["scores"] for r in records]
+
+    # Parquet out, recordkit in from it, Parquet out again: the same table.
+    first = rk.export_parquet(tmp_path / "clips", tmp_path / "out")[0]
+    source = sources.parquet(first)
+    again = source.schema("clips")
+    assert [again.fields[n].sequence for n in ("frames", "words")] == [True, True]
+    rk.write_dataset(source, again, tmp_path / "again", progress=False)
+    second = rk.export_parquet(tmp_path / "again", tmp_path / "out-again")[0]
+    assert pq.read_table(second).equals(pq.read_table(first))
+
+
+def test_fields_stored_in_another_tools_layout_go_out_like_any_other(tmp_path: Path) -> None:
+    layout = rk.Schema.load(
+        Path(__file__).resolve().parents[3] / "schemas" / "layouts" / "object-detection-api.yaml"
+    )
+    rng = np.random.default_rng(5)
+    records = [
+        {
+            "image": rng.integers(0, 256, (8, 9, 3), dtype=np.uint8),
+            "source_id": str(i),
+            "objects": {"boxes": [[0.1, 0.2, 0.5, 0.6]] * i, "labels": [1] * i},
+            "class_text": ["cat"] * i,
+        }
+        for i in range(3)
+    ]
+    rk.write_dataset(records, layout, tmp_path / "od", progress=False)
+    chosen = ["image", "format", "source_id", "class_text"]
+
+    back = rk.to_hf(tmp_path / "od", fields=chosen)["train"]
+
+    assert back.features.to_dict() == {
+        "image": {"_type": "Image"},
+        "format": {"dtype": "string", "_type": "Value"},
+        "source_id": {"dtype": "string", "_type": "Value"},
+        "class_text": {"feature": {"dtype": "string", "_type": "Value"}, "_type": "List"},
+    }
+    ours = list(rk.iter_records(tmp_path / "od", fields=chosen))
+    assert back["source_id"] == [r["source_id"] for r in ours] == ["0", "1", "2"]
+    assert back["class_text"] == [r["class_text"] for r in ours]
+    assert back["format"] == ["jpeg"] * 3
+    for mine, image in zip(ours, back["image"], strict=True):
+        np.testing.assert_array_equal(np.asarray(image), mine["image"])

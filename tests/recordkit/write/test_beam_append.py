@@ -184,6 +184,14 @@ def test_a_split_with_an_unfinished_local_write_is_refused(tmp_path: Path) -> No
         beam.Pipeline() | beam.Create([]) | rk.beam.WriteDataset(SCHEMA, tmp_path, append=True)
 
 
+def test_a_split_with_field_groups_is_refused_naming_the_local_writer(tmp_path: Path) -> None:
+    rk.write_dataset(records(4), SCHEMA, tmp_path, shard_records=2, progress=False)
+    scores = rk.Schema(name="s", fields={"score": rk.FieldSpec(codec="scalar")})
+    rk.add_fields(tmp_path, "train", scores, [1, 2, 3, 4])
+    with pytest.raises(DatasetError, match=r"split 'train' has field groups \(score\).*rk.DatasetWriter"):
+        beam.Pipeline() | beam.Create([]) | rk.beam.WriteDataset(SCHEMA, tmp_path, append=True)
+
+
 def test_a_failed_append_leaves_the_dataset_unchanged_and_a_rerun_appends_once(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

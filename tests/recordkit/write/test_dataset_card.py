@@ -166,3 +166,65 @@ def test_a_card_given_as_a_dict_is_checked_and_a_bad_entry_named(tmp_path: Path)
     ):
         rk.write_dataset(RECORDS, tmp_path / "b", schema, card={"homepage": "example.org"}, progress=False)
     assert not (tmp_path / "b" / "dataset.json").exists()
+
+
+def _jsonl(path: Path) -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in RECORDS), encoding="utf-8")
+    return path
+
+
+def test_ingest_takes_the_card_from_its_options_each_in_place_of_the_schema_files_entry(
+    tmp_path: Path,
+) -> None:
+    table = _jsonl(tmp_path / "shapes.jsonl")
+    result = CliRunner().invoke(
+        main,
+        [
+            "ingest", "jsonl", str(table), str(tmp_path / "plain"),
+            "--license", "MIT", "--citation", CITATION, "--homepage", "https://example.org/s",
+            "--author", "Ada", "--author", "Ravi Rao", "--description", "Shapes.", "--version-notes", "v1",
+        ],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert rk.open(tmp_path / "plain").manifest.card == rk.DatasetCard(
+        license="MIT",
+        citation=CITATION,
+        homepage="https://example.org/s",
+        authors=["Ada", "Ravi Rao"],
+        description="Shapes.",
+        version_notes="v1",
+    )
+    schema = _schema_file(tmp_path)
+    result = CliRunner().invoke(
+        main,
+        ["ingest", "jsonl", str(table), str(tmp_path / "own"), "--schema", str(schema), "--license", "MIT"],
+    )
+    assert result.exit_code == 0, result.output
+    card = rk.open(tmp_path / "own").manifest.card
+    assert card is not None
+    assert (card.license, card.homepage, card.authors) == (
+        "MIT",
+        "https://example.org/shapes",
+        ["Jane Doe", "Ravi Rao"],
+    )
+    # Appending with one entry replaces that entry of the stored card, and keeps the others.
+    result = CliRunner().invoke(
+        main,
+        ["ingest", "jsonl", str(table), str(tmp_path / "own"), "--schema", str(schema), "--append",
+         "--split", "more", "--version-notes", "Second release."],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    appended = rk.open(tmp_path / "own").manifest.card
+    assert appended == card.model_copy(update={"version_notes": "Second release."})
+
+
+def test_a_bad_card_option_fails_ingest_in_one_line_naming_it_and_writes_nothing(tmp_path: Path) -> None:
+    table = _jsonl(tmp_path / "shapes.jsonl")
+    result = CliRunner().invoke(
+        main, ["ingest", "jsonl", str(table), str(tmp_path / "out"), "--homepage", "example.org/shapes"]
+    )
+    assert result.exit_code != 0
+    assert "Traceback" not in result.output
+    assert "the dataset card is not valid: homepage: must be an http:// or https:// URL" in result.output
+    assert len(result.output.strip().splitlines()) == 1
+    assert not (tmp_path / "out").exists()
