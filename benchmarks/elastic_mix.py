@@ -1,7 +1,7 @@
 """Issue 34's cost check: reading through the canonical epoch order, an elastic resume and
 a weighted mixture, against plain iteration of the same records, in one run.
 
-    python benchmarks/elastic_mix.py --records 20000 --repeats 7 --out benchmarks/out/elastic_mix.json
+    python benchmarks/elastic_mix.py --records 200000 --repeats 5 --out benchmarks/out/elastic_mix.json
 
 The split is written twice (as one dataset, and halved into two datasets for the
 mixture) with small records by default (a caption and a label: the order's own cost is
@@ -23,10 +23,17 @@ record decoded, by:
   samples_per_epoch=N).torch_iterable(...)``, unshuffled (sources spread evenly) and
   shuffled.
 
+Then the tf.data readers, in batches of 64, against ``tf_plain`` (``ds.tf(64)``, what a
+user writes today): ``tf_shuffled`` (``ds.tf`` with its file shuffle and a buffer of
+1024, what a user picks today for a shuffled read), and the canonical epochs
+(``ds.tf_epochs(64, ...).dataset()``) in order, shuffled, resumed on 2 ranks from the
+4 x 2 state (``tf_elastic``) and the mixture (``tf_mixture``); ``--no-tf`` leaves them out.
+
 Rounds interleave the contenders (rotating their order), so a change of load on the
 shared machine falls on all alike; every repetition is reported with the best and the
-median, wall and CPU seconds (this process's, steadier under load), and each
-contender's ratio to ``plain`` at the median, of records/s and of CPU per record.
+median, wall and CPU seconds (this process's, steadier under load; tf.data's threads
+included), and each contender's ratio to its baseline (``plain``, ``tf_plain``) at the
+median, of records/s and of CPU per record.
 """
 
 from __future__ import annotations
@@ -46,6 +53,8 @@ if __package__ in (None, ""):
 import recordkit as rk
 from benchmarks._timing import timed_pass
 
+#: The tf.data readers' batch size.
+TF_BATCH = 64
 SMALL = rk.Schema(
     name="small",
     fields={
@@ -76,6 +85,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--shard-records", type=int, default=1000)
     parser.add_argument("--workload", choices=("small", "mixed"), default="small")
     parser.add_argument("--out", type=Path, default=None)
+    parser.add_argument("--no-tf", action="store_true", help="leave out the tf.data readers")
     args = parser.parse_args(argv)
     root = Path(tempfile.mkdtemp(prefix="elastic-mix-"))
     schema, records = _workload(args.workload, args.records)
@@ -103,22 +113,73 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "mixture_in_order": lambda: mixture.torch_iterable(**{**options, "shuffle": False}),
         "mixture": lambda: mixture.torch_iterable(**options),
     }
-    counts = {name: sum(1 for _ in make()) for name, make in contenders.items()}  # warm-up, and the records
+    results: dict[str, Any] = {"records": len(records), "workload": args.workload, "repeats": args.repeats}
+    print(f"{len(records)} {args.workload} records, {args.repeats} repetitions (wall times vary under load)")
+    results.update(_compare(contenders, lambda _: 1, "plain", args.repeats))
+    if not args.no_tf:
+        results.update(
+            _compare(_tf_contenders(whole, mixture, state), _batch_records, "tf_plain", args.repeats)
+        )
+    if args.out is not None:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps(results, indent=2))
+    return results
+
+
+def _tf_contenders(
+    whole: rk.Dataset, mixture: rk.Mixture, state: dict[str, Any]
+) -> dict[str, Callable[[], Iterable[Any]]]:
+    """The tf.data readers, in batches of 64: ``ds.tf()`` as a user writes it today (in
+    order, and shuffled with its file shuffle and a buffer of 1024) against the canonical
+    epochs (``tf_epochs``: in order, shuffled, resumed on 2 ranks from the 4 x 2 state,
+    and the mixture)."""
+    epochs: dict[str, Any] = {"shuffle": True, "seed": 0, "window": 1024}
+    return {
+        "tf_plain": lambda: whole.tf(TF_BATCH),
+        "tf_shuffled": lambda: whole.tf(TF_BATCH, shuffle_files=True, shuffle_buffer=1024, seed=0),
+        "tf_canonical_in_order": lambda: whole.tf_epochs(TF_BATCH).dataset(),
+        "tf_canonical": lambda: whole.tf_epochs(TF_BATCH, **epochs).dataset(),
+        "tf_elastic": lambda: _chain(
+            *(
+                whole.tf_epochs(TF_BATCH, **epochs, rank=r, world_size=2, start=state).dataset()
+                for r in range(2)
+            )
+        ),
+        "tf_mixture": lambda: mixture.tf_epochs(TF_BATCH, **epochs).dataset(),
+    }
+
+
+def _batch_records(batch: Any) -> int:
+    """The records of a tf.data batch (its labels')."""
+    return int(batch["label"].shape[0])
+
+
+def _compare(
+    contenders: dict[str, Callable[[], Iterable[Any]]],
+    size: Callable[[Any], int],
+    baseline: str,
+    repeats: int,
+) -> dict[str, Any]:
+    """Every contender's passes, rounds interleaved (their order rotated), each row with
+    its repetitions, best, median and ratios to ``baseline``; printed as a table.
+    ``size`` gives the records of one element."""
+    counts = {
+        name: sum(size(e) for e in make()) for name, make in contenders.items()
+    }  # warm-up, and the records
     walls: dict[str, list[float]] = {name: [] for name in contenders}
     cpus: dict[str, list[float]] = {name: [] for name in contenders}
     names = list(contenders)
-    for round_ in range(args.repeats):
+    for round_ in range(repeats):
         shift = round_ % len(names)
         for name in names[shift:] + names[:shift]:
             wall, cpu = timed_pass(contenders[name]())
             walls[name].append(wall)
             cpus[name].append(cpu)
-    results: dict[str, Any] = {"records": len(records), "workload": args.workload, "repeats": args.repeats}
-    plain = statistics.median(counts["plain"] / w for w in walls["plain"])
-    plain_cpu = statistics.median(cpus["plain"]) / counts["plain"]
-    print(f"{len(records)} {args.workload} records, {args.repeats} repetitions (wall times vary under load)")
+    results: dict[str, Any] = {}
+    base = statistics.median(counts[baseline] / w for w in walls[baseline])
+    base_cpu = statistics.median(cpus[baseline]) / counts[baseline]
     print(
-        f"{'contender':<18} {'records':>8} {'records/s each':<60} {'best':>8} {'median':>8} {'ratio':>6} "
+        f"{'contender':<22} {'records':>8} {'records/s each':<60} {'best':>8} {'median':>8} {'ratio':>6} "
         f"{'CPU/rec us':>10} {'CPU ratio':>9}"
     )
     for name in names:
@@ -131,19 +192,17 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             "records_per_s_each": each,
             "records_per_s": median,
             "records_per_s_best": max(each),
-            "ratio_to_plain": median / plain,
+            "baseline": baseline,
+            "ratio_to_baseline": median / base,
             "cpu_per_record_us": 1e6 * statistics.median(cpus[name]) / counts[name],
-            "cpu_ratio_to_plain": (statistics.median(cpus[name]) / counts[name]) / plain_cpu,
+            "cpu_ratio_to_baseline": (statistics.median(cpus[name]) / counts[name]) / base_cpu,
         }
         shown = " ".join(f"{v:,.0f}" for v in each)
         print(
-            f"{name:<18} {counts[name]:>8} {shown:<60} {max(each):>8,.0f} {median:>8,.0f} "
-            f"{median / plain:>6.2f} {results[name]['cpu_per_record_us']:>10.1f} "
-            f"{results[name]['cpu_ratio_to_plain']:>9.2f}"
+            f"{name:<22} {counts[name]:>8} {shown:<60} {max(each):>8,.0f} {median:>8,.0f} "
+            f"{median / base:>6.2f} {results[name]['cpu_per_record_us']:>10.1f} "
+            f"{results[name]['cpu_ratio_to_baseline']:>9.2f}"
         )
-    if args.out is not None:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(json.dumps(results, indent=2))
     return results
 
 

@@ -14,6 +14,9 @@ Datasets (kept under ``--root`` for later runs):
   shared (the file system's cache holds one shard).
 * ``records-R`` (R = 1 to 100k): 10 shards of R records each, written by
   ``rk.write_dataset``: the per-record costs.
+* ``verify-Mmb-of-256mb`` (M = 1, 4, 16): 256 MB of 16 KB records in shards of M MB, written by
+  ``rk.write_dataset``: ``verify`` on shards of realistic sizes, with the speed-up of
+  2 threads (and of 2 processes) over 1, each ratio computed from the same run.
 
 Every measurement runs in a fresh Python process (so peaks are clean), repeated
 ``--repeats`` times; each repetition's wall seconds, CPU seconds and peak memory over
@@ -25,6 +28,9 @@ operation) are kept, with the fastest and the median:
 * ``last_random``: ``ds[len(ds) - 1]`` on a handle just opened (the access alone timed:
   the last shard's index loaded, one read), and ``last_random_warm`` another record of
   the last shard after it;
+* ``tf_first``: ``ds.tf(batch_size=1)`` built and its first batch read, TensorFlow
+  imported before the clock starts (the shards' sizes and record headers are checked
+  when the pipeline is built: it touches every shard);
 * ``verify_1``, ``verify_2_threads``, ``verify_2_processes``: ``recordkit verify`` with
   ``-j 1``, ``-j 2`` (threads) and ``-j 2 --processes`` (CPU seconds are this process's
   only: the worker processes' are not counted);
@@ -35,7 +41,7 @@ operation) are kept, with the fastest and the median:
   manifest rewritten with every shard listed);
 * the manifest's bytes (``dataset.json`` and any shard table beside it).
 
-Operations that read every shard (verify, stats, index) are skipped above
+Operations that read every shard (verify, stats, index, tf_first) are skipped above
 ``--full-pass-max`` shards (default 100k): each touches every file, and their cost per
 shard is read from the smaller sizes. A Beam commit is not measured here (Apache Beam's
 DirectRunner costs minutes per thousand shards on this machine; see
@@ -67,6 +73,10 @@ if __package__ in (None, ""):
 
 SHARD_COUNTS = (10, 1_000, 10_000, 100_000, 1_000_000)
 RECORD_COUNTS = (1, 100, 10_000, 100_000)
+#: Shard sizes (MB) of the realistic verify datasets, 256 MB of 16 KB records each.
+VERIFY_SHARD_MB = (1, 4, 16)
+VERIFY_TOTAL_MB = 256
+VERIFY_RECORD_BYTES = 16 * 1024
 RECORDS_PER_TINY_SHARD = 10
 #: Hard links made to one shard file before the next is written anew.
 LINKS_PER_FILE = 50_000
@@ -80,6 +90,7 @@ SHARD_OPS = (
     "open_first",
     "len",
     "last_random",
+    "tf_first",
     "verify_1",
     "verify_2_threads",
     "verify_2_processes",
@@ -87,7 +98,7 @@ SHARD_OPS = (
     "index",
     "append",
 )
-FULL_PASS = {"verify_1", "verify_2_threads", "verify_2_processes", "stats_sample", "index"}
+FULL_PASS = {"verify_1", "verify_2_threads", "verify_2_processes", "stats_sample", "index", "tf_first"}
 RECORD_OPS = ("open_first", "len", "last_random", "verify_1", "verify_2_threads", "verify_2_processes")
 VERIFY = {
     "verify_1": ["-j", "1"],
@@ -167,6 +178,30 @@ def records_dataset(root: Path, per_shard: int, shards: int = 10) -> Path:
     return data
 
 
+def verify_dataset(root: Path, shard_mb: int, total_mb: int) -> Path:
+    """``total_mb`` MB of 16 KB records in shards of ``shard_mb`` MB, written by
+    ``rk.write_dataset``."""
+    import recordkit as rk
+
+    data = root / f"verify-{shard_mb}mb-of-{total_mb}mb"
+    if not (data / "dataset.json").is_file():
+        shutil.rmtree(data, ignore_errors=True)
+        text = "".join(chr(ord("a") + (i * 7919) % 26) for i in range(2 * VERIFY_RECORD_BYTES))
+        records = (
+            {"label": "cat", "caption": text[i % VERIFY_RECORD_BYTES :][:VERIFY_RECORD_BYTES]}
+            for i in range(total_mb * 2**20 // VERIFY_RECORD_BYTES)
+        )
+        rk.write_dataset(
+            records,
+            data,
+            rk.Schema.loads(SCHEMA_TEXT),
+            shard_bytes=shard_mb * 2**20,
+            progress=False,
+            durable=False,
+        )
+    return data
+
+
 def manifest_bytes(data: Path) -> int:
     """``dataset.json`` and every shard table it lists."""
     manifest = json.loads((data / "dataset.json").read_text())
@@ -214,6 +249,10 @@ def _child(op: str, data: str, rep: int) -> dict[str, float]:
         size = len(ds)
         wall, cpu = timed(lambda: ds[size - 1])
         extra["last_random_warm"] = timed(lambda: ds[size - 2])[0]
+    elif op == "tf_first":
+        import tensorflow  # noqa: F401  # imported before the clock starts
+
+        wall, cpu = timed(lambda: next(iter(rk.open(data, "train").tf(batch_size=1))))
     elif op in VERIFY:
         wall, cpu = timed(lambda: _cli("verify", "-q", "--no-progress", *VERIFY[op], data))
     elif op == "stats_sample":
@@ -268,7 +307,7 @@ def measure(op: str, data: Path, repeats: int) -> dict[str, Any]:
 def run(args: argparse.Namespace) -> dict[str, Any]:
     root = Path(args.root)
     root.mkdir(parents=True, exist_ok=True)
-    results: dict[str, Any] = {"repeats": args.repeats, "shards": {}, "records": {}}
+    results: dict[str, Any] = {"repeats": args.repeats, "shards": {}, "records": {}, "verify": {}}
     for count in args.shards:
         started = time.perf_counter()
         data = shards_dataset(root, count)
@@ -290,6 +329,18 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 row[op] = measure(op, data, args.repeats)
                 print(f"records {per_shard:>8,}  {op:<13} {_brief(row[op])}", flush=True)
         results["records"][str(per_shard)] = row
+    for shard_mb in args.verify_mb:
+        data = verify_dataset(root, shard_mb, args.verify_total_mb)
+        row = {op: measure(op, data, args.repeats) for op in VERIFY}
+        for parallel in ("verify_2_threads", "verify_2_processes"):
+            # The speed-up over one thread, from the medians of this run.
+            row[f"speedup_{parallel[len('verify_2_') :]}"] = (
+                row["verify_1"]["seconds"]["median"] / row[parallel]["seconds"]["median"]
+            )
+        for op in VERIFY:
+            print(f"verify {shard_mb:>3} MB shards  {op:<18} {_brief(row[op])}", flush=True)
+        print(f"verify {shard_mb:>3} MB shards  2 threads: {row['speedup_threads']:.2f}x", flush=True)
+        results["verify"][str(shard_mb)] = row
     return results
 
 
@@ -304,8 +355,8 @@ def write_csv(results: dict[str, Any], path: Path) -> None:
     with path.open("w", newline="") as out:
         writer = csv.writer(out)
         writer.writerow(["axis", "size", "op", "repetition", "seconds", "cpu", "peak_mb"])
-        for axis in ("shards", "records"):
-            for size, row in results[axis].items():
+        for axis in ("shards", "records", "verify"):
+            for size, row in results.get(axis, {}).items():
                 for op, cell in row.items():
                     if not _timed(cell):
                         continue
@@ -336,6 +387,16 @@ def markdown(results: dict[str, Any]) -> str:
             if axis == "shards":
                 cells.append(f"{row['manifest_bytes'] / 1e6:.3g} MB")
             lines.append(f"| {int(size):,} | " + " | ".join(cells) + " |")
+        lines.append("")
+    if results.get("verify"):
+        lines += ["| shard MB | " + " | ".join(VERIFY) + " | 2 threads | 2 processes |"]
+        lines += ["| ---: " * (len(VERIFY) + 3) + "|"]
+        for size, row in results["verify"].items():
+            cells = [
+                f"{row[op]['seconds']['median']:.3g} s ({row[op]['cpu']['median']:.3g})" for op in VERIFY
+            ]
+            cells += [f"{row['speedup_threads']:.2f}x", f"{row['speedup_processes']:.2f}x"]
+            lines.append(f"| {size} | " + " | ".join(cells) + " |")
         lines.append("")
     return "\n".join(lines)
 
@@ -385,6 +446,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--shards", type=int, nargs="*", default=list(SHARD_COUNTS))
     parser.add_argument("--records", type=int, nargs="*", default=list(RECORD_COUNTS))
+    parser.add_argument(
+        "--verify-mb", type=int, nargs="*", default=list(VERIFY_SHARD_MB), help="verify datasets' shard sizes"
+    )
+    parser.add_argument(
+        "--verify-total-mb", type=int, default=VERIFY_TOTAL_MB, help="each verify dataset's size"
+    )
     parser.add_argument("--ops", nargs="*", default=list(SHARD_OPS), choices=SHARD_OPS)
     parser.add_argument("--full-pass-max", type=int, default=100_000)
     parser.add_argument("--child", help=argparse.SUPPRESS)
@@ -397,9 +464,9 @@ def main(argv: list[str] | None = None) -> None:
     results = run(args)
     for earlier in args.merge:  # e.g. the large sizes, run on their own
         other = json.loads(Path(earlier).read_text())
-        for axis in ("shards", "records"):
+        for axis in ("shards", "records", "verify"):
             results[axis] = dict(
-                sorted({**other[axis], **results[axis]}.items(), key=lambda item: int(item[0]))
+                sorted({**other.get(axis, {}), **results[axis]}.items(), key=lambda item: int(item[0]))
             )
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -53,6 +53,7 @@ from recordkit.read._parse import PRESENT_SUFFIX, feature_spec, make_parser
 from recordkit.read._random_access import RandomAccess
 from recordkit.read._read_config import Layout, ReadConfig
 from recordkit.read._shortcuts import iter_records, load_dataset
+from recordkit.read._tf_epochs import TfEpochs
 from recordkit.schema._bound import BoundField, KeyedFeature
 from recordkit.schema._card import DatasetCard
 from recordkit.schema._compatibility import CompatibilityReport, FieldDifference, check_compatibility
@@ -128,6 +129,7 @@ __all__ = [
     "SplitInfo",
     "Statistics",
     "Summarized",
+    "TfEpochs",
     "TfdsDataset",
     "TfdsDescribed",
     "TfdsFeature",

@@ -20,11 +20,14 @@ def test_the_scale_benchmark_runs_every_operation_and_keeps_every_repetition(tmp
         "scale.py",
         *("--root", str(tmp_path / "data"), "--out", str(out), "--repeats", "2"),
         *("--shards", "3", "--records", "2", "--csv", str(tmp_path / "scale.csv"), "--markdown", str(table)),
+        *("--verify-mb", "1", "--verify-total-mb", "2"),
     )
     results = json.loads(out.read_text())
     row = results["shards"]["3"]
     assert row["manifest_bytes"] > 0
-    for op in ("open_first", "len", "last_random", "verify_1", "verify_2_processes", "stats_sample", "index"):
+    ops = ("open_first", "len", "last_random", "tf_first", "verify_1", "verify_2_processes")
+    ops += ("stats_sample", "index")
+    for op in ops:
         seconds = row[op]["seconds"]
         assert len(seconds["values"]) == 2
         assert seconds["min"] == min(seconds["values"])
@@ -34,3 +37,11 @@ def test_the_scale_benchmark_runs_every_operation_and_keeps_every_repetition(tmp
         rows = list(csv.DictReader(written))
     assert {r["op"] for r in rows} >= {"open_first", "append", "verify_2_threads"}
     assert "| 3 |" in table.read_text()
+    # verify on shards of 1 MB: each way of running it, and the speed-ups from this run's medians.
+    verify = results["verify"]["1"]
+    for op in ("verify_1", "verify_2_threads", "verify_2_processes"):
+        assert len(verify[op]["seconds"]["values"]) == 2
+    assert verify["speedup_threads"] == pytest.approx(
+        verify["verify_1"]["seconds"]["median"] / verify["verify_2_threads"]["seconds"]["median"]
+    )
+    assert "| 1 |" in table.read_text()

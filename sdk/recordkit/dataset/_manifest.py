@@ -27,6 +27,7 @@ from recordkit.dataset._format import FormatVersion, check_readable, format_for
 from recordkit.dataset._paths import check_member_name
 from recordkit.dataset._shard_info import ShardIndex, ShardInfo, StrictModel
 from recordkit.dataset._shard_table import ShardTable, table_file_name, total_records
+from recordkit.dataset._table_files import keep_previous_table
 from recordkit.errors import ManifestError
 from recordkit.schema._card import DatasetCard
 from recordkit.schema._fields import FieldSpec
@@ -257,8 +258,6 @@ class Manifest(StrictModel):
     )
 
     model_config = pydantic.ConfigDict(extra="forbid", populate_by_name=True, strict=True)
-    #: Each table-listed split's table and its bytes, made once per listing.
-    _table_bytes: dict[str, tuple[ShardTable, bytes]] = pydantic.PrivateAttr(default_factory=dict)
 
     @property
     def schema(self) -> Schema:  # type: ignore[override]  # pydantic's deprecated BaseModel.schema
@@ -326,42 +325,39 @@ class Manifest(StrictModel):
             exclude_none=True,
             exclude={"splits": {name: {"shards", "shard_table"} for name in tables}},
         )
-        for name, (table, data_bytes) in tables.items():
-            digest = hashlib.sha256(data_bytes).hexdigest()
-            ref = ShardTableFile(file=table_file_name(name, digest), sha256=digest, shards=len(table))
-            data["splits"][name]["shard_table"] = ref.model_dump()
+        for name, table in tables.items():
+            data["splits"][name]["shard_table"] = _table_ref(name, table).model_dump()
         return json.dumps(data, indent=2) + "\n"
 
-    def shard_tables(self) -> dict[str, tuple[ShardTable, bytes]]:
+    def shard_tables(self) -> dict[str, ShardTable]:
         """The splits listed by a shard table when saved (those of at least
-        :data:`SHARD_TABLE_FROM` shards that a table holds), with the table's bytes."""
-        tables: dict[str, tuple[ShardTable, bytes]] = {}
+        :data:`SHARD_TABLE_FROM` shards that a table holds), by name. Each such split's
+        shards become that table (shards appended later go to its tail), so its bytes and
+        sha256 are made once however often the manifest is saved, and a listing of a
+        million shards is never rebuilt entry by entry."""
+        tables: dict[str, ShardTable] = {}
         for name, split in self.splits.items():
             if len(split.shards) < SHARD_TABLE_FROM or split.field_groups:
                 continue  # few shards, or field groups aligned with them: listed inline
             table = ShardTable.from_entries(split.shards)
             if table is not None:
-                cached = self._table_bytes.get(name)
-                if cached is None or cached[0] is not table:
-                    cached = (table, table.to_bytes())
-                    self._table_bytes[name] = cached
-                tables[name] = cached
+                listed: object = split.shards
+                if table is not listed:
+                    split.shards = table  # type: ignore[assignment]  # a Sequence, as loaded
+                tables[name] = table
         return tables
 
     def table_files(self) -> set[str]:
         """The shard table files this manifest lists when saved."""
-        return {
-            table_file_name(name, hashlib.sha256(data).hexdigest())
-            for name, (_, data) in self.shard_tables().items()
-        }
+        return {table_file_name(name, table.sha256()) for name, table in self.shard_tables().items()}
 
     def save_shard_tables(self, where: Location, *, durable: bool = True) -> None:
         """Write the shard tables :meth:`to_json` will list, before the manifest that
         commits them (a table's name holds its sha256: one already there is kept)."""
-        for name, (_, data) in self.shard_tables().items():
-            target = where.join(table_file_name(name, hashlib.sha256(data).hexdigest()))
+        for name, table in self.shard_tables().items():
+            target = where.join(table_file_name(name, table.sha256()))
             if not target.exists():
-                target.write_bytes(data, durable=durable)
+                target.write_bytes(table.to_bytes(), durable=durable)
 
     @classmethod
     def load(cls, root: PathOrUrl, storage_options: StorageOptions | None = None) -> Manifest:
@@ -421,9 +417,11 @@ class Manifest(StrictModel):
         a temp file in the same folder, fsynced (when ``durable``), then renamed; on an
         object store, one PUT (the object is replaced whole). The manifest is saved in the
         format this code writes for it (:meth:`stamp_format`: shard indexes make a dataset
-        begun as format 1 format 2). Shard tables are written first, and a table the
-        manifest listed before and no longer lists is removed after (locally; on an object
-        store it stays)."""
+        begun as format 1 format 2). Shard tables are written first; the table a split was
+        listed by before stays, as the previous generation that readers of the previous
+        manifest may still read, and the one before it is removed
+        (:func:`~recordkit.dataset._table_files.keep_previous_table`; locally: on an
+        object store every table stays)."""
         write_manifest(self, location(root), durable=durable)
 
 
@@ -481,20 +479,24 @@ def write_manifest(manifest: Manifest, where: Location, *, durable: bool = True)
     tables = manifest.shard_tables()
     for name, split in manifest.splits.items():
         old = split.shard_table
-        split.shard_table = None
-        if name in tables:
-            table = tables[name]
-            digest = hashlib.sha256(table[1]).hexdigest()
-            split.shard_table = ShardTableFile(
-                file=table_file_name(name, digest), sha256=digest, shards=len(table[0])
-            )
+        split.shard_table = _table_ref(name, tables[name]) if name in tables else None
         if old is not None and (split.shard_table is None or old.file != split.shard_table.file):
-            (root / old.file).unlink(missing_ok=True)
+            current = split.shard_table.file if split.shard_table is not None else None
+            keep_previous_table(root, name, old.file, current)
+
+
+def _table_ref(split: str, table: ShardTable) -> ShardTableFile:
+    """The manifest's reference to ``split``'s shard ``table``."""
+    digest = table.sha256()
+    return ShardTableFile(file=table_file_name(split, digest), sha256=digest, shards=len(table))
 
 
 def _read_table(folder: Location, ref: ShardTableFile) -> ShardTable:
-    """The shard table ``ref`` names, its sha256 checked; a ManifestError naming it."""
-    where = folder.join(ref.file)
+    """The shard table ``ref`` names, its sha256 checked; a ManifestError naming it. A
+    remote dataset opened with a :class:`~recordkit.ShardCache` reads it through the
+    cache, keyed by its sha256: the ranks and DataLoader workers of one machine download
+    it once."""
+    where = folder.join(ref.file).with_sha256(ref.sha256)
     try:
         data = where.read_bytes()
     except FileNotFoundError:
@@ -510,7 +512,7 @@ def _read_table(folder: Location, ref: ShardTableFile) -> ShardTable:
             "(changed or damaged)",
             file=str(where),
         )
-    return ShardTable.from_bytes(data, file=ref.file, shards=ref.shards)
+    return ShardTable.from_bytes(data, file=ref.file, shards=ref.shards, sha256=digest)
 
 
 def _read_remote(root: Location) -> bytes:

@@ -80,6 +80,11 @@ class ShardTable(Sequence[ShardInfo]):
         self._sha256 = sha256
         self._index_sha256 = index_sha256
         self._tail: list[ShardInfo] = []
+        #: The table's bytes and their sha256 (hex), made once: without a tail the table
+        #: never changes, so a manifest saved many times hashes it once (or never, when
+        #: it was loaded: the bytes it was read from and their checked sha256).
+        self._bytes: bytes | None = None
+        self._digest: str | None = None
 
     # -- the sequence ------------------------------------------------------------------------
 
@@ -202,6 +207,11 @@ class ShardTable(Sequence[ShardInfo]):
             whole = self._merged()
             assert whole is not None  # to_bytes is called on tables from_entries made
             return whole.to_bytes()
+        if self._bytes is None:
+            self._bytes = self._columns_bytes()
+        return self._bytes
+
+    def _columns_bytes(self) -> bytes:
         return b"".join(
             [
                 _HEADER.pack(TABLE_MAGIC, len(self.records), len(self._names)),
@@ -215,9 +225,10 @@ class ShardTable(Sequence[ShardInfo]):
         )
 
     @classmethod
-    def from_bytes(cls, data: bytes, *, file: str, shards: int) -> ShardTable:
+    def from_bytes(cls, data: bytes, *, file: str, shards: int, sha256: str | None = None) -> ShardTable:
         """The table in ``data`` (read from ``file``, which the manifest says lists
-        ``shards`` shards); a ManifestError naming the file and what is wrong."""
+        ``shards`` shards; ``sha256``: the digest of ``data``, when the caller checked
+        it); a ManifestError naming the file and what is wrong."""
 
         def bad(why: str) -> ManifestError:
             return ManifestError(f"shard table {file}: {why}", file=file)
@@ -249,7 +260,8 @@ class ShardTable(Sequence[ShardInfo]):
         if count and int(indexed.max()) > 1:
             raise bad(f"shard {int(indexed.argmax())} has index flag {int(indexed.max())}, not 0 or 1")
         view = memoryview(data)  # the columns stay in ``data``: no copy of them
-        sha256 = view[at : at + 32 * count]
+        digest = sha256
+        shard_sha256 = view[at : at + 32 * count]
         at += 32 * count
         index_sha256 = view[at : at + 32 * count]
         at += 32 * count
@@ -257,7 +269,9 @@ class ShardTable(Sequence[ShardInfo]):
         ends = _newlines(names)
         _check_names(names, ends, count, bad)
         records, sizes = records.astype(np.int64), sizes.astype(np.int64)
-        return cls(names, records, sizes, indexed, sha256, index_sha256, ends)
+        table = cls(names, records, sizes, indexed, shard_sha256, index_sha256, ends)
+        table._bytes, table._digest = data, digest
+        return table
 
     def __deepcopy__(self, memo: dict[int, Any]) -> ShardTable:
         # Its columns are never changed in place (appends go to the tail): shared, not copied.
@@ -265,10 +279,16 @@ class ShardTable(Sequence[ShardInfo]):
             self._names, self.records, self.sizes, self._indexed, self._sha256, self._index_sha256, self._ends
         )
         copy._tail = [info.model_copy(deep=True) for info in self._tail]
+        copy._bytes, copy._digest = self._bytes, self._digest
         return copy
 
     def sha256(self) -> str:
-        return hashlib.sha256(self.to_bytes()).hexdigest()
+        """The sha256 (hex) of :meth:`to_bytes`."""
+        if self._tail:
+            return hashlib.sha256(self.to_bytes()).hexdigest()
+        if self._digest is None:
+            self._digest = hashlib.sha256(self.to_bytes()).hexdigest()
+        return self._digest
 
 
 def _check_names(names: bytes, ends: np.ndarray, count: int, bad: Any) -> None:

@@ -2,8 +2,9 @@
 
 What the batch-first readers (:mod:`recordkit.read._batch_loader`) send across: per
 field one array, allocated once at the batch's size and filled by numpy (no padding in
-Python, no per-record tensors), so that a DataLoader worker hands the main process a
-handful of shared-memory segments instead of one per record.
+Python, no per-record tensors). Every numeric array of a batch (the shapes, lengths and
+numbers too) is made by one ``allocate``, so that a DataLoader worker can lay a whole
+batch out in one reused shared-memory buffer (:mod:`recordkit.read._shared_ring`).
 
 Per field, by what its codec decodes:
 
@@ -37,7 +38,7 @@ __all__ = [
     "assemble_batch",
     "batch_layout",
     "field_pad_values",
-    "filled",
+    "fresh",
 ]
 
 Record = dict[str, Any]
@@ -46,16 +47,23 @@ Ragged = Literal["pad", "concat"]
 SHAPE = "/shape"
 LENGTHS = "/lengths"
 
-#: Makes one of a batch's arrays: ``(shape, dtype, fill)`` to a new array of that shape
-#: and dtype whose every element is ``fill`` (a DataLoader worker's allocates it in
-#: shared memory, where the batch crosses to the main process without a copy).
-Allocate = Callable[[tuple[int, ...], "np.dtype[Any]", float], np.ndarray]
+#: Makes one of a batch's arrays: ``(shape, dtype)`` to an array of that shape and dtype
+#: whose contents are unspecified (memory reused from an earlier batch, say): the batch
+#: writes every element, the padding included. A DataLoader worker's allocates it in
+#: shared memory, where the batch crosses to the main process without a copy.
+Allocate = Callable[[tuple[int, ...], "np.dtype[Any]"], np.ndarray]
 
 
-def filled(shape: tuple[int, ...], dtype: np.dtype[Any], fill: float) -> np.ndarray:
-    """A new array of ``fill``: zeros come from ``calloc`` (fresh pages are already zero,
-    so no pass over the memory), any other value from ``np.full``."""
-    return np.zeros(shape, dtype) if fill == 0 else np.full(shape, fill, dtype)
+def fresh(shape: tuple[int, ...], dtype: np.dtype[Any]) -> np.ndarray:
+    """A new array in ordinary memory (its contents are written by the batch)."""
+    return np.empty(shape, dtype)
+
+
+def _placed(array: np.ndarray, allocate: Allocate) -> np.ndarray:
+    """``array``'s values in an array made by ``allocate``."""
+    placed = allocate(array.shape, array.dtype)
+    placed[...] = array
+    return placed
 
 
 @dataclass(frozen=True)
@@ -104,7 +112,7 @@ class AssembleBatch:
 
 
 def assemble_batch(
-    records: Sequence[Record], layout: BatchLayout, allocate: Allocate = filled
+    records: Sequence[Record], layout: BatchLayout, allocate: Allocate = fresh
 ) -> dict[str, Any]:
     """``records`` as one batch laid out by ``layout``, each padded or joined array made
     by ``allocate``; an empty list gives ``{}``."""
@@ -142,7 +150,7 @@ def _assemble(key: str, values: list[Any], target: _Target) -> None:
         out.update({f"{key}/{k}": v for k, v in nested.items() if k.endswith((SHAPE, LENGTHS))})
         return
     if isinstance(first, (int, float, bool)) and all(type(v) is type(first) for v in values):
-        out[key] = np.asarray(values)
+        out[key] = _placed(np.asarray(values), target.allocate)
         return
     if not all(_numeric(v) for v in values) or len({v.dtype for v in values}) > 1:
         out[key] = values
@@ -151,7 +159,7 @@ def _assemble(key: str, values: list[Any], target: _Target) -> None:
         out[key] = values
         return
     if first.ndim == 0:
-        out[key] = np.stack(values)
+        out[key] = np.stack(values, out=target.allocate((len(values),), first.dtype))
         return
     if name in layout.concat:
         out[key], out[key + LENGTHS] = _concat(name, values, target.allocate)
@@ -170,16 +178,17 @@ def _concat(name: str, values: list[np.ndarray], allocate: Allocate) -> tuple[np
             f"({', '.join(str(t) for t in sorted(trailing))}); lay it out 'pad'"
         )
     lengths = np.fromiter((v.shape[0] for v in values), dtype=np.int64, count=len(values))
-    joined = allocate((int(lengths.sum()), *values[0].shape[1:]), values[0].dtype, 0)
+    joined = allocate((int(lengths.sum()), *values[0].shape[1:]), values[0].dtype)
     np.concatenate(values, axis=0, out=joined)
-    return joined, lengths
+    return joined, _placed(lengths, allocate)
 
 
 def _pad(
     values: list[np.ndarray], pad: float, channels_first: bool, name: str, allocate: Allocate
 ) -> tuple[np.ndarray, np.ndarray]:
     """The arrays in one ``(batch, *largest)`` array (each written at its corner, the
-    rest the pad value), and each one's true shape."""
+    rest the pad value), and each one's true shape. Each element is written once: the
+    pad value only where no array lies."""
     if channels_first:
         if values[0].ndim != 3:
             raise ValueError(
@@ -191,11 +200,18 @@ def _pad(
     largest = tuple(int(d) for d in shapes.max(axis=0))
     batch = len(values)
     if (shapes == shapes[0]).all():
-        stacked = allocate((batch, *largest), values[0].dtype, 0)
+        stacked = allocate((batch, *largest), values[0].dtype)
         np.stack(values, out=stacked)
-        return stacked, shapes
-    padded = allocate((batch, *largest), values[0].dtype, pad)
+        return stacked, _placed(shapes, allocate)
+    padded = allocate((batch, *largest), values[0].dtype)
     for row, value in enumerate(values):
         corner: tuple[int | slice, ...] = (row, *(slice(0, d) for d in value.shape))
         padded[corner] = value
-    return padded, shapes
+        for axis, size in enumerate(value.shape):  # what lies beyond the array along each axis
+            beyond: tuple[int | slice, ...] = (
+                row,
+                *(slice(0, d) for d in value.shape[:axis]),
+                slice(size, None),
+            )
+            padded[beyond] = pad
+    return padded, _placed(shapes, allocate)

@@ -88,7 +88,7 @@ class BatchStream(IterableDataset):
 
     def batch(self, located: Sequence[tuple[int, int]]) -> dict[str, Any]:
         """The records at ``located``, read, decoded and laid out as one batch of tensors."""
-        return batch_tensors(self.records.records(located), self.layout)
+        return batch_tensors(self.read_located(located), self.layout)
 
     def __iter__(self) -> Iterator[Any]:
         info = torch.utils.data.get_worker_info()

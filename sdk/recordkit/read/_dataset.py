@@ -45,6 +45,7 @@ from recordkit.read._read_config import Layout, ReadConfig
 from recordkit.read._shard_index import DEFAULT_MAX_OPEN_FILES
 from recordkit.read._share import worker_share
 from recordkit.read._stream_order import StreamOrder
+from recordkit.read._tf_epochs import TfEpochs
 from recordkit.schema._schema import Schema, SchemaLike
 from recordkit.storage import CACHE_OPTION, ShardCache, StorageOptions
 
@@ -52,7 +53,7 @@ if TYPE_CHECKING:  # the torch readers' types only: importing them needs torch
     from recordkit.read._batch_loader import BatchMapDataset, BatchStream
     from recordkit.read._torch import IterableDataset, MapDataset, Transform
 
-__all__ = ["Dataset", "Verify", "open", "open_handle"]
+__all__ = ["Dataset", "Verify", "epoch_options", "open", "open_handle"]
 
 #: What :func:`open` checks: True (each record's CRCs as it is read, each shard's size
 #: against the manifest before reading), ``"sha256"`` (also every shard's sha256, before
@@ -369,6 +370,53 @@ class Dataset:
         opened = self._opened(on_corrupt, report, rank, world_size, input_context)
         return tf_pipeline(opened, options, on_corrupt, skip)
 
+    def tf_epochs(
+        self,
+        batch_size: int | None = None,
+        *,
+        shuffle: bool = False,
+        seed: int | None = None,
+        window: int = 1024,
+        rank: int | None = None,
+        world_size: int | None = None,
+        input_context: Any = None,
+        start: Start = None,
+        drop_remainder: bool = False,
+        layout: Layout | None = None,
+        geometry: ImageGeometry | None = None,
+    ) -> TfEpochs:
+        """The split's canonical epochs as ``tf.data`` (``.dataset()``): this rank's share
+        of an epoch's order, dealt in blocks of ``batch_size`` so that the ranks' ``i``-th
+        batches together are the epoch's ``i``-th global batch, ``set_epoch``, and
+        ``state_after(batches)``, the JSON state to resume from with any number of ranks,
+        here or in the PyTorch, Grain and numpy readers (see the how-to "Training runs:
+        resume, grow, mix"). The order, state and options are :meth:`epoch_stream`'s.
+
+        :param batch_size: records per batch (None: single records).
+        :param shuffle: shuffle the shards, and the records within windows of ``window``.
+        :param seed: the shuffles' seed (None: 0; every rank must draw the same order).
+        :param rank: this rank (default 0), with ``world_size`` (default 1).
+        :param input_context: instead of the two above, a ``tf.distribute.InputContext``.
+        :param start: resume from a state (``state_after``, or any recordkit epoch state).
+        :param drop_remainder: leave out the epoch's short last batch.
+        :param layout: the shapes values come in (:class:`~recordkit.Layout`), as :meth:`tf`.
+        :param geometry: as :meth:`tf`'s.
+        """
+        if input_context is not None:
+            if rank is not None or world_size is not None:
+                raise ValueError("give input_context or rank and world_size, not both")
+            rank, world_size = input_context.input_pipeline_id, input_context.num_input_pipelines
+        stream = self.epoch_stream(
+            shuffle=shuffle,
+            seed=seed,
+            window=window,
+            rank=rank or 0,
+            world_size=world_size or 1,
+            start=start,
+            batch_size=batch_size,
+        )
+        return TfEpochs(stream, epoch_options(batch_size, drop_remainder, layout, geometry))
+
     def records(
         self,
         *,
@@ -632,6 +680,18 @@ class Dataset:
     def __setstate__(self, state: dict[str, Any]) -> None:
         reopened = open(**state)
         self.__dict__.update(reopened.__dict__)
+
+
+def epoch_options(
+    batch_size: int | None, drop_remainder: bool, layout: Layout | None, geometry: ImageGeometry | None
+) -> PipelineOptions:
+    """The ``tf.data`` decode options of a canonical-epoch read (:class:`TfEpochs`)."""
+    return PipelineOptions(
+        batch_size=batch_size,
+        drop_remainder=drop_remainder,
+        **vars(layout if layout is not None else Layout()),
+        geometry=geometry,
+    )
 
 
 def _derive(

@@ -10,8 +10,8 @@ same stream as a PyTorch dataset, shared between DataLoader workers.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
-from typing import Any, cast
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, TypeVar, cast
 
 import numpy as np
 
@@ -23,6 +23,9 @@ from recordkit.read._random_access import RandomAccess
 from recordkit.read._stream_order import StreamOrder
 
 __all__ = ["EpochStream", "check_prefetch"]
+
+#: What a mixture's read gives per record (decoded dicts, or serialized bytes).
+_Read = TypeVar("_Read")
 
 
 def _batch_block(batch_size: int | None) -> int:
@@ -172,6 +175,13 @@ class EpochStream:
             return self.records.stream(located, prefetch=self.prefetch)
         return self._read_mixed(located)
 
+    def read_located(self, located: Sequence[tuple[int, int]]) -> list[dict[str, Any]]:
+        """The records at ``located`` (from :meth:`worker_records`), decoded, fetched
+        together: a batch's records (a mixture's from their sources)."""
+        if self.sources is None:
+            return self.records.records(located)
+        return self._mixed_records(located)
+
     def mix_in(self, sources: Sequence[RandomAccess], order: MixtureOrder) -> None:
         """Read the mixture of ``sources`` in ``order``'s epochs instead of the split
         (``rk.mix``); ``records`` stays the first source (its fields are the mixture's)."""
@@ -181,20 +191,42 @@ class EpochStream:
 
     def _read_mixed(self, located: list[tuple[int, int]]) -> Iterator[dict[str, Any]]:
         """Each ``(shard, number)``'s record (shards numbered across the sources), read
-        ``prefetch`` at a time from their sources, in order."""
+        ``prefetch`` per source at a time (each source's share of a chunk fetched
+        together), in order."""
+        chunk = self.prefetch * len(cast(list[RandomAccess], self.sources))
+        for begin in range(0, len(located), chunk):
+            yield from self._mixed_records(located[begin : begin + chunk])
+
+    def _mixed_records(self, chunk: Sequence[tuple[int, int]]) -> list[dict[str, Any]]:
+        """Each ``(shard, number)``'s record of a mixture, each source's fetched together."""
+        return self._by_source(chunk, RandomAccess.records)
+
+    def serialized_located(self, located: Sequence[tuple[int, int]]) -> list[bytes]:
+        """The serialized records at ``located`` (from :meth:`worker_records`), checked,
+        not decoded (a mixture's from their sources): what ``tf.data`` parses."""
+        if self.sources is None:
+            return self.records.serialized(located)
+        return self._by_source(located, RandomAccess.serialized)
+
+    def _by_source(
+        self,
+        chunk: Sequence[tuple[int, int]],
+        read: Callable[[RandomAccess, Sequence[tuple[int, int]]], list[_Read]],
+    ) -> list[_Read]:
+        """``read`` of each ``(shard, number)`` of a mixture (shards numbered across the
+        sources), each source's read together, in ``chunk``'s order."""
         sources = cast(list[RandomAccess], self.sources)
-        shard_starts = cast(MixtureOrder, self.epochs).shard_starts
-        for begin in range(0, len(located), self.prefetch):
-            chunk = located[begin : begin + self.prefetch]
-            owners = np.searchsorted(shard_starts, [shard for shard, _ in chunk], side="right") - 1
-            out: list[dict[str, Any]] = [{} for _ in chunk]
-            for source in np.unique(owners).tolist():
-                places = np.flatnonzero(owners == source).tolist()
-                first = int(shard_starts[source])
-                local = [(chunk[p][0] - first, chunk[p][1]) for p in places]
-                for place, record in zip(places, sources[source].records(local), strict=True):
-                    out[place] = record
-            yield from out
+        owner_of, first_shard = cast(MixtureOrder, self.epochs).shard_owners
+        places_of: dict[int, list[int]] = {}
+        for place, (shard, _) in enumerate(chunk):
+            places_of.setdefault(owner_of[shard], []).append(place)
+        out: list[Any] = [None] * len(chunk)
+        for source, places in places_of.items():
+            first = first_shard[source]
+            local = [(chunk[p][0] - first, chunk[p][1]) for p in places]
+            for place, record in zip(places, read(sources[source], local), strict=True):
+                out[place] = record
+        return out
 
     # -- position -----------------------------------------------------------------------------
 

@@ -36,6 +36,7 @@ __all__ = [
     "OFFSET_SUFFIX",
     "SHAPE_SUFFIX",
     "ImageFit",
+    "decoded",
     "tf_pipeline",
 ]
 
@@ -50,10 +51,25 @@ def tf_pipeline(opened: Opened, options: PipelineOptions, on_corrupt: OnCorrupt,
     layout = DecodeLayout.build(opened.dataset, options)
     one_by_one = parses_per_record(layout, options)
     batches = _serialized_batches(opened, shards, record_shard, options, on_corrupt, skip, one_by_one)
-    batch_size = options.batch_size
+    dataset = decoded(batches, layout, options, one_by_one)
+    size = _known_size(
+        shards, record_shard, options.repeat, options.batch_size, options.drop_remainder, on_corrupt, skip
+    )
+    if size is not None:  # Keras and tf.distribute see the number of steps
+        dataset = dataset.apply(tf.data.experimental.assert_cardinality(size))
+    return dataset
+
+
+def decoded(batches: Any, layout: DecodeLayout, options: PipelineOptions, one_by_one: bool) -> Any:
+    """Batches of serialized records (``batch_size``, or any number when records are
+    asked for; single records when ``one_by_one``, see
+    :func:`~recordkit.read._record_parse.parses_per_record`) parsed, decoded and laid
+    out, as batches or records, prefetched: the pipeline after its source of records."""
+    import tensorflow as tf
+
     if one_by_one:  # every field decoded record by record: parsed record by record too
         dataset = records_parsed_one_by_one(batches, layout, options)
-    elif layout.per_record or batch_size is None:
+    elif layout.per_record or options.batch_size is None:
         to_records = RaggedUnbatcher()
         dataset = _decode_batches(batches, layout, options, to_records)
         dataset = per_record(dataset, to_records, layout, options)
@@ -61,11 +77,6 @@ def tf_pipeline(opened: Opened, options: PipelineOptions, on_corrupt: OnCorrupt,
         dataset = _decode_batches(batches, layout, options)
     if options.prefetch:
         dataset = dataset.prefetch(tf.data.AUTOTUNE)
-    size = _known_size(
-        shards, record_shard, options.repeat, batch_size, options.drop_remainder, on_corrupt, skip
-    )
-    if size is not None:  # Keras and tf.distribute see the number of steps
-        dataset = dataset.apply(tf.data.experimental.assert_cardinality(size))
     return dataset
 
 

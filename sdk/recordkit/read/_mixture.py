@@ -22,16 +22,19 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from recordkit.read._dataset import Dataset, _torch_readers
+from recordkit.read._dataset import Dataset, _torch_readers, epoch_options
 from recordkit.read._epoch_order import SplitOrder
 from recordkit.read._epoch_stream import EpochStream
 from recordkit.read._grain_epochs import MixedDataSource
 from recordkit.read._mixture_order import MixtureOrder
 from recordkit.read._position import Start
+from recordkit.read._read_config import Layout
 from recordkit.read._stream_order import StreamOrder
+from recordkit.read._tf_epochs import TfEpochs
 from recordkit.schema._compatibility import check_compatibility
 
-if TYPE_CHECKING:  # the torch reader's type only: importing it needs torch
+if TYPE_CHECKING:  # the torch readers' types only: importing them needs torch
+    from recordkit.read._batch_loader import BatchStream
     from recordkit.read._mixture_torch import MixtureStream
     from recordkit.read._torch import Transform
 
@@ -94,6 +97,34 @@ class Mixture:
             stream.load_state_dict(start)
         return stream
 
+    def tf_epochs(
+        self,
+        batch_size: int | None = None,
+        *,
+        shuffle: bool = False,
+        seed: int | None = None,
+        window: int = 1024,
+        rank: int = 0,
+        world_size: int = 1,
+        start: Start = None,
+        drop_remainder: bool = False,
+        layout: Layout | None = None,
+    ) -> TfEpochs:
+        """The mixture's canonical epochs as ``tf.data``, resumable with any number of
+        ranks, with the options of :meth:`recordkit.Dataset.tf_epochs` (one state with
+        the mixture's other readers). Each record is parsed with the first source's
+        schema (the sources' agree on the fields read)."""
+        stream = self.epoch_stream(
+            shuffle=shuffle,
+            seed=seed,
+            window=window,
+            rank=rank,
+            world_size=world_size,
+            start=start,
+            batch_size=batch_size,
+        )
+        return TfEpochs(stream, epoch_options(batch_size, drop_remainder, layout, None))
+
     def grain(self) -> MixedDataSource:
         """The mixture's sources as one Grain data source, to read with
         ``recordkit.grain.EpochSampler`` (which gives the mixture's epochs); needs the
@@ -128,6 +159,40 @@ class Mixture:
             prefetch=prefetch,
             batch_size=batch_size,
         )
+        return stream
+
+    def torch_batches(
+        self,
+        batch_size: int,
+        *,
+        drop_last: bool = False,
+        concat: Sequence[str] = (),
+        channels_first: Sequence[str] = (),
+        shuffle: bool = False,
+        seed: int | None = None,
+        window: int = 1024,
+        rank: int | None = None,
+        world_size: int | None = None,
+        start: Start = None,
+    ) -> BatchStream:
+        """The mixture as whole batches, for ``DataLoader(stream, batch_size=None,
+        num_workers=...)`` or ``recordkit.torch.ThreadLoader(stream)``, with the options
+        of :meth:`recordkit.Dataset.torch_batches` and the order, division and elastic
+        resume of :meth:`torch_iterable` (one state for both). Needs the ``torch`` extra."""
+        module = _torch_readers("Mixture.torch_batches()", "recordkit.read._batch_loader")
+        sources = [handle._random_access() for handle in self.sources]
+        stream: BatchStream = module.BatchStream.batched(
+            sources[0],
+            "mixture",
+            StreamOrder.of(shuffle, seed, window, rank, world_size),
+            batch_size=batch_size,
+            drop_last=drop_last,
+            concat=concat,
+            channels_first=channels_first,
+        )
+        stream.mix_in(sources, self.order)
+        if start is not None:
+            stream.load_state_dict(start)
         return stream
 
 

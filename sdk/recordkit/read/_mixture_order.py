@@ -83,6 +83,12 @@ class MixtureOrder:
         self.shard_starts = np.concatenate([[0], np.cumsum([len(s.counts) for s in sources])]).astype(
             np.int64
         )
+        #: Each shard's source (shards numbered across the sources), and each source's
+        #: first shard, as lists: looked up per record as a mixture is read.
+        self.shard_owners: tuple[list[int], list[int]] = (
+            [i for i, source in enumerate(sources) for _ in range(len(source.counts))],
+            self.shard_starts[:-1].tolist(),
+        )
 
     def __len__(self) -> int:
         return self.samples_per_epoch

@@ -96,6 +96,12 @@ def tf_data_start(start: Start, *, shuffled: bool, seed: int | None, determinist
     Resuming needs the same order again: a shuffled read without a seed, or one allowed
     to be non-deterministic, cannot resume exactly and is refused.
     """
+    if isinstance(start, Mapping) and str(start.get("format", "")).startswith("recordkit.epoch/"):
+        raise TypeError(
+            "start= holds a state of a canonical epoch (saved by state_after, loader_state or "
+            "state_dict of an epoch reader); resume it with Dataset.tf_epochs(start=...), which "
+            "reads the epoch's order with any number of ranks"
+        )
     if start is not None and not isinstance(start, int):
         raise TypeError(
             f"load_dataset's start= is a record count (batches read times batch_size), not {start!r}"

@@ -16,14 +16,14 @@ import operator
 import warnings
 from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import Executor
-from typing import Any, overload
+from typing import Any, cast, overload
 
 import numpy as np
 
 from recordkit.codec._geometry import ImageGeometry
 from recordkit.codec._registry import CodecRegistry
 from recordkit.errors import RecordkitError
-from recordkit.read._batched_access import fetch_in_runs
+from recordkit.read._batched_access import fetch_checked
 from recordkit.read._numpy_decode import decode_record_numpy
 from recordkit.read._numpy_geometry import GeometryPlan
 from recordkit.read._open import OpenedDataset, open_dataset
@@ -232,16 +232,33 @@ class RandomAccess:
             return [self._decoded(*job) for job in jobs]
         return list(pool.map(lambda job: self._decoded(*job), jobs))
 
-    def _fetch(self, located: Sequence[tuple[int, int]]) -> list[tuple[bytes | OSError, ...]]:
-        """The framed bytes of each record from each of :attr:`_files`, unchecked."""
-        return list(zip(*(fetch_in_runs(files, located) for files in self._files), strict=True))
+    def _fetch(self, located: Sequence[tuple[int, int]]) -> list[tuple[bytes | RecordkitError, ...]]:
+        """The data of each record in each of :attr:`_files` (the split's shards, then its
+        field groups'), checked, or the error reading it gave."""
+        return list(zip(*(fetch_checked(files, located) for files in self._files), strict=True))
 
-    def _decoded(self, shard: int, number: int, framed: tuple[bytes | OSError, ...]) -> dict[str, Any]:
+    def serialized(self, located: Sequence[tuple[int, int]]) -> list[bytes]:
+        """Each ``(shard, number)``'s serialized ``tf.train.Example`` (its field groups'
+        joined), fetched in runs as :meth:`records` fetches them, lengths and CRCs
+        checked, not decoded: what a ``tf.data`` pipeline parses itself."""
+        return [
+            self._checked(shard, number, parts)
+            for (shard, number), parts in zip(located, self._fetch(located), strict=True)
+        ]
+
+    def _checked(self, shard: int, number: int, parts: tuple[bytes | RecordkitError, ...]) -> bytes:
+        """The record's data from :meth:`_fetch`'s parts, or the first part's error raised
+        naming the record."""
+        for part in parts:
+            if isinstance(part, RecordkitError):
+                raise self._context(part, shard, number, int(self.shards.starts[shard]) + number)
+        data = cast(tuple[bytes, ...], parts)
+        return data[0] if len(data) == 1 else b"".join(data)
+
+    def _decoded(self, shard: int, number: int, parts: tuple[bytes | RecordkitError, ...]) -> dict[str, Any]:
+        data = self._checked(shard, number, parts)
         index = int(self.shards.starts[shard]) + number
         try:
-            data = b"".join(
-                files.unframe(shard, number, part) for files, part in zip(self._files, framed, strict=True)
-            )
             return self.decode(data, index)
         except RecordkitError as exc:
             raise self._context(exc, shard, number, index) from None

@@ -29,10 +29,11 @@ import numpy as np
 from recordkit.dataset._manifest import ShardInfo
 from recordkit.dataset._shard_table import ShardTable
 from recordkit.dataset._shards import ListedShards, Shard
-from recordkit.errors import CorruptRecordError, DatasetError
+from recordkit.errors import CorruptRecordError, DatasetError, RecordkitError
 from recordkit.format._index import INDEX_SUFFIX, RecordIndex, build_index, max_index_bytes
 from recordkit.format._tfrecord import Compression, unframe_record
 from recordkit.read._open import OpenedDataset, check_shard_size
+from recordkit.read._record_starts import RecordStarts
 from recordkit.storage import DEFAULT_MAX_OPEN_FILES, Location, RangeReader, read_ranges
 
 __all__ = ["DEFAULT_MAX_OPEN_FILES", "IndexedShards", "load_indexes"]
@@ -233,8 +234,9 @@ class IndexedShards:
         self.compression = dataset.compression
         self._listing = _listing(dataset)
         self._manifest = dataset.manifest is not None
-        #: Each shard's record index, loaded on the first read of that shard.
-        self._indexes: list[RecordIndex | None] = [None] * len(dataset.shards)
+        #: Each shard's record index, loaded on the first read of that shard (a dict: at a
+        #: million shards a list would be made whole before the first read).
+        self._indexes: dict[int, RecordIndex] = {}
         self._lock = threading.Lock()
         #: How many records the dataset reads of each shard (from the manifest, else
         #: from the indexes, loaded for it); record numbers below count from the first read.
@@ -249,16 +251,16 @@ class IndexedShards:
             )
         self.counts: np.ndarray = counts
         #: ``starts[s]``: the global number of shard ``s``'s first record.
-        self.starts = np.concatenate([[0], np.cumsum(self.counts)]).astype(np.int64)
+        self.starts = RecordStarts(counts)
         #: Reads a record's bytes, from a local file or a remote object.
         self.files = RangeReader(max_open_files)
 
     def index(self, shard: int) -> RecordIndex:
         """Shard ``shard``'s record index, loaded (and checked) on first use."""
-        found = self._indexes[shard]
+        found = self._indexes.get(shard)
         if found is None:
             with self._lock:
-                found = self._indexes[shard]
+                found = self._indexes.get(shard)
                 if found is None:
                     one = self.shards[shard]
                     if self._manifest:
@@ -271,8 +273,27 @@ class IndexedShards:
         """``(offset, size)`` of record ``record`` (counted from the first read) of ``shard``."""
         return self.index(shard).span(self.shards[shard].skip + record)
 
+    def spans(self, records: Sequence[tuple[int, int]]) -> list[tuple[int, int, int]]:
+        """``(shard, offset, size)`` of each ``(shard, record)``: :meth:`span`'s, looked up
+        shard by shard in the indexes' arrays."""
+        if not records:
+            return []
+        pairs = np.asarray(records, dtype=np.int64).reshape(-1, 2)
+        shards, numbers = pairs[:, 0], pairs[:, 1]
+        starts = np.empty(len(pairs), dtype=np.int64)
+        ends = np.empty(len(pairs), dtype=np.int64)
+        for shard in np.unique(shards).tolist():
+            where = shards == shard
+            offsets = self.index(shard).offsets
+            at = numbers[where] + self.shards[shard].skip
+            if at.min() < 0 or at.max() >= len(offsets) - 1:
+                raise IndexError(f"a record number out of range for shard {self.shards[shard].name}")
+            starts[where] = offsets[at]
+            ends[where] = offsets[at + 1]
+        return list(zip(shards.tolist(), starts.tolist(), (ends - starts).tolist(), strict=True))
+
     def __len__(self) -> int:
-        return int(self.starts[-1])
+        return self.starts.total
 
     @property
     def indexes(self) -> list[RecordIndex]:
@@ -281,8 +302,7 @@ class IndexedShards:
 
     def locate(self, index: int) -> tuple[int, int]:
         """``(shard, record)`` of global record ``index`` (0 <= index < len)."""
-        shard = int(np.searchsorted(self.starts, index, side="right")) - 1
-        return shard, index - int(self.starts[shard])
+        return self.starts.locate(index)
 
     def offset(self, shard: int, record: int) -> int:
         return self.span(shard, record)[0]
@@ -315,8 +335,27 @@ class IndexedShards:
         offset, size = self.span(shard, record)
         return self._unframe(shard, offset, size, framed)
 
-    def _unframe(self, shard: int, offset: int, size: int, framed: bytes | OSError) -> bytes:
+    def unframe_run(
+        self, shard: int, start: int, got: bytes | OSError, members: Sequence[tuple[int, int, int]]
+    ) -> list[bytes | RecordkitError]:
+        """The data of each record ``(place, offset, size)`` of shard ``shard`` in the run
+        read from ``start`` (``got``: its bytes, or the OSError reading it gave), checked
+        as :meth:`unframe` checks it; a record that fails gets its error in its place."""
         name = self.shards[shard].name
+        out: list[bytes | RecordkitError] = []
+        for _, offset, size in members:
+            framed = got if isinstance(got, OSError) else got[offset - start : offset - start + size]
+            try:
+                out.append(self._checked(name, offset, size, framed))
+            except RecordkitError as exc:
+                out.append(exc)
+        return out
+
+    def _unframe(self, shard: int, offset: int, size: int, framed: bytes | OSError) -> bytes:
+        return self._checked(self.shards[shard].name, offset, size, framed)
+
+    def _checked(self, name: str, offset: int, size: int, framed: bytes | OSError) -> bytes:
+        """The data of the record of shard ``name`` at ``offset``, from its framed bytes."""
         if isinstance(framed, OSError):
             raise DatasetError(
                 f"cannot read the shard: {framed.strerror or framed}", shard=name, offset=offset

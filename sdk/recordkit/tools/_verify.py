@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import mmap
+import os
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Executor, ProcessPoolExecutor, ThreadPoolExecutor
 from typing import Literal
@@ -21,6 +23,7 @@ from typing import Literal
 from recordkit.dataset._manifest import Manifest, ShardInfo
 from recordkit.dataset._paths import member
 from recordkit.errors import CorruptRecordError, ManifestError
+from recordkit.format._framing_check import framing_matches
 from recordkit.format._index import RecordIndex, max_index_bytes
 from recordkit.format._tfrecord import FRAMING_BYTES, Compression, iter_tfrecords
 from recordkit.read._corruption import file_sha256
@@ -51,6 +54,8 @@ def check_shard(root: Location, split: str, shard: ShardInfo, compression: Compr
         path = member(root, shard.file)
     except ManifestError as exc:
         return ShardCheck(split, shard, 0, (exc.reason,))
+    if compression is Compression.NONE and _matches_at_once(root, shard, path):
+        return ShardCheck(split, shard, shard.records, ())
     if not path.is_file():
         return ShardCheck(split, shard, 0, ("listed in the manifest but missing on disk",))
     problems: list[str] = []
@@ -82,10 +87,42 @@ def check_shard(root: Location, split: str, shard: ShardInfo, compression: Compr
     return ShardCheck(split, shard, count, tuple(problems))
 
 
-def check_index(root: Location, shard: ShardInfo, scanned: RecordIndex) -> list[str]:
-    """Problems of ``shard``'s record index (none when the manifest lists no index)."""
-    if shard.index is None:
-        return []
+#: Shards of up to this many bytes are read whole; larger ones are mapped (``mmap``).
+_READ_WHOLE = 4 << 20
+
+
+def _matches_at_once(root: Location, shard: ShardInfo, path: Location) -> bool:
+    """Whether a local uncompressed ``shard`` with a record index matches the manifest,
+    checked at once: its bytes mapped and hashed in one call (hashlib releases the GIL, so
+    threads hash side by side) and its framing checked against its index by
+    :func:`~recordkit.format._framing_check.framing_matches`. False (for any reason):
+    the shard is checked record by record, which names what is wrong."""
+    local = path.local_path
+    if local is None or shard.index is None or not shard.sha256 or not shard.bytes:
+        return False
+    found = _stored_index(root, shard)
+    if isinstance(found, str) or len(found) != shard.records:
+        return False
+    try:
+        with open(local, "rb") as stream:
+            if os.fstat(stream.fileno()).st_size != shard.bytes:
+                return False
+            if shard.bytes <= _READ_WHOLE:
+                return _bytes_match(stream.read(), shard, found)
+            with mmap.mmap(stream.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
+                return _bytes_match(mapped, shard, found)
+    except (OSError, ValueError, BufferError):
+        return False
+
+
+def _bytes_match(data: bytes | mmap.mmap, shard: ShardInfo, index: RecordIndex) -> bool:
+    return hashlib.sha256(data).hexdigest() == shard.sha256 and framing_matches(data, index.offsets)
+
+
+def _stored_index(root: Location, shard: ShardInfo) -> RecordIndex | str:
+    """``shard``'s record index as the manifest lists it, its sha256 checked; else what is
+    wrong with it."""
+    assert shard.index is not None
     path = root.join(shard.index.file)
     # An index is untrusted: no more of it is read than the index of this shard can hold,
     # plus one byte to tell one that is larger.
@@ -93,20 +130,29 @@ def check_index(root: Location, shard: ShardInfo, scanned: RecordIndex) -> list[
     try:
         data = path.read_range(0, limit + 1)
     except OSError as exc:
-        return [f"record index {shard.index.file}: cannot be read ({exc.strerror or exc})"]
+        return f"record index {shard.index.file}: cannot be read ({exc.strerror or exc})"
     if len(data) > limit:
-        return [
+        return (
             f"record index {shard.index.file}: holds more than the {limit} bytes that the index of "
             f"a {shard.bytes}-byte shard can hold"
-        ]
+        )
     digest = hashlib.sha256(data).hexdigest()
     if digest != shard.index.sha256:
         expected = shard.index.sha256
-        return [f"record index {shard.index.file}: sha256 {digest} differs from the manifest's {expected}"]
+        return f"record index {shard.index.file}: sha256 {digest} differs from the manifest's {expected}"
     try:
-        stored = RecordIndex.from_bytes(data, name=shard.index.file)
+        return RecordIndex.from_bytes(data, name=shard.index.file)
     except CorruptRecordError as exc:
-        return [f"record index {shard.index.file}: {exc.reason}"]
+        return f"record index {shard.index.file}: {exc.reason}"
+
+
+def check_index(root: Location, shard: ShardInfo, scanned: RecordIndex) -> list[str]:
+    """Problems of ``shard``'s record index (none when the manifest lists no index)."""
+    if shard.index is None:
+        return []
+    stored = _stored_index(root, shard)
+    if isinstance(stored, str):
+        return [stored]
     if len(stored) != len(scanned) or bool((stored.offsets != scanned.offsets).any()):
         return [f"record index {shard.index.file}: its offsets are not those of the shard's records"]
     return []

@@ -4,24 +4,36 @@ A file the manifest does not list is not part of the dataset: readers never see 
 write that stopped may leave temporary shards, shards renamed (or uploaded) but never
 listed, a manifest's temporary file, or, after an overwrite on an object store, the old
 dataset's objects. :func:`unlisted` is the one test of which names those are; the local
-writer (before resuming or starting a split), the Beam writer (at its commit) and the
-overwrite (after its commit) each remove what it finds.
+writer (before resuming a split), the Beam writer (at its commit) and the overwrite
+(after its commit) each remove what it finds.
+
+A write that starts a split or appends to a finished one lists no folder: a folder of a
+million shards takes seconds to list. A write that stopped left its split marked
+unfinished, so its debris is removed by the resume it requires; what could still be in
+the way are files under the names this write will use, which :func:`check_no_strays`
+looks for one by one (the split's next shard names, in order, until one is free), and
+:func:`check_free` again for each new shard.
 """
 
 from __future__ import annotations
 
+import os
+import re
 from collections.abc import Iterable
 from pathlib import Path
 
 from recordkit.dataset._manifest import MANIFEST_FILE, SplitInfo
 from recordkit.errors import DatasetError
 from recordkit.format._index import index_name
+from recordkit.format._tfrecord import Compression
 from recordkit.storage import Location
-from recordkit.write._shard_file import shard_pattern, temp_pattern
+from recordkit.write._shard_file import shard_name, shard_pattern, temp_pattern
 
 __all__ = [
+    "check_free",
     "check_no_strays",
     "remove_manifest_debris",
+    "remove_write_debris",
     "remove_split_debris",
     "remove_unlisted_shards",
     "unlisted",
@@ -48,11 +60,27 @@ def remove_unlisted_shards(
     return strays
 
 
-def remove_manifest_debris(root: Path) -> None:
+_MANIFEST_TEMP = re.compile(r"^\.dataset\..+\.json\.tmp$")
+
+
+def remove_manifest_debris(root: Path, names: list[str] | None = None) -> None:
     """Temp files of a manifest save that was interrupted (called holding the lock: no
-    other writer is running, so they are a dead writer's)."""
-    for path in root.glob(".dataset.*.json.tmp"):
-        path.unlink(missing_ok=True)
+    other writer is running, so they are a dead writer's). ``names``: ``root``'s
+    listing, if already made."""
+    for name in sorted(os.listdir(root)) if names is None else names:
+        if _MANIFEST_TEMP.match(name):
+            (root / name).unlink(missing_ok=True)
+
+
+def remove_write_debris(root: Path) -> None:
+    """In a folder without a manifest (a write that stopped before its first save, or a
+    new dataset): the temp files of every split's shards and of the manifest."""
+    names = sorted(os.listdir(root))
+    remove_manifest_debris(root, names)
+    temp = temp_pattern(None)
+    for name in names:
+        if temp.match(name):
+            (root / name).unlink(missing_ok=True)
 
 
 def _remove_temp_shards(root: Location, split: str, names: list[str]) -> None:
@@ -69,18 +97,35 @@ def remove_split_debris(root: Location, split: str, info: SplitInfo) -> None:
     names = root.list()
     _remove_temp_shards(root, split, names)
     remove_unlisted_shards(root, split, (s.file for s in info.shards), names)
+    if root.local_path is not None:
+        remove_manifest_debris(root.local_path, names)
 
 
-def check_no_strays(root: Location, split: str, info: SplitInfo) -> None:
-    """Before a fresh write to a split: remove temp shards, refuse to overwrite shard
-    files that the manifest does not list."""
-    names = root.list()
-    _remove_temp_shards(root, split, names)
-    strays = unlisted(names, (s.file for s in info.shards), split=split)
+def check_no_strays(root: Location, split: str, info: SplitInfo, compression: Compression) -> None:
+    """Before a fresh write to a split (or an append to a finished one): refuse to
+    overwrite shard files that the manifest does not list, looking only at the names this
+    write will use (the split's next shard names, in order, until one is free)."""
+    strays: list[str] = []
+    while True:
+        name = shard_name(split, len(info.shards) + len(strays), compression)
+        if not root.join(name).exists():
+            break
+        strays.append(name)
     if strays:
-        shown = ", ".join(strays[:5]) + (" ..." if len(strays) > 5 else "")
-        raise DatasetError(
-            f"holds shard files of split {split!r} that {MANIFEST_FILE} does not list ({shown}); "
-            "remove them, or pass resume=True if they come from an interrupted write",
-            file=str(root),
-        )
+        _refuse(root, split, strays)
+
+
+def check_free(where: Location, split: str) -> None:
+    """Before a new shard is written at ``where``: refuse a file already there (a write
+    renames a complete shard over its final name)."""
+    if where.exists():
+        _refuse(where.parent, split, [where.name])
+
+
+def _refuse(root: Location, split: str, strays: list[str]) -> None:
+    shown = ", ".join(strays[:5]) + (" ..." if len(strays) > 5 else "")
+    raise DatasetError(
+        f"holds shard files of split {split!r} that {MANIFEST_FILE} does not list ({shown}); "
+        "remove them, or pass resume=True if they come from an interrupted write",
+        file=str(root),
+    )

@@ -108,10 +108,11 @@ def shard_pattern(split: str) -> re.Pattern[str]:
     return re.compile(rf"^{re.escape(split)}-(\d{{{_DIGITS},}})\.tfrecord(?:\.gz|\.zz)?$")
 
 
-def temp_pattern(split: str) -> re.Pattern[str]:
-    """Matches the temporary names of ``split``'s shards."""
+def temp_pattern(split: str | None) -> re.Pattern[str]:
+    """Matches the temporary names of ``split``'s shards (None: of any split's)."""
+    name = r"[A-Za-z0-9][A-Za-z0-9_.\-]*" if split is None else re.escape(split)
     return re.compile(
-        rf"^\.{re.escape(split)}-\d{{{_DIGITS},}}\.tfrecord(?:\.gz|\.zz)?(?:\.index)?(?:\.[0-9a-f]+-[0-9a-f]+)?\.tmp$"
+        rf"^\.{name}-\d{{{_DIGITS},}}\.tfrecord(?:\.gz|\.zz)?(?:\.index)?(?:\.[0-9a-f]+-[0-9a-f]+)?\.tmp$"
     )
 
 

@@ -21,6 +21,7 @@ from recordkit.dataset._manifest import ShardInfo, SplitInfo, UnfinishedWrite
 from recordkit.errors import RecordkitError
 from recordkit.format._tfrecord import FRAMING_BYTES, Compression
 from recordkit.storage import Location
+from recordkit.write._debris import check_free
 from recordkit.write._group_shards import GroupAppend, GroupShards
 from recordkit.write._parallel import Item
 from recordkit.write._progress import Progress
@@ -113,8 +114,9 @@ class SplitWriter:
                 self.commit_shard()
             sink = self.sink
             index = len(self.info.shards) + (self.committing is not None)
-            name = shard_name(self.name, index, sink.compression)
-            shard = self.shard = ShardFile(sink.where.join(name), sink.compression, durable=sink.durable)
+            where = sink.where.join(shard_name(self.name, index, sink.compression))
+            check_free(where, self.name)  # a file the manifest does not list is never replaced
+            shard = self.shard = ShardFile(where, sink.compression, durable=sink.durable)
             if self.groups is not None:
                 self.group_shards = self.groups.open(index)
         return shard

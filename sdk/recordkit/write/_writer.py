@@ -59,7 +59,7 @@ from recordkit.schema._record_class import Record
 from recordkit.schema._schema import Schema
 from recordkit.storage import Location, PathOrUrl, location
 from recordkit.write._commit import RemoteManifest
-from recordkit.write._debris import check_no_strays, remove_manifest_debris, remove_split_debris
+from recordkit.write._debris import check_no_strays, remove_split_debris, remove_write_debris
 from recordkit.write._group_shards import GroupAppend, without_group_fields
 from recordkit.write._lock import DatasetLock
 from recordkit.write._parallel import FIRST_BATCH_RECORDS, OrderedPool, Result, WorkerSetup
@@ -183,9 +183,11 @@ class DatasetWriter:
             folder.mkdir(parents=True, exist_ok=True)
             self._folder_lock = DatasetLock(folder, wait=options.get("wait", False))
         try:
-            if folder is not None:
+            if folder is not None and not (folder / MANIFEST_FILE).exists():
                 # Holding the lock, this is the only writer: temp files are a dead one's.
-                remove_manifest_debris(folder)
+                # (In a dataset, the resume that a stopped write requires removes them:
+                # a folder of a million shards is not listed for every append.)
+                remove_write_debris(folder)
             if self._target_manifest is not None:
                 self._target_manifest.load()  # the version the commit must still find
             self.manifest, self.compression = self._open_manifest(options.get("compression"))
@@ -275,7 +277,7 @@ class DatasetWriter:
         groups = None
         if info is None:
             info = SplitInfo(unfinished=UnfinishedWrite(consumed=0, started=now()))
-            check_no_strays(self.where, name, info)
+            check_no_strays(self.where, name, info, self.compression)
             self.manifest.splits[name] = info
         elif info.unfinished is not None:
             if not self._resume:
@@ -293,7 +295,7 @@ class DatasetWriter:
             skip = _ALL  # the write finished: resuming it writes nothing
         else:  # append to a finished split
             groups = self._groups_of(name, info)
-            check_no_strays(self.where, name, info)
+            check_no_strays(self.where, name, info, self.compression)
             if groups is not None and self._folder_lock is not None:  # locked: no other writer's files
                 groups.remove_debris(info)
             # Readers keep reading the shards from before the append until it finishes.

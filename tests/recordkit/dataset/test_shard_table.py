@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -155,12 +156,31 @@ def test_an_append_rewrites_only_the_table_of_the_split_it_changes(tabled: Path)
     rk.write_dataset(records(2, 12), tabled, SCHEMA, "train", append=True, progress=False)
     grown = table_file(tabled)
     assert grown != train
-    assert not train.exists()
-    assert sorted(p.name for p in tabled.glob("train.shards.*")) == [grown.name]
     ds = rk.open(tabled, "train")
     assert len(ds) == 14
     assert ds[13]["caption"] == "record 13"
     assert rk.Manifest.load(tabled).splits["train"].num_records == 14
+
+
+def test_a_reader_of_the_manifest_before_an_append_still_finds_its_table(
+    tabled: Path, tmp_path: Path
+) -> None:
+    held = (tabled / "dataset.json").read_bytes()  # what a reader read before the appends
+    first = table_file(tabled)
+    rk.write_dataset(records(2, 12), tabled, SCHEMA, "train", append=True, progress=False)
+    second = table_file(tabled)
+    # The reader reads the table its manifest names after the append: it is still there.
+    snapshot = tmp_path / "as-the-reader-saw-it"
+    shutil.copytree(tabled, snapshot)
+    (snapshot / "dataset.json").write_bytes(held)
+    assert [r["caption"] for r in rk.open(snapshot, "train").records()] == [r["caption"] for r in records(12)]
+    assert rk.open(snapshot, "train")[11]["caption"] == "record 11"
+    # The next append keeps the table it replaces and removes the one before it.
+    rk.write_dataset(records(2, 14), tabled, SCHEMA, "train", append=True, progress=False)
+    third = table_file(tabled)
+    assert not first.exists()
+    assert sorted(p.name for p in tabled.glob("train.shards.*")) == sorted([second.name, third.name])
+    assert [r["caption"] for r in rk.open(tabled, "train").records()] == [r["caption"] for r in records(16)]
 
 
 def test_a_manifest_holding_a_table_dumps_and_validates_as_the_same_manifest(tabled: Path) -> None:

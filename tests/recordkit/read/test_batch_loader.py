@@ -17,7 +17,7 @@ torch = pytest.importorskip("torch")
 from torch.utils.data import DataLoader  # noqa: E402
 
 from recordkit.read._batch_assemble import assemble_batch, batch_layout  # noqa: E402
-from recordkit.read._shared_batch import SharedArrays  # noqa: E402
+from recordkit.read._shared_ring import RingArrays, SharedRing  # noqa: E402
 from recordkit.read._torch import to_tensors  # noqa: E402
 from recordkit.torch import MapDataset, ThreadLoader, collate, pad_values  # noqa: E402
 
@@ -165,20 +165,19 @@ def test_the_map_style_batches_equal_collated_records_of_the_same_indices(datase
         assert_same(want, batch)
 
 
-def test_a_worker_builds_its_batch_in_shared_memory_with_the_values_of_an_ordinary_batch(
+def test_a_batch_laid_out_in_fresh_shared_memory_holds_the_values_of_an_ordinary_batch(
     every_codec: Path,
 ) -> None:
-    """What a DataLoader worker hands over without a copy: each padded or joined array
-    allocated in shared memory (zero padding left as the fresh memory's zeros, any other
-    pad value written), the same values as the batch the main process builds."""
+    """What a DataLoader worker hands over without a copy when its ring has no free
+    buffer: each array allocated in fresh shared memory, every pad value written."""
     records = rk.RandomAccess(every_codec)
     layout = batch_layout(records)
     decoded = records.read_batch(list(range(9)))
-    arrays = SharedArrays()
-    shared = arrays.tensors(assemble_batch(decoded, layout, arrays))
+    arrays = RingArrays(SharedRing(slots=0), None)
+    shared = arrays.batch(assemble_batch(decoded, layout, arrays))
+    assert type(shared) is dict
     assert_same(to_tensors(assemble_batch(decoded, layout)), shared)
-    made = [v for k, v in shared.items() if isinstance(v, torch.Tensor) and not k.endswith("/shape")]
-    multi = [v for v in made if v.dim() > 1]
-    assert multi, "the every-codec batch has padded arrays"
-    assert all(v.is_shared() for v in multi)
+    made = [v for v in shared.values() if isinstance(v, torch.Tensor)]
+    assert made
+    assert all(v.is_shared() for v in made)
     assert not to_tensors(assemble_batch(decoded, layout))["image"].is_shared()

@@ -82,3 +82,19 @@ def test_a_damaged_record_in_a_run_is_named_by_shard_and_record(dataset: Path, t
     assert_same_records([ds[4], ds[0]], ds.read_batch([4, 0]))
     with pytest.raises(CorruptRecordError, match=r"shard train-00001\.tfrecord.*record 7"):
         ds.read_batch([4, 5, 6, 7])
+
+
+def test_records_a_few_records_apart_share_a_read_and_distant_ones_do_not(tmp_path: Path) -> None:
+    schema = rk.Schema(name="texts", fields={"text": rk.FieldSpec(codec="text")})
+    records = [{"text": f"{i:05d}" + "x" * 6_000} for i in range(12)]  # about 6 KB each
+    rk.write_dataset(records, schema, tmp_path / "texts", shard_records=12, progress=False)
+    ds = rk.RandomAccess(tmp_path / "texts")
+    ds.shards.files = reader = CountingReader()
+    got = ds.read_batch([3, 0, 2])  # 1 record between 0 and 2, none between 2 and 3: one read
+    assert [r["text"][:5] for r in got] == ["00003", "00000", "00002"]
+    assert len(reader.asked) == 1
+    assert reader.asked[0][2] < 4 * 6_100  # records 0 to 3, no further
+    reader.asked.clear()
+    got = ds.read_batch([0, 5, 11])  # 4 and 5 records (more than 16 KiB) between them
+    assert [r["text"][:5] for r in got] == ["00000", "00005", "00011"]
+    assert len(reader.asked) == 3

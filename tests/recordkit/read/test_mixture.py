@@ -16,6 +16,8 @@ import recordkit as rk
 torch = pytest.importorskip("torch")
 from torch.utils.data import DataLoader  # noqa: E402
 
+from recordkit.torch import ThreadLoader  # noqa: E402
+
 # Three workers on a machine of two CPUs: PyTorch warns, the test means it.
 pytestmark = pytest.mark.filterwarnings("ignore:This DataLoader will create:UserWarning")
 
@@ -143,3 +145,72 @@ def test_sources_that_read_other_fields_or_bad_weights_are_refused(
         rk.mix([a, b], weights=[1])
     with pytest.raises(TypeError, match="source 1 is str"):
         rk.mix([a, "b"])  # type: ignore[list-item]
+
+
+def read_batches(
+    mixture: rk.Mixture, world: int, workers: int, *, start: Any = None, stop: int | None = None
+) -> tuple[list[str], dict[str, Any] | None]:
+    """The mixture's whole batches (``torch_batches``) read by ``world`` ranks'
+    DataLoaders of ``workers`` worker processes (0: a ThreadLoader of 2 threads in
+    this process), each stopped after ``stop`` batches; the samples in global batch
+    order and the state at the stop (the same on every rank)."""
+    per_rank, states = [], []
+    for rank in range(world):
+        stream = mixture.torch_batches(4, **OPTIONS, rank=rank, world_size=world, start=start)
+        if workers:
+            loader: Any = DataLoader(stream, batch_size=None, num_workers=workers)
+        else:
+            loader = ThreadLoader(stream, num_workers=1, threads=2)
+        batches: list[list[str]] = []
+        iterator = iter(loader)
+        for batch in iterator:
+            if stop is not None and len(batches) == stop:
+                break
+            batches.append(list(batch["name"]))
+        if workers:
+            del iterator, loader  # the workers end here
+            if stop is not None:
+                states.append(stream.batches_state(stop, workers))
+        else:
+            iterator.close()  # the threads end here, before any DataLoader forks
+            if stop is not None:
+                states.append(loader.state_dict())
+        per_rank.append(batches)
+    assert all(state == states[0] for state in states)
+    steps = max(len(b) for b in per_rank)
+    names = [n for step in range(steps) for b in per_rank if step < len(b) for n in b[step]]
+    return names, (json.loads(json.dumps(states[0])) if states else None)
+
+
+@pytest.mark.slow
+def test_a_mixture_read_in_whole_batches_resumes_exactly_on_any_shape(
+    sources: tuple[rk.Dataset, rk.Dataset],
+) -> None:
+    mixture = rk.mix({sources[0]: 0.6, sources[1]: 0.4}, samples_per_epoch=90)
+    whole = [r["name"] for r in mixture.torch_iterable(**OPTIONS, tensors=False)]
+    before, state = read_batches(mixture, 4, 2, stop=2)
+    assert state is not None
+    assert state["position"] == 2 * 4 * 4
+    middle, second = read_batches(mixture, 2, 3, start=state, stop=3)
+    assert second is not None
+    assert second["position"] == 32 + 3 * 2 * 4
+    rest, _ = read_batches(mixture, 1, 0, start=second)
+    assert before + middle + rest == whole  # every sample once, in the canonical order
+
+
+def test_a_thread_loader_state_of_a_mixture_resumes_the_record_stream(
+    sources: tuple[rk.Dataset, rk.Dataset],
+) -> None:
+    mixture = rk.mix({sources[0]: 0.6, sources[1]: 0.4}, samples_per_epoch=90)
+    whole = [r["name"] for r in mixture.torch_iterable(**OPTIONS, tensors=False)]
+    threads = ThreadLoader(mixture.torch_batches(4, **OPTIONS), num_workers=2, threads=2)
+    iterator = iter(threads)
+    head = [name for _ in range(5) for name in next(iterator)["name"]]
+    iterator.close()
+    state = threads.state_dict()
+    assert state["reader"] == "mixture stream"
+    assert state["position"] == 20
+    rest = [r["name"] for r in mixture.torch_iterable(**OPTIONS, tensors=False, start=state)]
+    assert head + rest == whole
+    with pytest.raises(rk.errors.ResumeStateError, match="state of 'mixture stream'; this reader is 'split"):
+        sources[0].torch_batches(4, **OPTIONS, start=state)

@@ -34,6 +34,8 @@ def s3_requests() -> Iterator[collections.Counter[str]]:
 
     async def counting(self: Any, operation: str, params: Any) -> Any:
         counts[operation] += 1
+        if operation == "GetObject":  # and which object: "GetObject <key>"
+            counts[f"GetObject {params['Key'].rsplit('/', 1)[-1]}"] += 1
         return await original(self, operation, params)
 
     AioBaseClient._make_api_call = counting  # type: ignore[method-assign]
@@ -55,7 +57,11 @@ def requests_to_open_and_read(s3_bucket: Bucket, shards: int) -> dict[str, int]:
         assert next(iter(ds.records()))["caption"] == "record 0"
     with s3_requests() as last:
         assert ds[shards - 1]["caption"] == f"record {shards - 1}"
-    return {"open": sum(opening.values()), "first": sum(first.values()), "last": sum(last.values())}
+    return {name: _calls(counts) for name, counts in (("open", opening), ("first", first), ("last", last))}
+
+
+def _calls(counts: collections.Counter[str]) -> int:
+    return sum(n for operation, n in counts.items() if " " not in operation)
 
 
 def test_opening_a_remote_split_of_many_shards_takes_requests_independent_of_their_number(
@@ -69,3 +75,27 @@ def test_opening_a_remote_split_of_many_shards_takes_requests_independent_of_the
     # first shard's size, then its bytes streamed (3 HEADs, 1 GET); the last record: the
     # last shard's size, its index, the record's bytes (1 HEAD, 2 GETs).
     assert many == {"open": 5, "first": 4, "last": 3}
+
+
+def test_processes_sharing_a_cache_download_a_remote_shard_table_once(
+    s3_bucket: Bucket, monkeypatch: pytest.MonkeyPatch, tmp_path: Any
+) -> None:
+    monkeypatch.setattr(_manifest, "SHARD_TABLE_FROM", 4)
+    url = s3_bucket.join("shared-table")
+    options = s3_bucket.storage_options
+    records = [{"caption": f"record {i}"} for i in range(8)]
+    rk.write_dataset(records, url, SCHEMA, shard_records=1, progress=False, storage_options=options)
+    cache = rk.ShardCache(str(tmp_path / "cache"))
+    opens = []
+    for _ in range(3):  # what each rank or DataLoader worker of one machine does
+        with s3_requests() as opening:
+            ds = rk.open(url, "train", storage_options=options, cache=cache)
+            assert ds[7]["caption"] == "record 7"
+        opens.append(opening)
+    table = next(name for name in opens[0] if name.startswith("GetObject train.shards."))
+    # dataset.json each time; its shard table the first time only (then the checked copy).
+    assert [o["GetObject dataset.json"] for o in opens] == [1, 1, 1]
+    assert [o[table] for o in opens] == [1, 0, 0]
+    assert [r["caption"] for r in rk.open(url, "train", storage_options=options, cache=cache).records()] == [
+        r["caption"] for r in records
+    ]

@@ -261,3 +261,25 @@ def test_bad_added_fields_are_refused_with_what_is_wrong(
     two = rk.Schema(name="two", fields={**EMBEDDING.fields, "score": rk.FieldSpec(codec="scalar")})
     with pytest.raises(RecordError, match=r"record 0: is a float, not a mapping of the group's fields"):
         rk.add_fields(path, "train", two, [1.0] * N)
+
+
+def test_the_canonical_epochs_in_tf_data_read_the_added_fields_of_each_record(
+    inline: Path, grouped: Path
+) -> None:
+    for fields in PROJECTIONS:
+        read = [
+            [
+                row
+                for batch in rk.open(path, fields=fields)
+                .tf_epochs(4, shuffle=True, seed=2, window=4)
+                .dataset()
+                for row in rows(batch)
+            ]
+            for path in (inline, grouped)
+        ]
+        want, got = read
+        assert len(got) == len(want) == N
+        for a, b in zip(want, got, strict=True):
+            assert sorted(a) == sorted(b)
+            for key in a:
+                assert_values_equal(np.asarray(a[key]), np.asarray(b[key]), path=f"{fields} {key}")

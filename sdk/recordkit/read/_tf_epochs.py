@@ -1,0 +1,133 @@
+"""The canonical epochs as ``tf.data``: one rank's share of an epoch, resumable on any cluster.
+
+:class:`TfEpochs` is the ``tf.data`` form of :class:`~recordkit.EpochStream` (what
+:meth:`recordkit.Dataset.tf_epochs` and :meth:`recordkit.Mixture.tf_epochs` give): the
+same canonical order of an epoch (seed, epoch, dataset), dealt to the ranks in blocks of
+``batch_size``, and the same JSON state, so a state saved by the PyTorch, Grain or numpy
+readers resumes here and the other way round, with any number of ranks.
+
+The order is not the shards' own (a shuffled epoch visits records in windows, a rank
+reads every ``world_size``-th block), so the records are fetched by their index
+sidecars, not streamed by ``TFRecordDataset``: a Python generator fetches each batch's
+serialized records (read in runs, lengths and CRCs checked, a mixture's from their
+sources), and the batches are parsed and decoded in the graph by the same stages as
+:meth:`recordkit.Dataset.tf` (:func:`~recordkit.read._load_dataset.decoded`).
+
+A generator's position is not something ``tf.train.Checkpoint`` can save with the
+iterator; the position that resumes is :meth:`TfEpochs.state_after`, a small JSON dict
+(saved in the checkpoint as a string variable: see the how-to "Training runs: resume,
+grow, mix").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+
+from recordkit.read._epoch_stream import EpochStream
+from recordkit.read._layout import DecodeLayout
+from recordkit.read._load_dataset import decoded
+from recordkit.read._options import PipelineOptions
+from recordkit.read._position import record_count
+from recordkit.read._record_parse import parses_per_record
+
+__all__ = ["TfEpochs"]
+
+#: About how many records each call of the pipeline's Python generator fetches.
+_RECORDS_PER_CALL = 512
+
+
+class TfEpochs:
+    """One rank's share of a split's (or mixture's) canonical epochs as a
+    ``tf.data.Dataset`` (:meth:`dataset`), with :meth:`set_epoch` and the state after
+    some batches (:meth:`state_after`) to resume with any number of ranks. Made by
+    :meth:`recordkit.Dataset.tf_epochs` and :meth:`recordkit.Mixture.tf_epochs`."""
+
+    def __init__(self, stream: EpochStream, options: PipelineOptions) -> None:
+        options.check()
+        #: The order, this rank's share and the progress through the epoch.
+        self.stream = stream
+        self.options = options
+        self._layout = DecodeLayout.build(stream.records.dataset, options)
+
+    @property
+    def epoch(self) -> int:
+        """The epoch :meth:`dataset` reads (a resumed state's, or :meth:`set_epoch`'s)."""
+        return self.stream.epoch
+
+    def set_epoch(self, epoch: int) -> None:
+        """Read epoch ``epoch``'s order from the next :meth:`dataset` on (a resumed
+        position applies only to the epoch it was saved in)."""
+        self.stream.set_epoch(epoch)
+
+    def _batches(self) -> list[list[tuple[int, int]]]:
+        """The ``(shard, record)`` pairs of each element's records, this rank, this epoch
+        (from where a resumed state left it): ``batch_size`` of them (the last one short,
+        or left out with ``drop_remainder``), or, for single records, groups to fetch."""
+        located = self.stream.worker_records(0, 1)
+        size = self.options.batch_size or self.options.block_length
+        groups = [located[begin : begin + size] for begin in range(0, len(located), size)]
+        if self.options.batch_size and self.options.drop_remainder and groups and len(groups[-1]) < size:
+            groups.pop()  # only the epoch's last block is short
+        return groups
+
+    def __len__(self) -> int:
+        """The elements (batches, or records without ``batch_size``) :meth:`dataset`
+        yields this epoch on this rank."""
+        groups = self._batches()
+        return len(groups) if self.options.batch_size else sum(len(group) for group in groups)
+
+    def dataset(self) -> Any:
+        """This rank's share of the epoch, from where a resumed state left it, as a
+        ``tf.data.Dataset`` of dicts of decoded tensors (batches, or single records),
+        laid out as :meth:`recordkit.Dataset.tf` lays them out. Each iteration reads
+        the epoch of the moment it was made; after :meth:`set_epoch`, make it again."""
+        import tensorflow as tf
+
+        groups = self._batches()
+        stream = self.stream
+        # Several batches per call of the generator: each call crosses into Python and
+        # back; the graph cuts them into batches again (rebatch slices, in order).
+        together = max(1, _RECORDS_PER_CALL // len(groups[0])) if groups else 1
+
+        def serialized() -> Iterator[np.ndarray]:
+            for begin in range(0, len(groups), together):
+                located = [pair for group in groups[begin : begin + together] for pair in group]
+                yield np.array(stream.serialized_located(located), dtype=object)
+
+        source = tf.data.Dataset.from_generator(
+            serialized, output_signature=tf.TensorSpec(shape=(None,), dtype=tf.string)
+        ).prefetch(tf.data.AUTOTUNE)  # the next batches fetched while these are decoded
+        one_by_one = parses_per_record(self._layout, self.options)
+        if one_by_one:
+            batches = source.unbatch()
+        elif self.options.batch_size is not None and together > 1:
+            batches = source.rebatch(self.options.batch_size)
+        else:
+            batches = source
+        dataset = decoded(batches, self._layout, self.options, one_by_one)
+        return dataset.apply(tf.data.experimental.assert_cardinality(len(self)))
+
+    def state_after(self, elements: int) -> dict[str, Any]:
+        """The state after every rank's :meth:`dataset` yielded ``elements`` elements
+        (global batches, when ranks step together) this epoch: a small JSON-compatible
+        dict to pass back as ``start=`` with any number of ranks, to this reader or to
+        the PyTorch, Grain and numpy ones."""
+        count = record_count(elements, "elements", "a count of the dataset's elements")
+        if count > len(self):
+            what = "batches" if self.options.batch_size else "records"
+            raise ValueError(
+                f"rank {self.stream.rank}'s dataset yields {len(self)} {what} of epoch {self.epoch} "
+                f"from where it started, so it cannot have yielded {count}"
+            )
+        block = self.options.batch_size or 1
+        return self.stream.loader_state(count, block, 0, drop_last=self.options.drop_remainder)
+
+    def __repr__(self) -> str:
+        stream = self.stream
+        return (
+            f"TfEpochs({stream.split!r}, epoch={stream.epoch}, rank={stream.rank} of {stream.world_size}, "
+            f"batch_size={self.options.batch_size})"
+        )
