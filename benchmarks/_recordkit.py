@@ -33,11 +33,16 @@ def missing_codecs(codecs: Iterable[str]) -> list[str]:
     return [name for name in codecs if name not in registry]
 
 
-def mixed_schema() -> rk.Schema:
+def mixed_schema(channels: int | None = None) -> rk.Schema:
+    """The mixed workload's schema; ``channels``: the image codec's option (None, the
+    default, keeps each file's channel count; 3 declares RGB pictures, kept unchanged)."""
+    image: dict[str, Any] = {"format": "keep"}
+    if channels is not None:
+        image["channels"] = channels
     return rk.Schema(
         name="bench_mixed",
         fields={
-            "image": rk.FieldSpec(codec="image", options={"format": "keep"}),
+            "image": rk.FieldSpec(codec="image", options=image),
             "audio": rk.FieldSpec(codec="audio", options={"format": "wav", "sample_rate": SAMPLE_RATE}),
             "caption": rk.FieldSpec(codec="text"),
             "boxes": rk.FieldSpec(codec="bbox", options={"labels": BOX_LABELS}),

@@ -47,6 +47,7 @@ __all__ = [
     "HEADER_BYTES",
     "Compression",
     "Damage",
+    "HeaderWalk",
     "OversizedRecord",
     "compressor",
     "frame_into",
@@ -57,6 +58,7 @@ __all__ = [
     "unframe_record",
     "oversized_record",
     "scan_tfrecords",
+    "walk_headers",
 ]
 
 _LENGTH = struct.Struct("<Q")
@@ -494,57 +496,82 @@ class OversizedRecord:
 def oversized_record(path: str | Path, compression: Compression = Compression.NONE) -> OversizedRecord | None:
     """The first record of ``path`` whose header (with a valid CRC) declares more bytes
     than the file holds after it, or None. OSError if the file cannot be read."""
+    return walk_headers(path, compression).oversized
+
+
+@dataclasses.dataclass(frozen=True)
+class HeaderWalk:
+    """What one walk of a file's record headers found (data and data CRCs unread)."""
+
+    #: Records whose header holds its CRC and whose length fits in the file.
+    records: int
+    #: Where the walk stopped, in the (uncompressed) stream.
+    end: int
+    #: The headers frame the whole file: every one of them sound, the last record
+    #: ending at the file's end (so every byte of the file is under a CRC).
+    complete: bool
+    #: The header that declares more bytes than the file holds, if one does.
+    oversized: OversizedRecord | None = None
+
+
+def walk_headers(path: str | Path, compression: Compression = Compression.NONE) -> HeaderWalk:
+    """Walk the record headers of the local file ``path`` (cached while its size, time
+    and inode stay the same). OSError if the file cannot be read."""
     stat = os.stat(path)
     return _cached(str(path), compression, stat.st_size, stat.st_mtime_ns, stat.st_ino)
 
 
 @functools.lru_cache(maxsize=4096)
-def _cached(
-    path: str, compression: Compression, size: int, mtime_ns: int, inode: int
-) -> OversizedRecord | None:
+def _cached(path: str, compression: Compression, size: int, mtime_ns: int, inode: int) -> HeaderWalk:
     del mtime_ns, inode  # part of the cache key only: a changed file is walked again
     if compression is Compression.NONE:
         return _walk_plain(path, size)
     return _walk_stream(path, compression)
 
 
-def _walk_plain(path: str, size: int) -> OversizedRecord | None:
+def _walk_plain(path: str, size: int) -> HeaderWalk:
+    records = 0
     with open(path, "rb") as stream:
         offset = 0
         while size - offset >= HEADER_BYTES:
             stream.seek(offset)
             header = stream.read(HEADER_BYTES)
             if len(header) < HEADER_BYTES or masked_crc(header[:8]) != _CRC.unpack_from(header, 8)[0]:
-                return None
+                return HeaderWalk(records, offset, False)
             (length,) = _LENGTH.unpack_from(header)
             available = size - offset - HEADER_BYTES
             if length + FOOTER_BYTES > available:
-                return OversizedRecord(offset, length, available, size)
+                return HeaderWalk(records, offset, False, OversizedRecord(offset, length, available, size))
             offset += FRAMING_BYTES + length
-    return None
+            records += 1
+    return HeaderWalk(records, offset, offset == size)
 
 
-def _walk_stream(path: str, compression: Compression) -> OversizedRecord | None:
+def _walk_stream(path: str, compression: Compression) -> HeaderWalk:
     stream: BinaryIO
+    records = offset = 0
     try:
         stream = _open(location(path), compression)
     except OSError:
-        return None
-    offset = 0
+        return HeaderWalk(records, offset, False)
     try:
         with stream:
             while True:
                 header = stream.read(HEADER_BYTES)
+                if not header:
+                    return HeaderWalk(records, offset, True)
                 if len(header) < HEADER_BYTES or masked_crc(header[:8]) != _CRC.unpack_from(header, 8)[0]:
-                    return None
+                    return HeaderWalk(records, offset, False)
                 (length,) = _LENGTH.unpack_from(header)
                 wanted = length + FOOTER_BYTES
                 skipped = _skip(stream, wanted)
                 if skipped < wanted:
-                    return OversizedRecord(offset, length, skipped, offset + HEADER_BYTES + skipped)
+                    found = OversizedRecord(offset, length, skipped, offset + HEADER_BYTES + skipped)
+                    return HeaderWalk(records, offset, False, found)
                 offset += HEADER_BYTES + wanted
+                records += 1
     except (OSError, EOFError, ValueError, zlib.error):  # a damaged stream: TensorFlow reports it
-        return None
+        return HeaderWalk(records, offset, False)
 
 
 def _skip(stream: BinaryIO, count: int) -> int:

@@ -103,6 +103,7 @@ def _serialized_batches(
     single records are asked for): read, checked, repeated and shuffled; the first
     ``skip`` records (a resumed read) dropped before they are parsed. With ``single``,
     the records one by one instead, for the pipeline to parse and batch."""
+    one_by_one = bool(options.shuffle_buffer or record_shard is not None or skip or single)
     chunks = read_shards(
         opened.dataset,
         shards,
@@ -114,14 +115,15 @@ def _serialized_batches(
         cycle_length=options.cycle_length,
         deterministic=options.deterministic,
         remote_io=options.remote_io,
+        one_by_one=one_by_one,
     )
     repeat, batch_size = options.repeat, options.batch_size
     if repeat is True:
         chunks = chunks.repeat()
     elif repeat is not False and repeat != 1:
         chunks = chunks.repeat(int(repeat))
-    if options.shuffle_buffer or record_shard is not None or skip or single:
-        records = chunks.unbatch()
+    if one_by_one:
+        records = chunks
         if record_shard is not None:
             records = records.shard(*record_shard)
         if options.shuffle_buffer:

@@ -1,16 +1,29 @@
 """Reading a split's shards for :func:`recordkit.load_dataset`: checked chunks of records.
 
-Each shard is read with TensorFlow's ``TFRecordDataset`` (its errors ignored: a corrupt
-or truncated record ends that shard's records) in chunks of ``block_length`` serialized
-records; several shards are read at once and interleaved. Every chunk carries the index
-of its shard, and each shard ends with one empty chunk, a marker. One ``scan`` over the
-interleaved chunks counts the records and bytes read from each shard; at a shard's
-marker it compares them with what the manifest lists (the records, and every byte of
-the file but for compressed shards), and on a loss raises an error naming the shard and
-the offset of the first record it could not read (TensorFlow's own ``DataLossError``
-names neither), or with ``on_corrupt="skip"`` adds the loss to the report. The markers
-are then dropped by a ``rebatch`` to ``block_length`` (empty chunks give no records),
-which also joins a shard's last, short chunk with the next shard's.
+Every local shard's record headers are walked in Python when the read is built
+(:func:`vet_framing`: a header declaring more bytes than the file holds would make
+TensorFlow allocate them). Where that walk shows a sound framing that covers the whole
+file and holds the records (and bytes) the manifest lists, as it does for every intact
+local, uncompressed shard read whole with ``on_corrupt="raise"``, the shards are read by
+``TFRecordDataset`` alone, whose CRC checks cover every byte left (:func:`_framed_reader`):
+each shard's records are taken up to their count, and only where they end early (a CRC
+TensorFlow found bad, a file cut after the walk) is the next element an error naming the
+shard, the offset and the records read (TensorFlow's own ``DataLossError`` names
+neither), computed then by reading the shard again. Nothing of the check runs per record
+or per chunk, and no function is instantiated for it at each iterator. (Records appended
+to a shard file after the walk are not read: shards are never appended to in place.)
+
+Every other read (a slice, ``on_corrupt="skip"``, field groups, compressed or remote
+shards, a framing the walk found damaged) is checked in the graph: each shard is read
+(its errors ignored: a corrupt or truncated record ends that shard's records) in chunks
+of ``block_length`` serialized records; several shards are read at once and interleaved.
+Every chunk carries the index of its shard, and each shard ends with one empty chunk, a
+marker. One ``scan`` over the interleaved chunks counts the records and bytes read from
+each shard; at a shard's marker it compares them with what the manifest lists (the
+records, and every byte of the file but for compressed shards), and on a loss raises the
+same error, or with ``on_corrupt="skip"`` adds the loss to the report. The markers are
+then dropped by a ``rebatch`` to ``block_length`` (empty chunks give no records), which
+also joins a shard's last, short chunk with the next shard's.
 
 A shard that a split slice reads in part (``train[:10%]``) has its records before the
 slice read past (``skip``) and reading stops at the slice's end (``take``); its check
@@ -46,9 +59,9 @@ from recordkit.errors import CorruptRecordError
 from recordkit.format._tfrecord import (
     FRAMING_BYTES,
     Compression,
-    OversizedRecord,
+    HeaderWalk,
     iter_tfrecords,
-    oversized_record,
+    walk_headers,
 )
 from recordkit.read._corruption import CorruptionReport, OnCorrupt, SkippedRecords
 from recordkit.read._open import OpenedDataset
@@ -70,13 +83,16 @@ def read_shards(
     cycle_length: int | None,
     deterministic: bool,
     remote_io: RemoteIO = "auto",
+    one_by_one: bool = False,
 ) -> Any:
     """A dataset of ``[n]`` string tensors (``n <= block_length``): the records of
     ``shards``, checked as the module docs say. Repeat it to read it again: each pass
-    counts afresh."""
+    counts afresh. With ``one_by_one``, the same records one by one (scalars), in the
+    same order: the framed read gives them so without batching them first."""
     import tensorflow as tf
 
-    shards = vet_framing(shards, dataset, on_corrupt, report)
+    walks: dict[str, HeaderWalk] = {}
+    shards = vet_framing(shards, dataset, on_corrupt, report, walks)
     compression = dataset.compression.value
     # A split with field groups: each shard's files (its own, then the groups'), whose
     # records are read side by side and joined in the checks (see _checker).
@@ -100,8 +116,13 @@ def read_shards(
     sliced = any(shard.sliced for shard in shards)
     skips = tf.constant([shard.skip for shard in shards] or [0], tf.int64)
     takes = tf.constant([-1 if shard.take is None else shard.take for shard in shards] or [0], tf.int64)
+    whole = on_corrupt == "raise" and checked and fsspec_read is None and width == 1 and not sliced
+    chunk = None if one_by_one else block_length
+    framed = _framed_reader(shards, dataset, walks, chunk) if whole else None
 
     def read(index: Any, path: Any) -> Any:
+        if framed is not None:
+            return framed(index, path)
         if fsspec_read is not None:
             records = fsspec_read(index)
         elif width == 1:
@@ -128,19 +149,22 @@ def read_shards(
         chunks = files.interleave(
             read,
             cycle_length=cycle_length or min(len(shards), 16),
-            block_length=1,
+            block_length=block_length if framed is not None and one_by_one else 1,
             num_parallel_calls=tf.data.AUTOTUNE,
             deterministic=deterministic,
         )
     else:
         chunks = files.flat_map(read)
     if not checked or not shards:
-        return chunks
+        return chunks.unbatch() if one_by_one else chunks
+    if framed is not None:  # no markers; the shard ends of several shards joined, as below
+        return chunks if len(shards) == 1 or one_by_one else chunks.rebatch(block_length)
     # Records and bytes read, by shard (one shard: a pair, see _checker).
     counts = tf.zeros([2] if len(shards) == 1 else [len(shards), 2], tf.int64)
     check = _checker(dataset, shards, on_corrupt, report)
     # ``rebatch`` drops the empty markers, as a ``filter`` would, with no function.
-    return chunks.scan(counts, check).rebatch(block_length)
+    chunks = chunks.scan(counts, check).rebatch(block_length)
+    return chunks.unbatch() if one_by_one else chunks
 
 
 def _streamed(shard: Shard, remote_io: RemoteIO) -> bool:
@@ -191,13 +215,19 @@ def _fsspec_reader(shards: list[Shard], dataset: OpenedDataset) -> Callable[[Any
 
 
 def vet_framing(
-    shards: list[Shard], dataset: OpenedDataset, on_corrupt: OnCorrupt, report: CorruptionReport | None
+    shards: list[Shard],
+    dataset: OpenedDataset,
+    on_corrupt: OnCorrupt,
+    report: CorruptionReport | None,
+    walks: dict[str, HeaderWalk] | None = None,
 ) -> list[Shard]:
     """The shards TensorFlow may read: no record header in them declares more bytes than
     the file holds (TensorFlow allocates a declared length before reading, and a hostile
     2**40 kills the process). ``"raise"``: such a header is a CorruptRecordError naming
     the shard and offset. ``"skip"``: a length beyond the shard's whole size leaves the
-    shard out (reported); a shorter one, a plain truncation, is left to the checks."""
+    shard out (reported); a shorter one, a plain truncation, is left to the checks.
+    ``walks`` receives the walk of each local file, by its path (for
+    :func:`_framed_counts`, which would otherwise walk a split of many shards again)."""
     kept = []
     for shard in shards:
         if shard.path.local_path is None:  # remote: see the module docs
@@ -205,7 +235,10 @@ def vet_framing(
             continue
         found, name = None, shard.name
         for file in shard.files:  # the shard, and the field groups' shards joined to it
-            found, name = _oversized(file, dataset.compression), file.name
+            walk, name = _walk(file, dataset.compression), file.name
+            if walks is not None:
+                walks[str(file.path)] = walk
+            found = walk.oversized
             if found is not None:
                 break
         if found is None:
@@ -227,13 +260,13 @@ def vet_framing(
     return kept
 
 
-def _oversized(shard: Shard, compression: Compression) -> OversizedRecord | None:
-    """The first record header of the local ``shard`` that declares more bytes than the
-    file holds (None: none does)."""
+def _walk(shard: Shard, compression: Compression) -> HeaderWalk:
+    """The walk of the local ``shard``'s record headers (its ``oversized``: the first that
+    declares more bytes than the file holds)."""
     local = shard.path.local_path
     assert local is not None
     try:
-        return oversized_record(local, compression)
+        return walk_headers(local, compression)
     except OSError as exc:
         reason = f"cannot read the shard file: {exc.strerror or exc}"
         raise CorruptRecordError(reason, shard=shard.name) from None
@@ -252,20 +285,94 @@ def _expected(shards: list[Shard], dataset: OpenedDataset) -> tuple[list[int], l
     return records, sizes
 
 
-def _checker(
-    dataset: OpenedDataset, shards: list[Shard], on_corrupt: OnCorrupt, report: CorruptionReport | None
-) -> Callable[[Any, Any], Any]:
-    """The ``scan`` function: counts each shard's records and bytes, checks them at its
-    marker. Kept small (the messages are written here, per shard): TensorFlow optimizes
-    it again for every iterator, at a cost that grows with its ops (about 15 ms of CPU
-    per iterator for the first version, which built the message of every chunk), so
-    what Python knows is not computed in the graph: with one shard its expectations and
-    message are constants, and an unknown expectation is only tested for if a shard has
-    one."""
+def _framed_counts(
+    shards: list[Shard], dataset: OpenedDataset, walks: dict[str, HeaderWalk]
+) -> list[int] | None:
+    """The records of each shard, when Python has walked its framing (``walks``: by
+    :func:`vet_framing`) and found it sound: a local, uncompressed file whose
+    record headers frame it whole, holding the records and bytes the manifest lists, so
+    that every byte is under a CRC TensorFlow checks. None when a shard is not known so
+    (remote, compressed, damaged or unlike its manifest): the checks in the graph read it."""
+    if dataset.compression is not Compression.NONE or not shards:
+        return None
+    counts = []
+    for shard in shards:
+        walk = walks.get(str(shard.path))
+        if walk is None or shard.path.local_path is None:
+            return None
+        if not walk.complete or (shard.records is not None and walk.records != shard.records):
+            return None
+        if shard.bytes is not None and walk.end != shard.bytes:
+            return None
+        counts.append(walk.records)
+    return counts
+
+
+def _framed_reader(
+    shards: list[Shard], dataset: OpenedDataset, walks: dict[str, HeaderWalk], block_length: int | None
+) -> Callable[[Any, Any], Any] | None:
+    """``read(index, path)``: shard ``index``'s records in chunks of ``block_length``
+    (None: one by one),
+    read by ``TFRecordDataset`` alone (its CRCs checked), when :func:`_framed_counts` knows
+    every shard's records; None otherwise. Nothing runs per record or per chunk: a
+    shard's records are taken up to its count, and only where they end early (a CRC
+    TensorFlow found bad, the file cut after it was walked) is the next element one that
+    reads the shard again, counts what it can read and fails with the error the checks
+    in the graph give (the shard, the offset, the records read). No function runs
+    before that, so the read costs an iterator no more to start than the raw read."""
     import tensorflow as tf
 
-    expected_records, expected_bytes = _expected(shards, dataset)
-    pairs = [[n, size] for n, size in zip(expected_records, expected_bytes, strict=True)]
+    counts = _framed_counts(shards, dataset, walks)
+    if counts is None:
+        return None
+    heads, middle, tails = _messages(shards, counts)
+
+    def lost(index: Any, path: Any) -> Any:
+        """One element that is the error naming the loss in shard ``index``."""
+
+        def fail(path: Any) -> Any:
+            zero = tf.constant(0, tf.int64)
+            read, offset = (
+                tf.data.TFRecordDataset(path)
+                .ignore_errors()
+                .reduce(
+                    (zero, zero),
+                    lambda got, record: (
+                        got[0] + 1,
+                        got[1] + tf.cast(tf.strings.length(record), tf.int64) + FRAMING_BYTES,
+                    ),
+                )
+            )
+            head, tail = _pick(heads, tf.string, index), _pick(tails, tf.string, index)
+            message = tf.strings.join(
+                [head, tf.strings.as_string(offset), middle, tf.strings.as_string(read), tail]
+            )
+            with tf.control_dependencies([tf.debugging.Assert(False, [message], summarize=1)]):
+                return tf.identity(path)
+
+        return tf.data.Dataset.from_tensors(path).map(fail)
+
+    def read(index: Any, path: Any) -> Any:
+        # A loss ends the shard's records early (TensorFlow's DataLossError is ignored
+        # only to be replaced by ``lost``'s, which names the shard): the next is ``lost``.
+        records = tf.data.TFRecordDataset(path).ignore_errors()
+        wanted = _pick(counts, tf.int64, index)
+        records = records.concatenate(lost(index, path)).take(wanted)
+        return records if block_length is None else records.batch(block_length)
+
+    return read
+
+
+def _pick(values: list[Any], dtype: Any, index: Any) -> Any:
+    """``values[index]`` in the graph: a constant when there is one value (one shard)."""
+    import tensorflow as tf
+
+    return tf.constant(values[0], dtype) if len(values) == 1 else tf.gather(tf.constant(values, dtype), index)
+
+
+def _messages(shards: list[Shard], expected_records: list[int]) -> tuple[list[str], str, list[str]]:
+    """The error message of a loss in each shard, in pieces around the offset and the
+    records read: the heads (one a shard), the middle, the tails (one a shard)."""
     heads = [f"recordkit CorruptRecordError: shard {shard.label}, offset " for shard in shards]
     middle = ": the record there is corrupt or truncated; "
     if len(shards[0].files) > 1:  # with field groups: the bytes read are of all the files
@@ -280,13 +387,27 @@ def _checker(
         " shows every bad record; on_corrupt='skip' reads past it)"
         for n in expected_records
     ]
+    return heads, middle, tails
+
+
+def _checker(
+    dataset: OpenedDataset, shards: list[Shard], on_corrupt: OnCorrupt, report: CorruptionReport | None
+) -> Callable[[Any, Any], Any]:
+    """The ``scan`` function: counts each shard's records and bytes, checks them at its
+    marker. Kept small (the messages are written here, per shard): TensorFlow optimizes
+    it again for every iterator, at a cost that grows with its ops (about 15 ms of CPU
+    per iterator for the first version, which built the message of every chunk), so
+    what Python knows is not computed in the graph: with one shard its expectations and
+    message are constants, and an unknown expectation is only tested for if a shard has
+    one."""
+    import tensorflow as tf
+
+    expected_records, expected_bytes = _expected(shards, dataset)
+    pairs = [[n, size] for n, size in zip(expected_records, expected_bytes, strict=True)]
+    heads, middle, tails = _messages(shards, expected_records)
     names = [shard.name for shard in shards]
     one = len(shards) == 1
     unknown = any(n < 0 for pair in pairs for n in pair)
-
-    def of(values: list[Any], dtype: Any, index: Any) -> Any:
-        """``values[index]``: a constant when there is one shard."""
-        return tf.constant(values[0], dtype) if one else tf.gather(tf.constant(values, dtype), index)
 
     joined = len(shards[0].files) > 1
     add = _reporter(report, joined=joined) if on_corrupt == "skip" and report is not None else None
@@ -305,24 +426,26 @@ def _checker(
         else:
             counts = tf.tensor_scatter_nd_add(counts, [[index]], [tf.stack([size, length])])
             got = counts[index]
-        want = of(pairs, tf.int64, index)
+        want = _pick(pairs, tf.int64, index)
         matches = tf.equal(got, want) | (want < 0) if unknown else tf.equal(got, want)
         lost = tf.equal(size, 0) & ~tf.reduce_all(matches)  # an empty chunk is a shard's marker
         if add is None:
             message = tf.strings.join(
                 [
-                    of(heads, tf.string, index),
+                    _pick(heads, tf.string, index),
                     tf.strings.as_string(got[1]),
                     middle,
                     tf.strings.as_string(got[0]),
-                    of(tails, tf.string, index),
+                    _pick(tails, tf.string, index),
                 ]
             )
             guard = tf.debugging.Assert(~lost, [message], summarize=1)
         else:
             guard = tf.cond(
                 lost,
-                lambda: tf.py_function(add, [of(names, tf.string, index), got[1], got[0], want[0]], tf.int64),
+                lambda: tf.py_function(
+                    add, [_pick(names, tf.string, index), got[1], got[0], want[0]], tf.int64
+                ),
                 lambda: tf.constant(0, tf.int64),
             )
         with tf.control_dependencies([guard]):

@@ -92,10 +92,22 @@ def test_one_shard_that_lost_its_last_record_is_reported(one_shard: Path, tmp_pa
     assert (skipped.shard, skipped.offset, skipped.records) == (shard.name, offsets[-1], 1)
 
 
-def test_one_file_without_a_manifest_is_checked_by_its_size(one_shard: Path, tmp_path: Path) -> None:
-    """No manifest: the record count is unknown; the bytes read against the file's size
-    still find the bad record, and the message says the count is unknown."""
+def test_one_file_without_a_manifest_is_checked_by_its_headers_or_its_size(
+    one_shard: Path, tmp_path: Path
+) -> None:
+    """No manifest: the records the file's headers frame are counted when the read is
+    built, and a bad record's message says how many; where a header is damaged, the
+    count is unknown, the bytes read against the file's size still find the bad record,
+    and the message says the count is unknown."""
     _, shard, offsets = broken_copy(one_shard, tmp_path)
+    with pytest.raises(
+        tf.errors.InvalidArgumentError,
+        match=rf"CorruptRecordError: shard {shard.name}, offset {offsets[3]}: .*; 3 of {N} records",
+    ):
+        list(rk.load_dataset(str(shard), fields=["caption"], schema=SCHEMA))
+    data = bytearray(the_shard(one_shard).read_bytes())
+    data[offsets[3] + 2] ^= 0x01  # the fourth record's length: its header's CRC fails
+    shard.write_bytes(bytes(data))
     with pytest.raises(
         tf.errors.InvalidArgumentError,
         match=rf"CorruptRecordError: shard {shard.name}, offset {offsets[3]}: .*; 3 of \? records",
@@ -135,6 +147,32 @@ def test_chunks_are_whole_and_each_pass_counts_afresh(
     for _ in range(2):
         assert [int(tf.size(chunk)) for chunk in chunks] == [4, 4, 1]
     assert [int(tf.size(chunk)) for chunk in chunks.repeat(2)] == [4, 4, 1, 4, 4, 1]
+
+
+@pytest.mark.parametrize("shard_records", [N, 4, 2])
+@pytest.mark.parametrize("on_corrupt", ["raise", "skip"])
+def test_records_one_by_one_come_in_the_order_of_the_chunks(
+    tmp_path: Path, records: list[dict[str, Any]], shard_records: int, on_corrupt: Any
+) -> None:
+    """``one_by_one`` gives the chunks' records in their order, whether the shards are
+    read whole by TensorFlow (``"raise"``: their headers walked) or checked in the graph
+    (``"skip"``), from one shard or several interleaved."""
+    write(tmp_path / "data", records, shard_records=shard_records)
+    source = open_dataset(tmp_path / "data")
+    options: dict[str, Any] = {
+        "block_length": 3,
+        "on_corrupt": on_corrupt,
+        "report": rk.CorruptionReport(),
+        "shuffle_files": False,
+        "seed": None,
+        "cycle_length": 2,
+        "deterministic": True,
+    }
+    chunked = read_shards(source, list(source.shards), **options)
+    single = read_shards(source, list(source.shards), **options, one_by_one=True)
+    want = [bytes(r) for chunk in chunked for r in chunk.numpy()]
+    assert [bytes(r.numpy()) for r in single] == want
+    assert len(set(want)) == len(want) == N
 
 
 def test_one_remote_shard_streamed_through_fsspec_is_checked(s3_bucket: Bucket) -> None:
