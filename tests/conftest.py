@@ -24,7 +24,8 @@ os.environ["GCSFS_EXPERIMENTAL_ZB_HNS_SUPPORT"] = "false"
 # sub-folders recordkit/ and recordkit_codecs/ mirror the source packages' names, so in a
 # process that a test spawns (Grain's workers, a "spawn" multiprocessing pool), which
 # inherits sys.path, they would shadow the installed packages as namespace packages
-# ("No module named 'recordkit.read._grain'"). Nothing is imported from here by bare name.
+# ("No module named 'recordkit.read._grain'"). Nothing is imported from here by bare name,
+# and no test module sits directly in this folder: pytest would put it back on sys.path.
 _TESTS = str(Path(__file__).resolve().parent)
 sys.path[:] = [entry for entry in sys.path if entry != _TESTS]
 
