@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from recordkit.errors import RecordkitError
 from recordkit.read._epoch_stream import EpochStream
 from recordkit.read._layout import DecodeLayout
 from recordkit.read._load_dataset import decoded
@@ -51,6 +52,9 @@ class TfEpochs:
         self.stream = stream
         self.options = options
         self._layout = DecodeLayout.build(stream.records.dataset, options)
+        #: The recordkit error that stopped the generator, kept to raise it clean in
+        #: :meth:`__iter__` (TensorFlow wraps it with the generator's traceback).
+        self._failure: RecordkitError | None = None
 
     @property
     def epoch(self) -> int:
@@ -95,7 +99,12 @@ class TfEpochs:
         def serialized() -> Iterator[np.ndarray]:
             for begin in range(0, len(groups), together):
                 located = [pair for group in groups[begin : begin + together] for pair in group]
-                yield np.array(stream.serialized_located(located), dtype=object)
+                try:
+                    fetched = stream.serialized_located(located)
+                except RecordkitError as error:
+                    self._failure = error
+                    raise
+                yield np.array(fetched, dtype=object)
 
         source = tf.data.Dataset.from_generator(
             serialized, output_signature=tf.TensorSpec(shape=(None,), dtype=tf.string)
@@ -109,6 +118,22 @@ class TfEpochs:
             batches = source
         dataset = decoded(batches, self._layout, self.options, one_by_one)
         return dataset.apply(tf.data.experimental.assert_cardinality(len(self)))
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        """The elements of :meth:`dataset`, eagerly; a damaged record stops the read with
+        recordkit's own error (:class:`~recordkit.errors.CorruptRecordError` naming the
+        shard, offset and record), not TensorFlow's ``UnknownError`` wrapping it with
+        the generator's traceback (what ``model.fit(epochs.dataset())`` shows)."""
+        import tensorflow as tf
+
+        self._failure = None
+        try:
+            yield from self.dataset()
+        except tf.errors.OpError:
+            failure, self._failure = self._failure, None
+            if failure is None:
+                raise
+            raise failure from None
 
     def state_after(self, elements: int) -> dict[str, Any]:
         """The state after every rank's :meth:`dataset` yielded ``elements`` elements
