@@ -86,22 +86,24 @@ class Shard:
         return None if self.records is None else max(self.records - self.skip, 0)
 
 
-#: Shards a :class:`ListedShards` keeps once made (random reads come back to them).
+#: Shards a :class:`LazyShards` keeps once made (random reads come back to them).
 _MADE_KEPT = 4096
 
 
-class ListedShards(Sequence[Shard]):
-    """A whole split's shards as its manifest lists them: each :class:`Shard` (its path
-    checked to stay inside the dataset) made when it is asked for, so opening a split of
-    a million shards makes none until they are read."""
+class LazyShards(Sequence[Shard]):
+    """Shards made when they are asked for (``_make``), so opening a split of a million
+    shards makes none until they are read; the ones made are kept, at most a few
+    thousand at a time, so a pass over every shard holds few. Subclasses say how many
+    there are and how the ``i``-th is made."""
 
-    def __init__(self, root: Location, listed: Sequence[ShardInfo]) -> None:
-        self.root = root
-        self.listed = listed
+    def __init__(self) -> None:
         self._made: dict[int, Shard] = {}
 
     def __len__(self) -> int:
-        return len(self.listed)
+        raise NotImplementedError
+
+    def _make(self, i: int) -> Shard:
+        raise NotImplementedError
 
     @overload
     def __getitem__(self, i: int) -> Shard: ...
@@ -114,11 +116,26 @@ class ListedShards(Sequence[Shard]):
             return tuple(self[j] for j in range(*i.indices(len(self))))
         made = self._made.get(i)
         if made is None:
-            made = _shard(self.root, self.listed[i])
-            if len(self._made) >= _MADE_KEPT:  # a pass over every shard holds few at a time
+            if len(self._made) >= _MADE_KEPT:
                 self._made.clear()
-            self._made[i] = made
+            made = self._made[i] = self._make(i)
         return made
+
+
+class ListedShards(LazyShards):
+    """A whole split's shards as its manifest lists them: each :class:`Shard` (its path
+    checked to stay inside the dataset) made when it is asked for."""
+
+    def __init__(self, root: Location, listed: Sequence[ShardInfo]) -> None:
+        super().__init__()
+        self.root = root
+        self.listed = listed
+
+    def __len__(self) -> int:
+        return len(self.listed)
+
+    def _make(self, i: int) -> Shard:
+        return _shard(self.root, self.listed[i])
 
     @property
     def total_records(self) -> int:
@@ -135,34 +152,23 @@ class ShardPiece:
     take: int | None = None
 
 
-class SlicedShards(Sequence[Shard]):
+class SlicedShards(LazyShards):
     """The shards of a split expression (``train[:10%]``, ``train+validation``, ``all``),
     each :class:`Shard` made when it is asked for, as :class:`ListedShards` makes a whole
     split's: opening makes none, and a reader whose fields all live in field groups never
     makes (nor touches on disk) the split's own shards."""
 
     def __init__(self, root: Location, pieces: Sequence[ShardPiece]) -> None:
+        super().__init__()
         self.root = root
         self.pieces = pieces
-        self._made: dict[int, Shard] = {}
 
     def __len__(self) -> int:
         return len(self.pieces)
 
-    @overload
-    def __getitem__(self, i: int) -> Shard: ...
-
-    @overload
-    def __getitem__(self, i: slice) -> tuple[Shard, ...]: ...
-
-    def __getitem__(self, i: int | slice) -> Shard | tuple[Shard, ...]:
-        if isinstance(i, slice):
-            return tuple(self[j] for j in range(*i.indices(len(self))))
-        made = self._made.get(i)
-        if made is None:
-            piece = self.pieces[i]
-            made = self._made[i] = _shard(self.root, piece.info, piece.skip, piece.take)
-        return made
+    def _make(self, i: int) -> Shard:
+        piece = self.pieces[i]
+        return _shard(self.root, piece.info, piece.skip, piece.take)
 
 
 def selected_records(shards: Sequence[Shard]) -> int | None:

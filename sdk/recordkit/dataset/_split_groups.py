@@ -21,12 +21,12 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterable, Sequence
-from typing import Any, overload
+from typing import Any
 
 from recordkit.codec._registry import CodecRegistry
 from recordkit.dataset._manifest import FieldGroup, Manifest, ShardInfo
 from recordkit.dataset._paths import member
-from recordkit.dataset._shards import ListedShards, Shard, ShardPiece, SlicedShards, split_names
+from recordkit.dataset._shards import LazyShards, ListedShards, Shard, ShardPiece, SlicedShards, split_names
 from recordkit.errors import ManifestError
 from recordkit.schema._bound import BoundField, check_shared_keys
 from recordkit.schema._schema import BoundSchema, Schema
@@ -41,10 +41,6 @@ __all__ = [
     "split_groups",
     "split_schema",
 ]
-
-
-#: Shards a :class:`JoinedShards` keeps once made (random reads come back to them).
-_MADE_KEPT = 4096
 
 
 def split_groups(manifest: Manifest, split: str) -> dict[str, FieldGroup]:
@@ -155,7 +151,7 @@ def join_split_groups(
     return JoinedShards(root, manifest, split, shards, tuple(wanted))
 
 
-class JoinedShards(Sequence[Shard]):
+class JoinedShards(LazyShards):
     """A split's shards with their field groups' shards joined: shard ``i`` is the
     :class:`Shard` of the first file :func:`join_groups` gives for the split's ``i``-th
     shard, the others joined to it. A shard whose wanted fields all live in groups is
@@ -166,32 +162,16 @@ class JoinedShards(Sequence[Shard]):
     def __init__(
         self, root: Location, manifest: Manifest, split: str, shards: Sequence[Shard], wanted: tuple[str, ...]
     ) -> None:
+        super().__init__()
         self._root = root
         self._manifest = manifest
         self._split = split
         self._shards = shards
         self._wanted = wanted
         self._where: dict[str, tuple[dict[str, FieldGroup], int, ShardInfo]] | None = None
-        self._made: dict[int, Shard] = {}
 
     def __len__(self) -> int:
         return len(self._shards)
-
-    @overload
-    def __getitem__(self, i: int) -> Shard: ...
-
-    @overload
-    def __getitem__(self, i: slice) -> tuple[Shard, ...]: ...
-
-    def __getitem__(self, i: int | slice) -> Shard | tuple[Shard, ...]:
-        if isinstance(i, slice):
-            return tuple(self[j] for j in range(*i.indices(len(self))))
-        made = self._made.get(i)
-        if made is None:
-            if len(self._made) >= _MADE_KEPT:  # a pass over every shard holds few at a time
-                self._made.clear()
-            made = self._made[i] = self._make(i)
-        return made
 
     def _piece(self, i: int) -> ShardPiece:
         """The split's ``i``-th shard as the manifest lists it, without making it."""
