@@ -11,6 +11,7 @@ is read or listed on storage here; the readers check the shards before they read
 
 from __future__ import annotations
 
+import abc
 import dataclasses
 import logging
 from collections.abc import Sequence
@@ -94,16 +95,14 @@ class LazyShards(Sequence[Shard]):
     """Shards made when they are asked for (``_make``), so opening a split of a million
     shards makes none until they are read; the ones made are kept, at most a few
     thousand at a time, so a pass over every shard holds few. Subclasses say how many
-    there are and how the ``i``-th is made."""
+    there are (``__len__``, abstract in :class:`Sequence`) and how the ``i``-th is made."""
 
     def __init__(self) -> None:
         self._made: dict[int, Shard] = {}
 
-    def __len__(self) -> int:
-        raise NotImplementedError
-
+    @abc.abstractmethod
     def _make(self, i: int) -> Shard:
-        raise NotImplementedError
+        """The ``i``-th shard, made (its path resolved and checked)."""
 
     @overload
     def __getitem__(self, i: int) -> Shard: ...
