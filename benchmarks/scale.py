@@ -39,13 +39,18 @@ operation) are kept, with the fastest and the median:
 * ``index``: ``recordkit index --rebuild`` (every shard's index built again);
 * ``append``: ``rk.write_dataset(..., append=True)`` of one shard into a new split (the
   manifest rewritten with every shard listed);
+* ``beam_commit``: the commit step of ``rk.beam.WriteDataset`` (``_CommitFn``, run as
+  Beam runs it once every shard is written) for as many shards as the split has, staged
+  as Beam's shard writers leave them (one staging folder per shard, hard links to the
+  shards), into a new dataset: every shard and index renamed to its final name, the
+  manifest (with its shard table) written, the staging folder removed. Apache Beam's own
+  cost of running the pipeline is not in it (the DirectRunner costs minutes per thousand
+  shards on this machine; ``benchmarks/beam_write.py`` measures whole pipelines);
 * the manifest's bytes (``dataset.json`` and any shard table beside it).
 
 Operations that read every shard (verify, stats, index, tf_first) are skipped above
 ``--full-pass-max`` shards (default 100k): each touches every file, and their cost per
-shard is read from the smaller sizes. A Beam commit is not measured here (Apache Beam's
-DirectRunner costs minutes per thousand shards on this machine; see
-``benchmarks/beam_write.py``).
+shard is read from the smaller sizes. ``beam_commit`` is skipped above it too.
 
 Timing on a busy machine is noise: read the spread and the CPU seconds, not only the
 median. The JSON holds every repetition; ``--csv`` and ``--plot`` write a table and the
@@ -97,8 +102,17 @@ SHARD_OPS = (
     "stats_sample",
     "index",
     "append",
+    "beam_commit",
 )
-FULL_PASS = {"verify_1", "verify_2_threads", "verify_2_processes", "stats_sample", "index", "tf_first"}
+FULL_PASS = {
+    "verify_1",
+    "verify_2_threads",
+    "verify_2_processes",
+    "stats_sample",
+    "index",
+    "tf_first",
+    "beam_commit",
+}
 RECORD_OPS = ("open_first", "len", "last_random", "verify_1", "verify_2_threads", "verify_2_processes")
 VERIFY = {
     "verify_1": ["-j", "1"],
@@ -213,6 +227,45 @@ def manifest_bytes(data: Path) -> int:
     return total
 
 
+def staged_beam_commit(data: Path, target: Path) -> Callable[[], object]:
+    """The commit step of a Beam write of ``data``'s train shards into a new dataset at
+    ``target``, with every shard staged as ``rk.beam.WriteDataset``'s shard writers leave
+    them (hard links); calling the result runs the commit alone."""
+    import recordkit as rk
+    from recordkit.codec._plugins import default_registry
+    from recordkit.dataset._manifest import Manifest, ShardIndex, ShardInfo
+    from recordkit.format._tfrecord import Compression
+    from recordkit.write._beam import STAGING_FOLDER, _CommitFn
+    from recordkit.write._beam_folder import Folder
+    from recordkit.write._plan import start_manifest
+
+    shutil.rmtree(target, ignore_errors=True)
+    source = Manifest.load(data)
+    schema = rk.Schema.loads(SCHEMA_TEXT)
+    registry = default_registry()
+    base = start_manifest(schema, schema.bind(registry), registry, Compression.NONE)
+    staged: list[tuple[str, int, str, str]] = []
+    for number, shard in enumerate(source.splits["train"].shards):
+        assert shard.index is not None
+        name = f"train-{number:05d}.tfrecord"
+        folder = target / STAGING_FOLDER / f"{number:016x}"
+        folder.mkdir(parents=True)
+        os.link(data / shard.file, folder / name)
+        os.link(data / shard.index.file, folder / f"{name}.index")
+        index = ShardIndex.model_construct(file=f"{name}.index", sha256=shard.index.sha256)
+        info = ShardInfo.model_construct(
+            file=name, records=shard.records, bytes=shard.bytes, sha256=shard.sha256, index=index
+        )
+        staged.append(("train", number, f"{STAGING_FOLDER}/{number:016x}/{name}", info.model_dump_json()))
+    commit = _CommitFn(Folder(str(target), None), None, base.model_dump_json(by_alias=True), ["train"])
+
+    def step() -> None:
+        for _ in commit.process(staged, []):
+            pass
+
+    return step
+
+
 # -- one measurement, in a child process ------------------------------------------------------
 
 
@@ -232,6 +285,8 @@ def _child(op: str, data: str, rep: int) -> dict[str, float]:
 
     import recordkit as rk
 
+    if op == "beam_commit":
+        import apache_beam  # noqa: F401  # its import (about 150 MB) is not the commit's memory
     baseline = psutil.Process().memory_info().rss
 
     def timed(step: Callable[[], object]) -> tuple[float, float]:
@@ -267,6 +322,10 @@ def _child(op: str, data: str, rep: int) -> dict[str, float]:
                 _records(RECORDS_PER_TINY_SHARD), data, schema, f"added{rep}", append=True, progress=False
             )
         )
+    elif op == "beam_commit":
+        target = Path(data).parent / f"beam-commit-{rep}"
+        wall, cpu = timed(staged_beam_commit(Path(data), target))
+        shutil.rmtree(target)
     else:
         raise ValueError(op)
     return {"seconds": wall, "cpu": cpu, "peak_mb": max(_peak_rss() - baseline, 0) / 1e6, **extra}

@@ -26,7 +26,7 @@ def test_the_scale_benchmark_runs_every_operation_and_keeps_every_repetition(tmp
     row = results["shards"]["3"]
     assert row["manifest_bytes"] > 0
     ops = ("open_first", "len", "last_random", "tf_first", "verify_1", "verify_2_processes")
-    ops += ("stats_sample", "index")
+    ops += ("stats_sample", "index", "beam_commit")
     for op in ops:
         seconds = row[op]["seconds"]
         assert len(seconds["values"]) == 2
