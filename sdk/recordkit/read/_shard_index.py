@@ -276,8 +276,11 @@ class IndexedShards:
     def spans(self, records: Sequence[tuple[int, int]]) -> list[tuple[int, int, int]]:
         """``(shard, offset, size)`` of each ``(shard, record)``: :meth:`span`'s, looked up
         shard by shard in the indexes' arrays."""
-        if not records:
-            return []
+        shards, starts, sizes = self.span_arrays(records)
+        return list(zip(shards.tolist(), starts.tolist(), sizes.tolist(), strict=True))
+
+    def span_arrays(self, records: Sequence[tuple[int, int]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """:meth:`spans` as three arrays: the shard, offset and size of each record."""
         pairs = np.asarray(records, dtype=np.int64).reshape(-1, 2)
         shards, numbers = pairs[:, 0], pairs[:, 1]
         starts = np.empty(len(pairs), dtype=np.int64)
@@ -290,7 +293,7 @@ class IndexedShards:
                 raise IndexError(f"a record number out of range for shard {self.shards[shard].name}")
             starts[where] = offsets[at]
             ends[where] = offsets[at + 1]
-        return list(zip(shards.tolist(), starts.tolist(), (ends - starts).tolist(), strict=True))
+        return shards, starts, ends - starts
 
     def __len__(self) -> int:
         return self.starts.total
