@@ -189,7 +189,7 @@ def test_only_objects_with_a_listed_sha256_are_cached(tmp_path: Path) -> None:
 def test_a_cache_is_given_a_positive_size_and_a_storage_option_holds_only_a_cache(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="max_bytes must be a positive number, not 0"):
         ShardCache(tmp_path, max_bytes=0)
-    with pytest.raises(TypeError, match="takes a ShardCache, not str"):
+    with pytest.raises(TypeError, match="takes a ShardCache or False, not str"):
         location("memory://bucket/x", {CACHE_OPTION: str(tmp_path)})
     assert ShardCache("~/rk-cache").directory == os.path.expanduser("~/rk-cache")
 
