@@ -128,7 +128,7 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
 
 # -- local object-store servers (moto S3, GCS emulator) for the remote-storage tests ------
 
-from _object_stores import bucket, gcs_bucket, gcs_server, s3_bucket, s3_server  # noqa: E402, F401
+from _object_stores import bucket, gcs_bucket, gcs_server, s3_bucket, s3_server, s3_server_gets  # noqa: E402, F401
 
 
 @pytest.fixture(autouse=True)

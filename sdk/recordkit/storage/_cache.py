@@ -182,11 +182,9 @@ class ShardCache:
         found = self._read_entry(sha256)
         if found is not None:
             return found, sha256
-        try:
-            held = self._download_lock(sha256)
-        except OSError:
-            held = contextlib.nullcontext()
-        with held:
+        with contextlib.ExitStack() as held:
+            with contextlib.suppress(OSError):  # a folder that cannot be written: no wait
+                held.enter_context(self._download_lock(sha256))
             found = self._read_entry(sha256)
             if found is not None:
                 return found, sha256
@@ -221,8 +219,16 @@ class ShardCache:
         folder.mkdir(parents=True, exist_ok=True)
         with open(folder / f".{sha256}.lock", "ab") as lock:
             if fcntl is not None:
-                fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
+                try:
+                    fcntl.flock(lock.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except BlockingIOError:
+                    self._wait_for_download(lock.fileno())
             yield
+
+    def _wait_for_download(self, lock: int) -> None:
+        """Wait until the process downloading (holding ``lock``) is done."""
+        assert fcntl is not None
+        fcntl.flock(lock, fcntl.LOCK_EX)
 
     def _keep(self, sha256: str, data: bytes) -> None:
         """Put ``data`` (checked) in the folder under ``sha256``: a temporary file renamed
