@@ -141,7 +141,7 @@ def open_handle(
     if verify not in (True, False, "sha256"):
         raise ValueError(f"verify must be True, False or 'sha256', not {verify!r}")
     registry = registry if registry is not None else default_registry()
-    if cache is True:
+    if isinstance(cache, bool) and cache:  # True, against the annotation
         raise TypeError("cache= takes a ShardCache, a folder, or False (no cache), not True")
     if cache is not None:
         chosen = cache if isinstance(cache, ShardCache) or cache is False else ShardCache(os.fspath(cache))
