@@ -69,8 +69,11 @@ def _runs(shard_of: np.ndarray, offsets: np.ndarray, sizes: np.ndarray) -> _Runs
     ends = offsets + sizes
     if len(offsets) == 0 or int(ends.max()) >= _SHARD_STRIDE - MERGE_GAP:
         return _runs_shard_by_shard(shard_of, offsets, sizes)
-    shards, rank = np.unique(shard_of, return_inverse=True)
-    address = rank.astype(np.int64) * _SHARD_STRIDE + offsets
+    if (shard_of == shard_of[0]).all():  # one shard, the usual batch: its offsets are the line
+        shards, rank, address = shard_of[:1], np.zeros(len(offsets), dtype=np.int64), offsets
+    else:
+        shards, rank = np.unique(shard_of, return_inverse=True)
+        address = rank.astype(np.int64) * _SHARD_STRIDE + offsets
     order = np.argsort(address, kind="stable")
     first = address[order]
     reach = np.maximum.accumulate(first + sizes[order])
