@@ -136,10 +136,11 @@ def _field_bytes(values: list[Any]) -> int:
     arrays = [v for v in values if isinstance(v, np.ndarray)]
     if len(arrays) < len(values) or len({a.ndim for a in arrays}) > 1:
         return 0  # strings, absent values, sequences: a list, not laid out
-    largest = np.max([a.shape for a in arrays], axis=0) if first.ndim else np.zeros(0, np.int64)
-    itemsize = max(a.dtype.itemsize for a in arrays)
+    ndim = int(arrays[0].ndim)
+    largest = np.max([a.shape for a in arrays], axis=0) if ndim else np.zeros(0, np.int64)
+    itemsize = int(max(a.dtype.itemsize for a in arrays))
     values_bytes = len(arrays) * int(np.prod(largest)) * itemsize
-    return values_bytes + 8 * len(arrays) * max(first.ndim, 1) + 2 * _ALIGN
+    return values_bytes + 8 * len(arrays) * max(ndim, 1) + 2 * _ALIGN
 
 
 @dataclass(frozen=True)
