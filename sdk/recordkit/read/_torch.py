@@ -307,7 +307,11 @@ class IterableDataset(torch.utils.data.IterableDataset[Any], EpochStream):
     def __iter__(self) -> Iterator[Any]:
         info = torch.utils.data.get_worker_info()
         workers, worker = (1, 0) if info is None else (info.num_workers, info.id)
-        for record in self.read_share(worker, workers, count=info is None):
+        records = self.read_share(worker, workers, count=info is None)
+        if not self.tensors and self.transform is None:
+            yield from records  # the records as they are: no Python step of ours per record
+            return
+        for record in records:
             if self.tensors:
                 record = to_tensors(record)
             if self.transform is not None:
