@@ -126,6 +126,37 @@ def test_pictures_not_padded_or_single_records_keep_the_batched_parse(dataset: P
     )
 
 
+@pytest.mark.parametrize("fields", [["image", "mask"], ["image", "mask", "id"]])
+def test_pictures_left_ragged_are_decoded_in_their_batch_with_the_values_of_the_padded_read(
+    dataset: Path, fields: list[str]
+) -> None:
+    """Pictures neither padded nor fitted come ragged ``[B, (H), (W), C]`` from their
+    codec's batched decode: the batches are not split into records and batched again
+    by ``ragged_batch`` (whose variant decode copies pixels one by one), and each picture
+    holds the pixels the padded read gives within its true shape."""
+    read = rk.load_dataset(dataset, fields=fields, batch_size=3)
+    ops = {node.op for node in graph_nodes(read)}
+    assert "UnbatchDataset" not in ops
+    assert "PaddedBatchDatasetV2" not in ops
+    assert isinstance(read.element_spec["image"], tf.RaggedTensorSpec)
+    assert read.element_spec["image"].ragged_rank == 2
+    padded = batches(dataset, fields, batch_size=3, pad=True)
+    ragged = list(read)
+    assert len(ragged) == len(padded) == 4
+    for one, other in zip(ragged, padded, strict=True):
+        for name in ("image", "mask"):
+            for picture, full, shape in zip(one[name], other[name], other[f"{name}/shape"], strict=True):
+                height, width = shape[:2]
+                np.testing.assert_array_equal(picture.to_tensor().numpy(), full[:height, :width])
+
+
+def graph_nodes(read: Any) -> list[Any]:
+    """The nodes of ``read``'s dataset graph (not of its functions)."""
+    from tensorflow.core.framework import graph_pb2
+
+    return list(graph_pb2.GraphDef.FromString(read._as_serialized_graph().numpy()).node)
+
+
 def encoded(array: np.ndarray, fmt: str, **save: Any) -> bytes:
     buffer = io.BytesIO()
     Image.fromarray(array).save(buffer, fmt, **save)
