@@ -93,11 +93,11 @@ def decode_image_batch(
             one = tf.expand_dims(image, 0)
         if fixed_size is not None:
             one = tf.ensure_shape(one, [1, fixed_size[0], fixed_size[1], static_channels])
-            return (one, stored[None]) if pad else one
+            return (one, tf.expand_dims(stored, 0)) if pad else one
         if one.shape != tf.TensorShape([1, None, None, static_channels]):
             one = tf.ensure_shape(one, [1, None, None, static_channels])
         if pad:
-            return one, stored[None]
+            return one, tf.expand_dims(stored, 0)
         # Row lengths, not from_tensor's uniform rows: the same ragged form as a batch's.
         pixels = tf.reshape(one, tf.stack([tf.constant(-1, tf.int64), tf.shape(one, out_type=tf.int64)[3]]))
         if static_channels is not None:

@@ -36,7 +36,8 @@ class DecodeLayout:
     pad_values: dict[str, int | float]
     #: Fields decoded record by record, in a parallel map: plain (neither optional nor a
     #: sequence) stored fields whose codec declares a raster (pictures, decoded one by one,
-    #: and fitted to their size: a crop decodes only its window where it can).
+    #: and fitted to their size: a crop decodes only its window where it can), unless they
+    #: all stay ragged in their batches (:func:`_splits_pictures`).
     per_record: tuple[BoundField, ...]
     #: Other fields decoded record by record in that map, when the batches are split
     #: anyway (pictures decoded per record, or single records): plain stored fields whose
@@ -86,7 +87,8 @@ class DecodeLayout:
             for f in dataset.stored_fields.fields
             if f.presence_key is None and not f.spec.sequence and f.name not in dataset.defaulted
         ]
-        per_record = tuple(f for f in plain if raster_kind(f.codec))
+        pictures = tuple(f for f in plain if raster_kind(f.codec))
+        per_record = pictures if _splits_pictures(pictures, padded, sizes, geometry, options) else ()
         split = bool(per_record) or options.batch_size is None  # the batches are split anyway
         per_record_values = tuple(
             f
@@ -166,6 +168,30 @@ def _pad_value(field: BoundField) -> int | float:
             f"a float, not {value!r}"
         )
     return value
+
+
+def _splits_pictures(
+    pictures: tuple[BoundField, ...],
+    padded: set[str],
+    sizes: Mapping[str, Size],
+    geometry: ImageGeometry,
+    options: PipelineOptions,
+) -> bool:
+    """Whether the read's pictures are decoded record by record: when a picture is
+    padded or fitted (each record made dense on every core, then ``padded_batch``),
+    when the geometry asks something of them (a flip, boxes that follow them), or for
+    single records. Pictures that all stay ragged in their batches (no ``pad``, no
+    ``image_size``) are decoded in the batch, by their codec's batched decode, which
+    lays them out ragged with one copy of their pixels: split into records they would
+    be batched again by ``ragged_batch``, whose decode of the batched variants costs
+    far more than that copy."""
+    if not pictures:
+        return False
+    return (
+        options.batch_size is None
+        or geometry.moves_boxes
+        or any(f.name in padded or f.name in sizes for f in pictures)
+    )
 
 
 def _known(names: Sequence[str] | Mapping[str, Any], fields: list[str], option: str) -> list[str]:

@@ -323,7 +323,7 @@ def _decode_picture(
             value, shape = scaled
         else:
             value = _decode_one(field, wire)
-            shape = tf.cast(tf.shape(value), tf.int64)
+            shape = tf.shape(value, out_type=tf.int64)
             if fit == "random_resized_crop":
                 window = window_of(shape, size, geometry, draws)
                 value = random_resized_crop(value, window[0], size, layout.methods[name])
@@ -339,7 +339,7 @@ def _decode_picture(
         output = tf.constant(size, tf.int64)
         return out, lambda: transform_of(window_of(shape, size, geometry, draws), shape, output, flip)
     value = _decode_one(field, wire)
-    shape = tf.cast(tf.shape(value), tf.int64)
+    shape = tf.shape(value, out_type=tf.int64)
     if geometry.flip:
         value = flipped(value, flip)
     if dense and name in layout.padded and not value.shape[:2].is_fully_defined():  # not a fixed size
@@ -445,11 +445,20 @@ def _decode_one(field: BoundField, wire: dict[str, Any]) -> Any:
     one (static size 1, which lets a codec take a shorter path)."""
     import tensorflow as tf
 
-    one = {key: value[None] for key, value in wire.items()}
+    one = _batch_of_one(wire)
     padded = padded_decode(field.codec, one)
     if padded is not None and not isinstance(padded[0], dict):
-        return padded[0][0]
+        return tf.squeeze(padded[0], [0])
     return tf.nest.map_structure(_only_record, field.codec.decode_tf(one))
+
+
+def _batch_of_one(wire: dict[str, Any]) -> dict[str, Any]:
+    """One record's wire values as a batch of one (static size 1), each by one
+    ``ExpandDims``: every node of the per-record function is optimized and instantiated
+    again at each iterator, and ``value[None]`` is four (a slice and its three bounds)."""
+    import tensorflow as tf
+
+    return {key: tf.expand_dims(value, 0) for key, value in wire.items()}
 
 
 def _decode_value(field: BoundField, wire: dict[str, Any]) -> tuple[Any, Any]:
@@ -459,7 +468,7 @@ def _decode_value(field: BoundField, wire: dict[str, Any]) -> tuple[Any, Any]:
     per-record step pads and where it adds ``"<field>/shape"``."""
     import tensorflow as tf
 
-    decoded = field.codec.decode_tf({key: value[None] for key, value in wire.items()})
+    decoded = field.codec.decode_tf(_batch_of_one(wire))
     return tf.nest.map_structure(_only_record, decoded), tf.nest.map_structure(
         tf.type_spec_from_value, decoded
     )
@@ -498,7 +507,7 @@ def _decode_crop(
     # The part of the window inside the picture: that is all that is decoded.
     start = tf.clip_by_value(offset, 0, sides)
     stop = tf.clip_by_value(offset + tf.constant(size, tf.int64), 0, sides)
-    one = {key: value[None] for key, value in wire.items()}
+    one = _batch_of_one(wire)
     inside = codec.decode_tf_window(one, tf.concat([start, stop - start], 0))
     if inside is None:
         return None
@@ -536,7 +545,7 @@ def _decode_scaled(field: BoundField, wire: dict[str, Any], layout: DecodeLayout
     ):
         return None
     size = layout.sizes[name]
-    one = {key: value[None] for key, value in wire.items()}
+    one = _batch_of_one(wire)
     fixed = layout.fixed_scales.get(name)
     if fixed == 1:
         return None  # no picture of the dataset scales: the plain decode, no choice in the graph

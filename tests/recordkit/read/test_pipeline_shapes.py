@@ -126,6 +126,37 @@ def test_pictures_not_padded_or_single_records_keep_the_batched_parse(dataset: P
     )
 
 
+@pytest.mark.parametrize("fields", [["image", "mask"], ["image", "mask", "id"]])
+def test_pictures_left_ragged_are_decoded_in_their_batch_with_the_values_of_the_padded_read(
+    dataset: Path, fields: list[str]
+) -> None:
+    """Pictures neither padded nor fitted come ragged ``[B, (H), (W), C]`` from their
+    codec's batched decode: the batches are not split into records and batched again
+    by ``ragged_batch`` (whose variant decode copies pixels one by one), and each picture
+    holds the pixels the padded read gives within its true shape."""
+    read = rk.load_dataset(dataset, fields=fields, batch_size=3)
+    ops = {node.op for node in graph_nodes(read)}
+    assert "UnbatchDataset" not in ops
+    assert "PaddedBatchDatasetV2" not in ops
+    assert isinstance(read.element_spec["image"], tf.RaggedTensorSpec)
+    assert read.element_spec["image"].ragged_rank == 2
+    padded = batches(dataset, fields, batch_size=3, pad=True)
+    ragged = list(read)
+    assert len(ragged) == len(padded) == 4
+    for one, other in zip(ragged, padded, strict=True):
+        for name in ("image", "mask"):
+            for picture, full, shape in zip(one[name], other[name], other[f"{name}/shape"], strict=True):
+                height, width = shape[:2]
+                np.testing.assert_array_equal(picture.to_tensor().numpy(), full[:height, :width])
+
+
+def graph_nodes(read: Any) -> list[Any]:
+    """The nodes of ``read``'s dataset graph (not of its functions)."""
+    from tensorflow.core.framework import graph_pb2
+
+    return list(graph_pb2.GraphDef.FromString(read._as_serialized_graph().numpy()).node)
+
+
 def encoded(array: np.ndarray, fmt: str, **save: Any) -> bytes:
     buffer = io.BytesIO()
     Image.fromarray(array).save(buffer, fmt, **save)
@@ -234,3 +265,56 @@ def test_a_padded_read_of_a_field_without_a_channels_option_checks_each_batch_an
     alone = rk.load_dataset(tmp_path / "data", fields=fields, batch_size=1, pad=True)
     for batch, pixels in zip(alone, expected, strict=True):
         np.testing.assert_array_equal(batch["image"].numpy()[0], pixels)
+
+
+def write_lying_records(path: Path, lie: tuple[int, int, int]) -> None:
+    """Three records of a 6 x 5 RGB PNG and an id; the second stores ``lie`` as its
+    height, width and channels (a damaged or foreign record)."""
+    png = encoded(np.full((6, 5, 3), 90, np.uint8), "PNG")
+    with tf.io.TFRecordWriter(str(path)) as writer:
+        for i, (height, width, channels) in enumerate([(6, 5, 3), lie, (6, 5, 3)]):
+            feature = {
+                "image": tf.train.Feature(bytes_list=tf.train.BytesList(value=[png])),
+                "image/height": tf.train.Feature(int64_list=tf.train.Int64List(value=[height])),
+                "image/width": tf.train.Feature(int64_list=tf.train.Int64List(value=[width])),
+                "image/channels": tf.train.Feature(int64_list=tf.train.Int64List(value=[channels])),
+                "id": tf.train.Feature(int64_list=tf.train.Int64List(value=[i])),
+            }
+            writer.write(tf.train.Example(features=tf.train.Features(feature=feature)).SerializeToString())
+
+
+@pytest.mark.parametrize(
+    "lie", [(6, 4, 3), (7, 5, 3), (5, 6, 3), (6, 5, 1)], ids=["width", "height", "swapped", "channels"]
+)
+@pytest.mark.parametrize(
+    ("fields", "options"),
+    [
+        (["image"], {"batch_size": 3, "pad": True}),  # parsed record by record
+        (["image", "id"], {"batch_size": 3, "pad": True}),  # batched parse, decoded record by record
+        (["image", "id"], {"batch_size": 3}),  # ragged: decoded in the batch
+        (["image"], {}),  # single records
+    ],
+    ids=["record-parse", "per-record", "ragged", "single"],
+)
+def test_a_picture_whose_stored_shape_disagrees_with_its_decode_stops_every_pipeline_shape(
+    tmp_path: Path, lie: tuple[int, int, int], fields: list[str], options: dict[str, Any]
+) -> None:
+    """The decoded shape is checked against the stored height, width and channels in
+    each pipeline shape, with the codec's message; the records that agree read."""
+    schema = rk.Schema(
+        name="lying",
+        fields={
+            "image": rk.FieldSpec(codec="image", options={"format": "png", "channels": 3}),
+            "id": rk.FieldSpec(codec="scalar", options={"dtype": "int64"}),
+        },
+    )
+    path = tmp_path / "lying.tfrecord"
+    write_lying_records(path, lie)
+    with pytest.raises(
+        tf.errors.InvalidArgumentError,
+        match=r"image codec: the decoded image shape \[height, width, channels\] differs from the height, "
+        r"width and channels stored with it",
+    ):
+        list(rk.load_dataset(path, fields=fields, schema=schema, **options))
+    write_lying_records(path, (6, 5, 3))
+    assert len(list(rk.load_dataset(path, fields=fields, schema=schema, **options))) == (1 if options else 3)
