@@ -17,6 +17,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
+from PIL import Image
 
 from recordkit.codec._capabilities import Raster, raster_kind
 from recordkit.codec._codec import Codec
@@ -319,24 +320,48 @@ def _scaled_decoder(codec: Codec[Any], size: Size, fixed: int | None) -> Callabl
 
 
 def fit_scaled(picture: ScaledPicture, window: Window, size: Size, pad_value: float) -> np.ndarray:
-    """A scaled picture through a resize ``window`` (the whole picture, resized and
-    placed): bilinear onto the samples the stored picture's resize takes (output pixel
-    ``i`` at ``(i + 0.5) * side / scale / resized - 0.5`` of the scaled picture, as
-    tf.data's :func:`~recordkit.read._dense.fit_scaled`), then placed on the canvas."""
-    pixels = picture.pixels
-    flat = pixels.ndim == 2
-    values = pixels[..., None] if flat else pixels
-    extents = (picture.source[0] / picture.scale, picture.source[1] / picture.scale)
-    resized = _lerp_axis(values, window.resized[0], axis=0, extent=extents[0])
-    resized = _lerp_axis(resized, window.resized[1], axis=1, extent=extents[1])
-    cut = _rounded(resized, values.dtype)
-    cut = cut[..., 0] if flat else cut
+    """A scaled picture through a ``window`` (the whole picture, or a random resized
+    crop's window, in the stored picture's pixels): resized with antialiasing onto the
+    samples the stored picture's resize takes (output pixel centre ``j + 0.5`` at
+    ``(top + (j + 0.5) * height / resized) / scale`` of the scaled picture), as tf.data's
+    :func:`~recordkit.read._dense.resize_scaled_window`, then placed on the canvas.
+
+    Pillow's bilinear resize is that antialiased triangle filter (its kernel widened by
+    the factor it shrinks by), computed in C with the GIL released; the two readers then
+    differ by rounding only (a level at most)."""
+    top, left, height, width = window.crop
+    step = picture.scale
+    box = (left / step, top / step, (left + width) / step, (top + height) / step)
+    cut = _antialiased(picture.pixels, window.resized, box)
     if window.resized == size:
         return cut
     canvas = np.full((*size, *cut.shape[2:]), pad_value, dtype=cut.dtype)
     place_y, place_x = window.place
     canvas[place_y : place_y + cut.shape[0], place_x : place_x + cut.shape[1]] = cut
     return canvas
+
+
+def _antialiased(pixels: np.ndarray, size: Size, box: tuple[float, float, float, float]) -> np.ndarray:
+    """uint8 ``pixels`` ``[h, w]`` or ``[h, w, c]``: the part ``box`` (left, top, right,
+    bottom, in pixels) resized to ``size`` (height, width) by Pillow's antialiased
+    bilinear filter; the same layout."""
+    planes = pixels[..., None] if pixels.ndim == 2 else pixels
+    if planes.shape[2] == 3:
+        image = Image.fromarray(np.ascontiguousarray(planes), "RGB")
+        resized: np.ndarray = np.asarray(image.resize((size[1], size[0]), Image.Resampling.BILINEAR, box))
+    else:
+        resized = np.stack(
+            [
+                np.asarray(
+                    Image.fromarray(np.ascontiguousarray(planes[..., c]), "L").resize(
+                        (size[1], size[0]), Image.Resampling.BILINEAR, box
+                    )
+                )
+                for c in range(planes.shape[2])
+            ],
+            axis=-1,
+        )
+    return resized[..., 0] if pixels.ndim == 2 else resized
 
 
 def _crop(picture: np.ndarray, top: int, left: int, height: int, width: int, pad_value: float) -> np.ndarray:
@@ -385,15 +410,12 @@ def _nearest(out: int, source: int) -> np.ndarray:
     return indices
 
 
-def _lerp_axis(values: np.ndarray, out: int, axis: int, extent: float | None = None) -> np.ndarray:
-    """Linear interpolation along ``axis`` to ``out`` samples (half-pixel centres) of
-    the ``extent`` pixels the values span (default: as many as there are; a scaled
-    decode's last pixel may stand for part of one)."""
+def _lerp_axis(values: np.ndarray, out: int, axis: int) -> np.ndarray:
+    """Linear interpolation along ``axis`` to ``out`` samples (half-pixel centres)."""
     source = values.shape[axis]
-    if extent is None and source == out:
+    if source == out:
         return values
-    span = source if extent is None else extent
-    position = (np.arange(out, dtype=np.float32) + 0.5) * np.float32(span / out) - 0.5
+    position = (np.arange(out, dtype=np.float32) + 0.5) * np.float32(source / out) - 0.5
     floor = np.floor(position)
     lower = np.clip(floor, 0, source - 1).astype(np.int64)
     upper = np.clip(np.ceil(position), 0, source - 1).astype(np.int64)
