@@ -209,6 +209,13 @@ class GeometryPlan:
             for name, scale in scaled.items()
             if scale != 1
         }
+        if geometry.fit == "random_resized_crop" and geometry.jpeg_scale == "auto":
+            # The window is drawn from the stored size before the decode: the picture
+            # decodes in apply(), at the scale its window allows.
+            for name, field in self.pictures.items():
+                codec = field.codec
+                if name in self.sizes and self.methods[name] == "bilinear" and _scales_windows(codec):
+                    self.decoders[name] = _StoredPicture
         self.pad_values = {name: field.codec.pad_value() for name, field in self.pictures.items()}
         self.followers: dict[str, tuple[BoundField, str]] = {}
         names = {f.name for f in fields}
@@ -234,7 +241,12 @@ class GeometryPlan:
         for name in self.pictures:
             picture = out.get(name)
             size = self.sizes.get(name)
-            if isinstance(picture, ScaledPicture) and size is not None:
+            if isinstance(picture, _StoredPicture) and size is not None:
+                window = window_of(picture.source(self.pictures[name].codec), size, self.geometry, draws)
+                fitted = _fit_window(
+                    self.pictures[name].codec, picture.wire, window, size, self.pad_values[name]
+                )
+            elif isinstance(picture, ScaledPicture) and size is not None:
                 window = window_of(picture.source, size, self.geometry, draws)
                 fitted = fit_scaled(picture, window, size, self.pad_values[name])
             elif not isinstance(picture, np.ndarray) or picture.ndim < 2:
@@ -362,6 +374,62 @@ def _antialiased(pixels: np.ndarray, size: Size, box: tuple[float, float, float,
             axis=-1,
         )
     return resized[..., 0] if pixels.ndim == 2 else resized
+
+
+@dataclasses.dataclass(frozen=True)
+class _StoredPicture:
+    """A picture not decoded yet (a random resized crop decodes it once its window is
+    drawn, at the scale the window allows): its wire values."""
+
+    wire: Mapping[str, Any]
+
+    def source(self, codec: Codec[Any]) -> Size:
+        """The stored (height, width), from the codec's :attr:`~recordkit.Raster.size_features`."""
+        assert isinstance(codec, Raster)
+        assert codec.size_features is not None
+        height_key, width_key = codec.size_features
+        return int(np.asarray(self.wire[height_key]).reshape(-1)[0]), int(
+            np.asarray(self.wire[width_key]).reshape(-1)[0]
+        )
+
+
+def _scales_windows(codec: Codec[Any]) -> bool:
+    """Whether a random resized crop's pictures of ``codec`` may decode at a scale: a
+    raster that stores its sizes and decodes scaled (its numpy decode is then asked)."""
+    return (
+        isinstance(codec, Raster)
+        and codec.size_features is not None
+        and type(codec).decode_numpy_scaled is not Raster.decode_numpy_scaled
+    )
+
+
+def window_scale(crop: tuple[int, int, int, int], size: Size) -> int:
+    """The largest of the scales 8, 4, 2, 1 at which a window (top, left, height, width)
+    still covers ``size`` (tf.data's :func:`~recordkit.read._tf_geometry.window_scale`)."""
+    fits = min(crop[2] // size[0], crop[3] // size[1])
+    return next(scale for scale in (8, 4, 2, 1) if scale <= max(fits, 1))
+
+
+def _fit_window(
+    codec: Codec[Any], wire: Mapping[str, Any], window: Window, size: Size, pad_value: float
+) -> np.ndarray:
+    """A stored picture through a random resized crop's ``window``: decoded at the scale
+    the window allows (:func:`window_scale`; the codec decodes a PNG, or a JPEG it leaves
+    to Pillow, at full size), then resized with antialiasing (:func:`fit_scaled`); at
+    scale 1 the full decode's crop and resize, as ever."""
+    scale = window_scale(window.crop, size)
+    scaled = None
+    if scale > 1 and isinstance(codec, Raster):
+        scaled = codec.decode_numpy_scaled(wire, size, scale=scale)
+    if scaled is None:
+        return fit_picture(codec.decode_numpy(wire), window, size, "bilinear", pad_value)
+    pixels, shape, got = scaled
+    if got > 1:
+        return fit_scaled(
+            ScaledPicture(pixels, (int(shape[0]), int(shape[1])), int(got)), window, size, pad_value
+        )
+    picture = pixels if len(shape) == pixels.ndim else pixels.reshape(shape)
+    return fit_picture(picture, window, size, "bilinear", pad_value)
 
 
 def _crop(picture: np.ndarray, top: int, left: int, height: int, width: int, pad_value: float) -> np.ndarray:

@@ -27,7 +27,13 @@ from recordkit.read._dense import (
 )
 from recordkit.read._layout import DecodeLayout, padding_values
 from recordkit.read._options import PipelineOptions
-from recordkit.read._tf_geometry import flipped, random_resized_crop, transform_of, window_of
+from recordkit.read._tf_geometry import (
+    flipped,
+    random_resized_crop,
+    scaled_random_resized_crop,
+    transform_of,
+    window_of,
+)
 from recordkit.schema._bound import BoundField
 
 __all__ = ["DRAWS", "RaggedUnbatcher", "dense_batches", "per_record", "record_decoder"]
@@ -316,7 +322,7 @@ def _decode_picture(
     out: dict[str, Any] = {}
     if size is not None:
         cropped = _decode_crop(field, wire, layout, fit, draws) if fit in CROP_FITS else None
-        scaled = None if fit in CROP_FITS else _decode_scaled(field, wire, layout)
+        scaled = None if fit in CROP_FITS else _decode_scaled(field, wire, layout, draws)
         if cropped is not None:
             value, shape, out[name + OFFSET_SUFFIX] = cropped
         elif scaled is not None:
@@ -509,8 +515,11 @@ def _decode_crop(
     return (window if inside.shape.rank == 3 else window[..., 0]), shape, offset
 
 
-def _decode_scaled(field: BoundField, wire: dict[str, Any], layout: DecodeLayout) -> tuple[Any, Any] | None:
-    """One record's picture resized to its size (``"resize"``, ``"resize_with_pad"``)
+def _decode_scaled(
+    field: BoundField, wire: dict[str, Any], layout: DecodeLayout, draws: Any
+) -> tuple[Any, Any] | None:
+    """One record's picture resized to its size (``"resize"``, ``"resize_with_pad"``;
+    ``"random_resized_crop"``: :func:`~recordkit.read._tf_geometry.scaled_random_resized_crop`)
     and its full shape: decoded at the scale that covers the size
     (:meth:`~recordkit.Raster.decode_scale_tf`, :meth:`~recordkit.Raster.decode_tf_scaled`:
     a JPEG at 1/2, 1/4 or 1/8) and resized onto the full picture's geometry
@@ -527,7 +536,7 @@ def _decode_scaled(field: BoundField, wire: dict[str, Any], layout: DecodeLayout
     name = field.name
     method = layout.methods[name]
     geometry = layout.geometry
-    resized = geometry.fit in ("resize", "resize_with_pad")
+    resized = geometry.fit in ("resize", "resize_with_pad", "random_resized_crop")
     if (
         geometry.jpeg_scale != "auto"
         or not resized
@@ -536,6 +545,8 @@ def _decode_scaled(field: BoundField, wire: dict[str, Any], layout: DecodeLayout
     ):
         return None
     size = layout.sizes[name]
+    if geometry.fit == "random_resized_crop":
+        return scaled_random_resized_crop(codec, wire, size, geometry, method, draws)
     one = {key: value[None] for key, value in wire.items()}
     fixed = layout.fixed_scales.get(name)
     if fixed == 1:
