@@ -149,7 +149,7 @@ def scaled_random_resized_crop(
     scale = tf.minimum(tf.cast(own, tf.int32), window_scale(window, size))
     scaled = codec.decode_tf_scaled(one, scale)
     if scaled is None:
-        raise TypeError(f"codec {codec.name!r} gives a decode_scale_tf but no decode_tf_scaled")
+        raise TypeError(f"codec {type(codec).__name__} gives a decode_scale_tf but no decode_tf_scaled")
     picture, shape = scaled
     flat = picture.shape.rank == 2
     pixels = picture[..., None] if flat else picture
