@@ -3,10 +3,12 @@ record's pictures brought to the :class:`~recordkit.ImageGeometry`'s size, flipp
 the fields tied to them moved by their codecs (:class:`~recordkit.FollowsImage`).
 
 The fits give the pixels tf.data gives: the resizes compute what ``tf.image.resize``
-computes (half-pixel centres, no antialiasing; bilinear and nearest neighbour), the crops
-and pads copy pixels. A record's random draws (:data:`DRAWS`) are five uniform numbers
-in [0, 1): the crop window's place along y and x, its area and aspect ratio (the random
-resized crop), and the flip; every picture of a record uses the same ones, as in tf.data.
+computes (half-pixel centres, no antialiasing; bilinear and nearest neighbour), a picture
+decoded at a reduced scale is resized with antialiasing as tf.data resizes it (Pillow's
+bilinear filter: :func:`fit_scaled`), the crops and pads copy pixels. A record's random
+draws (:data:`DRAWS`) are five uniform numbers in [0, 1): the crop window's place along
+y and x, its area and aspect ratio (the random resized crop), and the flip; every
+picture of a record uses the same ones, as in tf.data.
 """
 
 from __future__ import annotations
