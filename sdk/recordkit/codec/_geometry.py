@@ -84,7 +84,7 @@ class ImageGeometry:
         scale (1/2, 1/4, 1/8) whose picture still covers the size (for the random
         resized crop, whose window still covers it: the window is drawn from the stored
         size first), then is resized with antialiasing onto the full picture's geometry
-        (about 45 dB PSNR from the full decode resized with antialiasing; the quality
+        (about 50 dB PSNR from the full decode resized with antialiasing; the quality
         table is in the how-to *Images at the model's size*); the boxes follow the full
         picture's geometry exactly. ``"full"``: always decode at full size (and resize
         without antialiasing, as ``tf.image.resize`` by default).
