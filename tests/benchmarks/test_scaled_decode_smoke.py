@@ -23,8 +23,9 @@ def test_the_scaled_decode_benchmark_runs_every_way(tmp_path: Path) -> None:
     )
     results = json.loads(out.read_text())
     ways = {(row["reader"], row["way"]) for row in results["rows"]}
-    assert len(ways) == 8
+    assert len(ways) == 9
     assert ("tf.data", _scaled_decode.BEFORE_WAY) in ways
+    assert ("tf.data", _scaled_decode.HAND_WRITTEN_ANTIALIASED) in ways
     assert all(len(row["cpu_seconds"]) == 2 for row in results["rows"])
     assert {reader for reader, _ in ways} == {"tf.data", "numpy", "PyTorch"}
     assert all(len(row["seconds"]) == 2 and row["records"] == 4 for row in results["rows"])

@@ -470,11 +470,12 @@ class Raster:
         return None
 
     def decode_tf_scaled(self, wire: Mapping[str, Any], scale: Any) -> tuple[Any, Any] | None:
-        """Decode one picture at 1/``scale`` (what :meth:`decode_scale_tf` gave: an int32
-        scalar). Return ``(pixels, shape)``: the pixels without the batch dimension, such
-        that pixel ``i`` stands for the full picture's pixels ``[i * scale, (i + 1) *
-        scale)`` (at scale 1, the plain decode's pixels exactly), and the full picture's
-        int64 shape. Readers resize them onto the full picture's geometry. Keep what
+        """Decode one picture at 1/``scale`` (what :meth:`decode_scale_tf` gave, or for a
+        random resized crop a smaller power of two, the largest at which the window still
+        covers the size: an int32 scalar). Return ``(pixels, shape)``: the pixels without
+        the batch dimension, such that pixel ``i`` stands for the full picture's pixels
+        ``[i * scale, (i + 1) * scale)`` (at scale 1, the plain decode's pixels exactly),
+        and the full picture's int64 shape. Readers resize them onto the full picture's geometry. Keep what
         depends on the scale small (one decode op a scale, in ``tf.switch_case``): a
         branch's every op costs again for every record in a ``tf.data`` map."""
         return None
@@ -486,7 +487,8 @@ class Raster:
         one record's wire values (as ``decode_numpy`` takes them), with the same scale and
         pixels: ``(pixels, shape, scale)`` (scale 1: the full decode), or None (the
         default). ``scale``: the scale :meth:`decode_scale_fixed` chose for every
-        picture (None: the codec's own choice for this one)."""
+        picture, or the one a random resized crop's window allows (None: the codec's own
+        choice for this one)."""
         return None
 
 

@@ -43,7 +43,7 @@ _BOX_FORMATS: tuple[str, ...] = get_args(BoxFormatName)
 Size = tuple[int, int]
 #: How pictures brought to a known size are decoded: ``"auto"`` at the largest reduced
 #: scale that still covers the size where the codec can (a JPEG at 1/2, 1/4 or 1/8 in
-#: libjpeg's IDCT), then resized as ever; ``"full"`` always at full size.
+#: libjpeg's IDCT), then resized with antialiasing; ``"full"`` always at full size.
 JpegScale = Literal["auto", "full"]
 JPEG_SCALES: tuple[str, ...] = get_args(JpegScale)
 
@@ -84,10 +84,13 @@ class ImageGeometry:
         ``tf()`` keys its draws by its own ``seed`` argument, or by this one when that is None.
     :param jpeg_scale: ``"auto"`` (default): a JPEG that is resized (``"resize"``,
         ``"resize_with_pad"``, ``"random_resized_crop"``) decodes at the largest libjpeg
-        scale (1/2, 1/4, 1/8) whose picture still covers the size (of the crop's window),
-        then goes through the same resize (within 40 dB PSNR of the full decode; the
-        quality table is in the how-to *Images at the model's size*); the boxes follow
-        the full picture's geometry exactly. ``"full"``: always decode at full size.
+        scale (1/2, 1/4, 1/8) whose picture still covers the size (for the random
+        resized crop, whose window still covers it: the window is drawn from the stored
+        size first), then is resized with antialiasing onto the full picture's geometry
+        (about 50 dB PSNR from the full decode resized with antialiasing; the quality
+        table is in the how-to *Images at the model's size*); the boxes follow the full
+        picture's geometry exactly. ``"full"``: always decode at full size (and resize
+        without antialiasing, as ``tf.image.resize`` by default).
     """
 
     size: Size | Mapping[str, Size] | None = None

@@ -49,6 +49,7 @@ __all__ = [
     "fit_scaled",
     "pad_into",
     "pad_ragged",
+    "resize_scaled_window",
     "row_shapes",
 ]
 
@@ -431,10 +432,8 @@ def fit_scaled(
     height is not a multiple of the scale). Resizing it to ``size`` as a picture of
     ``ceil(height / scale)`` rows would shift the content by up to almost one output
     pixel. The resize takes the exact factor instead (``size / (height / scale)``), with
-    ``tf.image.resize``'s half-pixel centres and without antialiasing, as
-    ``tf.image.resize`` by default: bilinear by ``crop_and_resize`` on the box those
-    samples span, the other methods by ``ScaleAndTranslate`` with their kernel
-    (:data:`SCALED_KERNELS`). ``"resize_with_pad"`` places the picture where
+    ``tf.image.resize``'s half-pixel centres and with antialiasing
+    (:func:`resize_scaled_window`). ``"resize_with_pad"`` places the picture where
     ``tf.image.resize_with_pad`` of the full picture does and pads with ``pad_value``.
     Keeps the picture's dtype (rounded)."""
     import tensorflow as tf
@@ -468,25 +467,8 @@ def _fit_reduced(
         inner = tf.cast(tf.floor(sides / ratio), tf.int32)
     else:
         raise ValueError(f"fit_scaled resizes (resize, resize_with_pad), not {fit!r}")
-    # Output pixel i samples the scaled picture at (i + 0.5) * step - 0.5.
-    step = sides / tf.cast(scale, tf.float32) / tf.cast(inner, tf.float32)
-    if method == "bilinear":
-        # crop_and_resize samples i at y1 * (h - 1) + i * (y2 - y1) * (h - 1) / (size - 1),
-        # reading only the pixels it samples (ScaleAndTranslate costs a few times more).
-        span = tf.maximum(tf.cast(tf.shape(picture)[:2], tf.float32) - 1, 1)
-        first = 0.5 * step - 0.5
-        last = first + step * (tf.cast(inner, tf.float32) - 1)
-        box = tf.concat([first / span, last / span], 0)[None]
-        resized = tf.image.crop_and_resize(picture[None], box, tf.zeros([1], tf.int32), inner)[0]
-    else:
-        resized = tf.raw_ops.ScaleAndTranslate(
-            images=tf.cast(picture, tf.float32)[None],
-            size=inner,
-            scale=1 / step,
-            translation=tf.zeros([2], tf.float32),
-            kernel_type=SCALED_KERNELS[method],
-            antialias=False,
-        )[0]
+    whole = tf.concat([tf.zeros([2], tf.float32), sides], 0)
+    resized = resize_scaled_window(picture, whole, scale, inner, method)
     dtype = picture.dtype
     out = tf.saturate_cast(tf.round(resized) if dtype.is_integer else resized, dtype)
     if fit == "resize_with_pad":
@@ -501,3 +483,32 @@ def _fit_reduced(
             constant_values=0 if value is None else value,
         )
     return out
+
+
+def resize_scaled_window(picture: Any, window: Any, scale: Any, size: Any, method: str) -> Any:
+    """The ``window`` (float32 ``[4]``: top, left, height, width, in the full picture's
+    pixels) of a picture ``[h, w, c]`` decoded at 1/``scale``, resized to ``size`` (int32
+    ``[2]``) with antialiasing; float32.
+
+    The scaled decode is close to an average of ``scale`` x ``scale`` pixels, which
+    aliases little; the resize after it may still shrink by more than twice (one scale
+    for a field of 1,024 to 2,048 px pictures: a 2,048 px one is 512 px at 1/4, for
+    224), and without a low-pass filter that aliases fine detail. With antialiasing the
+    kernel (:data:`SCALED_KERNELS`, by ``ScaleAndTranslate``) widens by the
+    factor it shrinks by, as ``tf.image.resize(antialias=True)`` does and Pillow's resize
+    always does (what the numpy readers use): the output is then within a level or so of
+    the full decode resized with antialiasing. The window's pixel ``i`` of the scaled
+    picture stands for the full pixels ``[i * scale, (i + 1) * scale)``: output pixel
+    centre ``j + 0.5`` lands at ``(top + (j + 0.5) * height / size) / scale``."""
+    import tensorflow as tf
+
+    step = tf.cast(scale, tf.float32)
+    factor = tf.cast(size, tf.float32) * step / window[2:]
+    return tf.raw_ops.ScaleAndTranslate(
+        images=picture[None],
+        size=size,
+        scale=factor,
+        translation=-window[:2] / step * factor,
+        kernel_type=SCALED_KERNELS[method],
+        antialias=True,
+    )[0]

@@ -3,10 +3,12 @@ record's pictures brought to the :class:`~recordkit.ImageGeometry`'s size, flipp
 the fields tied to them moved by their codecs (:class:`~recordkit.FollowsImage`).
 
 The fits give the pixels tf.data gives: the resizes compute what ``tf.image.resize``
-computes (half-pixel centres, no antialiasing; bilinear and nearest neighbour), the crops
-and pads copy pixels. A record's random draws (:data:`DRAWS`) are five uniform numbers
-in [0, 1): the crop window's place along y and x, its area and aspect ratio (the random
-resized crop), and the flip; every picture of a record uses the same ones, as in tf.data.
+computes (half-pixel centres, no antialiasing; bilinear and nearest neighbour), a picture
+decoded at a reduced scale is resized with antialiasing as tf.data resizes it (Pillow's
+bilinear filter: :func:`fit_scaled`), the crops and pads copy pixels. A record's random
+draws (:data:`DRAWS`) are five uniform numbers in [0, 1): the crop window's place along
+y and x, its area and aspect ratio (the random resized crop), and the flip; every
+picture of a record uses the same ones, as in tf.data.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
+from PIL import Image
 
 from recordkit.codec._capabilities import Raster, raster_kind
 from recordkit.codec._codec import Codec
@@ -236,6 +239,13 @@ class GeometryPlan:
             for name, scale in scaled.items()
             if scale != 1
         }
+        if geometry.fit == "random_resized_crop" and geometry.jpeg_scale == "auto":
+            # The window is drawn from the stored size before the decode: the picture
+            # decodes in apply(), at the scale its window allows.
+            for name, field in self.pictures.items():
+                codec = field.codec
+                if name in self.sizes and self.methods[name] == "bilinear" and _scales_windows(codec):
+                    self.decoders[name] = _StoredPicture
         self.pad_values = {name: field.codec.pad_value() for name, field in self.pictures.items()}
         self.followers: dict[str, tuple[BoundField, str]] = {}
         names = {f.name for f in fields}
@@ -263,7 +273,12 @@ class GeometryPlan:
         for name in self.pictures:
             picture = out.get(name)
             size = self.sizes.get(name)
-            if isinstance(picture, ScaledPicture) and size is not None:
+            if isinstance(picture, _StoredPicture) and size is not None:
+                window = window_of(picture.source(self.pictures[name].codec), size, self.geometry, draws)
+                fitted = _fit_window(
+                    self.pictures[name].codec, picture.wire, window, size, self.pad_values[name]
+                )
+            elif isinstance(picture, ScaledPicture) and size is not None:
                 window = window_of(picture.source, size, self.geometry, draws)
                 fitted = fit_scaled(picture, window, size, self.pad_values[name])
             elif not isinstance(picture, np.ndarray) or picture.ndim < 2:
@@ -349,24 +364,104 @@ def _scaled_decoder(codec: Codec[Any], size: Size, fixed: int | None) -> Callabl
 
 
 def fit_scaled(picture: ScaledPicture, window: Window, size: Size, pad_value: float) -> np.ndarray:
-    """A scaled picture through a resize ``window`` (the whole picture, resized and
-    placed): bilinear onto the samples the stored picture's resize takes (output pixel
-    ``i`` at ``(i + 0.5) * side / scale / resized - 0.5`` of the scaled picture, as
-    tf.data's :func:`~recordkit.read._dense.fit_scaled`), then placed on the canvas."""
-    pixels = picture.pixels
-    flat = pixels.ndim == 2
-    values = pixels[..., None] if flat else pixels
-    extents = (picture.source[0] / picture.scale, picture.source[1] / picture.scale)
-    resized = _lerp_axis(values, window.resized[0], axis=0, extent=extents[0])
-    resized = _lerp_axis(resized, window.resized[1], axis=1, extent=extents[1])
-    cut = _rounded(resized, values.dtype)
-    cut = cut[..., 0] if flat else cut
+    """A scaled picture through a ``window`` (the whole picture, or a random resized
+    crop's window, in the stored picture's pixels): resized with antialiasing onto the
+    samples the stored picture's resize takes (output pixel centre ``j + 0.5`` at
+    ``(top + (j + 0.5) * height / resized) / scale`` of the scaled picture), as tf.data's
+    :func:`~recordkit.read._dense.resize_scaled_window`, then placed on the canvas.
+
+    Pillow's bilinear resize is that antialiased triangle filter (its kernel widened by
+    the factor it shrinks by), computed in C with the GIL released; the two readers then
+    differ by rounding only (a level at most)."""
+    top, left, height, width = window.crop
+    step = picture.scale
+    box = (left / step, top / step, (left + width) / step, (top + height) / step)
+    cut = _antialiased(picture.pixels, window.resized, box)
     if window.resized == size:
         return cut
     canvas = np.full((*size, *cut.shape[2:]), pad_value, dtype=cut.dtype)
     place_y, place_x = window.place
     canvas[place_y : place_y + cut.shape[0], place_x : place_x + cut.shape[1]] = cut
     return canvas
+
+
+def _antialiased(pixels: np.ndarray, size: Size, box: tuple[float, float, float, float]) -> np.ndarray:
+    """uint8 ``pixels`` ``[h, w]`` or ``[h, w, c]``: the part ``box`` (left, top, right,
+    bottom, in pixels) resized to ``size`` (height, width) by Pillow's antialiased
+    bilinear filter; the same layout."""
+    planes = pixels[..., None] if pixels.ndim == 2 else pixels
+    if planes.shape[2] == 3:
+        image = Image.fromarray(np.ascontiguousarray(planes), "RGB")
+        resized: np.ndarray = np.asarray(image.resize((size[1], size[0]), Image.Resampling.BILINEAR, box))
+    else:
+        resized = np.stack(
+            [
+                np.asarray(
+                    Image.fromarray(np.ascontiguousarray(planes[..., c]), "L").resize(
+                        (size[1], size[0]), Image.Resampling.BILINEAR, box
+                    )
+                )
+                for c in range(planes.shape[2])
+            ],
+            axis=-1,
+        )
+    return resized[..., 0] if pixels.ndim == 2 else resized
+
+
+@dataclasses.dataclass(frozen=True)
+class _StoredPicture:
+    """A picture not decoded yet (a random resized crop decodes it once its window is
+    drawn, at the scale the window allows): its wire values."""
+
+    wire: Mapping[str, Any]
+
+    def source(self, codec: Codec[Any]) -> Size:
+        """The stored (height, width), from the codec's :attr:`~recordkit.Raster.size_features`."""
+        assert isinstance(codec, Raster)
+        assert codec.size_features is not None
+        height_key, width_key = codec.size_features
+        return int(np.asarray(self.wire[height_key]).reshape(-1)[0]), int(
+            np.asarray(self.wire[width_key]).reshape(-1)[0]
+        )
+
+
+def _scales_windows(codec: Codec[Any]) -> bool:
+    """Whether a random resized crop's pictures of ``codec`` may decode at a scale: a
+    raster that stores its sizes and decodes scaled (its numpy decode is then asked)."""
+    return (
+        isinstance(codec, Raster)
+        and codec.size_features is not None
+        and type(codec).decode_numpy_scaled is not Raster.decode_numpy_scaled
+    )
+
+
+def window_scale(crop: tuple[int, int, int, int], size: Size) -> int:
+    """The largest of the scales 8, 4, 2, 1 at which a window (top, left, height, width)
+    still covers ``size`` (tf.data's :func:`~recordkit.read._tf_geometry.window_scale`)."""
+    fits = min(crop[2] // size[0], crop[3] // size[1])
+    return next(scale for scale in (8, 4, 2, 1) if scale <= max(fits, 1))
+
+
+def _fit_window(
+    codec: Codec[Any], wire: Mapping[str, Any], window: Window, size: Size, pad_value: float
+) -> np.ndarray:
+    """A stored picture through a random resized crop's ``window``: decoded at the scale
+    the window allows (:func:`window_scale`; the codec decodes a PNG, or a JPEG it leaves
+    to Pillow, at full size), then resized with antialiasing (:func:`fit_scaled`); at
+    scale 1 the full decode's crop and resize, as ever."""
+    scale = window_scale(window.crop, size)
+    scaled = None
+    if scale > 1 and isinstance(codec, Raster):
+        scaled = codec.decode_numpy_scaled(wire, size, scale=scale)
+    if scaled is None:
+        return fit_picture(codec.decode_numpy(wire), window, size, "bilinear", pad_value)
+    pixels, shape, got = scaled
+    if got > 1:
+        return fit_scaled(
+            ScaledPicture(pixels, (int(shape[0]), int(shape[1])), int(got)), window, size, pad_value
+        )
+    picture = pixels if len(shape) == pixels.ndim else pixels.reshape(shape)
+    return fit_picture(picture, window, size, "bilinear", pad_value)
 
 
 def _crop(picture: np.ndarray, top: int, left: int, height: int, width: int, pad_value: float) -> np.ndarray:
@@ -415,15 +510,12 @@ def _nearest(out: int, source: int) -> np.ndarray:
     return indices
 
 
-def _lerp_axis(values: np.ndarray, out: int, axis: int, extent: float | None = None) -> np.ndarray:
-    """Linear interpolation along ``axis`` to ``out`` samples (half-pixel centres) of
-    the ``extent`` pixels the values span (default: as many as there are; a scaled
-    decode's last pixel may stand for part of one)."""
+def _lerp_axis(values: np.ndarray, out: int, axis: int) -> np.ndarray:
+    """Linear interpolation along ``axis`` to ``out`` samples (half-pixel centres)."""
     source = values.shape[axis]
-    if extent is None and source == out:
+    if source == out:
         return values
-    span = source if extent is None else extent
-    position = (np.arange(out, dtype=np.float32) + 0.5) * np.float32(span / out) - 0.5
+    position = (np.arange(out, dtype=np.float32) + 0.5) * np.float32(source / out) - 0.5
     floor = np.floor(position)
     lower = np.clip(floor, 0, source - 1).astype(np.int64)
     upper = np.clip(np.ceil(position), 0, source - 1).astype(np.int64)

@@ -27,7 +27,14 @@ from recordkit.read._dense import (
 )
 from recordkit.read._layout import DecodeLayout, padding_values
 from recordkit.read._options import PipelineOptions
-from recordkit.read._tf_geometry import flipped, random_resized_crop, transform_of, window_of
+from recordkit.read._tf_geometry import (
+    batch_of_one,
+    flipped,
+    random_resized_crop,
+    scaled_random_resized_crop,
+    transform_of,
+    window_of,
+)
 from recordkit.schema._bound import BoundField
 
 __all__ = ["DRAWS", "RaggedUnbatcher", "dense_batches", "per_record", "record_decoder"]
@@ -316,7 +323,7 @@ def _decode_picture(
     out: dict[str, Any] = {}
     if size is not None:
         cropped = _decode_crop(field, wire, layout, fit, draws) if fit in CROP_FITS else None
-        scaled = None if fit in CROP_FITS else _decode_scaled(field, wire, layout)
+        scaled = None if fit in CROP_FITS else _decode_scaled(field, wire, layout, draws)
         if cropped is not None:
             value, shape, out[name + OFFSET_SUFFIX] = cropped
         elif scaled is not None:
@@ -445,20 +452,11 @@ def _decode_one(field: BoundField, wire: dict[str, Any]) -> Any:
     one (static size 1, which lets a codec take a shorter path)."""
     import tensorflow as tf
 
-    one = _batch_of_one(wire)
+    one = batch_of_one(wire)
     padded = padded_decode(field.codec, one)
     if padded is not None and not isinstance(padded[0], dict):
         return tf.squeeze(padded[0], [0])
     return tf.nest.map_structure(_only_record, field.codec.decode_tf(one))
-
-
-def _batch_of_one(wire: dict[str, Any]) -> dict[str, Any]:
-    """One record's wire values as a batch of one (static size 1), each by one
-    ``ExpandDims``: every node of the per-record function is optimized and instantiated
-    again at each iterator, and ``value[None]`` is four (a slice and its three bounds)."""
-    import tensorflow as tf
-
-    return {key: tf.expand_dims(value, 0) for key, value in wire.items()}
 
 
 def _decode_value(field: BoundField, wire: dict[str, Any]) -> tuple[Any, Any]:
@@ -468,7 +466,7 @@ def _decode_value(field: BoundField, wire: dict[str, Any]) -> tuple[Any, Any]:
     per-record step pads and where it adds ``"<field>/shape"``."""
     import tensorflow as tf
 
-    decoded = field.codec.decode_tf(_batch_of_one(wire))
+    decoded = field.codec.decode_tf(batch_of_one(wire))
     return tf.nest.map_structure(_only_record, decoded), tf.nest.map_structure(
         tf.type_spec_from_value, decoded
     )
@@ -507,7 +505,7 @@ def _decode_crop(
     # The part of the window inside the picture: that is all that is decoded.
     start = tf.clip_by_value(offset, 0, sides)
     stop = tf.clip_by_value(offset + tf.constant(size, tf.int64), 0, sides)
-    one = _batch_of_one(wire)
+    one = batch_of_one(wire)
     inside = codec.decode_tf_window(one, tf.concat([start, stop - start], 0))
     if inside is None:
         return None
@@ -518,8 +516,11 @@ def _decode_crop(
     return (window if inside.shape.rank == 3 else window[..., 0]), shape, offset
 
 
-def _decode_scaled(field: BoundField, wire: dict[str, Any], layout: DecodeLayout) -> tuple[Any, Any] | None:
-    """One record's picture resized to its size (``"resize"``, ``"resize_with_pad"``)
+def _decode_scaled(
+    field: BoundField, wire: dict[str, Any], layout: DecodeLayout, draws: Any
+) -> tuple[Any, Any] | None:
+    """One record's picture resized to its size (``"resize"``, ``"resize_with_pad"``;
+    ``"random_resized_crop"``: :func:`~recordkit.read._tf_geometry.scaled_random_resized_crop`)
     and its full shape: decoded at the scale that covers the size
     (:meth:`~recordkit.Raster.decode_scale_tf`, :meth:`~recordkit.Raster.decode_tf_scaled`:
     a JPEG at 1/2, 1/4 or 1/8) and resized onto the full picture's geometry
@@ -536,7 +537,7 @@ def _decode_scaled(field: BoundField, wire: dict[str, Any], layout: DecodeLayout
     name = field.name
     method = layout.methods[name]
     geometry = layout.geometry
-    resized = geometry.fit in ("resize", "resize_with_pad")
+    resized = geometry.fit in ("resize", "resize_with_pad", "random_resized_crop")
     if (
         geometry.jpeg_scale != "auto"
         or not resized
@@ -545,7 +546,9 @@ def _decode_scaled(field: BoundField, wire: dict[str, Any], layout: DecodeLayout
     ):
         return None
     size = layout.sizes[name]
-    one = _batch_of_one(wire)
+    if geometry.fit == "random_resized_crop":
+        return scaled_random_resized_crop(codec, wire, size, geometry, method, draws)
+    one = batch_of_one(wire)
     fixed = layout.fixed_scales.get(name)
     if fixed == 1:
         return None  # no picture of the dataset scales: the plain decode, no choice in the graph

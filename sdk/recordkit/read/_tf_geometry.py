@@ -11,10 +11,19 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from recordkit.codec._capabilities import Raster
 from recordkit.codec._geometry import ImageGeometry, ImageTransform
-from recordkit.read._dense import CROP_FITS, Size, crop_offsets
+from recordkit.read._dense import CROP_FITS, Size, crop_offsets, resize_scaled_window
 
-__all__ = ["flipped", "random_resized_crop", "transform_of", "window_of"]
+__all__ = [
+    "batch_of_one",
+    "flipped",
+    "random_resized_crop",
+    "scaled_random_resized_crop",
+    "transform_of",
+    "window_of",
+    "window_scale",
+]
 
 
 def window_of(shape: Any, size: Size | None, geometry: ImageGeometry, draws: Any) -> tuple[Any, Any, Any]:
@@ -103,3 +112,65 @@ def transform_of(window: tuple[Any, Any, Any], shape: Any, output: Any, flip: An
         shift_x=shift[1],
         flip=tf.cast(flip, tf.float32),
     )
+
+
+def window_scale(window: Any, size: Size) -> Any:
+    """The largest of the scales 8, 4, 2, 1 at which ``window`` (float32 top, left,
+    height, width) still covers ``size``: both its sides at least that many times the
+    size's (int32 scalar; :func:`recordkit.read._numpy_geometry.window_scale` in numpy)."""
+    import tensorflow as tf
+
+    fits = tf.reduce_min(tf.floor(window[2:] / tf.constant(size, tf.float32)))
+    scales = tf.constant([1, 1, 2, 2, 4, 4, 4, 4, 8], tf.int32)
+    return tf.gather(scales, tf.cast(tf.clip_by_value(fits, 0.0, 8.0), tf.int32))
+
+
+def scaled_random_resized_crop(
+    codec: Raster, wire: dict[str, Any], size: Size, geometry: ImageGeometry, method: str, draws: Any
+) -> tuple[Any, Any] | None:
+    """One record's random resized crop decoded at a reduced scale: the window drawn from
+    the stored height and width (:attr:`~recordkit.Raster.size_features`) before the
+    decode, the picture decoded at the smaller of its codec's scale
+    (:meth:`~recordkit.Raster.decode_scale_tf`) and the largest at which the window still
+    covers ``size`` (:func:`window_scale`), and the window resized with antialiasing
+    (:func:`~recordkit.read._dense.resize_scaled_window`); at scale 1, the full decode's
+    crop and resize, as ever. Returns the fitted picture and the full picture's int64
+    shape; None when the codec decodes at full size only or the records store no sizes."""
+    import tensorflow as tf
+
+    if codec.size_features is None or not all(key in wire for key in codec.size_features):
+        return None
+    one = batch_of_one(wire)
+    own = codec.decode_scale_tf(one, size)
+    if own is None:
+        return None
+    height_key, width_key = codec.size_features
+    sides = tf.cast(tf.stack([tf.reshape(wire[height_key], []), tf.reshape(wire[width_key], [])]), tf.int64)
+    window = random_window(sides, geometry, draws)
+    scale = tf.minimum(tf.cast(own, tf.int32), window_scale(window, size))
+    scaled = codec.decode_tf_scaled(one, scale)
+    if scaled is None:
+        raise TypeError(f"codec {type(codec).__name__} gives a decode_scale_tf but no decode_tf_scaled")
+    picture, shape = scaled
+    flat = picture.shape.rank == 2
+    pixels = picture[..., None] if flat else picture
+
+    def reduced() -> Any:
+        resized = resize_scaled_window(pixels, window, scale, tf.constant(size, tf.int32), method)
+        dtype = pixels.dtype
+        return tf.saturate_cast(tf.round(resized) if dtype.is_integer else resized, dtype)
+
+    def whole() -> Any:
+        return random_resized_crop(pixels, window, size, method)
+
+    value = tf.ensure_shape(tf.cond(scale > 1, reduced, whole), [size[0], size[1], pixels.shape[-1]])
+    return (value[..., 0] if flat else value), tf.cast(shape, tf.int64)
+
+
+def batch_of_one(wire: dict[str, Any]) -> dict[str, Any]:
+    """One record's wire values as a batch of one (static size 1), each by one
+    ``ExpandDims``: every node of the per-record function is optimized and instantiated
+    again at each iterator, and ``value[None]`` is four (a slice and its three bounds)."""
+    import tensorflow as tf
+
+    return {key: tf.expand_dims(value, 0) for key, value in wire.items()}
