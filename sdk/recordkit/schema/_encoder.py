@@ -67,9 +67,13 @@ def record_items(record: Any) -> Mapping[str, Any]:
 class RecordEncoder:
     """Validates records against a bound schema and serializes them."""
 
-    def __init__(self, bound: HasFields) -> None:
+    def __init__(self, bound: HasFields, elsewhere: Mapping[str, str] | None = None) -> None:
+        """``elsewhere``: why a field the schema does not store is refused, by name, where
+        it says more than "not a field of the schema" (a field stored by another split's
+        field group)."""
         self.bound = bound
         self._names = frozenset(f.name for f in bound.fields)
+        self._elsewhere = dict(elsewhere or {})
         self._related = [f for f in bound.fields if f.codec.related_fields()]
         shared = shared_keys(bound)
         self._field_encoders = tuple(_FieldEncoder.build(f, shared) for f in bound.fields)
@@ -131,6 +135,7 @@ class RecordEncoder:
                 if name not in self._names:
                     hint = did_you_mean(name, self._names).strip()
                     reason = f"not a field of the schema ({hint})" if hint else "not a field of the schema"
+                    reason = self._elsewhere.get(name, reason)
                     errors.append(RecordError(reason, field=name, record=index))
         entries: list[bytes] = []
         written: WrittenKeys | None = {} if self._foreign else None

@@ -34,6 +34,7 @@ __all__ = [
     "GroupShards",
     "group_shard_entry",
     "group_shard_file",
+    "group_field_owners",
     "group_token",
     "new_run_token",
     "remove_unlisted_group_files",
@@ -92,6 +93,26 @@ def without_group_fields(manifest: Manifest, schema: Schema) -> Schema:
         return schema
     own = {name: spec for name, spec in schema.fields.items() if name not in in_groups}
     return schema.model_copy(update={"fields": own})
+
+
+def group_field_owners(manifest: Manifest, schema: Schema) -> dict[str, str]:
+    """The writer's reason for refusing a field of ``schema`` that split field groups store
+    (:func:`without_group_fields` leaves it out of the split's shards), by field name: the
+    groups and splits that store it. A split with that group takes the field into its group
+    shards; a record of any other split carrying it gets this reason."""
+    owners: dict[str, list[str]] = {}
+    for split, info in manifest.splits.items():
+        for name, group in (info.field_groups or {}).items():
+            for field in group.fields:
+                if field in schema.fields:
+                    owners.setdefault(field, []).append(f"field group {name!r} of split {split!r}")
+    return {
+        field: (
+            f"a field of {' and '.join(where)} only, which this split does not have: leave it out of "
+            "this split's records, or add it to this split with recordkit.add_fields"
+        )
+        for field, where in owners.items()
+    }
 
 
 def remove_unlisted_group_files(folder: Location, name: str, token: str, info: SplitInfo) -> None:
