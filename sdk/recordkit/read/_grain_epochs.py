@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
+from types import FrameType
 from typing import Any, Protocol, SupportsIndex
 
 import numpy as np
@@ -215,7 +216,7 @@ def _loader_shard_options(sampler: EpochSampler) -> ShardOptions | None:
     """The shard options of the Grain object asking ``sampler``'s length, if a Grain
     ``DataLoader``'s dataset is asking (it holds the sampler as ``_sampler`` and the
     loader's shard options as ``_shard_options``); None for any other caller."""
-    frame = sys._getframe(1)  # the sampler's own frames are passed over
+    frame: FrameType | None = sys._getframe(1)  # the sampler's own frames are passed over
     for _ in range(_CALLERS_LOOKED_AT):
         if frame is None:
             return None
