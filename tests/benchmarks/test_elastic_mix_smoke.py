@@ -26,4 +26,6 @@ def test_the_elastic_and_mixture_benchmark_runs(tmp_path: Path) -> None:
         assert results[name]["records"] == 40, name
         assert results[name]["baseline"] == "tf_plain"
     assert results["tf_elastic"]["records"] == 40 - 32
-    assert all(row["records_per_s"] > 0 for row in results.values() if isinstance(row, dict))
+    assert all(
+        row["records_per_s"] > 0 for name, row in results.items() if name != "git" and isinstance(row, dict)
+    )

@@ -30,4 +30,6 @@ def test_the_random_access_benchmark_runs(tmp_path: Path) -> None:
         for name in ("torch_batches_workers", "torch_batches_threads", "torch_batch_map_workers"):
             assert results[name]["records"] == 12, name
     assert "load_dataset" not in results
-    assert all(row["records_per_s"] > 0 for row in results.values() if isinstance(row, dict))
+    assert all(
+        row["records_per_s"] > 0 for name, row in results.items() if name != "git" and isinstance(row, dict)
+    )
