@@ -87,6 +87,10 @@ class RecordEncoder:
             for f in bound.fields
             if isinstance(f.codec, Raster) and f.codec.size_features is not None and not f.spec.sequence
         )
+        #: The fields whose wire values a record's checks keep: those checked against
+        #: others and the fields they name; with the pictures whose sides are noted too.
+        self._kept = frozenset(name for f in self._related for name in (f.name, *f.codec.related_fields()))
+        self._kept_with_sides = self._kept | {name for name, *_ in self._sized}
 
     def encode(self, record: Any, index: int | str | None = None) -> bytes:
         """The serialized Example of ``record``; raises RecordError naming the record."""
@@ -142,7 +146,7 @@ class RecordEncoder:
         wires: dict[str, Mapping[str, Any]] = {}
         # Only fields checked against others, and the pictures whose sides are noted, need them.
         note_sides = seen is not None and bool(self._sized)
-        keep_wires = bool(self._related) or note_sides
+        kept = self._kept_with_sides if note_sides else self._kept
         for field_encoder in self._field_encoders:
             name = field_encoder.name
             try:
@@ -150,7 +154,7 @@ class RecordEncoder:
             except RecordkitError as exc:
                 errors.append(exc.with_context(field=name, record=index))
                 continue
-            if keep_wires and wire is not None:
+            if wire is not None and name in kept:
                 wires[name] = wire
         for field in self._related:
             if field.name not in wires:
@@ -177,16 +181,18 @@ def _note_sides(
         wire = wires.get(name)
         if wire is None or height_key not in wire or width_key not in wire:
             continue
-        try:
-            height, width = int(wire[height_key]), int(wire[width_key])
-        except (TypeError, ValueError):
-            continue
-        full_size_only = 0 if codec.decodes_scaled(wire) else 1
+        height, width = wire[height_key], wire[width_key]
+        if type(height) is not int or type(width) is not int:  # what codecs return, else converted
+            try:
+                height, width = int(height), int(width)
+            except (TypeError, ValueError):
+                continue
         sides = seen.get(name)
         if sides is None:
-            seen[name] = [height, height, width, width, full_size_only]
+            seen[name] = [height, height, width, width, 0 if codec.decodes_scaled(wire) else 1]
             continue
-        sides[4] |= full_size_only
+        if not sides[4] and not codec.decodes_scaled(wire):  # once one is, the field is marked
+            sides[4] = 1
         if height < sides[0]:
             sides[0] = height
         if height > sides[1]:
