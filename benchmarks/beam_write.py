@@ -42,6 +42,7 @@ if __package__ in (None, ""):
 
 import recordkit as rk
 from benchmarks._data import MixedRecord, mixed_records
+from benchmarks._provenance import stamped
 from benchmarks._recordkit import mixed_schema
 from benchmarks._timing import Case, measure
 
@@ -185,7 +186,7 @@ def main(argv: list[str] | None = None) -> int:
         )
     if args.out is not None:
         args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(json.dumps(result, indent=2) + "\n")
+        args.out.write_text(json.dumps(stamped(result), indent=2) + "\n")
     return 0
 
 

@@ -30,6 +30,7 @@ if __package__ in (None, ""):
 
 import recordkit as rk
 from benchmarks._data import mixed_records
+from benchmarks._provenance import stamped
 from benchmarks._recordkit import mixed_record, mixed_schema
 from benchmarks.remote import SHARD_BYTES, _free_port, _s3_requests, _wait
 
@@ -99,7 +100,7 @@ def main(argv: list[str] | None = None) -> None:
     finally:
         server.terminate()
         server.wait(timeout=10)
-    text = json.dumps(report, indent=2)
+    text = json.dumps(stamped(report), indent=2)
     print(text)
     if args.out is not None:
         args.out.parent.mkdir(parents=True, exist_ok=True)

@@ -51,6 +51,7 @@ if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import recordkit as rk
+from benchmarks._provenance import stamped
 from benchmarks._timing import timed_pass
 
 #: The tf.data readers' batch size.
@@ -122,7 +123,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         )
     if args.out is not None:
         args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(json.dumps(results, indent=2))
+        args.out.write_text(json.dumps(stamped(results), indent=2))
     return results
 
 

@@ -59,6 +59,7 @@ if __package__ in (None, ""):
 
 import recordkit as rk
 from benchmarks._data import NUM_CLASSES, mixed_records
+from benchmarks._provenance import stamped
 from benchmarks._recordkit import mixed_record, mixed_schema
 
 WIDTH = 512
@@ -203,7 +204,7 @@ def main(argv: list[str] | None = None) -> None:
             runs.append(
                 run(records, args.repeats, Path(tmp), tensorflow=tensorflow, projections=args.projections)
             )
-    text = json.dumps({"runs": runs}, indent=2)
+    text = json.dumps(stamped({"runs": runs}), indent=2)
     if args.out is not None:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(text + "\n", encoding="utf-8")

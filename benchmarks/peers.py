@@ -29,6 +29,7 @@ if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks._peer_adapters import CONTENDERS
+from benchmarks._provenance import stamped
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -169,7 +170,7 @@ def main(argv: list[str] | None = None) -> int:
         )
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "peers.json").write_text(
-        json.dumps({"records": args.records, "rounds": rounds}, indent=2) + "\n"
+        json.dumps(stamped({"records": args.records, "rounds": rounds}), indent=2) + "\n"
     )
     report = table(rounds)
     (args.out / "peers.md").write_text(report + "\n")

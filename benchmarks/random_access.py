@@ -40,6 +40,7 @@ if __package__ in (None, ""):
 
 import recordkit as rk
 from benchmarks._data import mixed_records
+from benchmarks._provenance import stamped
 from benchmarks._random_reads import RandomReads
 from benchmarks._recordkit import mixed_record, mixed_schema
 from benchmarks._timing import repeated
@@ -170,7 +171,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{name:24s} {row}")
     if args.out is not None:
         args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(json.dumps(results, indent=2) + "\n")
+        args.out.write_text(json.dumps(stamped(results), indent=2) + "\n")
     return 0
 
 

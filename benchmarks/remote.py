@@ -55,6 +55,7 @@ os.environ["GCSFS_EXPERIMENTAL_ZB_HNS_SUPPORT"] = "false"  # see tests/recordkit
 
 import recordkit as rk
 from benchmarks._data import mixed_records
+from benchmarks._provenance import stamped
 from benchmarks._random_reads import RandomReads
 from benchmarks._recordkit import mixed_record, mixed_schema
 from benchmarks._timing import repeated
@@ -251,7 +252,7 @@ def main(argv: list[str] | None = None) -> None:
             results[name] = _measure(
                 url, options, records, args.repeats, streaming=streaming, count_requests=name == "s3"
             )
-    text = json.dumps(results, indent=2)
+    text = json.dumps(stamped(results), indent=2)
     if args.out is not None:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(text + "\n", encoding="utf-8")

@@ -17,7 +17,6 @@ import datetime
 import os
 import platform
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -40,6 +39,7 @@ from benchmarks import (  # noqa: E402
     _write,
 )
 from benchmarks._config import SIZES, Size  # noqa: E402
+from benchmarks._provenance import measured_commit  # noqa: E402
 
 PUBLISHED_JSON = ROOT / "benchmarks" / "results" / "latest.json"
 PUBLISHED_PLOT = ROOT / "docs" / "img" / "benchmarks.png"
@@ -64,16 +64,6 @@ def _cpu_model() -> str:
     except OSError:
         pass
     return platform.processor() or "unknown"
-
-
-def _git(*args: str) -> str | None:
-    try:
-        done = subprocess.run(
-            ["git", *args], cwd=ROOT, capture_output=True, text=True, check=True, timeout=10
-        )
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return done.stdout.strip()
 
 
 def machine_meta(size: Size) -> dict[str, Any]:
@@ -112,7 +102,7 @@ def machine_meta(size: Size) -> dict[str, Any]:
                 "soundfile",
             )
         },
-        "git": {"commit": _git("rev-parse", "HEAD"), "dirty": bool(_git("status", "--porcelain"))},
+        "git": measured_commit(),
         "codecs": codecs,
     }
 

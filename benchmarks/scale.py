@@ -76,6 +76,8 @@ from typing import Any
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from benchmarks._provenance import stamped
+
 SHARD_COUNTS = (10, 1_000, 10_000, 100_000, 1_000_000)
 RECORD_COUNTS = (1, 100, 10_000, 100_000)
 #: Shard sizes (MB) of the realistic verify datasets, 256 MB of 16 KB records each.
@@ -520,9 +522,10 @@ def main(argv: list[str] | None = None) -> None:
     if args.child:
         print(json.dumps(_child(args.child, args.data, args.rep)))
         return
-    results = run(args)
+    results = stamped(run(args))
     for earlier in args.merge:  # e.g. the large sizes, run on their own
         other = json.loads(Path(earlier).read_text())
+        results.setdefault("merged", []).append({"file": earlier, "git": other.get("git")})
         for axis in ("shards", "records", "verify"):
             results[axis] = dict(
                 sorted({**other.get(axis, {}), **results[axis]}.items(), key=lambda item: int(item[0]))

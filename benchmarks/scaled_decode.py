@@ -24,6 +24,7 @@ if __package__ in (None, ""):  # run as a script: make the benchmarks package im
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 from benchmarks import _scaled_decode
+from benchmarks._provenance import stamped
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -61,7 +62,7 @@ def main(argv: list[str] | None = None) -> int:
             "machine_start": start,
             "machine_end": end,
         }
-        args.json.write_text(json.dumps(out, indent=1))
+        args.json.write_text(json.dumps(stamped(out), indent=1))
     return 0
 
 

@@ -31,6 +31,7 @@ if __package__ in (None, ""):  # run as a script: make the benchmarks package im
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 from benchmarks import _tfdata_fields
+from benchmarks._provenance import stamped
 
 
 def run(records: int, passes: int, stages: bool, scratch: Path, log: Any = print) -> dict[str, Any]:
@@ -68,7 +69,7 @@ def main(argv: list[str] | None = None) -> int:
         print()
         print(table)
     if args.json:
-        args.json.write_text(json.dumps(out, indent=1) + "\n")
+        args.json.write_text(json.dumps(stamped(out), indent=1) + "\n")
     return 0
 
 

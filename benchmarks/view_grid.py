@@ -40,6 +40,7 @@ if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import recordkit as rk
+from benchmarks._provenance import stamped
 
 PER_PAGE = 48
 #: Thumbnails fetched at once, as a browser does (Chromium opens 6 connections a host).
@@ -143,7 +144,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{name:18s} min {row['min']:.3f} s  median {row['median']:.3f} s  each: {each}")
     if args.out is not None:
         args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
+        args.out.write_text(json.dumps(stamped(results), indent=2) + "\n", encoding="utf-8")
     return 0
 
 

@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -26,3 +27,10 @@ def run_benchmark(script: str, *args: str) -> subprocess.CompletedProcess[str]:
     )
     assert done.returncode == 0, done.stderr[-3000:]
     return done
+
+
+def assert_measured_commit(results: dict[str, Any]) -> None:
+    """``results`` (a benchmark's JSON) name the commit they measured: this checkout's."""
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True, check=True)
+    assert results["git"]["commit"] == head.stdout.strip()
+    assert isinstance(results["git"]["dirty"], bool)

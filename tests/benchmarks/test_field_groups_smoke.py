@@ -9,13 +9,15 @@ from __future__ import annotations
 import json
 
 import pytest
-from _benchmark_support import run_benchmark
+from _benchmark_support import assert_measured_commit, run_benchmark
 
 
 @pytest.mark.slow
 def test_the_field_groups_benchmark_runs_at_each_size_it_is_given() -> None:
     done = run_benchmark("field_groups.py", "--records", "6", "12", "--repeats", "1")
-    runs = json.loads(done.stdout[done.stdout.index("{") :])["runs"]
+    results = json.loads(done.stdout[done.stdout.index("{") :])
+    assert_measured_commit(results)
+    runs = results["runs"]
     assert [run["records"] for run in runs] == [6, 12]
     for run in runs:
         size, write = run["records"], run["write"]

@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 
 import pytest
-from _benchmark_support import ROOT, run_benchmark
+from _benchmark_support import ROOT, assert_measured_commit, run_benchmark
 
 from benchmarks._peer_adapters import CONTENDERS
 from benchmarks.peers import CPU_TORCH, PEER_PACKAGES, TORCHVISION, table
@@ -20,6 +20,7 @@ def test_the_peer_benchmark_runs_recordkit_on_every_task(tmp_path: Path) -> None
     pytest.importorskip("torch")
     done = run_benchmark("peers.py", "--records", "24", "--rounds", "2", "--no-peers", "--out", str(tmp_path))
     results = json.loads((tmp_path / "peers.json").read_text())
+    assert_measured_commit(results)
     assert results["records"] == 24
     assert len(results["rounds"]) == 2
     for one in results["rounds"]:

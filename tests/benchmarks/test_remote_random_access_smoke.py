@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 import pytest
-from _benchmark_support import run_benchmark
+from _benchmark_support import assert_measured_commit, run_benchmark
 
 
 @pytest.mark.slow
@@ -20,6 +20,7 @@ def test_the_remote_random_access_benchmark_runs(tmp_path: Path) -> None:
     out = tmp_path / "remote.json"
     run_benchmark("remote.py", "--records", "12", "--repeats", "1", "--random-access-only", "--out", str(out))
     results = json.loads(out.read_text())
+    assert_measured_commit(results)
     for store in ("local", "s3", "gs"):
         assert results[store]["random_access_1"]["records"] == 12
         assert results[store]["random_access_64"]["records"] == 64

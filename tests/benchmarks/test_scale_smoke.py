@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 
 import pytest
-from _benchmark_support import run_benchmark
+from _benchmark_support import assert_measured_commit, run_benchmark
 
 
 @pytest.mark.slow
@@ -23,6 +23,7 @@ def test_the_scale_benchmark_runs_every_operation_and_keeps_every_repetition(tmp
         *("--verify-mb", "1", "--verify-total-mb", "2"),
     )
     results = json.loads(out.read_text())
+    assert_measured_commit(results)
     row = results["shards"]["3"]
     assert row["manifest_bytes"] > 0
     ops = ("open_first", "len", "last_random", "tf_first", "verify_1", "verify_2_processes")

@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 
 import pytest
-from _benchmark_support import run_benchmark
+from _benchmark_support import assert_measured_commit, run_benchmark
 
 from benchmarks import _scaled_decode
 
@@ -22,6 +22,7 @@ def test_the_scaled_decode_benchmark_runs_every_way(tmp_path: Path) -> None:
         "scaled_decode.py", "--records", "4", "--repeats", "2", "--only", workload, "--json", str(out)
     )
     results = json.loads(out.read_text())
+    assert_measured_commit(results)
     ways = {(row["reader"], row["way"]) for row in results["rows"]}
     assert len(ways) == 9
     assert ("tf.data", _scaled_decode.BEFORE_WAY) in ways

@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 
 import pytest
-from _benchmark_support import run_benchmark
+from _benchmark_support import assert_measured_commit, run_benchmark
 
 GROUPS = ("image", "audio", "boxes, label, text", "all five")
 
@@ -20,6 +20,7 @@ def test_the_field_by_field_benchmark_runs_every_case(tmp_path: Path) -> None:
     args = ("--records", "8", "--passes", "2", "--stages", "--json", str(out))
     done = run_benchmark("tfdata_fields.py", *args)
     results = json.loads(out.read_text())
+    assert_measured_commit(results)
     rows = {(row["group"], row["pipeline"]) for row in results["fields"]}
     for suffix in ("", ", autotuner off"):
         for group in GROUPS:

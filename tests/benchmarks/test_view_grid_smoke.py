@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 import pytest
-from _benchmark_support import run_benchmark
+from _benchmark_support import assert_measured_commit, run_benchmark
 
 
 @pytest.mark.slow
@@ -18,6 +18,7 @@ def test_the_view_grid_benchmark_runs(tmp_path: Path) -> None:
         "view_grid.py", "--records", "50", "--repeats", "2", "--root", str(tmp_path), "--out", str(out)
     )
     results = json.loads(out.read_text())
+    assert_measured_commit(results)
     assert results["records"] == 50
     for name in ("first_page", "first_page_served", "deep_page"):
         row = results[name]

@@ -91,11 +91,22 @@ class Shard:
 _MADE_KEPT = 4096
 
 
+@dataclasses.dataclass(frozen=True)
+class ShardPiece:
+    """A listed shard that a split expression reads, with the records to read past and
+    to read (None: all the rest), before its :class:`Shard` is made."""
+
+    info: ShardInfo
+    skip: int = 0
+    take: int | None = None
+
+
 class LazyShards(Sequence[Shard]):
     """Shards made when they are asked for (``_make``), so opening a split of a million
     shards makes none until they are read; the ones made are kept, at most a few
     thousand at a time, so a pass over every shard holds few. Subclasses say how many
-    there are (``__len__``, abstract in :class:`Sequence`) and how the ``i``-th is made."""
+    there are (``__len__``, abstract in :class:`Sequence`), how the ``i``-th is made and
+    what the manifest lists for it (``piece``)."""
 
     def __init__(self) -> None:
         self._made: dict[int, Shard] = {}
@@ -103,6 +114,15 @@ class LazyShards(Sequence[Shard]):
     @abc.abstractmethod
     def _make(self, i: int) -> Shard:
         """The ``i``-th shard, made (its path resolved and checked)."""
+
+    @abc.abstractmethod
+    def piece(self, i: int) -> ShardPiece:
+        """The ``i``-th shard's manifest entry and the records read of it, without making it."""
+
+    def place(self, i: int) -> int | None:
+        """The ``i``-th shard's position in its split's listing, when known without a
+        search (None: look its file up in the manifest)."""
+        return None
 
     @overload
     def __getitem__(self, i: int) -> Shard: ...
@@ -136,19 +156,15 @@ class ListedShards(LazyShards):
     def _make(self, i: int) -> Shard:
         return _shard(self.root, self.listed[i])
 
+    def piece(self, i: int) -> ShardPiece:
+        return ShardPiece(self.listed[i])
+
+    def place(self, i: int) -> int:
+        return i  # a whole split: its place is its index
+
     @property
     def total_records(self) -> int:
         return total_records(self.listed)
-
-
-@dataclasses.dataclass(frozen=True)
-class ShardPiece:
-    """A listed shard that a split expression reads, with the records to read past and
-    to read (None: all the rest), before its :class:`Shard` is made."""
-
-    info: ShardInfo
-    skip: int = 0
-    take: int | None = None
 
 
 class SlicedShards(LazyShards):
@@ -169,6 +185,9 @@ class SlicedShards(LazyShards):
         piece = self.pieces[i]
         return _shard(self.root, piece.info, piece.skip, piece.take)
 
+    def piece(self, i: int) -> ShardPiece:
+        return self.pieces[i]
+
 
 def selected_records(shards: Sequence[Shard]) -> int | None:
     """How many records ``shards`` read (None: unknown), from the manifest's columns
@@ -179,7 +198,7 @@ def selected_records(shards: Sequence[Shard]) -> int | None:
     return None if any(count is None for count in counts) else sum(c for c in counts if c is not None)
 
 
-def split_shards(root: Location, manifest: Manifest, split: str) -> Sequence[Shard]:
+def split_shards(root: Location, manifest: Manifest, split: str) -> LazyShards:
     """The shards ``split`` (a name, or a TFDS-style expression) reads in the dataset at
     ``root``; for a slice only those it touches, each with the records to skip and take.
 

@@ -26,7 +26,7 @@ from typing import Any
 from recordkit.codec._registry import CodecRegistry
 from recordkit.dataset._manifest import FieldGroup, Manifest, ShardInfo
 from recordkit.dataset._paths import member
-from recordkit.dataset._shards import LazyShards, ListedShards, Shard, ShardPiece, SlicedShards, split_names
+from recordkit.dataset._shards import LazyShards, Shard, ShardPiece, split_names
 from recordkit.errors import ManifestError
 from recordkit.schema._bound import BoundField, check_shared_keys
 from recordkit.schema._schema import BoundSchema, Schema
@@ -144,7 +144,7 @@ def join_groups(
 
 
 def join_split_groups(
-    root: Location, manifest: Manifest, split: str, shards: Sequence[Shard], wanted: Sequence[str]
+    root: Location, manifest: Manifest, split: str, shards: LazyShards, wanted: Sequence[str]
 ) -> JoinedShards:
     """``shards`` of ``split`` with the field groups holding ``wanted`` fields joined
     (:func:`join_groups`), each made when it is asked for (:class:`JoinedShards`)."""
@@ -160,7 +160,7 @@ class JoinedShards(LazyShards):
     when it is made). Made when asked for, as :class:`ListedShards` makes shards."""
 
     def __init__(
-        self, root: Location, manifest: Manifest, split: str, shards: Sequence[Shard], wanted: tuple[str, ...]
+        self, root: Location, manifest: Manifest, split: str, shards: LazyShards, wanted: tuple[str, ...]
     ) -> None:
         super().__init__()
         self._root = root
@@ -168,37 +168,34 @@ class JoinedShards(LazyShards):
         self._split = split
         self._shards = shards
         self._wanted = wanted
-        self._where: dict[str, tuple[dict[str, FieldGroup], int, ShardInfo]] | None = None
+        self._where: dict[str, tuple[dict[str, FieldGroup], int]] | None = None
 
     def __len__(self) -> int:
         return len(self._shards)
 
-    def _piece(self, i: int) -> ShardPiece:
-        """The split's ``i``-th shard as the manifest lists it, without making it."""
-        shards = self._shards
-        if isinstance(shards, ListedShards):
-            return ShardPiece(shards.listed[i])
-        if isinstance(shards, SlicedShards):
-            return shards.pieces[i]
-        shard = shards[i]
-        return ShardPiece(self._located(shard.name)[2], shard.skip, shard.take)
+    def piece(self, i: int) -> ShardPiece:
+        return self._shards.piece(i)
 
-    def _located(self, name: str) -> tuple[dict[str, FieldGroup], int, ShardInfo]:
-        """The groups of the split that lists shard ``name``, its place there and its entry."""
+    def place(self, i: int) -> int | None:
+        return self._shards.place(i)
+
+    def _located(self, name: str) -> tuple[dict[str, FieldGroup], int]:
+        """The groups of the split that lists shard ``name``, and its place there."""
         if self._where is None:
             self._where = {
-                info.file: (split_info.groups, index, info)
+                info.file: (split_info.groups, index)
                 for split_info in (self._manifest.split(s) for s in split_names(self._manifest, self._split))
                 for index, info in enumerate(split_info.readable_shards)
             }
         return self._where[name]
 
     def _make(self, i: int) -> Shard:
-        piece = self._piece(i)
-        if isinstance(self._shards, ListedShards):  # a whole split: its place is its index
-            groups, index = self._manifest.split(self._split).groups, i
+        piece = self._shards.piece(i)
+        index = self._shards.place(i)
+        if index is not None:  # a whole split's shard
+            groups = self._manifest.split(self._split).groups
         else:
-            groups, index, _ = self._located(piece.info.file)
+            groups, index = self._located(piece.info.file)
         first, *rest = (
             Shard(
                 f.path,

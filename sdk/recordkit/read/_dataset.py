@@ -153,7 +153,7 @@ def open_handle(
             schema = Schema.load(schema, registry=registry, storage_options=storage_options)
         source = open_dataset(
             path,
-            "all" if split is None else split,
+            split,  # None: the only split, opened once (or all of several)
             names,
             schema=schema,
             registry=registry,
@@ -178,7 +178,7 @@ def open_handle(
         return Dataset(source, split, request, registry)
     if len(source.manifest.splits) == 1:
         (only,) = source.manifest.splits
-        return Dataset(_derive(source, only, names, request, registry, where), only, request, registry)
+        return Dataset(source, only, request, registry)  # opened as that split
     return Dataset(source, None, request, registry)
 
 

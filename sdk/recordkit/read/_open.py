@@ -116,7 +116,7 @@ class OpenedDataset:
 
 def open_dataset(
     path: Paths,
-    split: str = "train",
+    split: str | None = "train",
     fields: str | Sequence[str] | None = None,
     *,
     schema: SchemaLike | None = None,
@@ -131,6 +131,8 @@ def open_dataset(
     or a list; local, or remote with its ``storage_options``) as Locations, the schema
     file loaded, then :func:`open_locations`, then :func:`check_shards`.
 
+    :param split: a split expression; None: the dataset's only split, or all of them when
+        it has several.
     :param schema: the reader's schema, or the path of a schema file (loaded and checked
         against ``registry``).
     :param check_sizes: compare each shard's size with the manifest (raise on a mismatch).
@@ -149,7 +151,7 @@ def open_dataset(
 
 def open_locations(
     where: Sequence[Location],
-    split: str,
+    split: str | None,
     fields: Sequence[str] | None,
     *,
     schema: Schema | None,
@@ -157,11 +159,14 @@ def open_locations(
     compression: str | None = None,
 ) -> OpenedDataset:
     """The open phase (see the module docs): ``where`` (one dataset, or TFRecord files)
-    opened once, its ``split`` and ``fields`` resolved. Nothing is read but the manifest
-    (and, for files without one, what their names match); shards are checked later."""
+    opened once, its ``split`` and ``fields`` resolved (``split`` None: the dataset's only
+    split, or all of them when it has several). Nothing is read but the manifest (and, for
+    files without one, what their names match); shards are checked later."""
     found = find_dataset(where[0]) if len(where) == 1 and not where[0].is_pattern else None
     if found is not None:
         root, manifest = found
+        if split is None:
+            split = next(iter(manifest.splits)) if len(manifest.splits) == 1 else "all"
         return _open_manifest(root, manifest, split, fields, schema, registry)
     if schema is None:
         _check_exists(where)

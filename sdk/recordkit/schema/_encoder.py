@@ -67,9 +67,13 @@ def record_items(record: Any) -> Mapping[str, Any]:
 class RecordEncoder:
     """Validates records against a bound schema and serializes them."""
 
-    def __init__(self, bound: HasFields) -> None:
+    def __init__(self, bound: HasFields, elsewhere: Mapping[str, str] | None = None) -> None:
+        """``elsewhere``: why a field the schema does not store is refused, by name, where
+        it says more than "not a field of the schema" (a field stored by another split's
+        field group)."""
         self.bound = bound
         self._names = frozenset(f.name for f in bound.fields)
+        self._elsewhere = dict(elsewhere or {})
         self._related = [f for f in bound.fields if f.codec.related_fields()]
         shared = shared_keys(bound)
         self._field_encoders = tuple(_FieldEncoder.build(f, shared) for f in bound.fields)
@@ -83,6 +87,10 @@ class RecordEncoder:
             for f in bound.fields
             if isinstance(f.codec, Raster) and f.codec.size_features is not None and not f.spec.sequence
         )
+        #: The fields whose wire values a record's checks keep: those checked against
+        #: others and the fields they name; with the pictures whose sides are noted too.
+        self._kept = frozenset(name for f in self._related for name in (f.name, *f.codec.related_fields()))
+        self._kept_with_sides = self._kept | {name for name, *_ in self._sized}
 
     def encode(self, record: Any, index: int | str | None = None) -> bytes:
         """The serialized Example of ``record``; raises RecordError naming the record."""
@@ -131,13 +139,14 @@ class RecordEncoder:
                 if name not in self._names:
                     hint = did_you_mean(name, self._names).strip()
                     reason = f"not a field of the schema ({hint})" if hint else "not a field of the schema"
+                    reason = self._elsewhere.get(name, reason)
                     errors.append(RecordError(reason, field=name, record=index))
         entries: list[bytes] = []
         written: WrittenKeys | None = {} if self._foreign else None
         wires: dict[str, Mapping[str, Any]] = {}
         # Only fields checked against others, and the pictures whose sides are noted, need them.
         note_sides = seen is not None and bool(self._sized)
-        keep_wires = bool(self._related) or note_sides
+        kept = self._kept_with_sides if note_sides else self._kept
         for field_encoder in self._field_encoders:
             name = field_encoder.name
             try:
@@ -145,7 +154,7 @@ class RecordEncoder:
             except RecordkitError as exc:
                 errors.append(exc.with_context(field=name, record=index))
                 continue
-            if keep_wires and wire is not None:
+            if wire is not None and name in kept:
                 wires[name] = wire
         for field in self._related:
             if field.name not in wires:
@@ -172,16 +181,18 @@ def _note_sides(
         wire = wires.get(name)
         if wire is None or height_key not in wire or width_key not in wire:
             continue
-        try:
-            height, width = int(wire[height_key]), int(wire[width_key])
-        except (TypeError, ValueError):
-            continue
-        full_size_only = 0 if codec.decodes_scaled(wire) else 1
+        height, width = wire[height_key], wire[width_key]
+        if type(height) is not int or type(width) is not int:  # what codecs return, else converted
+            try:
+                height, width = int(height), int(width)
+            except (TypeError, ValueError):
+                continue
         sides = seen.get(name)
         if sides is None:
-            seen[name] = [height, height, width, width, full_size_only]
+            seen[name] = [height, height, width, width, 0 if codec.decodes_scaled(wire) else 1]
             continue
-        sides[4] |= full_size_only
+        if not sides[4] and not codec.decodes_scaled(wire):  # once one is, the field is marked
+            sides[4] = 1
         if height < sides[0]:
             sides[0] = height
         if height > sides[1]:

@@ -7,14 +7,23 @@ per record, with its record index beside it, as the writer writes shards. Reader
 the group to the split (:mod:`recordkit.dataset._split_groups`).
 
 A write is atomic and resumable, as the dataset writer's: the group is listed in
-``dataset.json`` as ``<group>~new`` (``unfinished``), which readers leave out, and each
+``dataset.json`` as ``<group>~<run>`` (``unfinished``), which readers leave out, and each
 completed shard is added to it; when the last shard is written the group takes its
 name (replacing the one it replaces) in one save of the manifest, the commit. A run
 that stops leaves the complete shards listed: running ``add_fields`` again with the
-same arguments skips them (the values of their records included), removes what the
-stopped run left unlisted, and goes on. Locally the dataset's lock keeps other writers
-out; on an object store each save of ``dataset.json`` is conditional on the version
-this run read or wrote (:class:`~recordkit.write._commit.RemoteManifest`).
+same arguments skips them (the values of their records included) and goes on.
+
+``<run>`` is a token new at every run, in the names of the files the run writes. A run
+first saves the manifest with its own token in the group's key (the claim), and only
+then removes what the run it takes over left unlisted, the files of that run's token
+alone: locally the dataset's lock keeps other writers out; on an object store each save
+of ``dataset.json`` is conditional on the version this run read or wrote
+(:class:`~recordkit.write._commit.RemoteManifest`), so once the claim is saved no save of
+the run taken over succeeds, and nothing removed can be listed after. No run lists the
+folder or removes a file before its claim, nor ever another run's files (a concurrent
+append's, another group's, a replacement's being written), and no two runs write the
+same name, so a late upload of a run that lost its claim lands beside the listed files,
+never over them.
 """
 
 from __future__ import annotations
@@ -44,6 +53,7 @@ from recordkit.write._group_shards import (
     group_shard_entry,
     group_shard_file,
     group_token,
+    new_run_token,
     remove_unlisted_group_files,
 )
 from recordkit.write._lock import DatasetLock, Wait
@@ -54,8 +64,11 @@ __all__ = ["FIELDS_FOLDER", "Values", "add_fields", "remove_fields"]
 
 #: A group's name: it goes into file names (no dot, which separates the name from its token).
 _GROUP_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_\-]*$")
-#: The key under which a group being written is listed until its commit.
-_STAGED = "{name}~new"
+#: The key under which a group being written is listed until its commit: its name and
+#: the token of the run writing it (``new`` before runs had tokens).
+_STAGED = "{name}~{run}"
+#: A run's token, as the staged key holds it.
+_RUN_TOKEN = re.compile(r"^[0-9a-f]{1,64}$")
 
 #: The added values, record by record in the split's order: each a mapping of the group's
 #: fields (or, for a group of one field, the field's value), or a function of the record.
@@ -108,22 +121,26 @@ def add_fields(
     with _Dataset(location(path, storage_options), wait=wait, durable=durable) as dataset:
         info = dataset.split(split)
         _check_fields(dataset.manifest, info, split, schema, group_name, replace=replace)
-        staged_key = _STAGED.format(name=group_name)
         groups = info.field_groups if info.field_groups is not None else {}
-        staged = groups.get(staged_key)
+        token = new_run_token()
+        taken_key, taken = _staged(groups, group_name)
+        staged = taken
         if staged is None or staged.fields != schema.fields:
             staged = FieldGroup(
                 fields=dict(schema.fields), codecs=codec_provenance(bound, registry), unfinished=True
             )
+        if taken_key is not None:
+            del groups[taken_key]
+        staged_key = _STAGED.format(name=group_name, run=token)
         groups[staged_key] = staged
         info.field_groups = groups
         folder = dataset.root.join(FIELDS_FOLDER, split)
         folder.mkdir()
-        remove_unlisted_group_files(folder, group_name, info)
-        dataset.save()
+        dataset.save()  # the claim: from here on no save of the run taken over succeeds
+        if taken_key is not None and taken is not None:
+            _remove_taken_over(dataset.root, folder, group_name, taken_key, taken, info, kept=taken is staged)
         done = sum(s.records for s in staged.shards)
         items = _items(values, dataset.root, split, read_fields, done, registry, storage_options)
-        token = group_token(staged)
         encoder = bound.encoder()
         compression = Compression.parse(dataset.manifest.compression)
         for index in range(len(staged.shards), len(info.shards)):
@@ -235,6 +252,29 @@ class _Dataset:
 
 
 _ADVICE = "run one writer per dataset at a time, then run add_fields again: it resumes"
+
+
+def _staged(groups: dict[str, FieldGroup], name: str) -> tuple[str | None, FieldGroup | None]:
+    """The key and entry of group ``name`` being written (by a run that stopped, or runs)."""
+    for key, group in groups.items():
+        if group.unfinished and key.startswith(f"{name}~"):
+            return key, group
+    return None, None
+
+
+def _remove_taken_over(
+    root: Location, folder: Location, name: str, key: str, group: FieldGroup, info: SplitInfo, *, kept: bool
+) -> None:
+    """After the claim: remove what the run listed under ``key`` left unlisted (its
+    token's files only), and, when this run starts the group afresh (other fields), the
+    shards it had listed too."""
+    if not kept:
+        _remove_files(root, group)
+    run = key.split("~", 1)[1]
+    if run == "new":  # written before runs had tokens: its shards' token, if it listed any
+        run = group_token(group) if group.shards else ""
+    if _RUN_TOKEN.fullmatch(run):
+        remove_unlisted_group_files(folder, name, run, info)
 
 
 def _check_group_name(name: str) -> str:

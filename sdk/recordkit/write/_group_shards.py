@@ -2,8 +2,11 @@
 
 A field group (:class:`~recordkit.dataset._manifest.FieldGroup`) has one shard per shard
 of its split, ``fields/<split>/<group>.<token>-<shard>.tfrecord``, holding the group's
-fields of the split's shard's records in the same order. This module names those files,
-lists them in the manifest, removes the ones a stopped run left unlisted, and, for a
+fields of the split's shard's records in the same order. ``<token>`` is the run's: each
+run of ``add_fields`` writes under a token of its own, and an append under its group's
+first shard's, so two runs never write the same name and a run's leftovers are told from
+another's by name. This module names those files, lists them in the manifest, removes the
+ones a stopped run left unlisted (those of that run's token only), and, for a
 :class:`~recordkit.DatasetWriter` appending to a split with field groups, splits each
 record into the split's fields and each group's (:class:`GroupAppend`): the writer writes
 the groups' parts into group shards that roll over with the split's shards and are
@@ -31,7 +34,9 @@ __all__ = [
     "GroupShards",
     "group_shard_entry",
     "group_shard_file",
+    "group_field_owners",
     "group_token",
+    "new_run_token",
     "remove_unlisted_group_files",
     "without_group_fields",
 ]
@@ -46,10 +51,15 @@ def group_shard_file(split: str, group: str, token: str, index: int, compression
 
 
 def group_token(group: FieldGroup) -> str:
-    """The token in the names of a group's shards: its listed shards', else a new one (a
-    replaced group's files and its replacement's never share a name)."""
+    """The token in the names of a group's shards: its first listed shard's, else a new one
+    (a replaced group's files and its replacement's never share a name)."""
     if group.shards:
         return group.shards[0].file.rsplit("/", 1)[-1].split(".")[1].split("-")[0]
+    return new_run_token()
+
+
+def new_run_token() -> str:
+    """A new token for the names of the group shards one run writes."""
     return secrets.token_hex(4)
 
 
@@ -85,17 +95,42 @@ def without_group_fields(manifest: Manifest, schema: Schema) -> Schema:
     return schema.model_copy(update={"fields": own})
 
 
-def remove_unlisted_group_files(folder: Location, name: str, info: SplitInfo) -> None:
-    """Files of group ``name`` in ``folder`` that the manifest does not list (left by a run
-    that stopped; called with no other writer running): removed."""
+def group_field_owners(manifest: Manifest, schema: Schema) -> dict[str, str]:
+    """The writer's reason for refusing a field of ``schema`` that split field groups store
+    (:func:`without_group_fields` leaves it out of the split's shards), by field name: the
+    groups and splits that store it. A split with that group takes the field into its group
+    shards; a record of any other split carrying it gets this reason."""
+    owners: dict[str, list[str]] = {}
+    for split, info in manifest.splits.items():
+        for name, group in (info.field_groups or {}).items():
+            for field in group.fields:
+                if field in schema.fields:
+                    owners.setdefault(field, []).append(f"field group {name!r} of split {split!r}")
+    return {
+        field: (
+            f"a field of {' and '.join(where)} only, which this split does not have: leave it out of "
+            "this split's records, or add it to this split with recordkit.add_fields"
+        )
+        for field, where in owners.items()
+    }
+
+
+def remove_unlisted_group_files(folder: Location, name: str, token: str, info: SplitInfo) -> None:
+    """Files of group ``name`` written under ``token`` in ``folder`` that the manifest does
+    not list, removed: what the run of that token left (its temporary files, shards renamed
+    or uploaded but never listed). Called once no save of that run can succeed any more
+    (its lock is gone, or this writer's conditional save replaced the manifest it read), so
+    nothing removed can be listed later; another run's files, under its own token, are
+    left alone."""
     listed = {
         f.rsplit("/", 1)[-1]
         for group in (info.field_groups or {}).values()
         for shard in group.shards
         for f in (shard.file, shard.index.file if shard.index is not None else "")
     }
+    prefixes = (f"{name}.{token}-", f".{name}.{token}-")
     for file in folder.list():
-        if file.startswith((f"{name}.", f".{name}.")) and file not in listed:
+        if file.startswith(prefixes) and file not in listed:
             folder.join(file).remove()
 
 
@@ -255,6 +290,8 @@ class GroupAppend:
         return GroupShards(files, self._folder, self._durable)
 
     def remove_debris(self, info: SplitInfo) -> None:
-        """Remove the group files a stopped append left unlisted (before it resumes)."""
+        """Remove the group files a stopped append left unlisted (before it resumes): those
+        under each group's token, which an append writes under (an ``add_fields`` run
+        writes under its own)."""
         for group in self._groups:
-            remove_unlisted_group_files(self._folder, group.name, info)
+            remove_unlisted_group_files(self._folder, group.name, group.token, info)

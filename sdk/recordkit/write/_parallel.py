@@ -31,7 +31,7 @@ import multiprocessing
 import sys
 import time
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any, Generic, TypeVar
@@ -80,9 +80,13 @@ class WorkerSetup:
     direct_codecs: tuple[str, ...]
     #: ``(codec name, module:qualname)`` the parent used, checked by the worker.
     codecs: tuple[tuple[str, str], ...]
+    #: ``(field, reason)``: the encoder's reasons for fields it does not store (``elsewhere``).
+    elsewhere: tuple[tuple[str, str], ...] = ()
 
     @classmethod
-    def from_bound(cls, bound: BoundSchema, registry: CodecRegistry) -> WorkerSetup:
+    def from_bound(
+        cls, bound: BoundSchema, registry: CodecRegistry, elsewhere: Mapping[str, str] | None = None
+    ) -> WorkerSetup:
         plugins: set[str] = set()
         direct: set[str] = set()
         codecs: set[tuple[str, str]] = set()
@@ -100,6 +104,7 @@ class WorkerSetup:
             plugins=tuple(sorted(plugins)),
             direct_codecs=tuple(sorted(direct)),
             codecs=tuple(sorted(codecs)),
+            elsewhere=tuple(sorted((elsewhere or {}).items())),
         )
 
     def build_encoder(self) -> RecordEncoder:
@@ -121,7 +126,7 @@ class WorkerSetup:
                 "a worker process rebuilt the schema with a different wire layout "
                 f"({bound.fingerprint()} instead of {self.fingerprint})"
             )
-        return RecordEncoder(bound)
+        return RecordEncoder(bound, dict(self.elsewhere))
 
 
 def _class_ref(cls: type) -> str:

@@ -60,7 +60,7 @@ from recordkit.schema._schema import Schema
 from recordkit.storage import Location, PathOrUrl, location
 from recordkit.write._commit import RemoteManifest
 from recordkit.write._debris import check_no_strays, remove_split_debris, remove_write_debris
-from recordkit.write._group_shards import GroupAppend, without_group_fields
+from recordkit.write._group_shards import GroupAppend, group_field_owners, without_group_fields
 from recordkit.write._lock import DatasetLock
 from recordkit.write._parallel import FIRST_BATCH_RECORDS, OrderedPool, Result, WorkerSetup
 from recordkit.write._plan import (
@@ -166,6 +166,8 @@ class DatasetWriter:
         self.schema = load_schema(schema, registry, options.get("storage_options"))
         self._bound = self.schema.bind(registry)
         self._encoder = RecordEncoder(self._bound)
+        #: The encoder's reasons for fields that other splits' field groups store.
+        self._elsewhere: dict[str, str] = {}
         self._pool: OrderedPool[_BatchTag] | None = None
         self._splits: dict[str, SplitWriter] = {}
         #: How these records join the stored dataset (its schema grown by the optional
@@ -228,9 +230,10 @@ class DatasetWriter:
                 file=str(self.where),
             )
         own = without_group_fields(existing, self.schema)
+        self._elsewhere = group_field_owners(existing, self.schema)
         if own is not self.schema:  # the groups' fields go to the groups' shards (GroupAppend)
             self._bound = own.bind(self._registry)
-            self._encoder = RecordEncoder(self._bound)
+            self._encoder = RecordEncoder(self._bound, self._elsewhere)
         where = str(self.where)
         plan = plan_append(
             existing, self._bound.schema, self._registry, compression, file=where, append=self._append
@@ -433,7 +436,7 @@ class DatasetWriter:
 
     def _submit(self, state: SplitWriter) -> None:
         if self._pool is None:
-            setup = WorkerSetup.from_bound(self._bound, self._registry)
+            setup = WorkerSetup.from_bound(self._bound, self._registry, self._elsewhere)
             self._pool = OrderedPool(setup, self._workers, local_encoder=self._encoder)
         tag = (state, state.batch_meta)
         items = state.batch_items

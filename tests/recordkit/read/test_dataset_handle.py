@@ -15,6 +15,7 @@ from _reader_support import SCHEMA, dumps, make_records, run_without_tensorflow
 
 import recordkit as rk
 from recordkit.errors import CorruptRecordError, DatasetError, ManifestError, SchemaError
+from recordkit.read import _open  # private: counts the opens of a split
 from recordkit.storage import location
 from recordkit.testing import assert_values_equal
 
@@ -76,6 +77,23 @@ def test_a_dataset_of_one_split_opens_it_by_default(tmp_path: Path) -> None:
     assert ds.current_split == "test"
     assert len(ds) == 5
     assert ds[4]["caption"] == "record 4 — ünïcode"
+
+
+def test_a_dataset_of_one_split_opened_without_one_is_opened_once_as_that_split(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "one"
+    rk.write_dataset(make_records(5), SCHEMA, path, "test", progress=False)
+    opened: list[str] = []
+    listing = _open.split_shards
+
+    def split_shards(root: Any, manifest: Any, split: str) -> Any:
+        opened.append(split)
+        return listing(root, manifest, split)
+
+    monkeypatch.setattr(_open, "split_shards", split_shards)  # what each open of a split lists
+    assert rk.open(path).current_split == "test"
+    assert opened == ["test"]  # not "all" first, then "test"
 
 
 @pytest.mark.parametrize(

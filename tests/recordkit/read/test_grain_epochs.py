@@ -144,3 +144,52 @@ def test_hosts_that_divide_the_epoch_read_each_record_once(dataset: Path) -> Non
     shared, _ = read(source, 5, 0)
     assert Counter(whole) == Counter(f"n{i}" for i in range(N))
     assert shared == whole  # each record once, the hosts' i-th records in the canonical order
+
+
+def _loader_hosts(source: Any, hosts: int, **shard: Any) -> tuple[list[str], Any]:
+    """What ``hosts`` DataLoaders read when the shard options go to each DataLoader, not to
+    its sampler (in global index order), and the last host's sampler."""
+    per_host = []
+    for host in range(hosts):
+        sampler = EpochSampler(source, **OPTIONS)
+        options = grain.ShardOptions(shard_index=host, shard_count=hosts, **shard)
+        loader = grain.DataLoader(data_source=source, sampler=sampler, worker_count=0, shard_options=options)
+        per_host.append([record["name"] for record in loader])
+    return [name for step in zip(*per_host, strict=True) for name in step], sampler
+
+
+def test_shard_options_given_to_the_dataloader_alone_divide_the_epoch_or_are_refused_naming_them(
+    dataset: Path,
+) -> None:
+    source = rk.open(dataset, "train").grain()
+    whole, _ = read(source, 1, 0)
+    shared, sampler = _loader_hosts(source, 3)  # 45 records: 15 for each of 3 hosts
+    assert (shared, sampler.shard_count) == (whole, 3)
+    with pytest.raises(
+        rk.errors.ShardingError,
+        match=r"45 records are left of epoch 0, which 2 hosts cannot share evenly: .* skip the last 1\. "
+        r".*pass ShardOptions\(\.\.\., drop_remainder=True\) to the DataLoader",
+    ):
+        _loader_hosts(source, 2)
+    shared, sampler = _loader_hosts(source, 2, drop_remainder=True)
+    assert (shared, sampler.dropped) == (whole[:44], 1)  # the loss accepted is named
+    assert sampler.state_after(22)["position"] == 44  # and the state keeps the dropped record unread
+
+
+def test_a_dataloader_given_other_shard_options_than_its_sampler_is_refused_naming_both(
+    dataset: Path,
+) -> None:
+    source = rk.open(dataset, "train").grain()
+    sampler = EpochSampler(source, **OPTIONS, shard_options=grain.ShardOptions(shard_index=0, shard_count=3))
+    with pytest.raises(
+        rk.errors.ShardingError,
+        match=r"the DataLoader's shard_options \(shard_index=0, shard_count=5\) differ from the "
+        r"EpochSampler's shard_options \(shard_index=0, shard_count=3\)",
+    ):
+        grain.DataLoader(
+            data_source=source, sampler=sampler, worker_count=0, shard_options=grain.ShardOptions(0, 5)
+        )
+    same = grain.DataLoader(
+        data_source=source, sampler=sampler, worker_count=0, shard_options=grain.ShardOptions(0, 3)
+    )
+    assert len(list(same)) == 15

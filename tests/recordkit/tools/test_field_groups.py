@@ -15,7 +15,7 @@ import pytest
 from _reader_support import SCHEMA, make_records, rows
 
 import recordkit as rk
-from recordkit.errors import DatasetError, ManifestError, RecordError, SchemaError
+from recordkit.errors import DatasetError, DatasetLockedError, ManifestError, RecordError, SchemaError
 from recordkit.testing import assert_values_equal
 
 N = 10
@@ -267,6 +267,61 @@ def test_values_of_the_wrong_count_commit_nothing_and_the_right_ones_resume(
     }
     on_disk = {p.name for p in (path / "fields" / "train").glob("*.tfrecord")}
     assert on_disk == listed
+
+
+def test_add_fields_started_while_another_runs_is_refused_and_the_first_completes(
+    records: list[dict[str, Any]], tmp_path: Path
+) -> None:
+    path = tmp_path / "data"
+    _write_base(path, records)
+    embeddings = [r["embedding"] for r in records]
+
+    def values() -> Any:  # a second run starts while the first writes its second shard
+        for i, value in enumerate(embeddings):
+            if i == 4:
+                with pytest.raises(DatasetLockedError, match=r"another writer .* is writing to this dataset"):
+                    rk.add_fields(path, "train", EMBEDDING, [-e for e in embeddings])
+            yield value
+
+    rk.add_fields(path, "train", EMBEDDING, values())
+    assert_values_equal(embeddings, [r["embedding"] for r in rk.iter_records(path)])
+    assert {p.name for p in (path / "fields" / "train").iterdir()} == _group_files(path)
+
+
+def test_add_fields_removes_only_what_the_run_it_resumes_left_never_another_runs_files(
+    records: list[dict[str, Any]], tmp_path: Path
+) -> None:
+    path = tmp_path / "data"
+    _write_base(path, records)
+    folder = path / "fields" / "train"
+    folder.mkdir(parents=True)
+    others = ["embedding.0123abcd-00000.tfrecord", ".embedding.0123abcd-00001.tfrecord.7-ab.tmp"]
+    for name in others:  # another run's files, under its own token (e.g. on another machine)
+        (folder / name).write_bytes(b"another run's")
+    embeddings = [r["embedding"] for r in records]
+    with pytest.raises(DatasetError, match=r"values ended after 7 items"):
+        rk.add_fields(path, "train", EMBEDDING, embeddings[:7])
+    groups = rk.Manifest.load(path).split("train").field_groups or {}
+    (key,) = groups
+    run = key.split("~")[1]
+    assert key == f"embedding~{run}"
+    assert all(run in s.file for s in groups[key].shards)
+    left = [f"embedding.{run}-00002.tfrecord", f".embedding.{run}-00002.tfrecord.9-cd.tmp"]
+    for name in left:  # what the stopped run could leave: a shard renamed, never listed; a temp
+        (folder / name).write_bytes(b"stopped run's")
+    rk.add_fields(path, "train", EMBEDDING, embeddings)
+    assert_values_equal(embeddings, [r["embedding"] for r in rk.iter_records(path)])
+    assert {p.name for p in folder.iterdir()} == _group_files(path) | set(others)
+
+
+def _group_files(path: Path) -> set[str]:
+    """The names of the files the split's field groups list (shards and their indexes)."""
+    return {
+        file.rsplit("/", 1)[-1]
+        for group in (rk.Manifest.load(path).split("train").field_groups or {}).values()
+        for shard in group.shards
+        for file in (shard.file, *([shard.index.file] if shard.index else []))
+    }
 
 
 def test_bad_added_fields_are_refused_with_what_is_wrong(

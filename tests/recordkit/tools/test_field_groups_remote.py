@@ -87,6 +87,30 @@ def test_add_fields_stops_when_another_writer_replaced_the_manifest(bucket: Buck
     assert "embedding" not in next(rk.iter_records(url, storage_options=options))
 
 
+def test_two_overlapping_add_fields_runs_in_a_bucket_never_write_over_each_others_files(
+    s3_bucket: Bucket,
+) -> None:
+    url = s3_bucket.join("data")
+    options = s3_bucket.storage_options
+    rk.write_dataset(
+        remote_records(N), REMOTE_SCHEMA, url, shard_records=4, progress=False, storage_options=options
+    )
+    mine, theirs = _embeddings(), _embeddings(100)
+
+    def values():  # while this run writes its second shard, a second run resumes the group and commits
+        for i, value in enumerate(mine):
+            if i == 5:
+                rk.add_fields(url, "train", EMBEDDING, theirs, storage_options=options)
+            yield value
+
+    with pytest.raises(ConcurrentWriteError, match="replaced by another writer"):
+        rk.add_fields(url, "train", EMBEDDING, values(), storage_options=options)
+    got = np.stack([r["embedding"] for r in rk.iter_records(url, storage_options=options)])
+    np.testing.assert_array_equal(got, np.concatenate([mine[:4], theirs[4:]]))  # its first shard, then theirs
+    verified = CliRunner().invoke(main, ["verify", url, *cli_options(s3_bucket)])
+    assert verified.exit_code == 0, verified.output
+
+
 def test_an_append_to_a_split_with_a_field_group_in_a_bucket_keeps_the_group_aligned(bucket: Bucket) -> None:
     url = bucket.join("data")
     options = bucket.storage_options

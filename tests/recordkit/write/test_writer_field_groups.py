@@ -6,6 +6,7 @@ tests/recordkit/tools/test_field_groups.py, its "appended" dataset.)"""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -97,6 +98,30 @@ def test_a_record_without_a_required_group_field_is_refused_naming_it_and_nothin
     assert all(embedding == [i, -i] for i, embedding, _ in _read(path)), "each record keeps its own values"
 
 
+@pytest.mark.parametrize("workers", [0, 2])
+def test_a_record_of_another_split_carrying_a_group_field_is_refused_naming_the_group_and_its_split(
+    path: Path, workers: int
+) -> None:
+    schema = rk.open(path).schema  # the split's fields and its groups'
+    with pytest.raises(
+        RecordError,
+        match=r"record 1, field 'embedding': a field of field group 'embedding' of split 'train' only, "
+        r"which this split does not have: leave it out of this split's records, or add it to this "
+        r"split with recordkit.add_fields",
+    ):
+        rk.write_dataset(
+            _rows(0, 1) + _rows(1, 1, embedding=_vector),
+            path,
+            schema,
+            "test",
+            append=True,
+            progress=False,
+            workers=workers,
+        )
+    rk.write_dataset(_rows(0, 2), path, schema, "test", resume=True, progress=False, workers=workers)
+    assert [sorted(r) for r in rk.iter_records(path, "test")] == [["caption", "id"]] * 2
+
+
 def test_a_schema_that_cannot_fill_the_groups_is_refused_before_anything_is_written(path: Path) -> None:
     before = sorted(p.relative_to(path).as_posix() for p in path.rglob("*"))
     manifest = (path / "dataset.json").read_bytes()
@@ -120,9 +145,11 @@ def test_an_append_waits_for_a_group_being_added_and_other_splits_append_as_befo
 ) -> None:
     with pytest.raises(DatasetError, match=r"values ended after 1 items"):
         rk.add_fields(path, "train", rk.Schema(name="x", fields={"x": rk.FieldSpec(codec="scalar")}), [1])
-    with pytest.raises(DatasetError, match=r"has a field group being added \(x~new\); finish it"):
+    (staged,) = [key for key in rk.Manifest.load(path).split("train").field_groups or {} if "~" in key]
+    assert re.fullmatch(r"x~[0-9a-f]{8}", staged), "listed under the group's name and its run's token"
+    with pytest.raises(DatasetError, match=rf"has a field group being added \({staged}\); finish it"):
         _append(path, _rows(5, 1, embedding=_vector))
-    rk.remove_fields(path, "train", "x~new")
+    rk.remove_fields(path, "train", staged)
     _append(path, _rows(5, 1, embedding=_vector))
     assert [r[0] for r in _read(path)] == list(range(6))
     rk.write_dataset(_rows(0, 2), path, BASE, "test", append=True, progress=False)
