@@ -161,6 +161,7 @@ def read_as_opened(
     def verdict(index: Any) -> tuple[bytes, np.int64, bytes, bytes, bytes]:
         """Shard ``index``'s path, the records to take (-1: all, then the error), the head
         and tail of a loss's message, and a refusal ("" when there is none)."""
+        shard = None
         try:
             shard = shards[int(index)]  # made now: its path resolved inside the dataset
             check_shard_size(shard, compression)
@@ -169,7 +170,10 @@ def read_as_opened(
                 raise CorruptRecordError(
                     walk.oversized.describe(), shard=shard.name, offset=walk.oversized.offset
                 )
-        except RecordkitError as exc:
+        except (RecordkitError, OSError) as exc:
+            if isinstance(exc, OSError):  # the file's size could not be asked (a stat refused)
+                name = shard.name if shard is not None else f"#{int(index)}"
+                exc = CorruptRecordError(f"cannot read the shard file: {exc.strerror or exc}", shard=name)
             refusal = f"recordkit {type(exc).__name__}: {exc}"
             return b"", np.int64(0), b"", b"", refusal.encode("utf-8")
         count = framed_count(shard, walk, compression)
