@@ -29,8 +29,8 @@ operation) are kept, with the fastest and the median:
   the last shard's index loaded, one read), and ``last_random_warm`` another record of
   the last shard after it;
 * ``tf_first``: ``ds.tf(batch_size=1)`` built and its first batch read, TensorFlow
-  imported before the clock starts (the shards' sizes and record headers are checked
-  when the pipeline is built: it touches every shard);
+  imported before the clock starts (a split of more than 16 shards is built without
+  touching one: each shard's size and record headers are checked as the read opens it);
 * ``verify_1``, ``verify_2_threads``, ``verify_2_processes``: ``recordkit verify`` with
   ``-j 1``, ``-j 2`` (threads) and ``-j 2 --processes`` (CPU seconds are this process's
   only: the worker processes' are not counted);
@@ -48,7 +48,7 @@ operation) are kept, with the fastest and the median:
   shards on this machine; ``benchmarks/beam_write.py`` measures whole pipelines);
 * the manifest's bytes (``dataset.json`` and any shard table beside it).
 
-Operations that read every shard (verify, stats, index, tf_first) are skipped above
+Operations that read every shard (verify, stats, index) are skipped above
 ``--full-pass-max`` shards (default 100k): each touches every file, and their cost per
 shard is read from the smaller sizes. ``beam_commit`` is skipped above it too.
 
@@ -112,7 +112,6 @@ FULL_PASS = {
     "verify_2_processes",
     "stats_sample",
     "index",
-    "tf_first",
     "beam_commit",
 }
 RECORD_OPS = ("open_first", "len", "last_random", "verify_1", "verify_2_threads", "verify_2_processes")

@@ -7,7 +7,9 @@ costs a few microseconds of Python a record: with small records, that is most of
 whose record offsets are known: each record's length leads exactly to the next offset
 and the last to the end of the file, each length CRC is right (computed for every header
 at once with a table, in numpy), and each data CRC is right (one C call a record, no
-other Python). It answers only yes or no: a file that fails is read again with
+other Python); a file of a few records is checked record by record in plain Python
+instead, where numpy's fixed costs per step would be most of the time (verify on many
+tiny shards). It answers only yes or no: a file that fails is read again with
 :func:`~recordkit.format._tfrecord.iter_tfrecords`, whose errors name the record and what
 is wrong.
 
@@ -22,6 +24,7 @@ None, and the caller checks it record by record for the error that names the rec
 from __future__ import annotations
 
 import functools
+import itertools
 import struct
 from typing import Any
 
@@ -81,6 +84,8 @@ def framing_matches(buffer: Any, offsets: np.ndarray) -> bool:
     ``mmap``: sliced, it gives bytes, which the CRC takes) holds exactly the
     records that start at ``offsets`` (one more entry than records: the last is the end),
     every length and data CRC right."""
+    if len(offsets) <= _FEW:  # fewer steps than numpy's for a file of a few records
+        return _few_match(buffer, [int(offset) for offset in offsets])
     data = np.frombuffer(buffer, dtype=np.uint8)
     offsets = np.asarray(offsets, dtype=np.int64)
     if len(offsets) == 0 or int(offsets[0]) != 0 or int(offsets[-1]) != len(data):
@@ -89,6 +94,32 @@ def framing_matches(buffer: Any, offsets: np.ndarray) -> bool:
         _batch_matches(data, buffer, offsets[first : first + _BATCH + 1])
         for first in range(0, len(offsets) - 1, _BATCH)
     )
+
+
+#: Records up to which a file is checked record by record in plain Python: a shard of a
+#: few records is checked mostly in fixed costs, which numpy's steps would dominate.
+_FEW = 64
+_LENGTH = struct.Struct("<Q")
+_CRC = struct.Struct("<I")
+
+
+def _few_match(buffer: Any, offsets: list[int]) -> bool:
+    """:func:`framing_matches` record by record (for a few records)."""
+    if not offsets or offsets[0] != 0 or offsets[-1] != len(buffer):
+        return False
+    for start, end in itertools.pairwise(offsets):
+        first = start + _LENGTH_BYTES + _CRC_BYTES
+        if first > end:
+            return False
+        header = buffer[start : start + _LENGTH_BYTES]
+        (length,) = _LENGTH.unpack(header)
+        if first + length + _CRC_BYTES != end:
+            return False
+        if masked_crc(header) != _CRC.unpack(buffer[start + _LENGTH_BYTES : first])[0]:
+            return False
+        if masked_crc(buffer[first : first + length]) != _CRC.unpack(buffer[first + length : end])[0]:
+            return False
+    return True
 
 
 def _batch_matches(data: np.ndarray, buffer: Any, offsets: np.ndarray) -> bool:

@@ -33,6 +33,7 @@ from recordkit.dataset._shards import selected_records
 from recordkit.errors import DatasetError, MissingExtraError, RecordkitError, SchemaError
 from recordkit.read._corruption import CorruptionReport, OnCorrupt, check_on_corrupt
 from recordkit.read._epoch_stream import EpochStream
+from recordkit.read._framed_read import checked_as_opened
 from recordkit.read._grain import DataSource
 from recordkit.read._iter_records import RecordIterator, record_iterator
 from recordkit.read._load_dataset import tf_pipeline
@@ -372,7 +373,11 @@ class Dataset:
         options.check()
         shuffled = shuffle_files or bool(shuffle_buffer)
         skip = tf_data_start(start, shuffled=shuffled, seed=seed, deterministic=config.deterministic)
-        opened = self._opened(on_corrupt, report, rank, world_size, input_context)
+        # A read of many local shards checks each shard's size as it opens it, not all here.
+        check_on_corrupt(on_corrupt)
+        source = self._readable()
+        sizes = not checked_as_opened(source, source.shards, on_corrupt)
+        opened = self._opened(on_corrupt, report, rank, world_size, input_context, sizes=sizes)
         return tf_pipeline(opened, options, on_corrupt, skip)
 
     def tf_epochs(

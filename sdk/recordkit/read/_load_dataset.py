@@ -11,12 +11,13 @@ TensorFlow is imported when the pipeline is built.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
-from recordkit.dataset._shards import Shard
+from recordkit.dataset._shards import Shard, selected_records
 from recordkit.read._corruption import OnCorrupt
 from recordkit.read._dense import OFFSET_SUFFIX, SHAPE_SUFFIX, ImageFit, pad_into, row_shapes
+from recordkit.read._framed_read import checked_as_opened
 from recordkit.read._layout import DecodeLayout
 from recordkit.read._numpy_geometry import DRAWS as DRAW_COUNT
 from recordkit.read._options import (
@@ -90,19 +91,20 @@ def decoded(
     return dataset
 
 
-def _my_shards(opened: Opened) -> tuple[list[Shard], tuple[int, int] | None]:
-    """The shards this worker reads, and ``(count, index)`` when it reads every
-    ``count``-th record of them instead (fewer shards than workers)."""
-    shards = list(opened.dataset.shards)
+def _my_shards(opened: Opened) -> tuple[Sequence[Shard], tuple[int, int] | None]:
+    """The shards this worker reads (a whole split's are made as they are read), and
+    ``(count, index)`` when it reads every ``count``-th record of them instead (fewer
+    shards than workers)."""
+    shards = opened.dataset.shards
     if opened.share is None:
         return shards, None
     mine, by_record = opened.share.shards(shards)
-    return list(mine), (opened.share.count, opened.share.index) if by_record else None
+    return mine, (opened.share.count, opened.share.index) if by_record else None
 
 
 def _serialized_batches(
     opened: Opened,
-    shards: list[Shard],
+    shards: Sequence[Shard],
     record_shard: tuple[int, int] | None,
     options: PipelineOptions,
     on_corrupt: OnCorrupt,
@@ -114,6 +116,8 @@ def _serialized_batches(
     ``skip`` records (a resumed read) dropped before they are parsed. With ``single``,
     the records one by one instead, for the pipeline to parse and batch."""
     one_by_one = bool(options.shuffle_buffer or record_shard is not None or skip or single)
+    # Decided on the whole split, as Dataset.tf decided whether to check sizes at open.
+    as_opened = checked_as_opened(opened.dataset, opened.dataset.shards, on_corrupt)
     chunks = read_shards(
         opened.dataset,
         shards,
@@ -126,6 +130,7 @@ def _serialized_batches(
         deterministic=options.deterministic,
         remote_io=options.remote_io,
         one_by_one=one_by_one,
+        as_opened=as_opened,
     )
     repeat, batch_size = options.repeat, options.batch_size
     if repeat is True:
@@ -189,7 +194,7 @@ def _decode_batches(
 
 
 def _known_size(
-    shards: list[Shard],
+    shards: Sequence[Shard],
     record_shard: tuple[int, int] | None,
     repeat: bool | int,
     batch_size: int | None,
@@ -198,9 +203,10 @@ def _known_size(
     skip: int = 0,
 ) -> int | None:
     """How many elements the dataset yields, when the manifest says (and nothing is skipped)."""
-    if on_corrupt != "raise" or repeat is True or any(s.selected is None for s in shards):
+    selected = selected_records(shards)  # a whole split's from the manifest's columns
+    if on_corrupt != "raise" or repeat is True or selected is None:
         return None
-    records = sum(s.selected or 0 for s in shards) * (1 if repeat is False else int(repeat))
+    records = selected * (1 if repeat is False else int(repeat))
     if record_shard is not None:  # applied after repeat
         count, index = record_shard
         records = len(range(index, records, count))

@@ -51,19 +51,21 @@ TensorFlow is imported when :func:`read_shards` is called.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from recordkit.dataset._shards import Shard
 from recordkit.errors import CorruptRecordError
-from recordkit.format._tfrecord import (
-    FRAMING_BYTES,
-    Compression,
-    HeaderWalk,
-    iter_tfrecords,
-    walk_headers,
-)
+from recordkit.format._tfrecord import FRAMING_BYTES, HeaderWalk, iter_tfrecords
 from recordkit.read._corruption import CorruptionReport, OnCorrupt, SkippedRecords
+from recordkit.read._framed_read import (
+    DEFAULT_CYCLE,
+    framed_count,
+    framed_records,
+    loss_messages,
+    read_as_opened,
+    walk_shard,
+)
 from recordkit.read._open import OpenedDataset
 from recordkit.read._options import RemoteIO
 from recordkit.storage import location
@@ -73,7 +75,7 @@ __all__ = ["read_shards"]
 
 def read_shards(
     dataset: OpenedDataset,
-    shards: list[Shard],
+    shards: Sequence[Shard],
     *,
     block_length: int,
     on_corrupt: OnCorrupt,
@@ -84,13 +86,28 @@ def read_shards(
     deterministic: bool,
     remote_io: RemoteIO = "auto",
     one_by_one: bool = False,
+    as_opened: bool = False,
 ) -> Any:
     """A dataset of ``[n]`` string tensors (``n <= block_length``): the records of
     ``shards``, checked as the module docs say. Repeat it to read it again: each pass
     counts afresh. With ``one_by_one``, the same records one by one (scalars), in the
-    same order: the framed read gives them so without batching them first."""
+    same order: the framed read gives them so without batching them first. With
+    ``as_opened`` (what :func:`~recordkit.read._framed_read.checked_as_opened` says of the
+    whole split), each shard is checked as the read opens it, its size too."""
     import tensorflow as tf
 
+    if as_opened:
+        chunks = read_as_opened(
+            dataset,
+            shards,
+            chunk=None if one_by_one else block_length,
+            block_length=block_length,
+            shuffle_files=shuffle_files,
+            seed=seed,
+            cycle_length=cycle_length,
+            deterministic=deterministic,
+        )
+        return chunks if one_by_one else chunks.rebatch(block_length)
     walks: dict[str, HeaderWalk] = {}
     shards = vet_framing(shards, dataset, on_corrupt, report, walks)
     compression = dataset.compression.value
@@ -148,7 +165,7 @@ def read_shards(
     elif len(shards) > 1:
         chunks = files.interleave(
             read,
-            cycle_length=cycle_length or min(len(shards), 16),
+            cycle_length=cycle_length or min(len(shards), DEFAULT_CYCLE),
             block_length=block_length if framed is not None and one_by_one else 1,
             num_parallel_calls=tf.data.AUTOTUNE,
             deterministic=deterministic,
@@ -215,7 +232,7 @@ def _fsspec_reader(shards: list[Shard], dataset: OpenedDataset) -> Callable[[Any
 
 
 def vet_framing(
-    shards: list[Shard],
+    shards: Sequence[Shard],
     dataset: OpenedDataset,
     on_corrupt: OnCorrupt,
     report: CorruptionReport | None,
@@ -235,7 +252,7 @@ def vet_framing(
             continue
         found, name = None, shard.name
         for file in shard.files:  # the shard, and the field groups' shards joined to it
-            walk, name = _walk(file, dataset.compression), file.name
+            walk, name = walk_shard(file, dataset.compression), file.name
             if walks is not None:
                 walks[str(file.path)] = walk
             found = walk.oversized
@@ -260,18 +277,6 @@ def vet_framing(
     return kept
 
 
-def _walk(shard: Shard, compression: Compression) -> HeaderWalk:
-    """The walk of the local ``shard``'s record headers (its ``oversized``: the first that
-    declares more bytes than the file holds)."""
-    local = shard.path.local_path
-    assert local is not None
-    try:
-        return walk_headers(local, compression)
-    except OSError as exc:
-        reason = f"cannot read the shard file: {exc.strerror or exc}"
-        raise CorruptRecordError(reason, shard=shard.name) from None
-
-
 def _expected(shards: list[Shard], dataset: OpenedDataset) -> tuple[list[int], list[int]]:
     """The records and bytes each shard should give; -1: unknown (no manifest, or
     compressed, where the file's size is not the records' size)."""
@@ -289,22 +294,16 @@ def _framed_counts(
     shards: list[Shard], dataset: OpenedDataset, walks: dict[str, HeaderWalk]
 ) -> list[int] | None:
     """The records of each shard, when Python has walked its framing (``walks``: by
-    :func:`vet_framing`) and found it sound: a local, uncompressed file whose
-    record headers frame it whole, holding the records and bytes the manifest lists, so
-    that every byte is under a CRC TensorFlow checks. None when a shard is not known so
-    (remote, compressed, damaged or unlike its manifest): the checks in the graph read it."""
-    if dataset.compression is not Compression.NONE or not shards:
+    :func:`vet_framing`) and found it sound (:func:`~recordkit.read._framed_read.framed_count`);
+    None when a shard is not known so: the checks in the graph read it."""
+    if not shards:
         return None
     counts = []
     for shard in shards:
-        walk = walks.get(str(shard.path))
-        if walk is None or shard.path.local_path is None:
+        count = framed_count(shard, walks.get(str(shard.path)), dataset.compression)
+        if count is None:
             return None
-        if not walk.complete or (shard.records is not None and walk.records != shard.records):
-            return None
-        if shard.bytes is not None and walk.end != shard.bytes:
-            return None
-        counts.append(walk.records)
+        counts.append(count)
     return counts
 
 
@@ -325,39 +324,16 @@ def _framed_reader(
     counts = _framed_counts(shards, dataset, walks)
     if counts is None:
         return None
-    heads, middle, tails = _messages(shards, counts)
-
-    def lost(index: Any, path: Any) -> Any:
-        """One element that is the error naming the loss in shard ``index``."""
-
-        def fail(path: Any) -> Any:
-            zero = tf.constant(0, tf.int64)
-            read, offset = (
-                tf.data.TFRecordDataset(path)
-                .ignore_errors()
-                .reduce(
-                    (zero, zero),
-                    lambda got, record: (
-                        got[0] + 1,
-                        got[1] + tf.cast(tf.strings.length(record), tf.int64) + FRAMING_BYTES,
-                    ),
-                )
-            )
-            head, tail = _pick(heads, tf.string, index), _pick(tails, tf.string, index)
-            message = tf.strings.join(
-                [head, tf.strings.as_string(offset), middle, tf.strings.as_string(read), tail]
-            )
-            with tf.control_dependencies([tf.debugging.Assert(False, [message], summarize=1)]):
-                return tf.identity(path)
-
-        return tf.data.Dataset.from_tensors(path).map(fail)
+    heads, middle, tails = loss_messages(shards, counts)
 
     def read(index: Any, path: Any) -> Any:
-        # A loss ends the shard's records early (TensorFlow's DataLossError is ignored
-        # only to be replaced by ``lost``'s, which names the shard): the next is ``lost``.
-        records = tf.data.TFRecordDataset(path).ignore_errors()
-        wanted = _pick(counts, tf.int64, index)
-        records = records.concatenate(lost(index, path)).take(wanted)
+        records = framed_records(
+            path,
+            _pick(counts, tf.int64, index),
+            lambda: _pick(heads, tf.string, index),
+            middle,
+            lambda: _pick(tails, tf.string, index),
+        )
         return records if block_length is None else records.batch(block_length)
 
     return read
@@ -368,26 +344,6 @@ def _pick(values: list[Any], dtype: Any, index: Any) -> Any:
     import tensorflow as tf
 
     return tf.constant(values[0], dtype) if len(values) == 1 else tf.gather(tf.constant(values, dtype), index)
-
-
-def _messages(shards: list[Shard], expected_records: list[int]) -> tuple[list[str], str, list[str]]:
-    """The error message of a loss in each shard, in pieces around the offset and the
-    records read: the heads (one a shard), the middle, the tails (one a shard)."""
-    heads = [f"recordkit CorruptRecordError: shard {shard.label}, offset " for shard in shards]
-    middle = ": the record there is corrupt or truncated; "
-    if len(shards[0].files) > 1:  # with field groups: the bytes read are of all the files
-        heads = [
-            f"recordkit CorruptRecordError: shard {shard.label}: the files are not aligned (a field "
-            "group's shard holds other records than its split's), or a record is corrupt or truncated ("
-            for shard in shards
-        ]
-        middle = " bytes read in all); "
-    tails = [
-        f" of {'?' if n < 0 else n} records could be read (recordkit.iter_records(..., on_corrupt='skip')"
-        " shows every bad record; on_corrupt='skip' reads past it)"
-        for n in expected_records
-    ]
-    return heads, middle, tails
 
 
 def _checker(
@@ -404,7 +360,7 @@ def _checker(
 
     expected_records, expected_bytes = _expected(shards, dataset)
     pairs = [[n, size] for n, size in zip(expected_records, expected_bytes, strict=True)]
-    heads, middle, tails = _messages(shards, expected_records)
+    heads, middle, tails = loss_messages(shards, expected_records)
     names = [shard.name for shard in shards]
     one = len(shards) == 1
     unknown = any(n < 0 for pair in pairs for n in pair)

@@ -31,7 +31,11 @@ def tensorflow_file(path: Path, payloads: list[bytes]) -> tuple[bytes, np.ndarra
     return path.read_bytes(), build_index(location(path)).offsets
 
 
-def test_every_single_byte_changed_is_found(tmp_path: Path) -> None:
+@pytest.mark.parametrize("few", [64, 0])  # record by record in Python, or the table in numpy
+def test_every_single_byte_changed_is_found(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, few: int
+) -> None:
+    monkeypatch.setattr(_framing_check, "_FEW", few)
     data, offsets = tensorflow_file(tmp_path / "a.tfrecord", [b"", b"x", bytes(range(40)), b"tail" * 9])
     assert framing_matches(data, offsets)
     for at in range(len(data)):
@@ -50,6 +54,7 @@ def test_a_file_cut_short_or_offsets_that_skip_a_record_do_not_match(tmp_path: P
 
 def test_records_past_a_batch_are_checked_too(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(_framing_check, "_BATCH", 3)
+    monkeypatch.setattr(_framing_check, "_FEW", 0)  # the numpy path, which batches
     payloads = [f"record {i}".encode() for i in range(10)]
     data, offsets = tensorflow_file(tmp_path / "a.tfrecord", payloads)
     assert framing_matches(data, offsets)
@@ -59,7 +64,7 @@ def test_records_past_a_batch_are_checked_too(tmp_path: Path, monkeypatch: pytes
 
 
 @settings(max_examples=25, deadline=None)
-@given(st.lists(st.binary(max_size=300), max_size=20))
+@given(st.lists(st.binary(max_size=300), max_size=100))
 def test_any_file_tensorflow_writes_matches_its_offsets(payloads: list[bytes]) -> None:
     with tempfile.TemporaryDirectory() as folder:
         data, offsets = tensorflow_file(Path(folder) / "a.tfrecord", payloads)
