@@ -128,4 +128,12 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
 
 # -- local object-store servers (moto S3, GCS emulator) for the remote-storage tests ------
 
-from _object_stores import bucket, gcs_bucket, gcs_server, s3_bucket, s3_server  # noqa: E402, F401
+from _object_stores import bucket, gcs_bucket, gcs_server, s3_bucket, s3_server, s3_server_gets  # noqa: E402, F401
+
+
+@pytest.fixture(autouse=True)
+def own_cache_folder(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each test its own recordkit cache folder (``RECORDKIT_CACHE``, inherited by the
+    processes it starts): no test reads a shard table another test cached, and none
+    writes into the user's cache."""
+    monkeypatch.setenv("RECORDKIT_CACHE", str(tmp_path_factory.mktemp("recordkit-cache")))

@@ -8,14 +8,16 @@ boto, ``STORAGE_EMULATOR_HOST`` for gcsfs. Each test gets its own fresh bucket.
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import os
 import socket
 import subprocess
 import sys
+import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
@@ -51,6 +53,43 @@ class Bucket:
         return "/".join((self.url, *parts))
 
 
+class ServerGets:
+    """The GETs the local S3 server answers, by object name (the last part of its key),
+    counted by the server: those of every process the test starts, not only its own."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._counts: collections.Counter[str] = collections.Counter()
+
+    def wrap(self, app: Callable[..., Any]) -> Callable[..., Any]:
+        """The server's WSGI ``app``, counting the GETs it answers."""
+
+        def counted(environ: dict[str, Any], start_response: Any) -> Any:
+            if environ["REQUEST_METHOD"] == "GET":
+                with self._lock:
+                    self._counts[environ["PATH_INFO"].rsplit("/", 1)[-1]] += 1
+            return app(environ, start_response)
+
+        return counted
+
+    def clear(self) -> None:
+        with self._lock:
+            self._counts.clear()
+
+    def of(self, name: str) -> int:
+        """The GETs of the objects named ``name`` since the last :meth:`clear`."""
+        with self._lock:
+            return self._counts[name]
+
+    def starting(self, prefix: str) -> int:
+        """The GETs of the objects whose names start with ``prefix``."""
+        with self._lock:
+            return sum(n for name, n in self._counts.items() if name.startswith(prefix))
+
+
+_S3_GETS = ServerGets()
+
+
 @pytest.fixture(scope="session")
 def s3_server() -> Iterator[str]:
     """moto's S3 server on 127.0.0.1 (its endpoint URL), with fake AWS credentials."""
@@ -61,6 +100,8 @@ def s3_server() -> Iterator[str]:
     port = free_port()
     server = server_module.ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
     server.start()
+    # moto keeps its werkzeug server private; its app is looked up per request.
+    server._server.app = _S3_GETS.wrap(server._server.app)  # type: ignore[union-attr]
     try:
         yield f"http://127.0.0.1:{port}"
     finally:
@@ -82,6 +123,13 @@ def s3_bucket(s3_server: str) -> Bucket:
     s3fs.S3FileSystem(**options).mkdir(name)
     env = {**_FAKE_AWS, "AWS_ENDPOINT_URL": s3_server, "AWS_ENDPOINT_URL_S3": s3_server}
     return Bucket(f"s3://{name}", options, env)
+
+
+@pytest.fixture
+def s3_server_gets(s3_server: str) -> ServerGets:
+    """The GETs the local S3 server answers during the test, from any process."""
+    _S3_GETS.clear()
+    return _S3_GETS
 
 
 @pytest.fixture(scope="session")

@@ -512,19 +512,24 @@ def _table_ref(split: str, table: ShardTable) -> ShardTableFile:
 
 def _read_table(folder: Location, ref: ShardTableFile) -> ShardTable:
     """The shard table ``ref`` names, its sha256 checked; a ManifestError naming it. A
-    remote dataset opened with a :class:`~recordkit.ShardCache` reads it through the
-    cache, keyed by its sha256: the ranks and DataLoader workers of one machine download
-    it once."""
-    where = folder.join(ref.file).with_sha256(ref.sha256)
+    remote table is read through a cache keyed by its sha256 (the dataset's
+    :class:`~recordkit.ShardCache`, else the user's default one: see
+    :meth:`~recordkit.storage.Location.table_cache`), so the ranks and DataLoader workers
+    of one machine download it once; the bytes used are the bytes hashed, cached or not."""
+    where = folder.join(ref.file)
+    cache = folder.table_cache()
     try:
-        data = where.read_bytes()
+        if cache is not None:
+            data, digest = cache.read_through(ref.sha256, where.read_bytes)
+        else:
+            data = where.read_bytes()
+            digest = hashlib.sha256(data).hexdigest()
     except FileNotFoundError:
         raise ManifestError(
             f"shard table {ref.file} is listed in {MANIFEST_FILE} but missing", file=str(where)
         ) from None
     except OSError as exc:
         raise ManifestError(f"cannot be read: {exc.strerror or exc}", file=str(where)) from None
-    digest = hashlib.sha256(data).hexdigest()
     if digest != ref.sha256:
         raise ManifestError(
             f"shard table {ref.file} has sha256 {digest}, {MANIFEST_FILE} says {ref.sha256} "

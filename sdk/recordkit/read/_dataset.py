@@ -84,7 +84,7 @@ def open(
     verify: Verify = True,
     compression: str | None = None,
     storage_options: StorageOptions | None = None,
-    cache: ShardCache | str | os.PathLike[str] | None = None,
+    cache: ShardCache | str | os.PathLike[str] | Literal[False] | None = None,
 ) -> Dataset:
     """Open a dataset once, and return the :class:`Dataset` its readers hang from.
 
@@ -108,7 +108,10 @@ def open(
     :param cache: for a remote ``path``: a :class:`~recordkit.ShardCache` (or its folder,
         limited to 10 GiB) that keeps the shards on local disk after their first read,
         each checked against the manifest's sha256; later epochs, and later runs, read
-        them from disk.
+        them from disk. Without one, a remote split's shard table is still kept in the
+        user's cache folder (``RECORDKIT_CACHE`` moves it, ``RECORDKIT_CACHE=off`` turns it
+        off), so the ranks and DataLoader workers of one machine download it once;
+        ``False``: nothing cached, not even the table.
 
     An unknown split or field is a :class:`~recordkit.errors.RecordkitError` naming the
     dataset and the split or field.
@@ -125,7 +128,7 @@ def open_handle(
     verify: Verify,
     compression: str | None,
     storage_options: StorageOptions | None,
-    cache: ShardCache | str | os.PathLike[str] | None = None,
+    cache: ShardCache | str | os.PathLike[str] | Literal[False] | None = None,
     *,
     shortcut: bool = False,
 ) -> Dataset:
@@ -138,9 +141,11 @@ def open_handle(
     if verify not in (True, False, "sha256"):
         raise ValueError(f"verify must be True, False or 'sha256', not {verify!r}")
     registry = registry if registry is not None else default_registry()
+    if isinstance(cache, bool) and cache:  # True, against the annotation
+        raise TypeError("cache= takes a ShardCache, a folder, or False (no cache), not True")
     if cache is not None:
-        shard_cache = cache if isinstance(cache, ShardCache) else ShardCache(os.fspath(cache))
-        storage_options = {**(storage_options or {}), CACHE_OPTION: shard_cache}
+        chosen = cache if isinstance(cache, ShardCache) or cache is False else ShardCache(os.fspath(cache))
+        storage_options = {**(storage_options or {}), CACHE_OPTION: chosen}
     names = _names(fields)
     where = _describe(path)
     try:

@@ -15,29 +15,57 @@ file. A file found in the folder is hashed again on its first use in each proces
 (damaged on disk: it is fetched again). When an entry would take the folder past
 ``max_bytes``, the least recently used files are deleted first; an object larger than
 the whole limit is read from the bucket as without a cache.
+
+Remote shard tables (read whole when a dataset opens) are cached even when no cache was
+given: in :func:`default_table_cache`, a small folder of the user's cache directory
+(``RECORDKIT_CACHE`` moves it, ``RECORDKIT_CACHE=off`` turns it off), read through
+:meth:`ShardCache.read_through`, which hashes the bytes it returns every time and lets the
+processes of one machine that ask at once wait for one download.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import os
 import re
+import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from recordkit.errors import CorruptRecordError
 
-__all__ = ["CACHE_OPTION", "DEFAULT_CACHE_BYTES", "ShardCache", "file_sha256"]
+try:
+    import fcntl
+except ImportError:  # Windows: processes asking at once each download
+    fcntl = None  # type: ignore[assignment]
+
+__all__ = [
+    "CACHE_ENV",
+    "CACHE_OPTION",
+    "DEFAULT_CACHE_BYTES",
+    "TABLE_CACHE_BYTES",
+    "ShardCache",
+    "default_table_cache",
+    "file_sha256",
+]
 
 #: The ``storage_options`` key that carries a :class:`ShardCache` to every Location made
 #: from those options (it is taken out before the options reach fsspec).
 CACHE_OPTION = "recordkit_cache"
 #: The size limit of a cache given as a folder alone: 10 GiB.
 DEFAULT_CACHE_BYTES = 10 << 30
+#: The environment variable that moves recordkit's cache folder (shard tables are kept
+#: in its ``shard-tables`` folder), or turns the default cache off (``off`` or ``0``).
+CACHE_ENV = "RECORDKIT_CACHE"
+#: The size limit of the default cache of shard tables: 1 GiB (a table of a million
+#: shards takes about 110 MB).
+TABLE_CACHE_BYTES = 1 << 30
+_OFF = ("off", "0")
 #: How often, at most, a process marks a cached file as used (its mtime, the LRU order).
 _TOUCH_SECONDS = 30.0
 
@@ -140,6 +168,82 @@ class ShardCache:
             _CHECKED[(str(path), stat.st_ino, stat.st_size)] = time.monotonic()
         return path
 
+    def read_through(self, sha256: str, download: Callable[[], bytes]) -> tuple[bytes, str]:
+        """The bytes of the object of digest ``sha256`` and their sha256 (hex), hashed here
+        on every call: the folder's copy when its bytes hash to ``sha256`` (a damaged copy
+        is deleted), else ``download()`` (one request), kept when its digest is
+        ``sha256`` (else the caller names the mismatch). For objects read whole, such as
+        shard tables: the bytes returned are the bytes checked.
+
+        Processes of one machine that miss at once wait for the first one's download (a
+        lock file beside the entry), then read its copy: one download. A folder that
+        cannot be written (read-only, full) only costs the download.
+        """
+        found = self._read_entry(sha256)
+        if found is not None:
+            return found, sha256
+        with contextlib.ExitStack() as held:
+            with contextlib.suppress(OSError):  # a folder that cannot be written: no wait
+                held.enter_context(self._download_lock(sha256))
+            found = self._read_entry(sha256)
+            if found is not None:
+                return found, sha256
+            data = download()
+            digest = hashlib.sha256(data).hexdigest()
+            if digest == sha256 and len(data) <= self.max_bytes:
+                with contextlib.suppress(OSError):
+                    self._keep(sha256, data)
+            return data, digest
+
+    def _read_entry(self, sha256: str) -> bytes | None:
+        """The bytes of the folder's copy of ``sha256`` if they hash to it (a damaged copy
+        is deleted: None), marked as used."""
+        path = self.entry(sha256)
+        try:
+            data = path.read_bytes()
+        except OSError:
+            return None
+        if hashlib.sha256(data).hexdigest() != sha256:
+            with contextlib.suppress(OSError):
+                path.unlink()
+            return None
+        with contextlib.suppress(OSError):
+            os.utime(path)
+        return data
+
+    @contextlib.contextmanager
+    def _download_lock(self, sha256: str) -> Iterator[None]:
+        """Held while this process downloads ``sha256``: others wait (POSIX ``flock``,
+        released by the system if the process dies; none on Windows)."""
+        folder = Path(self.directory)
+        folder.mkdir(parents=True, exist_ok=True)
+        with open(folder / f".{sha256}.lock", "ab") as lock:
+            if fcntl is not None:
+                try:
+                    fcntl.flock(lock.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except BlockingIOError:
+                    self._wait_for_download(lock.fileno())
+            yield
+
+    def _wait_for_download(self, lock: int) -> None:
+        """Wait until the process downloading (holding ``lock``) is done."""
+        assert fcntl is not None
+        fcntl.flock(lock, fcntl.LOCK_EX)
+
+    def _keep(self, sha256: str, data: bytes) -> None:
+        """Put ``data`` (checked) in the folder under ``sha256``: a temporary file renamed
+        into place, room made first."""
+        folder = Path(self.directory)
+        self._make_room(len(data))
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=".fetch-", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "wb") as out:
+                out.write(data)
+            os.replace(tmp, self.entry(sha256))
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+
     def usage(self) -> int:
         """The bytes the cached shards take now."""
         return sum(size for _, _, size in self._entries())
@@ -168,7 +272,40 @@ class ShardCache:
             if total + incoming <= self.max_bytes:
                 break
             path.unlink(missing_ok=True)  # a reader with it open keeps reading it (POSIX)
+            path.with_name(f".{path.name}.lock").unlink(missing_ok=True)
             total -= size
+
+
+def default_table_cache() -> ShardCache | None:
+    """Where remote shard tables are kept when a dataset is opened without a cache:
+    ``shard-tables`` in recordkit's cache folder (``$RECORDKIT_CACHE``, else the user's
+    cache directory: ``$XDG_CACHE_HOME/recordkit`` or ``~/.cache/recordkit`` on Linux,
+    ``~/Library/Caches/recordkit`` on macOS, ``%LOCALAPPDATA%\\recordkit\\Cache`` on
+    Windows), at most :data:`TABLE_CACHE_BYTES`; None when ``RECORDKIT_CACHE`` is
+    ``off`` or ``0``, or no home folder is known. Read at each call: set in a process, it
+    holds for the datasets it opens next."""
+    setting = os.environ.get(CACHE_ENV, "").strip()
+    if setting.lower() in _OFF:
+        return None
+    if setting:
+        root = Path(setting).expanduser()
+    else:
+        try:
+            root = _user_cache_folder()
+        except RuntimeError:  # no home folder
+            return None
+    return ShardCache(str(root / "shard-tables"), TABLE_CACHE_BYTES)
+
+
+def _user_cache_folder() -> Path:
+    """recordkit's folder in the platform's per-user cache directory."""
+    if sys.platform == "win32":
+        base = os.environ.get("LOCALAPPDATA")
+        return (Path(base) if base else Path.home() / "AppData" / "Local") / "recordkit" / "Cache"
+    if sys.platform == "darwin":
+        return Path.home() / "Library" / "Caches" / "recordkit"
+    base = os.environ.get("XDG_CACHE_HOME", "")
+    return (Path(base) if os.path.isabs(base) else Path.home() / ".cache") / "recordkit"
 
 
 #: Cached files checked in this process, by (path, inode, size): when last marked used.

@@ -38,7 +38,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO, Any
 
-from recordkit.storage._cache import CACHE_OPTION, ShardCache
+from recordkit.storage._cache import CACHE_OPTION, ShardCache, default_table_cache
 from recordkit.storage._clients import filesystem, split_protocol
 from recordkit.storage._local import fsync_dir
 
@@ -98,12 +98,16 @@ class Location:
     def __init__(self, url: str, storage_options: StorageOptions | None = None) -> None:
         options = dict(storage_options or {})
         cache = options.pop(CACHE_OPTION, None)
-        if cache is not None and not isinstance(cache, ShardCache):
-            raise TypeError(f"storage option {CACHE_OPTION!r} takes a ShardCache, not {type(cache).__name__}")
+        if cache is not None and cache is not False and not isinstance(cache, ShardCache):
+            raise TypeError(
+                f"storage option {CACHE_OPTION!r} takes a ShardCache or False, not {type(cache).__name__}"
+            )
         #: The fsspec filesystem's options.
         self.storage_options: dict[str, Any] = options
         #: Where a remote shard is kept after its first read (see :meth:`with_sha256`).
-        self.cache: ShardCache | None = cache
+        self.cache: ShardCache | None = cache or None
+        #: No cache at all, not even the default one of shard tables (``cache=False``).
+        self.cache_off = cache is False
         #: The sha256 the manifest lists for this file: what lets the cache keep it.
         self.sha256: str | None = None
         self._uncacheable = False
@@ -168,9 +172,18 @@ class Location:
     def options(self) -> dict[str, Any]:
         """The storage options this location was made with (its cache included): what
         makes another location on the same store, read the same way."""
-        if self.cache is None:
+        if self.cache is None and not self.cache_off:
             return self.storage_options
-        return {**self.storage_options, CACHE_OPTION: self.cache}
+        return {**self.storage_options, CACHE_OPTION: self.cache or False}
+
+    def table_cache(self) -> ShardCache | None:
+        """Where a remote file listed with its sha256 and read whole when a dataset opens
+        (a shard table) is kept: the dataset's cache, else the user's default one
+        (:func:`~recordkit.storage._cache.default_table_cache`); None for a local file, or
+        with caching turned off."""
+        if self.is_local or self.cache_off:
+            return None
+        return self.cache if self.cache is not None else default_table_cache()
 
     def with_sha256(self, sha256: str | None) -> Location:
         """This location, knowing the sha256 the manifest lists for it: with a cache, a

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import threading
 import uuid
 from collections import Counter
 from pathlib import Path
@@ -189,7 +190,7 @@ def test_only_objects_with_a_listed_sha256_are_cached(tmp_path: Path) -> None:
 def test_a_cache_is_given_a_positive_size_and_a_storage_option_holds_only_a_cache(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="max_bytes must be a positive number, not 0"):
         ShardCache(tmp_path, max_bytes=0)
-    with pytest.raises(TypeError, match="takes a ShardCache, not str"):
+    with pytest.raises(TypeError, match="takes a ShardCache or False, not str"):
         location("memory://bucket/x", {CACHE_OPTION: str(tmp_path)})
     assert ShardCache("~/rk-cache").directory == os.path.expanduser("~/rk-cache")
 
@@ -205,3 +206,65 @@ def test_tf_data_reads_the_cached_shards_too(
     second = [name.decode() for batch in ds.tf(batch_size=8) for name in batch["name"].numpy()]
     assert first == second == [f"item-{i}" for i in range(40)]
     assert shard_gets(s3_gets) == 0
+
+
+class SignallingCache(ShardCache):
+    """A ShardCache that says when a read through it waits for another's download."""
+
+    def _wait_for_download(self, lock: int) -> None:
+        WAITING.set()
+        super()._wait_for_download(lock)
+
+
+WAITING = threading.Event()
+
+
+@pytest.mark.skipif(_cache.fcntl is None, reason="the download lock is POSIX flock")
+def test_a_read_that_misses_while_another_downloads_waits_and_reads_its_copy(tmp_path: Path) -> None:
+    data = b"a shard table's bytes" * 100
+    sha256 = hashlib.sha256(data).hexdigest()
+    first, second = ShardCache(str(tmp_path)), SignallingCache(str(tmp_path))
+    downloading, release = threading.Event(), threading.Event()
+    downloads: list[str] = []
+
+    def slow_download() -> bytes:
+        downloads.append("first")
+        downloading.set()
+        release.wait(timeout=60)
+        return data
+
+    def download() -> bytes:
+        downloads.append("second")
+        WAITING.set()  # not waiting: let the first go on, the assertion below names it
+        return data
+
+    WAITING.clear()
+    results: list[tuple[bytes, str]] = []
+    one = threading.Thread(target=lambda: results.append(first.read_through(sha256, slow_download)))
+    one.start()
+    downloading.wait(timeout=60)
+    two = threading.Thread(target=lambda: results.append(second.read_through(sha256, download)))
+    two.start()
+    WAITING.wait(timeout=60)  # the second read found no copy, and waits for the first's
+    release.set()
+    one.join(timeout=60)
+    two.join(timeout=60)
+    assert downloads == ["first"]
+    assert results == [(data, sha256), (data, sha256)]
+    assert first.entry(sha256).read_bytes() == data
+
+
+def test_a_read_through_the_cache_hashes_what_it_returns_and_keeps_only_what_matches(tmp_path: Path) -> None:
+    data = b"listed bytes"
+    sha256 = hashlib.sha256(data).hexdigest()
+    cache = ShardCache(str(tmp_path))
+    # The store holds other bytes than the manifest lists: returned with their digest, not kept.
+    assert cache.read_through(sha256, lambda: b"other bytes") == (
+        b"other bytes",
+        hashlib.sha256(b"other bytes").hexdigest(),
+    )
+    assert not cache.entry(sha256).exists()
+    assert cache.read_through(sha256, lambda: data) == (data, sha256)
+    cache.entry(sha256).write_bytes(b"listed bytez")  # damaged on disk: deleted, fetched again
+    assert cache.read_through(sha256, lambda: data) == (data, sha256)
+    assert cache.entry(sha256).read_bytes() == data
