@@ -10,6 +10,13 @@ Grain, its own) with 0, 1 and 2 workers; 2,000 random
 indices one at a time and in batches of 64. Prints one JSON object: records/s and CPU µs per record per task,
 bytes written, and the peak RSS of the DataLoader's worker processes.
 
+``dataloader_2_steady`` is the second epoch of a DataLoader with 2 workers and
+``persistent_workers=True`` (recordkit's PyTorch page advises it): what each epoch of a
+training run costs after the first, without the first epoch's fixed costs (forking the
+workers, their first batch's fresh memory, their exit), which the 1,500 records of one
+epoch spread thin; its CPU counts the live workers' (psutil). A library with its own
+loader (Grain) has no such row.
+
 Imports only numpy, Pillow, soundfile, psutil and torch besides the adapter's library,
 so that it runs in a peer's venv without recordkit.
 """
@@ -91,6 +98,46 @@ def timed(run: Callable[[], int]) -> dict[str, float]:
     }
 
 
+def steady_epoch(peer: Any, work: Path, workers: int = 2) -> dict[str, float]:
+    """The second epoch of a DataLoader with ``workers`` persistent workers, timed as
+    :func:`timed` times a task, its CPU counting the workers (alive, so not yet in
+    ``RUSAGE_CHILDREN``) as psutil reads them; a peer that cannot run it gets its error
+    and no figures."""
+    import torch.utils.data
+
+    try:
+        dataset, options = peer.loader(work, BATCH)
+        loader = torch.utils.data.DataLoader(dataset, num_workers=workers, persistent_workers=True, **options)
+        sum(peer.batch_size(batch) for batch in loader)  # the first epoch: the workers start
+        before = _cpu_seconds() + _live_children_cpu()
+        start = time.perf_counter()
+        count = sum(peer.batch_size(batch) for batch in loader)
+        seconds = time.perf_counter() - start
+        gc.collect()  # as timed() does, so that the CPU figures compare
+        used = _cpu_seconds() + _live_children_cpu() - before
+        del loader
+        gc.collect()
+    except Exception as exc:  # a peer whose dataset does not take a second epoch: reported, not fatal
+        return {"records": 0, "error": repr(exc)}
+    return {
+        "records": count,
+        "seconds": seconds,
+        "records_per_s": count / seconds,
+        "cpu_us_per_record": used / count * 1e6 if count else 0.0,
+    }
+
+
+def _live_children_cpu() -> float:
+    total = 0.0
+    for child in psutil.Process().children(recursive=True):
+        try:
+            times = child.cpu_times()
+        except psutil.Error:
+            continue
+        total += times.user + times.system
+    return total
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -125,6 +172,8 @@ def main(argv: list[str] | None = None) -> int:
         with WorkerMemory() as memory:
             out[f"dataloader_{workers}"] = timed(load)
         out[f"dataloader_{workers}"]["worker_rss_mb"] = memory.peak / 2**20
+    if not hasattr(peer, "own_loader"):
+        out["dataloader_2_steady"] = steady_epoch(peer, args.work)
     if hasattr(peer, "thread_loader"):  # a loader of threads in this process, where there is one
         out["thread_loader"] = timed(lambda: peer.thread_loader(args.work, BATCH))
     rng = np.random.default_rng(0)

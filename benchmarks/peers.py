@@ -52,6 +52,7 @@ TASKS = (
     "dataloader_0",
     "dataloader_1",
     "dataloader_2",
+    "dataloader_2_steady",
     "thread_loader",
     "random_1",
     "random_64",

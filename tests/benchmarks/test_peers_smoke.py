@@ -24,13 +24,14 @@ def test_the_peer_benchmark_runs_recordkit_on_every_task(tmp_path: Path) -> None
     assert len(results["rounds"]) == 2
     for one in results["rounds"]:
         row = one["recordkit"]
-        for task in ("write", "read", "dataloader_0", "dataloader_1", "dataloader_2", "thread_loader"):
+        tasks = ("write", "read", "dataloader_0", "dataloader_1", "dataloader_2", "dataloader_2_steady")
+        for task in (*tasks, "thread_loader"):
             assert row[task]["records"] == 24, task
         assert row["random_1"]["records"] == row["random_64"]["records"] == 2000
         assert row["dataloader_2"]["worker_rss_mb"] > 0  # two worker processes were seen
         assert row["bytes_per_record"] > 0
     table = (tmp_path / "peers.md").read_text()
-    assert table.count("| recordkit |") == 8
+    assert table.count("| recordkit |") == 9
     assert "| recordkit | read |" in done.stdout
 
 

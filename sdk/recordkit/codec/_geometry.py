@@ -78,6 +78,9 @@ class ImageGeometry:
     :param seed: the random draws of the numpy readers (PyTorch, Grain, ``records()``):
         each record's draws are keyed by ``(seed, record index)``, the same on every
         read; None draws anew every time a record is read (other windows every epoch).
+        The canonical epoch readers (``torch_iterable``, ``torch_batches``, ``tf_epochs``)
+        key them by ``(seed, epoch, the record's place in the epoch)`` instead: new
+        windows each epoch, the same ones after a resume on any cluster.
         ``tf()`` keys its draws by its own ``seed`` argument, or by this one when that is None.
     :param jpeg_scale: ``"auto"`` (default): a JPEG that is resized (``"resize"``,
         ``"resize_with_pad"``, ``"random_resized_crop"``) decodes at the largest libjpeg

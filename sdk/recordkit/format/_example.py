@@ -22,7 +22,7 @@ import numpy as np
 
 from recordkit.codec._wire import WireKind
 
-__all__ = ["decode_example", "encode_example"]
+__all__ = ["decode_example", "encode_example", "load_decoder"]
 
 _TAG_1_LEN = b"\x0a"  # field 1, wire type 2 (length-delimited)
 _TAG_2_LEN = b"\x12"
@@ -355,6 +355,12 @@ def decode_example(data: bytes) -> dict[str, tuple[WireKind, Any]]:
         else:  # an empty Feature: TensorFlow treats it as an empty list of any kind
             out[key] = (WireKind.BYTES, [])
     return out
+
+
+def load_decoder() -> None:
+    """Import protobuf's Example class now rather than at the first
+    :func:`decode_example` (a process forked after it inherits it)."""
+    _parser()
 
 
 @functools.cache

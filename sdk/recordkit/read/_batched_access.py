@@ -1,4 +1,4 @@
-"""A batch of records' bytes in as few reads as they allow.
+"""A batch of records' bytes in as few reads as they allow, checked at once.
 
 The records asked for are sorted by shard and offset; records that lie end to end in a
 shard, or with less than :data:`MERGE_GAP` bytes between them (or are asked for twice),
@@ -8,14 +8,24 @@ a bucket's shards are fetched concurrently through
 order asked. Sequential and shuffled-within-a-window batches become a few large reads
 instead of one small read per record: the small records of a shuffled window lie a few
 records apart, and one read of the bytes between them costs less than a read each.
+
+The runs are worked out in numpy, and the framing of a batch of small records is checked
+for the whole batch at once (:func:`~recordkit.format._framing_check.unframe_run`, over
+the run's bytes or the runs' bytes joined): record by record in Python, the check cost
+more than the rest of reading a small record. A batch that fails that check, or whose
+records are large (where the per-record check costs nothing beside copying them to join
+the runs), is checked record by record, and each damaged record gets its own error.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+
+import numpy as np
 
 from recordkit.errors import RecordkitError
+from recordkit.format._framing_check import unframe_run
 from recordkit.read._shard_index import IndexedShards
 
 __all__ = ["MERGE_GAP", "fetch_checked", "fetch_in_runs"]
@@ -23,37 +33,97 @@ __all__ = ["MERGE_GAP", "fetch_checked", "fetch_in_runs"]
 #: Records of a shard less than this many bytes apart are read in one run (the bytes
 #: between them read and dropped): cheaper than a read each, locally and remotely.
 MERGE_GAP = 16 * 1024
+#: Runs are joined to be checked at once while they hold at most this many bytes per
+#: record they serve (more, and copying them costs more than checking record by record).
+JOIN_BYTES_PER_RECORD = 4 * 1024
+#: Each shard of a batch is placed this far apart on one line of addresses, so runs are
+#: found for all shards at once (a shard of 1 TiB or more is planned shard by shard).
+_SHARD_STRIDE = 1 << 40
 
 
 @dataclass
-class _Run:
-    """Bytes ``start`` to ``end`` of shard ``shard``, and the records (position in the
-    request, offset) that lie in them."""
+class _Runs:
+    """How a batch is read: run ``r`` is bytes ``starts[r]`` to ``ends[r]`` of shard
+    ``shards[r]``; record ``i`` (in the order asked), at ``offsets[i]`` with ``sizes[i]``
+    bytes, lies in run ``run_of[i]``."""
 
-    shard: int
-    start: int
-    end: int
-    members: list[tuple[int, int, int]] = field(default_factory=list)
+    shards: list[int]
+    starts: np.ndarray
+    ends: np.ndarray
+    run_of: np.ndarray
+    offsets: np.ndarray
+    sizes: np.ndarray
+
+    def members(self) -> list[list[tuple[int, int, int]]]:
+        """Each run's records ``(place asked, offset, size)``, by offset."""
+        out: list[list[tuple[int, int, int]]] = [[] for _ in self.shards]
+        order = np.lexsort((self.offsets, self.run_of)).tolist()
+        runs, offsets, sizes = self.run_of.tolist(), self.offsets.tolist(), self.sizes.tolist()
+        for i in order:
+            out[runs[i]].append((i, offsets[i], sizes[i]))
+        return out
 
 
-def _runs(spans: Sequence[tuple[int, int, int]]) -> list[_Run]:
-    """The runs that read records at ``spans`` (``(shard, offset, size)`` each)."""
-    order = sorted(range(len(spans)), key=lambda i: (spans[i][0], spans[i][1]))
-    runs: list[_Run] = []
+def _runs(shard_of: np.ndarray, offsets: np.ndarray, sizes: np.ndarray) -> _Runs:
+    """The runs that read the records at ``offsets`` (``sizes`` bytes) of shards ``shard_of``."""
+    ends = offsets + sizes
+    if len(offsets) == 0 or int(ends.max()) >= _SHARD_STRIDE - MERGE_GAP:
+        return _runs_shard_by_shard(shard_of, offsets, sizes)
+    if (shard_of == shard_of[0]).all():  # one shard, the usual batch: its offsets are the line
+        shards, rank, address = shard_of[:1], np.zeros(len(offsets), dtype=np.int64), offsets
+    else:
+        shards, rank = np.unique(shard_of, return_inverse=True)
+        address = rank.astype(np.int64) * _SHARD_STRIDE + offsets
+    order = np.argsort(address, kind="stable")
+    first = address[order]
+    reach = np.maximum.accumulate(first + sizes[order])
+    opens = np.empty(len(order), dtype=bool)
+    opens[0] = True
+    np.greater(first[1:], reach[:-1] + MERGE_GAP, out=opens[1:])
+    heads = np.flatnonzero(opens)
+    run_of = np.empty(len(order), dtype=np.int64)
+    run_of[order] = np.cumsum(opens) - 1
+    run_rank = rank[order[heads]]
+    base = run_rank.astype(np.int64) * _SHARD_STRIDE
+    return _Runs(
+        shards=shards[run_rank].tolist(),
+        starts=first[heads] - base,
+        ends=reach[np.append(heads[1:], len(order)) - 1] - base,
+        run_of=run_of,
+        offsets=offsets,
+        sizes=sizes,
+    )
+
+
+def _runs_shard_by_shard(shard_of: np.ndarray, offsets: np.ndarray, sizes: np.ndarray) -> _Runs:
+    """:func:`_runs` in Python, record by record (for shards too large to share a line)."""
+    order = sorted(range(len(offsets)), key=lambda i: (int(shard_of[i]), int(offsets[i])))
+    shards: list[int] = []
+    starts: list[int] = []
+    ends: list[int] = []
+    run_of = np.empty(len(offsets), dtype=np.int64)
     for i in order:
-        shard, offset, size = spans[i]
-        last = runs[-1] if runs else None
-        if last is None or last.shard != shard or offset > last.end + MERGE_GAP:
-            last = _Run(shard, offset, offset + size)
-            runs.append(last)
-        last.end = max(last.end, offset + size)
-        last.members.append((i, offset, size))
-    return runs
+        shard, offset, size = int(shard_of[i]), int(offsets[i]), int(sizes[i])
+        if not shards or shards[-1] != shard or offset > ends[-1] + MERGE_GAP:
+            shards.append(shard)
+            starts.append(offset)
+            ends.append(offset + size)
+        ends[-1] = max(ends[-1], offset + size)
+        run_of[i] = len(shards) - 1
+    return _Runs(shards, np.asarray(starts, np.int64), np.asarray(ends, np.int64), run_of, offsets, sizes)
 
 
-def _read_runs(shards: IndexedShards, runs: list[_Run]) -> list[bytes | OSError]:
+def _plan(shards: IndexedShards, located: Sequence[tuple[int, int]]) -> _Runs:
+    return _runs(*shards.span_arrays(located))
+
+
+def _read_runs(shards: IndexedShards, runs: _Runs) -> list[bytes | OSError]:
+    paths = shards.shards
     return shards.files.read_many(
-        [(shards.shards[run.shard].path, run.start, run.end - run.start) for run in runs]
+        [
+            (paths[shard].path, start, end - start)
+            for shard, start, end in zip(runs.shards, runs.starts.tolist(), runs.ends.tolist(), strict=True)
+        ]
     )
 
 
@@ -61,11 +131,14 @@ def fetch_in_runs(shards: IndexedShards, located: Sequence[tuple[int, int]]) -> 
     """The framed bytes of each ``(shard, record)``, unchecked, in the order asked (see
     :meth:`IndexedShards.unframe`): one read per run of them. A run that cannot be read
     gives its OSError to each of its records."""
-    runs = _runs(shards.spans(located))
+    if not located:
+        return []
+    runs = _plan(shards, located)
+    got = _read_runs(shards, runs)
     out: list[bytes | OSError] = [b""] * len(located)
-    for run, got in zip(runs, _read_runs(shards, runs), strict=True):
-        for i, offset, size in run.members:
-            out[i] = got if isinstance(got, OSError) else got[offset - run.start : offset - run.start + size]
+    for members, data, start in zip(runs.members(), got, runs.starts.tolist(), strict=True):
+        for i, offset, size in members:
+            out[i] = data if isinstance(data, OSError) else data[offset - start : offset - start + size]
     return out
 
 
@@ -74,11 +147,38 @@ def fetch_checked(shards: IndexedShards, located: Sequence[tuple[int, int]]) -> 
     checked: read as :func:`fetch_in_runs` reads them, each record's span looked up once.
     A record that cannot be read, or is damaged, gets its error (naming the shard and
     offset) in its place, for the caller to raise when it comes to it."""
-    spans = shards.spans(located)
-    runs = _runs(spans)
+    if not located:
+        return []
+    runs = _plan(shards, located)
+    got = _read_runs(shards, runs)
+    checked = _checked_at_once(runs, got, verify=shards.verify)
+    if checked is not None:
+        return list[bytes | RecordkitError](checked)
     out: list[bytes | RecordkitError] = [b""] * len(located)
-    for run, got in zip(runs, _read_runs(shards, runs), strict=True):
-        checked = shards.unframe_run(run.shard, run.start, got, run.members)
-        for (i, _, _), data in zip(run.members, checked, strict=True):
+    for run, members in enumerate(runs.members()):
+        start = int(runs.starts[run])
+        for (i, _, _), data in zip(
+            members, shards.unframe_run(runs.shards[run], start, got[run], members), strict=True
+        ):
             out[i] = data
     return out
+
+
+def _checked_at_once(runs: _Runs, got: list[bytes | OSError], *, verify: bool) -> list[bytes] | None:
+    """The data of every record of the batch, checked at once over its run's bytes (the
+    runs' bytes joined when there are several, and small); None: a run could not be read
+    or was cut short, the runs are too large to join, or a record is damaged."""
+    lengths = runs.ends - runs.starts
+    buffers = [data for data in got if not isinstance(data, OSError)]
+    if len(buffers) != len(got) or list(map(len, buffers)) != lengths.tolist():
+        return None
+    if len(buffers) == 1:
+        buffer = buffers[0]
+        positions = runs.offsets - runs.starts[0]
+    else:
+        if int(lengths.sum()) > JOIN_BYTES_PER_RECORD * len(runs.offsets):
+            return None
+        buffer = b"".join(buffers)
+        firsts = np.cumsum(lengths) - lengths
+        positions = runs.offsets + (firsts - runs.starts)[runs.run_of]
+    return unframe_run(buffer, positions, runs.sizes, verify=verify)

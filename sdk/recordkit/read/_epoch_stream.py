@@ -18,6 +18,7 @@ import numpy as np
 from recordkit.read._epoch_order import Division, EpochItems, Progress, SplitOrder, loader_taken
 from recordkit.read._epoch_state import epoch_state, resumed_progress
 from recordkit.read._mixture_order import MixtureOrder
+from recordkit.read._numpy_geometry import epoch_draws
 from recordkit.read._position import Start
 from recordkit.read._random_access import RandomAccess
 from recordkit.read._stream_order import StreamOrder
@@ -115,6 +116,8 @@ class EpochStream:
         #: since in this process (no DataLoader workers).
         self._progress: Progress | None = None
         self._yielded = 0
+        #: The place of each record in the order of an epoch (for its random draws).
+        self._places: tuple[int, np.ndarray] | None = None
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
         return self.read_share(0, 1, count=True)
@@ -123,11 +126,12 @@ class EpochStream:
         """The records of worker ``worker`` of ``workers``, decoded; ``count``: they are
         this process's whole share, counted for :meth:`state_dict`."""
         located = self.worker_records(worker, workers)
-        if count:
-            self._yielded = 0
+        if not count:
+            yield from self._read(located)
+            return
+        self._yielded = 0
         for record in self._read(located):
-            if count:
-                self._yielded += 1
+            self._yielded += 1
             yield record
 
     # -- the order ---------------------------------------------------------------------------
@@ -172,15 +176,41 @@ class EpochStream:
     def _read(self, located: list[tuple[int, int]]) -> Iterator[dict[str, Any]]:
         """The records at ``located``, decoded, in order."""
         if self.sources is None:
-            return self.records.stream(located, prefetch=self.prefetch)
+            return self.records.stream(located, prefetch=self.prefetch, draws=self._geometry_draws(located))
         return self._read_mixed(located)
 
     def read_located(self, located: Sequence[tuple[int, int]]) -> list[dict[str, Any]]:
         """The records at ``located`` (from :meth:`worker_records`), decoded, fetched
         together: a batch's records (a mixture's from their sources)."""
         if self.sources is None:
-            return self.records.records(located)
+            return self.records.records(located, draws=self._geometry_draws(located))
         return self._mixed_records(located)
+
+    # -- random crops and flips ------------------------------------------------------------
+
+    def epoch_draws(self, seed: int, located: Sequence[tuple[int, int]]) -> np.ndarray:
+        """The random draws of the split's records at ``located`` this epoch, keyed by
+        ``(seed, epoch, place in the epoch's order)``
+        (:func:`~recordkit.read._numpy_geometry.epoch_draws`): the same for a record
+        however the epoch is divided between ranks and workers, or resumed."""
+        if self.sources is not None:
+            raise ValueError("a mixture's records have no random geometry to draw for")
+        order = cast(SplitOrder, self.epochs)
+        if self._places is None or self._places[0] != self.epoch:
+            items = self._remaining()[1]
+            places = np.empty(len(items), dtype=np.int64)
+            places[items] = np.arange(len(items), dtype=np.int64)
+            self._places = (self.epoch, places)
+        pairs = np.asarray(located, dtype=np.int64).reshape(-1, 2)
+        return epoch_draws(seed, self.epoch, self._places[1][order.starts[pairs[:, 0]] + pairs[:, 1]])
+
+    def _geometry_draws(self, located: Sequence[tuple[int, int]]) -> np.ndarray | None:
+        """The draws of a seeded random geometry's records at ``located`` (None: no
+        geometry, or one without a seed, whose draws are fresh)."""
+        plan = self.records.geometry_plan
+        if plan is None or plan.geometry.seed is None or not located:
+            return None
+        return self.epoch_draws(plan.geometry.seed, located)
 
     def mix_in(self, sources: Sequence[RandomAccess], order: MixtureOrder) -> None:
         """Read the mixture of ``sources`` in ``order``'s epochs instead of the split

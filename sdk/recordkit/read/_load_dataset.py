@@ -60,21 +60,31 @@ def tf_pipeline(opened: Opened, options: PipelineOptions, on_corrupt: OnCorrupt,
     return dataset
 
 
-def decoded(batches: Any, layout: DecodeLayout, options: PipelineOptions, one_by_one: bool) -> Any:
+def decoded(
+    batches: Any,
+    layout: DecodeLayout,
+    options: PipelineOptions,
+    one_by_one: bool,
+    *,
+    draws_given: bool = False,
+) -> Any:
     """Batches of serialized records (``batch_size``, or any number when records are
     asked for; single records when ``one_by_one``, see
     :func:`~recordkit.read._record_parse.parses_per_record`) parsed, decoded and laid
-    out, as batches or records, prefetched: the pipeline after its source of records."""
+    out, as batches or records, prefetched: the pipeline after its source of records.
+    With ``draws_given`` (a random crop or flip), each element is a batch of serialized
+    records and their random draws (``[records, DRAWS]``), instead of draws keyed by
+    the batch's position."""
     import tensorflow as tf
 
     if one_by_one:  # every field decoded record by record: parsed record by record too
         dataset = records_parsed_one_by_one(batches, layout, options)
     elif layout.per_record or options.batch_size is None:
         to_records = RaggedUnbatcher()
-        dataset = _decode_batches(batches, layout, options, to_records)
+        dataset = _decode_batches(batches, layout, options, to_records, draws_given=draws_given)
         dataset = per_record(dataset, to_records, layout, options)
     else:
-        dataset = _decode_batches(batches, layout, options)
+        dataset = _decode_batches(batches, layout, options, draws_given=draws_given)
     if options.prefetch:
         dataset = dataset.prefetch(tf.data.AUTOTUNE)
     return dataset
@@ -143,7 +153,12 @@ def _serialized_batches(
 
 
 def _decode_batches(
-    batches: Any, layout: DecodeLayout, options: PipelineOptions, unbatcher: RaggedUnbatcher | None = None
+    batches: Any,
+    layout: DecodeLayout,
+    options: PipelineOptions,
+    unbatcher: RaggedUnbatcher | None = None,
+    *,
+    draws_given: bool = False,
 ) -> Any:
     """Each batch parsed, decoded and laid out (but for the per-record fields); with
     ``unbatcher`` (the batches are split into records next), made ready for ``unbatch``
@@ -154,9 +169,15 @@ def _decode_batches(
 
     decode = _decoder(layout, options)
 
-    def parse(*args: Any) -> dict[str, Any]:
-        return decode(*args) if unbatcher is None else unbatcher.encode(decode(*args))
+    def parse(*args: Any, **draws: Any) -> dict[str, Any]:
+        return decode(*args, **draws) if unbatcher is None else unbatcher.encode(decode(*args, **draws))
 
+    if draws_given:
+        return batches.map(
+            lambda serialized, draws: parse(serialized, draws=draws),
+            num_parallel_calls=tf.data.AUTOTUNE,
+            deterministic=options.deterministic,
+        )
     if options.random_crop:
         # Each batch's position keys its random draws: the same seed, the same windows.
         return batches.enumerate().map(
@@ -205,7 +226,7 @@ def _decoder(layout: DecodeLayout, options: PipelineOptions) -> Callable[..., di
     }
     fit = layout.geometry.fit
 
-    def decode(serialized: Any, position: Any = None) -> dict[str, Any]:
+    def decode(serialized: Any, position: Any = None, draws: Any = None) -> dict[str, Any]:
         import tensorflow as tf
 
         parsed = parse(serialized)
@@ -223,8 +244,10 @@ def _decoder(layout: DecodeLayout, options: PipelineOptions) -> Callable[..., di
                 for key in parsed[name]:
                     if f"{name}/{key}{SHAPE_SUFFIX}" in parsed:
                         out[f"{name}/{key}{SHAPE_SUFFIX}"] = parsed[f"{name}/{key}{SHAPE_SUFFIX}"]
-        draws = None
-        if options.random_crop:
+        if options.random_crop and draws is not None:  # each record's own, given with it
+            if undecoded:
+                out[DRAWS] = draws
+        elif options.random_crop:
             key = tf.stack([tf.constant(layout.crop_seed, tf.int64), tf.cast(position, tf.int64)])
             # One pair of draws per record, shared by its fields: an image and its mask
             # of one size get one window.

@@ -26,6 +26,7 @@ from recordkit.schema._bound import BoundField
 
 __all__ = [
     "DRAWS",
+    "epoch_draws",
     "GeometryPlan",
     "ScaledPicture",
     "Window",
@@ -158,6 +159,33 @@ def image_sizes(fields: Sequence[BoundField], size: Size | Mapping[str, Size] | 
     return {name: (int(each[0]), int(each[1])) for name, each in chosen.items()}
 
 
+_UINT64 = (1 << 64) - 1
+
+
+def _mixed(values: np.ndarray) -> np.ndarray:
+    """SplitMix64's finalizer of each of ``values`` (uint64, wrapping): a stateless hash
+    whose outputs look independent for neighbouring inputs."""
+    values = (values ^ (values >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    values = (values ^ (values >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    mixed: np.ndarray = values ^ (values >> np.uint64(31))
+    return mixed
+
+
+def epoch_draws(seed: int, epoch: int, positions: np.ndarray) -> np.ndarray:
+    """The uniform draws (``[len(positions), DRAWS]``, in [0, 1)) of the records at
+    ``positions`` of epoch ``epoch``'s canonical order: a stateless hash of ``(seed,
+    epoch, position)``, so a record gets the same crop and flip however the epoch is
+    divided or resumed (and another one next epoch). The canonical epoch readers draw
+    this way, tf.data's (``tf_epochs``, which is given them) as the numpy and PyTorch ones."""
+    key = _mixed(np.asarray([seed & _UINT64], dtype=np.uint64))
+    key = _mixed(key ^ np.asarray([epoch & _UINT64], dtype=np.uint64))
+    state = _mixed(key ^ np.asarray(positions, dtype=np.int64).astype(np.uint64))
+    steps = np.arange(1, DRAWS + 1, dtype=np.uint64) * np.uint64(0x9E3779B97F4A7C15)
+    bits = _mixed(state[:, None] + steps[None, :]) >> np.uint64(11)  # 53 bits: exact as float64
+    draws: np.ndarray = bits.astype(np.float64) * (1.0 / (1 << 53))
+    return draws
+
+
 def record_draws(seed: int | None, index: int) -> np.ndarray:
     """Record ``index``'s uniform draws: keyed by ``(seed, index)``, or fresh without a seed."""
     rng = np.random.default_rng(None if seed is None else [seed, index])
@@ -223,10 +251,12 @@ class GeometryPlan:
             if image in self.pictures:
                 self.followers[field.name] = (field, image)
 
-    def apply(self, record: dict[str, Any], index: int) -> dict[str, Any]:
+    def apply(self, record: dict[str, Any], index: int, draws: np.ndarray | None = None) -> dict[str, Any]:
         """Record ``index`` with its pictures fitted and flipped and the tied fields moved
-        (its draws keyed by the geometry's seed and ``index``)."""
-        draws = record_draws(self.geometry.seed, index)
+        (with ``draws``, its :data:`DRAWS` uniform draws, else draws keyed by the
+        geometry's seed and ``index``)."""
+        if draws is None:
+            draws = record_draws(self.geometry.seed, index)
         out = dict(record)
         flip = bool(draws[4] < self.geometry.flip)
         transforms: dict[str, ImageTransform] = {}

@@ -142,6 +142,11 @@ class RandomAccess:
         return other
 
     @property
+    def geometry_plan(self) -> GeometryPlan | None:
+        """How records are brought to the geometry asked for (None: as stored)."""
+        return self._geometry
+
+    @property
     def source(self) -> OpenedDataset:
         """Deprecated: :attr:`dataset`, the opened split."""
         warnings.warn(
@@ -183,8 +188,9 @@ class RandomAccess:
         located = self.shards.locate(self._index(i))
         return b"".join(files.read(*located) for files in self._files)
 
-    def decode(self, data: bytes, i: int) -> dict[str, Any]:
-        """Decode serialized record ``i`` (its number goes into errors)."""
+    def decode(self, data: bytes, i: int, draws: np.ndarray | None = None) -> dict[str, Any]:
+        """Decode serialized record ``i`` (its number goes into errors); with a geometry,
+        ``draws`` are its random draws (default: keyed by the geometry's seed and ``i``)."""
         record = decode_record_numpy(
             self._stored, data, index=i, decoders=None if self._geometry is None else self._geometry.decoders
         )
@@ -192,7 +198,7 @@ class RandomAccess:
             record.update(copy.deepcopy(self._defaults))
             record = {f.name: record[f.name] for f in self.dataset.fields}
         if self._geometry is not None:
-            record = self._geometry.apply(record, i)
+            record = self._geometry.apply(record, i, draws)
         return record
 
     def record(self, shard: int, number: int) -> dict[str, Any]:
@@ -203,22 +209,33 @@ class RandomAccess:
         except RecordkitError as exc:
             raise self._context(exc, shard, number, index) from None
 
-    def records(self, located: Sequence[tuple[int, int]]) -> list[dict[str, Any]]:
+    def records(
+        self, located: Sequence[tuple[int, int]], draws: np.ndarray | None = None
+    ) -> list[dict[str, Any]]:
         """Each ``(shard, number)``'s record, decoded: the bytes of all of them fetched
         first (from a remote dataset concurrently, one ranged GET each), then checked
-        and decoded in order."""
+        and decoded in order (``draws``: as :meth:`stream`'s)."""
         pairs = list(located)
-        return list(self.stream(pairs, prefetch=max(len(pairs), 1)))
+        return list(self.stream(pairs, prefetch=max(len(pairs), 1), draws=draws))
 
-    def stream(self, located: Iterable[tuple[int, int]], prefetch: int = 64) -> Iterator[dict[str, Any]]:
+    def stream(
+        self, located: Iterable[tuple[int, int]], prefetch: int = 64, draws: np.ndarray | None = None
+    ) -> Iterator[dict[str, Any]]:
         """Each ``(shard, number)``'s record, decoded, in order; the bytes of the next
         ``prefetch`` records are fetched together (from a remote dataset: their ranged
-        GETs concurrently), each is checked and decoded as it is yielded."""
+        GETs concurrently), each is checked and decoded as it is yielded. With a
+        geometry, ``draws`` (a row per record) are the records' random draws (default:
+        keyed by the geometry's seed and each record's number)."""
         pairs = iter(located)
+        rows = iter(draws) if draws is not None else itertools.repeat(None)
         while chunk := list(itertools.islice(pairs, prefetch)):
             fetched = self._fetch(chunk)
-            for (shard, number), framed in zip(chunk, fetched, strict=True):
-                yield self._decoded(shard, number, framed)
+            if draws is None:
+                for (shard, number), framed in zip(chunk, fetched, strict=True):
+                    yield self._decoded(shard, number, framed)
+                continue
+            for (shard, number), framed, row in zip(chunk, fetched, rows, strict=False):
+                yield self._decoded(shard, number, framed, row)
 
     def read_batch(
         self, indices: Sequence[int] | np.ndarray, pool: Executor | None = None
@@ -257,11 +274,17 @@ class RandomAccess:
         data = cast(tuple[bytes, ...], parts)
         return data[0] if len(data) == 1 else b"".join(data)
 
-    def _decoded(self, shard: int, number: int, parts: tuple[bytes | RecordkitError, ...]) -> dict[str, Any]:
+    def _decoded(
+        self,
+        shard: int,
+        number: int,
+        parts: tuple[bytes | RecordkitError, ...],
+        draws: np.ndarray | None = None,
+    ) -> dict[str, Any]:
         data = self._checked(shard, number, parts)
         index = int(self.shards.starts[shard]) + number
         try:
-            return self.decode(data, index)
+            return self.decode(data, index, draws)
         except RecordkitError as exc:
             raise self._context(exc, shard, number, index) from None
 

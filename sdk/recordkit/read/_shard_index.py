@@ -276,10 +276,21 @@ class IndexedShards:
     def spans(self, records: Sequence[tuple[int, int]]) -> list[tuple[int, int, int]]:
         """``(shard, offset, size)`` of each ``(shard, record)``: :meth:`span`'s, looked up
         shard by shard in the indexes' arrays."""
-        if not records:
-            return []
+        shards, starts, sizes = self.span_arrays(records)
+        return list(zip(shards.tolist(), starts.tolist(), sizes.tolist(), strict=True))
+
+    def span_arrays(self, records: Sequence[tuple[int, int]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """:meth:`spans` as three arrays: the shard, offset and size of each record."""
         pairs = np.asarray(records, dtype=np.int64).reshape(-1, 2)
         shards, numbers = pairs[:, 0], pairs[:, 1]
+        if len(pairs) and (shards == shards[0]).all():  # one shard, the usual batch: fewer steps
+            shard = int(shards[0])
+            offsets = self.index(shard).offsets
+            at = numbers + self.shards[shard].skip
+            if at.min() < 0 or at.max() >= len(offsets) - 1:
+                raise IndexError(f"a record number out of range for shard {self.shards[shard].name}")
+            first = offsets[at]
+            return shards, first, offsets[at + 1] - first
         starts = np.empty(len(pairs), dtype=np.int64)
         ends = np.empty(len(pairs), dtype=np.int64)
         for shard in np.unique(shards).tolist():
@@ -290,7 +301,7 @@ class IndexedShards:
                 raise IndexError(f"a record number out of range for shard {self.shards[shard].name}")
             starts[where] = offsets[at]
             ends[where] = offsets[at + 1]
-        return list(zip(shards.tolist(), starts.tolist(), (ends - starts).tolist(), strict=True))
+        return shards, starts, ends - starts
 
     def __len__(self) -> int:
         return self.starts.total

@@ -113,18 +113,34 @@ class SharedRing:
 
     def arrays(self, records: Sequence[Mapping[str, Any]]) -> RingArrays:
         """An allocator for the batch of ``records`` (:class:`RingArrays`)."""
-        return RingArrays(self, self.take(2 * _array_bytes(records)))  # padding: up to about 2x
+        return RingArrays(self, self.take(_batch_bytes(records)))
 
 
-def _array_bytes(value: Any) -> int:
-    """The bytes of the numpy arrays in ``value`` (records, dicts, lists)."""
-    if isinstance(value, np.ndarray):
-        return int(value.nbytes)
-    if isinstance(value, Mapping):
-        return sum(_array_bytes(item) for item in value.values())
-    if isinstance(value, (list, tuple)):
-        return sum(_array_bytes(item) for item in value)
-    return 0
+def _batch_bytes(records: Sequence[Mapping[str, Any]]) -> int:
+    """At most the bytes the batch of ``records`` lays out in a slot: per field, each
+    record's array counted at the batch's largest shape (what padding makes; joining
+    makes no more), its shape row and its alignment; numbers as 8 bytes. The first
+    slot is sized by it, so a worker's first buffers are not made larger than its
+    batches need (every byte of a new buffer is reserved, and costs, as it is made)."""
+    if not records:
+        return 0
+    return sum(_field_bytes([record[key] for record in records]) for key in records[0])
+
+
+def _field_bytes(values: list[Any]) -> int:
+    first = values[0]
+    if isinstance(first, Mapping) and all(isinstance(v, Mapping) for v in values):
+        return sum(_field_bytes([v[key] for v in values]) for key in first)
+    if all(isinstance(v, (int, float, bool)) for v in values):
+        return 8 * len(values) + _ALIGN
+    arrays = [v for v in values if isinstance(v, np.ndarray)]
+    if len(arrays) < len(values) or len({a.ndim for a in arrays}) > 1:
+        return 0  # strings, absent values, sequences: a list, not laid out
+    ndim = int(arrays[0].ndim)
+    largest = np.max([a.shape for a in arrays], axis=0) if ndim else np.zeros(0, np.int64)
+    itemsize = int(max(a.dtype.itemsize for a in arrays))
+    values_bytes = len(arrays) * int(np.prod(largest)) * itemsize
+    return values_bytes + 8 * len(arrays) * max(ndim, 1) + 2 * _ALIGN
 
 
 @dataclass(frozen=True)

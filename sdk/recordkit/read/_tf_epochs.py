@@ -30,6 +30,7 @@ from recordkit.errors import RecordkitError
 from recordkit.read._epoch_stream import EpochStream
 from recordkit.read._layout import DecodeLayout
 from recordkit.read._load_dataset import decoded
+from recordkit.read._numpy_geometry import DRAWS
 from recordkit.read._options import PipelineOptions
 from recordkit.read._position import record_count
 from recordkit.read._record_parse import parses_per_record
@@ -96,19 +97,29 @@ class TfEpochs:
         # back; the graph cuts them into batches again (rebatch slices, in order).
         together = max(1, _RECORDS_PER_CALL // len(groups[0])) if groups else 1
 
-        def serialized() -> Iterator[np.ndarray]:
+        # A random crop or flip: each record's draws keyed by its place in the epoch, made
+        # here with the records (the same draws as the numpy and PyTorch epoch readers').
+        crop_seed = self._layout.crop_seed if self.options.random_crop else None
+
+        def serialized() -> Iterator[Any]:
             for begin in range(0, len(groups), together):
                 located = [pair for group in groups[begin : begin + together] for pair in group]
                 try:
-                    fetched = stream.serialized_located(located)
+                    fetched = np.array(stream.serialized_located(located), dtype=object)
                 except RecordkitError as error:
                     self._failure = error
                     raise
-                yield np.array(fetched, dtype=object)
+                if crop_seed is None:
+                    yield fetched
+                else:
+                    yield fetched, stream.epoch_draws(crop_seed, located).astype(np.float32)
 
-        source = tf.data.Dataset.from_generator(
-            serialized, output_signature=tf.TensorSpec(shape=(None,), dtype=tf.string)
-        ).prefetch(tf.data.AUTOTUNE)  # the next batches fetched while these are decoded
+        signature: Any = tf.TensorSpec(shape=(None,), dtype=tf.string)
+        if crop_seed is not None:
+            signature = (signature, tf.TensorSpec(shape=(None, DRAWS), dtype=tf.float32))
+        source = tf.data.Dataset.from_generator(serialized, output_signature=signature).prefetch(
+            tf.data.AUTOTUNE
+        )  # the next batches fetched while these are decoded
         one_by_one = parses_per_record(self._layout, self.options)
         if one_by_one:
             batches = source.unbatch()
@@ -116,7 +127,7 @@ class TfEpochs:
             batches = source.rebatch(self.options.batch_size)
         else:
             batches = source
-        dataset = decoded(batches, self._layout, self.options, one_by_one)
+        dataset = decoded(batches, self._layout, self.options, one_by_one, draws_given=crop_seed is not None)
         return dataset.apply(tf.data.experimental.assert_cardinality(len(self)))
 
     def __iter__(self) -> Iterator[dict[str, Any]]:

@@ -32,6 +32,7 @@ from recordkit.codec._registry import CodecRegistry
 from recordkit.read._batch_assemble import field_pad_values
 from recordkit.read._dense import SHAPE_SUFFIX
 from recordkit.read._epoch_stream import EpochStream, check_prefetch
+from recordkit.read._numpy_decode import preload_decoding
 from recordkit.read._paths import Paths
 from recordkit.read._position import Start
 from recordkit.read._random_access import RandomAccess
@@ -173,6 +174,7 @@ class MapDataset(torch.utils.data.Dataset[Any]):
         return self
 
     def _attach(self, records: RandomAccess, transform: Transform | None, tensors: bool) -> None:
+        preload_decoding()  # here, before a DataLoader forks its workers
         self.records = records
         self.transform = transform
         self.tensors = tensors
@@ -285,6 +287,7 @@ class IterableDataset(torch.utils.data.IterableDataset[Any], EpochStream):
         prefetch: int,
         batch_size: int | None = None,
     ) -> None:
+        preload_decoding()  # here, before a DataLoader forks its workers
         distributed = torch.distributed.is_available() and torch.distributed.is_initialized()
         world_size = order.world_size
         if world_size is None:
@@ -304,7 +307,11 @@ class IterableDataset(torch.utils.data.IterableDataset[Any], EpochStream):
     def __iter__(self) -> Iterator[Any]:
         info = torch.utils.data.get_worker_info()
         workers, worker = (1, 0) if info is None else (info.num_workers, info.id)
-        for record in self.read_share(worker, workers, count=info is None):
+        records = self.read_share(worker, workers, count=info is None)
+        if not self.tensors and self.transform is None:
+            yield from records  # the records as they are: no Python step of ours per record
+            return
+        for record in records:
             if self.tensors:
                 record = to_tensors(record)
             if self.transform is not None:

@@ -1,7 +1,8 @@
 """A whole TFRecord file checked against its record offsets at once
 (sdk/recordkit/format/_framing_check.py), as ``recordkit verify`` checks a shard: files
 TensorFlow and recordkit write match; any byte changed, a record dropped or a file cut
-short does not."""
+short does not. A run of records read at once (as the random-access and epoch readers
+read them) is checked at once, and refused exactly when a record checked alone is."""
 
 from __future__ import annotations
 
@@ -14,9 +15,11 @@ import tensorflow as tf
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from recordkit.errors import CorruptRecordError
 from recordkit.format import _framing_check
-from recordkit.format._framing_check import framing_matches
+from recordkit.format._framing_check import framing_matches, unframe_run
 from recordkit.format._index import build_index
+from recordkit.format._tfrecord import frame_record, unframe_record
 from recordkit.storage import location
 
 
@@ -61,3 +64,63 @@ def test_any_file_tensorflow_writes_matches_its_offsets(payloads: list[bytes]) -
     with tempfile.TemporaryDirectory() as folder:
         data, offsets = tensorflow_file(Path(folder) / "a.tfrecord", payloads)
     assert framing_matches(data, offsets)
+
+
+def framed_run(payloads: list[bytes]) -> tuple[bytes, np.ndarray, np.ndarray]:
+    """The bytes of ``payloads`` framed one after another, each one's start and size."""
+    framed = [frame_record(payload) for payload in payloads]
+    sizes = np.asarray([len(f) for f in framed], dtype=np.int64)
+    return b"".join(framed), np.cumsum(sizes) - sizes, sizes
+
+
+def one_by_one(
+    buffer: bytes, starts: np.ndarray, sizes: np.ndarray, verify: bool = True
+) -> list[bytes] | None:
+    """What ``unframe_record`` gives for each record, or None when it refuses any."""
+    try:
+        return [
+            unframe_record(buffer[start : start + size], shard="s", offset=start, verify=verify)
+            for start, size in zip(starts.tolist(), sizes.tolist(), strict=True)
+        ]
+    except CorruptRecordError:
+        return None
+
+
+def test_a_run_checked_at_once_gives_each_record_s_data_in_the_order_asked() -> None:
+    payloads = [b"", b"x", bytes(range(40)), b"tail" * 9]
+    buffer, starts, sizes = framed_run(payloads)
+    assert unframe_run(buffer, starts, sizes) == payloads
+    order = np.asarray([3, 0, 2, 2, 1])  # out of order, one asked twice
+    assert unframe_run(buffer, starts[order], sizes[order]) == [payloads[i] for i in order.tolist()]
+    assert unframe_run(buffer, starts[:0], sizes[:0]) == []
+
+
+def test_every_single_byte_changed_in_a_run_fails_the_run_exactly_when_a_record_alone_fails() -> None:
+    buffer, starts, sizes = framed_run([b"", b"x", bytes(range(40)), b"tail" * 9])
+    for verify in (True, False):
+        for at in range(len(buffer)):
+            damaged = bytearray(buffer)
+            damaged[at] ^= 0x01
+            alone = one_by_one(bytes(damaged), starts, sizes, verify)
+            assert unframe_run(bytes(damaged), starts, sizes, verify=verify) == alone, (at, verify)
+            # every byte is some record's header or CRC, or its data, whose CRC catches it
+            assert alone is None or not verify
+
+
+def test_a_run_cut_short_or_sizes_that_disagree_with_the_headers_fail() -> None:
+    buffer, starts, sizes = framed_run([b"one", b"two", b"three"])
+    assert unframe_run(buffer[:-1], starts, sizes) is None
+    assert unframe_run(buffer, starts, sizes + 1) is None
+    assert unframe_run(buffer, starts + 1, sizes) is None
+    assert unframe_run(buffer, starts, np.minimum(sizes, 15)) is None
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.lists(st.binary(max_size=300), min_size=1, max_size=20), st.data())
+def test_any_run_checked_at_once_gives_what_each_record_alone_gives(
+    payloads: list[bytes], data: st.DataObject
+) -> None:
+    buffer, starts, sizes = framed_run(payloads)
+    picked = data.draw(st.lists(st.integers(0, len(payloads) - 1), max_size=30))
+    at = np.asarray(picked, dtype=np.int64)
+    assert unframe_run(buffer, starts[at], sizes[at]) == [payloads[i] for i in picked]

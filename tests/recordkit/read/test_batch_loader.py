@@ -4,6 +4,9 @@ same batches and resume from DataLoader workers and from threads, over real shar
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -181,3 +184,36 @@ def test_a_batch_laid_out_in_fresh_shared_memory_holds_the_values_of_an_ordinary
     assert made
     assert all(v.is_shared() for v in made)
     assert not to_tensors(assemble_batch(decoded, layout))["image"].is_shared()
+
+
+_FIRST_BATCH_IMPORTS = """
+import json, sys
+import torch.utils.data
+import recordkit as rk
+
+class FirstBatchImports(torch.utils.data.IterableDataset):
+    def __init__(self, stream):
+        self.stream = stream
+
+    def __iter__(self):
+        before = set(sys.modules)
+        next(iter(self.stream))
+        yield sorted(set(sys.modules) - before)
+
+stream = rk.open(sys.argv[1], "train").torch_batches(4, shuffle=True, seed=0)
+loader = torch.utils.data.DataLoader(
+    FirstBatchImports(stream), batch_size=None, num_workers=1, multiprocessing_context="fork"
+)
+print(json.dumps(next(iter(loader))))
+"""
+
+
+def test_a_forked_worker_inherits_the_decoders_imports_instead_of_importing_them_at_its_first_batch(
+    dataset: Path,
+) -> None:
+    # a fresh interpreter, which has decoded nothing before the DataLoader forks
+    done = subprocess.run(
+        [sys.executable, "-c", _FIRST_BATCH_IMPORTS, str(dataset)], capture_output=True, text=True, check=True
+    )
+    imported = json.loads(done.stdout.strip().splitlines()[-1])
+    assert not [name for name in imported if name.startswith(("google.protobuf", "numpy."))], imported

@@ -14,6 +14,7 @@ from _reader_support import EVERY_CODEC, every_codec_records
 
 import recordkit as rk
 from recordkit.errors import CorruptRecordError
+from recordkit.read import _batched_access
 from recordkit.storage import RangeReader
 from recordkit.testing import assert_values_equal
 
@@ -98,3 +99,18 @@ def test_records_a_few_records_apart_share_a_read_and_distant_ones_do_not(tmp_pa
     got = ds.read_batch([0, 5, 11])  # 4 and 5 records (more than 16 KiB) between them
     assert [r["text"][:5] for r in got] == ["00000", "00005", "00011"]
     assert len(reader.asked) == 3
+
+
+def test_shards_too_large_to_plan_together_are_planned_shard_by_shard_alike(
+    dataset: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ds = rk.RandomAccess(dataset)
+    indices = [11, 0, 5, 4, 6, 5, 1, 10, 3, 2]
+    want = ds.read_batch(indices)
+    ds.shards.files = reader = CountingReader()
+    ds.read_batch(indices)
+    runs = list(reader.asked)
+    monkeypatch.setattr(_batched_access, "_SHARD_STRIDE", 1)  # every shard "too large"
+    reader.asked.clear()
+    assert_same_records(want, ds.read_batch(indices))
+    assert reader.asked == runs  # the same reads

@@ -14,6 +14,7 @@ from multiprocessing.reduction import ForkingPickler  # torch's tensor reducers:
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 from _reader_support import EVERY_CODEC, every_codec_records, make_records, write
 
@@ -81,6 +82,47 @@ def test_every_array_of_a_batch_crosses_in_one_shared_segment(every_codec: Path)
     assert slot.is_shared()
     assert not _tensors(crossing)  # each array crosses as where it lies in the slot
     assert len(_tensors(batch)) == len(_tensors(crossed(batch))) > 5
+
+
+@pytest.fixture(scope="module")
+def pictures_and_sound(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Pictures of 48 to 96 px and 1 s of audio: batches that padding makes larger."""
+    path = tmp_path_factory.mktemp("ring") / "pictures"
+    rng = np.random.default_rng(3)
+    schema = rk.Schema(
+        name="ring-sizes",
+        fields={
+            "image": rk.FieldSpec(codec="image"),
+            "audio": rk.FieldSpec(codec="audio", options={"sample_rate": 8000}),
+            "caption": rk.FieldSpec(codec="text"),
+        },
+    )
+    records = [
+        {
+            "image": rng.integers(0, 256, (*(int(s) for s in rng.integers(48, 97, 2)), 3), dtype=np.uint8),
+            "audio": rng.integers(-3000, 3000, int(rng.integers(4000, 8001)), dtype=np.int16),
+            "caption": f"record {i}",
+        }
+        for i in range(8)
+    ]
+    rk.write_dataset(records, schema, path, progress=False)
+    return path
+
+
+@pytest.mark.parametrize(
+    ("concat", "room"),
+    [((), 1.3), (("audio",), 1.4)],  # 1.25 for larger batches; joined audio takes less than padded
+)
+def test_a_workers_first_buffer_holds_its_batch_without_being_made_much_larger(
+    pictures_and_sound: Path, concat: tuple[str, ...], room: float
+) -> None:
+    records = rk.RandomAccess(pictures_and_sound)
+    decoded = records.read_batch(list(range(8)))
+    arrays = SharedRing().arrays(decoded)
+    arrays.batch(assemble_batch(decoded, batch_layout(records, concat=concat), arrays))
+    assert arrays.slot is not None
+    assert not arrays._fresh  # every array in the slot
+    assert arrays.used <= arrays.slot.size <= room * arrays.used
 
 
 def _tensors(value: Any) -> list[Any]:

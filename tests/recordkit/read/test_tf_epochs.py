@@ -1,6 +1,7 @@
 """The canonical epochs through real tf.data (sdk/recordkit/read/_tf_epochs.py): ranks read
 an epoch, stop after some global batches, and resume with another number of ranks,
-every record once, in the order the PyTorch, Grain and numpy readers share."""
+every record once, in the order the PyTorch, Grain and numpy readers share (also for
+any stop point and rank counts Hypothesis draws)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,8 @@ from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import recordkit as rk
 
@@ -93,6 +96,21 @@ def test_four_tf_data_ranks_stopped_resume_with_two_ranks_then_one_each_record_o
     rest, _ = read(handle, 1, start=second)
     assert names(before) + names(middle) + names(rest) == whole
     assert Counter(names(before) + names(middle) + names(rest)) == Counter(f"n{i}" for i in range(N))
+
+
+@settings(max_examples=6, deadline=None)  # each example builds a tf.data graph per rank
+@given(world=st.integers(1, 4), then=st.integers(1, 3), data=st.data())
+def test_any_stop_point_resumed_on_any_rank_count_reads_every_remaining_record_once(
+    handle: rk.Dataset, world: int, then: int, data: st.DataObject
+) -> None:
+    whole = canonical(handle)
+    shortest = min(len(handle.tf_epochs(BATCH, **OPTIONS, rank=r, world_size=world)) for r in range(world))
+    stop = data.draw(st.integers(0, shortest), label="global batches before the stop")
+    before, state = read(handle, world, stop=stop)
+    assert state is not None
+    rest, _ = read(handle, then, start=state)
+    assert names(before) + names(rest) == whole
+    assert Counter(names(before) + names(rest)) == Counter(f"n{i}" for i in range(N))
 
 
 def test_the_values_are_decoded_as_the_tf_reader_decodes_them(handle: rk.Dataset) -> None:
