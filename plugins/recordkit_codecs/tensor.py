@@ -169,6 +169,14 @@ class TensorCodec(rk.Codec[TensorOptions]):
         super().__init__(options)
         self._dtype = np.dtype(self.options.dtype)
         self._wire_dtype = self._dtype.newbyteorder("<")
+        #: A fixed shape's dimensions and bytes (None: stored per record), computed once
+        #: rather than for every record decoded.
+        self._fixed_shape = (
+            tuple(d for d in self.options.shape or () if d is not None) if self.options.is_fixed else None
+        )
+        self._fixed_bytes = (
+            None if self._fixed_shape is None else math.prod(self._fixed_shape) * self._dtype.itemsize
+        )
 
     def wire_spec(self) -> rk.WireSpec:
         shape = self.options.shape
@@ -276,10 +284,11 @@ class TensorCodec(rk.Codec[TensorOptions]):
         if self.options.stored == "numbers":
             return self._decode_numbers(np.asarray(wire[""]).reshape(-1))
         data = bytes(wire[""])
-        if self.options.is_fixed:
-            shape = tuple(d for d in self.options.shape or () if d is not None)
-        else:
+        shape = self._fixed_shape
+        if shape is None:
             shape = tuple(int(d) for d in np.asarray(wire["shape"]).reshape(-1))
+        elif len(data) == self._fixed_bytes:
+            return np.frombuffer(data, dtype=self._wire_dtype).astype(self._dtype).reshape(shape)
         expected = math.prod(shape) * self._dtype.itemsize
         if len(data) != expected or any(d < 0 for d in shape):
             raise rk.errors.DecodeError(

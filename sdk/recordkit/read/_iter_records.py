@@ -37,21 +37,24 @@ import collections
 import concurrent.futures
 import copy
 import dataclasses
+import functools
 import itertools
-from collections.abc import Callable, Generator, Iterator, Sequence
+from collections.abc import Callable, Collection, Generator, Iterator, Sequence
 from contextlib import closing
 from typing import Any
 
 from recordkit.codec._geometry import ImageGeometry
 from recordkit.dataset._shards import Shard
 from recordkit.errors import CorruptRecordError, RecordkitError
+from recordkit.format._batch_parse import ParsedExample
 from recordkit.format._tfrecord import Compression, Damage, iter_tfrecords, scan_tfrecords
 from recordkit.read._corruption import CorruptionReport, SkippedRecords
 from recordkit.read._joined_scan import joined_records_skipping
-from recordkit.read._numpy_decode import decode_record_numpy
+from recordkit.read._numpy_decode import decode_columns_numpy, decode_record_numpy
 from recordkit.read._numpy_geometry import GeometryPlan
 from recordkit.read._open import OpenedDataset, check_shard_size
 from recordkit.read._options import Opened
+from recordkit.read._parsed_shard import ColumnDecoder, DecodedRecord, parsed_shard_records
 from recordkit.read._position import Start, position_state, resolve_start
 
 __all__ = ["RecordIterator", "iter_shard_records", "raw_records", "record_iterator"]
@@ -112,8 +115,9 @@ class RecordIterator(Iterator[dict[str, Any]]):
         return position_state("iter_records", self.position, **self._options)
 
 
-#: One record to decode: its index in the split, its shard, its offset and its bytes.
-_Raw = tuple[int, Shard, int, bytes]
+#: One record to decode: its index in the split, its shard, its offset and its bytes
+#: (or its Example already parsed, for the keys a read wants).
+_Raw = tuple[int, Shard, int, bytes | ParsedExample | DecodedRecord]
 
 
 def raw_records(
@@ -123,10 +127,29 @@ def raw_records(
     verify: bool,
     report: CorruptionReport | None,
     skip: int,
-) -> Iterator[_Raw]:
+) -> Iterator[tuple[int, Shard, int, bytes]]:
     """The undecoded records of ``shards``, checked against the manifest's counts; with
     ``keep = (count, index)`` only every ``count``-th record, from the ``index``-th; the
     first ``skip`` of those are left out (a resumed read), whole shards unread."""
+    for index, shard, offset, data in _raw_records(dataset, shards, keep, verify, report, skip):
+        assert isinstance(data, bytes)  # neither parsed nor decoded without keys
+        yield index, shard, offset, data
+
+
+def _raw_records(
+    dataset: OpenedDataset,
+    shards: Sequence[Shard],
+    keep: tuple[int, int] | None,
+    verify: bool,
+    report: CorruptionReport | None,
+    skip: int,
+    keys: Collection[str] | None = None,
+    decode: ColumnDecoder | None = None,
+) -> Iterator[_Raw]:
+    """:func:`raw_records`; with ``keys``, records of local uncompressed shards come
+    parsed for those keys where a whole shard's records can be parsed at once
+    (:func:`parsed_shard_records`), and with ``decode`` too, decoded where a chunk of them
+    has one layout."""
     index = 0
     for shard in shards:
         selected = shard.selected
@@ -137,7 +160,7 @@ def raw_records(
         if report is None and dataset.manifest is not None:
             check_shard_size(shard, dataset.compression)  # as it comes: not every shard at open
         in_shard = 0
-        for offset, data in _selected(shard, dataset.compression, verify, report):
+        for offset, data in _selected(shard, dataset.compression, verify, report, keys, decode):
             in_shard += 1
             if shard.records is not None and in_shard > shard.records:
                 # The manifest is the commit: records it does not count are not the dataset's.
@@ -163,15 +186,25 @@ def raw_records(
 
 
 def _selected(
-    shard: Shard, compression: Compression, verify: bool, report: CorruptionReport | None
-) -> Iterator[tuple[int, bytes]]:
+    shard: Shard,
+    compression: Compression,
+    verify: bool,
+    report: CorruptionReport | None,
+    keys: Collection[str] | None,
+    decode: ColumnDecoder | None,
+) -> Iterator[tuple[int, bytes | ParsedExample | DecodedRecord]]:
     """The records of ``shard`` that a split slice selects (all, unless sliced): those
     before it are read past undecoded, and reading stops at its end."""
+    stream: Iterator[tuple[int, bytes | ParsedExample | DecodedRecord]] | None = None
+    if keys is not None and report is None:
+        stream = parsed_shard_records(shard, compression, keys, decode)
+    if stream is None:
+        stream = iter_shard_records(shard, compression, verify=verify, report=report)
     if not shard.sliced:
-        yield from iter_shard_records(shard, compression, verify=verify, report=report)
+        yield from stream
         return
     end = None if shard.take is None else shard.skip + shard.take
-    with closing(iter_shard_records(shard, compression, verify=verify, report=report)) as records:
+    with closing(stream) as records:  # type: ignore[type-var]
         for position, item in enumerate(records):
             if end is not None and position >= end:
                 return
@@ -197,9 +230,11 @@ def _records(
     def decode(raw: _Raw) -> dict[str, Any] | RecordkitError:
         index, shard, offset, data = raw
         try:
-            record = decode_record_numpy(
-                stored, data, index=index, decoders=None if geometry is None else geometry.decoders
-            )
+            if isinstance(data, DecodedRecord):
+                record = data.values
+            else:
+                decoders = None if geometry is None else geometry.decoders
+                record = decode_record_numpy(stored, data, index=index, decoders=decoders)
             if defaults:
                 record.update(copy.deepcopy(defaults))
                 record = {f.name: record[f.name] for f in dataset.fields}
@@ -209,7 +244,12 @@ def _records(
             return exc.with_context(shard=shard.name, offset=offset)
         return record
 
-    raws = raw_records(dataset, shards, keep, verify, report, skip)
+    keys = {key for field in stored for key in field.keys}
+    # Decoded a chunk at a time in this thread: not where threads were asked to decode,
+    # nor pictures decoded at a scale.
+    by_columns = num_threads == 1 and geometry is None
+    column_decoder = functools.partial(decode_columns_numpy, stored) if by_columns else None
+    raws = _raw_records(dataset, shards, keep, verify, report, skip, keys, column_decoder)
     if num_threads == 1:
         decoded: Iterator[tuple[_Raw, dict[str, Any] | RecordkitError]] = ((raw, decode(raw)) for raw in raws)
     else:
@@ -267,7 +307,7 @@ def _in_threads(
                     failure, raw = exc, None
                 if raw is not None:
                     chunk.append(raw)
-                    size += len(raw[3])
+                    size += len(raw[3]) if isinstance(raw[3], bytes) else 0
                 if chunk and (raw is None or len(chunk) >= _CHUNK_RECORDS or size >= _CHUNK_BYTES):
                     pending.append((chunk, pool.submit(decode_chunk, chunk)))
                     chunk, size = [], 0

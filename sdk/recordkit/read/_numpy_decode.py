@@ -10,10 +10,11 @@ import numpy as np
 
 from recordkit.codec._wire import WireKind
 from recordkit.errors import DecodeError, RecordkitError
+from recordkit.format._batch_parse import Column, ParsedExample
 from recordkit.format._example import decode_example, load_decoder
 from recordkit.schema._bound import BoundField, KeyedFeature
 
-__all__ = ["decode_record_numpy", "preload_decoding"]
+__all__ = ["decode_columns_numpy", "decode_record_numpy", "preload_decoding"]
 
 #: numpy modules the read path imports on first use (numpy loads them lazily): the epoch
 #: order draws from ``numpy.random``; ``np.unique`` asks ``numpy.ma``.
@@ -156,18 +157,22 @@ def decode_field_numpy(
 
 def decode_record_numpy(
     fields: Sequence[BoundField],
-    data: bytes,
+    data: bytes | ParsedExample,
     *,
     index: int | str | None = None,
     decoders: Mapping[str, Callable[[Mapping[str, Any]], Any]] | None = None,
 ) -> dict[str, Any]:
-    """Decode the ``fields`` of one serialized Example to Python/numpy values; a field
-    named in ``decoders`` decoded by its function there (a picture decoded at a scale,
+    """Decode the ``fields`` of one serialized Example (or one already parsed, for the
+    fields' keys at least) to Python/numpy values; a field named in ``decoders`` decoded
+    by its function there (a picture decoded at a scale,
     :class:`~recordkit.read._numpy_geometry.GeometryPlan`)."""
-    try:
-        parsed = decode_example(data)
-    except ValueError as exc:
-        raise DecodeError(str(exc), record=index) from None
+    if isinstance(data, dict):
+        parsed = data
+    else:
+        try:
+            parsed = decode_example(data)
+        except ValueError as exc:
+            raise DecodeError(str(exc), record=index) from None
     out: dict[str, Any] = {}
     for field in fields:
         try:
@@ -181,3 +186,78 @@ def decode_record_numpy(
                 record=index,
             ) from exc
     return out
+
+
+def decode_columns_numpy(
+    fields: Sequence[BoundField], columns: Mapping[str, Column], count: int
+) -> list[dict[str, Any]] | None:
+    """Decode the ``fields`` of ``count`` records parsed together into columns (records
+    of one layout, :attr:`~recordkit.format._batch_parse.ParsedChunk.columns`): each
+    record's wire values sliced from the columns in a few steps per field, then the codec's
+    ``decode_numpy`` for each; the values are those :func:`decode_record_numpy` gives.
+    None when a field is not a plain one whose keys the columns hold in its declared kind
+    and fixed size, or when a codec fails on one of the records: those records are then
+    decoded one by one, whose errors name the record."""
+    decoded: list[list[Any]] = []
+    for field in fields:
+        values = _field_column(field, columns, count)
+        if values is None:
+            return None
+        decoded.append(values)
+    names = [field.name for field in fields]
+    return [dict(zip(names, row, strict=True)) for row in zip(*decoded, strict=True)]
+
+
+def _field_column(field: BoundField, columns: Mapping[str, Column], count: int) -> list[Any] | None:
+    """One field's values for every record of ``columns``, or None (see
+    :func:`decode_columns_numpy`)."""
+    if field.spec.sequence:
+        return None
+    if field.presence_key is not None:
+        kind, present = columns.get(field.presence_key, (WireKind.INT64, None))
+        if present is None or kind is not WireKind.INT64 or present.shape[1] == 0:
+            return [None] * count if present is None else None
+        flags = present[:, 0] != 0
+        if not flags.any():
+            return [None] * count
+        if not flags.all():
+            return None
+    wires: list[list[Any]] = []
+    for keyed in field.features:
+        wire = _feature_column(keyed, columns, count)
+        if wire is None:
+            return None
+        wires.append(wire)
+    names = [keyed.feature.name for keyed in field.features]
+    decode = field.codec.decode_numpy
+    try:
+        if len(names) == 1:
+            (name,) = names
+            return [decode({name: value}) for value in wires[0]]
+        return [decode(dict(zip(names, row, strict=True))) for row in zip(*wires, strict=True)]
+    except Exception:  # decoded again one by one, which names the record and the error
+        return None
+
+
+def _feature_column(keyed: KeyedFeature, columns: Mapping[str, Column], count: int) -> list[Any] | None:
+    """A wire feature's value for each record, as :func:`_shape_one` gives it, or None."""
+    feature = keyed.feature
+    if keyed.columns or keyed.constant is not None or keyed.key not in columns:
+        return None
+    kind, values = columns[keyed.key]
+    if kind is not feature.kind:
+        return None
+    if kind is WireKind.BYTES:
+        if feature.shape == ():
+            return values[0] if len(values) == 1 else None
+        return [list(row) for row in zip(*values, strict=True)] if values else [[] for _ in range(count)]
+    if feature.is_fixed:
+        if values.shape[1] != feature.fixed_size:
+            return None
+        if feature.shape == ():
+            flat = values.reshape(count)
+            return [flat[i, ...] for i in range(count)]
+        return list(values.reshape(count, *feature.shape))
+    if feature.inner_size == 0 or values.shape[1] % feature.inner_size:
+        return None
+    return list(values.reshape(count, -1, *feature.inner_shape))

@@ -1,0 +1,323 @@
+"""The Examples of many records of one TFRecord file parsed at once, for the keys a read
+wants: what the numpy reader's sequential shard stream uses instead of one protobuf
+parse a record (:func:`~recordkit.format._example.decode_example`).
+
+Records of a field group, or of any dataset whose fields have a fixed shape (an
+embedding, a label, a score), all have the same length and the same layout: the same
+keys in the same order, each value at the same byte offset. :func:`parsed_records`
+parses one record of each length that enough records share (a *template*) with a small
+wire-format reader that accepts only the plain layout (one ``features`` map, each entry
+a key and one list, numbers packed), then compares the template's structure bytes (every
+byte but the values') with those of every record of that length in one numpy step. A
+record that matches has the template's layout, so its values are columns of the file:
+sliced out for all matching records together (bytes values as ``bytes``, numbers as rows
+of one array per key). Varint numbers (int64 lists) are decoded together too, and a
+record whose varints do not take the template's count or are malformed is left to the
+per-record parse. Each parsed record is the ``{key: (kind, values)}`` that
+:func:`~recordkit.format._example.decode_example` gives, restricted to the keys asked
+for (numbers as rows of a shared array rather than arrays of their own); a record that
+does not match (another length, an optional field left out, a layout protobuf accepts
+but the template reader does not) gets ``None`` and is parsed alone, so the values are
+the same whatever the path.
+
+:func:`framed_records` checks the framing of a whole file held in memory first (lengths,
+length and data CRCs; :func:`~recordkit.format._framing_check.framing_matches`): a file
+that fails is read again record by record, whose errors name the record.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import struct
+from collections.abc import Collection
+from typing import Any
+
+import numpy as np
+
+from recordkit.codec._wire import WireKind
+from recordkit.format._framing_check import framing_matches
+from recordkit.format._tfrecord import FRAMING_BYTES, HEADER_BYTES
+
+__all__ = ["Column", "ParsedChunk", "ParsedExample", "framed_records", "parsed_records"]
+
+#: One record's Example, parsed: ``{key: (kind, values)}`` (bytes values as a list of
+#: ``bytes``, numbers as a 1-D int64 or float32 array).
+ParsedExample = dict[str, tuple[WireKind, Any]]
+
+_LENGTH = struct.Struct("<Q")
+#: Records of one length needed before a template is made for it: a template and its
+#: comparison cost a few records' worth of per-record parsing.
+_MIN_SHARED = 8
+_LIST_KINDS = {0x0A: WireKind.BYTES, 0x12: WireKind.FLOAT, 0x1A: WireKind.INT64}
+
+
+def framed_records(buffer: Any) -> np.ndarray | None:
+    """The offsets of the records of the uncompressed TFRecord file in ``buffer`` (one
+    more than records: the last is the file's end), or None unless every record's framing
+    is sound (lengths, length and data CRCs)."""
+    size = len(buffer)
+    if size == 0:
+        return np.zeros(1, dtype=np.int64)
+    if size < FRAMING_BYTES:
+        return None
+    (first,) = _LENGTH.unpack_from(buffer, 0)
+    frame = first + FRAMING_BYTES
+    if size % frame == 0:  # records of one size (a field group's): no walk needed
+        offsets = np.arange(0, size + 1, frame, dtype=np.int64)
+        if framing_matches(buffer, offsets):
+            return offsets
+    walked = [0]
+    position = 0
+    unpack = _LENGTH.unpack_from
+    while position + HEADER_BYTES <= size:
+        position += unpack(buffer, position)[0] + FRAMING_BYTES
+        walked.append(position)
+    if position != size:
+        return None
+    offsets = np.asarray(walked, dtype=np.int64)
+    return offsets if framing_matches(buffer, offsets) else None
+
+
+@dataclasses.dataclass(frozen=True)
+class _Value:
+    """Where one key's values sit in a template record: its list kind, and the byte
+    ranges (start, width) of its values (one per bytes value; one packed run of numbers,
+    or none for an empty list)."""
+
+    kind: WireKind
+    runs: tuple[tuple[int, int], ...]
+
+
+@dataclasses.dataclass(frozen=True)
+class _Template:
+    """One record's layout: its keys' values and the offsets of its structure bytes."""
+
+    values: dict[str, _Value]
+    structure: np.ndarray
+
+
+def _varint(data: bytes, position: int) -> tuple[int, int]:
+    value = shift = 0
+    while True:
+        if position >= len(data) or shift > 63:
+            raise ValueError("bad varint")
+        byte = data[position]
+        value |= (byte & 0x7F) << shift
+        position += 1
+        if byte < 0x80:
+            return value, position
+        shift += 7
+
+
+def _delimited(data: bytes, position: int, end: int, tag: int) -> tuple[int, int]:
+    """The (start, end) of the length-delimited field ``tag`` at ``position``."""
+    if position >= end or data[position] != tag:
+        raise ValueError("unexpected tag")
+    length, start = _varint(data, position + 1)
+    if start + length > end:
+        raise ValueError("field overruns its message")
+    return start, start + length
+
+
+def _template(data: bytes) -> _Template | None:
+    """The layout of the Example ``data``, or None when it is not in the plain form
+    (anything else is parsed record by record, by protobuf)."""
+    try:
+        start, end = _delimited(data, 0, len(data), 0x0A)
+        if end != len(data):
+            return None
+        values: dict[str, _Value] = {}
+        payload = np.zeros(len(data), dtype=bool)
+        position = start
+        while position < end:
+            entry, position = _delimited(data, position, end, 0x0A)
+            key_start, key_end = _delimited(data, entry, position, 0x0A)
+            key = data[key_start:key_end].decode("utf-8")
+            feature, feature_end = _delimited(data, key_end, position, 0x12)
+            if feature_end != position or key in values:
+                return None
+            values[key] = _feature(data, feature, feature_end, payload)
+    except (ValueError, UnicodeDecodeError):
+        return None
+    return _Template(values, np.flatnonzero(~payload))
+
+
+def _feature(data: bytes, start: int, end: int, payload: np.ndarray) -> _Value:
+    """The values of the Feature in ``data[start:end]``, their bytes marked in ``payload``."""
+    if start == end:  # an empty Feature: an empty list of any kind
+        return _Value(WireKind.BYTES, ())
+    kind = _LIST_KINDS.get(data[start])
+    if kind is None:
+        raise ValueError("unknown list")
+    first, last = _delimited(data, start, end, data[start])
+    if last != end:
+        raise ValueError("trailing bytes")
+    runs: list[tuple[int, int]] = []
+    position = first
+    while position < last:
+        value_start, position = _delimited(data, position, last, 0x0A)
+        runs.append((value_start, position - value_start))
+        if kind is not WireKind.BYTES and position != last:
+            raise ValueError("numbers not packed in one run")
+    if kind is WireKind.FLOAT and runs and runs[0][1] % 4:
+        raise ValueError("float bytes not a multiple of 4")
+    for value_start, width in runs:
+        payload[value_start : value_start + width] = True
+    return _Value(kind, tuple(runs))
+
+
+def _gather(data: np.ndarray, starts: np.ndarray, columns: np.ndarray) -> np.ndarray:
+    """The bytes of ``data`` at each start plus each of ``columns``: ``[n, len(columns)]``."""
+    gathered: np.ndarray = data[starts[:, None] + columns[None, :]]
+    return gathered
+
+
+def _slices(buffer: Any, firsts: np.ndarray, width: int) -> list[bytes]:
+    """``width`` bytes of ``buffer`` from each of ``firsts``, each as ``bytes`` (sliced in C)."""
+    begins = firsts.tolist()
+    return list(map(buffer.__getitem__, map(slice, begins, [b + width for b in begins])))
+
+
+def _run(buffer: Any, firsts: np.ndarray, width: int) -> np.ndarray:
+    """``width`` bytes of ``buffer`` from each of ``firsts``: a writable ``[n, width]``
+    uint8 array (copied by slicing: no index array as large as the values)."""
+    joined = bytearray().join(_slices(buffer, firsts, width))
+    return np.frombuffer(joined, dtype=np.uint8).reshape(len(firsts), width)
+
+
+def _varints(run: np.ndarray, count: int) -> tuple[np.ndarray, np.ndarray]:
+    """The packed varints of each row of ``run`` (``[n, width]`` uint8) as ``[n, count]``
+    int64, and which rows hold exactly ``count`` well-formed varints of at most 9 bytes
+    (larger and negative values are left to protobuf)."""
+    rows, width = run.shape
+    ends = run < 0x80
+    ok = (ends.sum(axis=1) == count) & ends[:, -1] if width else np.ones(rows, dtype=bool)
+    values = np.zeros((rows, count), dtype=np.int64)
+    if not ok.any() or count == 0:
+        return values, ok
+    if bool(ends.all()):  # one byte each
+        values[:] = run
+        return values, ok
+    good = run[ok]
+    good_ends = ends[ok]
+    last = np.flatnonzero(good_ends.reshape(-1)).reshape(len(good), count) % width
+    firsts = np.concatenate([np.zeros((len(good), 1), dtype=np.int64), last[:, :-1] + 1], axis=1)
+    slot = np.cumsum(good_ends, axis=1) - good_ends
+    place = np.arange(width)[None, :] - np.take_along_axis(firsts, slot, axis=1)
+    short = (last - firsts).max(axis=1) < 9
+    bits = (good & 0x7F).astype(np.uint64) << (7 * place).astype(np.uint64)
+    flat_starts = (np.arange(len(good))[:, None] * width + firsts).reshape(-1)
+    summed = np.add.reduceat(bits.reshape(-1), flat_starts).reshape(len(good), count)
+    values[ok] = summed.view(np.int64)
+    ok[np.flatnonzero(ok)[~short]] = False
+    return values, ok
+
+
+#: One key's values in records of one layout: its kind and either an ``[n, count]`` array
+#: of numbers or, for bytes, one list of ``n`` values per value of a record.
+Column = tuple[WireKind, Any]
+
+
+@dataclasses.dataclass(frozen=True)
+class _Parsed:
+    """The records ``chosen`` of a chunk that share a length: which of them ``match``
+    their template, and the columns of the keys asked for."""
+
+    chosen: np.ndarray
+    match: np.ndarray
+    columns: dict[str, Column]
+
+
+@dataclasses.dataclass(frozen=True)
+class ParsedChunk:
+    """Records of one file parsed together (:func:`parsed_records`)."""
+
+    count: int
+    parts: tuple[_Parsed, ...]
+
+    @property
+    def columns(self) -> dict[str, Column] | None:
+        """The keys' values of every record of the chunk as columns, when all of them have
+        one layout (else None): numbers as ``[count, n]`` arrays, bytes as lists of
+        ``count`` values (one list per value of a record)."""
+        if len(self.parts) != 1:
+            return None
+        (part,) = self.parts
+        return part.columns if len(part.chosen) == self.count and bool(part.match.all()) else None
+
+    def examples(self) -> list[ParsedExample | None]:
+        """Each record's Example as :func:`~recordkit.format._example.decode_example`
+        gives it, for the keys asked for (numbers as rows of a shared array); ``None`` for
+        a record to parse alone."""
+        out: list[ParsedExample | None] = [None] * self.count
+        for part in self.parts:
+            names = list(part.columns)
+            per_key = [_per_record(*part.columns[name], len(part.chosen)) for name in names]
+            rows = zip(*per_key, strict=True) if names else ((),) * len(part.chosen)
+            for position, matched, row in zip(part.chosen.tolist(), part.match.tolist(), rows, strict=True):
+                if matched:
+                    out[position] = dict(zip(names, row, strict=True))
+        return out
+
+
+def _per_record(kind: WireKind, values: Any, count: int) -> list[tuple[WireKind, Any]]:
+    """A column's ``(kind, values)`` for each record: numbers as 1-D rows, bytes as lists."""
+    if kind is not WireKind.BYTES:
+        return [(kind, row) for row in values]
+    if not values:
+        return [(kind, []) for _ in range(count)]
+    return [(kind, list(row)) for row in zip(*values, strict=True)]
+
+
+def parsed_records(buffer: Any, offsets: np.ndarray, keys: Collection[str]) -> ParsedChunk:
+    """The records of ``buffer`` whose frames start at ``offsets[:-1]`` (framing already
+    checked), parsed for ``keys`` only, those of each length that enough records share
+    together; the others are left to be parsed alone."""
+    data = np.frombuffer(buffer, dtype=np.uint8)
+    starts = offsets[:-1] + HEADER_BYTES
+    lengths = offsets[1:] - starts - (FRAMING_BYTES - HEADER_BYTES)
+    parts: list[_Parsed] = []
+    shared, counts = np.unique(lengths, return_counts=True)
+    for length in shared[counts >= _MIN_SHARED].tolist():
+        chosen = np.flatnonzero(lengths == length)
+        template = _template(bytes(buffer[int(starts[chosen[0]]) : int(starts[chosen[0]]) + length]))
+        if template is None:
+            continue
+        structure = template.structure
+        first = _gather(data, starts[chosen[:1]], structure)
+        match = (_gather(data, starts[chosen], structure) == first).all(axis=1)
+        columns = _columns(buffer, starts[chosen], match, template, keys)
+        parts.append(_Parsed(chosen, match, columns))
+    return ParsedChunk(len(starts), tuple(parts))
+
+
+def _columns(
+    buffer: Any, starts: np.ndarray, match: np.ndarray, template: _Template, keys: Collection[str]
+) -> dict[str, Column]:
+    """The values of ``keys`` in the records starting at ``starts`` (of the template's
+    layout where ``match``; a record whose varints are not the template's count is
+    unmatched here)."""
+    columns: dict[str, Column] = {}
+    for key, value in template.values.items():
+        wanted = key in keys
+        if value.kind is WireKind.INT64 and value.runs:  # checked even when not wanted
+            ((start, width),) = value.runs
+            run = _run(buffer, starts + start, width)
+            numbers, ok = _varints(run, int(np.count_nonzero(run[0] < 0x80)))
+            match &= ok
+            if wanted:
+                columns[key] = (value.kind, numbers)
+        elif not wanted:
+            continue
+        elif value.kind is WireKind.FLOAT and value.runs:
+            ((start, width),) = value.runs
+            floats = _run(buffer, starts + start, width).view("<f4").astype(np.float32, copy=False)
+            columns[key] = (value.kind, floats)
+        elif value.kind is WireKind.BYTES:
+            columns[key] = (
+                value.kind,
+                [_slices(buffer, starts + begin, width) for begin, width in value.runs],
+            )
+        else:  # an empty list of numbers
+            columns[key] = (value.kind, np.zeros((len(starts), 0), dtype=value.kind.numpy_dtype))
+    return columns

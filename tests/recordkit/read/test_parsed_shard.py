@@ -1,0 +1,158 @@
+"""The numpy reader parses and decodes records of one layout many at a time
+(sdk/recordkit/read/_parsed_shard.py): ``ds.records()`` gives exactly the values, types
+and errors of the record-by-record read, for every codec of fixed size and for records
+whose layouts differ."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+import recordkit as rk
+from recordkit.errors import CorruptRecordError
+from recordkit.read import _iter_records  # private: to count the records decoded together
+
+NUMBERS = "numbers"
+SCHEMA = rk.Schema(
+    name="small",
+    fields={
+        "embedding": rk.FieldSpec(codec="tensor", options={"dtype": "float32", "shape": [4, 3]}),
+        "counts": rk.FieldSpec(codec="tensor", options={"dtype": "int16", "shape": [5], "stored": NUMBERS}),
+        "scores": rk.FieldSpec(codec="tensor", options={"dtype": "float64", "shape": [2], "stored": NUMBERS}),
+        "flags": rk.FieldSpec(codec="tensor", options={"dtype": "bool", "shape": [3]}),
+        "label": rk.FieldSpec(codec="label", options={"num_classes": 1000}),
+        "tags": rk.FieldSpec(codec="label", options={"num_classes": 5, "multi": True}),
+        "hot": rk.FieldSpec(codec="label", options={"num_classes": 5, "multi": True, "multi_hot": True}),
+        "count": rk.FieldSpec(codec="scalar", options={"dtype": "int64"}),
+        "ratio": rk.FieldSpec(codec="scalar", options={"dtype": "float64"}),
+        "weight": rk.FieldSpec(codec="scalar", options={"dtype": "float32"}),
+        "code": rk.FieldSpec(codec="text"),
+        "extra": rk.FieldSpec(codec="tensor", options={"dtype": "uint8", "shape": [2]}, optional=True),
+    },
+)
+
+
+def make_records(count: int, *, seed: int, varied: bool) -> list[dict[str, Any]]:
+    """Records of one layout (``varied``: with labels, counts, tags and optional values that
+    change the layout from record to record)."""
+    rng = np.random.default_rng(seed)
+    records = []
+    for i in range(count):
+        records.append(
+            {
+                "embedding": rng.normal(size=(4, 3)).astype(np.float32),
+                "counts": (rng.integers(-300, 300, size=5) if varied else np.arange(5)).astype(np.int16),
+                "scores": rng.normal(size=2).astype(np.float32).astype(np.float64),
+                "flags": rng.integers(0, 2, size=3).astype(bool),
+                "label": int(rng.integers(0, 1000 if varied else 100)),
+                "tags": [int(t) for t in rng.permutation(5)[: (1 + i % 3 if varied else 2)]],
+                "hot": [1, 3],
+                "count": int(rng.integers(-(2**40), 2**40)) if varied else 2**40 + i,
+                "ratio": float(rng.normal()) if varied else float(abs(rng.normal())),  # a negative: 10 bytes
+                "weight": float(np.float32(rng.normal())),
+                "code": f"c{i % 10}",
+                "extra": None if varied and i % 4 == 0 else np.array([i % 256, 7], np.uint8),
+            }
+        )
+    return records
+
+
+def assert_same(expected: Any, actual: Any, where: str) -> None:
+    """Equal values of the same types: arrays of the same dtype and shape, writable."""
+    assert type(actual) is type(expected), where
+    if isinstance(expected, np.ndarray):
+        assert actual.dtype == expected.dtype, where
+        assert actual.shape == expected.shape, where
+        assert np.array_equal(actual, expected), where
+        assert actual.flags.writeable, where
+    elif isinstance(expected, (list, tuple)):
+        assert len(actual) == len(expected), where
+        for i, (e, a) in enumerate(zip(expected, actual, strict=True)):
+            assert_same(e, a, f"{where}[{i}]")
+    elif isinstance(expected, dict):
+        assert list(actual) == list(expected), where
+        for key in expected:
+            assert_same(expected[key], actual[key], f"{where}.{key}")
+    else:
+        assert actual == expected, where
+
+
+@pytest.fixture(scope="module", params=["one layout", "varied layouts"])
+def dataset(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp(request.param.replace(" ", "-")) / "data"
+    varied = request.param == "varied layouts"
+    rk.write_dataset(make_records(70, seed=3, varied=varied), SCHEMA, path, shard_records=30, progress=False)
+    return path
+
+
+@pytest.mark.parametrize("fields", [None, ["embedding", "label"], ["extra"], ["tags", "count", "code"]])
+def test_records_read_together_equal_those_read_one_by_one(
+    dataset: Path, fields: list[str] | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    decode = _iter_records.decode_columns_numpy
+    together_count = []
+
+    def counted(*args: Any) -> Any:
+        records = decode(*args)
+        together_count.append(0 if records is None else len(records))
+        return records
+
+    monkeypatch.setattr(_iter_records, "decode_columns_numpy", counted)
+    ds = rk.open(dataset, fields=fields)
+    together = list(ds.records())
+    if "one-layout" in dataset.parent.name:
+        assert sum(together_count) == 70  # every record was decoded with the others of its shard
+    monkeypatch.setattr(_iter_records, "decode_columns_numpy", decode)
+    # A report reads record by record (the path that skips damage); threads decode one by one.
+    one_by_one = list(ds.records(on_corrupt="skip", report=rk.CorruptionReport()))
+    in_threads = list(ds.records(num_threads=2))
+    assert len(together) == 70
+    assert_same(one_by_one, together, "records")
+    assert_same(one_by_one, in_threads, "records")
+
+
+def test_each_record_owns_its_values(dataset: Path) -> None:
+    first, second = list(rk.open(dataset, fields=["embedding", "counts"]).records())[:2]
+    before = second["embedding"].copy()
+    first["embedding"][:] = 0
+    first["counts"][:] = 0
+    assert np.array_equal(second["embedding"], before)
+
+
+def test_a_resumed_sliced_or_shared_read_gives_the_same_records(dataset: Path) -> None:
+    ds = rk.open(dataset, "train[5:60]", fields=["embedding", "tags", "extra"])
+    expected = list(ds.records(on_corrupt="skip", report=rk.CorruptionReport()))
+    assert_same(expected, list(ds.records()), "slice")
+    assert_same(expected[17:], list(ds.records(start=17)), "resumed")
+    shares = [list(ds.records(rank=r, world_size=2)) for r in range(2)]
+    assert sum(len(s) for s in shares) == len(expected)
+
+
+def shard_files(path: Path) -> list[Path]:
+    manifest = json.loads((path / "dataset.json").read_text())
+    return [path / s["file"] for s in manifest["splits"]["train"]["shards"]]
+
+
+def test_a_damaged_record_is_reported_as_before_after_the_records_before_it(
+    dataset: Path, tmp_path: Path
+) -> None:
+    copy = tmp_path / "copy"
+    copy.mkdir()
+    for item in dataset.iterdir():
+        (copy / item.name).write_bytes(item.read_bytes())
+    shard = shard_files(copy)[1]
+    data = bytearray(shard.read_bytes())
+    data[len(data) // 2] ^= 0x01
+    shard.write_bytes(bytes(data))
+    read: list[dict[str, Any]] = []
+    records = rk.open(copy, fields=["embedding", "label"]).records()
+    with pytest.raises(CorruptRecordError) as err:
+        read.extend(records)
+    assert err.value.shard == shard.name
+    assert 30 <= len(read) < 60
+    expected = list(rk.open(dataset, fields=["embedding", "label"]).records())[: len(read)]
+    assert_same(expected, read, "before the damage")
