@@ -25,8 +25,11 @@ def _git(*args: str) -> str | None:
 
 
 def measured_commit() -> dict[str, Any]:
-    """The checkout's commit (None outside a git checkout) and whether it had changes."""
-    return {"commit": _git("rev-parse", "HEAD"), "dirty": bool(_git("status", "--porcelain"))}
+    """The checkout's commit (None outside a git checkout) and whether its tracked files
+    had changes."""
+    # Untracked files (a result file the run is writing) are not changes to the code measured.
+    changes = _git("status", "--porcelain", "--untracked-files=no")
+    return {"commit": _git("rev-parse", "HEAD"), "dirty": bool(changes)}
 
 
 def stamped(results: dict[str, Any]) -> dict[str, Any]:
