@@ -26,7 +26,12 @@ from _object_stores import REMOTE_SCHEMA, Bucket, cli_options, remote_records
 from click.testing import CliRunner
 
 import recordkit as rk
+import recordkit.write._writer as writer_module
 from recordkit.cli import main
+from recordkit.dataset._manifest import UnfinishedWrite
+from recordkit.errors import ConcurrentWriteError
+from recordkit.storage import location
+from recordkit.write._commit import RemoteManifest
 
 HERE = Path(__file__).parent
 HOW_TO = HERE.parents[1] / "docs" / "how-to" / "cloud-storage.md"
@@ -142,3 +147,61 @@ def test_a_remote_overwrite_whose_target_another_writer_committed_fails_and_leav
         writer.close()
     assert _names(bucket, url, "train") == sorted(BEFORE + _items(300, 4))
     _verify(bucket, url)
+
+
+def test_a_resume_that_overlaps_a_still_running_write_takes_it_over_and_never_deletes_a_listed_shard(
+    s3_bucket: Bucket, monkeypatch: pytest.MonkeyPatch, fault_cases: Any
+) -> None:
+    """Writer A has uploaded shard 1 of train but not yet listed it when a resume starts.
+    The resume takes the write over (a conditional save of dataset.json) before it removes
+    shard 1 as debris, so A's save listing shard 1 fails: the manifest never names a
+    deleted shard. (Before, the resume removed shard 1 first and A then listed it.)"""
+    fault_cases.tried("a resume overlapping a still-running writer in a bucket")
+    url = _dataset(s3_bucket)
+    root = location(url, s3_bucket.storage_options)
+    # A, still running: train's write unfinished, shard 0 listed, shard 1 uploaded only.
+    first = RemoteManifest.at(root)
+    assert first is not None
+    manifest = first.load()
+    assert manifest is not None
+    train = manifest.splits["train"]
+    shards = list(train.shards)
+    train.shards = shards[:1]
+    train.unfinished = UnfinishedWrite(consumed=5, started="2026-01-01T00:00:00+00:00")
+    first.save(manifest)
+    failures: list[ConcurrentWriteError] = []
+    sweep = writer_module.remove_split_debris
+
+    def sweep_then_a_lists_shard_1(*args: Any, **kwargs: Any) -> None:
+        sweep(*args, **kwargs)
+        train.shards = shards
+        train.unfinished = None
+        try:
+            first.save(manifest)
+        except ConcurrentWriteError as exc:
+            failures.append(exc)
+
+    monkeypatch.setattr(writer_module, "remove_split_debris", sweep_then_a_lists_shard_1)
+    try:
+        rk.write_dataset(
+            remote_records(10),
+            REMOTE_SCHEMA,
+            url,
+            shard_records=5,
+            resume=True,
+            storage_options=s3_bucket.storage_options,
+        )
+        resumed = "ok"
+    except ConcurrentWriteError as exc:
+        resumed = str(exc)
+    stored = RemoteManifest.at(root)
+    assert stored is not None
+    final = stored.load()
+    assert final is not None
+    missing = [s.file for s in final.splits["train"].shards if not root.join(s.file).exists()]
+    assert missing == [], f"dataset.json lists deleted shards {missing}"
+    assert resumed == "ok"
+    assert len(failures) == 1
+    assert "was replaced by another writer" in str(failures[0])
+    assert _names(s3_bucket, url, "train") == _items(0, 10)
+    _verify(s3_bucket, url)

@@ -38,6 +38,13 @@ def now() -> str:
     return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
 
 
+def takeover_time() -> str:
+    """The time a resume in a bucket takes a write over, to the microsecond: the saved
+    manifest then always differs from the one the taken-over run saved (whose ``now()``
+    has no fraction), so its version changes and that run's next save fails."""
+    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="microseconds")
+
+
 @dataclasses.dataclass(frozen=True)
 class SplitSink:
     """What a split being written needs of its writer."""

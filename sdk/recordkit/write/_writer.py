@@ -74,7 +74,7 @@ from recordkit.write._plan import (
 from recordkit.write._progress import Progress
 from recordkit.write._replace import remove_unlisted, replace_dataset, replacement_folder
 from recordkit.write._shard_file import DEFAULT_SHARD_BYTES, ShardLimits, check_split_name, fsync_dir
-from recordkit.write._split_writer import SplitSink, SplitWriter, now
+from recordkit.write._split_writer import SplitSink, SplitWriter, now, takeover_time
 from recordkit.write._write_options import OnError, WriteOptions
 
 __all__ = ["DEFAULT_SHARD_BYTES", "DatasetWriter", "OnError", "WriteOptions", "write_dataset"]
@@ -291,6 +291,14 @@ class DatasetWriter:
                 )
             skip = info.unfinished.consumed
             groups = self._groups_of(name, info)
+            if self._remote_manifest is not None:
+                # No lock in a bucket: the write being resumed may still be running. Take
+                # it over first (a conditional save: its next save fails with
+                # ConcurrentWriteError, so it can never list another shard); only then
+                # are the shards it left unlisted provably its debris.
+                info.unfinished = info.unfinished.model_copy(update={"started": takeover_time()})
+                self._grow_schema()
+                self._save()
             remove_split_debris(self.where, name, info)
             if groups is not None:
                 groups.remove_debris(info)
