@@ -26,12 +26,14 @@ from _object_stores import REMOTE_SCHEMA, Bucket, cli_options, remote_records
 from click.testing import CliRunner
 
 import recordkit as rk
-import recordkit.write._writer as writer_module
+import recordkit.write._writer as writer_module  # private: acts in the race's window
 from recordkit.cli import main
-from recordkit.dataset._manifest import UnfinishedWrite
+from recordkit.dataset._manifest import UnfinishedWrite  # private: forges an unfinished write in the manifest
 from recordkit.errors import ConcurrentWriteError
 from recordkit.storage import location
-from recordkit.write._commit import RemoteManifest
+from recordkit.write._commit import (
+    RemoteManifest,
+)  # private: reads and saves the bucket's manifest as the writer does
 
 HERE = Path(__file__).parent
 HOW_TO = HERE.parents[1] / "docs" / "how-to" / "cloud-storage.md"
