@@ -50,7 +50,7 @@ from recordkit.format._batch_parse import ParsedExample
 from recordkit.format._tfrecord import Compression, Damage, iter_tfrecords, scan_tfrecords
 from recordkit.read._corruption import CorruptionReport, SkippedRecords
 from recordkit.read._joined_scan import joined_records_skipping
-from recordkit.read._numpy_decode import decode_columns_numpy, decode_record_numpy
+from recordkit.read._numpy_decode import decode_columns_numpy, decode_record_numpy, wanted_keys
 from recordkit.read._numpy_geometry import GeometryPlan
 from recordkit.read._open import OpenedDataset, check_shard_size
 from recordkit.read._options import Opened
@@ -226,6 +226,7 @@ def _records(
     """The decoded records of ``shards``, in order (the others are not decoded); with
     ``num_threads`` above 1 decoded in a pool of threads, a bounded window ahead."""
     stored = dataset.stored_fields.fields
+    keys = wanted_keys(stored)
 
     def decode(raw: _Raw) -> dict[str, Any] | RecordkitError:
         index, shard, offset, data = raw
@@ -234,7 +235,7 @@ def _records(
                 record = data.values
             else:
                 decoders = None if geometry is None else geometry.decoders
-                record = decode_record_numpy(stored, data, index=index, decoders=decoders)
+                record = decode_record_numpy(stored, data, index=index, decoders=decoders, keys=keys)
             if defaults:
                 record.update(copy.deepcopy(defaults))
                 record = {f.name: record[f.name] for f in dataset.fields}
@@ -244,7 +245,6 @@ def _records(
             return exc.with_context(shard=shard.name, offset=offset)
         return record
 
-    keys = {key for field in stored for key in field.keys}
     # Decoded a chunk at a time in this thread: not where threads were asked to decode,
     # nor pictures decoded at a scale.
     by_columns = num_threads == 1 and geometry is None

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -14,7 +14,7 @@ from recordkit.format._batch_parse import Column, ParsedExample
 from recordkit.format._example import decode_example, load_decoder
 from recordkit.schema._bound import BoundField, KeyedFeature
 
-__all__ = ["decode_columns_numpy", "decode_record_numpy", "preload_decoding"]
+__all__ = ["decode_columns_numpy", "decode_record_numpy", "preload_decoding", "wanted_keys"]
 
 #: numpy modules the read path imports on first use (numpy loads them lazily): the epoch
 #: order draws from ``numpy.random``; ``np.unique`` asks ``numpy.ma``.
@@ -161,16 +161,19 @@ def decode_record_numpy(
     *,
     index: int | str | None = None,
     decoders: Mapping[str, Callable[[Mapping[str, Any]], Any]] | None = None,
+    keys: Collection[str] | None = None,
 ) -> dict[str, Any]:
     """Decode the ``fields`` of one serialized Example (or one already parsed, for the
     fields' keys at least) to Python/numpy values; a field named in ``decoders`` decoded
     by its function there (a picture decoded at a scale,
-    :class:`~recordkit.read._numpy_geometry.GeometryPlan`)."""
+    :class:`~recordkit.read._numpy_geometry.GeometryPlan`). ``keys``, the fields' Example
+    keys (:func:`wanted_keys`, made once by a reader of many records), lets a projection
+    convert only what it reads."""
     if isinstance(data, dict):
         parsed = data
     else:
         try:
-            parsed = decode_example(data)
+            parsed = decode_example(data, keys)
         except ValueError as exc:
             raise DecodeError(str(exc), record=index) from None
     out: dict[str, Any] = {}
@@ -186,6 +189,11 @@ def decode_record_numpy(
                 record=index,
             ) from exc
     return out
+
+
+def wanted_keys(fields: Sequence[BoundField]) -> frozenset[str]:
+    """Every Example key that decoding ``fields`` looks at (see :func:`decode_record_numpy`)."""
+    return frozenset(key for field in fields for key in field.keys)
 
 
 def decode_columns_numpy(

@@ -24,7 +24,7 @@ from recordkit.codec._geometry import ImageGeometry
 from recordkit.codec._registry import CodecRegistry
 from recordkit.errors import RecordkitError
 from recordkit.read._batched_access import fetch_checked
-from recordkit.read._numpy_decode import decode_record_numpy
+from recordkit.read._numpy_decode import decode_record_numpy, wanted_keys
 from recordkit.read._numpy_geometry import GeometryPlan
 from recordkit.read._open import OpenedDataset, open_dataset
 from recordkit.read._paths import Paths
@@ -121,6 +121,7 @@ class RandomAccess:
             for k in range(len(dataset.shards[0].joined) if dataset.shards else 0)
         ]
         self._stored: tuple[BoundField, ...] = dataset.stored_fields.fields
+        self._keys = wanted_keys(self._stored)
         self._defaults = {
             name: decode_record_numpy([dataset.bound[name]], example)[name]
             for name, example in dataset.defaults.items()
@@ -192,7 +193,11 @@ class RandomAccess:
         """Decode serialized record ``i`` (its number goes into errors); with a geometry,
         ``draws`` are its random draws (default: keyed by the geometry's seed and ``i``)."""
         record = decode_record_numpy(
-            self._stored, data, index=i, decoders=None if self._geometry is None else self._geometry.decoders
+            self._stored,
+            data,
+            index=i,
+            decoders=None if self._geometry is None else self._geometry.decoders,
+            keys=self._keys,
         )
         if self._defaults:
             record.update(copy.deepcopy(self._defaults))

@@ -99,6 +99,35 @@ def test_decode_example_round_trip(features: dict[str, tuple[WireKind, list[Any]
             np.testing.assert_array_equal(got, np.asarray(values, kind.numpy_dtype))
 
 
+@given(st.integers(0, 600), st.randoms(use_true_random=False))
+def test_a_long_float_list_decodes_bit_for_bit_as_tensorflow_parses_it_packed_or_not(
+    count: int, random: Any
+) -> None:
+    """Long float lists are read from their packed bytes: every bit pattern (NaN payloads,
+    -0.0, infinities, subnormals) must come back as TensorFlow parses it, from the packed
+    wire form the encoder writes and from the unpacked form another writer may use."""
+    bits = np.asarray([random.getrandbits(32) for _ in range(count)], np.uint32)
+    bits[: min(count, 4)] = np.asarray([0x7FC00001, 0x80000000, 0x7F800000, 0x00000001], np.uint32)[
+        : min(count, 4)
+    ]
+    floats = bits.view(np.float32)
+    payload = floats.astype("<f4").tobytes()
+    packed_list = (b"\x0a" + _varint(len(payload)) + payload) if count else b""
+    unpacked_list = b"".join(b"\x0d" + value.tobytes() for value in floats.astype("<f4"))
+    for float_list in (packed_list, unpacked_list):
+        feature = b"\x12" + _varint(len(float_list)) + float_list
+        entry = b"\x0a\x01f" + b"\x12" + _varint(len(feature)) + feature
+        features = b"\x0a" + _varint(len(entry)) + entry
+        data = b"\x0a" + _varint(len(features)) + features
+        kind, got = decode_example(data)["f"]
+        expected = tf.io.parse_single_example(data, {"f": tf.io.RaggedFeature(tf.float32)})["f"].numpy()
+        assert kind is WireKind.FLOAT
+        assert got.dtype == np.float32
+        assert got.flags.writeable
+        np.testing.assert_array_equal(got.view(np.uint32), expected.view(np.uint32))
+        np.testing.assert_array_equal(got.view(np.uint32), bits)
+
+
 @given(
     st.lists(
         st.tuples(
@@ -146,6 +175,24 @@ def test_large_payload_lengths_use_multi_byte_varints() -> None:
     blob = bytes(range(256)) * 1000  # 256000 bytes: a 3-byte length varint
     parsed = tf.train.Example.FromString(encode({"blob": (WireKind.BYTES, [blob])}))
     assert parsed.features.feature["blob"].bytes_list.value == [blob]
+
+
+@given(examples, st.sets(keys, max_size=8))
+def test_decode_example_of_some_keys_gives_at_least_those_the_example_holds_as_the_full_decode_does(
+    features: dict[str, tuple[WireKind, list[Any]]], wanted: set[str]
+) -> None:
+    data = encode(features)
+    full = decode_example(data)
+    some = decode_example(data, wanted)
+    assert wanted & set(features) <= set(some) <= set(features)
+    if len(wanted) < len(features):
+        assert set(some) == wanted & set(features)
+    for key, (kind, values) in some.items():
+        assert kind is full[key][0]
+        if kind is WireKind.BYTES:
+            assert values == full[key][1]
+        else:
+            np.testing.assert_array_equal(values, full[key][1])
 
 
 def test_decode_example_rejects_garbage() -> None:
