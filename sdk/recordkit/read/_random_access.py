@@ -232,14 +232,18 @@ class RandomAccess:
         geometry, ``draws`` (a row per record) are the records' random draws (default:
         keyed by the geometry's seed and each record's number)."""
         pairs = iter(located)
-        rows = iter(draws) if draws is not None else itertools.repeat(None)
+        done = 0
         while chunk := list(itertools.islice(pairs, prefetch)):
+            rows: Sequence[np.ndarray | None] = (
+                [None] * len(chunk) if draws is None else draws[done : done + len(chunk)]
+            )
+            if len(rows) != len(chunk):
+                raise ValueError(
+                    f"draws has {done + len(rows)} rows, for at least {done + len(chunk)} records asked for"
+                )
+            done += len(chunk)
             fetched = self._fetch(chunk)
-            if draws is None:
-                for (shard, number), framed in zip(chunk, fetched, strict=True):
-                    yield self._decoded(shard, number, framed)
-                continue
-            for (shard, number), framed, row in zip(chunk, fetched, rows, strict=False):
+            for (shard, number), framed, row in zip(chunk, fetched, rows, strict=True):
                 yield self._decoded(shard, number, framed, row)
 
     def read_batch(
