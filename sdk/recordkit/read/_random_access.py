@@ -235,7 +235,7 @@ class RandomAccess:
         done = 0
         while chunk := list(itertools.islice(pairs, prefetch)):
             rows: Sequence[np.ndarray | None] = (
-                [None] * len(chunk) if draws is None else draws[done : done + len(chunk)]
+                [None] * len(chunk) if draws is None else list(draws[done : done + len(chunk)])
             )
             if len(rows) != len(chunk):
                 raise ValueError(
