@@ -26,7 +26,7 @@ def preload_decoding() -> None:
     """Import now what reading and decoding the first record import on first use:
     protobuf's Example class and numpy's lazily loaded modules. A DataLoader worker forked
     afterwards inherits them, instead of each worker importing them again at its first
-    batch, every epoch (about 20 ms of CPU a worker)."""
+    batch, every epoch."""
     load_decoder()
     for module in _LAZY_NUMPY:
         importlib.import_module(module)

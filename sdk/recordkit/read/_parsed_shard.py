@@ -77,11 +77,11 @@ def parsed_shard_records(
 
 def _mapped(file: Shard, stack: ExitStack) -> bytes | mmap.mmap | None:
     """The bytes of a local shard file, memory-mapped (an empty file: ``b""``), when its
-    records all have the size of its first (a field group's, or fixed-size fields'); None
-    for records of varied sizes. Why: reading those through a mapping costs a page fault
-    every 4 KB, more than the buffered read of :func:`iter_shard_records` (measured on
-    the anchor workload's records of about 47 KB), and they share no layout to parse
-    together."""
+    size is a multiple of its first record's framed size, as when all its records have
+    that size (a field group's, or fixed-size fields'); None otherwise. Why: records of
+    varied sizes share no layout to parse together, and reading large ones through a
+    mapping (a page fault every 4 KB) costs more than the buffered read of
+    :func:`iter_shard_records`."""
     local = file.path.local_path
     assert local is not None
     raw = stack.enter_context(open(local, "rb"))  # noqa: SIM115 - closed by the stack
