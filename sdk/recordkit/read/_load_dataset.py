@@ -17,7 +17,6 @@ from typing import Any
 from recordkit.dataset._shards import Shard, selected_records
 from recordkit.read._corruption import OnCorrupt
 from recordkit.read._dense import OFFSET_SUFFIX, SHAPE_SUFFIX, ImageFit, pad_into, row_shapes
-from recordkit.read._framed_read import checked_as_opened
 from recordkit.read._layout import DecodeLayout
 from recordkit.read._numpy_geometry import DRAWS as DRAW_COUNT
 from recordkit.read._options import (
@@ -116,8 +115,6 @@ def _serialized_batches(
     ``skip`` records (a resumed read) dropped before they are parsed. With ``single``,
     the records one by one instead, for the pipeline to parse and batch."""
     one_by_one = bool(options.shuffle_buffer or record_shard is not None or skip or single)
-    # Decided on the whole split, as Dataset.tf decided whether to check sizes at open.
-    as_opened = checked_as_opened(opened.dataset, opened.dataset.shards, on_corrupt)
     chunks = read_shards(
         opened.dataset,
         shards,
@@ -130,7 +127,7 @@ def _serialized_batches(
         deterministic=options.deterministic,
         remote_io=options.remote_io,
         one_by_one=one_by_one,
-        as_opened=as_opened,
+        as_opened=opened.checked_as_opened,
     )
     repeat, batch_size = options.repeat, options.batch_size
     if repeat is True:
