@@ -14,6 +14,7 @@ A shard whose framing is not sound is read by
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import mmap
 import os
@@ -91,7 +92,17 @@ def _mapped(file: Shard, stack: ExitStack) -> bytes | mmap.mmap | None:
     head = os.pread(raw.fileno(), _LENGTH.size, 0)
     if len(head) < _LENGTH.size or size % (_LENGTH.unpack(head)[0] + FRAMING_BYTES):
         return None
-    return stack.enter_context(mmap.mmap(raw.fileno(), 0, access=mmap.ACCESS_READ))
+    mapped = mmap.mmap(raw.fileno(), 0, access=mmap.ACCESS_READ)
+    stack.callback(_close, mapped)
+    return mapped
+
+
+def _close(mapped: mmap.mmap) -> None:
+    """Close ``mapped``; while the traceback of an error raised in the read still holds a
+    numpy view of it, leave it to close when that view goes, so that the error raised is
+    that error, not mmap's ``BufferError`` (cannot close: exported pointers exist)."""
+    with contextlib.suppress(BufferError):
+        mapped.close()
 
 
 def _parsed_chunks(
