@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import functools
 import itertools
 import operator
 import warnings
@@ -23,10 +24,12 @@ import numpy as np
 from recordkit.codec._geometry import ImageGeometry
 from recordkit.codec._registry import CodecRegistry
 from recordkit.errors import RecordkitError
+from recordkit.format._batch_parse import ParsedExample, Templates
 from recordkit.read._batched_access import fetch_checked
-from recordkit.read._numpy_decode import decode_record_numpy, wanted_keys
+from recordkit.read._numpy_decode import decode_columns_numpy, decode_record_numpy, wanted_keys
 from recordkit.read._numpy_geometry import GeometryPlan
 from recordkit.read._open import OpenedDataset, open_dataset
+from recordkit.read._parsed_shard import DecodedRecord, parsed_fetched
 from recordkit.read._paths import Paths
 from recordkit.read._shard_index import DEFAULT_MAX_OPEN_FILES, IndexedShards
 from recordkit.schema._bound import BoundField
@@ -122,6 +125,8 @@ class RandomAccess:
         ]
         self._stored: tuple[BoundField, ...] = dataset.stored_fields.fields
         self._keys = wanted_keys(self._stored)
+        #: The layouts of each file's records met so far, for parsing fetched batches.
+        self._templates: list[Templates] = [{} for _ in self._files]
         self._defaults = {
             name: decode_record_numpy([dataset.bound[name]], example)[name]
             for name, example in dataset.defaults.items()
@@ -189,16 +194,22 @@ class RandomAccess:
         located = self.shards.locate(self._index(i))
         return b"".join(files.read(*located) for files in self._files)
 
-    def decode(self, data: bytes, i: int, draws: np.ndarray | None = None) -> dict[str, Any]:
-        """Decode serialized record ``i`` (its number goes into errors); with a geometry,
-        ``draws`` are its random draws (default: keyed by the geometry's seed and ``i``)."""
-        record = decode_record_numpy(
-            self._stored,
-            data,
-            index=i,
-            decoders=None if self._geometry is None else self._geometry.decoders,
-            keys=self._keys,
-        )
+    def decode(
+        self, data: bytes | ParsedExample | DecodedRecord, i: int, draws: np.ndarray | None = None
+    ) -> dict[str, Any]:
+        """Decode serialized record ``i`` (its number goes into errors), or finish one
+        parsed or decoded with others of its batch; with a geometry, ``draws`` are its
+        random draws (default: keyed by the geometry's seed and ``i``)."""
+        if isinstance(data, DecodedRecord):
+            record = data.values
+        else:
+            record = decode_record_numpy(
+                self._stored,
+                data,
+                index=i,
+                decoders=None if self._geometry is None else self._geometry.decoders,
+                keys=self._keys,
+            )
         if self._defaults:
             record.update(copy.deepcopy(self._defaults))
             record = {f.name: record[f.name] for f in self.dataset.fields}
@@ -233,14 +244,14 @@ class RandomAccess:
         keyed by the geometry's seed and each record's number)."""
         pairs = iter(located)
         rows = iter(draws) if draws is not None else itertools.repeat(None)
+        plain = not self._defaults and self._geometry is None
         while chunk := list(itertools.islice(pairs, prefetch)):
-            fetched = self._fetch(chunk)
-            if draws is None:
-                for (shard, number), framed in zip(chunk, fetched, strict=True):
-                    yield self._decoded(shard, number, framed)
-                continue
-            for (shard, number), framed, row in zip(chunk, fetched, rows, strict=False):
-                yield self._decoded(shard, number, framed, row)
+            fetched = self._parsed(self._fetch(chunk), by_columns=True)
+            for (shard, number), item, row in zip(chunk, fetched, rows, strict=False):
+                if plain and isinstance(item, DecodedRecord):
+                    yield item.values  # decoded with its batch, nothing to add
+                else:
+                    yield self._decoded(shard, number, item, row)
 
     def read_batch(
         self, indices: Sequence[int] | np.ndarray, pool: Executor | None = None
@@ -250,7 +261,7 @@ class RandomAccess:
         decoded on ``pool``'s threads when one is given (the codecs' decoders release
         the GIL), else in this thread."""
         located = [self.shards.locate(self._index(i)) for i in np.asarray(indices, dtype=np.int64).tolist()]
-        fetched = self._fetch(located)
+        fetched = self._parsed(self._fetch(located), by_columns=pool is None)
         jobs = [(shard, number, framed) for (shard, number), framed in zip(located, fetched, strict=True)]
         if pool is None or len(jobs) < 2:
             return [self._decoded(*job) for job in jobs]
@@ -260,6 +271,19 @@ class RandomAccess:
         """The data of each record in each of :attr:`_files` (the split's shards, then its
         field groups'), checked, or the error reading it gave."""
         return list(zip(*(fetch_checked(files, located) for files in self._files), strict=True))
+
+    def _parsed(
+        self, fetched: list[tuple[bytes | RecordkitError, ...]], *, by_columns: bool
+    ) -> Sequence[tuple[bytes | RecordkitError, ...] | bytes | ParsedExample | DecodedRecord]:
+        """The records :meth:`_fetch` gave, parsed together where they share a layout
+        (:func:`~recordkit.read._parsed_shard.parsed_fetched`) and, ``by_columns`` and
+        without a geometry, decoded together; as fetched when one of them is damaged
+        (each then raises its own error as it comes)."""
+        decode = None
+        if by_columns and self._geometry is None:
+            decode = functools.partial(decode_columns_numpy, self._stored)
+        parsed = parsed_fetched(fetched, self._keys, self._templates, decode)
+        return fetched if parsed is None else parsed
 
     def serialized(self, located: Sequence[tuple[int, int]]) -> list[bytes]:
         """Each ``(shard, number)``'s serialized ``tf.train.Example`` (its field groups'
@@ -283,10 +307,10 @@ class RandomAccess:
         self,
         shard: int,
         number: int,
-        parts: tuple[bytes | RecordkitError, ...],
+        parts: tuple[bytes | RecordkitError, ...] | bytes | ParsedExample | DecodedRecord,
         draws: np.ndarray | None = None,
     ) -> dict[str, Any]:
-        data = self._checked(shard, number, parts)
+        data = self._checked(shard, number, parts) if isinstance(parts, tuple) else parts
         index = int(self.shards.starts[shard]) + number
         try:
             return self.decode(data, index, draws)
