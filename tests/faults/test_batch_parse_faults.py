@@ -77,6 +77,28 @@ def same(expected: list[dict[str, Any]], actual: list[dict[str, Any]]) -> bool:
     )
 
 
+Read = Callable[[], list[dict[str, Any]]]
+
+
+def batch_reads(root: Path, verify: bool, seed: int, order: list[int]) -> dict[str, tuple[Read, list[int]]]:
+    """Each reader that parses a fetched batch together, with the records (in the split's
+    numbering) it reads in order."""
+    access = rk.RandomAccess(root, verify=verify)
+    ds = rk.open(root, "train", verify=verify)
+    options: dict[str, Any] = {"shuffle": True, "seed": seed, "window": 8}
+
+    def resumed() -> list[dict[str, Any]]:
+        return [r for rank in range(2) for r in ds.epoch_stream(**options, rank=rank, world_size=2, start=8)]
+
+    mixture = rk.mix({ds: 1.0}, samples_per_epoch=RECORDS)
+    return {
+        "shuffled epoch": (lambda: list(ds.epoch_stream(**options)), order),
+        "resumed on 2 ranks": (resumed, order[8:][0::2] + order[8:][1::2]),
+        "mixture of itself": (lambda: list(mixture.epoch_stream()), list(range(RECORDS))),
+        "random access batch": (lambda: access.read_batch(order), order),
+    }
+
+
 def test_a_flipped_bit_in_a_batch_of_one_layout_gives_what_the_record_alone_gives(
     tmp_path: Path, fault_cases: Any
 ) -> None:
@@ -87,40 +109,13 @@ def test_a_flipped_bit_in_a_batch_of_one_layout_gives_what_the_record_alone_give
     for case in range(FLIPS):
         root = tmp_path / f"flip{case}"
         number = flipped_copy(pristine, root, rng)
-        order = [
-            int(r["count"])
-            for r in rk.open(pristine, "train").epoch_stream(shuffle=True, seed=case, window=8)
-        ]
+        stream = rk.open(pristine, "train").epoch_stream(shuffle=True, seed=case, window=8)
+        order = [int(r["count"]) for r in stream]
         for verify in (True, False):
             access = rk.RandomAccess(root, verify=verify)
-            ds = rk.open(root, "train", verify=verify)
-
-            def alone(indices: list[int], access: rk.RandomAccess = access) -> list[dict[str, Any]]:
-                return [access[i] for i in indices]
-
-            batched: dict[str, tuple[Callable[[], list[dict[str, Any]]], list[int]]] = {
-                "shuffled epoch": (
-                    lambda ds=ds: list(ds.epoch_stream(shuffle=True, seed=case, window=8)),
-                    order,
-                ),
-                "resumed on 2 ranks": (
-                    lambda ds=ds: [
-                        r
-                        for rank in range(2)
-                        for r in ds.epoch_stream(
-                            shuffle=True, seed=case, window=8, rank=rank, world_size=2, start=8
-                        )
-                    ],
-                    order[8:][0::2] + order[8:][1::2],
-                ),
-                "mixture of itself": (
-                    lambda ds=ds: list(rk.mix({ds: 1.0}, samples_per_epoch=RECORDS).epoch_stream()),
-                    list(range(RECORDS)),
-                ),
-                "random access batch": (lambda access=access: access.read_batch(order), order),
-            }
-            for name, (read, indices) in batched.items():
-                expected_error, expected = outcome(lambda indices=indices: alone(indices))
+            reads = batch_reads(root, verify, case, order)
+            for name, (read, indices) in reads.items():
+                expected_error, expected = outcome(lambda ix=indices, ra=access: [ra[i] for i in ix])
                 error, got = outcome(read)
                 assert error == expected_error, (case, verify, name)
                 if expected_error:
@@ -128,5 +123,5 @@ def test_a_flipped_bit_in_a_batch_of_one_layout_gives_what_the_record_alone_give
                     errors += 1
                 else:
                     assert same(expected, got), (case, verify, name)
-            fault_cases.tried("bit flips in batches parsed together", len(batched))
+            fault_cases.tried("bit flips in batches parsed together", len(reads))
     assert errors > 0  # some flips were caught (all with verify=True)
