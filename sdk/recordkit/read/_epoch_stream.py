@@ -221,9 +221,11 @@ class EpochStream:
 
     def _read_mixed(self, located: list[tuple[int, int]]) -> Iterator[dict[str, Any]]:
         """Each ``(shard, number)``'s record (shards numbered across the sources), read
-        ``prefetch`` per source at a time (each source's share of a chunk fetched
+        ``prefetch`` per source at a time (more for small records, as
+        :meth:`RandomAccess.fetch_size` says; each source's share of a chunk fetched
         together), in order."""
-        chunk = self.prefetch * len(cast(list[RandomAccess], self.sources))
+        sources = cast(list[RandomAccess], self.sources)
+        chunk = min(source.fetch_size(self.prefetch) for source in sources) * len(sources)
         for begin in range(0, len(located), chunk):
             yield from self._mixed_records(located[begin : begin + chunk])
 
