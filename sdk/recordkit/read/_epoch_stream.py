@@ -249,15 +249,15 @@ class EpochStream:
         sources), each source's read together, in ``chunk``'s order."""
         sources = cast(list[RandomAccess], self.sources)
         owner_of, first_shard = cast(MixtureOrder, self.epochs).shard_owners
-        places_of: dict[int, list[int]] = {}
-        for place, (shard, _) in enumerate(chunk):
-            places_of.setdefault(owner_of[shard], []).append(place)
+        pairs = np.asarray(chunk, dtype=np.int64).reshape(-1, 2)
+        owners = np.asarray(owner_of, dtype=np.int64)[pairs[:, 0]]
         out: list[Any] = [None] * len(chunk)
-        for source, places in places_of.items():
-            first = first_shard[source]
-            local = [(chunk[p][0] - first, chunk[p][1]) for p in places]
-            for place, record in zip(places, read(sources[source], local), strict=True):
-                out[place] = record
+        for source in np.unique(owners).tolist():
+            places = np.flatnonzero(owners == source)
+            local = pairs[places]
+            local[:, 0] -= first_shard[source]
+            read_ = read(sources[source], list(zip(*local.T.tolist(), strict=True)))
+            list(map(out.__setitem__, places.tolist(), read_))  # each in its place, in C
         return out
 
     # -- position -----------------------------------------------------------------------------

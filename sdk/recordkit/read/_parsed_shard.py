@@ -19,6 +19,7 @@ sources), their framing already checked by the fetch.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import mmap
 import os
 import struct
@@ -153,7 +154,7 @@ def parsed_fetched(
     a record could not be read or is damaged: the batch is read record by record, which
     raises each error where its record comes."""
     files = list(zip(*fetched, strict=True)) if fetched else []
-    if any(isinstance(part, RecordkitError) for parts in files for part in parts):
+    if any(any(map(isinstance, parts, itertools.repeat(RecordkitError))) for parts in files):
         return None
     datas = cast(list[tuple[bytes, ...]], files)
     chunks = [parsed_data(parts, keys, kept) for parts, kept in zip(datas, templates, strict=True)]

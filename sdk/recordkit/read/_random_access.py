@@ -157,6 +157,11 @@ class RandomAccess:
         return other
 
     @property
+    def _plain(self) -> bool:
+        """Whether a record decoded with its batch is given as it is (nothing to add)."""
+        return not self._defaults and self._geometry is None
+
+    @property
     def geometry_plan(self) -> GeometryPlan | None:
         """How records are brought to the geometry asked for (None: as stored)."""
         return self._geometry
@@ -241,7 +246,15 @@ class RandomAccess:
         first (from a remote dataset concurrently, one ranged GET each), then checked
         and decoded in order (``draws``: as :meth:`stream`'s)."""
         pairs = list(located)
-        return list(self.stream(pairs, prefetch=max(len(pairs), 1), draws=draws))
+        if not pairs:
+            return []
+        fetched = self._parsed(self._fetch(pairs), by_columns=True)
+        if self._plain and all(map(isinstance, fetched, itertools.repeat(DecodedRecord))):
+            return list(map(_values, cast(list[DecodedRecord], fetched)))  # decoded with their batch
+        rows = iter(draws) if draws is not None else itertools.repeat(None)
+        return [
+            self._decoded(s, n, item, row) for (s, n), item, row in zip(pairs, fetched, rows, strict=False)
+        ]
 
     def stream(
         self, located: Iterable[tuple[int, int]], prefetch: int = 64, draws: np.ndarray | None = None
@@ -256,10 +269,13 @@ class RandomAccess:
         seed and each record's number)."""
         pairs = iter(located)
         rows = iter(draws) if draws is not None else itertools.repeat(None)
-        plain = not self._defaults and self._geometry is None
+        plain = self._plain
         size = self.fetch_size(prefetch)
         while chunk := list(itertools.islice(pairs, size)):
             fetched = self._parsed(self._fetch(chunk), by_columns=True)
+            if plain and all(map(isinstance, fetched, itertools.repeat(DecodedRecord))):
+                yield from map(_values, cast(list[DecodedRecord], fetched))  # decoded with their batch
+                continue
             for (shard, number), item, row in zip(chunk, fetched, rows, strict=False):
                 if plain and isinstance(item, DecodedRecord):
                     yield item.values  # decoded with its batch, nothing to add
@@ -372,6 +388,10 @@ class RandomAccess:
             f"RandomAccess({self._args['path']!r}, split={self._args['split']!r}, "
             f"{len(self)} records in {len(self.shards.shards)} shards)"
         )
+
+
+#: A record decoded with its batch, as it is given.
+_values = operator.attrgetter("values")
 
 
 def _mean_record_bytes(dataset: OpenedDataset) -> int | None:

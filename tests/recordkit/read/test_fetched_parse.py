@@ -192,3 +192,25 @@ def test_each_record_decoded_with_its_batch_owns_its_values(dataset: Path) -> No
     first["embedding"][:] = 0
     assert np.array_equal(second["embedding"], before)
     assert first["embedding"].flags.writeable
+
+
+def test_small_records_are_fetched_more_at_a_time_than_prefetch_and_large_ones_prefetch_at_a_time(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    blobs = rk.Schema(name="blobs", fields={"blob": rk.FieldSpec(codec="text")})
+    small, large = tmp_path / "small", tmp_path / "large"
+    rk.write_dataset(make_records(RECORDS, seed=1, varied=False), SCHEMA, small, progress=False)
+    rk.write_dataset([{"blob": chr(97 + i % 26) * 200_000} for i in range(RECORDS)], blobs, large, progress=False)
+    fetch = _random_access.fetch_checked
+    sizes: list[int] = []
+
+    def counted(files: Any, located: Any) -> Any:
+        sizes.append(len(located))
+        return fetch(files, located)
+
+    monkeypatch.setattr(_random_access, "fetch_checked", counted)
+    assert len(list(rk.open(small, "train").epoch_stream(shuffle=True, seed=2, prefetch=10))) == RECORDS
+    assert sizes == [_random_access.GROWTH * 10, _random_access.GROWTH * 10, RECORDS - 80]
+    sizes.clear()
+    assert len(list(rk.open(large, "train").epoch_stream(shuffle=True, seed=2, prefetch=10))) == RECORDS
+    assert sizes == [10] * 9  # 200 KB records: 1 MB holds fewer than 10
