@@ -200,7 +200,8 @@ def test_small_records_are_fetched_more_at_a_time_than_prefetch_and_large_ones_p
     blobs = rk.Schema(name="blobs", fields={"blob": rk.FieldSpec(codec="text")})
     small, large = tmp_path / "small", tmp_path / "large"
     rk.write_dataset(make_records(RECORDS, seed=1, varied=False), SCHEMA, small, progress=False)
-    rk.write_dataset([{"blob": chr(97 + i % 26) * 200_000} for i in range(RECORDS)], blobs, large, progress=False)
+    texts = [{"blob": chr(97 + i % 26) * 200_000} for i in range(RECORDS)]
+    rk.write_dataset(texts, blobs, large, progress=False)
     fetch = _random_access.fetch_checked
     sizes: list[int] = []
 
@@ -213,4 +214,4 @@ def test_small_records_are_fetched_more_at_a_time_than_prefetch_and_large_ones_p
     assert sizes == [_random_access.GROWTH * 10, _random_access.GROWTH * 10, RECORDS - 80]
     sizes.clear()
     assert len(list(rk.open(large, "train").epoch_stream(shuffle=True, seed=2, prefetch=10))) == RECORDS
-    assert sizes == [10] * 9  # 200 KB records: 1 MB holds fewer than 10
+    assert sizes == [10] * 9  # records of 200 KB: 1 MB holds fewer than 10
