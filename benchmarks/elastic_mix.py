@@ -10,7 +10,8 @@ WAV, caption, boxes and label records instead). Each is read in this process, ev
 record decoded, by:
 
 * ``plain``: ``RandomAccess.stream`` over the records in manifest order (the read path
-  the PyTorch stream uses, with no epoch order: plain iteration);
+  the PyTorch stream uses, with no epoch order: plain iteration), given as an array of
+  ``(shard, record)`` rows as the epoch readers give theirs;
 * ``plain_shuffled``: the same over the canonical shuffled order, worked out before the
   pass: what reading records in that order costs by itself (more reads, batches of
   records of more lengths), without the epoch order's machinery;
@@ -57,6 +58,8 @@ from typing import Any
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+import numpy as np
+
 import recordkit as rk
 from benchmarks._provenance import stamped
 from benchmarks._timing import timed_pass
@@ -102,10 +105,14 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         rk.write_dataset(part, schema, root / name, shard_records=args.shard_records, progress=False)
     whole, a, b = (rk.open(root / name, "train") for name in ("whole", "a", "b"))
     access = whole._random_access()
-    in_order = [(s, n) for s, count in enumerate(access.shards.counts.tolist()) for n in range(count)]
+    # As [n, 2] arrays of (shard, record), as the epoch readers hand them to the stream.
+    in_order = np.array(
+        [(s, n) for s, count in enumerate(access.shards.counts.tolist()) for n in range(count)],
+        dtype=np.int64,
+    ).reshape(-1, 2)
     options: dict[str, Any] = {"shuffle": True, "seed": 0, "window": 1024, "tensors": False}
     # About half the epoch read by 4 ranks x 2 workers, in batches of 8.
-    shuffled = whole.epoch_stream(**{k: v for k, v in options.items() if k != "tensors"}).worker_records(0, 1)
+    shuffled = whole.epoch_stream(**{k: v for k, v in options.items() if k != "tensors"}).worker_pairs(0, 1)
     state = whole.torch_iterable(**options, world_size=4, batch_size=8).loader_state(
         max(1, len(records) // 2 // (4 * 8)), batch_size=8, num_workers=2
     )

@@ -26,6 +26,7 @@ from recordkit.codec._registry import CodecRegistry
 from recordkit.errors import RecordkitError
 from recordkit.format._batch_parse import ParsedExample, Templates
 from recordkit.read._batched_access import fetch_checked
+from recordkit.read._epoch_order import pair_list
 from recordkit.read._numpy_decode import decode_columns_numpy, decode_record_numpy, wanted_keys
 from recordkit.read._numpy_geometry import GeometryPlan
 from recordkit.read._open import OpenedDataset, open_dataset
@@ -240,24 +241,29 @@ class RandomAccess:
             raise self._context(exc, shard, number, index) from None
 
     def records(
-        self, located: Sequence[tuple[int, int]], draws: np.ndarray | None = None
+        self, located: Sequence[tuple[int, int]] | np.ndarray, draws: np.ndarray | None = None
     ) -> list[dict[str, Any]]:
-        """Each ``(shard, number)``'s record, decoded: the bytes of all of them fetched
-        first (from a remote dataset concurrently, one ranged GET each), then checked
-        and decoded in order (``draws``: as :meth:`stream`'s)."""
-        pairs = list(located)
-        if not pairs:
+        """Each ``(shard, number)``'s record (``located`` may be an ``[n, 2]`` array),
+        decoded: the bytes of all of them fetched first (from a remote dataset
+        concurrently, one ranged GET each), then checked and decoded in order
+        (``draws``: as :meth:`stream`'s)."""
+        pairs = located if isinstance(located, np.ndarray) else list(located)
+        if len(pairs) == 0:
             return []
         fetched = self._parsed(self._fetch(pairs), by_columns=True)
         if self._plain and all(map(isinstance, fetched, itertools.repeat(DecodedRecord))):
             return list(map(_values, cast(list[DecodedRecord], fetched)))  # decoded with their batch
         rows = iter(draws) if draws is not None else itertools.repeat(None)
+        listed = pair_list(pairs) if isinstance(pairs, np.ndarray) else pairs
         return [
-            self._decoded(s, n, item, row) for (s, n), item, row in zip(pairs, fetched, rows, strict=False)
+            self._decoded(s, n, item, row) for (s, n), item, row in zip(listed, fetched, rows, strict=False)
         ]
 
     def stream(
-        self, located: Iterable[tuple[int, int]], prefetch: int = 64, draws: np.ndarray | None = None
+        self,
+        located: Iterable[tuple[int, int]] | np.ndarray,
+        prefetch: int = 64,
+        draws: np.ndarray | None = None,
     ) -> Iterator[dict[str, Any]]:
         """Each ``(shard, number)``'s record, decoded, in order; the bytes of the next
         ``prefetch`` records are fetched together (from a remote dataset: their ranged
@@ -266,17 +272,16 @@ class RandomAccess:
         a batch shared by more of them). Records of one layout are parsed and decoded
         with their batch, the others as they are yielded. With a geometry, ``draws`` (a
         row per record) are the records' random draws (default: keyed by the geometry's
-        seed and each record's number)."""
-        pairs = iter(located)
+        seed and each record's number). ``located`` may be an ``[n, 2]`` array."""
         rows = iter(draws) if draws is not None else itertools.repeat(None)
         plain = self._plain
-        size = self.fetch_size(prefetch)
-        while chunk := list(itertools.islice(pairs, size)):
+        for chunk in _chunks(located, self.fetch_size(prefetch)):
             fetched = self._parsed(self._fetch(chunk), by_columns=True)
             if plain and all(map(isinstance, fetched, itertools.repeat(DecodedRecord))):
                 yield from map(_values, cast(list[DecodedRecord], fetched))  # decoded with their batch
                 continue
-            for (shard, number), item, row in zip(chunk, fetched, rows, strict=False):
+            pairs = pair_list(chunk) if isinstance(chunk, np.ndarray) else chunk
+            for (shard, number), item, row in zip(pairs, fetched, rows, strict=False):
                 if plain and isinstance(item, DecodedRecord):
                     yield item.values  # decoded with its batch, nothing to add
                 else:
@@ -305,7 +310,9 @@ class RandomAccess:
             return [self._decoded(*job) for job in jobs]
         return list(pool.map(lambda job: self._decoded(*job), jobs))
 
-    def _fetch(self, located: Sequence[tuple[int, int]]) -> list[tuple[bytes | RecordkitError, ...]]:
+    def _fetch(
+        self, located: Sequence[tuple[int, int]] | np.ndarray
+    ) -> list[tuple[bytes | RecordkitError, ...]]:
         """The data of each record in each of :attr:`_files` (the split's shards, then its
         field groups'), checked, or the error reading it gave."""
         return list(zip(*(fetch_checked(files, located) for files in self._files), strict=True))
@@ -323,13 +330,14 @@ class RandomAccess:
         parsed = parsed_fetched(fetched, self._keys, self._templates, decode)
         return fetched if parsed is None else parsed
 
-    def serialized(self, located: Sequence[tuple[int, int]]) -> list[bytes]:
+    def serialized(self, located: Sequence[tuple[int, int]] | np.ndarray) -> list[bytes]:
         """Each ``(shard, number)``'s serialized ``tf.train.Example`` (its field groups'
         joined), fetched in runs as :meth:`records` fetches them, lengths and CRCs
         checked, not decoded: what a ``tf.data`` pipeline parses itself."""
+        listed = pair_list(located) if isinstance(located, np.ndarray) else located
         return [
             self._checked(shard, number, parts)
-            for (shard, number), parts in zip(located, self._fetch(located), strict=True)
+            for (shard, number), parts in zip(listed, self._fetch(located), strict=True)
         ]
 
     def _checked(self, shard: int, number: int, parts: tuple[bytes | RecordkitError, ...]) -> bytes:
@@ -388,6 +396,19 @@ class RandomAccess:
             f"RandomAccess({self._args['path']!r}, split={self._args['split']!r}, "
             f"{len(self)} records in {len(self.shards.shards)} shards)"
         )
+
+
+def _chunks(
+    located: Iterable[tuple[int, int]] | np.ndarray, size: int
+) -> Iterator[Sequence[tuple[int, int]] | np.ndarray]:
+    """``located`` in chunks of ``size`` (an array's as slices of it)."""
+    if isinstance(located, np.ndarray):
+        for begin in range(0, len(located), size):
+            yield located[begin : begin + size]
+        return
+    pairs = iter(located)
+    while chunk := list(itertools.islice(pairs, size)):
+        yield chunk
 
 
 #: A record decoded with its batch, as it is given.
