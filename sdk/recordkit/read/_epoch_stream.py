@@ -225,14 +225,22 @@ class EpochStream:
         self._reader_name = "mixture stream"
 
     def _read_mixed(self, located: np.ndarray) -> Iterator[dict[str, Any]]:
-        """Each ``(shard, number)``'s record (shards numbered across the sources), read
-        ``prefetch`` per source at a time (more for small records, as
-        :meth:`RandomAccess.fetch_size` says; each source's share of a chunk fetched
-        together), in order."""
+        """Each ``(shard, number)``'s record (shards numbered across the sources), in
+        order: each source streams its own records (:meth:`RandomAccess.stream`,
+        ``prefetch`` at a time, more for small records), and each place takes the next
+        record of its source."""
         sources = cast(list[RandomAccess], self.sources)
-        chunk = min(source.fetch_size(self.prefetch) for source in sources) * len(sources)
-        for begin in range(0, len(located), chunk):
-            yield from self._mixed_records(located[begin : begin + chunk])
+        owner_of, first_shard = cast(MixtureOrder, self.epochs).shard_owners
+        pairs = np.asarray(located, dtype=np.int64).reshape(-1, 2)
+        owners = np.asarray(owner_of, dtype=np.int64)[pairs[:, 0]]
+        streams: list[Iterator[dict[str, Any]]] = []
+        for source, records in enumerate(sources):
+            local = pairs[owners == source]
+            local[:, 0] -= first_shard[source]
+            streams.append(records.stream(local, prefetch=self.prefetch))
+        # Each source yields exactly its places' records (or raises), so no stream runs
+        # out early: ``next`` is mapped in C, without a Python step a record.
+        yield from map(next, map(streams.__getitem__, owners.tolist()))
 
     def _mixed_records(self, chunk: Sequence[tuple[int, int]] | np.ndarray) -> list[dict[str, Any]]:
         """Each ``(shard, number)``'s record of a mixture, each source's fetched together."""
