@@ -246,7 +246,7 @@ class EpochStream:
         """Each ``(shard, number)``'s record of a mixture, each source's fetched together."""
         return self._by_source(chunk, RandomAccess.records)
 
-    def serialized_located(self, located: Sequence[tuple[int, int]]) -> list[bytes]:
+    def serialized_located(self, located: Sequence[tuple[int, int]] | np.ndarray) -> list[bytes]:
         """The serialized records at ``located`` (from :meth:`worker_records`), checked,
         not decoded (a mixture's from their sources): what ``tf.data`` parses."""
         if self.sources is None:

@@ -334,10 +334,17 @@ class RandomAccess:
         """Each ``(shard, number)``'s serialized ``tf.train.Example`` (its field groups'
         joined), fetched in runs as :meth:`records` fetches them, lengths and CRCs
         checked, not decoded: what a ``tf.data`` pipeline parses itself."""
+        if len(self._files) == 1:
+            data = fetch_checked(self.shards, located)
+            if not any(map(isinstance, data, itertools.repeat(RecordkitError))):
+                return cast(list[bytes], data)  # every record sound: no step of Python a record
+            fetched: list[tuple[bytes | RecordkitError, ...]] = [(part,) for part in data]
+        else:
+            fetched = self._fetch(located)
         listed = pair_list(located) if isinstance(located, np.ndarray) else located
         return [
             self._checked(shard, number, parts)
-            for (shard, number), parts in zip(listed, self._fetch(located), strict=True)
+            for (shard, number), parts in zip(listed, fetched, strict=True)
         ]
 
     def _checked(self, shard: int, number: int, parts: tuple[bytes | RecordkitError, ...]) -> bytes:
