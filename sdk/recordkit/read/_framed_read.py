@@ -33,6 +33,7 @@ from recordkit.errors import CorruptRecordError, RecordkitError
 from recordkit.format._tfrecord import FRAMING_BYTES, Compression, HeaderWalk, walk_headers
 from recordkit.read._corruption import OnCorrupt
 from recordkit.read._open import OpenedDataset, check_shard_size
+from recordkit.read._traced import traced_as_written
 
 __all__ = [
     "checked_as_opened",
@@ -122,9 +123,9 @@ def framed_records(
         return tf.cast(tf.strings.length(record), tf.int64) + FRAMING_BYTES
 
     zero = tf.data.Dataset.from_tensors(tf.constant(0, tf.int64))
-    again = tf.data.TFRecordDataset(path).ignore_errors().map(framed_size)
+    again = tf.data.TFRecordDataset(path).ignore_errors().map(traced_as_written(framed_size))
     # One element whatever was read (``batch`` keeps at most 2**16 sizes in reserve).
-    lost = zero.concatenate(again).batch(_EVERY).map(fail)
+    lost = zero.concatenate(again).batch(_EVERY).map(traced_as_written(fail))
     records = tf.data.TFRecordDataset(path).ignore_errors()
     return records.concatenate(lost).take(count)
 
@@ -198,7 +199,7 @@ def read_as_opened(
     if shuffle_files:
         files = files.shuffle(len(shards), seed=seed, reshuffle_each_iteration=True)
     chunks = files.interleave(
-        read,
+        traced_as_written(read),
         cycle_length=cycle_length or DEFAULT_CYCLE,
         block_length=block_length if chunk is None else 1,
         num_parallel_calls=tf.data.AUTOTUNE,
