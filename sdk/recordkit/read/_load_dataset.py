@@ -51,6 +51,9 @@ __all__ = [
 #: costs a fixed amount besides its records (a few hundred microseconds of CPU), most of
 #: what a batch of 64 small records costs.
 PARSE_CHUNK = 256
+#: The serialized bytes a chunk may hold (records of 1 MB are parsed a batch at a time):
+#: a parallel parse holds several chunks at once.
+_CHUNK_BYTES = 16 << 20
 
 
 def tf_pipeline(opened: Opened, options: PipelineOptions, on_corrupt: OnCorrupt, skip: int = 0) -> Any:
@@ -62,7 +65,7 @@ def tf_pipeline(opened: Opened, options: PipelineOptions, on_corrupt: OnCorrupt,
     shards, record_shard = _my_shards(opened)
     layout = DecodeLayout.build(opened.dataset, options)
     one_by_one = parses_per_record(layout, options)
-    chunk = None if one_by_one else parse_chunk(layout, options)
+    chunk = None if one_by_one else parse_chunk(layout, options, _record_bytes(shards))
     batches = _serialized_batches(opened, shards, record_shard, options, on_corrupt, skip, one_by_one, chunk)
     dataset = decoded(batches, layout, options, one_by_one, chunked=chunk is not None)
     size = _known_size(
@@ -113,9 +116,10 @@ def decoded(
     return dataset
 
 
-def parse_chunk(layout: DecodeLayout, options: PipelineOptions) -> int | None:
+def parse_chunk(layout: DecodeLayout, options: PipelineOptions, record_bytes: float | None) -> int | None:
     """The records to parse and decode together (a multiple of the batch size, at most
-    :data:`PARSE_CHUNK`) when batches of fewer are asked for and every field read is
+    :data:`PARSE_CHUNK`, and at most 16 MB of records of ``record_bytes``: None, not
+    known) when batches of fewer are asked for and every field read is
     plain (neither optional nor a sequence), stored with fixed-shape wire features and
     decoded in its batch by a codec that is no picture and pads nothing, and nothing is
     padded, fitted, cropped or filled with a default; None otherwise (each batch parsed
@@ -136,7 +140,22 @@ def parse_chunk(layout: DecodeLayout, options: PipelineOptions) -> int | None:
         codec = field.codec
         if raster_kind(codec) is not None or isinstance(codec, PadsAsDecoded) or decodes_per_record(codec):
             return None
-    return PARSE_CHUNK // size * size
+    most = PARSE_CHUNK
+    if record_bytes is not None:
+        most = min(most, int(_CHUNK_BYTES // max(record_bytes, 1.0)))
+    return most // size * size if most >= size * 2 else None
+
+
+def _record_bytes(shards: Sequence[Shard]) -> float | None:
+    """The mean size of a record of the first of ``shards`` (its files joined), from the
+    manifest; None when it does not say."""
+    if not shards:
+        return None
+    first = shards[0]
+    sizes = [file.bytes for file in first.files]
+    if not first.records or any(size is None for size in sizes):
+        return None
+    return sum(size for size in sizes if size is not None) / first.records
 
 
 def _dense(spec: Any) -> bool:

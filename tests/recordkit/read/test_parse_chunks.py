@@ -138,3 +138,13 @@ def test_a_field_of_varying_shape_or_presence_is_parsed_batch_by_batch(
     plain, _, _ = _read(dataset, fields, monkeypatch, False, batch_size=16)
     assert chunk is None
     assert len(chunked) == len(plain) == -(-RECORDS // 16)
+
+
+def test_large_records_are_parsed_batch_by_batch_whatever_their_fields(
+    dataset: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # 1,600 bytes hold fewer than two batches of these records (over 100 bytes each).
+    monkeypatch.setattr(_load_dataset, "_CHUNK_BYTES", 1600)
+    chunked, _, chunk = _read(dataset, ["embedding", "label"], monkeypatch, True, batch_size=16)
+    assert chunk is None
+    assert len(chunked) == -(-RECORDS // 16)
