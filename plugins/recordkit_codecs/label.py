@@ -214,6 +214,14 @@ class LabelCodec(rk.Codec[LabelOptions]):
             return hot
         return ids
 
+    def decode_numpy_column(self, wire: Mapping[str, Any], count: int) -> list[Any] | None:
+        """Single labels of many records at once (:class:`recordkit.DecodedInColumns`):
+        the Python ints ``decode_numpy`` gives, from one array; multi-labels record by
+        record."""
+        if self.options.multi:
+            return None
+        return np.asarray(wire[""], dtype=np.int64).tolist()  # type: ignore[no-any-return]
+
     def decode_tf_source(self) -> rk.DecodeSource:
         """:func:`decode_label_tf` with this field's options: what decode_tf runs and
         ``recordkit codegen`` copies."""

@@ -296,6 +296,19 @@ class TensorCodec(rk.Codec[TensorOptions]):
             )
         return np.frombuffer(data, dtype=self._wire_dtype).astype(self._dtype).reshape(shape)
 
+    def decode_numpy_column(self, wire: Mapping[str, Any], count: int) -> list[np.ndarray] | None:
+        """Tensors of a fixed shape stored as bytes, many records at once
+        (:class:`recordkit.DecodedInColumns`): the records' bytes joined and read as one
+        array, each record's tensor copied out of it (an array of its own, as
+        ``decode_numpy`` gives); other tensors record by record."""
+        if self._fixed_shape is None or self.options.stored == "numbers":
+            return None
+        data = wire[""]
+        if any(len(item) != self._fixed_bytes for item in data):
+            return None
+        block = np.frombuffer(b"".join(data), dtype=self._wire_dtype).reshape(count, *self._fixed_shape)
+        return [row.astype(self._dtype) for row in block]
+
     def _decode_numbers(self, values: np.ndarray) -> np.ndarray:
         shape = list(self.options.shape or ())
         fixed = math.prod(d for d in shape if d is not None)

@@ -186,12 +186,13 @@ def test_random_multi_labels_round_trip(labels: list[list[int]]) -> None:
 
 
 def test_conformance_single(tmp_path: Path) -> None:
-    check_codec(
+    report = check_codec(
         LabelCodec({"names": NAMES}),
         cases=[CodecCase("dog", expected=1), CodecCase(2), CodecCase("cat", expected=0)],
         bad_inputs=[BadInput("fish", match="unknown label 'fish'"), BadInput(3, match="out of range")],
         tmp_path=tmp_path,
     )
+    assert "column decode equals the record-by-record decode" in report.checks
 
 
 def test_conformance_multi(tmp_path: Path) -> None:

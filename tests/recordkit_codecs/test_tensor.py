@@ -329,7 +329,7 @@ def test_any_dtype_variable_shape_round_trips_exactly(array: np.ndarray) -> None
 
 
 def test_conformance_fixed(tmp_path: Path) -> None:
-    check_codec(
+    report = check_codec(
         TensorCodec({"dtype": "float64", "shape": [2, 2]}),
         cases=[
             CodecCase(np.array([[0.1, 1e-300], [np.pi, -0.0]])),
@@ -342,6 +342,7 @@ def test_conformance_fixed(tmp_path: Path) -> None:
         ],
         tmp_path=tmp_path,
     )
+    assert "column decode equals the record-by-record decode" in report.checks
 
 
 def test_conformance_variable(tmp_path: Path) -> None:

@@ -33,6 +33,10 @@ Three more serve the readers (``load_dataset``'s tf.data pipeline, and the PyTor
 * :class:`DecodedPerRecord`: values that cost less decoded where each record is, when the
   reader splits its batches anyway (``audio``).
 
+One serves the numpy reader: :class:`DecodedInColumns`, the values of many records of
+one layout decoded in a few numpy steps rather than record by record (``tensor``,
+``label``).
+
 Each of these must give the values the plain decode gives (padded, cut or split): the
 conformance kit checks it.
 """
@@ -42,7 +46,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol, runtime_checkable
 
 import numpy as np
@@ -60,6 +64,7 @@ __all__ = [
     "Canvas",
     "Captioned",
     "Convertible",
+    "DecodedInColumns",
     "DecodedPerRecord",
     "Drawable",
     "NativeField",
@@ -76,6 +81,7 @@ __all__ = [
     "TfdsFeature",
     "check_capability_members",
     "class_color",
+    "column_decode",
     "decodes_per_record",
     "padded_decode",
     "raster_kind",
@@ -530,6 +536,27 @@ class DecodedPerRecord(Protocol):
 # --8<-- [end:decodes_per_record]
 
 
+# --8<-- [start:decode_numpy_column]
+@runtime_checkable
+class DecodedInColumns(Protocol):
+    """A codec that decodes the values of many records at once in the numpy reader, when
+    their Examples have one layout (a field group's embeddings, a dataset of fixed-shape
+    tensors and labels): their wire values arrive as columns, one array per feature."""
+
+    def decode_numpy_column(self, wire: Mapping[str, Any], count: int) -> Sequence[Any] | None:
+        """Decode ``count`` records' values of this field from ``wire``: each wire
+        feature of a fixed shape as an array ``[count, *shape]`` (``shape`` that of the
+        feature in the wire spec), a bytes feature of shape ``()`` as a list of ``count``
+        ``bytes``. Return ``count`` values, each equal, in value, type, dtype and shape,
+        to what ``decode_numpy`` gives for that record's wire (arrays writable and of
+        their own memory, not views of one block that would keep it alive); or None when
+        these options or values have no column form, and the reader decodes the records
+        one by one (as it does when this raises: then the record's own error is given)."""
+
+
+# --8<-- [end:decode_numpy_column]
+
+
 def raster_kind(codec: object) -> Literal["pixels", "indices"] | None:
     """What pictures ``codec``'s values are (:attr:`Raster.raster`), or None: not a raster."""
     return codec.raster if isinstance(codec, Raster) else None
@@ -538,6 +565,11 @@ def raster_kind(codec: object) -> Literal["pixels", "indices"] | None:
 def padded_decode(codec: object, wire: Mapping[str, Any]) -> tuple[Any, Any] | None:
     """``codec``'s :meth:`PadsAsDecoded.decode_tf_padded` of ``wire``; None without one."""
     return codec.decode_tf_padded(wire) if isinstance(codec, PadsAsDecoded) else None
+
+
+def column_decode(codec: object) -> Callable[[Mapping[str, Any], int], Sequence[Any] | None] | None:
+    """``codec``'s :meth:`DecodedInColumns.decode_numpy_column`; None without one."""
+    return codec.decode_numpy_column if isinstance(codec, DecodedInColumns) else None
 
 
 def decodes_per_record(codec: object) -> bool:

@@ -250,19 +250,32 @@ def _records(
     by_columns = num_threads == 1 and geometry is None
     column_decoder = functools.partial(decode_columns_numpy, stored) if by_columns else None
     raws = _raw_records(dataset, shards, keep, verify, report, skip, keys, column_decoder)
-    if num_threads == 1:
-        decoded: Iterator[tuple[_Raw, dict[str, Any] | RecordkitError]] = ((raw, decode(raw)) for raw in raws)
-    else:
-        decoded = _in_threads(decode, raws, num_threads)
-    for raw, record in decoded:
+    if num_threads > 1:
+        for raw, record in _in_threads(decode, raws, num_threads):
+            if isinstance(record, RecordkitError):
+                _skip_or_raise(record, raw, report)
+                continue
+            yield record
+        return
+    as_decoded = not defaults and geometry is None  # a chunk's decoded records are final
+    for raw in raws:
+        data = raw[3]
+        if as_decoded and type(data) is DecodedRecord:
+            yield data.values
+            continue
+        record = decode(raw)
         if isinstance(record, RecordkitError):
-            if report is None:
-                raise record
-            index, shard, offset, _ = raw
-            reason = f"record {index} does not decode: {record.reason}"
-            report.add(SkippedRecords(shard.name, offset, 1, reason))
+            _skip_or_raise(record, raw, report)
             continue
         yield record
+
+
+def _skip_or_raise(error: RecordkitError, raw: _Raw, report: CorruptionReport | None) -> None:
+    """Raise a record's decode ``error``, or with a ``report``, add the record to it as skipped."""
+    if report is None:
+        raise error
+    index, shard, offset, _ = raw
+    report.add(SkippedRecords(shard.name, offset, 1, f"record {index} does not decode: {error.reason}"))
 
 
 #: Records per task of the decode pool (fewer when they are large, see

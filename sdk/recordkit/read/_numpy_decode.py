@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from recordkit.codec._capabilities import column_decode
 from recordkit.codec._wire import WireKind
 from recordkit.errors import DecodeError, RecordkitError
 from recordkit.format._batch_parse import Column, ParsedExample
@@ -230,6 +231,9 @@ def _field_column(field: BoundField, columns: Mapping[str, Column], count: int) 
             return [None] * count
         if not flags.all():
             return None
+    in_columns = _decoded_in_columns(field, columns, count)
+    if in_columns is not None:
+        return in_columns
     wires: list[list[Any]] = []
     for keyed in field.features:
         wire = _feature_column(keyed, columns, count)
@@ -247,25 +251,63 @@ def _field_column(field: BoundField, columns: Mapping[str, Column], count: int) 
         return None
 
 
+def _decoded_in_columns(field: BoundField, columns: Mapping[str, Column], count: int) -> list[Any] | None:
+    """The field's values by its codec's :meth:`~recordkit.DecodedInColumns.decode_numpy_column`,
+    or None: no such hook, a feature without a column form, or the hook declined or failed
+    (the records are then decoded one by one)."""
+    decode = column_decode(field.codec)
+    if decode is None:
+        return None
+    wire: dict[str, Any] = {}
+    for keyed in field.features:
+        column = _feature_array(keyed, columns, count)
+        if column is None:
+            return None
+        wire[keyed.feature.name] = column
+    try:
+        values = decode(wire, count)
+    except Exception:  # decoded again one by one, which names the record and the error
+        return None
+    return None if values is None or len(values) != count else list(values)
+
+
+def _feature_array(keyed: KeyedFeature, columns: Mapping[str, Column], count: int) -> Any | None:
+    """A wire feature's values for every record as one column: an array ``[count, *shape]``
+    for a fixed numeric feature, a list of ``count`` bytes for a bytes feature of shape
+    ``()``; None for any other (see :func:`_feature_column`)."""
+    feature = keyed.feature
+    values = _stored_column(keyed, columns)
+    if values is None:
+        return None
+    if feature.kind is WireKind.BYTES:
+        return values[0] if feature.shape == () and len(values) == 1 else None
+    if feature.is_fixed and values.shape[1] == feature.fixed_size:
+        return values.reshape(count, *feature.shape)
+    return None
+
+
 def _feature_column(keyed: KeyedFeature, columns: Mapping[str, Column], count: int) -> list[Any] | None:
     """A wire feature's value for each record, as :func:`_shape_one` gives it, or None."""
     feature = keyed.feature
-    if keyed.columns or keyed.constant is not None or keyed.key not in columns:
+    if feature.is_fixed and (feature.kind is not WireKind.BYTES or feature.shape == ()):
+        column = _feature_array(keyed, columns, count)
+        if column is None or feature.kind is WireKind.BYTES:
+            return column
+        return [column[i, ...] for i in range(count)] if feature.shape == () else list(column)
+    values = _stored_column(keyed, columns)
+    if values is None:
         return None
-    kind, values = columns[keyed.key]
-    if kind is not feature.kind:
-        return None
-    if kind is WireKind.BYTES:
-        if feature.shape == ():
-            return values[0] if len(values) == 1 else None
+    if feature.kind is WireKind.BYTES:
         return [list(row) for row in zip(*values, strict=True)] if values else [[] for _ in range(count)]
-    if feature.is_fixed:
-        if values.shape[1] != feature.fixed_size:
-            return None
-        if feature.shape == ():
-            flat = values.reshape(count)
-            return [flat[i, ...] for i in range(count)]
-        return list(values.reshape(count, *feature.shape))
     if feature.inner_size == 0 or values.shape[1] % feature.inner_size:
         return None
     return list(values.reshape(count, -1, *feature.inner_shape))
+
+
+def _stored_column(keyed: KeyedFeature, columns: Mapping[str, Column]) -> Any | None:
+    """The column of ``keyed``'s own key in its declared kind, or None (a foreign
+    layout's columns or constant, a key the records lack, another kind)."""
+    if keyed.columns or keyed.constant is not None or keyed.key not in columns:
+        return None
+    kind, values = columns[keyed.key]
+    return values if kind is keyed.feature.kind else None

@@ -140,12 +140,24 @@ class ShardCache:
 
         A download whose sha256 differs from ``sha256`` is a CorruptRecordError naming the
         object (changed after the manifest listed it, or damaged), and is not kept.
+
+        Processes of one machine that miss at once (DataLoader workers, ranks starting
+        together) wait for the first one's download, then use its copy: one GET.
         """
         found = self.cached(sha256)
         if found is not None or size > self.max_bytes:
             return found
         folder = Path(self.directory)
         folder.mkdir(parents=True, exist_ok=True)
+        with self._download_lock(sha256):
+            found = self.cached(sha256)
+            if found is not None:
+                return found
+            return self._download_into_place(url, sha256, size, download)
+
+    def _download_into_place(self, url: str, sha256: str, size: int, download: Callable[[str], None]) -> Path:
+        """:meth:`fetch`'s download: into a temporary file, checked, renamed into place."""
+        folder = Path(self.directory)
         self._make_room(size)
         fd, tmp = tempfile.mkstemp(dir=folder, prefix=".fetch-", suffix=".tmp")
         os.close(fd)
@@ -214,16 +226,24 @@ class ShardCache:
     @contextlib.contextmanager
     def _download_lock(self, sha256: str) -> Iterator[None]:
         """Held while this process downloads ``sha256``: others wait (POSIX ``flock``,
-        released by the system if the process dies; none on Windows)."""
+        released by the system if the process dies; none on Windows).
+
+        The lock file is removed before it is released, so the folder holds none once
+        downloads are over: whoever waited on it, or opens a new one, looks for the copy
+        again before downloading (two downloads only where the first one failed)."""
         folder = Path(self.directory)
         folder.mkdir(parents=True, exist_ok=True)
-        with open(folder / f".{sha256}.lock", "ab") as lock:
+        path = folder / f".{sha256}.lock"
+        with open(path, "ab") as lock:
             if fcntl is not None:
                 try:
                     fcntl.flock(lock.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
                 except BlockingIOError:
                     self._wait_for_download(lock.fileno())
-            yield
+            try:
+                yield
+            finally:
+                path.unlink(missing_ok=True)
 
     def _wait_for_download(self, lock: int) -> None:
         """Wait until the process downloading (holding ``lock``) is done."""
@@ -272,7 +292,6 @@ class ShardCache:
             if total + incoming <= self.max_bytes:
                 break
             path.unlink(missing_ok=True)  # a reader with it open keeps reading it (POSIX)
-            path.with_name(f".{path.name}.lock").unlink(missing_ok=True)
             total -= size
 
 

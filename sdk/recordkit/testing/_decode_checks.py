@@ -14,6 +14,9 @@ each must give what the plain batched decode gives, as the readers would use it.
 * per-record decode (a :class:`~recordkit.Raster`, or ``decodes_per_record()``): the
   decode of a batch of one record (static size 1, the readers' per-record step) equals
   that record's row of the batched decode.
+* column decode (:class:`~recordkit.DecodedInColumns`): ``decode_numpy_column`` of
+  every record's wire values as columns equals each record's ``decode_numpy``, in value,
+  type, dtype and shape, each array writable and of its own memory.
 * generated parser (any codec whose ``decode_tf_source()`` is not None, the default
   included, and whose source file can be read: not code typed into a shell): the
   module ``recordkit codegen`` writes parses the records as the runtime parser does.
@@ -28,12 +31,20 @@ from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from recordkit.codec._capabilities import PadsAsDecoded, Raster, decodes_per_record
+import numpy as np
+
+from recordkit.codec._capabilities import PadsAsDecoded, Raster, column_decode, decodes_per_record
 from recordkit.codec._codec import Codec
 from recordkit.codec._wire import WireKind
+from recordkit.format._batch_parse import ParsedExample
+from recordkit.format._example import decode_example
+from recordkit.format._tfrecord import iter_tfrecords
 from recordkit.read._dense import SHAPE_SUFFIX, pad_into
+from recordkit.read._numpy_decode import decode_record_numpy
 from recordkit.read._parse import field_plan, make_parser, spec_from_plans, wire_values
+from recordkit.schema._bound import KeyedFeature
 from recordkit.schema._schema import BoundSchema
+from recordkit.storage import location
 from recordkit.testing._capability_checks import CapabilityError
 from recordkit.tools._codegen import generate_parser_code
 
@@ -164,6 +175,86 @@ def _check_per_record(codec: Codec[Any], bound: BoundSchema, path: Path, count: 
         _compare(equal, "per-record decode", f"case {i}", _row(batched, i), _row(codec.decode_tf(wire), 0))
 
 
+def _check_columns(codec: Codec[Any], bound: BoundSchema, path: Path, equal: Equal) -> bool:
+    """Whether the column decode ran (it may decline these options) and equalled the
+    record-by-record decode; CapabilityError otherwise."""
+    decode = column_decode(codec)
+    assert decode is not None
+    field = bound.fields[0]
+    records = [data for _, data in iter_tfrecords(location(str(path)))]
+    parsed = [decode_example(data) for data in records]
+    wire: dict[str, Any] = {}
+    for keyed in field.features:
+        column = _column(keyed, parsed)
+        if column is None:
+            return False
+        wire[keyed.feature.name] = column
+    try:
+        values = decode(wire, len(records))
+    except Exception as exc:
+        raise CapabilityError("column decode", "every record", f"{type(exc).__name__}: {exc}") from exc
+    if values is None:
+        return False
+    if len(values) != len(records):
+        raise CapabilityError(
+            "column decode", "every record", f"{len(values)} values for {len(records)} records"
+        )
+    for i, (data, got) in enumerate(zip(records, values, strict=True)):
+        want = decode_record_numpy([field], data)[field.name]
+        _compare(equal, "column decode", f"case {i}", want, got)
+        detail = _unlike(want, got) or (_shared(got, values[i - 1]) if i else None)
+        if detail:
+            raise CapabilityError("column decode", f"case {i}", detail)
+    return True
+
+
+def _column(keyed: KeyedFeature, parsed: list[ParsedExample]) -> Any | None:
+    """A wire feature of every record as the numpy reader gives it to the column decode,
+    or None when it has no column form (see :class:`~recordkit.DecodedInColumns`)."""
+    feature = keyed.feature
+    stored = [example.get(keyed.key) for example in parsed]
+    if (
+        keyed.columns
+        or keyed.constant is not None
+        or any(s is None or s[0] is not feature.kind for s in stored)
+    ):
+        return None
+    values = [s[1] for s in stored if s is not None]
+    if feature.kind is WireKind.BYTES:
+        return [v[0] for v in values] if feature.shape == () and all(len(v) == 1 for v in values) else None
+    if not feature.is_fixed or any(v.size != feature.fixed_size for v in values):
+        return None
+    return np.stack([v.reshape(feature.shape) for v in values]) if values else None
+
+
+def _unlike(want: Any, got: Any) -> str | None:
+    """How ``got`` differs from ``want`` in type, dtype, shape or writability, or None."""
+    if type(got) is not type(want):
+        return f"a {type(got).__name__}, the record's decode gives a {type(want).__name__}"
+    if isinstance(want, np.ndarray):
+        if (got.dtype, got.shape) != (want.dtype, want.shape):
+            return f"{got.dtype} {got.shape}, the record's decode gives {want.dtype} {want.shape}"
+        if not got.flags.writeable:
+            return "a read-only array"
+    return None
+
+
+def _shared(got: Any, before: Any) -> str | None:
+    """Whether ``got`` is a view of the same block of memory as ``before``, the record
+    before's value (then keeping one record's value keeps every record's alive)."""
+    if isinstance(got, np.ndarray) and isinstance(before, np.ndarray) and _memory(got) is _memory(before):
+        return "an array that shares memory with the record before's"
+    return None
+
+
+def _memory(array: np.ndarray) -> object:
+    """The object that holds ``array``'s memory: the array that owns it, or what that
+    array was made from (a ``bytes``, a buffer)."""
+    while isinstance(array.base, np.ndarray):
+        array = array.base
+    return array if array.base is None else array.base
+
+
 def _check_generated(bound: BoundSchema, path: Path, tmp_path: Path, count: int, equal: Equal) -> None:
     import tensorflow as tf
 
@@ -215,6 +306,8 @@ def check_decode_hooks(
     if isinstance(codec, Raster) or decodes_per_record(codec):
         _check_per_record(codec, bound, path, count, equal)
         passed("per-record decode equals the batched decode")
+    if column_decode(codec) is not None and _check_columns(codec, bound, path, equal):
+        passed("column decode equals the record-by-record decode")
     source = codec.decode_tf_source()
     if source is not None and _has_source(source.function, *source.helpers):
         _check_generated(bound, path, tmp_path, count, equal)

@@ -5,6 +5,7 @@ whose layouts differ."""
 
 from __future__ import annotations
 
+import collections
 import json
 from pathlib import Path
 from typing import Any
@@ -15,6 +16,9 @@ import pytest
 import recordkit as rk
 from recordkit.errors import CorruptRecordError
 from recordkit.read import _iter_records  # private: to count the records decoded together
+from recordkit_codecs.label import LabelCodec
+from recordkit_codecs.scalar import ScalarCodec
+from recordkit_codecs.tensor import TensorCodec
 
 NUMBERS = "numbers"
 SCHEMA = rk.Schema(
@@ -156,3 +160,26 @@ def test_a_damaged_record_is_reported_as_before_after_the_records_before_it(
     assert 30 <= len(read) < 60
     expected = list(rk.open(dataset, fields=["embedding", "label"]).records())[: len(read)]
     assert_same(expected, read, "before the damage")
+
+
+def test_fixed_tensors_labels_and_numbers_are_decoded_a_chunk_at_a_time_by_their_codecs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The codecs' ``decode_numpy_column`` (rk.DecodedInColumns) takes each chunk's
+    columns; values equal to the record-by-record read's."""
+    path = tmp_path / "data"
+    rk.write_dataset(make_records(40, seed=5, varied=False), SCHEMA, path, shard_records=30, progress=False)
+    decoded: collections.Counter[str] = collections.Counter()
+    for codec_class in (TensorCodec, LabelCodec, ScalarCodec):
+        column_decode = codec_class.decode_numpy_column
+
+        def counted(self: Any, wire: Any, count: int, column_decode: Any = column_decode) -> Any:
+            values = column_decode(self, wire, count)
+            decoded[self.name] += 0 if values is None else len(values)
+            return values
+
+        monkeypatch.setattr(codec_class, "decode_numpy_column", counted)
+    ds = rk.open(path, fields=["embedding", "label", "count", "ratio"])
+    together = list(ds.records())
+    assert decoded == {"tensor": 40, "label": 40, "scalar": 80}
+    assert_same(list(ds.records(num_threads=2)), together, "records")

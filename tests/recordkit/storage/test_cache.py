@@ -254,6 +254,43 @@ def test_a_read_that_misses_while_another_downloads_waits_and_reads_its_copy(tmp
     assert first.entry(sha256).read_bytes() == data
 
 
+@pytest.mark.skipif(_cache.fcntl is None, reason="the download lock is POSIX flock")
+def test_a_shard_fetch_that_misses_while_another_downloads_waits_and_uses_its_copy(tmp_path: Path) -> None:
+    data = b"a shard's bytes" * 1000
+    sha256 = hashlib.sha256(data).hexdigest()
+    first, second = ShardCache(str(tmp_path / "cache")), SignallingCache(str(tmp_path / "cache"))
+    downloading, release = threading.Event(), threading.Event()
+    downloads: list[str] = []
+
+    def slow_download(local: str) -> None:
+        downloads.append("first")
+        downloading.set()
+        release.wait(timeout=60)
+        Path(local).write_bytes(data)
+
+    def download(local: str) -> None:
+        downloads.append("second")
+        WAITING.set()  # not waiting: let the first go on, the assertion below names it
+        Path(local).write_bytes(data)
+
+    WAITING.clear()
+    paths: list[Path | None] = []
+    url = "s3://bucket/train-00000.tfrecord"
+    one = threading.Thread(target=lambda: paths.append(first.fetch(url, sha256, len(data), slow_download)))
+    one.start()
+    downloading.wait(timeout=60)
+    two = threading.Thread(target=lambda: paths.append(second.fetch(url, sha256, len(data), download)))
+    two.start()
+    WAITING.wait(timeout=60)  # the second fetch found no copy, and waits for the first's
+    release.set()
+    one.join(timeout=60)
+    two.join(timeout=60)
+    assert downloads == ["first"]
+    assert paths == [first.entry(sha256), first.entry(sha256)]
+    assert first.entry(sha256).read_bytes() == data
+    assert sorted(os.listdir(first.directory)) == [sha256]  # the lock file went with the download
+
+
 def test_a_read_through_the_cache_hashes_what_it_returns_and_keeps_only_what_matches(tmp_path: Path) -> None:
     data = b"listed bytes"
     sha256 = hashlib.sha256(data).hexdigest()

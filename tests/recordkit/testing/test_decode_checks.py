@@ -1,5 +1,6 @@
 """The conformance kit checks each decode a codec adds against its batched decode: a
-padded, window or per-record decode that gives other values fails it, naming the check."""
+padded, window, per-record or column decode that gives other values fails it, naming the
+check."""
 
 from __future__ import annotations
 
@@ -76,6 +77,63 @@ class ShiftedWindow(ImageCodec):
 
         shifted = tf.concat([tf.minimum(window[:1] + 1, window[2:3]), window[1:]], 0)
         return super().decode_tf_window(wire, shifted)
+
+
+class Vector(rk.Codec[rk.CodecOptions]):
+    """Three float32 numbers, decoded many records at once by ``decode_numpy_column``."""
+
+    name = "vector"
+
+    def wire_spec(self) -> rk.WireSpec:
+        return rk.WireSpec((rk.WireFeature("", rk.WireKind.FLOAT, (3,)),))
+
+    def encode(self, value: Any) -> rk.WireValues:
+        return {"": np.asarray(value, np.float32).reshape(3)}
+
+    def decode_numpy(self, wire: Mapping[str, Any]) -> np.ndarray:
+        return np.array(wire[""], np.float32).reshape(3)
+
+    def decode_numpy_column(self, wire: Mapping[str, Any], count: int) -> list[np.ndarray]:
+        return [row.copy() for row in np.asarray(wire[""], np.float32).reshape(count, 3)]
+
+
+class VectorOffByOne(Vector):
+    name = "vector-off-by-one"
+
+    def decode_numpy_column(self, wire: Mapping[str, Any], count: int) -> list[np.ndarray]:
+        return [row + 1 for row in super().decode_numpy_column(wire, count)]
+
+
+class VectorViews(Vector):
+    """Rows that are views of one block: they would keep every record's values alive."""
+
+    name = "vector-views"
+
+    def decode_numpy_column(self, wire: Mapping[str, Any], count: int) -> list[np.ndarray]:
+        return list(np.array(wire[""], np.float32).reshape(count, 3))
+
+
+class VectorOfFloat64(Vector):
+    name = "vector-of-float64"
+
+    def decode_numpy_column(self, wire: Mapping[str, Any], count: int) -> list[np.ndarray]:
+        return [row.astype(np.float64) for row in super().decode_numpy_column(wire, count)]
+
+
+VECTORS = [[0.0, 1.5, -2.0], [3.0, 4.0, 5.0], [6.0, 7.0, 8.0]]
+
+
+def test_a_column_decode_equal_to_the_record_decode_passes_the_kit_and_one_that_differs_fails_it(
+    tmp_path: Path,
+) -> None:
+    report = check_codec(Vector(), VECTORS, tmp_path=tmp_path, optional=False, sequence=False)
+    assert "column decode equals the record-by-record decode" in report.checks
+    with pytest.raises(ConformanceError, match=r"\[column decode\] case 0"):
+        check_codec(VectorOffByOne(), VECTORS, tmp_path=tmp_path, optional=False, sequence=False)
+    with pytest.raises(ConformanceError, match=r"\[column decode\] case 1.*shares memory"):
+        check_codec(VectorViews(), VECTORS, tmp_path=tmp_path, optional=False, sequence=False)
+    with pytest.raises(ConformanceError, match=r"\[column decode\] case 0.*float64"):
+        check_codec(VectorOfFloat64(), VECTORS, tmp_path=tmp_path, optional=False, sequence=False)
 
 
 def test_a_padded_decode_that_pads_otherwise_fails_the_kit(tmp_path: Path) -> None:
