@@ -273,9 +273,12 @@ class IndexedShards:
         """``(offset, size)`` of record ``record`` (counted from the first read) of ``shard``."""
         return self.index(shard).span(self.shards[shard].skip + record)
 
-    def span_arrays(self, records: Sequence[tuple[int, int]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def span_arrays(
+        self, records: Sequence[tuple[int, int]] | np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The shard, offset and size of each ``(shard, record)`` (:meth:`span`'s), as three
-        arrays, looked up shard by shard in the indexes' arrays."""
+        arrays, looked up shard by shard in the indexes' arrays (``records`` may be an
+        ``[n, 2]`` array)."""
         pairs = np.asarray(records, dtype=np.int64).reshape(-1, 2)
         shards, numbers = pairs[:, 0], pairs[:, 1]
         if len(pairs) and (shards == shards[0]).all():  # one shard, the usual batch: fewer steps
