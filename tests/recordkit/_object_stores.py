@@ -11,6 +11,7 @@ from __future__ import annotations
 import collections
 import dataclasses
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -215,6 +216,16 @@ def remote_records(count: int, start: int = 0) -> list[dict[str, Any]]:
         {"name": f"item-{i}", "label": i % 10, "values": np.full(3, i, dtype=np.float32)}
         for i in range(start, start + count)
     ]
+
+
+def run_shard_names(files: list[str]) -> list[str]:
+    """The names of shards one run wrote to a bucket, their run token taken out
+    (``train-00000.5f0c9a1e.tfrecord`` -> ``train-00000.tfrecord``); an AssertionError
+    unless each carries a token, the same one."""
+    tokens = {m.group(1) for f in files if (m := re.search(r"-\d{5}\.([0-9a-f]{8})\.tfrecord", f))}
+    assert len(tokens) == 1, f"one run token expected in {files}"
+    (token,) = tokens
+    return [f.replace(f".{token}.tfrecord", ".tfrecord") for f in files]
 
 
 def cli_options(bucket: Bucket) -> list[str]:
