@@ -219,13 +219,19 @@ def remote_records(count: int, start: int = 0) -> list[dict[str, Any]]:
 
 
 def run_shard_names(files: list[str]) -> list[str]:
-    """The names of shards one run wrote to a bucket, their run token taken out
-    (``train-00000.5f0c9a1e.tfrecord`` -> ``train-00000.tfrecord``); an AssertionError
-    unless each carries a token, the same one."""
-    tokens = {m.group(1) for f in files if (m := re.search(r"-\d{5}\.([0-9a-f]{8})\.tfrecord", f))}
-    assert len(tokens) == 1, f"one run token expected in {files}"
-    (token,) = tokens
-    return [f.replace(f".{token}.tfrecord", ".tfrecord") for f in files]
+    """The names of shards written to a bucket, each one's run token taken out
+    (``train-00000.5f0c9a1e.tfrecord[.index]`` -> ``train-00000.tfrecord[.index]``); an
+    AssertionError if a shard's name carries none. Other names are kept as they are."""
+    shard = re.compile(r"^(.*-\d{5,})(\.[0-9a-f]{8})?(\.tfrecord.*)$")
+    plain = []
+    for file in files:
+        match = shard.match(file)
+        if match is None:
+            plain.append(file)
+            continue
+        assert match.group(2) is not None, f"shard {file} has no run token"
+        plain.append(match.group(1) + match.group(3))
+    return plain
 
 
 def cli_options(bucket: Bucket) -> list[str]:

@@ -43,7 +43,9 @@ def test_write_then_read_back(bucket: Bucket, tmp_path: Path) -> None:
     assert not [n for n in names if n.startswith(".")]  # no temp names, no lock file remotely
     listed = json.loads(root.join("dataset.json").read_bytes())
     # Named with the run's token (a late upload of another run can never replace them).
-    assert run_shard_names([s["file"] for s in listed["splits"]["train"]["shards"]]) == [
+    files = [s["file"] for s in listed["splits"]["train"]["shards"]]
+    assert len({file.split(".")[1] for file in files}) == 1
+    assert run_shard_names(files) == [
         "train-00000.tfrecord",
         "train-00001.tfrecord",
         "train-00002.tfrecord",
