@@ -137,3 +137,15 @@ def own_cache_folder(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pyte
     processes it starts): no test reads a shard table another test cached, and none
     writes into the user's cache."""
     monkeypatch.setenv("RECORDKIT_CACHE", str(tmp_path_factory.mktemp("recordkit-cache")))
+
+
+@pytest.fixture(autouse=True)
+def no_tensorflow_global_seed_left_behind() -> Iterator[None]:
+    """Clear TensorFlow's global seed after a test that set one (Keras'
+    ``set_random_seed``, ``tf.random.set_seed``): tf.data combines it with every
+    ``shuffle(seed=...)``, so a seed left set changed the shuffles that later tests and
+    the docs pages print. Only when TensorFlow is already imported (no import cost)."""
+    yield
+    tf = sys.modules.get("tensorflow")
+    if tf is not None and hasattr(tf, "random"):
+        tf.random.set_seed(None)

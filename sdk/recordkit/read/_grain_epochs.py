@@ -11,17 +11,18 @@ which a sampler for any number of hosts and workers continues. :class:`MixedData
 is a mixture's sources as one Grain data source, for the same sampler.
 
 Grain's ``DataLoader`` divides by its own ``shard_options`` when it is given some, and
-takes the sampler's otherwise; the sampler, which must know the host count to refuse an
-uneven division, learns the ``DataLoader``'s when Grain asks its length (the object that
-asks holds the sampler and its shard options): a sampler given none takes them, and a
-sampler given others is refused, naming both, before anything is read.
+takes the sampler's otherwise (the form Grain's docs show for its ``IndexSampler``). The
+sampler, which must know the host count to refuse an uneven division, holds them:
+:meth:`EpochSampler.loader` builds Grain's ``DataLoader`` with the sampler's, consistent by
+construction. A ``DataLoader`` built by hand and given shard options of its own is
+checked only through Grain's public calls: a sampler given none refuses to give its
+length (the ``DataLoader`` would divide the epoch unchecked), and a sampler asked for a
+record its own host does not read refuses it, naming both.
 """
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Sequence
-from types import FrameType
 from typing import Any, Protocol, SupportsIndex
 
 import numpy as np
@@ -97,10 +98,12 @@ class EpochSampler:
         not divide by ``shard_count`` the sampler raises
         :class:`recordkit.errors.ShardingError`, unless ``drop_remainder=True`` accepts
         that the last :attr:`dropped` records of the order are not read this time (they
-        stay unread in :meth:`state_after`). A sampler given none takes a ``DataLoader``'s
-        shard options, with the same check, when the ``DataLoader`` is made; a
-        ``DataLoader`` given other shard options than the sampler's is refused
-        (:class:`~recordkit.errors.ShardingError`, naming both).
+        stay unread in :meth:`state_after`). Build the loader with :meth:`loader`, or give
+        Grain's ``DataLoader`` no shard options (it takes the sampler's). A sampler given
+        none refuses ``len()``, which Grain's ``DataLoader`` asks when it is made, and a
+        sampler asked for a record another host reads refuses it (both
+        :class:`~recordkit.errors.ShardingError`): a ``DataLoader`` with shard options of
+        its own would divide the epoch unchecked.
     """
 
     def __init__(
@@ -117,19 +120,21 @@ class EpochSampler:
         if window < 1:
             raise ValueError(f"window must be at least 1, not {window}")
         self.order = _order_of(source)
+        self.source = source
         self.shuffle, self.seed, self.window, self.epoch = shuffle, int(seed), window, int(epoch)
         self.progress = Progress(len(self.order))
         if start is not None:
             saved, self.progress = resumed_progress(start, _READER, self._identity(), len(self.order))
             self.epoch = self.epoch if saved is None else saved
         self._items = self.order.items(seed=self.seed, epoch=self.epoch, shuffle=shuffle, window=window)
-        self._shard_options: ShardOptions | None = None  # Grain's DataLoader takes them when given none
-        self._share(shard_options, "to the EpochSampler")
+        #: Grain's ``DataLoader`` given no shard options takes this attribute (its public fallback).
+        self._shard_options: ShardOptions | None = shard_options
+        self._share(shard_options)
 
-    def _share(self, shard_options: ShardOptions | None, given: str) -> None:
-        """Divide what is left of the epoch between the hosts ``shard_options`` (given
-        ``given``, for the error) name: :attr:`dropped` and the keys read."""
-        self._shard_options = shard_options
+    def _share(self, shard_options: ShardOptions | None) -> None:
+        """Divide what is left of the epoch between the hosts ``shard_options`` name:
+        :attr:`dropped` and the keys read."""
+        self.shard_index = 0 if shard_options is None else int(shard_options.shard_index)
         self.shard_count = 1 if shard_options is None else int(shard_options.shard_count)
         left = self.progress.remaining()
         #: Records at the end of what is left that no host reads (``drop_remainder=True``).
@@ -139,37 +144,43 @@ class EpochSampler:
                 f"{len(left)} records are left of epoch {self.epoch}, which {self.shard_count} hosts "
                 f"cannot share evenly: Grain's DataLoader gives each host {len(left) // self.shard_count} "
                 f"and would silently skip the last {self.dropped}. Use a number of hosts that divides "
-                f"{len(left)}, or pass ShardOptions(..., drop_remainder=True) {given} to "
+                f"{len(left)}, or pass ShardOptions(..., drop_remainder=True) to the EpochSampler to "
                 f"accept that those {self.dropped} records stay unread this time (state_after keeps them "
                 f"as not read)"
             )
         self._positions = left[: len(left) - self.dropped]
         self._keys = self._items[self._positions]
 
-    def _check_loader(self) -> None:
-        """When Grain's ``DataLoader`` asks the length: divide by its shard options if the
-        sampler has none, and refuse other ones than the sampler's."""
-        theirs = _loader_shard_options(self)
-        if theirs is None or theirs is self._shard_options:
-            return
-        if self._shard_options is None:
-            self._share(theirs, "to the DataLoader")
-            return
-        mine = self._shard_options
-        if (int(theirs.shard_index), int(theirs.shard_count)) != (int(mine.shard_index), self.shard_count):
-            raise ShardingError(
-                f"the DataLoader's shard_options (shard_index={theirs.shard_index}, shard_count="
-                f"{theirs.shard_count}) differ from the EpochSampler's shard_options (shard_index="
-                f"{mine.shard_index}, shard_count={mine.shard_count}): the DataLoader would divide the "
-                "epoch by its own and leave records unread or read twice. Give shard_options to the "
-                "EpochSampler only (a DataLoader given none takes the sampler's), or the same to both"
-            )
-
     def _identity(self) -> dict[str, Any]:
         return {"shuffle": self.shuffle, "seed": self.seed, "window": self.window, **self.order.identity()}
 
+    def loader(self, **loader_options: Any) -> Any:
+        """Grain's ``grain.python.DataLoader`` reading this sampler's records of ``source``
+        with the sampler's shard options (one host when it was given none).
+        ``loader_options`` go to the ``DataLoader`` (``operations``, ``worker_count``,
+        ``worker_buffer_size``, ``read_options``...), except ``data_source``, ``sampler``
+        and ``shard_options``, which this method sets."""
+        import grain.python as grain  # the extra: recordkit.grain checked it
+
+        taken = sorted({"data_source", "sampler", "shard_options"} & set(loader_options))
+        if taken:
+            raise TypeError(f"EpochSampler.loader sets {', '.join(taken)} itself")
+        options = self._shard_options if self._shard_options is not None else grain.NoSharding()
+        if self._shard_options is None:
+            self._shard_options = options
+        return grain.DataLoader(
+            data_source=self.source, sampler=self, shard_options=options, **loader_options
+        )
+
     def __len__(self) -> int:
-        self._check_loader()
+        if self._shard_options is None:
+            raise ShardingError(
+                "this EpochSampler was given no shard_options, so a Grain DataLoader asking its length "
+                "would divide the epoch between hosts by its own shard_options, unchecked, and could skip "
+                "records silently. Build the loader with sampler.loader(...), or give "
+                "shard_options=ShardOptions(shard_index=..., shard_count=...) (grain.NoSharding() for one "
+                "host) to the EpochSampler and none to the DataLoader, which takes the sampler's"
+            )
         return len(self._keys)
 
     def __getitem__(self, index: int) -> Any:
@@ -177,6 +188,14 @@ class EpochSampler:
 
         if not 0 <= index < len(self._keys):
             raise IndexError(f"index {index} is past the epoch's {len(self._keys)} records left")
+        if index % self.shard_count != self.shard_index:
+            raise ShardingError(
+                f"the DataLoader asked for global index {index}, which the EpochSampler's shard_options "
+                f"(shard_index={self.shard_index}, shard_count={self.shard_count}) give to another host: "
+                "the DataLoader divides the epoch by other shard_options than its sampler's and would "
+                "leave records unread or read twice. Give shard_options to the EpochSampler only (a "
+                "DataLoader given none takes the sampler's), or build the loader with sampler.loader(...)"
+            )
         return RecordMetadata(index=index, record_key=int(self._keys[index]))
 
     def __repr__(self) -> str:
@@ -210,24 +229,3 @@ class EpochSampler:
         taken = [min(records, size) for size in sizes]
         read = division.read_after(self._positions, taken)
         return epoch_state(_READER, self.epoch, self.progress.advanced(read), self._identity())
-
-
-def _loader_shard_options(sampler: EpochSampler) -> ShardOptions | None:
-    """The shard options of the Grain object asking ``sampler``'s length, if a Grain
-    ``DataLoader``'s dataset is asking (it holds the sampler as ``_sampler`` and the
-    loader's shard options as ``_shard_options``); None for any other caller."""
-    frame: FrameType | None = sys._getframe(1)  # the sampler's own frames are passed over
-    for _ in range(_CALLERS_LOOKED_AT):
-        if frame is None:
-            return None
-        owner = frame.f_locals.get("self")
-        if owner is not None and owner is not sampler and getattr(owner, "_sampler", None) is sampler:
-            options = getattr(owner, "_shard_options", None)
-            return options if hasattr(options, "shard_count") and hasattr(options, "shard_index") else None
-        frame = frame.f_back
-    return None
-
-
-#: How many frames up the asker of a sampler's length is looked for: the sampler's two,
-#: then Grain's (which asks through ``len()`` from a method of its dataset).
-_CALLERS_LOOKED_AT = 5

@@ -73,19 +73,15 @@ def test_grain_hosts_and_workers_read_the_canonical_order_once_and_resume_with_a
 
 def test_a_grain_checkpoint_still_resumes_the_same_shape(dataset: Path) -> None:
     source = rk.open(dataset, "train").grain()
-    sampler = EpochSampler(source, **OPTIONS)
-    loader = grain.DataLoader(
-        data_source=source, sampler=sampler, worker_count=0, shard_options=grain.NoSharding()
-    )
+    loader = EpochSampler(source, **OPTIONS).loader(worker_count=0)
     iterator = iter(loader)
     head = [next(iterator)["name"] for _ in range(5)]
     state = iterator.get_state()
     resumed = iter(
         grain.DataLoader(
             data_source=source,
-            sampler=EpochSampler(source, **OPTIONS),
+            sampler=EpochSampler(source, **OPTIONS, shard_options=grain.NoSharding()),
             worker_count=0,
-            shard_options=grain.NoSharding(),
         )
     )
     resumed.set_state(state)
@@ -146,49 +142,50 @@ def test_hosts_that_divide_the_epoch_read_each_record_once(dataset: Path) -> Non
     assert shared == whole  # each record once, the hosts' i-th records in the canonical order
 
 
-def _loader_hosts(source: Any, hosts: int, **shard: Any) -> tuple[list[str], Any]:
-    """What ``hosts`` DataLoaders read when the shard options go to each DataLoader, not to
-    its sampler (in global index order), and the last host's sampler."""
-    per_host = []
-    for host in range(hosts):
-        sampler = EpochSampler(source, **OPTIONS)
-        options = grain.ShardOptions(shard_index=host, shard_count=hosts, **shard)
-        loader = grain.DataLoader(data_source=source, sampler=sampler, worker_count=0, shard_options=options)
-        per_host.append([record["name"] for record in loader])
-    return [name for step in zip(*per_host, strict=True) for name in step], sampler
-
-
-def test_shard_options_given_to_the_dataloader_alone_divide_the_epoch_or_are_refused_naming_them(
+def test_the_samplers_loader_divides_the_epoch_by_the_samplers_shard_options_and_sets_them_itself(
     dataset: Path,
 ) -> None:
     source = rk.open(dataset, "train").grain()
     whole, _ = read(source, 1, 0)
-    shared, sampler = _loader_hosts(source, 3)  # 45 records: 15 for each of 3 hosts
-    assert (shared, sampler.shard_count) == (whole, 3)
+    per_host = []
+    for host in range(3):
+        sampler = EpochSampler(source, **OPTIONS, shard_options=grain.ShardOptions(host, 3))
+        per_host.append([record["name"] for record in sampler.loader(worker_count=0)])
+    assert [name for step in zip(*per_host, strict=True) for name in step] == whole
+    assert [r["name"] for r in EpochSampler(source, **OPTIONS).loader()] == whole  # none: one host
+    with pytest.raises(TypeError, match=r"EpochSampler\.loader sets shard_options itself"):
+        EpochSampler(source, **OPTIONS).loader(shard_options=grain.ShardOptions(0, 3))
+
+
+def test_shard_options_given_to_the_dataloader_alone_are_refused_when_it_is_made_naming_the_fix(
+    dataset: Path,
+) -> None:
+    source = rk.open(dataset, "train").grain()
+    sampler = EpochSampler(source, **OPTIONS)
     with pytest.raises(
         rk.errors.ShardingError,
-        match=r"45 records are left of epoch 0, which 2 hosts cannot share evenly: .* skip the last 1\. "
-        r".*pass ShardOptions\(\.\.\., drop_remainder=True\) to the DataLoader",
+        match=r"this EpochSampler was given no shard_options, so a Grain DataLoader .* could skip "
+        r"records silently\. Build the loader with sampler\.loader\(\.\.\.\)",
     ):
-        _loader_hosts(source, 2)
-    shared, sampler = _loader_hosts(source, 2, drop_remainder=True)
-    assert (shared, sampler.dropped) == (whole[:44], 1)  # the loss accepted is named
-    assert sampler.state_after(22)["position"] == 44  # and the state keeps the dropped record unread
+        grain.DataLoader(
+            data_source=source, sampler=sampler, worker_count=0, shard_options=grain.ShardOptions(0, 2)
+        )
 
 
-def test_a_dataloader_given_other_shard_options_than_its_sampler_is_refused_naming_both(
+def test_a_dataloader_given_other_shard_options_than_its_sampler_is_refused_at_its_first_record_naming_both(
     dataset: Path,
 ) -> None:
     source = rk.open(dataset, "train").grain()
     sampler = EpochSampler(source, **OPTIONS, shard_options=grain.ShardOptions(shard_index=0, shard_count=3))
+    other = grain.DataLoader(
+        data_source=source, sampler=sampler, worker_count=0, shard_options=grain.ShardOptions(1, 5)
+    )
     with pytest.raises(
         rk.errors.ShardingError,
-        match=r"the DataLoader's shard_options \(shard_index=0, shard_count=5\) differ from the "
-        r"EpochSampler's shard_options \(shard_index=0, shard_count=3\)",
+        match=r"the DataLoader asked for global index 1, which the EpochSampler's shard_options "
+        r"\(shard_index=0, shard_count=3\) give to another host",
     ):
-        grain.DataLoader(
-            data_source=source, sampler=sampler, worker_count=0, shard_options=grain.ShardOptions(0, 5)
-        )
+        list(other)
     same = grain.DataLoader(
         data_source=source, sampler=sampler, worker_count=0, shard_options=grain.ShardOptions(0, 3)
     )

@@ -110,3 +110,35 @@ def test_a_training_step_consumes_ragged_boxes(dataset: Path) -> None:
     sizes = np.concatenate([b["image/shape"].numpy()[:, :2] for b in ds])
     squares = np.array([i % 4 for i in range(24)]) * 16.0 / sizes.prod(axis=1)  # 4 x 4 pixels each
     np.testing.assert_allclose(got[:, 1], squares, rtol=1e-5)
+
+
+def test_random_windows_do_not_depend_on_tensorflows_global_seed_and_the_shuffles_follow_it(
+    dataset: Path,
+) -> None:
+    """The windows are keyed by ``seed`` and the record alone; the shuffles are tf.data's,
+    which combine ``seed`` with TensorFlow's global seed (``tf.random.set_seed``)."""
+
+    def read(shuffle: bool) -> tuple[list[list[int]], list[int]]:
+        ds = rk.load_dataset(
+            dataset,
+            fields=["image", "objects"],
+            batch_size=24,
+            image_size=(12, 12),
+            image_fit="random_crop_or_pad",
+            shuffle_files=shuffle,
+            shuffle_buffer=24 if shuffle else 0,
+            seed=3,
+        )
+        batch = next(iter(ds))
+        counts = batch["objects"]["boxes"].row_lengths()
+        return batch["image/offset"].numpy().tolist(), counts.numpy().tolist()
+
+    windows, _ = read(shuffle=False)
+    _, shuffled = read(shuffle=True)
+    try:
+        tf.random.set_seed(11)
+        assert read(shuffle=False)[0] == windows  # the same record, the same window
+        assert read(shuffle=True)[1] != shuffled  # tf.data's shuffle takes the global seed in
+    finally:
+        tf.random.set_seed(None)
+    assert read(shuffle=True)[1] == shuffled  # cleared: the order given by seed alone again
