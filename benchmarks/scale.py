@@ -261,7 +261,7 @@ def staged_beam_commit(data: Path, target: Path) -> Callable[[], object]:
     commit = _CommitFn(Folder(str(target), None), None, base.model_dump_json(by_alias=True), ["train"])
 
     def step() -> None:
-        for _ in commit.process(staged, []):
+        for _ in commit.process(staged, [], {}):  # the schema has no pictures: no sizes to list
             pass
 
     return step

@@ -24,7 +24,7 @@ import pydantic
 from recordkit.dataset._shard_info import StrictModel
 from recordkit.schema._encoder import SidesSeen
 
-__all__ = ["MAX_PICTURE_SIDE", "PictureSizes", "SidesSeen", "common_sizes", "sizes_from_seen"]
+__all__ = ["MAX_PICTURE_SIDE", "PictureSizes", "SidesSeen", "common_sizes", "merge_sides", "sizes_from_seen"]
 
 #: The largest side a manifest may state (pixels): far above any picture a codec stores.
 MAX_PICTURE_SIDE = 1 << 24
@@ -60,6 +60,26 @@ class PictureSizes(StrictModel):
             max_width=max(self.max_width, other.max_width),
             full_size_only=self.full_size_only or other.full_size_only,
         )
+
+
+def merge_sides(into: SidesSeen, seen: SidesSeen) -> SidesSeen:
+    """Add the sides ``seen`` of some pictures to those ``into`` holds (changed in place,
+    and returned): per field the smallest and largest height and width, and whether
+    any decodes at full size only. The writers' parts that encode apart (worker
+    processes, Beam's workers) are merged by it."""
+    for name, (min_height, max_height, min_width, max_width, full_size_only) in seen.items():
+        sides = into.get(name)
+        if sides is None:
+            into[name] = [min_height, max_height, min_width, max_width, full_size_only]
+        else:
+            into[name] = [
+                min(sides[0], min_height),
+                max(sides[1], max_height),
+                min(sides[2], min_width),
+                max(sides[3], max_width),
+                sides[4] | full_size_only,
+            ]
+    return into
 
 
 def sizes_from_seen(

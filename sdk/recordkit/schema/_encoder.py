@@ -92,9 +92,10 @@ class RecordEncoder:
         self._kept = frozenset(name for f in self._related for name in (f.name, *f.codec.related_fields()))
         self._kept_with_sides = self._kept | {name for name, *_ in self._sized}
 
-    def encode(self, record: Any, index: int | str | None = None) -> bytes:
-        """The serialized Example of ``record``; raises RecordError naming the record."""
-        return b"".join(join_entries(self._entries(record, index)))
+    def encode(self, record: Any, index: int | str | None = None, seen: SidesSeen | None = None) -> bytes:
+        """The serialized Example of ``record``; raises RecordError naming the record.
+        With ``seen``, the sides of the record's pictures are added to it."""
+        return b"".join(join_entries(self._entries(record, index, seen)))
 
     def encode_framed(
         self, record: Any, index: int | str | None = None, seen: SidesSeen | None = None

@@ -71,13 +71,23 @@ from recordkit.dataset._manifest import (
     read_manifest,
     write_manifest,
 )
+from recordkit.dataset._picture_sizes import PictureSizes, SidesSeen, sizes_from_seen
 from recordkit.errors import ConcurrentWriteError, DatasetError, ManifestError
 from recordkit.format._index import index_name
 from recordkit.format._tfrecord import Compression
 from recordkit.schema._record_class import Record
 from recordkit.schema._schema import Schema
 from recordkit.storage import Location, PathOrUrl, StorageOptions
-from recordkit.write._beam_encode import METRICS, RECORDS, REJECTS, Encoded, EncodeFn, salted_hash
+from recordkit.write._beam_encode import (
+    METRICS,
+    RECORDS,
+    REJECTS,
+    SIDES,
+    Encoded,
+    EncodeFn,
+    MergeSides,
+    salted_hash,
+)
 from recordkit.write._beam_folder import Folder
 from recordkit.write._commit import RemoteManifest
 from recordkit.write._debris import remove_unlisted_shards
@@ -157,7 +167,9 @@ class _CommitFn(beam.DoFn):  # type: ignore[misc]  # Beam's DoFn is untyped for 
         self._base_json = base_json
         self._splits = splits
 
-    def process(self, staged: list[_Staged], rejects: list[dict[str, Any]]) -> Iterator[str]:
+    def process(
+        self, staged: list[_Staged], rejects: list[dict[str, Any]], sides: Mapping[str, SidesSeen]
+    ) -> Iterator[str]:
         folder = self._folder
         with folder.locked():
             manifest = Manifest.model_validate_json(self._base_json)
@@ -183,9 +195,9 @@ class _CommitFn(beam.DoFn):  # type: ignore[misc]  # Beam's DoFn is untyped for 
                 mine = [(number, path, info) for s, number, path, info in staged if s == split]
                 theirs = [r for r in rejects if r["split"] == split]
                 existing = manifest.splits.get(split)
-                manifest.splits[split] = _commit_split(
-                    folder, split, existing, mine, theirs, compression, token
-                )
+                info = _commit_split(folder, split, existing, mine, theirs, compression, token)
+                info.picture_sizes = _split_sizes(existing, sides.get(split, {}))
+                manifest.splits[split] = info
             if stored is None:
                 write_manifest(manifest, folder.at())  # the commit
             else:
@@ -289,6 +301,17 @@ def _commit_split(
         info.rejected += len(lines)
         folder.write_bytes(name, "".join(kept + lines).encode("utf-8"))
     return info
+
+
+def _split_sizes(existing: SplitInfo | None, seen: SidesSeen) -> dict[str, PictureSizes] | None:
+    """What a split lists as its pictures' sizes after a write that saw ``seen``, by the
+    local writer's rule (:func:`~recordkit.dataset._picture_sizes.sizes_from_seen`): None
+    when the split already held records whose sizes it does not list."""
+    had_records = existing is not None and bool(existing.shards)
+    before = None if existing is None else existing.picture_sizes
+    if had_records and before is None:
+        return None
+    return sizes_from_seen(seen, before, had_records=had_records)
 
 
 def _next_shard_number(split: str, shards: list[ShardInfo]) -> int:
@@ -426,15 +449,17 @@ class WriteDataset(beam.PTransform):  # type: ignore[misc]  # Beam's PTransform 
         base = self._base(before)
         compression = Compression.parse(base.compression)
         folder.at().mkdir()
-        staged, rejects = [], []
+        staged, rejects, sides = [], [], []
         for split, pcoll in inputs.items():
-            shards, rejected = self._write_split(split, pcoll, compression)
+            shards, rejected, seen = self._write_split(split, pcoll, compression)
             staged.append(shards)
             rejects.append(rejected)
+            sides.append(seen)
         pipeline = next(iter(inputs.values())).pipeline
         all_staged = staged | "StagedShards" >> beam.Flatten(pipeline=pipeline)
         all_rejects = rejects | "Rejects" >> beam.Flatten(pipeline=pipeline)
         rejects_list = all_rejects | "ListRejects" >> beam.combiners.ToList()
+        all_sides = sides | "PictureSides" >> beam.Flatten(pipeline=pipeline)
         commit = _CommitFn(
             self._folder,
             None if before is None else before.model_dump_json(by_alias=True),
@@ -444,14 +469,22 @@ class WriteDataset(beam.PTransform):  # type: ignore[misc]  # Beam's PTransform 
         manifest = (
             all_staged
             | "ListShards" >> beam.combiners.ToList()
-            | "Commit" >> beam.ParDo(commit, rejects=pvalue.AsSingleton(rejects_list))
+            | "Commit"
+            >> beam.ParDo(commit, rejects=pvalue.AsSingleton(rejects_list), sides=pvalue.AsDict(all_sides))
         )
         return {"rejects": all_rejects, "manifest": manifest}
 
-    def _write_split(self, split: str, records: Any, compression: Compression) -> tuple[Any, Any]:
+    def _write_split(self, split: str, records: Any, compression: Compression) -> tuple[Any, Any, Any]:
+        """The split's staged shards, its rejected records, and ``(split, the sides of
+        its pictures)``."""
         encoded = records | f"Encode[{split}]" >> beam.ParDo(
             EncodeFn(self._setup, split, self._key, self._on_error)
-        ).with_outputs(REJECTS, main=RECORDS)
+        ).with_outputs(REJECTS, SIDES, main=RECORDS)
+        seen = (
+            encoded[SIDES]
+            | f"MergeSides[{split}]" >> beam.CombineGlobally(MergeSides())
+            | f"SplitSides[{split}]" >> beam.Map(lambda sides, name: (name, sides), name=split)
+        )
         good = encoded[RECORDS]
         if self._num_shards is not None:
             count: Any = good.pipeline | f"NumShards[{split}]" >> beam.Create([self._num_shards])
@@ -470,7 +503,7 @@ class WriteDataset(beam.PTransform):  # type: ignore[misc]  # Beam's PTransform 
             | f"GroupShards[{split}]" >> beam.GroupByKey()
             | f"WriteShards[{split}]" >> beam.ParDo(_WriteShardFn(self._folder, split, compression))
         )
-        return shards, encoded[REJECTS]
+        return shards, encoded[REJECTS], seen
 
     def _existing(self, splits: list[str]) -> Manifest | None:
         """The dataset's manifest when appending to one (None: there is none yet);

@@ -5,7 +5,7 @@
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 import apache_beam as beam
@@ -13,6 +13,7 @@ from apache_beam import pvalue
 from apache_beam.metrics import Metrics
 
 from recordkit.dataset._breakdown import byte_breakdown
+from recordkit.dataset._picture_sizes import SidesSeen, merge_sides
 from recordkit.errors import RecordError, RecordkitError
 from recordkit.format._tfrecord import frame_record
 from recordkit.schema._encoder import RecordEncoder, record_items
@@ -21,13 +22,16 @@ from recordkit.write._parallel import WorkerSetup
 from recordkit.write._plan import RecordKey
 from recordkit.write._rejects import error_entries
 
-__all__ = ["METRICS", "RECORDS", "REJECTS", "EncodeFn", "Encoded", "salted_hash"]
+__all__ = ["METRICS", "RECORDS", "REJECTS", "SIDES", "EncodeFn", "Encoded", "MergeSides", "salted_hash"]
 
 #: The namespace of the Beam writer's metrics.
 METRICS = "recordkit"
 #: The encode step's outputs: rejected records (tagged), and encoded ones (main).
 REJECTS = "rejects"
 RECORDS = "records"
+#: The encode step's output of each record's picture sides (tagged), which the commit
+#: lists as the split's ``picture_sizes``, as the local writer does.
+SIDES = "sides"
 #: A record after encoding: (salted hash of its key, its framed TFRecord bytes).
 Encoded = tuple[int, bytes]
 
@@ -65,8 +69,9 @@ class EncodeFn(beam.DoFn):  # type: ignore[misc]  # Beam's DoFn is untyped for m
         assert self._encoder is not None
         assert self._bound is not None
         key = self._key_of(record)
+        seen: SidesSeen = {}
         try:
-            data = self._encoder.encode(record, key)
+            data = self._encoder.encode(record, key, seen)
         except RecordkitError as exc:
             if self._on_error == "raise":
                 raise _as_raised(exc.with_context(split=self._split)) from None
@@ -81,6 +86,8 @@ class EncodeFn(beam.DoFn):  # type: ignore[misc]  # Beam's DoFn is untyped for m
         framed = frame_record(data)
         hashed = salted_hash(self._split, data if key is None else key.encode("utf-8"))
         yield hashed, framed
+        if seen:
+            yield pvalue.TaggedOutput(SIDES, seen)
 
     def _key_of(self, record: Any) -> str | None:
         if self._key is None:
@@ -91,6 +98,26 @@ class EncodeFn(beam.DoFn):  # type: ignore[misc]  # Beam's DoFn is untyped for m
             reason = f"cannot get the record's key: {type(exc).__name__}: {exc}"
             raise _as_raised(RecordError(reason, split=self._split)) from exc
         return value if isinstance(value, str) else str(value)
+
+
+class MergeSides(beam.CombineFn):  # type: ignore[misc]  # Beam's CombineFn is untyped for mypy
+    """The sides of a split's pictures, from each record's (:data:`SIDES`): per field the
+    smallest and largest height and width (:func:`~recordkit.dataset._picture_sizes.merge_sides`)."""
+
+    def create_accumulator(self) -> SidesSeen:
+        return {}
+
+    def add_input(self, accumulator: SidesSeen, seen: SidesSeen) -> SidesSeen:
+        return merge_sides(accumulator, seen)
+
+    def merge_accumulators(self, accumulators: Iterable[SidesSeen]) -> SidesSeen:
+        merged: SidesSeen = {}
+        for seen in accumulators:
+            merge_sides(merged, seen)
+        return merged
+
+    def extract_output(self, accumulator: SidesSeen) -> SidesSeen:
+        return accumulator
 
 
 def _as_raised(error: RecordkitError) -> RecordkitError:

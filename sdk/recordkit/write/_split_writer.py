@@ -18,7 +18,7 @@ from collections.abc import Callable
 from concurrent.futures import Future
 
 from recordkit.dataset._manifest import ShardInfo, SplitInfo, UnfinishedWrite
-from recordkit.dataset._picture_sizes import PictureSizes, sizes_from_seen
+from recordkit.dataset._picture_sizes import PictureSizes, merge_sides, sizes_from_seen
 from recordkit.errors import RecordkitError
 from recordkit.format._tfrecord import FRAMING_BYTES, Compression
 from recordkit.schema._encoder import SidesSeen
@@ -108,21 +108,8 @@ class SplitWriter:
 
     def note_sides(self, seen: SidesSeen) -> None:
         """Add the sides of a batch's pictures (encoded elsewhere) to :attr:`seen`."""
-        mine = self.seen
-        if mine is None:
-            return
-        for name, (min_height, max_height, min_width, max_width, full_size_only) in seen.items():
-            sides = mine.get(name)
-            if sides is None:
-                mine[name] = [min_height, max_height, min_width, max_width, full_size_only]
-            else:
-                mine[name] = [
-                    min(sides[0], min_height),
-                    max(sides[1], max_height),
-                    min(sides[2], min_width),
-                    max(sides[3], max_width),
-                    sides[4] | full_size_only,
-                ]
+        if self.seen is not None:
+            merge_sides(self.seen, seen)
 
     def add(self, framed: bytes) -> None:
         """Append one framed record (as worker processes send them)."""

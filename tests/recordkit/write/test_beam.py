@@ -60,12 +60,11 @@ def test_beam_with_one_and_two_workers_equals_the_local_writer(tmp_path: Path) -
     assert beam_manifest.schema == local_manifest.schema
     assert beam_manifest.fingerprint == local_manifest.fingerprint
     assert beam_manifest.codecs == local_manifest.codecs
-    # The Beam writer records no picture sizes (the local writer's format 6 holds them):
-    # otherwise the same format.
-    for info in local_manifest.splits.values():
-        info.picture_sizes = None
-    local_manifest.stamp_format()
+    # The same picture sizes per split (format 6), merged across workers.
     assert beam_manifest.format == local_manifest.format
+    for name in splits:
+        assert beam_manifest.splits[name].picture_sizes is not None
+        assert beam_manifest.splits[name].picture_sizes == local_manifest.splits[name].picture_sizes
     # tf.data reads the Beam dataset as it reads the local one.
     batches = list(rk.load_dataset(two, "test", ["id", "payload"], batch_size=8).as_numpy_iterator())
     read = {int(i): p.decode() for b in batches for i, p in zip(b["id"], b["payload"], strict=True)}

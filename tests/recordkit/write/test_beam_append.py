@@ -269,13 +269,14 @@ def test_a_retried_commit_finds_its_write_committed(tmp_path: Path) -> None:
     shard = beam_writer._WriteShardFn(folder, "train", Compression.NONE)
     shard.setup()
     encoder = SCHEMA.bind().encoder()
-    framed = [(i, frame_record(encoder.encode(r))) for i, r in enumerate(records(4, start=70))]
+    seen: dict[str, list[int]] = {}
+    framed = [(i, frame_record(encoder.encode(r, None, seen))) for i, r in enumerate(records(4, start=70))]
     staged = list(shard.process((0, framed)))
     commit = beam_writer._CommitFn(
         folder, before.model_dump_json(by_alias=True), before.model_dump_json(by_alias=True), ["train"]
     )
-    first = list(commit.process(staged, []))
-    again = list(commit.process(staged, []))
+    first = list(commit.process(staged, [], {"train": seen}))
+    again = list(commit.process(staged, [], {"train": seen}))
     assert first == again == [str(tmp_path / "dataset.json")]
     assert read_ids(tmp_path) == [0, 1, 2, 3, 4, 5, 70, 71, 72, 73]
     check_manifest_matches_files(tmp_path)

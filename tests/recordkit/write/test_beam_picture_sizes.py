@@ -1,0 +1,106 @@
+"""recordkit.beam.WriteDataset records each split's picture sizes (``picture_sizes``) as
+the local writer does, so that a reader with ``jpeg_scale="auto"`` takes the same one
+decode for all the pictures of a Beam-written dataset as for a locally written one."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import apache_beam as beam
+import numpy as np
+import tensorflow as tf
+from _beam_support import run
+from _photos import jpeg, photo
+
+import recordkit as rk
+
+SIZE = (224, 224)
+PHOTO = rk.Schema(name="photos", fields={"photo": rk.FieldSpec(codec="image", options={"format": "keep"})})
+#: 1,024 to 2,048 px: every picture covers 224 at 1/4 (one scale for the field).
+LARGE = [(1024, 1100), (2048, 1900), (1411, 1057), (1300, 1700)]
+
+
+def _records() -> list[dict[str, bytes]]:
+    kinds = ["4:2:0", "4:4:4", "progressive", "4:2:2"]
+    return [
+        {"photo": jpeg(photo(h, w, i, detailed=i % 2 == 1), kinds[i % len(kinds)])}
+        for i, (h, w) in enumerate(LARGE)
+    ]
+
+
+def _write_beam(root: Path, records: list[dict[str, bytes]], **kwargs: object) -> None:
+    def body(p: beam.Pipeline) -> None:
+        p | beam.Create(records) | rk.beam.WriteDataset(PHOTO, root, **kwargs)
+
+    run(body, workers=2, processes=True)
+
+
+def test_a_beam_written_dataset_lists_the_picture_sizes_the_local_writer_lists(tmp_path: Path) -> None:
+    records = _records()
+    rk.write_dataset(records, PHOTO, tmp_path / "local", progress=False)
+    _write_beam(tmp_path / "beam", records, num_shards=2)
+
+    local, written = rk.Manifest.load(tmp_path / "local"), rk.Manifest.load(tmp_path / "beam")
+    sizes = written.splits["train"].picture_sizes
+    assert sizes is not None
+    assert sizes == local.splits["train"].picture_sizes
+    assert (sizes["photo"].min_height, sizes["photo"].max_height) == (1024, 2048)
+    assert (sizes["photo"].min_width, sizes["photo"].max_width) == (1057, 1900)
+    assert not sizes["photo"].full_size_only
+    assert written.format == local.format
+
+
+def test_a_beam_append_merges_the_new_pictures_sizes_with_the_listed_ones(tmp_path: Path) -> None:
+    records = _records()
+    root = tmp_path / "beam"
+    _write_beam(root, records[:2], num_shards=1)
+    _write_beam(root, records[2:], num_shards=1, append=True)
+    local = tmp_path / "local"
+    rk.write_dataset(records[:2], PHOTO, local, progress=False)
+    rk.write_dataset(records[2:], PHOTO, local, append=True, progress=False)
+
+    assert (
+        rk.Manifest.load(root).splits["train"].picture_sizes
+        == rk.Manifest.load(local).splits["train"].picture_sizes
+    )
+
+
+def _control_flow(dataset: tf.data.Dataset) -> set[str]:
+    """The control-flow ops of ``dataset``'s functions: a scale chosen record by record
+    is a switch over the scales; one scale for the field (from the sizes) is none."""
+    serialized = tf.raw_ops.DatasetToGraphV2(input_dataset=dataset._variant_tensor).numpy()
+    graph = tf.compat.v1.GraphDef.FromString(serialized)
+    ops = {node.op for node in graph.node}
+    for function in graph.library.function:
+        ops |= {node.op for node in function.node_def}
+    return ops & {"Case", "StatelessCase", "If", "StatelessIf"}
+
+
+def _sorted(pictures: list[np.ndarray]) -> list[np.ndarray]:
+    return sorted(pictures, key=lambda picture: picture.tobytes())
+
+
+def test_a_beam_written_dataset_reads_at_scale_with_the_pixels_of_a_locally_written_one(
+    tmp_path: Path,
+) -> None:
+    records = _records()
+    local, written = tmp_path / "local", tmp_path / "beam"
+    rk.write_dataset(records, PHOTO, local, progress=False)
+    _write_beam(written, records, num_shards=1)
+
+    def tf_read(root: Path) -> list[np.ndarray]:
+        dataset = rk.load_dataset(root, image_size=SIZE, jpeg_scale="auto")
+        return _sorted([r["photo"] for r in dataset.as_numpy_iterator()])
+
+    def numpy_read(root: Path) -> list[np.ndarray]:
+        geometry = rk.ImageGeometry(size=SIZE, fit="resize", jpeg_scale="auto")
+        return _sorted([r["photo"] for r in rk.iter_records(root, geometry=geometry)])
+
+    # One scale for the field, fixed from the sizes: no choice in tf.data's graph, for both.
+    assert _control_flow(rk.load_dataset(written, image_size=SIZE, batch_size=2)) == set()
+    assert _control_flow(rk.load_dataset(local, image_size=SIZE, batch_size=2)) == set()
+    for read in (tf_read, numpy_read):
+        got, want = read(written), read(local)
+        assert len(got) == len(records)
+        for beam_picture, local_picture in zip(got, want, strict=True):
+            np.testing.assert_array_equal(beam_picture, local_picture)
