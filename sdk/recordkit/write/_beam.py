@@ -273,7 +273,12 @@ def _commit_split(
     """Move a split's staged shards to their final names (numbered densely, in shard
     order, after the ``existing`` split's shards when appending; with the run's
     ``token`` on an object store) and write its rejects file (the existing lines, then
-    the new ones); return what the manifest lists for it."""
+    the new ones); return what the manifest lists for it.
+
+    In a local folder, held under its lock, the split's unlisted shards (an earlier run's
+    debris) are removed. On an object store nothing is: with no lock, an unlisted shard
+    may be another writer's, uploaded and not yet listed, and the names of this run
+    (its token) cannot meet an earlier run's debris, which no reader sees."""
     old = existing.shards if existing is not None else []
     start = _next_shard_number(split, old)
     placed = [
@@ -286,7 +291,8 @@ def _commit_split(
         for i, (_, path, info) in enumerate(sorted(staged))
     ]
     shards = [*old, *placed]
-    _remove_unlisted(folder, split, {s.file for s in shards})
+    if token is None:
+        _remove_unlisted(folder, split, {s.file for s in shards})
     info = SplitInfo(shards=shards)
     if existing is not None:
         info.rejected, info.rejects_file = existing.rejected, existing.rejects_file

@@ -263,6 +263,24 @@ def test_the_pipeline_writes_into_an_s3_bucket(tmp_path: Path, s3_bucket: Bucket
     assert streamed == {r["id"]: r["payload"] for r in splits["train"]}
 
 
+def test_a_commit_into_a_bucket_never_deletes_a_shard_another_writer_has_not_listed_yet(
+    s3_bucket: Bucket,
+) -> None:
+    """With no lock on an object store, an unlisted shard in the split may be another
+    writer's, uploaded and about to be listed: the Beam commit leaves it alone (it used to
+    delete every unlisted shard of the split before its conditional save)."""
+    import s3fs
+
+    url = s3_bucket.join("pets")
+    fs = s3fs.S3FileSystem(**s3_bucket.storage_options)
+    theirs = f"{url}/train-00000.0123abcd.tfrecord"
+    fs.pipe(theirs, b"another writer's shard, not listed yet")
+    run(write_to(url, {"train": records(20)}, s3_bucket.storage_options, num_shards=2))
+    assert fs.cat(theirs) == b"another writer's shard, not listed yet"
+    listed = rk.open(url, "train", storage_options=s3_bucket.storage_options)
+    assert sorted(int(r["id"]) for r in listed.records()) == [r["id"] for r in records(20)]
+
+
 def test_the_pipeline_writes_into_a_gcs_bucket(tmp_path: Path, gcs_bucket: Bucket) -> None:
     """Into the GCS emulator on 127.0.0.1: the dataset verifies in the bucket and every
     reader returns the records written (the emulator's endpoint in the storage options)."""
