@@ -301,10 +301,16 @@ def test_append_into_an_s3_bucket_and_a_failed_append_there(
         append=True,
     )
 
-    def failing_cleanup(folder: Any, split: str, listed: set[str]) -> None:
-        raise OSError("injected failure in the commit")
+    real_place = beam_writer._place
+    placed: list[str] = []
 
-    monkeypatch.setattr(beam_writer, "_remove_unlisted", failing_cleanup)
+    def failing_place(folder: Any, staged: str, info: Any, name: str) -> Any:
+        if placed:  # in a bucket the commit sweeps nothing: fail it after one shard is in place
+            raise OSError("injected failure in the commit")
+        placed.append(name)
+        return real_place(folder, staged, info, name)
+
+    monkeypatch.setattr(beam_writer, "_place", failing_place)
     with pytest.raises(Exception, match="injected failure in the commit"):
         run(pipeline)
     assert location(url, options).join("dataset.json").read_bytes() == manifest_before
