@@ -15,7 +15,7 @@ from recordkit.codec._capabilities import raster_kind
 from recordkit.read._dense import SHAPE_SUFFIX, dense_record, pad_into, pad_ragged
 from recordkit.read._layout import DecodeLayout, padding_values
 from recordkit.read._options import PipelineOptions
-from recordkit.read._record_values import decode_picture, decode_value
+from recordkit.read._record_values import RecordWire, decode_picture, decode_value
 
 __all__ = ["DRAWS", "RaggedUnbatcher", "dense_batches", "per_record", "record_decoder"]
 
@@ -181,30 +181,40 @@ def _rebuilds_ragged(spec: Any) -> bool:
 
 
 def record_decoder(
-    layout: DecodeLayout, options: PipelineOptions, batched_spec: dict[str, Any], dense: bool
+    layout: DecodeLayout,
+    options: PipelineOptions,
+    batched_spec: dict[str, Any],
+    dense: bool,
+    *,
+    parsed_as_batch_of_one: bool = False,
 ) -> Callable[[dict[str, Any]], dict[str, Any]]:
     """The per-record step: each picture decoded (and fitted), each of the other
     per-record values decoded; with ``dense``, every padded value made dense, with its
     true shape under ``"<field>/shape"``, and other values that are still ragged (but
-    sequences) given their dense form."""
+    sequences) given their dense form. With ``parsed_as_batch_of_one``, the record's
+    wire values are a batch of one already (:class:`~recordkit.read._record_values.RecordWire`)."""
     import tensorflow as tf
 
     per_record = {f.name for f in layout.per_record}
     others = [f for f in layout.dataset.fields if f.name not in per_record and f.name not in layout.sizes]
+
+    def wire_of(record: dict[str, Any], name: str) -> RecordWire:
+        return RecordWire(one=record[name]) if parsed_as_batch_of_one else RecordWire(record[name])
 
     def decode(record: dict[str, Any]) -> dict[str, Any]:
         out = dict(record)
         draws = out.pop(DRAWS, None)
         transforms = {}
         for field in layout.per_record:
-            picture, transforms[field.name] = decode_picture(field, record[field.name], layout, draws, dense)
+            wire = wire_of(record, field.name)
+            picture, transforms[field.name] = decode_picture(field, wire, layout, draws, dense)
             out.update(picture)
         for name, image in layout.followers.items():  # boxes and keypoints follow their picture
             codec: Any = layout.dataset.bound[name].codec
             out[name] = codec.follow_tf(out[name], transforms[image](), layout.geometry)
         specs = dict(batched_spec)
         for field in layout.per_record_values:
-            out[field.name], specs[field.name] = decode_value(field, record[field.name])
+            out[field.name], specs[field.name] = decode_value(field, wire_of(record, field.name))
         if not dense:
             return out
         for field in others:

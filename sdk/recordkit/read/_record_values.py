@@ -25,11 +25,52 @@ from recordkit.read._tf_geometry import (
 )
 from recordkit.schema._bound import BoundField
 
-__all__ = ["decode_picture", "decode_value"]
+__all__ = ["RecordWire", "decode_picture", "decode_value"]
+
+
+class RecordWire:
+    """One record's wire values of a field, as the record's own (:attr:`values`) and as a
+    batch of one (:attr:`one`, static size 1: what the codecs' batched decodes take),
+    each built in the graph when first asked for.
+
+    The per-record step after ``unbatch`` holds the record's own values, and makes the
+    batch of one by one ``ExpandDims`` a key; a read that parses each record itself
+    parses it as a batch of one (``tf.io.parse_example`` of ``[serialized]``), whose
+    values already are that batch: no op a key on the common path, and the record's own
+    values (for a crop's stored size) only where a path asks for them."""
+
+    def __init__(self, values: dict[str, Any] | None = None, *, one: dict[str, Any] | None = None) -> None:
+        if (values is None) == (one is None):
+            raise ValueError("a RecordWire is given either the record's values or its batch of one")
+        self._values = values
+        self._one = one
+
+    def __contains__(self, key: object) -> bool:
+        """Whether the field's wire values hold ``key``."""
+        given = self._values if self._values is not None else self._one
+        return given is not None and key in given
+
+    @property
+    def values(self) -> dict[str, Any]:
+        """The record's own wire values (each without the batch dimension)."""
+        import tensorflow as tf
+
+        if self._values is None:
+            assert self._one is not None
+            self._values = {key: tf.squeeze(value, [0]) for key, value in self._one.items()}
+        return self._values
+
+    @property
+    def one(self) -> dict[str, Any]:
+        """The record's wire values as a batch of one (static size 1)."""
+        if self._one is None:
+            assert self._values is not None
+            self._one = batch_of_one(self._values)
+        return self._one
 
 
 def decode_picture(
-    field: BoundField, wire: dict[str, Any], layout: DecodeLayout, draws: Any, dense: bool
+    field: BoundField, wire: RecordWire, layout: DecodeLayout, draws: Any, dense: bool
 ) -> tuple[dict[str, Any], Callable[[], ImageTransform]]:
     """One record's picture: decoded, and fitted to its size (a crop decodes only its
     window where the codec can) and flipped, with its shape (and the crop's offset)
@@ -53,7 +94,7 @@ def decode_picture(
         elif scaled is not None:
             value, shape = scaled
         else:
-            value = _decode_one(field, wire)
+            value = _decode_one(field, wire.one)
             shape = tf.shape(value, out_type=tf.int64)
             if fit == "random_resized_crop":
                 window = window_of(shape, size, geometry, draws)
@@ -69,7 +110,7 @@ def decode_picture(
         out[name] = flipped(value, flip) if geometry.flip else value
         output = tf.constant(size, tf.int64)
         return out, lambda: transform_of(window_of(shape, size, geometry, draws), shape, output, flip)
-    value = _decode_one(field, wire)
+    value = _decode_one(field, wire.one)
     shape = tf.shape(value, out_type=tf.int64)
     if geometry.flip:
         value = flipped(value, flip)
@@ -83,26 +124,25 @@ def decode_picture(
     return out, lambda: transform_of(window_of(shape, None, geometry, draws), shape, shape, flip)
 
 
-def _decode_one(field: BoundField, wire: dict[str, Any]) -> Any:
-    """One record's value of ``field``, dense: its codec's batched decode of a batch of
-    one (static size 1, which lets a codec take a shorter path)."""
+def _decode_one(field: BoundField, one: dict[str, Any]) -> Any:
+    """One record's value of ``field``, dense: its codec's batched decode of the record's
+    batch of one (``one``: static size 1, which lets a codec take a shorter path)."""
     import tensorflow as tf
 
-    one = batch_of_one(wire)
     padded = padded_decode(field.codec, one)
     if padded is not None and not isinstance(padded[0], dict):
         return tf.squeeze(padded[0], [0])
     return tf.nest.map_structure(_only_record, field.codec.decode_tf(one))
 
 
-def decode_value(field: BoundField, wire: dict[str, Any]) -> tuple[Any, Any]:
+def decode_value(field: BoundField, wire: RecordWire) -> tuple[Any, Any]:
     """One record's value of a field decoded record by record (not a picture): its
     codec's batched decode of a batch of one (static size 1), dense, and the type spec of
     that batch of one (ragged where the batched decode is), which says what the
     per-record step pads and where it adds ``"<field>/shape"``."""
     import tensorflow as tf
 
-    decoded = field.codec.decode_tf(batch_of_one(wire))
+    decoded = field.codec.decode_tf(wire.one)
     return tf.nest.map_structure(_only_record, decoded), tf.nest.map_structure(
         tf.type_spec_from_value, decoded
     )
@@ -120,7 +160,7 @@ def _only_record(value: Any) -> Any:
 
 
 def _decode_crop(
-    field: BoundField, wire: dict[str, Any], layout: DecodeLayout, fit: ImageFit, draws: Any
+    field: BoundField, wire: RecordWire, layout: DecodeLayout, fit: ImageFit, draws: Any
 ) -> tuple[Any, Any, Any] | None:
     """One record's picture cut (or padded) to its size, decoding only the window
     (:meth:`~recordkit.Raster.decode_tf_window`), placed from the stored height and width;
@@ -136,12 +176,12 @@ def _decode_crop(
     name = field.name
     size = layout.sizes[name]
     height_key, width_key = codec.size_features
-    sides = tf.cast(tf.stack([wire[height_key], wire[width_key]]), tf.int64)
+    sides = tf.cast(tf.stack([wire.values[height_key], wire.values[width_key]]), tf.int64)
     offset = crop_offsets(sides[None], size, fit, None if draws is None else draws[None, :2])[0]
     # The part of the window inside the picture: that is all that is decoded.
     start = tf.clip_by_value(offset, 0, sides)
     stop = tf.clip_by_value(offset + tf.constant(size, tf.int64), 0, sides)
-    one = batch_of_one(wire)
+    one = wire.one
     inside = codec.decode_tf_window(one, tf.concat([start, stop - start], 0))
     if inside is None:
         return None
@@ -153,7 +193,7 @@ def _decode_crop(
 
 
 def _decode_scaled(
-    field: BoundField, wire: dict[str, Any], layout: DecodeLayout, draws: Any
+    field: BoundField, wire: RecordWire, layout: DecodeLayout, draws: Any
 ) -> tuple[Any, Any] | None:
     """One record's picture resized to its size (``"resize"``, ``"resize_with_pad"``;
     ``"random_resized_crop"``: :func:`~recordkit.read._tf_geometry.scaled_random_resized_crop`)
@@ -183,8 +223,8 @@ def _decode_scaled(
         return None
     size = layout.sizes[name]
     if geometry.fit == "random_resized_crop":
-        return scaled_random_resized_crop(codec, wire, size, geometry, method, draws)
-    one = batch_of_one(wire)
+        return scaled_random_resized_crop(codec, wire.values, size, geometry, method, draws)
+    one = wire.one
     fixed = layout.fixed_scales.get(name)
     if fixed == 1:
         return None  # no picture of the dataset scales: the plain decode, no choice in the graph
