@@ -10,8 +10,13 @@ WAV, caption, boxes and label records instead). Each is read in this process, ev
 record decoded, by:
 
 * ``plain``: ``RandomAccess.stream`` over the records in manifest order (the read path
-  the PyTorch stream uses, with no epoch order: plain iteration);
-* ``records``: ``ds.records()``, the numpy reader streaming the shards in order;
+  the PyTorch stream uses, with no epoch order: plain iteration), given as an array of
+  ``(shard, record)`` rows as the epoch readers give theirs;
+* ``plain_shuffled``: the same over the canonical shuffled order, worked out before the
+  pass: what reading records in that order costs by itself (more reads, batches of
+  records of more lengths), without the epoch order's machinery;
+* ``records``: ``ds.records()``, the numpy reader streaming the shards in order (a
+  reader of its own: memory-mapped files, 2,048 records parsed at a time);
 * ``canonical_in_order``: ``ds.torch_iterable(shuffle=False, tensors=False)``: the epoch
   order, its division and the state machinery, reading in manifest order as ``plain``;
 * ``canonical``: ``ds.torch_iterable(shuffle=True, seed=0, tensors=False)``, its epoch
@@ -33,7 +38,10 @@ Rounds interleave the contenders (rotating their order), so a change of load on 
 shared machine falls on all alike; every repetition is reported with the best and the
 median, wall and CPU seconds (this process's, steadier under load; tf.data's threads
 included), and each contender's ratio to its baseline (``plain``, ``tf_plain``) at the
-median, of records/s and of CPU per record.
+median, of records/s and of CPU per record, and of CPU per record to ``records`` too.
+All of them but ``records`` read through ``RandomAccess`` in one thread, ``prefetch``
+64, every field decoded, as numpy (``tensors=False``): the same reader, threads and
+decode.
 """
 
 from __future__ import annotations
@@ -49,6 +57,8 @@ from typing import Any
 
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import numpy as np
 
 import recordkit as rk
 from benchmarks._provenance import stamped
@@ -95,9 +105,14 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         rk.write_dataset(part, schema, root / name, shard_records=args.shard_records, progress=False)
     whole, a, b = (rk.open(root / name, "train") for name in ("whole", "a", "b"))
     access = whole._random_access()
-    in_order = [(s, n) for s, count in enumerate(access.shards.counts.tolist()) for n in range(count)]
+    # As [n, 2] arrays of (shard, record), as the epoch readers hand them to the stream.
+    in_order = np.array(
+        [(s, n) for s, count in enumerate(access.shards.counts.tolist()) for n in range(count)],
+        dtype=np.int64,
+    ).reshape(-1, 2)
     options: dict[str, Any] = {"shuffle": True, "seed": 0, "window": 1024, "tensors": False}
     # About half the epoch read by 4 ranks x 2 workers, in batches of 8.
+    shuffled = whole.epoch_stream(**{k: v for k, v in options.items() if k != "tensors"}).worker_pairs(0, 1)
     state = whole.torch_iterable(**options, world_size=4, batch_size=8).loader_state(
         max(1, len(records) // 2 // (4 * 8)), batch_size=8, num_workers=2
     )
@@ -105,6 +120,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
 
     contenders: dict[str, Callable[[], Iterable[Any]]] = {
         "plain": lambda: access.stream(in_order, prefetch=64),
+        "plain_shuffled": lambda: access.stream(shuffled, prefetch=64),
         "records": lambda: whole.records(),
         "canonical_in_order": lambda: whole.torch_iterable(**{**options, "shuffle": False}),
         "canonical": lambda: whole.torch_iterable(**options),
@@ -116,7 +132,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     }
     results: dict[str, Any] = {"records": len(records), "workload": args.workload, "repeats": args.repeats}
     print(f"{len(records)} {args.workload} records, {args.repeats} repetitions (wall times vary under load)")
-    results.update(_compare(contenders, lambda _: 1, "plain", args.repeats))
+    results.update(_compare(contenders, lambda _: 1, "plain", args.repeats, also="records"))
     if not args.no_tf:
         results.update(
             _compare(_tf_contenders(whole, mixture, state), _batch_records, "tf_plain", args.repeats)
@@ -160,10 +176,11 @@ def _compare(
     size: Callable[[Any], int],
     baseline: str,
     repeats: int,
+    also: str | None = None,
 ) -> dict[str, Any]:
     """Every contender's passes, rounds interleaved (their order rotated), each row with
-    its repetitions, best, median and ratios to ``baseline``; printed as a table.
-    ``size`` gives the records of one element."""
+    its repetitions, best, median and ratios to ``baseline`` (and its CPU per record to
+    that of ``also``); printed as a table. ``size`` gives the records of one element."""
     counts = {
         name: sum(size(e) for e in make()) for name, make in contenders.items()
     }  # warm-up, and the records
@@ -179,9 +196,10 @@ def _compare(
     results: dict[str, Any] = {}
     base = statistics.median(counts[baseline] / w for w in walls[baseline])
     base_cpu = statistics.median(cpus[baseline]) / counts[baseline]
+    also_cpu = None if also is None else statistics.median(cpus[also]) / counts[also]
     print(
         f"{'contender':<22} {'records':>8} {'records/s each':<60} {'best':>8} {'median':>8} {'ratio':>6} "
-        f"{'CPU/rec us':>10} {'CPU ratio':>9}"
+        f"{'CPU/rec us':>10} {'CPU ratio':>9}" + ("" if also is None else f" {'to ' + also:>10}")
     )
     for name in names:
         each = [counts[name] / w for w in walls[name]]
@@ -198,11 +216,14 @@ def _compare(
             "cpu_per_record_us": 1e6 * statistics.median(cpus[name]) / counts[name],
             "cpu_ratio_to_baseline": (statistics.median(cpus[name]) / counts[name]) / base_cpu,
         }
+        if also_cpu is not None:
+            results[name][f"cpu_ratio_to_{also}"] = (statistics.median(cpus[name]) / counts[name]) / also_cpu
         shown = " ".join(f"{v:,.0f}" for v in each)
         print(
             f"{name:<22} {counts[name]:>8} {shown:<60} {max(each):>8,.0f} {median:>8,.0f} "
             f"{median / base:>6.2f} {results[name]['cpu_per_record_us']:>10.1f} "
             f"{results[name]['cpu_ratio_to_baseline']:>9.2f}"
+            + ("" if also is None else f" {results[name][f'cpu_ratio_to_{also}']:>10.2f}")
         )
     return results
 

@@ -19,7 +19,15 @@ def test_the_elastic_and_mixture_benchmark_runs(tmp_path: Path) -> None:
     )
     results = json.loads(out.read_text())
     assert_measured_commit(results)
-    for name in ("plain", "records", "canonical_in_order", "canonical", "mixture_in_order", "mixture"):
+    for name in (
+        "plain",
+        "plain_shuffled",
+        "records",
+        "canonical_in_order",
+        "canonical",
+        "mixture_in_order",
+        "mixture",
+    ):
         assert results[name]["records"] == 40, name
     assert results["elastic"]["records"] == 40 - 32  # the state after one batch of 8 on each of 4 ranks
     for name in ("tf_plain", "tf_shuffled", "tf_canonical_in_order", "tf_canonical", "tf_mixture"):

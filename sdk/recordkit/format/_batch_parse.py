@@ -20,6 +20,10 @@ does not match (another length, an optional field left out, a layout protobuf ac
 but the template reader does not) gets ``None`` and is parsed alone, so the values are
 the same whatever the path.
 
+:func:`parsed_data` does the same for records fetched by index (the shuffled batches of
+the epoch readers and of random access): each length's records joined, compared against
+the template kept for that length from earlier batches.
+
 :func:`framed_records` checks the framing of a whole file held in memory first (lengths,
 length and data CRCs; :func:`~recordkit.format._framing_check.framing_matches`): a file
 that fails is read again record by record, whose errors name the record.
@@ -29,7 +33,7 @@ from __future__ import annotations
 
 import dataclasses
 import struct
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from typing import Any
 
 import numpy as np
@@ -38,7 +42,15 @@ from recordkit.codec._wire import WireKind
 from recordkit.format._framing_check import framing_matches
 from recordkit.format._tfrecord import FRAMING_BYTES, HEADER_BYTES
 
-__all__ = ["Column", "ParsedChunk", "ParsedExample", "framed_records", "parsed_records"]
+__all__ = [
+    "Column",
+    "ParsedChunk",
+    "ParsedExample",
+    "Templates",
+    "framed_records",
+    "parsed_data",
+    "parsed_records",
+]
 
 #: One record's Example, parsed: ``{key: (kind, values)}`` (bytes values as a list of
 #: ``bytes``, numbers as a 1-D int64 or float32 array).
@@ -90,10 +102,19 @@ class _Value:
 
 @dataclasses.dataclass(frozen=True)
 class _Template:
-    """One record's layout: its keys' values and the offsets of its structure bytes."""
+    """One record's layout: its keys' values, the offsets of its structure bytes and
+    those bytes (a record of its length matches when its bytes there are these)."""
 
     values: dict[str, _Value]
     structure: np.ndarray
+    signature: np.ndarray
+
+
+#: Templates already made, by record length (:func:`parsed_data` keeps them from one
+#: batch to the next: a reader's records share a few layouts).
+Templates = dict[int, _Template]
+#: Lengths whose templates a :data:`Templates` keeps (cleared when it would hold more).
+_TEMPLATES_KEPT = 64
 
 
 def _varint(data: bytes, position: int) -> tuple[int, int]:
@@ -139,7 +160,8 @@ def _template(data: bytes) -> _Template | None:
             values[key] = _feature(data, feature, feature_end, payload)
     except (ValueError, UnicodeDecodeError):
         return None
-    return _Template(values, np.flatnonzero(~payload))
+    structure = np.flatnonzero(~payload)
+    return _Template(values, structure, np.frombuffer(data, dtype=np.uint8)[structure])
 
 
 def _feature(data: bytes, start: int, end: int, payload: np.ndarray) -> _Value:
@@ -227,6 +249,17 @@ class _Parsed:
     match: np.ndarray
     columns: dict[str, Column]
 
+    def examples(self) -> list[tuple[int, ParsedExample]]:
+        """``(place in the chunk, Example)`` of each record that matched."""
+        names = list(self.columns)
+        per_key = [_per_record(*self.columns[name], len(self.chosen)) for name in names]
+        rows = zip(*per_key, strict=True) if names else ((),) * len(self.chosen)
+        return [
+            (position, dict(zip(names, row, strict=True)))
+            for position, matched, row in zip(self.chosen.tolist(), self.match.tolist(), rows, strict=True)
+            if matched
+        ]
+
 
 @dataclasses.dataclass(frozen=True)
 class ParsedChunk:
@@ -251,12 +284,8 @@ class ParsedChunk:
         a record to parse alone."""
         out: list[ParsedExample | None] = [None] * self.count
         for part in self.parts:
-            names = list(part.columns)
-            per_key = [_per_record(*part.columns[name], len(part.chosen)) for name in names]
-            rows = zip(*per_key, strict=True) if names else ((),) * len(part.chosen)
-            for position, matched, row in zip(part.chosen.tolist(), part.match.tolist(), rows, strict=True):
-                if matched:
-                    out[position] = dict(zip(names, row, strict=True))
+            for position, example in part.examples():
+                out[position] = example
         return out
 
 
@@ -281,14 +310,57 @@ def parsed_records(buffer: Any, offsets: np.ndarray, keys: Collection[str]) -> P
     for length in shared[counts >= _MIN_SHARED].tolist():
         chosen = np.flatnonzero(lengths == length)
         template = _template(bytes(buffer[int(starts[chosen[0]]) : int(starts[chosen[0]]) + length]))
-        if template is None:
-            continue
-        structure = template.structure
-        first = _gather(data, starts[chosen[:1]], structure)
-        match = (_gather(data, starts[chosen], structure) == first).all(axis=1)
-        columns = _columns(buffer, starts[chosen], match, template, keys)
-        parts.append(_Parsed(chosen, match, columns))
+        if template is not None:
+            parts.append(_parsed(buffer, data, starts[chosen], chosen, template, keys))
     return ParsedChunk(len(starts), tuple(parts))
+
+
+def parsed_data(records: Sequence[bytes], keys: Collection[str], templates: Templates) -> ParsedChunk:
+    """The Examples ``records`` (data already checked: a batch fetched by index, in any
+    order), parsed for ``keys`` as :func:`parsed_records` parses a file's: those of one
+    length together, against the template ``templates`` keeps for that length (made from
+    the first of them when enough records share it, and kept); the others are left to be
+    parsed alone."""
+    lengths = np.fromiter(map(len, records), dtype=np.int64, count=len(records))
+    parts: list[_Parsed] = []
+    shared, counts = np.unique(lengths, return_counts=True)
+    for length, count in zip(shared.tolist(), counts.tolist(), strict=True):
+        template = templates.get(length)
+        if template is None and count < _MIN_SHARED:
+            continue
+        chosen = np.flatnonzero(lengths == length)
+        buffer = b"".join(map(records.__getitem__, chosen.tolist()))
+        data = np.frombuffer(buffer, dtype=np.uint8)
+        starts = np.arange(0, len(buffer), length, dtype=np.int64)
+        if template is None:
+            template = _template(records[int(chosen[0])])
+            if template is None:
+                continue
+            if len(templates) >= _TEMPLATES_KEPT:
+                templates.clear()
+            templates[length] = template
+        parsed = _parsed(buffer, data, starts, chosen, template, keys)
+        if not parsed.match.any() and count >= _MIN_SHARED:  # another layout of that length
+            fresh = _template(records[int(chosen[0])])
+            if fresh is not None:
+                templates[length] = fresh
+                parsed = _parsed(buffer, data, starts, chosen, fresh, keys)
+        parts.append(parsed)
+    return ParsedChunk(len(records), tuple(parts))
+
+
+def _parsed(
+    buffer: Any,
+    data: np.ndarray,
+    starts: np.ndarray,
+    chosen: np.ndarray,
+    template: _Template,
+    keys: Collection[str],
+) -> _Parsed:
+    """The records ``chosen`` (their Examples at ``starts`` of ``buffer``, whose bytes
+    ``data`` are, all of the template's length) matched against ``template``."""
+    match = (_gather(data, starts, template.structure) == template.signature).all(axis=1)
+    return _Parsed(chosen, match, _columns(buffer, starts, match, template, keys))
 
 
 def _columns(

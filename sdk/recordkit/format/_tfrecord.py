@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 import google_crc32c
+import numpy as np
 
 from recordkit.errors import CorruptRecordError
 from recordkit.storage import Location, location
@@ -530,6 +531,9 @@ def _cached(path: str, compression: Compression, size: int, mtime_ns: int, inode
 
 
 def _walk_plain(path: str, size: int) -> HeaderWalk:
+    uniform = _walk_uniform(path, size)
+    if uniform is not None:
+        return uniform
     records = 0
     with open(path, "rb") as stream:
         offset = 0
@@ -545,6 +549,42 @@ def _walk_plain(path: str, size: int) -> HeaderWalk:
             offset += FRAMING_BYTES + length
             records += 1
     return HeaderWalk(records, offset, offset == size)
+
+
+#: Records from which a file whose size is a multiple of its first record's frame is
+#: walked at once (:func:`_walk_uniform`), and how many headers are compared per step.
+_UNIFORM_FROM = 16
+_UNIFORM_STEP = 1 << 16
+
+
+def _walk_uniform(path: str, size: int) -> HeaderWalk | None:
+    """The walk of a file whose records all have its first record's size (a field group's
+    shard, or any of fixed-size fields), found at once: the first header's CRC checked,
+    then every header compared with it byte for byte in numpy (equal headers hold the same
+    length and the same right CRC), a step of records at a time. None when the file is
+    not so (the walk is then made header by header, which finds where it differs): a
+    Python walk costs a few microseconds a record, most of reading a small record."""
+    with open(path, "rb") as stream:
+        header = stream.read(HEADER_BYTES)
+        if len(header) < HEADER_BYTES or masked_crc(header[:8]) != _CRC.unpack_from(header, 8)[0]:
+            return None
+        frame = _LENGTH.unpack_from(header)[0] + FRAMING_BYTES
+        if size % frame or size // frame < _UNIFORM_FROM:
+            return None
+        count = size // frame
+        first = np.frombuffer(header, dtype=np.uint8)
+        with mmap.mmap(stream.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
+            if len(mapped) != size:  # changed since its size was asked: no view past its end
+                return None
+            data = np.frombuffer(mapped, dtype=np.uint8)
+            shape, strides = (count, HEADER_BYTES), (frame, 1)
+            headers = np.lib.stride_tricks.as_strided(data, shape, strides, writeable=False)
+            same = all(
+                bool((headers[begin : begin + _UNIFORM_STEP] == first).all())
+                for begin in range(0, count, _UNIFORM_STEP)
+            )
+            del data, headers  # the views end before the map closes
+    return HeaderWalk(count, size, True) if same else None
 
 
 def _walk_stream(path: str, compression: Compression) -> HeaderWalk:

@@ -113,7 +113,7 @@ def _runs_shard_by_shard(shard_of: np.ndarray, offsets: np.ndarray, sizes: np.nd
     return _Runs(shards, np.asarray(starts, np.int64), np.asarray(ends, np.int64), run_of, offsets, sizes)
 
 
-def _plan(shards: IndexedShards, located: Sequence[tuple[int, int]]) -> _Runs:
+def _plan(shards: IndexedShards, located: Sequence[tuple[int, int]] | np.ndarray) -> _Runs:
     return _runs(*shards.span_arrays(located))
 
 
@@ -142,12 +142,14 @@ def fetch_in_runs(shards: IndexedShards, located: Sequence[tuple[int, int]]) -> 
     return out
 
 
-def fetch_checked(shards: IndexedShards, located: Sequence[tuple[int, int]]) -> list[bytes | RecordkitError]:
+def fetch_checked(
+    shards: IndexedShards, located: Sequence[tuple[int, int]] | np.ndarray
+) -> list[bytes | RecordkitError]:
     """The data of each ``(shard, record)``, in the order asked, its length and CRCs
     checked: read as :func:`fetch_in_runs` reads them, each record's span looked up once.
     A record that cannot be read, or is damaged, gets its error (naming the shard and
     offset) in its place, for the caller to raise when it comes to it."""
-    if not located:
+    if len(located) == 0:
         return []
     runs = _plan(shards, located)
     got = _read_runs(shards, runs)

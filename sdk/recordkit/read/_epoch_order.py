@@ -183,6 +183,11 @@ def loader_taken(sizes: Sequence[int], batch_size: int, batches: int, *, drop_la
     return done
 
 
+def pair_list(pairs: np.ndarray) -> list[tuple[int, int]]:
+    """The rows of an ``[n, 2]`` array of ``(shard, number)`` as a list of int pairs."""
+    return list(zip(*pairs.reshape(-1, 2).T.tolist(), strict=True)) if len(pairs) else []
+
+
 class EpochItems(Protocol):
     """What a streaming reader reads in epochs: a split (:class:`SplitOrder`) or a mixture
     (:class:`~recordkit.read._mixture.MixtureOrder`)."""
@@ -195,6 +200,9 @@ class EpochItems(Protocol):
 
     def locate(self, items: np.ndarray) -> list[tuple[int, int]]:
         """Each item's ``(shard, number)`` (shards numbered across all sources)."""
+
+    def locate_pairs(self, items: np.ndarray) -> np.ndarray:
+        """:meth:`locate` as an ``[n, 2]`` array (no Python tuple a record)."""
 
     def identity(self) -> dict[str, Any]:
         """What a state records of the order, checked on resume."""
@@ -224,8 +232,12 @@ class SplitOrder:
 
     def locate(self, items: np.ndarray) -> list[tuple[int, int]]:
         """Each record's ``(shard, number)``."""
+        return pair_list(self.locate_pairs(items))
+
+    def locate_pairs(self, items: np.ndarray) -> np.ndarray:
+        """:meth:`locate` as an ``[n, 2]`` array."""
         shards = np.searchsorted(self.starts, items, side="right") - 1
-        return list(zip(shards.tolist(), (items - self.starts[shards]).tolist(), strict=True))
+        return np.stack([shards, items - self.starts[shards]], axis=1).astype(np.int64, copy=False)
 
     def identity(self) -> dict[str, Any]:
         """What a state records of this order, to refuse a state of another dataset."""

@@ -15,7 +15,7 @@ from typing import Any, TypeVar, cast
 
 import numpy as np
 
-from recordkit.read._epoch_order import Division, EpochItems, Progress, SplitOrder, loader_taken
+from recordkit.read._epoch_order import Division, EpochItems, Progress, SplitOrder, loader_taken, pair_list
 from recordkit.read._epoch_state import epoch_state, resumed_progress
 from recordkit.read._mixture_order import MixtureOrder
 from recordkit.read._numpy_geometry import epoch_draws
@@ -125,7 +125,7 @@ class EpochStream:
     def read_share(self, worker: int, workers: int, *, count: bool) -> Iterator[dict[str, Any]]:
         """The records of worker ``worker`` of ``workers``, decoded; ``count``: they are
         this process's whole share, counted for :meth:`state_dict`."""
-        located = self.worker_records(worker, workers)
+        located = self.worker_pairs(worker, workers)
         if not count:
             yield from self._read(located)
             return
@@ -169,11 +169,16 @@ class EpochStream:
     def worker_records(self, worker: int, workers: int) -> list[tuple[int, int]]:
         """The ``(shard, record)`` pairs DataLoader worker ``worker`` of ``workers`` reads
         this epoch, from where a resumed state says the epoch was left."""
+        return pair_list(self.worker_pairs(worker, workers))
+
+    def worker_pairs(self, worker: int, workers: int) -> np.ndarray:
+        """:meth:`worker_records` as an ``[n, 2]`` array (what the stream reads: no
+        Python tuple a record)."""
         _, items, remaining = self._remaining()
         division = self.division(workers)
-        return self.epochs.locate(items[division.share(remaining, division.reader(self.rank, worker))])
+        return self.epochs.locate_pairs(items[division.share(remaining, division.reader(self.rank, worker))])
 
-    def _read(self, located: list[tuple[int, int]]) -> Iterator[dict[str, Any]]:
+    def _read(self, located: np.ndarray) -> Iterator[dict[str, Any]]:
         """The records at ``located``, decoded, in order."""
         if self.sources is None:
             return self.records.stream(located, prefetch=self.prefetch, draws=self._geometry_draws(located))
@@ -188,7 +193,7 @@ class EpochStream:
 
     # -- random crops and flips ------------------------------------------------------------
 
-    def epoch_draws(self, seed: int, located: Sequence[tuple[int, int]]) -> np.ndarray:
+    def epoch_draws(self, seed: int, located: Sequence[tuple[int, int]] | np.ndarray) -> np.ndarray:
         """The random draws of the split's records at ``located`` this epoch, keyed by
         ``(seed, epoch, place in the epoch's order)``
         (:func:`~recordkit.read._numpy_geometry.epoch_draws`): the same for a record
@@ -204,11 +209,11 @@ class EpochStream:
         pairs = np.asarray(located, dtype=np.int64).reshape(-1, 2)
         return epoch_draws(seed, self.epoch, self._places[1][order.starts[pairs[:, 0]] + pairs[:, 1]])
 
-    def _geometry_draws(self, located: Sequence[tuple[int, int]]) -> np.ndarray | None:
+    def _geometry_draws(self, located: Sequence[tuple[int, int]] | np.ndarray) -> np.ndarray | None:
         """The draws of a seeded random geometry's records at ``located`` (None: no
         geometry, or one without a seed, whose draws are fresh)."""
         plan = self.records.geometry_plan
-        if plan is None or plan.geometry.seed is None or not located:
+        if plan is None or plan.geometry.seed is None or len(located) == 0:
             return None
         return self.epoch_draws(plan.geometry.seed, located)
 
@@ -219,19 +224,29 @@ class EpochStream:
         self.epochs = order
         self._reader_name = "mixture stream"
 
-    def _read_mixed(self, located: list[tuple[int, int]]) -> Iterator[dict[str, Any]]:
-        """Each ``(shard, number)``'s record (shards numbered across the sources), read
-        ``prefetch`` per source at a time (each source's share of a chunk fetched
-        together), in order."""
-        chunk = self.prefetch * len(cast(list[RandomAccess], self.sources))
-        for begin in range(0, len(located), chunk):
-            yield from self._mixed_records(located[begin : begin + chunk])
+    def _read_mixed(self, located: np.ndarray) -> Iterator[dict[str, Any]]:
+        """Each ``(shard, number)``'s record (shards numbered across the sources), in
+        order: each source streams its own records (:meth:`RandomAccess.stream`,
+        ``prefetch`` at a time, more for small records), and each place takes the next
+        record of its source."""
+        sources = cast(list[RandomAccess], self.sources)
+        owner_of, first_shard = cast(MixtureOrder, self.epochs).shard_owners
+        pairs = np.asarray(located, dtype=np.int64).reshape(-1, 2)
+        owners = np.asarray(owner_of, dtype=np.int64)[pairs[:, 0]]
+        streams: list[Iterator[dict[str, Any]]] = []
+        for source, records in enumerate(sources):
+            local = pairs[owners == source]
+            local[:, 0] -= first_shard[source]
+            streams.append(records.stream(local, prefetch=self.prefetch))
+        # Each source yields exactly its places' records (or raises), so no stream runs
+        # out early: ``next`` is mapped in C, without a Python step a record.
+        yield from map(next, map(streams.__getitem__, owners.tolist()))
 
-    def _mixed_records(self, chunk: Sequence[tuple[int, int]]) -> list[dict[str, Any]]:
+    def _mixed_records(self, chunk: Sequence[tuple[int, int]] | np.ndarray) -> list[dict[str, Any]]:
         """Each ``(shard, number)``'s record of a mixture, each source's fetched together."""
         return self._by_source(chunk, RandomAccess.records)
 
-    def serialized_located(self, located: Sequence[tuple[int, int]]) -> list[bytes]:
+    def serialized_located(self, located: Sequence[tuple[int, int]] | np.ndarray) -> list[bytes]:
         """The serialized records at ``located`` (from :meth:`worker_records`), checked,
         not decoded (a mixture's from their sources): what ``tf.data`` parses."""
         if self.sources is None:
@@ -240,22 +255,22 @@ class EpochStream:
 
     def _by_source(
         self,
-        chunk: Sequence[tuple[int, int]],
-        read: Callable[[RandomAccess, Sequence[tuple[int, int]]], list[_Read]],
+        chunk: Sequence[tuple[int, int]] | np.ndarray,
+        read: Callable[[RandomAccess, np.ndarray], list[_Read]],
     ) -> list[_Read]:
         """``read`` of each ``(shard, number)`` of a mixture (shards numbered across the
         sources), each source's read together, in ``chunk``'s order."""
         sources = cast(list[RandomAccess], self.sources)
         owner_of, first_shard = cast(MixtureOrder, self.epochs).shard_owners
-        places_of: dict[int, list[int]] = {}
-        for place, (shard, _) in enumerate(chunk):
-            places_of.setdefault(owner_of[shard], []).append(place)
+        pairs = np.asarray(chunk, dtype=np.int64).reshape(-1, 2)
+        owners = np.asarray(owner_of, dtype=np.int64)[pairs[:, 0]]
         out: list[Any] = [None] * len(chunk)
-        for source, places in places_of.items():
-            first = first_shard[source]
-            local = [(chunk[p][0] - first, chunk[p][1]) for p in places]
-            for place, record in zip(places, read(sources[source], local), strict=True):
-                out[place] = record
+        for source in np.unique(owners).tolist():
+            places = np.flatnonzero(owners == source)
+            local = pairs[places]
+            local[:, 0] -= first_shard[source]
+            read_ = read(sources[source], local)
+            list(map(out.__setitem__, places.tolist(), read_))  # each in its place, in C
         return out
 
     # -- position -----------------------------------------------------------------------------

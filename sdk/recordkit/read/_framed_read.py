@@ -30,9 +30,11 @@ import numpy as np
 
 from recordkit.dataset._shards import ListedShards, Shard
 from recordkit.errors import CorruptRecordError, RecordkitError
-from recordkit.format._tfrecord import FRAMING_BYTES, Compression, HeaderWalk, walk_headers
+from recordkit.format._tfrecord import FRAMING_BYTES, Compression, HeaderWalk, iter_tfrecords, walk_headers
 from recordkit.read._corruption import OnCorrupt
 from recordkit.read._open import OpenedDataset, check_shard_size
+from recordkit.read._traced import traced_as_written
+from recordkit.storage import location
 
 __all__ = [
     "checked_as_opened",
@@ -40,6 +42,7 @@ __all__ = [
     "framed_records",
     "loss_messages",
     "read_as_opened",
+    "readable",
     "walk_shard",
 ]
 
@@ -47,8 +50,6 @@ __all__ = [
 DEFAULT_CYCLE = 16
 #: The words of a loss's message between the offset and the records read (one file).
 _MIDDLE = ": the record there is corrupt or truncated; "
-#: A batch size that holds every record of a shard.
-_EVERY = 2**62
 
 
 def walk_shard(shard: Shard, compression: Compression) -> HeaderWalk:
@@ -103,30 +104,38 @@ def framed_records(
 ) -> Any:
     """The records of the shard at ``path`` read by ``TFRecordDataset`` (its CRCs checked),
     taken up to ``count`` (-1: all, then the error). A loss ends them early (TensorFlow's
-    DataLossError is ignored only to be replaced): the next element reads the shard again,
-    counts what it can read and fails with the message ``head() offset middle records
-    tail()`` (``head`` and ``tail`` give it in the graph). Nothing runs per record."""
+    DataLossError is ignored only to be replaced): the next element reads the shard again
+    in Python (:func:`readable`: the records and bytes before the first bad one, where
+    TensorFlow stopped too) and fails with the message ``head() offset middle records
+    tail()`` (``head`` and ``tail`` give it in the graph). Nothing runs per record, and
+    the loss's branch is two datasets and one function: a read builds and starts one for
+    each shard it opens."""
     import tensorflow as tf
 
-    def fail(sizes: Any) -> Any:
-        # ``sizes``: a 0, then the framed size of each record read (no ``reduce``, which is
-        # stateful: an iterator holding one could not be saved in a checkpoint).
-        read = tf.size(sizes, out_type=tf.int64) - 1
+    def fail(shard: Any) -> Any:
+        # Stateless: the same file, the same answer (an iterator holding it saves in a checkpoint).
+        offset, read = tf.numpy_function(readable, [shard], [tf.int64, tf.int64], stateful=False)
         message = tf.strings.join(
-            [head(), tf.strings.as_string(tf.reduce_sum(sizes)), middle, tf.strings.as_string(read), tail()]
+            [head(), tf.strings.as_string(offset), middle, tf.strings.as_string(read), tail()]
         )
         with tf.control_dependencies([tf.debugging.Assert(False, [message], summarize=1)]):
             return tf.constant("")
 
-    def framed_size(record: Any) -> Any:
-        return tf.cast(tf.strings.length(record), tf.int64) + FRAMING_BYTES
-
-    zero = tf.data.Dataset.from_tensors(tf.constant(0, tf.int64))
-    again = tf.data.TFRecordDataset(path).ignore_errors().map(framed_size)
-    # One element whatever was read (``batch`` keeps at most 2**16 sizes in reserve).
-    lost = zero.concatenate(again).batch(_EVERY).map(fail)
+    lost = tf.data.Dataset.from_tensors(path).map(traced_as_written(fail))
     records = tf.data.TFRecordDataset(path).ignore_errors()
     return records.concatenate(lost).take(count)
+
+
+def readable(path: bytes) -> tuple[np.int64, np.int64]:
+    """The bytes and the records of the local, uncompressed TFRecord file ``path`` that can
+    be read before its first corrupt or truncated record (its CRCs checked)."""
+    offset = records = 0
+    try:
+        for start, data in iter_tfrecords(location(path.decode("utf-8"))):
+            offset, records = start + len(data) + FRAMING_BYTES, records + 1
+    except (CorruptRecordError, OSError):
+        pass
+    return np.int64(offset), np.int64(records)
 
 
 def checked_as_opened(dataset: OpenedDataset, shards: Sequence[Shard], on_corrupt: OnCorrupt) -> bool:
@@ -198,7 +207,7 @@ def read_as_opened(
     if shuffle_files:
         files = files.shuffle(len(shards), seed=seed, reshuffle_each_iteration=True)
     chunks = files.interleave(
-        read,
+        traced_as_written(read),
         cycle_length=cycle_length or DEFAULT_CYCLE,
         block_length=block_length if chunk is None else 1,
         num_parallel_calls=tf.data.AUTOTUNE,

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from recordkit.codec._capabilities import PadsAsDecoded, decodes_per_record, raster_kind
 from recordkit.dataset._shards import Shard, selected_records
 from recordkit.read._corruption import OnCorrupt
 from recordkit.read._dense import OFFSET_SUFFIX, SHAPE_SUFFIX, pad_into, row_shapes
@@ -31,9 +32,11 @@ from recordkit.read._parse import PRESENT_SUFFIX, make_padded_parser
 from recordkit.read._per_record import DRAWS, RaggedUnbatcher, per_record
 from recordkit.read._record_parse import parses_per_record, records_parsed_one_by_one
 from recordkit.read._shard_stream import read_shards
+from recordkit.read._traced import traced_as_written
 
 __all__ = [
     "DEFAULT_BLOCK_LENGTH",
+    "PARSE_CHUNK",
     "IMAGE_FITS",
     "OFFSET_SUFFIX",
     "SHAPE_SUFFIX",
@@ -41,6 +44,17 @@ __all__ = [
     "decoded",
     "tf_pipeline",
 ]
+
+
+#: Records parsed and decoded together, where every field read decodes to a dense tensor
+#: of one shape (an embedding, a label, a score: what field groups usually hold), before
+#: the decoded values are rebatched to the batch size: each call of a pipeline's parse
+#: costs a fixed amount besides its records (a few hundred microseconds of CPU), most of
+#: what a batch of 64 small records costs.
+PARSE_CHUNK = 256
+#: The serialized bytes a chunk may hold (records of 1 MB are parsed a batch at a time):
+#: a parallel parse holds several chunks at once.
+_CHUNK_BYTES = 16 << 20
 
 
 def tf_pipeline(opened: Opened, options: PipelineOptions, on_corrupt: OnCorrupt, skip: int = 0) -> Any:
@@ -52,8 +66,9 @@ def tf_pipeline(opened: Opened, options: PipelineOptions, on_corrupt: OnCorrupt,
     shards, record_shard = _my_shards(opened)
     layout = DecodeLayout.build(opened.dataset, options)
     one_by_one = parses_per_record(layout, options)
-    batches = _serialized_batches(opened, shards, record_shard, options, on_corrupt, skip, one_by_one)
-    dataset = decoded(batches, layout, options, one_by_one)
+    chunk = None if one_by_one else parse_chunk(layout, options, _record_bytes(shards))
+    batches = _serialized_batches(opened, shards, record_shard, options, on_corrupt, skip, one_by_one, chunk)
+    dataset = decoded(batches, layout, options, one_by_one, chunked=chunk is not None)
     size = _known_size(
         shards, record_shard, options.repeat, options.batch_size, options.drop_remainder, on_corrupt, skip
     )
@@ -69,6 +84,7 @@ def decoded(
     one_by_one: bool,
     *,
     draws_given: bool = False,
+    chunked: bool = False,
 ) -> Any:
     """Batches of serialized records (``batch_size``, or any number when records are
     asked for; single records when ``one_by_one``, see
@@ -76,7 +92,9 @@ def decoded(
     out, as batches or records, prefetched: the pipeline after its source of records.
     With ``draws_given`` (a random crop or flip), each element is a batch of serialized
     records and their random draws (``[records, DRAWS]``), instead of draws keyed by
-    the batch's position."""
+    the batch's position. With ``chunked``, ``batches`` are chunks of
+    :func:`parse_chunk` records, decoded a chunk at a time and rebatched to the batch
+    size."""
     import tensorflow as tf
 
     if one_by_one:  # every field decoded record by record: parsed record by record too
@@ -85,11 +103,69 @@ def decoded(
         to_records = RaggedUnbatcher()
         dataset = _decode_batches(batches, layout, options, to_records, draws_given=draws_given)
         dataset = per_record(dataset, to_records, layout, options)
+    elif chunked:
+        dataset = _decode_batches(batches, layout, options)
+        if _dense(dataset.element_spec):
+            dataset = dataset.rebatch(options.batch_size, drop_remainder=options.drop_remainder)
+        else:  # a codec's decode gave values of varying shapes after all: batch by batch
+            batches = batches.rebatch(options.batch_size, drop_remainder=options.drop_remainder)
+            dataset = _decode_batches(batches, layout, options)
     else:
         dataset = _decode_batches(batches, layout, options, draws_given=draws_given)
     if options.prefetch:
         dataset = dataset.prefetch(tf.data.AUTOTUNE)
     return dataset
+
+
+def parse_chunk(layout: DecodeLayout, options: PipelineOptions, record_bytes: float | None) -> int | None:
+    """The records to parse and decode together (a multiple of the batch size, at most
+    :data:`PARSE_CHUNK`, and at most 16 MB of records of ``record_bytes``: None, not
+    known) when batches of fewer are asked for and every field read is
+    plain (neither optional nor a sequence), stored with fixed-shape wire features and
+    decoded in its batch by a codec that is no picture and pads nothing, and nothing is
+    padded, fitted, cropped or filled with a default; None otherwise (each batch parsed
+    alone). The decoded values are rebatched: the same records in the same batches."""
+    size = options.batch_size
+    if size is None or size * 2 > PARSE_CHUNK or options.random_crop:
+        return None
+    if layout.per_record or layout.per_record_values or layout.padded or layout.sizes:
+        return None
+    dataset = layout.dataset
+    if dataset.defaulted or not dataset.fields:
+        return None
+    for field in dataset.fields:
+        if field.presence_key is not None or field.spec.sequence:
+            return None
+        if any(None in keyed.feature.shape for keyed in field.features):
+            return None
+        codec = field.codec
+        if raster_kind(codec) is not None or isinstance(codec, PadsAsDecoded) or decodes_per_record(codec):
+            return None
+    most = PARSE_CHUNK
+    if record_bytes is not None:
+        most = min(most, int(_CHUNK_BYTES // max(record_bytes, 1.0)))
+    return most // size * size if most >= size * 2 else None
+
+
+def _record_bytes(shards: Sequence[Shard]) -> float | None:
+    """The mean size of a record of the first of ``shards`` (its files joined), from the
+    manifest; None when it does not say."""
+    if not shards:
+        return None
+    first = shards[0]
+    sizes = [file.bytes for file in first.files]
+    if not first.records or any(size is None for size in sizes):
+        return None
+    return sum(size for size in sizes if size is not None) / first.records
+
+
+def _dense(spec: Any) -> bool:
+    """Whether every value of a dataset's element ``spec`` is a dense tensor whose shape
+    past the batch is fixed (what ``rebatch`` splits exactly)."""
+    import tensorflow as tf
+
+    values = tf.nest.flatten(spec)
+    return all(isinstance(value, tf.TensorSpec) and value.shape[1:].is_fully_defined() for value in values)
 
 
 def _my_shards(opened: Opened) -> tuple[Sequence[Shard], tuple[int, int] | None]:
@@ -111,11 +187,14 @@ def _serialized_batches(
     on_corrupt: OnCorrupt,
     skip: int = 0,
     single: bool = False,
+    chunk: int | None = None,
 ) -> Any:
     """Batches of serialized records (``batch_size`` of them, or ``block_length`` when
     single records are asked for): read, checked, repeated and shuffled; the first
     ``skip`` records (a resumed read) dropped before they are parsed. With ``single``,
-    the records one by one instead, for the pipeline to parse and batch."""
+    the records one by one instead, for the pipeline to parse and batch. With ``chunk``,
+    batches of ``chunk`` records instead, the last one short (the decoded values are
+    rebatched)."""
     one_by_one = bool(options.shuffle_buffer or record_shard is not None or skip or single)
     # Decided on the whole split, as Dataset.tf decided whether to check sizes at open.
     as_opened = checked_as_opened(opened.dataset, opened.dataset.shards, on_corrupt)
@@ -150,9 +229,13 @@ def _serialized_batches(
             records = records.skip(skip)
         if single:
             return records
+        if chunk is not None:
+            return records.batch(chunk)
         return records.batch(
             batch_size or options.block_length, drop_remainder=options.drop_remainder and bool(batch_size)
         )
+    if chunk is not None:
+        return chunks.rebatch(chunk)
     if batch_size is not None:
         return chunks.rebatch(batch_size, drop_remainder=options.drop_remainder)
     return chunks
@@ -180,18 +263,20 @@ def _decode_batches(
 
     if draws_given:
         return batches.map(
-            lambda serialized, draws: parse(serialized, draws=draws),
+            traced_as_written(lambda serialized, draws: parse(serialized, draws=draws)),
             num_parallel_calls=tf.data.AUTOTUNE,
             deterministic=options.deterministic,
         )
     if options.random_crop:
         # Each batch's position keys its random draws: the same seed, the same windows.
         return batches.enumerate().map(
-            lambda position, serialized: parse(serialized, position),
+            traced_as_written(lambda position, serialized: parse(serialized, position)),
             num_parallel_calls=tf.data.AUTOTUNE,
             deterministic=options.deterministic,
         )
-    return batches.map(parse, num_parallel_calls=tf.data.AUTOTUNE, deterministic=options.deterministic)
+    return batches.map(
+        traced_as_written(parse), num_parallel_calls=tf.data.AUTOTUNE, deterministic=options.deterministic
+    )
 
 
 def _known_size(

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from recordkit.read._epoch_order import SplitOrder
+from recordkit.read._epoch_order import SplitOrder, pair_list
 
 __all__ = ["MixtureOrder"]
 
@@ -129,6 +129,10 @@ class MixtureOrder:
 
     def locate(self, items: np.ndarray) -> list[tuple[int, int]]:
         """Each item's ``(shard, number)``, shards numbered across the sources."""
+        return pair_list(self.locate_pairs(items))
+
+    def locate_pairs(self, items: np.ndarray) -> np.ndarray:
+        """:meth:`locate` as an ``[n, 2]`` array."""
         sources = self.source_of(items)
         shards = np.empty(len(items), dtype=np.int64)
         numbers = np.empty(len(items), dtype=np.int64)
@@ -139,7 +143,7 @@ class MixtureOrder:
             shard = np.searchsorted(starts, local, side="right") - 1
             shards[where] = self.shard_starts[source] + shard
             numbers[where] = local - starts[shard]
-        return list(zip(shards.tolist(), numbers.tolist(), strict=True))
+        return np.stack([shards, numbers], axis=1)
 
     def identity(self) -> dict[str, Any]:
         """What a state records of the mixture: its sources, weights and epoch length."""

@@ -10,25 +10,39 @@ cost several times what decoding its fields does. The values are those of the
 per-record path: a record that cannot be parsed with the others is given as its bytes.
 A shard whose framing is not sound is read by
 :func:`~recordkit.read._iter_records.iter_shard_records`, whose errors name the record.
+
+:func:`parsed_fetched` parses the same way the records that random access and the epoch
+readers fetch by index, a batch at a time (the shuffled order of an epoch, a mixture's
+sources), their framing already checked by the fetch.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import mmap
 import os
 import struct
 from collections.abc import Callable, Collection, Generator, Iterator, Mapping, Sequence
 from contextlib import ExitStack
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
 from recordkit.dataset._shards import Shard
-from recordkit.format._batch_parse import Column, ParsedChunk, ParsedExample, framed_records, parsed_records
+from recordkit.errors import RecordkitError
+from recordkit.format._batch_parse import (
+    Column,
+    ParsedChunk,
+    ParsedExample,
+    Templates,
+    framed_records,
+    parsed_data,
+    parsed_records,
+)
 from recordkit.format._tfrecord import FOOTER_BYTES, FRAMING_BYTES, HEADER_BYTES, Compression
 
-__all__ = ["ColumnDecoder", "DecodedRecord", "parsed_shard_records"]
+__all__ = ["ColumnDecoder", "DecodedRecord", "parsed_fetched", "parsed_shard_records"]
 
 
 _LENGTH = struct.Struct("<Q")
@@ -123,6 +137,57 @@ def _parsed_chunks(
                     yield offset, parsed[0] if len(parsed) == 1 else _merged(parsed)
                 else:
                     yield offset, joined
+
+
+def parsed_fetched(
+    fetched: Sequence[tuple[bytes | RecordkitError, ...]],
+    keys: Collection[str],
+    templates: Sequence[Templates],
+    decode: ColumnDecoder | None = None,
+) -> list[bytes | ParsedExample | DecodedRecord] | None:
+    """Records fetched by index (each its checked data in every joined file, as
+    :meth:`~recordkit.read._random_access.RandomAccess` fetches them), parsed for ``keys``
+    many at a time (:func:`~recordkit.format._batch_parse.parsed_data`, file ``k``'s
+    against the templates ``templates[k]`` keeps), as :func:`parsed_shard_records` gives
+    a shard's: each record's Example, or its bytes (joined) where it has to be parsed
+    alone, or, with ``decode`` and records of one layout, all of them decoded. None when
+    a record could not be read or is damaged: the batch is read record by record, which
+    raises each error where its record comes."""
+    files = list(zip(*fetched, strict=True)) if fetched else []
+    if any(any(map(isinstance, parts, itertools.repeat(RecordkitError))) for parts in files):
+        return None
+    datas = cast(list[tuple[bytes, ...]], files)
+    chunks = [parsed_data(parts, keys, kept) for parts, kept in zip(datas, templates, strict=True)]
+    if len(chunks) == 1:
+        return _parsed_items(chunks[0], datas[0], decode)
+    if decode is not None and (records := _decoded(chunks, decode)) is not None:
+        return list(map(DecodedRecord, records))
+    joined = list(map(b"".join, zip(*datas, strict=True)))
+    if all(not chunk.parts for chunk in chunks):
+        return list[bytes | ParsedExample | DecodedRecord](joined)
+    examples = zip(*(chunk.examples() for chunk in chunks), strict=True)
+    return [
+        data if None in parsed else _merged(parsed) for parsed, data in zip(examples, joined, strict=True)
+    ]
+
+
+def _parsed_items(
+    chunk: ParsedChunk, datas: Sequence[bytes], decode: ColumnDecoder | None
+) -> list[bytes | ParsedExample | DecodedRecord]:
+    """The records of one file's ``chunk`` (their data ``datas``): those of a layout all
+    of whose records matched, decoded together with ``decode``; the other matched ones
+    parsed; the rest as their data."""
+    out: list[bytes | ParsedExample | DecodedRecord] = list(datas)
+    for part in chunk.parts:
+        if decode is not None and bool(part.match.all()):
+            records = decode(part.columns, len(part.chosen))
+            if records is not None:
+                for position, record in zip(part.chosen.tolist(), records, strict=True):
+                    out[position] = DecodedRecord(record)
+                continue
+        for position, example in part.examples():
+            out[position] = example
+    return out
 
 
 def _data(

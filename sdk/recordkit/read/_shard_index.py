@@ -279,8 +279,11 @@ class IndexedShards:
         shards, starts, sizes = self.span_arrays(records)
         return list(zip(shards.tolist(), starts.tolist(), sizes.tolist(), strict=True))
 
-    def span_arrays(self, records: Sequence[tuple[int, int]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """:meth:`spans` as three arrays: the shard, offset and size of each record."""
+    def span_arrays(
+        self, records: Sequence[tuple[int, int]] | np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """:meth:`spans` as three arrays: the shard, offset and size of each record
+        (``records`` may be an ``[n, 2]`` array)."""
         pairs = np.asarray(records, dtype=np.int64).reshape(-1, 2)
         shards, numbers = pairs[:, 0], pairs[:, 1]
         if len(pairs) and (shards == shards[0]).all():  # one shard, the usual batch: fewer steps

@@ -68,6 +68,7 @@ from recordkit.read._framed_read import (
 )
 from recordkit.read._open import OpenedDataset
 from recordkit.read._options import RemoteIO
+from recordkit.read._traced import traced_as_written
 from recordkit.storage import location
 
 __all__ = ["read_shards"]
@@ -164,14 +165,14 @@ def read_shards(
         chunks = read(tf.constant(0, tf.int64), tf.constant(paths[0], tf.string))
     elif len(shards) > 1:
         chunks = files.interleave(
-            read,
+            traced_as_written(read),
             cycle_length=cycle_length or min(len(shards), DEFAULT_CYCLE),
             block_length=block_length if framed is not None and one_by_one else 1,
             num_parallel_calls=tf.data.AUTOTUNE,
             deterministic=deterministic,
         )
     else:
-        chunks = files.flat_map(read)
+        chunks = files.flat_map(traced_as_written(read))
     if not checked or not shards:
         return chunks.unbatch() if one_by_one else chunks
     if framed is not None:  # no markers; the shard ends of several shards joined, as below
@@ -180,7 +181,7 @@ def read_shards(
     counts = tf.zeros([2] if len(shards) == 1 else [len(shards), 2], tf.int64)
     check = _checker(dataset, shards, on_corrupt, report)
     # ``rebatch`` drops the empty markers, as a ``filter`` would, with no function.
-    chunks = chunks.scan(counts, check).rebatch(block_length)
+    chunks = chunks.scan(counts, traced_as_written(check)).rebatch(block_length)
     return chunks.unbatch() if one_by_one else chunks
 
 

@@ -67,11 +67,12 @@ class TfEpochs:
         position applies only to the epoch it was saved in)."""
         self.stream.set_epoch(epoch)
 
-    def _batches(self) -> list[list[tuple[int, int]]]:
-        """The ``(shard, record)`` pairs of each element's records, this rank, this epoch
-        (from where a resumed state left it): ``batch_size`` of them (the last one short,
-        or left out with ``drop_remainder``), or, for single records, groups to fetch."""
-        located = self.stream.worker_records(0, 1)
+    def _batches(self) -> list[np.ndarray]:
+        """The ``(shard, record)`` pairs (``[n, 2]`` arrays) of each element's records, this
+        rank, this epoch (from where a resumed state left it): ``batch_size`` of them (the
+        last one short, or left out with ``drop_remainder``), or, for single records,
+        groups to fetch."""
+        located = self.stream.worker_pairs(0, 1)
         size = self.options.batch_size or self.options.block_length
         groups = [located[begin : begin + size] for begin in range(0, len(located), size)]
         if self.options.batch_size and self.options.drop_remainder and groups and len(groups[-1]) < size:
@@ -103,7 +104,7 @@ class TfEpochs:
 
         def serialized() -> Iterator[Any]:
             for begin in range(0, len(groups), together):
-                located = [pair for group in groups[begin : begin + together] for pair in group]
+                located = np.concatenate(groups[begin : begin + together])
                 try:
                     fetched = np.array(stream.serialized_located(located), dtype=object)
                 except RecordkitError as error:

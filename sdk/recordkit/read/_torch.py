@@ -209,7 +209,8 @@ class IterableDataset(torch.utils.data.IterableDataset[Any], EpochStream):
         saved with any number of ranks and workers (or a count of the epoch's first
         records read).
     :param prefetch: records whose bytes are fetched together, ahead of decoding (from a
-        remote dataset: their ranged GETs run concurrently).
+        remote dataset: their ranged GETs run concurrently); small records up to 8 times
+        as many, at most 1 MB (see :meth:`recordkit.RandomAccess.stream`).
     :param batch_size: the DataLoader's batch size: records are dealt to the readers in
         blocks of it, so that the ranks' ``i``-th batches together are the canonical
         order's ``i``-th global batch, whatever the number of workers (None: one record

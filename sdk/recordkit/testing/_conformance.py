@@ -52,6 +52,7 @@ from recordkit.format._tfrecord import Compression, frame_record, iter_tfrecords
 from recordkit.hookspecs import hookimpl
 from recordkit.read._numpy_decode import decode_record_numpy
 from recordkit.read._parse import PRESENT_SUFFIX, make_parser
+from recordkit.read._traced import traced_as_written
 from recordkit.schema._encoder import RecordEncoder
 from recordkit.schema._fields import FieldSpec
 from recordkit.schema._schema import BoundSchema, Schema
@@ -367,7 +368,8 @@ def _write(bound: BoundSchema, records: list[dict[str, Any]], path: Path, check:
 def _read_tf(bound: BoundSchema, path: Path, batch: int) -> list[dict[str, Any]]:
     import tensorflow as tf
 
-    dataset = tf.data.TFRecordDataset(str(path)).batch(batch).map(make_parser(bound))
+    # Traced as recordkit's readers trace it: without AutoGraph (no Python branch on a tensor).
+    dataset = tf.data.TFRecordDataset(str(path)).batch(batch).map(traced_as_written(make_parser(bound)))
     sequence = bound.fields[0].spec.sequence
     rows: list[dict[str, Any]] = []
     for out in dataset:
