@@ -16,6 +16,7 @@ from recordkit.read._dense import SHAPE_SUFFIX, dense_record, pad_into, pad_ragg
 from recordkit.read._layout import DecodeLayout, padding_values
 from recordkit.read._options import PipelineOptions
 from recordkit.read._record_values import RecordWire, decode_picture, decode_value
+from recordkit.read._traced import traced_as_written
 
 __all__ = ["DRAWS", "RaggedUnbatcher", "dense_batches", "per_record", "record_decoder"]
 
@@ -48,7 +49,7 @@ def per_record(
     dense = batch_size is None or _dense_records(batched_spec, layout)
     decode = record_decoder(layout, options, batched_spec, dense)
     records = dataset.unbatch().map(
-        lambda record: decode(unbatcher.decode(record)),
+        traced_as_written(lambda record: decode(unbatcher.decode(record))),
         num_parallel_calls=tf.data.AUTOTUNE,
         deterministic=options.deterministic,
     )
@@ -73,7 +74,9 @@ def dense_batches(records: Any, layout: DecodeLayout, options: PipelineOptions) 
     finish = _finisher(layout, records.element_spec)
     if finish is None:
         return batches
-    return batches.map(finish, num_parallel_calls=tf.data.AUTOTUNE, deterministic=options.deterministic)
+    return batches.map(
+        traced_as_written(finish), num_parallel_calls=tf.data.AUTOTUNE, deterministic=options.deterministic
+    )
 
 
 class RaggedUnbatcher:
@@ -379,4 +382,6 @@ def _ragged_batches(
             pad_into(out, name, out[name], layout.pad_values[name])
         return out
 
-    return batches.map(pad, num_parallel_calls=tf.data.AUTOTUNE, deterministic=options.deterministic)
+    return batches.map(
+        traced_as_written(pad), num_parallel_calls=tf.data.AUTOTUNE, deterministic=options.deterministic
+    )

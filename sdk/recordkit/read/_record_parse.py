@@ -24,6 +24,7 @@ from recordkit.read._layout import DecodeLayout
 from recordkit.read._options import PipelineOptions
 from recordkit.read._parse import FieldPlan, field_plan, spec_from_plans
 from recordkit.read._per_record import dense_batches, record_decoder
+from recordkit.read._traced import traced_as_written
 
 __all__ = ["parses_per_record", "records_parsed_one_by_one"]
 
@@ -67,5 +68,7 @@ def records_parsed_one_by_one(records: Any, layout: DecodeLayout, options: Pipel
         wire = {plan["name"]: {f["name"]: parsed[f["key"]] for f in plan["features"]} for plan in plans}
         return decode(wire)
 
-    decoded = records.map(parse, num_parallel_calls=tf.data.AUTOTUNE, deterministic=options.deterministic)
+    decoded = records.map(
+        traced_as_written(parse), num_parallel_calls=tf.data.AUTOTUNE, deterministic=options.deterministic
+    )
     return dense_batches(decoded, layout, options)
