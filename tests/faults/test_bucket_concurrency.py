@@ -14,6 +14,7 @@ before each PUT detects are tested (see the cloud-storage how-to).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import subprocess
@@ -206,4 +207,50 @@ def test_a_resume_that_overlaps_a_still_running_write_takes_it_over_and_never_de
     assert len(failures) == 1
     assert "was replaced by another writer" in str(failures[0])
     assert _names(s3_bucket, url, "train") == _items(0, 10)
+    _verify(s3_bucket, url)
+
+
+def test_an_upload_the_taken_over_write_finishes_late_never_overwrites_a_shard_the_resume_listed(
+    s3_bucket: Bucket, fault_cases: Any
+) -> None:
+    """Writer A has listed shard 0 of train and is uploading shard 1 when a resume B
+    takes the write over and finishes it, listing a shard 1 of its own. A's upload then
+    completes. Each run writes its shards under names of its own (a run token), so A's
+    object lands beside B's, unlisted, and A's save fails: every listed shard holds the
+    bytes dataset.json says. (Before, both runs named shard 1 ``train-00001.tfrecord``
+    and A's late upload silently replaced B's listed shard: last write wins.)"""
+    fault_cases.tried("a resume overlapping a still-running writer in a bucket")
+    url = s3_bucket.join("items")
+    options = s3_bucket.storage_options
+    root = location(url, options)
+    a = rk.DatasetWriter(url, REMOTE_SCHEMA, shard_records=5, progress=False, storage_options=options)
+    for record in remote_records(6, 100):  # shard 0: item-100..104; shard 1 under way: item-105
+        a.write(record)
+    a._splits["train"].settle_commit()  # private: shard 0 listed before B starts, as A would have
+    rk.write_dataset(
+        remote_records(10), REMOTE_SCHEMA, url, shard_records=5, resume=True, storage_options=options
+    )  # B: takes the write over, writes item-5..9 as shard 1 and lists it
+    resumed = RemoteManifest.at(root)
+    assert resumed is not None
+    listed_by_b = resumed.load()
+    assert listed_by_b is not None
+    with pytest.raises(ConcurrentWriteError, match=r"dataset\.json was replaced by another writer"):
+        a.close()  # A's shard 1 upload completes now; its save listing it is refused
+    stored = RemoteManifest.at(root)
+    assert stored is not None
+    final = stored.load()
+    assert final is not None
+    assert final.splits["train"].shards == listed_by_b.splits["train"].shards
+    changed = [
+        s.file
+        for s in final.splits["train"].shards
+        if hashlib.sha256(root.join(s.file).read_bytes()).hexdigest() != s.sha256
+    ]
+    assert changed == [], f"listed shards overwritten after they were listed: {changed}"
+    # A's late upload is there, under a name of its own: unlisted debris, not a replacement.
+    listed = {s.file for s in final.splits["train"].shards}
+    second_shards = [n for n in root.list() if n.startswith("train-00001.") and n.endswith(".tfrecord")]
+    assert len(second_shards) == 2, second_shards
+    assert len(listed.intersection(second_shards)) == 1, second_shards
+    assert _names(s3_bucket, url, "train") == sorted(_items(100, 5) + _items(5, 5))
     _verify(s3_bucket, url)

@@ -130,6 +130,36 @@ def test_a_damaged_shard_among_many_is_named_with_its_offset_and_the_records_rea
     assert kept == [i for i in range(N) if not first + bad <= i < first + PER_SHARD]
 
 
+def test_a_shard_holding_more_records_than_listed_is_refused_before_any_of_them_is_read(
+    many: Path, tmp_path: Path, fault_cases: Any
+) -> None:
+    """A sound record appended to a shard and the manifest's bytes made to agree (as an
+    attacker, or a manifest without sizes, would have it): records the manifest does not
+    count are not the dataset's, and the shard is refused as the numpy reader refuses it."""
+    root = copy(many, tmp_path)
+    paths = shard_paths(root)
+    index = SHARDS // 2
+    donor = paths[0].read_bytes()
+    first_record = donor[: record_offsets(paths[0])[1]]
+    with paths[index].open("ab") as shard:
+        shard.write(first_record)
+    relist(root)
+    fault_cases.tried("shards holding unlisted records (tf.data, many shards)")
+    more = f"holds more records than the {PER_SHARD} the manifest lists"
+    read: list[int] = []
+
+    def read_all() -> None:
+        read.extend(int(record["id"]) for record in rk.load_dataset(root, fields=["id"]))
+
+    with pytest.raises(
+        tf.errors.InvalidArgumentError, match=f"CorruptRecordError: shard {paths[index].name}: {more}"
+    ):
+        read_all()
+    assert 0 not in read[PER_SHARD:]  # the appended copy of record 0 never reached the reader
+    with pytest.raises(rk.errors.CorruptRecordError, match=more):
+        list(rk.open(root).records())
+
+
 def test_a_missing_shard_among_many_is_named_when_the_read_reaches_it(
     many: Path, tmp_path: Path, fault_cases: Any
 ) -> None:

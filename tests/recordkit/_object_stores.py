@@ -11,6 +11,7 @@ from __future__ import annotations
 import collections
 import dataclasses
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -215,6 +216,22 @@ def remote_records(count: int, start: int = 0) -> list[dict[str, Any]]:
         {"name": f"item-{i}", "label": i % 10, "values": np.full(3, i, dtype=np.float32)}
         for i in range(start, start + count)
     ]
+
+
+def run_shard_names(files: list[str]) -> list[str]:
+    """The names of shards written to a bucket, each one's run token taken out
+    (``train-00000.5f0c9a1e.tfrecord[.index]`` -> ``train-00000.tfrecord[.index]``); an
+    AssertionError if a shard's name carries none. Other names are kept as they are."""
+    shard = re.compile(r"^(.*-\d{5,})(\.[0-9a-f]{8})?(\.tfrecord.*)$")
+    plain = []
+    for file in files:
+        match = shard.match(file)
+        if match is None:
+            plain.append(file)
+            continue
+        assert match.group(2) is not None, f"shard {file} has no run token"
+        plain.append(match.group(1) + match.group(3))
+    return plain
 
 
 def cli_options(bucket: Bucket) -> list[str]:

@@ -363,7 +363,7 @@ def _values(feature: Any) -> tuple[WireKind, Any]:
 
 
 #: From this many values on, a float list is read from its packed bytes: ``np.fromiter``
-#: boxes every value as a Python float (~35 ns each), re-serializing the list is one copy.
+#: boxes every value as a Python float, re-serializing the list is one copy.
 _PACKED_FLOATS_FROM = 16
 
 

@@ -376,8 +376,8 @@ class Dataset:
         # A read of many local shards checks each shard's size as it opens it, not all here.
         check_on_corrupt(on_corrupt)
         source = self._readable()
-        sizes = not checked_as_opened(source, source.shards, on_corrupt)
-        opened = self._opened(on_corrupt, report, rank, world_size, input_context, sizes=sizes)
+        as_opened = checked_as_opened(source, source.shards, on_corrupt)
+        opened = self._opened(on_corrupt, report, rank, world_size, input_context, as_opened=as_opened)
         return tf_pipeline(opened, options, on_corrupt, skip)
 
     def tf_epochs(
@@ -663,17 +663,18 @@ class Dataset:
         input_context: Any,
         *,
         sizes: bool = True,
+        as_opened: bool = False,
     ) -> Opened:
         """The source for a streaming read: checked (the shards' sizes first when
-        ``sizes``), with this worker's share and the report of skipped records
-        (``on_corrupt="skip"``)."""
+        ``sizes``, unless a tf.data read checks each shard ``as_opened``), with this
+        worker's share and the report of skipped records (``on_corrupt="skip"``)."""
         check_on_corrupt(on_corrupt)
         share = worker_share(input_context, world_size, rank, names=("world_size", "rank"))
         with self._lock:
-            source = self._checked_source(sizes=sizes and on_corrupt == "raise")
+            source = self._checked_source(sizes=sizes and not as_opened and on_corrupt == "raise")
         if report is None and on_corrupt == "skip":
             report = CorruptionReport()  # still logs each skip
-        return Opened(source, share, report)
+        return Opened(source, share, report, checked_as_opened=as_opened)
 
     def __getstate__(self) -> dict[str, Any]:
         request = self._request

@@ -179,6 +179,10 @@ def read_as_opened(
                 raise CorruptRecordError(
                     walk.oversized.describe(), shard=shard.name, offset=walk.oversized.offset
                 )
+            if walk.complete and shard.records is not None and walk.records > shard.records:
+                # The manifest is the commit: records it does not count are not the dataset's.
+                reason = f"holds more records than the {shard.records} the manifest lists"
+                raise CorruptRecordError(reason, shard=shard.name)
         except (RecordkitError, OSError) as exc:
             if isinstance(exc, OSError):  # the file's size could not be asked (a stat refused)
                 name = shard.name if shard is not None else f"#{int(index)}"

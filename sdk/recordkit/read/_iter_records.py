@@ -195,7 +195,7 @@ def _selected(
 ) -> Iterator[tuple[int, bytes | ParsedExample | DecodedRecord]]:
     """The records of ``shard`` that a split slice selects (all, unless sliced): those
     before it are read past undecoded, and reading stops at its end."""
-    stream: Iterator[tuple[int, bytes | ParsedExample | DecodedRecord]] | None = None
+    stream: Generator[tuple[int, bytes | ParsedExample | DecodedRecord]] | None = None
     if keys is not None and report is None:
         stream = parsed_shard_records(shard, compression, keys, decode)
     if stream is None:
@@ -204,7 +204,7 @@ def _selected(
         yield from stream
         return
     end = None if shard.take is None else shard.skip + shard.take
-    with closing(stream) as records:  # type: ignore[type-var]
+    with closing(stream) as records:
         for position, item in enumerate(records):
             if end is not None and position >= end:
                 return

@@ -18,7 +18,6 @@ from recordkit.codec._capabilities import PadsAsDecoded, decodes_per_record, ras
 from recordkit.dataset._shards import Shard, selected_records
 from recordkit.read._corruption import OnCorrupt
 from recordkit.read._dense import OFFSET_SUFFIX, SHAPE_SUFFIX, pad_into, row_shapes
-from recordkit.read._framed_read import checked_as_opened
 from recordkit.read._image_fit import ImageFit
 from recordkit.read._layout import DecodeLayout
 from recordkit.read._numpy_geometry import DRAWS as DRAW_COUNT
@@ -196,8 +195,6 @@ def _serialized_batches(
     batches of ``chunk`` records instead, the last one short (the decoded values are
     rebatched)."""
     one_by_one = bool(options.shuffle_buffer or record_shard is not None or skip or single)
-    # Decided on the whole split, as Dataset.tf decided whether to check sizes at open.
-    as_opened = checked_as_opened(opened.dataset, opened.dataset.shards, on_corrupt)
     chunks = read_shards(
         opened.dataset,
         shards,
@@ -210,7 +207,7 @@ def _serialized_batches(
         deterministic=options.deterministic,
         remote_io=options.remote_io,
         one_by_one=one_by_one,
-        as_opened=as_opened,
+        as_opened=opened.checked_as_opened,
     )
     repeat, batch_size = options.repeat, options.batch_size
     if repeat is True:

@@ -15,7 +15,7 @@ from recordkit.format._batch_parse import Column, ParsedExample
 from recordkit.format._example import decode_example, load_decoder
 from recordkit.schema._bound import BoundField, KeyedFeature
 
-__all__ = ["decode_columns_numpy", "decode_record_numpy", "preload_decoding", "wanted_keys"]
+__all__ = ["decode_columns_numpy", "decode_record_numpy", "feature_array", "preload_decoding", "wanted_keys"]
 
 #: numpy modules the read path imports on first use (numpy loads them lazily): the epoch
 #: order draws from ``numpy.random``; ``np.unique`` asks ``numpy.ma``.
@@ -26,7 +26,7 @@ def preload_decoding() -> None:
     """Import now what reading and decoding the first record import on first use:
     protobuf's Example class and numpy's lazily loaded modules. A DataLoader worker forked
     afterwards inherits them, instead of each worker importing them again at its first
-    batch, every epoch (about 20 ms of CPU a worker)."""
+    batch, every epoch."""
     load_decoder()
     for module in _LAZY_NUMPY:
         importlib.import_module(module)
@@ -260,7 +260,7 @@ def _decoded_in_columns(field: BoundField, columns: Mapping[str, Column], count:
         return None
     wire: dict[str, Any] = {}
     for keyed in field.features:
-        column = _feature_array(keyed, columns, count)
+        column = feature_array(keyed, columns, count)
         if column is None:
             return None
         wire[keyed.feature.name] = column
@@ -271,7 +271,7 @@ def _decoded_in_columns(field: BoundField, columns: Mapping[str, Column], count:
     return None if values is None or len(values) != count else list(values)
 
 
-def _feature_array(keyed: KeyedFeature, columns: Mapping[str, Column], count: int) -> Any | None:
+def feature_array(keyed: KeyedFeature, columns: Mapping[str, Column], count: int) -> Any | None:
     """A wire feature's values for every record as one column: an array ``[count, *shape]``
     for a fixed numeric feature, a list of ``count`` bytes for a bytes feature of shape
     ``()``; None for any other (see :func:`_feature_column`)."""
@@ -290,7 +290,7 @@ def _feature_column(keyed: KeyedFeature, columns: Mapping[str, Column], count: i
     """A wire feature's value for each record, as :func:`_shape_one` gives it, or None."""
     feature = keyed.feature
     if feature.is_fixed and (feature.kind is not WireKind.BYTES or feature.shape == ()):
-        column = _feature_array(keyed, columns, count)
+        column = feature_array(keyed, columns, count)
         if column is None or feature.kind is WireKind.BYTES:
             return column
         return [column[i, ...] for i in range(count)] if feature.shape == () else list(column)

@@ -45,6 +45,9 @@ class Opened:
     dataset: OpenedDataset
     share: WorkerShare | None
     report: CorruptionReport | None
+    #: The tf.data read checks each shard (its size too) as it opens it, not when it is
+    #: built (:func:`~recordkit.read._framed_read.checked_as_opened`, decided at open).
+    checked_as_opened: bool = False
 
 
 @dataclasses.dataclass(frozen=True)

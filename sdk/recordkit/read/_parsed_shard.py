@@ -18,6 +18,7 @@ sources), their framing already checked by the fetch.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import itertools
 import mmap
@@ -91,11 +92,11 @@ def parsed_shard_records(
 
 def _mapped(file: Shard, stack: ExitStack) -> bytes | mmap.mmap | None:
     """The bytes of a local shard file, memory-mapped (an empty file: ``b""``), when its
-    records all have the size of its first (a field group's, or fixed-size fields'); None
-    for records of varied sizes. Why: reading those through a mapping costs a page fault
-    every 4 KB, more than the buffered read of :func:`iter_shard_records` (measured on
-    the anchor workload's records of about 47 KB), and they share no layout to parse
-    together."""
+    size is a multiple of its first record's framed size, as when all its records have
+    that size (a field group's, or fixed-size fields'); None otherwise. Why: records of
+    varied sizes share no layout to parse together, and reading large ones through a
+    mapping (a page fault every 4 KB) costs more than the buffered read of
+    :func:`iter_shard_records`."""
     local = file.path.local_path
     assert local is not None
     raw = stack.enter_context(open(local, "rb"))  # noqa: SIM115 - closed by the stack
@@ -105,7 +106,17 @@ def _mapped(file: Shard, stack: ExitStack) -> bytes | mmap.mmap | None:
     head = os.pread(raw.fileno(), _LENGTH.size, 0)
     if len(head) < _LENGTH.size or size % (_LENGTH.unpack(head)[0] + FRAMING_BYTES):
         return None
-    return stack.enter_context(mmap.mmap(raw.fileno(), 0, access=mmap.ACCESS_READ))
+    mapped = mmap.mmap(raw.fileno(), 0, access=mmap.ACCESS_READ)
+    stack.callback(_close, mapped)
+    return mapped
+
+
+def _close(mapped: mmap.mmap) -> None:
+    """Close ``mapped``; while the traceback of an error raised in the read still holds a
+    numpy view of it, leave it to close when that view goes, so that the error raised is
+    that error, not mmap's ``BufferError`` (cannot close: exported pointers exist)."""
+    with contextlib.suppress(BufferError):
+        mapped.close()
 
 
 def _parsed_chunks(

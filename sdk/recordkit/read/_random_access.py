@@ -253,10 +253,10 @@ class RandomAccess:
         fetched = self._parsed(self._fetch(pairs), by_columns=True)
         if self._plain and all(map(isinstance, fetched, itertools.repeat(DecodedRecord))):
             return list(map(_values, cast(list[DecodedRecord], fetched)))  # decoded with their batch
-        rows = iter(draws) if draws is not None else itertools.repeat(None)
+        rows = _draw_rows(draws, 0, len(pairs))
         listed = pair_list(pairs) if isinstance(pairs, np.ndarray) else pairs
         return [
-            self._decoded(s, n, item, row) for (s, n), item, row in zip(listed, fetched, rows, strict=False)
+            self._decoded(s, n, item, row) for (s, n), item, row in zip(listed, fetched, rows, strict=True)
         ]
 
     def stream(
@@ -273,15 +273,17 @@ class RandomAccess:
         with their batch, the others as they are yielded. With a geometry, ``draws`` (a
         row per record) are the records' random draws (default: keyed by the geometry's
         seed and each record's number). ``located`` may be an ``[n, 2]`` array."""
-        rows = iter(draws) if draws is not None else itertools.repeat(None)
         plain = self._plain
+        done = 0
         for chunk in _chunks(located, self.fetch_size(prefetch)):
+            rows = _draw_rows(draws, done, len(chunk))
+            done += len(chunk)
             fetched = self._parsed(self._fetch(chunk), by_columns=True)
             if plain and all(map(isinstance, fetched, itertools.repeat(DecodedRecord))):
                 yield from map(_values, cast(list[DecodedRecord], fetched))  # decoded with their batch
                 continue
             pairs = pair_list(chunk) if isinstance(chunk, np.ndarray) else chunk
-            for (shard, number), item, row in zip(pairs, fetched, rows, strict=False):
+            for (shard, number), item, row in zip(pairs, fetched, rows, strict=True):
                 if plain and isinstance(item, DecodedRecord):
                     yield item.values  # decoded with its batch, nothing to add
                 else:
@@ -403,6 +405,18 @@ class RandomAccess:
             f"RandomAccess({self._args['path']!r}, split={self._args['split']!r}, "
             f"{len(self)} records in {len(self.shards.shards)} shards)"
         )
+
+
+def _draw_rows(draws: np.ndarray | None, done: int, count: int) -> list[np.ndarray | None]:
+    """Rows ``done`` to ``done + count`` of ``draws``, one per record (None for each
+    without draws); a ValueError when ``draws`` has fewer rows than the records asked
+    for, rather than records left out."""
+    if draws is None:
+        return [None] * count
+    rows = list(draws[done : done + count])
+    if len(rows) != count:
+        raise ValueError(f"draws has {done + len(rows)} rows, for at least {done + count} records asked for")
+    return rows
 
 
 def _chunks(

@@ -273,38 +273,36 @@ class IndexedShards:
         """``(offset, size)`` of record ``record`` (counted from the first read) of ``shard``."""
         return self.index(shard).span(self.shards[shard].skip + record)
 
-    def spans(self, records: Sequence[tuple[int, int]]) -> list[tuple[int, int, int]]:
-        """``(shard, offset, size)`` of each ``(shard, record)``: :meth:`span`'s, looked up
-        shard by shard in the indexes' arrays."""
-        shards, starts, sizes = self.span_arrays(records)
-        return list(zip(shards.tolist(), starts.tolist(), sizes.tolist(), strict=True))
-
     def span_arrays(
         self, records: Sequence[tuple[int, int]] | np.ndarray
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """:meth:`spans` as three arrays: the shard, offset and size of each record
-        (``records`` may be an ``[n, 2]`` array)."""
+        """The shard, offset and size of each ``(shard, record)`` (:meth:`span`'s), as three
+        arrays, looked up shard by shard in the indexes' arrays (``records`` may be an
+        ``[n, 2]`` array)."""
         pairs = np.asarray(records, dtype=np.int64).reshape(-1, 2)
         shards, numbers = pairs[:, 0], pairs[:, 1]
         if len(pairs) and (shards == shards[0]).all():  # one shard, the usual batch: fewer steps
-            shard = int(shards[0])
-            offsets = self.index(shard).offsets
-            at = numbers + self.shards[shard].skip
-            if at.min() < 0 or at.max() >= len(offsets) - 1:
-                raise IndexError(f"a record number out of range for shard {self.shards[shard].name}")
-            first = offsets[at]
-            return shards, first, offsets[at + 1] - first
+            starts, ends = self._bounds(int(shards[0]), numbers)
+            return shards, starts, ends - starts
         starts = np.empty(len(pairs), dtype=np.int64)
         ends = np.empty(len(pairs), dtype=np.int64)
         for shard in np.unique(shards).tolist():
             where = shards == shard
-            offsets = self.index(shard).offsets
-            at = numbers[where] + self.shards[shard].skip
-            if at.min() < 0 or at.max() >= len(offsets) - 1:
-                raise IndexError(f"a record number out of range for shard {self.shards[shard].name}")
-            starts[where] = offsets[at]
-            ends[where] = offsets[at + 1]
+            starts[where], ends[where] = self._bounds(shard, numbers[where])
         return shards, starts, ends - starts
+
+    def _bounds(self, shard: int, numbers: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Where records ``numbers`` (counted from the first read) of ``shard`` start and end."""
+        offsets = self.index(shard).offsets
+        at = numbers + self.shards[shard].skip
+        count = len(offsets) - 1
+        if at.min() < 0 or at.max() >= count:
+            bad = int(numbers[(at < 0) | (at >= count)][0])
+            raise IndexError(
+                f"record {bad} is out of range for shard {self.shards[shard].name}, "
+                f"which has {count - self.shards[shard].skip} records to read"
+            )
+        return offsets[at], offsets[at + 1]
 
     def __len__(self) -> int:
         return self.starts.total

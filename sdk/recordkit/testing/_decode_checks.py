@@ -36,13 +36,12 @@ import numpy as np
 from recordkit.codec._capabilities import PadsAsDecoded, Raster, column_decode, decodes_per_record
 from recordkit.codec._codec import Codec
 from recordkit.codec._wire import WireKind
-from recordkit.format._batch_parse import ParsedExample
+from recordkit.format._batch_parse import Column, ParsedExample
 from recordkit.format._example import decode_example
 from recordkit.format._tfrecord import iter_tfrecords
 from recordkit.read._dense import SHAPE_SUFFIX, pad_into
-from recordkit.read._numpy_decode import decode_record_numpy
+from recordkit.read._numpy_decode import decode_record_numpy, feature_array
 from recordkit.read._parse import field_plan, make_parser, spec_from_plans, wire_values
-from recordkit.schema._bound import KeyedFeature
 from recordkit.schema._schema import BoundSchema
 from recordkit.storage import location
 from recordkit.testing._capability_checks import CapabilityError
@@ -182,10 +181,10 @@ def _check_columns(codec: Codec[Any], bound: BoundSchema, path: Path, equal: Equ
     assert decode is not None
     field = bound.fields[0]
     records = [data for _, data in iter_tfrecords(location(str(path)))]
-    parsed = [decode_example(data) for data in records]
+    columns = _columns([decode_example(data) for data in records])
     wire: dict[str, Any] = {}
     for keyed in field.features:
-        column = _column(keyed, parsed)
+        column = feature_array(keyed, columns, len(records))
         if column is None:
             return False
         wire[keyed.feature.name] = column
@@ -208,23 +207,26 @@ def _check_columns(codec: Codec[Any], bound: BoundSchema, path: Path, equal: Equ
     return True
 
 
-def _column(keyed: KeyedFeature, parsed: list[ParsedExample]) -> Any | None:
-    """A wire feature of every record as the numpy reader gives it to the column decode,
-    or None when it has no column form (see :class:`~recordkit.DecodedInColumns`)."""
-    feature = keyed.feature
-    stored = [example.get(keyed.key) for example in parsed]
-    if (
-        keyed.columns
-        or keyed.constant is not None
-        or any(s is None or s[0] is not feature.kind for s in stored)
-    ):
-        return None
-    values = [s[1] for s in stored if s is not None]
-    if feature.kind is WireKind.BYTES:
-        return [v[0] for v in values] if feature.shape == () and all(len(v) == 1 for v in values) else None
-    if not feature.is_fixed or any(v.size != feature.fixed_size for v in values):
-        return None
-    return np.stack([v.reshape(feature.shape) for v in values]) if values else None
+def _columns(parsed: list[ParsedExample]) -> dict[str, Column]:
+    """The keys that every record holds in one kind and one number of values, as the
+    numpy reader's columns of records of one layout
+    (:attr:`~recordkit.format._batch_parse.ParsedChunk.columns`): numbers as a
+    ``[records, values]`` array, bytes as one list of every record's value per value.
+    :func:`~recordkit.read._numpy_decode.feature_array` then takes a feature's column
+    from them by the reader's own rules."""
+    columns: dict[str, Column] = {}
+    shared = set.intersection(*(set(example) for example in parsed)) if parsed else set()
+    for key in sorted(shared):
+        kinds = {example[key][0] for example in parsed}
+        values = [example[key][1] for example in parsed]
+        if len(kinds) != 1 or len({len(value) for value in values}) != 1:
+            continue
+        (kind,) = kinds
+        columns[key] = (
+            kind,
+            [list(row) for row in zip(*values, strict=True)] if kind is WireKind.BYTES else np.stack(values),
+        )
+    return columns
 
 
 def _unlike(want: Any, got: Any) -> str | None:

@@ -35,8 +35,9 @@ was built is checked again at the commit: if another writer changed it meanwhile
 nothing is committed (:class:`~recordkit.errors.ConcurrentWriteError`). On an object
 store, where no lock keeps other writers out, the commit's PUT of ``dataset.json`` is
 conditional on the version read at that check (:mod:`recordkit.write._commit`), so a
-writer that commits while the shards are being moved is not overwritten either (its
-shards may be, if it took the same numbers: run one writer per dataset). A failed
+writer that commits while the shards are being moved is not overwritten either; nor are
+its shards, since there the final names carry the run's token
+(``train-00000.5f0c9a1e.tfrecord``: :func:`_run_token`). A failed
 append leaves the old manifest, which lists only the old shards; running the same
 pipeline again appends every record once.
 
@@ -47,6 +48,7 @@ or other fsspec URL. On an object store a "rename" is a server-side copy and a d
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import os
@@ -176,11 +178,14 @@ class _CommitFn(beam.DoFn):  # type: ignore[misc]  # Beam's DoFn is untyped for 
                 )
                 raise ConcurrentWriteError(reason, file=folder.url)
             compression = Compression.parse(manifest.compression)
+            token = None if stored is None else _run_token(staged)
             for split in self._splits:
                 mine = [(number, path, info) for s, number, path, info in staged if s == split]
                 theirs = [r for r in rejects if r["split"] == split]
                 existing = manifest.splits.get(split)
-                manifest.splits[split] = _commit_split(folder, split, existing, mine, theirs, compression)
+                manifest.splits[split] = _commit_split(
+                    folder, split, existing, mine, theirs, compression, token
+                )
             if stored is None:
                 write_manifest(manifest, folder.at())  # the commit
             else:
@@ -235,6 +240,15 @@ def _clear_staging(folder: Folder) -> None:
         _log.warning("committed %s, but could not remove %s: %s", folder.url, STAGING_FOLDER, exc)
 
 
+def _run_token(staged: list[_Staged]) -> str:
+    """The run token in the final names of the shards a commit to an object store moves
+    (see ``shard_name``): taken from the staged shards' paths, whose folders are random
+    per attempt, so a retried commit finds the names it already used and another run
+    (which, with no lock, might commit at the same time) never uses them."""
+    paths = sorted(path for _, _, path, _ in staged)
+    return hashlib.sha256("\n".join(paths).encode("utf-8")).hexdigest()[:8]
+
+
 def _commit_split(
     folder: Folder,
     split: str,
@@ -242,14 +256,21 @@ def _commit_split(
     staged: list[tuple[int, str, str]],
     rejects: list[dict[str, Any]],
     compression: Compression,
+    token: str | None = None,
 ) -> SplitInfo:
     """Move a split's staged shards to their final names (numbered densely, in shard
-    order, after the ``existing`` split's shards when appending) and write its rejects
-    file (the existing lines, then the new ones); return what the manifest lists for it."""
+    order, after the ``existing`` split's shards when appending; with the run's
+    ``token`` on an object store) and write its rejects file (the existing lines, then
+    the new ones); return what the manifest lists for it."""
     old = existing.shards if existing is not None else []
     start = _next_shard_number(split, old)
     placed = [
-        _place(folder, path, ShardInfo.model_validate_json(info), shard_name(split, start + i, compression))
+        _place(
+            folder,
+            path,
+            ShardInfo.model_validate_json(info),
+            shard_name(split, start + i, compression, token),
+        )
         for i, (_, path, info) in enumerate(sorted(staged))
     ]
     shards = [*old, *placed]

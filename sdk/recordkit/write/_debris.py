@@ -101,13 +101,16 @@ def remove_split_debris(root: Location, split: str, info: SplitInfo) -> None:
         remove_manifest_debris(root.local_path, names)
 
 
-def check_no_strays(root: Location, split: str, info: SplitInfo, compression: Compression) -> None:
+def check_no_strays(
+    root: Location, split: str, info: SplitInfo, compression: Compression, token: str | None = None
+) -> None:
     """Before a fresh write to a split (or an append to a finished one): refuse to
     overwrite shard files that the manifest does not list, looking only at the names this
-    write will use (the split's next shard names, in order, until one is free)."""
+    write will use (the split's next shard names, under the run's ``token``, in order,
+    until one is free)."""
     strays: list[str] = []
     while True:
-        name = shard_name(split, len(info.shards) + len(strays), compression)
+        name = shard_name(split, len(info.shards) + len(strays), compression, token)
         if not root.join(name).exists():
             break
         strays.append(name)

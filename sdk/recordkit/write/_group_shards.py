@@ -16,7 +16,6 @@ listed in the same save of ``dataset.json`` as the shard they are aligned with.
 from __future__ import annotations
 
 import dataclasses
-import secrets
 from typing import Any
 
 from recordkit.codec._registry import CodecRegistry
@@ -26,7 +25,7 @@ from recordkit.format._tfrecord import Compression
 from recordkit.schema._encoder import RecordEncoder, SidesSeen, record_items
 from recordkit.schema._schema import Schema
 from recordkit.storage import Location, fsync_dir
-from recordkit.write._shard_file import ShardFile
+from recordkit.write._shard_file import ShardFile, new_run_token
 
 __all__ = [
     "FIELDS_FOLDER",
@@ -56,11 +55,6 @@ def group_token(group: FieldGroup) -> str:
     if group.shards:
         return group.shards[0].file.rsplit("/", 1)[-1].split(".")[1].split("-")[0]
     return new_run_token()
-
-
-def new_run_token() -> str:
-    """A new token for the names of the group shards one run writes."""
-    return secrets.token_hex(4)
 
 
 def group_shard_entry(written: ShardInfo, file: str, aligned_with: str) -> GroupShardInfo:

@@ -50,6 +50,7 @@ __all__ = [
     "ShardLimits",
     "check_split_name",
     "fsync_dir",
+    "new_run_token",
     "shard_name",
     "shard_pattern",
     "temp_pattern",
@@ -80,6 +81,8 @@ _CHUNKS_IN_FLIGHT = 3
 #: stalls while the host backs it again (measured: docs/performance.md#the-writers-buffers).
 _WRITE_PIECE_BYTES = 1 << 20
 _DIGITS = 5
+#: The optional run token in a shard's name (see :func:`shard_name`), as a pattern.
+_TOKEN = r"(?:\.[0-9a-f]{8})?"
 #: Files are written as bytes on every platform (Windows would otherwise translate).
 _O_BINARY = getattr(os, "O_BINARY", 0)
 _SPLIT_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$")
@@ -95,24 +98,35 @@ def check_split_name(split: str) -> str:
     return split
 
 
-def shard_name(split: str, index: int, compression: Compression) -> str:
-    """The final file name of shard ``index`` of ``split``: ``train-00000.tfrecord[.gz]``.
+def shard_name(split: str, index: int, compression: Compression, token: str | None = None) -> str:
+    """The final file name of shard ``index`` of ``split``: ``train-00000.tfrecord[.gz]``,
+    or with a run ``token`` (a write to an object store) ``train-00000.5f0c9a1e.tfrecord``.
 
-    Zero-padded so names sort in shard order (past 99999 shards they grow a digit).
+    Zero-padded so names sort in shard order (past 99999 shards they grow a digit). The
+    token makes the names a run writes its own: in a bucket, where no lock keeps an
+    earlier run out, that run's late upload can never land on a shard this run listed.
     """
-    return f"{split}-{index:0{_DIGITS}d}.tfrecord{compression.suffix}"
+    run = "" if token is None else f".{token}"
+    return f"{split}-{index:0{_DIGITS}d}{run}.tfrecord{compression.suffix}"
+
+
+def new_run_token() -> str:
+    """A new run token: 8 hex digits that make the names of the shards one run writes
+    differ from any other run's (see :func:`shard_name`)."""
+    return secrets.token_hex(4)
 
 
 def shard_pattern(split: str) -> re.Pattern[str]:
-    """Matches the final names of ``split``'s shards (any compression); group 1 is the index."""
-    return re.compile(rf"^{re.escape(split)}-(\d{{{_DIGITS},}})\.tfrecord(?:\.gz|\.zz)?$")
+    """Matches the final names of ``split``'s shards (any compression, with or without a
+    run token); group 1 is the index."""
+    return re.compile(rf"^{re.escape(split)}-(\d{{{_DIGITS},}}){_TOKEN}\.tfrecord(?:\.gz|\.zz)?$")
 
 
 def temp_pattern(split: str | None) -> re.Pattern[str]:
     """Matches the temporary names of ``split``'s shards (None: of any split's)."""
     name = r"[A-Za-z0-9][A-Za-z0-9_.\-]*" if split is None else re.escape(split)
     return re.compile(
-        rf"^\.{name}-\d{{{_DIGITS},}}\.tfrecord(?:\.gz|\.zz)?(?:\.index)?(?:\.[0-9a-f]+-[0-9a-f]+)?\.tmp$"
+        rf"^\.{name}-\d{{{_DIGITS},}}{_TOKEN}\.tfrecord(?:\.gz|\.zz)?(?:\.index)?(?:\.[0-9a-f]+-[0-9a-f]+)?\.tmp$"
     )
 
 

@@ -60,6 +60,10 @@ class SplitSink:
     lock: threading.RLock
     #: Save the manifest, its folder synced first (called holding ``lock``).
     save: Callable[[], None]
+    #: The run token in the names of the shards this run writes (see ``shard_name``):
+    #: set in a bucket, where no lock keeps another run's uploads off these names; None
+    #: (plain names) in a local folder, which the run's lock keeps to itself.
+    token: str | None = None
 
 
 class SplitWriter:
@@ -148,7 +152,7 @@ class SplitWriter:
                 self.commit_shard()
             sink = self.sink
             index = len(self.info.shards) + (self.committing is not None)
-            where = sink.where.join(shard_name(self.name, index, sink.compression))
+            where = sink.where.join(shard_name(self.name, index, sink.compression, sink.token))
             check_free(where, self.name)  # a file the manifest does not list is never replaced
             shard = self.shard = ShardFile(where, sink.compression, durable=sink.durable)
             if self.groups is not None:

@@ -73,7 +73,13 @@ from recordkit.write._plan import (
 )
 from recordkit.write._progress import Progress
 from recordkit.write._replace import remove_unlisted, replace_dataset, replacement_folder
-from recordkit.write._shard_file import DEFAULT_SHARD_BYTES, ShardLimits, check_split_name, fsync_dir
+from recordkit.write._shard_file import (
+    DEFAULT_SHARD_BYTES,
+    ShardLimits,
+    check_split_name,
+    fsync_dir,
+    new_run_token,
+)
 from recordkit.write._split_writer import SplitSink, SplitWriter, now, takeover_time
 from recordkit.write._write_options import OnError, WriteOptions
 
@@ -150,6 +156,10 @@ class DatasetWriter:
         #: target's, whose one save is the commit.
         self._remote_manifest = RemoteManifest.at(self.where)
         self._target_manifest = RemoteManifest.at(self._target) if self._target is not None else None
+        #: In a bucket, the token in the names of the shards this run writes: no lock
+        #: keeps an earlier run (one a resume took over) from finishing an upload late,
+        #: and under a name of its own it can never replace a shard this run listed.
+        self._run_token = new_run_token() if self._remote_manifest is not None else None
         self.durable = durable
         self._limits = ShardLimits(
             options.get("shard_bytes", DEFAULT_SHARD_BYTES), options.get("shard_records")
@@ -280,7 +290,7 @@ class DatasetWriter:
         groups = None
         if info is None:
             info = SplitInfo(unfinished=UnfinishedWrite(consumed=0, started=now()))
-            check_no_strays(self.where, name, info, self.compression)
+            check_no_strays(self.where, name, info, self.compression, self._run_token)
             self.manifest.splits[name] = info
         elif info.unfinished is not None:
             if not self._resume:
@@ -306,7 +316,7 @@ class DatasetWriter:
             skip = _ALL  # the write finished: resuming it writes nothing
         else:  # append to a finished split
             groups = self._groups_of(name, info)
-            check_no_strays(self.where, name, info, self.compression)
+            check_no_strays(self.where, name, info, self.compression, self._run_token)
             if groups is not None and self._folder_lock is not None:  # locked: no other writer's files
                 groups.remove_debris(info)
             # Readers keep reading the shards from before the append until it finishes.
@@ -342,6 +352,7 @@ class DatasetWriter:
             progress=self._progress,
             lock=self._lock,
             save=lambda: self._save(sync_dir=True),
+            token=self._run_token,
         )
 
     # -- writing --------------------------------------------------------------------------

@@ -15,7 +15,10 @@ import pytest
 
 import recordkit as rk
 from recordkit.errors import CorruptRecordError
-from recordkit.read import _iter_records  # private: to count the records decoded together
+from recordkit.read import (
+    _iter_records,  # private: to count the records decoded together
+    _parsed_shard,  # private: to fail the parse of a mapped shard
+)
 from recordkit_codecs.label import LabelCodec
 from recordkit_codecs.scalar import ScalarCodec
 from recordkit_codecs.tensor import TensorCodec
@@ -183,3 +186,21 @@ def test_fixed_tensors_labels_and_numbers_are_decoded_a_chunk_at_a_time_by_their
     together = list(ds.records())
     assert decoded == {"tensor": 40, "label": 40, "scalar": 80}
     assert_same(list(ds.records(num_threads=2)), together, "records")
+
+
+def test_an_error_while_a_mapped_shard_is_parsed_is_raised_as_itself(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "data"
+    rk.write_dataset(make_records(20, seed=4, varied=False), SCHEMA, path, progress=False)
+    mapped: list[Any] = []
+
+    def failing(buffer: Any, offsets: np.ndarray, keys: Any) -> Any:
+        view = np.frombuffer(buffer, dtype=np.uint8)  # alive in this frame's traceback
+        mapped.append(type(buffer).__name__)
+        raise RuntimeError(f"parse failed with {len(view)} bytes mapped")
+
+    monkeypatch.setattr(_parsed_shard, "parsed_records", failing)
+    with pytest.raises(RuntimeError, match="parse failed with"):
+        list(rk.open(path).records())
+    assert mapped == ["mmap"]  # the shard was read through its mapping

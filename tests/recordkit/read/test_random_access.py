@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import multiprocessing
 import pickle
+import re
 import shutil
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -143,3 +144,24 @@ def test_the_old_name_of_the_opened_split_still_works_with_a_deprecation_warning
         opened = ds.source
     assert opened is ds.dataset
     assert [f.name for f in opened.fields] == [f.name for f in ds.dataset.fields]
+
+
+def test_a_record_number_past_its_shard_is_refused_naming_the_record_and_the_shard(dataset: Path) -> None:
+    ds = rk.RandomAccess(dataset, fields=["caption"])
+    name = rk.Manifest.load(dataset).splits["train"].shards[1].file
+    with pytest.raises(
+        IndexError, match=re.escape(f"record 7 is out of range for shard {name}, which has 3 records")
+    ):
+        ds.records([(1, 0), (1, 7)])
+    with pytest.raises(
+        IndexError, match=re.escape(f"record 5 is out of range for shard {name}, which has 3 records")
+    ):
+        ds.records([(0, 1), (1, 5)])  # records of two shards: looked up shard by shard
+
+
+def test_a_stream_given_fewer_rows_of_draws_than_records_is_refused_not_cut_short(dataset: Path) -> None:
+    ds = rk.RandomAccess(dataset, fields=["caption"])
+    located = [(0, 0), (0, 1), (1, 0)]
+    with pytest.raises(ValueError, match="draws has 2 rows, for at least 3 records"):
+        list(ds.stream(located, prefetch=2, draws=np.zeros((2, 5))))
+    assert len(list(ds.stream(located, prefetch=2, draws=np.zeros((3, 5))))) == 3

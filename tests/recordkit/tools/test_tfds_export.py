@@ -3,10 +3,12 @@ reads its shards where they are, with the values recordkit wrote."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import numpy as np
 import pytest
+from _object_stores import Bucket
 from click.testing import CliRunner
 
 import recordkit as rk
@@ -353,3 +355,30 @@ def test_the_cli_writes_the_files_and_names_a_refused_field_in_one_line(tmp_path
     assert "Traceback" not in result.output
     assert "field 'image'" in result.output
     assert "TFDS's Image needs format png or jpeg and a fixed channel count" in result.output
+
+
+def test_a_dataset_copied_down_from_a_bucket_is_refused_naming_its_run_named_shard(
+    tmp_path: Path, s3_bucket: Bucket
+) -> None:
+    """Shards written into a bucket carry their run's token, which TFDS's file-path
+    template cannot express: the export refuses, naming the shard, and writes nothing."""
+    import s3fs
+
+    url = s3_bucket.join("pets")
+    rng = np.random.default_rng(11)
+    records = [
+        {"image": rng.integers(0, 256, (6, 5, 3), dtype=np.uint8), "label": i % 2, "caption": f"pet {i}"}
+        for i in range(4)
+    ]
+    rk.write_dataset(records, SCHEMA, url, shard_records=2, storage_options=s3_bucket.storage_options)
+    copy = tmp_path / "copy"
+    s3fs.S3FileSystem(**s3_bucket.storage_options).get(url + "/", str(copy), recursive=True)
+    first = rk.Manifest.load(copy).split("train").shards[0].file
+    assert first != "train-00000.tfrecord"
+    with pytest.raises(
+        DatasetError,
+        match=rf"shard {re.escape(first)}: shard '{re.escape(first)}' of split 'train' is not named "
+        r"'train-00000\.tfrecord', as TFDS's template",
+    ):
+        rk.write_tfds_metadata(copy)
+    assert not (copy / "dataset_info.json").exists()
