@@ -14,7 +14,7 @@ from typing import Any
 
 from recordkit.codec._capabilities import decodes_per_record, raster_kind
 from recordkit.codec._geometry import ImageGeometry, follows_image
-from recordkit.read._dense import CROP_FITS, ImageFit, crop_offsets, fit_images
+from recordkit.read._image_fit import CROP_FITS, ImageFit, crop_offsets, fit_images
 from recordkit.read._numpy_geometry import Size, fixed_scale, image_sizes
 from recordkit.read._open import OpenedDataset
 from recordkit.read._options import PipelineOptions

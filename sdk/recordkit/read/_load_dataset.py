@@ -17,7 +17,8 @@ from typing import Any
 from recordkit.codec._capabilities import PadsAsDecoded, decodes_per_record, raster_kind
 from recordkit.dataset._shards import Shard, selected_records
 from recordkit.read._corruption import OnCorrupt
-from recordkit.read._dense import OFFSET_SUFFIX, SHAPE_SUFFIX, ImageFit, pad_into, row_shapes
+from recordkit.read._dense import OFFSET_SUFFIX, SHAPE_SUFFIX, pad_into, row_shapes
+from recordkit.read._image_fit import ImageFit
 from recordkit.read._layout import DecodeLayout
 from recordkit.read._numpy_geometry import DRAWS as DRAW_COUNT
 from recordkit.read._options import (

@@ -368,7 +368,7 @@ def fit_scaled(picture: ScaledPicture, window: Window, size: Size, pad_value: fl
     crop's window, in the stored picture's pixels): resized with antialiasing onto the
     samples the stored picture's resize takes (output pixel centre ``j + 0.5`` at
     ``(top + (j + 0.5) * height / resized) / scale`` of the scaled picture), as tf.data's
-    :func:`~recordkit.read._dense.resize_scaled_window`, then placed on the canvas.
+    :func:`~recordkit.read._image_fit.resize_scaled_window`, then placed on the canvas.
 
     Pillow's bilinear resize is that antialiased triangle filter (its kernel widened by
     the factor it shrinks by), computed in C with the GIL released; the two readers then

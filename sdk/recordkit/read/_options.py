@@ -18,7 +18,7 @@ from typing import Literal
 
 from recordkit.codec._geometry import FITS, JPEG_SCALES, ImageGeometry, JpegScale
 from recordkit.read._corruption import CorruptionReport
-from recordkit.read._dense import ImageFit, Size
+from recordkit.read._image_fit import ImageFit, Size
 from recordkit.read._open import OpenedDataset
 from recordkit.read._share import WorkerShare
 

@@ -1,7 +1,8 @@
 """The per-record step of a ``tf.data`` read: the decoded batches split into records,
 each record's pictures (and the values whose codec asks for it) decoded and fitted in a
 parallel map, so that the pictures of a batch are decoded on every core, and the records
-batched again as they were (the pipeline: :mod:`recordkit.read._load_dataset`; how it
+batched again as they were (one record's values: :mod:`recordkit.read._record_values`;
+the pipeline: :mod:`recordkit.read._load_dataset`; how it
 works: docs/architecture.md, "The tf.data pipeline").
 """
 
@@ -10,32 +11,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from recordkit.codec._capabilities import Raster, padded_decode, raster_kind
-from recordkit.codec._geometry import ImageTransform
-from recordkit.read._dense import (
-    CROP_FITS,
-    OFFSET_SUFFIX,
-    SCALED_KERNELS,
-    SHAPE_SUFFIX,
-    ImageFit,
-    crop_at,
-    crop_offsets,
-    dense_record,
-    fit_scaled,
-    pad_into,
-    pad_ragged,
-)
+from recordkit.codec._capabilities import raster_kind
+from recordkit.read._dense import SHAPE_SUFFIX, dense_record, pad_into, pad_ragged
 from recordkit.read._layout import DecodeLayout, padding_values
 from recordkit.read._options import PipelineOptions
-from recordkit.read._tf_geometry import (
-    batch_of_one,
-    flipped,
-    random_resized_crop,
-    scaled_random_resized_crop,
-    transform_of,
-    window_of,
-)
-from recordkit.schema._bound import BoundField
+from recordkit.read._record_values import RecordWire, decode_picture, decode_value
+from recordkit.read._traced import traced_as_written
 
 __all__ = ["DRAWS", "RaggedUnbatcher", "dense_batches", "per_record", "record_decoder"]
 
@@ -68,7 +49,7 @@ def per_record(
     dense = batch_size is None or _dense_records(batched_spec, layout)
     decode = record_decoder(layout, options, batched_spec, dense)
     records = dataset.unbatch().map(
-        lambda record: decode(unbatcher.decode(record)),
+        traced_as_written(lambda record: decode(unbatcher.decode(record))),
         num_parallel_calls=tf.data.AUTOTUNE,
         deterministic=options.deterministic,
     )
@@ -93,7 +74,9 @@ def dense_batches(records: Any, layout: DecodeLayout, options: PipelineOptions) 
     finish = _finisher(layout, records.element_spec)
     if finish is None:
         return batches
-    return batches.map(finish, num_parallel_calls=tf.data.AUTOTUNE, deterministic=options.deterministic)
+    return batches.map(
+        traced_as_written(finish), num_parallel_calls=tf.data.AUTOTUNE, deterministic=options.deterministic
+    )
 
 
 class RaggedUnbatcher:
@@ -201,30 +184,40 @@ def _rebuilds_ragged(spec: Any) -> bool:
 
 
 def record_decoder(
-    layout: DecodeLayout, options: PipelineOptions, batched_spec: dict[str, Any], dense: bool
+    layout: DecodeLayout,
+    options: PipelineOptions,
+    batched_spec: dict[str, Any],
+    dense: bool,
+    *,
+    parsed_as_batch_of_one: bool = False,
 ) -> Callable[[dict[str, Any]], dict[str, Any]]:
     """The per-record step: each picture decoded (and fitted), each of the other
     per-record values decoded; with ``dense``, every padded value made dense, with its
     true shape under ``"<field>/shape"``, and other values that are still ragged (but
-    sequences) given their dense form."""
+    sequences) given their dense form. With ``parsed_as_batch_of_one``, the record's
+    wire values are a batch of one already (:class:`~recordkit.read._record_values.RecordWire`)."""
     import tensorflow as tf
 
     per_record = {f.name for f in layout.per_record}
     others = [f for f in layout.dataset.fields if f.name not in per_record and f.name not in layout.sizes]
+
+    def wire_of(record: dict[str, Any], name: str) -> RecordWire:
+        return RecordWire(one=record[name]) if parsed_as_batch_of_one else RecordWire(record[name])
 
     def decode(record: dict[str, Any]) -> dict[str, Any]:
         out = dict(record)
         draws = out.pop(DRAWS, None)
         transforms = {}
         for field in layout.per_record:
-            picture, transforms[field.name] = _decode_picture(field, record[field.name], layout, draws, dense)
+            wire = wire_of(record, field.name)
+            picture, transforms[field.name] = decode_picture(field, wire, layout, draws, dense)
             out.update(picture)
         for name, image in layout.followers.items():  # boxes and keypoints follow their picture
             codec: Any = layout.dataset.bound[name].codec
             out[name] = codec.follow_tf(out[name], transforms[image](), layout.geometry)
         specs = dict(batched_spec)
         for field in layout.per_record_values:
-            out[field.name], specs[field.name] = _decode_value(field, record[field.name])
+            out[field.name], specs[field.name] = decode_value(field, wire_of(record, field.name))
         if not dense:
             return out
         for field in others:
@@ -302,61 +295,6 @@ def _finisher(
         return out if check is None else check(out)
 
     return finish
-
-
-def _decode_picture(
-    field: BoundField, wire: dict[str, Any], layout: DecodeLayout, draws: Any, dense: bool
-) -> tuple[dict[str, Any], Callable[[], ImageTransform]]:
-    """One record's picture: decoded, and fitted to its size (a crop decodes only its
-    window where the codec can) and flipped, with its shape (and the crop's offset)
-    where the batched decode gives them; as a ragged ``[(H), (W), ...]`` when it is
-    batched ragged. With it, where its points went (for the fields tied to it), built
-    in the graph only when called: the ops of a transform no field follows would still
-    be optimized and instantiated at every iterator (1 to 4 ms of CPU)."""
-    import tensorflow as tf
-
-    name = field.name
-    geometry = layout.geometry
-    fit = geometry.fit
-    flip = draws[4] < geometry.flip if draws is not None and geometry.flip else tf.constant(False)
-    size = layout.sizes.get(name)
-    out: dict[str, Any] = {}
-    if size is not None:
-        cropped = _decode_crop(field, wire, layout, fit, draws) if fit in CROP_FITS else None
-        scaled = None if fit in CROP_FITS else _decode_scaled(field, wire, layout, draws)
-        if cropped is not None:
-            value, shape, out[name + OFFSET_SUFFIX] = cropped
-        elif scaled is not None:
-            value, shape = scaled
-        else:
-            value = _decode_one(field, wire)
-            shape = tf.shape(value, out_type=tf.int64)
-            if fit == "random_resized_crop":
-                window = window_of(shape, size, geometry, draws)
-                value = random_resized_crop(value, window[0], size, layout.methods[name])
-            else:
-                one_draw = None if draws is None else draws[None]
-                fitted, offsets = layout.fit(name, value[None], shape[None], one_draw, fit)
-                value = fitted[0]
-                if offsets is not None:
-                    out[name + OFFSET_SUFFIX] = offsets[0]
-        out[name + SHAPE_SUFFIX] = shape
-        value = tf.ensure_shape(value, [*size, *value.shape[2:]])
-        out[name] = flipped(value, flip) if geometry.flip else value
-        output = tf.constant(size, tf.int64)
-        return out, lambda: transform_of(window_of(shape, size, geometry, draws), shape, output, flip)
-    value = _decode_one(field, wire)
-    shape = tf.shape(value, out_type=tf.int64)
-    if geometry.flip:
-        value = flipped(value, flip)
-    if dense and name in layout.padded and not value.shape[:2].is_fully_defined():  # not a fixed size
-        out[name + SHAPE_SUFFIX] = shape
-    elif not dense and not value.shape.is_fully_defined():
-        # Batched as ragged [B, (H), (W), ...], as the batched decode gives it
-        # (ragged_batch would make an unknown channel count ragged as well).
-        value = tf.RaggedTensor.from_tensor(value, ragged_rank=1, row_splits_dtype=tf.int64)
-    out[name] = value
-    return out, lambda: transform_of(window_of(shape, None, geometry, draws), shape, shape, flip)
 
 
 def _channel_check(
@@ -444,122 +382,6 @@ def _ragged_batches(
             pad_into(out, name, out[name], layout.pad_values[name])
         return out
 
-    return batches.map(pad, num_parallel_calls=tf.data.AUTOTUNE, deterministic=options.deterministic)
-
-
-def _decode_one(field: BoundField, wire: dict[str, Any]) -> Any:
-    """One record's value of ``field``, dense: its codec's batched decode of a batch of
-    one (static size 1, which lets a codec take a shorter path)."""
-    import tensorflow as tf
-
-    one = batch_of_one(wire)
-    padded = padded_decode(field.codec, one)
-    if padded is not None and not isinstance(padded[0], dict):
-        return tf.squeeze(padded[0], [0])
-    return tf.nest.map_structure(_only_record, field.codec.decode_tf(one))
-
-
-def _decode_value(field: BoundField, wire: dict[str, Any]) -> tuple[Any, Any]:
-    """One record's value of a field decoded record by record (not a picture): its
-    codec's batched decode of a batch of one (static size 1), dense, and the type spec of
-    that batch of one (ragged where the batched decode is), which says what the
-    per-record step pads and where it adds ``"<field>/shape"``."""
-    import tensorflow as tf
-
-    decoded = field.codec.decode_tf(batch_of_one(wire))
-    return tf.nest.map_structure(_only_record, decoded), tf.nest.map_structure(
-        tf.type_spec_from_value, decoded
+    return batches.map(
+        traced_as_written(pad), num_parallel_calls=tf.data.AUTOTUNE, deterministic=options.deterministic
     )
-
-
-def _only_record(value: Any) -> Any:
-    """The one record of a batch of one, dense. A ragged batch's values are its one
-    record's (its row splits are ``[0, len(values)]``): taken as they are, without
-    slicing."""
-    import tensorflow as tf
-
-    if isinstance(value, tf.RaggedTensor):
-        return dense_record(value.values)
-    return value[0]
-
-
-def _decode_crop(
-    field: BoundField, wire: dict[str, Any], layout: DecodeLayout, fit: ImageFit, draws: Any
-) -> tuple[Any, Any, Any] | None:
-    """One record's picture cut (or padded) to its size, decoding only the window
-    (:meth:`~recordkit.Raster.decode_tf_window`), placed from the stored height and width;
-    with its shape and offset. None when the codec decodes whole pictures only, or the
-    records do not store the size (an image codec reading sizes from headers)."""
-    import tensorflow as tf
-
-    codec = field.codec
-    if not isinstance(codec, Raster) or codec.size_features is None:
-        return None
-    if not all(key in wire for key in codec.size_features):
-        return None
-    name = field.name
-    size = layout.sizes[name]
-    height_key, width_key = codec.size_features
-    sides = tf.cast(tf.stack([wire[height_key], wire[width_key]]), tf.int64)
-    offset = crop_offsets(sides[None], size, fit, None if draws is None else draws[None, :2])[0]
-    # The part of the window inside the picture: that is all that is decoded.
-    start = tf.clip_by_value(offset, 0, sides)
-    stop = tf.clip_by_value(offset + tf.constant(size, tf.int64), 0, sides)
-    one = batch_of_one(wire)
-    inside = codec.decode_tf_window(one, tf.concat([start, stop - start], 0))
-    if inside is None:
-        return None
-    picture = inside if inside.shape.rank == 3 else inside[..., None]
-    window = crop_at(picture, offset - start, size, layout.pad_values[name])
-    shape = tf.concat([sides, tf.cast(tf.shape(inside), tf.int64)[2:]], 0)
-    window = tf.ensure_shape(window, [*size, *picture.shape[2:]])
-    return (window if inside.shape.rank == 3 else window[..., 0]), shape, offset
-
-
-def _decode_scaled(
-    field: BoundField, wire: dict[str, Any], layout: DecodeLayout, draws: Any
-) -> tuple[Any, Any] | None:
-    """One record's picture resized to its size (``"resize"``, ``"resize_with_pad"``;
-    ``"random_resized_crop"``: :func:`~recordkit.read._tf_geometry.scaled_random_resized_crop`)
-    and its full shape: decoded at the scale that covers the size
-    (:meth:`~recordkit.Raster.decode_scale_tf`, :meth:`~recordkit.Raster.decode_tf_scaled`:
-    a JPEG at 1/2, 1/4 or 1/8) and resized onto the full picture's geometry
-    (:func:`~recordkit.read._dense.fit_scaled`); at scale 1, the plain decode's pixels
-    fitted as ever. Where the dataset's picture sizes fix one scale for all the field's
-    pictures (:attr:`~recordkit.read._layout.DecodeLayout.fixed_scales`), that scale, a
-    Python int: no choice in the graph. None with ``jpeg_scale="full"``
-    (:class:`~recordkit.ImageGeometry`), another fit, a method that does not interpolate
-    (``nearest``, ``area``), a codec that decodes at full size only, or a fixed scale
-    of 1."""
-    import tensorflow as tf
-
-    codec = field.codec
-    name = field.name
-    method = layout.methods[name]
-    geometry = layout.geometry
-    resized = geometry.fit in ("resize", "resize_with_pad", "random_resized_crop")
-    if (
-        geometry.jpeg_scale != "auto"
-        or not resized
-        or method not in SCALED_KERNELS
-        or not isinstance(codec, Raster)
-    ):
-        return None
-    size = layout.sizes[name]
-    if geometry.fit == "random_resized_crop":
-        return scaled_random_resized_crop(codec, wire, size, geometry, method, draws)
-    one = batch_of_one(wire)
-    fixed = layout.fixed_scales.get(name)
-    if fixed == 1:
-        return None  # no picture of the dataset scales: the plain decode, no choice in the graph
-    scale = fixed if fixed is not None else codec.decode_scale_tf(one, size)
-    if scale is None:
-        return None
-    scaled = codec.decode_tf_scaled(one, scale)
-    if scaled is None:
-        raise TypeError(f"codec {codec.name!r} gives a decode_scale_tf but no decode_tf_scaled")
-    picture, shape = scaled
-    flat = picture.shape.rank == 2  # a picture without channels: [h, w]
-    pixels = picture[..., None] if flat else picture
-    value = fit_scaled(pixels, shape, scale, size, geometry.fit, method, layout.pad_values[name])
-    return (value[..., 0] if flat else value), tf.cast(shape, tf.int64)

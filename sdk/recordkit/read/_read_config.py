@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping, Sequence
 
-from recordkit.read._dense import ImageFit, Size
+from recordkit.read._image_fit import ImageFit, Size
 from recordkit.read._options import (
     DEFAULT_BLOCK_LENGTH,
     IMAGE_FITS,

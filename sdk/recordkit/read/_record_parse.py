@@ -8,7 +8,8 @@ batched shape (:mod:`recordkit.read._load_dataset`) would parse a batch, split i
 (``unbatch``) and decode each record in a second map: two functions for TensorFlow to
 instantiate at every iterator and the batch's values carried across ``unbatch``, with
 nothing decoded in the batch to show for it. Here one function per record parses only
-the fields' keys (``tf.io.parse_single_example``) and decodes them with the same
+the fields' keys (``tf.io.parse_example`` of a batch of one: the values the codecs'
+batched decodes take) and decodes them with the same
 per-record decode (:func:`~recordkit.read._per_record.record_decoder`: the same values,
 shapes, padding and checks). Reads with a field decoded in the batch (text, labels,
 boxes), single records, random crops (whose draws are keyed by the batch) and fields
@@ -23,6 +24,7 @@ from recordkit.read._layout import DecodeLayout
 from recordkit.read._options import PipelineOptions
 from recordkit.read._parse import FieldPlan, field_plan, spec_from_plans
 from recordkit.read._per_record import dense_batches, record_decoder
+from recordkit.read._traced import traced_as_written
 
 __all__ = ["parses_per_record", "records_parsed_one_by_one"]
 
@@ -57,12 +59,16 @@ def records_parsed_one_by_one(records: Any, layout: DecodeLayout, options: Pipel
 
     plans = [field_plan(f) for f in layout.dataset.fields]
     spec = spec_from_plans(plans)
-    decode = record_decoder(layout, options, {}, dense=True)
+    decode = record_decoder(layout, options, {}, dense=True, parsed_as_batch_of_one=True)
 
     def parse(serialized: Any) -> dict[str, Any]:
-        parsed = tf.io.parse_single_example(serialized, spec)
+        # Parsed as a batch of one: the values the codecs' batched decodes take, with no
+        # op a key to make them so (parse_single_example gives each value without it).
+        parsed = tf.io.parse_example(tf.expand_dims(serialized, 0), spec)
         wire = {plan["name"]: {f["name"]: parsed[f["key"]] for f in plan["features"]} for plan in plans}
         return decode(wire)
 
-    decoded = records.map(parse, num_parallel_calls=tf.data.AUTOTUNE, deterministic=options.deterministic)
+    decoded = records.map(
+        traced_as_written(parse), num_parallel_calls=tf.data.AUTOTUNE, deterministic=options.deterministic
+    )
     return dense_batches(decoded, layout, options)

@@ -18,7 +18,7 @@ from recordkit.codec._geometry import ImageGeometry
 from recordkit.codec._registry import CodecRegistry
 from recordkit.read._corruption import CorruptionReport, OnCorrupt, check_on_corrupt
 from recordkit.read._dataset import Verify, open_handle
-from recordkit.read._dense import ImageFit, Size
+from recordkit.read._image_fit import ImageFit, Size
 from recordkit.read._iter_records import RecordIterator
 from recordkit.read._options import DEFAULT_BLOCK_LENGTH, JpegScale, RemoteIO
 from recordkit.read._paths import Paths

@@ -13,7 +13,7 @@ from typing import Any
 
 from recordkit.codec._capabilities import Raster
 from recordkit.codec._geometry import ImageGeometry, ImageTransform
-from recordkit.read._dense import CROP_FITS, Size, crop_offsets, resize_scaled_window
+from recordkit.read._image_fit import CROP_FITS, Size, crop_offsets, resize_scaled_window
 
 __all__ = [
     "batch_of_one",
@@ -133,7 +133,7 @@ def scaled_random_resized_crop(
     decode, the picture decoded at the smaller of its codec's scale
     (:meth:`~recordkit.Raster.decode_scale_tf`) and the largest at which the window still
     covers ``size`` (:func:`window_scale`), and the window resized with antialiasing
-    (:func:`~recordkit.read._dense.resize_scaled_window`); at scale 1, the full decode's
+    (:func:`~recordkit.read._image_fit.resize_scaled_window`); at scale 1, the full decode's
     crop and resize, as ever. Returns the fitted picture and the full picture's int64
     shape; None when the codec decodes at full size only or the records store no sizes."""
     import tensorflow as tf

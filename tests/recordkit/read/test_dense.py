@@ -1,4 +1,4 @@
-"""recordkit.load_dataset's shaping options (sdk/recordkit/read/_dense.py) on a real
+"""recordkit.load_dataset's shaping options (sdk/recordkit/read/_dense.py, _image_fit.py) on a real
 segmentation dataset: padding with each codec's pad value (a mask's ignore index),
 images brought to one size (masks always with nearest neighbour), and the random
 crop-or-pad that cuts a record's image and mask at the same place."""

@@ -318,3 +318,56 @@ def test_a_picture_whose_stored_shape_disagrees_with_its_decode_stops_every_pipe
         list(rk.load_dataset(path, fields=fields, schema=schema, **options))
     write_lying_records(path, (6, 5, 3))
     assert len(list(rk.load_dataset(path, fields=fields, schema=schema, **options))) == (1 if options else 3)
+
+
+@pytest.fixture(scope="module")
+def photos_and_sound(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """JPEG photos of 40 to 130 px (large enough to decode at a reduced scale), audio of
+    varying length (decoded record by record) and an id."""
+    rng = np.random.default_rng(31)
+    schema = rk.Schema(
+        name="photos-and-sound",
+        fields={
+            "image": rk.FieldSpec(codec="image", options={"format": "jpeg", "channels": 3}),
+            "audio": rk.FieldSpec(codec="audio", options={"sample_rate": 8000}),
+            "id": rk.FieldSpec(codec="scalar", options={"dtype": "int64"}),
+        },
+    )
+    records = [
+        {
+            "image": rng.integers(0, 256, (*(int(s) for s in rng.integers(40, 131, 2)), 3), dtype=np.uint8),
+            "audio": rng.integers(-3000, 3000, int(rng.integers(800, 2001)), dtype=np.int16),
+            "id": i,
+        }
+        for i in range(9)
+    ]
+    path = tmp_path_factory.mktemp("photos") / "data"
+    rk.write_dataset(records, schema, path, shard_records=4, progress=False)
+    return path
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"batch_size": 4, "pad": True},
+        {"batch_size": 4, "pad": True, "image_size": (16, 12), "image_fit": "resize"},
+        {"batch_size": 4, "pad": True, "image_size": (16, 12), "image_fit": "resize_with_pad"},
+        {"batch_size": 4, "pad": True, "image_size": (50, 60), "image_fit": "crop_or_pad"},
+    ],
+)
+def test_photos_and_audio_parsed_record_by_record_as_batches_of_one_equal_the_batched_parse(
+    photos_and_sound: Path, options: dict[str, Any]
+) -> None:
+    """Each record parsed as a batch of one (the record by record shape) gives the values,
+    shapes and crop offsets of the batched parse: whole decodes, scaled decodes, windows."""
+    alone = ["image", "audio"]
+    assert record_by_record(photos_and_sound, alone, **options)
+    assert not record_by_record(photos_and_sound, [*alone, "id"], **options)
+    one_by_one = batches(photos_and_sound, alone, **options)
+    batched = batches(photos_and_sound, [*alone, "id"], **options)
+    assert [len(b["image"]) for b in one_by_one] == [4, 4, 1]
+    for one, other in zip(one_by_one, batched, strict=True):
+        assert sorted(one) == sorted(key for key in other if key != "id")
+        for key, value in one.items():
+            assert value.dtype == other[key].dtype, key
+            np.testing.assert_array_equal(value, other[key], err_msg=key)
