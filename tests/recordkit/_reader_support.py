@@ -319,3 +319,24 @@ def run_without_tensorflow(script: str) -> str:
     )
     assert done.returncode == 0, done.stderr[-3000:]
     return done.stdout
+
+
+def assert_same(expected: Any, actual: Any, where: str) -> None:
+    """Equal values of the same types: arrays of the same dtype and shape, writable (what
+    a read that decodes records together must give, against the record-by-record read)."""
+    assert type(actual) is type(expected), where
+    if isinstance(expected, np.ndarray):
+        assert actual.dtype == expected.dtype, where
+        assert actual.shape == expected.shape, where
+        assert np.array_equal(actual, expected), where
+        assert actual.flags.writeable, where
+    elif isinstance(expected, (list, tuple)):
+        assert len(actual) == len(expected), where
+        for i, (e, a) in enumerate(zip(expected, actual, strict=True)):
+            assert_same(e, a, f"{where}[{i}]")
+    elif isinstance(expected, dict):
+        assert list(actual) == list(expected), where
+        for key in expected:
+            assert_same(expected[key], actual[key], f"{where}.{key}")
+    else:
+        assert actual == expected, where

@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from _reader_support import assert_same
 
 import recordkit as rk
 from recordkit.read import _random_access  # private: to count the records decoded together
@@ -50,24 +51,6 @@ def make_records(count: int, *, seed: int, varied: bool) -> list[dict[str, Any]]
         }
         for i in range(count)
     ]
-
-
-def assert_same(expected: Any, actual: Any, where: str) -> None:
-    """Equal values of the same types: arrays of the same dtype and shape."""
-    assert type(actual) is type(expected), where
-    if isinstance(expected, np.ndarray):
-        assert (actual.dtype, actual.shape) == (expected.dtype, expected.shape), where
-        assert np.array_equal(actual, expected), where
-    elif isinstance(expected, (list, tuple)):
-        assert len(actual) == len(expected), where
-        for i, (e, a) in enumerate(zip(expected, actual, strict=True)):
-            assert_same(e, a, f"{where}[{i}]")
-    elif isinstance(expected, dict):
-        assert list(actual) == list(expected), where
-        for key in expected:
-            assert_same(expected[key], actual[key], f"{where}.{key}")
-    else:
-        assert actual == expected, where
 
 
 @pytest.fixture(scope="module", params=["one layout", "varied layouts"])

@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from _reader_support import assert_same
 
 import recordkit as rk
 from recordkit.errors import CorruptRecordError
@@ -66,26 +67,6 @@ def make_records(count: int, *, seed: int, varied: bool) -> list[dict[str, Any]]
             }
         )
     return records
-
-
-def assert_same(expected: Any, actual: Any, where: str) -> None:
-    """Equal values of the same types: arrays of the same dtype and shape, writable."""
-    assert type(actual) is type(expected), where
-    if isinstance(expected, np.ndarray):
-        assert actual.dtype == expected.dtype, where
-        assert actual.shape == expected.shape, where
-        assert np.array_equal(actual, expected), where
-        assert actual.flags.writeable, where
-    elif isinstance(expected, (list, tuple)):
-        assert len(actual) == len(expected), where
-        for i, (e, a) in enumerate(zip(expected, actual, strict=True)):
-            assert_same(e, a, f"{where}[{i}]")
-    elif isinstance(expected, dict):
-        assert list(actual) == list(expected), where
-        for key in expected:
-            assert_same(expected[key], actual[key], f"{where}.{key}")
-    else:
-        assert actual == expected, where
 
 
 @pytest.fixture(scope="module", params=["one layout", "varied layouts"])
