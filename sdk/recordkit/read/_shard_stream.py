@@ -111,10 +111,13 @@ def read_shards(
         return chunks if one_by_one else chunks.rebatch(block_length)
     walks: dict[str, HeaderWalk] = {}
     shards = vet_framing(shards, dataset, on_corrupt, report, walks)
+    if not shards:  # an empty split, or every shard skipped: no records, in the shape a read gives
+        empty = tf.data.Dataset.from_tensor_slices(tf.zeros([0], tf.string))
+        return empty if one_by_one else empty.batch(block_length)
     compression = dataset.compression.value
     # A split with field groups: each shard's files (its own, then the groups'), whose
     # records are read side by side and joined in the checks (see _checker).
-    width = len(shards[0].files) if shards else 1
+    width = len(shards[0].files)
     if any(len(shard.files) != width for shard in shards):
         raise ValueError("the shards of one read must all have the same field groups")
     paths: list[Any] = [
@@ -173,7 +176,7 @@ def read_shards(
         )
     else:
         chunks = files.flat_map(traced_as_written(read))
-    if not checked or not shards:
+    if not checked:
         return chunks.unbatch() if one_by_one else chunks
     if framed is not None:  # no markers; the shard ends of several shards joined, as below
         return chunks if len(shards) == 1 or one_by_one else chunks.rebatch(block_length)

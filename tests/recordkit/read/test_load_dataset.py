@@ -638,3 +638,27 @@ def test_pad_naming_some_fields_pads_those_and_leaves_the_rest_as_unpadded(
                 else:
                     assert_same_batch_value(value_got, item, path)
     assert padded_values >= len(got)
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"fields": ["label"], "batch_size": 4},  # fixed-shape fields: parsed a chunk at a time
+        {"batch_size": 4},
+        {},
+        {"batch_size": 4, "shuffle_buffer": 8, "seed": 1},
+        {"batch_size": 4, "repeat": 2},
+    ],
+)
+def test_an_empty_split_reads_as_an_empty_dataset(tmp_path: Path, options: dict[str, Any]) -> None:
+    """A split with no shards gives no element (it failed in tf.data's ``rebatch`` with
+    'Expected dataset with rank of >= 1 but found a dataset with scalar elements')."""
+    schema = rk.Schema(
+        name="empty",
+        fields={
+            "label": rk.FieldSpec(codec="label", options={"num_classes": 3}),
+            "vector": rk.FieldSpec(codec="tensor", options={"dtype": "float32", "shape": [2]}),
+        },
+    )
+    rk.write_dataset([], schema, tmp_path / "data", progress=False)
+    assert list(rk.load_dataset(tmp_path / "data", **options)) == []
