@@ -54,6 +54,10 @@ PARSE_CHUNK = 256
 #: The serialized bytes a chunk may hold (records of 1 MB are parsed a batch at a time):
 #: a parallel parse holds several chunks at once.
 _CHUNK_BYTES = 16 << 20
+#: Reads of fewer records (as the manifest counts them) parse batch by batch: the chunks'
+#: ``rebatch`` and functions cost a few milliseconds at each iterator's start, more than
+#: the calls they save on a few hundred records.
+CHUNKED_FROM_RECORDS = 4 * PARSE_CHUNK
 
 
 def tf_pipeline(opened: Opened, options: PipelineOptions, on_corrupt: OnCorrupt, skip: int = 0) -> Any:
@@ -65,7 +69,9 @@ def tf_pipeline(opened: Opened, options: PipelineOptions, on_corrupt: OnCorrupt,
     shards, record_shard = _my_shards(opened)
     layout = DecodeLayout.build(opened.dataset, options)
     one_by_one = parses_per_record(layout, options)
-    chunk = None if one_by_one else parse_chunk(layout, options, _record_bytes(shards))
+    records = selected_records(shards)
+    few = records is not None and records < CHUNKED_FROM_RECORDS
+    chunk = None if one_by_one or few else parse_chunk(layout, options, _record_bytes(shards))
     batches = _serialized_batches(opened, shards, record_shard, options, on_corrupt, skip, one_by_one, chunk)
     dataset = decoded(batches, layout, options, one_by_one, chunked=chunk is not None)
     size = _known_size(

@@ -87,6 +87,7 @@ def _read(
 
     with monkeypatch.context() as patched:
         patched.setattr(_load_dataset, "_serialized_batches", spied)
+        patched.setattr(_load_dataset, "CHUNKED_FROM_RECORDS", 0)  # this split's 203 records are few
         if not chunked:
             patched.setattr(_load_dataset, "PARSE_CHUNK", 0)
         ds = rk.open(path, fields=fields).tf(**options)
@@ -148,3 +149,20 @@ def test_large_records_are_parsed_batch_by_batch_whatever_their_fields(
     chunked, _, chunk = _read(dataset, ["embedding", "label"], monkeypatch, True, batch_size=16)
     assert chunk is None
     assert len(chunked) == -(-RECORDS // 16)
+
+
+def test_a_read_of_few_records_parses_batch_by_batch(dataset: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Below ``CHUNKED_FROM_RECORDS`` records the chunks would cost more at each
+    iterator's start than they save: the same batches, parsed batch by batch."""
+    used: list[int | None] = []
+    serialized = _load_dataset._serialized_batches
+
+    def spied(*args: Any) -> Any:
+        used.append(args[-1])
+        return serialized(*args)
+
+    monkeypatch.setattr(_load_dataset, "_serialized_batches", spied)
+    batches = list(rk.open(dataset, fields=["vector", "predicted"]).tf(batch_size=16))
+    assert RECORDS < _load_dataset.CHUNKED_FROM_RECORDS
+    assert used == [None]
+    assert sum(int(batch["predicted"].shape[0]) for batch in batches) == RECORDS
