@@ -69,9 +69,7 @@ def tf_pipeline(opened: Opened, options: PipelineOptions, on_corrupt: OnCorrupt,
     shards, record_shard = _my_shards(opened)
     layout = DecodeLayout.build(opened.dataset, options)
     one_by_one = parses_per_record(layout, options)
-    records = selected_records(shards)
-    few = records is not None and records < CHUNKED_FROM_RECORDS
-    chunk = None if one_by_one or few else parse_chunk(layout, options, _record_bytes(shards))
+    chunk = None if one_by_one else parse_chunk(layout, options, shards)
     batches = _serialized_batches(opened, shards, record_shard, options, on_corrupt, skip, one_by_one, chunk)
     dataset = decoded(batches, layout, options, one_by_one, chunked=chunk is not None)
     size = _known_size(
@@ -122,16 +120,20 @@ def decoded(
     return dataset
 
 
-def parse_chunk(layout: DecodeLayout, options: PipelineOptions, record_bytes: float | None) -> int | None:
+def parse_chunk(layout: DecodeLayout, options: PipelineOptions, shards: Sequence[Shard]) -> int | None:
     """The records to parse and decode together (a multiple of the batch size, at most
-    :data:`PARSE_CHUNK`, and at most 16 MB of records of ``record_bytes``: None, not
-    known) when batches of fewer are asked for and every field read is
+    :data:`PARSE_CHUNK`, and at most 16 MB of records of the mean size the manifest gives
+    ``shards``) when ``shards`` hold no fewer than :data:`CHUNKED_FROM_RECORDS` records
+    (or an unknown number), batches of fewer are asked for and every field read is
     plain (neither optional nor a sequence), stored with fixed-shape wire features and
     decoded in its batch by a codec that is no picture and pads nothing, and nothing is
     padded, fitted, cropped or filled with a default; None otherwise (each batch parsed
     alone). The decoded values are rebatched: the same records in the same batches."""
     size = options.batch_size
     if size is None or size * 2 > PARSE_CHUNK or options.random_crop:
+        return None
+    records = selected_records(shards)
+    if records is not None and records < CHUNKED_FROM_RECORDS:
         return None
     if layout.per_record or layout.per_record_values or layout.padded or layout.sizes:
         return None
@@ -147,6 +149,7 @@ def parse_chunk(layout: DecodeLayout, options: PipelineOptions, record_bytes: fl
         if raster_kind(codec) is not None or isinstance(codec, PadsAsDecoded) or decodes_per_record(codec):
             return None
     most = PARSE_CHUNK
+    record_bytes = _record_bytes(shards)
     if record_bytes is not None:
         most = min(most, int(_CHUNK_BYTES // max(record_bytes, 1.0)))
     return most // size * size if most >= size * 2 else None
