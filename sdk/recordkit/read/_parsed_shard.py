@@ -24,7 +24,7 @@ import itertools
 import mmap
 import os
 import struct
-from collections.abc import Callable, Collection, Generator, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Generator, Iterable, Iterator, Mapping, Sequence
 from contextlib import ExitStack
 from typing import Any, cast
 
@@ -134,20 +134,27 @@ def _parsed_chunks(
                 parsed_records(b, o[first : last + 1], keys) for b, o in zip(buffers, offsets, strict=True)
             ]
             starts = offsets[0][first:last].tolist()
-            records = None if decode is None else _decoded(chunks, decode)
-            if records is not None:
-                yield from zip(starts, map(DecodedRecord, records), strict=True)
-                continue
-            if all(not chunk.parts for chunk in chunks):  # no layout shared: every record's bytes
-                yield from zip(starts, _data(buffers, offsets, first, last), strict=True)
-                continue
-            examples = [chunk.examples() for chunk in chunks]
-            data = _data(buffers, offsets, first, last)
-            for offset, parsed, joined in zip(starts, zip(*examples, strict=True), data, strict=True):
-                if None not in parsed:  # joined files: one Example's entries after another's
-                    yield offset, parsed[0] if len(parsed) == 1 else _merged(parsed)
-                else:
-                    yield offset, joined
+            items = _chunk_items(chunks, _data(buffers, offsets, first, last), decode)
+            yield from zip(starts, items, strict=True)
+
+
+def _chunk_items(
+    chunks: Sequence[ParsedChunk], data: Iterable[bytes], decode: ColumnDecoder | None
+) -> Iterator[bytes | ParsedExample | DecodedRecord]:
+    """The records of ``chunks`` (one per joined file; ``data``: each record's bytes, the
+    files' joined): all decoded together with ``decode`` where every file has one layout
+    throughout, else each record's Example (one file's entries after another's) where
+    every file's template matched it, else its bytes, to be parsed alone."""
+    records = None if decode is None else _decoded(list(chunks), decode)
+    if records is not None:
+        return map(DecodedRecord, records)
+    if all(not chunk.parts for chunk in chunks):  # no layout shared: every record's bytes
+        return iter(data)
+    examples = zip(*(chunk.examples() for chunk in chunks), strict=True)
+    return (
+        joined if None in parsed else parsed[0] if len(parsed) == 1 else _merged(parsed)
+        for parsed, joined in zip(examples, data, strict=True)
+    )
 
 
 def parsed_fetched(
@@ -171,15 +178,7 @@ def parsed_fetched(
     chunks = [parsed_data(parts, keys, kept) for parts, kept in zip(datas, templates, strict=True)]
     if len(chunks) == 1:
         return _parsed_items(chunks[0], datas[0], decode)
-    if decode is not None and (records := _decoded(chunks, decode)) is not None:
-        return list(map(DecodedRecord, records))
-    joined = list(map(b"".join, zip(*datas, strict=True)))
-    if all(not chunk.parts for chunk in chunks):
-        return list[bytes | ParsedExample | DecodedRecord](joined)
-    examples = zip(*(chunk.examples() for chunk in chunks), strict=True)
-    return [
-        data if None in parsed else _merged(parsed) for parsed, data in zip(examples, joined, strict=True)
-    ]
+    return list(_chunk_items(chunks, map(b"".join, zip(*datas, strict=True)), decode))
 
 
 def _parsed_items(
