@@ -57,6 +57,10 @@ class DecodeLayout:
     #: sizes fix it (:func:`~recordkit.read._numpy_geometry.fixed_scale`; 1: the plain
     #: decode): no choice is made in the graph, record by record.
     fixed_scales: dict[str, int] = dataclasses.field(default_factory=dict)
+    #: Whether each record is parsed alone (:mod:`recordkit.read._record_parse`): its
+    #: pictures and per-record values decoded in one parallel map, the other fields'
+    #: wire values batched as they are and decoded a batch at a time after it.
+    parsed_per_record: bool = False
 
     @classmethod
     def build(cls, dataset: OpenedDataset, options: PipelineOptions) -> DecodeLayout:
@@ -89,19 +93,20 @@ class DecodeLayout:
         ]
         pictures = tuple(f for f in plain if raster_kind(f.codec))
         per_record = pictures if _splits_pictures(pictures, padded, sizes, geometry, options) else ()
-        split = bool(per_record) or options.batch_size is None  # the batches are split anyway
-        per_record_values = tuple(
+        values = tuple(
             f
             for f in plain
-            if split
-            and not raster_kind(f.codec)
+            if not raster_kind(f.codec)
             and decodes_per_record(f.codec)
             and (f.name in padded or options.batch_size is None)
         )
+        followers = _followers(dataset, geometry, {f.name for f in per_record})
+        parsed_per_record = _parses_records(dataset, per_record, values, padded, sizes, followers, options)
+        split = bool(per_record) or options.batch_size is None  # the batches are split anyway
+        per_record_values = values if split or parsed_per_record else ()
         seed = options.seed if options.seed is not None else geometry.seed
         crop_seed = seed if seed is not None else random.SystemRandom().randrange(1 << 31)
         pads_in_batch = not per_record and options.batch_size is not None
-        followers = _followers(dataset, geometry, {f.name for f in per_record})
         batched_fits = [name for name in sizes if name not in {f.name for f in per_record}]
         if batched_fits and (geometry.flip or geometry.fit == "random_resized_crop"):
             raise ValueError(
@@ -127,6 +132,7 @@ class DecodeLayout:
             geometry,
             followers,
             fixed_scales,
+            parsed_per_record,
         )
 
     def fit(self, name: str, value: Any, shapes: Any, draws: Any, fit: ImageFit) -> tuple[Any, Any]:
@@ -192,6 +198,43 @@ def _splits_pictures(
         or geometry.moves_boxes
         or any(f.name in padded or f.name in sizes for f in pictures)
     )
+
+
+def _parses_records(
+    dataset: OpenedDataset,
+    pictures: tuple[BoundField, ...],
+    values: tuple[BoundField, ...],
+    padded: set[str],
+    sizes: Mapping[str, Size],
+    followers: Mapping[str, str],
+    options: PipelineOptions,
+) -> bool:
+    """Whether each record is parsed alone (see :attr:`DecodeLayout.parsed_per_record`):
+    batches are asked for, with no random crop (its draws are keyed by the batch) and
+    no field that follows a picture (it is moved with its picture, record by record);
+    something is decoded record by record (``pictures``, each padded or fitted, or
+    ``values`` whose codec asks for it); every field is read from keys of its own (no
+    column keys, no constants, no defaults), and each of the others is plain with
+    fixed-shape wire features, so that its records' wire values batch densely into what
+    the batch's own parse gives."""
+    if not pictures or options.batch_size is None or options.random_crop or followers:
+        return False
+    if dataset.defaulted or any(f.name not in padded and f.name not in sizes for f in pictures):
+        return False
+    decoded_alone = {f.name for f in (*pictures, *values)}
+    for field in dataset.fields:
+        if any(keyed.columns or keyed.constant is not None for keyed in field.features):
+            return False
+        if field.name in decoded_alone:
+            continue
+        if field.presence_key is not None or field.spec.sequence or not _fixed_wire(field):
+            return False
+    return True
+
+
+def _fixed_wire(field: BoundField) -> bool:
+    """Whether each of the field's wire features has one fixed shape in every record."""
+    return all(None not in keyed.feature.shape for keyed in field.features)
 
 
 def _known(names: Sequence[str] | Mapping[str, Any], fields: list[str], option: str) -> list[str]:

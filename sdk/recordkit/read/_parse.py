@@ -42,6 +42,7 @@ __all__ = [
     "decode_field",
     "feature_spec",
     "field_plan",
+    "make_padded_decoder",
     "make_padded_parser",
     "make_parser",
     "parse_feature",
@@ -136,13 +137,28 @@ def make_padded_parser(
     decode as :func:`make_parser` decodes them (the reader pads those afterwards), but
     for those named in ``undecoded``: their wire values by feature name (the reader
     decodes them record by record)."""
-    plans = [(field_plan(field), field.codec) for field in fields]
-    spec = spec_from_plans([plan for plan, _ in plans])
+    spec = spec_from_plans([field_plan(field) for field in fields])
+    decode = make_padded_decoder(fields, padded, undecoded)
 
     def parse(serialized: Any) -> dict[str, Any]:
         import tensorflow as tf
 
-        parsed = tf.io.parse_example(serialized, spec)
+        return decode(tf.io.parse_example(serialized, spec))
+
+    return parse
+
+
+def make_padded_decoder(
+    fields: Sequence[BoundField], padded: Collection[str], undecoded: Collection[str] = ()
+) -> Callable[[dict[str, Any]], dict[str, Any]]:
+    """The decode step of :func:`make_padded_parser`: from the batch ``tf.io.parse_example``
+    gives (by Example key, for the spec of :func:`spec_from_plans`) to the decoded fields.
+    A reader that parses each record and batches the parsed values (dense: fixed-shape
+    features of plain fields) decodes them with it, as the batch's own parse would give
+    them."""
+    plans = [(field_plan(field), field.codec) for field in fields]
+
+    def decode(parsed: dict[str, Any]) -> dict[str, Any]:
         out: dict[str, Any] = {}
         for plan, codec in plans:
             name = plan["name"]
@@ -157,7 +173,7 @@ def make_padded_parser(
             out.update(decode_field(plan, parsed, codec.decode_tf))
         return out
 
-    return parse
+    return decode
 
 
 def _put_padded(out: dict[str, Any], name: str, padded: Any, shapes: Any) -> None:
@@ -310,13 +326,14 @@ def wire_values(plan: FieldPlan, parsed: dict[str, Any]) -> dict[str, Any]:
         else:
             value = parsed[f["key"]]
         wire[f["name"]] = value
-        if batch is None:
-            batch = (
-                value.nrows() if isinstance(value, tf.RaggedTensor) else tf.shape(value, out_type=tf.int64)[0]
-            )
     for f in plan["features"]:
         if f.get("constant") is None:
             continue
+        if batch is None:  # a constant fills as many rows as the stored features hold
+            first = wire[next(iter(wire))]
+            batch = (
+                first.nrows() if isinstance(first, tf.RaggedTensor) else tf.shape(first, out_type=tf.int64)[0]
+            )
         shape = [int(dim) for dim in f["shape"]]
         constant = tf.constant(f["constant"], tf.as_dtype(f["dtype"]))
         size = 1

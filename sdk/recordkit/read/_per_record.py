@@ -60,10 +60,16 @@ def per_record(
     return _ragged_batches(records, batched_spec, layout, options)
 
 
-def dense_batches(records: Any, layout: DecodeLayout, options: PipelineOptions) -> Any:
+def dense_batches(
+    records: Any,
+    layout: DecodeLayout,
+    options: PipelineOptions,
+    then: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
+) -> Any:
     """Records made dense by :func:`record_decoder` batched, each batch padded as it
     forms (``padded_batch``: one copy of each value), then finished (:func:`_finisher`)
-    where a value stays ragged or the channel counts are checked."""
+    where a value stays ragged or the channel counts are checked, and ``then`` (in the
+    same function: each function of a pipeline is instantiated again at every iterator)."""
     import tensorflow as tf
 
     batches = records.padded_batch(
@@ -72,10 +78,15 @@ def dense_batches(records: Any, layout: DecodeLayout, options: PipelineOptions) 
         drop_remainder=options.drop_remainder,
     )
     finish = _finisher(layout, records.element_spec)
-    if finish is None:
+    if finish is None and then is None:
         return batches
+
+    def finished(batch: dict[str, Any]) -> dict[str, Any]:
+        batch = batch if finish is None else finish(batch)
+        return batch if then is None else then(batch)
+
     return batches.map(
-        traced_as_written(finish), num_parallel_calls=tf.data.AUTOTUNE, deterministic=options.deterministic
+        traced_as_written(finished), num_parallel_calls=tf.data.AUTOTUNE, deterministic=options.deterministic
     )
 
 
@@ -190,16 +201,19 @@ def record_decoder(
     dense: bool,
     *,
     parsed_as_batch_of_one: bool = False,
+    batched_later: frozenset[str] = frozenset(),
 ) -> Callable[[dict[str, Any]], dict[str, Any]]:
     """The per-record step: each picture decoded (and fitted), each of the other
     per-record values decoded; with ``dense``, every padded value made dense, with its
     true shape under ``"<field>/shape"``, and other values that are still ragged (but
     sequences) given their dense form. With ``parsed_as_batch_of_one``, the record's
-    wire values are a batch of one already (:class:`~recordkit.read._record_values.RecordWire`)."""
+    wire values are a batch of one already (:class:`~recordkit.read._record_values.RecordWire`).
+    The fields named in ``batched_later`` are not in the record (they are decoded after
+    batching)."""
     import tensorflow as tf
 
-    per_record = {f.name for f in layout.per_record}
-    others = [f for f in layout.dataset.fields if f.name not in per_record and f.name not in layout.sizes]
+    skipped = {f.name for f in layout.per_record} | batched_later
+    others = [f for f in layout.dataset.fields if f.name not in skipped and f.name not in layout.sizes]
 
     def wire_of(record: dict[str, Any], name: str) -> RecordWire:
         return RecordWire(one=record[name]) if parsed_as_batch_of_one else RecordWire(record[name])
