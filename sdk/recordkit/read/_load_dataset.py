@@ -31,7 +31,7 @@ from recordkit.read._parse import PRESENT_SUFFIX, make_padded_parser
 from recordkit.read._per_record import DRAWS, RaggedUnbatcher, per_record
 from recordkit.read._record_parse import parses_per_record, records_parsed_one_by_one
 from recordkit.read._shard_stream import read_shards
-from recordkit.read._traced import traced_as_written
+from recordkit.read._traced import parallel_map
 
 __all__ = [
     "DEFAULT_BLOCK_LENGTH",
@@ -260,7 +260,6 @@ def _decode_batches(
     in the same function (:meth:`~recordkit.read._per_record.RaggedUnbatcher.encode`):
     one function, not a map of its own, since TensorFlow optimizes and instantiates each
     function of a pipeline again for every iterator."""
-    import tensorflow as tf
 
     decode = _decoder(layout, options)
 
@@ -268,21 +267,19 @@ def _decode_batches(
         return decode(*args, **draws) if unbatcher is None else unbatcher.encode(decode(*args, **draws))
 
     if draws_given:
-        return batches.map(
-            traced_as_written(lambda serialized, draws: parse(serialized, draws=draws)),
-            num_parallel_calls=tf.data.AUTOTUNE,
+        return parallel_map(
+            batches,
+            lambda serialized, draws: parse(serialized, draws=draws),
             deterministic=options.deterministic,
         )
     if options.random_crop:
         # Each batch's position keys its random draws: the same seed, the same windows.
-        return batches.enumerate().map(
-            traced_as_written(lambda position, serialized: parse(serialized, position)),
-            num_parallel_calls=tf.data.AUTOTUNE,
+        return parallel_map(
+            batches.enumerate(),
+            lambda position, serialized: parse(serialized, position),
             deterministic=options.deterministic,
         )
-    return batches.map(
-        traced_as_written(parse), num_parallel_calls=tf.data.AUTOTUNE, deterministic=options.deterministic
-    )
+    return parallel_map(batches, parse, deterministic=options.deterministic)
 
 
 def _known_size(

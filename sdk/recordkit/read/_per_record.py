@@ -16,7 +16,7 @@ from recordkit.read._dense import SHAPE_SUFFIX, dense_record, pad_into, pad_ragg
 from recordkit.read._layout import DecodeLayout, padding_values
 from recordkit.read._options import PipelineOptions
 from recordkit.read._record_values import RecordWire, decode_picture, decode_value
-from recordkit.read._traced import traced_as_written
+from recordkit.read._traced import parallel_map
 
 __all__ = ["DRAWS", "RaggedUnbatcher", "dense_batches", "per_record", "record_decoder"]
 
@@ -42,15 +42,14 @@ def per_record(
     and padded after. Single records (no ``batch_size``) are made dense in the map,
     padded fields each to its own size.
     """
-    import tensorflow as tf
 
     batch_size = options.batch_size
     batched_spec = unbatcher.batched
     dense = batch_size is None or _dense_records(batched_spec, layout)
     decode = record_decoder(layout, options, batched_spec, dense)
-    records = dataset.unbatch().map(
-        traced_as_written(lambda record: decode(unbatcher.decode(record))),
-        num_parallel_calls=tf.data.AUTOTUNE,
+    records = parallel_map(
+        dataset.unbatch(),
+        lambda record: decode(unbatcher.decode(record)),
         deterministic=options.deterministic,
     )
     if batch_size is None:
@@ -70,7 +69,6 @@ def dense_batches(
     forms (``padded_batch``: one copy of each value), then finished (:func:`_finisher`)
     where a value stays ragged or the channel counts are checked, and ``then`` (in the
     same function: each function of a pipeline is instantiated again at every iterator)."""
-    import tensorflow as tf
 
     batches = records.padded_batch(
         options.batch_size,
@@ -85,9 +83,7 @@ def dense_batches(
         batch = batch if finish is None else finish(batch)
         return batch if then is None else then(batch)
 
-    return batches.map(
-        traced_as_written(finished), num_parallel_calls=tf.data.AUTOTUNE, deterministic=options.deterministic
-    )
+    return parallel_map(batches, finished, deterministic=options.deterministic)
 
 
 class RaggedUnbatcher:
@@ -396,6 +392,4 @@ def _ragged_batches(
             pad_into(out, name, out[name], layout.pad_values[name])
         return out
 
-    return batches.map(
-        traced_as_written(pad), num_parallel_calls=tf.data.AUTOTUNE, deterministic=options.deterministic
-    )
+    return parallel_map(batches, pad, deterministic=options.deterministic)

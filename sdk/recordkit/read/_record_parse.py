@@ -28,7 +28,7 @@ from recordkit.read._layout import DecodeLayout
 from recordkit.read._options import PipelineOptions
 from recordkit.read._parse import field_plan, make_padded_decoder, spec_from_plans
 from recordkit.read._per_record import dense_batches, record_decoder
-from recordkit.read._traced import traced_as_written
+from recordkit.read._traced import parallel_map
 
 __all__ = ["WIRE", "parses_per_record", "records_parsed_one_by_one"]
 
@@ -74,9 +74,7 @@ def records_parsed_one_by_one(records: Any, layout: DecodeLayout, options: Pipel
             wire[WIRE] = {key: tf.squeeze(parsed[key], [0]) for key in later_keys}
         return decode(wire)
 
-    decoded = records.map(
-        traced_as_written(parse), num_parallel_calls=tf.data.AUTOTUNE, deterministic=options.deterministic
-    )
+    decoded = parallel_map(records, parse, deterministic=options.deterministic)
     return dense_batches(decoded, layout, options, _batch_decoder(later, layout) if later else None)
 
 

@@ -19,11 +19,12 @@ from _reader_support import record_offsets
 from PIL import Image
 
 import recordkit as rk
-from recordkit.read import _layout
+from recordkit.read import _layout, _traced
 from recordkit.read._layout import DecodeLayout
 from recordkit.read._open import open_dataset
 from recordkit.read._options import PipelineOptions
 from recordkit.read._record_parse import parses_per_record
+from recordkit.read._traced import UNOPTIMIZED_ATTRIBUTE
 
 #: (height, width) of each record's picture.
 SIZES = [(4, 9), (8, 3), (6, 6), (9, 10), (3, 4), (7, 8), (10, 5), (5, 7), (8, 8), (9, 9), (2, 2)]
@@ -490,3 +491,52 @@ def test_fields_decoded_after_padded_batch_give_the_values_and_element_spec_of_t
     ops = [node.op for node in graph_nodes(read)]
     assert "UnbatchDataset" not in ops
     assert ops.count("ParallelMapDatasetV2") == 2  # each record's parse, then the batch's decode
+
+
+def map_functions(read: Any) -> list[Any]:
+    """The functions of ``read``'s parallel maps, from its serialized graph."""
+    from tensorflow.core.framework import graph_pb2
+
+    graph = graph_pb2.GraphDef.FromString(read._as_serialized_graph().numpy())
+    library = {function.signature.name: function for function in graph.library.function}
+    names = [node.attr["f"].func.name for node in graph.node if node.op == "ParallelMapDatasetV2"]
+    return [library[name] for name in names]
+
+
+@pytest.mark.parametrize(
+    ("fields", "options"),
+    [
+        (["image", "mask", "id"], {"batch_size": 3, "pad": True}),  # parsed record by record
+        (
+            ["image", "id"],
+            {"batch_size": 3, "pad": True, "image_size": (6, 6), "image_fit": "random_crop_or_pad"},
+        ),
+        (["id"], {"batch_size": 3}),  # batched
+    ],
+    ids=["record-parse", "per-record", "batched"],
+)
+def test_the_pipelines_maps_are_marked_to_run_on_one_device_without_grappler(
+    dataset: Path, fields: list[str], options: dict[str, Any]
+) -> None:
+    """Every map of the read carries the attribute that keeps TensorFlow from optimizing
+    its function again at each iterator (a TensorFlow whose internals change fails here)."""
+    functions = map_functions(rk.load_dataset(dataset, fields=fields, **options))
+    assert functions
+    for function in functions:
+        assert function.attr[UNOPTIMIZED_ATTRIBUTE].b, function.signature.name
+
+
+def test_a_tensorflow_without_the_internals_gets_the_plain_map_and_the_same_batches(
+    dataset: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    options: dict[str, Any] = {"batch_size": 3, "pad": True}
+    fields = ["image", "mask", "id"]
+    marked = rk.load_dataset(dataset, fields=fields, **options)
+
+    def missing() -> Any:
+        raise AttributeError("module 'map_op' has no attribute '_ParallelMapDataset'")
+
+    monkeypatch.setattr(_traced, "_map_without_grappler", missing)
+    plain = rk.load_dataset(dataset, fields=fields, **options)
+    assert not any(function.attr[UNOPTIMIZED_ATTRIBUTE].b for function in map_functions(plain))
+    assert_same_reads(marked, plain)
