@@ -37,7 +37,8 @@ def parallel_map(dataset: Any, function: Callable[..., Any], *, deterministic: b
     ms an iterator for a read of pictures, audio, text and boxes, more than the
     hand-written pipeline's whole start). A function marked ``experimental_ints_on_device``
     runs on the pipeline's own device (the CPU) and is instantiated without that pass,
-    as a ``tf.function`` body is; the ops and their results are the same. No public
+    as a ``tf.function`` body is; the ops and their results are the same. (A function
+    that computes an ``int32`` output keeps the plain ``map``: see :class:`_Int32OutputError`.) No public
     TensorFlow API sets a ``map`` function's attributes, so the mark goes through
     ``tf.data``'s own function wrapper (:func:`_map_without_grappler`); a TensorFlow
     whose internals differ gets the plain ``map``."""
@@ -46,8 +47,14 @@ def parallel_map(dataset: Any, function: Callable[..., Any], *, deterministic: b
     traced = traced_as_written(function)
     try:
         return _map_without_grappler()(dataset, traced, deterministic)
-    except (ImportError, AttributeError):  # another TensorFlow's internals
+    except (ImportError, AttributeError, _Int32OutputError):  # another TensorFlow's internals
         return dataset.map(traced, num_parallel_calls=tf.data.AUTOTUNE, deterministic=deterministic)
+
+
+class _Int32OutputError(Exception):
+    """A map function computes an ``int32`` value: TensorFlow 2.21 cannot start an iterator
+    of such a function run on one device when it has other outputs too ("Expected only
+    one fetch node"), so :func:`parallel_map` gives it the plain ``map``."""
 
 
 #: The function attribute that keeps a ``tf.data`` function on one device, and so out of
@@ -73,6 +80,8 @@ def _map_without_grappler() -> Callable[[Any, Callable[..., Any], bool | None], 
                 dataset=dataset,
                 defun_kwargs={UNOPTIMIZED_ATTRIBUTE: True},
             )
+            if any(output.dtype == tf.int32 for output in self._map_func.function.outputs):
+                raise _Int32OutputError(self._map_func.function.name)
             self._deterministic = "default" if deterministic is None else str(bool(deterministic)).lower()
             self._preserve_cardinality = True
             self._num_parallel_calls = tf.constant(tf.data.AUTOTUNE, tf.int64)

@@ -540,3 +540,17 @@ def test_a_tensorflow_without_the_internals_gets_the_plain_map_and_the_same_batc
     plain = rk.load_dataset(dataset, fields=fields, **options)
     assert not any(function.attr[UNOPTIMIZED_ATTRIBUTE].b for function in map_functions(plain))
     assert_same_reads(marked, plain)
+
+
+def test_a_map_that_computes_int32_values_keeps_the_plain_map_and_reads() -> None:
+    """TensorFlow cannot start an iterator of a function run on one device that computes
+    an ``int32`` output beside others: such a map is left to Grappler as before."""
+    batches = tf.data.Dataset.range(6).batch(2)
+    mapped = _traced.parallel_map(
+        batches, lambda x: (tf.cast(x, tf.int32), tf.cast(x, tf.float32)), deterministic=True
+    )
+    assert not any(function.attr[UNOPTIMIZED_ATTRIBUTE].b for function in map_functions(mapped))
+    assert [first.numpy().tolist() for first, _ in mapped] == [[0, 1], [2, 3], [4, 5]]
+    marked = _traced.parallel_map(batches, lambda x: (x * 2, tf.cast(x, tf.float32)), deterministic=True)
+    assert all(function.attr[UNOPTIMIZED_ATTRIBUTE].b for function in map_functions(marked))
+    assert [first.numpy().tolist() for first, _ in marked] == [[0, 2], [4, 6], [8, 10]]
