@@ -37,11 +37,11 @@ def parallel_map(dataset: Any, function: Callable[..., Any], *, deterministic: b
     ms an iterator for a read of pictures, audio, text and boxes, more than the
     hand-written pipeline's whole start). A function marked ``experimental_ints_on_device``
     runs on the pipeline's own device (the CPU) and is instantiated without that pass,
-    as a ``tf.function`` body is; the ops and their results are the same. (A function
-    that computes an ``int32`` output keeps the plain ``map``: see :class:`_Int32OutputError`.) No public
+    as a ``tf.function`` body is; the ops and their results are the same. No public
     TensorFlow API sets a ``map`` function's attributes, so the mark goes through
     ``tf.data``'s own function wrapper (:func:`_map_without_grappler`); a TensorFlow
-    whose internals differ gets the plain ``map``."""
+    whose internals differ gets the plain ``map``, and so does a function with an
+    ``int32`` output (:class:`_Int32OutputError`)."""
     import tensorflow as tf
 
     traced = traced_as_written(function)
@@ -52,9 +52,10 @@ def parallel_map(dataset: Any, function: Callable[..., Any], *, deterministic: b
 
 
 class _Int32OutputError(Exception):
-    """A map function computes an ``int32`` value: TensorFlow 2.21 cannot start an iterator
-    of such a function run on one device when it has other outputs too ("Expected only
-    one fetch node"), so :func:`parallel_map` gives it the plain ``map``."""
+    """A map function has an ``int32`` output: TensorFlow 2.21 cannot start an iterator of
+    a function run on one device that computes one beside other outputs ("Expected only
+    one fetch node"), so :func:`parallel_map` gives every such function the plain
+    ``map``."""
 
 
 #: The function attribute that keeps a ``tf.data`` function on one device, and so out of
