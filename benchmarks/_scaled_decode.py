@@ -62,7 +62,7 @@ FULL_WAY = "jpeg_scale=full"
 #: not a smarter decode, it is the full decode with the cheap resize that aliases (it
 #: reads 4 pixels an output pixel); ``auto`` decodes at 1/2 to 1/8 and antialiases.
 FULL_SUFFIX = " (full decode, bilinear without antialiasing)"
-AUTO_SUFFIX = " (scaled decode, antialiased bilinear)"
+AUTO_SUFFIX = " (decoded at 1/2 to 1/8 where a scale applies, then antialiased)"
 #: The numpy reader's full decode with the resize of the scaled decode's quality: what a
 #: user of ``ds.records()`` who wants an antialiased downscale writes (Pillow's bilinear
 #: filter, antialiased, as the scaled path resizes), in the loop that reads the records.
