@@ -45,6 +45,7 @@ __all__ = [
     "make_padded_parser",
     "make_parser",
     "parse_feature",
+    "parsed_decoder",
     "scatter_rows",
     "spec_from_plans",
     "wire_values",
@@ -136,13 +137,27 @@ def make_padded_parser(
     decode as :func:`make_parser` decodes them (the reader pads those afterwards), but
     for those named in ``undecoded``: their wire values by feature name (the reader
     decodes them record by record)."""
-    plans = [(field_plan(field), field.codec) for field in fields]
-    spec = spec_from_plans([plan for plan, _ in plans])
+    spec, decode = parsed_decoder(fields, padded, undecoded)
 
     def parse(serialized: Any) -> dict[str, Any]:
         import tensorflow as tf
 
-        parsed = tf.io.parse_example(serialized, spec)
+        return decode(tf.io.parse_example(serialized, spec))
+
+    return parse
+
+
+def parsed_decoder(
+    fields: Sequence[BoundField], padded: Collection[str] = (), undecoded: Collection[str] = ()
+) -> tuple[dict[str, Any], Callable[[dict[str, Any]], dict[str, Any]]]:
+    """The ``tf.io.parse_example`` spec of ``fields`` and the function from what the parse
+    gives (or the same wire values found otherwise: a shard read whole,
+    :mod:`recordkit.read._whole_shards`) to the decoded fields, as
+    :func:`make_padded_parser` decodes them."""
+    plans = [(field_plan(field), field.codec) for field in fields]
+    spec = spec_from_plans([plan for plan, _ in plans])
+
+    def decode(parsed: dict[str, Any]) -> dict[str, Any]:
         out: dict[str, Any] = {}
         for plan, codec in plans:
             name = plan["name"]
@@ -157,7 +172,7 @@ def make_padded_parser(
             out.update(decode_field(plan, parsed, codec.decode_tf))
         return out
 
-    return parse
+    return spec, decode
 
 
 def _put_padded(out: dict[str, Any], name: str, padded: Any, shapes: Any) -> None:
