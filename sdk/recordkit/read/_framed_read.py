@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from recordkit.dataset._shards import ListedShards, Shard
+from recordkit.dataset._split_groups import JoinedShards
 from recordkit.errors import CorruptRecordError, RecordkitError
 from recordkit.format._tfrecord import FRAMING_BYTES, Compression, HeaderWalk, iter_tfrecords, walk_headers
 from recordkit.read._corruption import OnCorrupt
@@ -148,6 +149,8 @@ def checked_as_opened(dataset: OpenedDataset, shards: Sequence[Shard], on_corrup
     if on_corrupt != "raise" or dataset.compression is not Compression.NONE or len(shards) <= DEFAULT_CYCLE:
         return False
     if isinstance(shards, ListedShards):
+        return shards.root.local_path is not None
+    if isinstance(shards, JoinedShards) and shards.whole_split_alone:  # no shard made to know it
         return shards.root.local_path is not None
     return all(s.path.local_path is not None and not s.joined and not s.sliced for s in shards)
 

@@ -132,24 +132,27 @@ def read_whole(dataset: OpenedDataset, shards: Sequence[Shard], options: Pipelin
     block_length = options.block_length
 
     def read(index: Any) -> Any:
-        refusal, fixed, whole, *values, serialized = tf.numpy_function(
-            load, [index], [tf.string, tf.bool, tf.string, *outputs, tf.string], stateful=False
+        refusal, whole, *values, serialized = tf.numpy_function(
+            load, [index], [tf.string, tf.string, *outputs, tf.string], stateful=False
         )
         with tf.control_dependencies(
             [tf.debugging.Assert(tf.equal(tf.strings.length(refusal), 0), [refusal], summarize=1)]
         ):
-            fixed = tf.identity(tf.reshape(fixed, []))
+            whole = tf.identity(tf.reshape(whole, []))
 
         def columns() -> dict[str, Any]:
             out, given = {}, iter(values)
             for key in keys:
                 value = next(given)
                 if kinds[key] is WireKind.BYTES:
-                    value = tf.strings.substr(tf.reshape(whole, []), value, next(given))
+                    value = tf.strings.substr(whole, value, next(given))
                 out[key] = tf.reshape(value, [-1, *shapes[key]])
             return out
 
-        parsed = tf.cond(fixed, columns, lambda: tf.io.parse_example(tf.reshape(serialized, [-1]), spec))
+        # One of the two holds the shard's records, the other none: no ``cond``, whose
+        # branch functions TensorFlow would build and instantiate again for every iterator.
+        found, parsed = columns(), tf.io.parse_example(tf.reshape(serialized, [-1]), spec)
+        parsed = {key: tf.concat([found[key], parsed[key]], 0) for key in keys}
         return tf.data.Dataset.from_tensors(decode(parsed)).rebatch(block_length)
 
     if len(shards) == 1:  # no function to instantiate for each iterator
@@ -177,9 +180,10 @@ def _loader(
     shapes: dict[str, list[int]],
 ) -> Callable[[Any], list[Any]]:
     """``load(index)``: shard ``index`` read and checked (see the module docs), as
-    ``(refusal, fixed, whole, *columns, serialized)``: the error message ("" when there
-    is none); whether its records share one layout, and then the file and each key's
-    values (:func:`_columns`), else its records serialized, for ``tf.io.parse_example``."""
+    ``(refusal, whole, *columns, serialized)``: the error message ("" when there is
+    none); when its records share one layout, the file and each key's values
+    (:func:`_columns`) and no records serialized, else no values and its records
+    serialized, for ``tf.io.parse_example``."""
     counts = {key: math.prod(shapes[key]) for key in keys}
 
     def nothing(refusal: bytes, serialized: np.ndarray) -> list[Any]:
@@ -192,7 +196,7 @@ def _loader(
                 else (np.zeros((0, counts[key]), kinds[key].numpy_dtype),)
             )
         ]
-        return [refusal, False, b"", *empty, serialized]
+        return [refusal, b"", *empty, serialized]
 
     def load(index: Any) -> list[Any]:
         shard = None
@@ -215,7 +219,7 @@ def _loader(
             ends = (offsets[1:] - FOOTER_BYTES).tolist()
             records = [buffer[start:end] for start, end in zip(starts, ends, strict=True)]
             return nothing(b"", np.array(records, dtype=object).reshape(-1))
-        return [b"", True, buffer, *values, np.zeros(0, object)]
+        return [b"", buffer, *values, np.zeros(0, object)]
 
     return load
 
