@@ -40,8 +40,9 @@ import numpy as np
 from recordkit.codec._capabilities import PadsAsDecoded, decodes_per_record, raster_kind
 from recordkit.codec._wire import WireKind
 from recordkit.dataset._shards import LazyShards, Shard, SlicedShards
-from recordkit.errors import RecordkitError
-from recordkit.format._batch_parse import UniformRecords, framed_records, uniform_records
+from recordkit.errors import CorruptRecordError, RecordkitError
+from recordkit.format._batch_parse import UniformRecords, framed_records, parsed_records, uniform_records
+from recordkit.format._example import decode_example
 from recordkit.format._tfrecord import FOOTER_BYTES, HEADER_BYTES, Compression
 from recordkit.read._framed_read import (
     DEFAULT_CYCLE,
@@ -132,27 +133,19 @@ def read_whole(dataset: OpenedDataset, shards: Sequence[Shard], options: Pipelin
     block_length = options.block_length
 
     def read(index: Any) -> Any:
-        refusal, whole, *values, serialized = tf.numpy_function(
-            load, [index], [tf.string, tf.string, *outputs, tf.string], stateful=False
+        refusal, whole, *values = tf.numpy_function(
+            load, [index], [tf.string, tf.string, *outputs], stateful=False
         )
         with tf.control_dependencies(
             [tf.debugging.Assert(tf.equal(tf.strings.length(refusal), 0), [refusal], summarize=1)]
         ):
             whole = tf.identity(tf.reshape(whole, []))
-
-        def columns() -> dict[str, Any]:
-            out, given = {}, iter(values)
-            for key in keys:
-                value = next(given)
-                if kinds[key] is WireKind.BYTES:
-                    value = tf.strings.substr(whole, value, next(given))
-                out[key] = tf.reshape(value, [-1, *shapes[key]])
-            return out
-
-        # One of the two holds the shard's records, the other none: no ``cond``, whose
-        # branch functions TensorFlow would build and instantiate again for every iterator.
-        found, parsed = columns(), tf.io.parse_example(tf.reshape(serialized, [-1]), spec)
-        parsed = {key: tf.concat([found[key], parsed[key]], 0) for key in keys}
+        parsed, given = {}, iter(values)
+        for key in keys:
+            value = next(given)
+            if kinds[key] is WireKind.BYTES:
+                value = tf.strings.substr(whole, value, next(given))
+            parsed[key] = tf.reshape(value, [-1, *shapes[key]])
         return tf.data.Dataset.from_tensors(decode(parsed)).rebatch(block_length)
 
     if len(shards) == 1:  # no function to instantiate for each iterator
@@ -180,23 +173,18 @@ def _loader(
     shapes: dict[str, list[int]],
 ) -> Callable[[Any], list[Any]]:
     """``load(index)``: shard ``index`` read and checked (see the module docs), as
-    ``(refusal, whole, *columns, serialized)``: the error message ("" when there is
-    none); when its records share one layout, the file and each key's values
-    (:func:`_columns`) and no records serialized, else no values and its records
-    serialized, for ``tf.io.parse_example``."""
+    ``(refusal, whole, *columns)``: the error message ("" when there is none), the bytes
+    the bytes values are cut from, and each key's values (:func:`_columns`)."""
     counts = {key: math.prod(shapes[key]) for key in keys}
-
-    def nothing(refusal: bytes, serialized: np.ndarray) -> list[Any]:
-        empty = [
-            array
-            for key in keys
-            for array in (
-                (np.zeros((0, counts[key]), np.int64),) * 2
-                if kinds[key] is WireKind.BYTES
-                else (np.zeros((0, counts[key]), kinds[key].numpy_dtype),)
-            )
-        ]
-        return [refusal, b"", *empty, serialized]
+    empty = [
+        array
+        for key in keys
+        for array in (
+            (np.zeros((0, counts[key]), np.int64),) * 2
+            if kinds[key] is WireKind.BYTES
+            else (np.zeros((0, counts[key]), kinds[key].numpy_dtype),)
+        )
+    ]
 
     def load(index: Any) -> list[Any]:
         shard = None
@@ -209,17 +197,14 @@ def _loader(
                 buffer = stream.read()
             offsets = framed_records(buffer)
             if offsets is None or (shard.records is not None and len(offsets) - 1 != shard.records):
-                return nothing(_loss(shard, compression), np.zeros(0, object))
+                return [_loss(shard, compression), b"", *empty]
+            uniform = uniform_records(buffer, offsets)
+            values = None if uniform is None else _columns(uniform, offsets, keys, kinds, counts)
+            if values is None:
+                buffer, values = _parsed_columns(buffer, offsets, keys, kinds, counts, shard)
         except (RecordkitError, OSError) as exc:
-            return nothing(refusal_message(exc, shard, index).encode("utf-8"), np.zeros(0, object))
-        uniform = uniform_records(buffer, offsets)
-        values = None if uniform is None else _columns(uniform, offsets, keys, kinds, counts)
-        if values is None:
-            starts = (offsets[:-1] + HEADER_BYTES).tolist()
-            ends = (offsets[1:] - FOOTER_BYTES).tolist()
-            records = [buffer[start:end] for start, end in zip(starts, ends, strict=True)]
-            return nothing(b"", np.array(records, dtype=object).reshape(-1))
-        return [b"", buffer, *values, np.zeros(0, object)]
+            return [refusal_message(exc, shard, index).encode("utf-8"), b"", *empty]
+        return [b"", buffer, *values]
 
     return load
 
@@ -252,6 +237,66 @@ def _columns(
         out.append(offsets[:-1, None] + places[None, :])
         out.append(np.broadcast_to(widths, (len(offsets) - 1, len(runs))).copy())
     return out
+
+
+def _parsed_columns(
+    buffer: bytes,
+    offsets: np.ndarray,
+    keys: list[str],
+    kinds: dict[str, WireKind],
+    counts: dict[str, int],
+    shard: Shard,
+) -> tuple[bytes, list[np.ndarray]]:
+    """:func:`_columns` of a shard whose records do not all share one layout: those of
+    one length and layout parsed together, the others one by one (as the numpy reader
+    parses them, the values of ``tf.io.parse_example``), and the bytes values joined
+    (the first item). A record whose Example is not valid, or that lacks a key or holds
+    it with another kind or number of values than its fixed shape asks (which
+    ``tf.io.parse_example`` refuses too), is a CorruptRecordError naming the shard, the
+    record's offset and the key."""
+    starts = (offsets[:-1] + HEADER_BYTES).tolist()
+    ends = (offsets[1:] - FOOTER_BYTES).tolist()
+    rows: dict[str, list[Any]] = {key: [] for key in keys}
+    for place, example in enumerate(parsed_records(buffer, offsets, keys).examples()):
+        offset = int(offsets[place])
+        if example is None:
+            try:
+                example = decode_example(buffer[starts[place] : ends[place]], keys)
+            except ValueError:
+                raise CorruptRecordError(
+                    "the record is not a tf.train.Example", shard=shard.name, offset=offset
+                ) from None
+        for key in keys:
+            kind, values = example.get(key, (None, ()))
+            if kind is not kinds[key] and not (counts[key] == 0 and len(values) == 0):
+                found = "no such key" if kind is None else f"{kind.value} values"
+                reason = (
+                    f"Example key {key!r} holds {found}, where its field stores {kinds[key].value} values"
+                )
+                raise CorruptRecordError(reason, shard=shard.name, offset=offset)
+            if len(values) != counts[key]:
+                reason = (
+                    f"Example key {key!r} holds {len(values)} values, where its field's fixed shape "
+                    f"holds {counts[key]}"
+                )
+                raise CorruptRecordError(reason, shard=shard.name, offset=offset)
+            rows[key].append(values)
+    records = len(starts)
+    out: list[np.ndarray] = []
+    pieces: list[bytes] = []
+    joined = 0
+    for key in keys:
+        if kinds[key] is not WireKind.BYTES:
+            out.append(np.array(rows[key], dtype=kinds[key].numpy_dtype).reshape(records, counts[key]))
+            continue
+        values = [value for row in rows[key] for value in row]
+        widths = np.fromiter(map(len, values), dtype=np.int64, count=len(values))
+        places = joined + np.cumsum(widths) - widths
+        joined += int(widths.sum())
+        pieces.extend(values)
+        out.append(places.reshape(records, counts[key]))
+        out.append(widths.reshape(records, counts[key]))
+    return b"".join(pieces), out
 
 
 def _loss(shard: Shard, compression: Compression) -> bytes:
