@@ -179,7 +179,8 @@ def test_a_damaged_group_shard_read_whole_is_refused_as_the_record_by_record_rea
         # The record-by-record parse names the key alone; read whole, the shard and record too.
         assert "predicted" in str(plain)
         assert f"shard fields/train/{name}, offset " in str(whole)
-        assert "Example key 'predicted' holds no such key, where its field stores int64 values" in str(whole)
+        assert "predicted" in str(whole)
+        assert "holds no such key, where its field stores int64 values" in str(whole)
     if fault == "a truncated shard" and verify is not False:
         assert isinstance(whole, RecordkitError)
         assert name in str(whole)
