@@ -18,7 +18,7 @@ import tensorflow as tf
 
 import recordkit as rk
 from recordkit.errors import RecordkitError
-from recordkit.format._tfrecord import frame_record, iter_tfrecords
+from recordkit.format._tfrecord import frame_record, iter_tfrecords  # private: rewrites a damaged shard
 from recordkit.read import _load_dataset, _whole_shards  # private: which path each read took
 from recordkit.storage import location
 
