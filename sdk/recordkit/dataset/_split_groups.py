@@ -185,6 +185,12 @@ class JoinedShards(LazyShards):
         return self._root
 
     @property
+    def known_records(self) -> int | None:
+        """The split's records (a group's shard holds its split's shard's records: the
+        manifest check refuses a group listed otherwise)."""
+        return self._shards.known_records
+
+    @property
     def whole_split_alone(self) -> bool:
         """Whether these are a whole split's shards (no slice, one split) each read from
         one file alone (the wanted fields all in the split's own shards, or all in one
