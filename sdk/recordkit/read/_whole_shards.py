@@ -148,8 +148,8 @@ def read_whole(dataset: OpenedDataset, shards: Sequence[Shard], options: Pipelin
             parsed[key] = tf.reshape(value, [-1, *shapes[key]])
         return tf.data.Dataset.from_tensors(decode(parsed)).rebatch(block_length)
 
-    if len(shards) == 1:  # no function to instantiate for each iterator
-        return read(tf.constant(0, tf.int64))
+    # Even one shard is read in the interleave's function: called here, the shard would be
+    # read when the pipeline is built, and its values kept in the pipeline's graph.
     files = tf.data.Dataset.range(len(shards))
     if options.shuffle_files:
         files = files.shuffle(len(shards), seed=options.seed, reshuffle_each_iteration=True)
