@@ -41,6 +41,10 @@ __all__ = [
 
 #: How many uniform draws a record takes (top, left, area, ratio, flip).
 DRAWS = 5
+#: The draws of a geometry that draws nothing (no random fit, no flip): never read but
+#: for the flip's, which a probability of 0 never takes.
+_NO_DRAWS = np.zeros(DRAWS)
+_NO_DRAWS.flags.writeable = False
 #: The resize methods numpy readers compute (tf.data takes every tf.image method).
 NUMPY_METHODS = ("bilinear", "nearest")
 #: The fits whose JPEGs decode at a reduced scale (the whole picture resized).
@@ -264,9 +268,10 @@ class GeometryPlan:
     def apply(self, record: dict[str, Any], index: int, draws: np.ndarray | None = None) -> dict[str, Any]:
         """Record ``index`` with its pictures fitted and flipped and the tied fields moved
         (with ``draws``, its :data:`DRAWS` uniform draws, else draws keyed by the
-        geometry's seed and ``index``)."""
+        geometry's seed and ``index``; a geometry that draws nothing, a resize without a
+        flip, takes none: a generator a record would cost what a small resize does)."""
         if draws is None:
-            draws = record_draws(self.geometry.seed, index)
+            draws = record_draws(self.geometry.seed, index) if self.geometry.random else _NO_DRAWS
         out = dict(record)
         flip = bool(draws[4] < self.geometry.flip)
         transforms: dict[str, ImageTransform] = {}
@@ -486,9 +491,42 @@ def resize(picture: np.ndarray, size: Size, method: str) -> np.ndarray:
         cols = _nearest(size[1], picture.shape[1])
         nearest: np.ndarray = picture[rows][:, cols]
         return nearest
-    values = _lerp_axis(picture, size[0], axis=0)  # rows taken before the float copy: a
-    values = _lerp_axis(values, size[1], axis=1)  # shrinking resize converts only those
-    return _rounded(values, picture.dtype)
+    return _rounded(_bilinear(picture, size), picture.dtype)
+
+
+def _bilinear(picture: np.ndarray, size: Size) -> np.ndarray:
+    """The bilinear resize in float32: rows interpolated (from the rows the output reads,
+    taken whole), then columns. A picture shrunk to less than half its width (a photo
+    brought to a model's size) has its columns picked before the rows are interpolated:
+    the four neighbours of each output pixel are gathered in the picture's dtype, so the
+    picture is never converted, nor interpolated, at its full width. Each output value
+    takes the same float32 steps either way, in the same order: the same numbers."""
+    extra = (1,) * (picture.ndim - 2)
+    rows, cols = _taps(size[0], picture.shape[0]), _taps(size[1], picture.shape[1])
+    values = picture
+    if rows is not None:
+        low, high, down = rows
+        top, bottom = picture[low], picture[high]  # whole rows: copies of contiguous memory
+        down = down.reshape(-1, 1, *extra)
+        if cols is not None and picture.shape[1] >= 2 * size[1]:
+            left, right, across = cols
+            on_left = _lerp(np.take(top, left, axis=1), np.take(bottom, left, axis=1), down)
+            on_right = _lerp(np.take(top, right, axis=1), np.take(bottom, right, axis=1), down)
+            return _lerp(on_left, on_right, across.reshape(1, -1, *extra))
+        values = _lerp(top, bottom, down)
+    if cols is None:
+        return values
+    left, right, across = cols
+    return _lerp(np.take(values, left, axis=1), np.take(values, right, axis=1), across.reshape(1, -1, *extra))
+
+
+def _lerp(low: np.ndarray, high: np.ndarray, fraction: np.ndarray) -> np.ndarray:
+    """``low + (high - low) * fraction`` in float32."""
+    low = low.astype(np.float32, copy=False)
+    lerped: np.ndarray = np.subtract(high, low, dtype=np.float32)
+    lerped *= fraction
+    lerped += low  # in place: the same float32 steps, without two temporary arrays
+    return lerped
 
 
 def _rounded(values: np.ndarray, dtype: np.dtype[Any]) -> np.ndarray:
@@ -510,20 +548,14 @@ def _nearest(out: int, source: int) -> np.ndarray:
     return indices
 
 
-def _lerp_axis(values: np.ndarray, out: int, axis: int) -> np.ndarray:
-    """Linear interpolation along ``axis`` to ``out`` samples (half-pixel centres)."""
-    source = values.shape[axis]
+def _taps(out: int, source: int) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """Linear interpolation of ``source`` samples to ``out`` (half-pixel centres): each
+    output's lower and upper neighbour and the float32 fraction of the way to the upper
+    one; None when the side keeps its size."""
     if source == out:
-        return values
+        return None
     position = (np.arange(out, dtype=np.float32) + 0.5) * np.float32(source / out) - 0.5
     floor = np.floor(position)
     lower = np.clip(floor, 0, source - 1).astype(np.int64)
     upper = np.clip(np.ceil(position), 0, source - 1).astype(np.int64)
-    fraction = (position - floor).astype(np.float32)
-    shape = [1] * values.ndim
-    shape[axis] = out
-    fraction = fraction.reshape(shape)
-    low = np.take(values, lower, axis=axis).astype(np.float32, copy=False)
-    high = np.take(values, upper, axis=axis).astype(np.float32, copy=False)
-    lerped: np.ndarray = low + (high - low) * fraction
-    return lerped
+    return lower, upper, (position - floor).astype(np.float32)

@@ -321,3 +321,30 @@ def test_a_geometry_goes_with_the_records_into_worker_processes(
         assert copy[index]["image"].shape == (*TARGET, 3)
         np.testing.assert_array_equal(copy[index]["boxes"]["boxes"], access[index]["boxes"]["boxes"])
         check_record(copy[index], "xyxy", normalized=False)
+
+
+@pytest.mark.parametrize("channels", [1, 3])
+def test_pictures_shrunk_to_less_than_half_their_width_resize_in_numpy_as_in_tf_data(
+    tmp_path: Path, channels: int
+) -> None:
+    """The numpy resize picks the columns it reads before interpolating a picture that
+    shrinks to less than half its width; wider, narrower, taller, flatter and enlarged
+    pictures of noise read the same pixels as tf.data's resize (one level of rounding)."""
+    rng = np.random.default_rng(5)
+    sizes = [(300, 500), (90, 41), (40, 400), (37, 30), (20, 15), (40, 48)]
+    pictures = [rng.integers(0, 256, (h, w, channels), dtype=np.uint8) for h, w in sizes]
+    schema = rk.Schema(
+        name="noise",
+        fields={"image": rk.FieldSpec(codec="image", options={"format": "png", "channels": channels})},
+    )
+    rk.write_dataset([{"image": p} for p in pictures], schema, tmp_path / "noise", progress=False)
+    geometry = rk.ImageGeometry(size=(40, 48))
+    ds = rk.open(tmp_path / "noise", "train")
+    by_tf = list(ds.tf(geometry=geometry).as_numpy_iterator())
+    for picture, numpy_record, tf_record in zip(pictures, ds.records(geometry=geometry), by_tf, strict=True):
+        got = numpy_record["image"]
+        assert got.shape == (40, 48, channels)
+        assert got.dtype == np.uint8
+        difference = np.abs(got.astype(int) - tf_record["image"].astype(int))
+        assert difference.max() <= 1, picture.shape
+        assert difference.mean() < 0.01, picture.shape
