@@ -124,6 +124,12 @@ class LazyShards(Sequence[Shard]):
         search (None: look its file up in the manifest)."""
         return None
 
+    @property
+    def known_records(self) -> int | None:
+        """The records of all the shards, when the manifest's columns give them without
+        making a shard (None: ask each shard)."""
+        return None
+
     @overload
     def __getitem__(self, i: int) -> Shard: ...
 
@@ -166,6 +172,10 @@ class ListedShards(LazyShards):
     def total_records(self) -> int:
         return total_records(self.listed)
 
+    @property
+    def known_records(self) -> int | None:
+        return self.total_records
+
 
 class SlicedShards(LazyShards):
     """The shards of a split expression (``train[:10%]``, ``train+validation``, ``all``),
@@ -192,8 +202,8 @@ class SlicedShards(LazyShards):
 def selected_records(shards: Sequence[Shard]) -> int | None:
     """How many records ``shards`` read (None: unknown), from the manifest's columns
     when it lists them, without making every shard."""
-    if isinstance(shards, ListedShards):
-        return shards.total_records
+    if isinstance(shards, LazyShards) and shards.known_records is not None:
+        return shards.known_records
     counts = [shard.selected for shard in shards]
     return None if any(count is None for count in counts) else sum(c for c in counts if c is not None)
 

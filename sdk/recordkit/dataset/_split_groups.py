@@ -26,7 +26,7 @@ from typing import Any
 from recordkit.codec._registry import CodecRegistry
 from recordkit.dataset._manifest import FieldGroup, Manifest, ShardInfo
 from recordkit.dataset._paths import member
-from recordkit.dataset._shards import LazyShards, Shard, ShardPiece, split_names
+from recordkit.dataset._shards import LazyShards, ListedShards, Shard, ShardPiece, split_names
 from recordkit.errors import ManifestError
 from recordkit.schema._bound import BoundField, check_shared_keys
 from recordkit.schema._schema import BoundSchema, Schema
@@ -178,6 +178,31 @@ class JoinedShards(LazyShards):
 
     def place(self, i: int) -> int | None:
         return self._shards.place(i)
+
+    @property
+    def root(self) -> Location:
+        """The dataset's folder (every file's path is inside it)."""
+        return self._root
+
+    @property
+    def known_records(self) -> int | None:
+        """The split's records (a group's shard holds its split's shard's records: the
+        manifest check refuses a group listed otherwise)."""
+        return self._shards.known_records
+
+    @property
+    def whole_split_alone(self) -> bool:
+        """Whether these are a whole split's shards (no slice, one split) each read from
+        one file alone (the wanted fields all in the split's own shards, or all in one
+        group): known from the manifest, without making a shard."""
+        if not isinstance(self._shards, ListedShards):
+            return False
+        groups = self._manifest.split(self._split).groups.values()
+        wanted = set(self._wanted)
+        needed = [group for group in groups if wanted & set(group.fields)]
+        in_groups = {field for group in groups for field in group.fields}
+        own = not needed or bool(wanted - in_groups)
+        return int(own) + len(needed) == 1
 
     def _located(self, name: str) -> tuple[dict[str, FieldGroup], int]:
         """The groups of the split that lists shard ``name``, and its place there."""

@@ -40,16 +40,18 @@ import numpy as np
 
 from recordkit.codec._wire import WireKind
 from recordkit.format._framing_check import framing_matches
-from recordkit.format._tfrecord import FRAMING_BYTES, HEADER_BYTES
+from recordkit.format._tfrecord import FOOTER_BYTES, FRAMING_BYTES, HEADER_BYTES
 
 __all__ = [
     "Column",
     "ParsedChunk",
     "ParsedExample",
     "Templates",
+    "UniformRecords",
     "framed_records",
     "parsed_data",
     "parsed_records",
+    "uniform_records",
 ]
 
 #: One record's Example, parsed: ``{key: (kind, values)}`` (bytes values as a list of
@@ -393,3 +395,59 @@ def _columns(
         else:  # an empty list of numbers
             columns[key] = (value.kind, np.zeros((len(starts), 0), dtype=value.kind.numpy_dtype))
     return columns
+
+
+@dataclasses.dataclass(frozen=True)
+class UniformRecords:
+    """The records of a file held in memory that all have one size and one Example layout
+    (:func:`uniform_records`): the file as ``data``, ``[records, frame]`` bytes, and
+    where each key's values sit in a record's frame."""
+
+    data: np.ndarray
+    values: dict[str, _Value]
+
+    def numbers(self, key: str, kind: WireKind, count: int) -> np.ndarray | None:
+        """``key``'s ``count`` numbers (``kind``: float or int64) of every record, as a
+        ``[records, count]`` float32 or int64 array; None when its list is of another kind
+        or holds another number of values, or a varint is one the packed reader leaves to
+        protobuf (larger than 9 bytes, negative)."""
+        value = self.values.get(key)
+        if value is None or value.kind is not kind or kind is WireKind.BYTES:
+            return None
+        if not value.runs:
+            return np.zeros((len(self.data), 0), kind.numpy_dtype) if count == 0 else None
+        ((start, width),) = value.runs
+        run = np.ascontiguousarray(self.data[:, HEADER_BYTES + start : HEADER_BYTES + start + width])
+        if kind is WireKind.FLOAT:
+            return run.view("<f4").astype(np.float32, copy=False) if width == 4 * count else None
+        numbers, ok = _varints(run, count)
+        return numbers if bool(ok.all()) else None
+
+    def byte_runs(self, key: str, count: int) -> list[tuple[int, int]] | None:
+        """Where ``key``'s ``count`` bytes values sit in every record's frame: ``(start,
+        width)`` of each; None when its list is of another kind or holds another number."""
+        value = self.values.get(key)
+        if value is None or value.kind is not WireKind.BYTES or len(value.runs) != count:
+            return None
+        return [(HEADER_BYTES + start, width) for start, width in value.runs]
+
+
+def uniform_records(buffer: Any, offsets: np.ndarray) -> UniformRecords | None:
+    """The records of the file in ``buffer`` (framing checked, ``offsets`` as
+    :func:`framed_records` gives them) when they all have one size and every one has the
+    first one's Example layout (its structure bytes, every byte but the values', compared
+    in one numpy step); None otherwise (or for a layout the template reader does not
+    accept)."""
+    count = len(offsets) - 1
+    if count < 1 or int(offsets[0]) != 0:
+        return None
+    frame = int(offsets[1])
+    if count * frame != len(buffer) or not bool((np.diff(offsets) == frame).all()):
+        return None
+    data = np.frombuffer(buffer, dtype=np.uint8).reshape(count, frame)
+    template = _template(bytes(data[0, HEADER_BYTES : frame - FOOTER_BYTES]))
+    if template is None:
+        return None
+    if not bool((data[:, HEADER_BYTES + template.structure] == template.signature).all()):
+        return None
+    return UniformRecords(data, template.values)

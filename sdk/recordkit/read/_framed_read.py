@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from recordkit.dataset._shards import ListedShards, Shard
+from recordkit.dataset._split_groups import JoinedShards
 from recordkit.errors import CorruptRecordError, RecordkitError
 from recordkit.format._tfrecord import FRAMING_BYTES, Compression, HeaderWalk, iter_tfrecords, walk_headers
 from recordkit.read._corruption import OnCorrupt
@@ -41,8 +42,10 @@ __all__ = [
     "framed_count",
     "framed_records",
     "loss_messages",
+    "opened_walk",
     "read_as_opened",
     "readable",
+    "refusal_message",
     "walk_shard",
 ]
 
@@ -147,7 +150,34 @@ def checked_as_opened(dataset: OpenedDataset, shards: Sequence[Shard], on_corrup
         return False
     if isinstance(shards, ListedShards):
         return shards.root.local_path is not None
+    if isinstance(shards, JoinedShards) and shards.whole_split_alone:  # no shard made to know it
+        return shards.root.local_path is not None
     return all(s.path.local_path is not None and not s.joined and not s.sliced for s in shards)
+
+
+def opened_walk(shard: Shard, compression: Compression) -> HeaderWalk:
+    """The walk of ``shard``'s headers, checked as a read opens the shard: its size is the
+    manifest's, no header declares more bytes than the file holds, and it holds no more
+    records than the manifest lists (the manifest is the commit: records it does not
+    count are not the dataset's). A RecordkitError (or OSError: a ``stat`` refused) names
+    what is wrong."""
+    check_shard_size(shard, compression)
+    walk = walk_shard(shard, compression)
+    if walk.oversized is not None:
+        raise CorruptRecordError(walk.oversized.describe(), shard=shard.name, offset=walk.oversized.offset)
+    if walk.complete and shard.records is not None and walk.records > shard.records:
+        reason = f"holds more records than the {shard.records} the manifest lists"
+        raise CorruptRecordError(reason, shard=shard.name)
+    return walk
+
+
+def refusal_message(exc: RecordkitError | OSError, shard: Shard | None, index: Any) -> str:
+    """The message of a read's error for the shard ``index`` (``shard``, when it could be
+    made) that :func:`opened_walk` refused."""
+    if isinstance(exc, OSError):  # the file's size could not be asked (a stat refused)
+        name = shard.name if shard is not None else f"#{int(index)}"
+        exc = CorruptRecordError(f"cannot read the shard file: {exc.strerror or exc}", shard=name)
+    return f"recordkit {type(exc).__name__}: {exc}"
 
 
 def read_as_opened(
@@ -173,22 +203,9 @@ def read_as_opened(
         shard = None
         try:
             shard = shards[int(index)]  # made now: its path resolved inside the dataset
-            check_shard_size(shard, compression)
-            walk = walk_shard(shard, compression)
-            if walk.oversized is not None:
-                raise CorruptRecordError(
-                    walk.oversized.describe(), shard=shard.name, offset=walk.oversized.offset
-                )
-            if walk.complete and shard.records is not None and walk.records > shard.records:
-                # The manifest is the commit: records it does not count are not the dataset's.
-                reason = f"holds more records than the {shard.records} the manifest lists"
-                raise CorruptRecordError(reason, shard=shard.name)
+            walk = opened_walk(shard, compression)
         except (RecordkitError, OSError) as exc:
-            if isinstance(exc, OSError):  # the file's size could not be asked (a stat refused)
-                name = shard.name if shard is not None else f"#{int(index)}"
-                exc = CorruptRecordError(f"cannot read the shard file: {exc.strerror or exc}", shard=name)
-            refusal = f"recordkit {type(exc).__name__}: {exc}"
-            return b"", np.int64(0), b"", b"", refusal.encode("utf-8")
+            return b"", np.int64(0), b"", b"", refusal_message(exc, shard, index).encode("utf-8")
         count = framed_count(shard, walk, compression)
         expected = count if count is not None else (-1 if shard.selected is None else shard.selected)
         (head,), _, (tail,) = loss_messages([shard], [expected])

@@ -14,7 +14,6 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from recordkit.codec._capabilities import PadsAsDecoded, decodes_per_record, raster_kind
 from recordkit.dataset._shards import Shard, selected_records
 from recordkit.read._corruption import OnCorrupt
 from recordkit.read._dense import OFFSET_SUFFIX, SHAPE_SUFFIX, pad_into, row_shapes
@@ -32,6 +31,7 @@ from recordkit.read._per_record import DRAWS, RaggedUnbatcher, per_record
 from recordkit.read._record_parse import parses_per_record, records_parsed_one_by_one
 from recordkit.read._shard_stream import read_shards
 from recordkit.read._traced import parallel_map
+from recordkit.read._whole_shards import dense_fields, read_whole, reads_whole
 
 __all__ = [
     "DEFAULT_BLOCK_LENGTH",
@@ -69,15 +69,35 @@ def tf_pipeline(opened: Opened, options: PipelineOptions, on_corrupt: OnCorrupt,
     shards, record_shard = _my_shards(opened)
     layout = DecodeLayout.build(opened.dataset, options)
     one_by_one = parses_per_record(layout, options)
-    chunk = None if one_by_one else parse_chunk(layout, options, shards)
-    batches = _serialized_batches(opened, shards, record_shard, options, on_corrupt, skip, one_by_one, chunk)
-    dataset = decoded(batches, layout, options, one_by_one, chunked=chunk is not None)
+    whole = on_corrupt == "raise" and record_shard is None and not skip
+    if whole and reads_whole(opened.dataset, shards, layout, options):
+        dataset = _whole_batches(opened, shards, options)
+    else:
+        chunk = None if one_by_one else parse_chunk(layout, options, shards)
+        batches = _serialized_batches(
+            opened, shards, record_shard, options, on_corrupt, skip, one_by_one, chunk
+        )
+        dataset = decoded(batches, layout, options, one_by_one, chunked=chunk is not None)
     size = _known_size(
         shards, record_shard, options.repeat, options.batch_size, options.drop_remainder, on_corrupt, skip
     )
     if size is not None:  # Keras and tf.distribute see the number of steps
         dataset = dataset.apply(tf.data.experimental.assert_cardinality(size))
     return dataset
+
+
+def _whole_batches(opened: Opened, shards: Sequence[Shard], options: PipelineOptions) -> Any:
+    """The decoded batches of a read of shards read whole (:mod:`recordkit.read._whole_shards`):
+    repeated as asked, rebatched to the batch size and prefetched."""
+    import tensorflow as tf
+
+    chunks = read_whole(opened.dataset, shards, options)
+    if options.repeat is True:
+        chunks = chunks.repeat()
+    elif options.repeat is not False and options.repeat != 1:
+        chunks = chunks.repeat(int(options.repeat))
+    dataset = chunks.rebatch(options.batch_size, drop_remainder=options.drop_remainder)
+    return dataset.prefetch(tf.data.AUTOTUNE) if options.prefetch else dataset
 
 
 def decoded(
@@ -135,19 +155,8 @@ def parse_chunk(layout: DecodeLayout, options: PipelineOptions, shards: Sequence
     records = selected_records(shards)
     if records is not None and records < CHUNKED_FROM_RECORDS:
         return None
-    if layout.per_record or layout.per_record_values or layout.padded or layout.sizes:
+    if not dense_fields(layout):
         return None
-    dataset = layout.dataset
-    if dataset.defaulted or not dataset.fields:
-        return None
-    for field in dataset.fields:
-        if field.presence_key is not None or field.spec.sequence:
-            return None
-        if any(None in keyed.feature.shape for keyed in field.features):
-            return None
-        codec = field.codec
-        if raster_kind(codec) is not None or isinstance(codec, PadsAsDecoded) or decodes_per_record(codec):
-            return None
     most = PARSE_CHUNK
     record_bytes = _record_bytes(shards)
     if record_bytes is not None:

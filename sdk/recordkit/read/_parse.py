@@ -42,10 +42,10 @@ __all__ = [
     "decode_field",
     "feature_spec",
     "field_plan",
-    "make_padded_decoder",
     "make_padded_parser",
     "make_parser",
     "parse_feature",
+    "parsed_decoder",
     "scatter_rows",
     "spec_from_plans",
     "wire_values",
@@ -137,8 +137,7 @@ def make_padded_parser(
     decode as :func:`make_parser` decodes them (the reader pads those afterwards), but
     for those named in ``undecoded``: their wire values by feature name (the reader
     decodes them record by record)."""
-    spec = spec_from_plans([field_plan(field) for field in fields])
-    decode = make_padded_decoder(fields, padded, undecoded)
+    spec, decode = parsed_decoder(fields, padded, undecoded)
 
     def parse(serialized: Any) -> dict[str, Any]:
         import tensorflow as tf
@@ -148,15 +147,15 @@ def make_padded_parser(
     return parse
 
 
-def make_padded_decoder(
-    fields: Sequence[BoundField], padded: Collection[str], undecoded: Collection[str] = ()
-) -> Callable[[dict[str, Any]], dict[str, Any]]:
-    """The decode step of :func:`make_padded_parser`: from the batch ``tf.io.parse_example``
-    gives (by Example key, for the spec of :func:`spec_from_plans`) to the decoded fields.
-    A reader that parses each record and batches the parsed values (dense: fixed-shape
-    features of plain fields) decodes them with it, as the batch's own parse would give
-    them."""
+def parsed_decoder(
+    fields: Sequence[BoundField], padded: Collection[str] = (), undecoded: Collection[str] = ()
+) -> tuple[dict[str, Any], Callable[[dict[str, Any]], dict[str, Any]]]:
+    """The ``tf.io.parse_example`` spec of ``fields`` and the function from what the parse
+    gives (or the same wire values found otherwise: a shard read whole,
+    :mod:`recordkit.read._whole_shards`) to the decoded fields, as
+    :func:`make_padded_parser` decodes them."""
     plans = [(field_plan(field), field.codec) for field in fields]
+    spec = spec_from_plans([plan for plan, _ in plans])
 
     def decode(parsed: dict[str, Any]) -> dict[str, Any]:
         out: dict[str, Any] = {}
@@ -173,7 +172,7 @@ def make_padded_decoder(
             out.update(decode_field(plan, parsed, codec.decode_tf))
         return out
 
-    return decode
+    return spec, decode
 
 
 def _put_padded(out: dict[str, Any], name: str, padded: Any, shapes: Any) -> None:

@@ -14,7 +14,7 @@ take) and decodes what is decoded record by record with the same per-record deco
 and checks). The other fields (labels, text, boxes) keep their parsed wire values, of
 fixed shapes, which ``padded_batch`` stacks into exactly what the batch's own parse
 gives; their codecs decode them after it, batched, as a read without pictures does
-(:func:`~recordkit.read._parse.make_padded_decoder`). The values are those of the
+(:func:`~recordkit.read._parse.parsed_decoder`). The values are those of the
 batched shape. Which reads take it: :attr:`~recordkit.read._layout.DecodeLayout.parsed_per_record`.
 """
 
@@ -26,7 +26,7 @@ from typing import Any
 from recordkit.read._dense import SHAPE_SUFFIX, pad_into
 from recordkit.read._layout import DecodeLayout
 from recordkit.read._options import PipelineOptions
-from recordkit.read._parse import field_plan, make_padded_decoder, spec_from_plans
+from recordkit.read._parse import field_plan, parsed_decoder, spec_from_plans
 from recordkit.read._per_record import dense_batches, record_decoder
 from recordkit.read._traced import parallel_map
 
@@ -83,7 +83,7 @@ def _batch_decoder(later: list[Any], layout: DecodeLayout) -> Callable[[dict[str
     wire values by their codecs' batched decodes, and padded, as the batched shape's
     decode gives them (:func:`~recordkit.read._load_dataset._decoder`)."""
     padded = {f.name for f in later if f.name in layout.padded}
-    decode = make_padded_decoder(later, padded)
+    _, decode = parsed_decoder(later, padded)
 
     def finish(batch: dict[str, Any]) -> dict[str, Any]:
         out = dict(batch)

@@ -1,0 +1,313 @@
+"""Shards of one record layout read whole: a ``tf.data`` read of fields of fixed shapes
+(a field group's embedding and label) with no work per record in TensorFlow.
+
+The records of a field group's shard, or of any shard whose fields all have a fixed
+shape, are all of one length and one Example layout: each value at the same byte offset
+of every record. The read of such fields (:func:`reads_whole`) reads each shard as one
+element of its pipeline: one Python call a shard (``tf.numpy_function``) reads the file,
+checks its framing whole (every length, length CRC and data CRC, as ``TFRecordDataset``
+checks them; :func:`~recordkit.format._batch_parse.framed_records`), compares every
+record's structure bytes (keys, tags, lengths: everything but the values) with the first
+record's in one numpy step and slices each key's values out as one column
+(:func:`~recordkit.format._batch_parse.parsed_records`); the codecs then decode the
+shard's columns in one call, and the decoded values are cut into the read's batches.
+A shard whose records do not all share the layout (another length, a key renamed, an
+int64 whose varint takes more bytes) is parsed by ``tf.io.parse_example`` from the same
+bytes instead, in the same call: the values are the parse's either way.
+
+A shard is checked as the read opens it, as :func:`~recordkit.read._framed_read.read_as_opened`
+checks one (its size against the manifest, then its bytes): a bit flipped anywhere, a
+file cut short or holding other records than the manifest lists fails the read at that
+shard's first element with the error ``TFRecordDataset``'s read gives (the shard, the
+offset of the first bad record and the records before it), and a header declaring more
+bytes than the file holds is refused naming the shard. A shard is held in memory while
+it is decoded (a shard of the read's fields only: the read applies where the first
+shard is at most :data:`WHOLE_SHARD_BYTES`).
+
+The records come in the framed read's order (``cycle_length`` shards interleaved,
+``block_length`` records of each in turn), so the batches are those of the record by
+record read. TensorFlow is imported when a read is built.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from recordkit.codec._capabilities import PadsAsDecoded, decodes_per_record, raster_kind
+from recordkit.codec._wire import WireKind
+from recordkit.dataset._shards import LazyShards, Shard, SlicedShards
+from recordkit.errors import CorruptRecordError, RecordkitError
+from recordkit.format._batch_parse import UniformRecords, framed_records, parsed_records, uniform_records
+from recordkit.format._example import decode_example
+from recordkit.format._tfrecord import FOOTER_BYTES, HEADER_BYTES, Compression
+from recordkit.read._framed_read import (
+    DEFAULT_CYCLE,
+    loss_messages,
+    opened_walk,
+    readable,
+    refusal_message,
+)
+from recordkit.read._layout import DecodeLayout
+from recordkit.read._open import OpenedDataset, check_shard_size
+from recordkit.read._options import PipelineOptions
+from recordkit.read._parse import parsed_decoder
+from recordkit.read._traced import traced_as_written
+
+__all__ = ["WHOLE_SHARD_BYTES", "dense_fields", "read_whole", "reads_whole"]
+
+#: The largest first shard a read of whole shards is made for (each shard it reads is
+#: held in memory while it is decoded, ``cycle_length`` of them at once).
+WHOLE_SHARD_BYTES = 64 << 20
+
+
+def dense_fields(layout: DecodeLayout) -> bool:
+    """Whether every field read is plain (neither optional nor a sequence), stored with
+    fixed-shape wire features and decoded in its batch by a codec that is no picture and
+    pads nothing, and nothing is padded, fitted or filled with a default: a read whose
+    decoded values all have one shape a field."""
+    if layout.per_record or layout.per_record_values or layout.padded or layout.sizes:
+        return False
+    dataset = layout.dataset
+    if dataset.defaulted or not dataset.fields:
+        return False
+    for field in dataset.fields:
+        if field.presence_key is not None or field.spec.sequence:
+            return False
+        if any(None in keyed.feature.shape for keyed in field.features):
+            return False
+        codec = field.codec
+        if raster_kind(codec) is not None or isinstance(codec, PadsAsDecoded) or decodes_per_record(codec):
+            return False
+    return True
+
+
+def reads_whole(
+    dataset: OpenedDataset, shards: Sequence[Shard], layout: DecodeLayout, options: PipelineOptions
+) -> bool:
+    """Whether the read of ``shards`` reads them whole (see the module docs): its fields
+    are :func:`dense_fields`, batched, raising on a loss, and read in order (no
+    ``shuffle_buffer``, no resume, no share of records); the shards are local,
+    uncompressed files of a manifest read whole, each alone (no field group joined to
+    it), and the first one's records all have one size (its bytes a multiple of its
+    records), in at most :data:`WHOLE_SHARD_BYTES`. The caller has checked the rest of
+    the options (``on_corrupt``, the records skipped or shared)."""
+    if options.batch_size is None or options.random_crop or options.shuffle_buffer:
+        return False
+    if dataset.compression is not Compression.NONE or dataset.manifest is None or not shards:
+        return False
+    if not dense_fields(layout) or isinstance(shards, SlicedShards):
+        return False
+    first = shards[0]
+    if len(first.files) != 1 or first.path.local_path is None or first.sliced:
+        return False
+    if not isinstance(shards, LazyShards) and any(
+        len(s.files) != 1 or s.sliced or s.path.local_path is None for s in shards
+    ):
+        return False
+    if not first.records or first.bytes is None or first.bytes > WHOLE_SHARD_BYTES:
+        return False
+    return first.bytes % first.records == 0
+
+
+def read_whole(dataset: OpenedDataset, shards: Sequence[Shard], options: PipelineOptions) -> Any:
+    """The decoded records of ``shards`` in chunks of at most ``block_length``, each shard
+    read whole (see the module docs): what :func:`reads_whole` allows."""
+    import tensorflow as tf
+
+    spec, decode = parsed_decoder(dataset.stored_fields.fields)
+    keys = list(spec)
+    kinds = {key: _KINDS[spec[key].dtype.name] for key in keys}
+    shapes = {key: [int(dim) for dim in spec[key].shape] for key in keys}
+    # Each key's outputs: a bytes key's values by where they sit in the shard (their
+    # starts and widths: one ``substr``), a number key's values.
+    outputs = [
+        dtype
+        for key in keys
+        for dtype in ((tf.int64, tf.int64) if kinds[key] is WireKind.BYTES else (spec[key].dtype,))
+    ]
+    load = _loader(shards, dataset.compression, keys, kinds, shapes)
+    block_length = options.block_length
+
+    def read(index: Any) -> Any:
+        refusal, whole, *values = tf.numpy_function(
+            load, [index], [tf.string, tf.string, *outputs], stateful=False
+        )
+        with tf.control_dependencies(
+            [tf.debugging.Assert(tf.equal(tf.strings.length(refusal), 0), [refusal], summarize=1)]
+        ):
+            whole = tf.identity(tf.reshape(whole, []))
+        parsed, given = {}, iter(values)
+        for key in keys:
+            value = next(given)
+            if kinds[key] is WireKind.BYTES:
+                value = tf.strings.substr(whole, value, next(given))
+            parsed[key] = tf.reshape(value, [-1, *shapes[key]])
+        return tf.data.Dataset.from_tensors(decode(parsed)).rebatch(block_length)
+
+    # Even one shard is read in the interleave's function: called here, the shard would be
+    # read when the pipeline is built, and its values kept in the pipeline's graph.
+    files = tf.data.Dataset.range(len(shards))
+    if options.shuffle_files:
+        files = files.shuffle(len(shards), seed=options.seed, reshuffle_each_iteration=True)
+    return files.interleave(
+        traced_as_written(read),
+        cycle_length=options.cycle_length or min(len(shards), DEFAULT_CYCLE),
+        block_length=1,
+        num_parallel_calls=tf.data.AUTOTUNE,
+        deterministic=options.deterministic,
+    )
+
+
+_KINDS = {"float32": WireKind.FLOAT, "int64": WireKind.INT64, "string": WireKind.BYTES}
+
+
+def _loader(
+    shards: Sequence[Shard],
+    compression: Compression,
+    keys: list[str],
+    kinds: dict[str, WireKind],
+    shapes: dict[str, list[int]],
+) -> Callable[[Any], list[Any]]:
+    """``load(index)``: shard ``index`` read and checked (see the module docs), as
+    ``(refusal, whole, *columns)``: the error message ("" when there is none), the bytes
+    the bytes values are cut from, and each key's values (:func:`_columns`)."""
+    counts = {key: math.prod(shapes[key]) for key in keys}
+    empty = [
+        array
+        for key in keys
+        for array in (
+            (np.zeros((0, counts[key]), np.int64),) * 2
+            if kinds[key] is WireKind.BYTES
+            else (np.zeros((0, counts[key]), kinds[key].numpy_dtype),)
+        )
+    ]
+
+    def load(index: Any) -> list[Any]:
+        shard = None
+        try:
+            shard = shards[int(index)]  # made now: its path resolved inside the dataset
+            check_shard_size(shard, compression)
+            local = shard.path.local_path
+            assert local is not None
+            with open(local, "rb") as stream:
+                buffer = stream.read()
+            offsets = framed_records(buffer)
+            if offsets is None or (shard.records is not None and len(offsets) - 1 != shard.records):
+                return [_loss(shard, compression), b"", *empty]
+            uniform = uniform_records(buffer, offsets)
+            values = None if uniform is None else _columns(uniform, offsets, keys, kinds, counts)
+            if values is None:
+                buffer, values = _parsed_columns(buffer, offsets, keys, kinds, counts, shard)
+        except (RecordkitError, OSError) as exc:
+            return [refusal_message(exc, shard, index).encode("utf-8"), b"", *empty]
+        return [b"", buffer, *values]
+
+    return load
+
+
+def _columns(
+    uniform: UniformRecords,
+    offsets: np.ndarray,
+    keys: list[str],
+    kinds: dict[str, WireKind],
+    counts: dict[str, int],
+) -> list[np.ndarray] | None:
+    """Each key's values in every record of one layout as ``tf.io.parse_example`` gives
+    them for a fixed-length feature (``[records, count]`` numbers), a bytes key's as the
+    starts and widths of its values in the file (``[records, count]`` each); None when a
+    key is missing, of another kind or holds another number of values (the parse then
+    gives its own answer, or its error)."""
+    out: list[np.ndarray] = []
+    for key in keys:
+        if kinds[key] is not WireKind.BYTES:
+            numbers = uniform.numbers(key, kinds[key], counts[key])
+            if numbers is None:
+                return None
+            out.append(numbers)
+            continue
+        runs = uniform.byte_runs(key, counts[key])
+        if runs is None:
+            return None
+        places = np.array([start for start, _ in runs], np.int64)
+        widths = np.array([width for _, width in runs], np.int64)
+        out.append(offsets[:-1, None] + places[None, :])
+        out.append(np.broadcast_to(widths, (len(offsets) - 1, len(runs))).copy())
+    return out
+
+
+def _parsed_columns(
+    buffer: bytes,
+    offsets: np.ndarray,
+    keys: list[str],
+    kinds: dict[str, WireKind],
+    counts: dict[str, int],
+    shard: Shard,
+) -> tuple[bytes, list[np.ndarray]]:
+    """:func:`_columns` of a shard whose records do not all share one layout: those of
+    one length and layout parsed together, the others one by one (as the numpy reader
+    parses them, the values of ``tf.io.parse_example``), and the bytes values joined
+    (the first item). A record whose Example is not valid, or that lacks a key or holds
+    it with another kind or number of values than its fixed shape asks (which
+    ``tf.io.parse_example`` refuses too), is a CorruptRecordError naming the shard, the
+    record's offset and the key."""
+    starts = (offsets[:-1] + HEADER_BYTES).tolist()
+    ends = (offsets[1:] - FOOTER_BYTES).tolist()
+    rows: dict[str, list[Any]] = {key: [] for key in keys}
+    for place, example in enumerate(parsed_records(buffer, offsets, keys).examples()):
+        offset = int(offsets[place])
+        if example is None:
+            try:
+                example = decode_example(buffer[starts[place] : ends[place]], keys)
+            except ValueError:
+                raise CorruptRecordError(
+                    "the record is not a tf.train.Example", shard=shard.name, offset=offset
+                ) from None
+        for key in keys:
+            kind, values = example.get(key, (None, ()))
+            if kind is not kinds[key] and not (counts[key] == 0 and len(values) == 0):
+                found = "no such key" if kind is None else f"{kind.value} values"
+                reason = (
+                    f"Example key {key!r} holds {found}, where its field stores {kinds[key].value} values"
+                )
+                raise CorruptRecordError(reason, shard=shard.name, offset=offset)
+            if len(values) != counts[key]:
+                reason = (
+                    f"Example key {key!r} holds {len(values)} values, where its field's fixed shape "
+                    f"holds {counts[key]}"
+                )
+                raise CorruptRecordError(reason, shard=shard.name, offset=offset)
+            rows[key].append(values)
+    records = len(starts)
+    out: list[np.ndarray] = []
+    pieces: list[bytes] = []
+    joined = 0
+    for key in keys:
+        if kinds[key] is not WireKind.BYTES:
+            out.append(np.array(rows[key], dtype=kinds[key].numpy_dtype).reshape(records, counts[key]))
+            continue
+        values = [value for row in rows[key] for value in row]
+        widths = np.fromiter(map(len, values), dtype=np.int64, count=len(values))
+        places = joined + np.cumsum(widths) - widths
+        joined += int(widths.sum())
+        pieces.extend(values)
+        out.append(places.reshape(records, counts[key]))
+        out.append(widths.reshape(records, counts[key]))
+    return b"".join(pieces), out
+
+
+def _loss(shard: Shard, compression: Compression) -> bytes:
+    """The error of a shard whose bytes are not the records its manifest lists: the
+    refusal of its walk (a hostile length, more records than listed), else what the
+    framed read says of a loss (the offset of the first bad record, the records before)."""
+    try:
+        opened_walk(shard, compression)
+    except (RecordkitError, OSError) as exc:
+        return refusal_message(exc, shard, 0).encode("utf-8")
+    offset, read = readable(str(shard.path).encode("utf-8"))
+    expected = -1 if shard.selected is None else shard.selected
+    (head,), middle, (tail,) = loss_messages([shard], [expected])
+    return f"{head}{int(offset)}{middle}{int(read)}{tail}".encode()

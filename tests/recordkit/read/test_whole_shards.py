@@ -1,0 +1,165 @@
+"""tf.data reads shards whose records share one layout whole (sdk/recordkit/read/_whole_shards.py):
+a field group's shards read alone, and a split's own shards when every field read has a
+fixed shape. The batches, values, dtypes and shapes are those of the record-by-record
+read (``TFRecordDataset`` and ``tf.io.parse_example``), whatever the batch options; a
+shard whose records do not all share the layout is parsed by ``tf.io.parse_example``
+instead, with the same values."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import recordkit as rk
+from recordkit.read import _load_dataset, _whole_shards  # private: which path each read took
+
+BASE = rk.Schema(
+    name="fixed",
+    fields={
+        "vector": rk.FieldSpec(codec="tensor", options={"dtype": "float32", "shape": [2, 3]}),
+        "label": rk.FieldSpec(codec="label", options={"num_classes": 10}),
+        "ratio": rk.FieldSpec(codec="scalar", options={"dtype": "float32"}),
+    },
+)
+GROUP = rk.Schema(
+    name="predictions",
+    fields={
+        "embedding": rk.FieldSpec(codec="tensor", options={"dtype": "float32", "shape": [7]}),
+        "predicted": rk.FieldSpec(codec="label", options={"num_classes": 300}),
+    },
+)
+RECORDS = 230
+SHARD_RECORDS = 50
+
+
+def _write(path: Path, predicted: list[int]) -> Path:
+    rng = np.random.default_rng(36)
+    base = [
+        {
+            "vector": rng.normal(size=(2, 3)).astype(np.float32),
+            "label": int(rng.integers(0, 10)),
+            "ratio": float(np.float32(rng.normal())),
+        }
+        for _ in range(RECORDS)
+    ]
+    rk.write_dataset(base, BASE, path, shard_records=SHARD_RECORDS, progress=False)
+    embeddings = rng.normal(size=(RECORDS, 7)).astype(np.float32)
+    embeddings[3, 0], embeddings[4, 1] = np.float32("nan"), np.float32("-0.0")
+    added = [{"embedding": e, "predicted": p} for e, p in zip(embeddings, predicted, strict=True)]
+    rk.add_fields(path, "train", GROUP, added, name="predictions")
+    return path
+
+
+@pytest.fixture(scope="module")
+def dataset(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Every shard of one record size: labels of one varint byte."""
+    predicted = [int(i % 100) for i in range(RECORDS)]
+    return _write(tmp_path_factory.mktemp("whole") / "data", predicted)
+
+
+@pytest.fixture(scope="module")
+def mixed(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The first shard of one record size, the later ones not (labels of 128 and more take
+    two varint bytes): read whole, those are parsed by ``tf.io.parse_example``."""
+    predicted = [int(i % 100) if i < SHARD_RECORDS else int((i * 37) % 300) for i in range(RECORDS)]
+    return _write(tmp_path_factory.mktemp("mixed") / "data", predicted)
+
+
+def _read(
+    path: Path, fields: list[str], monkeypatch: pytest.MonkeyPatch, whole: bool, **options: Any
+) -> tuple[list[dict[str, np.ndarray]], Any, int]:
+    """Every batch of the read, its element spec, and how many reads of whole shards it built."""
+    built: list[int] = []
+    read_whole = _whole_shards.read_whole
+
+    def spied(*args: Any) -> Any:
+        built.append(1)
+        return read_whole(*args)
+
+    with monkeypatch.context() as patched:
+        patched.setattr(_load_dataset, "read_whole", spied)
+        if not whole:
+            patched.setattr(_load_dataset, "reads_whole", lambda *args: False)
+        ds = rk.open(path, fields=fields).tf(**options)
+    return [tf.nest.map_structure(lambda t: t.numpy(), batch) for batch in ds], ds.element_spec, len(built)
+
+
+def _assert_same(got: list[dict[str, np.ndarray]], want: list[dict[str, np.ndarray]]) -> None:
+    assert len(got) == len(want) > 1
+    for got_batch, want_batch in zip(got, want, strict=True):
+        assert list(got_batch) == list(want_batch)
+        for key in want_batch:
+            assert got_batch[key].dtype == want_batch[key].dtype, key
+            assert got_batch[key].shape == want_batch[key].shape, key
+            # Bit for bit: NaN and -0.0 included.
+            assert got_batch[key].tobytes() == want_batch[key].tobytes(), key
+
+
+OPTIONS = [
+    {"batch_size": 16},
+    {"batch_size": 16, "drop_remainder": True},
+    {"batch_size": 64},
+    {"batch_size": 50, "repeat": 2},
+    {"batch_size": 7, "shuffle_files": True, "seed": 5, "drop_remainder": True},
+    {"batch_size": 7, "shuffle_files": True, "seed": 5, "repeat": 3},
+    {"batch_size": 16, "rank": 1, "world_size": 2},  # a share of the shards
+]
+FIELDS = [["embedding", "predicted"], ["embedding"], ["vector", "label", "ratio"], ["label", "vector"]]
+
+
+@pytest.mark.parametrize("options", OPTIONS, ids=lambda o: ",".join(f"{k}={v}" for k, v in o.items()))
+@pytest.mark.parametrize("fields", FIELDS, ids="+".join)
+def test_shards_of_one_layout_read_whole_give_the_batches_of_the_record_by_record_read(
+    dataset: Path, fields: list[str], options: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    whole, whole_spec, built = _read(dataset, fields, monkeypatch, True, **options)
+    plain, plain_spec, none = _read(dataset, fields, monkeypatch, False, **options)
+    assert (built, none) == (1, 0)
+    assert list(whole_spec) == list(plain_spec)
+    for key, spec in plain_spec.items():
+        assert whole_spec[key].dtype == spec.dtype, key
+        assert whole_spec[key].shape[1:] == spec.shape[1:], key
+        assert spec.shape.is_compatible_with(whole_spec[key].shape), key
+    _assert_same(whole, plain)
+
+
+def test_shards_whose_records_differ_in_layout_are_parsed_with_the_same_values(
+    mixed: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    whole, _, built = _read(mixed, ["embedding", "predicted"], monkeypatch, True, batch_size=16)
+    plain, _, _ = _read(mixed, ["embedding", "predicted"], monkeypatch, False, batch_size=16)
+    assert built == 1
+    assert max(int(batch["predicted"].max()) for batch in whole) >= 128
+    _assert_same(whole, plain)
+
+
+@pytest.mark.parametrize(
+    ("fields", "options"),
+    [
+        (["embedding", "label"], {"batch_size": 16}),  # a group's shard joined to the split's
+        (["embedding"], {"batch_size": 16, "shuffle_buffer": 32, "seed": 3}),  # records shuffled one by one
+        (["embedding"], {"batch_size": 1, "rank": 3, "world_size": 8}),  # a share of the records
+        (["embedding"], {"batch_size": 16, "on_corrupt": "skip"}),
+        (["embedding"], {}),  # single records
+    ],
+)
+def test_reads_that_need_records_one_by_one_or_joined_keep_the_record_by_record_read(
+    dataset: Path, fields: list[str], options: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    records, _, built = _read(dataset, fields, monkeypatch, True, **options)
+    plain, _, _ = _read(dataset, fields, monkeypatch, False, **options)
+    assert built == 0
+    assert len(records) == len(plain) > 0
+
+
+def test_a_split_whose_first_shard_holds_records_of_several_sizes_is_read_record_by_record(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    predicted = [int((i * 37) % 300) for i in range(RECORDS)]
+    path = _write(tmp_path / "data", predicted)
+    _, _, built = _read(path, ["embedding", "predicted"], monkeypatch, True, batch_size=16)
+    assert built == 0
