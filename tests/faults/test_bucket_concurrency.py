@@ -254,3 +254,93 @@ def test_an_upload_the_taken_over_write_finishes_late_never_overwrites_a_shard_t
     assert len(listed.intersection(second_shards)) == 1, second_shards
     assert _names(s3_bucket, url, "train") == sorted(_items(100, 5) + _items(5, 5))
     _verify(s3_bucket, url)
+
+
+#: A field group of one number per record, added to the bucket dataset's train split.
+SCORE = rk.Schema(name="score", fields={"score": rk.FieldSpec(codec="scalar", options={"dtype": "float32"})})
+
+
+def _scored(n: int, start: int) -> list[dict[str, Any]]:
+    """Records ``item-<start>`` ... with their ``score`` (the item's number)."""
+    return [{**record, "score": float(start + i)} for i, record in enumerate(remote_records(n, start))]
+
+
+def _listed_files_changed(root: Any, url: str, options: dict[str, Any]) -> list[str]:
+    """The files ``dataset.json`` lists for train (shards and group shards) whose bytes
+    no longer have the sha256 it holds."""
+    stored = RemoteManifest.at(root)
+    assert stored is not None
+    final = stored.load()
+    assert final is not None
+    train = final.splits["train"]
+    listed = {s.file: s.sha256 for s in train.shards}
+    for group in (train.field_groups or {}).values():
+        listed.update({s.file: s.sha256 for s in group.shards})
+    return [
+        file
+        for file, sha256 in listed.items()
+        if hashlib.sha256(root.join(*file.split("/")).read_bytes()).hexdigest() != sha256
+    ]
+
+
+def test_a_group_shard_a_taken_over_append_uploads_late_never_overwrites_the_one_the_resume_listed(
+    s3_bucket: Bucket, fault_cases: Any
+) -> None:
+    """Train has a field group. Appender A has listed its first shard (and group shard)
+    and is writing the next when a resume B takes the append over and lists a shard 3 and
+    a group shard 3 of its own. A's uploads then complete. Each append names its group
+    shards with its own run token, so A's late group shard lands beside B's, unlisted, and
+    A's save fails. (Before, every append wrote under the group's first shard's token,
+    and A's late upload replaced the group shard B had listed: last write wins.)"""
+    fault_cases.tried("a field-group append overlapping a still-running appender in a bucket")
+    url = _dataset(s3_bucket)
+    options = s3_bucket.storage_options
+    root = location(url, options)
+    rk.add_fields(url, "train", SCORE, [float(i) for i in range(10)], storage_options=options)
+    schema = rk.open(url, storage_options=options).schema
+    a = rk.DatasetWriter(url, schema, shard_records=5, append=True, progress=False, storage_options=options)
+    for record in _scored(6, 100):  # shard 2: item-100..104 listed; shard 3 under way: item-105
+        a.write(record)
+    a._splits["train"].settle_commit()  # private: A's shard 2 listed before B starts, as A would have
+    rk.write_dataset(
+        _scored(10, 200), schema, url, shard_records=5, resume=True, storage_options=options
+    )  # B: takes the append over, writes item-205..209 as shard 3 and its group shard, lists them
+    with pytest.raises(ConcurrentWriteError, match=r"dataset\.json was replaced by another writer"):
+        a.close()  # A's shard 3 and group shard 3 uploads complete now; its save listing them fails
+    assert _listed_files_changed(root, url, options) == [], "listed files overwritten after they were listed"
+    group_threes = [n for n in root.join("fields", "train").list() if "-00003.tfrecord" in n]
+    assert len([n for n in group_threes if not n.endswith(".index")]) == 2, group_threes  # B's and A's
+    records = list(rk.iter_records(url, storage_options=options))
+    want = [f"item-{i}" for i in [*range(10), *range(100, 105), *range(205, 210)]]
+    assert [r["name"] for r in records] == want
+    assert [r["score"] for r in records] == [*range(10), *range(100, 105), *range(205, 210)]
+    _verify(s3_bucket, url)
+
+
+def test_a_resume_in_a_bucket_removes_the_group_shards_a_stopped_append_left_unlisted(
+    s3_bucket: Bucket, fault_cases: Any
+) -> None:
+    """Appender A, under its own run token, listed shard 2 and its group shard, uploaded
+    group shard 3 and stopped before listing it. The resume takes the append over, then
+    removes A's unlisted group shard (a token it never wrote under) as the split's
+    unlisted shards are removed, and the group reads aligned."""
+    fault_cases.tried("a field-group append overlapping a still-running appender in a bucket")
+    url = _dataset(s3_bucket)
+    options = s3_bucket.storage_options
+    root = location(url, options)
+    rk.add_fields(url, "train", SCORE, [float(i) for i in range(10)], storage_options=options)
+    schema = rk.open(url, storage_options=options).schema
+    a = rk.DatasetWriter(url, schema, shard_records=5, append=True, progress=False, storage_options=options)
+    for record in _scored(6, 100):
+        a.write(record)
+    a._splits["train"].settle_commit()  # private: A's shard 2 listed before it stops
+    a.abort()  # A stops: its shard 3 in progress is discarded, train stays unfinished
+    folder = root.join("fields", "train")
+    (listed_two,) = [n for n in folder.list() if n.endswith("-00002.tfrecord")]
+    left = listed_two.replace("-00002.", "-00003.")  # A's group shard 3, uploaded, never listed
+    folder.join(left).write_bytes(folder.join(listed_two).read_bytes())
+    rk.write_dataset(_scored(10, 200), schema, url, shard_records=5, resume=True, storage_options=options)
+    assert not folder.join(left).exists(), folder.list()
+    records = list(rk.iter_records(url, storage_options=options))
+    assert [r["score"] for r in records] == [*range(10), *range(100, 105), *range(205, 210)]
+    _verify(s3_bucket, url)

@@ -3,10 +3,13 @@
 A field group (:class:`~recordkit.dataset._manifest.FieldGroup`) has one shard per shard
 of its split, ``fields/<split>/<group>.<token>-<shard>.tfrecord``, holding the group's
 fields of the split's shard's records in the same order. ``<token>`` is the run's: each
-run of ``add_fields`` writes under a token of its own, and an append under its group's
-first shard's, so two runs never write the same name and a run's leftovers are told from
-another's by name. This module names those files, lists them in the manifest, removes the
-ones a stopped run left unlisted (those of that run's token only), and, for a
+run of ``add_fields`` writes under a token of its own; an append writes under its group's
+first shard's in a local folder (whose lock keeps other runs out) and under its own run's
+token in an object store (where no lock does: a late upload of an append a resume took
+over then lands beside the resume's shard, never on it). Two runs never write the same
+name in a bucket, and a run's leftovers are told from another's by name. This module
+names those files, lists them in the manifest, removes the ones a stopped run left
+unlisted (after the run that removes them took the write over), and, for a
 :class:`~recordkit.DatasetWriter` appending to a split with field groups, splits each
 record into the split's fields and each group's (:class:`GroupAppend`): the writer writes
 the groups' parts into group shards that roll over with the split's shards and are
@@ -109,20 +112,21 @@ def group_field_owners(manifest: Manifest, schema: Schema) -> dict[str, str]:
     }
 
 
-def remove_unlisted_group_files(folder: Location, name: str, token: str, info: SplitInfo) -> None:
-    """Files of group ``name`` written under ``token`` in ``folder`` that the manifest does
-    not list, removed: what the run of that token left (its temporary files, shards renamed
-    or uploaded but never listed). Called once no save of that run can succeed any more
-    (its lock is gone, or this writer's conditional save replaced the manifest it read), so
-    nothing removed can be listed later; another run's files, under its own token, are
-    left alone."""
+def remove_unlisted_group_files(folder: Location, name: str, token: str | None, info: SplitInfo) -> None:
+    """Files of group ``name`` written under ``token`` (None: under any token) in
+    ``folder`` that the manifest does not list, removed: what the run of that token left
+    (its temporary files, shards renamed or uploaded but never listed). Called once no
+    save of that run can succeed any more (its lock is gone, or this writer's conditional
+    save replaced the manifest it read), so nothing removed can be listed later; with a
+    ``token``, another run's files, under its own token, are left alone."""
     listed = {
         f.rsplit("/", 1)[-1]
         for group in (info.field_groups or {}).values()
         for shard in group.shards
         for f in (shard.file, shard.index.file if shard.index is not None else "")
     }
-    prefixes = (f"{name}.{token}-", f".{name}.{token}-")
+    run = "" if token is None else f"{token}-"
+    prefixes = (f"{name}.{run}", f".{name}.{run}")
     for file in folder.list():
         if file.startswith(prefixes) and file not in listed:
             folder.join(file).remove()
@@ -201,8 +205,10 @@ class GroupAppend:
         *,
         compression: Compression,
         durable: bool,
+        token: str | None = None,
     ) -> None:
         self.split = split
+        self._token = token
         self._root = root
         self._folder = root.join(FIELDS_FOLDER, split)
         self._compression = compression
@@ -253,7 +259,8 @@ class GroupAppend:
                 "too, stored as the groups store them (rk.open(path, split).schema lists them all)",
                 differences=differences,
             )
-        return _Group(name, group, RecordEncoder(bound), frozenset(listed), group_token(group))
+        token = self._token if self._token is not None else group_token(group)
+        return _Group(name, group, RecordEncoder(bound), frozenset(listed), token)
 
     def encode(
         self, encoder: RecordEncoder, record: Any, label: int | str, seen: SidesSeen | None = None
@@ -284,8 +291,11 @@ class GroupAppend:
         return GroupShards(files, self._folder, self._durable)
 
     def remove_debris(self, info: SplitInfo) -> None:
-        """Remove the group files a stopped append left unlisted (before it resumes): those
-        under each group's token, which an append writes under (an ``add_fields`` run
-        writes under its own)."""
+        """Remove the group files a stopped append left unlisted (before it resumes, once
+        it has taken the append over): locally those under each group's token, which a
+        local append writes under (an ``add_fields`` run writes under its own); in an
+        object store, where each append wrote under its own run's token, unlisted files
+        of the group under any token, as the split's unlisted shards are."""
         for group in self._groups:
-            remove_unlisted_group_files(self._folder, group.name, group.token, info)
+            token = None if self._token is not None else group.token
+            remove_unlisted_group_files(self._folder, group.name, token, info)
