@@ -273,7 +273,8 @@ def _commit_split(
     """Move a split's staged shards to their final names (numbered densely, in shard
     order, after the ``existing`` split's shards when appending; with the run's
     ``token`` on an object store) and write its rejects file (the existing lines, then
-    the new ones); return what the manifest lists for it.
+    the new ones; on an object store as ``rejects-<split>.<token>.jsonl``); return what
+    the manifest lists for it.
 
     In a local folder, held under its lock, the split's unlisted shards (an earlier run's
     debris) are removed. On an object store nothing is: with no lock, an unlisted shard
@@ -301,8 +302,10 @@ def _commit_split(
         for r in rejects
     )
     if lines:
-        name = info.rejects_file or rejects_file_name(split)
-        kept = _kept_rejects(folder, name, info.rejected)
+        listed = info.rejects_file or rejects_file_name(split)
+        kept = _kept_rejects(folder, listed, info.rejected)
+        # On an object store under the run's token, as its shards: never over a listed file.
+        name = listed if token is None else rejects_file_name(split, token)
         info.rejects_file = name
         info.rejected += len(lines)
         folder.write_bytes(name, "".join(kept + lines).encode("utf-8"))
