@@ -359,3 +359,55 @@ def test_a_writer_that_commits_into_a_bucket_during_the_commit_step_is_not_overw
         run(write_to(url, {"train": records(10, start=100)}, options, num_shards=2, append=True))
     assert read_ids(url, "train", options) == [0, 1, 2, 3, 4]
     assert read_ids(url, "other", options) == [50, 51, 52]
+
+
+def test_a_commit_into_a_bucket_that_another_writer_beat_never_replaces_its_rejects_file(
+    s3_bucket: Bucket, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another writer appends to train with a reject of its own after the commit step
+    read the manifest, and lists its rejects file; the commit then writes its rejects
+    before its conditional PUT is refused. Each run writes its rejects under its own
+    token (``rejects-train.<token>.jsonl``), so the file the other writer listed keeps its
+    lines. (Before, both wrote ``rejects-train.jsonl``: the refused commit's replaced it.)"""
+    url, options = s3_bucket.join("pets"), s3_bucket.storage_options
+    rk.write_dataset(
+        records(5, bad=frozenset({2})),
+        SCHEMA,
+        url,
+        key="id",
+        on_error="skip",
+        progress=False,
+        storage_options=options,
+    )
+    real_commit_split = beam_writer._commit_split
+
+    def another_writer_commits_meanwhile(*args: Any, **kwargs: Any) -> rk.SplitInfo:
+        rk.write_dataset(
+            records(3, start=50, bad=frozenset({1})),
+            SCHEMA,
+            url,
+            key="id",
+            on_error="skip",
+            append=True,
+            progress=False,
+            storage_options=options,
+        )
+        return real_commit_split(*args, **kwargs)
+
+    monkeypatch.setattr(beam_writer, "_commit_split", another_writer_commits_meanwhile)
+    pipeline = write_to(
+        url,
+        {"train": records(10, start=100, bad=frozenset({3}))},
+        options,
+        num_shards=2,
+        append=True,
+        on_error="skip",
+    )
+    with pytest.raises(rk.errors.ConcurrentWriteError, match=r"dataset\.json was replaced by another writer"):
+        run(pipeline)
+    split = rk.Manifest.load(url, storage_options=options).split("train")
+    assert split.rejected == 2
+    assert split.rejects_file is not None
+    text = location(url, options).join(split.rejects_file).read_bytes().decode("utf-8")
+    assert [json.loads(line)["key"] for line in text.splitlines()] == ["2", "51"]
+    assert read_ids(url, "train", options) == [0, 1, 3, 4, 50, 52]
