@@ -254,3 +254,51 @@ def test_an_upload_the_taken_over_write_finishes_late_never_overwrites_a_shard_t
     assert len(listed.intersection(second_shards)) == 1, second_shards
     assert _names(s3_bucket, url, "train") == sorted(_items(100, 5) + _items(5, 5))
     _verify(s3_bucket, url)
+
+
+def test_a_group_shard_a_taken_over_append_uploads_late_never_overwrites_one_the_resume_listed(
+    s3_bucket: Bucket, fault_cases: Any
+) -> None:
+    """As above, for a split with a field group: appender A has listed its first shard
+    (and its group shard) and is uploading the next when a resume B takes the append over
+    and lists shards of its own. A's group shard upload then completes. Each append writes
+    its group shards under its own run token, so A's late group shard lands beside B's,
+    unlisted. (Before, every append wrote under the group's first shard's token and A's
+    late upload replaced the group shard B had listed: last write wins.)"""
+    fault_cases.tried("a field-group append overlapping a still-running appender in a bucket")
+    url = _dataset(s3_bucket)
+    options = s3_bucket.storage_options
+    root = location(url, options)
+    score = rk.Schema(
+        name="score", fields={"score": rk.FieldSpec(codec="scalar", options={"dtype": "float32"})}
+    )
+    rk.add_fields(url, "train", score, [float(i) for i in range(10)], storage_options=options)
+    schema = rk.Schema(name="scored", fields={**REMOTE_SCHEMA.fields, **score.fields})
+
+    def scored(n: int, start: int) -> list[dict[str, Any]]:
+        return [{**dict(record), "score": float(i)} for i, record in enumerate(remote_records(n, start))]
+
+    a = rk.DatasetWriter(url, schema, shard_records=5, append=True, progress=False, storage_options=options)
+    for record in scored(6, 100):  # shard 2 listed, shard 3 under way
+        a.write(record)
+    a._splits["train"].settle_commit()  # private: A's first shard listed before B starts
+    rk.write_dataset(
+        scored(10, 200), schema, url, shard_records=5, append=True, resume=True, storage_options=options
+    )  # B: takes the append over and lists a shard 3 and its group shard of its own
+    with pytest.raises(ConcurrentWriteError):
+        a.close()  # A's late uploads complete now; its save listing them is refused
+    stored = RemoteManifest.at(root)
+    assert stored is not None
+    final = stored.load()
+    assert final is not None
+    groups = final.splits["train"].field_groups or {}
+    files = [s.file for group in groups.values() for s in group.shards] + [
+        s.file for s in final.splits["train"].shards
+    ]
+    sums = {s.file: s.sha256 for group in groups.values() for s in group.shards}
+    sums.update({s.file: s.sha256 for s in final.splits["train"].shards})
+    changed = [
+        f for f in files if hashlib.sha256(root.join(*f.split("/")).read_bytes()).hexdigest() != sums[f]
+    ]
+    assert changed == [], f"listed shards overwritten after they were listed: {changed}"
+    _verify(s3_bucket, url)

@@ -4,8 +4,10 @@ A field group (:class:`~recordkit.dataset._manifest.FieldGroup`) has one shard p
 of its split, ``fields/<split>/<group>.<token>-<shard>.tfrecord``, holding the group's
 fields of the split's shard's records in the same order. ``<token>`` is the run's: each
 run of ``add_fields`` writes under a token of its own, and an append under its group's
-first shard's, so two runs never write the same name and a run's leftovers are told from
-another's by name. This module names those files, lists them in the manifest, removes the
+first shard's, or in an object store (where no lock keeps two runs apart) under the
+writer's own run token, so a late upload of a taken-over append never lands on a listed
+name. Two runs never write the same name and a run's leftovers are told from another's.
+This module names those files, lists them in the manifest, removes the
 ones a stopped run left unlisted (those of that run's token only), and, for a
 :class:`~recordkit.DatasetWriter` appending to a split with field groups, splits each
 record into the split's fields and each group's (:class:`GroupAppend`): the writer writes
@@ -201,8 +203,10 @@ class GroupAppend:
         *,
         compression: Compression,
         durable: bool,
+        token: str | None = None,
     ) -> None:
         self.split = split
+        self._token = token
         self._root = root
         self._folder = root.join(FIELDS_FOLDER, split)
         self._compression = compression
@@ -253,7 +257,8 @@ class GroupAppend:
                 "too, stored as the groups store them (rk.open(path, split).schema lists them all)",
                 differences=differences,
             )
-        return _Group(name, group, RecordEncoder(bound), frozenset(listed), group_token(group))
+        token = self._token if self._token is not None else group_token(group)
+        return _Group(name, group, RecordEncoder(bound), frozenset(listed), token)
 
     def encode(
         self, encoder: RecordEncoder, record: Any, label: int | str, seen: SidesSeen | None = None

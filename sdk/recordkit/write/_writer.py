@@ -340,6 +340,7 @@ class DatasetWriter:
             self._registry,
             compression=self.compression,
             durable=self.durable,
+            token=self._run_token,
         )
 
     def _sink(self) -> SplitSink:
