@@ -17,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -301,4 +302,62 @@ def test_a_group_shard_a_taken_over_append_uploads_late_never_overwrites_one_the
         f for f in files if hashlib.sha256(root.join(*f.split("/")).read_bytes()).hexdigest() != sums[f]
     ]
     assert changed == [], f"listed shards overwritten after they were listed: {changed}"
+    _verify(s3_bucket, url)
+
+
+def test_a_rejects_file_a_taken_over_write_uploads_late_never_replaces_the_one_the_resume_listed(
+    s3_bucket: Bucket, fault_cases: Any
+) -> None:
+    """Writer A (``on_error="skip"``) has listed shard 0 and a rejected record when a
+    resume B takes the write over and lists a rejects file of its own. Each run writes its
+    rejects under a name of its own (``rejects-train.<token>.jsonl``, the earlier lines
+    carried over), so an upload A finishes late cannot replace the file B listed, and A's
+    close changes nothing listed. (Before, both runs wrote ``rejects-train.jsonl``: last
+    write wins.)"""
+    fault_cases.tried("a resume overlapping a still-running writer in a bucket")
+    url = s3_bucket.join("items")
+    options = s3_bucket.storage_options
+    root = location(url, options)
+
+    def with_bad(n: int, start: int, bad: set[int]) -> list[dict[str, Any]]:
+        records = [dict(record) for record in remote_records(n, start)]
+        for i in bad:
+            records[i]["values"] = [1.0]  # the schema's tensor has shape [3]
+        return records
+
+    a = rk.DatasetWriter(
+        url, REMOTE_SCHEMA, shard_records=5, on_error="skip", progress=False, storage_options=options
+    )
+    for record in with_bad(8, 100, {1, 7}):  # shard 0 with one reject listed; item-107 rejected after
+        a.write(record)
+    a._splits["train"].settle_commit()  # private: shard 0 listed before B starts
+    listed_by_a = RemoteManifest.at(root)
+    assert listed_by_a is not None
+    manifest_a = listed_by_a.load()
+    assert manifest_a is not None
+    name_a = manifest_a.splits["train"].rejects_file
+    assert name_a is not None
+    assert re.fullmatch(r"rejects-train\.[0-9a-f]{8}\.jsonl", name_a), name_a
+    rk.write_dataset(
+        with_bad(12, 0, {9}),
+        REMOTE_SCHEMA,
+        url,
+        shard_records=5,
+        resume=True,
+        on_error="skip",
+        storage_options=options,
+    )  # B: takes the write over, rejects item-9 and lists its rejects file
+    stored = RemoteManifest.at(root)
+    assert stored is not None
+    listed_by_b = stored.load()
+    assert listed_by_b is not None
+    info = listed_by_b.splits["train"]
+    assert info.rejected == 2
+    assert info.rejects_file is not None
+    assert info.rejects_file != name_a  # B's own name: A's late upload cannot reach it
+    lines_by_b = root.join(info.rejects_file).read_bytes()
+    with pytest.raises(ConcurrentWriteError):
+        a.close()  # A's rejects upload happens now; its save is refused
+    assert root.join(info.rejects_file).read_bytes() == lines_by_b
+    assert len(lines_by_b.decode().splitlines()) == 2
     _verify(s3_bucket, url)

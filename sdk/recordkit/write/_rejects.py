@@ -25,9 +25,13 @@ from recordkit.storage import Location
 __all__ = ["RejectsFile", "error_entries", "rejects_file_name"]
 
 
-def rejects_file_name(split: str) -> str:
-    """``rejects-<split>.jsonl``, next to the shards."""
-    return f"rejects-{split}.jsonl"
+def rejects_file_name(split: str, token: str | None = None) -> str:
+    """``rejects-<split>.jsonl``, next to the shards; with a run ``token`` (a write to an
+    object store) ``rejects-<split>.5f0c9a1e.jsonl``: there each run writes the whole file
+    under a name of its own, so a taken-over run's late upload never replaces the file a
+    later run listed."""
+    run = "" if token is None else f".{token}"
+    return f"rejects-{split}{run}.jsonl"
 
 
 def error_entries(error: RecordkitError) -> list[dict[str, Any]]:
@@ -47,6 +51,7 @@ class RejectsFile:
         keep: int,
         durable: bool = True,
         file: str | None = None,
+        token: str | None = None,
     ) -> None:
         """Open for appending after the first ``keep`` lines (later lines are dropped:
         they belong to shards that were never completed). ``file`` is the name the
@@ -55,7 +60,9 @@ class RejectsFile:
 
         In a remote dataset (an object store cannot append), the lines are kept in
         memory and the whole object is written again (one PUT) by each :meth:`sync`
-        that has new lines: a reject file holds few lines.
+        that has new lines: a reject file holds few lines. With a run ``token`` those
+        lines are read from ``file`` and written under the run's own name
+        (:func:`rejects_file_name`), which the manifest lists from the run's next save.
         """
         self.name = file if file is not None else rejects_file_name(split)
         self._lines: list[str] | None = None
@@ -64,8 +71,10 @@ class RejectsFile:
         self._lock = threading.Lock()
         folder = where.local_path
         if folder is None:
+            self._lines = _remote_lines(where.join(self.name), keep, where)
+            if token is not None:
+                self.name = rejects_file_name(split, token)
             self._remote = where.join(self.name)
-            self._lines = _remote_lines(self._remote, keep, where)
             self.path = Path(self.name)
             self._durable = durable
             self._file: Any = None

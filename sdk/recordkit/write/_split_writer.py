@@ -89,7 +89,12 @@ class SplitWriter:
         #: The previous shard, being completed and listed in the background.
         self.committing: Future[ShardInfo] | None = None
         self.rejects = RejectsFile(
-            sink.where, name, keep=info.rejected, durable=sink.durable, file=info.rejects_file
+            sink.where,
+            name,
+            keep=info.rejected,
+            durable=sink.durable,
+            file=info.rejects_file,
+            token=sink.token,
         )
         self.rejected_since_commit = 0
         #: Records waiting to be sent to the workers: (index, key) and (label, record).
