@@ -23,7 +23,6 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pytest
 from _object_stores import REMOTE_SCHEMA, Bucket, cli_options, remote_records
 from click.testing import CliRunner
@@ -258,6 +257,112 @@ def test_an_upload_the_taken_over_write_finishes_late_never_overwrites_a_shard_t
     _verify(s3_bucket, url)
 
 
+def test_a_group_shard_a_taken_over_append_uploads_late_never_overwrites_one_the_resume_listed(
+    s3_bucket: Bucket, fault_cases: Any
+) -> None:
+    """As above, for a split with a field group: appender A has listed its first shard
+    (and its group shard) and is uploading the next when a resume B takes the append over
+    and lists shards of its own. A's group shard upload then completes. Each append writes
+    its group shards under its own run token, so A's late group shard lands beside B's,
+    unlisted. (Before, every append wrote under the group's first shard's token and A's
+    late upload replaced the group shard B had listed: last write wins.)"""
+    fault_cases.tried("a field-group append overlapping a still-running appender in a bucket")
+    url = _dataset(s3_bucket)
+    options = s3_bucket.storage_options
+    root = location(url, options)
+    score = rk.Schema(
+        name="score", fields={"score": rk.FieldSpec(codec="scalar", options={"dtype": "float32"})}
+    )
+    rk.add_fields(url, "train", score, [float(i) for i in range(10)], storage_options=options)
+    schema = rk.Schema(name="scored", fields={**REMOTE_SCHEMA.fields, **score.fields})
+
+    def scored(n: int, start: int) -> list[dict[str, Any]]:
+        return [{**dict(record), "score": float(i)} for i, record in enumerate(remote_records(n, start))]
+
+    a = rk.DatasetWriter(url, schema, shard_records=5, append=True, progress=False, storage_options=options)
+    for record in scored(6, 100):  # shard 2 listed, shard 3 under way
+        a.write(record)
+    a._splits["train"].settle_commit()  # private: A's first shard listed before B starts
+    rk.write_dataset(
+        scored(10, 200), schema, url, shard_records=5, append=True, resume=True, storage_options=options
+    )  # B: takes the append over and lists a shard 3 and its group shard of its own
+    with pytest.raises(ConcurrentWriteError):
+        a.close()  # A's late uploads complete now; its save listing them is refused
+    stored = RemoteManifest.at(root)
+    assert stored is not None
+    final = stored.load()
+    assert final is not None
+    groups = final.splits["train"].field_groups or {}
+    files = [s.file for group in groups.values() for s in group.shards] + [
+        s.file for s in final.splits["train"].shards
+    ]
+    sums = {s.file: s.sha256 for group in groups.values() for s in group.shards}
+    sums.update({s.file: s.sha256 for s in final.splits["train"].shards})
+    changed = [
+        f for f in files if hashlib.sha256(root.join(*f.split("/")).read_bytes()).hexdigest() != sums[f]
+    ]
+    assert changed == [], f"listed shards overwritten after they were listed: {changed}"
+    _verify(s3_bucket, url)
+
+
+def test_a_rejects_file_a_taken_over_write_uploads_late_never_replaces_the_one_the_resume_listed(
+    s3_bucket: Bucket, fault_cases: Any
+) -> None:
+    """Writer A (``on_error="skip"``) has listed shard 0 and a rejected record when a
+    resume B takes the write over and lists a rejects file of its own. Each run writes its
+    rejects under a name of its own (``rejects-train.<token>.jsonl``, the earlier lines
+    carried over), so an upload A finishes late cannot replace the file B listed, and A's
+    close changes nothing listed. (Before, both runs wrote ``rejects-train.jsonl``: last
+    write wins.)"""
+    fault_cases.tried("a resume overlapping a still-running writer in a bucket")
+    url = s3_bucket.join("items")
+    options = s3_bucket.storage_options
+    root = location(url, options)
+
+    def with_bad(n: int, start: int, bad: set[int]) -> list[dict[str, Any]]:
+        records = [dict(record) for record in remote_records(n, start)]
+        for i in bad:
+            records[i]["values"] = [1.0]  # the schema's tensor has shape [3]
+        return records
+
+    a = rk.DatasetWriter(
+        url, REMOTE_SCHEMA, shard_records=5, on_error="skip", progress=False, storage_options=options
+    )
+    for record in with_bad(8, 100, {1, 7}):  # shard 0 with one reject listed; item-107 rejected after
+        a.write(record)
+    a._splits["train"].settle_commit()  # private: shard 0 listed before B starts
+    listed_by_a = RemoteManifest.at(root)
+    assert listed_by_a is not None
+    manifest_a = listed_by_a.load()
+    assert manifest_a is not None
+    name_a = manifest_a.splits["train"].rejects_file
+    assert name_a is not None
+    assert re.fullmatch(r"rejects-train\.[0-9a-f]{8}\.jsonl", name_a), name_a
+    rk.write_dataset(
+        with_bad(12, 0, {9}),
+        REMOTE_SCHEMA,
+        url,
+        shard_records=5,
+        resume=True,
+        on_error="skip",
+        storage_options=options,
+    )  # B: takes the write over, rejects item-9 and lists its rejects file
+    stored = RemoteManifest.at(root)
+    assert stored is not None
+    listed_by_b = stored.load()
+    assert listed_by_b is not None
+    info = listed_by_b.splits["train"]
+    assert info.rejected == 2
+    assert info.rejects_file is not None
+    assert info.rejects_file != name_a  # B's own name: A's late upload cannot reach it
+    lines_by_b = root.join(info.rejects_file).read_bytes()
+    with pytest.raises(ConcurrentWriteError):
+        a.close()  # A's rejects upload happens now; its save is refused
+    assert root.join(info.rejects_file).read_bytes() == lines_by_b
+    assert len(lines_by_b.decode().splitlines()) == 2
+    _verify(s3_bucket, url)
+
+
 #: A field group of one number per record, added to the bucket dataset's train split.
 SCORE = rk.Schema(name="score", fields={"score": rk.FieldSpec(codec="scalar", options={"dtype": "float32"})})
 
@@ -267,65 +372,14 @@ def _scored(n: int, start: int) -> list[dict[str, Any]]:
     return [{**record, "score": float(start + i)} for i, record in enumerate(remote_records(n, start))]
 
 
-def _listed_files_changed(root: Any, url: str, options: dict[str, Any]) -> list[str]:
-    """The files ``dataset.json`` lists for train (shards and group shards) whose bytes
-    no longer have the sha256 it holds."""
-    stored = RemoteManifest.at(root)
-    assert stored is not None
-    final = stored.load()
-    assert final is not None
-    train = final.splits["train"]
-    listed = {s.file: s.sha256 for s in train.shards}
-    for group in (train.field_groups or {}).values():
-        listed.update({s.file: s.sha256 for s in group.shards})
-    return [
-        file
-        for file, sha256 in listed.items()
-        if hashlib.sha256(root.join(*file.split("/")).read_bytes()).hexdigest() != sha256
-    ]
-
-
-def test_a_group_shard_a_taken_over_append_uploads_late_never_overwrites_the_one_the_resume_listed(
-    s3_bucket: Bucket, fault_cases: Any
-) -> None:
-    """Train has a field group. Appender A has listed its first shard (and group shard)
-    and is writing the next when a resume B takes the append over and lists a shard 3 and
-    a group shard 3 of its own. A's uploads then complete. Each append names its group
-    shards with its own run token, so A's late group shard lands beside B's, unlisted, and
-    A's save fails. (Before, every append wrote under the group's first shard's token,
-    and A's late upload replaced the group shard B had listed: last write wins.)"""
-    fault_cases.tried("a field-group append overlapping a still-running appender in a bucket")
-    url = _dataset(s3_bucket)
-    options = s3_bucket.storage_options
-    root = location(url, options)
-    rk.add_fields(url, "train", SCORE, [float(i) for i in range(10)], storage_options=options)
-    schema = rk.open(url, storage_options=options).schema
-    a = rk.DatasetWriter(url, schema, shard_records=5, append=True, progress=False, storage_options=options)
-    for record in _scored(6, 100):  # shard 2: item-100..104 listed; shard 3 under way: item-105
-        a.write(record)
-    a._splits["train"].settle_commit()  # private: A's shard 2 listed before B starts, as A would have
-    rk.write_dataset(
-        _scored(10, 200), schema, url, shard_records=5, resume=True, storage_options=options
-    )  # B: takes the append over, writes item-205..209 as shard 3 and its group shard, lists them
-    with pytest.raises(ConcurrentWriteError, match=r"dataset\.json was replaced by another writer"):
-        a.close()  # A's shard 3 and group shard 3 uploads complete now; its save listing them fails
-    assert _listed_files_changed(root, url, options) == [], "listed files overwritten after they were listed"
-    group_threes = [n for n in root.join("fields", "train").list() if "-00003.tfrecord" in n]
-    assert len([n for n in group_threes if not n.endswith(".index")]) == 2, group_threes  # B's and A's
-    records = list(rk.iter_records(url, storage_options=options))
-    want = [f"item-{i}" for i in [*range(10), *range(100, 105), *range(205, 210)]]
-    assert [r["name"] for r in records] == want
-    assert [r["score"] for r in records] == [*range(10), *range(100, 105), *range(205, 210)]
-    _verify(s3_bucket, url)
-
-
 def test_a_resume_in_a_bucket_removes_the_group_shards_a_stopped_append_left_unlisted(
     s3_bucket: Bucket, fault_cases: Any
 ) -> None:
     """Appender A, under its own run token, listed shard 2 and its group shard, uploaded
     group shard 3 and stopped before listing it. The resume takes the append over, then
-    removes A's unlisted group shard (a token it never wrote under) as the split's
-    unlisted shards are removed, and the group reads aligned."""
+    removes A's unlisted group shard (under a token the resume never wrote under), as the
+    split's unlisted shards are removed, and the group reads aligned. (Before, a resume in
+    a bucket removed only unlisted group shards under its own token: none.)"""
     fault_cases.tried("a field-group append overlapping a still-running appender in a bucket")
     url = _dataset(s3_bucket)
     options = s3_bucket.storage_options
@@ -344,57 +398,8 @@ def test_a_resume_in_a_bucket_removes_the_group_shards_a_stopped_append_left_unl
     rk.write_dataset(_scored(10, 200), schema, url, shard_records=5, resume=True, storage_options=options)
     assert not folder.join(left).exists(), folder.list()
     records = list(rk.iter_records(url, storage_options=options))
+    assert [r["name"] for r in records] == [
+        f"item-{i}" for i in [*range(10), *range(100, 105), *range(205, 210)]
+    ]
     assert [r["score"] for r in records] == [*range(10), *range(100, 105), *range(205, 210)]
-    _verify(s3_bucket, url)
-
-
-def _with_bad(records: list[dict[str, Any]], bad: int) -> list[dict[str, Any]]:
-    """``records`` with record ``bad``'s ``values`` of the wrong shape (its codec refuses it)."""
-    return [{**r, "values": np.zeros(2, np.float32)} if i == bad else r for i, r in enumerate(records)]
-
-
-def test_a_rejects_file_a_taken_over_write_saves_late_never_replaces_the_one_the_resume_listed(
-    s3_bucket: Bucket, fault_cases: Any
-) -> None:
-    """Writer A (``on_error="skip"``) has listed shard 0 and rejected its input record 6
-    when a resume B takes the write over, rejects its own input record 7 and lists its
-    rejects file. A then completes its shard 1, saving its rejects file before its save of
-    dataset.json fails. Each run writes its rejects under a name of its own
-    (``rejects-train.<token>.jsonl``), so the file B listed still holds B's line. (Before,
-    both wrote ``rejects-train.jsonl`` and A's late write replaced B's: last write wins.)"""
-    fault_cases.tried("a resume overlapping a still-running writer in a bucket")
-    url = s3_bucket.join("items")
-    options = s3_bucket.storage_options
-    root = location(url, options)
-    a = rk.DatasetWriter(
-        url, REMOTE_SCHEMA, shard_records=5, on_error="skip", progress=False, storage_options=options
-    )
-    for record in remote_records(6, 100):  # shard 0: item-100..104; shard 1 under way: item-105
-        a.write(record)
-    a._splits["train"].settle_commit()  # private: shard 0 listed before B starts, as A would have
-    a.write(_with_bad(remote_records(7, 100), 6)[6])  # A rejects its input record 6
-    rk.write_dataset(
-        _with_bad(remote_records(10), 7),
-        REMOTE_SCHEMA,
-        url,
-        shard_records=5,
-        on_error="skip",
-        resume=True,
-        storage_options=options,
-    )  # B: takes the write over, writes item-5, 6, 8, 9 as shard 1, rejects record 7
-    with pytest.raises(ConcurrentWriteError, match=r"dataset\.json was replaced by another writer"):
-        a.close()  # A's shard 1 and its rejects are written now; its save listing them fails
-    stored = RemoteManifest.at(root)
-    assert stored is not None
-    final = stored.load()
-    assert final is not None
-    train = final.splits["train"]
-    assert train.rejected == 1
-    assert train.rejects_file is not None
-    lines = root.join(train.rejects_file).read_bytes().decode("utf-8").splitlines()
-    assert [json.loads(line)["index"] for line in lines] == [7], "the listed rejects were replaced"
-    assert re.fullmatch(r"rejects-train\.[0-9a-f]{8}\.jsonl", train.rejects_file), train.rejects_file
-    assert _names(s3_bucket, url, "train") == sorted(
-        [*_items(100, 5), "item-5", "item-6", "item-8", "item-9"]
-    )
     _verify(s3_bucket, url)

@@ -8,12 +8,6 @@ given a key, its key), every field that was wrong and why::
 
 The manifest counts the lines (``SplitInfo.rejected``); the file is synced before each
 manifest update, and a resumed write cuts it back to that count, so the two agree.
-
-In a bucket the file's name carries the run token of the write that made it
-(``rejects-train.5f0c9a1e.jsonl``): an object store cannot append, so each run writes the
-whole file again (the lines the manifest counts, then its own), and under a shared name
-a run taken over by a resume could replace, with a late write, the file the resume
-listed (last write wins). Under its own name it lands beside it, listed nowhere.
 """
 
 from __future__ import annotations
@@ -33,7 +27,9 @@ __all__ = ["RejectsFile", "error_entries", "rejects_file_name"]
 
 def rejects_file_name(split: str, token: str | None = None) -> str:
     """``rejects-<split>.jsonl``, next to the shards; with a run ``token`` (a write to an
-    object store) ``rejects-<split>.<token>.jsonl``."""
+    object store) ``rejects-<split>.5f0c9a1e.jsonl``: there each run writes the whole file
+    under a name of its own, so a taken-over run's late upload never replaces the file a
+    later run listed."""
     run = "" if token is None else f".{token}"
     return f"rejects-{split}{run}.jsonl"
 
@@ -64,19 +60,18 @@ class RejectsFile:
 
         In a remote dataset (an object store cannot append), the lines are kept in
         memory and the whole object is written again (one PUT) by each :meth:`sync`
-        that has new lines: a reject file holds few lines. With the run's ``token`` (in a
-        bucket) they are written to a file of this run's own, which the manifest lists
-        from the first save that counts one of its lines on.
+        that has new lines: a reject file holds few lines. With a run ``token`` those
+        lines are read from ``file`` and written under the run's own name
+        (:func:`rejects_file_name`), which the manifest lists from the run's next save.
         """
-        listed = file if file is not None else rejects_file_name(split)
-        self.name = listed
+        self.name = file if file is not None else rejects_file_name(split)
         self._lines: list[str] | None = None
         self._remote: Location | None = None
         self._dirty = False
         self._lock = threading.Lock()
         folder = where.local_path
         if folder is None:
-            self._lines = _remote_lines(where.join(listed), keep, where)
+            self._lines = _remote_lines(where.join(self.name), keep, where)
             if token is not None:
                 self.name = rejects_file_name(split, token)
             self._remote = where.join(self.name)
