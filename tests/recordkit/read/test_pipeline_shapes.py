@@ -542,6 +542,18 @@ def test_a_tensorflow_without_the_internals_gets_the_plain_map_and_the_same_batc
     assert_same_reads(marked, plain)
 
 
+def test_a_tensorflow_release_the_marked_map_was_not_tested_with_reads_through_the_plain_map(
+    dataset: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    options: dict[str, Any] = {"batch_size": 3, "pad": True}
+    fields = ["image", "mask", "id"]
+    marked = rk.load_dataset(dataset, fields=fields, **options)
+    monkeypatch.setattr(_traced, "MARKED_MAP_RELEASES", ("1.0.",))
+    plain = rk.load_dataset(dataset, fields=fields, **options)
+    assert not any(function.attr[UNOPTIMIZED_ATTRIBUTE].b for function in map_functions(plain))
+    assert_same_reads(marked, plain)
+
+
 def test_a_map_that_computes_int32_values_keeps_the_plain_map_and_reads() -> None:
     """TensorFlow cannot start an iterator of a function run on one device that computes
     an ``int32`` output beside others: such a map is left to Grappler as before."""
