@@ -17,7 +17,6 @@ no sha256 in its files: it is computed from the shards (so describing one reads 
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from typing import Any
 
@@ -153,8 +152,6 @@ def _file_set(
             }
         )
     files = [shard.file for shard in shards]
-    # The shards' glob: their names' common start, character by character (train-0000*).
-    common = os.path.commonprefix(files)  # noqa: RUF071  # names, not path components
     distribution.append(
         {
             "@type": "cr:FileSet",
@@ -162,7 +159,10 @@ def _file_set(
             "name": name,
             "containedIn": [{"@id": file} for file in files],
             "encodingFormat": TFRECORD,
-            "includes": files[0] if len(files) == 1 else common + "*" if files else f"{name}/*",
+            # Each listed shard by its own name, never a pattern: a glob of the names'
+            # common start (train-0000*) would also take the unlisted shards an unfinished
+            # run leaves beside them, which no reader reads.
+            "includes": files[0] if len(files) == 1 else files if files else f"{name}/*",
         }
     )
     return name

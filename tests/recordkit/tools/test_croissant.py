@@ -4,9 +4,11 @@ with the data type of each codec's values."""
 
 from __future__ import annotations
 
+import fnmatch
 import hashlib
 import importlib.util
 import json
+import shutil
 from pathlib import Path
 from types import ModuleType
 
@@ -150,3 +152,22 @@ def test_a_split_with_field_groups_describes_each_group_as_a_file_set_and_record
         "extract": {"column": "score"},
     }
     assert "record i of each of its shards belongs to record i" in record_sets["train-score"]["description"]
+
+
+def test_a_split_s_file_set_includes_its_listed_shards_and_never_a_leftover_beside_them(
+    demo_dataset: Path, tmp_path: Path
+) -> None:
+    dataset = tmp_path / "shapes"
+    shutil.copytree(demo_dataset, dataset)
+    listed = [s.file for s in rk.Manifest.load(dataset).splits["train"].shards]
+    leftover = f"train-{len(listed):05d}.tfrecord"  # the next shard, as a run that died left it
+    (dataset / leftover).write_bytes((dataset / listed[0]).read_bytes())
+    described = rk.croissant(dataset)
+    file_set = next(d for d in described["distribution"] if d["@id"] == "train-shards")
+    patterns = file_set["includes"]
+    patterns = [patterns] if isinstance(patterns, str) else patterns
+    on_disk = sorted(p.name for p in dataset.glob("train-*.tfrecord"))
+    included = sorted(name for name in on_disk if any(fnmatch.fnmatchcase(name, p) for p in patterns))
+    assert leftover in on_disk
+    assert included == sorted(listed)
+    assert not mlc.Dataset(jsonld=described).metadata.ctx.issues.errors
