@@ -32,7 +32,6 @@ that fails is read again record by record, whose errors name the record.
 from __future__ import annotations
 
 import dataclasses
-import struct
 from collections.abc import Collection, Sequence
 from typing import Any
 
@@ -40,7 +39,7 @@ import numpy as np
 
 from recordkit.codec._wire import WireKind
 from recordkit.format._framing_check import framing_matches
-from recordkit.format._tfrecord import FOOTER_BYTES, FRAMING_BYTES, HEADER_BYTES
+from recordkit.format._tfrecord import FOOTER_BYTES, FRAMING_BYTES, HEADER_BYTES, LENGTH_FIELD
 
 __all__ = [
     "Column",
@@ -58,7 +57,6 @@ __all__ = [
 #: ``bytes``, numbers as a 1-D int64 or float32 array).
 ParsedExample = dict[str, tuple[WireKind, Any]]
 
-_LENGTH = struct.Struct("<Q")
 #: Records of one length needed before a template is made for it: a template and its
 #: comparison cost a few records' worth of per-record parsing.
 _MIN_SHARED = 8
@@ -74,7 +72,7 @@ def framed_records(buffer: Any) -> np.ndarray | None:
         return np.zeros(1, dtype=np.int64)
     if size < FRAMING_BYTES:
         return None
-    (first,) = _LENGTH.unpack_from(buffer, 0)
+    (first,) = LENGTH_FIELD.unpack_from(buffer, 0)
     frame = first + FRAMING_BYTES
     if size % frame == 0:  # records of one size (a field group's): no walk needed
         offsets = np.arange(0, size + 1, frame, dtype=np.int64)
@@ -82,7 +80,7 @@ def framed_records(buffer: Any) -> np.ndarray | None:
             return offsets
     walked = [0]
     position = 0
-    unpack = _LENGTH.unpack_from
+    unpack = LENGTH_FIELD.unpack_from
     while position + HEADER_BYTES <= size:
         position += unpack(buffer, position)[0] + FRAMING_BYTES
         walked.append(position)

@@ -25,19 +25,22 @@ from __future__ import annotations
 
 import functools
 import itertools
-import struct
 from typing import Any
 
 import google_crc32c
 import numpy as np
 
-from recordkit.format._tfrecord import FOOTER_BYTES, FRAMING_BYTES, HEADER_BYTES, masked_crc
+from recordkit.format._tfrecord import (
+    CRC_FIELD,
+    CRC_MASK_DELTA,
+    FOOTER_BYTES,
+    FRAMING_BYTES,
+    HEADER_BYTES,
+    LENGTH_FIELD,
+    masked_crc,
+)
 
 __all__ = ["framing_matches", "unframe_run"]
-
-_LENGTH_BYTES = 8
-_CRC_BYTES = 4
-_MASK_DELTA = 0xA282EAD8
 
 
 def _crc32c_table() -> np.ndarray:
@@ -57,7 +60,7 @@ _FOOTER_COLUMNS = np.arange(FOOTER_BYTES)
 def _masked(crc: np.ndarray) -> np.ndarray:
     """TFRecord's masked CRC of each CRC in ``crc`` (uint32)."""
     crc = crc.astype(np.uint64)
-    return ((((crc >> 15) | (crc << 17)) + _MASK_DELTA) & 0xFFFFFFFF).astype(np.uint32)
+    return ((((crc >> 15) | (crc << 17)) + CRC_MASK_DELTA) & 0xFFFFFFFF).astype(np.uint32)
 
 
 def _length_crcs(headers: np.ndarray) -> np.ndarray:
@@ -99,8 +102,6 @@ def framing_matches(buffer: Any, offsets: np.ndarray) -> bool:
 #: Records up to which a file is checked record by record in plain Python: a shard of a
 #: few records is checked mostly in fixed costs, which numpy's steps would dominate.
 _FEW = 64
-_LENGTH = struct.Struct("<Q")
-_CRC = struct.Struct("<I")
 
 
 def _few_match(buffer: Any, offsets: list[int]) -> bool:
@@ -108,16 +109,16 @@ def _few_match(buffer: Any, offsets: list[int]) -> bool:
     if not offsets or offsets[0] != 0 or offsets[-1] != len(buffer):
         return False
     for start, end in itertools.pairwise(offsets):
-        first = start + _LENGTH_BYTES + _CRC_BYTES
+        first = start + LENGTH_FIELD.size + CRC_FIELD.size
         if first > end:
             return False
-        header = buffer[start : start + _LENGTH_BYTES]
-        (length,) = _LENGTH.unpack(header)
-        if first + length + _CRC_BYTES != end:
+        header = buffer[start : start + LENGTH_FIELD.size]
+        (length,) = LENGTH_FIELD.unpack(header)
+        if first + length + CRC_FIELD.size != end:
             return False
-        if masked_crc(header) != _CRC.unpack(buffer[start + _LENGTH_BYTES : first])[0]:
+        if masked_crc(header) != CRC_FIELD.unpack(buffer[start + LENGTH_FIELD.size : first])[0]:
             return False
-        if masked_crc(buffer[first : first + length]) != _CRC.unpack(buffer[first + length : end])[0]:
+        if masked_crc(buffer[first : first + length]) != CRC_FIELD.unpack(buffer[first + length : end])[0]:
             return False
     return True
 
@@ -125,24 +126,24 @@ def _few_match(buffer: Any, offsets: list[int]) -> bool:
 def _batch_matches(data: np.ndarray, buffer: Any, offsets: np.ndarray) -> bool:
     """:func:`framing_matches` for the records starting at ``offsets[:-1]``."""
     starts = offsets[:-1]
-    if int(starts.max()) + _LENGTH_BYTES + _CRC_BYTES > len(data):
+    if int(starts.max()) + LENGTH_FIELD.size + CRC_FIELD.size > len(data):
         return False
-    headers = _gather(data, starts, _LENGTH_BYTES)
+    headers = _gather(data, starts, LENGTH_FIELD.size)
     lengths = headers.view("<u8")[:, 0].astype(np.int64)
     # Each length leads exactly to the next record (and the last to the end of the file).
     if bool((lengths < 0).any()) or not np.array_equal(starts + lengths + 16, offsets[1:]):
         return False
-    stored = _gather(data, starts + _LENGTH_BYTES, _CRC_BYTES).view("<u4")[:, 0]
+    stored = _gather(data, starts + LENGTH_FIELD.size, CRC_FIELD.size).view("<u4")[:, 0]
     if not np.array_equal(_masked(_length_crcs(headers)), stored):
         return False
-    firsts = starts + _LENGTH_BYTES + _CRC_BYTES
+    firsts = starts + LENGTH_FIELD.size + CRC_FIELD.size
     ends = firsts + lengths
     # One C call a record and no Python bytecode: map, slice and the CRC are all builtins.
     slices = map(slice, firsts.tolist(), ends.tolist())
     computed = np.fromiter(
         map(google_crc32c.value, map(buffer.__getitem__, slices)), dtype=np.uint32, count=len(starts)
     )
-    footers = _gather(data, ends, _CRC_BYTES).view("<u4")[:, 0]
+    footers = _gather(data, ends, CRC_FIELD.size).view("<u4")[:, 0]
     return np.array_equal(_masked(computed), footers)
 
 
@@ -150,8 +151,8 @@ def _batch_matches(data: np.ndarray, buffer: Any, offsets: np.ndarray) -> bool:
 def _header(size: int) -> bytes:
     """The header a whole framed record of ``size`` bytes has: its data's length, then
     that length's masked CRC (what TFRecord writes; cached: records share sizes)."""
-    length = struct.pack("<Q", size - FRAMING_BYTES)
-    return length + struct.pack("<I", masked_crc(length))
+    length = LENGTH_FIELD.pack(size - FRAMING_BYTES)
+    return length + CRC_FIELD.pack(masked_crc(length))
 
 
 def unframe_run(
@@ -182,7 +183,7 @@ def unframe_run(
     records = list(map(buffer.__getitem__, map(slice, (starts + HEADER_BYTES).tolist(), data_ends.tolist())))
     if verify:
         computed = np.fromiter(map(google_crc32c.value, records), dtype=np.uint32, count=len(records))
-        masked = ((computed >> 15) | (computed << 17)) + np.uint32(_MASK_DELTA)  # wraps as uint32
+        masked = ((computed >> 15) | (computed << 17)) + np.uint32(CRC_MASK_DELTA)  # wraps as uint32
         if masked.astype("<u4").tobytes() != data[data_ends[:, None] + _FOOTER_COLUMNS].tobytes():
             return None
     return records

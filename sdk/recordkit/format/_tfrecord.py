@@ -43,9 +43,12 @@ from recordkit.errors import CorruptRecordError
 from recordkit.storage import Location, location
 
 __all__ = [
+    "CRC_FIELD",
+    "CRC_MASK_DELTA",
     "FOOTER_BYTES",
     "FRAMING_BYTES",
     "HEADER_BYTES",
+    "LENGTH_FIELD",
     "Compression",
     "Damage",
     "HeaderWalk",
@@ -62,13 +65,15 @@ __all__ = [
     "walk_headers",
 ]
 
-_LENGTH = struct.Struct("<Q")
-_CRC = struct.Struct("<I")
-_MASK_DELTA = 0xA282EAD8
+#: A record's length field (little-endian uint64) and a CRC field (little-endian uint32,
+#: masked as TFRecord masks it: :func:`masked_crc`, :data:`CRC_MASK_DELTA`).
+LENGTH_FIELD = struct.Struct("<Q")
+CRC_FIELD = struct.Struct("<I")
+CRC_MASK_DELTA = 0xA282EAD8
 #: Bytes before a record's data: its length and the length's CRC.
-HEADER_BYTES = _LENGTH.size + _CRC.size
+HEADER_BYTES = LENGTH_FIELD.size + CRC_FIELD.size
 #: Bytes after a record's data: the data's CRC.
-FOOTER_BYTES = _CRC.size
+FOOTER_BYTES = CRC_FIELD.size
 #: Bytes of framing each record takes in a TFRecord file besides its data (16).
 FRAMING_BYTES = HEADER_BYTES + FOOTER_BYTES
 #: Compressed bytes read (and most bytes inflated) per step of a streamed inflate.
@@ -109,7 +114,7 @@ class Compression(str, enum.Enum):
 
 
 def _mask(crc: int) -> int:
-    return (((crc >> 15) | (crc << 17)) + _MASK_DELTA) & 0xFFFFFFFF
+    return (((crc >> 15) | (crc << 17)) + CRC_MASK_DELTA) & 0xFFFFFFFF
 
 
 def masked_crc(data: bytes) -> int:
@@ -129,22 +134,22 @@ def unframe_record(framed: bytes, *, shard: str, offset: int, verify: bool = Tru
     if len(framed) < FRAMING_BYTES:
         reason = f"truncated: {len(framed)} bytes, not a whole record"
         raise CorruptRecordError(reason, shard=shard, offset=offset)
-    (length,) = _LENGTH.unpack_from(framed)
-    length_crc = _CRC.unpack_from(framed, _LENGTH.size)[0]
-    if length != len(framed) - FRAMING_BYTES or masked_crc(framed[: _LENGTH.size]) != length_crc:
+    (length,) = LENGTH_FIELD.unpack_from(framed)
+    length_crc = CRC_FIELD.unpack_from(framed, LENGTH_FIELD.size)[0]
+    if length != len(framed) - FRAMING_BYTES or masked_crc(framed[: LENGTH_FIELD.size]) != length_crc:
         raise CorruptRecordError(
             "corrupt record header (length or its CRC does not match the index)", shard=shard, offset=offset
         )
     data = framed[HEADER_BYTES : HEADER_BYTES + length]
-    if verify and masked_crc(data) != _CRC.unpack_from(framed, HEADER_BYTES + length)[0]:
+    if verify and masked_crc(data) != CRC_FIELD.unpack_from(framed, HEADER_BYTES + length)[0]:
         raise CorruptRecordError("data CRC mismatch (corrupt record)", shard=shard, offset=offset)
     return data
 
 
 _crc_extend = google_crc32c.extend
 _crc_value = google_crc32c.value
-_pack_length = _LENGTH.pack
-_pack_crc = _CRC.pack
+_pack_length = LENGTH_FIELD.pack
+_pack_crc = CRC_FIELD.pack
 _HEADER = struct.Struct("<QI")
 #: Runs an iterator to its end in C, keeping nothing: ``_exhaust(map(f, items))``.
 _exhaust: Callable[[Iterable[object]], None] = collections.deque[object](maxlen=0).extend
@@ -317,9 +322,9 @@ def iter_tfrecords(
                 return
             if len(header) < HEADER_BYTES:
                 raise CorruptRecordError("truncated record header", shard=shard, offset=offset)
-            length_bytes = header[: _LENGTH.size]
-            (length,) = _LENGTH.unpack(length_bytes)
-            (length_crc,) = _CRC.unpack_from(header, _LENGTH.size)
+            length_bytes = header[: LENGTH_FIELD.size]
+            (length,) = LENGTH_FIELD.unpack(length_bytes)
+            (length_crc,) = CRC_FIELD.unpack_from(header, LENGTH_FIELD.size)
             if masked_crc(length_bytes) != length_crc:
                 raise CorruptRecordError("length CRC mismatch (corrupt header)", shard=shard, offset=offset)
             if size is not None and length > size - offset - FRAMING_BYTES:
@@ -343,7 +348,7 @@ def iter_tfrecords(
                     shard=shard,
                     offset=offset,
                 )
-            if verify and masked_crc(data) != _CRC.unpack(footer)[0]:
+            if verify and masked_crc(data) != CRC_FIELD.unpack(footer)[0]:
                 raise CorruptRecordError("data CRC mismatch (corrupt record)", shard=shard, offset=offset)
             yield offset, data
             offset += FRAMING_BYTES + length
@@ -417,10 +422,10 @@ def _scan(
             if size - pos < HEADER_BYTES:
                 on_damage(Damage(pos, None, "truncated record header at the end of the shard"))
                 return
-            (length,) = _LENGTH.unpack_from(buffer, pos)
+            (length,) = LENGTH_FIELD.unpack_from(buffer, pos)
             if (
-                masked_crc(bytes(view[pos : pos + _LENGTH.size]))
-                == _CRC.unpack_from(buffer, pos + _LENGTH.size)[0]
+                masked_crc(bytes(view[pos : pos + LENGTH_FIELD.size]))
+                == CRC_FIELD.unpack_from(buffer, pos + LENGTH_FIELD.size)[0]
             ):
                 end = pos + FRAMING_BYTES + length
                 if end > size:
@@ -428,7 +433,7 @@ def _scan(
                     on_damage(Damage(pos, None, reason))
                     return
                 data = bytes(view[pos + HEADER_BYTES : end - FOOTER_BYTES])
-                if verify and masked_crc(data) != _CRC.unpack_from(buffer, end - FOOTER_BYTES)[0]:
+                if verify and masked_crc(data) != CRC_FIELD.unpack_from(buffer, end - FOOTER_BYTES)[0]:
                     on_damage(Damage(pos, 1, "data CRC mismatch (corrupt record)"))
                 else:
                     yield pos, data
@@ -448,16 +453,16 @@ def _resync(buffer: bytes | bytearray | mmap.mmap, view: memoryview, start: int,
     """The first offset from ``start`` where an intact record begins, or None."""
     size = len(buffer)
     for pos in range(start, size - FRAMING_BYTES + 1):
-        (length,) = _LENGTH.unpack_from(buffer, pos)
+        (length,) = LENGTH_FIELD.unpack_from(buffer, pos)
         end = pos + FRAMING_BYTES + length
         if end > size:
             continue
         if (
-            masked_crc(bytes(view[pos : pos + _LENGTH.size]))
-            != _CRC.unpack_from(buffer, pos + _LENGTH.size)[0]
+            masked_crc(bytes(view[pos : pos + LENGTH_FIELD.size]))
+            != CRC_FIELD.unpack_from(buffer, pos + LENGTH_FIELD.size)[0]
         ):
             continue
-        data_crc = _CRC.unpack_from(buffer, end - FOOTER_BYTES)[0]
+        data_crc = CRC_FIELD.unpack_from(buffer, end - FOOTER_BYTES)[0]
         if verify and masked_crc(bytes(view[pos + HEADER_BYTES : end - FOOTER_BYTES])) != data_crc:
             continue
         return pos
@@ -540,9 +545,9 @@ def _walk_plain(path: str, size: int) -> HeaderWalk:
         while size - offset >= HEADER_BYTES:
             stream.seek(offset)
             header = stream.read(HEADER_BYTES)
-            if len(header) < HEADER_BYTES or masked_crc(header[:8]) != _CRC.unpack_from(header, 8)[0]:
+            if len(header) < HEADER_BYTES or masked_crc(header[:8]) != CRC_FIELD.unpack_from(header, 8)[0]:
                 return HeaderWalk(records, offset, False)
-            (length,) = _LENGTH.unpack_from(header)
+            (length,) = LENGTH_FIELD.unpack_from(header)
             available = size - offset - HEADER_BYTES
             if length + FOOTER_BYTES > available:
                 return HeaderWalk(records, offset, False, OversizedRecord(offset, length, available, size))
@@ -566,9 +571,9 @@ def _walk_uniform(path: str, size: int) -> HeaderWalk | None:
     Python walk costs a few microseconds a record, most of reading a small record."""
     with open(path, "rb") as stream:
         header = stream.read(HEADER_BYTES)
-        if len(header) < HEADER_BYTES or masked_crc(header[:8]) != _CRC.unpack_from(header, 8)[0]:
+        if len(header) < HEADER_BYTES or masked_crc(header[:8]) != CRC_FIELD.unpack_from(header, 8)[0]:
             return None
-        frame = _LENGTH.unpack_from(header)[0] + FRAMING_BYTES
+        frame = LENGTH_FIELD.unpack_from(header)[0] + FRAMING_BYTES
         if size % frame or size // frame < _UNIFORM_FROM:
             return None
         count = size // frame
@@ -600,9 +605,13 @@ def _walk_stream(path: str, compression: Compression) -> HeaderWalk:
                 header = stream.read(HEADER_BYTES)
                 if not header:
                     return HeaderWalk(records, offset, True)
-                if len(header) < HEADER_BYTES or masked_crc(header[:8]) != _CRC.unpack_from(header, 8)[0]:
+                if (
+                    len(header) < HEADER_BYTES
+                    or masked_crc(header[: LENGTH_FIELD.size])
+                    != CRC_FIELD.unpack_from(header, LENGTH_FIELD.size)[0]
+                ):
                     return HeaderWalk(records, offset, False)
-                (length,) = _LENGTH.unpack_from(header)
+                (length,) = LENGTH_FIELD.unpack_from(header)
                 wanted = length + FOOTER_BYTES
                 skipped = _skip(stream, wanted)
                 if skipped < wanted:

@@ -23,7 +23,6 @@ import dataclasses
 import itertools
 import mmap
 import os
-import struct
 from collections.abc import Callable, Collection, Generator, Iterable, Iterator, Mapping, Sequence
 from contextlib import ExitStack
 from typing import Any, cast
@@ -41,12 +40,11 @@ from recordkit.format._batch_parse import (
     parsed_data,
     parsed_records,
 )
-from recordkit.format._tfrecord import FOOTER_BYTES, FRAMING_BYTES, HEADER_BYTES, Compression
+from recordkit.format._tfrecord import FOOTER_BYTES, FRAMING_BYTES, HEADER_BYTES, LENGTH_FIELD, Compression
 
 __all__ = ["ColumnDecoder", "DecodedRecord", "parsed_fetched", "parsed_shard_records"]
 
 
-_LENGTH = struct.Struct("<Q")
 #: Records parsed together by :func:`parsed_shard_records` (a bounded batch of parsed
 #: Examples held at a time, whatever the shard's size).
 _PARSED_CHUNK = 2048
@@ -103,8 +101,8 @@ def _mapped(file: Shard, stack: ExitStack) -> bytes | mmap.mmap | None:
     size = os.fstat(raw.fileno()).st_size
     if size == 0:
         return b""
-    head = os.pread(raw.fileno(), _LENGTH.size, 0)
-    if len(head) < _LENGTH.size or size % (_LENGTH.unpack(head)[0] + FRAMING_BYTES):
+    head = os.pread(raw.fileno(), LENGTH_FIELD.size, 0)
+    if len(head) < LENGTH_FIELD.size or size % (LENGTH_FIELD.unpack(head)[0] + FRAMING_BYTES):
         return None
     mapped = mmap.mmap(raw.fileno(), 0, access=mmap.ACCESS_READ)
     stack.callback(_close, mapped)
