@@ -23,6 +23,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 from _object_stores import REMOTE_SCHEMA, Bucket, cli_options, remote_records
 from click.testing import CliRunner
@@ -402,4 +403,56 @@ def test_a_resume_in_a_bucket_removes_the_group_shards_a_stopped_append_left_unl
         f"item-{i}" for i in [*range(10), *range(100, 105), *range(205, 210)]
     ]
     assert [r["score"] for r in records] == [*range(10), *range(100, 105), *range(205, 210)]
+    _verify(s3_bucket, url)
+
+
+def _with_bad(records: list[dict[str, Any]], bad: int) -> list[dict[str, Any]]:
+    """``records`` with record ``bad``'s ``values`` of the wrong shape (its codec refuses it)."""
+    return [{**r, "values": np.zeros(2, np.float32)} if i == bad else r for i, r in enumerate(records)]
+
+
+def test_a_rejects_file_a_taken_over_write_saves_late_never_replaces_the_one_the_resume_listed(
+    s3_bucket: Bucket, fault_cases: Any
+) -> None:
+    """Writer A (``on_error="skip"``) has listed shard 0 and rejected its input record 6
+    when a resume B takes the write over, rejects its own input record 7 and lists its
+    rejects file. A then completes its shard 1, saving its rejects file before its save of
+    dataset.json fails. Each run writes its rejects under a name of its own
+    (``rejects-train.<token>.jsonl``), so the file B listed still holds B's line. (Before,
+    both wrote ``rejects-train.jsonl`` and A's late write replaced B's: last write wins.)"""
+    fault_cases.tried("a resume overlapping a still-running writer in a bucket")
+    url = s3_bucket.join("items")
+    options = s3_bucket.storage_options
+    root = location(url, options)
+    a = rk.DatasetWriter(
+        url, REMOTE_SCHEMA, shard_records=5, on_error="skip", progress=False, storage_options=options
+    )
+    for record in remote_records(6, 100):  # shard 0: item-100..104; shard 1 under way: item-105
+        a.write(record)
+    a._splits["train"].settle_commit()  # private: shard 0 listed before B starts, as A would have
+    a.write(_with_bad(remote_records(7, 100), 6)[6])  # A rejects its input record 6
+    rk.write_dataset(
+        _with_bad(remote_records(10), 7),
+        REMOTE_SCHEMA,
+        url,
+        shard_records=5,
+        on_error="skip",
+        resume=True,
+        storage_options=options,
+    )  # B: takes the write over, writes item-5, 6, 8, 9 as shard 1, rejects record 7
+    with pytest.raises(ConcurrentWriteError, match=r"dataset\.json was replaced by another writer"):
+        a.close()  # A's shard 1 and its rejects are written now; its save listing them fails
+    stored = RemoteManifest.at(root)
+    assert stored is not None
+    final = stored.load()
+    assert final is not None
+    train = final.splits["train"]
+    assert train.rejected == 1
+    assert train.rejects_file is not None
+    lines = root.join(train.rejects_file).read_bytes().decode("utf-8").splitlines()
+    assert [json.loads(line)["index"] for line in lines] == [7], "the listed rejects were replaced"
+    assert re.fullmatch(r"rejects-train\.[0-9a-f]{8}\.jsonl", train.rejects_file), train.rejects_file
+    assert _names(s3_bucket, url, "train") == sorted(
+        [*_items(100, 5), "item-5", "item-6", "item-8", "item-9"]
+    )
     _verify(s3_bucket, url)
