@@ -61,6 +61,15 @@ def _result(process: subprocess.Popen[str]) -> str:
     return stdout.strip().splitlines()[-1]
 
 
+def _listed(root: Any) -> rk.Manifest:
+    """The manifest the bucket lists now (``dataset.json``, read as the writer reads it)."""
+    stored = RemoteManifest.at(root)
+    assert stored is not None
+    manifest = stored.load()
+    assert manifest is not None
+    return manifest
+
+
 def _names(bucket: Bucket, url: str, split: str) -> list[str]:
     records = rk.iter_records(url, split=split, storage_options=bucket.storage_options)
     return sorted(str(record["name"]) for record in records)
@@ -199,10 +208,7 @@ def test_a_resume_that_overlaps_a_still_running_write_takes_it_over_and_never_de
         resumed = "ok"
     except ConcurrentWriteError as exc:
         resumed = str(exc)
-    stored = RemoteManifest.at(root)
-    assert stored is not None
-    final = stored.load()
-    assert final is not None
+    final = _listed(root)
     missing = [s.file for s in final.splits["train"].shards if not root.join(s.file).exists()]
     assert missing == [], f"dataset.json lists deleted shards {missing}"
     assert resumed == "ok"
@@ -238,10 +244,7 @@ def test_an_upload_the_taken_over_write_finishes_late_never_overwrites_a_shard_t
     assert listed_by_b is not None
     with pytest.raises(ConcurrentWriteError, match=r"dataset\.json was replaced by another writer"):
         a.close()  # A's shard 1 upload completes now; its save listing it is refused
-    stored = RemoteManifest.at(root)
-    assert stored is not None
-    final = stored.load()
-    assert final is not None
+    final = _listed(root)
     assert final.splits["train"].shards == listed_by_b.splits["train"].shards
     changed = [
         s.file
@@ -289,10 +292,7 @@ def test_a_group_shard_a_taken_over_append_uploads_late_never_overwrites_one_the
     )  # B: takes the append over and lists a shard 3 and its group shard of its own
     with pytest.raises(ConcurrentWriteError):
         a.close()  # A's late uploads complete now; its save listing them is refused
-    stored = RemoteManifest.at(root)
-    assert stored is not None
-    final = stored.load()
-    assert final is not None
+    final = _listed(root)
     groups = final.splits["train"].field_groups or {}
     files = [s.file for group in groups.values() for s in group.shards] + [
         s.file for s in final.splits["train"].shards
@@ -348,10 +348,7 @@ def test_a_rejects_file_a_taken_over_write_uploads_late_never_replaces_the_one_t
         on_error="skip",
         storage_options=options,
     )  # B: takes the write over, rejects item-9 and lists its rejects file
-    stored = RemoteManifest.at(root)
-    assert stored is not None
-    listed_by_b = stored.load()
-    assert listed_by_b is not None
+    listed_by_b = _listed(root)
     info = listed_by_b.splits["train"]
     assert info.rejected == 2
     assert info.rejects_file is not None
@@ -442,10 +439,7 @@ def test_a_rejects_file_a_taken_over_write_saves_late_never_replaces_the_one_the
     )  # B: takes the write over, writes item-5, 6, 8, 9 as shard 1, rejects record 7
     with pytest.raises(ConcurrentWriteError, match=r"dataset\.json was replaced by another writer"):
         a.close()  # A's shard 1 and its rejects are written now; its save listing them fails
-    stored = RemoteManifest.at(root)
-    assert stored is not None
-    final = stored.load()
-    assert final is not None
+    final = _listed(root)
     train = final.splits["train"]
     assert train.rejected == 1
     assert train.rejects_file is not None

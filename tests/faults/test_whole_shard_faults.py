@@ -15,11 +15,11 @@ from typing import Any
 import numpy as np
 import pytest
 import tensorflow as tf
+from _reader_support import whole_shard_reads
 
 import recordkit as rk
 from recordkit.errors import RecordkitError
 from recordkit.format._tfrecord import frame_record, iter_tfrecords  # private: rewrites a damaged shard
-from recordkit.read import _load_dataset, _whole_shards  # private: which path each read took
 from recordkit.storage import location
 
 GROUP = rk.Schema(
@@ -134,21 +134,14 @@ FAULTS: dict[str, Callable[[Path], None]] = {
 
 def _outcome(root: Path, whole: bool, monkeypatch: pytest.MonkeyPatch, verify: Any, built: list[int]) -> Any:
     """What a read of the group's fields gives: its values, or the error it raises."""
-    read_whole = _whole_shards.read_whole
-
-    def spied(*args: Any) -> Any:
-        built.append(1)
-        return read_whole(*args)
-
-    with monkeypatch.context() as patched:
-        patched.setattr(_load_dataset, "read_whole", spied)
-        if not whole:
-            patched.setattr(_load_dataset, "reads_whole", lambda *args: False)
+    with whole_shard_reads(monkeypatch, whole) as builds:
         try:
             ds = rk.open(root, fields=FIELDS, verify=verify).tf(batch_size=16)
             return [batch["embedding"].numpy() for batch in ds]
         except (RecordkitError, tf.errors.OpError) as exc:
             return exc
+        finally:
+            built.extend(builds)
 
 
 @pytest.mark.parametrize("verify", [True, False, "sha256"], ids=str)

@@ -12,10 +12,13 @@ import json
 import subprocess
 import sys
 import textwrap
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pytest
 from PIL import Image
 
 import recordkit as rk
@@ -340,3 +343,24 @@ def assert_same(expected: Any, actual: Any, where: str) -> None:
             assert_same(expected[key], actual[key], f"{where}.{key}")
     else:
         assert actual == expected, where
+
+
+@contextmanager
+def whole_shard_reads(monkeypatch: pytest.MonkeyPatch, whole: bool) -> Iterator[list[int]]:
+    """Within it, tf.data reads build whole-shard reads where they apply (``whole``) or
+    never (the record-by-record read forced); yields a list that gets an item for each
+    whole-shard read built."""
+    from recordkit.read import _load_dataset, _whole_shards  # private: counts and forces the path
+
+    built: list[int] = []
+    read_whole = _whole_shards.read_whole
+
+    def spied(*args: Any) -> Any:
+        built.append(1)
+        return read_whole(*args)
+
+    with monkeypatch.context() as patched:
+        patched.setattr(_load_dataset, "read_whole", spied)
+        if not whole:
+            patched.setattr(_load_dataset, "reads_whole", lambda *args: False)
+        yield built

@@ -526,29 +526,33 @@ def test_the_pipelines_maps_are_marked_to_run_on_one_device_without_grappler(
         assert function.attr[UNOPTIMIZED_ATTRIBUTE].b, function.signature.name
 
 
-def test_a_tensorflow_without_the_internals_gets_the_plain_map_and_the_same_batches(
-    dataset: Path, monkeypatch: pytest.MonkeyPatch
+def _internals_missing() -> Any:
+    raise AttributeError("module 'map_op' has no attribute '_ParallelMapDataset'")
+
+
+def _internals_changed() -> Any:
+    def build(*args: Any) -> Any:
+        raise TypeError("ParallelMapDatasetV2() got an unexpected keyword argument")
+
+    return build
+
+
+#: The ways a TensorFlow can lack what the marked map needs, each set on ``_traced``.
+_WITHOUT_THE_MARKED_MAP = {
+    "internals missing": ("_map_without_grappler", _internals_missing),
+    "internals changed": ("_map_without_grappler", _internals_changed),
+    "a release it was not tested with": ("MARKED_MAP_RELEASES", ("1.0.",)),
+}
+
+
+@pytest.mark.parametrize("way", sorted(_WITHOUT_THE_MARKED_MAP))
+def test_a_tensorflow_without_what_the_marked_map_needs_gets_the_plain_map_and_the_same_batches(
+    dataset: Path, monkeypatch: pytest.MonkeyPatch, way: str
 ) -> None:
     options: dict[str, Any] = {"batch_size": 3, "pad": True}
     fields = ["image", "mask", "id"]
     marked = rk.load_dataset(dataset, fields=fields, **options)
-
-    def missing() -> Any:
-        raise AttributeError("module 'map_op' has no attribute '_ParallelMapDataset'")
-
-    monkeypatch.setattr(_traced, "_map_without_grappler", missing)
-    plain = rk.load_dataset(dataset, fields=fields, **options)
-    assert not any(function.attr[UNOPTIMIZED_ATTRIBUTE].b for function in map_functions(plain))
-    assert_same_reads(marked, plain)
-
-
-def test_a_tensorflow_release_the_marked_map_was_not_tested_with_reads_through_the_plain_map(
-    dataset: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    options: dict[str, Any] = {"batch_size": 3, "pad": True}
-    fields = ["image", "mask", "id"]
-    marked = rk.load_dataset(dataset, fields=fields, **options)
-    monkeypatch.setattr(_traced, "MARKED_MAP_RELEASES", ("1.0.",))
+    monkeypatch.setattr(_traced, *_WITHOUT_THE_MARKED_MAP[way])
     plain = rk.load_dataset(dataset, fields=fields, **options)
     assert not any(function.attr[UNOPTIMIZED_ATTRIBUTE].b for function in map_functions(plain))
     assert_same_reads(marked, plain)

@@ -13,9 +13,9 @@ from typing import Any
 import numpy as np
 import pytest
 import tensorflow as tf
+from _reader_support import whole_shard_reads
 
 import recordkit as rk
-from recordkit.read import _load_dataset, _whole_shards  # private: which path each read took
 
 BASE = rk.Schema(
     name="fixed",
@@ -73,17 +73,7 @@ def _read(
     path: Path, fields: list[str], monkeypatch: pytest.MonkeyPatch, whole: bool, **options: Any
 ) -> tuple[list[dict[str, np.ndarray]], Any, int]:
     """Every batch of the read, its element spec, and how many reads of whole shards it built."""
-    built: list[int] = []
-    read_whole = _whole_shards.read_whole
-
-    def spied(*args: Any) -> Any:
-        built.append(1)
-        return read_whole(*args)
-
-    with monkeypatch.context() as patched:
-        patched.setattr(_load_dataset, "read_whole", spied)
-        if not whole:
-            patched.setattr(_load_dataset, "reads_whole", lambda *args: False)
+    with whole_shard_reads(monkeypatch, whole) as built:
         ds = rk.open(path, fields=fields).tf(**options)
     return [tf.nest.map_structure(lambda t: t.numpy(), batch) for batch in ds], ds.element_spec, len(built)
 
