@@ -28,6 +28,8 @@ def test_the_field_by_field_benchmark_runs_every_case(tmp_path: Path) -> None:
         limits = {"raw TFRecordDataset", "parse only (recordkit spec)", "decode limit"}
         assert {("limits" + suffix, name) for name in limits} <= rows
     assert ("image", "recordkit, jpeg_dct: fast") in rows  # the hand-written pipeline's DCT
+    # The hand-written pipeline with recordkit's fixed parallel calls, for every group.
+    assert {(group, "hand-written, num_parallel_calls=CPUs+1") for group in GROUPS} <= rows
     assert all(len(row["wall"]) == len(row["cpu"]) == len(row["first_cpu"]) == 2 for row in results["fields"])
     stages = {(row["group"], row["pipeline"][0]) for row in results["stages"]}
     assert stages == {(group, str(stage)) for group in GROUPS for stage in range(1, 7)}

@@ -280,6 +280,7 @@ def _decode_batches(
             batches,
             lambda serialized, draws: parse(serialized, draws=draws),
             deterministic=options.deterministic,
+            calls=options.num_parallel_calls,
         )
     if options.random_crop:
         # Each batch's position keys its random draws: the same seed, the same windows.
@@ -287,8 +288,9 @@ def _decode_batches(
             batches.enumerate(),
             lambda position, serialized: parse(serialized, position),
             deterministic=options.deterministic,
+            calls=options.num_parallel_calls,
         )
-    return parallel_map(batches, parse, deterministic=options.deterministic)
+    return parallel_map(batches, parse, deterministic=options.deterministic, calls=options.num_parallel_calls)
 
 
 def _known_size(

@@ -22,7 +22,15 @@ from recordkit.read._image_fit import ImageFit, Size
 from recordkit.read._open import OpenedDataset
 from recordkit.read._share import WorkerShare
 
-__all__ = ["DEFAULT_BLOCK_LENGTH", "IMAGE_FITS", "JPEG_SCALES", "JpegScale", "Opened", "PipelineOptions"]
+__all__ = [
+    "DEFAULT_BLOCK_LENGTH",
+    "IMAGE_FITS",
+    "JPEG_SCALES",
+    "JpegScale",
+    "Opened",
+    "PipelineOptions",
+    "check_parallel_calls",
+]
 
 #: Records read from one shard before the reader moves on to the next one. Shards are
 #: read in blocks (one tf.data element per block, not per record), which keeps the
@@ -50,6 +58,16 @@ class Opened:
     checked_as_opened: bool = False
 
 
+def check_parallel_calls(calls: int | None) -> None:
+    """ValueError unless ``calls`` is None, a positive count or ``tf.data.AUTOTUNE`` (-1)."""
+    if calls is not None and (
+        isinstance(calls, bool) or not isinstance(calls, int) or (calls < 1 and calls != -1)
+    ):
+        raise ValueError(
+            f"num_parallel_calls must be a positive number of calls or tf.data.AUTOTUNE (-1), not {calls!r}"
+        )
+
+
 @dataclasses.dataclass(frozen=True)
 class PipelineOptions:
     """The ``tf.data`` pipeline's options (see :func:`recordkit.load_dataset` for each)."""
@@ -70,6 +88,7 @@ class PipelineOptions:
     jpeg_scale: JpegScale = "auto"
     prefetch: bool = True
     remote_io: RemoteIO = "auto"
+    num_parallel_calls: int | None = None
     geometry: ImageGeometry | None = None
 
     def check(self) -> None:
@@ -84,6 +103,7 @@ class PipelineOptions:
             raise ValueError(f"batch_size must be at least 1, not {self.batch_size}")
         if self.block_length < 1:
             raise ValueError(f"block_length must be at least 1, not {self.block_length}")
+        check_parallel_calls(self.num_parallel_calls)
         if self.geometry is not None and (
             self.image_size is not None or self.image_method is not None or self.jpeg_scale != "auto"
         ):

@@ -51,6 +51,7 @@ def per_record(
         dataset.unbatch(),
         lambda record: decode(unbatcher.decode(record)),
         deterministic=options.deterministic,
+        calls=options.num_parallel_calls,
     )
     if batch_size is None:
         return records
@@ -83,7 +84,9 @@ def dense_batches(
         batch = batch if finish is None else finish(batch)
         return batch if then is None else then(batch)
 
-    return parallel_map(batches, finished, deterministic=options.deterministic)
+    return parallel_map(
+        batches, finished, deterministic=options.deterministic, calls=options.num_parallel_calls
+    )
 
 
 class RaggedUnbatcher:
@@ -392,4 +395,4 @@ def _ragged_batches(
             pad_into(out, name, out[name], layout.pad_values[name])
         return out
 
-    return parallel_map(batches, pad, deterministic=options.deterministic)
+    return parallel_map(batches, pad, deterministic=options.deterministic, calls=options.num_parallel_calls)

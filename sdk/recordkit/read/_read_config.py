@@ -20,6 +20,7 @@ from recordkit.read._options import (
     REMOTE_IOS,
     JpegScale,
     RemoteIO,
+    check_parallel_calls,
 )
 
 __all__ = ["Layout", "ReadConfig"]
@@ -40,6 +41,9 @@ class ReadConfig:
     :param remote_io: how remote shards are read: ``"auto"`` through TensorFlow's
         filesystem where it registers the scheme (``gs``), else streamed through fsspec;
         ``"tensorflow"`` or ``"fsspec"`` forces one.
+    :param num_parallel_calls: records (or batches) parsed and decoded at once by each
+        of the read's parallel maps (default: one more than the CPUs the process may run
+        on); ``tf.data.AUTOTUNE`` leaves the choice to tf.data's autotuner.
     """
 
     cycle_length: int | None = None
@@ -47,6 +51,7 @@ class ReadConfig:
     deterministic: bool = True
     prefetch: bool = True
     remote_io: RemoteIO = "auto"
+    num_parallel_calls: int | None = None
 
     def __post_init__(self) -> None:
         if self.cycle_length is not None and self.cycle_length < 1:
@@ -55,6 +60,7 @@ class ReadConfig:
             raise ValueError(f"block_length must be at least 1, not {self.block_length}")
         if self.remote_io not in REMOTE_IOS:
             raise ValueError(f"remote_io must be one of {', '.join(REMOTE_IOS)}, not {self.remote_io!r}")
+        check_parallel_calls(self.num_parallel_calls)
 
 
 @dataclasses.dataclass(frozen=True)

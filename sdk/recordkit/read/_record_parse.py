@@ -74,7 +74,9 @@ def records_parsed_one_by_one(records: Any, layout: DecodeLayout, options: Pipel
             wire[WIRE] = {key: tf.squeeze(parsed[key], [0]) for key in later_keys}
         return decode(wire)
 
-    decoded = parallel_map(records, parse, deterministic=options.deterministic)
+    decoded = parallel_map(
+        records, parse, deterministic=options.deterministic, calls=options.num_parallel_calls
+    )
     return dense_batches(decoded, layout, options, _batch_decoder(later, layout) if later else None)
 
 

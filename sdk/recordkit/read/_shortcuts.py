@@ -63,6 +63,7 @@ def load_dataset(
     start: Start = None,
     storage_options: StorageOptions | None = None,
     remote_io: RemoteIO = "auto",
+    num_parallel_calls: int | None = None,
     geometry: ImageGeometry | None = None,
 ) -> Any:
     """Read a split of a dataset as a ``tf.data.Dataset`` of dicts of decoded tensors.
@@ -147,6 +148,9 @@ def load_dataset(
         TensorFlow's filesystem where it registers the scheme
         (``tf.io.gfile.get_registered_schemes()``: ``gs``, not ``s3``), else streamed
         through fsspec; ``"tensorflow"`` or ``"fsspec"`` forces one.
+    :param num_parallel_calls: records (or batches) parsed and decoded at once by each
+        parallel map of the read (default: one more than the CPUs the process may run
+        on); ``tf.data.AUTOTUNE`` leaves the choice to tf.data's autotuner.
     :param geometry: the pictures' size, fit, flip and the boxes' form in one object
         (:class:`~recordkit.ImageGeometry`, instead of ``image_size``, ``image_fit`` and
         ``image_method``): the boxes, masks and keypoints tied to a picture move with it.
@@ -156,7 +160,7 @@ def load_dataset(
     layout = Layout(
         pad=pad, image_size=image_size, image_fit=image_fit, image_method=image_method, jpeg_scale=jpeg_scale
     )
-    config = ReadConfig(cycle_length, block_length, deterministic, prefetch, remote_io)
+    config = ReadConfig(cycle_length, block_length, deterministic, prefetch, remote_io, num_parallel_calls)
     verify: Verify = "sha256" if verify_sha256 else True
     ds = open_handle(
         path, split, fields, schema, registry, verify, compression, storage_options, shortcut=True

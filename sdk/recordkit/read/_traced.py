@@ -11,10 +11,11 @@ milliseconds of CPU at every build of a read: a large share of starting a small 
 from __future__ import annotations
 
 import functools
+import os
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-__all__ = ["UNOPTIMIZED_ATTRIBUTE", "parallel_map", "traced_as_written"]
+__all__ = ["AUTOTUNE", "UNOPTIMIZED_ATTRIBUTE", "default_parallel_calls", "parallel_map", "traced_as_written"]
 
 _Function = TypeVar("_Function", bound=Callable[..., Any])
 
@@ -27,9 +28,30 @@ def traced_as_written(function: _Function) -> _Function:
     return converted
 
 
-def parallel_map(dataset: Any, function: Callable[..., Any], *, deterministic: bool | None) -> Any:
-    """``dataset.map(function, num_parallel_calls=AUTOTUNE, deterministic=deterministic)``,
-    ``function`` traced as written, and instantiated at each iterator without Grappler.
+#: ``tf.data.AUTOTUNE``'s value, for ``num_parallel_calls`` (without importing TensorFlow).
+AUTOTUNE = -1
+
+
+def default_parallel_calls() -> int:
+    """The calls of each of recordkit's parallel maps that run at once unless the read
+    says otherwise: one more than the CPUs this process may run on, so that a record
+    is ready to start whenever a call ends.
+
+    Not ``tf.data.AUTOTUNE``: on this project's benchmark machine (2 CPUs) the
+    autotuner's own modelling cost 3 to 8% more CPU per record, and it left some short
+    passes at a parallelism of one (half the records/s) where a fixed count did so less
+    often; ``docs/performance-tfdata.md`` gives the runs. ``num_parallel_calls=-1``
+    (:data:`AUTOTUNE`) gives the autotuner the choice back."""
+    cpus = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else range(os.cpu_count() or 1)
+    return len(cpus) + 1
+
+
+def parallel_map(
+    dataset: Any, function: Callable[..., Any], *, deterministic: bool | None, calls: int | None = None
+) -> Any:
+    """``dataset.map(function, num_parallel_calls=calls, deterministic=deterministic)``
+    (``calls`` None: :func:`default_parallel_calls`), ``function`` traced as written, and
+    instantiated at each iterator without Grappler.
 
     ``tf.data`` instantiates every function of a pipeline again for each iterator, and
     for a function it may run on several devices it first optimizes the function's graph
@@ -46,12 +68,13 @@ def parallel_map(dataset: Any, function: Callable[..., Any], *, deterministic: b
     import tensorflow as tf
 
     traced = traced_as_written(function)
+    parallel = default_parallel_calls() if calls is None else calls
     if tf.__version__.startswith(MARKED_MAP_RELEASES):
         try:
-            return _map_without_grappler()(dataset, traced, deterministic)
+            return _map_without_grappler()(dataset, traced, deterministic, parallel)
         except (ImportError, AttributeError, TypeError, _Int32OutputError):  # other internals
             pass
-    return dataset.map(traced, num_parallel_calls=tf.data.AUTOTUNE, deterministic=deterministic)
+    return dataset.map(traced, num_parallel_calls=parallel, deterministic=deterministic)
 
 
 #: The TensorFlow releases whose ``tf.data`` internals :func:`_map_without_grappler` was
@@ -74,7 +97,7 @@ UNOPTIMIZED_ATTRIBUTE = "experimental_ints_on_device"
 
 
 @functools.cache
-def _map_without_grappler() -> Callable[[Any, Callable[..., Any], bool | None], Any]:
+def _map_without_grappler() -> Callable[[Any, Callable[..., Any], bool | None, int], Any]:
     """The ``Dataset`` class of :func:`parallel_map`: ``tf.data``'s parallel map (the
     same ``ParallelMapDatasetV2`` op, arguments and element spec that ``Dataset.map``
     gives), its function wrapped with :data:`UNOPTIMIZED_ATTRIBUTE`."""
@@ -82,7 +105,9 @@ def _map_without_grappler() -> Callable[[Any, Callable[..., Any], bool | None], 
     from tensorflow.python.data.ops import dataset_ops, map_op, structured_function
 
     class MapWithoutGrappler(map_op._ParallelMapDataset):  # type: ignore[misc]
-        def __init__(self, dataset: Any, function: Callable[..., Any], deterministic: bool | None) -> None:
+        def __init__(
+            self, dataset: Any, function: Callable[..., Any], deterministic: bool | None, calls: int
+        ) -> None:
             self._input_dataset = dataset
             self._use_inter_op_parallelism = True
             self._map_func = structured_function.StructuredFunctionWrapper(
@@ -95,7 +120,7 @@ def _map_without_grappler() -> Callable[[Any, Callable[..., Any], bool | None], 
                 raise _Int32OutputError(self._map_func.function.name)
             self._deterministic = "default" if deterministic is None else str(bool(deterministic)).lower()
             self._preserve_cardinality = True
-            self._num_parallel_calls = tf.constant(tf.data.AUTOTUNE, tf.int64)
+            self._num_parallel_calls = tf.constant(calls, tf.int64)
             self._use_unbounded_threadpool = False
             self._name = None
             variant = tf.raw_ops.ParallelMapDatasetV2(
