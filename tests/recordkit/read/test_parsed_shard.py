@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import collections
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -15,11 +16,14 @@ import pytest
 from _reader_support import assert_same
 
 import recordkit as rk
+from recordkit.dataset._shards import split_shards  # private: the shard a read is given
 from recordkit.errors import CorruptRecordError
+from recordkit.format._tfrecord import Compression
 from recordkit.read import (
     _iter_records,  # private: to count the records decoded together
     _parsed_shard,  # private: to fail the parse of a mapped shard
 )
+from recordkit.storage import location
 from recordkit_codecs.label import LabelCodec
 from recordkit_codecs.scalar import ScalarCodec
 from recordkit_codecs.tensor import TensorCodec
@@ -185,3 +189,29 @@ def test_an_error_while_a_mapped_shard_is_parsed_is_raised_as_itself(
     with pytest.raises(RuntimeError, match="parse failed with"):
         list(rk.open(path).records())
     assert mapped == ["mmap"]  # the shard was read through its mapping
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="counts open files through /proc")
+def test_a_parsed_read_of_a_shard_opens_no_file_before_its_first_record_and_closes_them_when_closed(
+    tmp_path: Path,
+) -> None:
+    """The shard's files are opened inside the generator: one that is never started (a
+    read given up before it reached the shard) holds no file open."""
+    path = tmp_path / "data"
+    rk.write_dataset(make_records(20, seed=4, varied=False), SCHEMA, path, progress=False)
+    (shard,) = split_shards(location(path), rk.Manifest.load(path), "train")
+
+    def open_files() -> set[str]:
+        return set(os.listdir("/proc/self/fd"))
+
+    before = open_files()
+    stream = _parsed_shard.parsed_shard_records(
+        shard, Compression.NONE, ["label"], fallback=lambda: _iter_records.iter_shard_records(shard)
+    )
+    assert open_files() == before, "files opened before the first record was asked for"
+    offset, first = next(stream)
+    assert offset == 0
+    assert isinstance(first, dict)  # read through the mapping, parsed with the others (not bytes)
+    assert open_files() != before
+    stream.close()
+    assert open_files() == before
