@@ -17,7 +17,7 @@ from _reader_support import assert_same
 
 import recordkit as rk
 from recordkit.dataset._shards import split_shards  # private: the shard a read is given
-from recordkit.errors import CorruptRecordError
+from recordkit.errors import CorruptRecordError, DecodeError
 from recordkit.format._tfrecord import Compression
 from recordkit.read import (
     _iter_records,  # private: to count the records decoded together
@@ -215,3 +215,39 @@ def test_a_parsed_read_of_a_shard_opens_no_file_before_its_first_record_and_clos
     assert open_files() != before
     stream.close()
     assert open_files() == before
+
+
+def _failing_column_decode(exc: Exception) -> Any:
+    def decode_numpy_column(self: Any, wire: Any, count: int) -> Any:
+        raise exc
+
+    return decode_numpy_column
+
+
+def test_a_codec_column_decode_that_fails_with_a_bug_stops_the_read_naming_the_codec_and_field(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A ``decode_numpy_column`` that raises anything but a refusal of a value (here a
+    ``TypeError``) is a fault of the codec: the read stops naming the codec and the field,
+    instead of going on one record at a time without a word."""
+    path = tmp_path / "data"
+    rk.write_dataset(make_records(20, seed=4, varied=False), SCHEMA, path, progress=False)
+    monkeypatch.setattr(TensorCodec, "decode_numpy_column", _failing_column_decode(TypeError("a bug")))
+    with pytest.raises(
+        DecodeError, match=r"codec 'tensor' failed in decode_numpy_column .*TypeError: a bug"
+    ) as got:
+        list(rk.open(path, fields=["embedding", "label"]).records())
+    assert got.value.field == "embedding"
+
+
+def test_a_codec_column_decode_that_refuses_a_value_falls_back_to_the_records_one_by_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A ``ValueError`` from ``decode_numpy_column`` (a value it refuses) is not a fault:
+    the records are decoded one by one, which gives their values (or the record's own
+    error)."""
+    path = tmp_path / "data"
+    rk.write_dataset(make_records(20, seed=4, varied=False), SCHEMA, path, progress=False)
+    expected = list(rk.open(path, fields=["embedding", "label"]).records())
+    monkeypatch.setattr(TensorCodec, "decode_numpy_column", _failing_column_decode(ValueError("refused")))
+    assert_same(list(rk.open(path, fields=["embedding", "label"]).records()), expected, "records")
