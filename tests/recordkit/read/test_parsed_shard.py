@@ -18,7 +18,7 @@ from _reader_support import assert_same
 import recordkit as rk
 from recordkit.dataset._shards import split_shards  # private: the shard a read is given
 from recordkit.errors import CorruptRecordError, DecodeError
-from recordkit.format._tfrecord import Compression
+from recordkit.format._tfrecord import Compression  # private: the compression a reader passes
 from recordkit.read import (
     _iter_records,  # private: to count the records decoded together
     _parsed_shard,  # private: to fail the parse of a mapped shard
