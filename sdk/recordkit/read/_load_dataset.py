@@ -96,6 +96,7 @@ def _whole_batches(opened: Opened, shards: Sequence[Shard], options: PipelineOpt
         chunks = chunks.repeat()
     elif options.repeat is not False and options.repeat != 1:
         chunks = chunks.repeat(int(options.repeat))
+    assert options.batch_size is not None  # reads_whole() allows batched reads only
     dataset = rebatched(chunks, options.batch_size, drop_remainder=options.drop_remainder)
     return dataset.prefetch(tf.data.AUTOTUNE) if options.prefetch else dataset
 
