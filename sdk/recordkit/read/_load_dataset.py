@@ -30,7 +30,7 @@ from recordkit.read._parse import PRESENT_SUFFIX, make_padded_parser
 from recordkit.read._per_record import DRAWS, RaggedUnbatcher, per_record
 from recordkit.read._record_parse import parses_per_record, records_parsed_one_by_one
 from recordkit.read._shard_stream import read_shards
-from recordkit.read._traced import parallel_map
+from recordkit.read._traced import parallel_map, rebatched
 from recordkit.read._whole_shards import dense_fields, read_whole, reads_whole
 
 __all__ = [
@@ -96,7 +96,8 @@ def _whole_batches(opened: Opened, shards: Sequence[Shard], options: PipelineOpt
         chunks = chunks.repeat()
     elif options.repeat is not False and options.repeat != 1:
         chunks = chunks.repeat(int(options.repeat))
-    dataset = chunks.rebatch(options.batch_size, drop_remainder=options.drop_remainder)
+    assert options.batch_size is not None  # reads_whole() allows batched reads only
+    dataset = rebatched(chunks, options.batch_size, drop_remainder=options.drop_remainder)
     return dataset.prefetch(tf.data.AUTOTUNE) if options.prefetch else dataset
 
 

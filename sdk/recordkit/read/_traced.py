@@ -15,7 +15,15 @@ import os
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-__all__ = ["AUTOTUNE", "UNOPTIMIZED_ATTRIBUTE", "default_parallel_calls", "parallel_map", "traced_as_written"]
+__all__ = [
+    "AUTOTUNE",
+    "UNOPTIMIZED_ATTRIBUTE",
+    "default_parallel_calls",
+    "parallel_interleave",
+    "parallel_map",
+    "rebatched",
+    "traced_as_written",
+]
 
 _Function = TypeVar("_Function", bound=Callable[..., Any])
 
@@ -137,3 +145,116 @@ def _map_without_grappler() -> Callable[[Any, Callable[..., Any], bool | None, i
             dataset_ops.UnaryDataset.__init__(self, dataset, variant)
 
     return MapWithoutGrappler
+
+
+def parallel_interleave(
+    dataset: Any, function: Callable[..., Any], *, cycle_length: int, deterministic: bool | None
+) -> Any:
+    """``dataset.interleave(function, cycle_length, block_length=1,
+    num_parallel_calls=AUTOTUNE, deterministic=deterministic)``, ``function`` traced as
+    written and marked, as :func:`parallel_map` marks its function, to be instantiated at
+    each iterator without Grappler (on :data:`MARKED_MAP_RELEASES`; any other TensorFlow
+    gets the plain ``interleave``)."""
+    import tensorflow as tf
+
+    traced = traced_as_written(function)
+    if tf.__version__.startswith(MARKED_MAP_RELEASES):
+        try:
+            return _interleave_without_grappler()(dataset, traced, cycle_length, deterministic)
+        except (ImportError, AttributeError, TypeError):  # other internals
+            pass
+    return dataset.interleave(
+        traced,
+        cycle_length=cycle_length,
+        block_length=1,
+        num_parallel_calls=tf.data.AUTOTUNE,
+        deterministic=deterministic,
+    )
+
+
+def rebatched(dataset: Any, batch_size: int, *, drop_remainder: bool = False) -> Any:
+    """``dataset.rebatch(batch_size, drop_remainder)`` of a dataset of dense tensors,
+    without the map ``rebatch`` puts before it to turn sparse and ragged values dense:
+    for dense values that map changes nothing, but its function is traced at every
+    build and called at every element. Values of other kinds, and a TensorFlow outside
+    :data:`MARKED_MAP_RELEASES`, get the plain ``rebatch``."""
+    import tensorflow as tf
+
+    dense = all(type(spec) is tf.TensorSpec for spec in tf.nest.flatten(dataset.element_spec))
+    if dense and tf.__version__.startswith(MARKED_MAP_RELEASES):
+        try:
+            return _rebatch_without_map()(dataset, batch_size, drop_remainder)
+        except (ImportError, AttributeError, TypeError):  # other internals
+            pass
+    return dataset.rebatch(batch_size, drop_remainder=drop_remainder)
+
+
+@functools.cache
+def _interleave_without_grappler() -> Callable[[Any, Callable[..., Any], int, bool | None], Any]:
+    """The ``Dataset`` class of :func:`parallel_interleave`: ``tf.data``'s parallel
+    interleave (the ``ParallelInterleaveDatasetV4`` op, arguments and element spec that
+    ``Dataset.interleave`` gives), its function wrapped with :data:`UNOPTIMIZED_ATTRIBUTE`."""
+    import tensorflow as tf
+    from tensorflow.python.data.ops import dataset_ops, interleave_op, structured_function
+
+    class InterleaveWithoutGrappler(interleave_op._ParallelInterleaveDataset):  # type: ignore[misc]
+        def __init__(
+            self, dataset: Any, function: Callable[..., Any], cycle_length: int, deterministic: bool | None
+        ) -> None:
+            self._input_dataset = dataset
+            self._map_func = structured_function.StructuredFunctionWrapper(
+                function,
+                self._transformation_name(),
+                dataset=dataset,
+                defun_kwargs={UNOPTIMIZED_ATTRIBUTE: True},
+            )
+            self._structure = self._map_func.output_structure._element_spec
+            self._cycle_length = tf.constant(cycle_length, tf.int64)
+            self._block_length = tf.constant(1, tf.int64)
+            self._buffer_output_elements = tf.constant(AUTOTUNE, tf.int64)
+            self._prefetch_input_elements = tf.constant(AUTOTUNE, tf.int64)
+            self._num_parallel_calls = tf.constant(AUTOTUNE, tf.int64)
+            self._name = None
+            variant = tf.raw_ops.ParallelInterleaveDatasetV4(
+                input_dataset=dataset._variant_tensor,
+                other_arguments=self._map_func.function.captured_inputs,
+                cycle_length=self._cycle_length,
+                block_length=self._block_length,
+                buffer_output_elements=self._buffer_output_elements,
+                prefetch_input_elements=self._prefetch_input_elements,
+                num_parallel_calls=self._num_parallel_calls,
+                f=self._map_func.function,
+                deterministic="default" if deterministic is None else str(bool(deterministic)).lower(),
+                **self._common_args,
+            )
+            dataset_ops.UnaryDataset.__init__(self, dataset, variant)
+
+    return InterleaveWithoutGrappler
+
+
+@functools.cache
+def _rebatch_without_map() -> Callable[[Any, int, bool], Any]:
+    """The ``Dataset`` class of :func:`rebatched`: ``tf.data``'s ``RebatchDatasetV2`` op
+    with the arguments and element spec ``Dataset.rebatch`` gives, on the dataset itself."""
+    import tensorflow as tf
+    from tensorflow.python.data.ops import dataset_ops, rebatch_op
+
+    class RebatchWithoutMap(rebatch_op._RebatchDataset):  # type: ignore[misc]
+        def __init__(self, dataset: Any, batch_size: int, drop_remainder: bool) -> None:
+            self._input_dataset = dataset
+            self._batch_sizes = tf.constant(batch_size, tf.int64)
+            self._drop_remainder = tf.constant(drop_remainder, tf.bool)
+            self._name = None
+            batch = self._compute_static_batch_dim()
+            self._element_spec = tf.nest.map_structure(
+                lambda spec: spec._unbatch()._batch(batch), dataset.element_spec
+            )
+            variant = tf.raw_ops.RebatchDatasetV2(
+                input_dataset=dataset._variant_tensor,
+                batch_sizes=self._batch_sizes,
+                drop_remainder=self._drop_remainder,
+                **self._flat_structure,
+            )
+            dataset_ops.UnaryDataset.__init__(self, dataset, variant)
+
+    return RebatchWithoutMap

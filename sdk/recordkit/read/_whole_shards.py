@@ -55,7 +55,7 @@ from recordkit.read._layout import DecodeLayout
 from recordkit.read._open import OpenedDataset, check_shard_size
 from recordkit.read._options import PipelineOptions
 from recordkit.read._parse import parsed_decoder
-from recordkit.read._traced import traced_as_written
+from recordkit.read._traced import parallel_interleave, rebatched
 
 __all__ = ["WHOLE_SHARD_BYTES", "dense_fields", "read_whole", "reads_whole"]
 
@@ -146,18 +146,17 @@ def read_whole(dataset: OpenedDataset, shards: Sequence[Shard], options: Pipelin
             if kinds[key] is WireKind.BYTES:
                 value = tf.strings.substr(whole, value, next(given))
             parsed[key] = tf.reshape(value, [-1, *shapes[key]])
-        return tf.data.Dataset.from_tensors(decode(parsed)).rebatch(block_length)
+        return rebatched(tf.data.Dataset.from_tensors(decode(parsed)), block_length)
 
     # Even one shard is read in the interleave's function: called here, the shard would be
     # read when the pipeline is built, and its values kept in the pipeline's graph.
     files = tf.data.Dataset.range(len(shards))
     if options.shuffle_files:
         files = files.shuffle(len(shards), seed=options.seed, reshuffle_each_iteration=True)
-    return files.interleave(
-        traced_as_written(read),
+    return parallel_interleave(
+        files,
+        read,
         cycle_length=options.cycle_length or min(len(shards), DEFAULT_CYCLE),
-        block_length=1,
-        num_parallel_calls=tf.data.AUTOTUNE,
         deterministic=options.deterministic,
     )
 

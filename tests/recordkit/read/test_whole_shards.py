@@ -16,6 +16,8 @@ import tensorflow as tf
 from _reader_support import whole_shard_reads
 
 import recordkit as rk
+from recordkit.read import _traced
+from recordkit.read._traced import UNOPTIMIZED_ATTRIBUTE
 
 BASE = rk.Schema(
     name="fixed",
@@ -153,3 +155,47 @@ def test_a_split_whose_first_shard_holds_records_of_several_sizes_is_read_record
     path = _write(tmp_path / "data", predicted)
     _, _, built = _read(path, ["embedding", "predicted"], monkeypatch, True, batch_size=16)
     assert built == 0
+
+
+def _graph(read: Any) -> tuple[list[Any], dict[str, Any]]:
+    """The nodes of ``read``'s serialized graph and its functions by name."""
+    from tensorflow.core.framework import graph_pb2
+
+    graph = graph_pb2.GraphDef.FromString(read._as_serialized_graph().numpy())
+    return list(graph.node), {function.signature.name: function for function in graph.library.function}
+
+
+def test_a_whole_shard_read_rebatches_without_a_map_and_its_shard_function_skips_grappler(
+    dataset: Path,
+) -> None:
+    """No identity map before either rebatch (``Dataset.rebatch`` adds one, traced at
+    every build and called at every batch), and the function that reads a shard carries
+    the attribute that keeps TensorFlow from optimizing it again at each iterator."""
+    nodes, functions = _graph(rk.open(dataset, fields=["embedding", "predicted"]).tf(batch_size=16))
+    ops = [node.op for node in nodes]
+    assert "MapDataset" not in ops
+    assert "RebatchDatasetV2" in ops
+    (interleave,) = [node for node in nodes if node.op == "ParallelInterleaveDatasetV4"]
+    read = functions[interleave.attr["f"].func.name]
+    assert read.attr[UNOPTIMIZED_ATTRIBUTE].b
+    assert [node.op for node in read.node_def].count("RebatchDatasetV2") == 1
+    assert "MapDataset" not in [node.op for node in read.node_def]
+
+
+@pytest.mark.parametrize(
+    "options", [{"batch_size": 16}, {"batch_size": 7, "repeat": 2, "drop_remainder": True}]
+)
+def test_a_tensorflow_without_the_internals_gets_the_plain_interleave_and_rebatch_and_the_same_batches(
+    dataset: Path, monkeypatch: pytest.MonkeyPatch, options: dict[str, Any]
+) -> None:
+    fields = ["embedding", "predicted"]
+    marked, _, built = _read(dataset, fields, monkeypatch, True, **options)
+    monkeypatch.setattr(_traced, "MARKED_MAP_RELEASES", ("1.0.",))
+    plain_read = rk.open(dataset, fields=fields).tf(**options)
+    nodes, functions = _graph(plain_read)
+    (interleave,) = [node for node in nodes if node.op == "ParallelInterleaveDatasetV4"]
+    assert not functions[interleave.attr["f"].func.name].attr[UNOPTIMIZED_ATTRIBUTE].b
+    assert "MapDataset" in [node.op for node in nodes]
+    plain, _, plain_built = _read(dataset, fields, monkeypatch, True, **options)
+    assert (built, plain_built) == (1, 1)
+    _assert_same(marked, plain)
