@@ -44,6 +44,31 @@ def test_every_single_byte_changed_is_found(
         assert not framing_matches(bytes(damaged), offsets), at
 
 
+@pytest.mark.parametrize("batch", [1 << 16, 2])  # one batch, or batches of two records
+@pytest.mark.parametrize("length", [0, 1, 23])
+def test_every_single_byte_changed_in_records_of_one_length_is_found(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, length: int, batch: int
+) -> None:
+    """Records of one length, evenly spaced (a field group's), have their data CRCs
+    computed on rows of one view of the file: every byte of every record still counts."""
+    monkeypatch.setattr(_framing_check, "_FEW", 0)
+    monkeypatch.setattr(_framing_check, "_BATCH", batch)
+    payloads = [bytes((i * 7 + j) % 256 for j in range(length)) for i in range(5)]
+    data, offsets = tensorflow_file(tmp_path / "a.tfrecord", payloads)
+    assert framing_matches(data, offsets)
+    for at in range(len(data)):
+        damaged = bytearray(data)
+        damaged[at] ^= 0x80
+        assert not framing_matches(bytes(damaged), offsets), at
+    swapped = (
+        data[: offsets[1]]
+        + data[offsets[2] : offsets[3]]
+        + data[offsets[1] : offsets[2]]
+        + data[offsets[3] :]
+    )
+    assert framing_matches(swapped, offsets)  # whole records moved keep their own CRCs
+
+
 def test_a_file_cut_short_or_offsets_that_skip_a_record_do_not_match(tmp_path: Path) -> None:
     data, offsets = tensorflow_file(tmp_path / "a.tfrecord", [b"one", b"two", b"three"])
     assert not framing_matches(data[:-1], offsets)
