@@ -173,8 +173,10 @@ def _loader(
 ) -> Callable[[Any], list[Any]]:
     """``load(index)``: shard ``index`` read and checked (see the module docs), as
     ``(refusal, whole, *columns)``: the error message ("" when there is none), the bytes
-    the bytes values are cut from, and each key's values (:func:`_columns`)."""
+    the bytes values are cut from (none when no key holds bytes: the shard is not handed
+    to TensorFlow), and each key's values (:func:`_columns`)."""
     counts = {key: math.prod(shapes[key]) for key in keys}
+    cuts_bytes = any(kinds[key] is WireKind.BYTES for key in keys)
     empty = [
         array
         for key in keys
@@ -203,7 +205,7 @@ def _loader(
                 buffer, values = _parsed_columns(buffer, offsets, keys, kinds, counts, shard)
         except (RecordkitError, OSError) as exc:
             return [refusal_message(exc, shard, index).encode("utf-8"), b"", *empty]
-        return [b"", buffer, *values]
+        return [b"", buffer if cuts_bytes else b"", *values]
 
     return load
 
