@@ -27,7 +27,15 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["JPEG_WINDOW_MARGIN", "decode_image_batch", "decode_image_scaled", "decode_image_window", "tf_one"]
+__all__ = [
+    "JPEG_WINDOW_MARGIN",
+    "decode_image_batch",
+    "decode_image_checked",
+    "decode_image_record",
+    "decode_image_scaled",
+    "decode_image_window",
+    "tf_one",
+]
 
 #: Pixels a JPEG window is grown by on each side before it is decoded and cut (see
 #: :func:`decode_image_window`): 2, one sample of colour subsampled by 2.
@@ -72,22 +80,13 @@ def decode_image_batch(
         height, width = one_value(heights), one_value(widths)
         depth = tf.constant([static_channels], tf.int64) if channels is None else one_value(channels)
         stored = tf.concat([height, width, depth], 0)
-        data = tf.reshape(encoded, [])
-        if fixed_size is not None:
-            # Checked before the decode, as a batch's check is.
-            size_check = tf.debugging.Assert(
-                tf.reduce_all(tf.equal(stored[:2], fixed_size)),
-                [f"{codec} codec: an image of this batch is not the schema's fixed size {fixed_size}"],
-            )
-            with tf.control_dependencies([size_check]):
-                data = tf.identity(data)
-        image = decode_one(data)
-        check = tf.debugging.Assert(
-            tf.reduce_all(tf.equal(tf.shape(image, out_type=tf.int64), stored)),
-            [
-                f"{codec} codec: the decoded image shape [height, width, channels] differs "
-                "from the height, width and channels stored with it"
-            ],
+        image, check = decode_image_checked(
+            tf.reshape(encoded, []),
+            stored,
+            decode_one=decode_one,
+            static_channels=static_channels,
+            fixed_size=fixed_size,
+            codec=codec,
         )
         with tf.control_dependencies([check]):
             one = tf.expand_dims(image, 0)
@@ -203,6 +202,77 @@ def decode_image_batch(
     return tf.RaggedTensor.from_nested_row_lengths(
         values, [heights, tf.repeat(widths, heights)], validate=False
     )
+
+
+def decode_image_record(
+    encoded: Any,
+    height: Any,
+    width: Any,
+    channels: Any,
+    *,
+    decode_one: Callable[[Any], Any],
+    static_channels: int | None,
+    fixed_size: tuple[int, int] | None,
+    codec: str,
+) -> Any:
+    """One record's image, from its own wire values: the scalar string ``encoded`` and
+    its stored int64 scalar ``height``, ``width`` and ``channels`` (None when the codec
+    stores none: then ``static_channels``). The same pixels and checks as
+    :func:`decode_image_batch` of a batch of one, without making the batch and taking the
+    record back out of it: uint8 ``[h, w, c]``."""
+    import tensorflow as tf
+
+    depth = tf.constant(static_channels, tf.int64) if channels is None else tf.cast(channels, tf.int64)
+    stored = tf.stack([tf.cast(height, tf.int64), tf.cast(width, tf.int64), depth])
+    image, check = decode_image_checked(
+        encoded,
+        stored,
+        decode_one=decode_one,
+        static_channels=static_channels,
+        fixed_size=fixed_size,
+        codec=codec,
+    )
+    with tf.control_dependencies([check]):
+        image = tf.identity(image)
+    if fixed_size is not None:
+        return tf.ensure_shape(image, [fixed_size[0], fixed_size[1], static_channels])
+    if image.shape != tf.TensorShape([None, None, static_channels]):
+        image = tf.ensure_shape(image, [None, None, static_channels])
+    return image
+
+
+def decode_image_checked(
+    data: Any,
+    stored: Any,
+    *,
+    decode_one: Callable[[Any], Any],
+    static_channels: int | None,
+    fixed_size: tuple[int, int] | None,
+    codec: str,
+) -> tuple[Any, Any]:
+    """One image decoded from the scalar string ``data``, and the assertion that its
+    shape is ``stored`` (int64 ``[3]``: height, width, channels), for the caller to make
+    its result depend on; with ``fixed_size``, the stored size is checked against it
+    before the decode, as a batch's is. Used by :func:`decode_image_batch` and
+    :func:`decode_image_record`, and carried by the generated parsers with them."""
+    import tensorflow as tf
+
+    if fixed_size is not None:
+        size_check = tf.debugging.Assert(
+            tf.reduce_all(tf.equal(stored[:2], fixed_size)),
+            [f"{codec} codec: an image of this batch is not the schema's fixed size {fixed_size}"],
+        )
+        with tf.control_dependencies([size_check]):
+            data = tf.identity(data)
+    image = decode_one(data)
+    check = tf.debugging.Assert(
+        tf.reduce_all(tf.equal(tf.shape(image, out_type=tf.int64), stored)),
+        [
+            f"{codec} codec: the decoded image shape [height, width, channels] differs "
+            "from the height, width and channels stored with it"
+        ],
+    )
+    return image, check
 
 
 def decode_image_window(

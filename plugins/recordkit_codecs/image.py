@@ -32,7 +32,14 @@ from recordkit_codecs._hf import encoded_bytes
 from recordkit_codecs._image_header import header_shape, header_shapes_tf
 from recordkit_codecs._inputs import read_input_bytes
 from recordkit_codecs._jpeg_scale import jpeg_scale, jpeg_scale_tf
-from recordkit_codecs._tf_images import decode_image_batch, decode_image_scaled, decode_image_window, tf_one
+from recordkit_codecs._tf_images import (
+    decode_image_batch,
+    decode_image_checked,
+    decode_image_record,
+    decode_image_scaled,
+    decode_image_window,
+    tf_one,
+)
 from recordkit_codecs._tfds import TFDS
 
 __all__ = ["ImageCodec", "ImageOptions"]
@@ -432,7 +439,7 @@ class ImageCodec(rk.Raster, rk.Codec[ImageOptions]):
                 "sizes": self.options.sizes,
                 "dct_method": _DCT_METHODS[self.options.jpeg_dct],
             },
-            helpers=(decode_image_batch, header_shapes_tf),
+            helpers=(decode_image_batch, decode_image_record, decode_image_checked, header_shapes_tf),
         )
 
     def decode_tf_padded(self, wire: Mapping[str, Any]) -> tuple[Any, Any] | None:
@@ -442,6 +449,14 @@ class ImageCodec(rk.Raster, rk.Codec[ImageOptions]):
             return None
         images, shapes = self.decode_tf_source()(wire, pad=True)
         return images, shapes
+
+    def decode_tf_record(self, wire: Mapping[str, Any]) -> Any | None:
+        """One record's image from its own wire values (:func:`decode_image_tf` with
+        ``record``: the pixels and checks of a batch of one); None when the sizes are read
+        from the headers (the batch of one's decode reads them)."""
+        if self.options.sizes == "header":
+            return None
+        return self.decode_tf_source()(wire, record=True)
 
     def decode_scale_tf(self, wire: Mapping[str, Any], cover: tuple[int, int]) -> Any | None:
         """The int32 scale one image (a batch of one) decodes at to cover ``cover``: for
@@ -526,11 +541,14 @@ def decode_image_tf(
     pad: bool = False,
     sizes: str = "stored",
     dct_method: str = "INTEGER_ACCURATE",
+    record: bool = False,
 ) -> Any:
     """The batched TensorFlow decode of an image field stored as ``fmt`` (jpeg, png, or
     keep: either), converted to ``channels`` (None: as stored), dense when the schema
     fixes the size; with ``pad``, ``(images padded to the batch's largest, shapes)``
-    (see :func:`~recordkit_codecs._tf_images.decode_image_batch`). Generated parser
+    (see :func:`~recordkit_codecs._tf_images.decode_image_batch`); with ``record``, one
+    record's image from its own wire values (scalars; the sizes stored:
+    :func:`~recordkit_codecs._tf_images.decode_image_record`). Generated parser
     modules carry a copy of this function. ``dct_method`` is the JPEG decode's:
     INTEGER_ACCURATE (libjpeg's ISLOW, the method Pillow uses: both readers agree) unless
     the field asks for INTEGER_FAST (``jpeg_dct: fast``, TensorFlow's own default)."""
@@ -553,6 +571,17 @@ def decode_image_tf(
         # two branch functions at every iterator and a function call per record.
         return jpeg(data)
 
+    if record:
+        return decode_image_record(
+            wire[""],
+            wire["height"],
+            wire["width"],
+            wire["channels"],
+            decode_one=decode_one,
+            static_channels=channels,
+            fixed_size=fixed_size,
+            codec="image",
+        )
     if sizes == "header":  # sizes read from each image's header (TFDS stores none)
         heights, widths, depths = header_shapes_tf(wire[""], channels)
     else:

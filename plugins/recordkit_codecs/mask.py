@@ -32,7 +32,7 @@ import recordkit as rk
 from recordkit_codecs import _pillow, _raster
 from recordkit_codecs._image_header import header_shape, header_shapes_tf
 from recordkit_codecs._inputs import read_input_bytes
-from recordkit_codecs._tf_images import decode_image_batch
+from recordkit_codecs._tf_images import decode_image_batch, decode_image_checked
 
 __all__ = ["MaskCodec", "MaskOptions"]
 
@@ -282,7 +282,7 @@ class MaskCodec(rk.Raster, rk.Codec[MaskOptions]):
         return rk.DecodeSource(
             decode_mask_tf,
             {"fixed_size": self.fixed_size, "pad_value": self.pad_value(), "sizes": self.options.sizes},
-            helpers=(decode_image_batch, header_shapes_tf),
+            helpers=(decode_image_batch, decode_image_checked, header_shapes_tf),
         )
 
     def decode_tf_padded(self, wire: Mapping[str, Any]) -> tuple[Any, Any] | None:

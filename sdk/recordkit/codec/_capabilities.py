@@ -431,6 +431,15 @@ class Raster:
     #: before decoding, and decode only the window. None: not stored.
     size_features: ClassVar[tuple[str, str] | None] = None
 
+    def decode_tf_record(self, wire: Mapping[str, Any]) -> Any | None:
+        """Decode one record's picture from its own wire values (each feature's value
+        without a batch dimension: a scalar string, scalar sizes), for the readers that
+        decode pictures record by record. Return the pixels ``[H, W, ...]``: the values,
+        dtype, static shape and checks of ``decode_tf`` of a batch of one, without the
+        batch dimension. None (the default): readers decode a batch of one (static size
+        1) and take the record out of it, a few more ops a record."""
+        return None
+
     def decode_tf_window(self, wire: Mapping[str, Any], window: Any) -> Any | None:
         """Decode only a window of one picture (for codecs with :attr:`size_features`).
 
@@ -583,6 +592,7 @@ def decodes_per_record(codec: object) -> bool:
 _RASTER_MEMBERS = (
     "raster",
     "size_features",
+    "decode_tf_record",
     "decode_tf_window",
     "decode_scale_tf",
     "decodes_scaled",

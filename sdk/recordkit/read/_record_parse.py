@@ -8,8 +8,9 @@ anyway. The batched shape (:mod:`recordkit.read._load_dataset`) would parse a ba
 split it (``unbatch``) and decode each record in a second map: two large functions for
 TensorFlow to optimize and instantiate at every iterator and every value carried across
 ``unbatch``. Here one function per record parses the fields' keys
-(``tf.io.parse_example`` of a batch of one: the values the codecs' batched decodes
-take) and decodes what is decoded record by record with the same per-record decode
+(``tf.io.parse_example`` of the record, or of a batch of one when a picture is fitted:
+the values the codecs' window and scaled decodes take) and decodes what is decoded
+record by record with the same per-record decode
 (:func:`~recordkit.read._per_record.record_decoder`: the same values, shapes, padding
 and checks). The other fields (labels, text, boxes) keep their parsed wire values, of
 fixed shapes, which ``padded_batch`` stacks into exactly what the batch's own parse
@@ -52,26 +53,32 @@ def records_parsed_one_by_one(records: Any, layout: DecodeLayout, options: Pipel
     spec = spec_from_plans(plans)
     later = [f for f in layout.dataset.fields if f.name not in alone]
     later_keys = [key for plan in plans if plan["name"] not in alone for key in spec_from_plans([plan])]
+    # A fitted picture is cut or scaled from a batch of one (the codecs' window and scaled
+    # decodes take one), which the parse then gives with no op a key to make it so.
+    # Otherwise the record is parsed as itself (the tutorials' parse_single_example): a
+    # picture decodes from its own values (Raster.decode_tf_record) and the values
+    # batched later need no op to drop a batch dimension.
+    as_batch_of_one = any(f.name in layout.sizes for f in layout.per_record)
     decode = record_decoder(
         layout,
         options,
         {},
         dense=True,
-        parsed_as_batch_of_one=True,
+        parsed_as_batch_of_one=as_batch_of_one,
         batched_later=frozenset(f.name for f in later),
     )
 
     def parse(serialized: Any) -> dict[str, Any]:
-        # Parsed as a batch of one: the values the codecs' batched decodes take, with no
-        # op a key to make them so (parse_single_example gives each value without it).
-        parsed = tf.io.parse_example(tf.expand_dims(serialized, 0), spec)
+        parsed = tf.io.parse_example(tf.expand_dims(serialized, 0) if as_batch_of_one else serialized, spec)
         wire: dict[str, Any] = {
             plan["name"]: {f["name"]: parsed[f["key"]] for f in plan["features"]}
             for plan in plans
             if plan["name"] in alone
         }
         if later_keys:
-            wire[WIRE] = {key: tf.squeeze(parsed[key], [0]) for key in later_keys}
+            wire[WIRE] = {
+                key: tf.squeeze(parsed[key], [0]) if as_batch_of_one else parsed[key] for key in later_keys
+            }
         return decode(wire)
 
     decoded = parallel_map(

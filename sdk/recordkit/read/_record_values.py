@@ -94,7 +94,7 @@ def decode_picture(
         elif scaled is not None:
             value, shape = scaled
         else:
-            value = _decode_one(field, wire.one)
+            value = _decode_one(field, wire)
             shape = tf.shape(value, out_type=tf.int64)
             if fit == "random_resized_crop":
                 window = window_of(shape, size, geometry, draws)
@@ -110,7 +110,7 @@ def decode_picture(
         out[name] = flipped(value, flip) if geometry.flip else value
         output = tf.constant(size, tf.int64)
         return out, lambda: transform_of(window_of(shape, size, geometry, draws), shape, output, flip)
-    value = _decode_one(field, wire.one)
+    value = _decode_one(field, wire)
     shape = tf.shape(value, out_type=tf.int64)
     if geometry.flip:
         value = flipped(value, flip)
@@ -124,15 +124,23 @@ def decode_picture(
     return out, lambda: transform_of(window_of(shape, None, geometry, draws), shape, shape, flip)
 
 
-def _decode_one(field: BoundField, one: dict[str, Any]) -> Any:
-    """One record's value of ``field``, dense: its codec's batched decode of the record's
-    batch of one (``one``: static size 1, which lets a codec take a shorter path)."""
+def _decode_one(field: BoundField, wire: RecordWire) -> Any:
+    """One record's value of ``field``, dense: its codec's decode of the record's own wire
+    values (:meth:`~recordkit.Raster.decode_tf_record`) where it has one, else its
+    batched decode of the record's batch of one (static size 1, which lets a codec take a
+    shorter path) with the record taken out."""
     import tensorflow as tf
 
-    padded = padded_decode(field.codec, one)
+    codec = field.codec
+    if isinstance(codec, Raster):
+        value = codec.decode_tf_record(wire.values)
+        if value is not None:
+            return value
+    one = wire.one
+    padded = padded_decode(codec, one)
     if padded is not None and not isinstance(padded[0], dict):
         return tf.squeeze(padded[0], [0])
-    return tf.nest.map_structure(_only_record, field.codec.decode_tf(one))
+    return tf.nest.map_structure(_only_record, codec.decode_tf(one))
 
 
 def decode_value(field: BoundField, wire: RecordWire) -> tuple[Any, Any]:

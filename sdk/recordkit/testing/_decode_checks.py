@@ -13,7 +13,8 @@ each must give what the plain batched decode gives, as the readers would use it.
   its top-left quarter, a window inside it and its last pixel.
 * per-record decode (a :class:`~recordkit.Raster`, or ``decodes_per_record()``): the
   decode of a batch of one record (static size 1, the readers' per-record step) equals
-  that record's row of the batched decode.
+  that record's row of the batched decode, and so does a :class:`~recordkit.Raster`'s
+  ``decode_tf_record`` of the record's own wire values, in value and dtype.
 * column decode (:class:`~recordkit.DecodedInColumns`): ``decode_numpy_column`` of
   every record's wire values as columns equals each record's ``decode_numpy``, in value,
   type, dtype and shape, each array writable and of its own memory.
@@ -168,10 +169,25 @@ def _check_window(codec: Raster, bound: BoundSchema, path: Path, equal: Equal) -
 
 
 def _check_per_record(codec: Codec[Any], bound: BoundSchema, path: Path, count: int, equal: Equal) -> None:
+    import tensorflow as tf
+
     (batch,) = list(_batches(bound, path, count))
     batched = codec.decode_tf(batch)
     for i, wire in enumerate(_batches(bound, path, 1)):
-        _compare(equal, "per-record decode", f"case {i}", _row(batched, i), _row(codec.decode_tf(wire), 0))
+        want = _row(batched, i)
+        _compare(equal, "per-record decode", f"case {i}", want, _row(codec.decode_tf(wire), 0))
+        own = (
+            codec.decode_tf_record({key: tf.squeeze(value, [0]) for key, value in wire.items()})
+            if isinstance(codec, Raster)
+            else None
+        )
+        if own is None:
+            continue
+        if own.dtype != want.dtype:
+            raise CapabilityError(
+                "record decode", f"case {i}", f"dtype {own.dtype.name}, not {want.dtype.name}"
+            )
+        _compare(equal, "record decode", f"case {i}", want, own)
 
 
 def _check_columns(codec: Codec[Any], bound: BoundSchema, path: Path, equal: Equal) -> bool:

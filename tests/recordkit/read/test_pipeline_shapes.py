@@ -25,6 +25,7 @@ from recordkit.read._open import open_dataset
 from recordkit.read._options import PipelineOptions
 from recordkit.read._record_parse import parses_per_record
 from recordkit.read._traced import UNOPTIMIZED_ATTRIBUTE
+from recordkit_codecs.image import ImageCodec
 
 #: (height, width) of each record's picture.
 SIZES = [(4, 9), (8, 3), (6, 6), (9, 10), (3, 4), (7, 8), (10, 5), (5, 7), (8, 8), (9, 9), (2, 2)]
@@ -147,6 +148,60 @@ def test_a_flipped_bit_in_records_parsed_alone_names_the_shard_and_offset_or_is_
     assert sum(len(batch["image"]) for batch in read) == len(SIZES) - 2
     (skipped,) = report.skipped
     assert (skipped.shard, skipped.offset, skipped.records) == (shard.name, offsets[2], 2)
+
+
+def parse_ops(read: Any) -> list[str]:
+    """The ops of the function of ``read``'s dataset graph that parses the records."""
+    from tensorflow.core.framework import graph_pb2
+
+    graph = graph_pb2.GraphDef.FromString(read._as_serialized_graph().numpy())
+    (ops,) = [
+        ops
+        for ops in ([node.op for node in function.node_def] for function in graph.library.function)
+        if "ParseExampleV2" in ops
+    ]
+    return ops
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"batch_size": 3, "pad": True},
+        {"batch_size": 3, "pad": True, "previous": True},  # batched parse, split into records
+        {"batch_size": 5, "image_size": (6, 6), "image_fit": "resize"},
+        {"batch_size": 5, "image_size": (6, 6), "image_fit": "crop_or_pad", "pad": True},
+        {"pad": True},  # single records
+    ],
+    ids=["record-parse", "per-record", "resize", "crop", "single"],
+)
+@pytest.mark.parametrize("fields", [["image"], ["image", "mask", "id"]], ids=["image", "with-mask-and-id"])
+def test_a_raster_codec_without_a_record_decode_reads_the_same_batches_through_a_batch_of_one(
+    dataset: Path, options: dict[str, Any], fields: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The image codec decodes each record's picture from the record's own wire values
+    (``Raster.decode_tf_record``); a codec without it (a third party's, or the mask
+    codec) is given a batch of one and the record is taken out of it, with the same
+    values, dtypes, padding and element spec."""
+    options = dict(options)
+    if options.pop("previous", False):
+        monkeypatch.setattr(_layout, "_parses_records", lambda *args, **kwargs: False)
+    own = rk.load_dataset(dataset, fields=fields, **options)
+    with monkeypatch.context() as patch:
+        patch.setattr(ImageCodec, "decode_tf_record", lambda self, wire: None)
+        through_one = rk.load_dataset(dataset, fields=fields, **options)
+    assert_same_reads(own, through_one)
+
+
+def test_pictures_parsed_record_by_record_are_parsed_and_decoded_as_themselves(dataset: Path) -> None:
+    """A padded read of pictures parses each record as itself and decodes its picture
+    from its own values: no batch of one is made and taken apart (no ExpandDims,
+    Squeeze or Reshape), as in the tutorials' per-record pipeline."""
+    read = rk.load_dataset(dataset, fields=["image"], batch_size=3, pad=True)
+    ops = parse_ops(read)
+    assert "DecodePng" in ops
+    assert not {"ExpandDims", "Squeeze", "Reshape"} & set(ops)
+    with_id = parse_ops(rk.load_dataset(dataset, fields=["image", "id"], batch_size=3, pad=True))
+    assert "Squeeze" not in with_id  # the id's parsed value batched as it is
 
 
 def test_pictures_not_padded_or_single_records_keep_the_batched_parse(dataset: Path) -> None:
