@@ -273,6 +273,17 @@ class RandomAccess:
         with their batch, the others as they are yielded. With a geometry, ``draws`` (a
         row per record) are the records' random draws (default: keyed by the geometry's
         seed and each record's number). ``located`` may be an ``[n, 2]`` array."""
+        return itertools.chain.from_iterable(self.stream_chunks(located, prefetch, draws))
+
+    def stream_chunks(
+        self,
+        located: Iterable[tuple[int, int]] | np.ndarray,
+        prefetch: int = 64,
+        draws: np.ndarray | None = None,
+    ) -> Iterator[list[dict[str, Any]]]:
+        """:meth:`stream`'s records as lists: a fetched batch's records decoded with it,
+        each in one list, or a record at a time (the others, decoded as they are asked
+        for). Chained, they are :meth:`stream` with no Python step a record."""
         plain = self._plain
         done = 0
         for chunk in _chunks(located, self.fetch_size(prefetch)):
@@ -280,14 +291,14 @@ class RandomAccess:
             done += len(chunk)
             fetched = self._parsed(self._fetch(chunk), by_columns=True)
             if plain and all(map(isinstance, fetched, itertools.repeat(DecodedRecord))):
-                yield from map(_values, cast(list[DecodedRecord], fetched))  # decoded with their batch
+                yield list(map(_values, cast(list[DecodedRecord], fetched)))  # decoded with their batch
                 continue
             pairs = pair_list(chunk) if isinstance(chunk, np.ndarray) else chunk
             for (shard, number), item, row in zip(pairs, fetched, rows, strict=True):
                 if plain and isinstance(item, DecodedRecord):
-                    yield item.values  # decoded with its batch, nothing to add
+                    yield [item.values]  # decoded with its batch, nothing to add
                 else:
-                    yield self._decoded(shard, number, item, row)
+                    yield [self._decoded(shard, number, item, row)]
 
     def fetch_size(self, prefetch: int) -> int:
         """The records :meth:`stream` fetches at once for ``prefetch``: more, up to
