@@ -22,7 +22,7 @@ from recordkit.read._epoch_state import epoch_state, resumed_progress
 from recordkit.read._mixture_order import MixtureOrder
 from recordkit.read._numpy_geometry import epoch_draws
 from recordkit.read._position import Start
-from recordkit.read._random_access import RandomAccess
+from recordkit.read._random_access import RandomAccess, gathered
 from recordkit.read._stream_order import StreamOrder
 
 __all__ = ["EpochStream", "check_prefetch"]
@@ -284,14 +284,7 @@ class EpochStream:
         # out early: ``next`` is mapped in C, without a Python step a record.
         places = owners.tolist()
         for begin in range(0, len(places), MIXED_BLOCK):
-            block: list[dict[str, Any]] = []
-            try:
-                block.extend(map(next, map(streams.__getitem__, places[begin : begin + MIXED_BLOCK])))
-            except Exception:
-                if block:  # ``extend`` keeps what it took before the error
-                    yield block
-                raise
-            yield block
+            yield from gathered(map(next, map(streams.__getitem__, places[begin : begin + MIXED_BLOCK])))
 
     def _mixed_records(self, chunk: Sequence[tuple[int, int]] | np.ndarray) -> list[dict[str, Any]]:
         """Each ``(shard, number)``'s record of a mixture, each source's fetched together."""
@@ -316,8 +309,10 @@ class EpochStream:
         pairs = np.asarray(chunk, dtype=np.int64).reshape(-1, 2)
         owners = np.asarray(owner_of, dtype=np.int64)[pairs[:, 0]]
         out: list[Any] = [None] * len(chunk)
-        for source in np.unique(owners).tolist():
+        for source in range(len(sources)):
             places = np.flatnonzero(owners == source)
+            if not len(places):
+                continue
             local = pairs[places]
             local[:, 0] -= first_shard[source]
             read_ = read(sources[source], local)
