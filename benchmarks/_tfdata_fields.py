@@ -184,16 +184,18 @@ def raw_read(files: Sequence[Path], batch: int = BATCH) -> Any:
 
 
 def parse_only(root: Path, files: Sequence[Path], batch: int = BATCH) -> Any:
-    """recordkit's parse spec of every field after ``batch``: parse only."""
+    """recordkit's parse spec of every field after ``batch``, in a map of recordkit's
+    parallel calls (:func:`~recordkit.read._traced.default_parallel_calls`, as its reads
+    run their parse): parse only."""
     import tensorflow as tf
 
     import recordkit as rk
+    from recordkit.read._traced import default_parallel_calls
 
     spec = rk.feature_spec(_recordkit.mixed_schema(CHANNELS))
     ds = tf.data.TFRecordDataset([str(f) for f in files]).batch(batch)
-    return ds.map(lambda s: tf.io.parse_example(s, spec), num_parallel_calls=tf.data.AUTOTUNE).prefetch(
-        tf.data.AUTOTUNE
-    )
+    parsed = ds.map(lambda s: tf.io.parse_example(s, spec), num_parallel_calls=default_parallel_calls())
+    return parsed.prefetch(tf.data.AUTOTUNE)
 
 
 def autotuner_off(dataset: Any) -> Any:

@@ -61,6 +61,7 @@ import recordkit as rk
 from benchmarks._data import NUM_CLASSES, mixed_records
 from benchmarks._provenance import stamped
 from benchmarks._recordkit import mixed_record, mixed_schema
+from recordkit.write._shard_file import DEFAULT_SHARD_BYTES
 
 WIDTH = 512
 BATCH = 64
@@ -84,8 +85,9 @@ def _files_bytes(folder: Path) -> int:
     return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
 
 
-def write(records: int, root: Path) -> tuple[Path, Path, dict[str, Any]]:
-    """The inline and grouped datasets, and what adding the embedding alone wrote."""
+def write(records: int, root: Path, shard_bytes: int | None = None) -> tuple[Path, Path, dict[str, Any]]:
+    """The inline and grouped datasets, written in shards of ``shard_bytes`` (None: the
+    writer's default), and what adding the embedding alone wrote."""
     distinct = [mixed_record(r) for r in mixed_records(min(records, DISTINCT))]
     mixed = list(itertools.islice(itertools.cycle(distinct), records))
     rng = np.random.default_rng(36)
@@ -96,7 +98,7 @@ def write(records: int, root: Path) -> tuple[Path, Path, dict[str, Any]]:
         update={"fields": {**mixed_schema().fields, **PREDICTIONS.fields}}
     )
     inline, grouped = root / "inline", root / "grouped"
-    shard_bytes = 16 << 20
+    shard_bytes = DEFAULT_SHARD_BYTES if shard_bytes is None else shard_bytes
     rk.write_dataset(
         ({**r, **a} for r, a in zip(mixed, added, strict=True)),
         inline_schema,
@@ -140,11 +142,22 @@ def _timed(read: Callable[[], int]) -> tuple[int, float, float]:
 
 
 def run(
-    records: int, repeats: int, root: Path, *, tensorflow: bool = True, projections: list[str] | None = None
+    records: int,
+    repeats: int,
+    root: Path,
+    *,
+    tensorflow: bool = True,
+    projections: list[str] | None = None,
+    shard_bytes: int | None = None,
 ) -> dict[str, Any]:
-    """One size: both datasets written, then each projection (default: all) by every reader."""
-    inline, grouped, written = write(records, root)
-    results: dict[str, Any] = {"records": records, "write": written}
+    """One size: both datasets written (shards of ``shard_bytes``, None: the writer's
+    default), then each projection (default: all) by every reader."""
+    inline, grouped, written = write(records, root, shard_bytes)
+    results: dict[str, Any] = {
+        "records": records,
+        "shard_bytes": DEFAULT_SHARD_BYTES if shard_bytes is None else shard_bytes,
+        "write": written,
+    }
     readers = {"numpy": _numpy_read, **({"tf": _tf_read} if tensorflow else {})}
     for projection in projections or list(PROJECTIONS):
         fields = PROJECTIONS[projection]
@@ -196,13 +209,27 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--projections", nargs="+", choices=list(PROJECTIONS), help="the cases to read (default: all four)"
     )
+    parser.add_argument(
+        "--shard-mb",
+        type=int,
+        default=None,
+        help="the shards' size target in MiB (default: the writer's, 128; earlier runs: 16)",
+    )
     args = parser.parse_args(argv)
+    shard_bytes = None if args.shard_mb is None else args.shard_mb << 20
     runs = []
     for records in args.records:
         with tempfile.TemporaryDirectory(prefix="rk-bench-groups-") as tmp:
             tensorflow = not args.no_tensorflow
             runs.append(
-                run(records, args.repeats, Path(tmp), tensorflow=tensorflow, projections=args.projections)
+                run(
+                    records,
+                    args.repeats,
+                    Path(tmp),
+                    tensorflow=tensorflow,
+                    projections=args.projections,
+                    shard_bytes=shard_bytes,
+                )
             )
     text = json.dumps(stamped({"runs": runs}), indent=2)
     if args.out is not None:

@@ -21,6 +21,7 @@ def test_the_field_groups_benchmark_runs_at_each_size_it_is_given() -> None:
     assert [run["records"] for run in runs] == [6, 12]
     for run in runs:
         size, write = run["records"], run["write"]
+        assert run["shard_bytes"] == 128 << 20  # the writer's default shard size
         assert write["embedding_bytes"] == size * 512 * 4
         assert write["embedding_bytes"] < write["group_shard_bytes"] <= write["written_bytes"]
         for projection in ("embedding+predicted_label", "embedding", "embedding+label", "all"):
