@@ -551,7 +551,10 @@ class DecodedInColumns(Protocol):
         to what ``decode_numpy`` gives for that record's wire (arrays writable and of
         their own memory, not views of one block that would keep it alive); or None when
         these options or values have no column form, and the reader decodes the records
-        one by one (as it does when this raises: then the record's own error is given)."""
+        one by one (as it does when this raises a recordkit error, ``ValueError`` or
+        ``ArithmeticError`` for a value it refuses: then the record's own error is given).
+        Any other exception is taken for a fault of this method: the read stops with a
+        ``DecodeError`` naming the codec and the field."""
 
 
 # --8<-- [end:decode_numpy_column]

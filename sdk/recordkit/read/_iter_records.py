@@ -195,10 +195,12 @@ def _selected(
 ) -> Iterator[tuple[int, bytes | ParsedExample | DecodedRecord]]:
     """The records of ``shard`` that a split slice selects (all, unless sliced): those
     before it are read past undecoded, and reading stops at its end."""
-    stream: Generator[tuple[int, bytes | ParsedExample | DecodedRecord]] | None = None
+    stream: Generator[tuple[int, bytes | ParsedExample | DecodedRecord]]
     if keys is not None and report is None:
-        stream = parsed_shard_records(shard, compression, keys, decode)
-    if stream is None:
+        stream = parsed_shard_records(
+            shard, compression, keys, lambda: iter_shard_records(shard, compression, verify=verify), decode
+        )
+    else:
         stream = iter_shard_records(shard, compression, verify=verify, report=report)
     if not shard.sliced:
         yield from stream

@@ -253,8 +253,15 @@ def _field_column(field: BoundField, columns: Mapping[str, Column], count: int) 
 
 def _decoded_in_columns(field: BoundField, columns: Mapping[str, Column], count: int) -> list[Any] | None:
     """The field's values by its codec's :meth:`~recordkit.DecodedInColumns.decode_numpy_column`,
-    or None: no such hook, a feature without a column form, or the hook declined or failed
-    (the records are then decoded one by one)."""
+    or None: no such hook, a feature without a column form, or the hook declined or
+    refused a value (the records are then decoded one by one, and the record's own error
+    is given).
+
+    A refused value is one of :data:`COLUMN_REFUSALS`, what a codec raises for a bad
+    value. Any other exception (a ``TypeError``, a ``KeyError``) is a fault of the hook
+    itself: it stops the read with a :class:`~recordkit.errors.DecodeError` naming the
+    codec and the field, instead of the read going on one record at a time without a word
+    (the same records, decoded another way than the codec's own test kit checked)."""
     decode = column_decode(field.codec)
     if decode is None:
         return None
@@ -266,9 +273,21 @@ def _decoded_in_columns(field: BoundField, columns: Mapping[str, Column], count:
         wire[keyed.feature.name] = column
     try:
         values = decode(wire, count)
-    except Exception:  # decoded again one by one, which names the record and the error
+    except COLUMN_REFUSALS:  # decoded again one by one, which names the record and the error
         return None
+    except Exception as exc:
+        raise DecodeError(
+            f"codec {field.codec.name!r} failed in decode_numpy_column for {count} records: "
+            f"{type(exc).__name__}: {exc}",
+            field=field.name,
+        ) from exc
     return None if values is None or len(values) != count else list(values)
+
+
+#: What a codec's :meth:`~recordkit.DecodedInColumns.decode_numpy_column` raises for a value
+#: it refuses (the errors of the plugin guide's codecs: recordkit's own, ``ValueError``,
+#: and numpy's ``OverflowError`` and the like).
+COLUMN_REFUSALS = (RecordkitError, ValueError, ArithmeticError)
 
 
 def feature_array(keyed: KeyedFeature, columns: Mapping[str, Column], count: int) -> Any | None:

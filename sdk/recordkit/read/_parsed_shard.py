@@ -61,31 +61,47 @@ class DecodedRecord:
 ColumnDecoder = Callable[[Mapping[str, Column], int], "list[dict[str, Any]] | None"]
 
 
+#: A record of a shard as :func:`parsed_shard_records` gives it.
+ShardItem = tuple[int, "bytes | ParsedExample | DecodedRecord"]
+
+
 def parsed_shard_records(
-    shard: Shard, compression: Compression, keys: Collection[str], decode: ColumnDecoder | None = None
-) -> Generator[tuple[int, bytes | ParsedExample | DecodedRecord]] | None:
+    shard: Shard,
+    compression: Compression,
+    keys: Collection[str],
+    fallback: Callable[[], Iterator[ShardItem]],
+    decode: ColumnDecoder | None = None,
+) -> Generator[ShardItem]:
     """``(offset, record)`` of each record of ``shard`` (joined with its field groups'
     files), each record's Example parsed for ``keys`` many records at a time
     (:mod:`recordkit.format._batch_parse`), or its bytes where it has to be parsed alone;
-    None when the shard cannot be read this way (compressed, not local, or its framing
-    or alignment not sound: :func:`iter_shard_records` then reads it, naming what is
-    wrong). Every file is checked whole before the first record is given. With
-    ``decode``, a chunk of records of one layout comes decoded (:class:`DecodedRecord`)."""
+    the records of ``fallback()`` when the shard cannot be read this way (compressed, not
+    local, or its framing or alignment not sound: ``fallback``, which reads it record by
+    record, then names what is wrong). Every file is checked whole before the first
+    record is given. With ``decode``, a chunk of records of one layout comes decoded
+    (:class:`DecodedRecord`). The files are opened when the first record is asked for,
+    inside the generator, so a generator never started holds no file open, and closed
+    when it ends or is closed."""
     if compression is not Compression.NONE or any(f.path.local_path is None for f in shard.files):
-        return None
-    stack = ExitStack()
-    try:
-        mapped = [_mapped(file, stack) for file in shard.files]
-        buffers = [buffer for buffer in mapped if buffer is not None]
-        offsets = [framed_records(buffer) for buffer in buffers]
-    except (OSError, ValueError):
-        stack.close()
-        return None
-    checked = [o for o in offsets if o is not None]
-    if len(buffers) != len(mapped) or len(checked) != len(offsets) or len({len(o) for o in checked}) != 1:
-        stack.close()
-        return None
-    return _parsed_chunks(buffers, checked, keys, stack, decode)
+        yield from fallback()
+        return
+    with ExitStack() as stack:
+        try:
+            mapped = [_mapped(file, stack) for file in shard.files]
+            buffers = [buffer for buffer in mapped if buffer is not None]
+            offsets = [framed_records(buffer) for buffer in buffers]
+        except (OSError, ValueError):
+            buffers, mapped, offsets = [], [None], []
+        checked = [o for o in offsets if o is not None]
+        sound = (
+            len(buffers) == len(mapped)
+            and len(checked) == len(offsets)
+            and len({len(o) for o in checked}) == 1
+        )
+        if sound:
+            yield from _parsed_chunks(buffers, checked, keys, decode)
+            return
+    yield from fallback()  # the files above closed first
 
 
 def _mapped(file: Shard, stack: ExitStack) -> bytes | mmap.mmap | None:
@@ -121,19 +137,15 @@ def _parsed_chunks(
     buffers: list[bytes | mmap.mmap],
     offsets: list[np.ndarray],
     keys: Collection[str],
-    stack: ExitStack,
     decode: ColumnDecoder | None,
-) -> Generator[tuple[int, bytes | ParsedExample | DecodedRecord]]:
-    with stack:
-        count = len(offsets[0]) - 1
-        for first in range(0, count, _PARSED_CHUNK):
-            last = min(first + _PARSED_CHUNK, count)
-            chunks = [
-                parsed_records(b, o[first : last + 1], keys) for b, o in zip(buffers, offsets, strict=True)
-            ]
-            starts = offsets[0][first:last].tolist()
-            items = _chunk_items(chunks, _data(buffers, offsets, first, last), decode)
-            yield from zip(starts, items, strict=True)
+) -> Iterator[ShardItem]:
+    count = len(offsets[0]) - 1
+    for first in range(0, count, _PARSED_CHUNK):
+        last = min(first + _PARSED_CHUNK, count)
+        chunks = [parsed_records(b, o[first : last + 1], keys) for b, o in zip(buffers, offsets, strict=True)]
+        starts = offsets[0][first:last].tolist()
+        items = _chunk_items(chunks, _data(buffers, offsets, first, last), decode)
+        yield from zip(starts, items, strict=True)
 
 
 def _chunk_items(

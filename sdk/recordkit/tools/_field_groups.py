@@ -274,7 +274,7 @@ def _remove_taken_over(
     if run == "new":  # written before runs had tokens: its shards' token, if it listed any
         run = group_token(group) if group.shards else ""
     if _RUN_TOKEN.fullmatch(run):
-        remove_unlisted_group_files(folder, name, run, info)
+        remove_unlisted_group_files(folder, name, (run,), info)
 
 
 def _check_group_name(name: str) -> str:

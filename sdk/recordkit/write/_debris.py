@@ -8,7 +8,16 @@ writer (before resuming a split), the Beam writer (at its commit) and the overwr
 (after its commit) each remove what it finds.
 
 A write that starts a split or appends to a finished one lists no folder: a folder of a
-million shards takes seconds to list. A write that stopped left its split marked
+million shards takes seconds to list.
+
+In a bucket no lock keeps two runs apart: a resume takes the write over (a conditional
+save of ``dataset.json``) before it sweeps, but another resume may take it over in turn
+and upload a shard that this sweep would find unlisted. So a sweep in a bucket removes
+only the files of runs that are provably stopped (:func:`stopped_runs`): those whose
+token names a shard the unfinished write listed, in the manifest this run replaced. Such
+a run can save no manifest any more, so it can never list what is removed; a live run's
+files, under a token no manifest this run saw has listed, are left alone.
+ A write that stopped left its split marked
 unfinished, so its debris is removed by the resume it requires; what could still be in
 the way are files under the names this write will use, which :func:`check_no_strays`
 looks for one by one (the split's next shard names, in order, until one is free), and
@@ -27,15 +36,17 @@ from recordkit.errors import DatasetError
 from recordkit.format._index import index_name
 from recordkit.format._tfrecord import Compression
 from recordkit.storage import Location
-from recordkit.write._shard_file import shard_name, shard_pattern, temp_pattern
+from recordkit.write._shard_file import run_token_of, shard_name, shard_pattern, temp_pattern
 
 __all__ = [
     "check_free",
     "check_no_strays",
+    "of_runs",
     "remove_manifest_debris",
     "remove_write_debris",
     "remove_split_debris",
     "remove_unlisted_shards",
+    "stopped_runs",
     "unlisted",
 ]
 
@@ -48,12 +59,35 @@ def unlisted(names: Iterable[str], listed: Iterable[str], *, split: str | None =
     return sorted(n for n in names if n not in keep and (pattern is None or pattern.match(n)))
 
 
+def stopped_runs(info: SplitInfo) -> frozenset[str]:
+    """The run tokens of the shards that ``info``'s unfinished write listed: the runs
+    that wrote it so far. Once a resume in a bucket has replaced the manifest that lists
+    them, none of these runs can save again (each save is conditional on the version it
+    read or wrote last), so their unlisted files are debris."""
+    before = 0 if info.unfinished is None else info.unfinished.shards_before or 0
+    return frozenset(
+        token for shard in info.shards[before:] if (token := run_token_of(shard.file)) is not None
+    )
+
+
+def of_runs(names: Iterable[str], runs: frozenset[str] | None) -> list[str]:
+    """The ``names`` written by one of ``runs`` or under no token (None: all of them):
+    in a bucket, where every run writes under its own token, a name without one is a
+    local write's, copied there, never a live run's."""
+    return [n for n in names if runs is None or run_token_of(n) in runs or run_token_of(n) is None]
+
+
 def remove_unlisted_shards(
-    root: Location, split: str, listed: Iterable[str], names: list[str] | None = None
+    root: Location,
+    split: str,
+    listed: Iterable[str],
+    names: list[str] | None = None,
+    runs: frozenset[str] | None = None,
 ) -> list[str]:
     """Remove the shards of ``split`` in ``root`` that ``listed`` leaves out, with their
-    record indexes; return their names. ``names``: ``root``'s listing, if already made."""
-    strays = unlisted(root.list() if names is None else names, listed, split=split)
+    record indexes; return their names. ``names``: ``root``'s listing, if already made;
+    ``runs``: only the shards these runs wrote (:func:`of_runs`)."""
+    strays = of_runs(unlisted(root.list() if names is None else names, listed, split=split), runs)
     for name in strays:
         root.join(name).remove()
         root.join(index_name(name)).remove()
@@ -83,20 +117,24 @@ def remove_write_debris(root: Path) -> None:
             (root / name).unlink(missing_ok=True)
 
 
-def _remove_temp_shards(root: Location, split: str, names: list[str]) -> None:
+def _remove_temp_shards(root: Location, split: str, names: list[str], runs: frozenset[str] | None) -> None:
     temp = temp_pattern(split)
-    for name in names:
+    for name in of_runs(names, runs):
         if temp.match(name):
             root.join(name).remove()
 
 
-def remove_split_debris(root: Location, split: str, info: SplitInfo) -> None:
+def remove_split_debris(
+    root: Location, split: str, info: SplitInfo, runs: frozenset[str] | None = None
+) -> None:
     """Before resuming: remove temp shards, and shards renamed but never listed (the
     process stopped between the rename and the manifest update; on an object store,
-    between a shard's upload and the manifest PUT)."""
+    between a shard's upload and the manifest PUT). ``runs``: in a bucket, only those of
+    these stopped runs (:func:`stopped_runs`); None in a locked local folder, where no
+    other run can be writing."""
     names = root.list()
-    _remove_temp_shards(root, split, names)
-    remove_unlisted_shards(root, split, (s.file for s in info.shards), names)
+    _remove_temp_shards(root, split, names, runs)
+    remove_unlisted_shards(root, split, (s.file for s in info.shards), names, runs)
     if root.local_path is not None:
         remove_manifest_debris(root.local_path, names)
 

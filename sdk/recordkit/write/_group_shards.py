@@ -19,6 +19,7 @@ listed in the same save of ``dataset.json`` as the shard they are aligned with.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Collection
 from typing import Any
 
 from recordkit.codec._registry import CodecRegistry
@@ -112,21 +113,28 @@ def group_field_owners(manifest: Manifest, schema: Schema) -> dict[str, str]:
     }
 
 
-def remove_unlisted_group_files(folder: Location, name: str, token: str | None, info: SplitInfo) -> None:
-    """Files of group ``name`` written under ``token`` (None: under any token) in
-    ``folder`` that the manifest does not list, removed: what the run of that token left
-    (its temporary files, shards renamed or uploaded but never listed). Called once no
-    save of that run can succeed any more (its lock is gone, or this writer's conditional
-    save replaced the manifest it read), so nothing removed can be listed later; with a
-    ``token``, another run's files, under its own token, are left alone."""
+def remove_unlisted_group_files(
+    folder: Location, name: str, runs: Collection[str] | None, info: SplitInfo
+) -> None:
+    """Files of group ``name`` written by the runs of tokens ``runs`` (None: by any run)
+    in ``folder`` that the manifest does not list, removed: what those runs left (their
+    temporary files, shards renamed or uploaded but never listed). Called once no save of
+    those runs can succeed any more (their lock is gone, or this writer's conditional
+    save replaced the manifest they read), so nothing removed can be listed later; with
+    ``runs``, another run's files, under its own token, are left alone."""
     listed = {
         f.rsplit("/", 1)[-1]
         for group in (info.field_groups or {}).values()
         for shard in group.shards
         for f in (shard.file, shard.index.file if shard.index is not None else "")
     }
-    run = "" if token is None else f"{token}-"
-    prefixes = (f"{name}.{run}", f".{name}.{run}")
+    prefixes = tuple(
+        f"{hidden}{name}.{run}"
+        for hidden in ("", ".")
+        for run in ([""] if runs is None else [f"{token}-" for token in sorted(runs)])
+    )
+    if not prefixes:
+        return
     for file in folder.list():
         if file.startswith(prefixes) and file not in listed:
             folder.join(file).remove()
@@ -290,12 +298,13 @@ class GroupAppend:
         self._folder.mkdir()
         return GroupShards(files, self._folder, self._durable)
 
-    def remove_debris(self, info: SplitInfo) -> None:
+    def remove_debris(self, info: SplitInfo, stopped: frozenset[str] | None = None) -> None:
         """Remove the group files a stopped append left unlisted (before it resumes, once
         it has taken the append over): locally those under each group's token, which a
         local append writes under (an ``add_fields`` run writes under its own); in an
-        object store, where each append wrote under its own run's token, unlisted files
-        of the group under any token, as the split's unlisted shards are."""
+        object store, where each append wrote under its own run's token, those of the
+        ``stopped`` runs (:func:`~recordkit.write._debris.stopped_runs`), as the split's
+        unlisted shards are: a live run's files are never removed."""
         for group in self._groups:
-            token = None if self._token is not None else group.token
-            remove_unlisted_group_files(self._folder, group.name, token, info)
+            runs = stopped if self._token is not None else (group.token,)
+            remove_unlisted_group_files(self._folder, group.name, runs, info)

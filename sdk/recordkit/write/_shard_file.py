@@ -51,6 +51,7 @@ __all__ = [
     "check_split_name",
     "fsync_dir",
     "new_run_token",
+    "run_token_of",
     "shard_name",
     "shard_pattern",
     "temp_pattern",
@@ -114,6 +115,18 @@ def new_run_token() -> str:
     """A new run token: 8 hex digits that make the names of the shards one run writes
     differ from any other run's (see :func:`shard_name`)."""
     return secrets.token_hex(4)
+
+
+def run_token_of(name: str) -> str | None:
+    """The run token in a shard's (or a shard index's) file name, or a field group
+    shard's (``train-00003.5f0c9a1e.tfrecord``, ``score.5f0c9a1e-00003.tfrecord``); None
+    for a name without one (a shard written to a local folder)."""
+    found = _RUN_TOKEN_IN_NAME.search(name.rsplit("/", 1)[-1])
+    return None if found is None else found.group(1)
+
+
+#: Where a run token sits in a split shard's name and in a field group shard's.
+_RUN_TOKEN_IN_NAME = re.compile(r"\.([0-9a-f]{8})(?:\.tfrecord|-\d{5,}\.tfrecord)")
 
 
 def shard_pattern(split: str) -> re.Pattern[str]:

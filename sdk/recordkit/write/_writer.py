@@ -59,7 +59,7 @@ from recordkit.schema._record_class import Record
 from recordkit.schema._schema import Schema
 from recordkit.storage import Location, PathOrUrl, location
 from recordkit.write._commit import RemoteManifest
-from recordkit.write._debris import check_no_strays, remove_split_debris, remove_write_debris
+from recordkit.write._debris import check_no_strays, remove_split_debris, remove_write_debris, stopped_runs
 from recordkit.write._group_shards import GroupAppend, group_field_owners, without_group_fields
 from recordkit.write._lock import DatasetLock
 from recordkit.write._parallel import FIRST_BATCH_RECORDS, OrderedPool, Result, WorkerSetup
@@ -301,17 +301,21 @@ class DatasetWriter:
                 )
             skip = info.unfinished.consumed
             groups = self._groups_of(name, info)
+            stopped = None
             if self._remote_manifest is not None:
                 # No lock in a bucket: the write being resumed may still be running. Take
                 # it over first (a conditional save: its next save fails with
                 # ConcurrentWriteError, so it can never list another shard); only then
-                # are the shards it left unlisted provably its debris.
+                # are the shards it left unlisted provably its debris. Only its runs'
+                # files are: another resume may take the write over from this one and
+                # upload a shard before this sweep lists the folder.
+                stopped = stopped_runs(info)
                 info.unfinished = info.unfinished.model_copy(update={"started": takeover_time()})
                 self._grow_schema()
                 self._save()
-            remove_split_debris(self.where, name, info)
+            remove_split_debris(self.where, name, info, stopped)
             if groups is not None:
-                groups.remove_debris(info)
+                groups.remove_debris(info, stopped)
         elif self._resume:
             skip = _ALL  # the write finished: resuming it writes nothing
         else:  # append to a finished split

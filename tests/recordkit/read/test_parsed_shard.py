@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import collections
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -15,11 +16,14 @@ import pytest
 from _reader_support import assert_same
 
 import recordkit as rk
-from recordkit.errors import CorruptRecordError
+from recordkit.dataset._shards import split_shards  # private: the shard a read is given
+from recordkit.errors import CorruptRecordError, DecodeError
+from recordkit.format._tfrecord import Compression  # private: the compression a reader passes
 from recordkit.read import (
     _iter_records,  # private: to count the records decoded together
     _parsed_shard,  # private: to fail the parse of a mapped shard
 )
+from recordkit.storage import location
 from recordkit_codecs.label import LabelCodec
 from recordkit_codecs.scalar import ScalarCodec
 from recordkit_codecs.tensor import TensorCodec
@@ -185,3 +189,65 @@ def test_an_error_while_a_mapped_shard_is_parsed_is_raised_as_itself(
     with pytest.raises(RuntimeError, match="parse failed with"):
         list(rk.open(path).records())
     assert mapped == ["mmap"]  # the shard was read through its mapping
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="counts open files through /proc")
+def test_a_parsed_read_of_a_shard_opens_no_file_before_its_first_record_and_closes_them_when_closed(
+    tmp_path: Path,
+) -> None:
+    """The shard's files are opened inside the generator: one that is never started (a
+    read given up before it reached the shard) holds no file open."""
+    path = tmp_path / "data"
+    rk.write_dataset(make_records(20, seed=4, varied=False), SCHEMA, path, progress=False)
+    (shard,) = split_shards(location(path), rk.Manifest.load(path), "train")
+
+    def open_files() -> set[str]:
+        return set(os.listdir("/proc/self/fd"))
+
+    before = open_files()
+    stream = _parsed_shard.parsed_shard_records(
+        shard, Compression.NONE, ["label"], fallback=lambda: _iter_records.iter_shard_records(shard)
+    )
+    assert open_files() == before, "files opened before the first record was asked for"
+    offset, first = next(stream)
+    assert offset == 0
+    assert isinstance(first, dict)  # read through the mapping, parsed with the others (not bytes)
+    assert open_files() != before
+    stream.close()
+    assert open_files() == before
+
+
+def _failing_column_decode(exc: Exception) -> Any:
+    def decode_numpy_column(self: Any, wire: Any, count: int) -> Any:
+        raise exc
+
+    return decode_numpy_column
+
+
+def test_a_codec_column_decode_that_fails_with_a_bug_stops_the_read_naming_the_codec_and_field(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A ``decode_numpy_column`` that raises anything but a refusal of a value (here a
+    ``TypeError``) is a fault of the codec: the read stops naming the codec and the field,
+    instead of going on one record at a time without a word."""
+    path = tmp_path / "data"
+    rk.write_dataset(make_records(20, seed=4, varied=False), SCHEMA, path, progress=False)
+    monkeypatch.setattr(TensorCodec, "decode_numpy_column", _failing_column_decode(TypeError("a bug")))
+    with pytest.raises(
+        DecodeError, match=r"codec 'tensor' failed in decode_numpy_column .*TypeError: a bug"
+    ) as got:
+        list(rk.open(path, fields=["embedding", "label"]).records())
+    assert got.value.field == "embedding"
+
+
+def test_a_codec_column_decode_that_refuses_a_value_falls_back_to_the_records_one_by_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A ``ValueError`` from ``decode_numpy_column`` (a value it refuses) is not a fault:
+    the records are decoded one by one, which gives their values (or the record's own
+    error)."""
+    path = tmp_path / "data"
+    rk.write_dataset(make_records(20, seed=4, varied=False), SCHEMA, path, progress=False)
+    expected = list(rk.open(path, fields=["embedding", "label"]).records())
+    monkeypatch.setattr(TensorCodec, "decode_numpy_column", _failing_column_decode(ValueError("refused")))
+    assert_same(list(rk.open(path, fields=["embedding", "label"]).records()), expected, "records")
