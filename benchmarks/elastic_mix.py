@@ -48,6 +48,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import statistics
 import sys
 import tempfile
@@ -99,6 +100,14 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--no-tf", action="store_true", help="leave out the tf.data readers")
     args = parser.parse_args(argv)
     root = Path(tempfile.mkdtemp(prefix="elastic-mix-"))
+    try:
+        return _measure(args, root)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)  # the datasets it wrote: not left behind in /tmp
+
+
+def _measure(args: argparse.Namespace, root: Path) -> dict[str, Any]:
+    """The datasets written under ``root``, then every contender's passes (see the module)."""
     schema, records = _workload(args.workload, args.records)
     half = len(records) // 2
     for name, part in (("whole", records), ("a", records[:half]), ("b", records[half:])):

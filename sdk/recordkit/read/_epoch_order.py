@@ -105,9 +105,13 @@ class Division:
         return blocks % self.readers, (blocks // self.readers) * self.block + index % self.block
 
     def share(self, items: np.ndarray, reader: int) -> np.ndarray:
-        """What reader ``reader`` reads of ``items`` (in their order)."""
-        owner, _ = self.owners(len(items))
-        share: np.ndarray = items[owner == reader]
+        """What reader ``reader`` reads of ``items`` (in their order): its blocks, every
+        ``readers``-th from its own, taken by their places (not a mask over all items)."""
+        if self.readers == 1:
+            return items
+        firsts = np.arange(reader * self.block, len(items), self.readers * self.block, dtype=np.int64)
+        places = (firsts[:, None] + np.arange(self.block, dtype=np.int64)).ravel()
+        share: np.ndarray = items[places[places < len(items)]]
         return share
 
     def sizes(self, count: int) -> list[int]:

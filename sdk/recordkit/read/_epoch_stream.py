@@ -10,6 +10,8 @@ same stream as a PyTorch dataset, shared between DataLoader workers.
 
 from __future__ import annotations
 
+import itertools
+import operator
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, TypeVar, cast
 
@@ -20,7 +22,7 @@ from recordkit.read._epoch_state import epoch_state, resumed_progress
 from recordkit.read._mixture_order import MixtureOrder
 from recordkit.read._numpy_geometry import epoch_draws
 from recordkit.read._position import Start
-from recordkit.read._random_access import RandomAccess
+from recordkit.read._random_access import RandomAccess, gathered
 from recordkit.read._stream_order import StreamOrder
 
 __all__ = ["EpochStream", "check_prefetch"]
@@ -42,6 +44,28 @@ def check_prefetch(prefetch: int) -> None:
     """Refuse a ``prefetch`` that cannot be right, before anything is read."""
     if prefetch < 1:
         raise ValueError(f"prefetch must be at least 1, not {prefetch}")
+
+
+#: The places of a mixture's read put in one list (:meth:`EpochStream._read_mixed`).
+MIXED_BLOCK = 256
+
+
+class _Yielding:
+    """The records a stream yielded: those of the chunks before (``before``) and those
+    taken from ``records``, the iterator over the current chunk of ``size``."""
+
+    def __init__(self, before: int = 0, size: int = 0, records: Iterator[Any] | None = None) -> None:
+        self.before = before
+        self.size = size
+        self.records: Iterator[Any] = records if records is not None else iter(())
+
+    def next_chunk(self, chunk: list[Any]) -> _Yielding:
+        """The count once ``chunk`` follows (the current chunk is read through)."""
+        return _Yielding(self.before + self.size, len(chunk), iter(chunk))
+
+    def count(self) -> int:
+        """The records yielded: a list iterator's length hint is the records left in it."""
+        return self.before + self.size - operator.length_hint(self.records)
 
 
 class EpochStream:
@@ -115,7 +139,7 @@ class EpochStream:
         #: What of this epoch was read before (a resumed state), and the records yielded
         #: since in this process (no DataLoader workers).
         self._progress: Progress | None = None
-        self._yielded = 0
+        self._yielding = _Yielding()
         #: The place of each record in the order of an epoch (for its random draws).
         self._places: tuple[int, np.ndarray] | None = None
 
@@ -124,15 +148,30 @@ class EpochStream:
 
     def read_share(self, worker: int, workers: int, *, count: bool) -> Iterator[dict[str, Any]]:
         """The records of worker ``worker`` of ``workers``, decoded; ``count``: they are
-        this process's whole share, counted for :meth:`state_dict`."""
+        this process's whole share, counted for :meth:`state_dict`. The records come in
+        lists (a fetched batch's), chained in C: no Python step a record."""
         located = self.worker_pairs(worker, workers)
-        if not count:
-            yield from self._read(located)
-            return
-        self._yielded = 0
-        for record in self._read(located):
-            self._yielded += 1
-            yield record
+        chunks = self._read_chunks(located)
+        return itertools.chain.from_iterable(self._counted(chunks) if count else chunks)
+
+    def _counted(self, chunks: Iterator[list[dict[str, Any]]]) -> Iterator[Iterator[dict[str, Any]]]:
+        """Each of ``chunks`` as an iterator kept in :attr:`_yielding`, so that
+        :attr:`_yielded` counts the records taken from it (its length hint says how many
+        are left) without a Python step a record. Resets the count when it starts."""
+        self._yielding = _Yielding()
+        for chunk in chunks:
+            self._yielding = self._yielding.next_chunk(chunk)
+            yield self._yielding.records
+
+    @property
+    def _yielded(self) -> int:
+        """The records this process yielded since its last iteration started (:meth:`_counted`)."""
+        return self._yielding.count()
+
+    @_yielded.setter
+    def _yielded(self, count: int) -> None:
+        """Set the count (a reader that counts its own records, as whole batches)."""
+        self._yielding = _Yielding(count)
 
     # -- the order ---------------------------------------------------------------------------
 
@@ -178,10 +217,12 @@ class EpochStream:
         division = self.division(workers)
         return self.epochs.locate_pairs(items[division.share(remaining, division.reader(self.rank, worker))])
 
-    def _read(self, located: np.ndarray) -> Iterator[dict[str, Any]]:
-        """The records at ``located``, decoded, in order."""
+    def _read_chunks(self, located: np.ndarray) -> Iterator[list[dict[str, Any]]]:
+        """The records at ``located``, decoded, in order, in lists."""
         if self.sources is None:
-            return self.records.stream(located, prefetch=self.prefetch, draws=self._geometry_draws(located))
+            return self.records.stream_chunks(
+                located, prefetch=self.prefetch, draws=self._geometry_draws(located)
+            )
         return self._read_mixed(located)
 
     def read_located(self, located: Sequence[tuple[int, int]]) -> list[dict[str, Any]]:
@@ -224,11 +265,12 @@ class EpochStream:
         self.epochs = order
         self._reader_name = "mixture stream"
 
-    def _read_mixed(self, located: np.ndarray) -> Iterator[dict[str, Any]]:
+    def _read_mixed(self, located: np.ndarray) -> Iterator[list[dict[str, Any]]]:
         """Each ``(shard, number)``'s record (shards numbered across the sources), in
-        order: each source streams its own records (:meth:`RandomAccess.stream`,
-        ``prefetch`` at a time, more for small records), and each place takes the next
-        record of its source."""
+        order, in lists of up to :data:`MIXED_BLOCK`: each source streams its own
+        records (:meth:`RandomAccess.stream`, ``prefetch`` at a time, more for small
+        records), and each place takes the next record of its source. When a source
+        raises, the block's records before it are yielded first, then the error."""
         sources = cast(list[RandomAccess], self.sources)
         owner_of, first_shard = cast(MixtureOrder, self.epochs).shard_owners
         pairs = np.asarray(located, dtype=np.int64).reshape(-1, 2)
@@ -240,7 +282,9 @@ class EpochStream:
             streams.append(records.stream(local, prefetch=self.prefetch))
         # Each source yields exactly its places' records (or raises), so no stream runs
         # out early: ``next`` is mapped in C, without a Python step a record.
-        yield from map(next, map(streams.__getitem__, owners.tolist()))
+        places = owners.tolist()
+        for begin in range(0, len(places), MIXED_BLOCK):
+            yield from gathered(map(next, map(streams.__getitem__, places[begin : begin + MIXED_BLOCK])))
 
     def _mixed_records(self, chunk: Sequence[tuple[int, int]] | np.ndarray) -> list[dict[str, Any]]:
         """Each ``(shard, number)``'s record of a mixture, each source's fetched together."""
@@ -265,8 +309,10 @@ class EpochStream:
         pairs = np.asarray(chunk, dtype=np.int64).reshape(-1, 2)
         owners = np.asarray(owner_of, dtype=np.int64)[pairs[:, 0]]
         out: list[Any] = [None] * len(chunk)
-        for source in np.unique(owners).tolist():
+        for source in range(len(sources)):
             places = np.flatnonzero(owners == source)
+            if not len(places):
+                continue
             local = pairs[places]
             local[:, 0] -= first_shard[source]
             read_ = read(sources[source], local)

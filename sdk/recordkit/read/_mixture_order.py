@@ -107,20 +107,20 @@ class MixtureOrder:
         """The epoch's samples, as items numbered across the sources."""
         seeds = [seed] if isinstance(seed, int) else list(seed)
         labels = self.labels(seed=seeds, epoch=epoch, shuffle=shuffle)
-        by_source = np.argsort(labels, kind="stable")
-        firsts = np.concatenate([[0], np.cumsum(self.counts)[:-1]]).astype(np.int64)
-        occurrence = np.empty(len(labels), dtype=np.int64)
-        occurrence[by_source] = np.arange(len(labels)) - np.repeat(firsts, self.counts)
         out = np.empty(len(labels), dtype=np.int64)
         for i, source in enumerate(self.sources):
             where = np.flatnonzero(labels == i)
-            # The source's own stream: its epochs one after another, continued across the mixture's.
-            taken = epoch * self.counts[i] + occurrence[where]
+            # The source's own stream: its epochs one after another, continued across the
+            # mixture's (its k-th place this epoch takes sample k after the epochs before).
+            taken = epoch * self.counts[i] + np.arange(len(where), dtype=np.int64)
             source_epochs, positions = np.divmod(taken, self.sizes[i])
-            for source_epoch in np.unique(source_epochs).tolist():
+            # Taken in order: each source epoch's places are one slice of them.
+            firsts = np.flatnonzero(np.diff(source_epochs, prepend=-1))
+            ends = [*firsts[1:].tolist(), len(where)]
+            epochs_taken = source_epochs[firsts].tolist()
+            for source_epoch, lo, hi in zip(epochs_taken, firsts.tolist(), ends, strict=True):
                 order = source.items(seed=[*seeds, i], epoch=source_epoch, shuffle=shuffle, window=window)
-                chosen = source_epochs == source_epoch
-                out[where[chosen]] = order[positions[chosen]] + self.item_starts[i]
+                out[where[lo:hi]] = order[positions[lo:hi]] + self.item_starts[i]
         return out
 
     def source_of(self, items: np.ndarray) -> np.ndarray:
@@ -136,8 +136,10 @@ class MixtureOrder:
         sources = self.source_of(items)
         shards = np.empty(len(items), dtype=np.int64)
         numbers = np.empty(len(items), dtype=np.int64)
-        for source in np.unique(sources).tolist():
+        for source in range(len(self.sources)):
             where = sources == source
+            if not where.any():
+                continue
             local = items[where] - self.item_starts[source]
             starts = self.sources[source].starts
             shard = np.searchsorted(starts, local, side="right") - 1

@@ -17,7 +17,7 @@ import operator
 import warnings
 from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import Executor
-from typing import Any, cast, overload
+from typing import Any, TypeVar, cast, overload
 
 import numpy as np
 
@@ -37,7 +37,7 @@ from recordkit.schema._bound import BoundField
 from recordkit.schema._schema import SchemaLike
 from recordkit.storage import StorageOptions
 
-__all__ = ["GROWN_BYTES", "GROWTH", "RandomAccess"]
+__all__ = ["GROWN_BYTES", "GROWTH", "RandomAccess", "gathered"]
 
 #: :meth:`RandomAccess.stream` fetches up to this many times ``prefetch`` records at once
 #: when they are small (the batches of small records were mostly fixed costs: fetching,
@@ -46,6 +46,9 @@ __all__ = ["GROWN_BYTES", "GROWTH", "RandomAccess"]
 GROWTH = 8
 #: ... while the records fetched at once hold at most this many bytes.
 GROWN_BYTES = 1 << 20
+
+#: What :func:`gathered` takes into lists.
+T = TypeVar("T")
 
 
 class RandomAccess:
@@ -273,6 +276,17 @@ class RandomAccess:
         with their batch, the others as they are yielded. With a geometry, ``draws`` (a
         row per record) are the records' random draws (default: keyed by the geometry's
         seed and each record's number). ``located`` may be an ``[n, 2]`` array."""
+        return itertools.chain.from_iterable(self.stream_chunks(located, prefetch, draws))
+
+    def stream_chunks(
+        self,
+        located: Iterable[tuple[int, int]] | np.ndarray,
+        prefetch: int = 64,
+        draws: np.ndarray | None = None,
+    ) -> Iterator[list[dict[str, Any]]]:
+        """:meth:`stream`'s records as lists, a fetched batch's in one (when a record of
+        it raises, those before it, then the error: :func:`gathered`). Chained, they are
+        :meth:`stream` with no Python step a record."""
         plain = self._plain
         done = 0
         for chunk in _chunks(located, self.fetch_size(prefetch)):
@@ -280,14 +294,15 @@ class RandomAccess:
             done += len(chunk)
             fetched = self._parsed(self._fetch(chunk), by_columns=True)
             if plain and all(map(isinstance, fetched, itertools.repeat(DecodedRecord))):
-                yield from map(_values, cast(list[DecodedRecord], fetched))  # decoded with their batch
+                yield list(map(_values, cast(list[DecodedRecord], fetched)))  # decoded with their batch
                 continue
             pairs = pair_list(chunk) if isinstance(chunk, np.ndarray) else chunk
-            for (shard, number), item, row in zip(pairs, fetched, rows, strict=True):
-                if plain and isinstance(item, DecodedRecord):
-                    yield item.values  # decoded with its batch, nothing to add
-                else:
-                    yield self._decoded(shard, number, item, row)
+            yield from gathered(
+                item.values  # decoded with its batch, nothing to add
+                if plain and isinstance(item, DecodedRecord)
+                else self._decoded(shard, number, item, row)
+                for (shard, number), item, row in zip(pairs, fetched, rows, strict=True)
+            )
 
     def fetch_size(self, prefetch: int) -> int:
         """The records :meth:`stream` fetches at once for ``prefetch``: more, up to
@@ -417,6 +432,19 @@ def _draw_rows(draws: np.ndarray | None, done: int, count: int) -> list[np.ndarr
     if len(rows) != count:
         raise ValueError(f"draws has {done + len(rows)} rows, for at least {done + count} records asked for")
     return rows
+
+
+def gathered(records: Iterable[T]) -> Iterator[list[T]]:
+    """``records`` taken into one list; when taking one raises, the list of those before
+    it, then the error (as a stream of them would have given them)."""
+    taken: list[T] = []
+    try:
+        taken.extend(records)  # keeps what it took before an error
+    except Exception:
+        if taken:
+            yield taken
+        raise
+    yield taken
 
 
 def _chunks(

@@ -310,8 +310,11 @@ class IterableDataset(torch.utils.data.IterableDataset[Any], EpochStream):
         workers, worker = (1, 0) if info is None else (info.num_workers, info.id)
         records = self.read_share(worker, workers, count=info is None)
         if not self.tensors and self.transform is None:
-            yield from records  # the records as they are: no Python step of ours per record
-            return
+            return records  # the records as they are: no Python step of ours per record
+        return self._finished(records)
+
+    def _finished(self, records: Iterator[Any]) -> Iterator[Any]:
+        """``records`` as tensors (``tensors=True``), then through ``transform``."""
         for record in records:
             if self.tensors:
                 record = to_tensors(record)

@@ -5,13 +5,16 @@ DataLoader worker processes."""
 from __future__ import annotations
 
 import json
+import shutil
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 import recordkit as rk
+from recordkit.errors import CorruptRecordError
 
 torch = pytest.importorskip("torch")
 from torch.utils.data import DataLoader  # noqa: E402
@@ -214,3 +217,28 @@ def test_a_thread_loader_state_of_a_mixture_resumes_the_record_stream(
     assert head + rest == whole
     with pytest.raises(rk.errors.ResumeStateError, match="state of 'mixture stream'; this reader is 'split"):
         sources[0].torch_batches(4, **OPTIONS, start=state)
+
+
+def test_a_damaged_record_in_a_source_stops_the_mixture_after_every_sample_before_it_and_is_not_counted(
+    sources: tuple[rk.Dataset, rk.Dataset], tmp_path: Path
+) -> None:
+    a, b = sources
+    copy = Path(shutil.copytree(b.path, tmp_path / "b"))
+    shard = rk.Manifest.load(copy).splits["train"].shards[2]
+    assert shard.index is not None
+    offsets = np.frombuffer((copy / shard.index.file).read_bytes()[16:], "<u8")
+    data = bytearray((copy / shard.file).read_bytes())
+    data[int(offsets[1]) + 12] ^= 0xFF  # inside record 1 of shard 2: b13
+    (copy / shard.file).write_bytes(bytes(data))
+    whole = [r["name"] for r in rk.mix({a: 0.6, b: 0.4}).torch_iterable(**OPTIONS, tensors=False)]
+    mixture = rk.mix({a: 0.6, rk.open(copy, "train"): 0.4})
+    damaged = mixture.torch_iterable(**OPTIONS, tensors=False)
+    read_: list[str] = []
+    with pytest.raises(CorruptRecordError) as info:
+        read_.extend(record["name"] for record in damaged)
+    assert info.value.context.shard == shard.file
+    assert read_ == whole[: whole.index("b13")]  # every sample before it, in its place
+    state = damaged.state_dict()
+    assert state["position"] == len(read_)  # the damaged one is not counted as read
+    with pytest.raises(CorruptRecordError):  # resumed, it is the first record read
+        next(iter(mixture.torch_iterable(**OPTIONS, tensors=False, start=state)))
