@@ -287,19 +287,19 @@ def test_an_append_that_commits_between_an_overwrites_commit_and_its_sweep_keeps
     """A remote overwrite commits its manifest, then deletes what that manifest does not
     list. An append that starts after the commit, and commits its own shards before the
     sweep lists the bucket, must keep them: the sweep may remove only the old dataset's
-    objects. (Reproduces a loss found in the eighth session: the sweep used the
-    overwrite's own manifest, so the append's listed shards were deleted.)"""
+    objects. (Before, the sweep deleted every object the overwrite's own manifest did not
+    list, and so the append's listed shards: dataset.json then listed deleted files.)"""
     import recordkit.write._writer as writer_module  # private: acts in the sweep's window
 
     url, options = s3_bucket.join("raced"), s3_bucket.storage_options
     _old_dataset(url, options)
     sweep = writer_module._remove_old_objects
 
-    def append_first(root: Location, manifest: rk.Manifest) -> None:
+    def append_first(root: Location, manifest: rk.Manifest, replaced: rk.Manifest | None) -> None:
         rk.write_dataset(
             remote_records(4, 200), REMOTE_SCHEMA, url, append=True, shard_records=2, storage_options=options
         )
-        sweep(root, manifest)
+        sweep(root, manifest, replaced)
 
     monkeypatch.setattr(writer_module, "_remove_old_objects", append_first)
     rk.write_dataset(
