@@ -52,7 +52,7 @@ from recordkit.dataset._manifest import MANIFEST_FILE, Manifest, ShardInfo
 from recordkit.storage import Location, location
 from recordkit.write._commit import RemoteManifest
 from recordkit.write._debris import unlisted
-from recordkit.write._shard_file import fsync_dir
+from recordkit.write._shard_file import fsync_dir, run_token_of
 
 __all__ = [
     "commit_generation",
@@ -207,9 +207,36 @@ def _holds(target: Location, manifest: Manifest) -> bool:
         return False
 
 
-def remove_unlisted(target: Location, manifest: Manifest) -> list[str]:
-    """Delete every object under ``target`` that its committed ``manifest`` does not
-    list (the old dataset, generations a crashed overwrite left); return their names."""
+def remove_unlisted(target: Location, manifest: Manifest, replaced: Manifest | None = None) -> list[str]:
+    """Delete the objects under ``target`` that its committed ``manifest`` does not list:
+    the old dataset (the one ``replaced`` describes) and what crashed writes left; return
+    their names.
+
+    A writer in a bucket saves ``dataset.json`` (its write marked unfinished) before it
+    uploads anything. So when the manifest is still the committed one after the bucket
+    was listed, no writer has uploaded a listed object since the commit, and every
+    unlisted one is debris. When it is not, an append that started after the commit may
+    own some: an object outside the generation folders whose name carries a run token
+    that no file of ``replaced`` carries is then left alone (deleting it could lose
+    records the append lists), to be removed by a later overwrite."""
     strays = unlisted(target.walk_files(), listed_files(manifest) | {MANIFEST_FILE})
+    if not _holds(target, manifest):  # a writer saved since the commit
+        old_runs = _run_tokens(replaced) if replaced is not None else frozenset()
+        strays = [
+            name
+            for name in strays
+            if name.startswith(GENERATION_PREFIX)
+            or (token := run_token_of(name)) is None
+            or token in old_runs
+        ]
     target.remove_files(strays)
     return strays
+
+
+def _run_tokens(manifest: Manifest) -> frozenset[str]:
+    """The run tokens in the names of the files ``manifest`` lists, field groups' too."""
+    names = set(listed_files(manifest))
+    for split in manifest.splits.values():
+        for group in (split.field_groups or {}).values():
+            names.update(shard.file for shard in group.shards)
+    return frozenset(token for name in names if (token := run_token_of(name)) is not None)

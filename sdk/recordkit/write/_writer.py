@@ -156,6 +156,8 @@ class DatasetWriter:
         #: target's, whose one save is the commit.
         self._remote_manifest = RemoteManifest.at(self.where)
         self._target_manifest = RemoteManifest.at(self._target) if self._target is not None else None
+        #: With a remote overwrite: the dataset it replaces, as read before writing.
+        self._replaced: Manifest | None = None
         #: In a bucket, the token in the names of the shards this run writes: no lock
         #: keeps an earlier run (one a resume took over) from finishing an upload late,
         #: and under a name of its own it can never replace a shard this run listed.
@@ -201,7 +203,8 @@ class DatasetWriter:
                 # a folder of a million shards is not listed for every append.)
                 remove_write_debris(folder)
             if self._target_manifest is not None:
-                self._target_manifest.load()  # the version the commit must still find
+                # The version the commit must still find, and the dataset it replaces.
+                self._replaced = self._target_manifest.load()
             self.manifest, self.compression = self._open_manifest(options.get("compression"))
         except BaseException:
             self._release_lock()
@@ -515,7 +518,7 @@ class DatasetWriter:
         self._state = "closed"
         self._splits.clear()  # a later write() reaches _open_split, which refuses
         if replaced_remote:
-            _remove_old_objects(self.where, self.manifest)
+            _remove_old_objects(self.where, self.manifest, self._replaced)
         return self.manifest
 
     def abort(self, *, failed: SplitWriter | None = None) -> None:
@@ -595,11 +598,12 @@ def write_dataset(
 # -- helpers ------------------------------------------------------------------------------
 
 
-def _remove_old_objects(root: Location, manifest: Manifest) -> None:
-    """After a remote overwrite's commit: delete what the new manifest does not list. The
-    new dataset is complete whatever happens here, so a failure is logged, not raised."""
+def _remove_old_objects(root: Location, manifest: Manifest, replaced: Manifest | None) -> None:
+    """After a remote overwrite's commit: delete the objects of the dataset it replaced
+    that the new manifest does not list (:func:`~recordkit.write._replace.remove_unlisted`).
+    The new dataset is complete whatever happens here, so a failure is logged, not raised."""
     try:
-        remove_unlisted(root, manifest)
+        remove_unlisted(root, manifest, replaced)
     except Exception as exc:
         logger.warning(
             "recordkit: the dataset at %s is written, but deleting the objects it no longer lists "

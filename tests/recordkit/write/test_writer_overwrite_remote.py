@@ -279,3 +279,33 @@ def test_a_commit_that_failed_leaves_the_old_dataset(
     monkeypatch.undo()
     assert _names(url, options) == [f"item-{i}" for i in range(12)]
     assert sorted(_objects(url, options)) == before
+
+
+def test_an_append_that_commits_between_an_overwrites_commit_and_its_sweep_keeps_its_shards(
+    s3_bucket: Bucket, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A remote overwrite commits its manifest, then deletes what that manifest does not
+    list. An append that starts after the commit, and commits its own shards before the
+    sweep lists the bucket, must keep them: the sweep may remove only the old dataset's
+    objects. (Before, the sweep deleted every object the overwrite's own manifest did not
+    list, and so the append's listed shards: dataset.json then listed deleted files.)"""
+    import recordkit.write._writer as writer_module  # private: acts in the sweep's window
+
+    url, options = s3_bucket.join("raced"), s3_bucket.storage_options
+    _old_dataset(url, options)
+    sweep = writer_module._remove_old_objects
+
+    def append_first(root: Location, manifest: rk.Manifest, replaced: rk.Manifest | None) -> None:
+        rk.write_dataset(
+            remote_records(4, 200), REMOTE_SCHEMA, url, append=True, shard_records=2, storage_options=options
+        )
+        sweep(root, manifest, replaced)
+
+    monkeypatch.setattr(writer_module, "_remove_old_objects", append_first)
+    rk.write_dataset(
+        remote_records(5, 50), REMOTE_SCHEMA, url, shard_records=3, overwrite=True, storage_options=options
+    )
+    listed = _listed(url, options)
+    missing = sorted(f for f in listed if not location(url, options).join(*f.split("/")).exists())
+    assert missing == [], f"dataset.json lists files the overwrite's sweep deleted: {missing}"
+    assert _names(url, options) == [f"item-{i}" for i in [*range(50, 55), *range(200, 204)]]
