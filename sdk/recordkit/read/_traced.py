@@ -73,16 +73,47 @@ def parallel_map(
     TensorFlow releases it was tested with (:data:`MARKED_MAP_RELEASES`): any other
     TensorFlow, one whose internals differ, and a function with an ``int32`` output
     (:class:`_Int32OutputError`) get the plain ``map``."""
-    import tensorflow as tf
 
     traced = traced_as_written(function)
     parallel = default_parallel_calls() if calls is None else calls
+    return _through_internals(
+        lambda: _map_without_grappler()(dataset, traced, deterministic, parallel),
+        lambda: dataset.map(traced, num_parallel_calls=parallel, deterministic=deterministic),
+        _Int32OutputError,
+    )
+
+
+def _through_internals(build: Callable[[], Any], plain: Callable[[], Any], *refusals: type[Exception]) -> Any:
+    """``build()``, which goes through ``tf.data``'s internals, on the TensorFlow releases
+    they were tested with (:data:`MARKED_MAP_RELEASES`); ``plain()`` on any other, and
+    when those internals differ (or ``build`` raises one of ``refusals``)."""
+    import tensorflow as tf
+
+    other_internals: tuple[type[Exception], ...] = (ImportError, AttributeError, TypeError, *refusals)
     if tf.__version__.startswith(MARKED_MAP_RELEASES):
         try:
-            return _map_without_grappler()(dataset, traced, deterministic, parallel)
-        except (ImportError, AttributeError, TypeError, _Int32OutputError):  # other internals
+            return build()
+        except other_internals:
             pass
-    return dataset.map(traced, num_parallel_calls=parallel, deterministic=deterministic)
+    return plain()
+
+
+def _marked_function(transformation: Any, function: Callable[..., Any], dataset: Any) -> Any:
+    """``tf.data``'s wrapper of ``function`` for ``transformation`` (a ``Dataset``
+    being built on ``dataset``), marked with :data:`UNOPTIMIZED_ATTRIBUTE`."""
+    from tensorflow.python.data.ops import structured_function
+
+    return structured_function.StructuredFunctionWrapper(
+        function,
+        transformation._transformation_name(),
+        dataset=dataset,
+        defun_kwargs={UNOPTIMIZED_ATTRIBUTE: True},
+    )
+
+
+def _deterministic_attribute(deterministic: bool | None) -> str:
+    """A ``tf.data`` op's ``deterministic`` attribute for the ``deterministic`` option."""
+    return "default" if deterministic is None else str(bool(deterministic)).lower()
 
 
 #: The TensorFlow releases whose ``tf.data`` internals :func:`_map_without_grappler` was
@@ -110,7 +141,7 @@ def _map_without_grappler() -> Callable[[Any, Callable[..., Any], bool | None, i
     same ``ParallelMapDatasetV2`` op, arguments and element spec that ``Dataset.map``
     gives), its function wrapped with :data:`UNOPTIMIZED_ATTRIBUTE`."""
     import tensorflow as tf
-    from tensorflow.python.data.ops import dataset_ops, map_op, structured_function
+    from tensorflow.python.data.ops import dataset_ops, map_op
 
     class MapWithoutGrappler(map_op._ParallelMapDataset):  # type: ignore[misc]
         def __init__(
@@ -118,15 +149,10 @@ def _map_without_grappler() -> Callable[[Any, Callable[..., Any], bool | None, i
         ) -> None:
             self._input_dataset = dataset
             self._use_inter_op_parallelism = True
-            self._map_func = structured_function.StructuredFunctionWrapper(
-                function,
-                self._transformation_name(),
-                dataset=dataset,
-                defun_kwargs={UNOPTIMIZED_ATTRIBUTE: True},
-            )
+            self._map_func = _marked_function(self, function, dataset)
             if any(output.dtype == tf.int32 for output in self._map_func.function.outputs):
                 raise _Int32OutputError(self._map_func.function.name)
-            self._deterministic = "default" if deterministic is None else str(bool(deterministic)).lower()
+            self._deterministic = _deterministic_attribute(deterministic)
             self._preserve_cardinality = True
             self._num_parallel_calls = tf.constant(calls, tf.int64)
             self._use_unbounded_threadpool = False
@@ -155,20 +181,16 @@ def parallel_interleave(
     written and marked, as :func:`parallel_map` marks its function, to be instantiated at
     each iterator without Grappler (on :data:`MARKED_MAP_RELEASES`; any other TensorFlow
     gets the plain ``interleave``)."""
-    import tensorflow as tf
-
     traced = traced_as_written(function)
-    if tf.__version__.startswith(MARKED_MAP_RELEASES):
-        try:
-            return _interleave_without_grappler()(dataset, traced, cycle_length, deterministic)
-        except (ImportError, AttributeError, TypeError):  # other internals
-            pass
-    return dataset.interleave(
-        traced,
-        cycle_length=cycle_length,
-        block_length=1,
-        num_parallel_calls=tf.data.AUTOTUNE,
-        deterministic=deterministic,
+    return _through_internals(
+        lambda: _interleave_without_grappler()(dataset, traced, cycle_length, deterministic),
+        lambda: dataset.interleave(
+            traced,
+            cycle_length=cycle_length,
+            block_length=1,
+            num_parallel_calls=AUTOTUNE,
+            deterministic=deterministic,
+        ),
     )
 
 
@@ -180,13 +202,12 @@ def rebatched(dataset: Any, batch_size: int, *, drop_remainder: bool = False) ->
     :data:`MARKED_MAP_RELEASES`, get the plain ``rebatch``."""
     import tensorflow as tf
 
-    dense = all(type(spec) is tf.TensorSpec for spec in tf.nest.flatten(dataset.element_spec))
-    if dense and tf.__version__.startswith(MARKED_MAP_RELEASES):
-        try:
-            return _rebatch_without_map()(dataset, batch_size, drop_remainder)
-        except (ImportError, AttributeError, TypeError):  # other internals
-            pass
-    return dataset.rebatch(batch_size, drop_remainder=drop_remainder)
+    def plain() -> Any:
+        return dataset.rebatch(batch_size, drop_remainder=drop_remainder)
+
+    if not all(type(spec) is tf.TensorSpec for spec in tf.nest.flatten(dataset.element_spec)):
+        return plain()
+    return _through_internals(lambda: _rebatch_without_map()(dataset, batch_size, drop_remainder), plain)
 
 
 @functools.cache
@@ -195,19 +216,14 @@ def _interleave_without_grappler() -> Callable[[Any, Callable[..., Any], int, bo
     interleave (the ``ParallelInterleaveDatasetV4`` op, arguments and element spec that
     ``Dataset.interleave`` gives), its function wrapped with :data:`UNOPTIMIZED_ATTRIBUTE`."""
     import tensorflow as tf
-    from tensorflow.python.data.ops import dataset_ops, interleave_op, structured_function
+    from tensorflow.python.data.ops import dataset_ops, interleave_op
 
     class InterleaveWithoutGrappler(interleave_op._ParallelInterleaveDataset):  # type: ignore[misc]
         def __init__(
             self, dataset: Any, function: Callable[..., Any], cycle_length: int, deterministic: bool | None
         ) -> None:
             self._input_dataset = dataset
-            self._map_func = structured_function.StructuredFunctionWrapper(
-                function,
-                self._transformation_name(),
-                dataset=dataset,
-                defun_kwargs={UNOPTIMIZED_ATTRIBUTE: True},
-            )
+            self._map_func = _marked_function(self, function, dataset)
             self._structure = self._map_func.output_structure._element_spec
             self._cycle_length = tf.constant(cycle_length, tf.int64)
             self._block_length = tf.constant(1, tf.int64)
@@ -224,7 +240,7 @@ def _interleave_without_grappler() -> Callable[[Any, Callable[..., Any], int, bo
                 prefetch_input_elements=self._prefetch_input_elements,
                 num_parallel_calls=self._num_parallel_calls,
                 f=self._map_func.function,
-                deterministic="default" if deterministic is None else str(bool(deterministic)).lower(),
+                deterministic=_deterministic_attribute(deterministic),
                 **self._common_args,
             )
             dataset_ops.UnaryDataset.__init__(self, dataset, variant)

@@ -41,6 +41,7 @@ from recordkit.write._shard_file import run_token_of, shard_name, shard_pattern,
 __all__ = [
     "check_free",
     "check_no_strays",
+    "of_run",
     "of_runs",
     "remove_manifest_debris",
     "remove_write_debris",
@@ -74,7 +75,13 @@ def of_runs(names: Iterable[str], runs: frozenset[str] | None) -> list[str]:
     """The ``names`` written by one of ``runs`` or under no token (None: all of them):
     in a bucket, where every run writes under its own token, a name without one is a
     local write's, copied there, never a live run's."""
-    return [n for n in names if runs is None or run_token_of(n) in runs or run_token_of(n) is None]
+    return [n for n in names if runs is None or of_run(n, runs)]
+
+
+def of_run(name: str, runs: frozenset[str]) -> bool:
+    """Whether ``name`` was written by one of ``runs``, or under no run token."""
+    token = run_token_of(name)
+    return token is None or token in runs
 
 
 def remove_unlisted_shards(

@@ -51,7 +51,7 @@ from pathlib import Path
 from recordkit.dataset._manifest import MANIFEST_FILE, Manifest, ShardInfo
 from recordkit.storage import Location, location
 from recordkit.write._commit import RemoteManifest
-from recordkit.write._debris import unlisted
+from recordkit.write._debris import of_run, unlisted
 from recordkit.write._shard_file import fsync_dir, run_token_of
 
 __all__ = [
@@ -222,13 +222,7 @@ def remove_unlisted(target: Location, manifest: Manifest, replaced: Manifest | N
     strays = unlisted(target.walk_files(), listed_files(manifest) | {MANIFEST_FILE})
     if not _holds(target, manifest):  # a writer saved since the commit
         old_runs = _run_tokens(replaced) if replaced is not None else frozenset()
-        strays = [
-            name
-            for name in strays
-            if name.startswith(GENERATION_PREFIX)
-            or (token := run_token_of(name)) is None
-            or token in old_runs
-        ]
+        strays = [name for name in strays if name.startswith(GENERATION_PREFIX) or of_run(name, old_runs)]
     target.remove_files(strays)
     return strays
 
