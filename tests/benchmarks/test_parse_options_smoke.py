@@ -39,3 +39,13 @@ def test_the_parse_options_benchmark_runs_every_case(tmp_path: Path) -> None:
     assert all(len(times["wall"]) == len(times["cpu"]) == 2 for times in results["cases"].values())
     assert "| raw TFRecordDataset |" in done.stdout
     assert "| (a2) the parse-only row |" in done.stdout
+
+
+@pytest.mark.slow
+def test_a_repeated_read_times_the_tf_record_dataset_cases_only(tmp_path: Path) -> None:
+    out = tmp_path / "parse.json"
+    args = ("--records", "8", "--passes", "1", "--batch", "4", "--repeat", "3", "--json", str(out))
+    run_benchmark("parse_options.py", *args)
+    results = json.loads(out.read_text())
+    assert results["repeat"] == 3
+    assert set(results["cases"]) == {name for name in CASES if not name.startswith(("(a2)", "(d)"))}
