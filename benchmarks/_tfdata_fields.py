@@ -183,18 +183,45 @@ def raw_read(files: Sequence[Path], batch: int = BATCH) -> Any:
     return tf.data.TFRecordDataset([str(f) for f in files]).batch(batch).prefetch(tf.data.AUTOTUNE)
 
 
-def parse_only(root: Path, files: Sequence[Path], batch: int = BATCH) -> Any:
-    """recordkit's parse spec of every field after ``batch``, in a map of recordkit's
-    parallel calls (:func:`~recordkit.read._traced.default_parallel_calls`, as its reads
-    run their parse): parse only."""
+def recordkit_batches(root: Path, fields: Sequence[str] | None = None, batch: int = BATCH) -> Any:
+    """The batches of serialized records recordkit's batched read parses, built by the code
+    that builds them in ``rk.load_dataset(root, fields=fields, batch_size=batch)``: its
+    shard read (an intact local shard: ``TFRecordDataset`` alone, its records taken up to
+    the count the header walk found) in chunks of ``block_length`` rebatched to ``batch``
+    (:func:`recordkit.read._load_dataset._serialized_batches`)."""
+    from recordkit.read._load_dataset import _serialized_batches
+    from recordkit.read._open import open_dataset
+    from recordkit.read._options import Opened, PipelineOptions
+
+    opened = Opened(open_dataset(root, "train", None if fields is None else list(fields)), None, None)
+    options = PipelineOptions(batch_size=batch)
+    return _serialized_batches(opened, opened.dataset.shards, None, options, "raise")
+
+
+def recordkit_parse(root: Path, fields: Sequence[str] | None = None) -> Callable[[Any], Any]:
+    """The parse recordkit's batched read runs on a batch, for ``fields`` (all when None),
+    with nothing decoded: the parser its read builds
+    (:func:`~recordkit.read._parse.make_padded_parser`) with every field left undecoded,
+    which is ``tf.io.parse_example`` of the fields' keys (:func:`rk.feature_spec`) and the
+    parsed values by field."""
+    from recordkit.read._open import open_dataset
+    from recordkit.read._parse import make_padded_parser
+
+    stored = open_dataset(root, "train", None if fields is None else list(fields)).stored_fields.fields
+    return make_padded_parser(stored, (), {field.name for field in stored})
+
+
+def parse_only(root: Path, batch: int = BATCH) -> Any:
+    """Parse only, as recordkit's reads parse: recordkit's serialized batches
+    (:func:`recordkit_batches`), each parsed by recordkit's parse of every field
+    (:func:`recordkit_parse`) in recordkit's parallel map
+    (:func:`~recordkit.read._traced.parallel_map`: its default parallel calls, its order,
+    the function started without Grappler), prefetched; nothing decoded."""
     import tensorflow as tf
 
-    import recordkit as rk
-    from recordkit.read._traced import default_parallel_calls
+    from recordkit.read._traced import parallel_map
 
-    spec = rk.feature_spec(_recordkit.mixed_schema(CHANNELS))
-    ds = tf.data.TFRecordDataset([str(f) for f in files]).batch(batch)
-    parsed = ds.map(lambda s: tf.io.parse_example(s, spec), num_parallel_calls=default_parallel_calls())
+    parsed = parallel_map(recordkit_batches(root, None, batch), recordkit_parse(root), deterministic=True)
     return parsed.prefetch(tf.data.AUTOTUNE)
 
 
@@ -265,7 +292,7 @@ def build_cases(
                 fixed = hand_written(files, fields, batch, calls=default_parallel_calls())
                 cases.append(Case(group, FIXED_CALLS, fixed, "hand-written"))
         cases.append(Case("limits" + suffix, "raw TFRecordDataset", tune(raw_read(files, batch))))
-        parsed = tune(parse_only(root, files, batch))
+        parsed = tune(parse_only(root, batch))
         cases.append(Case("limits" + suffix, "parse only (recordkit spec)", parsed, "raw"))
         cases.append(Case("limits" + suffix, "decode limit", tune(decode_limit(jpegs, wavs, batch))))
     return cases
@@ -276,10 +303,12 @@ def stage_cases(root: Path, files: Sequence[Path], *, batch: int = BATCH) -> lis
     CPU each stage adds per record is the difference between two rows.
 
     1. the raw read (``TFRecordDataset``, ``batch``);
-    2. the shards read and checked (:func:`recordkit.read._shard_stream.read_shards`), in
-       batches;
-    3. and parsed (``tf.io.parse_example`` of the group's keys only);
-    4. and decoded in batches by each codec (``rk.make_parser``: every field ragged);
+    2. the shards read and checked, in batches (:func:`recordkit_batches`: what
+       ``load_dataset`` builds);
+    3. and parsed as recordkit's batched read parses (:func:`recordkit_parse` of the
+       group's keys only, in recordkit's parallel map);
+    4. and decoded in batches by each codec (``rk.make_parser``: every field ragged), in
+       recordkit's parallel map;
     5. ``load_dataset(batch_size)``: the reader's layout (pictures decoded record by
        record: ``unbatch``, a per-record map, batching again), not padded;
     6. ``load_dataset(batch_size, pad=True)``: padded.
@@ -287,44 +316,28 @@ def stage_cases(root: Path, files: Sequence[Path], *, batch: int = BATCH) -> lis
     import tensorflow as tf
 
     import recordkit as rk
-    from recordkit.read._open import open_dataset
-    from recordkit.read._shard_stream import read_shards
+    from recordkit.read._traced import parallel_map
 
     schema = _recordkit.mixed_schema(CHANNELS)
     cases: list[Case] = []
     for group, fields in GROUPS.items():
-        opened = open_dataset(root, "train", list(fields))
-        shards = list(opened.shards)
-
-        def checked(opened: Any = opened, shards: list[Any] = shards) -> Any:
-            chunks = read_shards(
-                opened,
-                shards,
-                block_length=batch,
-                on_corrupt="raise",
-                report=None,
-                shuffle_files=False,
-                seed=None,
-                cycle_length=None,
-                deterministic=True,
-            )
-            return chunks.rebatch(batch)
-
-        spec = rk.feature_spec(schema, list(fields))
+        parse = recordkit_parse(root, fields)
         parser = rk.make_parser(schema, list(fields))
         autotune = tf.data.AUTOTUNE
         stages = [
             ("1 raw read", raw_read(files, batch)),
-            ("2 shards read and checked", checked().prefetch(autotune)),
+            ("2 shards read and checked", recordkit_batches(root, fields, batch).prefetch(autotune)),
             (
                 "3 + parse (the group's keys)",
-                checked()
-                .map(lambda s, spec=spec: tf.io.parse_example(s, spec), num_parallel_calls=autotune)
-                .prefetch(autotune),
+                parallel_map(recordkit_batches(root, fields, batch), parse, deterministic=True).prefetch(
+                    autotune
+                ),
             ),
             (
                 "4 + each codec's batched decode",
-                checked().map(parser, num_parallel_calls=autotune).prefetch(autotune),
+                parallel_map(recordkit_batches(root, fields, batch), parser, deterministic=True).prefetch(
+                    autotune
+                ),
             ),
             ("5 load_dataset, not padded", rk.load_dataset(root, fields=list(fields), batch_size=batch)),
             (
