@@ -26,7 +26,20 @@ shard is at most :data:`WHOLE_SHARD_BYTES`).
 
 The records come in the framed read's order (``cycle_length`` shards interleaved,
 ``block_length`` records of each in turn), so the batches are those of the record by
-record read. TensorFlow is imported when a read is built.
+record read. Each shard's call runs in a one-element ``map`` of that shard's dataset,
+in the interleave's thread for the shard's place in the cycle: the shards of a cycle are
+read side by side, and the first batch waits for the first shard alone (TensorFlow makes
+the datasets of a cycle's elements in one thread, one after the other: a call in the
+interleave's own function read every shard of the cycle before the first batch).
+
+The traced function depends on the fields' layout alone (their parse plans, their
+codecs' decode sources, the block length: :func:`_trace_key`): the shards reach the
+call through each element, the place of a shard (a token naming the read's loader in
+:data:`_LOADERS`, and the shard's index), so a later read of the same layout reuses the
+trace (:func:`~recordkit.read._traced.parallel_interleave`), most of what building a
+small read costs. The pipeline holds its loader; the table holds it weakly.
+
+TensorFlow is imported when a read is built.
 """
 
 from __future__ import annotations
@@ -195,7 +208,10 @@ _LOADERS: weakref.WeakValueDictionary[int, Callable[[Any], list[Any]]] = weakref
 def _dispatched(place: Any) -> list[Any]:
     """What the loader of the read that ``place`` names gives for its shard."""
     value = int(place)
-    return _LOADERS[value >> _INDEX_BITS](value & ((1 << _INDEX_BITS) - 1))
+    load = _LOADERS.get(value >> _INDEX_BITS)
+    if load is None:  # only a copy of the pipeline made outside Python could outlive it
+        raise RuntimeError("the recordkit read this tf.data pipeline was built for is no longer alive")
+    return load(value & ((1 << _INDEX_BITS) - 1))
 
 
 def _trace_key(fields: Sequence[BoundField], block_length: int) -> Hashable | None:
