@@ -26,18 +26,35 @@ shard is at most :data:`WHOLE_SHARD_BYTES`).
 
 The records come in the framed read's order (``cycle_length`` shards interleaved,
 ``block_length`` records of each in turn), so the batches are those of the record by
-record read. TensorFlow is imported when a read is built.
+record read. Each shard's call runs in a one-element ``map`` of that shard's dataset,
+in the interleave's thread for the shard's place in the cycle: the shards of a cycle are
+read side by side, and the first batch waits for the first shard alone (TensorFlow makes
+the datasets of a cycle's elements in one thread, one after the other: a call in the
+interleave's own function read every shard of the cycle before the first batch).
+
+The traced function depends on the fields' layout alone (their parse plans, their
+codecs' decode sources, the block length: :func:`_trace_key`): the shards reach the
+call through each element, the place of a shard (a token naming the read's loader in
+:data:`_LOADERS`, and the shard's index), so a later read of the same layout reuses the
+trace (:func:`~recordkit.read._traced.parallel_interleave`), most of what building a
+small read costs. The pipeline holds its loader; the table holds it weakly.
+
+TensorFlow is imported when a read is built.
 """
 
 from __future__ import annotations
 
+import itertools
+import json
 import math
-from collections.abc import Callable, Sequence
+import weakref
+from collections.abc import Callable, Hashable, Sequence
 from typing import Any
 
 import numpy as np
 
 from recordkit.codec._capabilities import PadsAsDecoded, decodes_per_record, raster_kind
+from recordkit.codec._codec import Codec
 from recordkit.codec._wire import WireKind
 from recordkit.dataset._shards import LazyShards, Shard, SlicedShards
 from recordkit.errors import CorruptRecordError, RecordkitError
@@ -54,8 +71,9 @@ from recordkit.read._framed_read import (
 from recordkit.read._layout import DecodeLayout
 from recordkit.read._open import OpenedDataset, check_shard_size
 from recordkit.read._options import PipelineOptions
-from recordkit.read._parse import parsed_decoder
-from recordkit.read._traced import parallel_interleave, rebatched
+from recordkit.read._parse import field_plan, parsed_decoder
+from recordkit.read._traced import mapped, parallel_interleave, rebatched
+from recordkit.schema._bound import BoundField
 
 __all__ = ["WHOLE_SHARD_BYTES", "dense_fields", "read_whole", "reads_whole"]
 
@@ -130,11 +148,15 @@ def read_whole(dataset: OpenedDataset, shards: Sequence[Shard], options: Pipelin
         for dtype in ((tf.int64, tf.int64) if kinds[key] is WireKind.BYTES else (spec[key].dtype,))
     ]
     load = _loader(shards, dataset.compression, keys, kinds, shapes)
+    token = next(_TOKENS)
+    _LOADERS[token] = load
     block_length = options.block_length
 
-    def read(index: Any) -> Any:
+    def loaded(place: Any) -> Any:
+        # Nothing of this read but its fields' layout is traced (its shards come through
+        # the place: :func:`_dispatched`), so that the next read of that layout reuses it.
         refusal, whole, *values = tf.numpy_function(
-            load, [index], [tf.string, tf.string, *outputs], stateful=False
+            _dispatched, [place], [tf.string, tf.string, *outputs], stateful=False
         )
         with tf.control_dependencies(
             [tf.debugging.Assert(tf.equal(tf.strings.length(refusal), 0), [refusal], summarize=1)]
@@ -146,19 +168,70 @@ def read_whole(dataset: OpenedDataset, shards: Sequence[Shard], options: Pipelin
             if kinds[key] is WireKind.BYTES:
                 value = tf.strings.substr(whole, value, next(given))
             parsed[key] = tf.reshape(value, [-1, *shapes[key]])
-        return rebatched(tf.data.Dataset.from_tensors(decode(parsed)), block_length)
+        return decode(parsed)
+
+    def read(place: Any) -> Any:
+        # The shard is read in the map, in the thread of its place in the interleave's
+        # cycle (the shards of a cycle read side by side, the first batch as soon as the
+        # first shard is read); in the interleave's own function, every shard of the cycle
+        # would be read by one thread, one after the other, before the first batch.
+        shard = mapped(tf.data.Dataset.from_tensors(place), loaded)
+        return rebatched(shard, block_length)
 
     # Even one shard is read in the interleave's function: called here, the shard would be
-    # read when the pipeline is built, and its values kept in the pipeline's graph.
-    files = tf.data.Dataset.range(len(shards))
+    # read when the pipeline is built, and its values kept in the pipeline's graph. Each
+    # element is the place of a shard: this read's token and the shard's index.
+    first = token << _INDEX_BITS
+    files = tf.data.Dataset.range(first, first + len(shards))
     if options.shuffle_files:
         files = files.shuffle(len(shards), seed=options.seed, reshuffle_each_iteration=True)
-    return parallel_interleave(
+    interleaved = parallel_interleave(
         files,
         read,
         cycle_length=options.cycle_length or min(len(shards), DEFAULT_CYCLE),
         deterministic=options.deterministic,
+        reuse=_trace_key(dataset.stored_fields.fields, block_length),
     )
+    # The pipeline keeps the loader (and so its shards) alive, and no longer: _LOADERS
+    # holds it weakly. An iterator keeps its dataset, which keeps this one.
+    interleaved._recordkit_loader = load
+    return interleaved
+
+
+#: The bits of a shard's place that hold its index (the rest: its read's token).
+_INDEX_BITS = 32
+_TOKENS = itertools.count(1)
+#: Each read of whole shards' loader, by its token, for as long as its pipeline lives.
+_LOADERS: weakref.WeakValueDictionary[int, Callable[[Any], list[Any]]] = weakref.WeakValueDictionary()
+
+
+def _dispatched(place: Any) -> list[Any]:
+    """What the loader of the read that ``place`` names gives for its shard."""
+    value = int(place)
+    load = _LOADERS.get(value >> _INDEX_BITS)
+    if load is None:  # only a copy of the pipeline made outside Python could outlive it
+        raise RuntimeError("the recordkit read this tf.data pipeline was built for is no longer alive")
+    return load(value & ((1 << _INDEX_BITS) - 1))
+
+
+def _trace_key(fields: Sequence[BoundField], block_length: int) -> Hashable | None:
+    """What a read's traced function depends on besides its shards (each field's parse
+    plan and its codec's decode, as a function and its constants, and the block length),
+    when that is all: every codec decodes with its default ``decode_tf``, which runs the
+    :meth:`~recordkit.Codec.decode_tf_source` it gives, a module-level function of plain
+    constants. None otherwise (a codec that overrides ``decode_tf`` may keep other state:
+    its read is traced anew each time)."""
+    key: list[Hashable] = [block_length]
+    for field in fields:
+        if type(field.codec).decode_tf is not Codec.decode_tf:
+            return None
+        source = field.codec.decode_tf_source()
+        if source is None:
+            return None
+        plan = json.dumps(field_plan(field), sort_keys=True, default=repr)
+        constants = repr(sorted(source.constants.items()))
+        key.append((plan, source.function, constants, source.helpers))
+    return tuple(key)
 
 
 _KINDS = {"float32": WireKind.FLOAT, "int64": WireKind.INT64, "string": WireKind.BYTES}

@@ -98,3 +98,62 @@ def test_a_number_of_calls_that_cannot_be_right_is_refused_naming_the_option(
         rk.ReadConfig(num_parallel_calls=calls)
     with pytest.raises(ValueError, match="num_parallel_calls must be a positive number of calls"):
         rk.load_dataset(dataset, fields=["id"], batch_size=2, num_parallel_calls=calls)
+
+
+def _functions(read: Any, op: str) -> list[Any]:
+    """The functions of the ``op`` nodes of ``read``'s dataset graph (and its functions')."""
+    from tensorflow.core.framework import graph_pb2
+
+    graph = graph_pb2.GraphDef.FromString(read._as_serialized_graph().numpy())
+    library = {function.signature.name: function for function in graph.library.function}
+    nodes = [*graph.node, *(node for function in graph.library.function for node in function.node_def)]
+    return [library[node.attr["f"].func.name] for node in nodes if node.op == op]
+
+
+@pytest.mark.parametrize("marked", [True, False], ids=["marked", "another release"])
+def test_a_map_one_call_at_a_time_gives_the_plain_maps_elements_marked_on_the_tested_releases(
+    marked: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from recordkit.read import _traced
+
+    if not marked:
+        monkeypatch.setattr(_traced, "MARKED_MAP_RELEASES", ("1.0.",))
+    read = _traced.mapped(tf.data.Dataset.range(5), lambda x: {"twice": x * 2})
+    assert [int(element["twice"]) for element in read] == [0, 2, 4, 6, 8]
+    (function,) = _functions(read, "MapDataset")
+    assert function.attr[_traced.UNOPTIMIZED_ATTRIBUTE].b is marked
+
+
+def test_an_interleave_reuses_the_function_traced_for_its_key_and_keeps_a_bounded_number(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from recordkit.read import _traced
+
+    monkeypatch.setattr(_traced, "_REUSED", type(_traced._REUSED)())
+    monkeypatch.setattr(_traced, "REUSED_TRACES", 2)
+    traced: list[int] = []
+
+    def read(reuse: Any, shift: int) -> Any:
+        def shard(index: Any) -> Any:
+            traced.append(shift)
+            return tf.data.Dataset.from_tensors(index + shift)
+
+        interleaved = _traced.parallel_interleave(
+            tf.data.Dataset.range(3), shard, cycle_length=2, deterministic=True, reuse=reuse
+        )
+        return [int(element) for element in interleaved], _functions(
+            interleaved, "ParallelInterleaveDatasetV4"
+        )
+
+    first, (function,) = read("a", 0)
+    again, (same,) = read("a", 0)
+    assert first == again == [0, 1, 2]
+    assert same.signature.name == function.signature.name
+    assert traced == [0]
+    read("b", 10), read("c", 20)  # "a" is the least recently used of three: dropped
+    shifted, (other,) = read("a", 100)
+    assert shifted == [100, 101, 102]
+    assert other.signature.name != function.signature.name
+    unkeyed, _ = read(None, 1000)
+    assert unkeyed == [1000, 1001, 1002]
+    assert traced == [0, 10, 20, 100, 1000]

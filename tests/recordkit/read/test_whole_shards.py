@@ -169,8 +169,10 @@ def test_a_whole_shard_read_rebatches_without_a_map_and_its_shard_function_skips
     dataset: Path,
 ) -> None:
     """No identity map before either rebatch (``Dataset.rebatch`` adds one, traced at
-    every build and called at every batch), and the function that reads a shard carries
-    the attribute that keeps TensorFlow from optimizing it again at each iterator."""
+    every build and called at every batch): the one map of a shard's dataset is the one
+    that reads the shard (in the thread of its place in the cycle), and both the
+    interleave's function and that map's carry the attribute that keeps TensorFlow from
+    optimizing them again at each iterator."""
     nodes, functions = _graph(rk.open(dataset, fields=["embedding", "predicted"]).tf(batch_size=16))
     ops = [node.op for node in nodes]
     assert "MapDataset" not in ops
@@ -179,7 +181,10 @@ def test_a_whole_shard_read_rebatches_without_a_map_and_its_shard_function_skips
     read = functions[interleave.attr["f"].func.name]
     assert read.attr[UNOPTIMIZED_ATTRIBUTE].b
     assert [node.op for node in read.node_def].count("RebatchDatasetV2") == 1
-    assert "MapDataset" not in [node.op for node in read.node_def]
+    (load,) = [node for node in read.node_def if node.op == "MapDataset"]
+    loaded = functions[load.attr["f"].func.name]
+    assert loaded.attr[UNOPTIMIZED_ATTRIBUTE].b
+    assert "PyFuncStateless" in [node.op for node in loaded.node_def]
 
 
 @pytest.mark.parametrize(
@@ -199,3 +204,45 @@ def test_a_tensorflow_without_the_internals_gets_the_plain_interleave_and_rebatc
     plain, _, plain_built = _read(dataset, fields, monkeypatch, True, **options)
     assert (built, plain_built) == (1, 1)
     _assert_same(marked, plain)
+
+
+def test_reads_of_one_layout_reuse_one_traced_function_and_each_reads_its_own_shards(
+    dataset: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The shard function of a read of whole shards is traced once for its fields' layout
+    and reused by the next read of that layout (its shards come through the place each
+    element names, not through the trace): another dataset of the same schema, read
+    after, gives its own values."""
+    other = _write(tmp_path / "other", [int((i * 7) % 10) for i in range(RECORDS)])
+    fields = ["embedding", "predicted"]
+    first, second = (rk.open(path, fields=fields).tf(batch_size=16) for path in (dataset, other))
+    names = []
+    for read in (first, second):
+        nodes, _ = _graph(read)
+        (interleave,) = [node for node in nodes if node.op == "ParallelInterleaveDatasetV4"]
+        names.append(interleave.attr["f"].func.name)
+    assert names[0] == names[1]
+    for path, read in ((dataset, first), (other, second)):
+        plain, _, built = _read(path, fields, monkeypatch, False, batch_size=16)
+        assert built == 0
+        _assert_same([{key: value.numpy() for key, value in batch.items()} for batch in read], plain)
+
+
+def test_an_iterator_outlives_its_dropped_pipeline_and_a_dropped_read_releases_its_shards(
+    dataset: Path,
+) -> None:
+    import gc
+
+    from recordkit.read import _whole_shards  # private: the loaders the traced reads dispatch to
+
+    fields = ["embedding", "predicted"]
+    gc.collect()
+    before = len(_whole_shards._LOADERS)
+    iterator = iter(rk.open(dataset, fields=fields).tf(batch_size=16))
+    gc.collect()
+    assert sum(int(batch["embedding"].shape[0]) for batch in iterator) == RECORDS
+    del iterator
+    for _ in range(3):
+        rk.open(dataset, fields=fields).tf(batch_size=16)
+    gc.collect()
+    assert len(_whole_shards._LOADERS) == before
