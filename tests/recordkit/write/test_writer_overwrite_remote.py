@@ -309,3 +309,54 @@ def test_an_append_that_commits_between_an_overwrites_commit_and_its_sweep_keeps
     missing = sorted(f for f in listed if not location(url, options).join(*f.split("/")).exists())
     assert missing == [], f"dataset.json lists files the overwrite's sweep deleted: {missing}"
     assert _names(url, options) == [f"item-{i}" for i in [*range(50, 55), *range(200, 204)]]
+
+
+@pytest.mark.parametrize("when", ["while it writes", "before its commit"])
+def test_an_overwrite_that_starts_after_another_commits_keeps_its_generation_through_that_ones_sweep(
+    s3_bucket: Bucket, monkeypatch: pytest.MonkeyPatch, when: str
+) -> None:
+    """Overwrite A commits; overwrite B starts after that commit and writes its own
+    generation folder; A's sweep then runs (late) while B is writing, or between B's last
+    save of its generation and its commit. The sweep must leave B's generation alone: B
+    commits, and every file dataset.json lists is there. (Before, A's sweep deleted every
+    object its manifest did not list, B's generation too: B failed when the sweep ran
+    while it wrote, and when it ran just before B's commit, B committed a manifest
+    listing deleted shards, after its own sweep had deleted A's dataset: nothing left.)"""
+    import recordkit.write._writer as writer_module  # private: acts in the sweep's window
+
+    url, options = s3_bucket.join("raced"), s3_bucket.storage_options
+    _old_dataset(url, options)
+    sweep, commit = writer_module._remove_old_objects, writer_module.replace_dataset
+    late_sweeps: list[Any] = []
+    calls = 0
+
+    def sweep_late(root: Location, manifest: rk.Manifest, replaced: rk.Manifest | None, *rest: Any) -> None:
+        nonlocal calls
+        calls += 1
+        if calls > 1:  # B's own sweep
+            sweep(root, manifest, replaced, *rest)
+            return
+        late_sweeps.append(lambda: sweep(root, manifest, replaced, *rest))
+
+        def b_records() -> Iterator[dict[str, Any]]:
+            for i, record in enumerate(remote_records(9, 300)):
+                if i == 5 and when == "while it writes":
+                    late_sweeps.pop()()
+                yield record
+
+        rk.write_dataset(b_records(), REMOTE_SCHEMA, url, shard_records=2, overwrite=True, storage_options=options)
+
+    def sweep_before_b_commits(*args: Any, **kwargs: Any) -> rk.Manifest:
+        if late_sweeps:
+            late_sweeps.pop()()
+        return commit(*args, **kwargs)  # type: ignore[no-any-return]
+
+    monkeypatch.setattr(writer_module, "_remove_old_objects", sweep_late)
+    monkeypatch.setattr(writer_module, "replace_dataset", sweep_before_b_commits)
+    rk.write_dataset(remote_records(5, 50), REMOTE_SCHEMA, url, shard_records=3, overwrite=True, storage_options=options)
+    assert calls == 2 and not late_sweeps
+    listed = _listed(url, options)
+    missing = sorted(f for f in listed if not location(url, options).join(*f.split("/")).exists())
+    assert missing == [], f"dataset.json lists files another overwrite's sweep deleted: {missing}"
+    assert _names(url, options) == [f"item-{i}" for i in range(300, 309)]
+    assert sorted(_objects(url, options)) == sorted(listed)  # B's sweep removed A's generation
