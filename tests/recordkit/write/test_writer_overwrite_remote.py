@@ -295,11 +295,11 @@ def test_an_append_that_commits_between_an_overwrites_commit_and_its_sweep_keeps
     _old_dataset(url, options)
     sweep = writer_module._remove_old_objects
 
-    def append_first(root: Location, manifest: rk.Manifest, replaced: rk.Manifest | None) -> None:
+    def append_first(root: Location, manifest: rk.Manifest, replaced: rk.Manifest | None, *rest: Any) -> None:
         rk.write_dataset(
             remote_records(4, 200), REMOTE_SCHEMA, url, append=True, shard_records=2, storage_options=options
         )
-        sweep(root, manifest, replaced)
+        sweep(root, manifest, replaced, *rest)
 
     monkeypatch.setattr(writer_module, "_remove_old_objects", append_first)
     rk.write_dataset(
@@ -313,7 +313,7 @@ def test_an_append_that_commits_between_an_overwrites_commit_and_its_sweep_keeps
 
 @pytest.mark.parametrize("when", ["while it writes", "before its commit"])
 def test_an_overwrite_that_starts_after_another_commits_keeps_its_generation_through_that_ones_sweep(
-    s3_bucket: Bucket, monkeypatch: pytest.MonkeyPatch, when: str
+    bucket: Bucket, monkeypatch: pytest.MonkeyPatch, when: str
 ) -> None:
     """Overwrite A commits; overwrite B starts after that commit and writes its own
     generation folder; A's sweep then runs (late) while B is writing, or between B's last
@@ -324,7 +324,7 @@ def test_an_overwrite_that_starts_after_another_commits_keeps_its_generation_thr
     listing deleted shards, after its own sweep had deleted A's dataset: nothing left.)"""
     import recordkit.write._writer as writer_module  # private: acts in the sweep's window
 
-    url, options = s3_bucket.join("raced"), s3_bucket.storage_options
+    url, options = bucket.join("raced"), bucket.storage_options
     _old_dataset(url, options)
     sweep, commit = writer_module._remove_old_objects, writer_module.replace_dataset
     late_sweeps: list[Any] = []
@@ -344,7 +344,9 @@ def test_an_overwrite_that_starts_after_another_commits_keeps_its_generation_thr
                     late_sweeps.pop()()
                 yield record
 
-        rk.write_dataset(b_records(), REMOTE_SCHEMA, url, shard_records=2, overwrite=True, storage_options=options)
+        rk.write_dataset(
+            b_records(), REMOTE_SCHEMA, url, shard_records=2, overwrite=True, storage_options=options
+        )
 
     def sweep_before_b_commits(*args: Any, **kwargs: Any) -> rk.Manifest:
         if late_sweeps:
@@ -353,8 +355,11 @@ def test_an_overwrite_that_starts_after_another_commits_keeps_its_generation_thr
 
     monkeypatch.setattr(writer_module, "_remove_old_objects", sweep_late)
     monkeypatch.setattr(writer_module, "replace_dataset", sweep_before_b_commits)
-    rk.write_dataset(remote_records(5, 50), REMOTE_SCHEMA, url, shard_records=3, overwrite=True, storage_options=options)
-    assert calls == 2 and not late_sweeps
+    rk.write_dataset(
+        remote_records(5, 50), REMOTE_SCHEMA, url, shard_records=3, overwrite=True, storage_options=options
+    )
+    assert calls == 2
+    assert not late_sweeps
     listed = _listed(url, options)
     missing = sorted(f for f in listed if not location(url, options).join(*f.split("/")).exists())
     assert missing == [], f"dataset.json lists files another overwrite's sweep deleted: {missing}"
