@@ -288,7 +288,7 @@ class Location:
             return []
         return sorted(e["name"].rstrip("/").rsplit("/", 1)[-1] for e in entries if e.get("type") == "file")
 
-    def list_folders(self) -> list[str]:
+    def list_folders(self) -> builtins.list[str]:
         """The names of the folders directly in this folder, sorted ([] when there is
         none): remotely one delimited LIST, which does not walk what is inside them."""
         if self._path is not None:
