@@ -365,3 +365,31 @@ def test_an_overwrite_that_starts_after_another_commits_keeps_its_generation_thr
     assert missing == [], f"dataset.json lists files another overwrite's sweep deleted: {missing}"
     assert _names(url, options) == [f"item-{i}" for i in range(300, 309)]
     assert sorted(_objects(url, options)) == sorted(listed)  # B's sweep removed A's generation
+
+
+def test_an_overwrite_that_started_before_another_commits_fails_clearly_and_loses_nothing(
+    s3_bucket: Bucket,
+) -> None:
+    """Overwrite C starts; overwrite A starts after it, commits and sweeps, deleting C's
+    generation (there before A read the manifest: C read that one or an older one, so it
+    can never commit). C stops at its next save with ConcurrentWriteError; A's dataset
+    stands, whole, and nothing of C is left."""
+    from recordkit.errors import ConcurrentWriteError
+
+    url, options = s3_bucket.join("raced"), s3_bucket.storage_options
+    _old_dataset(url, options)
+
+    def c_records() -> Iterator[dict[str, Any]]:
+        for i, record in enumerate(remote_records(9, 300)):
+            if i == 5:  # C has saved its generation's manifest and uploaded shards
+                rk.write_dataset(
+                    remote_records(4, 50), REMOTE_SCHEMA, url, overwrite=True, storage_options=options
+                )
+            yield record
+
+    with pytest.raises(ConcurrentWriteError, match="another writer"):
+        rk.write_dataset(
+            c_records(), REMOTE_SCHEMA, url, shard_records=2, overwrite=True, storage_options=options
+        )
+    assert _names(url, options) == [f"item-{i}" for i in range(50, 54)]
+    assert sorted(_objects(url, options)) == sorted(_listed(url, options))
