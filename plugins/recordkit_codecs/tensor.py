@@ -178,6 +178,12 @@ class TensorCodec(rk.Codec[TensorOptions]):
             None if self._fixed_shape is None else math.prod(self._fixed_shape) * self._dtype.itemsize
         )
 
+    def wire_bytes(self) -> dict[str, int]:
+        """Raw values of a fixed shape: every record's bytes are the shape's (rk.FixedWireBytes)."""
+        if self.options.stored == "numbers" or self._fixed_bytes is None:
+            return {}
+        return {"": self._fixed_bytes}
+
     def wire_spec(self) -> rk.WireSpec:
         shape = self.options.shape
         if self.options.stored == "numbers":

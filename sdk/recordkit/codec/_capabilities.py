@@ -569,6 +569,29 @@ class DecodedInColumns(Protocol):
 # --8<-- [end:decode_numpy_column]
 
 
+# --8<-- [start:wire_bytes]
+@runtime_checkable
+class FixedWireBytes(Protocol):
+    """A codec whose bytes wire features hold values of one known size in every record
+    (``tensor``'s raw values of a fixed shape): the ``tf.data`` reader checks each value's
+    size before decoding a batch, so that a record holding another size (511 floats
+    where the field's shape holds 512) stops the read with an error naming its shard,
+    record and field, instead of an error of the batched decode that names none."""
+
+    def wire_bytes(self) -> Mapping[str, int]:
+        """The size in bytes of every value of each bytes wire feature that has one, by
+        the feature's name in the wire spec (``""``: the main key); a feature left out
+        (or a codec that returns ``{}`` for these options) is not checked."""
+
+
+# --8<-- [end:wire_bytes]
+
+
+def fixed_wire_bytes(codec: object) -> Mapping[str, int]:
+    """``codec``'s :meth:`FixedWireBytes.wire_bytes`; ``{}`` without one."""
+    return codec.wire_bytes() if isinstance(codec, FixedWireBytes) else {}
+
+
 def raster_kind(codec: object) -> Literal["pixels", "indices"] | None:
     """What pictures ``codec``'s values are (:attr:`Raster.raster`), or None: not a raster."""
     return codec.raster if isinstance(codec, Raster) else None

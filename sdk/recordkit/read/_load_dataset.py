@@ -32,6 +32,7 @@ from recordkit.read._record_parse import parses_per_record, records_parsed_one_b
 from recordkit.read._shard_stream import read_shards
 from recordkit.read._traced import parallel_map, rebatched
 from recordkit.read._whole_shards import dense_fields, read_whole, reads_whole
+from recordkit.read._wire_checks import RecordLocator
 
 __all__ = [
     "DEFAULT_BLOCK_LENGTH",
@@ -325,7 +326,9 @@ def _decoder(layout: DecodeLayout, options: PipelineOptions) -> Callable[..., di
     names = [f.name for f in dataset.fields]
     undecoded = {f.name for f in (*layout.per_record, *layout.per_record_values)}
     padded = layout.padded - set(layout.sizes) if layout.pads_in_batch else frozenset()
-    parse = make_padded_parser(dataset.stored_fields.fields, padded, undecoded)
+    # A record holding a wrong number of values is found in the split's shards and named.
+    locate = RecordLocator(dataset.shards, dataset.compression)
+    parse = make_padded_parser(dataset.stored_fields.fields, padded, undecoded, locate)
     defaults = {
         field.name: (make_padded_parser((field,), ()), dataset.defaults[field.name])
         for field in dataset.fields

@@ -32,6 +32,7 @@ from typing import Any
 
 from recordkit.codec._capabilities import padded_decode
 from recordkit.read._dense import SHAPE_SUFFIX
+from recordkit.read._wire_checks import RecordLocator, checked_parse, wire_checks
 from recordkit.schema._bound import BoundField
 from recordkit.schema._schema import BoundSchema, Schema, SchemaLike
 
@@ -128,7 +129,10 @@ def make_parser(
 
 
 def make_padded_parser(
-    fields: Sequence[BoundField], padded: Collection[str], undecoded: Collection[str] = ()
+    fields: Sequence[BoundField],
+    padded: Collection[str],
+    undecoded: Collection[str] = (),
+    locate: RecordLocator | None = None,
 ) -> Callable[[Any], dict[str, Any]]:
     """:func:`make_parser` for ``fields``, where each plain field (neither optional nor
     a sequence) named in ``padded`` whose codec pads as it decodes
@@ -136,13 +140,17 @@ def make_padded_parser(
     largest, with its records' true shapes under ``"<field>/shape"``. Other fields
     decode as :func:`make_parser` decodes them (the reader pads those afterwards), but
     for those named in ``undecoded``: their wire values by feature name (the reader
-    decodes them record by record)."""
+    decodes them record by record).
+
+    Each record's values of the fields of a fixed shape are counted before they are
+    decoded (:mod:`recordkit.read._wire_checks`): a record holding another number (or
+    size) of values stops the parse with an error naming its field, and, found by
+    ``locate`` in the dataset's shards, its file, offset and record."""
     spec, decode = parsed_decoder(fields, padded, undecoded)
+    parse_checked = checked_parse(spec, wire_checks(fields), locate)
 
     def parse(serialized: Any) -> dict[str, Any]:
-        import tensorflow as tf
-
-        return decode(tf.io.parse_example(serialized, spec))
+        return decode(parse_checked(serialized))
 
     return parse
 

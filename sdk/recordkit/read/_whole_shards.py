@@ -73,6 +73,7 @@ from recordkit.read._open import OpenedDataset, check_shard_size
 from recordkit.read._options import PipelineOptions
 from recordkit.read._parse import field_plan, parsed_decoder
 from recordkit.read._traced import mapped, parallel_interleave, rebatched
+from recordkit.read._wire_checks import WireCheck, wire_checks
 from recordkit.schema._bound import BoundField
 
 __all__ = ["WHOLE_SHARD_BYTES", "dense_fields", "read_whole", "reads_whole"]
@@ -147,7 +148,8 @@ def read_whole(dataset: OpenedDataset, shards: Sequence[Shard], options: Pipelin
         for key in keys
         for dtype in ((tf.int64, tf.int64) if kinds[key] is WireKind.BYTES else (spec[key].dtype,))
     ]
-    load = _loader(shards, dataset.compression, keys, kinds, shapes)
+    checks = {check.key: check for check in wire_checks(dataset.stored_fields.fields)}
+    load = _loader(shards, dataset.compression, keys, kinds, shapes, _Named(checks, dataset.shards))
     token = next(_TOKENS)
     _LOADERS[token] = load
     block_length = options.block_length
@@ -237,12 +239,48 @@ def _trace_key(fields: Sequence[BoundField], block_length: int) -> Hashable | No
 _KINDS = {"float32": WireKind.FLOAT, "int64": WireKind.INT64, "string": WireKind.BYTES}
 
 
+class _Named:
+    """What a refusal of a record names beside its shard and offset: the field of each
+    key, each bytes key's one value size (:class:`~recordkit.FixedWireBytes`), and the
+    record's number in the split (counted over the dataset's shards, on a refusal only)."""
+
+    def __init__(self, checks: dict[str, WireCheck], shards: Sequence[Shard]) -> None:
+        self.checks = checks
+        self._shards = shards
+
+    def size(self, key: str) -> int | None:
+        check = self.checks.get(key)
+        return None if check is None else check.size
+
+    def error(self, reason: str, shard: Shard, offset: int, place: int, key: str) -> CorruptRecordError:
+        check = self.checks.get(key)
+        return CorruptRecordError(
+            reason,
+            shard=shard.name,
+            offset=offset,
+            record=self._number(shard, place),
+            field=None if check is None else check.field,
+        )
+
+    def _number(self, shard: Shard, place: int) -> int | None:
+        start = 0
+        for number in range(len(self._shards)):
+            listed = self._shards[number]
+            if listed.name == shard.name or shard.name in (file.name for file in listed.files):
+                return start + place
+            if listed.records is None:
+                return None
+            start += listed.records
+        return None
+
+
 def _loader(
     shards: Sequence[Shard],
     compression: Compression,
     keys: list[str],
     kinds: dict[str, WireKind],
     shapes: dict[str, list[int]],
+    named: _Named,
 ) -> Callable[[Any], list[Any]]:
     """``load(index)``: shard ``index`` read and checked (see the module docs), as
     ``(refusal, whole, *columns)``: the error message ("" when there is none), the bytes
@@ -273,9 +311,9 @@ def _loader(
             if offsets is None or (shard.records is not None and len(offsets) - 1 != shard.records):
                 return [_loss(shard, compression), b"", *empty]
             uniform = uniform_records(buffer, offsets)
-            values = None if uniform is None else _columns(uniform, offsets, keys, kinds, counts)
+            values = None if uniform is None else _columns(uniform, offsets, keys, kinds, counts, named)
             if values is None:
-                buffer, values = _parsed_columns(buffer, offsets, keys, kinds, counts, shard)
+                buffer, values = _parsed_columns(buffer, offsets, keys, kinds, counts, shard, named)
         except (RecordkitError, OSError) as exc:
             return [refusal_message(exc, shard, index).encode("utf-8"), b"", *empty]
         return [b"", buffer if cuts_bytes else b"", *values]
@@ -289,12 +327,13 @@ def _columns(
     keys: list[str],
     kinds: dict[str, WireKind],
     counts: dict[str, int],
+    named: _Named,
 ) -> list[np.ndarray] | None:
     """Each key's values in every record of one layout as ``tf.io.parse_example`` gives
     them for a fixed-length feature (``[records, count]`` numbers), a bytes key's as the
     starts and widths of its values in the file (``[records, count]`` each); None when a
-    key is missing, of another kind or holds another number of values (the parse then
-    gives its own answer, or its error)."""
+    key is missing, of another kind or holds another number of values, or a bytes key's
+    values are not of their one size (:func:`_parsed_columns` then names the record)."""
     out: list[np.ndarray] = []
     for key in keys:
         if kinds[key] is not WireKind.BYTES:
@@ -308,6 +347,9 @@ def _columns(
             return None
         places = np.array([start for start, _ in runs], np.int64)
         widths = np.array([width for _, width in runs], np.int64)
+        size = named.size(key)
+        if size is not None and bool(np.any(widths != size)):
+            return None
         out.append(offsets[:-1, None] + places[None, :])
         out.append(np.broadcast_to(widths, (len(offsets) - 1, len(runs))).copy())
     return out
@@ -320,14 +362,16 @@ def _parsed_columns(
     kinds: dict[str, WireKind],
     counts: dict[str, int],
     shard: Shard,
+    named: _Named,
 ) -> tuple[bytes, list[np.ndarray]]:
     """:func:`_columns` of a shard whose records do not all share one layout: those of
     one length and layout parsed together, the others one by one (as the numpy reader
     parses them, the values of ``tf.io.parse_example``), and the bytes values joined
     (the first item). A record whose Example is not valid, or that lacks a key or holds
     it with another kind or number of values than its fixed shape asks (which
-    ``tf.io.parse_example`` refuses too), is a CorruptRecordError naming the shard, the
-    record's offset and the key."""
+    ``tf.io.parse_example`` refuses too), or a bytes value of another size than its
+    field's one (which the codec's decode refuses), is a CorruptRecordError naming the
+    shard, the record's offset and number, the field and the key."""
     starts = (offsets[:-1] + HEADER_BYTES).tolist()
     ends = (offsets[1:] - FOOTER_BYTES).tolist()
     rows: dict[str, list[Any]] = {key: [] for key in keys}
@@ -347,13 +391,18 @@ def _parsed_columns(
                 reason = (
                     f"Example key {key!r} holds {found}, where its field stores {kinds[key].value} values"
                 )
-                raise CorruptRecordError(reason, shard=shard.name, offset=offset)
+                raise named.error(reason, shard, offset, place, key)
             if len(values) != counts[key]:
                 reason = (
                     f"Example key {key!r} holds {len(values)} values, where its field's fixed shape "
                     f"holds {counts[key]}"
                 )
-                raise CorruptRecordError(reason, shard=shard.name, offset=offset)
+                raise named.error(reason, shard, offset, place, key)
+            size = named.size(key)
+            wrong = None if size is None else next((len(v) for v in values if len(v) != size), None)
+            if wrong is not None:
+                reason = f"Example key {key!r} holds {wrong} bytes, where its field's values hold {size} each"
+                raise named.error(reason, shard, offset, place, key)
             rows[key].append(values)
     records = len(starts)
     out: list[np.ndarray] = []

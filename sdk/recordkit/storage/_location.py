@@ -288,6 +288,22 @@ class Location:
             return []
         return sorted(e["name"].rstrip("/").rsplit("/", 1)[-1] for e in entries if e.get("type") == "file")
 
+    def list_folders(self) -> builtins.list[str]:
+        """The names of the folders directly in this folder, sorted ([] when there is
+        none): remotely one delimited LIST, which does not walk what is inside them."""
+        if self._path is not None:
+            try:
+                return sorted(entry.name for entry in os.scandir(self._path) if entry.is_dir())
+            except (FileNotFoundError, NotADirectoryError):
+                return []
+        try:
+            entries = self.fs.ls(self._key, detail=True, refresh=True)
+        except FileNotFoundError:
+            return []
+        return sorted(
+            e["name"].rstrip("/").rsplit("/", 1)[-1] for e in entries if e.get("type") == "directory"
+        )
+
     def glob(self) -> builtins.list[Location]:
         """The files that this location's pattern (``*``, ``?``, ``[...]``) matches,
         sorted ([] when none does); without a wildcard, the file itself if it is there."""

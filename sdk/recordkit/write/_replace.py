@@ -23,13 +23,17 @@ written *inside* the old one's prefix, as a complete dataset of its own under a 
 generation folder (``URL/gen-<id>/``, :func:`generation_folder`), whose names cannot
 collide with the old dataset's. :func:`commit_generation` then writes ``URL/dataset.json``
 listing the new files by their paths in the generation folder (``gen-<id>/train-00000.tfrecord``),
-in one PUT: that is the commit. Last, every object under ``URL`` that the new manifest
-does not list is deleted (the old dataset, and any generation a crashed overwrite left).
-Readers trust only what ``dataset.json`` lists, so at every instant they see the
-complete old dataset or the complete new one, never a mix:
+in one PUT: that is the commit. Last, the objects under ``URL`` that the new manifest
+does not list are deleted (:func:`remove_unlisted`): the old dataset, and the generation
+folders of other overwrites that were there before this writer read the manifest it
+replaced (those runs can never commit now: each commit is conditional on a manifest
+version this commit replaced). A generation folder that appeared later is left alone:
+it may be an overwrite that started after this commit and is still writing, whose own
+commit would list it. Readers trust only what ``dataset.json`` lists, so at every
+instant they see the complete old dataset or the complete new one, never a mix:
 
 * a crash before the commit leaves the old dataset as it was (and a ``gen-<id>/`` folder
-  no manifest lists; the next overwrite deletes it);
+  no manifest lists; the next overwrite that starts after the crash deletes it);
 * a crash after it leaves the new dataset, and old objects no manifest lists (they
   cost storage only; rerunning the overwrite, or deleting them, removes them).
 
@@ -56,6 +60,7 @@ from recordkit.write._shard_file import fsync_dir, run_token_of
 
 __all__ = [
     "commit_generation",
+    "earlier_generations",
     "generation_folder",
     "listed_files",
     "remove_unlisted",
@@ -147,6 +152,14 @@ def generation_folder(target: Location) -> Location | None:
     return target.join(f"{GENERATION_PREFIX}{uuid.uuid4().hex[:12]}")
 
 
+def earlier_generations(target: Location) -> frozenset[str]:
+    """The generation folders under the remote dataset ``target`` now: listed before an
+    overwrite reads the manifest it will replace, they belong to overwrites that read an
+    earlier (or the same) version of it, so none of them can commit once this one has,
+    and its sweep (:func:`remove_unlisted`) may delete them."""
+    return frozenset(name for name in target.list_folders() if name.startswith(GENERATION_PREFIX))
+
+
 def listed_files(manifest: Manifest) -> set[str]:
     """Every file ``manifest`` lists, as paths relative to its dataset's folder: the
     shards, their indexes and the rejects files (``dataset.json`` itself not included)."""
@@ -207,24 +220,44 @@ def _holds(target: Location, manifest: Manifest) -> bool:
         return False
 
 
-def remove_unlisted(target: Location, manifest: Manifest, replaced: Manifest | None = None) -> list[str]:
+def remove_unlisted(
+    target: Location,
+    manifest: Manifest,
+    replaced: Manifest | None = None,
+    generations: frozenset[str] | None = None,
+) -> list[str]:
     """Delete the objects under ``target`` that its committed ``manifest`` does not list:
     the old dataset (the one ``replaced`` describes) and what crashed writes left; return
     their names.
 
-    A writer in a bucket saves ``dataset.json`` (its write marked unfinished) before it
-    uploads anything. So when the manifest is still the committed one after the bucket
-    was listed, no writer has uploaded a listed object since the commit, and every
-    unlisted one is debris. When it is not, an append that started after the commit may
-    own some: an object outside the generation folders whose name carries a run token
-    that no file of ``replaced`` carries is then left alone (deleting it could lose
-    records the append lists), to be removed by a later overwrite."""
+    ``generations``: the generation folders whose objects may be deleted, those there
+    before the overwrite read the manifest it replaced (:func:`earlier_generations`) and
+    its own; None: every one. Another generation folder is an overwrite's that started
+    later, after this commit maybe, and may be writing still: deleting it would make that
+    overwrite fail, or commit a manifest listing deleted shards.
+
+    A writer appending in a bucket saves ``dataset.json`` (its write marked unfinished)
+    before it uploads anything. So when the manifest is still the committed one after the
+    bucket was listed, no append has uploaded a listed object since the commit, and every
+    unlisted object outside the generation folders is debris. When it is not, an append
+    that started after the commit may own some: an object outside the generation folders
+    whose name carries a run token that no file of ``replaced`` carries is then left
+    alone (deleting it could lose records the append lists), to be removed by a later
+    overwrite."""
     strays = unlisted(target.walk_files(), listed_files(manifest) | {MANIFEST_FILE})
+    if generations is not None:
+        strays = [name for name in strays if _generation_of(name) in generations | {None}]
     if not _holds(target, manifest):  # a writer saved since the commit
         old_runs = _run_tokens(replaced) if replaced is not None else frozenset()
-        strays = [name for name in strays if name.startswith(GENERATION_PREFIX) or of_run(name, old_runs)]
+        strays = [name for name in strays if _generation_of(name) is not None or of_run(name, old_runs)]
     target.remove_files(strays)
     return strays
+
+
+def _generation_of(name: str) -> str | None:
+    """The generation folder that the object ``name`` is in (None: outside them)."""
+    folder, slash, _ = name.partition("/")
+    return folder if slash and folder.startswith(GENERATION_PREFIX) else None
 
 
 def _run_tokens(manifest: Manifest) -> frozenset[str]:

@@ -72,7 +72,7 @@ from recordkit.write._plan import (
     start_manifest,
 )
 from recordkit.write._progress import Progress
-from recordkit.write._replace import remove_unlisted, replace_dataset, replacement_folder
+from recordkit.write._replace import earlier_generations, remove_unlisted, replace_dataset, replacement_folder
 from recordkit.write._shard_file import (
     DEFAULT_SHARD_BYTES,
     ShardLimits,
@@ -158,6 +158,9 @@ class DatasetWriter:
         self._target_manifest = RemoteManifest.at(self._target) if self._target is not None else None
         #: With a remote overwrite: the dataset it replaces, as read before writing.
         self._replaced: Manifest | None = None
+        #: With a remote overwrite: the generation folders its sweep may delete (those
+        #: there before it read the manifest it replaces: see _replace.remove_unlisted).
+        self._sweepable: frozenset[str] = frozenset()
         #: In a bucket, the token in the names of the shards this run writes: no lock
         #: keeps an earlier run (one a resume took over) from finishing an upload late,
         #: and under a name of its own it can never replace a shard this run listed.
@@ -202,7 +205,9 @@ class DatasetWriter:
                 # (In a dataset, the resume that a stopped write requires removes them:
                 # a folder of a million shards is not listed for every append.)
                 remove_write_debris(folder)
-            if self._target_manifest is not None:
+            if self._target_manifest is not None and self._target is not None:
+                # Listed before the manifest is read (see earlier_generations).
+                self._sweepable = earlier_generations(self._target) | {self.where.name}
                 # The version the commit must still find, and the dataset it replaces.
                 self._replaced = self._target_manifest.load()
             self.manifest, self.compression = self._open_manifest(options.get("compression"))
@@ -518,7 +523,7 @@ class DatasetWriter:
         self._state = "closed"
         self._splits.clear()  # a later write() reaches _open_split, which refuses
         if replaced_remote:
-            _remove_old_objects(self.where, self.manifest, self._replaced)
+            _remove_old_objects(self.where, self.manifest, self._replaced, self._sweepable)
         return self.manifest
 
     def abort(self, *, failed: SplitWriter | None = None) -> None:
@@ -598,12 +603,15 @@ def write_dataset(
 # -- helpers ------------------------------------------------------------------------------
 
 
-def _remove_old_objects(root: Location, manifest: Manifest, replaced: Manifest | None) -> None:
+def _remove_old_objects(
+    root: Location, manifest: Manifest, replaced: Manifest | None, generations: frozenset[str]
+) -> None:
     """After a remote overwrite's commit: delete the objects of the dataset it replaced
-    that the new manifest does not list (:func:`~recordkit.write._replace.remove_unlisted`).
-    The new dataset is complete whatever happens here, so a failure is logged, not raised."""
+    that the new manifest does not list, in the generation folders ``generations`` or
+    outside them (:func:`~recordkit.write._replace.remove_unlisted`). The new dataset is
+    complete whatever happens here, so a failure is logged, not raised."""
     try:
-        remove_unlisted(root, manifest, replaced)
+        remove_unlisted(root, manifest, replaced, generations)
     except Exception as exc:
         logger.warning(
             "recordkit: the dataset at %s is written, but deleting the objects it no longer lists "

@@ -87,6 +87,9 @@ def _exercise(root: Location) -> None:
     root.join("gen-1").mkdir()
     for name in ("a-0.tfrecord", "a-1.tfrecord", "b-0.tfrecord", "gen-1/a-0.tfrecord"):
         root.join(name).write_bytes(name.encode())
+    assert root.list_folders() == ["gen-1"]  # (what an overwrite's sweep lists first)
+    assert root.join("gen-1").list_folders() == []
+    assert root.join("no-such-folder").list_folders() == []
     assert [f.name for f in root.join("a-*.tfrecord").glob()] == ["a-0.tfrecord", "a-1.tfrecord"]
     assert [f.read_bytes() for f in root.join("a-*.tfrecord").glob()] == [b"a-0.tfrecord", b"a-1.tfrecord"]
     assert root.join("b-0.tfrecord").glob() == [root.join("b-0.tfrecord")]

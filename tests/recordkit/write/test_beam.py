@@ -32,6 +32,7 @@ from recordkit.format._tfrecord import (  # private: frames records by hand, to 
 )
 from recordkit.storage import Location, location
 from recordkit.write import _beam as beam_writer
+from recordkit.write._shard_file import run_token_of  # private: the token the sweeps read
 
 pytestmark = pytest.mark.slow
 
@@ -247,6 +248,19 @@ def test_the_pipeline_writes_into_an_s3_bucket(tmp_path: Path, s3_bucket: Bucket
     # Shards, indexes, dataset.json; no staging debris. (In a bucket the shards' names
     # carry the run's token: another run's shard can never land on them.)
     assert run_shard_names(stored) == local
+    # The token is one the sweeps and resumes read (run_token_of), the same for the run's
+    # shards, indexes and rejects files of every split, and not another run's.
+    files = [
+        shard.file
+        for info in rk.Manifest.load(url, s3_bucket.storage_options).splits.values()
+        for shard in info.shards
+    ]
+    tokens = {run_token_of(name) for name in files}
+    assert len(tokens) == 1
+    assert None not in tokens
+    run(write_to(s3_bucket.join("again"), splits, s3_bucket.storage_options, num_shards=3))
+    again = rk.Manifest.load(s3_bucket.join("again"), s3_bucket.storage_options).split("train").shards
+    assert {run_token_of(shard.file) for shard in again}.isdisjoint(tokens)
     copy = tmp_path / "copy"
     fs.get(url + "/", str(copy), recursive=True)
     check_manifest_matches_files(copy, lock=False)

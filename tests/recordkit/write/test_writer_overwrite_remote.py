@@ -295,11 +295,11 @@ def test_an_append_that_commits_between_an_overwrites_commit_and_its_sweep_keeps
     _old_dataset(url, options)
     sweep = writer_module._remove_old_objects
 
-    def append_first(root: Location, manifest: rk.Manifest, replaced: rk.Manifest | None) -> None:
+    def append_first(root: Location, manifest: rk.Manifest, replaced: rk.Manifest | None, *rest: Any) -> None:
         rk.write_dataset(
             remote_records(4, 200), REMOTE_SCHEMA, url, append=True, shard_records=2, storage_options=options
         )
-        sweep(root, manifest, replaced)
+        sweep(root, manifest, replaced, *rest)
 
     monkeypatch.setattr(writer_module, "_remove_old_objects", append_first)
     rk.write_dataset(
@@ -309,3 +309,87 @@ def test_an_append_that_commits_between_an_overwrites_commit_and_its_sweep_keeps
     missing = sorted(f for f in listed if not location(url, options).join(*f.split("/")).exists())
     assert missing == [], f"dataset.json lists files the overwrite's sweep deleted: {missing}"
     assert _names(url, options) == [f"item-{i}" for i in [*range(50, 55), *range(200, 204)]]
+
+
+@pytest.mark.parametrize("when", ["while it writes", "before its commit"])
+def test_an_overwrite_that_starts_after_another_commits_keeps_its_generation_through_that_ones_sweep(
+    bucket: Bucket, monkeypatch: pytest.MonkeyPatch, when: str
+) -> None:
+    """Overwrite A commits; overwrite B starts after that commit and writes its own
+    generation folder; A's sweep then runs (late) while B is writing, or between B's last
+    save of its generation and its commit. The sweep must leave B's generation alone: B
+    commits, and every file dataset.json lists is there. (Before, A's sweep deleted every
+    object its manifest did not list, B's generation too: B failed when the sweep ran
+    while it wrote, and when it ran just before B's commit, B committed a manifest
+    listing deleted shards, after its own sweep had deleted A's dataset: nothing left.)"""
+    import recordkit.write._writer as writer_module  # private: acts in the sweep's window
+
+    url, options = bucket.join("raced"), bucket.storage_options
+    _old_dataset(url, options)
+    sweep, commit = writer_module._remove_old_objects, writer_module.replace_dataset
+    late_sweeps: list[Any] = []
+    calls = 0
+
+    def sweep_late(root: Location, manifest: rk.Manifest, replaced: rk.Manifest | None, *rest: Any) -> None:
+        nonlocal calls
+        calls += 1
+        if calls > 1:  # B's own sweep
+            sweep(root, manifest, replaced, *rest)
+            return
+        late_sweeps.append(lambda: sweep(root, manifest, replaced, *rest))
+
+        def b_records() -> Iterator[dict[str, Any]]:
+            for i, record in enumerate(remote_records(9, 300)):
+                if i == 5 and when == "while it writes":
+                    late_sweeps.pop()()
+                yield record
+
+        rk.write_dataset(
+            b_records(), REMOTE_SCHEMA, url, shard_records=2, overwrite=True, storage_options=options
+        )
+
+    def sweep_before_b_commits(*args: Any, **kwargs: Any) -> rk.Manifest:
+        if late_sweeps:
+            late_sweeps.pop()()
+        return commit(*args, **kwargs)  # type: ignore[no-any-return]
+
+    monkeypatch.setattr(writer_module, "_remove_old_objects", sweep_late)
+    monkeypatch.setattr(writer_module, "replace_dataset", sweep_before_b_commits)
+    rk.write_dataset(
+        remote_records(5, 50), REMOTE_SCHEMA, url, shard_records=3, overwrite=True, storage_options=options
+    )
+    assert calls == 2
+    assert not late_sweeps
+    listed = _listed(url, options)
+    missing = sorted(f for f in listed if not location(url, options).join(*f.split("/")).exists())
+    assert missing == [], f"dataset.json lists files another overwrite's sweep deleted: {missing}"
+    assert _names(url, options) == [f"item-{i}" for i in range(300, 309)]
+    assert sorted(_objects(url, options)) == sorted(listed)  # B's sweep removed A's generation
+
+
+def test_an_overwrite_that_started_before_another_commits_fails_clearly_and_loses_nothing(
+    s3_bucket: Bucket,
+) -> None:
+    """Overwrite C starts; overwrite A starts after it, commits and sweeps, deleting C's
+    generation (there before A read the manifest: C read that one or an older one, so it
+    can never commit). C stops at its next save with ConcurrentWriteError; A's dataset
+    stands, whole, and nothing of C is left."""
+    from recordkit.errors import ConcurrentWriteError
+
+    url, options = s3_bucket.join("raced"), s3_bucket.storage_options
+    _old_dataset(url, options)
+
+    def c_records() -> Iterator[dict[str, Any]]:
+        for i, record in enumerate(remote_records(9, 300)):
+            if i == 5:  # C has saved its generation's manifest and uploaded shards
+                rk.write_dataset(
+                    remote_records(4, 50), REMOTE_SCHEMA, url, overwrite=True, storage_options=options
+                )
+            yield record
+
+    with pytest.raises(ConcurrentWriteError, match="another writer"):
+        rk.write_dataset(
+            c_records(), REMOTE_SCHEMA, url, shard_records=2, overwrite=True, storage_options=options
+        )
+    assert _names(url, options) == [f"item-{i}" for i in range(50, 54)]
+    assert sorted(_objects(url, options)) == sorted(_listed(url, options))

@@ -1,0 +1,243 @@
+"""Each record's value counts checked before a ``tf.data`` batch is decoded.
+
+A record whose field of a fixed shape holds another number of values than the shape
+(511 floats where it holds 512: a field group's embedding written by a faulty tool) makes
+``tf.io.parse_example`` or the codec's batched decode fail with an error that names no
+file and no record: a batch of serialized records carries no trace of where each came
+from. So the batch parse (:func:`~recordkit.read._parse.make_padded_parser`) checks, in
+the graph, a few ops a key:
+
+* each numeric key of a fixed shape is parsed ragged (one op, as the fixed parse) and
+  its rows' lengths compared with the shape's count, then reshaped to the fixed shape
+  (no copy);
+* each value of a bytes key whose codec gives its one size (:class:`~recordkit.FixedWireBytes`:
+  ``tensor``'s raw values) is measured.
+
+Only when a record fails is a Python function called: it finds the record in the
+dataset's shards (:class:`RecordLocator`, reading them from the start, a cost only a
+failing read pays), and the read stops with the numpy reader's kind of error, naming the
+file that holds the field (a field group's shard, for a group's field), the record's
+offset in it, the record's number in the split and the field::
+
+    recordkit DecodeError: shard fields/train/embedding.5f0c9a1e-00001.tfrecord, offset 4180,
+    record 7, field 'embedding': Example key 'embedding' holds 2044 bytes, where its field's
+    values hold 2048 each
+
+TensorFlow is imported when a check is built.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from recordkit.codec._capabilities import fixed_wire_bytes
+from recordkit.codec._wire import WireKind
+from recordkit.dataset._shards import Shard
+from recordkit.errors import DecodeError
+from recordkit.format._example import decode_example
+from recordkit.format._tfrecord import Compression, iter_tfrecords
+from recordkit.schema._bound import BoundField
+
+__all__ = ["RecordLocator", "WireCheck", "checked_parse", "wire_checks"]
+
+
+@dataclasses.dataclass(frozen=True)
+class WireCheck:
+    """What every record holds under one Example ``key`` of a plain field of a fixed shape."""
+
+    key: str
+    field: str
+    kind: WireKind
+    #: The values a record holds under the key (the feature's fixed shape's).
+    count: int
+    shape: tuple[int, ...]
+    #: For a bytes key: each value's size in bytes (the codec's, :class:`~recordkit.FixedWireBytes`).
+    size: int | None = None
+
+    def reason(self, example: dict[str, tuple[WireKind, Any]]) -> str | None:
+        """Why the parsed record ``example`` fails this check (None: it passes)."""
+        kind, values = example.get(self.key, (None, ()))
+        key = f"Example key {self.key!r}"
+        if kind is None:
+            return f"{key} is missing, where its field's fixed shape holds {self.count} values"
+        if kind is not self.kind:
+            return f"{key} holds {kind.value} values, where its field stores {self.kind.value}"
+        if len(values) != self.count:
+            return f"{key} holds {len(values)} values, where its field's fixed shape holds {self.count}"
+        if self.size is not None:
+            for value in values:
+                if len(value) != self.size:
+                    return (
+                        f"Example key {self.key!r} holds {len(value)} bytes, where its field's values hold "
+                        f"{self.size} each"
+                    )
+        return None
+
+
+def wire_checks(fields: Sequence[BoundField]) -> list[WireCheck]:
+    """The checks of ``fields``: each numeric Example key of a plain field (neither optional
+    nor a sequence) of a fixed shape, and each such bytes key whose values have one size."""
+    checks = []
+    for field in fields:
+        if field.presence_key is not None or field.spec.sequence:
+            continue
+        sizes = fixed_wire_bytes(field.codec)
+        for keyed in field.features:
+            feature = keyed.feature
+            if keyed.columns or keyed.constant is not None or not feature.is_fixed or not feature.fixed_size:
+                continue
+            shape = tuple(int(dim) for dim in feature.shape if dim is not None)
+            if feature.kind is not WireKind.BYTES:
+                checks.append(WireCheck(keyed.key, field.name, feature.kind, feature.fixed_size, shape))
+            elif feature.name in sizes:
+                size = int(sizes[feature.name])
+                checks.append(WireCheck(keyed.key, field.name, feature.kind, feature.fixed_size, shape, size))
+    return checks
+
+
+class RecordLocator:
+    """Where a serialized record (a shard's record, its field groups' records joined after
+    it) is in ``shards``: found by reading them in order, on a failing read only."""
+
+    def __init__(self, shards: Sequence[Shard], compression: Compression) -> None:
+        self._shards = shards
+        self._compression = compression
+
+    def __call__(self, record: bytes, key: str) -> tuple[str, int, int] | None:
+        """The file holding ``key`` in the first record equal to ``record``, the record's
+        offset in that file and its number in the split; None when not found."""
+        start = 0
+        for number in range(len(self._shards)):
+            shard = self._shards[number]
+            files = shard.files
+            place = -1
+            try:
+                streams = [iter_tfrecords(file.path, self._compression) for file in files]
+                for place, pieces in enumerate(zip(*streams, strict=False)):
+                    if b"".join(data for _, data in pieces) != record:
+                        continue
+                    for file, (offset, data) in zip(files, pieces, strict=True):
+                        if key in decode_example(data, [key]):
+                            return file.name, offset, start + place
+                    return shard.name, pieces[0][0], start + place
+            except (OSError, ValueError):  # a damaged shard (a CorruptRecordError too): the next
+                pass
+            start += shard.records if shard.records is not None else place + 1
+        return None
+
+
+def checked_parse(
+    spec: dict[str, Any], checks: Sequence[WireCheck], locate: RecordLocator | None
+) -> Callable[[Any], dict[str, Any]]:
+    """``tf.io.parse_example`` of a batch of serialized records by ``spec``, with the
+    ``checks`` (see the module docs): each checked numeric key parsed ragged, checked and
+    given back dense, as the fixed parse gives it."""
+    import tensorflow as tf
+
+    numeric = {check.key: check for check in checks if check.size is None}
+    ragged_spec = dict(spec)
+    for key in numeric:
+        ragged_spec[key] = tf.io.RaggedFeature(
+            dtype=spec[key].dtype, value_key=key, partitions=[], row_splits_dtype=tf.int64
+        )
+    describe = _describer(checks, locate)
+
+    def parse(serialized: Any) -> dict[str, Any]:
+        parsed = tf.io.parse_example(serialized, ragged_spec)
+        if not checks:
+            return dict(parsed)
+        rows = []
+        for check in checks:
+            value = parsed[check.key]
+            if check.size is None:
+                rows.append(tf.equal(value.row_lengths(), check.count))
+            else:
+                sized = tf.equal(tf.strings.length(value), check.size)  # [B, *shape]
+                rows.append(tf.reduce_all(sized, axis=list(range(1, 1 + len(check.shape)))))
+        good = tf.reduce_all(tf.stack(rows, axis=1), axis=1)
+        passed = tf.reduce_all(good)
+
+        def failed() -> Any:
+            if locate is None:  # no Python in the graph: a parser that can be exported
+                return _graph_message(checks, parsed, rows)
+            return tf.reshape(tf.numpy_function(describe, [serialized, good], tf.string, stateful=False), [])
+
+        message = tf.cond(passed, lambda: tf.constant(""), failed)
+        with tf.control_dependencies([tf.debugging.Assert(passed, [message], summarize=1)]):
+            out = {}
+            for key, value in parsed.items():
+                counted = numeric.get(key)
+                out[key] = (
+                    tf.identity(value)
+                    if counted is None
+                    else tf.reshape(value.flat_values, [-1, *counted.shape])
+                )
+        return out
+
+    return parse
+
+
+def _graph_message(checks: Sequence[WireCheck], parsed: dict[str, Any], rows: list[Any]) -> Any:
+    """The message of the first check a record of the batch fails, made in the graph: the
+    field, the key, the record's place in the batch and what it holds."""
+    import tensorflow as tf
+
+    messages = []
+    for check, good in zip(checks, rows, strict=True):
+        row = tf.argmin(tf.cast(good, tf.int32), output_type=tf.int64)
+        value = parsed[check.key]
+        if check.size is None:
+            held, unit, wanted = (
+                value.row_lengths()[row],
+                "values",
+                f"its field's fixed shape holds {check.count}",
+            )
+        else:
+            lengths = tf.reshape(tf.strings.length(value)[row], [-1])
+            held = lengths[tf.argmax(tf.cast(tf.not_equal(lengths, check.size), tf.int32))]
+            unit, wanted = "bytes", f"its field's values hold {check.size} each"
+        messages.append(
+            tf.strings.join(
+                [
+                    f"recordkit DecodeError: field {check.field!r}: Example key {check.key!r} holds ",
+                    tf.strings.as_string(held),
+                    f" {unit} in record ",
+                    tf.strings.as_string(row),
+                    f" of the batch, where {wanted}",
+                ]
+            )
+        )
+    first = tf.argmin(tf.stack([tf.cast(tf.reduce_all(good), tf.int32) for good in rows]))
+    return tf.gather(tf.stack(messages), first)
+
+
+def _describer(checks: Sequence[WireCheck], locate: RecordLocator | None) -> Callable[[Any, Any], bytes]:
+    keys = [check.key for check in checks]
+
+    def describe(serialized: Any, good: Any) -> bytes:
+        """The message of the first record of the batch that fails a check."""
+        record = bytes(np.asarray(serialized).reshape(-1)[int(np.argmin(good))])
+        try:
+            example = decode_example(record, keys)
+        except ValueError:
+            return b"recordkit CorruptRecordError: a record of the batch is not a tf.train.Example"
+        for check in checks:
+            reason = check.reason(example)
+            if reason is None:
+                continue
+            found = locate(record, check.key) if locate is not None else None
+            if found is None:
+                error = DecodeError(
+                    f"{reason} (in a record not found in the dataset's shards)", field=check.field
+                )
+            else:
+                file, offset, number = found
+                error = DecodeError(reason, shard=file, offset=offset, record=number, field=check.field)
+            return f"recordkit DecodeError: {error}".encode()
+        return b"recordkit DecodeError: a record of the batch holds other values than its fields' shapes"
+
+    return describe

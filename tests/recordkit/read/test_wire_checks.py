@@ -1,0 +1,129 @@
+"""A record whose field of a fixed shape holds another number of values (an embedding of 15
+floats where the schema says 16), read through ``tf.data``: every read stops with an error
+naming the file that holds the field (a field group's shard, for a group's field), the
+record's offset and number, and the field, as the numpy reader's error does
+(sdk/recordkit/read/_wire_checks.py; before, TensorFlow's parse or decode error named
+none of them)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+import recordkit as rk
+import recordkit.schema._encoder as encoder_module  # private: lets a faulty writer store a wrong count
+from recordkit.errors import DecodeError
+
+tf = pytest.importorskip("tensorflow")
+
+N = 10
+BAD = 7  # the record whose embedding is one float short: in shard 1 (records 5 to 9)
+IDS = rk.Schema(name="ids", fields={"id": rk.FieldSpec(codec="scalar")})
+
+
+def _embedding(stored: str) -> rk.Schema:
+    options = {"dtype": "float32", "shape": [16], "stored": stored}
+    return rk.Schema(name="e", fields={"embedding": rk.FieldSpec(codec="tensor", options=options)})
+
+
+def _values() -> np.ndarray:
+    return np.repeat(np.arange(N, dtype=np.float32)[:, None], 16, axis=1)
+
+
+@pytest.fixture
+def one_float_short(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Writers store the embedding of record ``BAD`` (its values all ``BAD``) one float
+    short, as a faulty tool would: the codec's and the encoder's checks let it through."""
+    from recordkit_codecs import tensor
+
+    encode = tensor.TensorCodec.encode
+
+    def short(self: Any, value: Any) -> Any:
+        wire = encode(self, value)
+        if float(np.asarray(value).reshape(-1)[0]) == float(BAD):
+            stored = wire[""]
+            wire = {**wire, "": stored[:-4] if isinstance(stored, bytes) else stored[:-1]}
+        return wire
+
+    with monkeypatch.context() as patch:
+        patch.setattr(tensor.TensorCodec, "encode", short)
+        patch.setattr(encoder_module, "_check_size", lambda *args: None)
+        yield
+
+
+def _unquoted(error: BaseException) -> str:
+    """The error's message as recordkit wrote it (TensorFlow escapes its quotes)."""
+    return str(error).replace("\\'", "'")
+
+
+READS: dict[str, Callable[[Path], Any]] = {
+    "split and group, batched": lambda root: rk.load_dataset(root, batch_size=4),
+    "the group alone, batched (shards read whole)": lambda root: rk.load_dataset(
+        root, fields=["embedding"], batch_size=4
+    ),
+    "the group alone, record by record": lambda root: rk.load_dataset(root, fields=["embedding"]),
+    "ds.tf": lambda root: rk.open(root).tf(batch_size=3),
+}
+
+
+@pytest.mark.parametrize("stored", ["bytes", "numbers"])
+@pytest.mark.parametrize("read", sorted(READS))
+def test_a_group_record_of_a_wrong_float_count_is_named_by_every_tf_read(
+    tmp_path: Path, one_float_short: Any, stored: str, read: str
+) -> None:
+    root = tmp_path / "data"
+    rk.write_dataset([{"id": i} for i in range(N)], root, IDS, shard_records=5, progress=False)
+    rk.add_fields(root, "train", _embedding(stored), _values())
+    group_shard = rk.Manifest.load(root).split("train").field_groups["embedding"].shards[1].file  # type: ignore[index]
+    with pytest.raises(DecodeError, match=f"record {BAD}, field 'embedding'"):
+        list(rk.iter_records(root))  # the numpy reader's error, for comparison
+    with pytest.raises(tf.errors.InvalidArgumentError) as raised:
+        list(READS[read](root))
+    message = _unquoted(raised.value)
+    assert f"shard {group_shard}, offset " in message
+    assert f"record {BAD}, field 'embedding'" in message
+    assert ("holds 60 bytes" if stored == "bytes" else "holds 15 values") in message
+
+
+def test_a_split_record_of_a_wrong_count_names_the_split_shard(tmp_path: Path, one_float_short: Any) -> None:
+    root = tmp_path / "data"
+    schema = rk.Schema(name="s", fields={**IDS.fields, **_embedding("bytes").fields})
+    records = [{"id": i, "embedding": row} for i, row in enumerate(_values())]
+    rk.write_dataset(records, root, schema, shard_records=5, progress=False)
+    with pytest.raises(tf.errors.InvalidArgumentError) as raised:
+        list(rk.load_dataset(root, batch_size=10))
+    where = rf"shard train-00001\.tfrecord, offset \d+, record {BAD}, field 'embedding': Example key"
+    assert re.search(where, _unquoted(raised.value)), _unquoted(raised.value)
+
+
+def test_make_parser_names_the_field_of_a_record_of_a_wrong_count(
+    tmp_path: Path, one_float_short: Any
+) -> None:
+    """Given serialized records alone, the parser cannot say where they came from: it
+    names the field, the key and the record's place in the batch (with no Python call in
+    its graph, so that it can still be exported)."""
+    root = tmp_path / "data"
+    schema = rk.Schema(name="s", fields={**IDS.fields, **_embedding("numbers").fields})
+    records = [{"id": i, "embedding": row} for i, row in enumerate(_values())]
+    rk.write_dataset(records, root, schema, shard_records=5, progress=False)
+    files = [str(root / shard.file) for shard in rk.Manifest.load(root).split("train").shards]
+    batches = tf.data.TFRecordDataset(files).batch(10).map(rk.make_parser(schema))
+    with pytest.raises(tf.errors.InvalidArgumentError) as raised:
+        list(batches)
+    message = "field 'embedding': Example key 'embedding' holds 15 values in record 7 of the batch"
+    assert message in _unquoted(raised.value)
+
+
+@pytest.mark.parametrize("stored", ["bytes", "numbers"])
+def test_right_counts_read_as_before(tmp_path: Path, stored: str) -> None:
+    root = tmp_path / "data"
+    rk.write_dataset([{"id": i} for i in range(N)], root, IDS, shard_records=5, progress=False)
+    rk.add_fields(root, "train", _embedding(stored), _values())
+    for read in READS.values():
+        got = [batch["embedding"].numpy().reshape(-1, 16) for batch in read(root)]
+        np.testing.assert_array_equal(np.concatenate(got), _values())
