@@ -34,11 +34,20 @@ from recordkit.read._numpy_geometry import DRAWS
 from recordkit.read._options import PipelineOptions
 from recordkit.read._position import record_count
 from recordkit.read._record_parse import parses_per_record
+from recordkit.read._traced import rebatched
+from recordkit.read._whole_shards import dense_fields
 
 __all__ = ["TfEpochs"]
 
-#: About how many records each call of the pipeline's Python generator fetches.
-_RECORDS_PER_CALL = 512
+#: The most records each call of the pipeline's Python generator fetches (whole batches
+#: of them): each call crosses into Python and back and costs a fixed amount, and where
+#: every field decodes to one shape a field the call's records are parsed and decoded
+#: together, one ``tf.io.parse_example`` for all of them.
+_RECORDS_PER_CALL = 4096
+#: The serialized bytes a call fetches at most, by the split's mean record size (but
+#: always one batch): a call's records are held twice (in Python, then in the graph)
+#: while the prefetch holds the next ones.
+_BYTES_PER_CALL = 4 << 20
 
 
 class TfEpochs:
@@ -96,7 +105,7 @@ class TfEpochs:
         stream = self.stream
         # Several batches per call of the generator: each call crosses into Python and
         # back; the graph cuts them into batches again (rebatch slices, in order).
-        together = max(1, _RECORDS_PER_CALL // len(groups[0])) if groups else 1
+        together = self._together(len(groups[0])) if groups else 1
 
         # A random crop or flip: each record's draws keyed by its place in the epoch, made
         # here with the records (the same draws as the numpy and PyTorch epoch readers').
@@ -122,14 +131,38 @@ class TfEpochs:
             tf.data.AUTOTUNE
         )  # the next batches fetched while these are decoded
         one_by_one = parses_per_record(self._layout, self.options)
+        # Every call but the last holds whole batches, and the last one the epoch's rest:
+        # decoded a call at a time and cut into batches after, they are the same batches.
+        chunked = (
+            not one_by_one
+            and self.options.batch_size is not None
+            and together > 1
+            and crop_seed is None
+            and dense_fields(self._layout)
+        )
         if one_by_one:
             batches = source.unbatch()
-        elif self.options.batch_size is not None and together > 1:
-            batches = source.rebatch(self.options.batch_size)
+        elif self.options.batch_size is not None and together > 1 and not chunked:
+            batches = rebatched(source, self.options.batch_size)
         else:
             batches = source
-        dataset = decoded(batches, self._layout, self.options, one_by_one, draws_given=crop_seed is not None)
+        dataset = decoded(
+            batches, self._layout, self.options, one_by_one, draws_given=crop_seed is not None, chunked=chunked
+        )
         return dataset.apply(tf.data.experimental.assert_cardinality(len(self)))
+
+    def _together(self, size: int) -> int:
+        """The batches (of ``size`` records) each call of the generator fetches: as many
+        as :data:`_RECORDS_PER_CALL` and :data:`_BYTES_PER_CALL` allow, at least one."""
+        most = _RECORDS_PER_CALL
+        shards = self.stream.records.dataset.shards
+        first = shards[0] if shards else None
+        if first is not None and first.records:
+            sizes = [file.bytes for file in first.files]
+            if all(size is not None for size in sizes):
+                record_bytes = sum(size or 0 for size in sizes) / first.records
+                most = min(most, int(_BYTES_PER_CALL // max(record_bytes, 1.0)))
+        return max(1, most // size)
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
         """The elements of :meth:`dataset`, eagerly; a damaged record stops the read with
