@@ -8,10 +8,14 @@ readers resumes here and the other way round, with any number of ranks.
 
 The order is not the shards' own (a shuffled epoch visits records in windows, a rank
 reads every ``world_size``-th block), so the records are fetched by their index
-sidecars, not streamed by ``TFRecordDataset``: a Python generator fetches each batch's
-serialized records (read in runs, lengths and CRCs checked, a mixture's from their
-sources), and the batches are parsed and decoded in the graph by the same stages as
-:meth:`recordkit.Dataset.tf` (:func:`~recordkit.read._load_dataset.decoded`).
+sidecars, not streamed by ``TFRecordDataset``: a Python generator fetches the serialized
+records of several batches a call (up to :data:`_RECORDS_PER_CALL`, or
+:data:`_BYTES_PER_CALL` by the mean record size; read in runs, lengths and CRCs checked,
+a mixture's from their sources), and they are parsed and decoded in the graph by the
+same stages as :meth:`recordkit.Dataset.tf` (:func:`~recordkit.read._load_dataset.decoded`):
+where every field read decodes to one shape a field (text, labels, embeddings), a call's
+records at once, cut into batches after (one parse for thousands of small records, where
+a batch's parse costs more than fetching it); otherwise batch by batch.
 
 A generator's position is not something ``tf.train.Checkpoint`` can save with the
 iterator; the position that resumes is :meth:`TfEpochs.state_after`, a small JSON dict
@@ -91,7 +95,10 @@ class TfEpochs:
     def __len__(self) -> int:
         """The elements (batches, or records without ``batch_size``) :meth:`dataset`
         yields this epoch on this rank."""
-        groups = self._batches()
+        return self._elements(self._batches())
+
+    def _elements(self, groups: list[np.ndarray]) -> int:
+        """The elements :meth:`dataset` yields for ``groups`` (from :meth:`_batches`)."""
         return len(groups) if self.options.batch_size else sum(len(group) for group in groups)
 
     def dataset(self) -> Any:
@@ -149,7 +156,7 @@ class TfEpochs:
         dataset = decoded(
             batches, self._layout, self.options, one_by_one, draws_given=crop_seed is not None, chunked=chunked
         )
-        return dataset.apply(tf.data.experimental.assert_cardinality(len(self)))
+        return dataset.apply(tf.data.experimental.assert_cardinality(self._elements(groups)))
 
     def _together(self, size: int) -> int:
         """The batches (of ``size`` records) each call of the generator fetches: as many
