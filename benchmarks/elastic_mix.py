@@ -174,19 +174,17 @@ def _tf_contenders(
     epochs (``tf_epochs``: in order, shuffled, resumed on 2 ranks from the 4 x 2 state,
     and the mixture)."""
     epochs: dict[str, Any] = {"shuffle": True, "seed": 0, "window": 1024}
-    share = len(whole.tf_epochs(TF_BATCH, **epochs, rank=0, world_size=2, start=state))  # batches
+    resumed: dict[str, Any] = {**epochs, "world_size": 2, "start": state}
+    share = len(whole.tf_epochs(TF_BATCH, **resumed, rank=0))  # rank 0's batches
     return {
         "tf_plain": lambda: whole.tf(TF_BATCH),
         "tf_shuffled": lambda: whole.tf(TF_BATCH, shuffle_files=True, shuffle_buffer=1024, seed=0),
         "tf_canonical_in_order": lambda: whole.tf_epochs(TF_BATCH).dataset(),
         "tf_canonical": lambda: whole.tf_epochs(TF_BATCH, **epochs).dataset(),
         "tf_plain_share": lambda: whole.tf(TF_BATCH).take(share),
-        "tf_elastic": lambda: whole.tf_epochs(TF_BATCH, **epochs, rank=0, world_size=2, start=state).dataset(),
+        "tf_elastic": lambda: whole.tf_epochs(TF_BATCH, **resumed, rank=0).dataset(),
         "tf_elastic_two_ranks": lambda: _chain(
-            *(
-                whole.tf_epochs(TF_BATCH, **epochs, rank=r, world_size=2, start=state).dataset()
-                for r in range(2)
-            )
+            *(whole.tf_epochs(TF_BATCH, **resumed, rank=r).dataset() for r in range(2))
         ),
         "tf_mixture": lambda: mixture.tf_epochs(TF_BATCH, **epochs).dataset(),
     }

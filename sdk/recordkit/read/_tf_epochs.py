@@ -111,7 +111,8 @@ class TfEpochs:
         groups = self._batches()
         stream = self.stream
         # Several batches per call of the generator: each call crosses into Python and
-        # back; the graph cuts them into batches again (rebatch slices, in order).
+        # back; the graph cuts them into batches again (rebatch slices, in order), before
+        # parsing them or, where every field has one shape, after decoding them.
         together = self._together(len(groups[0])) if groups else 1
 
         # A random crop or flip: each record's draws keyed by its place in the epoch, made
@@ -153,8 +154,9 @@ class TfEpochs:
             batches = rebatched(source, self.options.batch_size)
         else:
             batches = source
+        draws_given = crop_seed is not None
         dataset = decoded(
-            batches, self._layout, self.options, one_by_one, draws_given=crop_seed is not None, chunked=chunked
+            batches, self._layout, self.options, one_by_one, draws_given=draws_given, chunked=chunked
         )
         return dataset.apply(tf.data.experimental.assert_cardinality(self._elements(groups)))
 
