@@ -31,14 +31,22 @@ record decoded, by:
 Then the tf.data readers, in batches of 64, against ``tf_plain`` (``ds.tf(64)``, what a
 user writes today): ``tf_shuffled`` (``ds.tf`` with its file shuffle and a buffer of
 1024, what a user picks today for a shuffled read), and the canonical epochs
-(``ds.tf_epochs(64, ...).dataset()``) in order, shuffled, resumed on 2 ranks from the
-4 x 2 state (``tf_elastic``) and the mixture (``tf_mixture``); ``--no-tf`` leaves them out.
+(``ds.tf_epochs(64, ...).dataset()``) in order, shuffled, resumed from the 4 x 2 state
+and the mixture (``tf_mixture``); ``--no-tf`` leaves them out. The resume is timed as a
+rank sees it: ``tf_elastic`` is rank 0 of 2's share of what is left of the epoch (its
+pipeline built before the pass, as every other row's), against ``tf_plain_share``, the
+plain ``ds.tf(64)`` read of as many records (``.take``): a read of a quarter of the
+records pays its pipeline's start over fewer records, so its baseline is the plain read
+of a quarter too. ``tf_elastic_two_ranks`` reads both ranks' shares one after the
+other in this process (two pipelines built and torn down within the pass: what one
+process simulating two ranks pays, not what either rank does).
 
 Rounds interleave the contenders (rotating their order), so a change of load on the
 shared machine falls on all alike; every repetition is reported with the best and the
 median, wall and CPU seconds (this process's, steadier under load; tf.data's threads
 included), and each contender's ratio to its baseline (``plain``, ``tf_plain``) at the
-median, of records/s and of CPU per record, and of CPU per record to ``records`` too.
+median, of records/s and of CPU per record, and of CPU per record to ``records`` too
+(``tf_elastic`` also to ``tf_plain_share``, as ``*_to_same_count``).
 All of them but ``records`` read through ``RandomAccess`` in one thread, ``prefetch``
 64, every field decoded, as numpy (``tensors=False``): the same reader, threads and
 decode.
@@ -144,7 +152,13 @@ def _measure(args: argparse.Namespace, root: Path) -> dict[str, Any]:
     results.update(_compare(contenders, lambda _: 1, "plain", args.repeats, also="records"))
     if not args.no_tf:
         results.update(
-            _compare(_tf_contenders(whole, mixture, state), _batch_records, "tf_plain", args.repeats)
+            _compare(
+                _tf_contenders(whole, mixture, state),
+                _batch_records,
+                "tf_plain",
+                args.repeats,
+                same_count={"tf_elastic": "tf_plain_share"},
+            )
         )
     if args.out is not None:
         args.out.parent.mkdir(parents=True, exist_ok=True)
@@ -160,16 +174,17 @@ def _tf_contenders(
     epochs (``tf_epochs``: in order, shuffled, resumed on 2 ranks from the 4 x 2 state,
     and the mixture)."""
     epochs: dict[str, Any] = {"shuffle": True, "seed": 0, "window": 1024}
+    resumed: dict[str, Any] = {**epochs, "world_size": 2, "start": state}
+    share = len(whole.tf_epochs(TF_BATCH, **resumed, rank=0))  # rank 0's batches
     return {
         "tf_plain": lambda: whole.tf(TF_BATCH),
         "tf_shuffled": lambda: whole.tf(TF_BATCH, shuffle_files=True, shuffle_buffer=1024, seed=0),
         "tf_canonical_in_order": lambda: whole.tf_epochs(TF_BATCH).dataset(),
         "tf_canonical": lambda: whole.tf_epochs(TF_BATCH, **epochs).dataset(),
-        "tf_elastic": lambda: _chain(
-            *(
-                whole.tf_epochs(TF_BATCH, **epochs, rank=r, world_size=2, start=state).dataset()
-                for r in range(2)
-            )
+        "tf_plain_share": lambda: whole.tf(TF_BATCH).take(share),
+        "tf_elastic": lambda: whole.tf_epochs(TF_BATCH, **resumed, rank=0).dataset(),
+        "tf_elastic_two_ranks": lambda: _chain(
+            *(whole.tf_epochs(TF_BATCH, **resumed, rank=r).dataset() for r in range(2))
         ),
         "tf_mixture": lambda: mixture.tf_epochs(TF_BATCH, **epochs).dataset(),
     }
@@ -186,10 +201,14 @@ def _compare(
     baseline: str,
     repeats: int,
     also: str | None = None,
+    same_count: dict[str, str] | None = None,
 ) -> dict[str, Any]:
     """Every contender's passes, rounds interleaved (their order rotated), each row with
     its repetitions, best, median and ratios to ``baseline`` (and its CPU per record to
-    that of ``also``); printed as a table. ``size`` gives the records of one element."""
+    that of ``also``); printed as a table. ``size`` gives the records of one element.
+    ``same_count`` names, for some contenders, a baseline that reads as many records:
+    their ratios to it are added as ``ratio_to_same_count`` and
+    ``cpu_ratio_to_same_count`` (and printed below the table)."""
     counts = {
         name: sum(size(e) for e in make()) for name, make in contenders.items()
     }  # warm-up, and the records
@@ -233,6 +252,15 @@ def _compare(
             f"{median / base:>6.2f} {results[name]['cpu_per_record_us']:>10.1f} "
             f"{results[name]['cpu_ratio_to_baseline']:>9.2f}"
             + ("" if also is None else f" {results[name][f'cpu_ratio_to_{also}']:>10.2f}")
+        )
+    for name, other in (same_count or {}).items():
+        row, base_row = results[name], results[other]
+        row["same_count_baseline"] = other
+        row["ratio_to_same_count"] = row["records_per_s"] / base_row["records_per_s"]
+        row["cpu_ratio_to_same_count"] = row["cpu_per_record_us"] / base_row["cpu_per_record_us"]
+        print(
+            f"{name} against {other} (as many records): records/s {row['ratio_to_same_count']:.2f}x, "
+            f"CPU per record {row['cpu_ratio_to_same_count']:.2f}x"
         )
     return results
 

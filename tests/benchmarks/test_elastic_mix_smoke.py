@@ -33,7 +33,13 @@ def test_the_elastic_and_mixture_benchmark_runs(tmp_path: Path) -> None:
     for name in ("tf_plain", "tf_shuffled", "tf_canonical_in_order", "tf_canonical", "tf_mixture"):
         assert results[name]["records"] == 40, name
         assert results[name]["baseline"] == "tf_plain"
+    # Rank 0 of 2 reads what is left (one block of up to 64: all of it), against the plain
+    # read of as many batches (one, of the 40 records).
     assert results["tf_elastic"]["records"] == 40 - 32
+    assert results["tf_elastic_two_ranks"]["records"] == 40 - 32
+    assert results["tf_plain_share"]["records"] == 40
+    assert results["tf_elastic"]["same_count_baseline"] == "tf_plain_share"
+    assert results["tf_elastic"]["cpu_ratio_to_same_count"] > 0
     assert all(
         row["records_per_s"] > 0 for name, row in results.items() if name != "git" and isinstance(row, dict)
     )

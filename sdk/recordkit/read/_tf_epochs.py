@@ -8,10 +8,14 @@ readers resumes here and the other way round, with any number of ranks.
 
 The order is not the shards' own (a shuffled epoch visits records in windows, a rank
 reads every ``world_size``-th block), so the records are fetched by their index
-sidecars, not streamed by ``TFRecordDataset``: a Python generator fetches each batch's
-serialized records (read in runs, lengths and CRCs checked, a mixture's from their
-sources), and the batches are parsed and decoded in the graph by the same stages as
-:meth:`recordkit.Dataset.tf` (:func:`~recordkit.read._load_dataset.decoded`).
+sidecars, not streamed by ``TFRecordDataset``: a Python generator fetches the serialized
+records of several batches a call (up to :data:`_RECORDS_PER_CALL`, or
+:data:`_BYTES_PER_CALL` by the mean record size; read in runs, lengths and CRCs checked,
+a mixture's from their sources), and they are parsed and decoded in the graph by the
+same stages as :meth:`recordkit.Dataset.tf` (:func:`~recordkit.read._load_dataset.decoded`):
+where every field read decodes to one shape a field (text, labels, embeddings), a call's
+records at once, cut into batches after (one parse for thousands of small records, where
+a batch's parse costs more than fetching it); otherwise batch by batch.
 
 A generator's position is not something ``tf.train.Checkpoint`` can save with the
 iterator; the position that resumes is :meth:`TfEpochs.state_after`, a small JSON dict
@@ -34,11 +38,20 @@ from recordkit.read._numpy_geometry import DRAWS
 from recordkit.read._options import PipelineOptions
 from recordkit.read._position import record_count
 from recordkit.read._record_parse import parses_per_record
+from recordkit.read._traced import rebatched
+from recordkit.read._whole_shards import dense_fields
 
 __all__ = ["TfEpochs"]
 
-#: About how many records each call of the pipeline's Python generator fetches.
-_RECORDS_PER_CALL = 512
+#: The most records each call of the pipeline's Python generator fetches (whole batches
+#: of them): each call crosses into Python and back and costs a fixed amount, and where
+#: every field decodes to one shape a field the call's records are parsed and decoded
+#: together, one ``tf.io.parse_example`` for all of them.
+_RECORDS_PER_CALL = 4096
+#: The serialized bytes a call fetches at most, by the split's mean record size (but
+#: always one batch): a call's records are held twice (in Python, then in the graph)
+#: while the prefetch holds the next ones.
+_BYTES_PER_CALL = 4 << 20
 
 
 class TfEpochs:
@@ -82,7 +95,10 @@ class TfEpochs:
     def __len__(self) -> int:
         """The elements (batches, or records without ``batch_size``) :meth:`dataset`
         yields this epoch on this rank."""
-        groups = self._batches()
+        return self._elements(self._batches())
+
+    def _elements(self, groups: list[np.ndarray]) -> int:
+        """The elements :meth:`dataset` yields for ``groups`` (from :meth:`_batches`)."""
         return len(groups) if self.options.batch_size else sum(len(group) for group in groups)
 
     def dataset(self) -> Any:
@@ -95,8 +111,9 @@ class TfEpochs:
         groups = self._batches()
         stream = self.stream
         # Several batches per call of the generator: each call crosses into Python and
-        # back; the graph cuts them into batches again (rebatch slices, in order).
-        together = max(1, _RECORDS_PER_CALL // len(groups[0])) if groups else 1
+        # back; the graph cuts them into batches again (rebatch slices, in order), before
+        # parsing them or, where every field has one shape, after decoding them.
+        together = self._together(len(groups[0])) if groups else 1
 
         # A random crop or flip: each record's draws keyed by its place in the epoch, made
         # here with the records (the same draws as the numpy and PyTorch epoch readers').
@@ -122,14 +139,39 @@ class TfEpochs:
             tf.data.AUTOTUNE
         )  # the next batches fetched while these are decoded
         one_by_one = parses_per_record(self._layout, self.options)
+        # Every call but the last holds whole batches, and the last one the epoch's rest:
+        # decoded a call at a time and cut into batches after, they are the same batches.
+        chunked = (
+            not one_by_one
+            and self.options.batch_size is not None
+            and together > 1
+            and crop_seed is None
+            and dense_fields(self._layout)
+        )
         if one_by_one:
             batches = source.unbatch()
-        elif self.options.batch_size is not None and together > 1:
-            batches = source.rebatch(self.options.batch_size)
+        elif self.options.batch_size is not None and together > 1 and not chunked:
+            batches = rebatched(source, self.options.batch_size)
         else:
             batches = source
-        dataset = decoded(batches, self._layout, self.options, one_by_one, draws_given=crop_seed is not None)
-        return dataset.apply(tf.data.experimental.assert_cardinality(len(self)))
+        draws_given = crop_seed is not None
+        dataset = decoded(
+            batches, self._layout, self.options, one_by_one, draws_given=draws_given, chunked=chunked
+        )
+        return dataset.apply(tf.data.experimental.assert_cardinality(self._elements(groups)))
+
+    def _together(self, size: int) -> int:
+        """The batches (of ``size`` records) each call of the generator fetches: as many
+        as :data:`_RECORDS_PER_CALL` and :data:`_BYTES_PER_CALL` allow, at least one."""
+        most = _RECORDS_PER_CALL
+        shards = self.stream.records.dataset.shards
+        first = shards[0] if shards else None
+        if first is not None and first.records:
+            sizes = [file.bytes for file in first.files]
+            if all(size is not None for size in sizes):
+                record_bytes = sum(size or 0 for size in sizes) / first.records
+                most = min(most, int(_BYTES_PER_CALL // max(record_bytes, 1.0)))
+        return max(1, most // size)
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
         """The elements of :meth:`dataset`, eagerly; a damaged record stops the read with

@@ -16,6 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import recordkit as rk
+from recordkit.read import _tf_epochs
 
 tf = pytest.importorskip("tensorflow")
 
@@ -211,14 +212,28 @@ def test_a_state_of_other_options_or_a_record_count_for_tf_is_refused(handle: rk
     assert (second.stream.rank, second.stream.world_size) == (1, 2)
 
 
-def test_an_epoch_fetched_in_several_calls_keeps_every_batch_whole_and_in_order(tmp_path: Path) -> None:
-    big = write(tmp_path / "big", "r", 1_103)  # 2 ranks of batches of 5: several fetches each
+@pytest.mark.parametrize("drop_remainder", [False, True])
+@pytest.mark.parametrize("per_call", [42, 4096])
+def test_an_epoch_fetched_in_several_calls_keeps_every_batch_whole_and_in_order(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, per_call: int, drop_remainder: bool
+) -> None:
+    # 2 ranks of batches of 5, 8 batches a call (42 records at most): several calls each,
+    # parsed and decoded a call at a time, then cut into batches (the fields are of one
+    # shape each); the default: one call each.
+    monkeypatch.setattr(_tf_epochs, "_RECORDS_PER_CALL", per_call)
+    big = write(tmp_path / "big", "r", 1_103)
     whole = canonical(big)
     blocks = [whole[begin : begin + 5] for begin in range(0, len(whole), 5)]
+    if drop_remainder:
+        blocks.pop()  # the short block of 3
     for rank in range(2):
-        epochs = big.tf_epochs(5, **OPTIONS, rank=rank, world_size=2)
-        got = [[n.decode() for n in b["name"].numpy()] for b in epochs.dataset()]
-        assert got == blocks[rank::2]  # rank 0 ends with the short block of 3
+        epochs = big.tf_epochs(5, **OPTIONS, rank=rank, world_size=2, drop_remainder=drop_remainder)
+        batches = list(epochs.dataset())
+        got = [[n.decode() for n in b["name"].numpy()] for b in batches]
+        assert got == blocks[rank::2]  # rank 0 ends with the short block of 3, unless dropped
+        assert len(got) == len(epochs)
+        for batch, names_ in zip(batches, got, strict=True):  # each label with its own name
+            assert batch["label"].numpy().tolist() == [int(name[1:]) % 7 for name in names_]
 
 
 def test_pictures_of_several_sizes_come_as_ds_tf_gives_them(tmp_path: Path) -> None:
