@@ -67,7 +67,10 @@ chromium:
 demo: $(RUNTIME)
 	$(PY) examples/demo.py --out demo_output
 
-## Lint, type checks, the docs build and the whole test suite.
+## Lint, type checks, the docs build and the whole test suite. The tests run in two
+## processes that take each other's queued tests when one runs dry (--dist worksteal): a
+## few tests take tens of seconds, and with fixed chunks one process could end on them
+## while the other waits.
 test: lint typecheck docs unit
 
 lint: $(DEV)
@@ -81,12 +84,12 @@ docs: $(DEV)
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet --site-dir build/site
 
 unit: $(DEV) $(KEYPOINTS_STAMP) chromium
-	$(VENV)/bin/pytest -n 2 --durations=15
+	$(VENV)/bin/pytest -n 2 --dist worksteal --durations=15
 
 ## The tests without those marked slow (subprocesses, worker processes, benchmarks):
 ## for development; `make test` runs them all.
 unit-fast: $(DEV) $(KEYPOINTS_STAMP) chromium
-	$(VENV)/bin/pytest -n 2 -m "not slow"
+	$(VENV)/bin/pytest -n 2 --dist worksteal -m "not slow"
 
 bench: $(DEV)
 	$(PY) -m pip install --quiet -e '.[bench]'
