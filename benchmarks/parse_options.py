@@ -40,7 +40,6 @@ import os
 import statistics
 import sys
 import tempfile
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -51,6 +50,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 from benchmarks import _recordkit, _tfdata_fields
 from benchmarks._provenance import stamped
+from benchmarks._timing import timed_pass
 
 #: The stored sizes recordkit's spec holds next to the image and the audio.
 SIZE_KEYS = ("image/height", "image/width", "image/channels", "audio/num_samples")
@@ -134,17 +134,6 @@ def cases(root: Path, files: list[Path], batch: int, repeat: int = 1) -> dict[st
     return out
 
 
-def timed(dataset: Any) -> tuple[float, float]:
-    """One pass: wall and CPU seconds (this process's), the iterator's teardown left out."""
-    wall, cpu = time.perf_counter(), time.process_time()
-    iterator = iter(dataset)
-    for _ in iterator:
-        pass
-    wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
-    del iterator
-    return wall, cpu
-
-
 def run(records: int, passes: int, batch: int, scratch: Path, repeat: int = 1) -> dict[str, Any]:
     """Write the workload, check every case reads every record (``repeat`` times), time
     ``passes`` rounds."""
@@ -163,7 +152,7 @@ def run(records: int, passes: int, batch: int, scratch: Path, repeat: int = 1) -
     for round_ in range(passes):
         shift = round_ % len(names)
         for name in names[shift:] + names[:shift]:
-            wall, cpu = timed(built[name])
+            wall, cpu = timed_pass(built[name])
             times[name]["wall"].append(wall)
             times[name]["cpu"].append(cpu)
     return {

@@ -277,32 +277,31 @@ class Location:
 
     def list(self) -> list[str]:
         """The names of the files directly in this folder, sorted ([] when there is none)."""
-        if self._path is not None:
-            try:
-                return sorted(entry.name for entry in os.scandir(self._path) if entry.is_file())
-            except (FileNotFoundError, NotADirectoryError):
-                return []
-        try:
-            entries = self.fs.ls(self._key, detail=True, refresh=True)
-        except FileNotFoundError:
-            return []
-        return sorted(e["name"].rstrip("/").rsplit("/", 1)[-1] for e in entries if e.get("type") == "file")
+        return self._entries(folders=False)
 
     def list_folders(self) -> builtins.list[str]:
         """The names of the folders directly in this folder, sorted ([] when there is
         none): remotely one delimited LIST, which does not walk what is inside them."""
+        return self._entries(folders=True)
+
+    def _entries(self, *, folders: bool) -> builtins.list[str]:
+        """The names of the folders (``folders``) or the files directly in this folder,
+        sorted; [] when there is no such folder."""
         if self._path is not None:
             try:
-                return sorted(entry.name for entry in os.scandir(self._path) if entry.is_dir())
+                return sorted(
+                    entry.name
+                    for entry in os.scandir(self._path)
+                    if (entry.is_dir() if folders else entry.is_file())
+                )
             except (FileNotFoundError, NotADirectoryError):
                 return []
         try:
             entries = self.fs.ls(self._key, detail=True, refresh=True)
         except FileNotFoundError:
             return []
-        return sorted(
-            e["name"].rstrip("/").rsplit("/", 1)[-1] for e in entries if e.get("type") == "directory"
-        )
+        kind = "directory" if folders else "file"
+        return sorted(e["name"].rstrip("/").rsplit("/", 1)[-1] for e in entries if e.get("type") == kind)
 
     def glob(self) -> builtins.list[Location]:
         """The files that this location's pattern (``*``, ``?``, ``[...]``) matches,
