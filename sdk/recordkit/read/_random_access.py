@@ -26,7 +26,7 @@ from recordkit.codec._registry import CodecRegistry
 from recordkit.errors import RecordkitError
 from recordkit.format._batch_parse import ParsedExample, Templates
 from recordkit.read._batched_access import fetch_checked
-from recordkit.read._epoch_order import pair_list
+from recordkit.read._epoch_order import SplitOrder, pair_list
 from recordkit.read._numpy_decode import decode_columns_numpy, decode_record_numpy, wanted_keys
 from recordkit.read._numpy_geometry import GeometryPlan
 from recordkit.read._open import OpenedDataset, open_dataset
@@ -164,6 +164,12 @@ class RandomAccess:
     def _plain(self) -> bool:
         """Whether a record decoded with its batch is given as it is (nothing to add)."""
         return not self._defaults and self._geometry is None
+
+    @functools.cached_property
+    def split_order(self) -> SplitOrder:
+        """The canonical epochs of this split's records (its shards, their counts and
+        fingerprint): worked out once, shared by every epoch stream made over it."""
+        return SplitOrder.of_shards(self.dataset.shards, self.shards.counts)
 
     @property
     def geometry_plan(self) -> GeometryPlan | None:
