@@ -471,7 +471,6 @@ def _chunks(
         yield chunk
 
 
-
 def _mean_record_bytes(dataset: OpenedDataset) -> int | None:
     """The mean bytes of a record of ``dataset`` (its files joined), framing included, by
     the manifest's sizes and counts (None: it does not list them all, or no records)."""
