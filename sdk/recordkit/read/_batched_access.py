@@ -39,6 +39,8 @@ JOIN_BYTES_PER_RECORD = 4 * 1024
 #: Each shard of a batch is placed this far apart on one line of addresses, so runs are
 #: found for all shards at once (a shard of 1 TiB or more is planned shard by shard).
 _SHARD_STRIDE = 1 << 40
+#: ... which leaves room on an int64 line for this many shards (more: planned shard by shard).
+_MAX_SHARDS = 1 << 22
 
 
 @dataclass
@@ -67,13 +69,15 @@ class _Runs:
 def _runs(shard_of: np.ndarray, offsets: np.ndarray, sizes: np.ndarray) -> _Runs:
     """The runs that read the records at ``offsets`` (``sizes`` bytes) of shards ``shard_of``."""
     ends = offsets + sizes
-    if len(offsets) == 0 or int(ends.max()) >= _SHARD_STRIDE - MERGE_GAP:
+    if (
+        len(offsets) == 0
+        or int(ends.max()) >= _SHARD_STRIDE - MERGE_GAP
+        or int(shard_of.max()) >= _MAX_SHARDS
+    ):
         return _runs_shard_by_shard(shard_of, offsets, sizes)
-    if (shard_of == shard_of[0]).all():  # one shard, the usual batch: its offsets are the line
-        shards, rank, address = shard_of[:1], np.zeros(len(offsets), dtype=np.int64), offsets
-    else:
-        shards, rank = np.unique(shard_of, return_inverse=True)
-        address = rank.astype(np.int64) * _SHARD_STRIDE + offsets
+    # Each shard's offsets placed at its own stretch of the line (no table of the batch's
+    # shards: working one out cost more than the rest of the planning).
+    address = offsets if (shard_of == shard_of[0]).all() else shard_of * _SHARD_STRIDE + offsets
     order = np.argsort(address, kind="stable")
     first = address[order]
     reach = np.maximum.accumulate(first + sizes[order])
@@ -83,10 +87,10 @@ def _runs(shard_of: np.ndarray, offsets: np.ndarray, sizes: np.ndarray) -> _Runs
     heads = np.flatnonzero(opens)
     run_of = np.empty(len(order), dtype=np.int64)
     run_of[order] = np.cumsum(opens) - 1
-    run_rank = rank[order[heads]]
-    base = run_rank.astype(np.int64) * _SHARD_STRIDE
+    run_shards = shard_of[order[heads]]
+    base = run_shards * _SHARD_STRIDE if address is not offsets else 0
     return _Runs(
-        shards=shards[run_rank].tolist(),
+        shards=run_shards.tolist(),
         starts=first[heads] - base,
         ends=reach[np.append(heads[1:], len(order)) - 1] - base,
         run_of=run_of,

@@ -30,7 +30,16 @@ from typing import Any, Protocol
 
 import numpy as np
 
-__all__ = ["Division", "EpochItems", "Progress", "SplitOrder", "epoch_order", "fingerprint", "loader_taken"]
+__all__ = [
+    "Division",
+    "EpochItems",
+    "Progress",
+    "SplitOrder",
+    "epoch_order",
+    "fingerprint",
+    "located_pairs",
+    "loader_taken",
+]
 
 
 def epoch_order(
@@ -49,13 +58,18 @@ def epoch_order(
     seeds = [seed] if isinstance(seed, int) else list(seed)
     rng = np.random.default_rng([*seeds, epoch])
     shards = rng.permutation(len(sizes))
-    order = np.concatenate(
-        [np.arange(starts[s], starts[s + 1], dtype=np.int64) for s in shards] or [np.zeros(0, np.int64)]
-    )
+    # The shards' records one shard after another: each run of the positions shifted to
+    # its shard's first record (in place: no array per shard, one temporary).
+    lengths = sizes[shards]
+    order = np.repeat(starts[shards] - (np.cumsum(lengths) - lengths), lengths)
+    order += np.arange(total, dtype=np.int64)
     if window > 1:
+        # Each window shuffled where it lies: ``shuffle`` draws what ``permutation`` of the
+        # window's copy draws (``permutation`` is a copy, then ``shuffle``), so the order
+        # is the one epochs always had, without a copy a window.
         mix = np.random.default_rng([*seeds, epoch, 1])
         for begin in range(0, total, window):
-            order[begin : begin + window] = mix.permutation(order[begin : begin + window])
+            mix.shuffle(order[begin : begin + window])
     return order
 
 
@@ -109,10 +123,21 @@ class Division:
         ``readers``-th from its own, taken by their places (not a mask over all items)."""
         if self.readers == 1:
             return items
-        firsts = np.arange(reader * self.block, len(items), self.readers * self.block, dtype=np.int64)
-        places = (firsts[:, None] + np.arange(self.block, dtype=np.int64)).ravel()
-        share: np.ndarray = items[places[places < len(items)]]
+        share: np.ndarray = items[self.places(0, len(items), reader)]
         return share
+
+    def places(self, start: int, stop: int, reader: int) -> slice | np.ndarray:
+        """The places ``start`` to ``stop - 1`` (an epoch's positions not read yet, when
+        they are one run) that reader ``reader`` reads, in order: ``share`` of them
+        without an array of them all; a slice when it is one (one reader, or blocks of
+        one), so that the items are taken as a view."""
+        if self.readers == 1:
+            return slice(start, stop)
+        if self.block == 1:
+            return slice(start + reader, stop, self.readers)
+        firsts = np.arange(start + reader * self.block, stop, self.readers * self.block, dtype=np.int64)
+        places = (firsts[:, None] + np.arange(self.block, dtype=np.int64)).ravel()
+        return places[places < stop] if len(places) and places[-1] >= stop else places
 
     def sizes(self, count: int) -> list[int]:
         """How many of ``count`` items each reader reads."""
@@ -187,6 +212,18 @@ def loader_taken(sizes: Sequence[int], batch_size: int, batches: int, *, drop_la
     return done
 
 
+def located_pairs(starts: np.ndarray, items: np.ndarray) -> np.ndarray:
+    """Each of ``items`` (numbered across shards whose first items are ``starts``, then
+    their total) as a row ``(shard, number in it)`` of an ``[n, 2]`` array, made with
+    two temporaries of ``n`` (each large array is fresh memory, paid in page faults)."""
+    pairs = np.empty((len(items), 2), dtype=np.int64)
+    shards = np.searchsorted(starts, items, side="right")
+    shards -= 1
+    pairs[:, 0] = shards
+    np.subtract(items, starts[shards], out=pairs[:, 1])
+    return pairs
+
+
 def pair_list(pairs: np.ndarray) -> list[tuple[int, int]]:
     """The rows of an ``[n, 2]`` array of ``(shard, number)`` as a list of int pairs."""
     return list(zip(*pairs.reshape(-1, 2).T.tolist(), strict=True)) if len(pairs) else []
@@ -240,8 +277,7 @@ class SplitOrder:
 
     def locate_pairs(self, items: np.ndarray) -> np.ndarray:
         """:meth:`locate` as an ``[n, 2]`` array."""
-        shards = np.searchsorted(self.starts, items, side="right") - 1
-        return np.stack([shards, items - self.starts[shards]], axis=1).astype(np.int64, copy=False)
+        return located_pairs(self.starts, items)
 
     def identity(self) -> dict[str, Any]:
         """What a state records of this order, to refuse a state of another dataset."""

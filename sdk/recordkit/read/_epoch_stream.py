@@ -135,7 +135,7 @@ class EpochStream:
         self.block = _batch_block(batch_size)
         self.epoch = 0
         #: The epochs read: a split's records, or a mixture's samples (:meth:`mix_in`).
-        self.epochs: EpochItems = SplitOrder.of_shards(records.dataset.shards, records.shards.counts)
+        self.epochs: EpochItems = records.split_order
         #: What of this epoch was read before (a resumed state), and the records yielded
         #: since in this process (no DataLoader workers).
         self._progress: Progress | None = None
@@ -213,9 +213,16 @@ class EpochStream:
     def worker_pairs(self, worker: int, workers: int) -> np.ndarray:
         """:meth:`worker_records` as an ``[n, 2]`` array (what the stream reads: no
         Python tuple a record)."""
-        _, items, remaining = self._remaining()
+        items = self.epochs.items(seed=self.seed, epoch=self.epoch, shuffle=self.shuffle, window=self.window)
+        progress = self._progress or Progress(len(items))
         division = self.division(workers)
-        return self.epochs.locate_pairs(items[division.share(remaining, division.reader(self.rank, worker))])
+        reader = division.reader(self.rank, worker)
+        if progress.also:
+            return self.epochs.locate_pairs(items[division.share(progress.remaining(), reader)])
+        # What is left is one run of the order (a fresh epoch, or a resume after whole
+        # global batches): this reader's places are taken from it without an array of
+        # all the positions left (a view of the order, when they are a slice of it).
+        return self.epochs.locate_pairs(items[division.places(progress.done, progress.length, reader)])
 
     def _read_chunks(self, located: np.ndarray) -> Iterator[list[dict[str, Any]]]:
         """The records at ``located``, decoded, in order, in lists."""

@@ -28,7 +28,7 @@ from typing import Any, Protocol, SupportsIndex
 import numpy as np
 
 from recordkit.errors import ShardingError
-from recordkit.read._epoch_order import Division, EpochItems, Progress, SplitOrder
+from recordkit.read._epoch_order import Division, EpochItems, Progress
 from recordkit.read._epoch_state import epoch_state, resumed_progress
 from recordkit.read._grain import DataSource
 from recordkit.read._mixture_order import MixtureOrder
@@ -76,8 +76,7 @@ def _order_of(source: DataSource | MixedDataSource) -> EpochItems:
     if isinstance(source, MixedDataSource):
         return source.order
     if isinstance(source, DataSource):
-        records = source.records
-        return SplitOrder.of_shards(records.dataset.shards, records.shards.counts)
+        return source.records.split_order
     raise TypeError(f"EpochSampler reads a recordkit grain source, not {type(source).__name__}")
 
 

@@ -23,7 +23,6 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from recordkit.read._dataset import Dataset, _torch_readers, epoch_options
-from recordkit.read._epoch_order import SplitOrder
 from recordkit.read._epoch_stream import EpochStream
 from recordkit.read._grain_epochs import MixedDataSource
 from recordkit.read._mixture_order import MixtureOrder
@@ -49,10 +48,7 @@ class Mixture:
     ) -> None:
         self.sources = list(sources)
         _check_fields(self.sources)
-        orders = []
-        for handle in self.sources:
-            records = handle._random_access()
-            orders.append(SplitOrder.of_shards(records.dataset.shards, records.shards.counts))
+        orders = [handle._random_access().split_order for handle in self.sources]
         self.order = MixtureOrder(orders, weights, samples_per_epoch)
 
     @property

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from recordkit.read._epoch_order import SplitOrder, pair_list
+from recordkit.read._epoch_order import SplitOrder, located_pairs, pair_list
 
 __all__ = ["MixtureOrder"]
 
@@ -83,6 +83,17 @@ class MixtureOrder:
         self.shard_starts = np.concatenate([[0], np.cumsum([len(s.counts) for s in sources])]).astype(
             np.int64
         )
+        #: The first item of each shard (shards numbered across the sources), then the
+        #: items of all the sources: where :meth:`locate_pairs` looks items up.
+        self.all_starts = np.concatenate(
+            [
+                *(
+                    source.starts[:-1] + first
+                    for source, first in zip(sources, self.item_starts[:-1].tolist(), strict=True)
+                ),
+                [self.item_starts[-1]],
+            ]
+        ).astype(np.int64)
         #: Each shard's source (shards numbered across the sources), and each source's
         #: first shard, as lists: looked up per record as a mixture is read.
         self.shard_owners: tuple[list[int], list[int]] = (
@@ -112,15 +123,15 @@ class MixtureOrder:
             where = np.flatnonzero(labels == i)
             # The source's own stream: its epochs one after another, continued across the
             # mixture's (its k-th place this epoch takes sample k after the epochs before).
-            taken = epoch * self.counts[i] + np.arange(len(where), dtype=np.int64)
-            source_epochs, positions = np.divmod(taken, self.sizes[i])
-            # Taken in order: each source epoch's places are one slice of them.
-            firsts = np.flatnonzero(np.diff(source_epochs, prepend=-1))
-            ends = [*firsts[1:].tolist(), len(where)]
-            epochs_taken = source_epochs[firsts].tolist()
-            for source_epoch, lo, hi in zip(epochs_taken, firsts.tolist(), ends, strict=True):
+            # Taken in order, so each source epoch gives one run of its order: a slice.
+            taken, size = epoch * self.counts[i], self.sizes[i]
+            done = 0
+            while done < len(where):
+                source_epoch, position = divmod(taken + done, size)
+                step = min(len(where) - done, size - position)
                 order = source.items(seed=[*seeds, i], epoch=source_epoch, shuffle=shuffle, window=window)
-                out[where[lo:hi]] = order[positions[lo:hi]] + self.item_starts[i]
+                out[where[done : done + step]] = order[position : position + step] + self.item_starts[i]
+                done += step
         return out
 
     def source_of(self, items: np.ndarray) -> np.ndarray:
@@ -132,20 +143,9 @@ class MixtureOrder:
         return pair_list(self.locate_pairs(items))
 
     def locate_pairs(self, items: np.ndarray) -> np.ndarray:
-        """:meth:`locate` as an ``[n, 2]`` array."""
-        sources = self.source_of(items)
-        shards = np.empty(len(items), dtype=np.int64)
-        numbers = np.empty(len(items), dtype=np.int64)
-        for source in range(len(self.sources)):
-            where = sources == source
-            if not where.any():
-                continue
-            local = items[where] - self.item_starts[source]
-            starts = self.sources[source].starts
-            shard = np.searchsorted(starts, local, side="right") - 1
-            shards[where] = self.shard_starts[source] + shard
-            numbers[where] = local - starts[shard]
-        return np.stack([shards, numbers], axis=1)
+        """:meth:`locate` as an ``[n, 2]`` array: the sources' shards, one after another,
+        hold the items in their numbering, so one lookup over all of them finds each."""
+        return located_pairs(self.all_starts, items)
 
     def identity(self) -> dict[str, Any]:
         """What a state records of the mixture: its sources, weights and epoch length."""

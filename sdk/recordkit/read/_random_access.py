@@ -26,11 +26,11 @@ from recordkit.codec._registry import CodecRegistry
 from recordkit.errors import RecordkitError
 from recordkit.format._batch_parse import ParsedExample, Templates
 from recordkit.read._batched_access import fetch_checked
-from recordkit.read._epoch_order import pair_list
+from recordkit.read._epoch_order import SplitOrder, pair_list
 from recordkit.read._numpy_decode import decode_columns_numpy, decode_record_numpy, wanted_keys
 from recordkit.read._numpy_geometry import GeometryPlan
 from recordkit.read._open import OpenedDataset, open_dataset
-from recordkit.read._parsed_shard import DecodedRecord, parsed_fetched
+from recordkit.read._parsed_shard import DecodedBatch, DecodedRecord, parsed_fetched
 from recordkit.read._paths import Paths
 from recordkit.read._shard_index import DEFAULT_MAX_OPEN_FILES, IndexedShards
 from recordkit.schema._bound import BoundField
@@ -165,6 +165,12 @@ class RandomAccess:
         """Whether a record decoded with its batch is given as it is (nothing to add)."""
         return not self._defaults and self._geometry is None
 
+    @functools.cached_property
+    def split_order(self) -> SplitOrder:
+        """The canonical epochs of this split's records (its shards, their counts and
+        fingerprint): worked out once, shared by every epoch stream made over it."""
+        return SplitOrder.of_shards(self.dataset.shards, self.shards.counts)
+
     @property
     def geometry_plan(self) -> GeometryPlan | None:
         """How records are brought to the geometry asked for (None: as stored)."""
@@ -254,8 +260,10 @@ class RandomAccess:
         if len(pairs) == 0:
             return []
         fetched = self._parsed(self._fetch(pairs), by_columns=True)
-        if self._plain and all(map(isinstance, fetched, itertools.repeat(DecodedRecord))):
-            return list(map(_values, cast(list[DecodedRecord], fetched)))  # decoded with their batch
+        if isinstance(fetched, DecodedBatch):
+            if self._plain:
+                return fetched.records  # decoded with their batch
+            fetched = list(map(DecodedRecord, fetched.records))
         rows = _draw_rows(draws, 0, len(pairs))
         listed = pair_list(pairs) if isinstance(pairs, np.ndarray) else pairs
         return [
@@ -293,9 +301,11 @@ class RandomAccess:
             rows = _draw_rows(draws, done, len(chunk))
             done += len(chunk)
             fetched = self._parsed(self._fetch(chunk), by_columns=True)
-            if plain and all(map(isinstance, fetched, itertools.repeat(DecodedRecord))):
-                yield list(map(_values, cast(list[DecodedRecord], fetched)))  # decoded with their batch
-                continue
+            if isinstance(fetched, DecodedBatch):
+                if plain:
+                    yield fetched.records  # decoded with their batch
+                    continue
+                fetched = list(map(DecodedRecord, fetched.records))
             pairs = pair_list(chunk) if isinstance(chunk, np.ndarray) else chunk
             yield from gathered(
                 item.values  # decoded with its batch, nothing to add
@@ -321,7 +331,8 @@ class RandomAccess:
         decoded on ``pool``'s threads when one is given (the codecs' decoders release
         the GIL), else in this thread."""
         located = [self.shards.locate(self._index(i)) for i in np.asarray(indices, dtype=np.int64).tolist()]
-        fetched = self._parsed(self._fetch(located), by_columns=pool is None)
+        parsed = self._parsed(self._fetch(located), by_columns=pool is None)
+        fetched = list(map(DecodedRecord, parsed.records)) if isinstance(parsed, DecodedBatch) else parsed
         jobs = [(shard, number, framed) for (shard, number), framed in zip(located, fetched, strict=True)]
         if pool is None or len(jobs) < 2:
             return [self._decoded(*job) for job in jobs]
@@ -336,7 +347,7 @@ class RandomAccess:
 
     def _parsed(
         self, fetched: list[tuple[bytes | RecordkitError, ...]], *, by_columns: bool
-    ) -> Sequence[tuple[bytes | RecordkitError, ...] | bytes | ParsedExample | DecodedRecord]:
+    ) -> Sequence[tuple[bytes | RecordkitError, ...] | bytes | ParsedExample | DecodedRecord] | DecodedBatch:
         """The records :meth:`_fetch` gave, parsed together where they share a layout
         (:func:`~recordkit.read._parsed_shard.parsed_fetched`) and, ``by_columns`` and
         without a geometry, decoded together; as fetched when one of them is damaged
@@ -458,10 +469,6 @@ def _chunks(
     pairs = iter(located)
     while chunk := list(itertools.islice(pairs, size)):
         yield chunk
-
-
-#: A record decoded with its batch, as it is given.
-_values = operator.attrgetter("values")
 
 
 def _mean_record_bytes(dataset: OpenedDataset) -> int | None:

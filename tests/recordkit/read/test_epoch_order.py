@@ -137,3 +137,44 @@ def test_a_division_refuses_counts_that_cannot_be() -> None:
         Division(1, 1, 0)
     with pytest.raises(ValueError, match=r"rank must be in 0..1, not 2"):
         Division(2, 1, 1).reader(2, 0)
+
+
+def _order_as_first_defined(counts: list[int], seed: int, epoch: int, window: int) -> np.ndarray:
+    """The shuffled order as the first release worked it out (a copy of each shard's
+    records, then each window replaced by a permutation of its copy): states saved then
+    must resume into the very same order."""
+    starts = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+    shards = np.random.default_rng([seed, epoch]).permutation(len(counts))
+    order = np.concatenate(
+        [np.arange(starts[s], starts[s + 1], dtype=np.int64) for s in shards] or [np.zeros(0, np.int64)]
+    )
+    mix = np.random.default_rng([seed, epoch, 1])
+    for begin in range(0, len(order), window):
+        order[begin : begin + window] = mix.permutation(order[begin : begin + window])
+    return order
+
+
+@given(
+    counts=st.lists(st.integers(0, 40), max_size=12),
+    seed=st.integers(0, 2**32 - 1),
+    epoch=st.integers(0, 50),
+    window=st.integers(2, 70),
+)
+def test_the_shuffled_order_is_the_one_epochs_always_had(
+    counts: list[int], seed: int, epoch: int, window: int
+) -> None:
+    got = epoch_order(counts, seed=seed, epoch=epoch, shuffle=True, window=window)
+    assert got.dtype == np.int64
+    assert np.array_equal(got, _order_as_first_defined(counts, seed, epoch, window))
+
+
+@given(shape=shapes, length=st.integers(0, 60), data=st.data())
+def test_a_readers_places_in_the_run_left_are_its_share_of_that_run(
+    shape: tuple[int, int, int], length: int, data: st.DataObject
+) -> None:
+    division = Division(*shape)
+    start = data.draw(st.integers(0, length))
+    order = np.arange(1000, 1000 + length, dtype=np.int64)
+    for reader in range(division.readers):
+        expected = division.share(order[start:], reader)
+        assert np.array_equal(order[division.places(start, length, reader)], expected)

@@ -5,6 +5,7 @@ dtypes, shapes and order are those of the record-by-record read of the same read
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -15,7 +16,7 @@ import pytest
 from _reader_support import assert_same
 
 import recordkit as rk
-from recordkit.read import _random_access  # private: to count the records decoded together
+from recordkit.read import _parsed_shard, _random_access  # private: to count the records decoded together
 
 SCHEMA = rk.Schema(
     name="fixed",
@@ -200,3 +201,27 @@ def test_small_records_are_fetched_more_at_a_time_than_prefetch_and_large_ones_p
     sizes.clear()
     assert len(list(rk.open(large, "train").epoch_stream(shuffle=True, seed=2, prefetch=10))) == RECORDS
     assert sizes == [10] * 9  # records of 200 KB: 1 MB holds fewer than 10
+
+
+def test_a_batch_whose_records_all_decode_together_is_given_as_plain_records(tmp_path: Path) -> None:
+    """Records of several lengths (each length parsed with its layout) decoded with their
+    batch come as one DecodedBatch, in the order fetched: no wrapper a record (an object
+    the garbage collector tracks, where a record of text and numbers is not)."""
+    schema = rk.Schema(
+        name="small",
+        fields={
+            "name": rk.FieldSpec(codec="text"),
+            "n": rk.FieldSpec(codec="scalar", options={"dtype": "int64"}),
+        },
+    )
+    rows = [{"name": "x" * (1 + i % 3), "n": i} for i in range(90)]
+    rk.write_dataset(rows, schema, tmp_path / "data", shard_records=12, progress=False)  # 8+ of each length
+    access = rk.open(tmp_path / "data", "train")._random_access()
+    located = np.array([(s, n) for s in (2, 0, 1) for n in (*range(11, -1, -1), 5)], dtype=np.int64)
+    parsed = access._parsed(access._fetch(located), by_columns=True)
+    assert isinstance(parsed, _parsed_shard.DecodedBatch)
+    records = access.records(located)
+    assert [(r["name"], int(r["n"])) for r in records] == [
+        (rows[12 * s + n]["name"], 12 * s + n) for s, n in located.tolist()
+    ]
+    assert not any(map(gc.is_tracked, records))

@@ -242,3 +242,17 @@ def test_a_damaged_record_in_a_source_stops_the_mixture_after_every_sample_befor
     assert state["position"] == len(read_)  # the damaged one is not counted as read
     with pytest.raises(CorruptRecordError):  # resumed, it is the first record read
         next(iter(mixture.torch_iterable(**OPTIONS, tensors=False, start=state)))
+
+
+def test_an_epoch_in_which_a_source_has_no_samples_reads_the_other_sources(
+    sources: tuple[rk.Dataset, rk.Dataset],
+) -> None:
+    a, b = sources
+    mixture = rk.mix({a: 0.95, b: 0.05}, samples_per_epoch=4)  # b's share rounds to none
+    for shuffle in (False, True):
+        stream = mixture.torch_iterable(shuffle=shuffle, seed=3, tensors=False)
+        for epoch in range(3):
+            stream.set_epoch(epoch)
+            names = [r["name"] for r in stream]
+            assert len(names) == 4
+            assert all(n.startswith("a") for n in names)
