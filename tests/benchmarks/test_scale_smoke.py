@@ -56,7 +56,8 @@ def test_an_operation_measured_three_times_keeps_every_repetition(tmp_path: Path
     data = scale.shards_dataset(tmp_path, 3)
     row = scale.measure("len", data, 3)
     values = row["seconds"]["values"]
-    assert len(values) == 3 and all(value > 0 for value in values)
+    assert len(values) == 3
+    assert all(value > 0 for value in values)
     assert row["seconds"]["min"] == min(values)
     assert row["seconds"]["median"] == sorted(values)[1]
     assert len(row["peak_mb"]["values"]) == 3
