@@ -42,7 +42,10 @@ from recordkit.format._example import decode_example
 from recordkit.format._tfrecord import Compression, iter_tfrecords
 from recordkit.schema._bound import BoundField
 
-__all__ = ["RecordLocator", "WireCheck", "checked_parse", "wire_checks"]
+__all__ = ["CHECK_BRANCH", "RecordLocator", "WireCheck", "checked_parse", "wire_checks"]
+
+#: The name of the branch a checked batch parse adds (its message, made only when a record fails).
+CHECK_BRANCH = "recordkit_wire_check"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -166,7 +169,8 @@ def checked_parse(
                 return _graph_message(checks, parsed, rows)
             return tf.reshape(tf.numpy_function(describe, [serialized, good], tf.string, stateful=False), [])
 
-        message = tf.cond(passed, lambda: tf.constant(""), failed)
+        # One branch a batch, never a record's; named so that a graph's reader can tell it.
+        message = tf.cond(passed, lambda: tf.constant(""), failed, name=CHECK_BRANCH)
         with tf.control_dependencies([tf.debugging.Assert(passed, [message], summarize=1)]):
             out = {}
             for key, value in parsed.items():
