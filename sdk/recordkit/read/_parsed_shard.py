@@ -69,6 +69,10 @@ class DecodedBatch:
 
     records: list[dict[str, Any]]
 
+    def wrapped(self) -> list[DecodedRecord]:
+        """Each record as a :class:`DecodedRecord`, for a reader with more to do a record."""
+        return list(map(DecodedRecord, self.records))
+
 
 #: Decodes ``count`` records from their columns (or None: decode them one by one).
 ColumnDecoder = Callable[[Mapping[str, Column], int], "list[dict[str, Any]] | None"]

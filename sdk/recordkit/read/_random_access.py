@@ -263,7 +263,7 @@ class RandomAccess:
         if isinstance(fetched, DecodedBatch):
             if self._plain:
                 return fetched.records  # decoded with their batch
-            fetched = list(map(DecodedRecord, fetched.records))
+            fetched = fetched.wrapped()
         rows = _draw_rows(draws, 0, len(pairs))
         listed = pair_list(pairs) if isinstance(pairs, np.ndarray) else pairs
         return [
@@ -305,7 +305,7 @@ class RandomAccess:
                 if plain:
                     yield fetched.records  # decoded with their batch
                     continue
-                fetched = list(map(DecodedRecord, fetched.records))
+                fetched = fetched.wrapped()
             pairs = pair_list(chunk) if isinstance(chunk, np.ndarray) else chunk
             yield from gathered(
                 item.values  # decoded with its batch, nothing to add
@@ -332,7 +332,7 @@ class RandomAccess:
         the GIL), else in this thread."""
         located = [self.shards.locate(self._index(i)) for i in np.asarray(indices, dtype=np.int64).tolist()]
         parsed = self._parsed(self._fetch(located), by_columns=pool is None)
-        fetched = list(map(DecodedRecord, parsed.records)) if isinstance(parsed, DecodedBatch) else parsed
+        fetched = parsed.wrapped() if isinstance(parsed, DecodedBatch) else parsed
         jobs = [(shard, number, framed) for (shard, number), framed in zip(located, fetched, strict=True)]
         if pool is None or len(jobs) < 2:
             return [self._decoded(*job) for job in jobs]

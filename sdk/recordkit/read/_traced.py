@@ -111,9 +111,7 @@ def _map_one_at_a_time() -> Callable[[Any, Callable[..., Any]], Any]:
             self._input_dataset = dataset
             self._use_inter_op_parallelism = True
             self._preserve_cardinality = True
-            self._map_func = _marked_function(self, function, dataset)
-            if any(output.dtype == tf.int32 for output in self._map_func.function.outputs):
-                raise _Int32OutputError(self._map_func.function.name)
+            self._map_func = _marked_map_function(self, function, dataset)
             self._force_synchronous = False
             self._name = None
             variant = tf.raw_ops.MapDataset(
@@ -158,6 +156,30 @@ def _marked_function(transformation: Any, function: Callable[..., Any], dataset:
     )
 
 
+def _marked_map_function(transformation: Any, function: Callable[..., Any], dataset: Any) -> Any:
+    """:func:`_marked_function` for a map; :class:`_Int32OutputError` when the function
+    has an ``int32`` output (the caller then builds the plain ``map``)."""
+    import tensorflow as tf
+
+    wrapped = _marked_function(transformation, function, dataset)
+    if any(output.dtype == tf.int32 for output in wrapped.function.outputs):
+        raise _Int32OutputError(wrapped.function.name)
+    return wrapped
+
+
+def _kept_trace(key: Hashable, trace: Callable[[], Any]) -> Any:
+    """The traced function kept for ``key`` (:data:`REUSED_TRACES` of them, the least
+    recently used dropped first), else ``trace()``, kept from now on."""
+    with _REUSED_LOCK:
+        kept = _REUSED.pop(key, None)
+    traced = kept or trace()  # traced unlocked
+    with _REUSED_LOCK:
+        _REUSED[key] = traced
+        while len(_REUSED) > REUSED_TRACES:
+            _REUSED.popitem(last=False)
+    return traced
+
+
 def _deterministic_attribute(deterministic: bool | None) -> str:
     """A ``tf.data`` op's ``deterministic`` attribute for the ``deterministic`` option."""
     return "default" if deterministic is None else str(bool(deterministic)).lower()
@@ -196,9 +218,7 @@ def _map_without_grappler() -> Callable[[Any, Callable[..., Any], bool | None, i
         ) -> None:
             self._input_dataset = dataset
             self._use_inter_op_parallelism = True
-            self._map_func = _marked_function(self, function, dataset)
-            if any(output.dtype == tf.int32 for output in self._map_func.function.outputs):
-                raise _Int32OutputError(self._map_func.function.name)
+            self._map_func = _marked_map_function(self, function, dataset)
             self._deterministic = _deterministic_attribute(deterministic)
             self._preserve_cardinality = True
             self._num_parallel_calls = tf.constant(calls, tf.int64)
@@ -295,17 +315,8 @@ def _interleave_without_grappler() -> Callable[
             reuse: Hashable | None,
         ) -> None:
             self._input_dataset = dataset
-            if reuse is None:
-                self._map_func = _marked_function(self, function, dataset)
-            else:
-                key = (reuse, dataset.element_spec)
-                with _REUSED_LOCK:
-                    kept = _REUSED.pop(key, None)
-                self._map_func = kept or _marked_function(self, function, dataset)  # traced unlocked
-                with _REUSED_LOCK:
-                    _REUSED[key] = self._map_func
-                    while len(_REUSED) > REUSED_TRACES:
-                        _REUSED.popitem(last=False)
+            trace = functools.partial(_marked_function, self, function, dataset)
+            self._map_func = trace() if reuse is None else _kept_trace((reuse, dataset.element_spec), trace)
             self._structure = self._map_func.output_structure._element_spec
             self._cycle_length = tf.constant(cycle_length, tf.int64)
             self._block_length = tf.constant(1, tf.int64)

@@ -73,7 +73,7 @@ from recordkit.read._open import OpenedDataset, check_shard_size
 from recordkit.read._options import PipelineOptions
 from recordkit.read._parse import field_plan, parsed_decoder
 from recordkit.read._traced import mapped, parallel_interleave, rebatched
-from recordkit.read._wire_checks import WireCheck, wire_checks
+from recordkit.read._wire_checks import WireCheck, count_reason, size_reason, wire_checks
 from recordkit.schema._bound import BoundField
 
 __all__ = ["WHOLE_SHARD_BYTES", "dense_fields", "read_whole", "reads_whole"]
@@ -393,16 +393,11 @@ def _parsed_columns(
                 )
                 raise named.error(reason, shard, offset, place, key)
             if len(values) != counts[key]:
-                reason = (
-                    f"Example key {key!r} holds {len(values)} values, where its field's fixed shape "
-                    f"holds {counts[key]}"
-                )
-                raise named.error(reason, shard, offset, place, key)
+                raise named.error(count_reason(key, len(values), counts[key]), shard, offset, place, key)
             size = named.size(key)
-            wrong = None if size is None else next((len(v) for v in values if len(v) != size), None)
+            wrong = None if size is None else size_reason(key, values, size)
             if wrong is not None:
-                reason = f"Example key {key!r} holds {wrong} bytes, where its field's values hold {size} each"
-                raise named.error(reason, shard, offset, place, key)
+                raise named.error(wrong, shard, offset, place, key)
             rows[key].append(values)
     records = len(starts)
     out: list[np.ndarray] = []

@@ -42,7 +42,15 @@ from recordkit.format._example import decode_example
 from recordkit.format._tfrecord import Compression, iter_tfrecords
 from recordkit.schema._bound import BoundField
 
-__all__ = ["CHECK_BRANCH", "RecordLocator", "WireCheck", "checked_parse", "wire_checks"]
+__all__ = [
+    "CHECK_BRANCH",
+    "RecordLocator",
+    "WireCheck",
+    "checked_parse",
+    "count_reason",
+    "size_reason",
+    "wire_checks",
+]
 
 #: The name of the branch a checked batch parse adds (its message, made only when a record fails).
 CHECK_BRANCH = "recordkit_wire_check"
@@ -70,15 +78,21 @@ class WireCheck:
         if kind is not self.kind:
             return f"{key} holds {kind.value} values, where its field stores {self.kind.value}"
         if len(values) != self.count:
-            return f"{key} holds {len(values)} values, where its field's fixed shape holds {self.count}"
-        if self.size is not None:
-            for value in values:
-                if len(value) != self.size:
-                    return (
-                        f"Example key {self.key!r} holds {len(value)} bytes, where its field's values hold "
-                        f"{self.size} each"
-                    )
+            return count_reason(self.key, len(values), self.count)
+        return None if self.size is None else size_reason(self.key, values, self.size)
+
+
+def count_reason(key: str, held: int, count: int) -> str:
+    """Why a record holding ``held`` values under ``key`` fails its fixed shape of ``count``."""
+    return f"Example key {key!r} holds {held} values, where its field's fixed shape holds {count}"
+
+
+def size_reason(key: str, values: Sequence[bytes], size: int) -> str | None:
+    """Why the bytes ``values`` under ``key`` fail their field's one value ``size`` (None: they pass)."""
+    wrong = next((len(value) for value in values if len(value) != size), None)
+    if wrong is None:
         return None
+    return f"Example key {key!r} holds {wrong} bytes, where its field's values hold {size} each"
 
 
 def wire_checks(fields: Sequence[BoundField]) -> list[WireCheck]:

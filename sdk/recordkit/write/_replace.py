@@ -162,10 +162,12 @@ def earlier_generations(target: Location) -> frozenset[str]:
 
 def listed_files(manifest: Manifest) -> set[str]:
     """Every file ``manifest`` lists, as paths relative to its dataset's folder: the
-    shards, their indexes and the rejects files (``dataset.json`` itself not included)."""
+    shards, their field groups' shards, their indexes and the rejects files
+    (``dataset.json`` itself not included)."""
     files: set[str] = set()
     for split in manifest.splits.values():
-        for shard in split.shards:
+        groups = (split.field_groups or {}).values()
+        for shard in [*split.shards, *(shard for group in groups for shard in group.shards)]:
             files.add(shard.file)
             if shard.index is not None:
                 files.add(shard.index.file)
@@ -262,8 +264,4 @@ def _generation_of(name: str) -> str | None:
 
 def _run_tokens(manifest: Manifest) -> frozenset[str]:
     """The run tokens in the names of the files ``manifest`` lists, field groups' too."""
-    names = set(listed_files(manifest))
-    for split in manifest.splits.values():
-        for group in (split.field_groups or {}).values():
-            names.update(shard.file for shard in group.shards)
-    return frozenset(token for name in names if (token := run_token_of(name)) is not None)
+    return frozenset(token for name in listed_files(manifest) if (token := run_token_of(name)) is not None)
