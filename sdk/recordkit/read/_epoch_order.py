@@ -243,6 +243,7 @@ def located_pairs(starts: np.ndarray, items: np.ndarray) -> np.ndarray:
     after another)."""
     pairs = np.empty((len(items), 2), dtype=np.int64)
     total = int(starts[-1])
+    shards: np.ndarray
     if len(items) and len(items) * _TABLE_SHARE >= total:
         kind = np.uint16 if len(starts) <= 1 << 16 else np.int32
         shards = np.repeat(np.arange(len(starts) - 1, dtype=kind), np.diff(starts)).take(items)
