@@ -57,12 +57,7 @@ def epoch_order(
         return np.arange(total, dtype=np.int64)
     seeds = [seed] if isinstance(seed, int) else list(seed)
     rng = np.random.default_rng([*seeds, epoch])
-    shards = rng.permutation(len(sizes))
-    # The shards' records one shard after another: each run of the positions shifted to
-    # its shard's first record (in place: no array per shard, one temporary).
-    lengths = sizes[shards]
-    order = np.repeat(starts[shards] - (np.cumsum(lengths) - lengths), lengths)
-    order += np.arange(total, dtype=np.int64)
+    order = _shards_in_turn(starts, rng.permutation(len(sizes)))
     if window > 1:
         # Each window shuffled where it lies: ``shuffle`` draws what ``permutation`` of the
         # window's copy draws (``permutation`` is a copy, then ``shuffle``), so the order
@@ -70,6 +65,23 @@ def epoch_order(
         mix = np.random.default_rng([*seeds, epoch, 1])
         for begin in range(0, total, window):
             mix.shuffle(order[begin : begin + window])
+    return order
+
+
+def _shards_in_turn(starts: np.ndarray, shards: np.ndarray) -> np.ndarray:
+    """The records of ``shards`` (their first records at ``starts``, then the total), one
+    shard after another: steps of one summed up in place, each shard's first step the
+    jump from the last record of the shard before (one array, no temporary of the
+    records' size, no array per shard)."""
+    firsts = starts[shards]
+    lengths = starts[shards + 1] - firsts
+    firsts, lengths = firsts[lengths > 0], lengths[lengths > 0]
+    order = np.ones(int(lengths.sum()), dtype=np.int64)
+    if len(order):
+        order[0] = firsts[0]
+        lasts = firsts + lengths - 1
+        order[(np.cumsum(lengths) - lengths)[1:]] = firsts[1:] - lasts[:-1]
+        np.cumsum(order, out=order)
     return order
 
 
@@ -177,10 +189,15 @@ class Progress:
 
     def remaining(self) -> np.ndarray:
         """The positions not yet read, in the canonical order."""
-        rest = np.arange(self.done, self.length, dtype=np.int64)
-        return (
-            rest if not self.also else np.setdiff1d(rest, np.asarray(self.also, np.int64), assume_unique=True)
-        )
+        if not self.also:
+            return np.arange(self.done, self.length, dtype=np.int64)
+        # A mask of the positions after the prefix (no sort of them all, as a set
+        # difference would make).
+        unread = np.ones(self.length - self.done, dtype=bool)
+        unread[np.asarray(self.also, dtype=np.int64) - self.done] = False
+        rest = np.flatnonzero(unread)
+        rest += self.done
+        return rest
 
     def advanced(self, positions: np.ndarray) -> Progress:
         """This progress with ``positions`` read too."""
@@ -212,15 +229,30 @@ def loader_taken(sizes: Sequence[int], batch_size: int, batches: int, *, drop_la
     return done
 
 
+#: :func:`located_pairs` looks items up in a table of every item's shard when they are
+#: at least this share of all items (a table for a few items costs more than it saves).
+_TABLE_SHARE = 16
+
+
 def located_pairs(starts: np.ndarray, items: np.ndarray) -> np.ndarray:
     """Each of ``items`` (numbered across shards whose first items are ``starts``, then
-    their total) as a row ``(shard, number in it)`` of an ``[n, 2]`` array, made with
-    two temporaries of ``n`` (each large array is fresh memory, paid in page faults)."""
+    their total) as a row ``(shard, number in it)`` of an ``[n, 2]`` array. Many items
+    (an epoch's, or a reader's share of one) are looked up in a table of each item's
+    shard, two bytes an item for fewer than 65,536 shards: a binary search over the
+    shards for each item in shuffled order cost several times the table (one cache miss
+    after another)."""
     pairs = np.empty((len(items), 2), dtype=np.int64)
-    shards = np.searchsorted(starts, items, side="right")
-    shards -= 1
+    total = int(starts[-1])
+    shards: np.ndarray
+    if len(items) and len(items) * _TABLE_SHARE >= total:
+        kind = np.uint16 if len(starts) <= 1 << 16 else np.int32
+        shards = np.repeat(np.arange(len(starts) - 1, dtype=kind), np.diff(starts)).take(items)
+    else:
+        shards = np.searchsorted(starts, items, side="right")
+        shards -= 1
     pairs[:, 0] = shards
-    np.subtract(items, starts[shards], out=pairs[:, 1])
+    pairs[:, 1] = items
+    pairs[:, 1] -= starts.take(shards)
     return pairs
 
 

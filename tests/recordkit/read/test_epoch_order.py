@@ -12,7 +12,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from recordkit.errors import ResumeStateError
-from recordkit.read._epoch_order import Division, Progress, SplitOrder, epoch_order, loader_taken
+from recordkit.read._epoch_order import (
+    Division,
+    Progress,
+    SplitOrder,
+    epoch_order,
+    loader_taken,
+    located_pairs,
+)
 from recordkit.read._epoch_state import epoch_state, resumed_progress
 
 COUNTS = [7, 3, 12, 1, 9, 5]
@@ -158,7 +165,7 @@ def _order_as_first_defined(counts: list[int], seed: int, epoch: int, window: in
     counts=st.lists(st.integers(0, 40), max_size=12),
     seed=st.integers(0, 2**32 - 1),
     epoch=st.integers(0, 50),
-    window=st.integers(2, 70),
+    window=st.integers(1, 70),
 )
 def test_the_shuffled_order_is_the_one_epochs_always_had(
     counts: list[int], seed: int, epoch: int, window: int
@@ -178,3 +185,45 @@ def test_a_readers_places_in_the_run_left_are_its_share_of_that_run(
     for reader in range(division.readers):
         expected = division.share(order[start:], reader)
         assert np.array_equal(order[division.places(start, length, reader)], expected)
+
+
+@given(counts=st.lists(st.integers(0, 40), max_size=12), data=st.data())
+def test_items_are_located_in_their_shards_whether_few_or_many(
+    counts: list[int], data: st.DataObject
+) -> None:
+    starts = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+    total = int(starts[-1])
+    # Any number of items in any order: a few (looked up one by one), or most of them
+    # (looked up in a table of every item's shard).
+    items = np.asarray(data.draw(st.lists(st.integers(0, max(total - 1, 0)), max_size=total * 2)), np.int64)
+    pairs = located_pairs(starts, items)
+    assert pairs.dtype == np.int64
+    assert pairs.shape == (len(items), 2)
+    expected = [
+        (s, int(i - starts[s])) for i in items.tolist() for s in [int(np.flatnonzero(starts <= i)[-1])]
+    ]
+    assert [tuple(row) for row in pairs.tolist()] == expected
+
+
+def test_items_of_more_shards_than_two_bytes_number_are_located() -> None:
+    counts = [2] * 70_000
+    starts = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+    items = epoch_order(counts, seed=1, epoch=0, shuffle=True, window=8)
+    pairs = located_pairs(starts, items)
+    assert np.array_equal(pairs[:, 0], items // 2)
+    assert np.array_equal(pairs[:, 1], items % 2)
+
+
+@given(length=st.integers(1, 80), data=st.data())
+def test_the_positions_left_are_those_after_the_prefix_not_read_beyond_it(
+    length: int, data: st.DataObject
+) -> None:
+    done = data.draw(st.integers(0, length - 1))
+    also = (
+        sorted(data.draw(st.sets(st.integers(done + 1, length - 1), max_size=length)))
+        if done + 1 < length
+        else []
+    )
+    left = Progress(length, done, tuple(also)).remaining()
+    assert left.dtype == np.int64
+    assert left.tolist() == [p for p in range(done, length) if p not in also]
