@@ -24,6 +24,9 @@ record decoded, by:
   where ``plain`` reads runs of neighbours at once);
 * ``elastic``: the same resumed half way from a state saved by 4 ranks x 2 workers, read
   as 2 ranks (both in this process, one after the other): half the records;
+* ``elastic_rank``: rank 0 of those 2 alone (what one rank of the resumed run reads), and
+  ``plain_share``: ``RandomAccess.stream`` over that rank's records in its order, worked
+  out before the pass (its baseline: the same records read without the epoch machinery);
 * ``mixture_in_order`` and ``mixture``: ``rk.mix({a: 0.7, b: 0.3},
   samples_per_epoch=N).torch_iterable(...)``, unshuffled (sources spread evenly) and
   shuffled.
@@ -45,8 +48,14 @@ Rounds interleave the contenders (rotating their order), so a change of load on 
 shared machine falls on all alike; every repetition is reported with the best and the
 median, wall and CPU seconds (this process's, steadier under load; tf.data's threads
 included), and each contender's ratio to its baseline (``plain``, ``tf_plain``) at the
-median, of records/s and of CPU per record, and of CPU per record to ``records`` too
-(``tf_elastic`` also to ``tf_plain_share``, as ``*_to_same_count``).
+median, of records/s and of CPU per record, and of CPU per record to ``records`` too.
+Some readers are also compared with a baseline of as many records read without the
+epoch machinery (``*_to_same_count``): ``canonical`` with ``plain_shuffled`` and
+``elastic_rank`` with ``plain_share`` (the same records in the same order), ``mixture``
+with ``plain_shuffled`` (as many records of the same content, shuffled) and
+``tf_elastic`` with ``tf_plain_share`` (as many records, in order). Reading records
+shuffled costs more than reading them in order whoever orders them: these ratios are
+what the epoch order and the mixture add to it.
 All of them but ``records`` read through ``RandomAccess`` in one thread, ``prefetch``
 64, every field decoded, as numpy (``tensors=False``): the same reader, threads and
 decode.
@@ -134,6 +143,10 @@ def _measure(args: argparse.Namespace, root: Path) -> dict[str, Any]:
         max(1, len(records) // 2 // (4 * 8)), batch_size=8, num_workers=2
     )
     mixture = rk.mix({a: 0.7, b: 0.3}, samples_per_epoch=len(records))
+    # Rank 0 of 2's share of what the 4 x 2 state left, in its order: what `elastic_rank`
+    # reads, without the epoch machinery.
+    resumed = {k: v for k, v in options.items() if k != "tensors"}
+    share = whole.epoch_stream(**resumed, rank=0, world_size=2, start=state).worker_pairs(0, 1)
 
     contenders: dict[str, Callable[[], Iterable[Any]]] = {
         "plain": lambda: access.stream(in_order, prefetch=64),
@@ -144,12 +157,27 @@ def _measure(args: argparse.Namespace, root: Path) -> dict[str, Any]:
         "elastic": lambda: _chain(
             *(whole.torch_iterable(**options, rank=r, world_size=2, start=state) for r in range(2))
         ),
+        "elastic_rank": lambda: whole.torch_iterable(**options, rank=0, world_size=2, start=state),
+        "plain_share": lambda: access.stream(share, prefetch=64),
         "mixture_in_order": lambda: mixture.torch_iterable(**{**options, "shuffle": False}),
         "mixture": lambda: mixture.torch_iterable(**options),
     }
     results: dict[str, Any] = {"records": len(records), "workload": args.workload, "repeats": args.repeats}
     print(f"{len(records)} {args.workload} records, {args.repeats} repetitions (wall times vary under load)")
-    results.update(_compare(contenders, lambda _: 1, "plain", args.repeats, also="records"))
+    results.update(
+        _compare(
+            contenders,
+            lambda _: 1,
+            "plain",
+            args.repeats,
+            also="records",
+            same_count={
+                "canonical": "plain_shuffled",
+                "mixture": "plain_shuffled",
+                "elastic_rank": "plain_share",
+            },
+        )
+    )
     if not args.no_tf:
         results.update(
             _compare(
@@ -206,9 +234,10 @@ def _compare(
     """Every contender's passes, rounds interleaved (their order rotated), each row with
     its repetitions, best, median and ratios to ``baseline`` (and its CPU per record to
     that of ``also``); printed as a table. ``size`` gives the records of one element.
-    ``same_count`` names, for some contenders, a baseline that reads as many records:
-    their ratios to it are added as ``ratio_to_same_count`` and
-    ``cpu_ratio_to_same_count`` (and printed below the table)."""
+    ``same_count`` names, for some contenders, a baseline that reads as many records
+    (see the module): their ratios to it
+    are added as ``ratio_to_same_count`` and ``cpu_ratio_to_same_count`` (and printed
+    below the table)."""
     counts = {
         name: sum(size(e) for e in make()) for name, make in contenders.items()
     }  # warm-up, and the records
@@ -259,7 +288,7 @@ def _compare(
         row["ratio_to_same_count"] = row["records_per_s"] / base_row["records_per_s"]
         row["cpu_ratio_to_same_count"] = row["cpu_per_record_us"] / base_row["cpu_per_record_us"]
         print(
-            f"{name} against {other} (as many records): records/s {row['ratio_to_same_count']:.2f}x, "
+            f"{name} against {other}: records/s {row['ratio_to_same_count']:.2f}x, "
             f"CPU per record {row['cpu_ratio_to_same_count']:.2f}x"
         )
     return results
