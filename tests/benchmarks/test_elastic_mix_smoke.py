@@ -30,6 +30,15 @@ def test_the_elastic_and_mixture_benchmark_runs(tmp_path: Path) -> None:
     ):
         assert results[name]["records"] == 40, name
     assert results["elastic"]["records"] == 40 - 32  # the state after one batch of 8 on each of 4 ranks
+    # Rank 0 of the 2 resumed ranks, against the same records read without the epoch order.
+    assert 0 < results["elastic_rank"]["records"] == results["plain_share"]["records"] < 40 - 32
+    for name, baseline in (
+        ("canonical", "plain_shuffled"),
+        ("mixture", "plain_shuffled"),
+        ("elastic_rank", "plain_share"),
+    ):
+        assert results[name]["same_count_baseline"] == baseline
+        assert results[name]["cpu_ratio_to_same_count"] > 0
     for name in ("tf_plain", "tf_shuffled", "tf_canonical_in_order", "tf_canonical", "tf_mixture"):
         assert results[name]["records"] == 40, name
         assert results[name]["baseline"] == "tf_plain"
