@@ -131,9 +131,9 @@ def decoded(
     elif chunked:
         dataset = _decode_batches(batches, layout, options)
         if _dense(dataset.element_spec):
-            dataset = dataset.rebatch(options.batch_size, drop_remainder=options.drop_remainder)
+            dataset = rebatched(dataset, options.batch_size, drop_remainder=options.drop_remainder)
         else:  # a codec's decode gave values of varying shapes after all: batch by batch
-            batches = batches.rebatch(options.batch_size, drop_remainder=options.drop_remainder)
+            batches = rebatched(batches, options.batch_size, drop_remainder=options.drop_remainder)
             dataset = _decode_batches(batches, layout, options)
     else:
         dataset = _decode_batches(batches, layout, options, draws_given=draws_given)
@@ -251,10 +251,12 @@ def _serialized_batches(
         return records.batch(
             batch_size or options.block_length, drop_remainder=options.drop_remainder and bool(batch_size)
         )
+    # Without the map ``Dataset.rebatch`` puts before it (traced at every build, started
+    # at every iterator, called at every chunk): the chunks are dense.
     if chunk is not None:
-        return chunks.rebatch(chunk)
+        return rebatched(chunks, chunk)
     if batch_size is not None:
-        return chunks.rebatch(batch_size, drop_remainder=options.drop_remainder)
+        return rebatched(chunks, batch_size, drop_remainder=options.drop_remainder)
     return chunks
 
 

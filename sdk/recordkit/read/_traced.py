@@ -25,6 +25,7 @@ __all__ = [
     "parallel_interleave",
     "parallel_map",
     "rebatched",
+    "tfrecord_file",
     "traced_as_written",
 ]
 
@@ -100,20 +101,39 @@ def parallel_map(
     )
 
 
-def mapped(dataset: Any, function: Callable[..., Any]) -> Any:
+def mapped(dataset: Any, function: Callable[..., Any], *, reuse: Hashable | None = None) -> Any:
     """``dataset.map(function)`` (one call at a time, in the thread that asks for the
     element), ``function`` traced as written and marked, as :func:`parallel_map` marks
     its function, to be instantiated at each iterator without Grappler (on
     :data:`MARKED_MAP_RELEASES`; any other TensorFlow, or a function with an ``int32``
-    output, gets the plain ``map``)."""
+    output, gets the plain ``map``). With ``reuse``, as :func:`parallel_map`'s (no token:
+    the function must depend on the key alone)."""
     traced = traced_as_written(function)
+    kept = None if reuse is None else ("one at a time", reuse)
     return _through_internals(
-        lambda: _map_one_at_a_time()(dataset, traced), lambda: dataset.map(traced), _Int32OutputError
+        lambda: _map_one_at_a_time()(dataset, traced, kept), lambda: dataset.map(traced), _Int32OutputError
     )
 
 
+def tfrecord_file(path: Any, compression: str = "") -> Any:
+    """``tf.data.TFRecordDataset(path, compression)`` of the one file ``path`` (a scalar
+    string tensor), without the ``flat_map`` over a dataset of its one name that
+    ``TFRecordDataset`` puts before its reader: a function traced at every build, and
+    started at every iterator (or at every shard an interleave opens). The reader op is
+    the same (``TFRecordDataset``, its default buffer); a TensorFlow outside
+    :data:`MARKED_MAP_RELEASES` gets the plain ``TFRecordDataset``."""
+    import tensorflow as tf
+
+    def reader() -> Any:
+        from tensorflow.python.data.ops import readers
+
+        return readers._TFRecordDataset(path, compression)
+
+    return _through_internals(reader, lambda: tf.data.TFRecordDataset(path, compression_type=compression))
+
+
 @functools.cache
-def _map_one_at_a_time() -> Callable[[Any, Callable[..., Any]], Any]:
+def _map_one_at_a_time() -> Callable[[Any, Callable[..., Any], Hashable | None], Any]:
     """The ``Dataset`` class of :func:`mapped`: ``tf.data``'s ``MapDataset`` op with the
     arguments and element spec ``Dataset.map`` gives, its function wrapped with
     :data:`UNOPTIMIZED_ATTRIBUTE`."""
@@ -121,16 +141,16 @@ def _map_one_at_a_time() -> Callable[[Any, Callable[..., Any]], Any]:
     from tensorflow.python.data.ops import dataset_ops, map_op
 
     class MapWithoutGrappler(map_op._MapDataset):  # type: ignore[misc]
-        def __init__(self, dataset: Any, function: Callable[..., Any]) -> None:
+        def __init__(self, dataset: Any, function: Callable[..., Any], reuse: Hashable | None) -> None:
             self._input_dataset = dataset
             self._use_inter_op_parallelism = True
             self._preserve_cardinality = True
-            self._map_func = _marked_map_function(self, function, dataset)
+            self._map_func, captured = _map_function(self, function, dataset, reuse, None)
             self._force_synchronous = False
             self._name = None
             variant = tf.raw_ops.MapDataset(
                 input_dataset=dataset._variant_tensor,
-                other_arguments=self._map_func.function.captured_inputs,
+                other_arguments=captured,
                 f=self._map_func.function,
                 use_inter_op_parallelism=True,
                 preserve_cardinality=True,
