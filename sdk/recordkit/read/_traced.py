@@ -221,7 +221,15 @@ def _map_function(
 
 def _kept_trace(key: Hashable, trace: Callable[[], Any]) -> Any:
     """The traced function kept for ``key`` (:data:`REUSED_TRACES` of them, the least
-    recently used dropped first), else ``trace()``, kept from now on."""
+    recently used dropped first), else ``trace()``, kept from now on.
+
+    Only for a pipeline built eagerly: one built in a graph (``tf.compat.v1``, or inside
+    a traced function) would share a function whose captured inputs are another graph's
+    tensors, so it is traced anew there (``trace()``, not kept)."""
+    import tensorflow as tf
+
+    if not tf.executing_eagerly():
+        return trace()
     with _REUSED_LOCK:
         kept = _REUSED.pop(key, None)
     traced = kept or trace()  # traced unlocked

@@ -189,3 +189,27 @@ def test_an_iterator_outlives_its_dropped_read_and_a_dropped_read_releases_its_s
         rk.load_dataset(root, batch_size=4)
     gc.collect()
     assert len(_wire_checks._LOCATORS) == before
+
+
+def test_a_read_built_in_a_graph_traces_its_own_parse_and_names_its_file(
+    tmp_path: Path, one_float_short: Any
+) -> None:
+    """A pipeline built in a ``tf.compat.v1`` graph does not share the trace kept for
+    reads built eagerly (its captured inputs are that graph's): it traces its own, and a
+    bad record is named as in an eager read."""
+    root = tmp_path / "data"
+    _split_with_embedding(root, 5)
+    rk.load_dataset(root, batch_size=4)  # an eager read of the layout: its trace kept
+    graph = tf.Graph()
+    with graph.as_default():
+        batch = tf.compat.v1.data.make_one_shot_iterator(rk.load_dataset(root, batch_size=4)).get_next()
+        with tf.compat.v1.Session(graph=graph) as session:
+
+            def read_all() -> None:
+                while True:
+                    session.run(batch)
+
+            with pytest.raises(tf.errors.InvalidArgumentError) as raised:
+                read_all()
+    where = rf"shard train-00001\.tfrecord, offset \d+, record {BAD}, field 'embedding': Example key"
+    assert re.search(where, _unquoted(raised.value)), _unquoted(raised.value)
