@@ -34,7 +34,7 @@ from recordkit.errors import CorruptRecordError, RecordkitError
 from recordkit.format._tfrecord import FRAMING_BYTES, Compression, HeaderWalk, iter_tfrecords, walk_headers
 from recordkit.read._corruption import OnCorrupt
 from recordkit.read._open import OpenedDataset, check_shard_size
-from recordkit.read._traced import traced_as_written
+from recordkit.read._traced import mapped, tfrecord_file, traced_as_written
 from recordkit.storage import location
 
 __all__ = [
@@ -115,18 +115,29 @@ def framed_records(
     each shard it opens."""
     import tensorflow as tf
 
-    def fail(shard: Any) -> Any:
+    # The message's pieces come with the path: the function depends on ``middle`` alone,
+    # and a read built in Python (one shard) reuses the trace an earlier one made.
+    lost = tf.data.Dataset.from_tensors((path, head(), tail()))
+    reuse = ("framed loss", middle) if tf.executing_eagerly() else None
+    lost = mapped(lost, _loss_function(middle), reuse=reuse)
+    records = tfrecord_file(path).ignore_errors()
+    return records.concatenate(lost).take(count)
+
+
+def _loss_function(middle: str) -> Callable[[Any, Any, Any], Any]:
+    """The function of :func:`framed_records`' loss: the shard read again in Python, and
+    its error (``head offset middle records tail``)."""
+    import tensorflow as tf
+
+    def fail(shard: Any, head: Any, tail: Any) -> Any:
         # Stateless: the same file, the same answer (an iterator holding it saves in a checkpoint).
         offset, read = tf.numpy_function(readable, [shard], [tf.int64, tf.int64], stateful=False)
-        message = tf.strings.join(
-            [head(), tf.strings.as_string(offset), middle, tf.strings.as_string(read), tail()]
-        )
+        pieces = [head, tf.strings.as_string(offset), middle, tf.strings.as_string(read), tail]
+        message = tf.strings.join(pieces)
         with tf.control_dependencies([tf.debugging.Assert(False, [message], summarize=1)]):
             return tf.constant("")
 
-    lost = tf.data.Dataset.from_tensors(path).map(traced_as_written(fail))
-    records = tf.data.TFRecordDataset(path).ignore_errors()
-    return records.concatenate(lost).take(count)
+    return fail
 
 
 def readable(path: bytes) -> tuple[np.int64, np.int64]:

@@ -11,7 +11,7 @@ TensorFlow is imported when the pipeline is built.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from typing import Any
 
 from recordkit.dataset._shards import Shard, selected_records
@@ -26,7 +26,7 @@ from recordkit.read._options import (
     Opened,
     PipelineOptions,
 )
-from recordkit.read._parse import PRESENT_SUFFIX, make_padded_parser
+from recordkit.read._parse import PRESENT_SUFFIX, make_padded_parser, trace_key
 from recordkit.read._per_record import DRAWS, RaggedUnbatcher, per_record
 from recordkit.read._record_parse import parses_per_record, records_parsed_one_by_one
 from recordkit.read._shard_stream import read_shards
@@ -131,9 +131,9 @@ def decoded(
     elif chunked:
         dataset = _decode_batches(batches, layout, options)
         if _dense(dataset.element_spec):
-            dataset = dataset.rebatch(options.batch_size, drop_remainder=options.drop_remainder)
+            dataset = rebatched(dataset, options.batch_size, drop_remainder=options.drop_remainder)
         else:  # a codec's decode gave values of varying shapes after all: batch by batch
-            batches = batches.rebatch(options.batch_size, drop_remainder=options.drop_remainder)
+            batches = rebatched(batches, options.batch_size, drop_remainder=options.drop_remainder)
             dataset = _decode_batches(batches, layout, options)
     else:
         dataset = _decode_batches(batches, layout, options, draws_given=draws_given)
@@ -251,10 +251,12 @@ def _serialized_batches(
         return records.batch(
             batch_size or options.block_length, drop_remainder=options.drop_remainder and bool(batch_size)
         )
+    # Without the map ``Dataset.rebatch`` puts before it (traced at every build, started
+    # at every iterator, called at every chunk): the chunks are dense.
     if chunk is not None:
-        return chunks.rebatch(chunk)
+        return rebatched(chunks, chunk)
     if batch_size is not None:
-        return chunks.rebatch(batch_size, drop_remainder=options.drop_remainder)
+        return rebatched(chunks, batch_size, drop_remainder=options.drop_remainder)
     return chunks
 
 
@@ -272,7 +274,35 @@ def _decode_batches(
     one function, not a map of its own, since TensorFlow optimizes and instantiates each
     function of a pipeline again for every iterator."""
 
-    decode = _decoder(layout, options)
+    decode, locate, key = _decoder(layout, options)
+    mapped = _mapped_batches(batches, decode, options, unbatcher, draws_given, key, locate)
+    # The function reaches its locator through a token only: the pipeline holds it, and
+    # an iterator holds its pipeline; the locators' table holds it weakly.
+    mapped._recordkit_locator = locate
+    return mapped
+
+
+def _mapped_batches(
+    batches: Any,
+    decode: Callable[..., dict[str, Any]],
+    options: PipelineOptions,
+    unbatcher: RaggedUnbatcher | None,
+    draws_given: bool,
+    key: Hashable | None,
+    locate: RecordLocator,
+) -> Any:
+    """:func:`_decode_batches`' parallel map of ``decode``; with a ``key`` (and the batches
+    neither split into records next nor given their draws), traced once for that key and
+    reused by later reads of it, each with its own locator's token."""
+    if key is not None and unbatcher is None and not draws_given:
+        return parallel_map(
+            batches,
+            decode,
+            deterministic=options.deterministic,
+            calls=options.num_parallel_calls,
+            reuse=key,
+            token=locate.token_tensor(),
+        )
 
     def parse(*args: Any, **draws: Any) -> dict[str, Any]:
         return decode(*args, **draws) if unbatcher is None else unbatcher.encode(decode(*args, **draws))
@@ -318,22 +348,62 @@ def _known_size(
     return records // batch_size if drop_remainder else -(-records // batch_size)
 
 
-def _decoder(layout: DecodeLayout, options: PipelineOptions) -> Callable[..., dict[str, Any]]:
+def _decoder(
+    layout: DecodeLayout, options: PipelineOptions
+) -> tuple[Callable[..., dict[str, Any]], RecordLocator, Hashable | None]:
     """The function from a batch of serialized records (and, for the random crop, the
     batch's position in the dataset) to the decoded, laid out batch; the per-record
-    fields hold their wire values, and with a random crop ``DRAWS`` each record's draws."""
+    fields hold their wire values, and with a random crop ``DRAWS`` each record's draws.
+
+    With it, the locator its check names a failing record with (the pipeline must hold
+    it: the function holds its token alone), and what the function depends on besides
+    that locator, when that is the stored fields' layout alone (no default, nothing
+    padded, fitted, cropped or decoded record by record: :func:`~recordkit.read._parse.trace_key`),
+    for a later read of the same key to reuse its trace; else None. The function then
+    holds nothing of this read (no shard, no dataset), so a kept trace keeps no read alive."""
     dataset = layout.dataset
     names = [f.name for f in dataset.fields]
     undecoded = {f.name for f in (*layout.per_record, *layout.per_record_values)}
     padded = layout.padded - set(layout.sizes) if layout.pads_in_batch else frozenset()
     # A record holding a wrong number of values is found in the split's shards and named.
     locate = RecordLocator(dataset.shards, dataset.compression)
-    parse = make_padded_parser(dataset.stored_fields.fields, padded, undecoded, locate)
+    stored = dataset.stored_fields.fields
+    parse = make_padded_parser(stored, padded, undecoded, locate)
     defaults = {
         field.name: (make_padded_parser((field,), ()), dataset.defaults[field.name])
         for field in dataset.fields
         if field.name in dataset.defaulted
     }
+    simple = not (undecoded or padded or defaults or layout.sizes or options.random_crop)
+    key = trace_key(stored) if simple and names == [f.name for f in stored] else None
+    if key is not None:
+        key = (tuple(names), key)
+
+    def decode_simple(serialized: Any) -> dict[str, Any]:
+        parsed = parse(serialized)
+        out = {}  # in field order, as _full_decoder's
+        for name in names:
+            out[name] = parsed[name]
+            if name + PRESENT_SUFFIX in parsed:
+                out[name + PRESENT_SUFFIX] = parsed[name + PRESENT_SUFFIX]
+        return out
+
+    if key is not None:  # holds parse and names alone
+        return decode_simple, locate, key
+    return _full_decoder(layout, options, parse, defaults, names, undecoded, padded), locate, None
+
+
+def _full_decoder(
+    layout: DecodeLayout,
+    options: PipelineOptions,
+    parse: Callable[[Any], dict[str, Any]],
+    defaults: dict[str, tuple[Callable[[Any], dict[str, Any]], Any]],
+    names: list[str],
+    undecoded: set[str],
+    padded: frozenset[str] | set[str],
+) -> Callable[..., dict[str, Any]]:
+    """:func:`_decoder`'s function for any layout (defaults, padding, fits, crops)."""
+    dataset = layout.dataset
     fit = layout.geometry.fit
 
     def decode(serialized: Any, position: Any = None, draws: Any = None) -> dict[str, Any]:

@@ -27,10 +27,12 @@ TensorFlow is imported only when a parser is built or run.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Sequence
+import json
+from collections.abc import Callable, Collection, Hashable, Sequence
 from typing import Any
 
 from recordkit.codec._capabilities import padded_decode
+from recordkit.codec._codec import Codec
 from recordkit.read._dense import SHAPE_SUFFIX
 from recordkit.read._wire_checks import RecordLocator, checked_parse, wire_checks
 from recordkit.schema._bound import BoundField
@@ -49,6 +51,7 @@ __all__ = [
     "parsed_decoder",
     "scatter_rows",
     "spec_from_plans",
+    "trace_key",
     "wire_values",
 ]
 
@@ -153,6 +156,28 @@ def make_padded_parser(
         return decode(parse_checked(serialized))
 
     return parse
+
+
+def trace_key(fields: Sequence[BoundField]) -> Hashable | None:
+    """What the traced parse of :func:`make_padded_parser` (nothing padded or left
+    undecoded) of ``fields`` depends on besides its read's locator: each field's parse
+    plan, its codec's decode (a function and its constants) and its checks, when that
+    is all, so that a read of the same key may reuse another's trace
+    (:func:`~recordkit.read._traced.parallel_map`). None when a codec overrides
+    ``decode_tf`` (it may keep other state) or gives no
+    :meth:`~recordkit.Codec.decode_tf_source`: such a read is traced anew."""
+    key: list[Hashable] = []
+    for field in fields:
+        if type(field.codec).decode_tf is not Codec.decode_tf:
+            return None
+        source = field.codec.decode_tf_source()
+        if source is None:
+            return None
+        plan = json.dumps(field_plan(field), sort_keys=True, default=repr)
+        constants = repr(sorted(source.constants.items()))
+        key.append((plan, source.function, constants, source.helpers))
+    key.append(repr(wire_checks(fields)))
+    return tuple(key)
 
 
 def parsed_decoder(

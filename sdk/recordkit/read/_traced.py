@@ -25,6 +25,7 @@ __all__ = [
     "parallel_interleave",
     "parallel_map",
     "rebatched",
+    "tfrecord_file",
     "traced_as_written",
 ]
 
@@ -58,7 +59,13 @@ def default_parallel_calls() -> int:
 
 
 def parallel_map(
-    dataset: Any, function: Callable[..., Any], *, deterministic: bool | None, calls: int | None = None
+    dataset: Any,
+    function: Callable[..., Any],
+    *,
+    deterministic: bool | None,
+    calls: int | None = None,
+    reuse: Hashable | None = None,
+    token: Any = None,
 ) -> Any:
     """``dataset.map(function, num_parallel_calls=calls, deterministic=deterministic)``
     (``calls`` None: :func:`default_parallel_calls`), ``function`` traced as written, and
@@ -75,31 +82,58 @@ def parallel_map(
     ``tf.data``'s own function wrapper (:func:`_map_without_grappler`), and only on the
     TensorFlow releases it was tested with (:data:`MARKED_MAP_RELEASES`): any other
     TensorFlow, one whose internals differ, and a function with an ``int32`` output
-    (:class:`_Int32OutputError`) get the plain ``map``."""
+    (:class:`_Int32OutputError`) get the plain ``map``.
+
+    With ``reuse``, as :func:`parallel_interleave`'s, the function traced for an earlier
+    map of the same key (and input) is used again. Its one piece of per-read state may
+    be ``token``: an eager tensor the function captures (a read's token, through which
+    it reaches what it must not hold); a reused trace is given this map's ``token`` in
+    place of the one it was traced with. Tracing, and TensorFlow registering a new
+    function, is most of what building a small read costs."""
 
     traced = traced_as_written(function)
     parallel = default_parallel_calls() if calls is None else calls
+    kept = None if reuse is None else ("map", reuse)
     return _through_internals(
-        lambda: _map_without_grappler()(dataset, traced, deterministic, parallel),
+        lambda: _map_without_grappler()(dataset, traced, deterministic, parallel, kept, token),
         lambda: dataset.map(traced, num_parallel_calls=parallel, deterministic=deterministic),
         _Int32OutputError,
     )
 
 
-def mapped(dataset: Any, function: Callable[..., Any]) -> Any:
+def mapped(dataset: Any, function: Callable[..., Any], *, reuse: Hashable | None = None) -> Any:
     """``dataset.map(function)`` (one call at a time, in the thread that asks for the
     element), ``function`` traced as written and marked, as :func:`parallel_map` marks
     its function, to be instantiated at each iterator without Grappler (on
     :data:`MARKED_MAP_RELEASES`; any other TensorFlow, or a function with an ``int32``
-    output, gets the plain ``map``)."""
+    output, gets the plain ``map``). With ``reuse``, as :func:`parallel_map`'s (no token:
+    the function must depend on the key alone)."""
     traced = traced_as_written(function)
+    kept = None if reuse is None else ("one at a time", reuse)
     return _through_internals(
-        lambda: _map_one_at_a_time()(dataset, traced), lambda: dataset.map(traced), _Int32OutputError
+        lambda: _map_one_at_a_time()(dataset, traced, kept), lambda: dataset.map(traced), _Int32OutputError
     )
 
 
+def tfrecord_file(path: Any, compression: str = "") -> Any:
+    """``tf.data.TFRecordDataset(path, compression)`` of the one file ``path`` (a scalar
+    string tensor), without the ``flat_map`` over a dataset of its one name that
+    ``TFRecordDataset`` puts before its reader: a function traced at every build, and
+    started at every iterator (or at every shard an interleave opens). The reader op is
+    the same (``TFRecordDataset``, its default buffer); a TensorFlow outside
+    :data:`MARKED_MAP_RELEASES` gets the plain ``TFRecordDataset``."""
+    import tensorflow as tf
+
+    def reader() -> Any:
+        from tensorflow.python.data.ops import readers
+
+        return readers._TFRecordDataset(path, compression)
+
+    return _through_internals(reader, lambda: tf.data.TFRecordDataset(path, compression_type=compression))
+
+
 @functools.cache
-def _map_one_at_a_time() -> Callable[[Any, Callable[..., Any]], Any]:
+def _map_one_at_a_time() -> Callable[[Any, Callable[..., Any], Hashable | None], Any]:
     """The ``Dataset`` class of :func:`mapped`: ``tf.data``'s ``MapDataset`` op with the
     arguments and element spec ``Dataset.map`` gives, its function wrapped with
     :data:`UNOPTIMIZED_ATTRIBUTE`."""
@@ -107,16 +141,16 @@ def _map_one_at_a_time() -> Callable[[Any, Callable[..., Any]], Any]:
     from tensorflow.python.data.ops import dataset_ops, map_op
 
     class MapWithoutGrappler(map_op._MapDataset):  # type: ignore[misc]
-        def __init__(self, dataset: Any, function: Callable[..., Any]) -> None:
+        def __init__(self, dataset: Any, function: Callable[..., Any], reuse: Hashable | None) -> None:
             self._input_dataset = dataset
             self._use_inter_op_parallelism = True
             self._preserve_cardinality = True
-            self._map_func = _marked_map_function(self, function, dataset)
+            self._map_func, captured = _map_function(self, function, dataset, reuse, None)
             self._force_synchronous = False
             self._name = None
             variant = tf.raw_ops.MapDataset(
                 input_dataset=dataset._variant_tensor,
-                other_arguments=self._map_func.function.captured_inputs,
+                other_arguments=captured,
                 f=self._map_func.function,
                 use_inter_op_parallelism=True,
                 preserve_cardinality=True,
@@ -167,9 +201,35 @@ def _marked_map_function(transformation: Any, function: Callable[..., Any], data
     return wrapped
 
 
+def _map_function(
+    transformation: Any, function: Callable[..., Any], dataset: Any, reuse: Hashable | None, token: Any
+) -> tuple[Any, list[Any]]:
+    """:func:`_marked_map_function` (kept for ``reuse`` when given, see :func:`parallel_map`)
+    and the inputs it captures, ``token`` in place of the token it was traced with."""
+    if reuse is None:
+        wrapped = _marked_map_function(transformation, function, dataset)
+        return wrapped, list(wrapped.function.captured_inputs)
+    wrapped, traced_token = _kept_trace(
+        (reuse, dataset.element_spec),
+        lambda: (_marked_map_function(transformation, function, dataset), token),
+    )
+    captured = list(wrapped.function.captured_inputs)
+    if token is not None:
+        captured = [token if value is traced_token else value for value in captured]
+    return wrapped, captured
+
+
 def _kept_trace(key: Hashable, trace: Callable[[], Any]) -> Any:
     """The traced function kept for ``key`` (:data:`REUSED_TRACES` of them, the least
-    recently used dropped first), else ``trace()``, kept from now on."""
+    recently used dropped first), else ``trace()``, kept from now on.
+
+    Only for a pipeline built eagerly: one built in a graph (``tf.compat.v1``, or inside
+    a traced function) would share a function whose captured inputs are another graph's
+    tensors, so it is traced anew there (``trace()``, not kept)."""
+    import tensorflow as tf
+
+    if not tf.executing_eagerly():
+        return trace()
     with _REUSED_LOCK:
         kept = _REUSED.pop(key, None)
     traced = kept or trace()  # traced unlocked
@@ -205,7 +265,9 @@ UNOPTIMIZED_ATTRIBUTE = "experimental_ints_on_device"
 
 
 @functools.cache
-def _map_without_grappler() -> Callable[[Any, Callable[..., Any], bool | None, int], Any]:
+def _map_without_grappler() -> Callable[
+    [Any, Callable[..., Any], bool | None, int, Hashable | None, Any], Any
+]:
     """The ``Dataset`` class of :func:`parallel_map`: ``tf.data``'s parallel map (the
     same ``ParallelMapDatasetV2`` op, arguments and element spec that ``Dataset.map``
     gives), its function wrapped with :data:`UNOPTIMIZED_ATTRIBUTE`."""
@@ -214,11 +276,17 @@ def _map_without_grappler() -> Callable[[Any, Callable[..., Any], bool | None, i
 
     class MapWithoutGrappler(map_op._ParallelMapDataset):  # type: ignore[misc]
         def __init__(
-            self, dataset: Any, function: Callable[..., Any], deterministic: bool | None, calls: int
+            self,
+            dataset: Any,
+            function: Callable[..., Any],
+            deterministic: bool | None,
+            calls: int,
+            reuse: Hashable | None,
+            token: Any,
         ) -> None:
             self._input_dataset = dataset
             self._use_inter_op_parallelism = True
-            self._map_func = _marked_map_function(self, function, dataset)
+            self._map_func, captured = _map_function(self, function, dataset, reuse, token)
             self._deterministic = _deterministic_attribute(deterministic)
             self._preserve_cardinality = True
             self._num_parallel_calls = tf.constant(calls, tf.int64)
@@ -226,7 +294,7 @@ def _map_without_grappler() -> Callable[[Any, Callable[..., Any], bool | None, i
             self._name = None
             variant = tf.raw_ops.ParallelMapDatasetV2(
                 input_dataset=dataset._variant_tensor,
-                other_arguments=self._map_func.function.captured_inputs,
+                other_arguments=captured,
                 num_parallel_calls=self._num_parallel_calls,
                 f=self._map_func.function,
                 deterministic=self._deterministic,

@@ -23,12 +23,20 @@ offset in it, the record's number in the split and the field::
     record 7, field 'embedding': Example key 'embedding' holds 2044 bytes, where its field's
     values hold 2048 each
 
+The traced parse holds no read's shards: it reaches its read's locator through the
+locator's token (:meth:`RecordLocator.token_tensor`, a captured input of the traced
+function), looked up in :data:`_LOCATORS` on a failure only. So one trace serves every
+read of the same fields (:func:`~recordkit.read._traced.parallel_map`'s ``reuse``), each
+read passing its own token: building the check's graph is most of what it costs.
+
 TensorFlow is imported when a check is built.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import itertools
+import weakref
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -118,11 +126,28 @@ def wire_checks(fields: Sequence[BoundField]) -> list[WireCheck]:
 
 class RecordLocator:
     """Where a serialized record (a shard's record, its field groups' records joined after
-    it) is in ``shards``: found by reading them in order, on a failing read only."""
+    it) is in ``shards``: found by reading them in order, on a failing read only.
+
+    Each locator has a token (:attr:`token`) naming it in :data:`_LOCATORS` for as long
+    as it lives: a traced parse reaches it through the token, never holding it."""
 
     def __init__(self, shards: Sequence[Shard], compression: Compression) -> None:
         self._shards = shards
         self._compression = compression
+        self.token = next(_TOKENS)
+        self._tensor: Any = None
+        _LOCATORS[self.token] = self
+
+    def token_tensor(self) -> Any:
+        """The token as an eager ``int64`` scalar, made once: a function traced with it
+        captures it as an input, which a reuse of that trace replaces with its own
+        read's (:func:`~recordkit.read._traced.parallel_map`)."""
+        import tensorflow as tf
+
+        if self._tensor is None:
+            with tf.init_scope():  # eager even inside a trace: captured, not a constant
+                self._tensor = tf.constant(self.token, tf.int64)
+        return self._tensor
 
     def __call__(self, record: bytes, key: str) -> tuple[str, int, int] | None:
         """The file holding ``key`` in the first record equal to ``record``, the record's
@@ -147,6 +172,11 @@ class RecordLocator:
         return None
 
 
+_TOKENS = itertools.count(1)
+#: Each live read's locator, by its token (held weakly: the read's pipeline holds it).
+_LOCATORS: weakref.WeakValueDictionary[int, RecordLocator] = weakref.WeakValueDictionary()
+
+
 def checked_parse(
     spec: dict[str, Any], checks: Sequence[WireCheck], locate: RecordLocator | None
 ) -> Callable[[Any], dict[str, Any]]:
@@ -161,7 +191,9 @@ def checked_parse(
         ragged_spec[key] = tf.io.RaggedFeature(
             dtype=spec[key].dtype, value_key=key, partitions=[], row_splits_dtype=tf.int64
         )
-    describe = _describer(checks, locate)
+    describe = _describer(checks)
+    # The parse holds the locator's token alone (a captured input), never the locator.
+    token = None if locate is None else locate.token_tensor()
 
     def parse(serialized: Any) -> dict[str, Any]:
         parsed = tf.io.parse_example(serialized, ragged_spec)
@@ -179,9 +211,10 @@ def checked_parse(
         passed = tf.reduce_all(good)
 
         def failed() -> Any:
-            if locate is None:  # no Python in the graph: a parser that can be exported
+            if token is None:  # no Python in the graph: a parser that can be exported
                 return _graph_message(checks, parsed, rows)
-            return tf.reshape(tf.numpy_function(describe, [serialized, good], tf.string, stateful=False), [])
+            described = tf.numpy_function(describe, [token, serialized, good], tf.string, stateful=False)
+            return tf.reshape(described, [])
 
         # One branch a batch, never a record's; named so that a graph's reader can tell it.
         message = tf.cond(passed, lambda: tf.constant(""), failed, name=CHECK_BRANCH)
@@ -233,11 +266,13 @@ def _graph_message(checks: Sequence[WireCheck], parsed: dict[str, Any], rows: li
     return tf.gather(tf.stack(messages), first)
 
 
-def _describer(checks: Sequence[WireCheck], locate: RecordLocator | None) -> Callable[[Any, Any], bytes]:
+def _describer(checks: Sequence[WireCheck]) -> Callable[[Any, Any, Any], bytes]:
     keys = [check.key for check in checks]
 
-    def describe(serialized: Any, good: Any) -> bytes:
-        """The message of the first record of the batch that fails a check."""
+    def describe(token: Any, serialized: Any, good: Any) -> bytes:
+        """The message of the first record of the batch that fails a check, found by the
+        locator that ``token`` names."""
+        locate = _LOCATORS.get(int(token))
         record = bytes(np.asarray(serialized).reshape(-1)[int(np.argmin(good))])
         try:
             example = decode_example(record, keys)

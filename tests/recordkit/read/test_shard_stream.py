@@ -76,6 +76,27 @@ def test_one_shard_with_a_flipped_bit_names_shard_and_offset(
     assert (skipped.shard, skipped.offset, skipped.records) == (shard.name, offsets[3], N - 3)
 
 
+def test_reads_of_one_shard_each_name_their_own_loss(one_shard: Path, tmp_path: Path) -> None:
+    """The function of a loss is traced once and reused by later reads (the message's
+    pieces come with the shard's path, not through the trace): each read names its own
+    shard, offset and records read."""
+    losses = []
+    for record in (3, 6):
+        broken = tmp_path / f"broken{record}"
+        shutil.copytree(one_shard, broken)
+        shard = the_shard(broken)
+        offsets = record_offsets(shard)
+        data = bytearray(shard.read_bytes())
+        data[offsets[record] + 30] ^= 0x08
+        shard.write_bytes(bytes(data))
+        losses.append((broken, shard, offsets[record], record))
+    for broken, shard, offset, record in (*losses, losses[0]):
+        with pytest.raises(tf.errors.InvalidArgumentError) as raised:
+            list(rk.load_dataset(broken, fields=["caption"], batch_size=2))
+        assert f"shard {shard.name}, offset {offset}: " in str(raised.value)
+        assert f"; {record} of {N} records" in str(raised.value)
+
+
 def test_one_shard_that_lost_its_last_record_is_reported(one_shard: Path, tmp_path: Path) -> None:
     """A shard cut at a record's boundary: every header is sound, only the count and
     size against the manifest find it (``skip`` does not compare sizes at open)."""

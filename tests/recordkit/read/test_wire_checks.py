@@ -127,3 +127,89 @@ def test_right_counts_read_as_before(tmp_path: Path, stored: str) -> None:
     for read in READS.values():
         got = [batch["embedding"].numpy().reshape(-1, 16) for batch in read(root)]
         np.testing.assert_array_equal(np.concatenate(got), _values())
+
+
+def _split_with_embedding(root: Path, shard_records: int) -> None:
+    """Records of varying sizes (ids of one and two bytes): no shard is read whole."""
+    schema = rk.Schema(name="s", fields={**IDS.fields, **_embedding("bytes").fields})
+    records = [{"id": i * 1000, "embedding": row} for i, row in enumerate(_values())]
+    rk.write_dataset(records, root, schema, shard_records=shard_records, progress=False)
+
+
+def _map_functions(read: Any) -> list[str]:
+    """The names of the functions of ``read``'s parallel maps (from its serialized graph)."""
+    from tensorflow.core.framework import graph_pb2
+
+    graph = graph_pb2.GraphDef.FromString(read._as_serialized_graph().numpy())
+    return [node.attr["f"].func.name for node in graph.node if node.op == "ParallelMapDatasetV2"]
+
+
+def test_reads_of_one_layout_reuse_one_checked_parse_and_each_names_its_own_file(
+    tmp_path: Path, one_float_short: Any
+) -> None:
+    """The checked parse is traced once for a layout (the trace reaches a read's shards
+    through its locator's token, not through a closure): a read of another dataset of
+    the same schema reuses it, and each read names its own shard on its bad record."""
+    first, second = tmp_path / "first", tmp_path / "second"
+    _split_with_embedding(first, 5)  # record 7 in train-00001 (records 5 to 9)
+    _split_with_embedding(second, 3)  # record 7 in train-00002 (records 6 to 8)
+    reads = [rk.load_dataset(root, batch_size=4) for root in (first, second, first)]
+    names = [_map_functions(read) for read in reads]
+    assert len(names[0]) == 1
+    assert names[0] == names[1] == names[2]
+    for read, shard in zip(reads, ("train-00001", "train-00002", "train-00001"), strict=True):
+        with pytest.raises(tf.errors.InvalidArgumentError) as raised:
+            list(read)
+        where = rf"shard {shard}\.tfrecord, offset \d+, record {BAD}, field 'embedding': Example key"
+        assert re.search(where, _unquoted(raised.value)), _unquoted(raised.value)
+
+
+def test_an_iterator_outlives_its_dropped_read_and_a_dropped_read_releases_its_shards(
+    tmp_path: Path, one_float_short: Any
+) -> None:
+    """The pipeline holds its read's locator (the traced parse holds its token alone, the
+    locators' table holds it weakly): an iterator of a dropped pipeline still names the
+    bad record's shard, and once the iterator and its pipeline are gone, so is the
+    locator, with the shards it holds."""
+    import gc
+
+    from recordkit.read import _wire_checks  # private: the locators the traced parses dispatch to
+
+    root = tmp_path / "data"
+    _split_with_embedding(root, 5)
+    gc.collect()
+    before = len(_wire_checks._LOCATORS)
+    iterator = iter(rk.load_dataset(root, batch_size=4))
+    gc.collect()
+    with pytest.raises(tf.errors.InvalidArgumentError) as raised:
+        list(iterator)
+    assert "shard train-00001.tfrecord, offset " in _unquoted(raised.value)
+    del iterator, raised
+    for _ in range(3):
+        rk.load_dataset(root, batch_size=4)
+    gc.collect()
+    assert len(_wire_checks._LOCATORS) == before
+
+
+def test_a_read_built_in_a_graph_traces_its_own_parse_and_names_its_file(
+    tmp_path: Path, one_float_short: Any
+) -> None:
+    """A pipeline built in a ``tf.compat.v1`` graph does not share the trace kept for
+    reads built eagerly (its captured inputs are that graph's): it traces its own, and a
+    bad record is named as in an eager read."""
+    root = tmp_path / "data"
+    _split_with_embedding(root, 5)
+    rk.load_dataset(root, batch_size=4)  # an eager read of the layout: its trace kept
+    graph = tf.Graph()
+    with graph.as_default():
+        batch = tf.compat.v1.data.make_one_shot_iterator(rk.load_dataset(root, batch_size=4)).get_next()
+        with tf.compat.v1.Session(graph=graph) as session:
+
+            def read_all() -> None:
+                while True:
+                    session.run(batch)
+
+            with pytest.raises(tf.errors.InvalidArgumentError) as raised:
+                read_all()
+    where = rf"shard train-00001\.tfrecord, offset \d+, record {BAD}, field 'embedding': Example key"
+    assert re.search(where, _unquoted(raised.value)), _unquoted(raised.value)
