@@ -47,6 +47,8 @@ from __future__ import annotations
 import itertools
 import json
 import math
+import os
+import sys
 import weakref
 from collections.abc import Callable, Hashable, Sequence
 from typing import Any
@@ -146,13 +148,14 @@ def read_whole(dataset: OpenedDataset, shards: Sequence[Shard], options: Pipelin
     keys = list(spec)
     kinds = {key: _KINDS[spec[key].dtype.name] for key in keys}
     shapes = {key: [int(dim) for dim in spec[key].shape] for key in keys}
-    # Each key's outputs: a raw array's decoded values, a bytes key's values by where they
-    # sit in the shard (their starts and widths: one ``substr``), a number key's values.
+    # Each key's outputs: a raw array's records' bytes (rows, the column where its values
+    # start: one slice and bitcast), another bytes key's values by where they sit in the
+    # shard (their starts and widths: one ``substr``), a number key's values.
     outputs = [
         dtype
         for key in keys
         for dtype in (
-            (tf.as_dtype(raws[key][1].dtype),)
+            (tf.uint8, tf.int64)
             if key in raws
             else (tf.int64, tf.int64)
             if kinds[key] is WireKind.BYTES
@@ -182,7 +185,7 @@ def read_whole(dataset: OpenedDataset, shards: Sequence[Shard], options: Pipelin
             value = next(given)
             if key in raws:
                 name, raw = raws[key]
-                decoded[name] = tf.reshape(value, [-1, *raw.shape])
+                decoded[name] = _raw_values(value, next(given), raw)
                 continue
             if kinds[key] is WireKind.BYTES:
                 value = tf.strings.substr(whole, value, next(given))
@@ -256,16 +259,58 @@ def _trace_key(fields: Sequence[BoundField], block_length: int) -> Hashable | No
 
 def _raw(field: BoundField) -> RawArray | None:
     """How ``field``'s values are stored when its codec stores raw arrays
-    (:class:`~recordkit.DecodedAsRawArray`) and its one feature is stored under its own
-    key (not read from columns or a constant of a foreign layout), else None."""
+    (:class:`~recordkit.DecodedAsRawArray`) of a dtype TensorFlow bitcasts bytes to, on a
+    little-endian machine, and its one feature is stored under its own key (not read from
+    columns or a constant of a foreign layout), else None."""
     raw = raw_array(field.codec)
-    if raw is None or len(field.features) != 1:
+    if raw is None or len(field.features) != 1 or sys.byteorder != "little" or raw.dtype not in _BITCASTS:
         return None
     (keyed,) = field.features
     feature = keyed.feature
     if keyed.columns or keyed.constant is not None or feature.name != raw.feature:
         return None
     return raw if feature.kind is WireKind.BYTES and feature.shape == () else None
+
+
+#: The dtypes of raw arrays the read cuts out of a shard: those ``tf.bitcast`` makes of
+#: bytes (and ``bool``, any byte not 0, as ``tensor``'s decode reads it).
+_BITCASTS = frozenset(
+    {
+        "bool",
+        "int8",
+        "uint8",
+        "int16",
+        "uint16",
+        "float16",
+        "int32",
+        "uint32",
+        "float32",
+        "int64",
+        "uint64",
+        "float64",
+        "complex64",
+        "complex128",
+    }
+)
+
+
+def _raw_values(rows: Any, start: Any, raw: RawArray) -> Any:
+    """The values of the raw array ``raw`` in every record: ``rows`` holds each record's
+    bytes (``[records, width]`` uint8: a shard's frames, or the values alone), from
+    column ``start`` on; cut (one copy, in TensorFlow's thread, not Python's) and
+    bitcast, ``[records, *shape]`` of the array's dtype."""
+    import tensorflow as tf
+
+    rows = tf.ensure_shape(rows, [None, None])
+    begin = tf.stack([tf.constant(0, tf.int64), tf.reshape(start, [])])
+    cut = tf.slice(rows, begin, tf.constant([-1, raw.nbytes], tf.int64))
+    dtype = tf.as_dtype(raw.dtype)
+    if raw.dtype == "bool":
+        return tf.reshape(tf.not_equal(cut, 0), [-1, *raw.shape])
+    size = np.dtype(raw.dtype).itemsize
+    if size == 1:
+        return tf.reshape(tf.bitcast(cut, dtype), [-1, *raw.shape])
+    return tf.bitcast(tf.reshape(cut, [-1, *raw.shape, size]), dtype)
 
 
 _KINDS = {"float32": WireKind.FLOAT, "int64": WireKind.INT64, "string": WireKind.BYTES}
@@ -332,7 +377,7 @@ def _loader(
         array
         for key in keys
         for array in (
-            (np.zeros((0, *arrays[key].shape), arrays[key].dtype),)
+            (np.zeros((0, arrays[key].nbytes), np.uint8), np.int64(0))
             if key in arrays
             else (np.zeros((0, counts[key]), np.int64),) * 2
             if kinds[key] is WireKind.BYTES
@@ -347,15 +392,17 @@ def _loader(
             check_shard_size(shard, compression)
             local = shard.path.local_path
             assert local is not None
-            with open(local, "rb") as stream:
-                buffer = stream.read()
+            buffer: Any = _read_aligned(local) if arrays else _read(local)
             offsets = framed_records(buffer)
             if offsets is None or (shard.records is not None and len(offsets) - 1 != shard.records):
                 return [_loss(shard, compression), b"", *empty]
             uniform = uniform_records(buffer, offsets)
             values = None if uniform is None else _columns(uniform, offsets, keys, kinds, counts, named)
+            if values is not None and cuts_bytes and not isinstance(buffer, bytes):
+                buffer = buffer.tobytes()  # the bytes values are cut from a string
             if values is None:
-                buffer, values = _parsed_columns(buffer, offsets, keys, kinds, counts, shard, named)
+                data = buffer if isinstance(buffer, bytes) else buffer.tobytes()
+                buffer, values = _parsed_columns(data, offsets, keys, kinds, counts, shard, named)
         except (RecordkitError, OSError) as exc:
             return [refusal_message(exc, shard, index).encode("utf-8"), b"", *empty]
         return [b"", buffer if cuts_bytes else b"", *values]
@@ -372,9 +419,10 @@ def _columns(
     named: _Named,
 ) -> list[np.ndarray] | None:
     """Each key's values in every record of one layout as ``tf.io.parse_example`` gives
-    them for a fixed-length feature (``[records, count]`` numbers), a raw array's decoded
-    (``[records, *shape]``), another bytes key's as the starts and widths of its values in
-    the file (``[records, count]`` each); None when a key is missing, of another kind or
+    them for a fixed-length feature (``[records, count]`` numbers), a raw array's as the
+    shard's frames (``[records, frame]``, the file's own memory) and the column its values
+    start at, another bytes key's as the starts and widths of its values in the file
+    (``[records, count]`` each); None when a key is missing, of another kind or
     holds another number of values, or a bytes key's values are not of their one size
     (:func:`_parsed_columns` then names the record)."""
     out: list[np.ndarray] = []
@@ -384,8 +432,8 @@ def _columns(
             runs = uniform.byte_runs(key, 1)
             if runs is None or runs[0][1] != raw.nbytes:
                 return None
-            ((start, width),) = runs
-            out.append(raw.decode(_aligned(uniform.data[:, start : start + width])))
+            out.append(uniform.data)  # the frames, handed over without a copy (_read_aligned)
+            out.append(np.int64(runs[0][0]))
             continue
         if kinds[key] is not WireKind.BYTES:
             numbers = uniform.numbers(key, kinds[key], counts[key])
@@ -462,7 +510,8 @@ def _parsed_columns(
         raw = named.arrays.get(key)
         if raw is not None:  # every value checked for its size above
             joined_values = np.frombuffer(b"".join(values), np.uint8).reshape(records, raw.nbytes)
-            out.append(raw.decode(_aligned(joined_values)))
+            out.append(_aligned(joined_values))
+            out.append(np.int64(0))
             continue
         widths = np.fromiter(map(len, values), dtype=np.int64, count=len(values))
         places = joined + np.cumsum(widths) - widths
@@ -477,6 +526,30 @@ def _parsed_columns(
 #: array whose memory starts at a multiple of it as its output tensor's memory, and
 #: copies any other (about 5 ms of CPU for a shard of 2,800 embeddings of 512 floats).
 _ALIGNMENT = 64
+
+
+def _read(local: str) -> bytes:
+    with open(local, "rb") as stream:
+        return stream.read()
+
+
+def _read_aligned(local: str) -> np.ndarray:
+    """The bytes of the file ``local`` as a read-only uint8 array whose memory starts at a
+    multiple of :data:`_ALIGNMENT` (TensorFlow takes its frames without a copy)."""
+    with open(local, "rb") as stream:
+        size = os.fstat(stream.fileno()).st_size
+        block = np.empty(size + _ALIGNMENT, np.uint8)
+        start = -block.ctypes.data % _ALIGNMENT
+        data = block[start : start + size]
+        read = 0
+        while read < size:
+            got = stream.readinto(memoryview(data[read:]))
+            if not got:
+                break
+            read += got
+    data = data[:read]
+    data.flags.writeable = False
+    return data
 
 
 def _aligned(array: np.ndarray) -> np.ndarray:
