@@ -47,6 +47,7 @@ from __future__ import annotations
 import itertools
 import json
 import math
+import mmap
 import os
 import sys
 import weakref
@@ -535,21 +536,14 @@ def _read(local: str) -> bytes:
 
 def _read_aligned(local: str) -> np.ndarray:
     """The bytes of the file ``local`` as a read-only uint8 array whose memory starts at a
-    multiple of :data:`_ALIGNMENT` (TensorFlow takes its frames without a copy)."""
+    multiple of :data:`_ALIGNMENT` (TensorFlow takes its frames without a copy): the file
+    mapped (its pages shared with the page cache: nothing copied, no fresh memory
+    zeroed), unmapped once the array and the tensors made of it are gone."""
     with open(local, "rb") as stream:
-        size = os.fstat(stream.fileno()).st_size
-        block = np.empty(size + _ALIGNMENT, np.uint8)
-        start = -block.ctypes.data % _ALIGNMENT
-        data = block[start : start + size]
-        read = 0
-        while read < size:
-            got = stream.readinto(memoryview(data[read:]))
-            if not got:
-                break
-            read += got
-    data = data[:read]
-    data.flags.writeable = False
-    return data
+        if os.fstat(stream.fileno()).st_size == 0:
+            return np.zeros(0, np.uint8)
+        mapped = mmap.mmap(stream.fileno(), 0, access=mmap.ACCESS_READ)
+    return np.frombuffer(mapped, np.uint8)
 
 
 def _aligned(array: np.ndarray) -> np.ndarray:
