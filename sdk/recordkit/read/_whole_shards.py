@@ -11,6 +11,12 @@ record's structure bytes (keys, tags, lengths: everything but the values) with t
 record's in one numpy step and slices each key's values out as one column
 (:func:`~recordkit.format._batch_parse.parsed_records`); the codecs then decode the
 shard's columns in one call, and the decoded values are cut into the read's batches.
+A field stored as raw arrays (:class:`~recordkit.DecodedAsRawArray`: ``tensor`` of a fixed
+shape) is not cut value by value (``substr``, then ``decode_raw``): the shard is mapped
+rather than read, its frames are handed to TensorFlow as one ``[records, frame]`` array
+(64-byte aligned, which ``tf.numpy_function`` takes without a copy) with the column its
+values start at, and one ``slice`` and one ``bitcast`` give the decoded values, in
+TensorFlow's thread rather than under Python's lock.
 A shard whose records do not all share the layout (another length, a key renamed, an
 int64 whose varint takes more bytes) is parsed by ``tf.io.parse_example`` from the same
 bytes instead, in the same call: the values are the parse's either way.
