@@ -58,6 +58,7 @@ import os
 import sys
 import weakref
 from collections.abc import Callable, Hashable, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -535,12 +536,12 @@ def _parsed_columns(
 _ALIGNMENT = 64
 
 
-def _read(local: str) -> bytes:
+def _read(local: Path) -> bytes:
     with open(local, "rb") as stream:
         return stream.read()
 
 
-def _read_aligned(local: str) -> np.ndarray:
+def _read_aligned(local: Path) -> np.ndarray:
     """The bytes of the file ``local`` as a read-only uint8 array whose memory starts at a
     multiple of :data:`_ALIGNMENT` (TensorFlow takes its frames without a copy): the file
     mapped (its pages shared with the page cache: nothing copied, no fresh memory
