@@ -184,6 +184,13 @@ class TensorCodec(rk.Codec[TensorOptions]):
             return {}
         return {"": self._fixed_bytes}
 
+    def raw_array(self) -> rk.RawArray | None:
+        """A fixed shape stored as bytes is one raw little-endian array a record
+        (rk.DecodedAsRawArray): what ``decode_tensor_tf`` and ``decode_numpy`` read."""
+        if self.options.stored == "numbers" or self._fixed_shape is None:
+            return None
+        return rk.RawArray("", self._dtype.name, self._fixed_shape)
+
     def wire_spec(self) -> rk.WireSpec:
         shape = self.options.shape
         if self.options.stored == "numbers":

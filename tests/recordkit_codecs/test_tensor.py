@@ -343,6 +343,18 @@ def test_conformance_fixed(tmp_path: Path) -> None:
         tmp_path=tmp_path,
     )
     assert "column decode equals the record-by-record decode" in report.checks
+    assert "raw array equals the batched and the numpy decode" in report.checks
+
+
+def test_raw_arrays_are_the_fixed_shapes_stored_as_bytes() -> None:
+    assert TensorCodec({"dtype": "uint32", "shape": [2, 3]}).raw_array() == rk.RawArray("", "uint32", (2, 3))
+    assert TensorCodec({"dtype": "float32", "shape": [None, 3]}).raw_array() is None
+    assert TensorCodec({"dtype": "float32", "shape": [3], "stored": "numbers"}).raw_array() is None
+    values = np.array([[1, 2**32 - 1]], np.uint32)
+    rows = np.frombuffer(values.astype("<u4").tobytes(), np.uint8).reshape(1, 8)
+    decoded = TensorCodec({"dtype": "uint32", "shape": [2]}).raw_array().decode(rows)  # type: ignore[union-attr]
+    assert decoded.dtype == np.uint32
+    assert decoded.tolist() == values.tolist()
 
 
 def test_conformance_variable(tmp_path: Path) -> None:

@@ -36,6 +36,9 @@ Three more serve the readers (``load_dataset``'s tf.data pipeline, and the PyTor
 One serves the numpy reader: :class:`DecodedInColumns`, the values of many records of
 one layout decoded in a few numpy steps rather than record by record (``tensor``,
 ``label``).
+:class:`DecodedAsRawArray` serves a ``tf.data`` read of shards whose records all have one
+layout (a field group's): values stored as the raw bytes of an array of one shape
+(``tensor``) are taken out of the shard as one array, in numpy.
 
 Each of these must give the values the plain decode gives (padded, cut or split): the
 conformance kit checks it.
@@ -64,6 +67,7 @@ __all__ = [
     "Canvas",
     "Captioned",
     "Convertible",
+    "DecodedAsRawArray",
     "DecodedInColumns",
     "DecodedPerRecord",
     "Drawable",
@@ -71,6 +75,7 @@ __all__ = [
     "NativeRequest",
     "PadsAsDecoded",
     "Pictured",
+    "RawArray",
     "Raster",
     "Rgb",
     "Statistics",
@@ -85,6 +90,7 @@ __all__ = [
     "decodes_per_record",
     "padded_decode",
     "raster_kind",
+    "raw_array",
 ]
 
 #: A colour as red, green and blue, 0 to 255.
@@ -585,6 +591,55 @@ class FixedWireBytes(Protocol):
 
 
 # --8<-- [end:wire_bytes]
+
+
+@dataclasses.dataclass(frozen=True)
+class RawArray:
+    """How a codec's values are stored and decoded when they are plain arrays
+    (:class:`DecodedAsRawArray`): the bytes wire feature ``feature`` (``""``: the main
+    key) holds, in every record, the C-order little-endian bytes of one array of
+    ``dtype`` (a numpy dtype name) and ``shape``, and nothing else is read."""
+
+    feature: str
+    dtype: str
+    shape: tuple[int, ...]
+
+    @property
+    def nbytes(self) -> int:
+        """The bytes of one record's value."""
+        return math.prod(self.shape) * np.dtype(self.dtype).itemsize
+
+    def decode(self, rows: np.ndarray) -> np.ndarray:
+        """The values of ``rows`` (``[records, nbytes]`` uint8, each record's bytes), as
+        ``[records, *shape]`` of ``dtype``: a view of ``rows`` when they are C-contiguous
+        and already hold the values (a little-endian machine), else a copy."""
+        wire = np.ascontiguousarray(rows).view(np.dtype(self.dtype).newbyteorder("<"))
+        values: np.ndarray = wire.astype(self.dtype, copy=False).reshape(len(rows), *self.shape)
+        return values
+
+
+# --8<-- [start:raw_array]
+@runtime_checkable
+class DecodedAsRawArray(Protocol):
+    """A codec whose values are stored as the raw bytes of an array of one dtype and
+    shape (``tensor`` of a fixed shape): a ``tf.data`` read of shards whose records all
+    have one layout (a field group's) takes them out of the file as one array a shard,
+    in numpy, with no work per record in TensorFlow."""
+
+    def raw_array(self) -> RawArray | None:
+        """How these options store values, when they are raw arrays (else None): then the
+        codec's wire spec has the one bytes feature :attr:`RawArray.feature` of shape
+        ``()``, and both ``decode_tf`` of a batch and ``decode_numpy`` of a record give,
+        in value, dtype and shape, each record's bytes read as :meth:`RawArray.decode`
+        reads them."""
+
+
+# --8<-- [end:raw_array]
+
+
+def raw_array(codec: object) -> RawArray | None:
+    """``codec``'s :meth:`DecodedAsRawArray.raw_array`; None without one."""
+    return codec.raw_array() if isinstance(codec, DecodedAsRawArray) else None
 
 
 def fixed_wire_bytes(codec: object) -> Mapping[str, int]:

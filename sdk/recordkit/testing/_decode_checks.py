@@ -18,6 +18,10 @@ each must give what the plain batched decode gives, as the readers would use it.
 * column decode (:class:`~recordkit.DecodedInColumns`): ``decode_numpy_column`` of
   every record's wire values as columns equals each record's ``decode_numpy``, in value,
   type, dtype and shape, each array writable and of its own memory.
+* raw array (:class:`~recordkit.DecodedAsRawArray`): the wire spec is the one bytes
+  feature of shape ``()`` that :meth:`~recordkit.DecodedAsRawArray.raw_array` names, and
+  each record's bytes read by :meth:`~recordkit.RawArray.decode` equal, in value, dtype
+  and shape, its row of the batched decode and its ``decode_numpy``.
 * generated parser (any codec whose ``decode_tf_source()`` is not None, the default
   included, and whose source file can be read: not code typed into a shell): the
   module ``recordkit codegen`` writes parses the records as the runtime parser does.
@@ -34,7 +38,7 @@ from typing import Any
 
 import numpy as np
 
-from recordkit.codec._capabilities import PadsAsDecoded, Raster, column_decode, decodes_per_record
+from recordkit.codec._capabilities import PadsAsDecoded, Raster, column_decode, decodes_per_record, raw_array
 from recordkit.codec._codec import Codec
 from recordkit.codec._wire import WireKind
 from recordkit.format._batch_parse import Column, ParsedExample
@@ -223,6 +227,40 @@ def _check_columns(codec: Codec[Any], bound: BoundSchema, path: Path, equal: Equ
     return True
 
 
+def _check_raw_array(codec: Codec[Any], bound: BoundSchema, path: Path, count: int, equal: Equal) -> None:
+    """The raw array a codec declares is its wire spec's one feature, and each record's
+    bytes read as that array are its batched decode's row and its ``decode_numpy``."""
+    raw = raw_array(codec)
+    assert raw is not None
+    features = list(codec.wire_spec())
+    if [(f.name, f.kind, f.shape) for f in features] != [(raw.feature, WireKind.BYTES, ())]:
+        found = [(f.name, f.kind.value, f.shape) for f in features]
+        raise CapabilityError(
+            "raw array", codec.name, f"wire spec {found}, not the one bytes feature {raw.feature!r}"
+        )
+    field = bound.fields[0]
+    (batch,) = list(_batches(bound, path, count))
+    batched = codec.decode_tf(batch)
+    records = [data for _, data in iter_tfrecords(location(str(path)))]
+    for i, value in enumerate(batch[raw.feature].numpy().tolist()):
+        try:
+            got = raw.decode(np.frombuffer(value, np.uint8).reshape(1, -1))[0]
+        except ValueError as exc:  # bytes that are no array of the declared dtype and shape
+            raise CapabilityError("raw array", f"case {i}", f"{type(exc).__name__}: {exc}") from exc
+        for what, want in (
+            ("batched decode", np.asarray(_row(batched, i))),
+            ("decode_numpy", decode_record_numpy([field], records[i])[field.name]),
+        ):
+            detail = (
+                f"{got.dtype} {got.shape}, not {want.dtype} {want.shape}"
+                if not isinstance(want, np.ndarray) or (got.dtype, got.shape) != (want.dtype, want.shape)
+                else None
+            )
+            if detail:
+                raise CapabilityError("raw array", f"case {i}", f"{detail} ({what})")
+            _compare(equal, "raw array", f"case {i}", want, got)
+
+
 def _columns(parsed: list[ParsedExample]) -> dict[str, Column]:
     """The keys that every record holds in one kind and one number of values, as the
     numpy reader's columns of records of one layout
@@ -326,6 +364,9 @@ def check_decode_hooks(
         passed("per-record decode equals the batched decode")
     if column_decode(codec) is not None and _check_columns(codec, bound, path, equal):
         passed("column decode equals the record-by-record decode")
+    if raw_array(codec) is not None:
+        _check_raw_array(codec, bound, path, count, equal)
+        passed("raw array equals the batched and the numpy decode")
     source = codec.decode_tf_source()
     if source is not None and _has_source(source.function, *source.helpers):
         _check_generated(bound, path, tmp_path, count, equal)

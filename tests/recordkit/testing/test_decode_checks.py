@@ -172,3 +172,53 @@ def test_a_codec_class_that_declares_raster_without_the_mix_in_is_refused() -> N
         class Depth(Points):
             name = "depth"
             raster = "pixels"
+
+
+class RawVector(rk.Codec[rk.CodecOptions]):
+    """Three float32 numbers stored as their raw bytes (``rk.DecodedAsRawArray``)."""
+
+    name = "raw-vector"
+
+    def wire_spec(self) -> rk.WireSpec:
+        return rk.WireSpec((rk.WireFeature("", rk.WireKind.BYTES, ()),))
+
+    def encode(self, value: Any) -> rk.WireValues:
+        return {"": np.asarray(value, "<f4").reshape(3).tobytes()}
+
+    def decode_numpy(self, wire: Mapping[str, Any]) -> np.ndarray:
+        return np.frombuffer(bytes(wire[""]), "<f4").astype(np.float32)
+
+    def decode_tf(self, wire: Mapping[str, Any]) -> Any:
+        import tensorflow as tf
+
+        return tf.reshape(tf.io.decode_raw(wire[""], tf.float32), [-1, 3])
+
+    def raw_array(self) -> rk.RawArray | None:
+        return rk.RawArray("", "float32", (3,))
+
+
+class RawVectorAsFloat64(RawVector):
+    """Declares float64 raw arrays of its float32 bytes: each record would read as 1.5 numbers."""
+
+    name = "raw-vector-as-float64"
+
+    def raw_array(self) -> rk.RawArray | None:
+        return rk.RawArray("", "float64", (3,))
+
+
+class RawVectorOfAnotherKey(RawVector):
+    name = "raw-vector-of-another-key"
+
+    def raw_array(self) -> rk.RawArray | None:
+        return rk.RawArray("values", "float32", (3,))
+
+
+def test_a_raw_array_read_as_the_codec_decodes_passes_the_kit_and_one_read_otherwise_fails_it(
+    tmp_path: Path,
+) -> None:
+    report = check_codec(RawVector(), VECTORS, tmp_path=tmp_path, optional=False, sequence=False)
+    assert "raw array equals the batched and the numpy decode" in report.checks
+    with pytest.raises(ConformanceError, match=r"\[raw array\] case 0"):
+        check_codec(RawVectorAsFloat64(), VECTORS, tmp_path=tmp_path, optional=False, sequence=False)
+    with pytest.raises(ConformanceError, match=r"\[raw array\] raw-vector-of-another-key: wire spec"):
+        check_codec(RawVectorOfAnotherKey(), VECTORS, tmp_path=tmp_path, optional=False, sequence=False)
