@@ -37,9 +37,11 @@ from recordkit.read._load_dataset import decoded
 from recordkit.read._numpy_geometry import DRAWS
 from recordkit.read._options import PipelineOptions
 from recordkit.read._position import record_count
+from recordkit.read._record_checks import SourcesLocator
 from recordkit.read._record_parse import parses_per_record
 from recordkit.read._traced import rebatched
 from recordkit.read._whole_shards import dense_fields
+from recordkit.read._wire_checks import RecordLocator
 
 __all__ = ["TfEpochs"]
 
@@ -156,9 +158,31 @@ class TfEpochs:
             batches = source
         draws_given = crop_seed is not None
         dataset = decoded(
-            batches, self._layout, self.options, one_by_one, draws_given=draws_given, chunked=chunked
+            batches,
+            self._layout,
+            self.options,
+            one_by_one,
+            draws_given=draws_given,
+            chunked=chunked,
+            locate=self._locator(),
         )
         return dataset.apply(tf.data.experimental.assert_cardinality(self._elements(groups)))
+
+    def _locator(self) -> RecordLocator | None:
+        """Where a record holding a wrong number of values is looked for when it stops the
+        read: a mixture's sources' shards, each named under its folder (None: the split's)."""
+        sources = self.stream.sources
+        if sources is None:
+            return None
+        return SourcesLocator(
+            [
+                (
+                    None if source.dataset.root is None else str(source.dataset.root),
+                    RecordLocator(source.dataset.shards, source.dataset.compression),
+                )
+                for source in sources
+            ]
+        )
 
     def _together(self, size: int) -> int:
         """The batches (of ``size`` records) each call of the generator fetches: as many
