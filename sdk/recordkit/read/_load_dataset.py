@@ -110,6 +110,7 @@ def decoded(
     *,
     draws_given: bool = False,
     chunked: bool = False,
+    locate: RecordLocator | None = None,
 ) -> Any:
     """Batches of serialized records (``batch_size``, or any number when records are
     asked for; single records when ``one_by_one``, see
@@ -119,24 +120,27 @@ def decoded(
     records and their random draws (``[records, DRAWS]``), instead of draws keyed by
     the batch's position. With ``chunked``, ``batches`` are chunks of
     :func:`parse_chunk` records, decoded a chunk at a time and rebatched to the batch
-    size."""
+    size. A record holding a wrong number of values is found by ``locate`` (default: in
+    the split's shards) and named."""
     import tensorflow as tf
 
     if one_by_one:  # every field decoded record by record: parsed record by record too
-        dataset = records_parsed_one_by_one(batches, layout, options)
+        dataset = records_parsed_one_by_one(batches, layout, options, locate)
     elif layout.per_record or options.batch_size is None:
         to_records = RaggedUnbatcher()
-        dataset = _decode_batches(batches, layout, options, to_records, draws_given=draws_given)
+        dataset = _decode_batches(
+            batches, layout, options, to_records, draws_given=draws_given, locate=locate
+        )
         dataset = per_record(dataset, to_records, layout, options)
     elif chunked:
-        dataset = _decode_batches(batches, layout, options)
+        dataset = _decode_batches(batches, layout, options, locate=locate)
         if _dense(dataset.element_spec):
             dataset = rebatched(dataset, options.batch_size, drop_remainder=options.drop_remainder)
         else:  # a codec's decode gave values of varying shapes after all: batch by batch
             batches = rebatched(batches, options.batch_size, drop_remainder=options.drop_remainder)
-            dataset = _decode_batches(batches, layout, options)
+            dataset = _decode_batches(batches, layout, options, locate=locate)
     else:
-        dataset = _decode_batches(batches, layout, options, draws_given=draws_given)
+        dataset = _decode_batches(batches, layout, options, draws_given=draws_given, locate=locate)
     if options.prefetch:
         dataset = dataset.prefetch(tf.data.AUTOTUNE)
     return dataset
@@ -267,6 +271,7 @@ def _decode_batches(
     unbatcher: RaggedUnbatcher | None = None,
     *,
     draws_given: bool = False,
+    locate: RecordLocator | None = None,
 ) -> Any:
     """Each batch parsed, decoded and laid out (but for the per-record fields); with
     ``unbatcher`` (the batches are split into records next), made ready for ``unbatch``
@@ -274,7 +279,7 @@ def _decode_batches(
     one function, not a map of its own, since TensorFlow optimizes and instantiates each
     function of a pipeline again for every iterator."""
 
-    decode, locate, key = _decoder(layout, options)
+    decode, locate, key = _decoder(layout, options, locate)
     mapped = _mapped_batches(batches, decode, options, unbatcher, draws_given, key, locate)
     # The function reaches its locator through a token only: the pipeline holds it, and
     # an iterator holds its pipeline; the locators' table holds it weakly.
@@ -349,7 +354,7 @@ def _known_size(
 
 
 def _decoder(
-    layout: DecodeLayout, options: PipelineOptions
+    layout: DecodeLayout, options: PipelineOptions, locate: RecordLocator | None = None
 ) -> tuple[Callable[..., dict[str, Any]], RecordLocator, Hashable | None]:
     """The function from a batch of serialized records (and, for the random crop, the
     batch's position in the dataset) to the decoded, laid out batch; the per-record
@@ -366,7 +371,8 @@ def _decoder(
     undecoded = {f.name for f in (*layout.per_record, *layout.per_record_values)}
     padded = layout.padded - set(layout.sizes) if layout.pads_in_batch else frozenset()
     # A record holding a wrong number of values is found in the split's shards and named.
-    locate = RecordLocator(dataset.shards, dataset.compression)
+    if locate is None:
+        locate = RecordLocator(dataset.shards, dataset.compression)
     stored = dataset.stored_fields.fields
     parse = make_padded_parser(stored, padded, undecoded, locate)
     defaults = {

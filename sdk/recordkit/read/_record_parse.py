@@ -29,7 +29,9 @@ from recordkit.read._layout import DecodeLayout
 from recordkit.read._options import PipelineOptions
 from recordkit.read._parse import field_plan, parsed_decoder, spec_from_plans
 from recordkit.read._per_record import dense_batches, record_decoder
+from recordkit.read._record_checks import checked_record_parse
 from recordkit.read._traced import parallel_map
+from recordkit.read._wire_checks import RecordLocator, wire_checks
 
 __all__ = ["WIRE", "parses_per_record", "records_parsed_one_by_one"]
 
@@ -43,9 +45,14 @@ def parses_per_record(layout: DecodeLayout, options: PipelineOptions) -> bool:
     return layout.parsed_per_record
 
 
-def records_parsed_one_by_one(records: Any, layout: DecodeLayout, options: PipelineOptions) -> Any:
+def records_parsed_one_by_one(
+    records: Any, layout: DecodeLayout, options: PipelineOptions, locate: RecordLocator | None = None
+) -> Any:
     """``records`` (serialized, one by one) parsed, decoded and batched, padded; the read
-    :func:`parses_per_record` accepts."""
+    :func:`parses_per_record` accepts. Each record's values of the fields of a fixed shape
+    are counted as it is parsed (:mod:`recordkit.read._record_checks`): a record holding
+    another number (or size) of values stops the read with an error naming its field and,
+    found by ``locate`` (default: in the split's shards), its file, offset and record."""
     import tensorflow as tf
 
     alone = {f.name for f in (*layout.per_record, *layout.per_record_values)}
@@ -68,8 +75,15 @@ def records_parsed_one_by_one(records: Any, layout: DecodeLayout, options: Pipel
         batched_later=frozenset(f.name for f in later),
     )
 
+    dataset = layout.dataset
+    if locate is None:
+        locate = RecordLocator(dataset.shards, dataset.compression)
+    parse_checked = checked_record_parse(
+        spec, wire_checks(dataset.fields), locate, batch_of_one=as_batch_of_one
+    )
+
     def parse(serialized: Any) -> dict[str, Any]:
-        parsed = tf.io.parse_example(tf.expand_dims(serialized, 0) if as_batch_of_one else serialized, spec)
+        parsed = parse_checked(serialized)
         wire: dict[str, Any] = {
             plan["name"]: {f["name"]: parsed[f["key"]] for f in plan["features"]}
             for plan in plans

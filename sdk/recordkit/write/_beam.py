@@ -19,12 +19,17 @@ The pipeline, per split, follows TFDS's Beam writer:
 3. **Write shards** (:class:`_WriteShardFn`): one worker writes each shard, its records
    sorted by hashed key, with the local writer's ``ShardFile`` (:func:`write_shard`: its
    sha256, count and record index) into a staging folder of its own
-   (``.beam-staging/<token>/``), so two attempts at the same shard never share a file.
+   (``.beam-staging/<run>/<attempt>/``: a folder a run, made when the pipeline is built,
+   and one an attempt), so two attempts at the same shard never share a file.
 4. **Commit** (:class:`_CommitFn`), once, after every shard of every split: the shards
    that the runner committed are renamed to their final names (numbered densely, in
-   order), the rejects files written, ``dataset.json`` written last, then the staging
-   folder removed. A pipeline that fails before this step leaves no ``dataset.json``;
-   running it again writes the dataset from scratch and clears the debris.
+   order), the rejects files written, ``dataset.json`` written last, then the run's
+   staging folder removed, with those of the runs that were there before the pipeline
+   read the manifest (runs that can never commit once this one has: each commit checks
+   the manifest its run read). Another run's staging folder is never removed by a
+   commit or an overwrite's sweep while that run may still commit. A pipeline that fails
+   before this step leaves no ``dataset.json``; running it again writes the dataset from
+   scratch and clears the debris.
 
 ``append=True`` adds the pipeline's records to an existing dataset, as the local
 writer's ``append`` does: the schema is checked against the stored one when the
@@ -94,6 +99,7 @@ from recordkit.write._debris import remove_unlisted_shards
 from recordkit.write._parallel import WorkerSetup
 from recordkit.write._plan import RecordKey, load_schema, path_and_schema, plan_append, start_manifest
 from recordkit.write._rejects import rejects_file_name
+from recordkit.write._replace import BEAM_STAGING, staging_runs
 from recordkit.write._shard_file import (
     DEFAULT_SHARD_BYTES,
     ShardFile,
@@ -104,8 +110,9 @@ from recordkit.write._shard_file import (
 
 __all__ = ["STAGING_FOLDER", "WriteDataset", "salted_hash", "write_shard"]
 
-#: Where workers write shards before the commit renames them (removed by the commit).
-STAGING_FOLDER = ".beam-staging"
+#: Where workers write shards before the commit renames them (``<run>/<attempt>/``,
+#: removed by the commit).
+STAGING_FOLDER = BEAM_STAGING
 _log = logging.getLogger(__name__)
 
 #: A shard written to the staging folder: (split, shard number, staged file, ShardInfo as JSON).
@@ -129,10 +136,12 @@ def write_shard(target: Location, framed_records: Iterable[bytes], compression: 
 class _WriteShardFn(beam.DoFn):  # type: ignore[misc]  # Beam's DoFn is untyped for mypy
     """Writes one shard's records, sorted by hashed key, into a staging folder of its own."""
 
-    def __init__(self, folder: Folder, split: str, compression: Compression) -> None:
+    def __init__(self, folder: Folder, split: str, compression: Compression, run: str) -> None:
         self._folder = folder
         self._split = split
         self._compression = compression
+        #: The run's staging folder (``.beam-staging/<run>``).
+        self._run = run
 
     def setup(self) -> None:
         self._shards = Metrics.counter(METRICS, f"{self._split}/shards")
@@ -141,9 +150,7 @@ class _WriteShardFn(beam.DoFn):  # type: ignore[misc]  # Beam's DoFn is untyped 
     def process(self, element: tuple[int, Iterable[Encoded]]) -> Iterator[_Staged]:
         number, records = element
         # One folder per attempt: a retried bundle never writes over another attempt's file.
-        staged = (
-            f"{STAGING_FOLDER}/{secrets.token_hex(8)}/{shard_name(self._split, number, self._compression)}"
-        )
+        staged = f"{self._run}/{secrets.token_hex(8)}/{shard_name(self._split, number, self._compression)}"
         target = self._folder.at(staged)
         target.parent.mkdir()
         # By hashed key, ties by bytes: the same shard whatever order the records came in.
@@ -159,13 +166,24 @@ class _CommitFn(beam.DoFn):  # type: ignore[misc]  # Beam's DoFn is untyped for 
     ``before_json`` is the manifest seen when the pipeline was built (None: there was
     none), ``base_json`` the manifest to add the new shards to (the same, its schema
     grown by an append's new optional fields; or a new dataset's, with no splits).
+    ``run`` is the run's staging folder, ``earlier`` the staging folders there before the
+    pipeline read the manifest: both removed once the manifest is written.
     """
 
-    def __init__(self, folder: Folder, before_json: str | None, base_json: str, splits: list[str]) -> None:
+    def __init__(
+        self,
+        folder: Folder,
+        before_json: str | None,
+        base_json: str,
+        splits: list[str],
+        run: str,
+        earlier: frozenset[str],
+    ) -> None:
         self._folder = folder
         self._before_json = before_json
         self._base_json = base_json
         self._splits = splits
+        self._staging = sorted({run, *earlier})
 
     def process(
         self, staged: list[_Staged], rejects: list[dict[str, Any]], sides: Mapping[str, SidesSeen]
@@ -179,7 +197,7 @@ class _CommitFn(beam.DoFn):  # type: ignore[misc]  # Beam's DoFn is untyped for 
             current = _current_manifest(folder) if stored is None else stored.load()
             if not _same(current, self._before_json):
                 if current is not None and _committed_already(current, manifest, staged, self._splits):
-                    _clear_staging(folder)  # a retried commit: this write is in the manifest
+                    _clear_staging(folder, self._staging)  # a retried commit: this write is in the manifest
                     yield folder.at(MANIFEST_FILE).url
                     return
                 reason = (
@@ -202,7 +220,7 @@ class _CommitFn(beam.DoFn):  # type: ignore[misc]  # Beam's DoFn is untyped for 
                 write_manifest(manifest, folder.at())  # the commit
             else:
                 stored.save(manifest)  # the commit, if no other writer's came first
-            _clear_staging(folder)
+            _clear_staging(folder, self._staging)
         yield folder.at(MANIFEST_FILE).url
 
 
@@ -242,14 +260,21 @@ def _committed_already(current: Manifest, base: Manifest, staged: list[_Staged],
     return True
 
 
-def _clear_staging(folder: Folder) -> None:
-    """Remove the staging folder, once ``dataset.json`` is written. A failure here does
-    not fail the write, which is committed (failing it would invite a rerun, and a rerun
-    of an append would append again): it is logged, and the next Beam write clears it."""
+def _clear_staging(folder: Folder, runs: list[str]) -> None:
+    """Remove the staging folders ``runs`` (this run's, and those of runs that can no
+    longer commit), once ``dataset.json`` is written; a staging folder that appeared
+    since the pipeline read the manifest may be a later run's, still writing, and stays.
+    A failure here does not fail the write, which is committed (failing it would invite a
+    rerun, and a rerun of an append would append again): it is logged, and a later Beam
+    write or overwrite clears it."""
     try:
-        folder.remove_tree(STAGING_FOLDER)
+        for run in runs:
+            folder.remove_tree(run)
+        staging = folder.at(STAGING_FOLDER).local_path
+        if staging is not None and staging.is_dir() and not any(staging.iterdir()):
+            staging.rmdir()  # locally, no empty folder left (another run may add one meanwhile)
     except OSError as exc:
-        _log.warning("committed %s, but could not remove %s: %s", folder.url, STAGING_FOLDER, exc)
+        _log.warning("committed %s, but could not remove %s: %s", folder.url, ", ".join(runs), exc)
 
 
 def _run_token(staged: list[_Staged]) -> str:
@@ -454,13 +479,16 @@ class WriteDataset(beam.PTransform):  # type: ignore[misc]  # Beam's PTransform 
         for split in inputs:
             check_split_name(split)
         folder = self._folder
+        # Listed before the manifest is read: runs that cannot commit once this one has.
+        earlier = staging_runs(folder.at())
+        run = f"{STAGING_FOLDER}/{secrets.token_hex(8)}"
         before = self._existing(list(inputs))
         base = self._base(before)
         compression = Compression.parse(base.compression)
         folder.at().mkdir()
         staged, rejects, sides = [], [], []
         for split, pcoll in inputs.items():
-            shards, rejected, seen = self._write_split(split, pcoll, compression)
+            shards, rejected, seen = self._write_split(split, pcoll, compression, run)
             staged.append(shards)
             rejects.append(rejected)
             sides.append(seen)
@@ -474,6 +502,8 @@ class WriteDataset(beam.PTransform):  # type: ignore[misc]  # Beam's PTransform 
             None if before is None else before.model_dump_json(by_alias=True),
             base.model_dump_json(by_alias=True),
             list(inputs),
+            run,
+            earlier,
         )
         manifest = (
             all_staged
@@ -483,7 +513,9 @@ class WriteDataset(beam.PTransform):  # type: ignore[misc]  # Beam's PTransform 
         )
         return {"rejects": all_rejects, "manifest": manifest}
 
-    def _write_split(self, split: str, records: Any, compression: Compression) -> tuple[Any, Any, Any]:
+    def _write_split(
+        self, split: str, records: Any, compression: Compression, run: str
+    ) -> tuple[Any, Any, Any]:
         """The split's staged shards, its rejected records, and ``(split, the sides of
         its pictures)``."""
         encoded = records | f"Encode[{split}]" >> beam.ParDo(
@@ -510,7 +542,7 @@ class WriteDataset(beam.PTransform):  # type: ignore[misc]  # Beam's PTransform 
             good
             | f"AssignShard[{split}]" >> beam.Map(lambda r, n: (r[0] % n, r), n=pvalue.AsSingleton(count))
             | f"GroupShards[{split}]" >> beam.GroupByKey()
-            | f"WriteShards[{split}]" >> beam.ParDo(_WriteShardFn(self._folder, split, compression))
+            | f"WriteShards[{split}]" >> beam.ParDo(_WriteShardFn(self._folder, split, compression, run))
         )
         return shards, encoded[REJECTS], seen
 

@@ -59,6 +59,7 @@ from recordkit.write._debris import of_run, unlisted
 from recordkit.write._shard_file import fsync_dir, run_token_of
 
 __all__ = [
+    "BEAM_STAGING",
     "commit_generation",
     "earlier_generations",
     "generation_folder",
@@ -68,10 +69,16 @@ __all__ = [
     "replace_folder",
     "replacement_folder",
     "staging_folder",
+    "staging_runs",
 ]
 
 #: The prefix of a generation folder's name (then 12 hex digits).
 GENERATION_PREFIX = "gen-"
+#: Where the Beam writer's workers write shards before its commit moves them: a folder a
+#: run (``.beam-staging/<run>/<attempt>/``), which an overwrite's sweep treats as it treats
+#: a generation folder (deleted only when it was there before the overwrite read the
+#: manifest it replaced: the run can never commit then).
+BEAM_STAGING = ".beam-staging"
 
 _AT_FDCWD = -100
 _RENAME_EXCHANGE = 1 << 1
@@ -153,11 +160,19 @@ def generation_folder(target: Location) -> Location | None:
 
 
 def earlier_generations(target: Location) -> frozenset[str]:
-    """The generation folders under the remote dataset ``target`` now: listed before an
-    overwrite reads the manifest it will replace, they belong to overwrites that read an
-    earlier (or the same) version of it, so none of them can commit once this one has,
-    and its sweep (:func:`remove_unlisted`) may delete them."""
-    return frozenset(name for name in target.list_folders() if name.startswith(GENERATION_PREFIX))
+    """The generation folders under the remote dataset ``target`` now, and the Beam runs'
+    staging folders (:func:`staging_runs`): listed before an overwrite reads the manifest
+    it will replace, they belong to overwrites (or Beam runs) that read an earlier (or the
+    same) version of it, so none of them can commit once this one has, and its sweep
+    (:func:`remove_unlisted`) may delete them."""
+    generations = (name for name in target.list_folders() if name.startswith(GENERATION_PREFIX))
+    return frozenset(generations) | staging_runs(target)
+
+
+def staging_runs(target: Location) -> frozenset[str]:
+    """The staging folders of the Beam runs writing to ``target`` now (or that stopped
+    without committing): ``.beam-staging/<run>``, one a run (:data:`BEAM_STAGING`)."""
+    return frozenset(f"{BEAM_STAGING}/{name}" for name in target.join(BEAM_STAGING).list_folders())
 
 
 def listed_files(manifest: Manifest) -> set[str]:
@@ -257,8 +272,12 @@ def remove_unlisted(
 
 
 def _generation_of(name: str) -> str | None:
-    """The generation folder that the object ``name`` is in (None: outside them)."""
-    folder, slash, _ = name.partition("/")
+    """The generation folder that the object ``name`` is in, or the Beam run's staging
+    folder (``.beam-staging/<run>``; None: outside them)."""
+    folder, slash, rest = name.partition("/")
+    if folder == BEAM_STAGING:
+        run, slash, _ = rest.partition("/")
+        return f"{BEAM_STAGING}/{run}" if slash else None
     return folder if slash and folder.startswith(GENERATION_PREFIX) else None
 
 

@@ -266,20 +266,21 @@ def test_a_retried_commit_finds_its_write_committed(tmp_path: Path) -> None:
     rk.write_dataset(records(6), SCHEMA, tmp_path, key="id", progress=False)
     before = rk.Manifest.load(tmp_path)
     folder = beam_writer.Folder(str(tmp_path), None)
-    shard = beam_writer._WriteShardFn(folder, "train", Compression.NONE)
+    run_folder = f"{beam_writer.STAGING_FOLDER}/retried"
+    shard = beam_writer._WriteShardFn(folder, "train", Compression.NONE, run_folder)
     shard.setup()
     encoder = SCHEMA.bind().encoder()
     seen: dict[str, list[int]] = {}
     framed = [(i, frame_record(encoder.encode(r, None, seen))) for i, r in enumerate(records(4, start=70))]
     staged = list(shard.process((0, framed)))
-    commit = beam_writer._CommitFn(
-        folder, before.model_dump_json(by_alias=True), before.model_dump_json(by_alias=True), ["train"]
-    )
+    listed = before.model_dump_json(by_alias=True)
+    commit = beam_writer._CommitFn(folder, listed, listed, ["train"], run_folder, frozenset())
     first = list(commit.process(staged, [], {"train": seen}))
     again = list(commit.process(staged, [], {"train": seen}))
     assert first == again == [str(tmp_path / "dataset.json")]
     assert read_ids(tmp_path) == [0, 1, 2, 3, 4, 5, 70, 71, 72, 73]
     check_manifest_matches_files(tmp_path)
+    assert not (tmp_path / beam_writer.STAGING_FOLDER).exists()
 
 
 def test_append_into_an_s3_bucket_and_a_failed_append_there(

@@ -1,0 +1,160 @@
+"""Each record's value counts checked where a ``tf.data`` read parses records one at a time.
+
+The batch parse checks a batch's records before decoding them
+(:mod:`recordkit.read._wire_checks`). A read that parses each record alone
+(:mod:`recordkit.read._record_parse`: pictures padded or fitted, every other field of
+fixed wire shapes; :meth:`recordkit.Dataset.tf` and the ``tf_epochs`` readers alike) would
+otherwise give TensorFlow's own error for a record whose field of a fixed shape holds
+another number of values (``Key: embedding. Can't parse serialized Example``, or
+``DecodeRaw requires input size...``), naming no file and no record. Here the same checks
+run on the one record, in the graph, a few ops a checked key:
+
+* each numeric key of a fixed shape is parsed ragged (one op, as the fixed parse), its
+  values counted and reshaped to the fixed shape (no copy);
+* each value of a bytes key whose codec gives its one size
+  (:class:`~recordkit.FixedWireBytes`) is measured.
+
+Only a failing record calls Python: it is found in the dataset's shards
+(:class:`~recordkit.read._wire_checks.RecordLocator`, or the locator the reader gives: a
+mixture's, over its sources), and the read stops with the batch parse's error, naming
+the file, the record's offset in it, its number in its split and the field::
+
+    recordkit DecodeError: shard train-00001.tfrecord, offset 532, record 7,
+    field 'embedding': Example key 'embedding' holds 15 values, where its field's fixed
+    shape holds 16
+
+TensorFlow is imported when a parse is built.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from recordkit.errors import DecodeError
+from recordkit.format._example import decode_example
+from recordkit.format._tfrecord import Compression
+from recordkit.read._wire_checks import CHECK_BRANCH, RecordLocator, WireCheck
+
+__all__ = ["SourcesLocator", "checked_record_parse", "describe_record"]
+
+_UNNAMED = "a record holds other values than its fields' shapes"
+
+
+class SourcesLocator(RecordLocator):
+    """A record looked for in several sources' shards in turn (a mixture's): the first
+    source that holds it names it, its file under the source's folder (the sources'
+    shards are often named alike). A :class:`~recordkit.read._wire_checks.RecordLocator`,
+    so that the batch parse takes it as it takes a split's."""
+
+    def __init__(self, sources: Sequence[tuple[str | None, RecordLocator]]) -> None:
+        super().__init__((), Compression.NONE)
+        self._sources = list(sources)
+
+    def __call__(self, record: bytes, key: str) -> tuple[str, int, int] | None:
+        for folder, locate in self._sources:
+            found = locate(record, key)
+            if found is not None:
+                file, offset, number = found
+                return (file if folder is None else f"{folder.rstrip('/')}/{file}"), offset, number
+        return None
+
+
+def describe_record(record: bytes, checks: Sequence[WireCheck], locate: RecordLocator | None) -> str:
+    """The error of the first check the serialized ``record`` fails, as the batch parse
+    words it (``""``: it passes them all)."""
+    try:
+        example = decode_example(record, [check.key for check in checks])
+    except ValueError:
+        return "recordkit CorruptRecordError: a record is not a tf.train.Example"
+    for check in checks:
+        reason = check.reason(example)
+        if reason is None:
+            continue
+        found = locate(record, check.key) if locate is not None else None
+        if found is None:
+            reason = f"{reason} (in a record not found in the dataset's shards)"
+            error = DecodeError(reason, field=check.field)
+        else:
+            file, offset, number = found
+            error = DecodeError(reason, shard=file, offset=offset, record=number, field=check.field)
+        return f"recordkit DecodeError: {error}"
+    return ""
+
+
+def checked_record_parse(
+    spec: dict[str, Any],
+    checks: Sequence[WireCheck],
+    locate: RecordLocator | None,
+    *,
+    batch_of_one: bool,
+) -> Callable[[Any], dict[str, Any]]:
+    """``tf.io.parse_example`` of one serialized record (a scalar string tensor) by
+    ``spec``, with the ``checks`` (see the module docs); with ``batch_of_one``, the record
+    is parsed as a batch of one (the values have a first dimension of 1). Each checked
+    numeric key comes back dense, as the fixed parse gives it."""
+    import tensorflow as tf
+
+    checks = [check for check in checks if check.key in spec]
+    numeric = {check.key: check for check in checks if check.size is None}
+    ragged_spec = dict(spec)
+    for key in numeric:
+        ragged_spec[key] = tf.io.RaggedFeature(
+            dtype=spec[key].dtype, value_key=key, partitions=[], row_splits_dtype=tf.int64
+        )
+
+    def describe(serialized: Any) -> bytes:
+        record = bytes(np.asarray(serialized).reshape(-1)[0])
+        message = describe_record(record, checks, locate)
+        return (message or f"recordkit DecodeError: {_UNNAMED}").encode()
+
+    def parse(serialized: Any) -> dict[str, Any]:
+        record = tf.expand_dims(serialized, 0) if batch_of_one else serialized
+        parsed = tf.io.parse_example(record, ragged_spec)
+        if not checks:
+            return dict(parsed)
+        goods = []
+        for check in checks:
+            value = parsed[check.key]
+            if check.size is None:
+                values = value.flat_values if isinstance(value, tf.RaggedTensor) else value
+                goods.append(tf.equal(tf.size(values, out_type=tf.int64), check.count))
+            else:
+                goods.append(tf.reduce_all(tf.equal(tf.strings.length(value), check.size)))
+        passed = tf.reduce_all(tf.stack(goods))
+
+        def failed() -> Any:
+            return tf.numpy_function(describe, [serialized], tf.string, stateful=False)
+
+        # A branch a record, taken only by a failing one; named as the batch parse's, so that a
+        # graph's reader can tell it.
+        message = tf.cond(passed, lambda: tf.constant(""), failed, name=CHECK_BRANCH)
+        with tf.control_dependencies([tf.debugging.Assert(passed, [message], summarize=1)]):
+            out = {}
+            for key, value in parsed.items():
+                counted = numeric.get(key)
+                if counted is None:
+                    out[key] = tf.identity(value)
+                else:
+                    out[key] = _fixed(value, counted.shape, batch_of_one)
+        return out
+
+    return parse
+
+
+def _fixed(value: Any, shape: tuple[int, ...], batch_of_one: bool) -> Any:
+    """A checked key's values, counted right, given their fixed shape: a record's one
+    value taken, a vector's shape set, other shapes reshaped (no copy); a batch of one's
+    reshaped to ``[1, *shape]``. (A record parsed as itself makes no ``Reshape``: the
+    per-record parse of pictures stays the tutorials' pipeline.)"""
+    import tensorflow as tf
+
+    if batch_of_one:
+        return tf.reshape(value.flat_values, [1, *shape])
+    if not shape:
+        return value[0]
+    if len(shape) == 1:
+        return tf.ensure_shape(value, shape)
+    return tf.reshape(value, shape)
