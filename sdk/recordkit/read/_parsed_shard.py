@@ -42,7 +42,15 @@ from recordkit.format._batch_parse import (
 )
 from recordkit.format._tfrecord import FOOTER_BYTES, FRAMING_BYTES, HEADER_BYTES, LENGTH_FIELD, Compression
 
-__all__ = ["ColumnDecoder", "DecodedBatch", "DecodedRecord", "parsed_fetched", "parsed_shard_records"]
+__all__ = [
+    "ColumnDecoder",
+    "DecodedBatch",
+    "DecodedRecord",
+    "ShardBatch",
+    "ShardItem",
+    "parsed_fetched",
+    "parsed_shard_records",
+]
 
 
 #: Records parsed together by :func:`parsed_shard_records` (a bounded batch of parsed
@@ -80,6 +88,9 @@ ColumnDecoder = Callable[[Mapping[str, Column], int], "list[dict[str, Any]] | No
 
 #: A record of a shard as :func:`parsed_shard_records` gives it.
 ShardItem = tuple[int, "bytes | ParsedExample | DecodedRecord"]
+#: A chunk of a shard's records decoded together, as :func:`parsed_shard_records` gives it
+#: with ``batches``: each record's offset, and the records.
+ShardBatch = tuple[list[int], DecodedBatch]
 
 
 def parsed_shard_records(
@@ -88,7 +99,9 @@ def parsed_shard_records(
     keys: Collection[str],
     fallback: Callable[[], Iterator[ShardItem]],
     decode: ColumnDecoder | None = None,
-) -> Generator[ShardItem]:
+    *,
+    batches: bool = False,
+) -> Generator[ShardItem | ShardBatch]:
     """``(offset, record)`` of each record of ``shard`` (joined with its field groups'
     files), each record's Example parsed for ``keys`` many records at a time
     (:mod:`recordkit.format._batch_parse`), or its bytes where it has to be parsed alone;
@@ -96,9 +109,10 @@ def parsed_shard_records(
     local, or its framing or alignment not sound: ``fallback``, which reads it record by
     record, then names what is wrong). Every file is checked whole before the first
     record is given. With ``decode``, a chunk of records of one layout comes decoded
-    (:class:`DecodedRecord`). The files are opened when the first record is asked for,
-    inside the generator, so a generator never started holds no file open, and closed
-    when it ends or is closed."""
+    (:class:`DecodedRecord`; with ``batches``, the chunk as one item: its records'
+    offsets and a :class:`DecodedBatch`, no wrapper a record). The files are opened
+    when the first record is asked for, inside the generator, so a generator never
+    started holds no file open, and closed when it ends or is closed."""
     if compression is not Compression.NONE or any(f.path.local_path is None for f in shard.files):
         yield from fallback()
         return
@@ -116,7 +130,7 @@ def parsed_shard_records(
             and len({len(o) for o in checked}) == 1
         )
         if sound:
-            yield from _parsed_chunks(buffers, checked, keys, decode)
+            yield from _parsed_chunks(buffers, checked, keys, decode, batches)
             return
     yield from fallback()  # the files above closed first
 
@@ -155,13 +169,20 @@ def _parsed_chunks(
     offsets: list[np.ndarray],
     keys: Collection[str],
     decode: ColumnDecoder | None,
-) -> Iterator[ShardItem]:
+    batches: bool,
+) -> Iterator[ShardItem | ShardBatch]:
     count = len(offsets[0]) - 1
     for first in range(0, count, _PARSED_CHUNK):
         last = min(first + _PARSED_CHUNK, count)
         chunks = [parsed_records(b, o[first : last + 1], keys) for b, o in zip(buffers, offsets, strict=True)]
         starts = offsets[0][first:last].tolist()
-        items = _chunk_items(chunks, _data(buffers, offsets, first, last), decode)
+        if batches and decode is not None:
+            records = _decoded(chunks, decode)
+            if records is not None:
+                yield starts, DecodedBatch(records)
+                continue
+        tried = batches  # not decoded together: not tried again record by record
+        items = _chunk_items(chunks, _data(buffers, offsets, first, last), None if tried else decode)
         yield from zip(starts, items, strict=True)
 
 
