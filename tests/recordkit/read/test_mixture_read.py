@@ -65,3 +65,16 @@ def test_the_first_record_waits_only_for_its_own_sources_first_fetch(
     rest = [r["name"] for r in records]
     assert len(rest) == 99
     assert np.isclose(sum(n.startswith("a") for n in [first["name"], *rest]), 60)
+
+
+def test_blocks_of_large_records_hold_fewer_places(sources: list[rk.Dataset]) -> None:
+    small = [handle._random_access() for handle in sources[:2]]
+    assert _mixture_read.block_size(small) == _mixture_read.MIXED_BLOCK  # a few bytes a record
+    size = small[0].mean_record_bytes
+    assert size is not None
+    assert 0 < size < 100
+    large = RandomAccess.__new__(RandomAccess)
+    large._record_bytes = 50_000  # pictures and sounds
+    assert _mixture_read.block_size([small[0], large]) == (1 << 20) // 50_000
+    large._record_bytes = 1 << 30
+    assert _mixture_read.block_size([large]) == _mixture_read.FEWEST
