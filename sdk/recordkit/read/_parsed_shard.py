@@ -56,6 +56,10 @@ __all__ = [
 #: Records parsed together by :func:`parsed_shard_records` (a bounded batch of parsed
 #: Examples held at a time, whatever the shard's size).
 _PARSED_CHUNK = 2048
+#: A shard whose records are at most this many bytes on average (by the manifest) is
+#: mapped and parsed a chunk at a time even when its records vary in size (captions of
+#: varied lengths): each length's records are parsed and decoded together.
+_SMALL_RECORD_BYTES = 1024
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -149,7 +153,10 @@ def _mapped(file: Shard, stack: ExitStack) -> bytes | mmap.mmap | None:
     if size == 0:
         return b""
     head = os.pread(raw.fileno(), LENGTH_FIELD.size, 0)
-    if len(head) < LENGTH_FIELD.size or size % (LENGTH_FIELD.unpack(head)[0] + FRAMING_BYTES):
+    if len(head) < LENGTH_FIELD.size:
+        return None
+    small = bool(file.records) and size // max(file.records or 1, 1) <= _SMALL_RECORD_BYTES
+    if size % (LENGTH_FIELD.unpack(head)[0] + FRAMING_BYTES) and not small:
         return None
     mapped = mmap.mmap(raw.fileno(), 0, access=mmap.ACCESS_READ)
     stack.callback(_close, mapped)
@@ -176,6 +183,16 @@ def _parsed_chunks(
         last = min(first + _PARSED_CHUNK, count)
         chunks = [parsed_records(b, o[first : last + 1], keys) for b, o in zip(buffers, offsets, strict=True)]
         starts = offsets[0][first:last].tolist()
+        if len(chunks) == 1 and decode is not None:  # each length's records decoded together
+            parsed = _parsed_items(chunks[0], list(_data(buffers, offsets, first, last)), decode)
+            if isinstance(parsed, DecodedBatch):
+                if batches:
+                    yield starts, parsed
+                    continue
+                yield from zip(starts, parsed.wrapped(), strict=True)
+            else:
+                yield from zip(starts, parsed, strict=True)
+            continue
         if batches and decode is not None:
             records = _decoded(chunks, decode)
             if records is not None:

@@ -454,3 +454,25 @@ def test_a_chunk_holding_more_records_than_the_manifest_lists_stops_at_the_first
     assert info.value.context.offset == extra
     assert read == [f"r{i:05d}" for i in range(2 * PER_SHARD)]
     assert iterator.position == 2 * PER_SHARD
+
+
+def test_small_records_of_varied_sizes_are_decoded_a_length_at_a_time(tmp_path: Path) -> None:
+    """Captions of 0 to 36 characters, and one of 500 (a length no other record has,
+    parsed alone): each length's records are decoded together, every value as written."""
+    rows = [{"caption": "x" * (i % 37), "label": i % 10} for i in range(3000)]
+    rows[1234]["caption"] = "y" * 500
+    path = tmp_path / "varied"
+    rk.write_dataset(rows, FIXED, path, shard_records=3000, progress=False)
+    got = list(rk.open(path).records())
+    assert caption_list(got) == [row["caption"] for row in rows]
+    assert [int(record["label"]) for record in got] == [row["label"] for row in rows]
+    opened = rk.open(path)._random_access().dataset
+    stored = opened.stored_fields.fields
+    decode = functools.partial(decode_columns_numpy, stored)
+    shard = opened.shards[0]
+    items = list(
+        _parsed_shard.parsed_shard_records(shard, Compression.NONE, wanted_keys(stored), iter, decode)
+    )
+    assert len(items) == 3000  # mapped and parsed: the fallback, ``iter()``, would raise
+    kinds = {type(item).__name__ for _, item in items}
+    assert kinds == {"DecodedRecord", "bytes"}  # the lone 500-character record to parse alone
