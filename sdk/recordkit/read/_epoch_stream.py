@@ -20,9 +20,10 @@ import numpy as np
 from recordkit.read._epoch_order import Division, EpochItems, Progress, SplitOrder, loader_taken, pair_list
 from recordkit.read._epoch_state import epoch_state, resumed_progress
 from recordkit.read._mixture_order import MixtureOrder
+from recordkit.read._mixture_read import mixed_chunks
 from recordkit.read._numpy_geometry import epoch_draws
 from recordkit.read._position import Start
-from recordkit.read._random_access import RandomAccess, gathered
+from recordkit.read._random_access import RandomAccess
 from recordkit.read._stream_order import StreamOrder
 
 __all__ = ["EpochStream", "check_prefetch"]
@@ -44,10 +45,6 @@ def check_prefetch(prefetch: int) -> None:
     """Refuse a ``prefetch`` that cannot be right, before anything is read."""
     if prefetch < 1:
         raise ValueError(f"prefetch must be at least 1, not {prefetch}")
-
-
-#: The places of a mixture's read put in one list (:meth:`EpochStream._read_mixed`).
-MIXED_BLOCK = 256
 
 
 class _Yielding:
@@ -274,24 +271,11 @@ class EpochStream:
 
     def _read_mixed(self, located: np.ndarray) -> Iterator[list[dict[str, Any]]]:
         """Each ``(shard, number)``'s record (shards numbered across the sources), in
-        order, in lists of up to :data:`MIXED_BLOCK`: each source streams its own
-        records (:meth:`RandomAccess.stream`, ``prefetch`` at a time, more for small
-        records), and each place takes the next record of its source. When a source
-        raises, the block's records before it are yielded first, then the error."""
+        order, in lists (:func:`~recordkit.read._mixture_read.mixed_chunks`: each source
+        streams its own records, ``prefetch`` at a time, more for small records). When a
+        source raises, the records before its place are yielded first, then the error."""
         sources = cast(list[RandomAccess], self.sources)
-        owner_of, first_shard = cast(MixtureOrder, self.epochs).shard_owners
-        pairs = np.asarray(located, dtype=np.int64).reshape(-1, 2)
-        owners = np.asarray(owner_of, dtype=np.int64)[pairs[:, 0]]
-        streams: list[Iterator[dict[str, Any]]] = []
-        for source, records in enumerate(sources):
-            local = pairs[owners == source]
-            local[:, 0] -= first_shard[source]
-            streams.append(records.stream(local, prefetch=self.prefetch))
-        # Each source yields exactly its places' records (or raises), so no stream runs
-        # out early: ``next`` is mapped in C, without a Python step a record.
-        places = owners.tolist()
-        for begin in range(0, len(places), MIXED_BLOCK):
-            yield from gathered(map(next, map(streams.__getitem__, places[begin : begin + MIXED_BLOCK])))
+        return mixed_chunks(sources, located, cast(MixtureOrder, self.epochs).shard_owners, self.prefetch)
 
     def _mixed_records(self, chunk: Sequence[tuple[int, int]] | np.ndarray) -> list[dict[str, Any]]:
         """Each ``(shard, number)``'s record of a mixture, each source's fetched together."""

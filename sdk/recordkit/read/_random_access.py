@@ -314,6 +314,12 @@ class RandomAccess:
                 for (shard, number), item, row in zip(pairs, fetched, rows, strict=True)
             )
 
+    @property
+    def mean_record_bytes(self) -> int | None:
+        """The split's mean record size in bytes, framing included, by the manifest's
+        sizes and counts (None: it does not list them all)."""
+        return self._record_bytes
+
     def fetch_size(self, prefetch: int) -> int:
         """The records :meth:`stream` fetches at once for ``prefetch``: more, up to
         :data:`GROWTH` times as many, while they hold at most :data:`GROWN_BYTES` by the

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import functools
+import hashlib
+import itertools
 import json
 import shutil
 from pathlib import Path
@@ -20,7 +23,9 @@ from _reader_support import (
 
 import recordkit as rk
 from recordkit.errors import CorruptRecordError, DecodeError, IncompatibleSchemaError, UnknownCodecError
-from recordkit.read import _iter_records
+from recordkit.format._tfrecord import Compression
+from recordkit.read import _iter_records, _parsed_shard
+from recordkit.read._numpy_decode import decode_columns_numpy, wanted_keys
 from recordkit.testing import assert_values_equal
 
 N = 9
@@ -366,3 +371,108 @@ def test_a_worker_share_without_tensorflow(many_shards: Path, dataset: Path) -> 
         f"{N} {N} [3, 2, 2, 2] True",  # 2 shards, 4 workers: records 0, 4, 8 / 1, 5 / ...
         "False",
     ]
+
+
+# -- chunks decoded together, given whole (no wrapper a record) -----------------------------
+
+FIXED = rk.Schema(
+    name="fixed",
+    fields={
+        "caption": rk.FieldSpec(codec="text"),
+        "label": rk.FieldSpec(codec="label", options={"num_classes": 10}),
+    },
+)
+#: More than a parsed chunk (2,048 records) a shard: a shard's records come in two chunks.
+PER_SHARD = 2500
+
+
+@pytest.fixture(scope="module")
+def fixed_size(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Records of one size (their shards are parsed and decoded a chunk at a time)."""
+    path = tmp_path_factory.mktemp("fixed") / "data"
+    rows = ({"caption": f"r{i:05d}", "label": i % 10} for i in range(3 * PER_SHARD))
+    rk.write_dataset(rows, FIXED, path, shard_records=PER_SHARD, progress=False)
+    return path
+
+
+def caption_list(records: Any) -> list[str]:
+    return [record["caption"] for record in records]
+
+
+def test_chunks_decoded_together_give_every_record_as_a_plain_dict(fixed_size: Path) -> None:
+    got = list(rk.open(fixed_size).records())
+    assert caption_list(got) == [f"r{i:05d}" for i in range(3 * PER_SHARD)]
+    assert all(type(record) is dict for record in got)
+    assert [int(record["label"]) for record in got[:12]] == [i % 10 for i in range(12)]
+    opened = rk.open(fixed_size)._random_access().dataset
+    stored = opened.stored_fields.fields
+    decode = functools.partial(decode_columns_numpy, stored)
+    items = list(
+        _parsed_shard.parsed_shard_records(
+            opened.shards[0], Compression.NONE, wanted_keys(stored), iter, decode, batches=True
+        )
+    )
+    assert [(len(starts), type(batch)) for starts, batch in items] == [
+        (2048, _parsed_shard.DecodedBatch),
+        (PER_SHARD - 2048, _parsed_shard.DecodedBatch),
+    ]  # a chunk at a time, not a record
+
+
+@pytest.mark.parametrize("stop", [0, 1, 2047, 2048, 2049, PER_SHARD, PER_SHARD + 2100, 3 * PER_SHARD - 1])
+def test_a_read_of_whole_chunks_knows_its_position_and_resumes_there(fixed_size: Path, stop: int) -> None:
+    handle = rk.open(fixed_size)
+    iterator = handle.records()
+    head = caption_list(itertools.islice(iterator, stop))
+    assert iterator.position == stop
+    state = iterator.state_dict()
+    iterator.close()  # in the middle of a chunk: the rest of it is dropped
+    assert iterator.position == stop
+    assert next(iterator, None) is None
+    rest = handle.records(start=state)
+    assert head + caption_list(rest) == [f"r{i:05d}" for i in range(3 * PER_SHARD)]
+    assert rest.position == 3 * PER_SHARD
+
+
+def test_a_chunk_holding_more_records_than_the_manifest_lists_stops_at_the_first_unlisted(
+    fixed_size: Path, tmp_path: Path
+) -> None:
+    root = Path(shutil.copytree(fixed_size, tmp_path / "copy"))
+    paths = shards(root)
+    first = record_offsets(paths[0])
+    extra = paths[1].stat().st_size
+    with paths[1].open("ab") as shard:  # a sound record appended, and the manifest agreeing
+        shard.write(paths[0].read_bytes()[: first[1]])
+    manifest = json.loads((root / "dataset.json").read_text())
+    listed = manifest["splits"]["train"]["shards"][1]
+    payload = paths[1].read_bytes()
+    listed["bytes"], listed["sha256"] = len(payload), hashlib.sha256(payload).hexdigest()
+    (root / "dataset.json").write_text(json.dumps(manifest))
+    iterator = rk.open(root).records()
+    read: list[str] = []
+    with pytest.raises(CorruptRecordError, match=f"holds more records than the {PER_SHARD}") as info:
+        read.extend(record["caption"] for record in iterator)
+    assert info.value.context.offset == extra
+    assert read == [f"r{i:05d}" for i in range(2 * PER_SHARD)]
+    assert iterator.position == 2 * PER_SHARD
+
+
+def test_small_records_of_varied_sizes_are_decoded_a_length_at_a_time(tmp_path: Path) -> None:
+    """Captions of 0 to 36 characters, and one of 500 (a length no other record has,
+    parsed alone): each length's records are decoded together, every value as written."""
+    rows = [{"caption": "x" * (i % 37), "label": i % 10} for i in range(3000)]
+    rows[1234]["caption"] = "y" * 500
+    path = tmp_path / "varied"
+    rk.write_dataset(rows, FIXED, path, shard_records=3000, progress=False)
+    got = list(rk.open(path).records())
+    assert caption_list(got) == [row["caption"] for row in rows]
+    assert [int(record["label"]) for record in got] == [row["label"] for row in rows]
+    opened = rk.open(path)._random_access().dataset
+    stored = opened.stored_fields.fields
+    decode = functools.partial(decode_columns_numpy, stored)
+    shard = opened.shards[0]
+    items = list(
+        _parsed_shard.parsed_shard_records(shard, Compression.NONE, wanted_keys(stored), iter, decode)
+    )
+    assert len(items) == 3000  # mapped and parsed: the fallback, ``iter()``, would raise
+    kinds = {type(item).__name__ for _, item in items}
+    assert kinds == {"DecodedRecord", "bytes"}  # the lone 500-character record to parse alone

@@ -1,0 +1,80 @@
+"""A mixture's samples read from their sources, in the mixture's order, a block at a time.
+
+Each source streams its own records (:meth:`RandomAccess.stream`: runs of neighbours
+fetched, parsed and decoded together), and each place of the mixture's order takes the
+next record of its source, ``next`` mapped over the places in C (no Python step a
+record), a block of places into one list.
+
+The first blocks are small (1, 2, 4 ... places), so that the first record waits only
+for its own source's first fetch, not for a fetch of every source: with blocks of 256
+from the start, the first record of a 0.7 : 0.3 mixture of pictures and sounds waited
+for 320 records decoded (about 150 ms of CPU, where reading one split waits 25 for its
+first fetch of 64).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import numpy as np
+
+from recordkit.read._random_access import RandomAccess, gathered
+
+__all__ = ["MIXED_BLOCK", "MIXED_BYTES", "block_size", "mixed_chunks"]
+
+#: The most places of a mixture's read put in one list ...
+MIXED_BLOCK = 256
+#: ... while their records hold at most about this many bytes as stored (by each
+#: source's mean record size), and no fewer than :data:`FEWEST` places.
+MIXED_BYTES = 1 << 20
+FEWEST = 8
+
+
+def block_size(sources: Sequence[RandomAccess]) -> int:
+    """The most places of a block: :data:`MIXED_BLOCK`, fewer for large records. Why:
+    a block's records are all decoded before the first of them is yielded, so with
+    pictures and sounds (47 KB a record stored) blocks of 256 held tens of MB of decoded
+    values at once, and took about 5% more CPU a record than blocks of 16 (477 against
+    454 µs; plain iteration 441)."""
+    sizes = [records.mean_record_bytes for records in sources]
+    largest = max((size for size in sizes if size is not None), default=None)
+    if largest is None:
+        return MIXED_BLOCK
+    return max(FEWEST, min(MIXED_BLOCK, MIXED_BYTES // max(largest, 1)))
+
+
+def _blocks(count: int, largest: int) -> Iterator[tuple[int, int]]:
+    """``(begin, end)`` of the blocks of ``count`` places: 1, 2, 4 ... up to ``largest``."""
+    begin, size = 0, 1
+    while begin < count:
+        end = min(begin + size, count)
+        yield begin, end
+        begin, size = end, min(size * 2, largest)
+
+
+def mixed_chunks(
+    sources: Sequence[RandomAccess],
+    located: np.ndarray,
+    shard_owners: tuple[list[int], list[int]],
+    prefetch: int,
+) -> Iterator[list[dict[str, Any]]]:
+    """Each ``(shard, number)``'s record (shards numbered across ``sources``; each
+    shard's source and each source's first shard in ``shard_owners``), decoded, in
+    order, in lists of a block each: each source streams its own records
+    (:meth:`RandomAccess.stream`, ``prefetch`` at a time, more for small records). When
+    a source raises, the block's records before its place come first, then the error."""
+    owner_of, first_shard = shard_owners
+    pairs = np.asarray(located, dtype=np.int64).reshape(-1, 2)
+    owners = np.asarray(owner_of, dtype=np.int64)[pairs[:, 0]]
+    streams: list[Iterator[dict[str, Any]]] = []
+    for source, records in enumerate(sources):
+        local = pairs[owners == source]
+        local[:, 0] -= first_shard[source]
+        streams.append(records.stream(local, prefetch=prefetch))
+    # Each source yields exactly its places' records (or raises), so no stream runs out
+    # early. A stream fetches when its first record is asked for: a block asks only for
+    # the sources of its places.
+    places = owners.tolist()
+    for begin, end in _blocks(len(places), block_size(sources)):
+        yield from gathered(map(next, map(streams.__getitem__, places[begin:end])))

@@ -1,0 +1,80 @@
+"""A mixture's samples taken from their sources a block at a time
+(sdk/recordkit/read/_mixture_read.py): the mixture's order exactly, and a first record
+that waits for its own source's first fetch only."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+import recordkit as rk
+from recordkit.read import _mixture_read
+from recordkit.read._random_access import RandomAccess
+
+SCHEMA = rk.Schema(name="names", fields={"name": rk.FieldSpec(codec="text")})
+
+
+@pytest.fixture(scope="module")
+def sources(tmp_path_factory: pytest.TempPathFactory) -> list[rk.Dataset]:
+    root = tmp_path_factory.mktemp("mixture-read")
+    handles = []
+    for prefix, count in (("a", 70), ("b", 45), ("c", 20)):
+        rows = [{"name": f"{prefix}{i}"} for i in range(count)]
+        rk.write_dataset(rows, SCHEMA, root / prefix, shard_records=8, progress=False)
+        handles.append(rk.open(root / prefix, "train"))
+    return handles
+
+
+def test_blocks_grow_from_one_place_to_the_largest() -> None:
+    assert list(_mixture_read._blocks(10, 4)) == [(0, 1), (1, 3), (3, 7), (7, 10)]
+    assert list(_mixture_read._blocks(0, 4)) == []
+
+
+@pytest.mark.parametrize("shuffle", [False, True])
+@pytest.mark.parametrize("prefetch", [1, 3, 64])
+def test_every_sample_comes_in_its_place_of_the_mixture(
+    sources: list[rk.Dataset], shuffle: bool, prefetch: int
+) -> None:
+    mixture = rk.mix({sources[0]: 0.5, sources[1]: 0.3, sources[2]: 0.2}, samples_per_epoch=300)
+    stream = mixture.epoch_stream(shuffle=shuffle, seed=5, window=16, prefetch=prefetch)
+    for epoch in range(2):
+        stream.set_epoch(epoch)
+        together = [r["name"] for r in stream.read_located(stream.worker_records(0, 1))]
+        assert [r["name"] for r in stream] == together  # each source's read at once, then placed
+        assert len(together) == 300
+
+
+def test_the_first_record_waits_only_for_its_own_sources_first_fetch(
+    sources: list[rk.Dataset], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fetched: list[str] = []
+    fetch = RandomAccess._fetch
+
+    def counted(self: RandomAccess, located: Any) -> Any:
+        fetched.append(self.dataset.shards[0].path.url)  # ".../a/train-..." or ".../b/train-..."
+        return fetch(self, located)
+
+    monkeypatch.setattr(RandomAccess, "_fetch", counted)
+    mixture = rk.mix({sources[0]: 0.6, sources[1]: 0.4}, samples_per_epoch=100)
+    records = iter(mixture.epoch_stream(prefetch=4))
+    first = next(records)
+    assert len(fetched) == 1  # one fetch, of the first record's source
+    assert fetched[0].split("/")[-2] == first["name"][0]
+    rest = [r["name"] for r in records]
+    assert len(rest) == 99
+    assert np.isclose(sum(n.startswith("a") for n in [first["name"], *rest]), 60)
+
+
+def test_blocks_of_large_records_hold_fewer_places(sources: list[rk.Dataset]) -> None:
+    small = [handle._random_access() for handle in sources[:2]]
+    assert _mixture_read.block_size(small) == _mixture_read.MIXED_BLOCK  # a few bytes a record
+    size = small[0].mean_record_bytes
+    assert size is not None
+    assert 0 < size < 100
+    large = RandomAccess.__new__(RandomAccess)
+    large._record_bytes = 50_000  # pictures and sounds
+    assert _mixture_read.block_size([small[0], large]) == (1 << 20) // 50_000
+    large._record_bytes = 1 << 30
+    assert _mixture_read.block_size([large]) == _mixture_read.FEWEST
