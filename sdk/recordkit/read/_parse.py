@@ -43,6 +43,7 @@ __all__ = [
     "RUNTIME_FUNCTIONS",
     "FieldPlan",
     "decode_field",
+    "decode_key",
     "feature_spec",
     "field_plan",
     "make_padded_parser",
@@ -160,12 +161,23 @@ def make_padded_parser(
 
 def trace_key(fields: Sequence[BoundField]) -> Hashable | None:
     """What the traced parse of :func:`make_padded_parser` (nothing padded or left
-    undecoded) of ``fields`` depends on besides its read's locator: each field's parse
-    plan, its codec's decode (a function and its constants) and its checks, when that
-    is all, so that a read of the same key may reuse another's trace
-    (:func:`~recordkit.read._traced.parallel_map`). None when a codec overrides
-    ``decode_tf`` (it may keep other state) or gives no
-    :meth:`~recordkit.Codec.decode_tf_source`: such a read is traced anew."""
+    undecoded) of ``fields`` depends on besides its read's locator: their
+    :func:`decode_key` and their checks, so that a read of the same key may reuse
+    another's trace (:func:`~recordkit.read._traced.parallel_map`). None when a field's
+    decode gives no key: such a read is traced anew."""
+    key = decode_key(fields)
+    return None if key is None else (*key, repr(wire_checks(fields)))
+
+
+def decode_key(
+    fields: Sequence[BoundField], detail: Callable[[BoundField], Hashable] = lambda field: None
+) -> tuple[Hashable, ...] | None:
+    """Each field's parse plan and its codec's decode (a function and its constants),
+    with ``detail(field)``: all a traced decode of ``fields`` depends on when every codec
+    decodes with its default ``decode_tf``, which runs the
+    :meth:`~recordkit.Codec.decode_tf_source` it gives, a module-level function of plain
+    constants. None otherwise (a codec that overrides ``decode_tf`` may keep other state,
+    one with no decode source is traced from its method)."""
     key: list[Hashable] = []
     for field in fields:
         if type(field.codec).decode_tf is not Codec.decode_tf:
@@ -175,8 +187,7 @@ def trace_key(fields: Sequence[BoundField]) -> Hashable | None:
             return None
         plan = json.dumps(field_plan(field), sort_keys=True, default=repr)
         constants = repr(sorted(source.constants.items()))
-        key.append((plan, source.function, constants, source.helpers))
-    key.append(repr(wire_checks(fields)))
+        key.append((plan, source.function, constants, source.helpers, detail(field)))
     return tuple(key)
 
 

@@ -51,7 +51,6 @@ TensorFlow is imported when a read is built.
 from __future__ import annotations
 
 import itertools
-import json
 import math
 import mmap
 import os
@@ -64,7 +63,6 @@ from typing import Any
 import numpy as np
 
 from recordkit.codec._capabilities import PadsAsDecoded, RawArray, decodes_per_record, raster_kind, raw_array
-from recordkit.codec._codec import Codec
 from recordkit.codec._wire import WireKind
 from recordkit.dataset._shards import LazyShards, Shard, SlicedShards
 from recordkit.errors import CorruptRecordError, RecordkitError
@@ -81,7 +79,7 @@ from recordkit.read._framed_read import (
 from recordkit.read._layout import DecodeLayout
 from recordkit.read._open import OpenedDataset, check_shard_size
 from recordkit.read._options import PipelineOptions
-from recordkit.read._parse import field_plan, parsed_decoder
+from recordkit.read._parse import decode_key, parsed_decoder
 from recordkit.read._traced import mapped, parallel_interleave, rebatched
 from recordkit.read._wire_checks import WireCheck, count_reason, size_reason, wire_checks
 from recordkit.schema._bound import BoundField
@@ -246,23 +244,11 @@ def _dispatched(place: Any) -> list[Any]:
 
 
 def _trace_key(fields: Sequence[BoundField], block_length: int) -> Hashable | None:
-    """What a read's traced function depends on besides its shards (each field's parse
-    plan and its codec's decode, as a function and its constants, and the block length),
-    when that is all: every codec decodes with its default ``decode_tf``, which runs the
-    :meth:`~recordkit.Codec.decode_tf_source` it gives, a module-level function of plain
-    constants. None otherwise (a codec that overrides ``decode_tf`` may keep other state:
-    its read is traced anew each time)."""
-    key: list[Hashable] = [block_length]
-    for field in fields:
-        if type(field.codec).decode_tf is not Codec.decode_tf:
-            return None
-        source = field.codec.decode_tf_source()
-        if source is None:
-            return None
-        plan = json.dumps(field_plan(field), sort_keys=True, default=repr)
-        constants = repr(sorted(source.constants.items()))
-        key.append((plan, source.function, constants, source.helpers, _raw(field)))
-    return tuple(key)
+    """What a read's traced function depends on besides its shards: the fields'
+    :func:`~recordkit.read._parse.decode_key` with how each stores a raw array, and the
+    block length; None when the fields give no key (the read is traced anew)."""
+    key = decode_key(fields, _raw)
+    return None if key is None else (block_length, *key)
 
 
 def _raw(field: BoundField) -> RawArray | None:

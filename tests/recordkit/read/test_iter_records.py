@@ -23,7 +23,7 @@ from _reader_support import (
 
 import recordkit as rk
 from recordkit.errors import CorruptRecordError, DecodeError, IncompatibleSchemaError, UnknownCodecError
-from recordkit.format._tfrecord import Compression
+from recordkit.format._tfrecord import Compression  # private: the compression a reader passes
 from recordkit.read import _iter_records, _parsed_shard
 from recordkit.read._numpy_decode import decode_columns_numpy, wanted_keys
 from recordkit.testing import assert_values_equal
