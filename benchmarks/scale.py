@@ -246,10 +246,11 @@ def staged_beam_commit(data: Path, target: Path) -> Callable[[], object]:
     registry = default_registry()
     base = start_manifest(schema, schema.bind(registry), registry, Compression.NONE)
     staged: list[tuple[str, int, str, str]] = []
+    run = f"{STAGING_FOLDER}/benchmark"  # the run's staging folder, as WriteDataset names one
     for number, shard in enumerate(source.splits["train"].shards):
         assert shard.index is not None
         name = f"train-{number:05d}.tfrecord"
-        folder = target / STAGING_FOLDER / f"{number:016x}"
+        folder = target / run / f"{number:016x}"
         folder.mkdir(parents=True)
         os.link(data / shard.file, folder / name)
         os.link(data / shard.index.file, folder / f"{name}.index")
@@ -257,8 +258,9 @@ def staged_beam_commit(data: Path, target: Path) -> Callable[[], object]:
         info = ShardInfo.model_construct(
             file=name, records=shard.records, bytes=shard.bytes, sha256=shard.sha256, index=index
         )
-        staged.append(("train", number, f"{STAGING_FOLDER}/{number:016x}/{name}", info.model_dump_json()))
-    commit = _CommitFn(Folder(str(target), None), None, base.model_dump_json(by_alias=True), ["train"])
+        staged.append(("train", number, f"{run}/{number:016x}/{name}", info.model_dump_json()))
+    base_json = base.model_dump_json(by_alias=True)
+    commit = _CommitFn(Folder(str(target), None), None, base_json, ["train"], run, frozenset())
 
     def step() -> None:
         for _ in commit.process(staged, [], {}):  # the schema has no pictures: no sizes to list
