@@ -64,6 +64,7 @@ decode.
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import shutil
 import statistics
@@ -129,20 +130,26 @@ def _measure(args: argparse.Namespace, root: Path) -> dict[str, Any]:
     half = len(records) // 2
     for name, part in (("whole", records), ("a", records[:half]), ("b", records[half:])):
         rk.write_dataset(part, schema, root / name, shard_records=args.shard_records, progress=False)
+    # The records written are not kept: a reading program does not hold its dataset in
+    # memory, and hundreds of thousands of live dicts make each of Python's full garbage
+    # collections during the passes cost tens of milliseconds, falling on whichever row runs.
+    count = len(records)
+    del records, part
+    gc.collect()
     whole, a, b = (rk.open(root / name, "train") for name in ("whole", "a", "b"))
     access = whole._random_access()
     # As [n, 2] arrays of (shard, record), as the epoch readers hand them to the stream.
     in_order = np.array(
-        [(s, n) for s, count in enumerate(access.shards.counts.tolist()) for n in range(count)],
+        [(s, n) for s, in_shard in enumerate(access.shards.counts.tolist()) for n in range(in_shard)],
         dtype=np.int64,
     ).reshape(-1, 2)
     options: dict[str, Any] = {"shuffle": True, "seed": 0, "window": 1024, "tensors": False}
     # About half the epoch read by 4 ranks x 2 workers, in batches of 8.
     shuffled = whole.epoch_stream(**{k: v for k, v in options.items() if k != "tensors"}).worker_pairs(0, 1)
     state = whole.torch_iterable(**options, world_size=4, batch_size=8).loader_state(
-        max(1, len(records) // 2 // (4 * 8)), batch_size=8, num_workers=2
+        max(1, count // 2 // (4 * 8)), batch_size=8, num_workers=2
     )
-    mixture = rk.mix({a: 0.7, b: 0.3}, samples_per_epoch=len(records))
+    mixture = rk.mix({a: 0.7, b: 0.3}, samples_per_epoch=count)
     # Rank 0 of 2's share of what the 4 x 2 state left, in its order: what `elastic_rank`
     # reads, without the epoch machinery.
     resumed = {k: v for k, v in options.items() if k != "tensors"}
@@ -162,8 +169,8 @@ def _measure(args: argparse.Namespace, root: Path) -> dict[str, Any]:
         "mixture_in_order": lambda: mixture.torch_iterable(**{**options, "shuffle": False}),
         "mixture": lambda: mixture.torch_iterable(**options),
     }
-    results: dict[str, Any] = {"records": len(records), "workload": args.workload, "repeats": args.repeats}
-    print(f"{len(records)} {args.workload} records, {args.repeats} repetitions (wall times vary under load)")
+    results: dict[str, Any] = {"records": count, "workload": args.workload, "repeats": args.repeats}
+    print(f"{count} {args.workload} records, {args.repeats} repetitions (wall times vary under load)")
     results.update(
         _compare(
             contenders,
