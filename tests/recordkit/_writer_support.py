@@ -6,10 +6,14 @@ Also imported by the subprocess of the kill-and-resume test, so it stays light.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+
+import numpy as np
+import pytest
 
 import recordkit as rk
 from recordkit.format._index import RecordIndex  # private: the record-offset index file itself
@@ -87,3 +91,26 @@ def check_manifest_matches_files(root: Path, *, lock: bool = True) -> None:
             expected.add(split.rejects_file)
     # plus the writers' lock file (recordkit.write._lock), never listed (object stores have none)
     assert {p.name for p in root.iterdir()} == expected | ({".recordkit.lock"} if lock else set())
+
+
+@contextlib.contextmanager
+def tensor_one_value_short(monkeypatch: pytest.MonkeyPatch, bad: int) -> Iterator[None]:
+    """Writers store the tensor whose values all equal ``bad`` one value short (4 bytes
+    short when stored as bytes), as a faulty tool would: the codec's and the encoder's
+    checks let it through, so a reader's own value-count check must catch it."""
+    import recordkit.schema._encoder as encoder_module  # private: lets a faulty writer store a wrong count
+    from recordkit_codecs import tensor
+
+    encode = tensor.TensorCodec.encode
+
+    def short(self: Any, value: Any) -> Any:
+        wire = encode(self, value)
+        if float(np.asarray(value).reshape(-1)[0]) == float(bad):
+            stored = wire[""]
+            wire = {**wire, "": stored[:-4] if isinstance(stored, bytes) else stored[:-1]}
+        return wire
+
+    with monkeypatch.context() as patch:
+        patch.setattr(tensor.TensorCodec, "encode", short)
+        patch.setattr(encoder_module, "_check_size", lambda *args: None)
+        yield

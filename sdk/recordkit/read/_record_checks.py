@@ -36,10 +36,8 @@ from typing import Any
 
 import numpy as np
 
-from recordkit.errors import DecodeError
-from recordkit.format._example import decode_example
 from recordkit.format._tfrecord import Compression
-from recordkit.read._wire_checks import CHECK_BRANCH, RecordLocator, WireCheck
+from recordkit.read._wire_checks import CHECK_BRANCH, RecordLocator, WireCheck, record_error
 
 __all__ = ["SourcesLocator", "checked_record_parse", "describe_record"]
 
@@ -69,22 +67,9 @@ def describe_record(record: bytes, checks: Sequence[WireCheck], locate: RecordLo
     """The error of the first check the serialized ``record`` fails, as the batch parse
     words it (``""``: it passes them all)."""
     try:
-        example = decode_example(record, [check.key for check in checks])
+        return record_error(record, checks, locate) or ""
     except ValueError:
         return "recordkit CorruptRecordError: a record is not a tf.train.Example"
-    for check in checks:
-        reason = check.reason(example)
-        if reason is None:
-            continue
-        found = locate(record, check.key) if locate is not None else None
-        if found is None:
-            reason = f"{reason} (in a record not found in the dataset's shards)"
-            error = DecodeError(reason, field=check.field)
-        else:
-            file, offset, number = found
-            error = DecodeError(reason, shard=file, offset=offset, record=number, field=check.field)
-        return f"recordkit DecodeError: {error}"
-    return ""
 
 
 def checked_record_parse(

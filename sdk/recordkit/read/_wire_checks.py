@@ -56,6 +56,7 @@ __all__ = [
     "WireCheck",
     "checked_parse",
     "count_reason",
+    "record_error",
     "size_reason",
     "wire_checks",
 ]
@@ -267,30 +268,37 @@ def _graph_message(checks: Sequence[WireCheck], parsed: dict[str, Any], rows: li
 
 
 def _describer(checks: Sequence[WireCheck]) -> Callable[[Any, Any, Any], bytes]:
-    keys = [check.key for check in checks]
-
     def describe(token: Any, serialized: Any, good: Any) -> bytes:
         """The message of the first record of the batch that fails a check, found by the
         locator that ``token`` names."""
         locate = _LOCATORS.get(int(token))
         record = bytes(np.asarray(serialized).reshape(-1)[int(np.argmin(good))])
         try:
-            example = decode_example(record, keys)
+            message = record_error(record, checks, locate)
         except ValueError:
             return b"recordkit CorruptRecordError: a record of the batch is not a tf.train.Example"
-        for check in checks:
-            reason = check.reason(example)
-            if reason is None:
-                continue
-            found = locate(record, check.key) if locate is not None else None
-            if found is None:
-                error = DecodeError(
-                    f"{reason} (in a record not found in the dataset's shards)", field=check.field
-                )
-            else:
-                file, offset, number = found
-                error = DecodeError(reason, shard=file, offset=offset, record=number, field=check.field)
-            return f"recordkit DecodeError: {error}".encode()
-        return b"recordkit DecodeError: a record of the batch holds other values than its fields' shapes"
+        fallback = "recordkit DecodeError: a record of the batch holds other values than its fields' shapes"
+        return (message or fallback).encode()
 
     return describe
+
+
+def record_error(record: bytes, checks: Sequence[WireCheck], locate: RecordLocator | None) -> str | None:
+    """The error of the first of ``checks`` that the serialized ``record`` fails, naming
+    the file, offset and number ``locate`` finds it at, and the field (None: it passes
+    them all); ValueError when ``record`` is not a ``tf.train.Example``."""
+    example = decode_example(record, [check.key for check in checks])
+    for check in checks:
+        reason = check.reason(example)
+        if reason is None:
+            continue
+        found = locate(record, check.key) if locate is not None else None
+        if found is None:
+            error = DecodeError(
+                f"{reason} (in a record not found in the dataset's shards)", field=check.field
+            )
+        else:
+            file, offset, number = found
+            error = DecodeError(reason, shard=file, offset=offset, record=number, field=check.field)
+        return f"recordkit DecodeError: {error}"
+    return None

@@ -9,7 +9,6 @@ Example``, naming none of them)."""
 
 from __future__ import annotations
 
-import contextlib
 import io
 import re
 from collections.abc import Callable, Iterator
@@ -18,10 +17,10 @@ from typing import Any
 
 import numpy as np
 import pytest
+from _writer_support import tensor_one_value_short
 from PIL import Image
 
 import recordkit as rk
-import recordkit.schema._encoder as encoder_module  # private: lets a faulty writer store a wrong count
 from recordkit.read._dataset import Dataset
 
 tf = pytest.importorskip("tensorflow")
@@ -51,30 +50,9 @@ def _records(first: float = 0.0) -> list[dict[str, Any]]:
     return [{"image": _png(i), "embedding": np.full(16, first + i, np.float32)} for i in range(N)]
 
 
-@contextlib.contextmanager
-def _one_value_short(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """Writers store the embedding of record ``BAD`` (its values all ``BAD``) one value
-    short, as a faulty tool would: the codec's and the encoder's checks let it through."""
-    from recordkit_codecs import tensor
-
-    encode = tensor.TensorCodec.encode
-
-    def short(self: Any, value: Any) -> Any:
-        wire = encode(self, value)
-        if float(np.asarray(value).reshape(-1)[0]) == float(BAD):
-            stored = wire[""]
-            wire = {**wire, "": stored[:-4] if isinstance(stored, bytes) else stored[:-1]}
-        return wire
-
-    with monkeypatch.context() as patch:
-        patch.setattr(tensor.TensorCodec, "encode", short)
-        patch.setattr(encoder_module, "_check_size", lambda *args: None)
-        yield
-
-
 @pytest.fixture
 def one_value_short(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    with _one_value_short(monkeypatch):
+    with tensor_one_value_short(monkeypatch, BAD):
         yield
 
 
@@ -118,7 +96,7 @@ def test_a_mixture_names_the_source_that_holds_the_record(
 ) -> None:
     good, bad = tmp_path / "good", tmp_path / "bad"
     rk.write_dataset(_records(first=100.0), good, _schema("bytes"), shard_records=5, progress=False)
-    with _one_value_short(monkeypatch):
+    with tensor_one_value_short(monkeypatch, BAD):
         rk.write_dataset(_records(), bad, _schema("bytes"), shard_records=5, progress=False)
     mixture = rk.mix({rk.open(good): 0.5, rk.open(bad): 0.5})
     with pytest.raises(tf.errors.InvalidArgumentError) as raised:

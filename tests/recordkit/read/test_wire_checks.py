@@ -14,9 +14,9 @@ from typing import Any
 
 import numpy as np
 import pytest
+from _writer_support import tensor_one_value_short
 
 import recordkit as rk
-import recordkit.schema._encoder as encoder_module  # private: lets a faulty writer store a wrong count
 from recordkit.errors import DecodeError
 
 tf = pytest.importorskip("tensorflow")
@@ -37,22 +37,8 @@ def _values() -> np.ndarray:
 
 @pytest.fixture
 def one_float_short(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """Writers store the embedding of record ``BAD`` (its values all ``BAD``) one float
-    short, as a faulty tool would: the codec's and the encoder's checks let it through."""
-    from recordkit_codecs import tensor
-
-    encode = tensor.TensorCodec.encode
-
-    def short(self: Any, value: Any) -> Any:
-        wire = encode(self, value)
-        if float(np.asarray(value).reshape(-1)[0]) == float(BAD):
-            stored = wire[""]
-            wire = {**wire, "": stored[:-4] if isinstance(stored, bytes) else stored[:-1]}
-        return wire
-
-    with monkeypatch.context() as patch:
-        patch.setattr(tensor.TensorCodec, "encode", short)
-        patch.setattr(encoder_module, "_check_size", lambda *args: None)
+    """Writers store the embedding of record ``BAD`` (its values all ``BAD``) one float short."""
+    with tensor_one_value_short(monkeypatch, BAD):
         yield
 
 
