@@ -1,5 +1,5 @@
 """A process whose ``tf_epochs`` read stops on a damaged record and that exits on the
-uncaught error exits (sdk/recordkit/read/_tf_epochs.py, ``_release_at_exit``). Before, it
+uncaught error exits (sdk/recordkit/read/_generator_exit.py, ``_release_at_exit``). Before, it
 hung about one time in twenty: the error's traceback kept the ``tf.data`` iterator until
 the interpreter finalized, and freeing it then, holding the GIL, waited for TensorFlow's
 prefetch thread, itself waiting for the GIL to call the generator once more. The test
