@@ -36,31 +36,11 @@ from typing import Any
 
 import numpy as np
 
-from recordkit.format._tfrecord import Compression
 from recordkit.read._wire_checks import CHECK_BRANCH, RecordLocator, WireCheck, record_error
 
-__all__ = ["SourcesLocator", "checked_record_parse", "describe_record"]
+__all__ = ["checked_record_parse", "describe_record"]
 
 _UNNAMED = "a record holds other values than its fields' shapes"
-
-
-class SourcesLocator(RecordLocator):
-    """A record looked for in several sources' shards in turn (a mixture's): the first
-    source that holds it names it, its file under the source's folder (the sources'
-    shards are often named alike). A :class:`~recordkit.read._wire_checks.RecordLocator`,
-    so that the batch parse takes it as it takes a split's."""
-
-    def __init__(self, sources: Sequence[tuple[str | None, RecordLocator]]) -> None:
-        super().__init__((), Compression.NONE)
-        self._sources = list(sources)
-
-    def __call__(self, record: bytes, key: str) -> tuple[str, int, int] | None:
-        for folder, locate in self._sources:
-            found = locate(record, key)
-            if found is not None:
-                file, offset, number = found
-                return (file if folder is None else f"{folder.rstrip('/')}/{file}"), offset, number
-        return None
 
 
 def describe_record(record: bytes, checks: Sequence[WireCheck], locate: RecordLocator | None) -> str:

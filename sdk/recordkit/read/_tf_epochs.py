@@ -38,11 +38,10 @@ from recordkit.read._load_dataset import decoded
 from recordkit.read._numpy_geometry import DRAWS
 from recordkit.read._options import PipelineOptions
 from recordkit.read._position import record_count
-from recordkit.read._record_checks import SourcesLocator
 from recordkit.read._record_parse import parses_per_record
 from recordkit.read._traced import rebatched
 from recordkit.read._whole_shards import dense_fields
-from recordkit.read._wire_checks import RecordLocator
+from recordkit.read._wire_checks import RecordLocator, SourcesLocator
 
 __all__ = ["TfEpochs"]
 

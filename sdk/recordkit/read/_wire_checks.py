@@ -53,6 +53,7 @@ from recordkit.schema._bound import BoundField
 __all__ = [
     "CHECK_BRANCH",
     "RecordLocator",
+    "SourcesLocator",
     "WireCheck",
     "checked_parse",
     "count_reason",
@@ -170,6 +171,25 @@ class RecordLocator:
             except (OSError, ValueError):  # a damaged shard (a CorruptRecordError too): the next
                 pass
             start += shard.records if shard.records is not None else place + 1
+        return None
+
+
+class SourcesLocator(RecordLocator):
+    """A record looked for in several sources' shards in turn (a mixture's): the first
+    source that holds it names it, its file under the source's folder (the sources'
+    shards are often named alike). A :class:`RecordLocator`, so that the batch and the
+    per-record parse take it as they take a split's."""
+
+    def __init__(self, sources: Sequence[tuple[str | None, RecordLocator]]) -> None:
+        super().__init__((), Compression.NONE)
+        self._sources = list(sources)
+
+    def __call__(self, record: bytes, key: str) -> tuple[str, int, int] | None:
+        for folder, locate in self._sources:
+            found = locate(record, key)
+            if found is not None:
+                file, offset, number = found
+                return (file if folder is None else f"{folder.rstrip('/')}/{file}"), offset, number
         return None
 
 
