@@ -32,7 +32,6 @@ import os
 import struct
 import zlib
 from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
-from contextlib import ExitStack
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -382,24 +381,18 @@ def scan_tfrecords(
     CRC and, with ``verify``, data CRC) and carries on from there. A compressed file is
     inflated as far as it can be, and the damage past that point reported.
     """
-    with ExitStack() as stack:
-        buffer = _uncompressed(path, compression, stack, on_damage)
-        yield from _scan(buffer, verify, on_damage)
+    yield from _scan(_uncompressed(path, compression, on_damage), verify, on_damage)
 
 
 def _uncompressed(
-    path: Location, compression: Compression, stack: ExitStack, on_damage: Callable[[Damage], None]
-) -> bytes | bytearray | mmap.mmap:
-    """The file's (uncompressed) bytes: memory-mapped, or inflated as far as possible
-    (a remote object: downloaded)."""
-    local = path.local_path
-    if local is None and compression is Compression.NONE:
+    path: Location, compression: Compression, on_damage: Callable[[Damage], None]
+) -> bytes | bytearray:
+    """The file's (uncompressed) bytes: read whole, or inflated as far as possible (a
+    remote object: downloaded). Never mapped: a mapped file cut short while it is scanned
+    (rewritten in place by another process) kills the process with ``SIGBUS``; read, a
+    file cut short gives fewer bytes, whose end the scan reports as damage."""
+    if compression is Compression.NONE:
         return path.read_bytes()
-    if local is not None and compression is Compression.NONE:
-        raw = stack.enter_context(local.open("rb"))
-        if local.stat().st_size == 0:
-            return b""
-        return stack.enter_context(mmap.mmap(raw.fileno(), 0, access=mmap.ACCESS_READ))
     out = bytearray()
     with _open(path, compression) as stream:
         try:
@@ -412,7 +405,7 @@ def _uncompressed(
 
 
 def _scan(
-    buffer: bytes | bytearray | mmap.mmap, verify: bool, on_damage: Callable[[Damage], None]
+    buffer: bytes | bytearray, verify: bool, on_damage: Callable[[Damage], None]
 ) -> Iterator[tuple[int, bytes]]:
     size = len(buffer)
     view = memoryview(buffer)
@@ -449,7 +442,7 @@ def _scan(
         view.release()
 
 
-def _resync(buffer: bytes | bytearray | mmap.mmap, view: memoryview, start: int, verify: bool) -> int | None:
+def _resync(buffer: bytes | bytearray, view: memoryview, start: int, verify: bool) -> int | None:
     """The first offset from ``start`` where an intact record begins, or None."""
     size = len(buffer)
     for pos in range(start, size - FRAMING_BYTES + 1):
@@ -557,39 +550,52 @@ def _walk_plain(path: str, size: int) -> HeaderWalk:
 
 
 #: Records from which a file whose size is a multiple of its first record's frame is
-#: walked at once (:func:`_walk_uniform`), and how many headers are compared per step.
+#: walked at once (:func:`_walk_uniform`).
 _UNIFORM_FROM = 16
-_UNIFORM_STEP = 1 << 16
+#: The frame from which :func:`_walk_uniform` reads each header alone (``pread``: about a
+#: microsecond a header), below which it reads the file a block of :data:`_UNIFORM_BLOCK`
+#: bytes at a time into one buffer (about 0.12 ms a MiB: cheaper for frames under ~10 KiB).
+_SPARSE_FRAME = 8 << 10
+_UNIFORM_BLOCK = 1 << 20
 
 
 def _walk_uniform(path: str, size: int) -> HeaderWalk | None:
     """The walk of a file whose records all have its first record's size (a field group's
     shard, or any of fixed-size fields), found at once: the first header's CRC checked,
-    then every header compared with it byte for byte in numpy (equal headers hold the same
-    length and the same right CRC), a step of records at a time. None when the file is
+    then every header compared with it byte for byte (equal headers hold the same length
+    and the same right CRC), in numpy a block of records at a time. None when the file is
     not so (the walk is then made header by header, which finds where it differs): a
-    Python walk costs a few microseconds a record, most of reading a small record."""
-    with open(path, "rb") as stream:
-        header = stream.read(HEADER_BYTES)
+    Python walk costs a few microseconds a record, most of reading a small record.
+
+    The file is read, never mapped: a mapped file cut short while it is walked (rewritten
+    in place by another process, a network filesystem's file changed) kills the process
+    with ``SIGBUS``, which nothing in Python catches. (The mapping cost less: 3.6 ms of
+    CPU for 128 MiB of 1 KiB records where the reads take about 16, and 0.4 ms for 16 KiB
+    records where they take about 5.) A file found shorter than ``size`` gives None."""
+    with open(path, "rb", buffering=0) as stream:
+        fd = stream.fileno()
+        header = os.pread(fd, HEADER_BYTES, 0)
         if len(header) < HEADER_BYTES or masked_crc(header[:8]) != CRC_FIELD.unpack_from(header, 8)[0]:
             return None
         frame = LENGTH_FIELD.unpack_from(header)[0] + FRAMING_BYTES
         if size % frame or size // frame < _UNIFORM_FROM:
             return None
         count = size // frame
+        if frame >= _SPARSE_FRAME:
+            same = all(os.pread(fd, HEADER_BYTES, place * frame) == header for place in range(count))
+            return HeaderWalk(count, size, True) if same else None
         first = np.frombuffer(header, dtype=np.uint8)
-        with mmap.mmap(stream.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
-            if len(mapped) != size:  # changed since its size was asked: no view past its end
+        step = max(1, _UNIFORM_BLOCK // frame)
+        block = np.empty(step * frame, np.uint8)
+        view = block.data
+        for begin in range(0, count, step):
+            records = min(step, count - begin)
+            if os.preadv(fd, [view[: records * frame]], begin * frame) != records * frame:
+                return None  # cut short since its size was asked
+            headers = block[: records * frame].reshape(records, frame)[:, :HEADER_BYTES]
+            if not bool((headers == first).all()):
                 return None
-            data = np.frombuffer(mapped, dtype=np.uint8)
-            shape, strides = (count, HEADER_BYTES), (frame, 1)
-            headers = np.lib.stride_tricks.as_strided(data, shape, strides, writeable=False)
-            same = all(
-                bool((headers[begin : begin + _UNIFORM_STEP] == first).all())
-                for begin in range(0, count, _UNIFORM_STEP)
-            )
-            del data, headers  # the views end before the map closes
-    return HeaderWalk(count, size, True) if same else None
+    return HeaderWalk(count, size, True)
 
 
 def _walk_stream(path: str, compression: Compression) -> HeaderWalk:

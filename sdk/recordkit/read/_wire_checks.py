@@ -10,8 +10,10 @@ the graph, a few ops a key:
 * each numeric key of a fixed shape is parsed ragged (one op, as the fixed parse) and
   its rows' lengths compared with the shape's count, then reshaped to the fixed shape
   (no copy);
-* each value of a bytes key whose codec gives its one size (:class:`~recordkit.FixedWireBytes`:
-  ``tensor``'s raw values) is measured.
+* each bytes key whose codec gives its values' one size (:class:`~recordkit.FixedWireBytes`:
+  ``tensor``'s raw values) likewise parsed ragged and its rows counted (parsed fixed, a
+  record holding two values, or none, failed ``tf.io.parse_example`` itself: ``Key:
+  embedding, Index: 5. Can't parse serialized Example``), then each value measured.
 
 Only when a record fails is a Python function called: it finds the record in the
 dataset's shards (:class:`RecordLocator`, reading them from the start, a cost only a
@@ -206,9 +208,12 @@ def checked_parse(
     given back dense, as the fixed parse gives it."""
     import tensorflow as tf
 
-    numeric = {check.key: check for check in checks if check.size is None}
+    # Every checked key parsed ragged: a fixed parse of a key holding another number of
+    # values fails in ``tf.io.parse_example`` itself, naming neither file nor record (a
+    # bytes key too: its values' sizes are measured after their count).
+    counted = {check.key: check for check in checks}
     ragged_spec = dict(spec)
-    for key in numeric:
+    for key in counted:
         ragged_spec[key] = tf.io.RaggedFeature(
             dtype=spec[key].dtype, value_key=key, partitions=[], row_splits_dtype=tf.int64
         )
@@ -220,20 +225,22 @@ def checked_parse(
         parsed = tf.io.parse_example(serialized, ragged_spec)
         if not checks:
             return dict(parsed)
-        rows = []
+        measured = []  # each check's rows: the count right, and for a sized key each value's size
         for check in checks:
             value = parsed[check.key]
-            if check.size is None:
-                rows.append(tf.equal(value.row_lengths(), check.count))
-            else:
-                sized = tf.equal(tf.strings.length(value), check.size)  # [B, *shape]
-                rows.append(tf.reduce_all(sized, axis=list(range(1, 1 + len(check.shape)))))
+            count = tf.equal(value.row_lengths(), check.count)
+            sized = None
+            if check.size is not None:
+                lengths = value.with_flat_values(tf.equal(tf.strings.length(value.flat_values), check.size))
+                sized = tf.reduce_all(lengths, axis=1)
+            measured.append((count, sized))
+        rows = [count if sized is None else tf.logical_and(count, sized) for count, sized in measured]
         good = tf.reduce_all(tf.stack(rows, axis=1), axis=1)
         passed = tf.reduce_all(good)
 
         def failed() -> Any:
             if token is None:  # no Python in the graph: a parser that can be exported
-                return _graph_message(checks, parsed, rows)
+                return _graph_message(checks, parsed, measured)
             described = tf.numpy_function(describe, [token, serialized, good], tf.string, stateful=False)
             return tf.reshape(described, [])
 
@@ -242,48 +249,53 @@ def checked_parse(
         with tf.control_dependencies([tf.debugging.Assert(passed, [message], summarize=1)]):
             out = {}
             for key, value in parsed.items():
-                counted = numeric.get(key)
+                fixed = counted.get(key)
                 out[key] = (
-                    tf.identity(value)
-                    if counted is None
-                    else tf.reshape(value.flat_values, [-1, *counted.shape])
+                    tf.identity(value) if fixed is None else tf.reshape(value.flat_values, [-1, *fixed.shape])
                 )
         return out
 
     return parse
 
 
-def _graph_message(checks: Sequence[WireCheck], parsed: dict[str, Any], rows: list[Any]) -> Any:
+def _graph_message(
+    checks: Sequence[WireCheck], parsed: dict[str, Any], measured: list[tuple[Any, Any]]
+) -> Any:
     """The message of the first check a record of the batch fails, made in the graph: the
-    field, the key, the record's place in the batch and what it holds."""
+    field, the key, the record's place in the batch and what it holds (its values' count,
+    or for a sized bytes key holding the right count, the size of its first wrong value)."""
     import tensorflow as tf
 
-    messages = []
-    for check, good in zip(checks, rows, strict=True):
-        row = tf.argmin(tf.cast(good, tf.int32), output_type=tf.int64)
+    messages, passes = [], []
+    for check, (count, sized) in zip(checks, measured, strict=True):
         value = parsed[check.key]
-        if check.size is None:
-            held, unit, wanted = (
-                value.row_lengths()[row],
-                "values",
-                f"its field's fixed shape holds {check.count}",
+        for good in (count, sized):
+            if good is None:
+                continue
+            row = tf.argmin(tf.cast(good, tf.int32), output_type=tf.int64)
+            if good is count:
+                held, unit, wanted = (
+                    value.row_lengths()[row],
+                    "values",
+                    f"its field's fixed shape holds {check.count}",
+                )
+            else:
+                lengths = tf.strings.length(value[row])
+                held = lengths[tf.argmax(tf.cast(tf.not_equal(lengths, check.size), tf.int32))]
+                unit, wanted = "bytes", f"its field's values hold {check.size} each"
+            messages.append(
+                tf.strings.join(
+                    [
+                        f"recordkit DecodeError: field {check.field!r}: Example key {check.key!r} holds ",
+                        tf.strings.as_string(held),
+                        f" {unit} in record ",
+                        tf.strings.as_string(row),
+                        f" of the batch, where {wanted}",
+                    ]
+                )
             )
-        else:
-            lengths = tf.reshape(tf.strings.length(value)[row], [-1])
-            held = lengths[tf.argmax(tf.cast(tf.not_equal(lengths, check.size), tf.int32))]
-            unit, wanted = "bytes", f"its field's values hold {check.size} each"
-        messages.append(
-            tf.strings.join(
-                [
-                    f"recordkit DecodeError: field {check.field!r}: Example key {check.key!r} holds ",
-                    tf.strings.as_string(held),
-                    f" {unit} in record ",
-                    tf.strings.as_string(row),
-                    f" of the batch, where {wanted}",
-                ]
-            )
-        )
-    first = tf.argmin(tf.stack([tf.cast(tf.reduce_all(good), tf.int32) for good in rows]))
+            passes.append(tf.cast(tf.reduce_all(good), tf.int32))
+    first = tf.argmin(tf.stack(passes))
     return tf.gather(tf.stack(messages), first)
 
 

@@ -85,3 +85,23 @@ def test_a_damaged_file_of_one_record_size_walks_as_header_by_header(
         assert walked.oversized == OversizedRecord(7 * FRAME, 2**40, available, RECORDS * FRAME)
     if damage in (_flip_length_crc, _declare_huge):
         assert (walked.records, walked.complete) == (7, False)
+
+
+@pytest.mark.parametrize("size", [SIZE, 9000], ids=["blocks", "header-by-pread"])
+def test_the_walk_at_once_reads_the_file_in_blocks_or_header_by_header_and_finds_a_late_difference(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, size: int
+) -> None:
+    """The walk at once reads the file (never maps it: a file cut short while mapped kills
+    the process): small frames a block of records at a time, large ones a header at a
+    time; a header that differs in a later block, or a file shorter than the size asked
+    for (cut since), gives None."""
+    monkeypatch.setattr(_tfrecord, "_UNIFORM_BLOCK", 3 * (size + FRAMING_BYTES))
+    records = [bytes([index]) * size for index in range(RECORDS)]
+    path = _file(tmp_path / "shard.tfrecord", records)
+    total = path.stat().st_size
+    assert _tfrecord._walk_uniform(str(path), total) == HeaderWalk(RECORDS, total, True)
+    assert _tfrecord._walk_uniform(str(path), total + size + FRAMING_BYTES) is None  # cut short since
+    records[RECORDS - 2] += b"x"
+    records[RECORDS - 1] = records[RECORDS - 1][:-1]
+    _file(path, records)
+    assert _tfrecord._walk_uniform(str(path), total) is None

@@ -173,7 +173,7 @@ def test_fixed_tensors_labels_and_numbers_are_decoded_a_chunk_at_a_time_by_their
     assert_same(list(ds.records(num_threads=2)), together, "records")
 
 
-def test_an_error_while_a_mapped_shard_is_parsed_is_raised_as_itself(
+def test_an_error_while_a_shard_read_whole_is_parsed_is_raised_as_itself(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     path = tmp_path / "data"
@@ -183,12 +183,12 @@ def test_an_error_while_a_mapped_shard_is_parsed_is_raised_as_itself(
     def failing(buffer: Any, offsets: np.ndarray, keys: Any) -> Any:
         view = np.frombuffer(buffer, dtype=np.uint8)  # alive in this frame's traceback
         mapped.append(type(buffer).__name__)
-        raise RuntimeError(f"parse failed with {len(view)} bytes mapped")
+        raise RuntimeError(f"parse failed with {len(view)} bytes read")
 
     monkeypatch.setattr(_parsed_shard, "parsed_records", failing)
     with pytest.raises(RuntimeError, match="parse failed with"):
         list(rk.open(path).records())
-    assert mapped == ["mmap"]  # the shard was read through its mapping
+    assert mapped == ["mmap"]  # the shard read whole into anonymous memory (its file never mapped)
 
 
 @pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="counts open files through /proc")
