@@ -114,3 +114,27 @@ def tensor_one_value_short(monkeypatch: pytest.MonkeyPatch, bad: int) -> Iterato
         patch.setattr(tensor.TensorCodec, "encode", short)
         patch.setattr(encoder_module, "_check_size", lambda *args: None)
         yield
+
+
+@contextlib.contextmanager
+def tensor_bytes_counted(monkeypatch: pytest.MonkeyPatch, bad: int, count: int) -> Iterator[None]:
+    """Writers store the tensor whose values all equal ``bad``, when stored as bytes, as
+    ``count`` values (its raw bytes repeated; 0: the key left with no value) instead of
+    one, as a faulty tool would: each value has the right size, the number of values is
+    wrong, and the codec's and the encoder's checks let it through."""
+    import recordkit.schema._encoder as encoder_module  # private: lets a faulty writer store a wrong count
+    from recordkit_codecs import tensor
+
+    encode = tensor.TensorCodec.encode
+
+    def counted(self: Any, value: Any) -> Any:
+        wire = encode(self, value)
+        stored = wire[""]
+        if isinstance(stored, bytes) and float(np.asarray(value).reshape(-1)[0]) == float(bad):
+            wire = {**wire, "": [stored] * count}
+        return wire
+
+    with monkeypatch.context() as patch:
+        patch.setattr(tensor.TensorCodec, "encode", counted)
+        patch.setattr(encoder_module, "_check_size", lambda *args: None)
+        yield

@@ -11,8 +11,9 @@ run on the one record, in the graph, a few ops a checked key:
 
 * each numeric key of a fixed shape is parsed ragged (one op, as the fixed parse), its
   values counted and reshaped to the fixed shape (no copy);
-* each value of a bytes key whose codec gives its one size
-  (:class:`~recordkit.FixedWireBytes`) is measured;
+* each bytes key whose codec gives its values' one size (:class:`~recordkit.FixedWireBytes`)
+  likewise parsed ragged and counted (parsed fixed, a record holding two values, or
+  none, failed ``tf.io.parse_example`` itself), then its values' lengths measured;
 * all the counts and sizes are joined in one vector and compared at once with what they
   should be (a concat, a comparison and a reduction for all the keys: a comparison a key
   made the check cost about twice as much per record).
@@ -62,29 +63,39 @@ def checked_record_parse(
     """``tf.io.parse_example`` of one serialized record (a scalar string tensor) by
     ``spec``, with the ``checks`` (see the module docs); with ``batch_of_one``, the record
     is parsed as a batch of one (the values have a first dimension of 1). Each checked
-    numeric key comes back dense, as the fixed parse gives it."""
+    key comes back dense, as the fixed parse gives it."""
     import tensorflow as tf
 
     checks = [check for check in checks if check.key in spec]
-    numeric = {check.key: check for check in checks if check.size is None}
+    # Every checked key parsed ragged: a fixed parse of a key holding another number of
+    # values fails in ``tf.io.parse_example`` itself, naming neither file nor record (a
+    # sized bytes key too: its values' sizes are measured after their count).
+    counted = {check.key: check for check in checks}
     ragged_spec = dict(spec)
-    for key in numeric:
+    for key in counted:
         ragged_spec[key] = tf.io.RaggedFeature(
             dtype=spec[key].dtype, value_key=key, partitions=[], row_splits_dtype=tf.int32
         )
     # Every check's measures in one vector, compared at once with what they should be:
-    # a checked numeric key of a batch of one gives its row splits ([0, count]), one of a
-    # record parsed as itself its values' shape ([count]); a sized bytes key its values'
-    # lengths. (Two ops for all the keys, where a comparison a key cost two or three.)
+    # a checked key of a batch of one gives its row splits ([0, count]), one of a record
+    # parsed as itself its values' shape ([count]); a sized bytes key then its values'
+    # smallest and largest length (two numbers whatever the count, so that the vector
+    # keeps its length when the count is wrong). (Two ops for all the keys, where a
+    # comparison a key cost two or three.)
     wanted: list[int] = []
     for check in checks:
+        wanted.extend([0, check.count] if batch_of_one else [check.count])
         if check.size is not None:
-            wanted.extend([check.size] * check.count)
-        else:
-            wanted.extend([0, check.count] if batch_of_one else [check.count])
+            wanted.extend([check.size, check.size])
 
     def describe(serialized: Any) -> bytes:
-        record = bytes(np.asarray(serialized).reshape(-1)[0])
+        # A scalar string comes to a ``numpy_function`` of a ``tf.data`` map as ``bytes``:
+        # ``np.asarray`` would make it a fixed-width ``S`` array, which drops its trailing
+        # NUL bytes (a record ending in a field's value 0 then no longer parsed).
+        if isinstance(serialized, bytes):
+            record = serialized
+        else:
+            record = bytes(np.asarray(serialized, dtype=object).reshape(-1)[0])
         message = describe_record(record, checks, locate)
         return (message or f"recordkit DecodeError: {_UNNAMED}").encode()
 
@@ -104,11 +115,11 @@ def checked_record_parse(
         with tf.control_dependencies([tf.debugging.Assert(passed, [message], summarize=1)]):
             out = {}
             for key, value in parsed.items():
-                counted = numeric.get(key)
-                if counted is None:
+                fixed = counted.get(key)
+                if fixed is None:
                     out[key] = tf.identity(value)
                 else:
-                    out[key] = _fixed(value, counted.shape, batch_of_one)
+                    out[key] = _fixed(value, fixed.shape, batch_of_one)
         return out
 
     return parse
@@ -119,12 +130,12 @@ def _measure(value: Any, check: WireCheck) -> Any:
     :func:`checked_record_parse`)."""
     import tensorflow as tf
 
-    if check.size is not None:
-        lengths = tf.strings.length(value)
-        return lengths if lengths.shape.rank == 1 else tf.reshape(lengths, [-1])
-    if isinstance(value, tf.RaggedTensor):
-        return value.row_splits
-    return tf.shape(value, out_type=tf.int32)
+    ragged = isinstance(value, tf.RaggedTensor)
+    count = value.row_splits if ragged else tf.shape(value, out_type=tf.int32)
+    if check.size is None:
+        return count
+    lengths = tf.strings.length(value.flat_values if ragged else value)
+    return tf.concat([count, [tf.reduce_min(lengths), tf.reduce_max(lengths)]], 0)
 
 
 def _fixed(value: Any, shape: tuple[int, ...], batch_of_one: bool) -> Any:

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from _writer_support import tensor_one_value_short
+from _writer_support import tensor_bytes_counted, tensor_one_value_short
 from PIL import Image
 
 import recordkit as rk
@@ -88,6 +88,24 @@ def test_a_record_of_a_wrong_count_is_named_by_the_per_record_and_epoch_reads(
     where = rf"DecodeError: shard train-00001\.tfrecord, offset \d+, record {BAD}, field 'embedding'"
     assert re.search(where, message), message
     assert ("holds 60 bytes" if stored == "bytes" else "holds 15 values") in message
+
+
+@pytest.mark.parametrize("count", [2, 0])
+@pytest.mark.parametrize("read", sorted(READS))
+def test_a_bytes_stored_tensor_of_a_wrong_value_count_is_named_by_the_per_record_and_epoch_reads(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, read: str, count: int
+) -> None:
+    """Two values, or none, each of the right size: before, the per-record parse's
+    ``tf.io.parse_example`` refused the record with TensorFlow's own error."""
+    root = tmp_path / "data"
+    with tensor_bytes_counted(monkeypatch, BAD, count):
+        rk.write_dataset(_records(), root, _schema("bytes"), shard_records=5, progress=False)
+    with pytest.raises(tf.errors.InvalidArgumentError) as raised:
+        list(READS[read](rk.open(root)))
+    message = _unquoted(raised.value)
+    where = rf"DecodeError: shard train-00001\.tfrecord, offset \d+, record {BAD}, field 'embedding'"
+    assert re.search(where, message), message
+    assert f"holds {count} values" in message
 
 
 @pytest.mark.parametrize("layout", [None, FIT], ids=["batched parse", "per-record parse"])

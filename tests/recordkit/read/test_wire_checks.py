@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from _writer_support import tensor_one_value_short
+from _writer_support import tensor_bytes_counted, tensor_one_value_short
 
 import recordkit as rk
 from recordkit.errors import DecodeError
@@ -76,6 +76,27 @@ def test_a_group_record_of_a_wrong_float_count_is_named_by_every_tf_read(
     assert ("holds 60 bytes" if stored == "bytes" else "holds 15 values") in message
 
 
+@pytest.mark.parametrize("count", [2, 0])
+@pytest.mark.parametrize("read", sorted(READS))
+def test_a_bytes_stored_tensor_of_a_wrong_value_count_is_named_by_every_tf_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, read: str, count: int
+) -> None:
+    """A tensor stored as raw bytes whose key holds two values, or none, each of the right
+    size (its count wrong, not its size): before, the batch parse's ``tf.io.parse_example``
+    refused it (``Key: embedding, Index: 2. Can't parse serialized Example``)."""
+    root = tmp_path / "data"
+    rk.write_dataset([{"id": i} for i in range(N)], root, IDS, shard_records=5, progress=False)
+    with tensor_bytes_counted(monkeypatch, BAD, count):
+        rk.add_fields(root, "train", _embedding("bytes"), _values())
+    group_shard = rk.Manifest.load(root).split("train").field_groups["embedding"].shards[1].file  # type: ignore[index]
+    with pytest.raises(tf.errors.InvalidArgumentError) as raised:
+        list(READS[read](root))
+    message = _unquoted(raised.value)
+    assert f"shard {group_shard}, offset " in message, message
+    assert f"record {BAD}, field 'embedding'" in message
+    assert f"holds {count} values" in message
+
+
 def test_a_split_record_of_a_wrong_count_names_the_split_shard(tmp_path: Path, one_float_short: Any) -> None:
     root = tmp_path / "data"
     schema = rk.Schema(name="s", fields={**IDS.fields, **_embedding("bytes").fields})
@@ -102,6 +123,23 @@ def test_make_parser_names_the_field_of_a_record_of_a_wrong_count(
     with pytest.raises(tf.errors.InvalidArgumentError) as raised:
         list(batches)
     message = "field 'embedding': Example key 'embedding' holds 15 values in record 7 of the batch"
+    assert message in _unquoted(raised.value)
+
+
+@pytest.mark.parametrize("count", [2, 0])
+def test_make_parser_names_a_bytes_stored_tensor_of_a_wrong_value_count(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, count: int
+) -> None:
+    root = tmp_path / "data"
+    schema = rk.Schema(name="s", fields={**IDS.fields, **_embedding("bytes").fields})
+    records = [{"id": i, "embedding": row} for i, row in enumerate(_values())]
+    with tensor_bytes_counted(monkeypatch, BAD, count):
+        rk.write_dataset(records, root, schema, shard_records=5, progress=False)
+    files = [str(root / shard.file) for shard in rk.Manifest.load(root).split("train").shards]
+    batches = tf.data.TFRecordDataset(files).batch(10).map(rk.make_parser(schema))
+    with pytest.raises(tf.errors.InvalidArgumentError) as raised:
+        list(batches)
+    message = f"field 'embedding': Example key 'embedding' holds {count} values in record {BAD} of the batch"
     assert message in _unquoted(raised.value)
 
 
