@@ -225,23 +225,22 @@ def checked_parse(
         parsed = tf.io.parse_example(serialized, ragged_spec)
         if not checks:
             return dict(parsed)
-        measured = []  # each check's rows: the count right, and for a sized key each value's size
+        # The batch's checks, a few ops a key: every row's count, every value's size. Which
+        # record fails is worked out in the failing branch alone.
+        held = []
         for check in checks:
             value = parsed[check.key]
-            count = tf.equal(value.row_lengths(), check.count)
-            sized = None
+            held.append(tf.reduce_all(tf.equal(value.row_lengths(), check.count)))
             if check.size is not None:
-                lengths = value.with_flat_values(tf.equal(tf.strings.length(value.flat_values), check.size))
-                sized = tf.reduce_all(lengths, axis=1)
-            measured.append((count, sized))
-        rows = [count if sized is None else tf.logical_and(count, sized) for count, sized in measured]
-        good = tf.reduce_all(tf.stack(rows, axis=1), axis=1)
-        passed = tf.reduce_all(good)
+                held.append(tf.reduce_all(tf.equal(tf.strings.length(value.flat_values), check.size)))
+        passed = tf.reduce_all(tf.stack(held))
 
         def failed() -> Any:
             if token is None:  # no Python in the graph: a parser that can be exported
-                return _graph_message(checks, parsed, measured)
-            described = tf.numpy_function(describe, [token, serialized, good], tf.string, stateful=False)
+                return _graph_message(checks, parsed, _measured(checks, parsed))
+            # The failing record is found in Python (few ops in the graph: those of a
+            # branch not taken still cost a little at every batch).
+            described = tf.numpy_function(describe, [token, serialized], tf.string, stateful=False)
             return tf.reshape(described, [])
 
         # One branch a batch, never a record's; named so that a graph's reader can tell it.
@@ -256,6 +255,23 @@ def checked_parse(
         return out
 
     return parse
+
+
+def _measured(checks: Sequence[WireCheck], parsed: dict[str, Any]) -> list[tuple[Any, Any]]:
+    """Each check's rows of the batch: whether each record holds the count, and for a
+    sized bytes key whether each record's values all have the size (else None)."""
+    import tensorflow as tf
+
+    measured = []
+    for check in checks:
+        value = parsed[check.key]
+        count = tf.equal(value.row_lengths(), check.count)
+        sized = None
+        if check.size is not None:
+            sizes = value.with_flat_values(tf.equal(tf.strings.length(value.flat_values), check.size))
+            sized = tf.reduce_all(sizes, axis=1)
+        measured.append((count, sized))
+    return measured
 
 
 def _graph_message(
@@ -299,18 +315,19 @@ def _graph_message(
     return tf.gather(tf.stack(messages), first)
 
 
-def _describer(checks: Sequence[WireCheck]) -> Callable[[Any, Any, Any], bytes]:
-    def describe(token: Any, serialized: Any, good: Any) -> bytes:
+def _describer(checks: Sequence[WireCheck]) -> Callable[[Any, Any], bytes]:
+    def describe(token: Any, serialized: Any) -> bytes:
         """The message of the first record of the batch that fails a check, found by the
         locator that ``token`` names."""
         locate = _LOCATORS.get(int(token))
-        record = bytes(np.asarray(serialized).reshape(-1)[int(np.argmin(good))])
-        try:
-            message = record_error(record, checks, locate)
-        except ValueError:
-            return b"recordkit CorruptRecordError: a record of the batch is not a tf.train.Example"
-        fallback = "recordkit DecodeError: a record of the batch holds other values than its fields' shapes"
-        return (message or fallback).encode()
+        for record in np.asarray(serialized, dtype=object).reshape(-1):
+            try:
+                message = record_error(bytes(record), checks, locate)
+            except ValueError:
+                return b"recordkit CorruptRecordError: a record of the batch is not a tf.train.Example"
+            if message is not None:
+                return message.encode()
+        return b"recordkit DecodeError: a record of the batch holds other values than its fields' shapes"
 
     return describe
 
