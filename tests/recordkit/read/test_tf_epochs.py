@@ -196,6 +196,14 @@ def test_a_mixture_read_by_four_tf_data_ranks_resumes_with_two_and_one(tmp_path:
     assert abs(share - 0.6) < 0.02
 
 
+def test_a_read_is_fetched_in_calls_of_whole_batches_and_in_several_calls(handle: rk.Dataset) -> None:
+    epochs = handle.tf_epochs(BATCH, **OPTIONS)
+    assert epochs._together(64, 200_000) == 16_384 // 64  # the most a call
+    assert epochs._together(64, 50_000) == 6_250 // 64  # 8 calls at least
+    assert epochs._together(64, 1_000) == 4_096 // 64  # one call, of 4,096 at most
+    assert epochs._together(5_000, 1_000) == 1  # one batch a call at least
+
+
 @pytest.mark.parametrize("per_call", [10, _tf_epochs._RECORDS_PER_CALL])
 def test_a_mixture_fetched_in_several_calls_keeps_its_batches_whole_and_in_order(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, per_call: int
