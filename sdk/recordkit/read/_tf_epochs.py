@@ -9,13 +9,17 @@ readers resumes here and the other way round, with any number of ranks.
 The order is not the shards' own (a shuffled epoch visits records in windows, a rank
 reads every ``world_size``-th block), so the records are fetched by their index
 sidecars, not streamed by ``TFRecordDataset``: a Python generator fetches the serialized
-records of several batches a call (up to :data:`_RECORDS_PER_CALL`, or
-:data:`_BYTES_PER_CALL` by the mean record size; read in runs, lengths and CRCs checked,
-a mixture's from their sources), and they are parsed and decoded in the graph by the
-same stages as :meth:`recordkit.Dataset.tf` (:func:`~recordkit.read._load_dataset.decoded`):
-where every field read decodes to one shape a field (text, labels, embeddings), a call's
-records at once, cut into batches after (one parse for thousands of small records, where
-a batch's parse costs more than fetching it); otherwise batch by batch.
+records of several batches a call (an eighth of the read, :data:`_FEWEST_PER_CALL` to
+:data:`_RECORDS_PER_CALL` records, or :data:`_BYTES_PER_CALL` by the mean record size;
+read in runs, lengths and CRCs checked, a mixture's from their sources), and they are
+parsed and decoded in the graph by the same stages as :meth:`recordkit.Dataset.tf`
+(:func:`~recordkit.read._load_dataset.decoded`): where every field read decodes to one
+shape a field (text, labels, embeddings), a call's records at once, cut into batches
+after (one parse for thousands of small records, where a batch's parse costs more than
+fetching it); otherwise batch by batch. (Large records streamed from the shards by
+``TFRecordDataset`` in the epoch's windows, gathered in the order's order, cost more CPU
+a record than the generator: TensorFlow's copies of them cost as much as Python's; see
+the how-to "Training runs: resume, grow, mix".)
 
 A generator's position is not something ``tf.train.Checkpoint`` can save with the
 iterator; the position that resumes is :meth:`TfEpochs.state_after`, a small JSON dict
