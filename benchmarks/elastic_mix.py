@@ -35,14 +35,14 @@ Then the tf.data readers, in batches of 64, against ``tf_plain`` (``ds.tf(64)``,
 user writes today): ``tf_shuffled`` (``ds.tf`` with its file shuffle and a buffer of
 1024, what a user picks today for a shuffled read), and the canonical epochs
 (``ds.tf_epochs(64, ...).dataset()``) in order, shuffled, resumed from the 4 x 2 state
-and the mixture (``tf_mixture``); ``--no-tf`` leaves them out. The resume is timed as a
-rank sees it: ``tf_elastic`` is rank 0 of 2's share of what is left of the epoch (its
-pipeline built before the pass, as every other row's), against ``tf_plain_share``, the
-plain ``ds.tf(64)`` read of as many records (``.take``): a read of a quarter of the
-records pays its pipeline's start over fewer records, so its baseline is the plain read
-of a quarter too. ``tf_elastic_two_ranks`` reads both ranks' shares one after the
-other in this process (two pipelines built and torn down within the pass: what one
-process simulating two ranks pays, not what either rank does).
+and the mixture (``tf_mixture``); ``--no-tf`` leaves them out, ``--no-torch`` the rows
+above them. The resume is timed as a rank sees it: ``tf_elastic`` is rank 0 of 2's share
+of what is left of the epoch (its pipeline built before the pass, as every other row's),
+against ``tf_plain_share``, the plain ``ds.tf(64)`` read of as many records (``.take``):
+a read of a quarter of the records pays its pipeline's start over fewer records, so its
+baseline is the plain read of a quarter too. ``tf_elastic_two_ranks`` reads both ranks'
+shares one after the other in this process (two pipelines built and torn down within the
+pass: what one process simulating two ranks pays, not what either rank does).
 
 Rounds interleave the contenders (rotating their order), so a change of load on the
 shared machine falls on all alike; every repetition is reported with the best and the
@@ -116,6 +116,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--workload", choices=("small", "mixed"), default="small")
     parser.add_argument("--out", type=Path, default=None)
     parser.add_argument("--no-tf", action="store_true", help="leave out the tf.data readers")
+    parser.add_argument(
+        "--no-torch", action="store_true", help="leave out the PyTorch readers (the tf.data rows alone)"
+    )
     args = parser.parse_args(argv)
     root = Path(tempfile.mkdtemp(prefix="elastic-mix-"))
     try:
@@ -171,20 +174,21 @@ def _measure(args: argparse.Namespace, root: Path) -> dict[str, Any]:
     }
     results: dict[str, Any] = {"records": count, "workload": args.workload, "repeats": args.repeats}
     print(f"{count} {args.workload} records, {args.repeats} repetitions (wall times vary under load)")
-    results.update(
-        _compare(
-            contenders,
-            lambda _: 1,
-            "plain",
-            args.repeats,
-            also="records",
-            same_count={
-                "canonical": "plain_shuffled",
-                "mixture": "plain_shuffled",
-                "elastic_rank": "plain_share",
-            },
+    if not args.no_torch:
+        results.update(
+            _compare(
+                contenders,
+                lambda _: 1,
+                "plain",
+                args.repeats,
+                also="records",
+                same_count={
+                    "canonical": "plain_shuffled",
+                    "mixture": "plain_shuffled",
+                    "elastic_rank": "plain_share",
+                },
+            )
         )
-    )
     if not args.no_tf:
         results.update(
             _compare(

@@ -52,3 +52,17 @@ def test_the_elastic_and_mixture_benchmark_runs(tmp_path: Path) -> None:
     assert all(
         row["records_per_s"] > 0 for name, row in results.items() if name != "git" and isinstance(row, dict)
     )
+
+
+@pytest.mark.slow  # torch's import, when no test before it made it
+def test_no_torch_leaves_the_pytorch_rows_out() -> None:
+    # With --no-tf too, no row at all: the datasets written and nothing timed, in this process.
+    pytest.importorskip("torch")
+    from benchmarks import elastic_mix
+
+    results = elastic_mix.main(
+        ["--records", "40", "--shard-records", "7", "--repeats", "1", "--no-torch", "--no-tf"]
+    )
+    assert "plain" not in results
+    assert "tf_plain" not in results
+    assert results["records"] == 40

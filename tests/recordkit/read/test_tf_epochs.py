@@ -196,6 +196,32 @@ def test_a_mixture_read_by_four_tf_data_ranks_resumes_with_two_and_one(tmp_path:
     assert abs(share - 0.6) < 0.02
 
 
+def test_a_read_is_fetched_in_calls_of_whole_batches_and_in_several_calls(handle: rk.Dataset) -> None:
+    epochs = handle.tf_epochs(BATCH, **OPTIONS)
+    assert epochs._together(64, 200_000) == 16_384 // 64  # the most a call
+    assert epochs._together(64, 50_000) == 6_250 // 64  # 8 calls at least
+    assert epochs._together(64, 1_000) == 4_096 // 64  # one call, of 4,096 at most
+    assert epochs._together(5_000, 1_000) == 1  # one batch a call at least
+
+
+@pytest.mark.parametrize("per_call", [10, _tf_epochs._RECORDS_PER_CALL])
+def test_a_mixture_fetched_in_several_calls_keeps_its_batches_whole_and_in_order(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, per_call: int
+) -> None:
+    # 2 batches of 5 a call, each source's records fetched together and put back in place.
+    monkeypatch.setattr(_tf_epochs, "_RECORDS_PER_CALL", per_call)
+    a = write(tmp_path / "a", "a", 40)
+    b = write(tmp_path / "b", "b", 25)
+    mixture = rk.mix({a: 0.6, b: 0.4}, samples_per_epoch=93)
+    whole = canonical(mixture)
+    blocks = [whole[begin : begin + 5] for begin in range(0, len(whole), 5)]
+    for rank in range(2):
+        epochs = mixture.tf_epochs(5, **OPTIONS, rank=rank, world_size=2)
+        got = [[n.decode() for n in batch["name"].numpy()] for batch in epochs.dataset()]
+        assert got == blocks[rank::2]
+        assert len(got) == len(epochs)
+
+
 def test_a_state_of_other_options_or_a_record_count_for_tf_is_refused(handle: rk.Dataset) -> None:
     state = handle.tf_epochs(BATCH, **OPTIONS).state_after(2)
     with pytest.raises(rk.errors.ResumeStateError, match="seed=5 saved, 6 now"):
@@ -213,7 +239,7 @@ def test_a_state_of_other_options_or_a_record_count_for_tf_is_refused(handle: rk
 
 
 @pytest.mark.parametrize("drop_remainder", [False, True])
-@pytest.mark.parametrize("per_call", [42, 4096])
+@pytest.mark.parametrize("per_call", [42, _tf_epochs._RECORDS_PER_CALL])
 def test_an_epoch_fetched_in_several_calls_keeps_every_batch_whole_and_in_order(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, per_call: int, drop_remainder: bool
 ) -> None:
