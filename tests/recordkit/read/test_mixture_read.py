@@ -78,3 +78,14 @@ def test_blocks_of_large_records_hold_fewer_places(sources: list[rk.Dataset]) ->
     assert _mixture_read.block_size([small[0], large]) == (1 << 20) // 50_000
     large._record_bytes = 1 << 30
     assert _mixture_read.block_size([large]) == _mixture_read.FEWEST
+
+
+def test_sources_of_small_records_fetch_twice_as_many_at_once(sources: list[rk.Dataset]) -> None:
+    small = sources[0]._random_access()
+    assert _mixture_read.source_prefetch(small, 64) == 128  # a few bytes a record
+    assert small.fetch_size(128) == 2 * small.fetch_size(64)
+    large = RandomAccess.__new__(RandomAccess)
+    large._record_bytes = 50_000  # pictures and sounds: the mixture's own prefetch
+    assert _mixture_read.source_prefetch(large, 64) == 64
+    large._record_bytes = None  # sizes not in the manifest
+    assert _mixture_read.source_prefetch(large, 64) == 64
