@@ -658,8 +658,12 @@ def padded_decode(codec: object, wire: Mapping[str, Any]) -> tuple[Any, Any] | N
 
 
 def column_decode(codec: object) -> Callable[[Mapping[str, Any], int], Sequence[Any] | None] | None:
-    """``codec``'s :meth:`DecodedInColumns.decode_numpy_column`; None without one."""
-    return codec.decode_numpy_column if isinstance(codec, DecodedInColumns) else None
+    """``codec``'s :meth:`DecodedInColumns.decode_numpy_column`; None without one. Looked
+    up as an attribute, the answer ``isinstance(codec, DecodedInColumns)`` gives: this runs
+    once per layout group of every fetched batch, where a runtime-checkable protocol's
+    ``isinstance`` costs 10 to 20 µs on Python 3.11 (some 15% of a small fetch's fixed cost)."""
+    decode = getattr(codec, "decode_numpy_column", None)
+    return decode if callable(decode) else None
 
 
 def decodes_per_record(codec: object) -> bool:
