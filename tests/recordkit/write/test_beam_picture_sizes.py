@@ -8,6 +8,7 @@ from pathlib import Path
 
 import apache_beam as beam
 import numpy as np
+import pytest
 import tensorflow as tf
 from _beam_support import run
 from _photos import jpeg, photo
@@ -21,7 +22,8 @@ PHOTO = rk.Schema(name="photos", fields={"photo": rk.FieldSpec(codec="image", op
 LARGE = [(1024, 1100), (2048, 1900), (1411, 1057), (1300, 1700)]
 
 
-def _records() -> list[dict[str, bytes]]:
+@pytest.fixture(scope="module")
+def records() -> list[dict[str, bytes]]:
     kinds = ["4:2:0", "4:4:4", "progressive", "4:2:2"]
     return [
         {"photo": jpeg(photo(h, w, i, detailed=i % 2 == 1), kinds[i % len(kinds)])}
@@ -36,12 +38,22 @@ def _write_beam(root: Path, records: list[dict[str, bytes]], **kwargs: object) -
     run(body, workers=2, processes=True)
 
 
-def test_a_beam_written_dataset_lists_the_picture_sizes_the_local_writer_lists(tmp_path: Path) -> None:
-    records = _records()
-    rk.write_dataset(records, PHOTO, tmp_path / "local", progress=False)
-    _write_beam(tmp_path / "beam", records, num_shards=2)
+@pytest.fixture(scope="module")
+def local_and_beam(
+    tmp_path_factory: pytest.TempPathFactory, records: list[dict[str, bytes]]
+) -> tuple[Path, Path]:
+    """``records`` written by the local writer and by Beam's worker processes (2 shards):
+    the slow pipeline run once, for the tests that only read both datasets."""
+    root = tmp_path_factory.mktemp("picture-sizes")
+    rk.write_dataset(records, PHOTO, root / "local", progress=False)
+    _write_beam(root / "beam", records, num_shards=2)
+    return root / "local", root / "beam"
 
-    local, written = rk.Manifest.load(tmp_path / "local"), rk.Manifest.load(tmp_path / "beam")
+
+def test_a_beam_written_dataset_lists_the_picture_sizes_the_local_writer_lists(
+    local_and_beam: tuple[Path, Path],
+) -> None:
+    local, written = (rk.Manifest.load(root) for root in local_and_beam)
     sizes = written.splits["train"].picture_sizes
     assert sizes is not None
     assert sizes == local.splits["train"].picture_sizes
@@ -51,8 +63,9 @@ def test_a_beam_written_dataset_lists_the_picture_sizes_the_local_writer_lists(t
     assert written.format == local.format
 
 
-def test_a_beam_append_merges_the_new_pictures_sizes_with_the_listed_ones(tmp_path: Path) -> None:
-    records = _records()
+def test_a_beam_append_merges_the_new_pictures_sizes_with_the_listed_ones(
+    tmp_path: Path, records: list[dict[str, bytes]]
+) -> None:
     root = tmp_path / "beam"
     _write_beam(root, records[:2], num_shards=1)
     _write_beam(root, records[2:], num_shards=1, append=True)
@@ -85,12 +98,9 @@ def _sorted(pictures: list[np.ndarray]) -> list[np.ndarray]:
 
 
 def test_a_beam_written_dataset_reads_at_scale_with_the_pixels_of_a_locally_written_one(
-    tmp_path: Path,
+    records: list[dict[str, bytes]], local_and_beam: tuple[Path, Path]
 ) -> None:
-    records = _records()
-    local, written = tmp_path / "local", tmp_path / "beam"
-    rk.write_dataset(records, PHOTO, local, progress=False)
-    _write_beam(written, records, num_shards=1)
+    local, written = local_and_beam
 
     def tf_read(root: Path) -> list[np.ndarray]:
         dataset = rk.load_dataset(root, image_size=SIZE, jpeg_scale="auto")
