@@ -9,6 +9,7 @@ written beside the import.
 from __future__ import annotations
 
 import ast
+import functools
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -56,6 +57,7 @@ def _targets(module: str, names: list[str]) -> set[str]:
     return out
 
 
+@functools.cache  # the sources do not change during a run; the tests only read the graph
 def _graph() -> dict[str, set[str]]:
     graph: dict[str, set[str]] = {}
     for module, path in MODULES.items():
