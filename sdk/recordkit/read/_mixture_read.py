@@ -53,7 +53,7 @@ def source_prefetch(records: RandomAccess, prefetch: int) -> int:
     records (a caption and a label, 200,000 of them) fetching 1,024 at a time took the
     mixture's CPU a record from 1.04x to 1.09x that of plain iteration to 0.99x to 1.00x
     in order, and from 1.05x to 1.11x that of as many records read shuffled to 0.92x to
-    0.99x (busy machine, see docs/how-to/resume-and-mix.md). Large records keep the
+    0.99x (busy machine, see docs/performance-epochs.md). Large records keep the
     mixture's fetch: more of them at once held more decoded bytes, which cost more."""
     doubled = prefetch * 2
     size = records.mean_record_bytes

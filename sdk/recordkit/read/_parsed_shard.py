@@ -41,6 +41,7 @@ from recordkit.format._batch_parse import (
     parsed_records,
 )
 from recordkit.format._tfrecord import FOOTER_BYTES, FRAMING_BYTES, HEADER_BYTES, LENGTH_FIELD, Compression
+from recordkit.storage._ranges import read_into
 
 __all__ = [
     "ColumnDecoder",
@@ -167,9 +168,7 @@ def _read_whole(file: Shard, stack: ExitStack) -> bytes | mmap.mmap | None:
         return None
     buffer = _anonymous(size)
     stack.callback(_close, buffer)
-    filled = 0
-    while filled < size and (got := raw.readinto(memoryview(buffer)[filled:])):
-        filled += got
+    filled = read_into(raw, memoryview(buffer))
     return buffer if filled == size else buffer[:filled]
 
 

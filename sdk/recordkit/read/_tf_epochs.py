@@ -19,7 +19,7 @@ after (one parse for thousands of small records, where a batch's parse costs mor
 fetching it); otherwise batch by batch. (Large records streamed from the shards by
 ``TFRecordDataset`` in the epoch's windows, gathered in the order's order, cost more CPU
 a record than the generator: TensorFlow's copies of them cost as much as Python's; see
-the how-to "Training runs: resume, grow, mix".)
+docs/performance-epochs.md, the training runs' measurement log.)
 
 A generator's position is not something ``tf.train.Checkpoint`` can save with the
 iterator; the position that resumes is :meth:`TfEpochs.state_after`, a small JSON dict

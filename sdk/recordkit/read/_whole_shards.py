@@ -83,6 +83,7 @@ from recordkit.read._parse import decode_key, parsed_decoder
 from recordkit.read._traced import mapped, parallel_interleave, rebatched
 from recordkit.read._wire_checks import WireCheck, count_reason, size_reason, wire_checks
 from recordkit.schema._bound import BoundField
+from recordkit.storage._ranges import read_into
 
 __all__ = ["WHOLE_SHARD_BYTES", "dense_fields", "read_whole", "reads_whole"]
 
@@ -544,10 +545,7 @@ def _read_aligned(local: Path) -> np.ndarray:
         block = np.empty(size + _ALIGNMENT, np.uint8)
         start = -block.ctypes.data % _ALIGNMENT
         out = block[start : start + size]
-        view = out.data
-        filled = 0
-        while filled < size and (got := stream.readinto(view[filled:])):
-            filled += got
+        filled = read_into(stream, out.data)
     return out if filled == size else out[:filled]
 
 

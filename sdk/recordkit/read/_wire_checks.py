@@ -282,35 +282,33 @@ def _graph_message(
     or for a sized bytes key holding the right count, the size of its first wrong value)."""
     import tensorflow as tf
 
-    messages, passes = [], []
+    # Each measure: (its check, its rows, the first failing record's row, what that record
+    # holds, the unit, what it should hold): the count first, then a sized bytes key's
+    # first wrong size.
+    failures = []
     for check, (count, sized) in zip(checks, measured, strict=True):
         value = parsed[check.key]
-        for good in (count, sized):
-            if good is None:
-                continue
-            row = tf.argmin(tf.cast(good, tf.int32), output_type=tf.int64)
-            if good is count:
-                held, unit, wanted = (
-                    value.row_lengths()[row],
-                    "values",
-                    f"its field's fixed shape holds {check.count}",
-                )
-            else:
-                lengths = tf.strings.length(value[row])
-                held = lengths[tf.argmax(tf.cast(tf.not_equal(lengths, check.size), tf.int32))]
-                unit, wanted = "bytes", f"its field's values hold {check.size} each"
-            messages.append(
-                tf.strings.join(
-                    [
-                        f"recordkit DecodeError: field {check.field!r}: Example key {check.key!r} holds ",
-                        tf.strings.as_string(held),
-                        f" {unit} in record ",
-                        tf.strings.as_string(row),
-                        f" of the batch, where {wanted}",
-                    ]
-                )
-            )
-            passes.append(tf.cast(tf.reduce_all(good), tf.int32))
+        row = tf.argmin(tf.cast(count, tf.int32), output_type=tf.int64)
+        held = value.row_lengths()[row]
+        failures.append((check, count, row, held, "values", f"its field's fixed shape holds {check.count}"))
+        if sized is not None:
+            row = tf.argmin(tf.cast(sized, tf.int32), output_type=tf.int64)
+            lengths = tf.strings.length(value[row])
+            held = lengths[tf.argmax(tf.cast(tf.not_equal(lengths, check.size), tf.int32))]
+            failures.append((check, sized, row, held, "bytes", f"its field's values hold {check.size} each"))
+    messages = [
+        tf.strings.join(
+            [
+                f"recordkit DecodeError: field {check.field!r}: Example key {check.key!r} holds ",
+                tf.strings.as_string(held),
+                f" {unit} in record ",
+                tf.strings.as_string(row),
+                f" of the batch, where {wanted}",
+            ]
+        )
+        for check, _, row, held, unit, wanted in failures
+    ]
+    passes = [tf.cast(tf.reduce_all(good), tf.int32) for _, good, *_ in failures]
     first = tf.argmin(tf.stack(passes))
     return tf.gather(tf.stack(messages), first)
 

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import io
 import os
 import threading
 from collections.abc import Iterator
@@ -33,7 +34,7 @@ from pathlib import Path
 
 from recordkit.storage._location import Location, read_ranges
 
-__all__ = ["DEFAULT_MAX_OPEN_FILES", "FileCache", "RangeReader"]
+__all__ = ["DEFAULT_MAX_OPEN_FILES", "FileCache", "RangeReader", "read_into"]
 
 #: Files a reader keeps open at most (per process).
 DEFAULT_MAX_OPEN_FILES = 64
@@ -183,3 +184,15 @@ class RangeReader:
 
     def __len__(self) -> int:
         return len(self.files)
+
+
+def read_into(stream: io.RawIOBase | io.BufferedIOBase, target: memoryview) -> int:
+    """Read ``stream`` from where it stands into ``target`` until ``target`` is full or the
+    file ends, and give the bytes read: fewer than ``len(target)`` when the file was cut
+    short since its size was taken. (One ``readinto`` may stop short of a full buffer.)
+    The shard readers read whole files this way rather than mapping them: a mapped file
+    cut short while it is read kills the process with ``SIGBUS``."""
+    filled = 0
+    while filled < len(target) and (got := stream.readinto(target[filled:])):
+        filled += got
+    return filled
