@@ -175,13 +175,14 @@ def _parsed_chunks(
     batches: bool,
 ) -> Generator[ShardItem | ShardBatch, None, int | None]:
     """The records of ``readers`` (one per joined file), parsed :data:`_PARSED_CHUNK` at a
-    time (fewer where a file's chunk holds fewer). Returns None once every file has been
-    read to its end, else the records given before a file's framing failed or a file
-    ended before the others."""
+    time (fewer at the end of a file's chunk: a file reads on only once its chunk's
+    records are all taken, so that no record is moved in its buffer, only the one the
+    chunk's end cut). Returns None once every file has been read to its end, else the
+    records given before a file's framing failed or a file ended before the others."""
     given = 0
     while True:
         for reader in readers:
-            if reader.available < _PARSED_CHUNK:
+            if not reader.available:
                 reader.fill()  # the records given before are all consumed: the buffer is free
         if not all(reader.sound for reader in readers):
             return given
