@@ -161,9 +161,11 @@ def _opened(file: Shard, stack: ExitStack) -> ChunkedRecords | None:
     if len(head) < LENGTH_FIELD.size:
         return None
     small = bool(file.records) and size // max(file.records or 1, 1) <= _SMALL_RECORD_BYTES
-    if size % (LENGTH_FIELD.unpack(head)[0] + FRAMING_BYTES) and not small:
+    frame = LENGTH_FIELD.unpack(head)[0] + FRAMING_BYTES
+    uniform = size % frame == 0
+    if not uniform and not small:
         return None
-    reader = ChunkedRecords(raw, size, _shard_chunks.CHUNK_BYTES)
+    reader = ChunkedRecords(raw, size, _shard_chunks.CHUNK_BYTES, frame=frame if uniform else None)
     stack.callback(reader.close)
     return reader
 

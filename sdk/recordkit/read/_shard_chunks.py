@@ -46,12 +46,23 @@ CHUNK_BYTES = 8 << 20
 class ChunkedRecords:
     """The records of the uncompressed TFRecord file ``raw`` (open at its start, ``size``
     bytes when it was opened), read ``chunk`` bytes at a time (see the module docs).
+    With ``frame``, the framed size of its first record when the file's size is a
+    multiple of it: its records are taken to be of that size, if their framing checks
+    so, without a walk of their headers (a field group's).
 
     :meth:`fill` reads on; :attr:`available` records, checked, can then be taken with
     :meth:`take`; :attr:`finished` once every record of the file has been taken."""
 
-    def __init__(self, raw: io.RawIOBase | io.BufferedIOBase, size: int, chunk: int = CHUNK_BYTES) -> None:
+    def __init__(
+        self,
+        raw: io.RawIOBase | io.BufferedIOBase,
+        size: int,
+        chunk: int = CHUNK_BYTES,
+        *,
+        frame: int | None = None,
+    ) -> None:
         self._raw = raw
+        self._frame = frame  # the records' one framed size, as far as the file's size tells
         self._size = size
         self._chunk = max(chunk, FRAMING_BYTES)
         #: The buffer the records are read into (None until the first read).
@@ -186,9 +197,9 @@ class ChunkedRecords:
         tail, filled = int(self._offsets[-1]), self._filled
         if filled - tail < HEADER_BYTES:
             return
-        frame = LENGTH_FIELD.unpack_from(buffer, tail)[0] + FRAMING_BYTES
-        count = (filled - tail) // frame
-        if count > 1:  # records of one size (a field group's): no walk, if they check
+        frame = self._frame
+        count = 0 if frame is None else (filled - tail) // frame
+        if frame is not None and count > 1:  # records of one size: no walk, if they check
             bounds = np.arange(tail, tail + (count + 1) * frame, frame, dtype=np.int64)
             if framing_matches(buffer, bounds, whole=False):
                 self._offsets = np.concatenate([self._offsets, bounds[1:]])
