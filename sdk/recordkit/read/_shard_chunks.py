@@ -112,6 +112,8 @@ class ChunkedRecords:
             if capacity is None:
                 return
             self._read(capacity)
+            if not self.sound:
+                return
             before = self.available
             self._walk()
             if self.available > before or not self.sound:
@@ -184,6 +186,9 @@ class ChunkedRecords:
         it was opened); a read that stops short is the file's end (cut short)."""
         assert self.buffer is not None
         wanted = min(capacity, self._size - self.base) - self._filled
+        if wanted <= 0:  # no room to read on (never expected): the record-by-record read takes over
+            self.sound = False
+            return
         got = read_into(self._raw, memoryview(self.buffer)[self._filled : self._filled + wanted])
         self._filled += got
         if got < wanted or self.base + self._filled >= self._size:
