@@ -19,7 +19,14 @@ from _reader_support import assert_same
 
 import recordkit as rk
 from recordkit.errors import CorruptRecordError
-from recordkit.format._tfrecord import FRAMING_BYTES, HEADER_BYTES, iter_tfrecords
+from recordkit.format._tfrecord import (
+    CRC_FIELD,
+    FRAMING_BYTES,
+    HEADER_BYTES,
+    LENGTH_FIELD,
+    iter_tfrecords,
+    masked_crc,
+)
 from recordkit.read import _shard_chunks  # private: the chunk's size, and the buffers a read holds
 from recordkit.read._shard_chunks import ChunkedRecords  # private: the chunked reader itself
 from recordkit.storage import location
@@ -247,3 +254,40 @@ def test_a_reader_holds_about_one_chunk_and_one_record_a_file_not_the_shard(
     assert max(held) <= bound
     assert _shard_file(path).stat().st_size > 10 * chunk  # the shard itself is far larger
     assert all(buffer.closed for buffer in made)  # nothing held once the read ends
+
+
+@pytest.mark.parametrize("declared", [2**40, "past the file"])
+def test_a_hostile_length_in_a_later_chunk_is_named_without_holding_what_it_declares(
+    captions: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, declared: int | str
+) -> None:
+    """A length with a right CRC that declares more bytes than the file holds, in a record
+    the first chunk's end cuts: no buffer of that size is made (the file's size bounds
+    it), and the error names the shard and the record, after the records before it."""
+    import shutil
+
+    path = tmp_path / "data"
+    shutil.copytree(captions, path)
+    shard = _shard_file(path)
+    chunk = 4096
+    offsets = [offset for offset, _ in iter_tfrecords(location(shard))]
+    index = next(i for i, offset in enumerate(offsets) if offsets[i + 1] > chunk)
+    size = shard.stat().st_size
+    length = declared if isinstance(declared, int) else size - offsets[index]  # 16 bytes too many
+    header = LENGTH_FIELD.pack(length)
+    data = bytearray(shard.read_bytes())
+    data[offsets[index] : offsets[index] + HEADER_BYTES] = header + CRC_FIELD.pack(masked_crc(header))
+    shard.write_bytes(bytes(data))
+    monkeypatch.setattr(_shard_chunks, "CHUNK_BYTES", chunk)
+    sizes: list[int] = []
+    anonymous = _shard_chunks._anonymous
+
+    def spied(size: int) -> mmap.mmap:
+        sizes.append(size)
+        return anonymous(size)
+
+    monkeypatch.setattr(_shard_chunks, "_anonymous", spied)
+    given, error = _given_then_error(path)
+    assert (given, error.context.offset) == (index, offsets[index])
+    assert "truncated record" in str(error)
+    assert shard.name in str(error)
+    assert max(sizes) <= chunk
