@@ -19,7 +19,7 @@ from _reader_support import assert_same
 
 import recordkit as rk
 from recordkit.errors import CorruptRecordError
-from recordkit.format._tfrecord import (
+from recordkit.format._tfrecord import (  # private: to read, damage and forge records by hand
     CRC_FIELD,
     FRAMING_BYTES,
     HEADER_BYTES,
