@@ -82,16 +82,18 @@ def _gather(data: np.ndarray, starts: np.ndarray, width: int) -> np.ndarray:
 _BATCH = 1 << 16
 
 
-def framing_matches(buffer: Any, offsets: np.ndarray) -> bool:
+def framing_matches(buffer: Any, offsets: np.ndarray, *, whole: bool = True) -> bool:
     """Whether ``buffer`` (the bytes of an uncompressed TFRecord file, as ``bytes`` or a
     ``mmap``: sliced, it gives bytes, which the CRC takes) holds exactly the
     records that start at ``offsets`` (one more entry than records: the last is the end),
-    every length and data CRC right."""
+    every length and data CRC right. With ``whole`` False, the records are a run of
+    ``buffer`` (a chunk of a file read a chunk at a time: they need not start at its
+    first byte nor end at its last)."""
     if len(offsets) <= _FEW:  # fewer steps than numpy's for a file of a few records
-        return _few_match(buffer, [int(offset) for offset in offsets])
+        return _few_match(buffer, [int(offset) for offset in offsets], whole)
     data = np.frombuffer(buffer, dtype=np.uint8)
     offsets = np.asarray(offsets, dtype=np.int64)
-    if len(offsets) == 0 or int(offsets[0]) != 0 or int(offsets[-1]) != len(data):
+    if len(offsets) == 0 or not _spans(int(offsets[0]), int(offsets[-1]), len(data), whole):
         return False
     return all(
         _batch_matches(data, buffer, offsets[first : first + _BATCH + 1])
@@ -104,9 +106,15 @@ def framing_matches(buffer: Any, offsets: np.ndarray) -> bool:
 _FEW = 64
 
 
-def _few_match(buffer: Any, offsets: list[int]) -> bool:
+def _spans(first: int, end: int, size: int, whole: bool) -> bool:
+    """Whether records from ``first`` to ``end`` may be those of a buffer of ``size``
+    bytes: all of it (``whole``), or a run within it."""
+    return first == 0 and end == size if whole else 0 <= first <= end <= size
+
+
+def _few_match(buffer: Any, offsets: list[int], whole: bool = True) -> bool:
     """:func:`framing_matches` record by record (for a few records)."""
-    if not offsets or offsets[0] != 0 or offsets[-1] != len(buffer):
+    if not offsets or not _spans(offsets[0], offsets[-1], len(buffer), whole):
         return False
     for start, end in itertools.pairwise(offsets):
         first = start + LENGTH_FIELD.size + CRC_FIELD.size

@@ -1,14 +1,18 @@
 """A shard's records parsed many at a time for the keys a read wants: the numpy reader's
 sequential stream of a local, uncompressed shard (and the field groups' files joined to
-it), each file read whole (never mapped), its framing checked whole
-(:func:`~recordkit.format._batch_parse.framed_records`), then its Examples parsed a chunk
-of records at a time (:func:`~recordkit.format._batch_parse.parsed_records`).
+it), each file read a chunk at a time into one buffer used again (never mapped), each
+record's framing checked before it is given
+(:class:`~recordkit.read._shard_chunks.ChunkedRecords`: a reader holds about one chunk,
+:data:`~recordkit.read._shard_chunks.CHUNK_BYTES`, and one record of each file, where a
+file read whole held all of it), then its Examples parsed a chunk of records at a time
+(:func:`~recordkit.format._batch_parse.parsed_records`).
 
 Why: with small fixed-shape fields (an embedding and a label in a field group), reading
 a record one at a time (its framing, one protobuf parse, the conversion of each value)
 cost several times what decoding its fields does. The values are those of the
 per-record path: a record that cannot be parsed with the others is given as its bytes.
-A shard whose framing is not sound is read by
+Where a chunk's framing is not sound (or a file was cut short while it was read), the
+records after those given are read by
 :func:`~recordkit.read._iter_records.iter_shard_records`, whose errors name the record.
 
 :func:`parsed_fetched` parses the same way the records that random access and the epoch
@@ -18,7 +22,6 @@ sources), their framing already checked by the fetch.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import itertools
 import mmap
@@ -36,12 +39,12 @@ from recordkit.format._batch_parse import (
     ParsedChunk,
     ParsedExample,
     Templates,
-    framed_records,
     parsed_data,
     parsed_records,
 )
 from recordkit.format._tfrecord import FOOTER_BYTES, FRAMING_BYTES, HEADER_BYTES, LENGTH_FIELD, Compression
-from recordkit.storage._ranges import read_into
+from recordkit.read import _shard_chunks
+from recordkit.read._shard_chunks import ChunkedRecords
 
 __all__ = [
     "ColumnDecoder",
@@ -109,11 +112,14 @@ def parsed_shard_records(
 ) -> Generator[ShardItem | ShardBatch]:
     """``(offset, record)`` of each record of ``shard`` (joined with its field groups'
     files), each record's Example parsed for ``keys`` many records at a time
-    (:mod:`recordkit.format._batch_parse`), or its bytes where it has to be parsed alone;
-    the records of ``fallback()`` when the shard cannot be read this way (compressed, not
-    local, or its framing or alignment not sound: ``fallback``, which reads it record by
-    record, then names what is wrong). Every file is checked whole before the first
-    record is given. With ``decode``, a chunk of records of one layout comes decoded
+    (:mod:`recordkit.format._batch_parse`), or its bytes where it has to be parsed alone.
+    Each file is read a chunk at a time (:class:`~recordkit.read._shard_chunks.ChunkedRecords`:
+    about one chunk and one record held a file), each record's framing checked before
+    it is given. Where the shard cannot be read this way (compressed, not local, its
+    records too large and varied) the records are those of ``fallback()``, which reads it
+    record by record; where a chunk's framing or the files' alignment is not sound, the
+    records given so far are followed by the rest of ``fallback()``'s, which names what is
+    wrong. With ``decode``, a chunk of records of one layout comes decoded
     (:class:`DecodedRecord`; with ``batches``, the chunk as one item: its records'
     offsets and a :class:`DecodedBatch`, no wrapper a record). The files are opened
     when the first record is asked for, inside the generator, so a generator never
@@ -121,92 +127,77 @@ def parsed_shard_records(
     if compression is not Compression.NONE or any(f.path.local_path is None for f in shard.files):
         yield from fallback()
         return
+    given = 0
     with ExitStack() as stack:
         try:
-            mapped = [_read_whole(file, stack) for file in shard.files]
-            buffers = [buffer for buffer in mapped if buffer is not None]
-            offsets = [framed_records(buffer) for buffer in buffers]
-        except (OSError, ValueError):
-            buffers, mapped, offsets = [], [None], []
-        checked = [o for o in offsets if o is not None]
-        sound = (
-            len(buffers) == len(mapped)
-            and len(checked) == len(offsets)
-            and len({len(o) for o in checked}) == 1
-        )
-        if sound:
-            yield from _parsed_chunks(buffers, checked, keys, decode, batches)
-            return
-    yield from fallback()  # the files above closed first
+            opened = [_opened(file, stack) for file in shard.files]
+        except OSError:
+            opened = [None]
+        readers = [reader for reader in opened if reader is not None]
+        if len(readers) == len(opened):
+            stopped = yield from _parsed_chunks(readers, keys, decode, batches)
+            if stopped is None:
+                return
+            given = stopped
+    # The files above closed first; the records after those given, read one by one.
+    yield from itertools.islice(fallback(), given, None)
 
 
-def _read_whole(file: Shard, stack: ExitStack) -> bytes | mmap.mmap | None:
-    """The bytes of a local shard file, read whole (an empty file: ``b""``), when its
-    size is a multiple of its first record's framed size, as when all its records have
-    that size (a field group's, or fixed-size fields'), or when its records hold at most
+def _opened(file: Shard, stack: ExitStack) -> ChunkedRecords | None:
+    """The reader of a local shard file's records a chunk at a time, when its size is a
+    multiple of its first record's framed size, as when all its records have that size
+    (a field group's, or fixed-size fields'), or when its records hold at most
     :data:`_SMALL_RECORD_BYTES` on average by the manifest (each length's records are
     then parsed together: small captions of varied lengths read at 0.45x the CPU a
     record of the record-by-record read); None otherwise (large records of varied sizes
-    share few layouts: the buffered read of :func:`iter_shard_records` serves them).
-    Read, never mapped: a mapped file cut short while it is read (rewritten in place by
-    another process, changed on a network filesystem) kills the process with ``SIGBUS``,
-    which nothing in Python can catch; a file cut short before it is read whole gives
-    fewer bytes, whose framing check fails (the fallback then names the record). It is
-    read into anonymous memory (:func:`_anonymous`), which slices to ``bytes`` as the
-    file's mapping did."""
+    share few layouts: the buffered read of :func:`iter_shard_records` serves them)."""
     local = file.path.local_path
     assert local is not None
-    raw = stack.enter_context(open(local, "rb"))  # noqa: SIM115 - closed by the stack
+    raw = stack.enter_context(open(local, "rb", buffering=0))  # noqa: SIM115 - closed by the stack
     size = os.fstat(raw.fileno()).st_size
     if size == 0:
-        return b""
+        return ChunkedRecords(raw, 0)
     head = os.pread(raw.fileno(), LENGTH_FIELD.size, 0)
     if len(head) < LENGTH_FIELD.size:
         return None
     small = bool(file.records) and size // max(file.records or 1, 1) <= _SMALL_RECORD_BYTES
-    if size % (LENGTH_FIELD.unpack(head)[0] + FRAMING_BYTES) and not small:
+    frame = LENGTH_FIELD.unpack(head)[0] + FRAMING_BYTES
+    uniform = size % frame == 0
+    if not uniform and not small:
         return None
-    buffer = _anonymous(size)
-    stack.callback(_close, buffer)
-    filled = read_into(raw, memoryview(buffer))
-    return buffer if filled == size else buffer[:filled]
-
-
-def _anonymous(size: int) -> mmap.mmap:
-    """``size`` bytes of private anonymous memory, advised to be backed by huge pages where
-    the system has them (``MADV_HUGEPAGE``: 512 times fewer page faults; as numpy does for
-    a large array). Read into it, a 128 MiB shard cost 36 ms of CPU, against 72 ms for
-    ``read()``'s ``bytes`` (a fault a 4 KB page) and 2 ms for the file's mapping."""
-    if not hasattr(mmap, "MAP_PRIVATE"):  # Windows: anonymous memory backed by the paging file
-        return mmap.mmap(-1, size)
-    buffer = mmap.mmap(-1, size, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
-    with contextlib.suppress(AttributeError, OSError):  # no madvise, or no huge pages
-        buffer.madvise(mmap.MADV_HUGEPAGE)
-    return buffer
-
-
-def _close(buffer: mmap.mmap) -> None:
-    """Close ``buffer``; while the traceback of an error raised in the read still holds a
-    numpy view of it, leave it to close when that view goes, so that the error raised is
-    that error, not mmap's ``BufferError`` (cannot close: exported pointers exist)."""
-    with contextlib.suppress(BufferError):
-        buffer.close()
+    reader = ChunkedRecords(raw, size, _shard_chunks.CHUNK_BYTES, frame=frame if uniform else None)
+    stack.callback(reader.close)
+    return reader
 
 
 def _parsed_chunks(
-    buffers: list[bytes | mmap.mmap],
-    offsets: list[np.ndarray],
+    readers: list[ChunkedRecords],
     keys: Collection[str],
     decode: ColumnDecoder | None,
     batches: bool,
-) -> Iterator[ShardItem | ShardBatch]:
-    count = len(offsets[0]) - 1
-    for first in range(0, count, _PARSED_CHUNK):
-        last = min(first + _PARSED_CHUNK, count)
-        chunks = [parsed_records(b, o[first : last + 1], keys) for b, o in zip(buffers, offsets, strict=True)]
-        starts = offsets[0][first:last].tolist()
+) -> Generator[ShardItem | ShardBatch, None, int | None]:
+    """The records of ``readers`` (one per joined file), parsed :data:`_PARSED_CHUNK` at a
+    time (fewer at the end of a file's chunk: a file reads on only once its chunk's
+    records are all taken, so that no record is moved in its buffer, only the one the
+    chunk's end cut). Returns None once every file has been read to its end, else the
+    records given before a file's framing failed or a file ended before the others."""
+    given = 0
+    while True:
+        for reader in readers:
+            if not reader.available:
+                reader.fill()  # the records given before are all consumed: the buffer is free
+        if not all(reader.sound for reader in readers):
+            return given
+        count = min(min(reader.available for reader in readers), _PARSED_CHUNK)
+        if count == 0:
+            return None if all(reader.finished for reader in readers) else given
+        buffers = [cast(mmap.mmap, reader.buffer) for reader in readers]
+        offsets = [reader.take(count) for reader in readers]
+        starts = (offsets[0][:-1] + readers[0].base).tolist()
+        given += count
+        chunks = [parsed_records(b, o, keys) for b, o in zip(buffers, offsets, strict=True)]
         if len(chunks) == 1 and decode is not None:  # each length's records decoded together
-            parsed = _parsed_items(chunks[0], list(_data(buffers, offsets, first, last)), decode)
+            parsed = _parsed_items(chunks[0], list(_data(buffers, offsets)), decode)
             if isinstance(parsed, DecodedBatch):
                 if batches:
                     yield starts, parsed
@@ -221,7 +212,7 @@ def _parsed_chunks(
                 yield starts, DecodedBatch(records)
                 continue
         tried = batches  # not decoded together: not tried again record by record
-        items = _chunk_items(chunks, _data(buffers, offsets, first, last), None if tried else decode)
+        items = _chunk_items(chunks, _data(buffers, offsets), None if tried else decode)
         yield from zip(starts, items, strict=True)
 
 
@@ -301,19 +292,13 @@ def _parsed_items(
     return out
 
 
-def _data(
-    buffers: list[bytes | mmap.mmap], offsets: list[np.ndarray], first: int, last: int
-) -> Iterator[bytes]:
-    """The data of records ``first`` to ``last`` (excluded), each file's joined, sliced as
-    they are asked for."""
+def _data(buffers: list[mmap.mmap], offsets: list[np.ndarray]) -> Iterator[bytes]:
+    """The data of the records framed at ``offsets`` (one array a file), each file's
+    joined, sliced as they are asked for."""
     pieces = [
         map(
             buffer.__getitem__,
-            map(
-                slice,
-                (o[first:last] + HEADER_BYTES).tolist(),
-                (o[first + 1 : last + 1] - FOOTER_BYTES).tolist(),
-            ),
+            map(slice, (o[:-1] + HEADER_BYTES).tolist(), (o[1:] - FOOTER_BYTES).tolist()),
         )
         for buffer, o in zip(buffers, offsets, strict=True)
     ]

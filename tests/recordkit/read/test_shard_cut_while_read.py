@@ -1,12 +1,15 @@
 """A shard file cut short while a read holds it (rewritten in place by another process, a
 network filesystem's file changed under the reader) fails the read with recordkit's
-error naming the shard, or gives the records read before the cut, never kills the
-process (sdk/recordkit/read/_whole_shards.py, _parsed_shard.py). The whole-shard reads
-mapped the file: a page past the file's new end then killed the process with ``SIGBUS``,
-which nothing in Python catches. Each case runs in a child process (a signal would kill
-the test run), which cuts the shard to half at one moment of its read: after the read
-opened it (before its bytes are read), or once it holds the file (``framed_records``
-then checks the bytes it holds: mapped, those were the pages the cut took away)."""
+error naming the shard, after the records read before the cut, never kills the process
+(sdk/recordkit/read/_whole_shards.py, _parsed_shard.py, _shard_chunks.py). The
+whole-shard reads mapped the file: a page past the file's new end then killed the
+process with ``SIGBUS``, which nothing in Python catches. Each case runs in a child
+process (a signal would kill the test run), which cuts the shard to half at one moment
+of its read: after the read opened it (before its bytes are read), once it holds the
+file (the tf read's ``framed_records`` then checks the bytes it holds: mapped, those
+were the pages the cut took away; ``ds.records()`` read the file in its first chunk),
+or, for ``ds.records()``, which reads a shard a chunk at a time, once it read its first
+chunk of several (the cut falls in a later chunk)."""
 
 from __future__ import annotations
 
@@ -27,15 +30,15 @@ CHILD = textwrap.dedent(
     import sys
 
     import recordkit as rk
-    from recordkit.read import _parsed_shard, _whole_shards
+    from recordkit.read import _shard_chunks, _whole_shards
 
     root, reader, moment, shard = sys.argv[1:]
 
     def cut():
         os.truncate(shard, os.path.getsize(shard) // 2)
 
-    module = _whole_shards if reader == "tf" else _parsed_shard
-    if moment == "held":
+    module = _whole_shards
+    if reader == "tf" and moment == "held":
         framed = module.framed_records
 
         def cut_then_framed(buffer):
@@ -51,22 +54,33 @@ CHILD = textwrap.dedent(
             cut()
 
         module.check_shard_size = checked_then_cut
-    else:
-        read_whole = module._read_whole
+    else:  # ds.records(): the file read a chunk at a time, cut before or after a read
+        if moment == "second chunk":
+            _shard_chunks.CHUNK_BYTES = 1 << 20  # the shard: several chunks
+        read_into = _shard_chunks.read_into
+        reads = []
 
-        def cut_then_read(*args):
-            cut()
-            return read_whole(*args)
+        def read_and_cut(stream, target):
+            if moment == "opened" and not reads:
+                cut()
+            got = read_into(stream, target)
+            reads.append(got)
+            if moment != "opened" and len(reads) == 1:
+                cut()
+            return got
 
-        module._read_whole = cut_then_read
+        _shard_chunks.read_into = read_and_cut
     ds = rk.open(root)
+    records = 0
     try:
         if reader == "tf":
-            records = sum(int(batch["x"].shape[0]) for batch in ds.tf(batch_size=64))
+            for batch in ds.tf(batch_size=64):
+                records += int(batch["x"].shape[0])
         else:
-            records = sum(1 for _ in ds.records())
+            for _ in ds.records():
+                records += 1
     except Exception as exc:
-        print("ERROR", type(exc).__name__, str(exc).replace("\\\\n", " "))
+        print("ERROR", records, type(exc).__name__, str(exc).replace("\\\\n", " "))
     else:
         print("READ", records)
     """
@@ -88,7 +102,14 @@ def written(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.mark.parametrize(
-    ("reader", "moment"), [("tf", "held"), ("tf", "opened"), ("records", "held"), ("records", "opened")]
+    ("reader", "moment"),
+    [
+        ("tf", "held"),
+        ("tf", "opened"),
+        ("records", "held"),
+        ("records", "opened"),
+        ("records", "second chunk"),
+    ],
 )
 def test_a_shard_cut_short_during_a_read_fails_the_read_naming_it_or_gives_what_was_read(
     written: Path, tmp_path: Path, reader: str, moment: str
@@ -100,6 +121,8 @@ def test_a_shard_cut_short_during_a_read_fails_the_read_naming_it_or_gives_what_
     root = tmp_path / "data"
     shutil.copytree(written, root)
     (shard,) = rk.Manifest.load(root).split("train").shards
+    size = (root / shard.file).stat().st_size
+    whole_before_cut = size // 2 // (size // RECORDS)  # records of one size
     script = tmp_path / "child.py"
     script.write_text(CHILD)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path), "TF_CPP_MIN_LOG_LEVEL": "2"}
@@ -114,6 +137,8 @@ def test_a_shard_cut_short_during_a_read_fails_the_read_naming_it_or_gives_what_
     out = done.stdout.strip()
     if moment == "held":  # the bytes were read before the cut: the records they hold
         assert out == f"READ {RECORDS}", out
-    else:
-        assert out.startswith("ERROR"), out
-        assert f"shard {shard.file}" in out, out
+        return
+    assert out.startswith("ERROR"), out
+    assert f"shard {shard.file}" in out, out
+    if reader == "records":  # every record whole before the cut, then the error
+        assert out.split()[1] == str(whole_before_cut), out
