@@ -144,6 +144,12 @@ class ShardTable(Sequence[ShardInfo]):
     def total_bytes(self) -> int:
         return int(self.sizes.sum()) + sum(s.bytes for s in self._tail)
 
+    @property
+    def largest_bytes(self) -> int:
+        """The bytes of the largest shard (0 for none), from the column: no entry made."""
+        listed = int(self.sizes.max()) if len(self.sizes) else 0
+        return max([listed, *(s.bytes for s in self._tail)])
+
     def _entry(self, i: int) -> ShardInfo:
         name = self.file(i)
         index = None

@@ -28,8 +28,8 @@ file cut short or holding other records than the manifest lists fails the read a
 shard's first element with the error ``TFRecordDataset``'s read gives (the shard, the
 offset of the first bad record and the records before it), and a header declaring more
 bytes than the file holds is refused naming the shard. A shard is held in memory while
-it is decoded (a shard of the read's fields only: the read applies where the first
-shard is at most :data:`WHOLE_SHARD_BYTES`).
+it is decoded (a shard of the read's fields only: the read applies where no shard
+listed is larger than :data:`WHOLE_SHARD_BYTES`).
 
 The records come in the framed read's order (``cycle_length`` shards interleaved,
 ``block_length`` records of each in turn), so the batches are those of the record by
@@ -64,7 +64,8 @@ import numpy as np
 
 from recordkit.codec._capabilities import PadsAsDecoded, RawArray, decodes_per_record, raster_kind, raw_array
 from recordkit.codec._wire import WireKind
-from recordkit.dataset._shards import LazyShards, Shard, SlicedShards
+from recordkit.dataset._shard_table import ShardTable
+from recordkit.dataset._shards import LazyShards, ListedShards, Shard, SlicedShards
 from recordkit.errors import CorruptRecordError, RecordkitError
 from recordkit.format._batch_parse import UniformRecords, framed_records, parsed_records, uniform_records
 from recordkit.format._example import decode_example
@@ -87,8 +88,8 @@ from recordkit.storage._ranges import read_into
 
 __all__ = ["WHOLE_SHARD_BYTES", "dense_fields", "read_whole", "reads_whole"]
 
-#: The largest first shard a read of whole shards is made for (each shard it reads is
-#: held in memory while it is decoded, ``cycle_length`` of them at once).
+#: The largest shard a read of whole shards is made for (each shard it reads is held in
+#: memory while it is decoded, ``cycle_length`` of them at once).
 WHOLE_SHARD_BYTES = 64 << 20
 
 
@@ -120,9 +121,9 @@ def reads_whole(
     are :func:`dense_fields`, batched, raising on a loss, and read in order (no
     ``shuffle_buffer``, no resume, no share of records); the shards are local,
     uncompressed files of a manifest read whole, each alone (no field group joined to
-    it), and the first one's records all have one size (its bytes a multiple of its
-    records), in at most :data:`WHOLE_SHARD_BYTES`. The caller has checked the rest of
-    the options (``on_corrupt``, the records skipped or shared)."""
+    it), the first one's records all have one size (its bytes a multiple of its
+    records), and no shard listed holds more than :data:`WHOLE_SHARD_BYTES`. The caller
+    has checked the rest of the options (``on_corrupt``, the records skipped or shared)."""
     if options.batch_size is None or options.random_crop or options.shuffle_buffer:
         return False
     if dataset.compression is not Compression.NONE or dataset.manifest is None or not shards:
@@ -136,9 +137,20 @@ def reads_whole(
         len(s.files) != 1 or s.sliced or s.path.local_path is None for s in shards
     ):
         return False
-    if not first.records or first.bytes is None or first.bytes > WHOLE_SHARD_BYTES:
+    if not first.records or first.bytes is None or _largest_bytes(shards) > WHOLE_SHARD_BYTES:
         return False
     return first.bytes % first.records == 0
+
+
+def _largest_bytes(shards: Sequence[Shard]) -> float:
+    """The bytes of the largest of ``shards`` as listed (infinite when one's are not
+    known): a read of whole shards holds each one it reads, so a small first shard must
+    not let a far larger later one in. A split's shard table gives it from its column."""
+    listed: Sequence[Any] = shards.listed if isinstance(shards, ListedShards) else shards
+    if isinstance(listed, ShardTable):
+        return listed.largest_bytes
+    sizes = [shard.bytes for shard in listed]
+    return math.inf if None in sizes else max(sizes, default=0)
 
 
 def read_whole(dataset: OpenedDataset, shards: Sequence[Shard], options: PipelineOptions) -> Any:

@@ -74,6 +74,10 @@ def test_a_table_holds_exactly_the_entries_it_was_made_from(tabled: Path) -> Non
     again = ShardTable.from_bytes(table.to_bytes(), file="t", shards=len(entries))
     assert list(again) == entries
     assert again.total_records == 12
+    assert again.largest_bytes == max(entry.bytes for entry in entries)
+    bigger = entries[0].model_copy(update={"file": "extra.tfrecord", "bytes": again.largest_bytes + 1})
+    again.append(bigger)  # the tail an append adds before the table is written again
+    assert again.largest_bytes == bigger.bytes
 
 
 def test_a_dataset_written_in_the_format_before_tables_still_opens_and_reads(

@@ -16,7 +16,7 @@ import tensorflow as tf
 from _reader_support import whole_shard_reads
 
 import recordkit as rk
-from recordkit.read import _traced
+from recordkit.read import _traced, _whole_shards
 from recordkit.read._traced import UNOPTIMIZED_ATTRIBUTE
 
 BASE = rk.Schema(
@@ -158,6 +158,27 @@ def test_a_split_whose_first_shard_holds_records_of_several_sizes_is_read_record
     path = _write(tmp_path / "data", predicted)
     _, _, built = _read(path, ["embedding", "predicted"], monkeypatch, True, batch_size=16)
     assert built == 0
+
+
+def test_a_split_with_a_later_shard_over_the_whole_shard_bound_is_read_record_by_record(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A read of whole shards holds each shard it reads: a small first shard must not let
+    a larger one appended later in (every listed shard's size is checked, not the first's)."""
+    path = tmp_path / "data"
+    rows = [{"vector": np.zeros((2, 3), np.float32), "label": 1, "ratio": 0.5} for _ in range(40)]
+    rk.write_dataset(rows[:10], path, BASE, shard_records=10, progress=False)
+    rk.write_dataset(rows, path, BASE, shard_records=40, append=True, progress=False)
+    sizes = [shard.bytes for shard in rk.open(path).manifest.splits["train"].shards]
+    assert sizes[0] < sizes[1]
+    monkeypatch.setattr(_whole_shards, "WHOLE_SHARD_BYTES", sizes[0])
+    records, _, built = _read(path, ["vector", "label"], monkeypatch, True, batch_size=16)
+    assert built == 0
+    assert sum(len(batch["label"]) for batch in records) == 50
+    monkeypatch.setattr(_whole_shards, "WHOLE_SHARD_BYTES", sizes[1])
+    records, _, built = _read(path, ["vector", "label"], monkeypatch, True, batch_size=16)
+    assert built == 1
+    assert sum(len(batch["label"]) for batch in records) == 50
 
 
 def _graph(read: Any) -> tuple[list[Any], dict[str, Any]]:
