@@ -19,7 +19,10 @@ after (one parse for thousands of small records, where a batch's parse costs mor
 fetching it); otherwise batch by batch. (Large records streamed from the shards by
 ``TFRecordDataset`` in the epoch's windows, gathered in the order's order, cost more CPU
 a record than the generator: TensorFlow's copies of them cost as much as Python's; see
-docs/performance-epochs.md, the training runs' measurement log.)
+docs/performance-epochs.md, the training runs' measurement log.) An epoch read in order
+is the shards' own order: a split's share of large records is streamed from its shards
+by ``TFRecordDataset`` instead, run by run, into the same batches, with the generator's
+checks and errors (:mod:`recordkit.read._tf_in_order`).
 
 A generator's position is not something ``tf.train.Checkpoint`` can save with the
 iterator; the position that resumes is :meth:`TfEpochs.state_after`, a small JSON dict
