@@ -2,7 +2,8 @@
 each bit flip in a record's data stops the read with TensorFlow's error, whose message
 begins with recordkit's, naming the shard, offset and record; nothing decodes wrong. An
 epoch read in order (its records streamed by ``TFRecordDataset``) stops with the error
-the index-driven generator gives, on a bit flip and on a shard cut short."""
+the index-driven generator gives, on a bit flip, a shard cut short and a header declaring
+more bytes than the file holds (never handed to TensorFlow, which would allocate them)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _fault_support import flip_bit, record_offsets, shard_paths, truncate, write
+from _fault_support import flip_bit, record_offsets, set_declared_length, shard_paths, truncate, write
 
 import recordkit as rk
 
@@ -121,3 +122,20 @@ def test_a_shard_cut_short_stops_the_in_order_read_as_the_generator_s_read(
     assert messages[0].startswith(f"shard {path.name}")
     assert messages[0] == messages[1]
     fault_cases.tried("tf_epochs in order, truncations")
+
+
+@pytest.mark.parametrize("streamed", [True, False])
+def test_a_hostile_length_stops_the_in_order_read_naming_the_record(
+    tmp_path: Path, fault_cases: Any, streamed: bool
+) -> None:
+    # A header declaring 2**40 bytes with a valid CRC: TensorFlow would allocate them.
+    write(tmp_path / "hostile", 30)
+    path = shard_paths(tmp_path / "hostile")[1]
+    offsets = record_offsets(path)
+    set_declared_length(path, offsets[6], 1 << 40)
+    epochs = rk.open(tmp_path / "hostile", "train").tf_epochs(4)
+    epochs._streams = streamed
+    with pytest.raises(rk.errors.CorruptRecordError) as raised:
+        list(epochs)
+    assert str(raised.value).startswith(f"shard {path.name}, offset {offsets[6]}, record 16")
+    fault_cases.tried("tf_epochs in order, hostile lengths")

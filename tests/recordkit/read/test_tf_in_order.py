@@ -1,15 +1,18 @@
 """The in-order tf.data epoch streamed from its shards by ``TFRecordDataset``
 (sdk/recordkit/read/_tf_in_order.py) gives the batches the index-driven generator gives,
 for any rank count, rank, resume point and ``drop_remainder``; its states resume on the
-generator's path and back (damaged records: tests/faults/test_tf_epoch_faults.py)."""
+generator's path and back; a record of a wrong value count is named alike on both (damaged
+records: tests/faults/test_tf_epoch_faults.py)."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
+from _writer_support import tensor_one_value_short
 
 import recordkit as rk
 from recordkit.read import _tf_in_order
@@ -165,3 +168,35 @@ def test_the_in_order_read_streams_only_a_split_s_plain_shards_of_large_records(
     assert record_runs(scattered).tolist() == [[0, 1, 1], [0, 3, 1], [1, 0, 1]]
     assert not streams_in_order(handle.tf_epochs(4).stream, record_runs(scattered))  # runs of one
     assert record_runs(np.zeros((0, 2), np.int64)).shape == (0, 3)
+
+
+@pytest.mark.parametrize("select", [None, ["embedding"]])
+@pytest.mark.parametrize("batch", [4, None])
+def test_a_record_of_a_wrong_value_count_is_named_on_both_paths(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, select: list[str] | None, batch: int | None
+) -> None:
+    schema = rk.Schema(
+        name="s",
+        fields={
+            "image": rk.FieldSpec(codec="image"),
+            "embedding": rk.FieldSpec(codec="tensor", options={"dtype": "float32", "shape": [16]}),
+        },
+    )
+    records = [
+        {"image": np.full((8 + i, 9, 3), i, np.uint8), "embedding": np.full(16, i, np.float32)}
+        for i in range(10)
+    ]
+    with tensor_one_value_short(monkeypatch, 7):
+        rk.write_dataset(records, tmp_path / "short", schema, shard_records=5, progress=False)
+    handle = rk.open(tmp_path / "short")
+    if select is not None:
+        handle = handle.select(select)
+    for streamed in (True, False):
+        epochs = handle.tf_epochs(batch, layout=rk.Layout(image_size=(8, 8)) if select is None else None)
+        epochs._streams = streamed
+        with pytest.raises(tf.errors.InvalidArgumentError) as raised:
+            list(epochs.dataset())
+        message = str(raised.value).replace("\\'", "'")
+        where = r"DecodeError: shard train-00001\.tfrecord, offset \d+, record 7, field 'embedding'"
+        assert re.search(where, message), message
+        assert "holds 60 bytes" in message  # 15 float32 values stored as bytes
