@@ -36,8 +36,9 @@ user writes today): ``tf_shuffled`` (``ds.tf`` with its file shuffle and a buffe
 1024, what a user picks today for a shuffled read), and the canonical epochs
 (``ds.tf_epochs(64, ...).dataset()``) in order, shuffled, resumed from the 4 x 2 state
 and the mixture (``tf_mixture``); ``--no-tf`` leaves them out, ``--no-torch`` the rows
-above them. The resume is timed as a rank sees it: ``tf_elastic`` is rank 0 of 2's share
-of what is left of the epoch (its pipeline built before the pass, as every other row's),
+above them; ``--only`` names the rows to time (with their baseline). The resume is timed
+as a rank sees it: ``tf_elastic`` is rank 0 of 2's share of what is left of the epoch (its
+pipeline built before the pass, as every other row's),
 against ``tf_plain_share``, the plain ``ds.tf(64)`` read of as many records (``.take``):
 a read of a quarter of the records pays its pipeline's start over fewer records, so its
 baseline is the plain read of a quarter too. ``tf_elastic_two_ranks`` reads both ranks'
@@ -119,6 +120,12 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument(
         "--no-torch", action="store_true", help="leave out the PyTorch readers (the tf.data rows alone)"
     )
+    parser.add_argument(
+        "--only",
+        default=None,
+        help="the rows to time, comma-separated (their baselines, plain and tf_plain, always run): "
+        "e.g. tf_canonical_in_order for the in-order tf.data epoch against ds.tf(64) alone",
+    )
     args = parser.parse_args(argv)
     root = Path(tempfile.mkdtemp(prefix="elastic-mix-"))
     try:
@@ -175,13 +182,14 @@ def _measure(args: argparse.Namespace, root: Path) -> dict[str, Any]:
     results: dict[str, Any] = {"records": count, "workload": args.workload, "repeats": args.repeats}
     print(f"{count} {args.workload} records, {args.repeats} repetitions (wall times vary under load)")
     if not args.no_torch:
+        contenders = _only(contenders, args.only, "plain")
         results.update(
             _compare(
                 contenders,
                 lambda _: 1,
                 "plain",
                 args.repeats,
-                also="records",
+                also="records" if "records" in contenders else None,
                 same_count={
                     "canonical": "plain_shuffled",
                     "mixture": "plain_shuffled",
@@ -192,7 +200,7 @@ def _measure(args: argparse.Namespace, root: Path) -> dict[str, Any]:
     if not args.no_tf:
         results.update(
             _compare(
-                _tf_contenders(whole, mixture, state),
+                _only(_tf_contenders(whole, mixture, state), args.only, "tf_plain"),
                 _batch_records,
                 "tf_plain",
                 args.repeats,
@@ -203,6 +211,16 @@ def _measure(args: argparse.Namespace, root: Path) -> dict[str, Any]:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(json.dumps(stamped(results), indent=2))
     return results
+
+
+def _only(
+    contenders: dict[str, Callable[[], Iterable[Any]]], only: str | None, baseline: str
+) -> dict[str, Callable[[], Iterable[Any]]]:
+    """The ``contenders`` named in ``only`` (comma-separated; None: all), with ``baseline``."""
+    if only is None:
+        return contenders
+    kept = {baseline, *only.split(",")}
+    return {name: make for name, make in contenders.items() if name in kept}
 
 
 def _tf_contenders(
@@ -294,6 +312,8 @@ def _compare(
             + ("" if also is None else f" {results[name][f'cpu_ratio_to_{also}']:>10.2f}")
         )
     for name, other in (same_count or {}).items():
+        if name not in results or other not in results:  # a row left out (--only)
+            continue
         row, base_row = results[name], results[other]
         row["same_count_baseline"] = other
         row["ratio_to_same_count"] = row["records_per_s"] / base_row["records_per_s"]

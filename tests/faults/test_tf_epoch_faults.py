@@ -1,6 +1,9 @@
 """Damaged records read through the canonical epochs in tf.data (``Dataset.tf_epochs``):
 each bit flip in a record's data stops the read with TensorFlow's error, whose message
-begins with recordkit's, naming the shard, offset and record; nothing decodes wrong."""
+begins with recordkit's, naming the shard, offset and record; nothing decodes wrong. An
+epoch read in order (its records streamed by ``TFRecordDataset``) stops with the error
+the index-driven generator gives, on a bit flip, a shard cut short and a header declaring
+more bytes than the file holds (never handed to TensorFlow, which would allocate them)."""
 
 from __future__ import annotations
 
@@ -10,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _fault_support import flip_bit, record_offsets, shard_paths, write
+from _fault_support import flip_bit, record_offsets, set_declared_length, shard_paths, truncate, write
 
 import recordkit as rk
 
@@ -64,3 +67,75 @@ def test_iterating_the_tf_epochs_raises_recordkit_s_own_error_without_a_tracebac
         assert "Traceback" not in message
         assert info.value.__suppress_context__
         fault_cases.tried("tf_epochs bit flips, iterated")
+
+
+@pytest.mark.parametrize("streamed", [True, False])
+def test_a_flipped_bit_stops_the_in_order_read_as_the_generator_s_read(
+    tmp_path: Path, fault_cases: Any, streamed: bool
+) -> None:
+    write(tmp_path / "pristine", 30)
+    rng = random.Random(SEED + 2)
+    for case in range(FLIPS):
+        root = tmp_path / f"flip{case}"
+        shutil.copytree(tmp_path / "pristine", root)
+        paths = shard_paths(root)
+        shard = rng.randrange(len(paths))
+        path = paths[shard]
+        offsets = record_offsets(path)
+        record = rng.randrange(len(offsets))
+        flip_bit(path, (offsets[record] + 12 + 2) * 8 + rng.randrange(8))  # in the record's data
+        handle = rk.open(root, "train")
+        index = sum(len(record_offsets(p)) for p in paths[:shard]) + record
+        world = 1 + case % 2
+        epochs = handle.tf_epochs(2, rank=index // 2 % world, world_size=world)  # the rank that reads it
+        epochs._streams = streamed
+        with pytest.raises(tf.errors.OpError) as info:
+            list(epochs.dataset())
+        # TensorFlow's message holds recordkit's (after a word of its own where the error
+        # comes from a function of the pipeline's, as the streamed read's does).
+        message = (
+            f"shard {path.name}, offset {offsets[record]}, record {index}: data CRC mismatch (corrupt record)"
+        )
+        assert f"CorruptRecordError: {message}\n" in info.value.message
+        with pytest.raises(rk.errors.CorruptRecordError) as raised:
+            list(epochs)
+        assert str(raised.value) == message
+        assert raised.value.__suppress_context__
+        fault_cases.tried("tf_epochs in order, bit flips")
+
+
+def test_a_shard_cut_short_stops_the_in_order_read_as_the_generator_s_read(
+    tmp_path: Path, fault_cases: Any
+) -> None:
+    write(tmp_path / "cut", 30)
+    path = shard_paths(tmp_path / "cut")[1]
+    offsets = record_offsets(path)
+    truncate(path, offsets[4] + 20)  # the shard's fifth record cut short
+    handle = rk.open(tmp_path / "cut", "train")
+    messages = []
+    for streamed in (True, False):
+        epochs = handle.tf_epochs(4)
+        epochs._streams = streamed
+        with pytest.raises(rk.errors.CorruptRecordError) as raised:
+            list(epochs)
+        messages.append(str(raised.value))
+    assert messages[0].startswith(f"shard {path.name}")
+    assert messages[0] == messages[1]
+    fault_cases.tried("tf_epochs in order, truncations")
+
+
+@pytest.mark.parametrize("streamed", [True, False])
+def test_a_hostile_length_stops_the_in_order_read_naming_the_record(
+    tmp_path: Path, fault_cases: Any, streamed: bool
+) -> None:
+    # A header declaring 2**40 bytes with a valid CRC: TensorFlow would allocate them.
+    write(tmp_path / "hostile", 30)
+    path = shard_paths(tmp_path / "hostile")[1]
+    offsets = record_offsets(path)
+    set_declared_length(path, offsets[6], 1 << 40)
+    epochs = rk.open(tmp_path / "hostile", "train").tf_epochs(4)
+    epochs._streams = streamed
+    with pytest.raises(rk.errors.CorruptRecordError) as raised:
+        list(epochs)
+    assert str(raised.value).startswith(f"shard {path.name}, offset {offsets[6]}, record 16")
+    fault_cases.tried("tf_epochs in order, hostile lengths")

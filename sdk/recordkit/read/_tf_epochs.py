@@ -19,7 +19,10 @@ after (one parse for thousands of small records, where a batch's parse costs mor
 fetching it); otherwise batch by batch. (Large records streamed from the shards by
 ``TFRecordDataset`` in the epoch's windows, gathered in the order's order, cost more CPU
 a record than the generator: TensorFlow's copies of them cost as much as Python's; see
-docs/performance-epochs.md, the training runs' measurement log.)
+docs/performance-epochs.md, the training runs' measurement log.) An epoch read in order
+is the shards' own order: a split's share of large records is streamed from its shards
+by ``TFRecordDataset`` instead, run by run, into the same batches, with the generator's
+checks and errors (:mod:`recordkit.read._tf_in_order`).
 
 A generator's position is not something ``tf.train.Checkpoint`` can save with the
 iterator; the position that resumes is :meth:`TfEpochs.state_after`, a small JSON dict
@@ -43,6 +46,7 @@ from recordkit.read._numpy_geometry import DRAWS
 from recordkit.read._options import PipelineOptions
 from recordkit.read._position import record_count
 from recordkit.read._record_parse import parses_per_record
+from recordkit.read._tf_in_order import InOrderRecords, record_runs, streams_in_order
 from recordkit.read._traced import rebatched
 from recordkit.read._whole_shards import dense_fields
 from recordkit.read._wire_checks import RecordLocator, SourcesLocator
@@ -87,6 +91,10 @@ class TfEpochs:
         #: The recordkit error that stopped the generator, kept to raise it clean in
         #: :meth:`__iter__` (TensorFlow wraps it with the generator's traceback).
         self._failure: RecordkitError | None = None
+        #: Whether an in-order epoch's records are streamed from the shards (None: where
+        #: :func:`~recordkit.read._tf_in_order.streams_in_order` says; False: the
+        #: generator, as shuffled epochs are read; the tests compare the two).
+        self._streams: bool | None = None
 
     @property
     def epoch(self) -> int:
@@ -124,10 +132,21 @@ class TfEpochs:
         ``tf.data.Dataset`` of dicts of decoded tensors (batches, or single records),
         laid out as :meth:`recordkit.Dataset.tf` lays them out. Each iteration reads
         the epoch of the moment it was made; after :meth:`set_epoch`, make it again."""
+        return self._built(streamed=self._streams)
+
+    def _built(self, *, streamed: bool | None) -> Any:
+        """:meth:`dataset`, its records streamed from the shards by ``TFRecordDataset``
+        (:mod:`recordkit.read._tf_in_order`) where ``streamed`` (None: where that read
+        applies), else fetched by the generator."""
         import tensorflow as tf
 
         groups = self._batches()
         stream = self.stream
+        runs = record_runs(np.concatenate(groups)) if groups else record_runs(np.zeros((0, 2), np.int64))
+        if streamed is None:
+            streamed = streams_in_order(stream, runs)
+        if streamed and len(runs):
+            return self._streamed(groups, runs)
         # Several batches per call of the generator: each call crosses into Python and
         # back; the graph cuts them into batches again (rebatch slices, in order), before
         # parsing them or, where every field has one shape, after decoding them.
@@ -187,6 +206,35 @@ class TfEpochs:
             locate=self._locator(),
         )
         return dataset.apply(tf.data.experimental.assert_cardinality(self._elements(groups)))
+
+    def _streamed(self, groups: list[np.ndarray], runs: np.ndarray) -> Any:
+        """:meth:`dataset` of ``groups`` (from :meth:`_batches`), their records read in
+        ``runs`` from the shards by ``TFRecordDataset`` (:mod:`recordkit.read._tf_in_order`),
+        batched as the generator's calls are cut, parsed and decoded by the same stages."""
+        import tensorflow as tf
+
+        source = InOrderRecords(self.stream, runs, self._fail).dataset()
+        crop_seed = self._layout.crop_seed if self.options.random_crop else None
+        if crop_seed is not None:  # each record's draws keyed by its place in the epoch
+            located = np.concatenate(groups)
+            draws = self.stream.epoch_draws(crop_seed, located).astype(np.float32)
+            source = tf.data.Dataset.zip((source, tf.data.Dataset.from_tensor_slices(draws)))
+        one_by_one = parses_per_record(self._layout, self.options)
+        if not one_by_one:  # the groups are whole batches but for the last: no remainder to drop
+            source = source.batch(self.options.batch_size or self.options.block_length)
+        dataset = decoded(
+            source,
+            self._layout,
+            self.options,
+            one_by_one,
+            draws_given=crop_seed is not None,
+            locate=self._locator(),
+        )
+        return dataset.apply(tf.data.experimental.assert_cardinality(self._elements(groups)))
+
+    def _fail(self, error: RecordkitError) -> None:
+        """Keep ``error``, which stops the read, for :meth:`__iter__` to raise clean."""
+        self._failure = error
 
     def _locator(self) -> RecordLocator | None:
         """Where a record holding a wrong number of values is looked for when it stops the
