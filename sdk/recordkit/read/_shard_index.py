@@ -214,6 +214,10 @@ def _counts(shards: Sequence[Shard]) -> np.ndarray | None:
     return np.asarray(counts, dtype=np.int64)
 
 
+#: Offsets :class:`_JoinedOffsets` makes room for at first.
+_JOINED_FIRST = 1024
+
+
 class _JoinedOffsets:
     """Shards' record offsets laid end to end in one array, so that the records of a batch
     over several shards (most of a shuffled read's) are looked up in one numpy gather, not
@@ -221,6 +225,8 @@ class _JoinedOffsets:
     (its record ``skip``) starts in ``offsets``, and the lowest and one past the highest
     record number a batch may ask of it (``-skip`` and its index's records less ``skip``,
     as :meth:`IndexedShards._bounds` allows); ``[0, 0, 0]``, which allows none: not joined.
+    A joined shard's index then holds a view of ``offsets`` (the same values), so the
+    offsets are not held twice.
 
     Shards are joined as batches first ask for them (under the shards' lock); a lookup
     reads ``table`` before ``offsets``, and :meth:`add` writes a shard's offsets (into a
@@ -231,18 +237,24 @@ class _JoinedOffsets:
         self.table = np.zeros((shards, 3), dtype=np.int64)
         self.joined = np.zeros(shards, dtype=bool)
         self.offsets = np.empty(0, dtype=np.int64)
+        #: Each joined index, with where its offsets start in ``offsets``.
+        self._members: list[tuple[RecordIndex, int]] = []
         self._used = 0
 
-    def add(self, shard: int, offsets: np.ndarray, skip: int) -> None:
-        """Shard ``shard``'s ``offsets`` (its index's, one more than its records) joined."""
+    def add(self, shard: int, index: RecordIndex, skip: int) -> None:
+        """Shard ``shard``'s ``index`` (its offsets, one more than its records) joined."""
         if self.joined[shard]:
             return
-        used, size = self._used, len(offsets)
+        used, size = self._used, len(index.offsets)
         if used + size > len(self.offsets):  # grown by doubling: each offset copied a few times at most
-            grown = np.empty(max(2 * len(self.offsets), used + size, 1024), dtype=np.int64)
+            grown = np.empty(max(2 * len(self.offsets), used + size, _JOINED_FIRST), dtype=np.int64)
             grown[:used] = self.offsets[:used]
+            for member, start in self._members:  # the old array freed once no lookup holds it
+                member.offsets = grown[start : start + len(member.offsets)]
             self.offsets = grown
-        self.offsets[used : used + size] = offsets
+        self.offsets[used : used + size] = index.offsets
+        index.offsets = self.offsets[used : used + size]
+        self._members.append((index, used))
         self.table[shard] = (used + skip, -skip, size - 1 - skip)
         self.joined[shard] = True
         self._used = used + size
@@ -371,7 +383,7 @@ class IndexedShards:
         indexes = [(shard, self.index(shard)) for shard in shards]  # loaded outside the lock
         with self._lock:
             for shard, index in indexes:
-                joined.add(shard, index.offsets, self.shards[shard].skip)
+                joined.add(shard, index, self.shards[shard].skip)
 
     def _bounds(self, shard: int, numbers: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Where records ``numbers`` (counted from the first read) of ``shard`` start and end."""

@@ -16,6 +16,7 @@ import recordkit as rk
 from recordkit.errors import CorruptRecordError
 from recordkit.format import _batch_parse  # private: to see which fetches are parsed as one group
 from recordkit.format._example import decode_example
+from recordkit.read import _shard_index  # private: to make the joined indexes grow often
 
 SCHEMA = rk.Schema(
     name="captions",
@@ -118,6 +119,21 @@ def test_records_of_other_fields_or_number_widths_are_parsed_a_length_at_a_time(
             assert parsed is not None
             assert parsed["caption"] == want["caption"]
             assert np.array_equal(parsed["label"][1], want["label"][1])
+
+
+def test_indexes_joined_as_they_grow_keep_their_offsets(
+    dataset: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(_shard_index, "_JOINED_FIRST", 1)  # a new, larger array at nearly every shard
+    access = rk.RandomAccess(dataset)
+    fresh = rk.RandomAccess(dataset)
+    for begin in range(0, RECORDS, 30):  # batches over two or three shards, each joining one or two
+        pairs = np.array([access.shards.locate(i) for i in range(begin, min(begin + 30, RECORDS))][::-1])
+        for (shard, number), record in zip(pairs.tolist(), access.stream(pairs), strict=True):
+            same_record(record, fresh.record(shard, number))
+    for shard in range(RECORDS // SHARD):
+        assert np.array_equal(access.shards.index(shard).offsets, fresh.shards.index(shard).offsets)
+        assert access.shards.index(shard).offsets.base is access.shards._joined.offsets  # held once
 
 
 def test_a_damaged_record_in_a_fetch_over_several_shards_is_named(tmp_path: Path) -> None:
