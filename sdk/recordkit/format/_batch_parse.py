@@ -22,7 +22,10 @@ the same whatever the path.
 
 :func:`parsed_data` does the same for records fetched by index (the shuffled batches of
 the epoch readers and of random access): each length's records joined, compared against
-the template kept for that length from earlier batches.
+the template kept for that length from earlier batches. Where the templates of a batch's
+lengths differ only in the lengths of their bytes values (one field set, captions of
+several lengths: a shuffled batch mixes more of them than an in-order one), the batch is
+parsed as one part, in its order, so that it is decoded in one call.
 
 :func:`framed_records` checks the framing of a whole file held in memory first (lengths,
 length and data CRCs; :func:`~recordkit.format._framing_check.framing_matches`): a file
@@ -33,7 +36,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Collection, Sequence
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -324,6 +327,12 @@ def parsed_data(records: Sequence[bytes], keys: Collection[str], templates: Temp
     lengths = np.fromiter(map(len, records), dtype=np.int64, count=len(records))
     parts: list[_Parsed] = []
     shared, counts = np.unique(lengths, return_counts=True)
+    if len(shared) > 1:
+        found = [templates.get(length) for length in shared.tolist()]
+        if None not in found:
+            one = _one_field_set(records, lengths, shared, cast(list[_Template], found), keys)
+            if one is not None:
+                return ParsedChunk(len(records), (one,))
     for length, count in zip(shared.tolist(), counts.tolist(), strict=True):
         template = templates.get(length)
         if template is None and count < _MIN_SHARED:
@@ -347,6 +356,75 @@ def parsed_data(records: Sequence[bytes], keys: Collection[str], templates: Temp
                 parsed = _parsed(buffer, data, starts, chosen, fresh, keys)
         parts.append(parsed)
     return ParsedChunk(len(records), tuple(parts))
+
+
+def _one_field_set(
+    records: Sequence[bytes],
+    lengths: np.ndarray,
+    shared: np.ndarray,
+    found: list[_Template],
+    keys: Collection[str],
+) -> _Parsed | None:
+    """``records`` (of the lengths ``shared``, each length's template in ``found``) parsed
+    as one part, in their order, when the templates differ only in the lengths of their
+    bytes values (the same keys, kinds and counts of values, numbers of the same widths:
+    captions of 5 and 6 digits) and every record matches its length's template; None
+    otherwise (each length is then parsed as a part of its own). Each value is sliced from
+    the records joined once, at its record's place for its template: what the records of
+    one length cost, with no part a length, no decode a part, and no record put back in
+    its place after them."""
+    first = found[0].values
+    for template in found[1:]:
+        if template.values.keys() != first.keys():
+            return None
+        for key, value in template.values.items():
+            other = first[key]
+            if value.kind is not other.kind or len(value.runs) != len(other.runs):
+                return None
+            if value.kind is not WireKind.BYTES and [w for _, w in value.runs] != [w for _, w in other.runs]:
+                return None
+    buffer = b"".join(records)
+    data = np.frombuffer(buffer, dtype=np.uint8)
+    starts = np.cumsum(lengths) - lengths
+    template_of = np.searchsorted(shared, lengths)
+    for number, template in enumerate(found):
+        chosen = np.flatnonzero(template_of == number)
+        if not bool((_gather(data, starts[chosen], template.structure) == template.signature).all()):
+            return None
+    count = len(records)
+
+    def begins(key: str, run_number: int) -> tuple[np.ndarray, np.ndarray]:
+        """Where value ``run_number`` of ``key`` begins in each record, and its width."""
+        runs = np.array([template.values[key].runs[run_number] for template in found], dtype=np.int64)
+        return starts + runs[template_of, 0], runs[template_of, 1]
+
+    columns: dict[str, Column] = {}
+    for key, value in first.items():
+        wanted = key in keys
+        if value.kind is WireKind.INT64 and value.runs:  # checked even when not wanted
+            width = value.runs[0][1]
+            run = _run(buffer, begins(key, 0)[0], width)
+            numbers, ok = _varints(run, int(np.count_nonzero(run[0] < 0x80)))
+            if not bool(ok.all()):
+                return None
+            if wanted:
+                columns[key] = (value.kind, numbers)
+        elif not wanted:
+            continue
+        elif value.kind is WireKind.FLOAT and value.runs:
+            width = value.runs[0][1]
+            floats = _run(buffer, begins(key, 0)[0], width).view("<f4").astype(np.float32, copy=False)
+            columns[key] = (value.kind, floats)
+        elif value.kind is WireKind.BYTES:
+            values = []
+            for run_number in range(len(value.runs)):
+                firsts, widths = begins(key, run_number)
+                ends = (firsts + widths).tolist()
+                values.append(list(map(buffer.__getitem__, map(slice, firsts.tolist(), ends))))
+            columns[key] = (value.kind, values)
+        else:  # an empty list of numbers
+            columns[key] = (value.kind, np.zeros((count, 0), dtype=value.kind.numpy_dtype))
+    return _Parsed(np.arange(count), np.ones(count, dtype=bool), columns)
 
 
 def _parsed(

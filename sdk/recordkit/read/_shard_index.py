@@ -214,6 +214,52 @@ def _counts(shards: Sequence[Shard]) -> np.ndarray | None:
     return np.asarray(counts, dtype=np.int64)
 
 
+#: Offsets :class:`_JoinedOffsets` makes room for at first.
+_JOINED_FIRST = 1024
+
+
+class _JoinedOffsets:
+    """Shards' record offsets laid end to end in one array, so that the records of a batch
+    over several shards (most of a shuffled read's) are looked up in one numpy gather, not
+    a pass per shard. Row ``s`` of ``table`` is shard ``s``'s: where its first record read
+    (its record ``skip``) starts in ``offsets``, and the lowest and one past the highest
+    record number a batch may ask of it (``-skip`` and its index's records less ``skip``,
+    as :meth:`IndexedShards._bounds` allows); ``[0, 0, 0]``, which allows none: not joined.
+    A joined shard's index then holds a view of ``offsets`` (the same values), so the
+    offsets are not held twice.
+
+    Shards are joined as batches first ask for them (under the shards' lock); a lookup
+    reads ``table`` before ``offsets``, and :meth:`add` writes a shard's offsets (into a
+    new, larger array when they do not fit, which replaces ``offsets``) before its row,
+    so a lookup that finds a shard joined finds its offsets too."""
+
+    def __init__(self, shards: int) -> None:
+        self.table = np.zeros((shards, 3), dtype=np.int64)
+        self.joined = np.zeros(shards, dtype=bool)
+        self.offsets = np.empty(0, dtype=np.int64)
+        #: Each joined index, with where its offsets start in ``offsets``.
+        self._members: list[tuple[RecordIndex, int]] = []
+        self._used = 0
+
+    def add(self, shard: int, index: RecordIndex, skip: int) -> None:
+        """Shard ``shard``'s ``index`` (its offsets, one more than its records) joined."""
+        if self.joined[shard]:
+            return
+        used, size = self._used, len(index.offsets)
+        if used + size > len(self.offsets):  # grown by doubling: each offset copied a few times at most
+            grown = np.empty(max(2 * len(self.offsets), used + size, _JOINED_FIRST), dtype=np.int64)
+            grown[:used] = self.offsets[:used]
+            for member, start in self._members:  # the old array freed once no lookup holds it
+                member.offsets = grown[start : start + len(member.offsets)]
+            self.offsets = grown
+        self.offsets[used : used + size] = index.offsets
+        index.offsets = self.offsets[used : used + size]
+        self._members.append((index, used))
+        self.table[shard] = (used + skip, -skip, size - 1 - skip)
+        self.joined[shard] = True
+        self._used = used + size
+
+
 class IndexedShards:
     """A split's shards, their indexes, and reads of single records by position."""
 
@@ -238,6 +284,8 @@ class IndexedShards:
         #: million shards a list would be made whole before the first read).
         self._indexes: dict[int, RecordIndex] = {}
         self._lock = threading.Lock()
+        #: The indexes looked up by batches over several shards, end to end (see :meth:`span_arrays`).
+        self._joined: _JoinedOffsets | None = None
         #: How many records the dataset reads of each shard (from the manifest, else
         #: from the indexes, loaded for it); record numbers below count from the first read.
         counts = _counts(dataset.shards)
@@ -277,15 +325,39 @@ class IndexedShards:
         self, records: Sequence[tuple[int, int]] | np.ndarray
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The shard, offset and size of each ``(shard, record)`` (:meth:`span`'s), as three
-        arrays, looked up shard by shard in the indexes' arrays (``records`` may be an
-        ``[n, 2]`` array)."""
+        arrays (``records`` may be an ``[n, 2]`` array): a batch of one shard's records in
+        its index's array, a batch over several shards in one gather over their indexes
+        joined end to end (:class:`_JoinedOffsets`)."""
         pairs = np.asarray(records, dtype=np.int64).reshape(-1, 2)
         shards, numbers = pairs[:, 0], pairs[:, 1]
         if len(pairs) and (shards == shards[0]).all():  # one shard, the usual batch: fewer steps
             starts, ends = self._bounds(int(shards[0]), numbers)
             return shards, starts, ends - starts
-        starts = np.empty(len(pairs), dtype=np.int64)
-        ends = np.empty(len(pairs), dtype=np.int64)
+        if len(pairs) == 0 or int(shards.min()) < 0 or int(shards.max()) >= len(self.shards):
+            return self._spans_shard_by_shard(shards, numbers)
+        joined = self._joined_offsets()
+        rows = joined.table[shards]
+        if bool(((numbers < rows[:, 1]) | (numbers >= rows[:, 2])).any()):
+            # A shard not joined yet (its row allows no record), or a record out of range.
+            missing = np.unique(shards[~joined.joined[shards]]).tolist()
+            if not missing:
+                return self._spans_shard_by_shard(shards, numbers)  # which raises, naming the record
+            self._join(joined, missing)
+            return self.span_arrays(pairs)
+        at = rows[:, 0] + numbers
+        offsets = joined.offsets  # read after ``table``: it holds every shard ``table`` lists
+        starts = offsets[at]
+        return shards, starts, offsets[at + 1] - starts
+
+    def _spans_shard_by_shard(
+        self, shards: np.ndarray, numbers: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """:meth:`span_arrays` a shard at a time, in each shard's own index (the first
+        record out of range raises, in the lowest shard that has one)."""
+        starts = np.empty(len(shards), dtype=np.int64)
+        ends = np.empty(len(shards), dtype=np.int64)
+        if len(shards) == 0:
+            return shards, starts, ends
         low, high = int(shards.min()), int(shards.max())
         # The batch's shards: counted over their span when it is short (np.unique sorts,
         # which cost more than the rest of finding a batch's records).
@@ -294,6 +366,24 @@ class IndexedShards:
             where = shards == shard
             starts[where], ends[where] = self._bounds(shard, numbers[where])
         return shards, starts, ends - starts
+
+    def _joined_offsets(self) -> _JoinedOffsets:
+        """The offsets of the indexes that batches over several shards have looked up,
+        laid end to end (made on the first such batch)."""
+        joined = self._joined
+        if joined is None:
+            with self._lock:
+                if self._joined is None:
+                    self._joined = _JoinedOffsets(len(self.shards))
+                joined = self._joined
+        return joined
+
+    def _join(self, joined: _JoinedOffsets, shards: list[int]) -> None:
+        """The indexes of ``shards`` loaded and joined to ``joined``."""
+        indexes = [(shard, self.index(shard)) for shard in shards]  # loaded outside the lock
+        with self._lock:
+            for shard, index in indexes:
+                joined.add(shard, index, self.shards[shard].skip)
 
     def _bounds(self, shard: int, numbers: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Where records ``numbers`` (counted from the first read) of ``shard`` start and end."""

@@ -1,0 +1,188 @@
+"""Records read in a shuffled order (sdk/recordkit/read/_random_access.py ``stream``): a
+fetch over several shards looked up in one step (``IndexedShards.span_arrays`` over the
+indexes joined end to end), records of one field set whose captions differ in length
+parsed and decoded as one group (``parsed_data``), and the records handed back as asked,
+each exactly as read alone; a damaged or missing record is refused naming it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+import recordkit as rk
+from recordkit.errors import CorruptRecordError
+from recordkit.format import _batch_parse  # private: to see which fetches are parsed as one group
+from recordkit.format._example import decode_example
+from recordkit.read import _shard_index  # private: to make the joined indexes grow often
+
+SCHEMA = rk.Schema(
+    name="captions",
+    fields={
+        "caption": rk.FieldSpec(codec="text"),
+        "label": rk.FieldSpec(codec="label", options={"num_classes": 10}),
+        "score": rk.FieldSpec(codec="scalar", options={"dtype": "float32"}),
+    },
+)
+RECORDS = 120
+SHARD = 25
+
+
+def rows(count: int) -> list[dict[str, Any]]:
+    """Captions of three lengths (records of three lengths, every one of one field set)."""
+    return [
+        {"caption": f"record {i}" + "!" * (i % 3), "label": i % 10, "score": float(np.float32(i / 8))}
+        for i in range(100, 100 + count)
+    ]
+
+
+@pytest.fixture(scope="module")
+def dataset(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("shuffled") / "data"
+    rk.write_dataset(rows(RECORDS), SCHEMA, path, shard_records=SHARD, progress=False)
+    return path
+
+
+def shuffled_pairs(access: rk.RandomAccess, seed: int) -> np.ndarray:
+    """Every record as ``(shard, record)`` rows in a shuffled order, with some asked twice."""
+    order = np.random.default_rng(seed).permutation(len(access))
+    order = np.concatenate([order, order[:7]])
+    return np.array([access.shards.locate(int(i)) for i in order], dtype=np.int64)
+
+
+def same_record(got: dict[str, Any], want: dict[str, Any]) -> None:
+    assert list(got) == list(want)
+    for name, value in want.items():
+        assert type(got[name]) is type(value), name
+        if isinstance(value, np.ndarray):
+            assert got[name].dtype == value.dtype, name
+            assert got[name].shape == value.shape, name
+            assert np.array_equal(got[name], value), name
+        else:
+            assert got[name] == value, name
+
+
+@pytest.mark.parametrize("prefetch", [64, 5])
+def test_records_come_in_the_order_asked_across_shards_as_each_reads_alone(
+    dataset: Path, prefetch: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    access = rk.RandomAccess(dataset)
+    pairs = shuffled_pairs(access, seed=prefetch)
+    one_group = []
+    found = _batch_parse._one_field_set
+    monkeypatch.setattr(
+        _batch_parse, "_one_field_set", lambda *args: one_group.append(found(*args)) or one_group[-1]
+    )
+    for _ in range(2):  # the first read keeps each length's template, the second uses them all
+        got = list(access.stream(pairs, prefetch=prefetch))
+        assert len(got) == len(pairs)
+        for (shard, number), record in zip(pairs.tolist(), got, strict=True):
+            same_record(record, access.record(shard, number))
+    assert any(part is not None for part in one_group)  # fetches of several lengths parsed as one
+
+
+def test_a_fetch_of_several_caption_lengths_is_parsed_as_one_group_as_protobuf_parses_it() -> None:
+    records = [_example(r) for r in rows(40)]
+    lengths = {len(r) for r in records}
+    assert len(lengths) == 3
+    templates: _batch_parse.Templates = {}
+    keys = {"caption", "label", "score"}
+    first = _batch_parse.parsed_data(records, keys, templates)
+    assert len(first.parts) == 3  # each length against its own template, made and kept
+    chunk = _batch_parse.parsed_data(records[::-1], keys, templates)
+    assert len(chunk.parts) == 1
+    assert chunk.columns is not None
+    for record, parsed in zip(records[::-1], chunk.examples(), strict=True):
+        want = decode_example(record)
+        assert parsed is not None
+        assert set(parsed) == keys
+        assert parsed["caption"] == want["caption"]
+        for key in ("label", "score"):
+            assert parsed[key][0] is want[key][0]
+            assert parsed[key][1].dtype == want[key][1].dtype
+            assert np.array_equal(parsed[key][1], want[key][1])
+
+
+def test_records_of_other_fields_or_number_widths_are_parsed_a_length_at_a_time() -> None:
+    plain = [_example({"caption": "x" * (1 + i % 2), "label": 3}) for i in range(16)]
+    wide = [_example({"caption": "y" * (3 + i % 2), "label": 300}) for i in range(16)]  # a 2-byte varint
+    other = [_example({"caption": "z" * (5 + i % 2), "label": 3, "extra": 1}) for i in range(16)]
+    for records in (plain + wide, plain + other):
+        templates: _batch_parse.Templates = {}
+        _batch_parse.parsed_data(records, {"caption", "label"}, templates)
+        chunk = _batch_parse.parsed_data(records, {"caption", "label"}, templates)
+        assert len(chunk.parts) == 4
+        for record, parsed in zip(records, chunk.examples(), strict=True):
+            want = decode_example(record)
+            assert parsed is not None
+            assert parsed["caption"] == want["caption"]
+            assert np.array_equal(parsed["label"][1], want["label"][1])
+
+
+def test_indexes_joined_as_they_grow_keep_their_offsets(
+    dataset: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(_shard_index, "_JOINED_FIRST", 1)  # a new, larger array at nearly every shard
+    access = rk.RandomAccess(dataset)
+    fresh = rk.RandomAccess(dataset)
+    for begin in range(0, RECORDS, 30):  # batches over two or three shards, each joining one or two
+        pairs = np.array([access.shards.locate(i) for i in range(begin, min(begin + 30, RECORDS))][::-1])
+        for (shard, number), record in zip(pairs.tolist(), access.stream(pairs), strict=True):
+            same_record(record, fresh.record(shard, number))
+    for shard in range(RECORDS // SHARD):
+        assert np.array_equal(access.shards.index(shard).offsets, fresh.shards.index(shard).offsets)
+        assert access.shards.index(shard).offsets.base is access.shards._joined.offsets  # held once
+
+
+def test_a_damaged_record_in_a_fetch_over_several_shards_is_named(tmp_path: Path) -> None:
+    path = tmp_path / "data"
+    rk.write_dataset(rows(RECORDS), SCHEMA, path, shard_records=SHARD, progress=False)
+    shard = path / "train-00002.tfrecord"
+    data = bytearray(shard.read_bytes())
+    data[-3] ^= 0xFF  # the data CRC of the shard's last record: record 74
+    shard.write_bytes(bytes(data))
+    access = rk.RandomAccess(path)
+    pairs = np.array([(0, 3), (4, 1), (2, 24), (1, 7)], dtype=np.int64)
+    stream = access.stream(pairs)
+    same_record(next(stream), access.record(0, 3))
+    same_record(next(stream), access.record(4, 1))  # the records before it, then the error
+    with pytest.raises(CorruptRecordError, match=r"shard train-00002\.tfrecord.*record 74"):
+        next(stream)
+
+
+def test_a_record_out_of_range_in_a_fetch_over_several_shards_is_named(dataset: Path) -> None:
+    access = rk.RandomAccess(dataset)
+    list(access.stream(np.array([(0, 1), (3, 2)], dtype=np.int64)))  # shards 0 and 3 joined
+    for pairs in ([(0, 1), (3, 2), (3, SHARD)], [(1, 1), (3, -1), (0, 0)]):
+        with pytest.raises(IndexError, match=r"record -?\d+ is out of range for shard train-00003"):
+            list(access.stream(np.array(pairs, dtype=np.int64)))
+
+
+def test_a_slice_of_a_split_reads_its_records_across_shards(dataset: Path) -> None:
+    whole = rk.RandomAccess(dataset)
+    sliced = rk.open(dataset, "train[13:97]")._random_access()
+    order = np.random.default_rng(4).permutation(len(sliced))
+    got = sliced[order.tolist()]
+    for i, record in zip(order.tolist(), got, strict=True):
+        same_record(record, whole[13 + i])
+    spans = sliced.shards.span_arrays([sliced.shards.locate(int(i)) for i in order])
+    alone = [sliced.shards.span(*sliced.shards.locate(int(i))) for i in order]
+    assert spans[1].tolist() == [offset for offset, _ in alone]
+    assert spans[2].tolist() == [size for _, size in alone]
+
+
+def _example(row: dict[str, Any]) -> bytes:
+    """``row`` as a serialized Example: text as one bytes value, numbers as int64."""
+    import tensorflow as tf
+
+    feature = {
+        key: tf.train.Feature(bytes_list=tf.train.BytesList(value=[value.encode()]))
+        if isinstance(value, str)
+        else tf.train.Feature(float_list=tf.train.FloatList(value=[value]))
+        if isinstance(value, float)
+        else tf.train.Feature(int64_list=tf.train.Int64List(value=[value]))
+        for key, value in row.items()
+    }
+    return tf.train.Example(features=tf.train.Features(feature=feature)).SerializeToString(deterministic=True)
