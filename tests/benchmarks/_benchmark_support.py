@@ -30,6 +30,12 @@ class ScriptRun:
     label: str
     script: str
     args: tuple[str, ...]
+    #: Modules the script needs: without one, it does not run and its tests skip.
+    needs: tuple[str, ...] = ()
+
+    def missing(self) -> list[str]:
+        """The modules it needs that are not installed (found, not imported)."""
+        return [module for module in self.needs if not _importable(module)]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -47,9 +53,9 @@ SCRIPTS: dict[str, ScriptRun] = {}
 def script_run(script: str, *args: str, label: str | None = None, needs: tuple[str, ...] = ()) -> ScriptRun:
     """Declare that ``benchmarks/<script>`` runs with ``args`` (labelled ``label``, by
     default the script's name), for the ``benchmark_scripts`` fixture; not run when one
-    of the modules it ``needs`` is missing (its test skips then)."""
-    run = ScriptRun(label or Path(script).stem, script, args)
-    if all(_importable(module) for module in needs):
+    of the modules it ``needs`` is missing (its tests skip then, without importing them)."""
+    run = ScriptRun(label or Path(script).stem, script, args, needs)
+    if not run.missing():
         assert SCRIPTS.setdefault(run.label, run) == run, f"two command lines labelled {run.label!r}"
     return run
 

@@ -71,7 +71,8 @@ def _run(runs: list[ScriptRun], folder: Path) -> None:
 @pytest.fixture(scope="session")
 def benchmark_scripts(tmp_path_factory: pytest.TempPathFactory) -> Callable[[ScriptRun], ScriptResult]:
     """What a declared command line printed and wrote, after checking that it exited 0
-    (else the end of its stderr is the failure's message)."""
+    (else the end of its stderr is the failure's message); the test skips when the
+    script needs a module that is not installed."""
     if os.environ.get("PYTEST_XDIST_WORKER"):
         folder = tmp_path_factory.getbasetemp().parent / "benchmark-scripts"
         folder.mkdir(exist_ok=True)
@@ -79,6 +80,8 @@ def benchmark_scripts(tmp_path_factory: pytest.TempPathFactory) -> Callable[[Scr
         folder = tmp_path_factory.mktemp("benchmark-scripts")
 
     def result(run: ScriptRun) -> ScriptResult:
+        if run.missing():
+            pytest.skip(f"{run.script} needs {', '.join(run.missing())}")
         out = folder / run.label
         with _locked(folder / "lock"):
             if not out.exists():

@@ -20,7 +20,6 @@ RUN = script_run(
 def test_the_elastic_and_mixture_benchmark_runs(
     benchmark_scripts: Callable[[ScriptRun], ScriptResult],
 ) -> None:
-    pytest.importorskip("torch")
     results = json.loads((benchmark_scripts(RUN).out / "elastic.json").read_text())
     assert_measured_commit(results)
     for name in (

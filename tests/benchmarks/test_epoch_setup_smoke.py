@@ -20,7 +20,6 @@ RUN = script_run(
 def test_the_epoch_setup_benchmark_runs_a_and_b(
     benchmark_scripts: Callable[[ScriptRun], ScriptResult],
 ) -> None:
-    pytest.importorskip("torch")
     results = json.loads((benchmark_scripts(RUN).out / "setup.json").read_text())
     assert_measured_commit(results)
     assert results["one reader, whole epoch"]["pairs"] == 3000

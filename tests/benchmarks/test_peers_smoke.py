@@ -26,7 +26,6 @@ RUN = script_run(
 def test_the_peer_benchmark_runs_recordkit_on_every_task(
     benchmark_scripts: Callable[[ScriptRun], ScriptResult],
 ) -> None:
-    pytest.importorskip("torch")
     done = benchmark_scripts(RUN)
     results = json.loads((done.out / "peers.json").read_text())
     assert_measured_commit(results)

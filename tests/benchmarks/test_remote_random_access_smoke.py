@@ -20,10 +20,6 @@ RUN = script_run(
 def test_the_remote_random_access_benchmark_runs(
     benchmark_scripts: Callable[[ScriptRun], ScriptResult],
 ) -> None:
-    pytest.importorskip("s3fs")
-    pytest.importorskip("gcsfs")
-    pytest.importorskip("moto.server")
-    pytest.importorskip("gcp_storage_emulator")
     results = json.loads((benchmark_scripts(RUN).out / "remote.json").read_text())
     assert_measured_commit(results)
     for store in ("local", "s3", "gs"):
