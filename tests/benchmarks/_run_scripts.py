@@ -10,7 +10,7 @@ the CPU time of a smoke test run at its tiny size. RUNS.json is a list of
 last three paths this writes; a script that fails has its traceback in its stderr file
 and does not stop the scripts after it. The environment, the working directory and
 ``sys.argv`` are put back after each script (remote.py sets its servers' addresses in
-the environment).
+the environment); a script that runs for more than 10 minutes fails with a TimeoutError.
 """
 
 from __future__ import annotations
@@ -19,12 +19,19 @@ import json
 import os
 import resource
 import runpy
+import signal
 import sys
 import time
 import traceback
 from pathlib import Path
 
 BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
+#: Seconds one script may run (what the smoke tests gave each script's own process).
+SCRIPT_TIMEOUT = 600
+
+
+def _timed_out(signum: int, frame: object) -> None:
+    raise TimeoutError(f"the script ran for more than {SCRIPT_TIMEOUT} s")
 
 
 def run_one(script: str, args: list[str], stdout: Path, stderr: Path) -> int:
@@ -39,6 +46,8 @@ def run_one(script: str, args: list[str], stdout: Path, stderr: Path) -> int:
         code = 0
         try:
             sys.argv = [str(BENCHMARKS / script), *args]
+            signal.signal(signal.SIGALRM, _timed_out)
+            signal.alarm(SCRIPT_TIMEOUT)
             runpy.run_path(str(BENCHMARKS / script), run_name="__main__")
         except SystemExit as exc:
             code = exc.code if isinstance(exc.code, int) else 0 if exc.code is None else 1
@@ -46,6 +55,7 @@ def run_one(script: str, args: list[str], stdout: Path, stderr: Path) -> int:
             traceback.print_exc()
             code = 1
         finally:
+            signal.alarm(0)
             sys.stdout.flush()
             sys.stderr.flush()
             os.dup2(saved[0], 1)
