@@ -6,7 +6,6 @@ and reads what it printed and wrote through the ``benchmark_scripts`` fixture
 (tests/benchmarks/conftest.py): every command line declared by the collected test
 modules runs in one process (``_run_scripts.py``), which imports TensorFlow once for all
 of them. At their tiny sizes that import was most of each test's CPU time.
-:func:`run_benchmark` still runs one script in a process of its own.
 """
 
 from __future__ import annotations
@@ -15,7 +14,6 @@ import dataclasses
 import importlib.util
 import os
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -65,23 +63,6 @@ def _importable(module: str) -> bool:
         return importlib.util.find_spec(module) is not None
     except ModuleNotFoundError:  # its parent package is missing
         return False
-
-
-def run_benchmark(script: str, *args: str) -> subprocess.CompletedProcess[str]:
-    """Run ``benchmarks/<script>`` with ``args`` in a process of its own; its completed
-    process, after checking that it exited 0 (else the end of its stderr is the failure's
-    message)."""
-    done = subprocess.run(
-        [sys.executable, str(ROOT / "benchmarks" / script), *args],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-        env=benchmark_environment(),
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    return done
 
 
 def benchmark_environment() -> dict[str, str]:
