@@ -146,6 +146,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--records", type=int, default=1500)
     parser.add_argument("--work", type=Path, required=True, help="an empty folder to write into")
     parser.add_argument("--workers", default="0,1,2", help="DataLoader worker counts (default 0,1,2)")
+    parser.add_argument(
+        "--random-indices",
+        type=int,
+        default=RANDOM_INDICES,
+        help=f"random indices read, one at a time and in batches (default {RANDOM_INDICES})",
+    )
     args = parser.parse_args(argv)
     import torch.utils.data
 
@@ -177,7 +183,7 @@ def main(argv: list[str] | None = None) -> int:
     if hasattr(peer, "thread_loader"):  # a loader of threads in this process, where there is one
         out["thread_loader"] = timed(lambda: peer.thread_loader(args.work, BATCH))
     rng = np.random.default_rng(0)
-    indices = rng.integers(0, args.records, size=RANDOM_INDICES).tolist()
+    indices = rng.integers(0, args.records, size=args.random_indices).tolist()
     out["random_1"] = timed(lambda: peer.random(args.work, indices, 1))
     out["random_64"] = timed(lambda: peer.random(args.work, indices, BATCH))
     print(json.dumps(out))

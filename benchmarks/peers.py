@@ -29,6 +29,7 @@ if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks._peer_adapters import CONTENDERS
+from benchmarks._peer_child import RANDOM_INDICES
 from benchmarks._provenance import stamped
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -72,7 +73,9 @@ def venv_python(peer: str, venvs: Path) -> Path:
     return python
 
 
-def run_child(python: Path, contender: str, records: int, work: Path) -> dict[str, Any]:
+def run_child(
+    python: Path, contender: str, records: int, work: Path, random_indices: int = RANDOM_INDICES
+) -> dict[str, Any]:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
     done = subprocess.run(
         [
@@ -85,6 +88,8 @@ def run_child(python: Path, contender: str, records: int, work: Path) -> dict[st
             str(records),
             "--work",
             str(work),
+            "--random-indices",
+            str(random_indices),
         ],
         check=True,
         capture_output=True,
@@ -143,6 +148,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--peers", default=",".join(PEER_PACKAGES), help="comma-separated peers")
     parser.add_argument("--no-peers", action="store_true", help="recordkit alone (the smoke test)")
+    parser.add_argument(
+        "--random-indices",
+        type=int,
+        default=RANDOM_INDICES,
+        help=f"random indices each contender reads, one at a time and in batches (default {RANDOM_INDICES})",
+    )
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "out", help="where the report goes")
     parser.add_argument(
         "--venvs",
@@ -162,7 +173,9 @@ def main(argv: list[str] | None = None) -> int:
         one: dict[str, dict[str, Any]] = {}
         for name in order:
             with tempfile.TemporaryDirectory(prefix=f"rk-peers-{name}-") as work:
-                one[name] = run_child(pythons[name], name, args.records, Path(work) / "data")
+                one[name] = run_child(
+                    pythons[name], name, args.records, Path(work) / "data", args.random_indices
+                )
         rounds.append({name: one[name] for name in pythons})
         print(
             f"round {number + 1}: "

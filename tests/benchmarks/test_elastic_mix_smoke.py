@@ -4,20 +4,23 @@ the records it should; never how fast (those figures come from a quiet machine).
 from __future__ import annotations
 
 import json
-from pathlib import Path
+from collections.abc import Callable
 
 import pytest
-from _benchmark_support import assert_measured_commit, run_benchmark
+from _benchmark_support import ScriptResult, ScriptRun, assert_measured_commit, script_run
+
+RUN = script_run(
+    "elastic_mix.py",
+    *("--records", "40", "--shard-records", "7", "--repeats", "1", "--out", "{out}/elastic.json"),
+    needs=("torch",),
+)
 
 
 @pytest.mark.slow
-def test_the_elastic_and_mixture_benchmark_runs(tmp_path: Path) -> None:
-    pytest.importorskip("torch")
-    out = tmp_path / "elastic.json"
-    run_benchmark(
-        "elastic_mix.py", "--records", "40", "--shard-records", "7", "--repeats", "1", "--out", str(out)
-    )
-    results = json.loads(out.read_text())
+def test_the_elastic_and_mixture_benchmark_runs(
+    benchmark_scripts: Callable[[ScriptRun], ScriptResult],
+) -> None:
+    results = json.loads((benchmark_scripts(RUN).out / "elastic.json").read_text())
     assert_measured_commit(results)
     for name in (
         "plain",

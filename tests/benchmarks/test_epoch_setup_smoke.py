@@ -5,21 +5,22 @@ records they should; never how fast (those figures come from a quiet machine).""
 from __future__ import annotations
 
 import json
-from pathlib import Path
+from collections.abc import Callable
 
 import pytest
-from _benchmark_support import ROOT, assert_measured_commit, run_benchmark
+from _benchmark_support import ROOT, ScriptResult, ScriptRun, assert_measured_commit, script_run
+
+RUN = script_run(
+    "epoch_setup.py", "--records", "3000", "--rounds", "1", "--passes", "1", "--base", str(ROOT),
+    "--out", "{out}/setup.json", needs=("torch",),
+)  # fmt: skip
 
 
 @pytest.mark.slow
-def test_the_epoch_setup_benchmark_runs_a_and_b(tmp_path: Path) -> None:
-    pytest.importorskip("torch")
-    out = tmp_path / "setup.json"
-    run_benchmark(
-        "epoch_setup.py", "--records", "3000", "--rounds", "1", "--passes", "1", "--base", str(ROOT),
-        "--out", str(out),
-    )  # fmt: skip
-    results = json.loads(out.read_text())
+def test_the_epoch_setup_benchmark_runs_a_and_b(
+    benchmark_scripts: Callable[[ScriptRun], ScriptResult],
+) -> None:
+    results = json.loads((benchmark_scripts(RUN).out / "setup.json").read_text())
     assert_measured_commit(results)
     assert results["one reader, whole epoch"]["pairs"] == 3000
     assert results["worker 0 of 2, rank 0 of 4"]["pairs"] < 3000

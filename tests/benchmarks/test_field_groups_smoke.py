@@ -7,14 +7,19 @@ figures come from a quiet machine)."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 
 import pytest
-from _benchmark_support import assert_measured_commit, run_benchmark
+from _benchmark_support import ScriptResult, ScriptRun, assert_measured_commit, script_run
+
+RUN = script_run("field_groups.py", "--records", "6", "12", "--repeats", "1")
 
 
 @pytest.mark.slow
-def test_the_field_groups_benchmark_runs_at_each_size_it_is_given() -> None:
-    done = run_benchmark("field_groups.py", "--records", "6", "12", "--repeats", "1")
+def test_the_field_groups_benchmark_runs_at_each_size_it_is_given(
+    benchmark_scripts: Callable[[ScriptRun], ScriptResult],
+) -> None:
+    done = benchmark_scripts(RUN)
     results = json.loads(done.stdout[done.stdout.index("{") :])
     assert_measured_commit(results)
     runs = results["runs"]

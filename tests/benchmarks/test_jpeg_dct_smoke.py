@@ -4,13 +4,19 @@ and in the numpy reader's decoder, every pass printed, with the PSNRs; never how
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
-from _benchmark_support import run_benchmark
+from _benchmark_support import ScriptResult, ScriptRun, script_run
+
+RUN = script_run("jpeg_dct.py", "--images", "4", "--passes", "2")
 
 
 @pytest.mark.slow
-def test_the_jpeg_dct_benchmark_times_both_dcts_and_gives_their_psnr() -> None:
-    done = run_benchmark("jpeg_dct.py", "--images", "4", "--passes", "2")
+def test_the_jpeg_dct_benchmark_times_both_dcts_and_gives_their_psnr(
+    benchmark_scripts: Callable[[ScriptRun], ScriptResult],
+) -> None:
+    done = benchmark_scripts(RUN)
     timings, quality = done.stdout.split("\n\n")
     rows = [line.split(" | ")[0].lstrip("| ") for line in timings.splitlines()[3:]]
     assert rows == [

@@ -4,13 +4,17 @@ fast (those figures come from a quiet machine)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
-from _benchmark_support import run_benchmark
+from _benchmark_support import ScriptResult, ScriptRun, script_run
+
+RUN = script_run("numpy_jpeg.py", "--records", "8", "--passes", "1")
 
 
 @pytest.mark.slow
-def test_the_numpy_jpeg_benchmark_runs() -> None:
-    done = run_benchmark("numpy_jpeg.py", "--records", "8", "--passes", "1")
+def test_the_numpy_jpeg_benchmark_runs(benchmark_scripts: Callable[[ScriptRun], ScriptResult]) -> None:
+    done = benchmark_scripts(RUN)
     readers, alone = done.stdout.split("\n\n")
     rows = [(line[:26].strip(), line[27:37].strip()) for line in readers.splitlines()[1:]]
     expected = [

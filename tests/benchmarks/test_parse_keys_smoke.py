@@ -3,8 +3,10 @@ and reported; never how fast (those figures come from a quiet machine)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
-from _benchmark_support import run_benchmark
+from _benchmark_support import ScriptResult, ScriptRun, script_run
 
 CASES = (
     "current layout, 10 keys",
@@ -22,11 +24,12 @@ CASES = (
 )
 
 
+RUN = script_run("parse_keys.py", "--records", "12", "--passes", "1", "--repeats", "1", "--batch", "4")
+
+
 @pytest.mark.slow
-def test_the_parse_keys_benchmark_runs() -> None:
-    done = run_benchmark(
-        "parse_keys.py", "--records", "12", "--passes", "1", "--repeats", "1", "--batch", "4"
-    )
+def test_the_parse_keys_benchmark_runs(benchmark_scripts: Callable[[ScriptRun], ScriptResult]) -> None:
+    done = benchmark_scripts(RUN)
     rows = {line[:38].strip(): line for line in done.stdout.splitlines()[1:]}
     assert set(rows) == set(CASES)
     assert rows["raw TFRecordDataset"][38:].split()[3] == "1.00x"  # rate, best, CPU, ratio, runs

@@ -5,10 +5,10 @@ from a quiet machine)."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
+from collections.abc import Callable
 
 import pytest
-from _benchmark_support import assert_measured_commit, run_benchmark
+from _benchmark_support import ScriptResult, ScriptRun, assert_measured_commit, script_run
 
 CASES = {
     "raw TFRecordDataset",
@@ -27,13 +27,22 @@ CASES = {
 }
 
 
+RUN = script_run(
+    "parse_options.py", "--records", "12", "--passes", "2", "--batch", "4", "--json", "{out}/parse.json"
+)
+REPEATED = script_run(
+    *("parse_options.py", "--records", "8", "--passes", "1", "--batch", "4", "--repeat", "3"),
+    *("--json", "{out}/parse.json"),
+    label="parse_options --repeat",
+)
+
+
 @pytest.mark.slow
-def test_the_parse_options_benchmark_runs_every_case(tmp_path: Path) -> None:
-    out = tmp_path / "parse.json"
-    done = run_benchmark(
-        "parse_options.py", "--records", "12", "--passes", "2", "--batch", "4", "--json", str(out)
-    )
-    results = json.loads(out.read_text())
+def test_the_parse_options_benchmark_runs_every_case(
+    benchmark_scripts: Callable[[ScriptRun], ScriptResult],
+) -> None:
+    done = benchmark_scripts(RUN)
+    results = json.loads((done.out / "parse.json").read_text())
     assert_measured_commit(results)
     assert set(results["cases"]) == CASES
     assert all(len(times["wall"]) == len(times["cpu"]) == 2 for times in results["cases"].values())
@@ -42,10 +51,9 @@ def test_the_parse_options_benchmark_runs_every_case(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-def test_a_repeated_read_times_the_tf_record_dataset_cases_only(tmp_path: Path) -> None:
-    out = tmp_path / "parse.json"
-    args = ("--records", "8", "--passes", "1", "--batch", "4", "--repeat", "3", "--json", str(out))
-    run_benchmark("parse_options.py", *args)
-    results = json.loads(out.read_text())
+def test_a_repeated_read_times_the_tf_record_dataset_cases_only(
+    benchmark_scripts: Callable[[ScriptRun], ScriptResult],
+) -> None:
+    results = json.loads((benchmark_scripts(REPEATED).out / "parse.json").read_text())
     assert results["repeat"] == 3
     assert set(results["cases"]) == {name for name in CASES if not name.startswith(("(a2)", "(d)"))}

@@ -5,19 +5,19 @@ from __future__ import annotations
 
 import importlib.util
 import json
-from pathlib import Path
+from collections.abc import Callable
 
 import pytest
-from _benchmark_support import assert_measured_commit, run_benchmark
+from _benchmark_support import ScriptResult, ScriptRun, assert_measured_commit, script_run
+
+RUN = script_run(
+    "random_access.py", "--records", "12", "--repeats", "1", "--no-tensorflow", "--out", "{out}/ra.json"
+)
 
 
 @pytest.mark.slow
-def test_the_random_access_benchmark_runs(tmp_path: Path) -> None:
-    out = tmp_path / "ra.json"
-    run_benchmark(
-        "random_access.py", "--records", "12", "--repeats", "1", "--no-tensorflow", "--out", str(out)
-    )
-    results = json.loads(out.read_text())
+def test_the_random_access_benchmark_runs(benchmark_scripts: Callable[[ScriptRun], ScriptResult]) -> None:
+    results = json.loads((benchmark_scripts(RUN).out / "ra.json").read_text())
     assert_measured_commit(results)
     assert results["records"] == 12
     assert results["iter_records"]["records"] == 12

@@ -5,21 +5,22 @@ servers, reads every record it should, and counts the S3 requests; never how fas
 from __future__ import annotations
 
 import json
-from pathlib import Path
+from collections.abc import Callable
 
 import pytest
-from _benchmark_support import assert_measured_commit, run_benchmark
+from _benchmark_support import ScriptResult, ScriptRun, assert_measured_commit, script_run
+
+RUN = script_run(
+    *("remote.py", "--records", "12", "--repeats", "1", "--random-access-only", "--out", "{out}/remote.json"),
+    needs=("s3fs", "gcsfs", "moto.server", "gcp_storage_emulator"),
+)
 
 
 @pytest.mark.slow
-def test_the_remote_random_access_benchmark_runs(tmp_path: Path) -> None:
-    pytest.importorskip("s3fs")
-    pytest.importorskip("gcsfs")
-    pytest.importorskip("moto.server")
-    pytest.importorskip("gcp_storage_emulator")
-    out = tmp_path / "remote.json"
-    run_benchmark("remote.py", "--records", "12", "--repeats", "1", "--random-access-only", "--out", str(out))
-    results = json.loads(out.read_text())
+def test_the_remote_random_access_benchmark_runs(
+    benchmark_scripts: Callable[[ScriptRun], ScriptResult],
+) -> None:
+    results = json.loads((benchmark_scripts(RUN).out / "remote.json").read_text())
     assert_measured_commit(results)
     for store in ("local", "s3", "gs"):
         assert results[store]["random_access_1"]["records"] == 12

@@ -8,25 +8,29 @@ from __future__ import annotations
 
 import csv
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from _benchmark_support import assert_measured_commit, run_benchmark
+from _benchmark_support import ScriptResult, ScriptRun, assert_measured_commit, script_run
 
 from benchmarks import scale
 
+RUN = script_run(
+    "scale.py",
+    *("--root", "{out}/data", "--out", "{out}/scale.json", "--repeats", "1"),
+    *("--shards", "3", "--records", "2", "--csv", "{out}/scale.csv", "--markdown", "{out}/scale.md"),
+    *("--verify-mb", "1", "--verify-total-mb", "2"),
+)
+
 
 @pytest.mark.slow
-def test_the_scale_benchmark_runs_every_operation_and_keeps_every_repetition(tmp_path: Path) -> None:
-    out = tmp_path / "scale.json"
-    table = tmp_path / "scale.md"
-    run_benchmark(
-        "scale.py",
-        *("--root", str(tmp_path / "data"), "--out", str(out), "--repeats", "1"),
-        *("--shards", "3", "--records", "2", "--csv", str(tmp_path / "scale.csv"), "--markdown", str(table)),
-        *("--verify-mb", "1", "--verify-total-mb", "2"),
-    )
-    results = json.loads(out.read_text())
+def test_the_scale_benchmark_runs_every_operation_and_keeps_every_repetition(
+    benchmark_scripts: Callable[[ScriptRun], ScriptResult],
+) -> None:
+    out = benchmark_scripts(RUN).out
+    table = out / "scale.md"
+    results = json.loads((out / "scale.json").read_text())
     assert_measured_commit(results)
     row = results["shards"]["3"]
     assert row["manifest_bytes"] > 0
@@ -37,7 +41,7 @@ def test_the_scale_benchmark_runs_every_operation_and_keeps_every_repetition(tmp
         assert len(seconds["values"]) == 1
         assert seconds["min"] == seconds["median"] == seconds["values"][0] > 0
     assert set(results["records"]["2"]) >= {"open_first", "last_random", "verify_1"}
-    with (tmp_path / "scale.csv").open() as written:
+    with (out / "scale.csv").open() as written:
         rows = list(csv.DictReader(written))
     assert {r["op"] for r in rows} >= {"open_first", "append", "verify_2_threads"}
     assert "| 3 |" in table.read_text()

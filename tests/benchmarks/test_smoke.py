@@ -11,24 +11,26 @@ from __future__ import annotations
 import importlib.util
 import json
 import math
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
-from _benchmark_support import run_benchmark
+from _benchmark_support import ScriptResult, ScriptRun, script_run
 
 HAVE_TFDS = importlib.util.find_spec("tensorflow_datasets") is not None
 HAVE_MATPLOTLIB = importlib.util.find_spec("matplotlib") is not None
 
 pytestmark = pytest.mark.slow
 
+RUN = script_run("run.py", "--size", "toy", "--out", "{out}")
+
 
 @pytest.fixture(scope="module")
-def toy_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any], str, Path]:
-    out = tmp_path_factory.mktemp("bench")
-    done = run_benchmark("run.py", "--size", "toy", "--out", str(out))
-    results = json.loads((out / "results.json").read_text())
-    return results, done.stdout, out
+def toy_run(benchmark_scripts: Callable[[ScriptRun], ScriptResult]) -> tuple[dict[str, Any], str, Path]:
+    done = benchmark_scripts(RUN)
+    results = json.loads((done.out / "results.json").read_text())
+    return results, done.stdout, done.out
 
 
 def _rows(results: dict[str, Any], section: str) -> dict[tuple[str, str], dict[str, Any]]:
@@ -206,3 +208,29 @@ def test_the_field_by_field_suite_runs_from_run_py(toy_run: tuple[dict[str, Any]
             assert {(group + suffix, "hand-written"), (group + suffix, "recordkit")} <= rows
     assert all(len(row["wall"]) == results["meta"]["config"]["repeats"] for row in results["fields"])
     assert "field by field (issue 30):" in stdout
+
+
+def test_the_scaled_decode_suite_runs_from_run_py(toy_run: tuple[dict[str, Any], str, Path]) -> None:
+    from benchmarks import _scaled_decode
+
+    results, stdout, _ = toy_run
+    scaled = results["scaled"]
+    repeats = results["meta"]["config"]["repeats"]
+    ways = {(row["reader"], row["way"]) for row in scaled["rows"]}
+    assert len(ways) == 10  # tf.data 5 ways (one on the dataset without picture sizes), numpy 3, PyTorch 2
+    assert {(row["workload"], row["reader"], row["way"]) for row in scaled["rows"]} == {
+        (workload, *way) for workload in _scaled_decode.WORKLOADS for way in ways
+    }
+    for row in scaled["rows"]:
+        assert row["records"] == _scaled_decode.SUITE_RECORDS["toy"]
+        assert len(row["seconds"]) == len(row["cpu_seconds"]) == repeats
+        assert all(seconds > 0 for seconds in row["seconds"])
+    # The quality of the large workloads only (the small pictures are not scaled down).
+    smallest = 2 * _scaled_decode.SIZE[0]
+    large = {name for name, (sides, _) in _scaled_decode.WORKLOADS.items() if sides[0] >= smallest}
+    assert set(scaled["quality"]) == large
+    assert all(20 < value < 99 for scores in scaled["quality"].values() for value in scores.values())
+    assert "JPEGs decoded at the model's size (issue 33):" in stdout
+    assert _scaled_decode.format_quality(scaled["quality"]) in stdout
+    for row in scaled["rows"]:
+        assert f"| {row['workload']} | {row['reader']} | {row['way']} |" in stdout

@@ -6,20 +6,23 @@ with the limits and the stage-by-stage rows, and every pass is printed; never ho
 from __future__ import annotations
 
 import json
-from pathlib import Path
+from collections.abc import Callable
 
 import pytest
-from _benchmark_support import assert_measured_commit, run_benchmark
+from _benchmark_support import ScriptResult, ScriptRun, assert_measured_commit, script_run
 
 GROUPS = ("image", "audio", "boxes, label, text", "all five")
+RUN = script_run(
+    "tfdata_fields.py", "--records", "8", "--passes", "2", "--stages", "--json", "{out}/fields.json"
+)
 
 
 @pytest.mark.slow
-def test_the_field_by_field_benchmark_runs_every_case(tmp_path: Path) -> None:
-    out = tmp_path / "fields.json"
-    args = ("--records", "8", "--passes", "2", "--stages", "--json", str(out))
-    done = run_benchmark("tfdata_fields.py", *args)
-    results = json.loads(out.read_text())
+def test_the_field_by_field_benchmark_runs_every_case(
+    benchmark_scripts: Callable[[ScriptRun], ScriptResult],
+) -> None:
+    done = benchmark_scripts(RUN)
+    results = json.loads((done.out / "fields.json").read_text())
     assert_measured_commit(results)
     rows = {(row["group"], row["pipeline"]) for row in results["fields"]}
     for suffix in ("", ", autotuner off"):

@@ -5,19 +5,19 @@ from a quiet machine)."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
+from collections.abc import Callable
 
 import pytest
-from _benchmark_support import assert_measured_commit, run_benchmark
+from _benchmark_support import ScriptResult, ScriptRun, assert_measured_commit, script_run
+
+RUN = script_run(
+    "view_grid.py", "--records", "50", "--repeats", "2", "--root", "{out}", "--out", "{out}/view.json"
+)
 
 
 @pytest.mark.slow
-def test_the_view_grid_benchmark_runs(tmp_path: Path) -> None:
-    out = tmp_path / "view.json"
-    run_benchmark(
-        "view_grid.py", "--records", "50", "--repeats", "2", "--root", str(tmp_path), "--out", str(out)
-    )
-    results = json.loads(out.read_text())
+def test_the_view_grid_benchmark_runs(benchmark_scripts: Callable[[ScriptRun], ScriptResult]) -> None:
+    results = json.loads((benchmark_scripts(RUN).out / "view.json").read_text())
     assert_measured_commit(results)
     assert results["records"] == 50
     for name in ("first_page", "first_page_served", "deep_page"):
