@@ -16,7 +16,7 @@ record decoded, by:
   pass: what reading records in that order costs by itself (more reads, batches of
   records of more lengths), without the epoch order's machinery;
 * ``records``: ``ds.records()``, the numpy reader streaming the shards in order (a
-  reader of its own: memory-mapped files, 2,048 records parsed at a time);
+  reader of its own: files read 8 MiB at a time, 2,048 records parsed at a time);
 * ``canonical_in_order``: ``ds.torch_iterable(shuffle=False, tensors=False)``: the epoch
   order, its division and the state machinery, reading in manifest order as ``plain``;
 * ``canonical``: ``ds.torch_iterable(shuffle=True, seed=0, tensors=False)``, its epoch
