@@ -44,6 +44,15 @@ def dataset(tmp_path_factory: pytest.TempPathFactory, records: list[dict[str, An
     return path
 
 
+@pytest.fixture(scope="module")
+def every_codec_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Nine records of every built-in codec in shards of three, written once for the
+    tests that only read them."""
+    path = tmp_path_factory.mktemp("every-codec") / "data"
+    rk.write_dataset(every_codec_records(9), EVERY_CODEC, path, shard_records=3, progress=False)
+    return path
+
+
 def read_rows(ds: Any) -> list[dict[str, Any]]:
     return [row for batch in ds for row in rows(batch)]
 
@@ -496,15 +505,14 @@ def padded_like_pad_into(value: Any, pad_value: int) -> tuple[np.ndarray, np.nda
 
 @pytest.mark.slow
 @pytest.mark.parametrize("batch_size", [2, 3])
-def test_pad_on_every_codec_is_the_ragged_batches_padded(tmp_path: Path, batch_size: int) -> None:
+def test_pad_on_every_codec_is_the_ragged_batches_padded(every_codec_data: Path, batch_size: int) -> None:
     """``pad=True`` (pictures decoded record by record, each record made dense and the
     batch padded as it forms) against the plain ragged batches padded here: the same
     values and shapes for every codec, including batches in which every record has no
     boxes or an empty tensor (a dense empty value split from its batch crashed
     TensorFlow 2.21's unbatch)."""
-    rk.write_dataset(every_codec_records(9), EVERY_CODEC, tmp_path / "data", shard_records=3, progress=False)
-    ragged = list(rk.load_dataset(tmp_path / "data", batch_size=batch_size))
-    padded = list(rk.load_dataset(tmp_path / "data", batch_size=batch_size, pad=True))
+    ragged = list(rk.load_dataset(every_codec_data, batch_size=batch_size))
+    padded = list(rk.load_dataset(every_codec_data, batch_size=batch_size, pad=True))
     assert len(padded) == len(ragged) == -(-9 // batch_size)
     checked = 0
     for plain, dense in zip(ragged, padded, strict=True):
@@ -609,14 +617,13 @@ def assert_same_batch_value(got: Any, want: Any, path: str) -> None:
     ],
 )
 def test_pad_naming_some_fields_pads_those_and_leaves_the_rest_as_unpadded(
-    tmp_path: Path, fields: list[str] | None, pad: list[str]
+    every_codec_data: Path, fields: list[str] | None, pad: list[str]
 ) -> None:
     """``pad`` naming some fields: those come padded as ``pad=True`` pads them, every
     other value exactly as the unpadded read gives it (ragged stays ragged, with the
     same rows), for batches in which no record has a box as well."""
-    rk.write_dataset(every_codec_records(9), EVERY_CODEC, tmp_path / "data", shard_records=3, progress=False)
-    unpadded = rk.load_dataset(tmp_path / "data", fields=fields, batch_size=3)
-    mixed = rk.load_dataset(tmp_path / "data", fields=fields, batch_size=3, pad=pad)
+    unpadded = rk.load_dataset(every_codec_data, fields=fields, batch_size=3)
+    mixed = rk.load_dataset(every_codec_data, fields=fields, batch_size=3, pad=pad)
     for name, spec in unpadded.element_spec.items():
         if name not in pad:
             assert mixed.element_spec[name] == spec, name

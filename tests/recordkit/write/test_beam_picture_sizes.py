@@ -31,11 +31,16 @@ def records() -> list[dict[str, bytes]]:
     ]
 
 
-def _write_beam(root: Path, records: list[dict[str, bytes]], **kwargs: object) -> None:
+def _write_beam(
+    root: Path, records: list[dict[str, bytes]], *, processes: bool = True, **kwargs: object
+) -> None:
+    """``records`` written by Beam's DirectRunner with two workers: processes (the sizes
+    travel from the workers to the commit as the pipeline's values), or threads."""
+
     def body(p: beam.Pipeline) -> None:
         p | beam.Create(records) | rk.beam.WriteDataset(PHOTO, root, **kwargs)
 
-    run(body, workers=2, processes=True)
+    run(body, workers=2, processes=processes)
 
 
 @pytest.fixture(scope="module")
@@ -66,9 +71,11 @@ def test_a_beam_written_dataset_lists_the_picture_sizes_the_local_writer_lists(
 def test_a_beam_append_merges_the_new_pictures_sizes_with_the_listed_ones(
     tmp_path: Path, records: list[dict[str, bytes]]
 ) -> None:
+    """The merge happens at the append's commit: the two pipelines run on threads (the
+    sizes' way from worker processes is the module's first test's)."""
     root = tmp_path / "beam"
-    _write_beam(root, records[:2], num_shards=1)
-    _write_beam(root, records[2:], num_shards=1, append=True)
+    _write_beam(root, records[:2], processes=False, num_shards=1)
+    _write_beam(root, records[2:], processes=False, num_shards=1, append=True)
     local = tmp_path / "local"
     rk.write_dataset(records[:2], PHOTO, local, progress=False)
     rk.write_dataset(records[2:], PHOTO, local, append=True, progress=False)
