@@ -67,16 +67,11 @@ chromium:
 demo: $(RUNTIME)
 	$(PY) examples/demo.py --out demo_output
 
-## Lint, type checks, the docs build and the whole test suite. The first three run side
-## by side (mypy and the docs build are single-threaded: 19 s where one after the other
-## took 27, on 2 cores from a cold mypy cache), each one's output kept together. The tests
-## run in two processes that take each other's queued tests when one runs dry
-## (--dist worksteal): a few tests take tens of seconds, and with fixed chunks one
-## process could end on them while the other waits. Three processes on the 2 cores took
-## the same wall time (486 s against 488) for 8% more CPU.
-test: $(DEV)
-	$(MAKE) --no-print-directory --output-sync=target -j3 lint typecheck docs
-	$(MAKE) --no-print-directory unit
+## Lint, type checks, the docs build and the whole test suite. The tests run in two
+## processes that take each other's queued tests when one runs dry (--dist worksteal): a
+## few tests take tens of seconds, and with fixed chunks one process could end on them
+## while the other waits.
+test: lint typecheck docs unit
 
 lint: $(DEV)
 	$(VENV)/bin/ruff check .
