@@ -99,8 +99,8 @@ def write(
     """Write ``records`` as a recordkit dataset under ``out_dir``; the data files written."""
     rk.write_dataset(
         records,
-        schema,
         out_dir,
+        schema,
         split="train",
         workers=workers,
         progress=False,

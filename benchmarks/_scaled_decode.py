@@ -118,7 +118,7 @@ def write_workload(
     schema = rk.Schema(
         name="photos", fields={"image": rk.FieldSpec(codec="image", options={"format": "keep"})}
     )
-    rk.write_dataset([{"image": data} for data in jpegs], schema, root, progress=False)
+    rk.write_dataset([{"image": data} for data in jpegs], root, schema, progress=False)
     return jpegs
 
 

@@ -104,7 +104,7 @@ def _beam_write(stems: list[str], root: Path, shard_bytes: int, *, processes: bo
     )
     with beam.Pipeline(options=options) as p:
         records = p | beam.Create(stems) | beam.Map(load_input)
-        _ = records | rk.beam.WriteDataset(mixed_schema(), root, shard_bytes=shard_bytes)
+        _ = records | rk.beam.WriteDataset(root, mixed_schema(), shard_bytes=shard_bytes)
 
 
 def _case(write: Callable[[Path], object], root: Path, expected: int) -> Case:
@@ -125,8 +125,8 @@ def run(count: int, repeats: int, shard_bytes: int, root: Path) -> dict[str, Any
         LOCAL: _case(
             lambda path: rk.write_dataset(
                 (load_input(stem) for stem in stems),
-                mixed_schema(),
                 path,
+                mixed_schema(),
                 workers=2,
                 shard_bytes=shard_bytes,
                 progress=False,
@@ -144,8 +144,8 @@ def run(count: int, repeats: int, shard_bytes: int, root: Path) -> dict[str, Any
     timings = measure(cases, repeats=repeats)
     rk.write_dataset(
         (load_input(stem) for stem in stems),
-        mixed_schema(),
         root / "size",
+        mixed_schema(),
         shard_bytes=shard_bytes,
         progress=False,
     )

@@ -86,7 +86,7 @@ def main(argv: list[str] | None = None) -> None:
         url = f"s3://{bucket}/mixed"
         records = [mixed_record(r) for r in mixed_records(args.records)]
         manifest = rk.write_dataset(
-            records, mixed_schema(), url, shard_bytes=SHARD_BYTES, progress=False, storage_options=options
+            records, url, mixed_schema(), shard_bytes=SHARD_BYTES, progress=False, storage_options=options
         )
         split = manifest.splits["train"]
         with tempfile.TemporaryDirectory() as folder:

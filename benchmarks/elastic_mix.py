@@ -139,7 +139,7 @@ def _measure(args: argparse.Namespace, root: Path) -> dict[str, Any]:
     schema, records = _workload(args.workload, args.records)
     half = len(records) // 2
     for name, part in (("whole", records), ("a", records[:half]), ("b", records[half:])):
-        rk.write_dataset(part, schema, root / name, shard_records=args.shard_records, progress=False)
+        rk.write_dataset(part, root / name, schema, shard_records=args.shard_records, progress=False)
     # The records written are not kept: a reading program does not hold its dataset in
     # memory, and hundreds of thousands of live dicts make each of Python's full garbage
     # collections during the passes cost tens of milliseconds, falling on whichever row runs.

@@ -101,12 +101,12 @@ def write(records: int, root: Path, shard_bytes: int | None = None) -> tuple[Pat
     shard_bytes = DEFAULT_SHARD_BYTES if shard_bytes is None else shard_bytes
     rk.write_dataset(
         ({**r, **a} for r, a in zip(mixed, added, strict=True)),
-        inline_schema,
         inline,
+        inline_schema,
         shard_bytes=shard_bytes,
         progress=False,
     )
-    rk.write_dataset(mixed, mixed_schema(), grouped, shard_bytes=shard_bytes, progress=False)
+    rk.write_dataset(mixed, grouped, mixed_schema(), shard_bytes=shard_bytes, progress=False)
     before = _files_bytes(grouped) - (grouped / "dataset.json").stat().st_size
     rk.add_fields(grouped, "train", EMBEDDING_ONLY, vectors, name=GROUP)
     after = _files_bytes(grouped) - (grouped / "dataset.json").stat().st_size

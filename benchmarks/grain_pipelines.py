@@ -70,7 +70,7 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="rk-grain-") as tmp:
         data = Path(tmp) / "mixed"
         records = (mixed_record(r) for r in mixed_records(args.records, sides=(200, 320)))
-        rk.write_dataset(records, mixed_schema(), data, shard_bytes=4 << 20, progress=False)
+        rk.write_dataset(records, data, mixed_schema(), shard_bytes=4 << 20, progress=False)
         sum(1 for _ in rk.iter_records(data))  # the page cache holds the shards for every pipeline
         for name, run in pipelines(data).items():
             row = repeated(run, args.repeats)

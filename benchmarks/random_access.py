@@ -52,8 +52,8 @@ def run(records: int, repeats: int, workers: int, root: Path, *, tensorflow: boo
     data = root / "mixed"
     rk.write_dataset(
         (mixed_record(r) for r in mixed_records(records)),
-        mixed_schema(),
         data,
+        mixed_schema(),
         shard_bytes=4 << 20,
         progress=False,
     )

@@ -208,7 +208,7 @@ def _measure(
     extra: dict[str, Any] = {"storage_options": options} if options is not None else {}
 
     def write() -> int:
-        manifest = rk.write_dataset(records, mixed_schema(), url, shard_bytes=SHARD_BYTES, **extra)
+        manifest = rk.write_dataset(records, url, mixed_schema(), shard_bytes=SHARD_BYTES, **extra)
         return manifest.split("train").num_records
 
     result = {"write": repeated(write, 1)}  # written once: a second write would find the dataset

@@ -66,7 +66,7 @@ def tiny_records(count: int) -> Iterator[dict[str, Any]]:
 def write(root: Path, count: int) -> Path:
     data = root / f"tiny-{count}"
     if not (data / "dataset.json").is_file():
-        rk.write_dataset(tiny_records(count), SCHEMA, data, shard_records=10_000, progress=False)
+        rk.write_dataset(tiny_records(count), data, SCHEMA, shard_records=10_000, progress=False)
     return data
 
 

@@ -16,7 +16,7 @@ DOC = "docs/how-to/pytorch.md"
 
 
 def write(records: list[MixedRecord], folder: Path) -> int:
-    rk.write_dataset((mixed_record(r) for r in records), mixed_schema(), folder / "data", progress=False)
+    rk.write_dataset((mixed_record(r) for r in records), folder / "data", mixed_schema(), progress=False)
     return len(records)
 
 

@@ -50,7 +50,7 @@ fields:
         image[y1:y2, x1:x2] = colour
         boxes.append([x1, y1, x2, y2])
     record = {"image": image, "objects": {"boxes": boxes, "labels": [0, 1, 2]}}
-    rk.write_dataset([record], schema, root / "shapes", progress=False)
+    rk.write_dataset([record], root / "shapes", schema, progress=False)
     return rk.open(root / "shapes", "train")
 
 

@@ -747,7 +747,7 @@ def test_appending_to_a_version_1_dataset_is_refused_naming_both_versions(tmp_pa
         rk.errors.IncompatibleSchemaError, match="codec 'bbox' version '1' stored, '2' installed"
     ) as info:
         rk.write_dataset(V1_RECORDS[:1], schema, root, append=True, progress=False)
-    assert "rk.write_dataset(rk.iter_records(old), schema, new)" in str(info.value)
+    assert "rk.write_dataset(rk.iter_records(old), new, schema)" in str(info.value)
     assert len(list(rk.iter_records(root))) == len(V1_RECORDS)  # nothing lost
     assert sorted(p.name for p in root.iterdir() if p.name != ".recordkit.lock") == before
 
@@ -758,7 +758,7 @@ def test_a_version_1_dataset_rewritten_stores_packed_boxes_with_the_same_values(
     schema = rk.Schema.model_validate(
         json.loads((old / "dataset.json").read_text(encoding="utf-8"))["schema"]
     )
-    rk.write_dataset(rk.iter_records(old), schema, tmp_path / "v2", progress=False)
+    rk.write_dataset(rk.iter_records(old), tmp_path / "v2", schema, progress=False)
     manifest = rk.Manifest.load(tmp_path / "v2")
     assert manifest.codec_versions["bbox"] == "2"
     kinds = {k.key: k.feature.kind.value for f in manifest.schema.bind().fields for k in f.features}

@@ -45,7 +45,7 @@ def posed(tmp_path: Path) -> Path:
         },
     )
     records = [{"image": _png(GREY), "pose": POSE}, {"image": _png(GREY), "pose": POSE + np.array([1, 1, 0])}]
-    rk.write_dataset(records, schema, tmp_path / "poses")
+    rk.write_dataset(records, tmp_path / "poses", schema)
     return tmp_path / "poses"
 
 

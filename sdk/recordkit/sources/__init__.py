@@ -9,7 +9,7 @@ never re-encoded pixels::
     from recordkit import sources
 
     flowers = sources.image_folder("flower_photos")
-    rk.write_dataset(flowers, flowers.schema(), "data/flowers")
+    rk.write_dataset(flowers, "data/flowers", flowers.schema())
 
 The package is itself a plugin: recordkit's ``pyproject.toml`` declares it under the
 ``recordkit`` entry points (as ``sources``), and its ``recordkit_register_sources`` hook

@@ -210,7 +210,7 @@ def _check_schema(
         if differences:  # another codec version: readers still read the dataset, say how to grow it
             reason += (
                 "; to add records, write the dataset again with the installed codecs "
-                "(rk.write_dataset(rk.iter_records(old), schema, new)) and append to the new one"
+                "(rk.write_dataset(rk.iter_records(old), new, schema)) and append to the new one"
             )
         else:
             differences.append(f"fingerprint {manifest.fingerprint} stored, {stored_now.fingerprint()} now")
