@@ -57,10 +57,12 @@ def source_prefetch(records: RandomAccess, prefetch: int) -> int:
     while the other sources' places are read. With small records (a caption and a
     label, 200,000 of them) twice the fetch (1,024 records at once) took the mixture's
     CPU a record from 1.04x to 1.09x that of plain iteration to 0.99x to 1.00x in
-    order; eight times (4,096) took it from about 1.02x to about 0.94x in order, and
-    shuffled from about 1.03x to 0.97x (busy machine, see docs/performance-epochs.md).
-    Large records keep the mixture's fetch: more of them at once held more decoded
-    bytes, which cost more."""
+    order; eight times (4,096), with a fetch taken apart by file without an object a
+    record (:mod:`recordkit.read._parsed_shard`; else the garbage collector's full
+    collections cost more than the larger fetch saved), from 1.04x to 1.06x to 0.93x
+    to 0.95x in order and from 1.04x to 1.05x to 0.96x to 0.97x shuffled (busy
+    machine, see docs/performance-epochs.md). Large records keep the mixture's fetch:
+    more of them at once held more decoded bytes, which cost more."""
     size = records.mean_record_bytes
     if size is None:
         return prefetch
