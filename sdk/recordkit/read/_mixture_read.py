@@ -15,13 +15,14 @@ first fetch of 64).
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from operator import itemgetter
 from typing import Any
 
 import numpy as np
 
 from recordkit.read._random_access import GROWN_BYTES, RandomAccess, gathered
 
-__all__ = ["MIXED_BLOCK", "MIXED_BYTES", "block_size", "mixed_chunks", "source_prefetch"]
+__all__ = ["MIXED_BLOCK", "MIXED_BYTES", "SOURCE_GROWTH", "block_size", "mixed_chunks", "source_prefetch"]
 
 #: The most places of a mixture's read put in one list ...
 MIXED_BLOCK = 256
@@ -29,6 +30,9 @@ MIXED_BLOCK = 256
 #: source's mean record size), and no fewer than :data:`FEWEST` places.
 MIXED_BYTES = 1 << 20
 FEWEST = 8
+#: A source of small records fetches up to this many times the mixture's ``prefetch``
+#: at once (:func:`source_prefetch`).
+SOURCE_GROWTH = 8
 
 
 def block_size(sources: Sequence[RandomAccess]) -> int:
@@ -45,20 +49,27 @@ def block_size(sources: Sequence[RandomAccess]) -> int:
 
 
 def source_prefetch(records: RandomAccess, prefetch: int) -> int:
-    """The ``prefetch`` a source of a mixture streams with: twice the mixture's while the
-    records it then fetches at once hold at most :data:`GROWN_BYTES` by their mean size
-    (small records), else the mixture's. Why: each fetch has a fixed cost (reading the
-    runs, parsing and decoding the batch: about 190 µs for 512 small records), and each
-    source's fetched batch lives while the other sources' places are read; with small
-    records (a caption and a label, 200,000 of them) fetching 1,024 at a time took the
-    mixture's CPU a record from 1.04x to 1.09x that of plain iteration to 0.99x to 1.00x
-    in order, and from 1.05x to 1.11x that of as many records read shuffled to 0.92x to
-    0.99x (busy machine, see docs/performance-epochs.md). Large records keep the
-    mixture's fetch: more of them at once held more decoded bytes, which cost more."""
-    doubled = prefetch * 2
+    """The ``prefetch`` a source of a mixture streams with: :data:`SOURCE_GROWTH` times
+    the mixture's (else 4, else 2 times) while the records it then fetches at once hold
+    at most :data:`GROWN_BYTES` by their mean size (small records), else the mixture's.
+    Why: each fetch has fixed costs (planning and reading the runs, checking their
+    framing, parsing and decoding the batch), and each source's fetched batch lives
+    while the other sources' places are read. With small records (a caption and a
+    label, 200,000 of them) twice the fetch (1,024 records at once) took the mixture's
+    CPU a record from 1.04x to 1.09x that of plain iteration to 0.99x to 1.00x in
+    order; eight times (4,096), with a fetch taken apart by file without an object a
+    record (:mod:`recordkit.read._parsed_shard`; else the garbage collector's full
+    collections cost more than the larger fetch saved), from 1.04x to 1.06x to 0.93x
+    to 0.95x in order and from 1.04x to 1.05x to 0.96x to 0.97x shuffled (busy
+    machine, see docs/performance-epochs.md). Large records keep the mixture's fetch:
+    more of them at once held more decoded bytes, which cost more."""
     size = records.mean_record_bytes
-    if size is not None and records.fetch_size(doubled) * size <= GROWN_BYTES:
-        return doubled
+    if size is None:
+        return prefetch
+    for factor in (SOURCE_GROWTH, 4, 2):
+        grown = prefetch * factor
+        if records.fetch_size(grown) * size <= GROWN_BYTES:
+            return grown
     return prefetch
 
 
@@ -85,10 +96,11 @@ def mixed_chunks(
     then the error."""
     owner_of, first_shard = shard_owners
     pairs = np.asarray(located, dtype=np.int64).reshape(-1, 2)
-    owners = np.asarray(owner_of, dtype=np.int64)[pairs[:, 0]]
+    owners = np.asarray(owner_of, dtype=np.int64).take(pairs[:, 0])
     streams: list[Iterator[dict[str, Any]]] = []
     for source, records in enumerate(sources):
-        local = pairs[owners == source]
+        # Rows taken by their numbers: a boolean mask over the rows cost four times as much.
+        local = pairs.take(np.flatnonzero(owners == source), axis=0)
         local[:, 0] -= first_shard[source]
         streams.append(records.stream(local, prefetch=source_prefetch(records, prefetch)))
     # Each source yields exactly its places' records (or raises), so no stream runs out
@@ -96,4 +108,6 @@ def mixed_chunks(
     # the sources of its places.
     places = owners.tolist()
     for begin, end in _blocks(len(places), block_size(sources)):
-        yield from gathered(map(next, map(streams.__getitem__, places[begin:end])))
+        # The block's streams picked in one C call (a tuple), then ``next`` of each.
+        picked = itemgetter(*places[begin:end])(streams) if end - begin > 1 else (streams[places[begin]],)
+        yield from gathered(map(next, picked))

@@ -225,3 +225,29 @@ def test_a_batch_whose_records_all_decode_together_is_given_as_plain_records(tmp
         (rows[12 * s + n]["name"], 12 * s + n) for s, n in located.tolist()
     ]
     assert not any(map(gc.is_tracked, records))
+
+
+def test_a_large_fetch_is_taken_apart_by_file_without_an_object_a_record(tmp_path: Path) -> None:
+    """Thousands of records fetched at once (a mixture's source of small records) are
+    split into their files' parts without a Python object a record that the garbage
+    collector counts (``zip(*fetched)`` made an iterator each, all alive at once, which
+    set off young collections whose survivors brought on full ones), and read as before."""
+    parts = [(f"r{i}".encode(), f"g{i}".encode()) for i in range(5000)]
+    gc.disable()
+    try:
+        before = gc.get_count()[0]
+        files = _parsed_shard._by_file(parts)
+        made = gc.get_count()[0] - before
+    finally:
+        gc.enable()
+    assert files == [tuple(p[0] for p in parts), tuple(p[1] for p in parts)]
+    assert made <= 10  # a tuple a file, not an object a record
+    assert _parsed_shard._by_file([]) == []
+    schema = rk.Schema(name="small", fields={"name": rk.FieldSpec(codec="text")})
+    rows = [{"name": f"record {i}"} for i in range(3000)]
+    rk.write_dataset(rows, schema, tmp_path / "data", shard_records=1000, progress=False)
+    access = rk.open(tmp_path / "data", "train")._random_access()
+    located = np.array([(s, n) for n in range(1000) for s in (2, 0, 1)], dtype=np.int64)
+    assert [r["name"] for r in access.records(located)] == [
+        f"record {1000 * s + n}" for s, n in located.tolist()
+    ]

@@ -80,12 +80,23 @@ def test_blocks_of_large_records_hold_fewer_places(sources: list[rk.Dataset]) ->
     assert _mixture_read.block_size([large]) == _mixture_read.FEWEST
 
 
-def test_sources_of_small_records_fetch_twice_as_many_at_once(sources: list[rk.Dataset]) -> None:
+def test_sources_of_small_records_fetch_more_at_once(sources: list[rk.Dataset]) -> None:
     small = sources[0]._random_access()
-    assert _mixture_read.source_prefetch(small, 64) == 128  # a few bytes a record
-    assert small.fetch_size(128) == 2 * small.fetch_size(64)
+    grown = 64 * _mixture_read.SOURCE_GROWTH
+    assert _mixture_read.source_prefetch(small, 64) == grown  # a few bytes a record
+    assert small.fetch_size(grown) == _mixture_read.SOURCE_GROWTH * small.fetch_size(64)
     large = RandomAccess.__new__(RandomAccess)
     large._record_bytes = 50_000  # pictures and sounds: the mixture's own prefetch
     assert _mixture_read.source_prefetch(large, 64) == 64
     large._record_bytes = None  # sizes not in the manifest
     assert _mixture_read.source_prefetch(large, 64) == 64
+
+
+@pytest.mark.parametrize(("size", "factor"), [(1000, 8), (3000, 4), (6000, 2), (9000, 1)])
+def test_sources_of_middling_records_grow_their_fetch_less(size: int, factor: int) -> None:
+    """The largest of 8, 4 or 2 times whose fetch holds at most 1 MiB (by the mean size)."""
+    middling = RandomAccess.__new__(RandomAccess)
+    middling._record_bytes = size
+    assert _mixture_read.source_prefetch(middling, 64) == 64 * factor
+    fetched = middling.fetch_size(64 * factor)
+    assert fetched * size <= _mixture_read.GROWN_BYTES
