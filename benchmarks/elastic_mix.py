@@ -60,6 +60,17 @@ what the epoch order and the mixture add to it.
 All of them but ``records`` read through ``RandomAccess`` in one thread, ``prefetch``
 64, every field decoded, as numpy (``tensors=False``): the same reader, threads and
 decode.
+
+The tf.data rows run in a child process of their own (this script again, given the
+datasets written and the 4 x 2 state), ``tf_plain`` with them, so their ratios are still
+of one run: what the PyTorch-side rows leave in a process (PyTorch imported, glibc's
+thresholds moved by their reads' large buffers before TensorFlow's ``from_generator``
+fixes them, a heap grown by them) is not in their figures, whether or not those rows
+ran. In one process, the in-order tf.data epoch of mixed records measured 0.94x of
+``tf_plain`` after the PyTorch-side rows and 1.01x without them (the twelfth session's
+quiet runs; docs/performance-epochs.md); ``--tf-same-process`` times them in this
+process after the rows above, as before. Each row also gives the minor page faults of
+its passes (``page_faults``, the process's).
 """
 
 from __future__ import annotations
@@ -67,8 +78,10 @@ from __future__ import annotations
 import argparse
 import gc
 import json
+import resource
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 from collections.abc import Callable, Iterable, Iterator
@@ -126,7 +139,16 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         help="the rows to time, comma-separated (their baselines, plain and tf_plain, always run): "
         "e.g. tf_canonical_in_order for the in-order tf.data epoch against ds.tf(64) alone",
     )
+    parser.add_argument(
+        "--tf-same-process",
+        action="store_true",
+        help="time the tf.data rows in this process, after the PyTorch-side rows, as before the "
+        "thirteenth session (not in a child process of their own)",
+    )
+    parser.add_argument("--tf-rows-of", type=Path, default=None, help=argparse.SUPPRESS)  # the child's
     args = parser.parse_args(argv)
+    if args.tf_rows_of is not None:
+        return _tf_child(args.tf_rows_of)
     root = Path(tempfile.mkdtemp(prefix="elastic-mix-"))
     try:
         return _measure(args, root)
@@ -197,20 +219,56 @@ def _measure(args: argparse.Namespace, root: Path) -> dict[str, Any]:
                 },
             )
         )
-    if not args.no_tf:
-        results.update(
-            _compare(
-                _only(_tf_contenders(whole, mixture, state), args.only, "tf_plain"),
-                _batch_records,
-                "tf_plain",
-                args.repeats,
-                same_count={"tf_elastic": "tf_plain_share"},
-            )
-        )
+    if args.no_tf:
+        pass
+    elif args.tf_same_process:
+        print("tf.data rows: in this process, after the rows above")
+        results.update(_tf_rows(whole, mixture, state, args.repeats, args.only))
+    else:
+        results.update(_tf_rows_in_child(root, count, state, args))
     if args.out is not None:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(json.dumps(stamped(results), indent=2))
     return results
+
+
+def _tf_rows_in_child(root: Path, count: int, state: dict[str, Any], args: argparse.Namespace) -> Any:
+    """The tf.data rows' results, measured by a child process of their own (see the
+    module) on the datasets under ``root``: this script run again with ``--tf-rows-of``
+    and a JSON file saying what to read; it prints its table and writes its results."""
+    spec = root / "tf-rows.json"
+    spec.write_text(
+        json.dumps({"records": count, "state": state, "repeats": args.repeats, "only": args.only})
+    )
+    print("tf.data rows: in a child process of their own, tf_plain with them")
+    sys.stdout.flush()
+    subprocess.run([sys.executable, str(Path(__file__).resolve()), "--tf-rows-of", str(spec)], check=True)
+    return json.loads((root / "tf-results.json").read_text())
+
+
+def _tf_child(spec_file: Path) -> dict[str, Any]:
+    """The child's part (``--tf-rows-of``): the tf.data rows on the datasets beside
+    ``spec_file``, their results written beside it."""
+    spec = json.loads(spec_file.read_text())
+    root = spec_file.parent
+    whole, a, b = (rk.open(root / name, "train") for name in ("whole", "a", "b"))
+    mixture = rk.mix({a: 0.7, b: 0.3}, samples_per_epoch=spec["records"])
+    results = _tf_rows(whole, mixture, spec["state"], spec["repeats"], spec["only"])
+    (root / "tf-results.json").write_text(json.dumps(results))
+    return results
+
+
+def _tf_rows(
+    whole: rk.Dataset, mixture: rk.Mixture, state: dict[str, Any], repeats: int, only: str | None
+) -> dict[str, Any]:
+    """The tf.data rows' passes and results, in this process."""
+    return _compare(
+        _only(_tf_contenders(whole, mixture, state), only, "tf_plain"),
+        _batch_records,
+        "tf_plain",
+        repeats,
+        same_count={"tf_elastic": "tf_plain_share"},
+    )
 
 
 def _only(
@@ -272,11 +330,14 @@ def _compare(
     }  # warm-up, and the records
     walls: dict[str, list[float]] = {name: [] for name in contenders}
     cpus: dict[str, list[float]] = {name: [] for name in contenders}
+    faults: dict[str, list[int]] = {name: [] for name in contenders}
     names = list(contenders)
     for round_ in range(repeats):
         shift = round_ % len(names)
         for name in names[shift:] + names[:shift]:
+            before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
             wall, cpu = timed_pass(contenders[name]())
+            faults[name].append(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before)
             walls[name].append(wall)
             cpus[name].append(cpu)
     results: dict[str, Any] = {}
@@ -294,6 +355,7 @@ def _compare(
             "records": counts[name],
             "seconds": walls[name],
             "cpu_seconds": cpus[name],
+            "page_faults": faults[name],
             "records_per_s_each": each,
             "records_per_s": median,
             "records_per_s_best": max(each),

@@ -20,7 +20,8 @@ RUN = script_run(
 def test_the_elastic_and_mixture_benchmark_runs(
     benchmark_scripts: Callable[[ScriptRun], ScriptResult],
 ) -> None:
-    results = json.loads((benchmark_scripts(RUN).out / "elastic.json").read_text())
+    run = benchmark_scripts(RUN)
+    results = json.loads((run.out / "elastic.json").read_text())
     assert_measured_commit(results)
     for name in (
         "plain",
@@ -42,9 +43,12 @@ def test_the_elastic_and_mixture_benchmark_runs(
     ):
         assert results[name]["same_count_baseline"] == baseline
         assert results[name]["cpu_ratio_to_same_count"] > 0
+    # The tf.data rows, timed in a child process of their own, with their page faults.
     for name in ("tf_plain", "tf_shuffled", "tf_canonical_in_order", "tf_canonical", "tf_mixture"):
         assert results[name]["records"] == 40, name
         assert results[name]["baseline"] == "tf_plain"
+        assert len(results[name]["page_faults"]) == 1, name
+    assert "tf.data rows: in a child process of their own" in run.stdout
     # Rank 0 of 2 reads what is left (one block of up to 64: all of it), against the plain
     # read of as many batches (one, of the 40 records).
     assert results["tf_elastic"]["records"] == 40 - 32
