@@ -74,10 +74,10 @@ demo: $(RUNTIME)
 ## The tests write Python's bytecode caches (__pycache__, ignored by git) even where the
 ## environment turns them off with PYTHONDONTWRITEBYTECODE, as many Docker images and CI
 ## images do: recordkit's sources are installed editable, so without the caches every
-## process the tests start (subprocesses, worker processes, benchmark children: hundreds)
-## compiled recordkit's modules again, about 0.2 s of CPU each; with them, a
-## subprocess-heavy set of tests took 22% less CPU. An empty value counts as unset.
-## (`make unit-fast` does the same.)
+## process the tests start (subprocesses, DataLoader, Grain and Beam workers, the
+## benchmarks' children) compiled recordkit's modules again, about 0.15 s of CPU each
+## (`import recordkit`: 0.67 s, 0.52 s from the caches); three subprocess-heavy test
+## files took 22% less CPU. An empty value counts as unset. `make unit-fast` does the same.
 test: lint typecheck docs unit
 
 lint: $(DEV)
