@@ -14,10 +14,14 @@ $(PY):
 	$(PY) -m pip install --quiet --upgrade pip
 
 # recordkit and what it needs to run, installed as a user installs it (a wheel, no
-# development tools); installed again when its sources change.
+# development tools); installed again when its sources change. The versions are the
+# tested set (dev-constraints.txt, below): the demo runs on what the tests ran on, and
+# the dev install that follows in `make test` keeps them (without the pins pip took the
+# newest of nine packages, Pillow and protobuf among them, which the dev install then
+# replaced).
 SOURCES := $(shell find sdk plugins/recordkit_codecs -name '*.py' -o -name py.typed)
-$(RUNTIME): pyproject.toml $(SOURCES) | $(PY)
-	$(PY) -m pip install --quiet .
+$(RUNTIME): pyproject.toml dev-constraints.txt $(SOURCES) | $(PY)
+	$(PY) -m pip install --quiet . -c dev-constraints.txt
 	touch $(RUNTIME)
 
 # The dev extra on top, with recordkit installed editable (the tests run the sources):

@@ -74,7 +74,7 @@ def test_make_demo_installs_no_development_tools() -> None:
         return "".join(installs(n) for n in needs.get(target, [])) + recipes.get(target, "")
 
     demo = installs("demo")
-    assert "pip install --quiet .\n" in demo  # a plain install, no extra
+    assert "pip install --quiet . -c dev-constraints.txt\n" in demo  # no extra, the tested versions
     assert "[dev]" not in demo
     assert "[bench]" not in demo
     for target in ("lint", "typecheck", "docs", "unit"):
