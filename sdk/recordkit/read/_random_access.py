@@ -42,10 +42,8 @@ __all__ = ["GROWN_BYTES", "GROWTH", "RandomAccess", "gathered"]
 #: :meth:`RandomAccess.stream` fetches up to this many times ``prefetch`` records at once
 #: when they are small (the batches of small records were mostly fixed costs: fetching,
 #: checking and parsing 64 records of a caption and a label cost about 1.4 times what
-#: 256 did per record, and 512 cost about 10% less again; 1,024, a shuffled order's window,
-#: reads each window's bytes once where 512 read them twice, and a rank's share of a
-#: resumed epoch three times its records' bytes where 512 read four times) ...
-GROWTH = 16
+#: 256 did per record, and 512 cost about 10% less again) ...
+GROWTH = 8
 #: ... while the records fetched at once hold at most this many bytes.
 GROWN_BYTES = 1 << 20
 

@@ -194,8 +194,8 @@ def test_small_records_are_fetched_more_at_a_time_than_prefetch_and_large_ones_p
         return fetch(files, located)
 
     monkeypatch.setattr(_random_access, "fetch_checked", counted)
-    assert len(list(rk.open(small, "train").epoch_stream(shuffle=True, seed=2, prefetch=5))) == RECORDS
-    grown = _random_access.GROWTH * 5
+    assert len(list(rk.open(small, "train").epoch_stream(shuffle=True, seed=2, prefetch=10))) == RECORDS
+    grown = _random_access.GROWTH * 10
     assert sizes == [min(grown, RECORDS - begin) for begin in range(0, RECORDS, grown)]
     assert grown < RECORDS
     sizes.clear()
