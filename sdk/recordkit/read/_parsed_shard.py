@@ -53,6 +53,7 @@ __all__ = [
     "ShardBatch",
     "ShardItem",
     "parsed_fetched",
+    "parsed_files",
     "parsed_shard_records",
 ]
 
@@ -250,10 +251,22 @@ def parsed_fetched(
     record was decoded, the batch as a :class:`DecodedBatch`). None when
     a record could not be read or is damaged: the batch is read record by record, which
     raises each error where its record comes."""
-    files = list(zip(*fetched, strict=True)) if fetched else []
+    return parsed_files(list(zip(*fetched, strict=True)) if fetched else [], keys, templates, decode)
+
+
+def parsed_files(
+    files: Sequence[Sequence[bytes | RecordkitError]],
+    keys: Collection[str],
+    templates: Sequence[Templates],
+    decode: ColumnDecoder | None = None,
+) -> list[bytes | ParsedExample | DecodedRecord] | DecodedBatch | None:
+    """:func:`parsed_fetched`, given the records' data a file at a time (``files[k][i]``:
+    record ``i``'s in file ``k``, as :func:`~recordkit.read._batched_access.fetch_checked`
+    gives a file's): no tuple a record, which a batch of more records than the garbage
+    collector's first generation holds (700) would have it collect again and again."""
     if any(any(map(isinstance, parts, itertools.repeat(RecordkitError))) for parts in files):
         return None
-    datas = cast(list[tuple[bytes, ...]], files)
+    datas = cast(list[Sequence[bytes]], files)
     chunks = [parsed_data(parts, keys, kept) for parts, kept in zip(datas, templates, strict=True)]
     if len(chunks) == 1:
         return _parsed_items(chunks[0], datas[0], decode)

@@ -30,7 +30,7 @@ from recordkit.read._epoch_order import SplitOrder, pair_list
 from recordkit.read._numpy_decode import decode_columns_numpy, decode_record_numpy, wanted_keys
 from recordkit.read._numpy_geometry import GeometryPlan
 from recordkit.read._open import OpenedDataset, open_dataset
-from recordkit.read._parsed_shard import DecodedBatch, DecodedRecord, parsed_fetched
+from recordkit.read._parsed_shard import DecodedBatch, DecodedRecord, parsed_files
 from recordkit.read._paths import Paths
 from recordkit.read._shard_index import DEFAULT_MAX_OPEN_FILES, IndexedShards
 from recordkit.schema._bound import BoundField
@@ -259,7 +259,7 @@ class RandomAccess:
         pairs = located if isinstance(located, np.ndarray) else list(located)
         if len(pairs) == 0:
             return []
-        fetched = self._parsed(self._fetch(pairs), by_columns=True)
+        fetched = self._parsed(self._fetch_files(pairs), by_columns=True)
         if isinstance(fetched, DecodedBatch):
             if self._plain:
                 return fetched.records  # decoded with their batch
@@ -300,7 +300,7 @@ class RandomAccess:
         for chunk in _chunks(located, self.fetch_size(prefetch)):
             rows = _draw_rows(draws, done, len(chunk))
             done += len(chunk)
-            fetched = self._parsed(self._fetch(chunk), by_columns=True)
+            fetched = self._parsed(self._fetch_files(chunk), by_columns=True)
             if isinstance(fetched, DecodedBatch):
                 if plain:
                     yield fetched.records  # decoded with their batch
@@ -337,7 +337,7 @@ class RandomAccess:
         decoded on ``pool``'s threads when one is given (the codecs' decoders release
         the GIL), else in this thread."""
         located = [self.shards.locate(self._index(i)) for i in np.asarray(indices, dtype=np.int64).tolist()]
-        parsed = self._parsed(self._fetch(located), by_columns=pool is None)
+        parsed = self._parsed(self._fetch_files(located), by_columns=pool is None)
         fetched = parsed.wrapped() if isinstance(parsed, DecodedBatch) else parsed
         jobs = [(shard, number, framed) for (shard, number), framed in zip(located, fetched, strict=True)]
         if pool is None or len(jobs) < 2:
@@ -351,18 +351,24 @@ class RandomAccess:
         field groups'), checked, or the error reading it gave."""
         return list(zip(*(fetch_checked(files, located) for files in self._files), strict=True))
 
+    def _fetch_files(
+        self, located: Sequence[tuple[int, int]] | np.ndarray
+    ) -> list[list[bytes | RecordkitError]]:
+        """:meth:`_fetch`'s data a file at a time (``[k][i]``: record ``i``'s in file ``k``)."""
+        return [fetch_checked(files, located) for files in self._files]
+
     def _parsed(
-        self, fetched: list[tuple[bytes | RecordkitError, ...]], *, by_columns: bool
+        self, files: list[list[bytes | RecordkitError]], *, by_columns: bool
     ) -> Sequence[tuple[bytes | RecordkitError, ...] | bytes | ParsedExample | DecodedRecord] | DecodedBatch:
-        """The records :meth:`_fetch` gave, parsed together where they share a layout
-        (:func:`~recordkit.read._parsed_shard.parsed_fetched`) and, ``by_columns`` and
-        without a geometry, decoded together; as fetched when one of them is damaged
-        (each then raises its own error as it comes)."""
+        """The records :meth:`_fetch_files` gave, parsed together where they share a layout
+        (:func:`~recordkit.read._parsed_shard.parsed_files`) and, ``by_columns`` and
+        without a geometry, decoded together; as :meth:`_fetch` gives them when one of
+        them is damaged (each then raises its own error as it comes)."""
         decode = None
         if by_columns and self._geometry is None:
             decode = functools.partial(decode_columns_numpy, self._stored)
-        parsed = parsed_fetched(fetched, self._keys, self._templates, decode)
-        return fetched if parsed is None else parsed
+        parsed = parsed_files(files, self._keys, self._templates, decode)
+        return list(zip(*files, strict=True)) if parsed is None else parsed
 
     def serialized(self, located: Sequence[tuple[int, int]] | np.ndarray) -> list[bytes]:
         """Each ``(shard, number)``'s serialized ``tf.train.Example`` (its field groups'

@@ -1,6 +1,6 @@
 """Records fetched by index (shuffled epochs, resumes on other rank and worker counts,
 mixtures, random access in batches) are parsed and decoded many at a time where they
-share a layout (sdk/recordkit/read/_parsed_shard.py ``parsed_fetched``): the values,
+share a layout (sdk/recordkit/read/_parsed_shard.py ``parsed_files``): the values,
 dtypes, shapes and order are those of the record-by-record read of the same reader."""
 
 from __future__ import annotations
@@ -80,7 +80,7 @@ class Counted:
         monkeypatch.setattr(_random_access, "decode_columns_numpy", counted)
 
     def off(self) -> None:
-        self.monkeypatch.setattr(_random_access, "parsed_fetched", lambda *args: None)
+        self.monkeypatch.setattr(_random_access, "parsed_files", lambda *args: None)
 
 
 def reads(ds: rk.Dataset, other: rk.Dataset) -> dict[str, Callable[[], list[Any]]]:
@@ -218,7 +218,7 @@ def test_a_batch_whose_records_all_decode_together_is_given_as_plain_records(tmp
     rk.write_dataset(rows, schema, tmp_path / "data", shard_records=12, progress=False)  # 8+ of each length
     access = rk.open(tmp_path / "data", "train")._random_access()
     located = np.array([(s, n) for s in (2, 0, 1) for n in (*range(11, -1, -1), 5)], dtype=np.int64)
-    parsed = access._parsed(access._fetch(located), by_columns=True)
+    parsed = access._parsed(access._fetch_files(located), by_columns=True)
     assert isinstance(parsed, _parsed_shard.DecodedBatch)
     records = access.records(located)
     assert [(r["name"], int(r["n"])) for r in records] == [
