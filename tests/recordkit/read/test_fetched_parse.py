@@ -194,10 +194,10 @@ def test_small_records_are_fetched_more_at_a_time_than_prefetch_and_large_ones_p
         return fetch(files, located)
 
     monkeypatch.setattr(_random_access, "fetch_checked", counted)
-    assert len(list(rk.open(small, "train").epoch_stream(shuffle=True, seed=2, prefetch=10))) == RECORDS
-    grown = _random_access.GROWTH * 10
-    assert sizes == [min(grown, RECORDS - begin) for begin in range(0, RECORDS, grown)]
-    assert grown < RECORDS
+    assert len(list(rk.open(small, "train").epoch_stream(shuffle=True, seed=2, prefetch=2))) == RECORDS
+    read = _random_access.GROWTH * 2 * _random_access.READ_FETCHES  # fetches read at once, parsed apart
+    assert sizes == [min(read, RECORDS - begin) for begin in range(0, RECORDS, read)]
+    assert read < RECORDS
     sizes.clear()
     assert len(list(rk.open(large, "train").epoch_stream(shuffle=True, seed=2, prefetch=10))) == RECORDS
     assert sizes == [10] * 9  # records of 200 KB: 1 MB holds fewer than 10

@@ -190,6 +190,39 @@ def test_a_damaged_record_in_a_fetch_over_several_shards_is_named(tmp_path: Path
         next(stream)
 
 
+def test_fetches_read_together_are_parsed_apart_and_a_damaged_one_is_named_after_those_before(
+    tmp_path: Path,
+) -> None:
+    """Small records are read :data:`READ_FETCHES` fetches at a time and parsed and decoded a
+    fetch at a time: each fetch comes as one list, and a damaged record in a later fetch of
+    a read comes after every record before it, naming itself."""
+    from recordkit.read import _random_access  # private: the fetches read at once
+
+    path = tmp_path / "data"
+    rk.write_dataset(rows(RECORDS), SCHEMA, path, shard_records=SHARD, progress=False)
+    access = rk.RandomAccess(path)
+    pairs = shuffled_pairs(access, seed=9)
+    size, read = access.fetch_size(2), access.read_size(2)
+    assert read == size * _random_access.READ_FETCHES < len(pairs)
+    chunks = list(access.stream_chunks(pairs, prefetch=2))
+    assert [len(chunk) for chunk in chunks] == [min(size, len(pairs) - b) for b in range(0, len(pairs), size)]
+    for (shard, number), record in zip(pairs.tolist(), (r for c in chunks for r in c), strict=True):
+        same_record(record, access.record(shard, number))
+    shard = path / "train-00002.tfrecord"
+    data = bytearray(shard.read_bytes())
+    data[-3] ^= 0xFF  # the data CRC of the shard's last record: record 74
+    shard.write_bytes(bytes(data))
+    damaged = access.shards.locate(74)
+    at = size + 3  # in the read's second fetch
+    others = pairs[(pairs[:, 0] != damaged[0]) | (pairs[:, 1] != damaged[1])]
+    asked = np.concatenate([others[:at], np.array([damaged]), others[at:]])
+    stream = rk.RandomAccess(path).stream(asked, prefetch=2)
+    for shard_number, number in asked[:at].tolist():
+        same_record(next(stream), access.record(shard_number, number))
+    with pytest.raises(CorruptRecordError, match=r"shard train-00002\.tfrecord.*record 74"):
+        next(stream)
+
+
 def test_a_record_out_of_range_in_a_fetch_over_several_shards_is_named(dataset: Path) -> None:
     access = rk.RandomAccess(dataset)
     list(access.stream(np.array([(0, 1), (3, 2)], dtype=np.int64)))  # shards 0 and 3 joined
