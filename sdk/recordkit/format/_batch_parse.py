@@ -197,15 +197,24 @@ def _gather(data: np.ndarray, starts: np.ndarray, columns: np.ndarray) -> np.nda
     return gathered
 
 
-def _slices(buffer: Any, firsts: np.ndarray, width: int) -> list[bytes]:
-    """``width`` bytes of ``buffer`` from each of ``firsts``, each as ``bytes`` (sliced in C)."""
-    begins = firsts.tolist()
-    return list(map(buffer.__getitem__, map(slice, begins, [b + width for b in begins])))
+def _slices(buffer: Any, firsts: np.ndarray, width: Any) -> list[bytes]:
+    """``width`` bytes of ``buffer`` from each of ``firsts`` (``width``: one for all, or an
+    array of one a record), each as ``bytes`` (sliced in C)."""
+    return list(map(buffer.__getitem__, map(slice, firsts.tolist(), (firsts + width).tolist())))
 
 
-def _run(buffer: Any, firsts: np.ndarray, width: int) -> np.ndarray:
-    """``width`` bytes of ``buffer`` from each of ``firsts``: a writable ``[n, width]``
-    uint8 array (copied by slicing: no index array as large as the values)."""
+#: Values at most this many bytes wide are gathered by one numpy index (an index array of
+#: ``width`` entries a record); wider ones are sliced a record at a time, which allocates
+#: no index array as large as the values. For a label's byte, the gather costs a
+#: twentieth of 512 slices joined.
+_GATHERED_WIDTH = 64
+
+
+def _run(buffer: Any, data: np.ndarray, firsts: np.ndarray, width: int) -> np.ndarray:
+    """``width`` bytes of ``buffer`` (whose bytes ``data`` are) from each of ``firsts``: a
+    writable ``[n, width]`` uint8 array."""
+    if width <= _GATHERED_WIDTH:
+        return _gather(data, firsts, np.arange(width))
     joined = bytearray().join(_slices(buffer, firsts, width))
     return np.frombuffer(joined, dtype=np.uint8).reshape(len(firsts), width)
 
@@ -370,9 +379,9 @@ def _one_field_set(
     bytes values (the same keys, kinds and counts of values, numbers of the same widths:
     captions of 5 and 6 digits) and every record matches its length's template; None
     otherwise (each length is then parsed as a part of its own). Each value is sliced from
-    the records joined once, at its record's place for its template: what the records of
-    one length cost, with no part a length, no decode a part, and no record put back in
-    its place after them."""
+    the records joined once, at its record's place for its template (:func:`_columns`,
+    given each value's place in each record): what the records of one length cost, with
+    no part a length, no decode a part, and no record put back in its place after them."""
     first = found[0].values
     for template in found[1:]:
         if template.values.keys() != first.keys():
@@ -387,44 +396,45 @@ def _one_field_set(
     data = np.frombuffer(buffer, dtype=np.uint8)
     starts = np.cumsum(lengths) - lengths
     template_of = np.searchsorted(shared, lengths)
+    if not _match_each(data, starts, found, template_of):
+        return None
+    places: dict[str, list[tuple[Any, Any]]] = {}
+    for key, value in first.items():
+        if key not in keys and value.kind is not WireKind.INT64:
+            continue  # int64 lists are checked even when not wanted
+        runs = np.array([template.values[key].runs for template in found], dtype=np.int64).reshape(
+            len(found), len(value.runs), 2
+        )
+        places[key] = [
+            (
+                runs[:, r, 0][template_of],
+                runs[:, r, 1][template_of] if value.kind is WireKind.BYTES else width,
+            )
+            for r, (_, width) in enumerate(value.runs)
+        ]
+    count = len(records)
+    match = np.ones(count, dtype=bool)
+    columns = _columns(buffer, data, starts, match, first, keys, places)
+    return _Parsed(np.arange(count), match, columns) if bool(match.all()) else None
+
+
+def _match_each(
+    data: np.ndarray, starts: np.ndarray, found: list[_Template], template_of: np.ndarray
+) -> bool:
+    """Whether the record at each of ``starts`` has the structure bytes of its template
+    (``found[template_of[i]]``): in one gather when the templates have as many structure
+    bytes (a caption one digit longer moves them, adds none), else a template at a time."""
+    sizes = {len(template.structure) for template in found}
+    if len(sizes) == 1:
+        structure = np.stack([template.structure for template in found])[template_of]
+        structure += starts[:, None]
+        signature = np.stack([template.signature for template in found])[template_of]
+        return bool((data[structure] == signature).all())
     for number, template in enumerate(found):
         chosen = np.flatnonzero(template_of == number)
         if not bool((_gather(data, starts[chosen], template.structure) == template.signature).all()):
-            return None
-    count = len(records)
-
-    def begins(key: str, run_number: int) -> tuple[np.ndarray, np.ndarray]:
-        """Where value ``run_number`` of ``key`` begins in each record, and its width."""
-        runs = np.array([template.values[key].runs[run_number] for template in found], dtype=np.int64)
-        return starts + runs[template_of, 0], runs[template_of, 1]
-
-    columns: dict[str, Column] = {}
-    for key, value in first.items():
-        wanted = key in keys
-        if value.kind is WireKind.INT64 and value.runs:  # checked even when not wanted
-            width = value.runs[0][1]
-            run = _run(buffer, begins(key, 0)[0], width)
-            numbers, ok = _varints(run, int(np.count_nonzero(run[0] < 0x80)))
-            if not bool(ok.all()):
-                return None
-            if wanted:
-                columns[key] = (value.kind, numbers)
-        elif not wanted:
-            continue
-        elif value.kind is WireKind.FLOAT and value.runs:
-            width = value.runs[0][1]
-            floats = _run(buffer, begins(key, 0)[0], width).view("<f4").astype(np.float32, copy=False)
-            columns[key] = (value.kind, floats)
-        elif value.kind is WireKind.BYTES:
-            values = []
-            for run_number in range(len(value.runs)):
-                firsts, widths = begins(key, run_number)
-                ends = (firsts + widths).tolist()
-                values.append(list(map(buffer.__getitem__, map(slice, firsts.tolist(), ends))))
-            columns[key] = (value.kind, values)
-        else:  # an empty list of numbers
-            columns[key] = (value.kind, np.zeros((count, 0), dtype=value.kind.numpy_dtype))
-    return _Parsed(np.arange(count), np.ones(count, dtype=bool), columns)
+            return False
+    return True
 
 
 def _parsed(
@@ -438,21 +448,30 @@ def _parsed(
     """The records ``chosen`` (their Examples at ``starts`` of ``buffer``, whose bytes
     ``data`` are, all of the template's length) matched against ``template``."""
     match = (_gather(data, starts, template.structure) == template.signature).all(axis=1)
-    return _Parsed(chosen, match, _columns(buffer, starts, match, template, keys))
+    return _Parsed(chosen, match, _columns(buffer, data, starts, match, template.values, keys))
 
 
 def _columns(
-    buffer: Any, starts: np.ndarray, match: np.ndarray, template: _Template, keys: Collection[str]
+    buffer: Any,
+    data: np.ndarray,
+    starts: np.ndarray,
+    match: np.ndarray,
+    values: dict[str, _Value],
+    keys: Collection[str],
+    places: dict[str, list[tuple[Any, Any]]] | None = None,
 ) -> dict[str, Column]:
-    """The values of ``keys`` in the records starting at ``starts`` (of the template's
-    layout where ``match``; a record whose varints are not the template's count is
-    unmatched here)."""
+    """The values of ``keys`` in the records starting at ``starts`` of ``buffer`` (whose
+    bytes ``data`` are), laid out as ``values`` says (where ``match``; a record whose
+    varints are not the template's count is unmatched here). ``places``, for records of
+    several templates (:func:`_one_field_set`): each key's ``(begin, width)`` of each
+    value, an array of one a record (a number's width one for all), else the template's."""
     columns: dict[str, Column] = {}
-    for key, value in template.values.items():
+    for key, value in values.items():
         wanted = key in keys
+        runs: Sequence[tuple[Any, Any]] = value.runs if places is None or key not in places else places[key]
         if value.kind is WireKind.INT64 and value.runs:  # checked even when not wanted
-            ((start, width),) = value.runs
-            run = _run(buffer, starts + start, width)
+            ((begin, width),) = runs
+            run = _run(buffer, data, starts + begin, width)
             numbers, ok = _varints(run, int(np.count_nonzero(run[0] < 0x80)))
             match &= ok
             if wanted:
@@ -460,14 +479,11 @@ def _columns(
         elif not wanted:
             continue
         elif value.kind is WireKind.FLOAT and value.runs:
-            ((start, width),) = value.runs
-            floats = _run(buffer, starts + start, width).view("<f4").astype(np.float32, copy=False)
+            ((begin, width),) = runs
+            floats = _run(buffer, data, starts + begin, width).view("<f4").astype(np.float32, copy=False)
             columns[key] = (value.kind, floats)
         elif value.kind is WireKind.BYTES:
-            columns[key] = (
-                value.kind,
-                [_slices(buffer, starts + begin, width) for begin, width in value.runs],
-            )
+            columns[key] = (value.kind, [_slices(buffer, starts + begin, width) for begin, width in runs])
         else:  # an empty list of numbers
             columns[key] = (value.kind, np.zeros((len(starts), 0), dtype=value.kind.numpy_dtype))
     return columns

@@ -15,7 +15,7 @@ Where a chunk's framing is not sound (or a file was cut short while it was read)
 records after those given are read by
 :func:`~recordkit.read._iter_records.iter_shard_records`, whose errors name the record.
 
-:func:`parsed_fetched` parses the same way the records that random access and the epoch
+:func:`parsed_files` parses the same way the records that random access and the epoch
 readers fetch by index, a batch at a time (the shuffled order of an epoch, a mixture's
 sources), their framing already checked by the fetch.
 """
@@ -25,7 +25,6 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import mmap
-import operator
 import os
 from collections.abc import Callable, Collection, Generator, Iterable, Iterator, Mapping, Sequence
 from contextlib import ExitStack
@@ -53,7 +52,7 @@ __all__ = [
     "DecodedRecord",
     "ShardBatch",
     "ShardItem",
-    "parsed_fetched",
+    "parsed_files",
     "parsed_shard_records",
 ]
 
@@ -77,7 +76,7 @@ class DecodedRecord:
 @dataclasses.dataclass(frozen=True, slots=True)
 class DecodedBatch:
     """Every record of a fetched batch decoded with its batch, in the order fetched, as
-    plain dicts (:func:`parsed_fetched`). One object for the batch, not a
+    plain dicts (:func:`parsed_files`). One object for the batch, not a
     :class:`DecodedRecord` a record: a wrapper is an object the garbage collector
     tracks, where a record of strings, numbers and arrays is not, so wrappers held
     while a batch is read made the collector's passes, and the records it moved to its
@@ -236,25 +235,27 @@ def _chunk_items(
     )
 
 
-def parsed_fetched(
-    fetched: Sequence[tuple[bytes | RecordkitError, ...]],
+def parsed_files(
+    files: Sequence[Sequence[bytes | RecordkitError]],
     keys: Collection[str],
     templates: Sequence[Templates],
     decode: ColumnDecoder | None = None,
 ) -> list[bytes | ParsedExample | DecodedRecord] | DecodedBatch | None:
-    """Records fetched by index (each its checked data in every joined file, as
-    :meth:`~recordkit.read._random_access.RandomAccess` fetches them), parsed for ``keys``
-    many at a time (:func:`~recordkit.format._batch_parse.parsed_data`, file ``k``'s
-    against the templates ``templates[k]`` keeps), as :func:`parsed_shard_records` gives
-    a shard's: each record's Example, or its bytes (joined) where it has to be parsed
-    alone, or, with ``decode`` and records of one layout, all of them decoded (when every
-    record was decoded, the batch as a :class:`DecodedBatch`). None when
-    a record could not be read or is damaged: the batch is read record by record, which
-    raises each error where its record comes."""
-    files = _by_file(fetched)
+    """Records fetched by index (``files[k][i]``: record ``i``'s checked data in file ``k``
+    of the joined files, as :func:`~recordkit.read._batched_access.fetch_checked` gives a
+    file's), parsed for ``keys`` many at a time
+    (:func:`~recordkit.format._batch_parse.parsed_data`, file ``k``'s against the templates
+    ``templates[k]`` keeps), as :func:`parsed_shard_records` gives a shard's: each
+    record's Example, or its bytes (joined) where it has to be parsed alone, or, with
+    ``decode`` and records of one layout, all of them decoded (when every record was
+    decoded, the batch as a :class:`DecodedBatch`). None when a record could not be read
+    or is damaged: the batch is read record by record, which raises each error where its
+    record comes. A list a file, no tuple a record: a batch of more records than the
+    garbage collector's first generation holds (700) would have it collect again and
+    again."""
     if any(any(map(isinstance, parts, itertools.repeat(RecordkitError))) for parts in files):
         return None
-    datas = cast(list[tuple[bytes, ...]], files)
+    datas = cast(list[Sequence[bytes]], files)
     chunks = [parsed_data(parts, keys, kept) for parts, kept in zip(datas, templates, strict=True)]
     if len(chunks) == 1:
         return _parsed_items(chunks[0], datas[0], decode)
@@ -262,20 +263,6 @@ def parsed_fetched(
     if records is not None:
         return DecodedBatch(records)
     return list(_chunk_items(chunks, map(b"".join, zip(*datas, strict=True)), None))
-
-
-def _by_file(fetched: Sequence[tuple[bytes | RecordkitError, ...]]) -> list[tuple[Any, ...]]:
-    """``fetched`` (a tuple a record, a part a file) as a tuple a file, a part a record.
-    Taken a file at a time by ``itemgetter`` (in C): ``zip(*fetched)`` made an iterator a
-    record, all alive at once, so that a fetch of thousands of records set off the
-    garbage collector's young collections, whose survivors (those iterators) moved on
-    to the oldest generation and brought on full collections of the whole process
-    (about 0.1 s each with Torch imported; one every other pass over 200,000 small
-    records fetched 4,096 at a time, where fetches of 512 set off none)."""
-    if not fetched:
-        return []
-    # Every record has a part a file (one zip made them): a shorter one raises IndexError.
-    return [tuple(map(operator.itemgetter(k), fetched)) for k in range(len(fetched[0]))]
 
 
 def _parsed_items(

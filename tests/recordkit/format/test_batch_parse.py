@@ -55,7 +55,8 @@ def test_records_of_one_layout_parse_as_protobuf_parses_them_for_the_keys_asked(
     records = [
         example(
             {
-                "vector": rng.normal(size=8).astype(np.float32),
+                "vector": rng.normal(size=8).astype(np.float32),  # 32 bytes: gathered by one index
+                "wide": rng.normal(size=24).astype(np.float32),  # 96 bytes: sliced record by record
                 "label": [int(rng.integers(0, 10))],
                 "size": [300 + i % 2, 2**40 + i % 3],  # varints of two and six bytes
                 "raw": [bytes(rng.integers(0, 256, size=12, dtype=np.uint8))],
@@ -66,7 +67,7 @@ def test_records_of_one_layout_parse_as_protobuf_parses_them_for_the_keys_asked(
         for i in range(40)
     ]
     buffer, offsets = framed(records)
-    keys = {"vector", "label", "size", "raw", "pair", "absent"}
+    keys = {"vector", "wide", "label", "size", "raw", "pair", "absent"}
     chunk = parsed_records(buffer, offsets, keys)
     assert chunk.columns is not None
     for parsed, data in zip(chunk.examples(), records, strict=True):

@@ -1,6 +1,6 @@
 """Records fetched by index (shuffled epochs, resumes on other rank and worker counts,
 mixtures, random access in batches) are parsed and decoded many at a time where they
-share a layout (sdk/recordkit/read/_parsed_shard.py ``parsed_fetched``): the values,
+share a layout (sdk/recordkit/read/_parsed_shard.py ``parsed_files``): the values,
 dtypes, shapes and order are those of the record-by-record read of the same reader."""
 
 from __future__ import annotations
@@ -80,7 +80,7 @@ class Counted:
         monkeypatch.setattr(_random_access, "decode_columns_numpy", counted)
 
     def off(self) -> None:
-        self.monkeypatch.setattr(_random_access, "parsed_fetched", lambda *args: None)
+        self.monkeypatch.setattr(_random_access, "parsed_files", lambda *args: None)
 
 
 def reads(ds: rk.Dataset, other: rk.Dataset) -> dict[str, Callable[[], list[Any]]]:
@@ -194,10 +194,10 @@ def test_small_records_are_fetched_more_at_a_time_than_prefetch_and_large_ones_p
         return fetch(files, located)
 
     monkeypatch.setattr(_random_access, "fetch_checked", counted)
-    assert len(list(rk.open(small, "train").epoch_stream(shuffle=True, seed=2, prefetch=10))) == RECORDS
-    grown = _random_access.GROWTH * 10
-    assert sizes == [min(grown, RECORDS - begin) for begin in range(0, RECORDS, grown)]
-    assert grown < RECORDS
+    assert len(list(rk.open(small, "train").epoch_stream(shuffle=True, seed=2, prefetch=2))) == RECORDS
+    read = _random_access.GROWTH * 2 * _random_access.READ_FETCHES  # fetches read at once, parsed apart
+    assert sizes == [min(read, RECORDS - begin) for begin in range(0, RECORDS, read)]
+    assert read < RECORDS
     sizes.clear()
     assert len(list(rk.open(large, "train").epoch_stream(shuffle=True, seed=2, prefetch=10))) == RECORDS
     assert sizes == [10] * 9  # records of 200 KB: 1 MB holds fewer than 10
@@ -218,7 +218,7 @@ def test_a_batch_whose_records_all_decode_together_is_given_as_plain_records(tmp
     rk.write_dataset(rows, schema, tmp_path / "data", shard_records=12, progress=False)  # 8+ of each length
     access = rk.open(tmp_path / "data", "train")._random_access()
     located = np.array([(s, n) for s in (2, 0, 1) for n in (*range(11, -1, -1), 5)], dtype=np.int64)
-    parsed = access._parsed(access._fetch(located), by_columns=True)
+    parsed = access._parsed(access._fetch_files(located), by_columns=True)
     assert isinstance(parsed, _parsed_shard.DecodedBatch)
     records = access.records(located)
     assert [(r["name"], int(r["n"])) for r in records] == [
@@ -228,21 +228,10 @@ def test_a_batch_whose_records_all_decode_together_is_given_as_plain_records(tmp
 
 
 def test_a_large_fetch_is_taken_apart_by_file_without_an_object_a_record(tmp_path: Path) -> None:
-    """Thousands of records fetched at once (a mixture's source of small records) are
-    split into their files' parts without a Python object a record that the garbage
-    collector counts (``zip(*fetched)`` made an iterator each, all alive at once, which
-    set off young collections whose survivors brought on full ones), and read as before."""
-    parts = [(f"r{i}".encode(), f"g{i}".encode()) for i in range(5000)]
-    gc.disable()
-    try:
-        before = gc.get_count()[0]
-        files = _parsed_shard._by_file(parts)
-        made = gc.get_count()[0] - before
-    finally:
-        gc.enable()
-    assert files == [tuple(p[0] for p in parts), tuple(p[1] for p in parts)]
-    assert made <= 10  # a tuple a file, not an object a record
-    assert _parsed_shard._by_file([]) == []
+    """Thousands of records fetched at once (a mixture's source of small records) come a
+    list a file, without a Python object a record that the garbage collector counts (a
+    tuple or an iterator a record, all alive at once, set off young collections whose
+    survivors brought on full ones), and read as before."""
     schema = rk.Schema(name="small", fields={"name": rk.FieldSpec(codec="text")})
     rows = [{"name": f"record {i}"} for i in range(3000)]
     rk.write_dataset(rows, schema, tmp_path / "data", shard_records=1000, progress=False)
@@ -251,3 +240,12 @@ def test_a_large_fetch_is_taken_apart_by_file_without_an_object_a_record(tmp_pat
     assert [r["name"] for r in access.records(located)] == [
         f"record {1000 * s + n}" for s, n in located.tolist()
     ]
+    gc.disable()  # the split's indexes are loaded by the read above: counted here, the fetch alone
+    try:
+        before = gc.get_count()[0]
+        files = access._fetch_files(located)
+        made = gc.get_count()[0] - before
+    finally:
+        gc.enable()
+    assert [len(parts) for parts in files] == [3000]
+    assert made <= 10  # a list a file, not an object a record

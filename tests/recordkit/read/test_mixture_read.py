@@ -50,13 +50,13 @@ def test_the_first_record_waits_only_for_its_own_sources_first_fetch(
     sources: list[rk.Dataset], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     fetched: list[str] = []
-    fetch = RandomAccess._fetch
+    fetch = RandomAccess._fetch_files
 
     def counted(self: RandomAccess, located: Any) -> Any:
         fetched.append(self.dataset.shards[0].path.url)  # ".../a/train-..." or ".../b/train-..."
         return fetch(self, located)
 
-    monkeypatch.setattr(RandomAccess, "_fetch", counted)
+    monkeypatch.setattr(RandomAccess, "_fetch_files", counted)
     mixture = rk.mix({sources[0]: 0.6, sources[1]: 0.4}, samples_per_epoch=100)
     records = iter(mixture.epoch_stream(prefetch=4))
     first = next(records)

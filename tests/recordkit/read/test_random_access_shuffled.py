@@ -105,6 +105,44 @@ def test_a_fetch_of_several_caption_lengths_is_parsed_as_one_group_as_protobuf_p
             assert np.array_equal(parsed[key][1], want[key][1])
 
 
+def test_captions_whose_lengths_take_varints_of_two_sizes_are_parsed_as_one_group() -> None:
+    """Captions of 127 and 128 bytes: their lengths' varints take one and two bytes, so the
+    two templates have different numbers of structure bytes (matched a template at a
+    time, not in one gather); still one group, as protobuf parses it."""
+    records = [_example({"caption": "c" * (126 + i % 3), "label": i % 10, "score": 0.5}) for i in range(24)]
+    templates: _batch_parse.Templates = {}
+    keys = {"caption", "label"}
+    _batch_parse.parsed_data(records, keys, templates)
+    assert len({len(t.structure) for t in templates.values()}) == 2
+    chunk = _batch_parse.parsed_data(records[::-1], keys, templates)
+    assert len(chunk.parts) == 1
+    for record, parsed in zip(records[::-1], chunk.examples(), strict=True):
+        want = decode_example(record)
+        assert parsed is not None
+        assert parsed["caption"] == want["caption"]
+        assert np.array_equal(parsed["label"][1], want["label"][1])
+
+
+def test_a_record_of_another_layout_in_a_group_leaves_it_to_be_parsed_a_length_at_a_time() -> None:
+    """A record of a known length whose structure is not its template's (another key of
+    the same size): the group is not parsed as one, and that record is left to protobuf."""
+    records = [_example({"caption": "x" * (1 + i % 2), "label": i % 10}) for i in range(16)]
+    templates: _batch_parse.Templates = {}
+    _batch_parse.parsed_data(records, {"caption", "label"}, templates)
+    odd = _example({"caption": "xx", "lbael": 4})
+    assert len(odd) == len(records[1])
+    mixed = [*records[:5], odd, *records[5:]]
+    chunk = _batch_parse.parsed_data(mixed, {"caption", "label"}, templates)
+    assert len(chunk.parts) == 2
+    examples = chunk.examples()
+    assert examples[5] is None
+    for record, parsed in zip(mixed[:5] + mixed[6:], examples[:5] + examples[6:], strict=True):
+        want = decode_example(record)
+        assert parsed is not None
+        assert parsed["caption"] == want["caption"]
+        assert np.array_equal(parsed["label"][1], want["label"][1])
+
+
 def test_records_of_other_fields_or_number_widths_are_parsed_a_length_at_a_time() -> None:
     plain = [_example({"caption": "x" * (1 + i % 2), "label": 3}) for i in range(16)]
     wide = [_example({"caption": "y" * (3 + i % 2), "label": 300}) for i in range(16)]  # a 2-byte varint
@@ -148,6 +186,39 @@ def test_a_damaged_record_in_a_fetch_over_several_shards_is_named(tmp_path: Path
     stream = access.stream(pairs)
     same_record(next(stream), access.record(0, 3))
     same_record(next(stream), access.record(4, 1))  # the records before it, then the error
+    with pytest.raises(CorruptRecordError, match=r"shard train-00002\.tfrecord.*record 74"):
+        next(stream)
+
+
+def test_fetches_read_together_are_parsed_apart_and_a_damaged_one_is_named_after_those_before(
+    tmp_path: Path,
+) -> None:
+    """Small records are read :data:`READ_FETCHES` fetches at a time and parsed and decoded a
+    fetch at a time: each fetch comes as one list, and a damaged record in a later fetch of
+    a read comes after every record before it, naming itself."""
+    from recordkit.read import _random_access  # private: the fetches read at once
+
+    path = tmp_path / "data"
+    rk.write_dataset(rows(RECORDS), SCHEMA, path, shard_records=SHARD, progress=False)
+    access = rk.RandomAccess(path)
+    pairs = shuffled_pairs(access, seed=9)
+    size, read = access.fetch_size(2), access.read_size(2)
+    assert read == size * _random_access.READ_FETCHES < len(pairs)
+    chunks = list(access.stream_chunks(pairs, prefetch=2))
+    assert [len(chunk) for chunk in chunks] == [min(size, len(pairs) - b) for b in range(0, len(pairs), size)]
+    for (shard, number), record in zip(pairs.tolist(), (r for c in chunks for r in c), strict=True):
+        same_record(record, access.record(shard, number))
+    shard = path / "train-00002.tfrecord"
+    data = bytearray(shard.read_bytes())
+    data[-3] ^= 0xFF  # the data CRC of the shard's last record: record 74
+    shard.write_bytes(bytes(data))
+    damaged = access.shards.locate(74)
+    at = size + 3  # in the read's second fetch
+    others = pairs[(pairs[:, 0] != damaged[0]) | (pairs[:, 1] != damaged[1])]
+    asked = np.concatenate([others[:at], np.array([damaged]), others[at:]])
+    stream = rk.RandomAccess(path).stream(asked, prefetch=2)
+    for shard_number, number in asked[:at].tolist():
+        same_record(next(stream), access.record(shard_number, number))
     with pytest.raises(CorruptRecordError, match=r"shard train-00002\.tfrecord.*record 74"):
         next(stream)
 
