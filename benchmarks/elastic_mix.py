@@ -219,12 +219,10 @@ def _measure(args: argparse.Namespace, root: Path) -> dict[str, Any]:
                 },
             )
         )
-    if args.no_tf:
-        pass
-    elif args.tf_same_process:
+    if not args.no_tf and args.tf_same_process:
         print("tf.data rows: in this process, after the rows above")
         results.update(_tf_rows(whole, mixture, state, args.repeats, args.only))
-    else:
+    elif not args.no_tf:
         results.update(_tf_rows_in_child(root, count, state, args))
     if args.out is not None:
         args.out.parent.mkdir(parents=True, exist_ok=True)

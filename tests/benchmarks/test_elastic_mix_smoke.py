@@ -73,3 +73,15 @@ def test_no_torch_leaves_the_pytorch_rows_out() -> None:
     assert "plain" not in results
     assert "tf_plain" not in results
     assert results["records"] == 40
+
+
+@pytest.mark.slow  # TensorFlow's import, when no test before it made it
+def test_tf_same_process_times_the_tf_rows_here(capsys: pytest.CaptureFixture[str]) -> None:
+    from benchmarks import elastic_mix
+
+    tiny = ["--records", "40", "--shard-records", "7", "--repeats", "1", "--no-torch"]
+    results = elastic_mix.main([*tiny, "--tf-same-process", "--only", "tf_canonical_in_order"])
+    assert "plain" not in results
+    assert results["tf_plain"]["records"] == results["tf_canonical_in_order"]["records"] == 40
+    assert set(results) & {"tf_canonical", "tf_mixture"} == set()  # --only
+    assert "tf.data rows: in this process" in capsys.readouterr().out
