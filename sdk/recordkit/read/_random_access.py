@@ -374,7 +374,7 @@ class RandomAccess:
     ) -> list[tuple[bytes | RecordkitError, ...]]:
         """The data of each record in each of :attr:`_files` (the split's shards, then its
         field groups'), checked, or the error reading it gave."""
-        return list(zip(*(fetch_checked(files, located) for files in self._files), strict=True))
+        return _by_record(self._fetch_files(located))
 
     def _fetch_files(
         self, located: Sequence[tuple[int, int]] | np.ndarray
@@ -393,7 +393,7 @@ class RandomAccess:
         if by_columns and self._geometry is None:
             decode = functools.partial(decode_columns_numpy, self._stored)
         parsed = parsed_files(files, self._keys, self._templates, decode)
-        return list(zip(*files, strict=True)) if parsed is None else parsed
+        return _by_record(files) if parsed is None else parsed
 
     def serialized(self, located: Sequence[tuple[int, int]] | np.ndarray) -> list[bytes]:
         """Each ``(shard, number)``'s serialized ``tf.train.Example`` (its field groups'
@@ -403,7 +403,7 @@ class RandomAccess:
             data = fetch_checked(self.shards, located)
             if not any(map(isinstance, data, itertools.repeat(RecordkitError))):
                 return cast(list[bytes], data)  # every record sound: no step of Python a record
-            fetched: list[tuple[bytes | RecordkitError, ...]] = [(part,) for part in data]
+            fetched = _by_record([data])
         else:
             fetched = self._fetch(located)
         listed = pair_list(located) if isinstance(located, np.ndarray) else located
@@ -480,6 +480,12 @@ def _draw_rows(draws: np.ndarray | None, done: int, count: int) -> list[np.ndarr
     if len(rows) != count:
         raise ValueError(f"draws has {done + len(rows)} rows, for at least {done + count} records asked for")
     return rows
+
+
+def _by_record(files: list[list[bytes | RecordkitError]]) -> list[tuple[bytes | RecordkitError, ...]]:
+    """Data given a file at a time (``files[k][i]``: record ``i``'s in file ``k``) as a
+    tuple a record, a part a file: what a record read on its own takes."""
+    return list(zip(*files, strict=True))
 
 
 def gathered(records: Iterable[T]) -> Iterator[list[T]]:
