@@ -40,7 +40,7 @@ from recordkit.format._tfrecord import (
     masked_crc,
 )
 
-__all__ = ["framing_matches", "unframe_run"]
+__all__ = ["framed_header", "framing_matches", "unframe_run"]
 
 
 def _crc32c_table() -> np.ndarray:
@@ -171,7 +171,7 @@ def _data_crcs(data: np.ndarray, buffer: Any, firsts: np.ndarray, lengths: np.nd
 
 
 @functools.lru_cache(maxsize=1 << 14)
-def _header(size: int) -> bytes:
+def framed_header(size: int) -> bytes:
     """The header a whole framed record of ``size`` bytes has: its data's length, then
     that length's masked CRC (what TFRecord writes; cached: records share sizes)."""
     length = LENGTH_FIELD.pack(size - FRAMING_BYTES)
@@ -200,7 +200,7 @@ def unframe_run(
         return None
     # A header equal to the one its size gives has the length the index implies and a
     # right CRC of that length: unframe_record's two header checks.
-    if data[starts[:, None] + _HEADER_COLUMNS].tobytes() != b"".join(map(_header, sizes.tolist())):
+    if data[starts[:, None] + _HEADER_COLUMNS].tobytes() != b"".join(map(framed_header, sizes.tolist())):
         return None
     data_ends = ends - FOOTER_BYTES
     records = list(map(buffer.__getitem__, map(slice, (starts + HEADER_BYTES).tolist(), data_ends.tolist())))

@@ -178,6 +178,42 @@ class RangeReader:
                 results[i] = got
         return [r if r is not None else FileNotFoundError() for r in results]
 
+    @contextmanager
+    def local_reads(
+        self, files: list[Path | Location], file_of: list[int], offsets: list[int], sizes: list[int]
+    ) -> Iterator[Iterator[bytes] | None]:
+        """The bytes of each range ``i``: ``sizes[i]`` bytes from ``offsets[i]`` of
+        ``files[file_of[i]]`` (fewer at its end), read as the iterator is taken (a caller
+        that checks each range as it comes checks it while it is in the CPU's cache), each
+        file held open once for the block and each ``pread`` made from C (``map``): no
+        Python step a range. None: a file is remote (and not kept in a local copy), or
+        there are more files than are kept open. A read that fails raises its OSError."""
+        paths: list[Path] = []
+        for where in files:
+            if isinstance(where, Location):
+                if where.is_local:
+                    where = where.path
+                else:
+                    cached = where.cached_file()
+                    if cached is None:
+                        yield None
+                        return
+                    where = cached
+            paths.append(where)
+        cache = self.files
+        if len(set(paths)) > cache.max_open:  # never more files open than it keeps
+            yield None
+            return
+        handles: list[_Handle] = []
+        try:
+            for path in paths:
+                handles.append(cache.acquire(path))
+            fds = [handle.fd for handle in handles]
+            yield map(os.pread, map(fds.__getitem__, file_of), sizes, offsets)
+        finally:
+            for handle in handles:
+                cache.release(handle)
+
     def close(self) -> None:
         """Close the local files not in use (reading again reopens them)."""
         self.files.close()

@@ -114,3 +114,62 @@ def test_shards_too_large_to_plan_together_are_planned_shard_by_shard_alike(
     reader.asked.clear()
     assert_same_records(want, ds.read_batch(indices))
     assert reader.asked == runs  # the same reads
+
+
+class LocalCountingReader(CountingReader):
+    """A CountingReader that also counts the ranges of local files read one by one."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.one_by_one = 0
+
+    def local_reads(self, files: list[Any], file_of: list[int], offsets: list[int], sizes: list[int]) -> Any:
+        self.one_by_one += len(offsets)
+        return super().local_reads(files, file_of, offsets, sizes)
+
+
+def _large_records(path: Path, count: int = 12) -> Path:
+    """A dataset of ``count`` records of 20 KB and more (4 a shard): records read a read each."""
+    schema = rk.Schema(name="texts", fields={"text": rk.FieldSpec(codec="text")})
+    records = [{"text": f"{i:05d}" + "x" * (20_000 + 500 * i)} for i in range(count)]
+    rk.write_dataset(records, schema, path, shard_records=4, progress=False)
+    return path
+
+
+def test_large_records_are_read_a_read_each_and_checked_as_in_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ds = rk.RandomAccess(_large_records(tmp_path / "large"))
+    indices = [5, 4, 0, 11, 5, 6, 1, 2]  # end to end, across shards, one asked twice
+    located = [ds.shards.locate(i) for i in indices]
+    ds.shards.files = reader = LocalCountingReader()
+    got = ds.serialized(located)
+    records = ds.read_batch(indices)
+    assert reader.asked == []  # no run read
+    assert reader.one_by_one == 2 * len(indices)
+    monkeypatch.setattr(_batched_access, "ONE_BY_ONE_BYTES", 1 << 62)  # read in runs instead
+    assert ds.serialized(located) == got
+    assert_same_records(records, ds.read_batch(indices))
+    assert [r["text"][:5] for r in records] == [f"{i:05d}" for i in indices]
+    assert len(reader.asked) < len(indices)  # neighbours share a read
+
+
+@pytest.mark.parametrize("damage", ["data", "length", "cut"])
+def test_a_damaged_large_record_is_named_as_in_runs(tmp_path: Path, damage: str) -> None:
+    path = _large_records(tmp_path / "large", count=8)
+    ds = rk.RandomAccess(path)
+    want = ds.read_batch([4, 0])  # shard 1 opened (and its size checked) before it is damaged
+    shard = path / "train-00001.tfrecord"
+    data = bytearray(shard.read_bytes())
+    if damage == "data":
+        data[-3] ^= 0xFF  # the data CRC of the shard's last record (7)
+    elif damage == "length":
+        data[ds.shards.index(1).span(3)[0]] ^= 0x01  # its length
+    else:
+        del data[-10:]  # the file cut short in its last record, while it is read
+    shard.write_bytes(bytes(data))
+    assert_same_records(want, ds.read_batch([4, 0]))
+    with pytest.raises(CorruptRecordError, match=r"shard train-00001\.tfrecord.*record 7"):
+        ds.read_batch([4, 7, 0])
+    with pytest.raises(CorruptRecordError, match=r"shard train-00001\.tfrecord.*record 7"):
+        ds.serialized([ds.shards.locate(i) for i in (4, 7, 0)])

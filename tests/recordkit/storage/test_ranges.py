@@ -132,3 +132,42 @@ def test_read_ranges_fetches_from_the_s3_server(s3_bucket: Bucket) -> None:
     where.write_bytes(DATA)
     got = read_ranges([(where, 100, 5), (where, 0, 2), (where, len(DATA) - 1, 9)])
     assert got == [DATA[100:105], DATA[:2], DATA[-1:]]
+
+
+def test_local_reads_read_each_range_of_local_files_holding_each_open_once(tmp_path: Path) -> None:
+    (tmp_path / "a").write_bytes(DATA)
+    (tmp_path / "b").write_bytes(DATA[::-1])
+    reader = RangeReader(max_open_files=2)
+    files: list[Path | Location] = [tmp_path / "a", location(tmp_path / "b")]
+    with reader.local_reads(files, [1, 0, 1, 0], [0, 5, len(DATA) - 2, len(DATA)], [3, 4, 8, 1]) as reads:
+        assert reads is not None
+        assert list(reads) == [DATA[::-1][:3], DATA[5:9], DATA[::-1][-2:], b""]
+    assert len(reader) == 2
+    assert all(handle.users == 0 for handle in reader.files._open.values())  # let go after the block
+    reader.close()
+    assert len(reader) == 0
+
+
+def test_local_reads_give_none_for_remote_files_or_more_files_than_kept_open(tmp_path: Path) -> None:
+    (tmp_path / "a").write_bytes(DATA)
+    remote = location(f"memory://rk-ranges-{uuid.uuid4().hex}/blob")
+    remote.write_bytes(DATA)
+    reader = RangeReader(max_open_files=1)
+    with reader.local_reads([tmp_path / "a", remote], [0, 1], [0, 0], [1, 1]) as reads:
+        assert reads is None
+    (tmp_path / "b").write_bytes(DATA)
+    with reader.local_reads([tmp_path / "a", tmp_path / "b"], [0, 1], [0, 0], [1, 1]) as reads:
+        assert reads is None
+    assert len(reader) == 0
+
+
+def test_a_local_read_that_fails_raises_and_lets_its_files_go(tmp_path: Path) -> None:
+    (tmp_path / "a").write_bytes(DATA)
+    reader = RangeReader()
+    with reader.local_reads([tmp_path / "a"], [0, 0], [0, -1], [1, 1]) as reads:
+        assert reads is not None
+        with pytest.raises(OSError, match="Invalid argument"):
+            list(reads)
+    assert all(handle.users == 0 for handle in reader.files._open.values())
+    with pytest.raises(FileNotFoundError), reader.local_reads([tmp_path / "gone"], [0], [0], [1]):
+        pass
