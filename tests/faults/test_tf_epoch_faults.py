@@ -139,3 +139,29 @@ def test_a_hostile_length_stops_the_in_order_read_naming_the_record(
         list(epochs)
     assert str(raised.value).startswith(f"shard {path.name}, offset {offsets[6]}, record 16")
     fault_cases.tried("tf_epochs in order, hostile lengths")
+
+
+def test_a_flipped_bit_in_a_large_record_stops_the_shuffled_read_naming_the_record(
+    tmp_path: Path, fault_cases: Any
+) -> None:
+    # Records of 20 KB and more: a shuffled batch is read a record a read, each checked as
+    # it is read (recordkit/read/_batched_access.py); a damaged one is named all the same.
+    schema = rk.Schema(name="texts", fields={"text": rk.FieldSpec(codec="text")})
+    records = [{"text": f"{i:05d}" + "x" * (20_000 + 300 * i)} for i in range(24)]
+    pristine = tmp_path / "pristine"
+    rk.write_dataset(records, schema, pristine, shard_records=8, progress=False, durable=False)
+    rng = random.Random(SEED + 5)
+    for case in range(FLIPS):
+        root = tmp_path / f"flip{case}"
+        shutil.copytree(pristine, root)
+        path = rng.choice(shard_paths(root))
+        offsets = record_offsets(path)
+        record = rng.randrange(len(offsets))
+        flip_bit(path, (offsets[record] + 12 + 2 + rng.randrange(15_000)) * 8 + rng.randrange(8))
+        epochs = rk.open(root, "train").tf_epochs(4, shuffle=True, seed=case, window=8)
+        with pytest.raises(rk.errors.CorruptRecordError) as info:
+            list(epochs)
+        message = str(info.value)
+        assert message.startswith(f"shard {path.name}, offset {offsets[record]}, record ")
+        assert message.endswith("data CRC mismatch (corrupt record)")
+        fault_cases.tried("tf_epochs bit flips, large records")

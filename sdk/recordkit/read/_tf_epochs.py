@@ -11,8 +11,9 @@ reads every ``world_size``-th block), so the records are fetched by their index
 sidecars, not streamed by ``TFRecordDataset``: a Python generator fetches the serialized
 records of several batches a call (an eighth of the read, :data:`_FEWEST_PER_CALL` to
 :data:`_RECORDS_PER_CALL` records, or :data:`_BYTES_PER_CALL` by the mean record size;
-read in runs, lengths and CRCs checked, a mixture's from their sources), and they are
-parsed and decoded in the graph by the same stages as :meth:`recordkit.Dataset.tf`
+read in runs, or a record a read where they are large, lengths and CRCs checked, a
+mixture's from their sources), and they are parsed and decoded in the graph by the same
+stages as :meth:`recordkit.Dataset.tf`
 (:func:`~recordkit.read._load_dataset.decoded`): where every field read decodes to one
 shape a field (text, labels, embeddings), a call's records at once, cut into batches
 after (one parse for thousands of small records, where a batch's parse costs more than

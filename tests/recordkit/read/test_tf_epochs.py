@@ -295,6 +295,24 @@ def test_pictures_of_several_sizes_come_as_ds_tf_gives_them(tmp_path: Path) -> N
         np.testing.assert_array_equal(image, want[name])
 
 
+def test_large_records_shuffled_come_in_the_order_and_batches_the_numpy_reader_gives(
+    tmp_path: Path,
+) -> None:
+    # Records of 20 KB and more are fetched a record a read (recordkit/read/_batched_access.py).
+    schema = rk.Schema(name="texts", fields={"text": rk.FieldSpec(codec="text")})
+    records = [{"text": f"{i:05d}" + "x" * (20_000 + 300 * i)} for i in range(40)]
+    rk.write_dataset(records, schema, tmp_path / "large", shard_records=9, progress=False)
+    a = rk.open(tmp_path / "large", "train")
+    rk.write_dataset(records[:13], schema, tmp_path / "other", shard_records=9, progress=False)
+    for source in (a, rk.mix({a: 0.6, rk.open(tmp_path / "other", "train"): 0.4})):
+        got = [
+            [text.decode() for text in batch["text"].numpy()]
+            for batch in source.tf_epochs(BATCH, **OPTIONS).dataset()
+        ]
+        want = [record["text"] for record in source.epoch_stream(**OPTIONS)]
+        assert got == [want[begin : begin + BATCH] for begin in range(0, len(want), BATCH)]
+
+
 def test_compressed_shards_are_refused_when_the_reader_is_made(tmp_path: Path) -> None:
     records = [{"name": f"z{i}", "label": i % 7} for i in range(9)]
     rk.write_dataset(records, SCHEMA, tmp_path / "zipped", compression="GZIP", progress=False)
