@@ -27,6 +27,9 @@ record decoded, by:
 * ``elastic_rank``: rank 0 of those 2 alone (what one rank of the resumed run reads), and
   ``plain_share``: ``RandomAccess.stream`` over that rank's records in its order, worked
   out before the pass (its baseline: the same records read without the epoch machinery);
+  ``plain_quarter``: ``RandomAccess.stream`` over as many records (a quarter of the
+  split) in manifest order: plain iteration of as many records, whose start (the first
+  read before the first record) is spread over as few of them as the rank's is;
 * ``mixture_in_order`` and ``mixture``: ``rk.mix({a: 0.7, b: 0.3},
   samples_per_epoch=N).torch_iterable(...)``, unshuffled (sources spread evenly) and
   shuffled.
@@ -56,7 +59,10 @@ epoch machinery (``*_to_same_count``): ``canonical`` with ``plain_shuffled`` and
 with ``plain_shuffled`` (as many records of the same content, shuffled) and
 ``tf_elastic`` with ``tf_plain_share`` (as many records, in order). Reading records
 shuffled costs more than reading them in order whoever orders them: these ratios are
-what the epoch order and the mixture add to it.
+what the epoch order and the mixture add to it. ``elastic_rank`` is also compared with
+``plain_quarter`` (``ratio_to_as_many_in_order``, ``cpu_ratio_to_as_many_in_order``):
+plain iteration of as many records, as ``tf_elastic``'s baseline is; beside, never
+instead of, its ratio to ``plain``, the issue's baseline.
 All of them but ``records`` read through ``RandomAccess`` in one thread, ``prefetch``
 64, every field decoded, as numpy (``tensors=False``): the same reader, threads and
 decode.
@@ -186,6 +192,7 @@ def _measure(args: argparse.Namespace, root: Path) -> dict[str, Any]:
     # reads, without the epoch machinery.
     resumed = {k: v for k, v in options.items() if k != "tensors"}
     share = whole.epoch_stream(**resumed, rank=0, world_size=2, start=state).worker_pairs(0, 1)
+    quarter = in_order[: len(share)]  # as many records as the rank's share, in manifest order
 
     contenders: dict[str, Callable[[], Iterable[Any]]] = {
         "plain": lambda: access.stream(in_order, prefetch=64),
@@ -198,6 +205,7 @@ def _measure(args: argparse.Namespace, root: Path) -> dict[str, Any]:
         ),
         "elastic_rank": lambda: whole.torch_iterable(**options, rank=0, world_size=2, start=state),
         "plain_share": lambda: access.stream(share, prefetch=64),
+        "plain_quarter": lambda: access.stream(quarter, prefetch=64),
         "mixture_in_order": lambda: mixture.torch_iterable(**{**options, "shuffle": False}),
         "mixture": lambda: mixture.torch_iterable(**options),
     }
@@ -217,6 +225,7 @@ def _measure(args: argparse.Namespace, root: Path) -> dict[str, Any]:
                     "mixture": "plain_shuffled",
                     "elastic_rank": "plain_share",
                 },
+                as_many_in_order={"elastic_rank": "plain_quarter"},
             )
         )
     if not args.no_tf and args.tf_same_process:
@@ -315,6 +324,7 @@ def _compare(
     repeats: int,
     also: str | None = None,
     same_count: dict[str, str] | None = None,
+    as_many_in_order: dict[str, str] | None = None,
 ) -> dict[str, Any]:
     """Every contender's passes, rounds interleaved (their order rotated), each row with
     its repetitions, best, median and ratios to ``baseline`` (and its CPU per record to
@@ -322,7 +332,8 @@ def _compare(
     ``same_count`` names, for some contenders, a baseline that reads as many records
     (see the module): their ratios to it
     are added as ``ratio_to_same_count`` and ``cpu_ratio_to_same_count`` (and printed
-    below the table)."""
+    below the table); ``as_many_in_order`` likewise names a plain read of as many records
+    in order (``ratio_to_as_many_in_order``, ``cpu_ratio_to_as_many_in_order``)."""
     counts = {
         name: sum(size(e) for e in make()) for name, make in contenders.items()
     }  # warm-up, and the records
@@ -371,17 +382,18 @@ def _compare(
             f"{results[name]['cpu_ratio_to_baseline']:>9.2f}"
             + ("" if also is None else f" {results[name][f'cpu_ratio_to_{also}']:>10.2f}")
         )
-    for name, other in (same_count or {}).items():
-        if name not in results or other not in results:  # a row left out (--only)
-            continue
-        row, base_row = results[name], results[other]
-        row["same_count_baseline"] = other
-        row["ratio_to_same_count"] = row["records_per_s"] / base_row["records_per_s"]
-        row["cpu_ratio_to_same_count"] = row["cpu_per_record_us"] / base_row["cpu_per_record_us"]
-        print(
-            f"{name} against {other}: records/s {row['ratio_to_same_count']:.2f}x, "
-            f"CPU per record {row['cpu_ratio_to_same_count']:.2f}x"
-        )
+    for kind, pairs in (("same_count", same_count), ("as_many_in_order", as_many_in_order)):
+        for name, other in (pairs or {}).items():
+            if name not in results or other not in results:  # a row left out (--only)
+                continue
+            row, base_row = results[name], results[other]
+            row[f"{kind}_baseline"] = other
+            row[f"ratio_to_{kind}"] = row["records_per_s"] / base_row["records_per_s"]
+            row[f"cpu_ratio_to_{kind}"] = row["cpu_per_record_us"] / base_row["cpu_per_record_us"]
+            print(
+                f"{name} against {other}: records/s {row[f'ratio_to_{kind}']:.2f}x, "
+                f"CPU per record {row[f'cpu_ratio_to_{kind}']:.2f}x"
+            )
     return results
 
 

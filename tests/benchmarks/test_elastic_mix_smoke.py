@@ -36,6 +36,10 @@ def test_the_elastic_and_mixture_benchmark_runs(
     assert results["elastic"]["records"] == 40 - 32  # the state after one batch of 8 on each of 4 ranks
     # Rank 0 of the 2 resumed ranks, against the same records read without the epoch order.
     assert 0 < results["elastic_rank"]["records"] == results["plain_share"]["records"] < 40 - 32
+    # ... and against the plain read of as many records in order (beside its ratio to plain).
+    assert results["plain_quarter"]["records"] == results["elastic_rank"]["records"]
+    assert results["elastic_rank"]["as_many_in_order_baseline"] == "plain_quarter"
+    assert results["elastic_rank"]["cpu_ratio_to_as_many_in_order"] > 0
     for name, baseline in (
         ("canonical", "plain_shuffled"),
         ("mixture", "plain_shuffled"),

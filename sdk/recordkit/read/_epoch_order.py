@@ -36,6 +36,7 @@ __all__ = [
     "Progress",
     "SplitOrder",
     "epoch_order",
+    "epoch_order_from",
     "fingerprint",
     "located_pairs",
     "loader_taken",
@@ -50,32 +51,66 @@ def epoch_order(
 
     Without ``shuffle``: manifest order. With it: the shards in an order drawn from
     ``(seed, epoch)``, then each run of ``window`` consecutive records shuffled."""
+    return epoch_order_from(counts, 0, seed=seed, epoch=epoch, shuffle=shuffle, window=window)
+
+
+def epoch_order_from(
+    counts: Sequence[int] | np.ndarray,
+    begin: int,
+    *,
+    seed: int | Sequence[int],
+    epoch: int,
+    shuffle: bool,
+    window: int,
+) -> np.ndarray:
+    """Positions ``begin`` onwards of :func:`epoch_order` (``epoch_order(...)[begin:]``),
+    without laying out the records before them: what a reader resumed part way through an
+    epoch reads from. The windows before the one ``begin`` lies in are still shuffled (the
+    windows draw from one generator in turn, so each window's draws follow from those
+    before it), in a scratch array of a window's size: their draws depend on their length
+    alone, not on what they shuffle."""
     sizes = np.asarray(counts, dtype=np.int64)
     starts = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
     total = int(starts[-1])
+    begin = min(max(int(begin), 0), total)
     if not shuffle:
-        return np.arange(total, dtype=np.int64)
+        return np.arange(begin, total, dtype=np.int64)
     seeds = [seed] if isinstance(seed, int) else list(seed)
     rng = np.random.default_rng([*seeds, epoch])
-    order = _shards_in_turn(starts, rng.permutation(len(sizes)))
+    first = begin - begin % window if window > 1 else begin
+    order = _shards_in_turn(starts, rng.permutation(len(sizes)), first)
     if window > 1:
         # Each window shuffled where it lies: ``shuffle`` draws what ``permutation`` of the
         # window's copy draws (``permutation`` is a copy, then ``shuffle``), so the order
-        # is the one epochs always had, without a copy a window.
+        # is the one epochs always had, without a copy a window. The windows before
+        # ``first`` (all full ones) only move the generator on.
         mix = np.random.default_rng([*seeds, epoch, 1])
-        for begin in range(0, total, window):
-            mix.shuffle(order[begin : begin + window])
-    return order
+        if first:
+            scratch = np.empty(window, dtype=np.int64)
+            for _ in range(first // window):
+                mix.shuffle(scratch)
+        for at in range(0, total - first, window):
+            mix.shuffle(order[at : at + window])
+    return order[begin - first :]
 
 
-def _shards_in_turn(starts: np.ndarray, shards: np.ndarray) -> np.ndarray:
+def _shards_in_turn(starts: np.ndarray, shards: np.ndarray, skip: int = 0) -> np.ndarray:
     """The records of ``shards`` (their first records at ``starts``, then the total), one
-    shard after another: steps of one summed up in place, each shard's first step the
-    jump from the last record of the shard before (one array, no temporary of the
-    records' size, no array per shard)."""
+    shard after another, but the first ``skip`` of them: steps of one summed up in place,
+    each shard's first step the jump from the last record of the shard before (one array,
+    no temporary of the records' size, no array per shard)."""
     firsts = starts[shards]
     lengths = starts[shards + 1] - firsts
     firsts, lengths = firsts[lengths > 0], lengths[lengths > 0]
+    if skip:
+        # The shards wholly before ``skip`` left out, and the first one kept entered part way.
+        ends = np.cumsum(lengths)
+        kept = int(np.searchsorted(ends, skip, side="right"))
+        into = skip - (int(ends[kept - 1]) if kept else 0)
+        firsts, lengths = firsts[kept:].copy(), lengths[kept:].copy()
+        if len(firsts):
+            firsts[0] += into
+            lengths[0] -= into
     order = np.ones(int(lengths.sum()), dtype=np.int64)
     if len(order):
         order[0] = firsts[0]
@@ -302,6 +337,12 @@ class SplitOrder:
     def items(self, *, seed: int | Sequence[int], epoch: int, shuffle: bool, window: int) -> np.ndarray:
         """The split's records in epoch ``epoch``'s order."""
         return epoch_order(self.counts, seed=seed, epoch=epoch, shuffle=shuffle, window=window)
+
+    def items_from(
+        self, begin: int, *, seed: int | Sequence[int], epoch: int, shuffle: bool, window: int
+    ) -> np.ndarray:
+        """:meth:`items` from position ``begin`` on (:func:`epoch_order_from`)."""
+        return epoch_order_from(self.counts, begin, seed=seed, epoch=epoch, shuffle=shuffle, window=window)
 
     def locate(self, items: np.ndarray) -> list[tuple[int, int]]:
         """Each record's ``(shard, number)``."""

@@ -147,8 +147,9 @@ class EpochStream:
         """The records of worker ``worker`` of ``workers``, decoded; ``count``: they are
         this process's whole share, counted for :meth:`state_dict`. The records come in
         lists (a fetched batch's), chained in C: no Python step a record."""
-        located = self.worker_pairs(worker, workers)
-        chunks = self._read_chunks(located)
+        places = self._worker_places(worker, workers)
+        located = self._located(places)
+        chunks = self._read_chunks(located, self._windows(places))
         return itertools.chain.from_iterable(self._counted(chunks) if count else chunks)
 
     def _counted(self, chunks: Iterator[list[dict[str, Any]]]) -> Iterator[Iterator[dict[str, Any]]]:
@@ -194,11 +195,22 @@ class EpochStream:
         """How this epoch is divided between the ranks and ``num_workers`` DataLoader workers each."""
         return Division(self.world_size, num_workers, self.block)
 
-    def _remaining(self) -> tuple[Progress, np.ndarray, np.ndarray]:
-        """The progress through this epoch, the epoch's order, and the positions in it not read yet."""
+    def _remaining(self) -> tuple[Progress, np.ndarray]:
+        """The progress through this epoch, and the positions in its order not read yet
+        (what a state needs: not the order itself)."""
+        progress = self._progress or Progress(len(self.epochs))
+        return progress, progress.remaining()
+
+    def _items_from(self, begin: int) -> np.ndarray:
+        """This epoch's order from position ``begin`` on: a split's laid out from the
+        window ``begin`` lies in (a resumed reader's positions are all after it), a
+        mixture's whole, then cut."""
+        if isinstance(self.epochs, SplitOrder):
+            return self.epochs.items_from(
+                begin, seed=self.seed, epoch=self.epoch, shuffle=self.shuffle, window=self.window
+            )
         items = self.epochs.items(seed=self.seed, epoch=self.epoch, shuffle=self.shuffle, window=self.window)
-        progress = self._progress or Progress(len(items))
-        return progress, items, progress.remaining()
+        return items[begin:]
 
     # -- iterating ---------------------------------------------------------------------------
 
@@ -210,22 +222,51 @@ class EpochStream:
     def worker_pairs(self, worker: int, workers: int) -> np.ndarray:
         """:meth:`worker_records` as an ``[n, 2]`` array (what the stream reads: no
         Python tuple a record)."""
-        items = self.epochs.items(seed=self.seed, epoch=self.epoch, shuffle=self.shuffle, window=self.window)
-        progress = self._progress or Progress(len(items))
+        return self._located(self._worker_places(worker, workers))
+
+    def _worker_places(self, worker: int, workers: int) -> slice | np.ndarray:
+        """The positions in this epoch's order that worker ``worker`` of ``workers`` reads,
+        in order: a slice when they are one (see :meth:`Division.places`)."""
+        progress = self._progress or Progress(len(self.epochs))
         division = self.division(workers)
         reader = division.reader(self.rank, worker)
         if progress.also:
-            return self.epochs.locate_pairs(items[division.share(progress.remaining(), reader)])
+            return division.share(progress.remaining(), reader)
         # What is left is one run of the order (a fresh epoch, or a resume after whole
         # global batches): this reader's places are taken from it without an array of
         # all the positions left (a view of the order, when they are a slice of it).
-        return self.epochs.locate_pairs(items[division.places(progress.done, progress.length, reader)])
+        return division.places(progress.done, progress.length, reader)
 
-    def _read_chunks(self, located: np.ndarray) -> Iterator[list[dict[str, Any]]]:
-        """The records at ``located``, decoded, in order, in lists."""
+    def _located(self, places: slice | np.ndarray) -> np.ndarray:
+        """The ``(shard, record)`` of the items at ``places`` of this epoch's order, laid
+        out from the first of them only (a resumed reader's places all lie after what
+        was read)."""
+        if isinstance(places, slice):
+            begin = min(places.start, len(self.epochs))
+            items = self._items_from(begin)
+            return self.epochs.locate_pairs(items[places.start - begin : places.stop - begin : places.step])
+        begin = int(places[0]) if len(places) else len(self.epochs)
+        return self.epochs.locate_pairs(self._items_from(begin)[places - begin])
+
+    def _windows(self, places: slice | np.ndarray) -> np.ndarray | None:
+        """The window of the order each of ``places`` lies in, when the split is shuffled in
+        windows (a window's records lie in one shard or a few, which a read of them reads
+        once: :meth:`RandomAccess.stream_chunks`); else None."""
+        if not self.shuffle or self.window <= 1 or self.sources is not None:
+            return None
+        if isinstance(places, slice):
+            places = np.arange(places.start, places.stop, places.step or 1, dtype=np.int64)
+        windows: np.ndarray = places // self.window
+        return windows
+
+    def _read_chunks(
+        self, located: np.ndarray, windows: np.ndarray | None = None
+    ) -> Iterator[list[dict[str, Any]]]:
+        """The records at ``located``, decoded, in order, in lists (``windows``: each
+        one's window of the order, which reads end with where they can)."""
         if self.sources is None:
             return self.records.stream_chunks(
-                located, prefetch=self.prefetch, draws=self._geometry_draws(located)
+                located, prefetch=self.prefetch, draws=self._geometry_draws(located), groups=windows
             )
         return self._read_mixed(located)
 
@@ -247,7 +288,9 @@ class EpochStream:
             raise ValueError("a mixture's records have no random geometry to draw for")
         order = cast(SplitOrder, self.epochs)
         if self._places is None or self._places[0] != self.epoch:
-            items = self._remaining()[1]
+            items = self.epochs.items(
+                seed=self.seed, epoch=self.epoch, shuffle=self.shuffle, window=self.window
+            )
             places = np.empty(len(items), dtype=np.int64)
             places[items] = np.arange(len(items), dtype=np.int64)
             self._places = (self.epoch, places)
@@ -330,7 +373,7 @@ class EpochStream:
         records each one has yielded follow from the count of batches.
         """
         division = self.division(num_workers)
-        _, _, remaining = self._remaining()
+        _, remaining = self._remaining()
         sizes = division.sizes(len(remaining))
         taken = [0] * division.readers
         for rank in range(self.world_size):
@@ -343,7 +386,7 @@ class EpochStream:
         return self._state_after(division, taken)
 
     def _state_after(self, division: Division, taken: list[int]) -> dict[str, Any]:
-        progress, _, remaining = self._remaining()
+        progress, remaining = self._remaining()
         progress = progress.advanced(division.read_after(remaining, taken))
         return epoch_state(self._reader_name, self.epoch, progress, self._identity())
 

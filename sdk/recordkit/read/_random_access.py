@@ -37,7 +37,7 @@ from recordkit.schema._bound import BoundField
 from recordkit.schema._schema import SchemaLike
 from recordkit.storage import StorageOptions
 
-__all__ = ["GROWN_BYTES", "GROWTH", "RandomAccess", "gathered"]
+__all__ = ["GROWN_BYTES", "GROWTH", "RandomAccess", "gathered", "read_bounds"]
 
 #: :meth:`RandomAccess.stream` fetches up to this many times ``prefetch`` records at once
 #: when they are small (the batches of small records were mostly fixed costs: fetching,
@@ -302,14 +302,25 @@ class RandomAccess:
         located: Iterable[tuple[int, int]] | np.ndarray,
         prefetch: int = 64,
         draws: np.ndarray | None = None,
+        groups: np.ndarray | None = None,
     ) -> Iterator[list[dict[str, Any]]]:
         """:meth:`stream`'s records as lists, a fetched batch's in one (when a record of
         it raises, those before it, then the error: :func:`gathered`). Chained, they are
-        :meth:`stream` with no Python step a record."""
+        :meth:`stream` with no Python step a record. ``groups`` (with an ``[n, 2]``
+        array ``located``; non-decreasing, one a record) says which records lie close
+        together in the shards (an epoch's window of its order): a read then ends where
+        a group does while that leaves it at least half its records (:func:`read_bounds`),
+        so that the bytes of a group that one read would have shared with the next are
+        read once."""
         plain = self._plain
         done = 0
         size = self.fetch_size(prefetch)
-        for read in _chunks(located, self.read_size(prefetch)):
+        reads = (
+            _chunks(located, self.read_size(prefetch))
+            if groups is None or not isinstance(located, np.ndarray)
+            else _cut(located, read_bounds(groups, self.read_size(prefetch)))
+        )
+        for read in reads:
             files = self._fetch_files(read)
             for begin in range(0, len(read), size):
                 chunk = read[begin : begin + size]
@@ -512,6 +523,28 @@ def _chunks(
     pairs = iter(located)
     while chunk := list(itertools.islice(pairs, size)):
         yield chunk
+
+
+def read_bounds(groups: np.ndarray, size: int) -> list[int]:
+    """Where the reads of records in ``groups`` (non-decreasing, one a record) begin, and
+    their end: at most ``size`` records a read, each ending where a group begins unless
+    that leaves it fewer than half of ``size`` (a group larger than that is cut)."""
+    count = len(groups)
+    bounds = [0]
+    while bounds[-1] + size < count:
+        begin = bounds[-1]
+        end = begin + size
+        aligned = int(np.searchsorted(groups[begin:end], groups[end], side="left")) + begin
+        bounds.append(aligned if aligned - begin >= max(size // 2, 1) else end)
+    bounds.append(count)
+    return bounds
+
+
+def _cut(located: np.ndarray, bounds: Sequence[int]) -> Iterator[np.ndarray]:
+    """``located`` in the slices between consecutive ``bounds``."""
+    for begin, end in itertools.pairwise(bounds):
+        if end > begin:
+            yield located[begin:end]
 
 
 def _mean_record_bytes(dataset: OpenedDataset) -> int | None:

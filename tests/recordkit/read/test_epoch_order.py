@@ -17,6 +17,7 @@ from recordkit.read._epoch_order import (
     Progress,
     SplitOrder,
     epoch_order,
+    epoch_order_from,
     loader_taken,
     located_pairs,
 )
@@ -173,6 +174,29 @@ def test_the_shuffled_order_is_the_one_epochs_always_had(
     got = epoch_order(counts, seed=seed, epoch=epoch, shuffle=True, window=window)
     assert got.dtype == np.int64
     assert np.array_equal(got, _order_as_first_defined(counts, seed, epoch, window))
+
+
+@given(
+    counts=st.lists(st.integers(0, 40), max_size=12),
+    seed=st.integers(0, 2**32 - 1),
+    epoch=st.integers(0, 50),
+    window=st.integers(1, 70),
+    shuffle=st.booleans(),
+    data=st.data(),
+)
+def test_the_order_from_a_position_on_is_the_orders_rest(
+    counts: list[int], seed: int, epoch: int, window: int, shuffle: bool, data: st.DataObject
+) -> None:
+    # A resumed reader lays the order out from its first place only: the windows before
+    # are shuffled in a scratch array, which must draw what shuffling them in place draws.
+    whole = epoch_order(counts, seed=seed, epoch=epoch, shuffle=shuffle, window=window)
+    begin = data.draw(st.integers(0, len(whole) + 2))
+    got = epoch_order_from(counts, begin, seed=seed, epoch=epoch, shuffle=shuffle, window=window)
+    assert got.dtype == np.int64
+    assert np.array_equal(got, whole[begin:])
+    order = SplitOrder(counts, ["a"])
+    tail = order.items_from(begin, seed=seed, epoch=epoch, shuffle=shuffle, window=window)
+    assert np.array_equal(tail, whole[begin:])
 
 
 @given(shape=shapes, length=st.integers(0, 60), data=st.data())

@@ -67,3 +67,29 @@ def test_a_mixture_streams_as_numpy_and_resumes(handle: rk.Dataset, tmp_path: Pa
     head = names(iter(stream), 13)
     rest = names(mixture.epoch_stream(**OPTIONS, start=stream.state_dict()))
     assert head + rest == whole
+
+
+@pytest.mark.parametrize("shuffle", [True, False])
+def test_a_readers_records_are_its_share_of_the_whole_orders_rest_wherever_the_epoch_was_left(
+    handle: rk.Dataset, shuffle: bool
+) -> None:
+    # A reader lays the order out from its first place only (_epoch_order.epoch_order_from),
+    # and reads end where windows do: its records must be those of its share of the whole
+    # order's positions left, for prefixes that end inside a window or on its edge, and
+    # positions read beyond them, read in that order.
+    from recordkit.read._epoch_order import Progress
+
+    options = {**OPTIONS, "shuffle": shuffle}
+    for world_size, workers in ((1, 0), (2, 3), (3, 2)):
+        stream = handle.epoch_stream(**options, rank=world_size - 1, world_size=world_size)
+        order = stream.epochs.items(seed=stream.seed, epoch=0, shuffle=shuffle, window=stream.window)
+        for done, also in ((0, ()), (6, ()), (7, ()), (13, (15, 22, 40)), (N - 1, ()), (N, ())):
+            stream._progress = Progress(N, done, also)
+            division = stream.division(workers)
+            for worker in range(division.workers):
+                reader = division.reader(stream.rank, worker)
+                share = division.share(Progress(N, done, also).remaining(), reader)
+                expected = stream.epochs.locate_pairs(order[share])
+                assert stream.worker_pairs(worker, workers).tolist() == expected.tolist()
+                read = [r["name"] for r in stream.read_share(worker, workers, count=False)]
+                assert read == [f"n{stream.records.shards.starts[s] + n}" for s, n in expected.tolist()]

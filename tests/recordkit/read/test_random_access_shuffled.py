@@ -6,11 +6,14 @@ each exactly as read alone; a damaged or missing record is refused naming it."""
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 import recordkit as rk
 from recordkit.errors import CorruptRecordError
@@ -218,6 +221,50 @@ def test_fetches_read_together_are_parsed_apart_and_a_damaged_one_is_named_after
     asked = np.concatenate([others[:at], np.array([damaged]), others[at:]])
     stream = rk.RandomAccess(path).stream(asked, prefetch=2)
     for shard_number, number in asked[:at].tolist():
+        same_record(next(stream), access.record(shard_number, number))
+    with pytest.raises(CorruptRecordError, match=r"shard train-00002\.tfrecord.*record 74"):
+        next(stream)
+
+
+@given(groups=st.lists(st.integers(1, 9), max_size=40), size=st.integers(1, 12))
+def test_reads_end_where_groups_of_records_do_while_they_hold_half_a_read(
+    groups: list[int], size: int
+) -> None:
+    # Each group's records (an epoch's window of its order) are read by one read when a
+    # read can end where the group begins and still hold at least half of ``size``.
+    from recordkit.read._random_access import read_bounds
+
+    labels = np.repeat(np.arange(len(groups)), groups)
+    bounds = read_bounds(labels, size)
+    assert bounds[0] == 0
+    assert bounds[-1] == len(labels)
+    lengths = np.diff(bounds)
+    assert (lengths <= size).all()
+    assert (lengths[:-1] >= max(size // 2, 1)).all()
+    for end, length in zip(bounds[1:-1], lengths[:-1].tolist(), strict=True):
+        ends_a_group = labels[end] != labels[end - 1]
+        assert ends_a_group or length == size
+
+
+def test_reads_that_end_with_groups_give_every_record_and_name_a_damaged_one(tmp_path: Path) -> None:
+    path = tmp_path / "data"
+    rk.write_dataset(rows(RECORDS), SCHEMA, path, shard_records=SHARD, progress=False)
+    access = rk.RandomAccess(path)
+    pairs = shuffled_pairs(access, seed=4)
+    groups = np.arange(len(pairs)) // 11
+    chunks = list(access.stream_chunks(pairs, prefetch=2, groups=groups))
+    got = [r for c in chunks for r in c]
+    assert len(got) == len(pairs)
+    for (shard, number), record in zip(pairs.tolist(), got, strict=True):
+        same_record(record, access.record(shard, number))
+    shard = path / "train-00002.tfrecord"
+    data = bytearray(shard.read_bytes())
+    data[-3] ^= 0xFF  # the data CRC of the shard's last record: record 74
+    shard.write_bytes(bytes(data))
+    reread = rk.RandomAccess(path)
+    stream = itertools.chain.from_iterable(reread.stream_chunks(pairs, prefetch=2, groups=groups))
+    at = next(i for i, (s, n) in enumerate(pairs.tolist()) if (s, n) == access.shards.locate(74))
+    for shard_number, number in pairs[:at].tolist():
         same_record(next(stream), access.record(shard_number, number))
     with pytest.raises(CorruptRecordError, match=r"shard train-00002\.tfrecord.*record 74"):
         next(stream)
