@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+import importlib.metadata
 import inspect
 import io
 import json
@@ -18,7 +20,7 @@ from typing import Any
 import numpy as np
 import pytest
 import tensorflow as tf
-from _reader_support import SCHEMA, dumps, make_records, run_generated, write
+from _reader_support import RUNNER, SCHEMA, dumps, make_records, write
 from click.testing import CliRunner
 
 import recordkit as rk
@@ -42,17 +44,99 @@ def with_recordkit(files: list[str], fields: list[str] | None = None) -> str:
     return dumps(list(batches))
 
 
+def run_together(runs: list[tuple[str, list[str]]], folder: Path) -> list[list[str]]:
+    """Run each ``(script, argv)`` of ``runs`` in turn in one subprocess, as ``python -c
+    script *argv`` would (``sys.argv`` set, ``__main__`` its namespace): the lines each
+    printed. TensorFlow starts once for all of them (two to five seconds of CPU a start);
+    every script blocks recordkit's imports itself, so none is imported for a later one."""
+    listing = folder / "runs.json"
+    listing.write_text(json.dumps(runs))
+    driver = textwrap.dedent(
+        """
+        import contextlib, io, json, sys
+
+        printed = []
+        for script, argv in json.loads(open(sys.argv[1]).read()):
+            sys.argv = ["-c", *argv]
+            out = io.StringIO()
+            with contextlib.redirect_stdout(out):
+                exec(compile(script, "<script>", "exec"), {"__name__": "__main__"})
+            printed.append(out.getvalue().splitlines())
+        print(json.dumps(printed))
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", driver, str(listing)], capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    printed: list[list[str]] = json.loads(done.stdout.strip().splitlines()[-1])
+    return printed
+
+
+@dataclasses.dataclass(frozen=True)
+class Generated:
+    """What the generated modules of this file's three datasets read in one subprocess
+    where recordkit cannot be imported (:func:`generated`), for the tests that compare
+    it with recordkit's own reads."""
+
+    #: The JSON of the batches of the test schema's module, then of a projection's.
+    parser: list[str]
+    #: The JSON of the batches of the keypoints plugin's module, and its dataset.
+    keypoints: str
+    keypoints_data: Path
+    #: The groups runner's JSON lines: the files and columns of each projection.
+    groups: list[str]
+    #: The recordkit modules each of the three runs had imported at its end.
+    imported: list[list[str]]
+
+
+GROUP_PROJECTIONS: list[list[str] | None] = [None, ["embedding", "label"], ["score"]]
+
+
+@pytest.fixture(scope="module")
+def generated(
+    tmp_path_factory: pytest.TempPathFactory,
+    files: list[str],
+    grouped: Path,
+    keypoints_plugin: importlib.metadata.Distribution,
+) -> Generated:
+    """The generated modules of the test schema (whole and projected), of the keypoints
+    plugin's schema and of a split with field groups, each run on its dataset in one
+    subprocess (:func:`run_together`) rather than one a dataset."""
+    folder = tmp_path_factory.mktemp("generated")
+    full = folder / "reader_test_parser.py"
+    full.write_text(rk.generate_parser_code(SCHEMA))
+    part = folder / "projection_parser.py"
+    part.write_text(rk.generate_parser_code(SCHEMA, ["objects", "note", "tags"]))
+    poses, poses_schema = keypoints_dataset(folder / "poses")
+    poses_files = [str(poses / s.file) for s in rk.Manifest.load(poses).split("train").shards]
+    poses_module = folder / "poses_parser.py"
+    poses_module.write_text(rk.generate_parser_code(poses_schema))
+    groups_module = folder / "photos_parser.py"
+    groups_module.write_text(rk.generate_parser_code(rk.Manifest.load(grouped)))
+    parser, keypoints, groups = run_together(
+        [
+            (RUNNER, [json.dumps(files), json.dumps([(str(full), None), (str(part), ["note"])]), "4"]),
+            (RUNNER, [json.dumps(poses_files), json.dumps([(str(poses_module), None)]), "4"]),
+            (GROUPS_RUNNER, [str(groups_module), str(grouped), json.dumps(GROUP_PROJECTIONS)]),
+        ],
+        folder,
+    )
+    return Generated(
+        parser=parser[:-1],
+        keypoints=keypoints[0],
+        keypoints_data=poses,
+        groups=groups[:-1],
+        imported=[json.loads(lines[-1]) for lines in (parser, keypoints, groups)],
+    )
+
+
 @pytest.mark.slow
 def test_the_generated_module_reproduces_the_parser_without_recordkit(
-    tmp_path: Path, files: list[str]
+    files: list[str], generated: Generated
 ) -> None:
-    full = tmp_path / "reader_test_parser.py"
-    full.write_text(rk.generate_parser_code(SCHEMA))
-    part = tmp_path / "projection_parser.py"
-    part.write_text(rk.generate_parser_code(SCHEMA, ["objects", "note", "tags"]))
-    decoded, imported = run_generated(files, [(full, None), (part, ["note"])])
-    assert imported == []
-    assert decoded == [with_recordkit(files), with_recordkit(files, ["note"])]
+    assert generated.imported[0] == []
+    assert generated.parser == [with_recordkit(files), with_recordkit(files, ["note"])]
 
 
 def test_the_module_says_what_it_parses() -> None:
@@ -229,9 +313,9 @@ def test_generated_audio_uses_the_batched_wav_decode() -> None:
 # -- the example plugin's codec ------------------------------------------------------------
 
 
-@pytest.mark.usefixtures("keypoints_plugin")
-def test_the_generated_module_reproduces_load_dataset_for_the_keypoints_plugin(tmp_path: Path) -> None:
-    """A third-party codec that follows the single-decode pattern generates code too."""
+def keypoints_dataset(path: Path) -> tuple[Path, rk.Schema]:
+    """A third-party codec's dataset (the keypoints plugin's), 6 records in 2 shards, and
+    its schema."""
     schema = rk.Schema(
         name="poses",
         fields={
@@ -253,13 +337,15 @@ def test_the_generated_module_reproduces_load_dataset_for_the_keypoints_plugin(t
         }
         for i in range(6)
     ]
-    manifest = rk.write_dataset(records, schema, tmp_path / "data", shard_records=4, progress=False)
-    files = [str(tmp_path / "data" / s.file) for s in manifest.split("train").shards]
-    module = tmp_path / "poses_parser.py"
-    module.write_text(rk.generate_parser_code(schema))
-    (generated,), imported = run_generated(files, [(module, None)])
-    assert imported == []
-    assert generated == dumps(list(rk.load_dataset(tmp_path / "data", batch_size=4)))
+    rk.write_dataset(records, schema, path, shard_records=4, progress=False)
+    return path, schema
+
+
+@pytest.mark.usefixtures("keypoints_plugin")
+def test_the_generated_module_reproduces_load_dataset_for_the_keypoints_plugin(generated: Generated) -> None:
+    """A third-party codec that follows the single-decode pattern generates code too."""
+    assert generated.imported[1] == []
+    assert generated.keypoints == dumps(list(rk.load_dataset(generated.keypoints_data, batch_size=4)))
 
 
 # -- field groups: the generated module joins a split's shards and its group shards --------
@@ -317,20 +403,11 @@ def grouped(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_the_generated_module_reads_a_split_with_field_groups_as_recordkit_does(
-    tmp_path: Path, grouped: Path
+    grouped: Path, generated: Generated
 ) -> None:
-    module = tmp_path / "photos_parser.py"
-    module.write_text(rk.generate_parser_code(rk.Manifest.load(grouped)))
-    projections = [None, ["embedding", "label"], ["score"]]
-    done = subprocess.run(
-        [sys.executable, "-c", GROUPS_RUNNER, str(module), str(grouped), json.dumps(projections)],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    decoded, imported = (json.loads(line) for line in done.stdout.strip().splitlines())
-    assert imported == []
+    projections = GROUP_PROJECTIONS
+    (decoded,) = (json.loads(line) for line in generated.groups)
+    assert generated.imported[2] == []
 
     records = list(rk.open(grouped).records())
     assert len(records) == 7

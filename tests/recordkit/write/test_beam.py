@@ -2,7 +2,8 @@
 deterministic shards, rejects, metrics, and no manifest after a failure.
 
 One pipeline runs on the multi-processing DirectRunner (two worker processes, slow to
-start); the rest run in memory.
+start; shared with test_beam_picture_sizes.py: the ``worker_processes_write`` fixture);
+the rest run in memory.
 """
 
 from __future__ import annotations
@@ -17,7 +18,17 @@ from typing import Any
 import apache_beam as beam
 import numpy as np
 import pytest
-from _beam_support import SCHEMA, canonical, records, run, shard_hashes, write_beam, write_to
+from _beam_support import (
+    SCHEMA,
+    WorkerProcessesWrite,
+    canonical,
+    keyed_splits,
+    records,
+    run,
+    shard_hashes,
+    write_beam,
+    write_to,
+)
 from _object_stores import Bucket, cli_options, run_shard_names
 from _writer_support import check_manifest_matches_files
 from apache_beam.metrics.metric import MetricsFilter
@@ -37,14 +48,17 @@ from recordkit.write._shard_file import run_token_of  # private: the token the s
 pytestmark = pytest.mark.slow
 
 
-def test_beam_with_one_and_two_workers_equals_the_local_writer(tmp_path: Path) -> None:
-    splits = {"train": records(160), "test": records(40, start=1000)}
+def test_beam_with_one_and_two_workers_equals_the_local_writer(
+    tmp_path: Path, worker_processes_write: WorkerProcessesWrite
+) -> None:
+    """One worker in this process; two worker processes (the pipeline this file shares
+    with test_beam_picture_sizes.py, which writes these splits with the same options)."""
+    splits = keyed_splits()
     local = tmp_path / "local"
     for name, items in splits.items():
         rk.write_dataset(items, SCHEMA, local, split=name, append=name != "train", progress=False)
-    one, two = tmp_path / "one", tmp_path / "two"
+    one, two = tmp_path / "one", worker_processes_write.keyed
     run(write_beam(one, splits, key="id", shard_bytes=4000))
-    run(write_beam(two, splits, key="id", shard_bytes=4000), workers=2, processes=True)
 
     for name, items in splits.items():
         expected = canonical(local, name)

@@ -10,49 +10,40 @@ import apache_beam as beam
 import numpy as np
 import pytest
 import tensorflow as tf
-from _beam_support import run
-from _photos import jpeg, photo
+from _beam_support import PHOTO, WorkerProcessesWrite, photo_records, run
 
 import recordkit as rk
 from recordkit.read._wire_checks import CHECK_BRANCH  # private: the check's branch, left out of the count
 
 SIZE = (224, 224)
-PHOTO = rk.Schema(name="photos", fields={"photo": rk.FieldSpec(codec="image", options={"format": "keep"})})
-#: 1,024 to 2,048 px: every picture covers 224 at 1/4 (one scale for the field).
-LARGE = [(1024, 1100), (2048, 1900), (1411, 1057), (1300, 1700)]
 
 
 @pytest.fixture(scope="module")
 def records() -> list[dict[str, bytes]]:
-    kinds = ["4:2:0", "4:4:4", "progressive", "4:2:2"]
-    return [
-        {"photo": jpeg(photo(h, w, i, detailed=i % 2 == 1), kinds[i % len(kinds)])}
-        for i, (h, w) in enumerate(LARGE)
-    ]
+    return photo_records()
 
 
-def _write_beam(
-    root: Path, records: list[dict[str, bytes]], *, processes: bool = True, **kwargs: object
-) -> None:
-    """``records`` written by Beam's DirectRunner with two workers: processes (the sizes
-    travel from the workers to the commit as the pipeline's values), or threads."""
+def _write_beam(root: Path, records: list[dict[str, bytes]], **kwargs: object) -> None:
+    """``records`` written by Beam's DirectRunner with two workers on threads."""
 
     def body(p: beam.Pipeline) -> None:
         p | beam.Create(records) | rk.beam.WriteDataset(PHOTO, root, **kwargs)
 
-    run(body, workers=2, processes=processes)
+    run(body, workers=2)
 
 
 @pytest.fixture(scope="module")
 def local_and_beam(
-    tmp_path_factory: pytest.TempPathFactory, records: list[dict[str, bytes]]
+    tmp_path_factory: pytest.TempPathFactory,
+    records: list[dict[str, bytes]],
+    worker_processes_write: WorkerProcessesWrite,
 ) -> tuple[Path, Path]:
-    """``records`` written by the local writer and by Beam's worker processes (2 shards):
-    the slow pipeline run once, for the tests that only read both datasets."""
+    """``records`` written by the local writer and by Beam's worker processes (2 shards;
+    the pipeline test_beam.py shares, which writes these records), for the tests that
+    only read both datasets."""
     root = tmp_path_factory.mktemp("picture-sizes")
     rk.write_dataset(records, PHOTO, root / "local", progress=False)
-    _write_beam(root / "beam", records, num_shards=2)
-    return root / "local", root / "beam"
+    return root / "local", worker_processes_write.photos
 
 
 def test_a_beam_written_dataset_lists_the_picture_sizes_the_local_writer_lists(
@@ -74,8 +65,8 @@ def test_a_beam_append_merges_the_new_pictures_sizes_with_the_listed_ones(
     """The merge happens at the append's commit: the two pipelines run on threads (the
     sizes' way from worker processes is the module's first test's)."""
     root = tmp_path / "beam"
-    _write_beam(root, records[:2], processes=False, num_shards=1)
-    _write_beam(root, records[2:], processes=False, num_shards=1, append=True)
+    _write_beam(root, records[:2], num_shards=1)
+    _write_beam(root, records[2:], num_shards=1, append=True)
     local = tmp_path / "local"
     rk.write_dataset(records[:2], PHOTO, local, progress=False)
     rk.write_dataset(records[2:], PHOTO, local, append=True, progress=False)
