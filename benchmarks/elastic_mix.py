@@ -30,6 +30,10 @@ record decoded, by:
   ``plain_quarter``: ``RandomAccess.stream`` over as many records (a quarter of the
   split) in manifest order: plain iteration of as many records, whose start (the first
   read before the first record) is spread over as few of them as the rank's is;
+* ``elastic_rank_batched``: the same rank resumed with ``batch_size=64``, as a DataLoader
+  run of batches of 64 reads it (the how-to's loop): its share dealt in blocks of a batch,
+  where ``elastic_rank`` (no ``batch_size``) is dealt a record at a time, every other
+  record; ``plain_share_batched``: ``RandomAccess.stream`` over that share in its order;
 * ``mixture_in_order`` and ``mixture``: ``rk.mix({a: 0.7, b: 0.3},
   samples_per_epoch=N).torch_iterable(...)``, unshuffled (sources spread evenly) and
   shuffled.
@@ -105,6 +109,8 @@ from benchmarks._timing import timed_pass
 
 #: The tf.data readers' batch size.
 TF_BATCH = 64
+#: The batch size of the resumed rank read as a DataLoader run of batches reads it.
+RANK_BATCH = 64
 SMALL = rk.Schema(
     name="small",
     fields={
@@ -193,6 +199,11 @@ def _measure(args: argparse.Namespace, root: Path) -> dict[str, Any]:
     resumed = {k: v for k, v in options.items() if k != "tensors"}
     share = whole.epoch_stream(**resumed, rank=0, world_size=2, start=state).worker_pairs(0, 1)
     quarter = in_order[: len(share)]  # as many records as the rank's share, in manifest order
+    # The same rank resumed as a DataLoader run reads it (the how-to's loop): its share dealt
+    # in blocks of a batch, not a record at a time.
+    share_batched = whole.epoch_stream(
+        **resumed, rank=0, world_size=2, start=state, batch_size=RANK_BATCH
+    ).worker_pairs(0, 1)
 
     contenders: dict[str, Callable[[], Iterable[Any]]] = {
         "plain": lambda: access.stream(in_order, prefetch=64),
@@ -206,6 +217,10 @@ def _measure(args: argparse.Namespace, root: Path) -> dict[str, Any]:
         "elastic_rank": lambda: whole.torch_iterable(**options, rank=0, world_size=2, start=state),
         "plain_share": lambda: access.stream(share, prefetch=64),
         "plain_quarter": lambda: access.stream(quarter, prefetch=64),
+        "elastic_rank_batched": lambda: whole.torch_iterable(
+            **options, rank=0, world_size=2, start=state, batch_size=RANK_BATCH
+        ),
+        "plain_share_batched": lambda: access.stream(share_batched, prefetch=64),
         "mixture_in_order": lambda: mixture.torch_iterable(**{**options, "shuffle": False}),
         "mixture": lambda: mixture.torch_iterable(**options),
     }
@@ -224,8 +239,9 @@ def _measure(args: argparse.Namespace, root: Path) -> dict[str, Any]:
                     "canonical": "plain_shuffled",
                     "mixture": "plain_shuffled",
                     "elastic_rank": "plain_share",
+                    "elastic_rank_batched": "plain_share_batched",
                 },
-                as_many_in_order={"elastic_rank": "plain_quarter"},
+                as_many_in_order={"elastic_rank": "plain_quarter", "elastic_rank_batched": "plain_quarter"},
             )
         )
     if not args.no_tf and args.tf_same_process:

@@ -40,10 +40,14 @@ def test_the_elastic_and_mixture_benchmark_runs(
     assert results["plain_quarter"]["records"] == results["elastic_rank"]["records"]
     assert results["elastic_rank"]["as_many_in_order_baseline"] == "plain_quarter"
     assert results["elastic_rank"]["cpu_ratio_to_as_many_in_order"] > 0
+    # The same rank dealt its share in blocks of a batch of 64 (what a DataLoader run
+    # reads): the 8 records left are one block, rank 0's.
+    assert results["elastic_rank_batched"]["records"] == results["plain_share_batched"]["records"] == 40 - 32
     for name, baseline in (
         ("canonical", "plain_shuffled"),
         ("mixture", "plain_shuffled"),
         ("elastic_rank", "plain_share"),
+        ("elastic_rank_batched", "plain_share_batched"),
     ):
         assert results[name]["same_count_baseline"] == baseline
         assert results[name]["cpu_ratio_to_same_count"] > 0
