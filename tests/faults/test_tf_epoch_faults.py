@@ -23,6 +23,19 @@ SEED = 3407
 FLIPS = 4
 
 
+def flipped_copy(
+    pristine: Path, root: Path, rng: random.Random, *, spread: int = 1
+) -> tuple[Path, list[int], int]:
+    """``pristine`` copied to ``root`` with one bit flipped in one record's data (in its
+    ``spread`` bytes from the third on): the shard, its record offsets and the record."""
+    shutil.copytree(pristine, root)
+    path = rng.choice(shard_paths(root))
+    offsets = record_offsets(path)
+    record = rng.randrange(len(offsets))
+    flip_bit(path, (offsets[record] + 12 + 2 + rng.randrange(spread)) * 8 + rng.randrange(8))
+    return path, offsets, record
+
+
 def test_a_flipped_bit_in_a_record_stops_the_tf_epoch_read_naming_the_record(
     tmp_path: Path, fault_cases: Any
 ) -> None:
@@ -31,11 +44,7 @@ def test_a_flipped_bit_in_a_record_stops_the_tf_epoch_read_naming_the_record(
     rng = random.Random(SEED)
     for case in range(FLIPS):
         root = tmp_path / f"flip{case}"
-        shutil.copytree(pristine, root)
-        path = rng.choice(shard_paths(root))
-        offsets = record_offsets(path)
-        record = rng.randrange(len(offsets))
-        flip_bit(path, (offsets[record] + 12 + 2) * 8 + rng.randrange(8))  # in the record's data
+        path, offsets, record = flipped_copy(pristine, root, rng)
         dataset = rk.open(root, "train").tf_epochs(4, shuffle=True, seed=case, window=8).dataset()
         with pytest.raises(tf.errors.OpError) as info:
             list(dataset)
@@ -53,11 +62,7 @@ def test_iterating_the_tf_epochs_raises_recordkit_s_own_error_without_a_tracebac
     rng = random.Random(SEED + 1)
     for case in range(FLIPS):
         root = tmp_path / f"flip{case}"
-        shutil.copytree(pristine, root)
-        path = rng.choice(shard_paths(root))
-        offsets = record_offsets(path)
-        record = rng.randrange(len(offsets))
-        flip_bit(path, (offsets[record] + 12 + 2) * 8 + rng.randrange(8))  # in the record's data
+        path, offsets, record = flipped_copy(pristine, root, rng)
         epochs = rk.open(root, "train").tf_epochs(4, shuffle=True, seed=case, window=8)
         with pytest.raises(rk.errors.CorruptRecordError) as info:
             list(epochs)
@@ -149,15 +154,11 @@ def test_a_flipped_bit_in_a_large_record_stops_the_shuffled_read_naming_the_reco
     schema = rk.Schema(name="texts", fields={"text": rk.FieldSpec(codec="text")})
     records = [{"text": f"{i:05d}" + "x" * (20_000 + 300 * i)} for i in range(24)]
     pristine = tmp_path / "pristine"
-    rk.write_dataset(records, schema, pristine, shard_records=8, progress=False, durable=False)
+    rk.write_dataset(records, pristine, schema, shard_records=8, progress=False, durable=False)
     rng = random.Random(SEED + 5)
     for case in range(FLIPS):
         root = tmp_path / f"flip{case}"
-        shutil.copytree(pristine, root)
-        path = rng.choice(shard_paths(root))
-        offsets = record_offsets(path)
-        record = rng.randrange(len(offsets))
-        flip_bit(path, (offsets[record] + 12 + 2 + rng.randrange(15_000)) * 8 + rng.randrange(8))
+        path, offsets, record = flipped_copy(pristine, root, rng, spread=15_000)
         epochs = rk.open(root, "train").tf_epochs(4, shuffle=True, seed=case, window=8)
         with pytest.raises(rk.errors.CorruptRecordError) as info:
             list(epochs)

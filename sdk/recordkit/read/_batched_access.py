@@ -29,7 +29,6 @@ from __future__ import annotations
 import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import cast
 
 import numpy as np
@@ -208,7 +207,7 @@ def _fetched_each(
     distinct = list(dict.fromkeys(listed))
     place = {shard: i for i, shard in enumerate(distinct)}
     paths = shards.shards
-    files: list[Path | Location] = [paths[shard].path for shard in distinct]
+    files: list[Location] = [paths[shard].path for shard in distinct]
     size_list = sizes.tolist()
     try:
         with shards.files.local_reads(

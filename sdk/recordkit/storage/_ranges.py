@@ -28,9 +28,10 @@ import contextlib
 import io
 import os
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from typing import cast
 
 from recordkit.storage._location import Location, read_ranges
 
@@ -138,18 +139,13 @@ class RangeReader:
         self.files = FileCache(max_open_files)
 
     def read(self, where: Path | Location, offset: int, size: int) -> bytes:
-        if isinstance(where, Location):
-            if where.is_local:
-                where = where.path
-            else:
-                cached = where.cached_file()
-                if cached is None:
-                    return where.read_range(offset, size)
-                where = cached
+        path = _local_file(where)
+        if path is None:
+            return cast(Location, where).read_range(offset, size)
         # acquire/release rather than the context manager: a generator per read costs
         # more than the pread of a small record.
         files = self.files
-        handle = files.acquire(where)
+        handle = files.acquire(path)
         try:
             return os.pread(handle.fd, size, offset)
         finally:
@@ -180,7 +176,7 @@ class RangeReader:
 
     @contextmanager
     def local_reads(
-        self, files: list[Path | Location], file_of: list[int], offsets: list[int], sizes: list[int]
+        self, files: Sequence[Path | Location], file_of: list[int], offsets: list[int], sizes: list[int]
     ) -> Iterator[Iterator[bytes] | None]:
         """The bytes of each range ``i``: ``sizes[i]`` bytes from ``offsets[i]`` of
         ``files[file_of[i]]`` (fewer at its end), read as the iterator is taken (a caller
@@ -190,16 +186,11 @@ class RangeReader:
         there are more files than are kept open. A read that fails raises its OSError."""
         paths: list[Path] = []
         for where in files:
-            if isinstance(where, Location):
-                if where.is_local:
-                    where = where.path
-                else:
-                    cached = where.cached_file()
-                    if cached is None:
-                        yield None
-                        return
-                    where = cached
-            paths.append(where)
+            path = _local_file(where)
+            if path is None:  # a remote object with no local copy: stop at the first
+                yield None
+                return
+            paths.append(path)
         cache = self.files
         if len(set(paths)) > cache.max_open:  # never more files open than it keeps
             yield None
@@ -232,3 +223,13 @@ def read_into(stream: io.RawIOBase | io.BufferedIOBase, target: memoryview) -> i
     while filled < len(target) and (got := stream.readinto(target[filled:])):
         filled += got
     return filled
+
+
+def _local_file(where: Path | Location) -> Path | None:
+    """The local file that ``where`` names, or a remote object's local copy; None: a
+    remote object with no local copy (read it by ranges)."""
+    if not isinstance(where, Location):
+        return where
+    if where.is_local:
+        return where.path
+    return where.cached_file()
