@@ -42,12 +42,26 @@ DEFAULT_MAX_OPEN_FILES = 64
 
 
 class _Handle:
+    """A descriptor open for reading, closed once: by :meth:`close`, or when the handle is
+    dropped (a reader that is garbage collected with its cache must not leave its files
+    open: a process that opened a dataset again and again ran out of descriptors)."""
+
     __slots__ = ("closing", "fd", "users")
 
     def __init__(self, fd: int) -> None:
         self.fd = fd
         self.users = 0
         self.closing = False
+
+    def close(self) -> None:
+        """Close the descriptor (once: a closed handle's ``fd`` is -1)."""
+        fd, self.fd = self.fd, -1
+        if fd >= 0:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+
+    def __del__(self) -> None:
+        self.close()
 
 
 class FileCache:
@@ -73,8 +87,7 @@ class FileCache:
         self._open = collections.OrderedDict()
         self._pid = os.getpid()
         for handle in handles:
-            with contextlib.suppress(OSError):
-                os.close(handle.fd)
+            handle.close()
 
     def acquire(self, path: Path) -> _Handle:
         """``path`` open for reading (its ``fd``), held until :meth:`release`."""
@@ -89,7 +102,7 @@ class FileCache:
                     _, old = self._open.popitem(last=False)
                     old.closing = True
                     if old.users == 0:
-                        os.close(old.fd)
+                        old.close()
             else:
                 self._open.move_to_end(path)
             handle.users += 1
@@ -100,7 +113,7 @@ class FileCache:
         with self._lock:
             handle.users -= 1
             if handle.closing and handle.users == 0:
-                os.close(handle.fd)
+                handle.close()
 
     @contextmanager
     def open(self, path: Path) -> Iterator[int]:
@@ -120,7 +133,7 @@ class FileCache:
             for handle in self._open.values():
                 handle.closing = True
                 if handle.users == 0:
-                    os.close(handle.fd)
+                    handle.close()
             self._open.clear()
 
     def __len__(self) -> int:

@@ -4,7 +4,10 @@ per process after a fork."""
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import multiprocessing
+import os
 import pickle
 import uuid
 from pathlib import Path
@@ -171,3 +174,32 @@ def test_a_local_read_that_fails_raises_and_lets_its_files_go(tmp_path: Path) ->
     assert all(handle.users == 0 for handle in reader.files._open.values())
     with pytest.raises(FileNotFoundError), reader.local_reads([tmp_path / "gone"], [0], [0], [1]):
         pass
+
+
+def _open_files_under(folder: Path) -> list[str]:
+    """The files under ``folder`` this process holds descriptors of (Linux's /proc)."""
+    found = []
+    for fd in os.listdir("/proc/self/fd"):
+        with contextlib.suppress(OSError):
+            target = os.readlink(f"/proc/self/fd/{fd}")
+            if target.startswith(str(folder)):
+                found.append(target)
+    return found
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="lists descriptors through Linux's /proc")
+def test_a_reader_dropped_closes_the_files_it_kept_open(tmp_path: Path) -> None:
+    # A process that makes readers again and again (a dataset opened each epoch, in a
+    # notebook, a sweep) ran out of descriptors: each dropped reader left its files open.
+    files = []
+    for i in range(3):
+        path = tmp_path / f"f{i}"
+        path.write_bytes(bytes(range(10)))
+        files.append(path)
+    for _ in range(5):
+        reader = RangeReader(max_open_files=8)
+        assert [reader.read(path, 2, 3) for path in files] == [bytes([2, 3, 4])] * 3
+        assert sorted(_open_files_under(tmp_path)) == sorted(map(str, files))  # kept open
+        del reader
+        gc.collect()
+        assert _open_files_under(tmp_path) == []
