@@ -36,6 +36,21 @@ def flipped_copy(
     return path, offsets, record
 
 
+def iterated_flip_error(
+    pristine: Path, root: Path, rng: random.Random, case: int, *, spread: int = 1
+) -> rk.errors.CorruptRecordError:
+    """The error iterating a shuffled ``tf_epochs`` read of a copy of ``pristine`` with one
+    bit flipped (:func:`flipped_copy`) stops with, checked to name the damaged record."""
+    path, offsets, record = flipped_copy(pristine, root, rng, spread=spread)
+    epochs = rk.open(root, "train").tf_epochs(4, shuffle=True, seed=case, window=8)
+    with pytest.raises(rk.errors.CorruptRecordError) as info:
+        list(epochs)
+    message = str(info.value)
+    assert message.startswith(f"shard {path.name}, offset {offsets[record]}, record ")
+    assert message.endswith("data CRC mismatch (corrupt record)")
+    return info.value
+
+
 def test_a_flipped_bit_in_a_record_stops_the_tf_epoch_read_naming_the_record(
     tmp_path: Path, fault_cases: Any
 ) -> None:
@@ -61,16 +76,9 @@ def test_iterating_the_tf_epochs_raises_recordkit_s_own_error_without_a_tracebac
     write(pristine, 30)
     rng = random.Random(SEED + 1)
     for case in range(FLIPS):
-        root = tmp_path / f"flip{case}"
-        path, offsets, record = flipped_copy(pristine, root, rng)
-        epochs = rk.open(root, "train").tf_epochs(4, shuffle=True, seed=case, window=8)
-        with pytest.raises(rk.errors.CorruptRecordError) as info:
-            list(epochs)
-        message = str(info.value)
-        assert message.startswith(f"shard {path.name}, offset {offsets[record]}, record ")
-        assert message.endswith("data CRC mismatch (corrupt record)")
-        assert "Traceback" not in message
-        assert info.value.__suppress_context__
+        error = iterated_flip_error(pristine, tmp_path / f"flip{case}", rng, case)
+        assert "Traceback" not in str(error)
+        assert error.__suppress_context__
         fault_cases.tried("tf_epochs bit flips, iterated")
 
 
@@ -157,12 +165,5 @@ def test_a_flipped_bit_in_a_large_record_stops_the_shuffled_read_naming_the_reco
     rk.write_dataset(records, pristine, schema, shard_records=8, progress=False, durable=False)
     rng = random.Random(SEED + 5)
     for case in range(FLIPS):
-        root = tmp_path / f"flip{case}"
-        path, offsets, record = flipped_copy(pristine, root, rng, spread=15_000)
-        epochs = rk.open(root, "train").tf_epochs(4, shuffle=True, seed=case, window=8)
-        with pytest.raises(rk.errors.CorruptRecordError) as info:
-            list(epochs)
-        message = str(info.value)
-        assert message.startswith(f"shard {path.name}, offset {offsets[record]}, record ")
-        assert message.endswith("data CRC mismatch (corrupt record)")
+        iterated_flip_error(pristine, tmp_path / f"flip{case}", rng, case, spread=15_000)
         fault_cases.tried("tf_epochs bit flips, large records")
