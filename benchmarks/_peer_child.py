@@ -98,7 +98,7 @@ def timed(run: Callable[[], int]) -> dict[str, float]:
     }
 
 
-def steady_epoch(peer: Any, work: Path, workers: int = 2) -> dict[str, float]:
+def steady_epoch(peer: Any, work: Path, workers: int = 2) -> dict[str, float | str]:
     """The second epoch of a DataLoader with ``workers`` persistent workers, timed as
     :func:`timed` times a task, its CPU counting the workers (alive, so not yet in
     ``RUSAGE_CHILDREN``) as psutil reads them; a peer that cannot run it gets its error

@@ -280,7 +280,12 @@ def build_cases(
     fast_dct = _recordkit.mixed_schema(CHANNELS)
     fast_dct.fields["image"].options["jpeg_dct"] = "fast"
     cases: list[Case] = []
-    for suffix, tune in (("", lambda d: d), (", autotuner off", autotuner_off)):
+    # A tf.data dataset to the same pipeline, or to it with the autotuner off.
+    tunings: tuple[tuple[str, Callable[[Any], Any]], ...] = (
+        ("", lambda d: d),
+        (", autotuner off", autotuner_off),
+    )
+    for suffix, tune in tunings:
         for group, fields in GROUPS.items():
             recordkit = rk.load_dataset(root, fields=list(fields), batch_size=batch, pad=True)
             cases.append(Case(group + suffix, "hand-written", tune(hand_written(files, fields, batch))))

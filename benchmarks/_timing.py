@@ -15,11 +15,21 @@ import statistics
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, TypeVar
+from typing import Any, TypedDict, TypeVar
 
 import psutil
 
-__all__ = ["Case", "IteratorPass", "RssSampler", "Timing", "Untimed", "measure", "repeated", "timed_pass"]
+__all__ = [
+    "Case",
+    "IteratorPass",
+    "Repeated",
+    "RssSampler",
+    "Timing",
+    "Untimed",
+    "measure",
+    "repeated",
+    "timed_pass",
+]
 
 K = TypeVar("K")
 
@@ -137,7 +147,18 @@ def measure(cases: Mapping[K, Case], *, repeats: int) -> dict[K, Timing]:
     return {key: Timing(tuple(seconds[key]), passes[key], peaks[key], tuple(cpu[key])) for key in cases}
 
 
-def repeated(run: Callable[[], int], repeats: int) -> dict[str, object]:
+class Repeated(TypedDict):
+    """What :func:`repeated` gives: the records of a run, every repetition's seconds, and
+    records/s at the median, at the fastest and at each repetition."""
+
+    records: int
+    seconds: list[float]
+    records_per_s: float
+    records_per_s_best: float
+    records_per_s_each: list[float]
+
+
+def repeated(run: Callable[[], int], repeats: int) -> Repeated:
     """Time ``repeats`` runs of ``run`` (which returns how many records it read): every
     repetition's seconds, the fastest and the median, and records/s at each, so a
     spread between runs stays visible (the scripts outside ``run.py`` report this)."""

@@ -42,6 +42,7 @@ readers read bytes, whatever their content); the embeddings are all distinct.
 from __future__ import annotations
 
 import argparse
+import functools
 import itertools
 import json
 import statistics
@@ -168,7 +169,7 @@ def run(
             timings: dict[str, list[tuple[int, float, float]]] = {"inline": [], "grouped": []}
             for _ in range(repeats):
                 for name, path in (("inline", inline), ("grouped", grouped)):
-                    timings[name].append(_timed(lambda r=read, p=path, f=fields: r(p, f)))
+                    timings[name].append(_timed(functools.partial(read, path, fields)))
             merged: dict[str, Any] = {name: _summary(runs) for name, runs in timings.items()}
             for measure in ("records_per_s", "records_per_cpu_s"):
                 merged[f"grouped_over_inline_{measure}"] = (

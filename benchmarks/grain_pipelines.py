@@ -15,7 +15,7 @@ from __future__ import annotations
 import argparse
 import sys
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping, Sized
 from pathlib import Path
 
 if __package__ in (None, ""):
@@ -35,8 +35,8 @@ def pipelines(data: Path) -> dict[str, Callable[[], int]]:
     source = rk.open(data, "train").grain()
     batched = grain.MapDataset.source(source).shuffle(seed=0).batch(BATCH, batch_fn=source.batch_fn())
 
-    def count(dataset: object) -> int:
-        return sum(len(batch["caption"]) for batch in dataset)  # type: ignore[attr-defined]
+    def count(dataset: Iterable[Mapping[str, Sized]]) -> int:
+        return sum(len(batch["caption"]) for batch in dataset)
 
     def threads(n: int) -> Callable[[], int]:
         return lambda: count(
@@ -74,7 +74,7 @@ def main(argv: list[str] | None = None) -> int:
         sum(1 for _ in rk.iter_records(data))  # the page cache holds the shards for every pipeline
         for name, run in pipelines(data).items():
             row = repeated(run, args.repeats)
-            runs = " ".join(f"{rate:,.0f}" for rate in row["records_per_s_each"])  # type: ignore[attr-defined]
+            runs = " ".join(f"{rate:,.0f}" for rate in row["records_per_s_each"])
             print(f"{name:24s} median {row['records_per_s']:8,.0f} records/s  (runs {runs})")
     return 0
 

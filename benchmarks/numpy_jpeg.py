@@ -45,7 +45,7 @@ WAYS = ("simplejpeg", "pillow")
 THREADS = (1, 2)
 
 
-def _pillow_way(simplejpeg_way: Callable[..., Any]) -> Callable[..., Any]:
+def _pillow_way(simplejpeg_way: Callable[..., np.ndarray | None]) -> Callable[..., np.ndarray | None]:
     """The numpy reader's JPEG decode as it was: Pillow's decoder into a fresh image."""
     from PIL import Image
 
@@ -175,9 +175,9 @@ def main() -> None:
         print(f"{'2 threads / 1 thread':26} {way:10} {medians[(2, way)] / medians[(1, way)]:11.2f}x")
     alone = _decodes_alone([r.jpeg for r in written], args.passes)
     print(f"\n{'JPEG decode alone':26} {'decoder':10} {'us median':>12} {'best':>8}   runs (CPU us an image)")
-    for name, values in alone.items():
-        each = " ".join(f"{v:.0f}" for v in values)
-        print(f"{'':26} {name:10} {statistics.median(values):12.0f} {min(values):8.0f}   {each}")
+    for name, micros in alone.items():
+        each = " ".join(f"{v:.0f}" for v in micros)
+        print(f"{'':26} {name:10} {statistics.median(micros):12.0f} {min(micros):8.0f}   {each}")
 
 
 if __name__ == "__main__":

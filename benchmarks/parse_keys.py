@@ -116,11 +116,11 @@ def main() -> None:
         [_recordkit.mixed_record(r) for r in written], lists_schema, scratch / "lists"
     )
     files = {"current": [str(shard) for shard in shards], "lists": [str(shard) for shard in lists_shards]}
-    for name, layout in _layouts(tf).items():
+    for name, to_features in _layouts(tf).items():
         files[name] = [str(scratch / f"{name}.tfrecord")]
         with tf.io.TFRecordWriter(files[name][0]) as writer:
             for record in records:
-                example = tf.train.Example(features=tf.train.Features(feature=layout(record)))
+                example = tf.train.Example(features=tf.train.Features(feature=to_features(record)))
                 writer.write(example.SerializeToString())
 
     spec = dict(rk.feature_spec(schema))

@@ -127,10 +127,12 @@ def cases(root: Path, files: list[Path], batch: int, repeat: int = 1) -> dict[st
     if repeat > 1:  # recordkit's own batches read the shard once
         return out
     out["(a2) the parse-only row"] = lambda: _tfdata_fields.parse_only(root, batch)
+
+    def rebatched_from(size: int) -> Callable[[], Any]:
+        return lambda: rebatched(mapped(chunks(size), parse), batch).prefetch(autotune)
+
     for size in (batch // 2, batch * 2, batch * 4):
-        out[f"(d) {size} a call, rebatched"] = lambda size=size: rebatched(
-            mapped(chunks(size), parse), batch
-        ).prefetch(autotune)
+        out[f"(d) {size} a call, rebatched"] = rebatched_from(size)
     return out
 
 

@@ -89,10 +89,10 @@ def _servers() -> Iterator[dict[str, tuple[str, dict[str, Any]]]]:
         AWS_ACCESS_KEY_ID="testing", AWS_SECRET_ACCESS_KEY="testing", AWS_DEFAULT_REGION="us-east-1"
     )
     s3_port, gcs_port = _free_port(), _free_port()
-    quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
     s3 = subprocess.Popen(
         [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(s3_port)],
-        **quiet,  # type: ignore[call-overload]
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
     )
     gcs = subprocess.Popen(
         [
@@ -107,7 +107,8 @@ def _servers() -> Iterator[dict[str, tuple[str, dict[str, Any]]]]:
             "--in-memory",
             "--quiet",
         ],
-        **quiet,  # type: ignore[arg-type]
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
     )
     try:
         _wait(s3_port)

@@ -137,12 +137,12 @@ def run(size: Size, out: Path, suites: tuple[str, ...] = SUITES, *, log: Any = p
             results["memory"] = [dataclasses.asdict(r) for r in _memory.run_memory_suite(size, scratch, log)]
         if "stability" in suites:
             log(f"stability suite ({size.name}, {size.stability_runs} runs per writer, alternating)")
-            rows = _stability.run_stability_suite(size, scratch, log)
-            results["stability"] = [dataclasses.asdict(r) for r in rows]
+            stability = _stability.run_stability_suite(size, scratch, log)
+            results["stability"] = [dataclasses.asdict(r) for r in stability]
         if "speed" in suites:
             log(f"reader speed suite ({size.name})")
-            rows = _reader_speed.run_reader_speed_suite(size, scratch, log)
-            results["speed"] = [dataclasses.asdict(r) for r in rows]
+            speed = _reader_speed.run_reader_speed_suite(size, scratch, log)
+            results["speed"] = [dataclasses.asdict(r) for r in speed]
         if "fields" in suites:
             log(f"field-by-field tf.data suite ({size.name}, issue 30)")
             fields = _tfdata_fields.run_fields_suite(size, scratch, log)

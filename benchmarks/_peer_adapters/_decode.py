@@ -20,6 +20,7 @@ def jpeg_pixels(data: bytes) -> np.ndarray:
 
 def wav_samples(data: bytes) -> np.ndarray:
     """A WAV's samples as stored (int16)."""
+    samples: np.ndarray
     samples, _ = soundfile.read(io.BytesIO(data), dtype="int16")
     return samples
 

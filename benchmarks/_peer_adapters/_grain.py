@@ -49,7 +49,7 @@ def write(records: list[MixedRecord], folder: Path) -> int:
     return len(records)
 
 
-class Decode(grain.transforms.Map):
+class Decode(grain.transforms.Map):  # type: ignore[misc]  # Grain ships no type information
     """Serialized bytes to the decoded record."""
 
     def map(self, data: bytes) -> dict[str, Any]:

@@ -49,7 +49,7 @@ def write(records: list[MixedRecord], folder: Path) -> int:
     return len(records)
 
 
-class DecodedDataset(streaming.StreamingDataset):
+class DecodedDataset(streaming.StreamingDataset):  # type: ignore[misc]  # no type information here
     """The docs' subclass: ``__getitem__`` decodes the stored sample."""
 
     def __getitem__(self, index: int) -> dict[str, Any]:
