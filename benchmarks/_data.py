@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 import io
 from collections.abc import Iterator
-from typing import Any
+from typing import TypedDict
 
 import numpy as np
 import soundfile
@@ -21,6 +21,7 @@ __all__ = [
     "NUM_CLASSES",
     "SAMPLE_RATE",
     "MixedRecord",
+    "StreamRecord",
     "mixed_records",
     "photo_like",
     "raw_image_records",
@@ -141,7 +142,16 @@ def raw_image_records(count: int, side: int, seed: int = 1) -> list[tuple[np.nda
     return [(photo_like(rng, side, side), int(rng.integers(0, NUM_CLASSES))) for _ in range(count)]
 
 
-def stream_record(index: int) -> dict[str, Any]:
+class StreamRecord(TypedDict):
+    """One small record of the long stream, as the writers take it."""
+
+    id: int
+    caption: str
+    label: int
+    score: float
+
+
+def stream_record(index: int) -> StreamRecord:
     """The ``index``-th small record of the long stream (computed, not stored, so the
     generator itself uses no memory that grows with the stream)."""
     return {
@@ -152,6 +162,6 @@ def stream_record(index: int) -> dict[str, Any]:
     }
 
 
-def stream_records(count: int) -> Iterator[dict[str, Any]]:
+def stream_records(count: int) -> Iterator[StreamRecord]:
     """The long stream: ``count`` small records, generated lazily."""
     return (stream_record(i) for i in range(count))

@@ -15,13 +15,13 @@ then ``padded_batch``), and the best hand-written pipeline (``batch``, then
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from benchmarks._data import MixedRecord
+from benchmarks._data import MixedRecord, StreamRecord
 
 __all__ = [
     "batched_dataset",
@@ -119,7 +119,7 @@ def write_raw(records: Sequence[tuple[np.ndarray, int]], out_dir: Path, image_fo
     return [path]
 
 
-def write_stream(records: Any, out_dir: Path) -> list[Path]:
+def write_stream(records: Iterable[StreamRecord], out_dir: Path) -> list[Path]:
     """Write the long stream of small records (an iterator of dicts)."""
     tf = _tf()
     path = out_dir / "stream.tfrecord"

@@ -32,6 +32,7 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 if __package__ in (None, ""):
@@ -98,7 +99,7 @@ def timed(run: Callable[[], int]) -> dict[str, float]:
     }
 
 
-def steady_epoch(peer: Any, work: Path, workers: int = 2) -> dict[str, float | str]:
+def steady_epoch(peer: ModuleType, work: Path, workers: int = 2) -> dict[str, float | str]:
     """The second epoch of a DataLoader with ``workers`` persistent workers, timed as
     :func:`timed` times a task, its CPU counting the workers (alive, so not yet in
     ``RUSAGE_CHILDREN``) as psutil reads them; a peer that cannot run it gets its error

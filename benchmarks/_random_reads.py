@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import dataclasses
 from concurrent.futures import Executor
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+if TYPE_CHECKING:
+    import recordkit as rk
 
 __all__ = ["RandomReads"]
 
@@ -17,12 +20,12 @@ class RandomReads:
     reads timed over them: one record at a time, and batches. Seed 0, so every run and
     every benchmark reads the same records."""
 
-    ds: Any
+    ds: rk.RandomAccess
     singles: list[int]
     batches: list[list[int]]
 
     @classmethod
-    def draw(cls, ds: Any, singles: int, batched: int, batch: int) -> RandomReads:
+    def draw(cls, ds: rk.RandomAccess, singles: int, batched: int, batch: int) -> RandomReads:
         """``singles`` indices (at most one per record) and about ``batched`` more in
         batches of ``batch`` (at least one batch)."""
         n = len(ds)

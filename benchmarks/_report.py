@@ -10,7 +10,10 @@ import dataclasses
 import json
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
 
 __all__ = ["Target", "evaluate_targets", "format_tables", "plot", "write_json"]
 
@@ -393,7 +396,7 @@ def plot(results: dict[str, Any], path: Path) -> None:
 
 
 def _bars(
-    ax: Any, rows: Sequence[dict[str, Any]], group_key: str, value_key: str, title: str, *, log: bool
+    ax: Axes, rows: Sequence[dict[str, Any]], group_key: str, value_key: str, title: str, *, log: bool
 ) -> None:
     groups = list(dict.fromkeys(r[group_key] for r in rows))
     contenders = list(dict.fromkeys(r["contender"] for r in rows))

@@ -44,11 +44,16 @@ import os
 import statistics
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from benchmarks import _timing
+
+if TYPE_CHECKING:
+    import recordkit as rk
+    from benchmarks._config import Size
+    from recordkit.codec._geometry import JpegScale
 
 __all__ = ["WORKLOADS", "Row", "format_rows", "quality", "run_scaled_suite", "write_workload"]
 
@@ -122,11 +127,11 @@ def write_workload(
     return jpegs
 
 
-def geometry(jpeg_scale: str) -> Any:
+def geometry(jpeg_scale: JpegScale) -> rk.ImageGeometry:
     """The geometry the numpy reader and PyTorch read with: a resize to :data:`SIZE`."""
     import recordkit as rk
 
-    return rk.ImageGeometry(size=SIZE, jpeg_scale=jpeg_scale)  # type: ignore[arg-type]
+    return rk.ImageGeometry(size=SIZE, jpeg_scale=jpeg_scale)
 
 
 def hand_written(root: Path, antialias: bool = False) -> Any:
@@ -187,14 +192,14 @@ def cases(root: Path, records: int, before: Path | None = None) -> dict[tuple[st
     def tf_pass(name: str, dataset: Any) -> _timing.Case:
         return _timing.Case(_timing.IteratorPass(dataset, records, _first_dimension, name))
 
-    def torch_pass(name: str, jpeg_scale: str) -> _timing.Case:
+    def torch_pass(name: str, jpeg_scale: JpegScale) -> _timing.Case:
         from torch.utils.data import DataLoader
 
         stream = rk.open(root).torch_batches(BATCH, geometry=geometry(jpeg_scale))
         loader = DataLoader(stream, batch_size=None, num_workers=2)
         return _timing.Case(_checked(name, records, lambda: sum(_first_dimension(b) for b in loader)))
 
-    def numpy_pass(name: str, jpeg_scale: str) -> _timing.Case:
+    def numpy_pass(name: str, jpeg_scale: JpegScale) -> _timing.Case:
         shape = geometry(jpeg_scale)
         read = lambda: sum(1 for _ in rk.iter_records(root, geometry=shape, num_threads=2))  # noqa: E731
         return _timing.Case(_checked(name, records, read))
@@ -203,8 +208,8 @@ def cases(root: Path, records: int, before: Path | None = None) -> dict[tuple[st
         read = lambda: sum(1 for _ in antialiased_records(root))  # noqa: E731
         return _timing.Case(_checked(name, records, read))
 
-    def recordkit(jpeg_scale: str, where: Path = root) -> Any:
-        return rk.load_dataset(where, batch_size=BATCH, image_size=SIZE, jpeg_scale=jpeg_scale)  # type: ignore[arg-type]
+    def recordkit(jpeg_scale: JpegScale, where: Path = root) -> Any:
+        return rk.load_dataset(where, batch_size=BATCH, image_size=SIZE, jpeg_scale=jpeg_scale)
 
     ways: dict[tuple[str, str], Callable[[str], _timing.Case]] = {
         ("tf.data", HAND_WRITTEN): lambda name: tf_pass(name, hand_written(root)),
@@ -275,8 +280,8 @@ def quality(root: Path, jpegs: list[bytes], count: int) -> dict[str, float]:
 
     import recordkit as rk
 
-    def tf_read(jpeg_scale: str) -> list[np.ndarray]:
-        dataset = rk.load_dataset(root, image_size=SIZE, jpeg_scale=jpeg_scale).take(count)  # type: ignore[arg-type]
+    def tf_read(jpeg_scale: JpegScale) -> list[np.ndarray]:
+        dataset = rk.load_dataset(root, image_size=SIZE, jpeg_scale=jpeg_scale).take(count)
         return [record["image"] for record in dataset.as_numpy_iterator()]
 
     auto, full = tf_read("auto"), tf_read("full")
@@ -411,7 +416,7 @@ def machine() -> dict[str, Any]:
 SUITE_RECORDS = {"toy": 1, "small": 32}
 
 
-def run_scaled_suite(size: Any, scratch: Path, log: Callable[[str], None]) -> dict[str, Any]:
+def run_scaled_suite(size: Size, scratch: Path, log: Callable[[str], None]) -> dict[str, Any]:
     """``benchmarks/run.py``'s ``scaled`` suite: every workload at ``size`` (96 records
     a workload at ``full``, fewer below, :data:`SUITE_RECORDS`), ``size.repeats`` rounds."""
     records = SUITE_RECORDS.get(size.name, 96)

@@ -23,10 +23,13 @@ import statistics
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from benchmarks import _data, _handwritten, _recordkit
 from benchmarks._config import Size
+
+if TYPE_CHECKING:
+    import numpy as np
 
 __all__ = ["STABILITY_SIDES", "StabilityRow", "run_stability_suite"]
 
@@ -64,7 +67,7 @@ def _writers(mixed: list[_data.MixedRecord]) -> dict[str, Callable[[Path], list[
     }
 
 
-def _raw_writers(raw: list[tuple[Any, int]]) -> dict[str, Callable[[Path], list[Path]]]:
+def _raw_writers(raw: list[tuple[np.ndarray, int]]) -> dict[str, Callable[[Path], list[Path]]]:
     schema = _recordkit.raw_schema("jpeg")
 
     def recordkit(out: Path) -> list[Path]:

@@ -33,9 +33,12 @@ import statistics
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from benchmarks import _data, _recordkit
+
+if TYPE_CHECKING:
+    from benchmarks._config import Size
 
 __all__ = [
     "GROUPS",
@@ -441,7 +444,7 @@ def machine() -> dict[str, Any]:
     return {"usable_cpus": cores, "load_average": list(os.getloadavg())}
 
 
-def run_fields_suite(size: Any, scratch: Path, log: Callable[[str], None]) -> list[Result]:
+def run_fields_suite(size: Size, scratch: Path, log: Callable[[str], None]) -> list[Result]:
     """``benchmarks/run.py``'s ``fields`` suite: the side by side at ``size`` (the issue's
     1,500 records in batches of 32 at ``full``; ``size``'s records and batch below it),
     ``size.repeats`` passes of every case."""

@@ -32,7 +32,7 @@ import sys
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -43,6 +43,9 @@ from benchmarks import _data, _recordkit
 from benchmarks._reader_speed import IMAGE_SIDES
 from benchmarks._timing import timed_pass
 from recordkit.storage import location
+
+if TYPE_CHECKING:
+    import recordkit as rk
 
 _SIZE_KEYS = ("image/height", "image/width", "image/channels")
 
@@ -85,7 +88,7 @@ def _layouts(tf: Any) -> dict[str, Callable[[dict[str, Any]], dict[str, Any]]]:
     return {"sizes": sizes_packed, "no_count": no_sample_count, "floor": floor}
 
 
-def _boxes_as_lists(schema: Any) -> Any:
+def _boxes_as_lists(schema: rk.Schema) -> rk.Schema:
     """``schema`` with its boxes stored as lists (bbox version 1's layout)."""
     boxes = schema.fields["boxes"]
     lists = boxes.model_copy(update={"options": {**boxes.options, "layout": "lists"}})

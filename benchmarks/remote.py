@@ -200,7 +200,7 @@ def _random_access(url: str, extra: dict[str, Any], repeats: int, count_requests
 def _measure(
     url: str,
     options: dict[str, Any] | None,
-    records: list[Any],
+    records: list[dict[str, Any]],
     repeats: int,
     *,
     streaming: bool = True,
@@ -212,7 +212,8 @@ def _measure(
         manifest = rk.write_dataset(records, url, mixed_schema(), shard_bytes=SHARD_BYTES, **extra)
         return manifest.split("train").num_records
 
-    result = {"write": repeated(write, 1)}  # written once: a second write would find the dataset
+    # Written once: a second write would find the dataset.
+    result: dict[str, Any] = {"write": repeated(write, 1)}
     result.update(_random_access(url, extra, repeats, count_requests))
     if not streaming:
         return result

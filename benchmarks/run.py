@@ -20,6 +20,7 @@ import shutil
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -107,7 +108,9 @@ def machine_meta(size: Size) -> dict[str, Any]:
     }
 
 
-def run(size: Size, out: Path, suites: tuple[str, ...] = SUITES, *, log: Any = print) -> dict[str, Any]:
+def run(
+    size: Size, out: Path, suites: tuple[str, ...] = SUITES, *, log: Callable[[str], None] = print
+) -> dict[str, Any]:
     """Run ``suites`` at ``size``; write results.json and benchmarks.png into ``out``."""
     results: dict[str, Any] = {
         "meta": machine_meta(size),

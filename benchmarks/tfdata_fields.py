@@ -23,6 +23,7 @@ import json
 import os
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +35,9 @@ from benchmarks import _tfdata_fields
 from benchmarks._provenance import stamped
 
 
-def run(records: int, passes: int, stages: bool, scratch: Path, log: Any = print) -> dict[str, Any]:
+def run(
+    records: int, passes: int, stages: bool, scratch: Path, log: Callable[[str], None] = print
+) -> dict[str, Any]:
     """Write the workload under ``scratch``, time every case; the results as JSON-ready data."""
     root = scratch / "fields"
     files, jpegs, wavs = _tfdata_fields.write_workload(root, records)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import io
 import struct
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -78,7 +79,7 @@ def read(folder: Path) -> int:
     return sum(1 for i in range(len(source)) if decode.map(source[i]) is not None)
 
 
-def _lists(records: Any) -> dict[str, list[Any]]:
+def _lists(records: Sequence[Mapping[str, Any]]) -> dict[str, list[Any]]:
     """A batch as one list per field (the images differ in size: nothing to stack)."""
     return {key: [r[key] for r in records] for key in records[0]}
 
