@@ -46,7 +46,7 @@ def _child(way: str, root: Path, records: int, passes: int, batch: int) -> dict[
     from recordkit_codecs.audio import AudioCodec
 
     if way == "general":
-        AudioCodec.for_stored_version = rk.Codec.for_stored_version  # type: ignore[method-assign]
+        AudioCodec.for_stored_version = rk.Codec.for_stored_version  # type: ignore[method-assign]  # the general path
     datasets = {
         "audio, batched": rk.load_dataset(root, fields=["audio"], batch_size=batch, pad=True),
         "every field, batched": rk.load_dataset(root, batch_size=batch, pad=True),

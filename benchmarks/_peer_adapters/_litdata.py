@@ -53,7 +53,7 @@ def write(records: list[MixedRecord], folder: Path) -> int:
     return len(records)
 
 
-class DecodedDataset(litdata.StreamingDataset):  # type: ignore[misc]  # no type information here
+class DecodedDataset(litdata.StreamingDataset):  # type: ignore[misc]  # untyped (not in the dev venv)
     """The docs' subclass: ``__getitem__`` decodes the stored sample."""
 
     def __getitem__(self, index: Any) -> dict[str, Any]:

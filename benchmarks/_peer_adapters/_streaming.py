@@ -49,7 +49,7 @@ def write(records: list[MixedRecord], folder: Path) -> int:
     return len(records)
 
 
-class DecodedDataset(streaming.StreamingDataset):  # type: ignore[misc]  # no type information here
+class DecodedDataset(streaming.StreamingDataset):  # type: ignore[misc]  # untyped (not in the dev venv)
     """The docs' subclass: ``__getitem__`` decodes the stored sample."""
 
     def __getitem__(self, index: int) -> dict[str, Any]:
