@@ -131,7 +131,7 @@ def test_a_record_of_another_layout_in_a_group_is_left_to_protobuf_and_the_other
     """A record of a known length whose structure is not its template's (another key of
     the same size): the group is not parsed as one field set; the others are walked
     together against their layout, and that record is left to protobuf."""
-    records = [_example({"caption": "x" * (1 + i % 2), "label": i % 10}) for i in range(16)]
+    records = [_example({"caption": "x" * (1 + i % 2), "label": i % 10}) for i in range(32)]
     templates: _batch_parse.Templates = {}
     _batch_parse.parsed_data(records, {"caption", "label"}, templates)
     odd = _example({"caption": "xx", "lbael": 4})
@@ -151,9 +151,9 @@ def test_a_record_of_another_layout_in_a_group_is_left_to_protobuf_and_the_other
 def test_records_of_other_number_widths_are_walked_as_one_and_of_other_fields_apart() -> None:
     """Labels of one and two varint bytes: one layout, walked as one part; records of
     another field set: a layout of their own, walked apart."""
-    plain = [_example({"caption": "x" * (1 + i % 2), "label": 3}) for i in range(16)]
-    wide = [_example({"caption": "y" * (3 + i % 2), "label": 300}) for i in range(16)]  # a 2-byte varint
-    other = [_example({"caption": "z" * (5 + i % 2), "label": 3, "extra": 1}) for i in range(16)]
+    plain = [_example({"caption": "x" * (1 + i % 2), "label": 3}) for i in range(32)]
+    wide = [_example({"caption": "y" * (3 + i % 2), "label": 300}) for i in range(32)]  # a 2-byte varint
+    other = [_example({"caption": "z" * (5 + i % 2), "label": 3, "extra": 1}) for i in range(32)]
     for records, parts in ((plain + wide, 1), (plain + other, 2)):
         templates: _batch_parse.Templates = {}
         _batch_parse.parsed_data(records, {"caption", "label"}, templates)
