@@ -30,10 +30,11 @@ declared length checked against what its contents take; int64 runs whose width d
 from record to record (labels of one and two varint bytes) are decoded a width at a
 time. The values of the records that have the layout are then columns as above (one
 part, decoded in one call); the records that do not are walked against the layout of
-the first of them when enough are left (a field left out), then left to protobuf. A
-file's chunk of at most :data:`_TEMPLATED_LENGTHS` lengths is still parsed a length at a
-time (one comparison a length is cheaper than the walk), and its records that no
-template took are walked.
+the first of them when enough are left (a field left out), then left to protobuf. Fewer
+than :data:`_MIN_WALKED` records are not walked (the walk's numpy steps cost more than
+protobuf's parse of so few). A file's chunk of at most :data:`_TEMPLATED_LENGTHS`
+lengths is still parsed a length at a time (one comparison a length is cheaper than the
+walk), and its records that no template took are walked.
 
 :func:`parsed_data` does the same for records fetched by index (the shuffled batches of
 the epoch readers and of random access): a batch of one length against the template kept
