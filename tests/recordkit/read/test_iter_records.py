@@ -456,9 +456,10 @@ def test_a_chunk_holding_more_records_than_the_manifest_lists_stops_at_the_first
     assert iterator.position == 2 * PER_SHARD
 
 
-def test_small_records_of_varied_sizes_are_decoded_a_length_at_a_time(tmp_path: Path) -> None:
-    """Captions of 0 to 36 characters, and one of 500 (a length no other record has,
-    parsed alone): each length's records are decoded together, every value as written."""
+def test_small_records_of_varied_sizes_are_decoded_together(tmp_path: Path) -> None:
+    """Captions of 0 to 36 characters, and one of 500 (a length no other record has): the
+    records are walked together against one layout whatever their lengths
+    (sdk/recordkit/format/_walk_parse.py) and decoded together, every value as written."""
     rows = [{"caption": "x" * (i % 37), "label": i % 10} for i in range(3000)]
     rows[1234]["caption"] = "y" * 500
     path = tmp_path / "varied"
@@ -475,4 +476,4 @@ def test_small_records_of_varied_sizes_are_decoded_a_length_at_a_time(tmp_path: 
     )
     assert len(items) == 3000  # mapped and parsed: the fallback, ``iter()``, would raise
     kinds = {type(item).__name__ for _, item in items}
-    assert kinds == {"DecodedRecord", "bytes"}  # the lone 500-character record to parse alone
+    assert kinds == {"DecodedRecord"}  # the lone 500-character record too: walked with the others

@@ -93,7 +93,8 @@ def test_a_fetch_of_several_caption_lengths_is_parsed_as_one_group_as_protobuf_p
     templates: _batch_parse.Templates = {}
     keys = {"caption", "label", "score"}
     first = _batch_parse.parsed_data(records, keys, templates)
-    assert len(first.parts) == 3  # each length against its own template, made and kept
+    assert len(first.parts) == 1  # walked as one layout; each length's template made and kept
+    assert sorted(templates) == sorted(lengths)
     chunk = _batch_parse.parsed_data(records[::-1], keys, templates)
     assert len(chunk.parts) == 1
     assert chunk.columns is not None
@@ -126,17 +127,18 @@ def test_captions_whose_lengths_take_varints_of_two_sizes_are_parsed_as_one_grou
         assert np.array_equal(parsed["label"][1], want["label"][1])
 
 
-def test_a_record_of_another_layout_in_a_group_leaves_it_to_be_parsed_a_length_at_a_time() -> None:
+def test_a_record_of_another_layout_in_a_group_is_left_to_protobuf_and_the_others_walked() -> None:
     """A record of a known length whose structure is not its template's (another key of
-    the same size): the group is not parsed as one, and that record is left to protobuf."""
-    records = [_example({"caption": "x" * (1 + i % 2), "label": i % 10}) for i in range(16)]
+    the same size): the group is not parsed as one field set; the others are walked
+    together against their layout, and that record is left to protobuf."""
+    records = [_example({"caption": "x" * (1 + i % 2), "label": i % 10}) for i in range(32)]
     templates: _batch_parse.Templates = {}
     _batch_parse.parsed_data(records, {"caption", "label"}, templates)
     odd = _example({"caption": "xx", "lbael": 4})
     assert len(odd) == len(records[1])
     mixed = [*records[:5], odd, *records[5:]]
     chunk = _batch_parse.parsed_data(mixed, {"caption", "label"}, templates)
-    assert len(chunk.parts) == 2
+    assert len(chunk.parts) == 1
     examples = chunk.examples()
     assert examples[5] is None
     for record, parsed in zip(mixed[:5] + mixed[6:], examples[:5] + examples[6:], strict=True):
@@ -146,15 +148,17 @@ def test_a_record_of_another_layout_in_a_group_leaves_it_to_be_parsed_a_length_a
         assert np.array_equal(parsed["label"][1], want["label"][1])
 
 
-def test_records_of_other_fields_or_number_widths_are_parsed_a_length_at_a_time() -> None:
-    plain = [_example({"caption": "x" * (1 + i % 2), "label": 3}) for i in range(16)]
-    wide = [_example({"caption": "y" * (3 + i % 2), "label": 300}) for i in range(16)]  # a 2-byte varint
-    other = [_example({"caption": "z" * (5 + i % 2), "label": 3, "extra": 1}) for i in range(16)]
-    for records in (plain + wide, plain + other):
+def test_records_of_other_number_widths_are_walked_as_one_and_of_other_fields_apart() -> None:
+    """Labels of one and two varint bytes: one layout, walked as one part; records of
+    another field set: a layout of their own, walked apart."""
+    plain = [_example({"caption": "x" * (1 + i % 2), "label": 3}) for i in range(32)]
+    wide = [_example({"caption": "y" * (3 + i % 2), "label": 300}) for i in range(32)]  # a 2-byte varint
+    other = [_example({"caption": "z" * (5 + i % 2), "label": 3, "extra": 1}) for i in range(32)]
+    for records, parts in ((plain + wide, 1), (plain + other, 2)):
         templates: _batch_parse.Templates = {}
         _batch_parse.parsed_data(records, {"caption", "label"}, templates)
         chunk = _batch_parse.parsed_data(records, {"caption", "label"}, templates)
-        assert len(chunk.parts) == 4
+        assert len(chunk.parts) == parts
         for record, parsed in zip(records, chunk.examples(), strict=True):
             want = decode_example(record)
             assert parsed is not None
