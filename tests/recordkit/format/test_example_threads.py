@@ -4,6 +4,7 @@ wait for it (Grain's prefetch threads all decode their first record together).""
 
 from __future__ import annotations
 
+import multiprocessing
 import threading
 import time
 from typing import Any
@@ -65,3 +66,17 @@ def test_threads_decoding_their_first_records_together_share_one_example_class_m
         assert values["name"] == (WireKind.BYTES, [f"n{i}".encode(), b"x" * i])
         assert values["label"][1].tolist() == [i, -i]
         assert values["vector"][1].tolist() == list(range(i))
+
+
+def _decode_in_child(data: bytes) -> list[int]:
+    return decode_example(data)["label"][1].tolist()  # type: ignore[no-any-return]
+
+
+def test_a_process_forked_while_a_thread_makes_the_class_makes_its_own(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(_example, "_loaded", [])
+    # The lock held, as by a thread of the parent making the class when the fork comes:
+    # the child, whose copy of that thread never runs, must not wait for it (it hung).
+    with _example._loading, multiprocessing.get_context("fork").Pool(1) as pool:
+        assert pool.apply_async(_decode_in_child, (_record(3),)).get(timeout=120) == [3, -3]
