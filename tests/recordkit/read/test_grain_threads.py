@@ -85,7 +85,7 @@ def test_batched_reads_from_many_threads_sharing_one_source_give_every_record_it
         source = rk.open(dataset, "train").grain()
     rng = np.random.default_rng(3)
     count = len(wanted)
-    batches = [rng.choice(count, size=int(rng.integers(1, 40)), replace=False).tolist() for _ in range(300)]
+    batches = [rng.choice(count, size=int(rng.integers(1, 40)), replace=False).tolist() for _ in range(150)]
     with ThreadPoolExecutor(THREADS) as pool:
         read = list(pool.map(source.__getitems__, batches))
     for batch, got in zip(batches, read, strict=True):
