@@ -8,13 +8,18 @@ tests check it against ``tf.train.Example`` and ``tf.io.parse_example``.
 
 Decoding uses the protobuf runtime with the Example messages declared in a private
 descriptor pool, so reading needs neither TensorFlow nor generated code, and does not
-clash with TensorFlow's own ``tensorflow.Example`` when both are imported.
+clash with TensorFlow's own ``tensorflow.Example`` when both are imported. The pool and
+its message class are made once per process, under a lock, by the first decode (or
+:func:`load_decoder`): readers decode from many threads at once (Grain's 16 prefetch
+threads), and each would otherwise build a pool and a class of its own on first use.
 """
 
 from __future__ import annotations
 
 import functools
+import os
 import struct
+import threading
 from collections.abc import Collection, Iterable, Sequence
 from typing import Any
 
@@ -263,8 +268,9 @@ def normalize_values(kind: WireKind, value: Any) -> Any:
 # -- decoding ---------------------------------------------------------------------------
 
 
-@functools.cache
 def _example_class() -> Any:
+    """A new descriptor pool holding the Example messages, and its Example class (made
+    once, by :func:`_load_parser`)."""
     from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 
     fdp = descriptor_pb2.FileDescriptorProto(
@@ -383,14 +389,39 @@ def _float_array(float_list: Any) -> np.ndarray:
 
 
 def load_decoder() -> None:
-    """Import protobuf's Example class now rather than at the first
-    :func:`decode_example` (a process forked after it inherits it)."""
+    """Make protobuf's Example class now rather than at the first :func:`decode_example`
+    (a process forked after it inherits it; threads started after it find it made)."""
     _parser()
 
 
-@functools.cache
-def _parser() -> tuple[Any, type[Exception]]:
-    """The Example message class and protobuf's DecodeError (imported on first use)."""
-    from google.protobuf.message import DecodeError as ProtoDecodeError
+#: The Example class and protobuf's DecodeError, once made (see :func:`_parser`).
+_loaded: list[tuple[Any, type[Exception]]] = []
+_loading = threading.Lock()
 
-    return _example_class(), ProtoDecodeError
+
+def _new_lock_after_fork() -> None:
+    # A thread of the parent may have held the lock at the fork: it never releases it here.
+    global _loading
+    _loading = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_new_lock_after_fork)
+
+
+def _parser() -> tuple[Any, type[Exception]]:
+    """The Example message class and protobuf's DecodeError (made on first use)."""
+    if _loaded:
+        return _loaded[0]
+    return _load_parser()
+
+
+def _load_parser() -> tuple[Any, type[Exception]]:
+    """:func:`_parser`'s first call: the class made by one thread, under the lock, while
+    the others that ask meanwhile wait for it and share it."""
+    with _loading:
+        if not _loaded:
+            from google.protobuf.message import DecodeError as ProtoDecodeError
+
+            _loaded.append((_example_class(), ProtoDecodeError))
+        return _loaded[0]

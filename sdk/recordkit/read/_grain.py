@@ -6,6 +6,8 @@ per record, one ranged GET from a remote dataset, CRCs checked, numpy decode, no
 TensorFlow): Grain's samplers then give the global shuffle, the sharding between hosts,
 and iterators whose state checkpoints and restores exactly. It pickles as its
 arguments, so Grain's worker processes reopen it (and make their own storage client).
+Making one also makes the numpy decode's protobuf class, here rather than in the first
+of the reading threads (Grain reads with 16 at once by default).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from typing import Any, SupportsIndex
 
 from recordkit.codec._registry import CodecRegistry
 from recordkit.read._batch_assemble import AssembleBatch, batch_layout
+from recordkit.read._numpy_decode import preload_decoding
 from recordkit.read._paths import Paths
 from recordkit.read._random_access import RandomAccess
 from recordkit.schema._schema import SchemaLike
@@ -48,12 +51,14 @@ class DataSource:
             verify=verify,
             storage_options=storage_options,
         )
+        preload_decoding()
 
     @classmethod
     def over(cls, records: RandomAccess) -> DataSource:
         """A DataSource over records already opened (what :meth:`recordkit.Dataset.grain` gives)."""
         self = cls.__new__(cls)
         self.records = records
+        preload_decoding()
         return self
 
     def __len__(self) -> int:
