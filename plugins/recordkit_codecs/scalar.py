@@ -18,6 +18,7 @@ import recordkit as rk
 from recordkit_codecs._foreign import plain_key
 from recordkit_codecs._hf import plain_value, value_entry
 from recordkit_codecs._tfds import tensor_entry, text_feature
+from recordkit_codecs.text import utf8_column
 
 __all__ = ["ScalarCodec", "ScalarOptions"]
 
@@ -166,11 +167,12 @@ class ScalarCodec(rk.Codec[ScalarOptions]):
 
     def decode_numpy_column(self, wire: Mapping[str, Any], count: int) -> list[Any] | None:
         """Numbers of many records at once (:class:`recordkit.DecodedInColumns`): the
-        Python values ``decode_numpy`` gives, from one array; text record by record."""
+        Python values ``decode_numpy`` gives, from one array; text from its column
+        (:func:`~recordkit_codecs.text.utf8_column`)."""
         values = wire[""]
         dtype = self.options.dtype
         if dtype == "str":
-            return None
+            return utf8_column(values)
         if dtype == "bool":
             return (values != 0).tolist()  # type: ignore[no-any-return]
         if dtype == "float64":

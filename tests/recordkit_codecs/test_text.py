@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from pathlib import Path
+from typing import Any
 
 import pytest
 from _codec_io import (
@@ -22,9 +23,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import recordkit as rk
+from recordkit.format._tfrecord import frame_record, iter_tfrecords  # private: rewrites a shard's records
 from recordkit.read._numpy_decode import (  # private: decodes as the numpy reader does, no dataset
     decode_record_numpy,
 )
+from recordkit.storage import location
 from recordkit.testing import BadInput, CodecCase, check_codec
 from recordkit_codecs.text import TextCodec
 
@@ -194,3 +197,50 @@ def test_conformance(tmp_path: Path) -> None:
 
 def test_docs_examples_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     assert run_doc_examples("text.md", tmp_path, monkeypatch) >= 1
+
+
+# -- the numpy reader's column decode --------------------------------------------------------
+
+
+def _text_dataset(tmp_path: Path, texts: list[str]) -> Path:
+    schema = rk.Schema(name="texts", fields={"caption": rk.FieldSpec(codec="text")})
+    path = tmp_path / "texts"
+    rk.write_dataset([{"caption": text} for text in texts], path, schema, progress=False)
+    return path
+
+
+def test_the_numpy_reader_decodes_a_chunks_texts_from_their_column(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Texts of many lengths, parsed together, are decoded in one call a chunk
+    (``decode_numpy_column``), to the ``str`` each record's own decode gives."""
+    texts = [TEXTS[i % len(TEXTS)] * (1 + i % 5) for i in range(60)]
+    path = _text_dataset(tmp_path, texts)
+    decoded: list[int] = []
+    column_decode = TextCodec.decode_numpy_column
+
+    def counted(self: TextCodec, wire: Any, count: int) -> Any:
+        values = column_decode(self, wire, count)
+        decoded.append(len(values))
+        return values
+
+    monkeypatch.setattr(TextCodec, "decode_numpy_column", counted)
+    assert [record["caption"] for record in rk.open(path).records()] == texts
+    assert sum(decoded) == len(texts)
+
+
+def test_stored_text_that_is_not_utf8_among_others_is_that_records_error(tmp_path: Path) -> None:
+    """A record whose stored text is not UTF-8 (its framing sound: written so) refuses the
+    chunk's column decode; the records before it are given, then its own error, naming
+    its field, its number and the byte."""
+    texts = [f"caption number {i:03d}" for i in range(40)]
+    path = _text_dataset(tmp_path, texts)
+    (shard,) = path.glob("*.tfrecord")
+    records = [data for _, data in iter_tfrecords(location(shard))]
+    records[17] = records[17].replace(b"caption number 017", b"caption number \xff17")
+    shard.write_bytes(b"".join(frame_record(data) for data in records))
+    read: list[str] = []
+    with pytest.raises(rk.errors.DecodeError, match=r"not valid UTF-8 at byte 15") as err:
+        read.extend(record["caption"] for record in rk.open(path).records())
+    assert (err.value.field, err.value.record) == ("caption", 17)
+    assert read == texts[:17]
