@@ -364,3 +364,22 @@ def whole_shard_reads(monkeypatch: pytest.MonkeyPatch, whole: bool) -> Iterator[
         if not whole:
             patched.setattr(_load_dataset, "reads_whole", lambda *args: False)
         yield built
+
+
+def same_example(
+    parsed: dict[str, tuple[rk.WireKind, Any]], expected: dict[str, tuple[rk.WireKind, Any]]
+) -> None:
+    """A batch parse's Example equals protobuf's (``decode_example``) key by key: the same
+    kinds, bytes values equal, numbers of the same dtype and shape, bit for bit (NaNs and
+    signed zeros too), in writable arrays."""
+    assert parsed.keys() == expected.keys()
+    for key, (kind, values) in expected.items():
+        assert parsed[key][0] is kind, key
+        if kind is rk.WireKind.BYTES:
+            assert parsed[key][1] == values, key
+        else:
+            got = parsed[key][1]
+            assert got.dtype == values.dtype, key
+            assert got.shape == values.shape, key
+            assert got.tobytes() == values.tobytes(), key
+            assert got.flags.writeable, key

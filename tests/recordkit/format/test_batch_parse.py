@@ -9,8 +9,8 @@ from typing import Any
 
 import numpy as np
 import tensorflow as tf
+from _reader_support import same_example
 
-import recordkit as rk
 from recordkit.format._batch_parse import framed_records, parsed_records
 from recordkit.format._example import decode_example
 from recordkit.format._tfrecord import frame_record
@@ -36,20 +36,6 @@ def framed(records: list[bytes]) -> tuple[bytes, np.ndarray]:
     return buffer, offsets
 
 
-def same(parsed: dict[str, tuple[rk.WireKind, Any]], expected: dict[str, tuple[rk.WireKind, Any]]) -> None:
-    assert parsed.keys() == expected.keys()
-    for key, (kind, values) in expected.items():
-        assert parsed[key][0] is kind, key
-        if kind is rk.WireKind.BYTES:
-            assert parsed[key][1] == values, key
-        else:
-            got = parsed[key][1]
-            assert got.dtype == values.dtype, key
-            assert got.shape == values.shape, key
-            assert np.array_equal(got, values), key
-            assert got.flags.writeable, key
-
-
 def test_records_of_one_layout_parse_as_protobuf_parses_them_for_the_keys_asked() -> None:
     rng = np.random.default_rng(5)
     records = [
@@ -72,7 +58,7 @@ def test_records_of_one_layout_parse_as_protobuf_parses_them_for_the_keys_asked(
     assert chunk.columns is not None
     for parsed, data in zip(chunk.examples(), records, strict=True):
         assert parsed is not None
-        same(parsed, {k: v for k, v in decode_example(data).items() if k in keys})
+        same_example(parsed, {k: v for k, v in decode_example(data).items() if k in keys})
 
 
 def test_records_of_other_lengths_or_layouts_are_left_to_protobuf() -> None:

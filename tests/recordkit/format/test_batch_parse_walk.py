@@ -13,6 +13,7 @@ import dataclasses
 from typing import Any
 
 import numpy as np
+from _reader_support import same_example
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -140,19 +141,6 @@ def batches(draw: st.DrawFn) -> tuple[list[bytes], list[bool]]:
     return records, plain
 
 
-def same(parsed: dict[str, tuple[rk.WireKind, Any]], expected: dict[str, tuple[rk.WireKind, Any]]) -> None:
-    assert parsed.keys() == expected.keys()
-    for key, (kind, values) in expected.items():
-        assert parsed[key][0] is kind, key
-        if kind is rk.WireKind.BYTES:
-            assert parsed[key][1] == values, key
-        else:
-            got = parsed[key][1]
-            assert got.dtype == values.dtype, key
-            assert got.shape == values.shape, key
-            assert got.tobytes() == values.tobytes(), key
-
-
 def as_protobuf_reads(chunk: ParsedChunk, records: list[bytes], keys: set[str]) -> list[bool]:
     """Checks every record ``chunk`` parsed against protobuf's parse (a record protobuf
     refuses must be left to it); gives which records were parsed."""
@@ -166,7 +154,7 @@ def as_protobuf_reads(chunk: ParsedChunk, records: list[bytes], keys: set[str]) 
             continue
         given.append(parsed is not None)
         if parsed is not None:
-            same(parsed, {key: value for key, value in want.items() if key in keys})
+            same_example(parsed, {key: value for key, value in want.items() if key in keys})
     return given
 
 
