@@ -51,10 +51,10 @@ def _records(codec: BBoxCodec, counts: list[int], seed: int = 0) -> list[dict[st
     return out
 
 
-def _column(wires: list[Mapping[str, Any]]) -> dict[str, list[Any]]:
+def _column(codec: BBoxCodec, wires: list[Mapping[str, Any]]) -> dict[str, list[Any]]:
     """Records' wire values as the numpy reader hands them to the column decode: a list
-    of each record's bytes per wire feature."""
-    return {name: [wire[name] for wire in wires] for name in wires[0]} if wires else {}
+    of each record's bytes per wire feature (empty lists for no records)."""
+    return {feature.name: [wire[feature.name] for wire in wires] for feature in codec.wire_spec()}
 
 
 def _assert_same(want: Any, got: Any, others: list[np.ndarray]) -> None:
@@ -88,11 +88,7 @@ def test_the_column_decode_gives_each_records_own_decode_to_the_bit(
     the column decode equals ``decode_numpy`` of each record, arrays of their own."""
     codec = BBoxCodec({**options, "format": fmt})
     wires = [codec.encode(value) for value in _records(codec, counts, seed)]
-    if not wires:  # no records: nothing parsed, an empty column of each feature
-        wires_column = {feature.name: [] for feature in codec.wire_spec()}
-    else:
-        wires_column = _column(wires)
-    got = codec.decode_numpy_column(wires_column, len(counts))
+    got = codec.decode_numpy_column(_column(codec, wires), len(counts))
     assert got is not None
     assert len(got) == len(counts)
     decoded: list[np.ndarray] = []
@@ -104,7 +100,7 @@ def test_the_lists_layout_is_decoded_record_by_record() -> None:
     """Lists (variable-length features) have no column: the codec declines them."""
     codec = BBoxCodec({"layout": "lists", "labels": ["a"]})
     wires = [codec.encode(value) for value in _records(codec, [1, 2])]
-    assert codec.decode_numpy_column(_column(wires), 2) is None
+    assert codec.decode_numpy_column(_column(codec, wires), 2) is None
 
 
 @pytest.mark.parametrize(
@@ -116,7 +112,9 @@ def test_the_lists_layout_is_decoded_record_by_record() -> None:
         (bytes(15), bytes(0), "packed boxes hold 15 bytes"),
     ],
 )
-def test_values_that_do_not_fit_their_boxes_refuse_the_column(boxes: bytes, labels: bytes, reason: str) -> None:
+def test_values_that_do_not_fit_their_boxes_refuse_the_column(
+    boxes: bytes, labels: bytes, reason: str
+) -> None:
     """A record whose byte counts ``decode_numpy`` refuses makes the whole column raise a
     DecodeError (the reader then decodes record by record, giving the record's error)."""
     codec = BBoxCodec({"labels": ["a", "b"]})
@@ -125,7 +123,7 @@ def test_values_that_do_not_fit_their_boxes_refuse_the_column(boxes: bytes, labe
     with pytest.raises(rk.errors.DecodeError, match=re.escape(reason)):
         codec.decode_numpy(bad)
     with pytest.raises(rk.errors.DecodeError):
-        codec.decode_numpy_column(_column([*good, bad]), 4)
+        codec.decode_numpy_column(_column(codec, [*good, bad]), 4)
 
 
 @pytest.mark.parametrize("options", OPTION_SETS[:4], ids=lambda o: ",".join(o) or "defaults")
