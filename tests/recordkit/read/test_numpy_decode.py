@@ -4,6 +4,7 @@ tf.data parser generated from the same schema (make_parser)."""
 from __future__ import annotations
 
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -195,3 +196,23 @@ def test_a_failing_codec_decode_is_wrapped_with_context() -> None:
         decode_record_numpy(one_field_bound("fussy").fields, example(x=(WireKind.INT64, [0])), index=1)
     assert (info.value.field, info.value.record) == ("x", 1)
     assert isinstance(info.value.__cause__, ZeroDivisionError)
+
+
+def test_a_read_of_no_fields_gives_each_record_as_an_empty_dict(tmp_path: Path) -> None:
+    """``fields=[]`` reads every record, with nothing decoded: a chunk decoded together
+    gives an empty dict a record (it once gave none, and the read then reported the shard
+    as holding fewer records than its manifest lists)."""
+    schema = rk.Schema(
+        name="pairs",
+        fields={
+            "caption": rk.FieldSpec(codec="text"),
+            "label": rk.FieldSpec(codec="label", options={"num_classes": 3}),
+        },
+    )
+    records = [{"caption": "x" * (i % 7), "label": i % 3} for i in range(100)]
+    rk.write_dataset(records, tmp_path / "data", schema, progress=False)
+    nothing = rk.open(tmp_path / "data", fields=[])
+    assert list(nothing.records()) == [{}] * 100
+    assert list(nothing.torch_iterable(tensors=False)) == [{}] * 100
+    assert nothing[3] == {}
+    assert list(rk.open(tmp_path / "data").records()) == records
