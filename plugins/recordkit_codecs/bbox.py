@@ -556,11 +556,8 @@ class BBoxCodec(rk.Codec[BBoxOptions]):
         layout (variable-length features, which have no column) record by record."""
         if not self._packed:
             return None
-        widths = {"": 16}
-        if self.options.labels is not None:
-            widths["labels"] = self._label_dtype.itemsize
-        widths.update(dict.fromkeys(self.options.extras, 4))
-        edges = _box_edges(wire, widths, count)
+        dtypes = {name: self._label_dtype if name == "labels" else _BOX_DTYPE for name in self._wanted}
+        edges = _box_edges(wire, dtypes, count)
         bounds = list(itertools.pairwise(edges))
         boxes = np.frombuffer(b"".join(wire[""]), _BOX_DTYPE).reshape(-1, 4).astype(np.float32, copy=False)
         if self.options.stored != self.options.format:  # else copied out of the bytes as they are
@@ -570,8 +567,8 @@ class BBoxCodec(rk.Codec[BBoxOptions]):
         # A dict literal a record, then each further column set in a loop: cheaper than
         # building each record's dict from its row of columns.
         out = [{"boxes": boxes[start:end].copy()} for start, end in bounds]
-        for name in self._wanted:
-            dtype, wide = (self._label_dtype, np.int64) if name == "labels" else (_BOX_DTYPE, np.float32)
+        for name, dtype in dtypes.items():
+            wide = np.int64 if name == "labels" else np.float32
             values = np.frombuffer(b"".join(wire[name]), dtype).astype(wide, copy=False)
             for record, (start, end) in zip(out, bounds, strict=True):
                 record[name] = values[start:end].copy()
@@ -788,18 +785,19 @@ def _unpacked_record(wire: Mapping[str, Any], label_dtype: np.dtype[Any]) -> dic
     return out
 
 
-def _box_edges(wire: Mapping[str, Any], widths: Mapping[str, int], count: int) -> list[int]:
+def _box_edges(wire: Mapping[str, Any], dtypes: Mapping[str, np.dtype[Any]], count: int) -> list[int]:
     """Where each record's boxes start among a column's boxes, and where the last one's
-    end (``count + 1`` numbers) (packed bytes, ``widths``:
-    each column's bytes per box by wire name); DecodeError when a record's values are
-    not whole boxes, or not one label and extra per box (what :func:`_unpacked_record`
-    refuses)."""
+    end (``count + 1`` numbers), from the packed bytes of ``wire`` (``dtypes``: the
+    labels' and extras' columns, a value a box each); DecodeError when a record's values
+    are not whole boxes, or not one label and extra per box (what
+    :func:`_unpacked_record` refuses)."""
+    box_bytes = 4 * _BOX_DTYPE.itemsize
     sizes = np.fromiter(map(len, wire[""]), np.int64, count)
-    boxes = sizes // 16
-    if (sizes % 16).any():
-        raise rk.errors.DecodeError("a record's packed boxes are not whole 16-byte boxes")
-    for name, width in widths.items():
-        if name and not np.array_equal(np.fromiter(map(len, wire[name]), np.int64, count), boxes * width):
+    boxes = sizes // box_bytes
+    if (sizes % box_bytes).any():
+        raise rk.errors.DecodeError(f"a record's packed boxes are not whole {box_bytes}-byte boxes")
+    for name, dtype in dtypes.items():
+        if not np.array_equal(np.fromiter(map(len, wire[name]), np.int64, count), boxes * dtype.itemsize):
             raise rk.errors.DecodeError(f"a record's packed {name!r} are not one value a box")
     edges: list[int] = np.concatenate([[0], np.cumsum(boxes)]).tolist()
     return edges

@@ -496,14 +496,15 @@ def parsed_data(records: Sequence[bytes], keys: Collection[str], templates: Temp
     if len(shared) > 1:
         few = len(shared) <= _JOINED_LENGTHS
         found = [templates.get(length) for length in shared.tolist()]
+        joined = _joined(records, lengths)
         if few and None not in found:
-            one = _one_field_set(records, lengths, shared, cast(list[_Template], found), keys)
+            one = _one_field_set(records, lengths, joined, shared, cast(list[_Template], found), keys)
             if one is not None:
                 return ParsedChunk(len(records), (one,))
         if len(records) >= _MIN_WALKED:
             if few:  # templates for the next batches of these lengths (joined as one field set)
                 _keep_templates(records, lengths, shared, counts, found, templates)
-            walked_parts = _walked_data(records, lengths, keys, found, templates)
+            walked_parts = _walked_data(records, lengths, joined, keys, found, templates)
             if walked_parts is not None:
                 return ParsedChunk(len(records), tuple(walked_parts))
     for length, count in zip(shared.tolist(), counts.tolist(), strict=True):
@@ -518,9 +519,7 @@ def parsed_data(records: Sequence[bytes], keys: Collection[str], templates: Temp
             template = _template(records[int(chosen[0])])
             if template is None:
                 continue
-            if len(templates) >= _TEMPLATES_KEPT:
-                templates.clear()
-            templates[length] = template
+            _keep(templates, length, template)
         parsed = _parsed(buffer, data, starts, chosen, template, keys)
         if not parsed.match.any() and count >= _MIN_SHARED:  # another layout of that length
             fresh = _template(records[int(chosen[0])])
@@ -546,19 +545,34 @@ def _keep_templates(
         if found[place] is None and count >= _MIN_SHARED:
             template = _template(records[int(np.argmax(lengths == length))])
             if template is not None:
-                if len(templates) >= _TEMPLATES_KEPT:
-                    templates.clear()
-                templates[length] = found[place] = template
+                _keep(templates, length, template)
+                found[place] = template
+
+
+def _keep(templates: Templates, length: int, template: _Template) -> None:
+    """``template`` kept for ``length`` (all of ``templates`` dropped first when it holds
+    :data:`_TEMPLATES_KEPT`)."""
+    if len(templates) >= _TEMPLATES_KEPT:
+        templates.clear()
+    templates[length] = template
+
+
+def _joined(records: Sequence[bytes], lengths: np.ndarray) -> tuple[bytes, np.ndarray, np.ndarray]:
+    """``records`` joined into one buffer: it, its bytes, and where each record starts."""
+    buffer = b"".join(records)
+    return buffer, np.frombuffer(buffer, dtype=np.uint8), np.cumsum(lengths) - lengths
 
 
 def _walked_data(
     records: Sequence[bytes],
     lengths: np.ndarray,
+    joined: tuple[bytes, np.ndarray, np.ndarray],
     keys: Collection[str],
     found: list[_Template | None],
     templates: Templates,
 ) -> list[_Parsed] | None:
-    """``records`` (of several lengths) walked together (:func:`_walked_parts`) against
+    """``records`` (of several lengths, ``joined`` as :func:`_joined` gives them) walked
+    together (:func:`_walked_parts`) against
     the layout of a template ``templates`` keeps for one of their lengths (``found``),
     else of the first record (its template then kept); None when that record's layout is
     not one the walk takes."""
@@ -567,12 +581,8 @@ def _walked_data(
         reference = _template(records[0])
         if reference is None:
             return None
-        if len(templates) >= _TEMPLATES_KEPT:
-            templates.clear()
-        templates[len(records[0])] = reference
-    buffer = b"".join(records)
-    data = np.frombuffer(buffer, dtype=np.uint8)
-    starts = np.cumsum(lengths) - lengths
+        _keep(templates, len(records[0]), reference)
+    buffer, data, starts = joined
     every = np.arange(len(records))
     return _walked_parts(buffer, data, starts, lengths, every, reference, records.__getitem__, keys)
 
@@ -580,6 +590,7 @@ def _walked_data(
 def _one_field_set(
     records: Sequence[bytes],
     lengths: np.ndarray,
+    joined: tuple[bytes, np.ndarray, np.ndarray],
     shared: np.ndarray,
     found: list[_Template],
     keys: Collection[str],
@@ -602,9 +613,7 @@ def _one_field_set(
                 return None
             if value.kind is not WireKind.BYTES and [w for _, w in value.runs] != [w for _, w in other.runs]:
                 return None
-    buffer = b"".join(records)
-    data = np.frombuffer(buffer, dtype=np.uint8)
-    starts = np.cumsum(lengths) - lengths
+    buffer, data, starts = joined
     template_of = np.searchsorted(shared, lengths)
     if not _match_each(data, starts, found, template_of):
         return None

@@ -258,9 +258,6 @@ def _field_column(field: BoundField, columns: Mapping[str, Column], count: int) 
     names = [keyed.feature.name for keyed in field.features]
     decode = field.codec.decode_numpy
     try:
-        if len(names) == 1:
-            (name,) = names
-            return [decode({name: value}) for value in wires[0]]
         return [decode(wire) for wire in _rows_of(names, wires, count)]
     except Exception:  # decoded again one by one, which names the record and the error
         return None
