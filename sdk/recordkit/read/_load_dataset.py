@@ -219,6 +219,10 @@ def _serialized_batches(
     batches of ``chunk`` records instead, the last one short (the decoded values are
     rebatched)."""
     one_by_one = bool(options.shuffle_buffer or record_shard is not None or skip or single)
+    repeat, batch_size = options.repeat, options.batch_size
+    # Rebatched below: the shards' chunks are joined there, by one rebatch (two make
+    # TensorFlow log an error line: read_shards' docs).
+    rebatched_here = not one_by_one and (chunk is not None or batch_size is not None)
     chunks = read_shards(
         opened.dataset,
         shards,
@@ -232,8 +236,8 @@ def _serialized_batches(
         remote_io=options.remote_io,
         one_by_one=one_by_one,
         as_opened=opened.checked_as_opened,
+        joined=not rebatched_here,
     )
-    repeat, batch_size = options.repeat, options.batch_size
     if repeat is True:
         chunks = chunks.repeat()
     elif repeat is not False and repeat != 1:

@@ -89,13 +89,24 @@ def read_shards(
     remote_io: RemoteIO = "auto",
     one_by_one: bool = False,
     as_opened: bool = False,
+    joined: bool = True,
 ) -> Any:
     """A dataset of ``[n]`` string tensors (``n <= block_length``): the records of
     ``shards``, checked as the module docs say. Repeat it to read it again: each pass
     counts afresh. With ``one_by_one``, the same records one by one (scalars), in the
     same order: the framed read gives them so without batching them first. With
     ``as_opened`` (what :func:`~recordkit.read._framed_read.checked_as_opened` says of the
-    whole split), each shard is checked as the read opens it, its size too."""
+    whole split), each shard is checked as the read opens it, its size too.
+
+    Without ``joined``, the chunks are left as the shards give them (a shard's last one
+    short, and where the checks run in the graph an empty one ending each shard), for a
+    caller that rebatches them itself (:func:`~recordkit.read._traced.rebatched` drops
+    the empty ones too): one ``rebatch`` rather than two. A ``rebatch`` that joins pieces
+    of elements another ``rebatch`` cut (not whole ones) makes TensorFlow log
+    ``E ... tensor.h:692] Tensor RefCount not reliable if buf_ points to a SubBuffer`` on
+    stderr for each joined piece (``RebatchDatasetV2`` asks the piece's parent tensor for
+    its reference count, which a slice cannot give, and copies it): a harmless line that
+    reads as an error."""
     import tensorflow as tf
 
     if as_opened:
@@ -109,7 +120,7 @@ def read_shards(
             cycle_length=cycle_length,
             deterministic=deterministic,
         )
-        return chunks if one_by_one else chunks.rebatch(block_length)
+        return chunks if one_by_one or not joined else chunks.rebatch(block_length)
     walks: dict[str, HeaderWalk] = {}
     shards = vet_framing(shards, dataset, on_corrupt, report, walks)
     if not shards:  # an empty split, or every shard skipped: no records, in the shape a read gives
@@ -180,12 +191,14 @@ def read_shards(
     if not checked:
         return chunks.unbatch() if one_by_one else chunks
     if framed is not None:  # no markers; the shard ends of several shards joined, as below
-        return chunks if len(shards) == 1 or one_by_one else chunks.rebatch(block_length)
+        return chunks if len(shards) == 1 or one_by_one or not joined else chunks.rebatch(block_length)
     # Records and bytes read, by shard (one shard: a pair, see _checker).
     counts = tf.zeros([2] if len(shards) == 1 else [len(shards), 2], tf.int64)
     check = _checker(dataset, shards, on_corrupt, report)
     # ``rebatch`` drops the empty markers, as a ``filter`` would, with no function.
-    chunks = chunks.scan(counts, traced_as_written(check)).rebatch(block_length)
+    chunks = chunks.scan(counts, traced_as_written(check))
+    if joined or one_by_one:
+        chunks = chunks.rebatch(block_length)
     return chunks.unbatch() if one_by_one else chunks
 
 

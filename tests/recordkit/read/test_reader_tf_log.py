@@ -89,3 +89,63 @@ def test_reading_every_codec_logs_no_tensorflow_warning(tmp_path: Path) -> None:
     assert found, done.stderr[-3000:]
     problems = [line for line in after.splitlines() if PROBLEM.match(line)]
     assert problems == [], after[-5000:]
+
+
+#: Reads of many shards of small records (a caption of varying length and a label), each
+#: shard ending in a chunk shorter than ``block_length``, batched so that batches join
+#: pieces of chunks: the shards' chunks joined by one ``rebatch`` and cut into batches by
+#: another logged ``E ... tensor.h:692] Tensor RefCount not reliable if buf_ points to a
+#: SubBuffer`` twice a pass (docs/troubleshooting.md). 20 shards are each checked as the
+#: read opens it, 11 walked when the read is built; ``on_corrupt="skip"`` checks in the graph.
+MANY_SHARDS_SCRIPT = textwrap.dedent(
+    """
+    import sys
+    from pathlib import Path
+
+    import tensorflow as tf
+
+    import recordkit as rk
+
+    out = Path(sys.argv[1])
+    label = rk.FieldSpec(codec="label", options={"num_classes": 10})
+    small = rk.Schema(name="small", fields={"caption": rk.FieldSpec(codec="text"), "label": label})
+    # Records of several sizes in every shard (no shard's bytes a multiple of its records):
+    # read record by record, as text is, not whole (as fields of one fixed size are).
+    captions = [{"caption": f"record {i}", "label": i % 10} for i in range(1200)]
+    rk.write_dataset(captions, small, out / "many", shard_records=60, progress=False)
+    rk.write_dataset(captions[:1100], small, out / "few", shard_records=100, progress=False)
+    for _ in tf.data.Dataset.range(2).map(lambda x: x + 1):  # TensorFlow's start-up lines
+        pass
+    print(MARKER, file=sys.stderr, flush=True)
+
+    def drain(ds, expected):
+        count = sum(int(batch["label"].shape[0]) for batch in ds)
+        assert count == expected, (count, expected)
+
+    for name, records in (("many", 1200), ("few", 1100)):
+        ds = rk.open(out / name)
+        drain(ds.tf(64), records)
+        drain(ds.tf(50, repeat=2), 2 * records)
+        drain(ds.tf(64, on_corrupt="skip"), records)
+    print("done", flush=True)
+    """
+).replace("MARKER", repr(MARKER))
+
+
+@pytest.mark.slow
+def test_reading_many_shards_logs_no_tensorflow_warning(tmp_path: Path) -> None:
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="0")
+    done = subprocess.run(
+        [sys.executable, "-c", MANY_SHARDS_SCRIPT, str(tmp_path)],
+        capture_output=True,
+        text=True,
+        check=False,
+        env=env,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.strip().endswith("done")
+    _, found, after = done.stderr.partition(MARKER)
+    assert found, done.stderr[-3000:]
+    problems = [line for line in after.splitlines() if PROBLEM.match(line)]
+    assert problems == [], after[-5000:]
