@@ -32,6 +32,7 @@ from __future__ import annotations
 import argparse
 import io
 import os
+import shutil
 import statistics
 import sys
 import tempfile
@@ -243,37 +244,43 @@ def main() -> None:
     )
     args = parser.parse_args()
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    root = Path(tempfile.mkdtemp(prefix="numpy-jpeg-")) / "mixed"
-    written = _data.mixed_records(args.records, seed=13, sides=IMAGE_SIDES)
-    _recordkit.write([_recordkit.mixed_record(r) for r in written], _recordkit.mixed_schema(), root)
-    jpegs = [r.jpeg for r in written]
-    runs, scale = _readers(root, args.records, args.passes, args.size)
-    _same_pixels(jpegs, scale)
-    print(f"{'reader':34} {'way':10} {'rec/s median':>12} {'best':>8} {'CPU us/rec':>10}   runs (rec/s)")
-    medians: dict[Key, float] = {}
-    suffixes = {"full": "", "scaled": f", {args.size}x{args.size}"}
-    for threads in THREADS:
+    scratch = Path(tempfile.mkdtemp(prefix="numpy-jpeg-"))
+    root = scratch / "mixed"
+    try:
+        written = _data.mixed_records(args.records, seed=13, sides=IMAGE_SIDES)
+        _recordkit.write([_recordkit.mixed_record(r) for r in written], _recordkit.mixed_schema(), root)
+        jpegs = [r.jpeg for r in written]
+        runs, scale = _readers(root, args.records, args.passes, args.size)
+        _same_pixels(jpegs, scale)
+        print(f"{'reader':34} {'way':10} {'rec/s median':>12} {'best':>8} {'CPU us/rec':>10}   runs (rec/s)")
+        medians: dict[Key, float] = {}
+        suffixes = {"full": "", "scaled": f", {args.size}x{args.size}"}
+        for threads in THREADS:
+            for decode in DECODES:
+                case = f"iter_records, {threads} thread{'s' if threads > 1 else ''}{suffixes[decode]}"
+                for way in WAYS:
+                    values = runs[(threads, decode, way)]
+                    medians[(threads, decode, way)] = statistics.median(r for r, _ in values)
+                    cpu = statistics.median(c for _, c in values)
+                    each = " ".join(f"{r:,.0f}" for r, _ in values)
+                    best = max(r for r, _ in values)
+                    median = medians[(threads, decode, way)]
+                    print(f"{case:34} {way:10} {median:12,.0f} {best:8,.0f} {cpu:10.1f}   {each}")
+                ratio = medians[(threads, decode, "simplejpeg")] / medians[(threads, decode, "pillow")]
+                print(f"{case:34} {'ratio':10} {ratio:11.2f}x")
         for decode in DECODES:
-            case = f"iter_records, {threads} thread{'s' if threads > 1 else ''}{suffixes[decode]}"
             for way in WAYS:
-                values = runs[(threads, decode, way)]
-                medians[(threads, decode, way)] = statistics.median(r for r, _ in values)
-                cpu = statistics.median(c for _, c in values)
-                each = " ".join(f"{r:,.0f}" for r, _ in values)
-                best = max(r for r, _ in values)
-                median = medians[(threads, decode, way)]
-                print(f"{case:34} {way:10} {median:12,.0f} {best:8,.0f} {cpu:10.1f}   {each}")
-            ratio = medians[(threads, decode, "simplejpeg")] / medians[(threads, decode, "pillow")]
-            print(f"{case:34} {'ratio':10} {ratio:11.2f}x")
-    for decode in DECODES:
-        for way in WAYS:
-            gain = medians[(2, decode, way)] / medians[(1, decode, way)]
-            print(f"{'2 threads / 1 thread' + suffixes[decode]:34} {way:10} {gain:11.2f}x")
-    alone = _decodes_alone(jpegs, args.passes, scale)
-    print(f"\n{'JPEG decode alone':34} {'decoder':15} {'us median':>9} {'best':>8}   runs (CPU us an image)")
-    for name, micros in alone.items():
-        each = " ".join(f"{v:.0f}" for v in micros)
-        print(f"{'':34} {name:15} {statistics.median(micros):9.0f} {min(micros):8.0f}   {each}")
+                gain = medians[(2, decode, way)] / medians[(1, decode, way)]
+                print(f"{'2 threads / 1 thread' + suffixes[decode]:34} {way:10} {gain:11.2f}x")
+        alone = _decodes_alone(jpegs, args.passes, scale)
+        print(
+            f"\n{'JPEG decode alone':34} {'decoder':15} {'us median':>9} {'best':>8}   runs (CPU us an image)"
+        )
+        for name, micros in alone.items():
+            each = " ".join(f"{v:.0f}" for v in micros)
+            print(f"{'':34} {name:15} {statistics.median(micros):9.0f} {min(micros):8.0f}   {each}")
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)  # what it wrote: not left in /tmp
 
 
 if __name__ == "__main__":
