@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -75,28 +76,39 @@ def main() -> None:
         way, root = args.child
         print(json.dumps(_child(way, Path(root), args.records, args.passes, args.batch)))
         return
-    root = Path(tempfile.mkdtemp(prefix="canonical-wav-")) / "mixed"
-    written = _data.mixed_records(args.records, seed=13, sides=IMAGE_SIDES)
-    _recordkit.write([_recordkit.mixed_record(r) for r in written], _recordkit.mixed_schema(), root)
-    runs: dict[tuple[str, str], list[tuple[float, float]]] = {(c, w): [] for c in CASES for w in WAYS}
-    for _ in range(args.rounds):
-        for way in WAYS:
-            command = [sys.executable, __file__, "--records", str(args.records), "--passes", str(args.passes)]
-            command += ["--batch", str(args.batch), "--child", way, str(root)]
-            done = subprocess.run(command, capture_output=True, text=True, check=True, env=os.environ)
-            for case, values in json.loads(done.stdout.splitlines()[-1]).items():
-                runs[(case, way)] += [tuple(v) for v in values]
-    print(f"{'case':24} {'way':9} {'rec/s median':>12} {'best':>8} {'CPU us/rec':>10}   runs (rec/s)")
-    for case in CASES:
-        medians = {}
-        for way in WAYS:
-            values = runs[(case, way)]
-            medians[way] = statistics.median(r for r, _ in values)
-            cpu = statistics.median(c for _, c in values)
-            each = " ".join(f"{r:,.0f}" for r, _ in values)
-            best = max(r for r, _ in values)
-            print(f"{case:24} {way:9} {medians[way]:12,.0f} {best:8,.0f} {cpu:10.1f}   {each}")
-        print(f"{case:24} {'ratio':9} {medians['canonical'] / medians['general']:11.2f}x")
+    scratch = Path(tempfile.mkdtemp(prefix="canonical-wav-"))
+    root = scratch / "mixed"
+    try:
+        written = _data.mixed_records(args.records, seed=13, sides=IMAGE_SIDES)
+        _recordkit.write([_recordkit.mixed_record(r) for r in written], _recordkit.mixed_schema(), root)
+        runs: dict[tuple[str, str], list[tuple[float, float]]] = {(c, w): [] for c in CASES for w in WAYS}
+        for _ in range(args.rounds):
+            for way in WAYS:
+                command = [
+                    sys.executable,
+                    __file__,
+                    "--records",
+                    str(args.records),
+                    "--passes",
+                    str(args.passes),
+                ]
+                command += ["--batch", str(args.batch), "--child", way, str(root)]
+                done = subprocess.run(command, capture_output=True, text=True, check=True, env=os.environ)
+                for case, values in json.loads(done.stdout.splitlines()[-1]).items():
+                    runs[(case, way)] += [tuple(v) for v in values]
+        print(f"{'case':24} {'way':9} {'rec/s median':>12} {'best':>8} {'CPU us/rec':>10}   runs (rec/s)")
+        for case in CASES:
+            medians = {}
+            for way in WAYS:
+                values = runs[(case, way)]
+                medians[way] = statistics.median(r for r, _ in values)
+                cpu = statistics.median(c for _, c in values)
+                each = " ".join(f"{r:,.0f}" for r, _ in values)
+                best = max(r for r, _ in values)
+                print(f"{case:24} {way:9} {medians[way]:12,.0f} {best:8,.0f} {cpu:10.1f}   {each}")
+            print(f"{case:24} {'ratio':9} {medians['canonical'] / medians['general']:11.2f}x")
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)  # what it wrote: not left in /tmp
 
 
 if __name__ == "__main__":

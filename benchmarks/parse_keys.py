@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import statistics
 import sys
 import tempfile
@@ -110,80 +111,84 @@ def main() -> None:
     from recordkit.format._tfrecord import iter_tfrecords
 
     scratch = Path(tempfile.mkdtemp(prefix="parse-keys-"))
-    schema = _recordkit.mixed_schema()
-    written = _data.mixed_records(args.records, seed=13, sides=IMAGE_SIDES)
-    shards = _recordkit.write([_recordkit.mixed_record(r) for r in written], schema, scratch / "rk")
-    records = [decode_example(data) for shard in shards for _, data in iter_tfrecords(location(shard))]
-    lists_schema = _boxes_as_lists(schema)
-    lists_shards = _recordkit.write(
-        [_recordkit.mixed_record(r) for r in written], lists_schema, scratch / "lists"
-    )
-    files = {"current": [str(shard) for shard in shards], "lists": [str(shard) for shard in lists_shards]}
-    for name, to_features in _layouts(tf).items():
-        files[name] = [str(scratch / f"{name}.tfrecord")]
-        with tf.io.TFRecordWriter(files[name][0]) as writer:
-            for record in records:
-                example = tf.train.Example(features=tf.train.Features(feature=to_features(record)))
-                writer.write(example.SerializeToString())
+    try:
+        schema = _recordkit.mixed_schema()
+        written = _data.mixed_records(args.records, seed=13, sides=IMAGE_SIDES)
+        shards = _recordkit.write([_recordkit.mixed_record(r) for r in written], schema, scratch / "rk")
+        records = [decode_example(data) for shard in shards for _, data in iter_tfrecords(location(shard))]
+        lists_schema = _boxes_as_lists(schema)
+        lists_shards = _recordkit.write(
+            [_recordkit.mixed_record(r) for r in written], lists_schema, scratch / "lists"
+        )
+        files = {"current": [str(shard) for shard in shards], "lists": [str(shard) for shard in lists_shards]}
+        for name, to_features in _layouts(tf).items():
+            files[name] = [str(scratch / f"{name}.tfrecord")]
+            with tf.io.TFRecordWriter(files[name][0]) as writer:
+                for record in records:
+                    example = tf.train.Example(features=tf.train.Features(feature=to_features(record)))
+                    writer.write(example.SerializeToString())
 
-    spec = dict(rk.feature_spec(schema))
-    sizes_spec = {k: v for k, v in spec.items() if k not in _SIZE_KEYS}
-    sizes_spec["image/shape"] = tf.io.FixedLenFeature([3], tf.int64)
-    no_count_spec = {k: v for k, v in sizes_spec.items() if k != "audio/num_samples"}
-    floor_spec = {
-        "image": tf.io.FixedLenFeature([], tf.string),
-        "audio": tf.io.FixedLenFeature([], tf.string),
-        "caption": tf.io.FixedLenFeature([], tf.string),
-        "boxes": tf.io.FixedLenFeature([], tf.string),
-        "meta": tf.io.FixedLenFeature([5], tf.int64),
-    }
-    bytes_keys = ("image", "audio", "caption")
-    cases: dict[str, tuple[list[str], dict[str, Any] | None]] = {
-        "current layout, 10 keys": (files["current"], spec),
-        "boxes and labels as lists (bbox 1)": (files["lists"], dict(rk.feature_spec(lists_schema))),
-        "image sizes in one list, 8 keys": (files["sizes"], sizes_spec),
-        "and no audio sample count, 7 keys": (files["no_count"], no_count_spec),
-        "floor, 5 keys": (files["floor"], floor_spec),
-        "current records, 3 bytes keys only": (files["current"], {k: spec[k] for k in bytes_keys}),
-        "current records, 7 small keys only": (
-            files["current"],
-            {k: v for k, v in spec.items() if k not in bytes_keys},
-        ),
-        "raw TFRecordDataset": (files["current"], None),
-    }
+        spec = dict(rk.feature_spec(schema))
+        sizes_spec = {k: v for k, v in spec.items() if k not in _SIZE_KEYS}
+        sizes_spec["image/shape"] = tf.io.FixedLenFeature([3], tf.int64)
+        no_count_spec = {k: v for k, v in sizes_spec.items() if k != "audio/num_samples"}
+        floor_spec = {
+            "image": tf.io.FixedLenFeature([], tf.string),
+            "audio": tf.io.FixedLenFeature([], tf.string),
+            "caption": tf.io.FixedLenFeature([], tf.string),
+            "boxes": tf.io.FixedLenFeature([], tf.string),
+            "meta": tf.io.FixedLenFeature([5], tf.int64),
+        }
+        bytes_keys = ("image", "audio", "caption")
+        cases: dict[str, tuple[list[str], dict[str, Any] | None]] = {
+            "current layout, 10 keys": (files["current"], spec),
+            "boxes and labels as lists (bbox 1)": (files["lists"], dict(rk.feature_spec(lists_schema))),
+            "image sizes in one list, 8 keys": (files["sizes"], sizes_spec),
+            "and no audio sample count, 7 keys": (files["no_count"], no_count_spec),
+            "floor, 5 keys": (files["floor"], floor_spec),
+            "current records, 3 bytes keys only": (files["current"], {k: spec[k] for k in bytes_keys}),
+            "current records, 7 small keys only": (
+                files["current"],
+                {k: v for k, v in spec.items() if k not in bytes_keys},
+            ),
+            "raw TFRecordDataset": (files["current"], None),
+        }
 
-    def build(paths: list[str], parse_spec: dict[str, Any] | None) -> Any:
-        ds = tf.data.TFRecordDataset(paths * args.passes).batch(args.batch)
-        if parse_spec is not None:
-            ds = ds.map(lambda s: tf.io.parse_example(s, parse_spec), num_parallel_calls=tf.data.AUTOTUNE)
-        return ds.prefetch(tf.data.AUTOTUNE)
+        def build(paths: list[str], parse_spec: dict[str, Any] | None) -> Any:
+            ds = tf.data.TFRecordDataset(paths * args.passes).batch(args.batch)
+            if parse_spec is not None:
+                ds = ds.map(lambda s: tf.io.parse_example(s, parse_spec), num_parallel_calls=tf.data.AUTOTUNE)
+            return ds.prefetch(tf.data.AUTOTUNE)
 
-    datasets = {name: build(*case) for name, case in cases.items()}
-    # What the packing costs where the boxes are decoded too: recordkit's reader of the
-    # boxes alone, and of every field, on both layouts.
-    for what, fields in (("boxes", ["boxes"]), ("every field", None)):
-        for layout, root in (("packed", "rk"), ("lists", "lists")):
-            read = rk.load_dataset(scratch / root, fields=fields, batch_size=args.batch, pad=True)
-            datasets[f"decoded: {what}, {layout}"] = read.repeat(args.passes)
-    count = len(records) * args.passes
-    for ds in datasets.values():  # warm-up: page cache and graph building for every case
-        for _ in ds:
-            pass
-    runs: dict[str, list[tuple[float, float]]] = {name: [] for name in datasets}
-    for _ in range(args.repeats):
-        for name, ds in datasets.items():
-            wall, cpu = timed_pass(ds)
-            runs[name].append((count / wall, cpu / count * 1e6))
-    raw_cpu = statistics.median(c for _, c in runs["raw TFRecordDataset"])
-    print(
-        f"{'case':38} {'rec/s median':>12} {'best':>8} {'CPU us/rec':>10} {'raw CPU/this':>12}   runs (rec/s)"
-    )
-    for name, values in runs.items():
-        rate = statistics.median(r for r, _ in values)
-        cpu = statistics.median(c for _, c in values)
-        each = " ".join(f"{r:,.0f}" for r, _ in values)
-        best = max(r for r, _ in values)
-        print(f"{name:38} {rate:12,.0f} {best:8,.0f} {cpu:10.1f} {raw_cpu / cpu:11.2f}x   {each}")
+        datasets = {name: build(*case) for name, case in cases.items()}
+        # What the packing costs where the boxes are decoded too: recordkit's reader of the
+        # boxes alone, and of every field, on both layouts.
+        for what, fields in (("boxes", ["boxes"]), ("every field", None)):
+            for layout, root in (("packed", "rk"), ("lists", "lists")):
+                read = rk.load_dataset(scratch / root, fields=fields, batch_size=args.batch, pad=True)
+                datasets[f"decoded: {what}, {layout}"] = read.repeat(args.passes)
+        count = len(records) * args.passes
+        for ds in datasets.values():  # warm-up: page cache and graph building for every case
+            for _ in ds:
+                pass
+        runs: dict[str, list[tuple[float, float]]] = {name: [] for name in datasets}
+        for _ in range(args.repeats):
+            for name, ds in datasets.items():
+                wall, cpu = timed_pass(ds)
+                runs[name].append((count / wall, cpu / count * 1e6))
+        raw_cpu = statistics.median(c for _, c in runs["raw TFRecordDataset"])
+        print(
+            f"{'case':38} {'rec/s median':>12} {'best':>8} {'CPU us/rec':>10} {'raw CPU/this':>12}"
+            "   runs (rec/s)"
+        )
+        for name, values in runs.items():
+            rate = statistics.median(r for r, _ in values)
+            cpu = statistics.median(c for _, c in values)
+            each = " ".join(f"{r:,.0f}" for r, _ in values)
+            best = max(r for r, _ in values)
+            print(f"{name:38} {rate:12,.0f} {best:8,.0f} {cpu:10.1f} {raw_cpu / cpu:11.2f}x   {each}")
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)  # what it wrote: not left in /tmp
 
 
 if __name__ == "__main__":

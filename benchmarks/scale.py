@@ -387,7 +387,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         data = records_dataset(root, per_shard)
         row = {}
         for op in RECORD_OPS:
-            if op in args.ops:
+            if op in args.ops and op in args.record_ops:
                 row[op] = measure(op, data, args.repeats)
                 print(f"records {per_shard:>8,}  {op:<13} {_brief(row[op])}", flush=True)
         results["records"][str(per_shard)] = row
@@ -515,6 +515,13 @@ def main(argv: list[str] | None = None) -> None:
         "--verify-total-mb", type=int, default=VERIFY_TOTAL_MB, help="each verify dataset's size"
     )
     parser.add_argument("--ops", nargs="*", default=list(SHARD_OPS), choices=SHARD_OPS)
+    parser.add_argument(
+        "--record-ops",
+        nargs="*",
+        default=list(RECORD_OPS),
+        choices=RECORD_OPS,
+        help="the operations of the records-R datasets (of those in --ops; default: all)",
+    )
     parser.add_argument("--full-pass-max", type=int, default=100_000)
     parser.add_argument("--child", help=argparse.SUPPRESS)
     parser.add_argument("--data", help=argparse.SUPPRESS)

@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import shutil
 import statistics
 import subprocess
 import sys
@@ -89,7 +90,8 @@ def _page(url: str) -> int:
 def one_run(data: Path, count: int) -> dict[str, float]:
     start = time.perf_counter()
     command = [sys.executable, "-m", "recordkit", "view", str(data), "--port", "0"]
-    command += ["--cache-dir", tempfile.mkdtemp(prefix="rk-view-cache-")]
+    cache = tempfile.mkdtemp(prefix="rk-view-cache-")
+    command += ["--cache-dir", cache]
     with subprocess.Popen(command, stdout=subprocess.PIPE, text=True) as process:
         try:
             assert process.stdout is not None
@@ -109,6 +111,7 @@ def one_run(data: Path, count: int) -> dict[str, float]:
         finally:
             process.terminate()
             process.wait()
+            shutil.rmtree(cache, ignore_errors=True)  # the server's thumbnails: not left in /tmp
     return {"first_page": first - start, "first_page_served": first - ready, "deep_page": deep}
 
 
