@@ -154,3 +154,15 @@ def test_any_run_checked_at_once_gives_what_each_record_alone_gives(
     picked = data.draw(st.lists(st.integers(0, len(payloads) - 1), max_size=30))
     at = np.asarray(picked, dtype=np.int64)
     assert unframe_run(buffer, starts[at], sizes[at]) == [payloads[i] for i in picked]
+
+
+def test_a_run_holding_a_record_longer_than_the_length_crc_table_is_checked_the_same() -> None:
+    payloads = [b"small", bytes(range(256)) * 300, b"after"]  # 76,800 bytes: past the table
+    buffer, starts, sizes = framed_run(payloads)
+    assert unframe_run(buffer, starts, sizes) == payloads
+    for at in [int(starts[1]) + 1, int(starts[1]) + 9, int(starts[1]) + 12, int(starts[1] + sizes[1]) - 1]:
+        damaged = bytearray(buffer)
+        damaged[at] ^= 0x04  # its length, the length's CRC, its data, the data's CRC
+        assert unframe_run(bytes(damaged), starts, sizes) is None, at
+        assert one_by_one(bytes(damaged), starts, sizes) is None, at
+    assert unframe_run(buffer, starts[1:2] - 1, sizes[1:2]) is None
