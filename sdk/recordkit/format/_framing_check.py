@@ -24,7 +24,9 @@ None, and the caller checks it record by record for the error that names the rec
 from __future__ import annotations
 
 import functools
+import io
 import itertools
+import operator
 from typing import Any
 
 import google_crc32c
@@ -198,7 +200,12 @@ def _fields(buffer: bytes, width: int) -> np.ndarray:
 
 
 def unframe_run(
-    buffer: bytes, starts: np.ndarray, sizes: np.ndarray, *, verify: bool = True
+    buffer: bytes,
+    starts: np.ndarray,
+    sizes: np.ndarray,
+    *,
+    verify: bool = True,
+    order: np.ndarray | None = None,
 ) -> list[bytes] | None:
     """The data of each record framed at ``starts`` of ``buffer`` (the bytes one read of a
     shard gave), ``sizes`` bytes each with its framing (as the shard's index gives them),
@@ -206,12 +213,14 @@ def unframe_run(
     length's CRC is right and (with ``verify``) so is the data's: the checks of
     :func:`~recordkit.format._tfrecord.unframe_record`, for the run at once. None when
     any record fails them (check each with ``unframe_record`` for the error naming it).
-    Records may overlap or repeat (a record asked for twice).
+    Records may overlap or repeat (a record asked for twice). ``order``, when the caller
+    knows it, is the permutation of the records that puts ``starts`` in order (worked out
+    here when not given).
 
     The lengths, their CRCs and the footers are gathered in numpy, one step each (through
     unaligned views of the buffer, :func:`_fields`), and compared with what the sizes give
-    (the length CRCs from a table of them); what runs per record is C only (the slices,
-    the CRC).
+    (the length CRCs from a table of them); what runs per record is C only (the data cut
+    out, :func:`_cut`, and the CRC).
     """
     if len(starts) == 0:
         return []
@@ -233,10 +242,59 @@ def unframe_run(
         if not np.array_equal(_masked(_length_crcs(headers)), length_crcs):
             return None
     data_ends = ends - FOOTER_BYTES
-    records = list(map(buffer.__getitem__, map(slice, (starts + HEADER_BYTES).tolist(), data_ends.tolist())))
+    records = _cut(buffer, starts + HEADER_BYTES, data_ends, order)
     if verify:
         computed = np.fromiter(map(google_crc32c.value, records), dtype=np.uint32, count=len(records))
         masked = ((computed >> 15) | (computed << 17)) + np.uint32(CRC_MASK_DELTA)  # wraps as uint32
         if not np.array_equal(masked, _fields(buffer, CRC_FIELD.size)[data_ends]):
             return None
     return records
+
+
+def _cut(buffer: bytes, firsts: np.ndarray, ends: np.ndarray, order: np.ndarray | None) -> list[bytes]:
+    """Bytes ``firsts[i]`` to ``ends[i]`` of ``buffer`` for each ``i`` (records whose headers
+    were checked: two that start at one place are one record, asked twice), ``order``
+    the permutation that sorts ``firsts`` (None: worked out here when they are not in
+    order). Read in the buffer's order from a stream over it, each gap and each record one
+    ``read`` (:func:`_read_apart`), then put in the order asked; or sliced, where the
+    buffer holds more bytes outside the records than in them (a rank's every other record
+    of a window: copying the gaps cost more than the slices) or records overlap."""
+    if len(buffer) > 2 * int((ends - firsts).sum()):
+        return _sliced(buffer, firsts, ends)
+    if order is None:
+        if bool((firsts[1:] >= ends[:-1]).all()):  # in order, none overlapping
+            return _read_apart(buffer, firsts, ends)
+        order = np.argsort(firsts)
+    sorted_firsts, sorted_ends = firsts[order], ends[order]
+    fresh = np.empty(len(order), dtype=bool)
+    fresh[0] = True
+    np.not_equal(sorted_firsts[1:], sorted_firsts[:-1], out=fresh[1:])
+    alone = bool(fresh.all())
+    if not alone:  # records asked twice: read once
+        sorted_firsts, sorted_ends = sorted_firsts[fresh], sorted_ends[fresh]
+    if not bool((sorted_firsts[1:] >= sorted_ends[:-1]).all()):  # records that overlap
+        return _sliced(buffer, firsts, ends)
+    read = _read_apart(buffer, sorted_firsts, sorted_ends)
+    if len(order) == 1:
+        return read
+    at = np.empty(len(order), dtype=np.int64)
+    at[order] = np.arange(len(order)) if alone else np.cumsum(fresh) - 1
+    return list(operator.itemgetter(*at.tolist())(read))  # (of two or more: a tuple)
+
+
+def _sliced(buffer: bytes, firsts: np.ndarray, ends: np.ndarray) -> list[bytes]:
+    """Bytes ``firsts[i]`` to ``ends[i]`` of ``buffer`` for each ``i``, a slice each."""
+    return list(map(buffer.__getitem__, map(slice, firsts.tolist(), ends.tolist())))
+
+
+def _read_apart(buffer: bytes, firsts: np.ndarray, ends: np.ndarray) -> list[bytes]:
+    """Bytes ``firsts[i]`` to ``ends[i]`` of ``buffer`` for each ``i``, the ranges in order
+    and apart: each the next ``read`` of a stream over the buffer after a ``read`` of the
+    gap before it (two C calls a range, half what a slice costs: a ``slice`` object and
+    the cut)."""
+    steps = np.empty(2 * len(firsts), dtype=np.int64)
+    steps[0] = firsts[0]
+    np.subtract(firsts[1:], ends[:-1], out=steps[2::2])
+    np.subtract(ends, firsts, out=steps[1::2])
+    stream = io.BytesIO(buffer)  # shares the bytes, copying none
+    return list(map(stream.read, steps.tolist()))[1::2]

@@ -64,7 +64,8 @@ _KEY_BITS = 62
 class _Runs:
     """How a batch is read: run ``r`` is bytes ``starts[r]`` to ``ends[r]`` of shard
     ``shards[r]``; record ``i`` (in the order asked), at ``offsets[i]`` with ``sizes[i]``
-    bytes, lies in run ``run_of[i]``."""
+    bytes, lies in run ``run_of[i]``; ``order`` lists the records by shard and offset (the
+    order of their bytes in the runs; None: that order is the order asked)."""
 
     shards: list[int]
     starts: np.ndarray
@@ -72,6 +73,7 @@ class _Runs:
     run_of: np.ndarray
     offsets: np.ndarray
     sizes: np.ndarray
+    order: np.ndarray | None = None
 
     def members(self) -> list[list[tuple[int, int, int]]]:
         """Each run's records ``(place asked, offset, size)``, by offset."""
@@ -124,10 +126,10 @@ def _runs(shard_of: np.ndarray, offsets: np.ndarray, sizes: np.ndarray) -> _Runs
     starts = first[heads]
     ends = reach[np.append(heads[1:], count) - 1]
     if low == high:
-        return _Runs([low] * len(heads), starts, ends, run_of, offsets, sizes)
+        return _Runs([low] * len(heads), starts, ends, run_of, offsets, sizes, order)
     within = (1 << reach_bits) - 1
     shards = ((starts >> reach_bits) + low).tolist()
-    return _Runs(shards, starts & within, ends & within, run_of, offsets, sizes)
+    return _Runs(shards, starts & within, ends & within, run_of, offsets, sizes, order)
 
 
 def _runs_shard_by_shard(shard_of: np.ndarray, offsets: np.ndarray, sizes: np.ndarray) -> _Runs:
@@ -145,7 +147,15 @@ def _runs_shard_by_shard(shard_of: np.ndarray, offsets: np.ndarray, sizes: np.nd
             ends.append(offset + size)
         ends[-1] = max(ends[-1], offset + size)
         run_of[i] = len(shards) - 1
-    return _Runs(shards, np.asarray(starts, np.int64), np.asarray(ends, np.int64), run_of, offsets, sizes)
+    return _Runs(
+        shards,
+        np.asarray(starts, np.int64),
+        np.asarray(ends, np.int64),
+        run_of,
+        offsets,
+        sizes,
+        np.asarray(order, np.int64),
+    )
 
 
 def _plan(shards: IndexedShards, located: Sequence[tuple[int, int]] | np.ndarray) -> _Runs:
@@ -260,4 +270,4 @@ def _checked_at_once(runs: _Runs, got: list[bytes | OSError], *, verify: bool) -
         buffer = b"".join(buffers)
         firsts = np.cumsum(lengths) - lengths
         positions = runs.offsets + (firsts - runs.starts)[runs.run_of]
-    return unframe_run(buffer, positions, runs.sizes, verify=verify)
+    return unframe_run(buffer, positions, runs.sizes, verify=verify, order=runs.order)

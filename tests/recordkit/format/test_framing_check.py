@@ -19,7 +19,7 @@ from recordkit.errors import CorruptRecordError
 from recordkit.format import _framing_check
 from recordkit.format._framing_check import framing_matches, unframe_run
 from recordkit.format._index import build_index
-from recordkit.format._tfrecord import frame_record, unframe_record
+from recordkit.format._tfrecord import HEADER_BYTES, frame_record, unframe_record
 from recordkit.storage import location
 
 
@@ -166,3 +166,54 @@ def test_a_run_holding_a_record_longer_than_the_length_crc_table_is_checked_the_
         assert unframe_run(bytes(damaged), starts, sizes) is None, at
         assert one_by_one(bytes(damaged), starts, sizes) is None, at
     assert unframe_run(buffer, starts[1:2] - 1, sizes[1:2]) is None
+
+
+def test_records_in_any_order_cut_out_alike_with_or_without_their_order_given(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Records that fill most of the buffer are read from a stream over it in order (and
+    put back in the order asked), sparse ones sliced: the same data either way."""
+    streamed: list[int] = []
+    read_apart = _framing_check._read_apart
+
+    def counted(buffer: bytes, firsts: np.ndarray, ends: np.ndarray) -> list[bytes]:
+        streamed.append(len(firsts))
+        return read_apart(buffer, firsts, ends)
+
+    monkeypatch.setattr(_framing_check, "_read_apart", counted)
+    payloads = [bytes([i]) * (40 + i * 7) for i in range(12)]
+    buffer, starts, sizes = framed_run(payloads)
+    rng = np.random.default_rng(3)
+    every = list(range(12))
+    cases = {  # the records asked for, and whether they are streamed
+        "in order": (every, True),
+        "shuffled": (rng.permutation(12).tolist(), True),
+        "asked twice": ([11, 0, 3, 3, 7, 0, 1, *every], True),
+        "one": ([5], False),
+        "every third": ([9, 0, 3, 6], False),
+    }
+    for name, (picked, streams) in cases.items():
+        at = np.asarray(picked, dtype=np.int64)
+        want = [payloads[i] for i in picked]
+        order = np.argsort(starts[at], kind="stable")
+        for given_order in (None, order):
+            for verify in (True, False):
+                streamed.clear()
+                got = unframe_run(buffer, starts[at], sizes[at], order=given_order, verify=verify)
+                assert got == want, name
+                assert bool(streamed) == streams, name
+
+
+def test_a_record_framed_inside_another_s_data_is_cut_out_as_alone() -> None:
+    """Records that overlap (a hostile index may list one inside another's data, and its
+    framing checks out): each still gets its own bytes."""
+    inner = frame_record(b"inner record")
+    buffer, starts, sizes = framed_run([b"first", inner, b"last"])
+    starts = np.append(starts, starts[1] + HEADER_BYTES)  # the record framed in the second's data
+    sizes = np.append(sizes, len(inner))
+    want = [b"first", inner, b"last", b"inner record"]
+    assert unframe_run(buffer, starts, sizes) == want
+    assert one_by_one(buffer, starts, sizes) == want
+    order = np.argsort(starts)
+    assert unframe_run(buffer, starts[::-1], sizes[::-1], order=np.argsort(starts[::-1])) == want[::-1]
+    assert unframe_run(buffer, starts[order], sizes[order]) == [want[i] for i in order.tolist()]
