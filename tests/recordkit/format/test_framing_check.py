@@ -171,37 +171,44 @@ def test_a_run_holding_a_record_longer_than_the_length_crc_table_is_checked_the_
 def test_records_in_any_order_cut_out_alike_with_or_without_their_order_given(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """Records that fill most of the buffer are read from a stream over it in order (and
-    put back in the order asked), sparse ones sliced: the same data either way."""
-    streamed: list[int] = []
-    read_apart = _framing_check._read_apart
+    """Records are unpacked in the buffer's order by one struct format (and put back in
+    the order asked), or sliced when one is too long for the format's counts: the same
+    data either way."""
+    unpacked: list[int] = []
+    unpack = _framing_check._unpacked
 
-    def counted(buffer: bytes, firsts: np.ndarray, ends: np.ndarray) -> list[bytes]:
-        streamed.append(len(firsts))
-        return read_apart(buffer, firsts, ends)
+    def counted(buffer: bytes, firsts: np.ndarray, ends: np.ndarray) -> list[bytes] | None:
+        got = unpack(buffer, firsts, ends)
+        unpacked.append(got is not None)
+        return got
 
-    monkeypatch.setattr(_framing_check, "_read_apart", counted)
-    payloads = [bytes([i]) * (40 + i * 7) for i in range(12)]
+    monkeypatch.setattr(_framing_check, "_unpacked", counted)
+    payloads = [bytes([i]) * (i * 7) for i in range(12)] + [b"long" * 25_000, b"after"]  # 100,000 bytes
     buffer, starts, sizes = framed_run(payloads)
     rng = np.random.default_rng(3)
     every = list(range(12))
-    cases = {  # the records asked for, and whether they are streamed
+    cases = {  # the records asked for, and whether the format unpacks them
         "in order": (every, True),
         "shuffled": (rng.permutation(12).tolist(), True),
         "asked twice": ([11, 0, 3, 3, 7, 0, 1, *every], True),
-        "one": ([5], False),
-        "every third": ([9, 0, 3, 6], False),
+        "one": ([5], True),
+        "empty ones": ([0, 0], True),
+        "every third": ([9, 0, 3, 6], True),
+        "far apart": ([0, 11], True),
+        "a long one": ([12, 2], False),
+        "after a long gap": ([13, 0], False),
     }
-    for name, (picked, streams) in cases.items():
+    for name, (picked, unpacks) in cases.items():
         at = np.asarray(picked, dtype=np.int64)
         want = [payloads[i] for i in picked]
         order = np.argsort(starts[at], kind="stable")
         for given_order in (None, order):
             for verify in (True, False):
-                streamed.clear()
+                unpacked.clear()
                 got = unframe_run(buffer, starts[at], sizes[at], order=given_order, verify=verify)
                 assert got == want, name
-                assert bool(streamed) == streams, name
+                assert unpacked == [unpacks], name
+    assert _framing_check._unpacked(b"x" * 200_000, np.asarray([100_000]), np.asarray([100_001])) is None
 
 
 def test_a_record_framed_inside_another_s_data_is_cut_out_as_alone() -> None:
