@@ -54,6 +54,9 @@ def _crc32c_table() -> np.ndarray:
 
 
 _TABLE = _crc32c_table()
+#: The byte columns of a record's header (its length, then the length's CRC) and footer.
+_HEADER_COLUMNS = np.arange(HEADER_BYTES)
+_FOOTER_COLUMNS = np.arange(FOOTER_BYTES)
 
 
 def _masked(crc: np.ndarray) -> np.ndarray:
@@ -199,6 +202,12 @@ def _fields(buffer: bytes, width: int) -> np.ndarray:
     return view
 
 
+#: Runs of fewer records than this are checked and cut out record by record (in C: a header
+#: framed a record, a slice a record), where the numpy steps' fixed costs would be most of
+#: the time (a batch of 64 random records; a fetch of large ones).
+_FEW_IN_RUN = 128
+
+
 def unframe_run(
     buffer: bytes,
     starts: np.ndarray,
@@ -220,35 +229,59 @@ def unframe_run(
     The lengths, their CRCs and the footers are gathered in numpy, one step each (through
     unaligned views of the buffer, :func:`_fields`), and compared with what the sizes give
     (the length CRCs from a table of them); what runs per record is C only (the data cut
-    out, :func:`_cut`, and the CRC).
+    out, :func:`_cut`, and the CRC). Fewer than :data:`_FEW_IN_RUN` records are checked
+    against a header framed for each and sliced (:func:`_unframed_each`).
     """
     if len(starts) == 0:
         return []
     ends = starts + sizes
     if int(sizes.min()) < FRAMING_BYTES or int(starts.min()) < 0 or int(ends.max()) > len(buffer):
         return None
-    lengths = _fields(buffer, LENGTH_FIELD.size)[starts]
-    expected = (sizes - FRAMING_BYTES).astype(np.uint64)
-    if not np.array_equal(lengths, expected):
+    if len(starts) < _FEW_IN_RUN:
+        return _unframed_each(buffer, starts, ends, sizes, verify)
+    if not _headers_match(buffer, starts, sizes):
         return None
-    # A length equal to the one the size gives, and its CRC right: unframe_record's two
-    # header checks.
-    length_crcs = _fields(buffer, CRC_FIELD.size)[starts + LENGTH_FIELD.size]
-    if int(expected.max()) < _TABLED_LENGTHS:
-        if not np.array_equal(length_crcs, _length_crc_table()[expected]):
-            return None
-    else:
-        headers = lengths[:, None].astype("<u8").view(np.uint8)  # each length's 8 bytes
-        if not np.array_equal(_masked(_length_crcs(headers)), length_crcs):
-            return None
     data_ends = ends - FOOTER_BYTES
     records = _cut(buffer, starts + HEADER_BYTES, data_ends, order)
     if verify:
         computed = np.fromiter(map(google_crc32c.value, records), dtype=np.uint32, count=len(records))
         masked = ((computed >> 15) | (computed << 17)) + np.uint32(CRC_MASK_DELTA)  # wraps as uint32
-        if not np.array_equal(masked, _fields(buffer, CRC_FIELD.size)[data_ends]):
+        if not bool((masked == _fields(buffer, CRC_FIELD.size)[data_ends]).all()):
             return None
     return records
+
+
+def _unframed_each(
+    buffer: bytes, starts: np.ndarray, ends: np.ndarray, sizes: np.ndarray, verify: bool
+) -> list[bytes] | None:
+    """:func:`unframe_run` for a few records (within ``buffer``): each header compared whole
+    with the one its size gives (:func:`framed_header`, cached by size), each record
+    sliced."""
+    data = np.frombuffer(buffer, dtype=np.uint8)
+    if data[starts[:, None] + _HEADER_COLUMNS].tobytes() != b"".join(map(framed_header, sizes.tolist())):
+        return None
+    data_ends = ends - FOOTER_BYTES
+    records = list(map(buffer.__getitem__, map(slice, (starts + HEADER_BYTES).tolist(), data_ends.tolist())))
+    if verify:
+        computed = np.fromiter(map(google_crc32c.value, records), dtype=np.uint32, count=len(records))
+        masked = ((computed >> 15) | (computed << 17)) + np.uint32(CRC_MASK_DELTA)  # wraps as uint32
+        if masked.astype("<u4").tobytes() != data[data_ends[:, None] + _FOOTER_COLUMNS].tobytes():
+            return None
+    return records
+
+
+def _headers_match(buffer: bytes, starts: np.ndarray, sizes: np.ndarray) -> bool:
+    """Whether the header of each record framed at ``starts`` (``sizes`` bytes with its
+    framing, within ``buffer``) holds the length its size gives and that length's CRC."""
+    lengths = _fields(buffer, LENGTH_FIELD.size)[starts]
+    expected = (sizes - FRAMING_BYTES).astype(np.uint64)
+    if not bool((lengths == expected).all()):
+        return False
+    length_crcs = _fields(buffer, CRC_FIELD.size)[starts + LENGTH_FIELD.size]
+    if int(expected.max()) < _TABLED_LENGTHS:
+        return bool((length_crcs == _length_crc_table()[expected]).all())
+    headers = lengths[:, None].astype("<u8").view(np.uint8)  # each length's 8 bytes
+    return bool((_masked(_length_crcs(headers)) == length_crcs).all())
 
 
 def _cut(buffer: bytes, firsts: np.ndarray, ends: np.ndarray, order: np.ndarray | None) -> list[bytes]:
