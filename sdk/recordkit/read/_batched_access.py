@@ -54,6 +54,12 @@ JOIN_BYTES_PER_RECORD = 4 * 1024
 #: 48 KB on average, 64 a batch: 14.3 µs of CPU a record against 22.6 in runs, medians
 #: of 9 passes on a busy machine.)
 ONE_BY_ONE_BYTES = MERGE_GAP
+#: Batches of fewer records than this are planned record by record in Python
+#: (:func:`_runs_shard_by_shard`): numpy's fixed costs would be most of the time.
+_FEW_TO_PLAN = 32
+#: Batches of at least this many records are sorted by a key that packs each record's place
+#: with its address (fewer: an argsort, which costs less than the packing then).
+_PACKED_SORT = 256
 #: Bits of the sort key on which a batch's runs are planned at once: each record's shard (less
 #: the batch's lowest), its offset and its place in the batch, packed into one int64 (a
 #: batch whose shards, offsets and length need more is planned shard by shard).
@@ -88,7 +94,7 @@ class _Runs:
 def _runs(shard_of: np.ndarray, offsets: np.ndarray, sizes: np.ndarray) -> _Runs:
     """The runs that read the records at ``offsets`` (``sizes`` bytes) of shards ``shard_of``."""
     count = len(offsets)
-    if count == 0:
+    if count < _FEW_TO_PLAN:
         return _runs_shard_by_shard(shard_of, offsets, sizes)
     low, high = int(shard_of.min()), int(shard_of.max())
     # Each shard's offsets placed at its own stretch of one line of addresses, a stretch
@@ -102,22 +108,23 @@ def _runs(shard_of: np.ndarray, offsets: np.ndarray, sizes: np.ndarray) -> _Runs
     if bool((address[1:] >= address[:-1]).all()):  # in order already (a sequential batch)
         order = None
         first, first_sizes = address, sizes
+    elif count < _PACKED_SORT:
+        order = np.argsort(address)
+        first, first_sizes = address[order], sizes[order]
     else:
         # One sort of each address with its place packed below it, not an argsort: half
-        # the time on a shuffled batch (records asked twice sort by place, which changes
-        # nothing below).
+        # the time on a shuffled fetch of 2,048 (records asked twice sort by place, which
+        # changes nothing below).
         keys = np.sort((address << place_bits) | np.arange(count))
         order = keys & ((1 << place_bits) - 1)
         first = keys >> place_bits
         first_sizes = sizes[order]
-    reach = first + first_sizes
-    if not bool((reach[1:] >= reach[:-1]).all()):  # records that overlap (a hostile index)
-        reach = np.maximum.accumulate(reach)
+    reach = np.maximum.accumulate(first + first_sizes)
     opens = np.empty(count, dtype=bool)
     opens[0] = True
     np.greater(first[1:], reach[:-1] + MERGE_GAP, out=opens[1:])
     heads = np.flatnonzero(opens)
-    numbered = np.repeat(np.arange(len(heads)), np.diff(heads, append=count))
+    numbered = np.cumsum(opens) - 1
     if order is None:
         run_of = numbered
     else:
@@ -133,14 +140,16 @@ def _runs(shard_of: np.ndarray, offsets: np.ndarray, sizes: np.ndarray) -> _Runs
 
 
 def _runs_shard_by_shard(shard_of: np.ndarray, offsets: np.ndarray, sizes: np.ndarray) -> _Runs:
-    """:func:`_runs` in Python, record by record (for shards too large to share a line)."""
-    order = sorted(range(len(offsets)), key=lambda i: (int(shard_of[i]), int(offsets[i])))
+    """:func:`_runs` in Python, record by record (for a batch of a few records, or shards
+    too large to share a line)."""
+    shard_list, offset_list, size_list = shard_of.tolist(), offsets.tolist(), sizes.tolist()
+    order = sorted(range(len(offset_list)), key=lambda i: (shard_list[i], offset_list[i]))
     shards: list[int] = []
     starts: list[int] = []
     ends: list[int] = []
-    run_of = np.empty(len(offsets), dtype=np.int64)
+    run_of = [0] * len(order)
     for i in order:
-        shard, offset, size = int(shard_of[i]), int(offsets[i]), int(sizes[i])
+        shard, offset, size = shard_list[i], offset_list[i], size_list[i]
         if not shards or shards[-1] != shard or offset > ends[-1] + MERGE_GAP:
             shards.append(shard)
             starts.append(offset)
@@ -151,7 +160,7 @@ def _runs_shard_by_shard(shard_of: np.ndarray, offsets: np.ndarray, sizes: np.nd
         shards,
         np.asarray(starts, np.int64),
         np.asarray(ends, np.int64),
-        run_of,
+        np.asarray(run_of, np.int64),
         offsets,
         sizes,
         np.asarray(order, np.int64),

@@ -197,8 +197,15 @@ def test_runs_planned_at_once_are_those_planned_shard_by_shard(
     shard_of = np.asarray([s * (1 + 1000 * far) for s, _, _ in spans], dtype=np.int64)
     offsets = np.asarray([o for _, o, _ in spans], dtype=np.int64)
     sizes = np.asarray([z for _, _, z in spans], dtype=np.int64)
-    want = _batched_access._runs_shard_by_shard(shard_of, offsets, sizes)
-    assert _plain(_batched_access._runs(shard_of, offsets, sizes)) == _plain(want)
     one = np.zeros_like(shard_of) + 7
-    want = _batched_access._runs_shard_by_shard(one, offsets, sizes)
-    assert _plain(_batched_access._runs(one, offsets, sizes)) == _plain(want)
+    saved = _batched_access._FEW_TO_PLAN, _batched_access._PACKED_SORT
+    try:
+        # planned in numpy whatever the batch's length, sorted by an argsort, then by packed keys
+        for packed_from in (1 << 30, 0):
+            _batched_access._FEW_TO_PLAN, _batched_access._PACKED_SORT = 0, packed_from
+            want = _batched_access._runs_shard_by_shard(shard_of, offsets, sizes)
+            assert _plain(_batched_access._runs(shard_of, offsets, sizes)) == _plain(want)
+            want = _batched_access._runs_shard_by_shard(one, offsets, sizes)
+            assert _plain(_batched_access._runs(one, offsets, sizes)) == _plain(want)
+    finally:
+        _batched_access._FEW_TO_PLAN, _batched_access._PACKED_SORT = saved
