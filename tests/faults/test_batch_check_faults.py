@@ -17,6 +17,7 @@ from _fault_support import flip_bit, record_offsets, shard_paths, write
 
 import recordkit as rk
 from recordkit.errors import CorruptRecordError
+from recordkit.format import _framing_check  # private: runs of any length checked in numpy steps
 
 SEED = 5081
 FLIPS = 16
@@ -63,9 +64,12 @@ def batch_readers(root: Path, other: Path, seed: int, resumed_at: int) -> dict[s
     }
 
 
+@pytest.mark.parametrize("checks", ["as the run's length decides", "in numpy steps, however short the run"])
 def test_a_flipped_bit_read_in_a_batch_raises_the_error_the_record_alone_raises(
-    tmp_path: Path, fault_cases: Any
+    tmp_path: Path, fault_cases: Any, checks: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    if checks.startswith("in numpy"):  # the runs of these small datasets are checked record by record
+        monkeypatch.setattr(_framing_check, "_FEW_IN_RUN", 0)
     pristine = tmp_path / "pristine"
     write(pristine, 30)
     other = tmp_path / "other"

@@ -25,6 +25,8 @@ from __future__ import annotations
 
 import functools
 import itertools
+import operator
+import struct
 from typing import Any
 
 import google_crc32c
@@ -178,8 +180,41 @@ def framed_header(size: int) -> bytes:
     return length + CRC_FIELD.pack(masked_crc(length))
 
 
+#: Data lengths whose length CRC :func:`unframe_run` looks up in a table (:func:`_length_crc_table`)
+#: rather than framing a header for each record's size (records this small are the ones
+#: read in runs; a run holding a longer one compares whole headers).
+_TABLED_LENGTHS = 1 << 16
+
+
+@functools.cache
+def _length_crc_table() -> np.ndarray:
+    """The masked CRC of each data length below :data:`_TABLED_LENGTHS`, as TFRecord stores it
+    after the length (made on first use: 256 KiB, a few milliseconds)."""
+    lengths = np.arange(_TABLED_LENGTHS, dtype="<u8").view(np.uint8).reshape(-1, LENGTH_FIELD.size)
+    return _masked(_length_crcs(lengths))
+
+
+def _fields(buffer: bytes, width: int) -> np.ndarray:
+    """The little-endian unsigned integer of ``width`` bytes starting at each byte of
+    ``buffer`` (an unaligned view, one byte apart: indexed by the positions of a batch's
+    fields, it gathers them in one step, copying nothing else)."""
+    view: np.ndarray = np.ndarray((len(buffer) - width + 1,), dtype=f"<u{width}", buffer=buffer, strides=(1,))
+    return view
+
+
+#: Runs of fewer records than this are checked and cut out record by record (in C: a header
+#: framed a record, a slice a record), where the numpy steps' fixed costs would be most of
+#: the time (a batch of 64 random records; a fetch of large ones).
+_FEW_IN_RUN = 128
+
+
 def unframe_run(
-    buffer: bytes, starts: np.ndarray, sizes: np.ndarray, *, verify: bool = True
+    buffer: bytes,
+    starts: np.ndarray,
+    sizes: np.ndarray,
+    *,
+    verify: bool = True,
+    order: np.ndarray | None = None,
 ) -> list[bytes] | None:
     """The data of each record framed at ``starts`` of ``buffer`` (the bytes one read of a
     shard gave), ``sizes`` bytes each with its framing (as the shard's index gives them),
@@ -187,19 +222,42 @@ def unframe_run(
     length's CRC is right and (with ``verify``) so is the data's: the checks of
     :func:`~recordkit.format._tfrecord.unframe_record`, for the run at once. None when
     any record fails them (check each with ``unframe_record`` for the error naming it).
-    Records may overlap or repeat (a record asked for twice).
+    Records may overlap or repeat (a record asked for twice). ``order``, when the caller
+    knows it, is the permutation of the records that puts ``starts`` in order (worked out
+    here when not given).
 
-    The headers and footers are gathered and compared in numpy; what runs per record is
-    C only (a ``map`` of the cached header of each size, the slices, the CRC).
+    The lengths, their CRCs and the footers are gathered in numpy, one step each (through
+    unaligned views of the buffer, :func:`_fields`), and compared with what the sizes give
+    (the length CRCs from a table of them); what runs per record is C only (the data cut
+    out, :func:`_cut`, and the CRC). Fewer than :data:`_FEW_IN_RUN` records are checked
+    against a header framed for each and sliced (:func:`_unframed_each`).
     """
     if len(starts) == 0:
         return []
-    data = np.frombuffer(buffer, dtype=np.uint8)
     ends = starts + sizes
-    if int(sizes.min()) < FRAMING_BYTES or int(ends.max()) > len(data):
+    if int(sizes.min()) < FRAMING_BYTES or int(starts.min()) < 0 or int(ends.max()) > len(buffer):
         return None
-    # A header equal to the one its size gives has the length the index implies and a
-    # right CRC of that length: unframe_record's two header checks.
+    if len(starts) < _FEW_IN_RUN:
+        return _unframed_each(buffer, starts, ends, sizes, verify)
+    if not _headers_match(buffer, starts, sizes):
+        return None
+    data_ends = ends - FOOTER_BYTES
+    records = _cut(buffer, starts + HEADER_BYTES, data_ends, order)
+    if verify:
+        computed = np.fromiter(map(google_crc32c.value, records), dtype=np.uint32, count=len(records))
+        masked = ((computed >> 15) | (computed << 17)) + np.uint32(CRC_MASK_DELTA)  # wraps as uint32
+        if not bool((masked == _fields(buffer, CRC_FIELD.size)[data_ends]).all()):
+            return None
+    return records
+
+
+def _unframed_each(
+    buffer: bytes, starts: np.ndarray, ends: np.ndarray, sizes: np.ndarray, verify: bool
+) -> list[bytes] | None:
+    """:func:`unframe_run` for a few records (within ``buffer``): each header compared whole
+    with the one its size gives (:func:`framed_header`, cached by size), each record
+    sliced."""
+    data = np.frombuffer(buffer, dtype=np.uint8)
     if data[starts[:, None] + _HEADER_COLUMNS].tobytes() != b"".join(map(framed_header, sizes.tolist())):
         return None
     data_ends = ends - FOOTER_BYTES
@@ -210,3 +268,94 @@ def unframe_run(
         if masked.astype("<u4").tobytes() != data[data_ends[:, None] + _FOOTER_COLUMNS].tobytes():
             return None
     return records
+
+
+def _headers_match(buffer: bytes, starts: np.ndarray, sizes: np.ndarray) -> bool:
+    """Whether the header of each record framed at ``starts`` (``sizes`` bytes with its
+    framing, within ``buffer``) holds the length its size gives and that length's CRC."""
+    lengths = _fields(buffer, LENGTH_FIELD.size)[starts]
+    expected = (sizes - FRAMING_BYTES).astype(np.uint64)
+    if not bool((lengths == expected).all()):
+        return False
+    length_crcs = _fields(buffer, CRC_FIELD.size)[starts + LENGTH_FIELD.size]
+    if int(expected.max()) < _TABLED_LENGTHS:
+        return bool((length_crcs == _length_crc_table()[expected]).all())
+    headers = lengths[:, None].astype("<u8").view(np.uint8)  # each length's 8 bytes
+    return bool((_masked(_length_crcs(headers)) == length_crcs).all())
+
+
+def _cut(buffer: bytes, firsts: np.ndarray, ends: np.ndarray, order: np.ndarray | None) -> list[bytes]:
+    """Bytes ``firsts[i]`` to ``ends[i]`` of ``buffer`` for each ``i`` (records whose headers
+    were checked: two that start at one place are one record, asked twice), ``order``
+    the permutation that sorts ``firsts`` (None: worked out here when they are not in
+    order). Unpacked in the buffer's order by one ``struct`` format (:func:`_unpacked`),
+    then put in the order asked; sliced where records overlap or one of them or a gap is
+    too long for the format's counts."""
+    if order is None:
+        if bool((firsts[1:] >= ends[:-1]).all()):  # in order, none overlapping
+            read = _unpacked(buffer, firsts, ends)
+            return _sliced(buffer, firsts, ends) if read is None else read
+        order = np.argsort(firsts)
+    sorted_firsts, sorted_ends = firsts[order], ends[order]
+    fresh = np.empty(len(order), dtype=bool)
+    fresh[0] = True
+    np.not_equal(sorted_firsts[1:], sorted_firsts[:-1], out=fresh[1:])
+    alone = bool(fresh.all())
+    if not alone:  # records asked twice: unpacked once
+        sorted_firsts, sorted_ends = sorted_firsts[fresh], sorted_ends[fresh]
+    if not bool((sorted_firsts[1:] >= sorted_ends[:-1]).all()):  # records that overlap
+        return _sliced(buffer, firsts, ends)
+    read = _unpacked(buffer, sorted_firsts, sorted_ends)
+    if read is None:
+        return _sliced(buffer, firsts, ends)
+    if len(order) == 1:
+        return read
+    at = np.empty(len(order), dtype=np.int64)
+    at[order] = np.arange(len(order)) if alone else np.cumsum(fresh) - 1
+    return list(operator.itemgetter(*at.tolist())(read))  # (of two or more: a tuple)
+
+
+def _sliced(buffer: bytes, firsts: np.ndarray, ends: np.ndarray) -> list[bytes]:
+    """Bytes ``firsts[i]`` to ``ends[i]`` of ``buffer`` for each ``i``, a slice each."""
+    return list(map(buffer.__getitem__, map(slice, firsts.tolist(), ends.tolist())))
+
+
+#: The most digits of a count in :func:`_unpacked`'s formats (ranges and gaps of 100,000
+#: bytes or more are sliced).
+_COUNT_DIGITS = 5
+
+
+@functools.cache
+def _digits(width: int) -> np.ndarray:
+    """Each number below ``10 ** width`` written in ``width`` ASCII digits (leading zeros),
+    one ``V{width}`` item a number (made on first use: at most 500 KB)."""
+    numbers = np.arange(10**width)
+    table = np.empty((10**width, width), dtype=np.uint8)
+    for column in range(width - 1, -1, -1):
+        table[:, column] = numbers % 10 + ord("0")
+        numbers //= 10
+    return table.view(f"V{width}").ravel()
+
+
+def _unpacked(buffer: bytes, firsts: np.ndarray, ends: np.ndarray) -> list[bytes] | None:
+    """Bytes ``firsts[i]`` to ``ends[i]`` of ``buffer`` for each ``i``, the ranges in order
+    and apart, unpacked by one ``struct`` format (each gap as pad bytes, each range as a
+    string: ``"<00016x00062s..."``) written in numpy from a table of digits: no Python
+    step a range (a slice a range cost twice as much, for its ``slice`` object). None
+    when a range or a gap is too long for the format's counts."""
+    gaps = np.empty(len(firsts), dtype=np.int64)
+    gaps[0] = firsts[0]
+    np.subtract(firsts[1:], ends[:-1], out=gaps[1:])
+    lengths = ends - firsts
+    largest = max(int(gaps.max()), int(lengths.max()))
+    if largest >= 10**_COUNT_DIGITS:
+        return None
+    width = len(str(largest))
+    digits = _digits(width)
+    code = np.dtype([("gap", f"V{width}"), ("x", "u1"), ("size", f"V{width}"), ("s", "u1")])
+    codes = np.empty(len(firsts), dtype=code)
+    codes["gap"] = digits[gaps]
+    codes["x"] = ord("x")
+    codes["size"] = digits[lengths]
+    codes["s"] = ord("s")
+    return list(struct.Struct(b"<" + codes.tobytes()).unpack_from(buffer))

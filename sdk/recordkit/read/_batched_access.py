@@ -54,18 +54,24 @@ JOIN_BYTES_PER_RECORD = 4 * 1024
 #: 48 KB on average, 64 a batch: 14.3 µs of CPU a record against 22.6 in runs, medians
 #: of 9 passes on a busy machine.)
 ONE_BY_ONE_BYTES = MERGE_GAP
-#: Each shard of a batch is placed this far apart on one line of addresses, so runs are
-#: found for all shards at once (a shard of 1 TiB or more is planned shard by shard).
-_SHARD_STRIDE = 1 << 40
-#: ... which leaves room on an int64 line for this many shards (more: planned shard by shard).
-_MAX_SHARDS = 1 << 22
+#: Batches of fewer records than this are planned record by record in Python
+#: (:func:`_runs_shard_by_shard`): numpy's fixed costs would be most of the time.
+_FEW_TO_PLAN = 32
+#: Batches of at least this many records are sorted by a key that packs each record's place
+#: with its address (fewer: an argsort, which costs less than the packing then).
+_PACKED_SORT = 256
+#: Bits of the sort key on which a batch's runs are planned at once: each record's shard (less
+#: the batch's lowest), its offset and its place in the batch, packed into one int64 (a
+#: batch whose shards, offsets and length need more is planned shard by shard).
+_KEY_BITS = 62
 
 
 @dataclass
 class _Runs:
     """How a batch is read: run ``r`` is bytes ``starts[r]`` to ``ends[r]`` of shard
     ``shards[r]``; record ``i`` (in the order asked), at ``offsets[i]`` with ``sizes[i]``
-    bytes, lies in run ``run_of[i]``."""
+    bytes, lies in run ``run_of[i]``; ``order`` lists the records by shard and offset (the
+    order of their bytes in the runs; None: that order is the order asked)."""
 
     shards: list[int]
     starts: np.ndarray
@@ -73,6 +79,7 @@ class _Runs:
     run_of: np.ndarray
     offsets: np.ndarray
     sizes: np.ndarray
+    order: np.ndarray | None = None
 
     def members(self) -> list[list[tuple[int, int, int]]]:
         """Each run's records ``(place asked, offset, size)``, by offset."""
@@ -86,56 +93,78 @@ class _Runs:
 
 def _runs(shard_of: np.ndarray, offsets: np.ndarray, sizes: np.ndarray) -> _Runs:
     """The runs that read the records at ``offsets`` (``sizes`` bytes) of shards ``shard_of``."""
-    ends = offsets + sizes
-    if (
-        len(offsets) == 0
-        or int(ends.max()) >= _SHARD_STRIDE - MERGE_GAP
-        or int(shard_of.max()) >= _MAX_SHARDS
-    ):
+    count = len(offsets)
+    if count < _FEW_TO_PLAN:
         return _runs_shard_by_shard(shard_of, offsets, sizes)
-    # Each shard's offsets placed at its own stretch of the line (no table of the batch's
-    # shards: working one out cost more than the rest of the planning).
-    address = offsets if (shard_of == shard_of[0]).all() else shard_of * _SHARD_STRIDE + offsets
-    # Not a stable sort: records at one address (asked for twice) are one record, so
-    # their order among themselves changes nothing below, and numpy's stable sort of
-    # int64 (a timsort) cost six times its quicksort on a shuffled batch.
-    order = np.argsort(address)
-    first = address[order]
-    reach = np.maximum.accumulate(first + sizes[order])
-    opens = np.empty(len(order), dtype=bool)
+    low, high = int(shard_of.min()), int(shard_of.max())
+    # Each shard's offsets placed at its own stretch of one line of addresses, a stretch
+    # long enough that no run reaches from one shard into the next (no table of the
+    # batch's shards: working one out cost more than the rest of the planning).
+    reach_bits = int(offsets.max() + sizes.max() + MERGE_GAP).bit_length()
+    place_bits = (count - 1).bit_length()
+    if low < 0 or (high - low).bit_length() + reach_bits + place_bits > _KEY_BITS:
+        return _runs_shard_by_shard(shard_of, offsets, sizes)
+    address = offsets if low == high else ((shard_of - low) << reach_bits) + offsets
+    if bool((address[1:] >= address[:-1]).all()):  # in order already (a sequential batch)
+        order = None
+        first, first_sizes = address, sizes
+    elif count < _PACKED_SORT:
+        order = np.argsort(address)
+        first, first_sizes = address[order], sizes[order]
+    else:
+        # One sort of each address with its place packed below it, not an argsort: half
+        # the time on a shuffled fetch of 2,048 (records asked twice sort by place, which
+        # changes nothing below).
+        keys = np.sort((address << place_bits) | np.arange(count))
+        order = keys & ((1 << place_bits) - 1)
+        first = keys >> place_bits
+        first_sizes = sizes[order]
+    reach = np.maximum.accumulate(first + first_sizes)
+    opens = np.empty(count, dtype=bool)
     opens[0] = True
     np.greater(first[1:], reach[:-1] + MERGE_GAP, out=opens[1:])
     heads = np.flatnonzero(opens)
-    run_of = np.empty(len(order), dtype=np.int64)
-    run_of[order] = np.cumsum(opens) - 1
-    run_shards = shard_of[order[heads]]
-    base = run_shards * _SHARD_STRIDE if address is not offsets else 0
-    return _Runs(
-        shards=run_shards.tolist(),
-        starts=first[heads] - base,
-        ends=reach[np.append(heads[1:], len(order)) - 1] - base,
-        run_of=run_of,
-        offsets=offsets,
-        sizes=sizes,
-    )
+    numbered = np.cumsum(opens) - 1
+    if order is None:
+        run_of = numbered
+    else:
+        run_of = np.empty(count, dtype=np.int64)
+        run_of[order] = numbered
+    starts = first[heads]
+    ends = reach[np.append(heads[1:], count) - 1]
+    if low == high:
+        return _Runs([low] * len(heads), starts, ends, run_of, offsets, sizes, order)
+    within = (1 << reach_bits) - 1
+    shards = ((starts >> reach_bits) + low).tolist()
+    return _Runs(shards, starts & within, ends & within, run_of, offsets, sizes, order)
 
 
 def _runs_shard_by_shard(shard_of: np.ndarray, offsets: np.ndarray, sizes: np.ndarray) -> _Runs:
-    """:func:`_runs` in Python, record by record (for shards too large to share a line)."""
-    order = sorted(range(len(offsets)), key=lambda i: (int(shard_of[i]), int(offsets[i])))
+    """:func:`_runs` in Python, record by record (for a batch of a few records, or shards
+    too large to share a line)."""
+    shard_list, offset_list, size_list = shard_of.tolist(), offsets.tolist(), sizes.tolist()
+    order = sorted(range(len(offset_list)), key=lambda i: (shard_list[i], offset_list[i]))
     shards: list[int] = []
     starts: list[int] = []
     ends: list[int] = []
-    run_of = np.empty(len(offsets), dtype=np.int64)
+    run_of = [0] * len(order)
     for i in order:
-        shard, offset, size = int(shard_of[i]), int(offsets[i]), int(sizes[i])
+        shard, offset, size = shard_list[i], offset_list[i], size_list[i]
         if not shards or shards[-1] != shard or offset > ends[-1] + MERGE_GAP:
             shards.append(shard)
             starts.append(offset)
             ends.append(offset + size)
         ends[-1] = max(ends[-1], offset + size)
         run_of[i] = len(shards) - 1
-    return _Runs(shards, np.asarray(starts, np.int64), np.asarray(ends, np.int64), run_of, offsets, sizes)
+    return _Runs(
+        shards,
+        np.asarray(starts, np.int64),
+        np.asarray(ends, np.int64),
+        np.asarray(run_of, np.int64),
+        offsets,
+        sizes,
+        np.asarray(order, np.int64),
+    )
 
 
 def _plan(shards: IndexedShards, located: Sequence[tuple[int, int]] | np.ndarray) -> _Runs:
@@ -185,7 +214,7 @@ def fetch_checked(
     got = _read_runs(shards, runs)
     checked = _checked_at_once(runs, got, verify=shards.verify)
     if checked is not None:
-        return list[bytes | RecordkitError](checked)
+        return cast(list[bytes | RecordkitError], checked)  # a new list, the caller's
     out: list[bytes | RecordkitError] = [b""] * len(located)
     for run, members in enumerate(runs.members()):
         start = int(runs.starts[run])
@@ -250,4 +279,4 @@ def _checked_at_once(runs: _Runs, got: list[bytes | OSError], *, verify: bool) -
         buffer = b"".join(buffers)
         firsts = np.cumsum(lengths) - lengths
         positions = runs.offsets + (firsts - runs.starts)[runs.run_of]
-    return unframe_run(buffer, positions, runs.sizes, verify=verify)
+    return unframe_run(buffer, positions, runs.sizes, verify=verify, order=runs.order)

@@ -11,6 +11,8 @@ from typing import Any
 import numpy as np
 import pytest
 from _reader_support import EVERY_CODEC, every_codec_records
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import recordkit as rk
 from recordkit.errors import CorruptRecordError
@@ -110,7 +112,7 @@ def test_shards_too_large_to_plan_together_are_planned_shard_by_shard_alike(
     ds.shards.files = reader = CountingReader()
     ds.read_batch(indices)
     runs = list(reader.asked)
-    monkeypatch.setattr(_batched_access, "_SHARD_STRIDE", 1)  # every shard "too large"
+    monkeypatch.setattr(_batched_access, "_KEY_BITS", 0)  # every batch "too large"
     reader.asked.clear()
     assert_same_records(want, ds.read_batch(indices))
     assert reader.asked == runs  # the same reads
@@ -173,3 +175,37 @@ def test_a_damaged_large_record_is_named_as_in_runs(tmp_path: Path, damage: str)
         ds.read_batch([4, 7, 0])
     with pytest.raises(CorruptRecordError, match=r"shard train-00001\.tfrecord.*record 7"):
         ds.serialized([ds.shards.locate(i) for i in (4, 7, 0)])
+
+
+def _plain(runs: Any) -> tuple[list[int], list[int], list[int], list[int]]:
+    return runs.shards, runs.starts.tolist(), runs.ends.tolist(), runs.run_of.tolist()
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.tuples(st.integers(0, 3), st.integers(0, 100_000), st.integers(16, 40_000)), min_size=1),
+    st.integers(0, 3),
+    st.booleans(),
+)
+def test_runs_planned_at_once_are_those_planned_shard_by_shard(
+    spans: list[tuple[int, int, int]], far: int, in_order: bool
+) -> None:
+    """In order or not, over one shard or several (far apart), with records asked twice
+    or overlapping (as a hostile index may give): the same runs as the plain plan."""
+    if in_order:
+        spans = sorted(spans)
+    shard_of = np.asarray([s * (1 + 1000 * far) for s, _, _ in spans], dtype=np.int64)
+    offsets = np.asarray([o for _, o, _ in spans], dtype=np.int64)
+    sizes = np.asarray([z for _, _, z in spans], dtype=np.int64)
+    one = np.zeros_like(shard_of) + 7
+    saved = _batched_access._FEW_TO_PLAN, _batched_access._PACKED_SORT
+    try:
+        # planned in numpy whatever the batch's length, sorted by an argsort, then by packed keys
+        for packed_from in (1 << 30, 0):
+            _batched_access._FEW_TO_PLAN, _batched_access._PACKED_SORT = 0, packed_from
+            want = _batched_access._runs_shard_by_shard(shard_of, offsets, sizes)
+            assert _plain(_batched_access._runs(shard_of, offsets, sizes)) == _plain(want)
+            want = _batched_access._runs_shard_by_shard(one, offsets, sizes)
+            assert _plain(_batched_access._runs(one, offsets, sizes)) == _plain(want)
+    finally:
+        _batched_access._FEW_TO_PLAN, _batched_access._PACKED_SORT = saved
