@@ -23,6 +23,7 @@ sources), their framing already checked by the fetch.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import itertools
 import mmap
 import os
@@ -197,7 +198,7 @@ def _parsed_chunks(
         given += count
         chunks = [parsed_records(b, o, keys) for b, o in zip(buffers, offsets, strict=True)]
         if len(chunks) == 1 and decode is not None:  # each length's records decoded together
-            parsed = _parsed_items(chunks[0], list(_data(buffers, offsets)), decode)
+            parsed = _parsed_items(chunks[0], functools.partial(_data, buffers, offsets), decode)
             if isinstance(parsed, DecodedBatch):
                 if batches:
                     yield starts, parsed
@@ -258,7 +259,7 @@ def parsed_files(
     datas = cast(list[Sequence[bytes]], files)
     chunks = [parsed_data(parts, keys, kept) for parts, kept in zip(datas, templates, strict=True)]
     if len(chunks) == 1:
-        return _parsed_items(chunks[0], datas[0], decode)
+        return _parsed_items(chunks[0], lambda: datas[0], decode)
     records = None if decode is None else _decoded(chunks, decode)
     if records is not None:
         return DecodedBatch(records)
@@ -266,28 +267,34 @@ def parsed_files(
 
 
 def _parsed_items(
-    chunk: ParsedChunk, datas: Sequence[bytes], decode: ColumnDecoder | None
+    chunk: ParsedChunk, datas: Callable[[], Iterable[bytes]], decode: ColumnDecoder | None
 ) -> list[bytes | ParsedExample | DecodedRecord] | DecodedBatch:
-    """The records of one file's ``chunk`` (their data ``datas``): those of a layout all
-    of whose records matched, decoded together with ``decode``; the other matched ones
-    parsed; the rest as their data. When every record was decoded (each length's
-    records with their layout), the batch's records as they are (:class:`DecodedBatch`)."""
-    out: list[Any] = list(datas)
+    """The records of one file's ``chunk`` (``datas()``: their data, asked for only when a
+    record is not decoded, so that a chunk decoded whole slices no record's bytes): those
+    of a layout all of whose records matched, decoded together with ``decode``; the other
+    matched ones parsed; the rest as their data. When every record was decoded (each
+    length's records with their layout), the batch's records as they are
+    (:class:`DecodedBatch`)."""
     decoded: list[tuple[np.ndarray, list[dict[str, Any]]]] = []
+    parsed = []
     for part in chunk.parts:
         if decode is not None and bool(part.match.all()):
             records = decode(part.columns, len(part.chosen))
             if records is not None:
                 decoded.append((part.chosen, records))
                 continue
-        for position, example in part.examples():
-            out[position] = example
-    if sum(len(chosen) for chosen, _ in decoded) == chunk.count:
+        parsed.append(part)
+    if not parsed and sum(len(chosen) for chosen, _ in decoded) == chunk.count:
         if len(decoded) == 1:  # one layout: its records are the batch's, in order
             return DecodedBatch(decoded[0][1])
+        every: list[Any] = [None] * chunk.count
         for chosen, records in decoded:
-            list(map(out.__setitem__, chosen.tolist(), records))  # each in its place, in C
-        return DecodedBatch(out)
+            list(map(every.__setitem__, chosen.tolist(), records))  # each in its place, in C
+        return DecodedBatch(every)
+    out: list[Any] = list(datas())
+    for part in parsed:
+        for position, example in part.examples():
+            out[position] = example
     for chosen, records in decoded:
         for position, record in zip(chosen.tolist(), records, strict=True):
             out[position] = DecodedRecord(record)

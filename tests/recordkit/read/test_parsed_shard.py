@@ -251,3 +251,31 @@ def test_a_codec_column_decode_that_refuses_a_value_falls_back_to_the_records_on
     expected = list(rk.open(path, fields=["embedding", "label"]).records())
     monkeypatch.setattr(TensorCodec, "decode_numpy_column", _failing_column_decode(ValueError("refused")))
     assert_same(list(rk.open(path, fields=["embedding", "label"]).records()), expected, "records")
+
+
+def test_a_chunk_decoded_whole_slices_no_record_out_of_its_buffer(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The records' bytes, which only a record parsed or decoded alone needs, are not
+    sliced for a chunk whose records were all decoded together (a copy a record, thrown
+    away); where a record is left to the per-record path, they are, and the values are
+    those of the record-by-record read."""
+    sliced: list[int] = []
+    data = _parsed_shard._data
+
+    def counted(buffers: Any, offsets: Any) -> Any:
+        sliced.append(len(offsets[0]) - 1)
+        return data(buffers, offsets)
+
+    monkeypatch.setattr(_parsed_shard, "_data", counted)
+    path = tmp_path / "data"
+    rk.write_dataset(make_records(70, seed=3, varied=False), SCHEMA, path, shard_records=30, progress=False)
+    together = list(rk.open(path).records())
+    assert len(together) == 70
+    assert sliced == []
+    varied = tmp_path / "varied"
+    rk.write_dataset(make_records(70, seed=3, varied=True), SCHEMA, varied, shard_records=30, progress=False)
+    read = list(rk.open(varied).records())
+    assert sliced, "a chunk of several layouts gives its records' bytes to the per-record path"
+    one_by_one = rk.open(varied).records(on_corrupt="skip", report=rk.CorruptionReport())
+    assert_same(list(one_by_one), read, "records")
