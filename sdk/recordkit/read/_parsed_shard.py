@@ -23,6 +23,7 @@ sources), their framing already checked by the fetch.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import itertools
 import mmap
 import os
@@ -60,10 +61,6 @@ __all__ = [
 #: Records parsed together by :func:`parsed_shard_records` (a bounded batch of parsed
 #: Examples held at a time, whatever the shard's size).
 _PARSED_CHUNK = 2048
-#: A shard whose records are at most this many bytes on average (by the manifest) is
-#: read whole and parsed a chunk at a time even when its records vary in size (captions of
-#: varied lengths): each length's records are parsed and decoded together.
-_SMALL_RECORD_BYTES = 1024
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -115,9 +112,9 @@ def parsed_shard_records(
     (:mod:`recordkit.format._batch_parse`), or its bytes where it has to be parsed alone.
     Each file is read a chunk at a time (:class:`~recordkit.read._shard_chunks.ChunkedRecords`:
     about one chunk and one record held a file), each record's framing checked before
-    it is given. Where the shard cannot be read this way (compressed, not local, its
-    records too large and varied) the records are those of ``fallback()``, which reads it
-    record by record; where a chunk's framing or the files' alignment is not sound, the
+    it is given. Where the shard cannot be read this way (compressed, not local, a file
+    too short to hold a record's length) the records are those of ``fallback()``, which
+    reads it record by record; where a chunk's framing or the files' alignment is not sound, the
     records given so far are followed by the rest of ``fallback()``'s, which names what is
     wrong. With ``decode``, a chunk of records of one layout comes decoded
     (:class:`DecodedRecord`; with ``batches``, the chunk as one item: its records'
@@ -144,13 +141,20 @@ def parsed_shard_records(
 
 
 def _opened(file: Shard, stack: ExitStack) -> ChunkedRecords | None:
-    """The reader of a local shard file's records a chunk at a time, when its size is a
-    multiple of its first record's framed size, as when all its records have that size
-    (a field group's, or fixed-size fields'), or when its records hold at most
-    :data:`_SMALL_RECORD_BYTES` on average by the manifest (each length's records are
-    then parsed together: small captions of varied lengths read at 0.45x the CPU a
-    record of the record-by-record read); None otherwise (large records of varied sizes
-    share few layouts: the buffered read of :func:`iter_shard_records` serves them)."""
+    """The reader of a local shard file's records a chunk at a time (told their one framed
+    size when the file's size is a multiple of its first record's, as when all its
+    records have that size: a field group's, or fixed-size fields'); None when the file
+    is too short to hold a record's length (the record-by-record read names what is
+    wrong).
+
+    Records of varied sizes are read this way whatever their size: small captions of
+    varied lengths at 0.45x the CPU a record of the record-by-record read, and large
+    records of varied sizes (the benchmark's JPEG, WAV, caption, boxes and label, about
+    45 KB) at about 0.95x, their sounds, boxes, captions and labels decoded by columns.
+    A chunk's records are decoded together and held until taken (the mixed records'
+    read peaks at 159 MiB RSS, 64 record by record): decoded in runs of 2 MiB instead,
+    they held 98 MiB but cost more CPU than the record-by-record read, glibc giving each
+    run's freed arrays back to the kernel (20 page faults a record, in a fresh process)."""
     local = file.path.local_path
     assert local is not None
     raw = stack.enter_context(open(local, "rb", buffering=0))  # noqa: SIM115 - closed by the stack
@@ -160,12 +164,8 @@ def _opened(file: Shard, stack: ExitStack) -> ChunkedRecords | None:
     head = os.pread(raw.fileno(), LENGTH_FIELD.size, 0)
     if len(head) < LENGTH_FIELD.size:
         return None
-    small = bool(file.records) and size // max(file.records or 1, 1) <= _SMALL_RECORD_BYTES
     frame = LENGTH_FIELD.unpack(head)[0] + FRAMING_BYTES
-    uniform = size % frame == 0
-    if not uniform and not small:
-        return None
-    reader = ChunkedRecords(raw, size, _shard_chunks.CHUNK_BYTES, frame=frame if uniform else None)
+    reader = ChunkedRecords(raw, size, _shard_chunks.CHUNK_BYTES, frame=frame if size % frame == 0 else None)
     stack.callback(reader.close)
     return reader
 
@@ -197,7 +197,7 @@ def _parsed_chunks(
         given += count
         chunks = [parsed_records(b, o, keys) for b, o in zip(buffers, offsets, strict=True)]
         if len(chunks) == 1 and decode is not None:  # each length's records decoded together
-            parsed = _parsed_items(chunks[0], list(_data(buffers, offsets)), decode)
+            parsed = _parsed_items(chunks[0], functools.partial(_data, buffers, offsets), decode)
             if isinstance(parsed, DecodedBatch):
                 if batches:
                     yield starts, parsed
@@ -258,7 +258,7 @@ def parsed_files(
     datas = cast(list[Sequence[bytes]], files)
     chunks = [parsed_data(parts, keys, kept) for parts, kept in zip(datas, templates, strict=True)]
     if len(chunks) == 1:
-        return _parsed_items(chunks[0], datas[0], decode)
+        return _parsed_items(chunks[0], lambda: datas[0], decode)
     records = None if decode is None else _decoded(chunks, decode)
     if records is not None:
         return DecodedBatch(records)
@@ -266,28 +266,34 @@ def parsed_files(
 
 
 def _parsed_items(
-    chunk: ParsedChunk, datas: Sequence[bytes], decode: ColumnDecoder | None
+    chunk: ParsedChunk, datas: Callable[[], Iterable[bytes]], decode: ColumnDecoder | None
 ) -> list[bytes | ParsedExample | DecodedRecord] | DecodedBatch:
-    """The records of one file's ``chunk`` (their data ``datas``): those of a layout all
-    of whose records matched, decoded together with ``decode``; the other matched ones
-    parsed; the rest as their data. When every record was decoded (each length's
-    records with their layout), the batch's records as they are (:class:`DecodedBatch`)."""
-    out: list[Any] = list(datas)
+    """The records of one file's ``chunk`` (``datas()``: their data, asked for only when a
+    record is not decoded, so that a chunk decoded whole slices no record's bytes): those
+    of a layout all of whose records matched, decoded together with ``decode``; the other
+    matched ones parsed; the rest as their data. When every record was decoded (each
+    length's records with their layout), the batch's records as they are
+    (:class:`DecodedBatch`)."""
     decoded: list[tuple[np.ndarray, list[dict[str, Any]]]] = []
+    parsed = []
     for part in chunk.parts:
         if decode is not None and bool(part.match.all()):
             records = decode(part.columns, len(part.chosen))
             if records is not None:
                 decoded.append((part.chosen, records))
                 continue
-        for position, example in part.examples():
-            out[position] = example
-    if sum(len(chosen) for chosen, _ in decoded) == chunk.count:
+        parsed.append(part)
+    if not parsed and sum(len(chosen) for chosen, _ in decoded) == chunk.count:
         if len(decoded) == 1:  # one layout: its records are the batch's, in order
             return DecodedBatch(decoded[0][1])
+        every: list[Any] = [None] * chunk.count
         for chosen, records in decoded:
-            list(map(out.__setitem__, chosen.tolist(), records))  # each in its place, in C
-        return DecodedBatch(out)
+            list(map(every.__setitem__, chosen.tolist(), records))  # each in its place, in C
+        return DecodedBatch(every)
+    out: list[Any] = list(datas())
+    for part in parsed:
+        for position, example in part.examples():
+            out[position] = example
     for chosen, records in decoded:
         for position, record in zip(chosen.tolist(), records, strict=True):
             out[position] = DecodedRecord(record)
