@@ -61,6 +61,10 @@ __all__ = [
 #: Records parsed together by :func:`parsed_shard_records` (a bounded batch of parsed
 #: Examples held at a time, whatever the shard's size).
 _PARSED_CHUNK = 2048
+#: A shard whose records are at most this many bytes on average (by the manifest) is
+#: read whole and parsed a chunk at a time even when its records vary in size (captions of
+#: varied lengths): each length's records are parsed and decoded together.
+_SMALL_RECORD_BYTES = 1024
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -112,9 +116,9 @@ def parsed_shard_records(
     (:mod:`recordkit.format._batch_parse`), or its bytes where it has to be parsed alone.
     Each file is read a chunk at a time (:class:`~recordkit.read._shard_chunks.ChunkedRecords`:
     about one chunk and one record held a file), each record's framing checked before
-    it is given. Where the shard cannot be read this way (compressed, not local, a file
-    too short to hold a record's length) the records are those of ``fallback()``, which
-    reads it record by record; where a chunk's framing or the files' alignment is not sound, the
+    it is given. Where the shard cannot be read this way (compressed, not local, its
+    records too large and varied) the records are those of ``fallback()``, which reads it
+    record by record; where a chunk's framing or the files' alignment is not sound, the
     records given so far are followed by the rest of ``fallback()``'s, which names what is
     wrong. With ``decode``, a chunk of records of one layout comes decoded
     (:class:`DecodedRecord`; with ``batches``, the chunk as one item: its records'
@@ -141,20 +145,16 @@ def parsed_shard_records(
 
 
 def _opened(file: Shard, stack: ExitStack) -> ChunkedRecords | None:
-    """The reader of a local shard file's records a chunk at a time (told their one framed
-    size when the file's size is a multiple of its first record's, as when all its
-    records have that size: a field group's, or fixed-size fields'); None when the file
-    is too short to hold a record's length (the record-by-record read names what is
-    wrong).
-
-    Records of varied sizes are read this way whatever their size: small captions of
-    varied lengths at 0.45x the CPU a record of the record-by-record read, and large
-    records of varied sizes (the benchmark's JPEG, WAV, caption, boxes and label, about
-    45 KB) at about 0.95x, their sounds, boxes, captions and labels decoded by columns.
-    A chunk's records are decoded together and held until taken (the mixed records'
-    read peaks at 159 MiB RSS, 64 record by record): decoded in runs of 2 MiB instead,
-    they held 98 MiB but cost more CPU than the record-by-record read, glibc giving each
-    run's freed arrays back to the kernel (20 page faults a record, in a fresh process)."""
+    """The reader of a local shard file's records a chunk at a time, when its size is a
+    multiple of its first record's framed size, as when all its records have that size
+    (a field group's, or fixed-size fields'), or when its records hold at most
+    :data:`_SMALL_RECORD_BYTES` on average by the manifest (each length's records are
+    then parsed together: small captions of varied lengths read at 0.45x the CPU a
+    record of the record-by-record read); None otherwise (large records of varied sizes
+    share few layouts: the buffered read of :func:`iter_shard_records` serves them; read a
+    chunk at a time and decoded by columns, the benchmark's mixed records cost about 5%
+    less CPU but a chunk's pictures held decoded until taken raised the read's peak RSS
+    from 64 to 159 MiB, and decoded in runs of 2 MiB the gain went: see docs/performance.md)."""
     local = file.path.local_path
     assert local is not None
     raw = stack.enter_context(open(local, "rb", buffering=0))  # noqa: SIM115 - closed by the stack
@@ -164,8 +164,12 @@ def _opened(file: Shard, stack: ExitStack) -> ChunkedRecords | None:
     head = os.pread(raw.fileno(), LENGTH_FIELD.size, 0)
     if len(head) < LENGTH_FIELD.size:
         return None
+    small = bool(file.records) and size // max(file.records or 1, 1) <= _SMALL_RECORD_BYTES
     frame = LENGTH_FIELD.unpack(head)[0] + FRAMING_BYTES
-    reader = ChunkedRecords(raw, size, _shard_chunks.CHUNK_BYTES, frame=frame if size % frame == 0 else None)
+    uniform = size % frame == 0
+    if not uniform and not small:
+        return None
+    reader = ChunkedRecords(raw, size, _shard_chunks.CHUNK_BYTES, frame=frame if uniform else None)
     stack.callback(reader.close)
     return reader
 

@@ -22,7 +22,6 @@ from recordkit.format._tfrecord import Compression  # private: the compression a
 from recordkit.read import (
     _iter_records,  # private: to count the records decoded together
     _parsed_shard,  # private: to fail the parse of a mapped shard
-    _shard_chunks,  # private: a chunk smaller than the records
 )
 from recordkit.storage import location
 from recordkit_codecs.label import LabelCodec
@@ -280,95 +279,3 @@ def test_a_chunk_decoded_whole_slices_no_record_out_of_its_buffer(
     assert sliced, "a chunk of several layouts gives its records' bytes to the per-record path"
     one_by_one = rk.open(varied).records(on_corrupt="skip", report=rk.CorruptionReport())
     assert_same(list(one_by_one), read, "records")
-
-
-LARGE = rk.Schema(
-    name="large",
-    fields={
-        "text": rk.FieldSpec(codec="text"),
-        "label": rk.FieldSpec(codec="label", options={"num_classes": 1000}),
-        "tags": rk.FieldSpec(codec="label", options={"num_classes": 5, "multi": True}),
-    },
-)
-
-
-def large_records(count: int) -> list[dict[str, Any]]:
-    """Records of 2 to 12 KB of varied sizes (a long text of its own length), and labels."""
-    rng = np.random.default_rng(8)
-    return [
-        {
-            "text": "".join(rng.choice(list("abcdefgh "), size=int(rng.integers(2000, 12000)))),
-            "label": int(rng.integers(0, 1000)),
-            "tags": [int(t) for t in rng.permutation(5)[: 1 + i % 3]],
-        }
-        for i in range(count)
-    ]
-
-
-@pytest.fixture(scope="module")
-def large(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("large") / "data"
-    rk.write_dataset(large_records(150), LARGE, path, shard_records=60, progress=False)
-    return path
-
-
-@pytest.mark.parametrize("chunk", [None, 16 << 10, 4 << 10])
-def test_large_records_of_varied_sizes_are_read_a_chunk_at_a_time_and_decoded_by_columns(
-    large: Path, chunk: int | None, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Records of several KB, each of its own size (pictures, sounds), go through the
-    chunked read and the column decode as small ones do (a chunk smaller than some of
-    them too: each such record held alone), with the values of the record-by-record read."""
-    if chunk is not None:
-        monkeypatch.setattr(_shard_chunks, "CHUNK_BYTES", chunk)
-    decode = _iter_records.decode_columns_numpy
-    together_count = []
-
-    def counted(*args: Any) -> Any:
-        records = decode(*args)
-        together_count.append(0 if records is None else len(records))
-        return records
-
-    def one_by_one(*args: Any, **kwargs: Any) -> Any:
-        raise AssertionError("a local shard read record by record")
-
-    monkeypatch.setattr(_iter_records, "decode_columns_numpy", counted)
-    monkeypatch.setattr(_iter_records, "iter_shard_records", one_by_one)
-    together = list(rk.open(large).records())
-    assert len(together) == 150
-    if chunk is None:  # a chunk holds a shard: the records of its two most common layouts decoded together
-        assert sum(together_count) >= 60
-    monkeypatch.undo()
-    expected = list(rk.open(large).records(on_corrupt="skip", report=rk.CorruptionReport()))
-    assert_same(expected, together, "records")
-
-
-@pytest.mark.parametrize("where", ["length", "data", "crc"])
-def test_a_damaged_large_record_raises_its_own_error_after_the_records_before_it(
-    large: Path, tmp_path: Path, where: str
-) -> None:
-    """A record damaged in a shard of large records read a chunk at a time: the records
-    before it come, then the error of the record-by-record read (the same shard and offset)."""
-    copy = tmp_path / "copy"
-    copy.mkdir()
-    for item in large.iterdir():
-        (copy / item.name).write_bytes(item.read_bytes())
-    shard = shard_files(copy)[1]
-    data = bytearray(shard.read_bytes())
-    offsets = [0]
-    while offsets[-1] < len(data):
-        offsets.append(offsets[-1] + int.from_bytes(data[offsets[-1] : offsets[-1] + 8], "little") + 16)
-    damaged = offsets[37]
-    length = int.from_bytes(data[damaged : damaged + 8], "little")
-    data[damaged + {"length": 1, "data": 12 + length // 2, "crc": 12 + length}[where]] ^= 0x01
-    shard.write_bytes(bytes(data))
-    read: list[dict[str, Any]] = []
-    with pytest.raises(CorruptRecordError) as err:
-        read.extend(rk.open(copy).records())
-    assert (err.value.context.shard, err.value.context.offset) == (shard.name, damaged)
-    assert len(read) == 60 + 37
-    assert_same(list(rk.open(large).records())[: len(read)], read, "before the damage")
-    second = split_shards(location(copy), rk.Manifest.load(copy), "train")[1]
-    with pytest.raises(CorruptRecordError) as one_by_one:
-        list(_iter_records.iter_shard_records(second))
-    assert str(one_by_one.value) == str(err.value)
