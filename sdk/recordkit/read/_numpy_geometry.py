@@ -400,7 +400,7 @@ def _antialiased(pixels: np.ndarray, size: Size, box: tuple[float, float, float,
     bilinear filter; the same layout."""
     planes = pixels[..., None] if pixels.ndim == 2 else pixels
     mode = _PILLOW_MODES.get(planes.shape[2])
-    if mode is not None and _PILLOW_RAW is not None:
+    if mode is not None and _PILLOW_RAW is not None and pixels.dtype == np.uint8:
         resized_raw = _resized_raw(np.ascontiguousarray(planes), mode, size, box)
         if resized_raw is not None:
             return resized_raw[..., 0] if pixels.ndim == 2 else resized_raw
