@@ -20,7 +20,11 @@ from typing import Any
 
 import numpy as np
 from PIL import Image
-from PIL import _imaging as pillow_core
+
+try:  # Pillow's C core, private: without it pictures are resized through the public calls
+    from PIL import _imaging as pillow_core
+except ImportError:  # pragma: no cover - every Pillow wheel has it
+    pillow_core = None  # type: ignore[assignment]  # checked before use (_PILLOW_RAW)
 
 from recordkit.codec._capabilities import Raster, raster_kind
 from recordkit.codec._codec import Codec
@@ -429,7 +433,9 @@ _PILLOW_MODES = {1: "L", 3: "RGB"}
 #: resizes through the public calls.
 _PILLOW_RAW = (
     (Image._getdecoder, Image._getencoder)
-    if callable(getattr(Image, "_getdecoder", None)) and callable(getattr(Image, "_getencoder", None))
+    if pillow_core is not None
+    and callable(getattr(Image, "_getdecoder", None))
+    and callable(getattr(Image, "_getencoder", None))
     else None
 )
 
