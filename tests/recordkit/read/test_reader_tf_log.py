@@ -73,12 +73,13 @@ SCRIPT = textwrap.dedent(
 PROBLEM = re.compile(r"^(?:[WEF]\d{4} |WARNING:tensorflow|ERROR:tensorflow)")
 
 
-@pytest.mark.slow
-def test_reading_every_codec_logs_no_tensorflow_warning(tmp_path: Path) -> None:
+def problems_logged(script: str, *args: str) -> tuple[list[str], str]:
+    """Run ``script`` in a fresh Python with TensorFlow's C++ logging at its default level:
+    the warning and error lines it logged after :data:`MARKER` (TensorFlow's start-up
+    lines come before), and that part of its stderr (for the failure message)."""
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="0")
-    support = str(Path(__file__).parents[1])  # tests/recordkit: _reader_support.py
     done = subprocess.run(
-        [sys.executable, "-c", SCRIPT, str(tmp_path), support],
+        [sys.executable, "-c", script, *args],
         capture_output=True,
         text=True,
         check=False,
@@ -89,7 +90,13 @@ def test_reading_every_codec_logs_no_tensorflow_warning(tmp_path: Path) -> None:
     assert done.stdout.strip().endswith("done")
     _, found, after = done.stderr.partition(MARKER)
     assert found, done.stderr[-3000:]
-    problems = [line for line in after.splitlines() if PROBLEM.match(line)]
+    return [line for line in after.splitlines() if PROBLEM.match(line)], after
+
+
+@pytest.mark.slow
+def test_reading_every_codec_logs_no_tensorflow_warning(tmp_path: Path) -> None:
+    support = str(Path(__file__).parents[1])  # tests/recordkit: _reader_support.py
+    problems, after = problems_logged(SCRIPT, str(tmp_path), support)
     assert problems == [], after[-5000:]
 
 
@@ -136,20 +143,7 @@ MANY_SHARDS_SCRIPT = textwrap.dedent(
 
 @pytest.mark.slow
 def test_reading_many_shards_logs_no_tensorflow_warning(tmp_path: Path) -> None:
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="0")
-    done = subprocess.run(
-        [sys.executable, "-c", MANY_SHARDS_SCRIPT, str(tmp_path)],
-        capture_output=True,
-        text=True,
-        check=False,
-        env=env,
-        timeout=600,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    assert done.stdout.strip().endswith("done")
-    _, found, after = done.stderr.partition(MARKER)
-    assert found, done.stderr[-3000:]
-    problems = [line for line in after.splitlines() if PROBLEM.match(line)]
+    problems, after = problems_logged(MANY_SHARDS_SCRIPT, str(tmp_path))
     assert problems == [], after[-5000:]
 
 
@@ -223,19 +217,6 @@ def test_reading_shards_whole_logs_only_the_documented_refcount_line(tmp_path: P
     """No other warning or error than the documented one; and that one still printed:
     when TensorFlow or recordkit stops printing it, this fails, for the troubleshooting
     page to say so."""
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="0")
-    done = subprocess.run(
-        [sys.executable, "-c", WHOLE_SHARDS_SCRIPT, str(tmp_path)],
-        capture_output=True,
-        text=True,
-        check=False,
-        env=env,
-        timeout=600,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    assert done.stdout.strip().endswith("done")
-    _, found, after = done.stderr.partition(MARKER)
-    assert found, done.stderr[-3000:]
-    problems = [line for line in after.splitlines() if PROBLEM.match(line)]
+    problems, after = problems_logged(WHOLE_SHARDS_SCRIPT, str(tmp_path))
     assert [line for line in problems if SUBBUFFER not in line] == [], after[-5000:]
     assert problems, "the whole-shard read no longer logs the SubBuffer line: update docs/troubleshooting.md"
