@@ -100,13 +100,36 @@ def test_reading_every_codec_logs_no_tensorflow_warning(tmp_path: Path) -> None:
     assert problems == [], after[-5000:]
 
 
+#: What the read scripts below run once their datasets are written, before their reads:
+#: TensorFlow's start-up lines logged, the marker after them, and ``drain`` (a read's
+#: records counted and checked).
+START_READS = textwrap.dedent(
+    """
+    for _ in tf.data.Dataset.range(2).map(lambda x: x + 1):  # TensorFlow's start-up lines
+        pass
+    print(MARKER, file=sys.stderr, flush=True)
+
+
+    def drain(ds, expected):
+        count = sum(int(batch["label"].shape[0]) for batch in ds)
+        assert count == expected, (count, expected)
+    """
+)
+
+
+def read_script(text: str) -> str:
+    """``text`` dedented, with :data:`START_READS` in the place of its line ``START_READS``
+    and :data:`MARKER`'s value in the place of the name."""
+    return textwrap.dedent(text).replace("START_READS", START_READS).replace("MARKER", repr(MARKER))
+
+
 #: Reads of many shards of small records (a caption of varying length and a label), each
 #: shard ending in a chunk shorter than ``block_length``, batched so that batches join
 #: pieces of chunks: the shards' chunks joined by one ``rebatch`` and cut into batches by
 #: another logged ``E ... tensor.h:692] Tensor RefCount not reliable if buf_ points to a
 #: SubBuffer`` twice a pass (docs/troubleshooting.md). 20 shards are each checked as the
 #: read opens it, 11 walked when the read is built; ``on_corrupt="skip"`` checks in the graph.
-MANY_SHARDS_SCRIPT = textwrap.dedent(
+MANY_SHARDS_SCRIPT = read_script(
     """
     import sys
     from pathlib import Path
@@ -123,13 +146,7 @@ MANY_SHARDS_SCRIPT = textwrap.dedent(
     captions = [{"caption": f"record {i}", "label": i % 10} for i in range(1200)]
     rk.write_dataset(captions, small, out / "many", shard_records=60, progress=False)
     rk.write_dataset(captions[:1100], small, out / "few", shard_records=100, progress=False)
-    for _ in tf.data.Dataset.range(2).map(lambda x: x + 1):  # TensorFlow's start-up lines
-        pass
-    print(MARKER, file=sys.stderr, flush=True)
-
-    def drain(ds, expected):
-        count = sum(int(batch["label"].shape[0]) for batch in ds)
-        assert count == expected, (count, expected)
+    START_READS
 
     for name, records in (("many", 1200), ("few", 1100)):
         ds = rk.open(out / name)
@@ -138,7 +155,7 @@ MANY_SHARDS_SCRIPT = textwrap.dedent(
         drain(ds.tf(64, on_corrupt="skip"), records)
     print("done", flush=True)
     """
-).replace("MARKER", repr(MARKER))
+)
 
 
 @pytest.mark.slow
@@ -156,7 +173,7 @@ def test_reading_many_shards_logs_no_tensorflow_warning(tmp_path: Path) -> None:
 #: ways of avoiding it that were measured, all slower or partial). Shards of 100 records
 #: (a short last block), of 128 (none) and of 40 (only a short one); batches of 64, 50
 #: (repeated), 100 (the remainder dropped) and of 7 with the shards shuffled.
-WHOLE_SHARDS_SCRIPT = textwrap.dedent(
+WHOLE_SHARDS_SCRIPT = read_script(
     """
     import sys
     from pathlib import Path
@@ -188,13 +205,7 @@ WHOLE_SHARDS_SCRIPT = textwrap.dedent(
         for size in (100, 128, 40):
             names.append(f"{field}-{size}")
             rk.write_dataset(records, schema, out / names[-1], shard_records=size, progress=False)
-    for _ in tf.data.Dataset.range(2).map(lambda x: x + 1):  # TensorFlow's start-up lines
-        pass
-    print(MARKER, file=sys.stderr, flush=True)
-
-    def drain(ds, expected):
-        count = sum(int(batch["label"].shape[0]) for batch in ds)
-        assert count == expected, (count, expected)
+    START_READS
 
     for name in names:
         ds = rk.open(out / name)
@@ -205,7 +216,7 @@ WHOLE_SHARDS_SCRIPT = textwrap.dedent(
     assert len(built) == 4 * len(names), len(built)  # every read loaded its shards whole
     print("done", flush=True)
     """
-).replace("MARKER", repr(MARKER))
+)
 
 
 #: The line TensorFlow logs where a ``rebatch`` joins parts of another's slices.
