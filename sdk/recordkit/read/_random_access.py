@@ -14,6 +14,7 @@ import dataclasses
 import functools
 import itertools
 import operator
+import sys
 import warnings
 from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import Executor
@@ -48,15 +49,30 @@ GROWTH = 8
 GROWN_BYTES = 1 << 20
 
 #: :meth:`RandomAccess.stream` reads this many fetches' records at once while they hold
-#: at most :data:`GROWN_BYTES`, and parses and decodes them a fetch at a time. A shuffled
-#: order's fetch of 512 small records reads the bytes of the whole window of 1,024 they
-#: lie in, a rank's share of a resumed epoch four times its records' bytes; reading four
-#: fetches at once reads a window's bytes once, and shares the reads' and checks' fixed
-#: costs (in one process, CPU a record against one fetch a read: two 0.94 to 0.97x, four
-#: 0.96x to 0.97x of two). Decoding more records at once instead would hold more objects
-#: than the garbage collector's first generation (700), which it then collects at every
-#: fetch, and the process's full collections follow more often.
+#: at most :data:`GROWN_BYTES`, and gives them a fetch at a time; it parses and decodes
+#: them at once when the records of the first fetch show that they hold at most
+#: :data:`GROWN_BYTES` decoded too (text and numbers; not pictures, however small stored:
+#: 2,048 thumbnails of 32 x 32 held decoded at once raised a read's peak RSS from 74 to
+#: 87 MB for no CPU saved), else a fetch at a time. A shuffled order's fetch of 512 small
+#: records reads the bytes of the whole
+#: window of 1,024 they lie in, a rank's share of a resumed epoch four times its records'
+#: bytes; reading four fetches at once reads a window's bytes once, and shares the reads'
+#: and checks' fixed costs (in one process, CPU a record against one fetch a read: two
+#: 0.94 to 0.97x, four 0.96x to 0.97x of two). Parsing and decoding the read's 2,048 at
+#: once rather than a fetch at a time shares the parse's fixed costs (its layouts' and
+#: columns' steps) too: 0.85x to 0.92x the CPU a record of small records in order,
+#: shuffled and for a rank's share (medians, busy machine), though the records alive at
+#: once (dicts of text and numbers, which the garbage collector does not track but counts
+#: as they are made) now pass its first generation's threshold (700): the benchmark's
+#: process ran twice as many young collections, each over the few tracked objects alive,
+#: and as many full ones (about 0.03 µs a record, counted in the gain).
 READ_FETCHES = 4
+
+#: The records of a fetch whose decoded values :meth:`RandomAccess.stream_chunks` measures.
+_SAMPLED = 64
+
+#: Records as :meth:`RandomAccess._parsed` gives them.
+_Parsed = Sequence[tuple[bytes | RecordkitError, ...] | bytes | ParsedExample | DecodedRecord] | DecodedBatch
 
 #: What :func:`gathered` takes into lists.
 T = TypeVar("T")
@@ -305,7 +321,9 @@ class RandomAccess:
         groups: np.ndarray | None = None,
     ) -> Iterator[list[dict[str, Any]]]:
         """:meth:`stream`'s records as lists, a fetched batch's in one (when a record of
-        it raises, those before it, then the error: :func:`gathered`). Chained, they are
+        it raises, those before it, then the error: :func:`gathered`); the records of a
+        read (:meth:`read_size`) are parsed and decoded together when they hold little
+        decoded (see :data:`READ_FETCHES`). Chained, they are
         :meth:`stream` with no Python step a record. ``groups`` (with an ``[n, 2]``
         array ``located``; non-decreasing, one a record) says which records lie close
         together in the shards (an epoch's window of its order): a read then ends where
@@ -314,32 +332,43 @@ class RandomAccess:
         read once."""
         plain = self._plain
         done = 0
-        size = self.fetch_size(prefetch)
+        size, read_size = self.fetch_size(prefetch), self.read_size(prefetch)
+        # Whether a read's records are parsed and decoded together: decided by the records
+        # of the first fetch given (see READ_FETCHES), None until then.
+        together: bool | None = None if plain and read_size > size else False
         reads = (
-            _chunks(located, self.read_size(prefetch))
+            _chunks(located, read_size)
             if groups is None or not isinstance(located, np.ndarray)
-            else _cut(located, read_bounds(groups, self.read_size(prefetch)))
+            else _cut(located, read_bounds(groups, read_size))
         )
         for read in reads:
             files = self._fetch_files(read)
+            parsed = self._parsed(files, by_columns=True) if together or len(read) <= size else None
             for begin in range(0, len(read), size):
                 chunk = read[begin : begin + size]
-                part = files if len(chunk) == len(read) else [data[begin : begin + size] for data in files]
                 rows = _draw_rows(draws, done, len(chunk))
                 done += len(chunk)
-                fetched = self._parsed(part, by_columns=True)
+                if parsed is not None:
+                    fetched = parsed if len(chunk) == len(read) else _part(parsed, begin, begin + size)
+                else:
+                    fetched = self._parsed([data[begin : begin + size] for data in files], by_columns=True)
                 if isinstance(fetched, DecodedBatch):
                     if plain:
+                        if together is None:
+                            together = _held_bytes(fetched.records) * read_size <= GROWN_BYTES
                         yield fetched.records  # decoded with their batch
                         continue
                     fetched = fetched.wrapped()
                 pairs = pair_list(chunk) if isinstance(chunk, np.ndarray) else chunk
-                yield from gathered(
+                for given in gathered(
                     item.values  # decoded with its batch, nothing to add
                     if plain and isinstance(item, DecodedRecord)
                     else self._decoded(shard, number, item, row)
                     for (shard, number), item, row in zip(pairs, fetched, rows, strict=True)
-                )
+                ):
+                    if together is None:
+                        together = _held_bytes(given) * read_size <= GROWN_BYTES
+                    yield given
 
     @property
     def mean_record_bytes(self) -> int | None:
@@ -358,8 +387,8 @@ class RandomAccess:
 
     def read_size(self, prefetch: int) -> int:
         """The records :meth:`stream` reads at once for ``prefetch``: :data:`READ_FETCHES`
-        times :meth:`fetch_size` while they hold at most :data:`GROWN_BYTES`, then parsed
-        and decoded :meth:`fetch_size` at a time."""
+        times :meth:`fetch_size` while they hold at most :data:`GROWN_BYTES`, then given
+        :meth:`fetch_size` at a time (see :data:`READ_FETCHES`)."""
         size = self.fetch_size(prefetch)
         if self._record_bytes is None or size * READ_FETCHES * self._record_bytes > GROWN_BYTES:
             return size
@@ -393,9 +422,7 @@ class RandomAccess:
         """:meth:`_fetch`'s data a file at a time (``[k][i]``: record ``i``'s in file ``k``)."""
         return [fetch_checked(files, located) for files in self._files]
 
-    def _parsed(
-        self, files: list[list[bytes | RecordkitError]], *, by_columns: bool
-    ) -> Sequence[tuple[bytes | RecordkitError, ...] | bytes | ParsedExample | DecodedRecord] | DecodedBatch:
+    def _parsed(self, files: list[list[bytes | RecordkitError]], *, by_columns: bool) -> _Parsed:
         """The records :meth:`_fetch_files` gave, parsed together where they share a layout
         (:func:`~recordkit.read._parsed_shard.parsed_files`) and, ``by_columns`` and
         without a geometry, decoded together; as :meth:`_fetch` gives them when one of
@@ -491,6 +518,35 @@ def _draw_rows(draws: np.ndarray | None, done: int, count: int) -> list[np.ndarr
     if len(rows) != count:
         raise ValueError(f"draws has {done + len(rows)} rows, for at least {done + count} records asked for")
     return rows
+
+
+def _part(parsed: _Parsed, begin: int, end: int) -> _Parsed:
+    """Records ``begin`` to ``end`` of a read's records as :meth:`RandomAccess._parsed`
+    gives them (a :class:`DecodedBatch` stays one)."""
+    if isinstance(parsed, DecodedBatch):
+        return DecodedBatch(parsed.records[begin:end])
+    return parsed[begin:end]
+
+
+def _held_bytes(records: Sequence[dict[str, Any]]) -> float:
+    """About the bytes a record of ``records`` holds decoded: the mean, over the first
+    :data:`_SAMPLED` of them, of its arrays' data, its texts' and bytes' lengths and its
+    other values' objects (lists and dicts by what they hold)."""
+    sample = records[:_SAMPLED]
+    return sum(_value_bytes(value) for record in sample for value in record.values()) / max(len(sample), 1)
+
+
+def _value_bytes(value: Any) -> int:
+    """:func:`_held_bytes` of one value."""
+    if isinstance(value, np.ndarray):
+        return int(value.nbytes)
+    if isinstance(value, (str, bytes)):
+        return len(value)
+    if isinstance(value, (list, tuple)):
+        return sum(map(_value_bytes, value))
+    if isinstance(value, dict):
+        return sum(map(_value_bytes, value.values()))
+    return sys.getsizeof(value)
 
 
 def _by_record(files: list[list[bytes | RecordkitError]]) -> list[tuple[bytes | RecordkitError, ...]]:

@@ -197,21 +197,33 @@ def test_a_damaged_record_in_a_fetch_over_several_shards_is_named(tmp_path: Path
         next(stream)
 
 
-def test_fetches_read_together_are_parsed_apart_and_a_damaged_one_is_named_after_those_before(
-    tmp_path: Path,
+def test_fetches_read_together_are_parsed_together_and_a_damaged_one_is_named_after_those_before(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Small records are read :data:`READ_FETCHES` fetches at a time and parsed and decoded a
-    fetch at a time: each fetch comes as one list, and a damaged record in a later fetch of
-    a read comes after every record before it, naming itself."""
+    """Small records are read :data:`READ_FETCHES` fetches at a time and given a fetch at a
+    time (each fetch as one list); once the first fetch decoded shows they hold little
+    decoded, the next reads' records are parsed and decoded a read at a time. A damaged
+    record in a later fetch of a read, parsed either way, comes after every record before
+    it, naming itself."""
     from recordkit.read import _random_access  # private: the fetches read at once
 
     path = tmp_path / "data"
-    rk.write_dataset(rows(RECORDS), SCHEMA, path, shard_records=SHARD, progress=False)
+    rk.write_dataset(rows(RECORDS * 2), SCHEMA, path, shard_records=SHARD, progress=False)
     access = rk.RandomAccess(path)
     pairs = shuffled_pairs(access, seed=9)
     size, read = access.fetch_size(2), access.read_size(2)
-    assert read == size * _random_access.READ_FETCHES < len(pairs)
+    assert read == size * _random_access.READ_FETCHES < len(pairs) - read
+    parsed: list[int] = []
+    parse = _random_access.parsed_files
+
+    def counted(files: Any, *args: Any) -> Any:
+        parsed.append(len(files[0]))
+        return parse(files, *args)
+
+    monkeypatch.setattr(_random_access, "parsed_files", counted)
     chunks = list(access.stream_chunks(pairs, prefetch=2))
+    reads = [min(read, len(pairs) - b) for b in range(0, len(pairs), read)]
+    assert parsed == [size] * _random_access.READ_FETCHES + reads[1:]  # the first read a fetch at a time
     assert [len(chunk) for chunk in chunks] == [min(size, len(pairs) - b) for b in range(0, len(pairs), size)]
     for (shard, number), record in zip(pairs.tolist(), (r for c in chunks for r in c), strict=True):
         same_record(record, access.record(shard, number))
@@ -220,14 +232,42 @@ def test_fetches_read_together_are_parsed_apart_and_a_damaged_one_is_named_after
     data[-3] ^= 0xFF  # the data CRC of the shard's last record: record 74
     shard.write_bytes(bytes(data))
     damaged = access.shards.locate(74)
-    at = size + 3  # in the read's second fetch
     others = pairs[(pairs[:, 0] != damaged[0]) | (pairs[:, 1] != damaged[1])]
-    asked = np.concatenate([others[:at], np.array([damaged]), others[at:]])
-    stream = rk.RandomAccess(path).stream(asked, prefetch=2)
-    for shard_number, number in asked[:at].tolist():
-        same_record(next(stream), access.record(shard_number, number))
-    with pytest.raises(CorruptRecordError, match=r"shard train-00002\.tfrecord.*record 74"):
-        next(stream)
+    for at in (size + 3, read + size + 3):  # in the second fetch of the first read, of the second
+        asked = np.concatenate([others[:at], np.array([damaged]), others[at:]])
+        stream = rk.RandomAccess(path).stream(asked, prefetch=2)
+        for shard_number, number in asked[:at].tolist():
+            same_record(next(stream), access.record(shard_number, number))
+        with pytest.raises(CorruptRecordError, match=r"shard train-00002\.tfrecord.*record 74"):
+            next(stream)
+
+
+def test_records_that_hold_much_decoded_are_parsed_a_fetch_at_a_time(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Small stored records whose values are large decoded (pictures of one colour): a read
+    # of several fetches is still parsed and decoded a fetch at a time, so that no more
+    # than a fetch of them is held decoded at once.
+    from recordkit.read import _random_access  # private: the fetches parsed
+
+    schema = rk.Schema(name="plain", fields={"image": rk.FieldSpec(codec="image", options={"format": "png"})})
+    pictures = [{"image": np.full((96, 96, 3), i, np.uint8)} for i in range(200)]
+    rk.write_dataset(pictures, schema, tmp_path / "data", shard_records=50, progress=False)
+    access = rk.RandomAccess(tmp_path / "data")
+    size, read = access.fetch_size(2), access.read_size(2)
+    assert read > size
+    parsed: list[int] = []
+    parse = _random_access.parsed_files
+    monkeypatch.setattr(
+        _random_access,
+        "parsed_files",
+        lambda files, *args: parsed.append(len(files[0])) or parse(files, *args),
+    )
+    pairs = shuffled_pairs(access, seed=2)
+    got = [r for c in access.stream_chunks(pairs, prefetch=2) for r in c]
+    assert max(parsed) == size < len(pairs)
+    for (shard, number), record in zip(pairs.tolist(), got, strict=True):
+        same_record(record, access.record(shard, number))
 
 
 @given(groups=st.lists(st.integers(1, 9), max_size=40), size=st.integers(1, 12))
@@ -272,6 +312,35 @@ def test_reads_that_end_with_groups_give_every_record_and_name_a_damaged_one(tmp
         same_record(next(stream), access.record(shard_number, number))
     with pytest.raises(CorruptRecordError, match=r"shard train-00002\.tfrecord.*record 74"):
         next(stream)
+
+
+def test_records_decoded_after_their_read_is_parsed_keep_their_draws_across_a_read(tmp_path: Path) -> None:
+    # Pictures brought to a geometry (each record decoded after its fetch is parsed, with
+    # its row of draws): a read of several fetches still gives each record with its own
+    # row, in the order asked, as the record read alone with that row.
+    from recordkit.read._numpy_geometry import DRAWS
+
+    schema = rk.Schema(
+        name="pictures",
+        fields={
+            "image": rk.FieldSpec(codec="image", options={"format": "png", "channels": 3}),
+            "label": rk.FieldSpec(codec="label", options={"num_classes": 10}),
+        },
+    )
+    rng = np.random.default_rng(3)
+    pictures = [{"image": rng.integers(0, 255, (6, 8, 3), dtype=np.uint8), "label": i % 9} for i in range(80)]
+    rk.write_dataset(pictures, schema, tmp_path / "data", shard_records=20, progress=False)
+    geometry = rk.ImageGeometry(size=(4, 4), fit="random_crop_or_pad", flip=0.5, seed=1)
+    access = rk.RandomAccess(tmp_path / "data", geometry=geometry)
+    assert access.read_size(2) > access.fetch_size(2)  # small records: several fetches a read
+    pairs = shuffled_pairs(access, seed=6)
+    draws = rng.random((len(pairs), DRAWS))
+    got = [r for c in access.stream_chunks(pairs, prefetch=2, draws=draws) for r in c]
+    assert len(got) == len(pairs)
+    for i, record in enumerate(got):
+        same_record(record, access.records(pairs[i : i + 1], draws=draws[i : i + 1])[0])
+    flipped = [access.records(pairs[:1], draws=np.full((1, DRAWS), x))[0]["image"] for x in (0.1, 0.9)]
+    assert not np.array_equal(*flipped)  # the draws decide the record: a row out of place shows
 
 
 def test_a_record_out_of_range_in_a_fetch_over_several_shards_is_named(dataset: Path) -> None:
