@@ -49,23 +49,23 @@ GROWTH = 8
 GROWN_BYTES = 1 << 20
 
 #: :meth:`RandomAccess.stream` reads this many fetches' records at once while they hold
-#: at most :data:`GROWN_BYTES`, and gives them a fetch at a time; it parses and decodes
-#: them at once when the records of the first fetch show that they hold at most
-#: :data:`GROWN_BYTES` decoded too (text and numbers; not pictures, however small stored:
-#: 2,048 thumbnails of 32 x 32 held decoded at once raised a read's peak RSS from 74 to
-#: 87 MB for no CPU saved), else a fetch at a time. A shuffled order's fetch of 512 small
-#: records reads the bytes of the whole
-#: window of 1,024 they lie in, a rank's share of a resumed epoch four times its records'
-#: bytes; reading four fetches at once reads a window's bytes once, and shares the reads'
-#: and checks' fixed costs (in one process, CPU a record against one fetch a read: two
-#: 0.94 to 0.97x, four 0.96x to 0.97x of two). Parsing and decoding the read's 2,048 at
-#: once rather than a fetch at a time shares the parse's fixed costs (its layouts' and
-#: columns' steps) too: 0.85x to 0.92x the CPU a record of small records in order,
-#: shuffled and for a rank's share (medians, busy machine), though the records alive at
-#: once (dicts of text and numbers, which the garbage collector does not track but counts
-#: as they are made) now pass its first generation's threshold (700): the benchmark's
-#: process ran twice as many young collections, each over the few tracked objects alive,
-#: and as many full ones (about 0.03 µs a record, counted in the gain).
+#: at most :data:`GROWN_BYTES`, and gives them a fetch at a time. A shuffled order's fetch
+#: of 512 small records reads the bytes of the whole window of 1,024 they lie in, a rank's
+#: share of a resumed epoch four times its records' bytes; reading four fetches at once
+#: reads a window's bytes once, and shares the reads' and checks' fixed costs (in one
+#: process, CPU a record against one fetch a read: two 0.94 to 0.97x, four 0.96x to 0.97x
+#: of two). When the records of the first fetch show that a read's would hold at most
+#: :data:`GROWN_BYTES` decoded too (text and numbers), the later reads' records are parsed
+#: and decoded at once, which shares the parse's and decode's fixed costs (a layout's and
+#: a column's steps): 0.90x to 0.95x the CPU a record of a fetch at a time for small
+#: records in order, shuffled and for a rank's share, 0.76x to 0.79x for captions of
+#: varied lengths (medians, busy machine). The records alive at once (dicts of text and
+#: numbers, which the garbage collector does not track but counts as they are made) pass
+#: its first generation's threshold (700): the benchmark's process ran 2 to 3.5 times as
+#: many young collections, each over the few tracked objects alive, and as many full ones
+#: (counted in the gain). Records that decode large (pictures, however small stored) are
+#: parsed and decoded a fetch at a time: 2,048 thumbnails of 32 x 32 held decoded at once
+#: raised a read's peak RSS from 74 to 87 MB for no CPU saved.
 READ_FETCHES = 4
 
 #: The records of a fetch whose decoded values :meth:`RandomAccess.stream_chunks` measures.
