@@ -41,6 +41,7 @@ __all__ = [
     "located_pairs",
     "loader_taken",
     "pairs_of_codes",
+    "slice_windows",
 ]
 
 
@@ -158,6 +159,21 @@ def _runs_in_turn(firsts: np.ndarray, lengths: np.ndarray, skip: int, stop: int)
     for at in range(0, len(order), _RUN_STEP):
         order[at : at + _RUN_STEP] += np.arange(at, min(at + _RUN_STEP, len(order)), dtype=np.int64)
     return order
+
+
+def slice_windows(places: slice, window: int) -> np.ndarray:
+    """The window of ``window`` positions each of the positions ``places`` (a slice with a
+    start, a stop and a positive step, or none) lies in, in order: each window's number
+    repeated as many times as the places in it (no array of the places themselves)."""
+    start, stop, step = places.start, places.stop, places.step or 1
+    count = len(range(start, stop, step))
+    if not count:
+        return np.zeros(0, dtype=np.int64)
+    first, last = start // window, (start + (count - 1) * step) // window
+    # The places before each window after the first begins: ceil((its start - start) / step).
+    before = -((start - np.arange(first + 1, last + 1, dtype=np.int64) * window) // step)
+    counts = np.diff(before, prepend=0, append=count)
+    return np.repeat(np.arange(first, last + 1, dtype=np.int64), counts)
 
 
 def fingerprint(parts: Sequence[object]) -> str:

@@ -17,7 +17,15 @@ from typing import Any, TypeVar, cast
 
 import numpy as np
 
-from recordkit.read._epoch_order import Division, EpochItems, Progress, SplitOrder, loader_taken, pair_list
+from recordkit.read._epoch_order import (
+    Division,
+    EpochItems,
+    Progress,
+    SplitOrder,
+    loader_taken,
+    pair_list,
+    slice_windows,
+)
 from recordkit.read._epoch_state import epoch_state, resumed_progress
 from recordkit.read._mixture_order import MixtureOrder
 from recordkit.read._mixture_read import mixed_chunks
@@ -241,10 +249,8 @@ class EpochStream:
         if not self.shuffle or self.window <= 1 or self.sources is not None:
             return None
         if isinstance(places, slice):
-            windows = np.arange(places.start, places.stop, places.step or 1, dtype=np.int64)
-            windows //= self.window  # in place: no second array of the places' size
-            return windows
-        windows = places // self.window
+            return slice_windows(places, self.window)
+        windows: np.ndarray = places // self.window
         return windows
 
     def _read_chunks(

@@ -22,6 +22,7 @@ from recordkit.read._epoch_order import (
     loader_taken,
     located_pairs,
     pairs_of_codes,
+    slice_windows,
 )
 from recordkit.read._epoch_state import epoch_state, resumed_progress
 
@@ -382,3 +383,18 @@ def test_records_of_shards_too_large_for_codes_are_located_by_their_items() -> N
     assert np.array_equal(split.pairs_at(slice(0, 5), **options), expected)
     with pytest.raises(ValueError, match="too many records"):
         split.codes_from(0, **options)
+
+
+@given(
+    start=st.integers(0, 300), length=st.integers(0, 300), step=st.integers(1, 9), window=st.integers(1, 70)
+)
+def test_the_windows_of_a_slice_of_places_are_each_places_window(
+    start: int, length: int, step: int, window: int
+) -> None:
+    places = slice(start, start + length, step)
+    got = slice_windows(places, window)
+    assert got.dtype == np.int64
+    assert got.tolist() == [p // window for p in range(start, start + length, step)]
+    assert slice_windows(slice(start, start + length), window).tolist() == [
+        p // window for p in range(start, start + length)
+    ]
