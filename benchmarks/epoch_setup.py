@@ -19,7 +19,10 @@ order: once), ``canonical``, ``elastic`` (both ranks resumed from the 4 x 2 stat
 
 With ``--base``, the other checkout's ``sdk/recordkit/read/_epoch_order.py`` (loaded by
 path) stands in for this one's order functions on alternate passes (A: base, B: this
-checkout), and both must give the same pairs. Each shape's passes are interleaved and
+checkout), and both must give the same pairs. Streams ask an order for a reader's pairs
+(``pairs_at``, since the seventeenth session); for a base without it, A runs the way its
+streams worked them out (the order as global indices, then looked up) with the base's
+functions (see ``_functions``). Each shape's passes are interleaved and
 every pass is kept; printed as the best and the median.
 """
 
@@ -49,14 +52,79 @@ from benchmarks._timing import timed_pass
 from benchmarks.elastic_mix import SMALL
 from recordkit.read import _epoch_order, _mixture_order
 
+#: This checkout's ``pairs_at`` of a split's and a mixture's order, kept before any swap.
+_OWN_PAIRS_AT = (_epoch_order.SplitOrder.pairs_at, _mixture_order.MixtureOrder.pairs_at)
+
 
 def _functions(module: ModuleType) -> dict[str, Any]:
-    """The order functions of an ``_epoch_order`` module that a ``--base`` stands in for."""
+    """The order functions of an ``_epoch_order`` module that a ``--base`` stands in for,
+    and what a stream asks of a split's and a mixture's order for a reader's pairs
+    (``pairs_at``). A checkout without ``pairs_at`` (before the seventeenth session) gets
+    the way its streams located their pairs: the order laid out as global indices, then
+    looked up, with that module's functions (a mixture's sources drawn with this
+    checkout's, a negligible part); one with it runs its own on this checkout's orders."""
+    split_pairs_at, mixture_pairs_at = _OWN_PAIRS_AT
+    if module is not _epoch_order:
+        if hasattr(module.SplitOrder, "pairs_at"):
+            split_pairs_at = module.SplitOrder.pairs_at
+        else:
+            split_pairs_at, mixture_pairs_at = _located_pairs_at(module), _mixture_located_pairs_at(module)
     return {
         "epoch_order": module.epoch_order,
         "located_pairs": module.located_pairs,
         "remaining": module.Progress.remaining,
+        "split_pairs_at": split_pairs_at,
+        "mixture_pairs_at": mixture_pairs_at,
     }
+
+
+def _located_pairs_at(module: ModuleType) -> Callable[..., np.ndarray]:
+    """A split's ``pairs_at`` as streams worked it out before it existed: the order from the
+    first place on (``module.epoch_order_from``), cut to the places, then looked up."""
+
+    def pairs_at(self: Any, places: Any, **options: Any) -> np.ndarray:
+        length = len(self)
+        if isinstance(places, slice):
+            begin = min(places.start, length)
+            items = module.epoch_order_from(self.counts, begin, **options)
+            return np.asarray(
+                module.located_pairs(
+                    self.starts, items[places.start - begin : places.stop - begin : places.step]
+                )
+            )
+        begin = int(places[0]) if len(places) else length
+        return np.asarray(
+            module.located_pairs(
+                self.starts, module.epoch_order_from(self.counts, begin, **options)[places - begin]
+            )
+        )
+
+    return pairs_at
+
+
+def _mixture_located_pairs_at(module: ModuleType) -> Callable[..., np.ndarray]:
+    """A mixture's ``pairs_at`` as streams worked it out before it existed: every source's
+    epochs laid out whole (``module.epoch_order``), the samples numbered across the
+    sources, then looked up."""
+
+    def pairs_at(self: Any, places: Any, *, seed: Any, epoch: int, shuffle: bool, window: int) -> np.ndarray:
+        seeds = [seed] if isinstance(seed, int) else list(seed)
+        length, positions = self._positions(seeds, epoch, shuffle)
+        out = np.empty(length, dtype=np.int64)
+        for i, (source, where) in enumerate(zip(self.sources, positions, strict=True)):
+            taken, size = epoch * self.counts[i], self.sizes[i]
+            done = 0
+            while done < len(where):
+                source_epoch, position = divmod(taken + done, size)
+                step = min(len(where) - done, size - position)
+                order = module.epoch_order(
+                    source.counts, seed=[*seeds, i], epoch=source_epoch, shuffle=shuffle, window=window
+                )
+                out[where[done : done + step]] = order[position : position + step] + self.item_starts[i]
+                done += step
+        return np.asarray(module.located_pairs(self.all_starts, out[places]))
+
+    return pairs_at
 
 
 def _load_base(checkout: Path) -> dict[str, Any]:
@@ -77,6 +145,8 @@ def _using(functions: dict[str, Any]) -> None:
     _epoch_order.located_pairs = functions["located_pairs"]
     vars(_mixture_order)["located_pairs"] = functions["located_pairs"]
     _epoch_order.Progress.remaining = functions["remaining"]  # type: ignore[method-assign]  # swapped per pass
+    _epoch_order.SplitOrder.pairs_at = functions["split_pairs_at"]  # type: ignore[method-assign]  # likewise
+    _mixture_order.MixtureOrder.pairs_at = functions["mixture_pairs_at"]  # type: ignore[method-assign]  # likewise
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:

@@ -40,6 +40,8 @@ __all__ = [
     "fingerprint",
     "located_pairs",
     "loader_taken",
+    "pairs_of_codes",
+    "slice_windows",
 ]
 
 
@@ -62,62 +64,116 @@ def epoch_order_from(
     epoch: int,
     shuffle: bool,
     window: int,
+    stop: int | None = None,
 ) -> np.ndarray:
-    """Positions ``begin`` onwards of :func:`epoch_order` (``epoch_order(...)[begin:]``),
-    without laying out the records before them: what a reader resumed part way through an
-    epoch reads from. The windows before the one ``begin`` lies in are still shuffled (the
-    windows draw from one generator in turn, so each window's draws follow from those
-    before it), in a scratch array of a window's size: their draws depend on their length
-    alone, not on what they shuffle."""
+    """Positions ``begin`` to ``stop - 1`` (None: the end) of :func:`epoch_order`
+    (``epoch_order(...)[begin:stop]``), without laying out the records before or after
+    them: what a reader resumed part way through an epoch reads from. The windows before
+    the one ``begin`` lies in are still shuffled (the windows draw from one generator in
+    turn, so each window's draws follow from those before it), in a scratch array of a
+    window's size: their draws depend on their length alone, not on what they shuffle.
+    The windows after the one ``stop - 1`` lies in are not drawn at all."""
     sizes = np.asarray(counts, dtype=np.int64)
-    starts = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
-    total = int(starts[-1])
-    begin = min(max(int(begin), 0), total)
     if not shuffle:
-        return np.arange(begin, total, dtype=np.int64)
+        total = int(sizes.sum())
+        end = total if stop is None else min(max(int(stop), 0), total)
+        return np.arange(min(max(int(begin), 0), end), end, dtype=np.int64)
+    firsts = np.cumsum(sizes) - sizes
+    return _keys_from(firsts, sizes, begin, stop, seed=seed, epoch=epoch, shuffle=shuffle, window=window)
+
+
+def _keys_from(
+    firsts: np.ndarray,
+    sizes: np.ndarray,
+    begin: int,
+    stop: int | None,
+    *,
+    seed: int | Sequence[int],
+    epoch: int,
+    shuffle: bool,
+    window: int,
+) -> np.ndarray:
+    """Positions ``begin`` to ``stop - 1`` (None: the end) of an epoch's order of shards of
+    ``sizes`` records, each record given by a key: its shard's ``firsts`` plus its number
+    in the shard (a global index when ``firsts`` are the shards' first records; a code
+    (:func:`pairs_of_codes`) when they are the shards' numbers shifted). The draws do not
+    depend on the keys, so every kind of key comes in the same order."""
+    total = int(sizes.sum())
+    end = total if stop is None else min(max(int(stop), 0), total)
+    begin = min(max(int(begin), 0), end)
+    if not shuffle:
+        return _runs_in_turn(firsts, sizes, begin, end)
     seeds = [seed] if isinstance(seed, int) else list(seed)
     rng = np.random.default_rng([*seeds, epoch])
+    shards = rng.permutation(len(sizes))
+    # Laid out from the start of the window ``begin`` lies in to the end of the window
+    # ``end - 1`` lies in: whole windows, but the epoch's last.
     first = begin - begin % window if window > 1 else begin
-    order = _shards_in_turn(starts, rng.permutation(len(sizes)), first)
+    last = min(-(-end // window) * window, total) if window > 1 else end
+    order = _runs_in_turn(firsts[shards], sizes[shards], first, last)
     if window > 1:
-        # Each window shuffled where it lies: ``shuffle`` draws what ``permutation`` of the
-        # window's copy draws (``permutation`` is a copy, then ``shuffle``), so the order
-        # is the one epochs always had, without a copy a window. The windows before
-        # ``first`` (all full ones) only move the generator on.
-        mix = np.random.default_rng([*seeds, epoch, 1])
-        if first:
-            scratch = np.empty(window, dtype=np.int64)
-            for _ in range(first // window):
-                mix.shuffle(scratch)
-        for at in range(0, total - first, window):
-            mix.shuffle(order[at : at + window])
-    return order[begin - first :]
+        _shuffle_windows(np.random.default_rng([*seeds, epoch, 1]), order, first // window, window)
+    return order[begin - first : end - first]
 
 
-def _shards_in_turn(starts: np.ndarray, shards: np.ndarray, skip: int = 0) -> np.ndarray:
-    """The records of ``shards`` (their first records at ``starts``, then the total), one
-    shard after another, but the first ``skip`` of them: steps of one summed up in place,
-    each shard's first step the jump from the last record of the shard before (one array,
-    no temporary of the records' size, no array per shard)."""
-    firsts = starts[shards]
-    lengths = starts[shards + 1] - firsts
-    firsts, lengths = firsts[lengths > 0], lengths[lengths > 0]
-    if skip:
-        # The shards wholly before ``skip`` left out, and the first one kept entered part way.
-        ends = np.cumsum(lengths)
-        kept = int(np.searchsorted(ends, skip, side="right"))
-        into = skip - (int(ends[kept - 1]) if kept else 0)
-        firsts, lengths = firsts[kept:].copy(), lengths[kept:].copy()
-        if len(firsts):
-            firsts[0] += into
-            lengths[0] -= into
-    order = np.ones(int(lengths.sum()), dtype=np.int64)
-    if len(order):
-        order[0] = firsts[0]
-        lasts = firsts + lengths - 1
-        order[(np.cumsum(lengths) - lengths)[1:]] = firsts[1:] - lasts[:-1]
-        np.cumsum(order, out=order)
+def _shuffle_windows(mix: np.random.Generator, order: np.ndarray, skipped: int, window: int) -> None:
+    """Shuffle each run of ``window`` items of ``order`` in place, in turn, after the
+    ``skipped`` (full) windows before it, which only move ``mix`` on.
+
+    Each window is shuffled where it lies: ``shuffle`` draws what ``permutation`` of the
+    window's copy draws (``permutation`` is a copy, then ``shuffle``), and ``permuted``
+    along the rows of the full windows laid out as a matrix draws what ``shuffle`` of each
+    row in turn draws (one call, not one a window: each call's own cost was about a tenth
+    of a window's). The skipped windows are the rows of a matrix whose rows all lie on one
+    scratch window (their draws depend on their length alone, not on what they shuffle)."""
+    if skipped:
+        scratch = np.empty(window, dtype=np.int64)
+        rows = np.lib.stride_tricks.as_strided(scratch, (skipped, window), (0, scratch.itemsize))
+        mix.permuted(rows, axis=1, out=rows)
+    whole = len(order) // window
+    if whole:
+        rows = order[: whole * window].reshape(whole, window)
+        mix.permuted(rows, axis=1, out=rows)
+    if len(order) > whole * window:
+        mix.shuffle(order[whole * window :])
+
+
+#: Records :func:`_runs_in_turn` numbers at a time (its temporary, a few hundred KB).
+_RUN_STEP = 1 << 15
+
+
+def _runs_in_turn(firsts: np.ndarray, lengths: np.ndarray, skip: int, stop: int) -> np.ndarray:
+    """Items ``skip`` to ``stop - 1`` of the runs ``firsts[k], firsts[k] + 1, ...
+    firsts[k] + lengths[k] - 1``, one after another: each item its run's offset (one
+    ``repeat``) plus its place, added a step at a time (one array of the items' size, no
+    temporary as large; a cumulative sum of steps cost 2.5 times as much)."""
+    ends = np.cumsum(lengths)
+    begins = ends - lengths
+    # Each run's part within [skip, stop): those outside it left out, those across its
+    # edges cut.
+    low, high = np.clip(begins, skip, stop), np.clip(ends, skip, stop)
+    kept = high > low
+    firsts = firsts[kept] + (low - begins)[kept]
+    lengths = (high - low)[kept]
+    order = np.repeat(firsts - (np.cumsum(lengths) - lengths), lengths)
+    for at in range(0, len(order), _RUN_STEP):
+        order[at : at + _RUN_STEP] += np.arange(at, min(at + _RUN_STEP, len(order)), dtype=np.int64)
     return order
+
+
+def slice_windows(places: slice, window: int) -> np.ndarray:
+    """The window of ``window`` positions each of the positions ``places`` (a slice with a
+    start, a stop and a positive step, or none) lies in, in order: each window's number
+    repeated as many times as the places in it (no array of the places themselves)."""
+    start, stop, step = places.start, places.stop, places.step or 1
+    count = len(range(start, stop, step))
+    if not count:
+        return np.zeros(0, dtype=np.int64)
+    first, last = start // window, (start + (count - 1) * step) // window
+    # The places before each window after the first begins: ceil((its start - start) / step).
+    before = -((start - np.arange(first + 1, last + 1, dtype=np.int64) * window) // step)
+    counts = np.diff(before, prepend=0, append=count)
+    return np.repeat(np.arange(first, last + 1, dtype=np.int64), counts)
 
 
 def fingerprint(parts: Sequence[object]) -> str:
@@ -291,6 +347,20 @@ def located_pairs(starts: np.ndarray, items: np.ndarray) -> np.ndarray:
     return pairs
 
 
+#: A record's code: its shard's number shifted left by this many bits, plus its number
+#: in the shard (:func:`pairs_of_codes`).
+_CODE_SHIFT = 32
+
+
+def pairs_of_codes(codes: np.ndarray) -> np.ndarray:
+    """Records given as codes (``shard << 32 | number``) as an ``[n, 2]`` array of
+    ``(shard, number)`` rows: two passes over them, no lookup of their shards."""
+    pairs = np.empty((len(codes), 2), dtype=np.int64)
+    np.right_shift(codes, _CODE_SHIFT, out=pairs[:, 0])
+    np.bitwise_and(codes, (1 << _CODE_SHIFT) - 1, out=pairs[:, 1])
+    return pairs
+
+
 def pair_list(pairs: np.ndarray) -> list[tuple[int, int]]:
     """The rows of an ``[n, 2]`` array of ``(shard, number)`` as a list of int pairs."""
     return list(zip(*pairs.reshape(-1, 2).T.tolist(), strict=True)) if len(pairs) else []
@@ -312,6 +382,12 @@ class EpochItems(Protocol):
     def locate_pairs(self, items: np.ndarray) -> np.ndarray:
         """:meth:`locate` as an ``[n, 2]`` array (no Python tuple a record)."""
 
+    def pairs_at(
+        self, places: slice | np.ndarray, *, seed: int | Sequence[int], epoch: int, shuffle: bool, window: int
+    ) -> np.ndarray:
+        """The ``(shard, number)`` of the items at ``places`` of the epoch's order, as an
+        ``[n, 2]`` array."""
+
     def identity(self) -> dict[str, Any]:
         """What a state records of the order, checked on resume."""
 
@@ -324,6 +400,13 @@ class SplitOrder:
         self.counts = np.asarray(counts, dtype=np.int64)
         self.starts = np.concatenate([[0], np.cumsum(self.counts)]).astype(np.int64)
         self.fingerprint = fingerprint([*parts, *self.counts.tolist()])
+        #: Each shard's code (its number shifted: :meth:`pairs_at`); None when a shard holds
+        #: too many records for a code to give its number.
+        self._codes: np.ndarray | None = (
+            np.arange(len(self.counts), dtype=np.int64) << _CODE_SHIFT
+            if len(self.counts) < 1 << 30 and int(self.counts.max(initial=0)) < 1 << _CODE_SHIFT
+            else None
+        )
 
     @classmethod
     def of_shards(cls, shards: Sequence[Any], counts: Sequence[int] | np.ndarray) -> SplitOrder:
@@ -339,10 +422,20 @@ class SplitOrder:
         return epoch_order(self.counts, seed=seed, epoch=epoch, shuffle=shuffle, window=window)
 
     def items_from(
-        self, begin: int, *, seed: int | Sequence[int], epoch: int, shuffle: bool, window: int
+        self,
+        begin: int,
+        *,
+        seed: int | Sequence[int],
+        epoch: int,
+        shuffle: bool,
+        window: int,
+        stop: int | None = None,
     ) -> np.ndarray:
-        """:meth:`items` from position ``begin`` on (:func:`epoch_order_from`)."""
-        return epoch_order_from(self.counts, begin, seed=seed, epoch=epoch, shuffle=shuffle, window=window)
+        """:meth:`items` from position ``begin`` to ``stop - 1`` (None: the end)
+        (:func:`epoch_order_from`)."""
+        return epoch_order_from(
+            self.counts, begin, seed=seed, epoch=epoch, shuffle=shuffle, window=window, stop=stop
+        )
 
     def locate(self, items: np.ndarray) -> list[tuple[int, int]]:
         """Each record's ``(shard, number)``."""
@@ -351,6 +444,53 @@ class SplitOrder:
     def locate_pairs(self, items: np.ndarray) -> np.ndarray:
         """:meth:`locate` as an ``[n, 2]`` array."""
         return located_pairs(self.starts, items)
+
+    def pairs_at(
+        self, places: slice | np.ndarray, *, seed: int | Sequence[int], epoch: int, shuffle: bool, window: int
+    ) -> np.ndarray:
+        """The ``(shard, number)`` of the records at ``places`` of epoch ``epoch``'s order (a
+        slice of it, or positions in order), as an ``[n, 2]`` array: the order laid out
+        from the first of them to the last only (a resumed reader's places all lie after
+        what was read), each record as its code (``shard << 32 | number``:
+        :func:`pairs_of_codes`), so that no record is looked up in its shard."""
+        length = len(self)
+        if isinstance(places, slice):
+            begin, stop = min(places.start, length), min(places.stop, length)
+            cut: slice | np.ndarray = slice(places.start - begin, places.stop - begin, places.step)
+        else:
+            begin = int(places[0]) if len(places) else length
+            stop = int(places[-1]) + 1 if len(places) else length
+            cut = places - begin
+        options: dict[str, Any] = {"seed": seed, "epoch": epoch, "shuffle": shuffle, "window": window}
+        if self._codes is None:
+            return self.locate_pairs(self.items_from(begin, **options, stop=stop)[cut])
+        return pairs_of_codes(self.codes_from(begin, **options, stop=stop)[cut])
+
+    @property
+    def coded(self) -> bool:
+        """Whether every record has a code (:meth:`codes_from`): no shard holds 2**32 records."""
+        return self._codes is not None
+
+    def codes_from(
+        self,
+        begin: int,
+        *,
+        seed: int | Sequence[int],
+        epoch: int,
+        shuffle: bool,
+        window: int,
+        stop: int | None = None,
+        first_shard: int = 0,
+    ) -> np.ndarray:
+        """:meth:`items_from`, each record as its code ``shard << 32 | number``
+        (:func:`pairs_of_codes`), its shard numbered from ``first_shard`` (a mixture's
+        sources number their shards one after another)."""
+        if self._codes is None:
+            raise ValueError("a shard holds too many records for their codes")
+        codes = self._codes + (first_shard << _CODE_SHIFT) if first_shard else self._codes
+        return _keys_from(
+            codes, self.counts, begin, stop, seed=seed, epoch=epoch, shuffle=shuffle, window=window
+        )
 
     def identity(self) -> dict[str, Any]:
         """What a state records of this order, to refuse a state of another dataset."""

@@ -17,7 +17,15 @@ from typing import Any, TypeVar, cast
 
 import numpy as np
 
-from recordkit.read._epoch_order import Division, EpochItems, Progress, SplitOrder, loader_taken, pair_list
+from recordkit.read._epoch_order import (
+    Division,
+    EpochItems,
+    Progress,
+    SplitOrder,
+    loader_taken,
+    pair_list,
+    slice_windows,
+)
 from recordkit.read._epoch_state import epoch_state, resumed_progress
 from recordkit.read._mixture_order import MixtureOrder
 from recordkit.read._mixture_read import mixed_chunks
@@ -201,17 +209,6 @@ class EpochStream:
         progress = self._progress or Progress(len(self.epochs))
         return progress, progress.remaining()
 
-    def _items_from(self, begin: int) -> np.ndarray:
-        """This epoch's order from position ``begin`` on: a split's laid out from the
-        window ``begin`` lies in (a resumed reader's positions are all after it), a
-        mixture's whole, then cut."""
-        if isinstance(self.epochs, SplitOrder):
-            return self.epochs.items_from(
-                begin, seed=self.seed, epoch=self.epoch, shuffle=self.shuffle, window=self.window
-            )
-        items = self.epochs.items(seed=self.seed, epoch=self.epoch, shuffle=self.shuffle, window=self.window)
-        return items[begin:]
-
     # -- iterating ---------------------------------------------------------------------------
 
     def worker_records(self, worker: int, workers: int) -> list[tuple[int, int]]:
@@ -239,14 +236,11 @@ class EpochStream:
 
     def _located(self, places: slice | np.ndarray) -> np.ndarray:
         """The ``(shard, record)`` of the items at ``places`` of this epoch's order, laid
-        out from the first of them only (a resumed reader's places all lie after what
-        was read)."""
-        if isinstance(places, slice):
-            begin = min(places.start, len(self.epochs))
-            items = self._items_from(begin)
-            return self.epochs.locate_pairs(items[places.start - begin : places.stop - begin : places.step])
-        begin = int(places[0]) if len(places) else len(self.epochs)
-        return self.epochs.locate_pairs(self._items_from(begin)[places - begin])
+        out from the first of them only where it can be (a split's: a resumed reader's
+        places all lie after what was read)."""
+        return self.epochs.pairs_at(
+            places, seed=self.seed, epoch=self.epoch, shuffle=self.shuffle, window=self.window
+        )
 
     def _windows(self, places: slice | np.ndarray) -> np.ndarray | None:
         """The window of the order each of ``places`` lies in, when the split is shuffled in
@@ -255,7 +249,7 @@ class EpochStream:
         if not self.shuffle or self.window <= 1 or self.sources is not None:
             return None
         if isinstance(places, slice):
-            places = np.arange(places.start, places.stop, places.step or 1, dtype=np.int64)
+            return slice_windows(places, self.window)
         windows: np.ndarray = places // self.window
         return windows
 

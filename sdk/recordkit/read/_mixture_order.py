@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from recordkit.read._epoch_order import SplitOrder, located_pairs, pair_list
+from recordkit.read._epoch_order import SplitOrder, located_pairs, pair_list, pairs_of_codes
 
 __all__ = ["MixtureOrder"]
 
@@ -113,7 +113,9 @@ class MixtureOrder:
             return self._spread()[0]
         labels = np.repeat(np.arange(len(self.counts), dtype=np.int64), self.counts)
         seeds = [seed] if isinstance(seed, int) else list(seed)
-        return np.random.default_rng([*seeds, epoch, 2]).permutation(labels)
+        # Shuffled in place: ``permutation`` of an array is a copy of it, then ``shuffle``.
+        np.random.default_rng([*seeds, epoch, 2]).shuffle(labels)
+        return labels
 
     def _spread(self) -> tuple[np.ndarray, list[np.ndarray]]:
         """The sources spread evenly over an epoch (source i's k-th sample at
@@ -140,20 +142,53 @@ class MixtureOrder:
 
     def items(self, *, seed: int | Sequence[int], epoch: int, shuffle: bool, window: int) -> np.ndarray:
         """The epoch's samples, as items numbered across the sources."""
+        return self._samples(seed, epoch, shuffle, window, coded=False)
+
+    def pairs_at(
+        self, places: slice | np.ndarray, *, seed: int | Sequence[int], epoch: int, shuffle: bool, window: int
+    ) -> np.ndarray:
+        """The ``(shard, number)`` of the samples at ``places`` of epoch ``epoch`` (shards
+        numbered across the sources), as an ``[n, 2]`` array: the epoch laid out with each
+        sample as its code (:func:`~recordkit.read._epoch_order.pairs_of_codes`), so that
+        no sample is looked up in its shard."""
+        if not all(source.coded for source in self.sources):
+            items = self.items(seed=seed, epoch=epoch, shuffle=shuffle, window=window)
+            return self.locate_pairs(items[places])
+        return pairs_of_codes(self._samples(seed, epoch, shuffle, window, coded=True)[places])
+
+    def _samples(
+        self, seed: int | Sequence[int], epoch: int, shuffle: bool, window: int, *, coded: bool
+    ) -> np.ndarray:
+        """The epoch's samples: items numbered across the sources, or (``coded``) codes
+        of their shards (numbered across the sources) and numbers."""
         seeds = [seed] if isinstance(seed, int) else list(seed)
         length, positions = self._positions(seeds, epoch, shuffle)
         out = np.empty(length, dtype=np.int64)
         for i, (source, where) in enumerate(zip(self.sources, positions, strict=True)):
             # The source's own stream: its epochs one after another, continued across the
             # mixture's (its k-th place this epoch takes sample k after the epochs before).
-            # Taken in order, so each source epoch gives one run of its order: a slice.
+            # Taken in order, so each source epoch gives one run of its order: a slice,
+            # laid out from its first place to its last only.
             taken, size = epoch * self.counts[i], self.sizes[i]
             done = 0
             while done < len(where):
                 source_epoch, position = divmod(taken + done, size)
                 step = min(len(where) - done, size - position)
-                order = source.items(seed=[*seeds, i], epoch=source_epoch, shuffle=shuffle, window=window)
-                out[where[done : done + step]] = order[position : position + step] + self.item_starts[i]
+                options: dict[str, Any] = {
+                    "seed": [*seeds, i],
+                    "epoch": source_epoch,
+                    "shuffle": shuffle,
+                    "window": window,
+                }
+                stop = position + step
+                if coded:
+                    keys = source.codes_from(
+                        position, **options, stop=stop, first_shard=int(self.shard_starts[i])
+                    )
+                else:
+                    keys = source.items_from(position, **options, stop=stop)
+                    keys += self.item_starts[i]
+                out[where[done : done + step]] = keys
                 done += step
         return out
 

@@ -5,6 +5,7 @@ random cluster shapes and stop points."""
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import numpy as np
 import pytest
@@ -20,6 +21,8 @@ from recordkit.read._epoch_order import (
     epoch_order_from,
     loader_taken,
     located_pairs,
+    pairs_of_codes,
+    slice_windows,
 )
 from recordkit.read._epoch_state import epoch_state, resumed_progress
 
@@ -251,3 +254,147 @@ def test_the_positions_left_are_those_after_the_prefix_not_read_beyond_it(
     left = Progress(length, done, tuple(also)).remaining()
     assert left.dtype == np.int64
     assert left.tolist() == [p for p in range(done, length) if p not in also]
+
+
+# -- the order as the sixteenth session worked it out, frozen --------------------------------
+#
+# Copies of the functions that laid out an epoch's order and located its records before
+# the order was laid out as codes (``shard << 32 | number``), its windows shuffled in one
+# call and its runs numbered without a cumulative sum: every state saved with them must
+# resume into the very same records.
+
+
+def _frozen_shards_in_turn(starts: np.ndarray, shards: np.ndarray, skip: int = 0) -> np.ndarray:
+    firsts = starts[shards]
+    lengths = starts[shards + 1] - firsts
+    firsts, lengths = firsts[lengths > 0], lengths[lengths > 0]
+    if skip:
+        ends = np.cumsum(lengths)
+        kept = int(np.searchsorted(ends, skip, side="right"))
+        into = skip - (int(ends[kept - 1]) if kept else 0)
+        firsts, lengths = firsts[kept:].copy(), lengths[kept:].copy()
+        if len(firsts):
+            firsts[0] += into
+            lengths[0] -= into
+    order = np.ones(int(lengths.sum()), dtype=np.int64)
+    if len(order):
+        order[0] = firsts[0]
+        lasts = firsts + lengths - 1
+        order[(np.cumsum(lengths) - lengths)[1:]] = firsts[1:] - lasts[:-1]
+        np.cumsum(order, out=order)
+    return order
+
+
+def frozen_order_from(
+    counts: list[int], begin: int, *, seed: int | list[int], epoch: int, shuffle: bool, window: int
+) -> np.ndarray:
+    sizes = np.asarray(counts, dtype=np.int64)
+    starts = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    total = int(starts[-1])
+    begin = min(max(int(begin), 0), total)
+    if not shuffle:
+        return np.arange(begin, total, dtype=np.int64)
+    seeds = [seed] if isinstance(seed, int) else list(seed)
+    rng = np.random.default_rng([*seeds, epoch])
+    first = begin - begin % window if window > 1 else begin
+    order = _frozen_shards_in_turn(starts, rng.permutation(len(sizes)), first)
+    if window > 1:
+        mix = np.random.default_rng([*seeds, epoch, 1])
+        if first:
+            scratch = np.empty(window, dtype=np.int64)
+            for _ in range(first // window):
+                mix.shuffle(scratch)
+        for at in range(0, total - first, window):
+            mix.shuffle(order[at : at + window])
+    return order[begin - first :]
+
+
+def frozen_located_pairs(starts: np.ndarray, items: np.ndarray) -> np.ndarray:
+    shards = np.searchsorted(starts, items, side="right") - 1
+    return np.stack([shards, items - starts[shards]], axis=1).astype(np.int64).reshape(-1, 2)
+
+
+orders = st.fixed_dictionaries(
+    {
+        "counts": st.lists(st.integers(0, 60), max_size=14),
+        "seed": st.integers(0, 2**32 - 1) | st.lists(st.integers(0, 2**16), min_size=1, max_size=3),
+        "epoch": st.integers(0, 50),
+        "window": st.integers(1, 90),
+        "shuffle": st.booleans(),
+    }
+)
+
+
+@given(order=orders, data=st.data())
+def test_the_order_between_any_two_positions_is_that_part_of_the_frozen_order(
+    order: dict[str, Any], data: st.DataObject
+) -> None:
+    counts = order.pop("counts")
+    whole = frozen_order_from(counts, 0, **order)
+    begin = data.draw(st.integers(0, len(whole) + 2))
+    stop = data.draw(st.none() | st.integers(0, len(whole) + 2))
+    got = epoch_order_from(counts, begin, **order, stop=stop)
+    assert got.dtype == np.int64
+    assert np.array_equal(got, whole[begin:stop] if stop is None or stop >= begin else whole[:0])
+    assert np.array_equal(epoch_order_from(counts, begin, **order), frozen_order_from(counts, begin, **order))
+    split = SplitOrder(counts, ["a"])
+    codes = split.codes_from(begin, **order, stop=stop)
+    expected = frozen_located_pairs(split.starts, got)
+    assert np.array_equal(pairs_of_codes(codes), expected)
+    assert np.array_equal(
+        pairs_of_codes(split.codes_from(begin, **order, stop=stop, first_shard=5))[:, 1], expected[:, 1]
+    )
+
+
+@given(order=orders, shape=shapes, data=st.data())
+def test_any_readers_pairs_after_any_progress_are_the_frozen_orders_records_at_its_places(
+    order: dict[str, Any], shape: tuple[int, int, int], data: st.DataObject
+) -> None:
+    # What a reader of a resumed epoch reads: its share of the positions left (a run, or
+    # positions read beyond the prefix too), located in the frozen order.
+    counts = order.pop("counts")
+    split = SplitOrder(counts, ["a"])
+    length = len(split)
+    done = data.draw(st.integers(0, length))
+    also = (
+        sorted(data.draw(st.sets(st.integers(done + 1, length - 1), max_size=8))) if done + 1 < length else []
+    )
+    progress = Progress(length, done, tuple(also))
+    division = Division(*shape)
+    whole = frozen_order_from(counts, 0, **order)
+    for reader in range(division.readers):
+        places = (
+            division.share(progress.remaining(), reader)
+            if also
+            else division.places(progress.done, progress.length, reader)
+        )
+        expected = frozen_located_pairs(split.starts, whole[division.share(progress.remaining(), reader)])
+        got = split.pairs_at(places, **order)
+        assert got.dtype == np.int64
+        assert np.array_equal(got, expected)
+
+
+def test_records_of_shards_too_large_for_codes_are_located_by_their_items() -> None:
+    split = SplitOrder([3, 2], ["a"])
+    split._codes = None  # as for a shard of 2**32 records or more
+    assert not split.coded
+    options: dict[str, Any] = {"seed": 1, "epoch": 0, "shuffle": True, "window": 2}
+    expected = frozen_located_pairs(split.starts, frozen_order_from([3, 2], 0, **options))
+    assert np.array_equal(split.pairs_at(slice(0, 5), **options), expected)
+    with pytest.raises(ValueError, match="too many records"):
+        split.codes_from(0, **options)
+
+
+@given(
+    start=st.integers(0, 300), length=st.integers(0, 300), step=st.integers(1, 9), window=st.integers(1, 70)
+)
+def test_the_windows_of_a_slice_of_places_are_each_places_window(
+    start: int, length: int, step: int, window: int
+) -> None:
+    places = slice(start, start + length, step)
+    got = slice_windows(places, window)
+    assert got.dtype == np.int64
+    assert got.tolist() == [p // window for p in range(start, start + length, step)]
+    assert slice_windows(slice(start, start + length), window).tolist() == [
+        p // window for p in range(start, start + length)
+    ]
