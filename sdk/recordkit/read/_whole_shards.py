@@ -89,7 +89,7 @@ from recordkit.read._layout import DecodeLayout
 from recordkit.read._open import OpenedDataset, check_shard_size
 from recordkit.read._options import PipelineOptions
 from recordkit.read._parse import decode_key, parsed_decoder
-from recordkit.read._traced import interleaved_datasets, parallel_map
+from recordkit.read._traced import interleaved_datasets, parallel_map, rebatched
 from recordkit.read._wire_checks import WireCheck, count_reason, size_reason, wire_checks
 from recordkit.schema._bound import BoundField
 from recordkit.storage._ranges import read_into
@@ -256,9 +256,13 @@ def _blocks(values: dict[str, Any], block_length: int) -> Any:
     12,000 lines a pass of 100,000 records at a batch of 50. The whole blocks are the
     shard's first ``records // block_length * block_length`` records, reshaped to
     ``[blocks, block_length, ...]`` and unbatched; the rest, when there is any, is one
-    more element (``[1, rest, ...]`` unbatched; ``[0, 0, ...]``, nothing, when there is none)."""
+    more element (``[1, rest, ...]`` unbatched; ``[0, 0, ...]``, nothing, when there is none).
+    A field decoded to a ragged or sparse value (a tensor of varying shape whose shape is
+    stored beside its bytes) has the shard cut by ``rebatch``, as it was before."""
     import tensorflow as tf
 
+    if not all(isinstance(value, tf.Tensor) for value in values.values()):
+        return rebatched(tf.data.Dataset.from_tensors(values), block_length)
     records = tf.shape(next(iter(values.values())), out_type=tf.int64)[0]
     whole = records // block_length * block_length
     rest = records - whole
