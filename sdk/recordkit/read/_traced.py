@@ -21,6 +21,7 @@ __all__ = [
     "AUTOTUNE",
     "UNOPTIMIZED_ATTRIBUTE",
     "default_parallel_calls",
+    "interleaved_datasets",
     "mapped",
     "parallel_interleave",
     "parallel_map",
@@ -339,6 +340,57 @@ def parallel_interleave(
             deterministic=deterministic,
         ),
     )
+
+
+def interleaved_datasets(dataset: Any, *, cycle_length: int) -> Any:
+    """``dataset.interleave(lambda nested: nested, cycle_length, block_length=1)`` of a
+    dataset whose elements are datasets: one element of each of ``cycle_length`` of them
+    in turn, in one thread (the elements are made, in parallel, where ``dataset``'s are).
+    The identity function is traced once for each element spec and kept (as
+    :func:`parallel_interleave` keeps its traces), marked to be instantiated at each
+    iterator without Grappler, on :data:`MARKED_MAP_RELEASES`; any other TensorFlow gets
+    the plain ``interleave``. TensorFlow runs no function for an element: an identity
+    function's outputs are its inputs."""
+    traced = traced_as_written(_itself)
+    return _through_internals(
+        lambda: _interleave_one_thread()(dataset, traced, cycle_length),
+        lambda: dataset.interleave(traced, cycle_length=cycle_length, block_length=1),
+    )
+
+
+def _itself(nested: Any) -> Any:
+    return nested
+
+
+@functools.cache
+def _interleave_one_thread() -> Callable[[Any, Callable[..., Any], int], Any]:
+    """The ``Dataset`` class of :func:`interleaved_datasets`: ``tf.data``'s
+    ``InterleaveDataset`` op with the arguments and element spec ``Dataset.interleave``
+    gives (``block_length`` 1), its function kept and wrapped with
+    :data:`UNOPTIMIZED_ATTRIBUTE`."""
+    import tensorflow as tf
+    from tensorflow.python.data.ops import dataset_ops, interleave_op
+
+    class InterleaveOneThread(interleave_op._InterleaveDataset):  # type: ignore[misc]
+        def __init__(self, dataset: Any, function: Callable[..., Any], cycle_length: int) -> None:
+            self._input_dataset = dataset
+            trace = functools.partial(_marked_function, self, function, dataset)
+            self._map_func = _kept_trace(("nested", dataset.element_spec), trace)
+            self._structure = self._map_func.output_structure._element_spec
+            self._cycle_length = tf.constant(cycle_length, tf.int64)
+            self._block_length = tf.constant(1, tf.int64)
+            self._name = None
+            variant = tf.raw_ops.InterleaveDataset(
+                input_dataset=dataset._variant_tensor,
+                other_arguments=self._map_func.function.captured_inputs,
+                cycle_length=self._cycle_length,
+                block_length=self._block_length,
+                f=self._map_func.function,
+                **self._common_args,
+            )
+            dataset_ops.UnaryDataset.__init__(self, dataset, variant)
+
+    return InterleaveOneThread
 
 
 def rebatched(dataset: Any, batch_size: int, *, drop_remainder: bool = False) -> Any:

@@ -33,18 +33,26 @@ listed is larger than :data:`WHOLE_SHARD_BYTES`).
 
 The records come in the framed read's order (``cycle_length`` shards interleaved,
 ``block_length`` records of each in turn), so the batches are those of the record by
-record read. Each shard's call runs in a one-element ``map`` of that shard's dataset,
-in the interleave's thread for the shard's place in the cycle: the shards of a cycle are
-read side by side, and the first batch waits for the first shard alone (TensorFlow makes
-the datasets of a cycle's elements in one thread, one after the other: a call in the
-interleave's own function read every shard of the cycle before the first batch).
+record read. Each shard's call runs in a parallel ``map`` over the shards' places (one
+call more than the CPUs at once, :func:`~recordkit.read._traced.parallel_map`), whose
+function gives the shard as a dataset of its blocks (:func:`_blocks`); one ``interleave``
+of those datasets, in one thread, takes a block of each of ``cycle_length`` shards in
+turn (:func:`~recordkit.read._traced.interleaved_datasets`). The first batch waits for
+the first shard alone, and no function is started for each shard: the map's function is
+started once an iterator, and the interleave's is the identity, which TensorFlow does not
+run. Each block is a tensor of its own, copied out of the shard's, never a slice of it: a
+``rebatch`` that joins parts of blocks sliced out of a larger tensor into one batch logs
+``Tensor RefCount not reliable if buf_ points to a SubBuffer`` for each part (TensorFlow's
+``RebatchDatasetV2`` asks each part's parent for its reference count to move rather than
+copy it, and ``Tensor::RefCount`` logs that line for a slice): about 12,000 lines a pass
+of 100,000 records at a batch of 50 when the shards were cut by a ``rebatch``.
 
 The traced function depends on the fields' layout alone (their parse plans, their
 codecs' decode sources, the block length: :func:`_trace_key`): the shards reach the
 call through each element, the place of a shard (a token naming the read's loader in
 :data:`_LOADERS`, and the shard's index), so a later read of the same layout reuses the
-trace (:func:`~recordkit.read._traced.parallel_interleave`), most of what building a
-small read costs. The pipeline holds its loader; the table holds it weakly.
+trace (:func:`~recordkit.read._traced.parallel_map`), most of what building a small
+read costs. The pipeline holds its loader; the table holds it weakly.
 
 TensorFlow is imported when a read is built.
 """
@@ -81,7 +89,7 @@ from recordkit.read._layout import DecodeLayout
 from recordkit.read._open import OpenedDataset, check_shard_size
 from recordkit.read._options import PipelineOptions
 from recordkit.read._parse import decode_key, parsed_decoder
-from recordkit.read._traced import mapped, parallel_interleave, rebatched
+from recordkit.read._traced import interleaved_datasets, parallel_map, rebatched
 from recordkit.read._wire_checks import WireCheck, count_reason, size_reason, wire_checks
 from recordkit.schema._bound import BoundField
 from recordkit.storage._ranges import read_into
@@ -89,7 +97,8 @@ from recordkit.storage._ranges import read_into
 __all__ = ["WHOLE_SHARD_BYTES", "dense_fields", "read_whole", "reads_whole"]
 
 #: The largest shard a read of whole shards is made for (each shard it reads is held in
-#: memory while it is decoded, ``cycle_length`` of them at once).
+#: memory while it is decoded, ``cycle_length`` of them at once, and up to one more than
+#: the CPUs read ahead by the map).
 WHOLE_SHARD_BYTES = 64 << 20
 
 
@@ -212,32 +221,66 @@ def read_whole(dataset: OpenedDataset, shards: Sequence[Shard], options: Pipelin
         decoded.update(decode(parsed))
         return {field.name: decoded[field.name] for field in fields}
 
-    def read(place: Any) -> Any:
-        # The shard is read in the map, in the thread of its place in the interleave's
-        # cycle (the shards of a cycle read side by side, the first batch as soon as the
-        # first shard is read); in the interleave's own function, every shard of the cycle
-        # would be read by one thread, one after the other, before the first batch.
-        shard = mapped(tf.data.Dataset.from_tensors(place), loaded)
-        return rebatched(shard, block_length)
+    def blocks(place: Any) -> Any:
+        # Nothing of this read but its fields' layout is traced (see ``loaded``).
+        return _blocks(loaded(place), block_length)
 
-    # Even one shard is read in the interleave's function: called here, the shard would be
-    # read when the pipeline is built, and its values kept in the pipeline's graph. Each
+    # Even one shard is read in the map's function: called here, the shard would be read
+    # when the pipeline is built, and its values kept in the pipeline's graph. Each
     # element is the place of a shard: this read's token and the shard's index.
     first = token << _INDEX_BITS
     files = tf.data.Dataset.range(first, first + len(shards))
     if options.shuffle_files:
         files = files.shuffle(len(shards), seed=options.seed, reshuffle_each_iteration=True)
-    interleaved = parallel_interleave(
-        files,
-        read,
-        cycle_length=options.cycle_length or min(len(shards), DEFAULT_CYCLE),
-        deterministic=options.deterministic,
-        reuse=_trace_key(fields, block_length),
+    shard_blocks = parallel_map(
+        files, blocks, deterministic=options.deterministic, reuse=_trace_key(fields, block_length)
+    )
+    interleaved = interleaved_datasets(
+        shard_blocks, cycle_length=options.cycle_length or min(len(shards), DEFAULT_CYCLE)
     )
     # The pipeline keeps the loader (and so its shards) alive, and no longer: _LOADERS
     # holds it weakly. An iterator keeps its dataset, which keeps this one.
     interleaved._recordkit_loader = load
     return interleaved
+
+
+def _blocks(values: dict[str, Any], block_length: int) -> Any:
+    """The dataset of one shard's decoded ``values`` (``[records, ...]`` each) in blocks
+    of ``block_length`` records, the last one shorter when they do not fill it, each block
+    a tensor of its own (copied out of the shard's by ``unbatch``), not a slice of it.
+
+    A ``rebatch`` that joins parts of several blocks into a batch asks each block whether
+    it holds its own memory (``Tensor::RefCount``); a block that is a slice of the shard's
+    tensor (what a ``rebatch`` of the shard, ``Tensor::Slice``, gives) makes TensorFlow log
+    ``Tensor RefCount not reliable if buf_ points to a SubBuffer`` for each one, about
+    12,000 lines a pass of 100,000 records at a batch of 50. The whole blocks are the
+    shard's first ``records // block_length * block_length`` records, reshaped to
+    ``[blocks, block_length, ...]`` and unbatched; the rest, when there is any, is one
+    more element (``[1, rest, ...]`` unbatched; ``[0, 0, ...]``, nothing, when there is none).
+    A field decoded to a ragged or sparse value (a tensor of varying shape whose shape is
+    stored beside its bytes) has the shard cut by ``rebatch``, as it was before."""
+    import tensorflow as tf
+
+    if not all(isinstance(value, tf.Tensor) for value in values.values()):
+        return rebatched(tf.data.Dataset.from_tensors(values), block_length)
+    records = tf.shape(next(iter(values.values())), out_type=tf.int64)[0]
+    whole = records // block_length * block_length
+    rest = records - whole
+    heads, tails = {}, {}
+    for name, value in values.items():
+        inner = value.shape[1:]
+        dims = (
+            tf.constant(inner.as_list(), tf.int64)
+            if inner.is_fully_defined()
+            else tf.shape(value, out_type=tf.int64)[1:]
+        )
+        heads[name] = tf.reshape(value[:whole], tf.concat([[whole // block_length, block_length], dims], 0))
+        tails[name] = tf.reshape(value[whole:], tf.concat([[tf.minimum(rest, 1), rest], dims], 0))
+    return (
+        tf.data.Dataset.from_tensors(heads)
+        .unbatch()
+        .concatenate(tf.data.Dataset.from_tensors(tails).unbatch())
+    )
 
 
 #: The bits of a shard's place that hold its index (the rest: its read's token).
@@ -259,9 +302,10 @@ def _dispatched(place: Any) -> list[Any]:
 def _trace_key(fields: Sequence[BoundField], block_length: int) -> Hashable | None:
     """What a read's traced function depends on besides its shards: the fields'
     :func:`~recordkit.read._parse.decode_key` with how each stores a raw array, and the
-    block length; None when the fields give no key (the read is traced anew)."""
+    block length (after a tag of this read's map); None when the fields give no key (the
+    read is traced anew)."""
     key = decode_key(fields, _raw)
-    return None if key is None else (block_length, *key)
+    return None if key is None else ("whole shards", block_length, *key)
 
 
 def _raw(field: BoundField) -> RawArray | None:

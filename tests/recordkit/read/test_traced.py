@@ -157,3 +157,25 @@ def test_an_interleave_reuses_the_function_traced_for_its_key_and_keeps_a_bounde
     unkeyed, _ = read(None, 1000)
     assert unkeyed == [1000, 1001, 1002]
     assert traced == [0, 10, 20, 100, 1000]
+
+
+@pytest.mark.parametrize("marked", [True, False])
+def test_datasets_interleaved_in_one_thread_come_a_block_each_in_turn_through_one_kept_identity(
+    monkeypatch: pytest.MonkeyPatch, marked: bool
+) -> None:
+    from recordkit.read import _traced
+
+    if not marked:
+        monkeypatch.setattr(_traced, "MARKED_MAP_RELEASES", ("1.0.",))
+
+    def read() -> Any:
+        nested = tf.data.Dataset.range(3).map(lambda index: tf.data.Dataset.range(index * 10, index * 10 + 3))
+        return _traced.interleaved_datasets(nested, cycle_length=2)
+
+    first, second = read(), read()
+    assert [int(element) for element in first] == [0, 10, 1, 11, 2, 12, 20, 21, 22]
+    (function,) = _functions(first, "InterleaveDataset")
+    (again,) = _functions(second, "InterleaveDataset")
+    assert function.attr[_traced.UNOPTIMIZED_ATTRIBUTE].b is marked
+    assert [node.op for node in function.node_def if node.op != "Identity"] == []
+    assert (again.signature.name == function.signature.name) is marked

@@ -192,23 +192,29 @@ def _graph(read: Any) -> tuple[list[Any], dict[str, Any]]:
 def test_a_whole_shard_read_rebatches_without_a_map_and_its_shard_function_skips_grappler(
     dataset: Path,
 ) -> None:
-    """No identity map before either rebatch (``Dataset.rebatch`` adds one, traced at
-    every build and called at every batch): the one map of a shard's dataset is the one
-    that reads the shard (in the thread of its place in the cycle), and both the
-    interleave's function and that map's carry the attribute that keeps TensorFlow from
-    optimizing them again at each iterator."""
+    """No identity map before the rebatch (``Dataset.rebatch`` adds one, traced at every
+    build and called at every batch), and no function started for each shard: one
+    parallel map reads the shards, its function giving each as a dataset of its blocks
+    (unbatched: tensors of their own, never slices, which the rebatch would log a
+    ``Tensor RefCount`` line for), one interleave of those datasets with the identity
+    function; both functions carry the attribute that keeps TensorFlow from optimizing
+    them again at each iterator."""
     nodes, functions = _graph(rk.open(dataset, fields=["embedding", "predicted"]).tf(batch_size=16))
     ops = [node.op for node in nodes]
     assert "MapDataset" not in ops
-    assert "RebatchDatasetV2" in ops
-    (interleave,) = [node for node in nodes if node.op == "ParallelInterleaveDatasetV4"]
-    read = functions[interleave.attr["f"].func.name]
-    assert read.attr[UNOPTIMIZED_ATTRIBUTE].b
-    assert [node.op for node in read.node_def].count("RebatchDatasetV2") == 1
-    (load,) = [node for node in read.node_def if node.op == "MapDataset"]
-    loaded = functions[load.attr["f"].func.name]
-    assert loaded.attr[UNOPTIMIZED_ATTRIBUTE].b
-    assert "PyFuncStateless" in [node.op for node in loaded.node_def]
+    assert "ParallelInterleaveDatasetV4" not in ops
+    assert ops.count("RebatchDatasetV2") == 1
+    (interleave,) = [node for node in nodes if node.op == "InterleaveDataset"]
+    itself = functions[interleave.attr["f"].func.name]
+    assert itself.attr[UNOPTIMIZED_ATTRIBUTE].b
+    assert not [node for node in itself.node_def if node.op != "Identity"]
+    (load,) = [node for node in nodes if node.op == "ParallelMapDatasetV2"]
+    blocks = functions[load.attr["f"].func.name]
+    assert blocks.attr[UNOPTIMIZED_ATTRIBUTE].b
+    block_ops = [node.op for node in blocks.node_def]
+    assert "PyFuncStateless" in block_ops
+    assert block_ops.count("UnbatchDataset") == 2
+    assert "RebatchDatasetV2" not in block_ops
 
 
 @pytest.mark.parametrize(
@@ -222,8 +228,10 @@ def test_a_tensorflow_without_the_internals_gets_the_plain_interleave_and_rebatc
     monkeypatch.setattr(_traced, "MARKED_MAP_RELEASES", ("1.0.",))
     plain_read = rk.open(dataset, fields=fields).tf(**options)
     nodes, functions = _graph(plain_read)
-    (interleave,) = [node for node in nodes if node.op == "ParallelInterleaveDatasetV4"]
+    (interleave,) = [node for node in nodes if node.op == "InterleaveDataset"]
     assert not functions[interleave.attr["f"].func.name].attr[UNOPTIMIZED_ATTRIBUTE].b
+    (load,) = [node for node in nodes if node.op == "ParallelMapDatasetV2"]
+    assert not functions[load.attr["f"].func.name].attr[UNOPTIMIZED_ATTRIBUTE].b
     assert "MapDataset" in [node.op for node in nodes]
     plain, _, plain_built = _read(dataset, fields, monkeypatch, True, **options)
     assert (built, plain_built) == (1, 1)
@@ -243,8 +251,8 @@ def test_reads_of_one_layout_reuse_one_traced_function_and_each_reads_its_own_sh
     names = []
     for read in (first, second):
         nodes, _ = _graph(read)
-        (interleave,) = [node for node in nodes if node.op == "ParallelInterleaveDatasetV4"]
-        names.append(interleave.attr["f"].func.name)
+        (load,) = [node for node in nodes if node.op == "ParallelMapDatasetV2"]
+        names.append(load.attr["f"].func.name)
     assert names[0] == names[1]
     for path, read in ((dataset, first), (other, second)):
         plain, _, built = _read(path, fields, monkeypatch, False, batch_size=16)
