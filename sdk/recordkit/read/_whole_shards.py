@@ -34,7 +34,8 @@ listed is larger than :data:`WHOLE_SHARD_BYTES`).
 The records come in the framed read's order (``cycle_length`` shards interleaved,
 ``block_length`` records of each in turn), so the batches are those of the record by
 record read. Each shard's call runs in a parallel ``map`` over the shards' places (one
-call more than the CPUs at once, :func:`~recordkit.read._traced.parallel_map`), whose
+call more than the CPUs at once, at most ``cycle_length``:
+:func:`~recordkit.read._traced.parallel_map`), whose
 function gives the shard as a dataset of its blocks (:func:`_blocks`); one ``interleave``
 of those datasets, in one thread, takes a block of each of ``cycle_length`` shards in
 turn (:func:`~recordkit.read._traced.interleaved_datasets`). The first batch waits for
@@ -89,7 +90,7 @@ from recordkit.read._layout import DecodeLayout
 from recordkit.read._open import OpenedDataset, check_shard_size
 from recordkit.read._options import PipelineOptions
 from recordkit.read._parse import decode_key, parsed_decoder
-from recordkit.read._traced import interleaved_datasets, parallel_map, rebatched
+from recordkit.read._traced import default_parallel_calls, interleaved_datasets, parallel_map, rebatched
 from recordkit.read._wire_checks import WireCheck, count_reason, size_reason, wire_checks
 from recordkit.schema._bound import BoundField
 from recordkit.storage._ranges import read_into
@@ -97,8 +98,8 @@ from recordkit.storage._ranges import read_into
 __all__ = ["WHOLE_SHARD_BYTES", "dense_fields", "read_whole", "reads_whole"]
 
 #: The largest shard a read of whole shards is made for (each shard it reads is held in
-#: memory while it is decoded, ``cycle_length`` of them at once, and up to one more than
-#: the CPUs read ahead by the map).
+#: memory while it is decoded, ``cycle_length`` of them at once, and at most as many read
+#: ahead by the map).
 WHOLE_SHARD_BYTES = 64 << 20
 
 
@@ -232,12 +233,19 @@ def read_whole(dataset: OpenedDataset, shards: Sequence[Shard], options: Pipelin
     files = tf.data.Dataset.range(first, first + len(shards))
     if options.shuffle_files:
         files = files.shuffle(len(shards), seed=options.seed, reshuffle_each_iteration=True)
+    cycle_length = options.cycle_length or min(len(shards), DEFAULT_CYCLE)
+    # Each call's result is a whole shard held decoded until the interleave is done with it:
+    # the calls at once are at most the cycle's shards, so that a read holds at most twice
+    # the cycle's shards (the cycle's, and as many read ahead), as the interleave of the
+    # shards' reads held before, however many CPUs the machine has.
     shard_blocks = parallel_map(
-        files, blocks, deterministic=options.deterministic, reuse=_trace_key(fields, block_length)
+        files,
+        blocks,
+        deterministic=options.deterministic,
+        calls=min(default_parallel_calls(), cycle_length),
+        reuse=_trace_key(fields, block_length),
     )
-    interleaved = interleaved_datasets(
-        shard_blocks, cycle_length=options.cycle_length or min(len(shards), DEFAULT_CYCLE)
-    )
+    interleaved = interleaved_datasets(shard_blocks, cycle_length=cycle_length)
     # The pipeline keeps the loader (and so its shards) alive, and no longer: _LOADERS
     # holds it weakly. An iterator keeps its dataset, which keeps this one.
     interleaved._recordkit_loader = load
