@@ -23,7 +23,6 @@ __all__ = [
     "default_parallel_calls",
     "interleaved_datasets",
     "mapped",
-    "parallel_interleave",
     "parallel_map",
     "rebatched",
     "tfrecord_file",
@@ -85,8 +84,10 @@ def parallel_map(
     TensorFlow, one whose internals differ, and a function with an ``int32`` output
     (:class:`_Int32OutputError`) get the plain ``map``.
 
-    With ``reuse``, as :func:`parallel_interleave`'s, the function traced for an earlier
-    map of the same key (and input) is used again. Its one piece of per-read state may
+    With ``reuse``, a key of everything ``function`` depends on (the caller promises it
+    keeps no other state: the same key, the same graph), the function traced for an
+    earlier map of the same key (and input) is used again (:data:`REUSED_TRACES` are
+    kept, the least recently used dropped first). Its one piece of per-read state may
     be ``token``: an eager tensor the function captures (a read's token, through which
     it reaches what it must not hold); a reused trace is given this map's ``token`` in
     place of the one it was traced with. Tracing, and TensorFlow registering a new
@@ -309,45 +310,12 @@ def _map_without_grappler() -> Callable[
     return MapWithoutGrappler
 
 
-def parallel_interleave(
-    dataset: Any,
-    function: Callable[..., Any],
-    *,
-    cycle_length: int,
-    deterministic: bool | None,
-    reuse: Hashable | None = None,
-) -> Any:
-    """``dataset.interleave(function, cycle_length, block_length=1,
-    num_parallel_calls=AUTOTUNE, deterministic=deterministic)``, ``function`` traced as
-    written and marked, as :func:`parallel_map` marks its function, to be instantiated at
-    each iterator without Grappler (on :data:`MARKED_MAP_RELEASES`; any other TensorFlow
-    gets the plain ``interleave``).
-
-    With ``reuse``, a key of everything ``function`` depends on (the caller promises it
-    keeps no other state: the same key, the same graph), the function traced for an
-    earlier read of the same key is used again instead of tracing it anew: tracing is
-    most of what building a small read costs (15 ms of the 19 ms of CPU of a field
-    group's two fields). :data:`REUSED_TRACES` traces are kept, the least recently used
-    dropped first."""
-    traced = traced_as_written(function)
-    return _through_internals(
-        lambda: _interleave_without_grappler()(dataset, traced, cycle_length, deterministic, reuse),
-        lambda: dataset.interleave(
-            traced,
-            cycle_length=cycle_length,
-            block_length=1,
-            num_parallel_calls=AUTOTUNE,
-            deterministic=deterministic,
-        ),
-    )
-
-
 def interleaved_datasets(dataset: Any, *, cycle_length: int) -> Any:
     """``dataset.interleave(lambda nested: nested, cycle_length, block_length=1)`` of a
     dataset whose elements are datasets: one element of each of ``cycle_length`` of them
     in turn, in one thread (the elements are made, in parallel, where ``dataset``'s are).
     The identity function is traced once for each element spec and kept (as
-    :func:`parallel_interleave` keeps its traces), marked to be instantiated at each
+    :func:`parallel_map` keeps its traces), marked to be instantiated at each
     iterator without Grappler, on :data:`MARKED_MAP_RELEASES`; any other TensorFlow gets
     the plain ``interleave``. TensorFlow runs no function for an element: an identity
     function's outputs are its inputs."""
@@ -409,56 +377,10 @@ def rebatched(dataset: Any, batch_size: int, *, drop_remainder: bool = False) ->
     return _through_internals(lambda: _rebatch_without_map()(dataset, batch_size, drop_remainder), plain)
 
 
-#: Traced interleave functions :func:`parallel_interleave` keeps for reuse.
+#: Traced functions :func:`parallel_map` and :func:`mapped` keep for reuse.
 REUSED_TRACES = 16
 _REUSED: collections.OrderedDict[Hashable, Any] = collections.OrderedDict()
 _REUSED_LOCK = threading.Lock()
-
-
-@functools.cache
-def _interleave_without_grappler() -> Callable[
-    [Any, Callable[..., Any], int, bool | None, Hashable | None], Any
-]:
-    """The ``Dataset`` class of :func:`parallel_interleave`: ``tf.data``'s parallel
-    interleave (the ``ParallelInterleaveDatasetV4`` op, arguments and element spec that
-    ``Dataset.interleave`` gives), its function wrapped with :data:`UNOPTIMIZED_ATTRIBUTE`."""
-    import tensorflow as tf
-    from tensorflow.python.data.ops import dataset_ops, interleave_op
-
-    class InterleaveWithoutGrappler(interleave_op._ParallelInterleaveDataset):  # type: ignore[misc]
-        def __init__(
-            self,
-            dataset: Any,
-            function: Callable[..., Any],
-            cycle_length: int,
-            deterministic: bool | None,
-            reuse: Hashable | None,
-        ) -> None:
-            self._input_dataset = dataset
-            trace = functools.partial(_marked_function, self, function, dataset)
-            self._map_func = trace() if reuse is None else _kept_trace((reuse, dataset.element_spec), trace)
-            self._structure = self._map_func.output_structure._element_spec
-            self._cycle_length = tf.constant(cycle_length, tf.int64)
-            self._block_length = tf.constant(1, tf.int64)
-            self._buffer_output_elements = tf.constant(AUTOTUNE, tf.int64)
-            self._prefetch_input_elements = tf.constant(AUTOTUNE, tf.int64)
-            self._num_parallel_calls = tf.constant(AUTOTUNE, tf.int64)
-            self._name = None
-            variant = tf.raw_ops.ParallelInterleaveDatasetV4(
-                input_dataset=dataset._variant_tensor,
-                other_arguments=self._map_func.function.captured_inputs,
-                cycle_length=self._cycle_length,
-                block_length=self._block_length,
-                buffer_output_elements=self._buffer_output_elements,
-                prefetch_input_elements=self._prefetch_input_elements,
-                num_parallel_calls=self._num_parallel_calls,
-                f=self._map_func.function,
-                deterministic=_deterministic_attribute(deterministic),
-                **self._common_args,
-            )
-            dataset_ops.UnaryDataset.__init__(self, dataset, variant)
-
-    return InterleaveWithoutGrappler
 
 
 @functools.cache

@@ -124,7 +124,7 @@ def test_a_map_one_call_at_a_time_gives_the_plain_maps_elements_marked_on_the_te
     assert function.attr[_traced.UNOPTIMIZED_ATTRIBUTE].b is marked
 
 
-def test_an_interleave_reuses_the_function_traced_for_its_key_and_keeps_a_bounded_number(
+def test_a_map_reuses_the_function_traced_for_its_key_and_keeps_a_bounded_number(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     from recordkit.read import _traced
@@ -136,14 +136,10 @@ def test_an_interleave_reuses_the_function_traced_for_its_key_and_keeps_a_bounde
     def read(reuse: Any, shift: int) -> Any:
         def shard(index: Any) -> Any:
             traced.append(shift)
-            return tf.data.Dataset.from_tensors(index + shift)
+            return index + shift
 
-        interleaved = _traced.parallel_interleave(
-            tf.data.Dataset.range(3), shard, cycle_length=2, deterministic=True, reuse=reuse
-        )
-        return [int(element) for element in interleaved], _functions(
-            interleaved, "ParallelInterleaveDatasetV4"
-        )
+        mapped = _traced.parallel_map(tf.data.Dataset.range(3), shard, deterministic=True, reuse=reuse)
+        return [int(element) for element in mapped], _functions(mapped, "ParallelMapDatasetV2")
 
     first, (function,) = read("a", 0)
     again, (same,) = read("a", 0)
