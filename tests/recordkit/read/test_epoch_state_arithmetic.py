@@ -235,3 +235,43 @@ def test_a_state_dict_after_part_of_a_resumed_share_equals_the_frozen_one(handle
     assert {key: saved[key] for key in ("position", "done", "also")} == frozen_state(
         stream, division, [10] * 3
     )
+
+
+# -- Grain's sampler ------------------------------------------------------------------------
+
+
+@settings(max_examples=60, deadline=None)
+@given(data=st.data(), hosts=st.integers(1, 4), records=st.integers(0, 30), mixed=st.booleans())
+def test_a_grain_samplers_keys_and_state_equal_those_of_the_whole_epochs_arrays(
+    handle: rk.Dataset, data: st.DataObject, hosts: int, records: int, mixed: bool
+) -> None:
+    grain = pytest.importorskip("grain.python")
+    from recordkit.grain import EpochSampler
+
+    source = (rk.mix({handle: 0.5, handle.select("name"): 0.5}) if mixed else handle).grain()
+    options = {"shuffle": True, "seed": 3, "window": 5}
+    probe = EpochSampler(source, **options)
+    done = data.draw(st.integers(0, len(probe.order)))
+    also = data.draw(st.sets(st.integers(done + 1, len(probe.order) + 1), max_size=10))
+    progress = Progress(len(probe.order), done, tuple(sorted(p for p in also if p < len(probe.order))))
+    state = {"format": "recordkit.epoch/1", "reader": "grain.EpochSampler", "epoch": 0}
+    state |= {
+        "position": progress.read,
+        "done": progress.done,
+        "also": list(progress.also),
+        **probe._identity(),
+    }
+    whole = probe.order.items(seed=3, epoch=0, shuffle=True, window=5)
+    left = frozen_remaining(progress)
+    count = len(left) - len(left) % hosts
+    for host in range(hosts):
+        shard = grain.ShardOptions(shard_index=host, shard_count=hosts, drop_remainder=True)
+        sampler = EpochSampler(source, **options, start=state, shard_options=shard)
+        assert len(sampler) == count
+        keys = [sampler[i].record_key for i in range(host, count, hosts)]
+        assert keys == whole[left[host:count:hosts]].tolist()
+    division = Division(hosts, 0, 1)
+    taken = [min(records, size) for size in frozen_sizes(division, count)]
+    expected = frozen_advanced(progress, frozen_read_after(division, left[:count], taken))
+    saved = sampler.state_after(records)
+    assert (saved["done"], tuple(saved["also"])) == (expected.done, expected.also)
