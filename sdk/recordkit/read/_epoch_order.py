@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import itertools
 from collections.abc import Sequence
 from typing import Any, Protocol
 
@@ -311,17 +312,19 @@ class Progress:
         return rest
 
     def unread_at(self, places: slice | np.ndarray) -> np.ndarray:
-        """The positions of the epoch's order at ``places`` (in order) of those not yet read
-        (:meth:`remaining`, without an array of them all): each place shifted by the
-        prefix and by the ``also`` positions at or before it."""
+        """The positions of the epoch's order at ``places`` (ascending) of those not yet
+        read (:meth:`remaining`, without an array of them all): each place shifted by the
+        prefix and by the ``also`` positions before it, a run of places at a time (one
+        array of the places' size, no temporary as large)."""
         if isinstance(places, slice):
             places = np.arange(places.start, places.stop, places.step or 1, dtype=np.int64)
-        positions = np.asarray(places, dtype=np.int64) + self.done
+        positions = np.add(places, self.done, dtype=np.int64)
         if self.also:
-            # The positions not read before each of ``also``: a place at or after it
-            # lies beyond it.
+            # The places not read before each of ``also``: those at or after it lie beyond it.
             before = np.asarray(self.also, dtype=np.int64) - self.done - np.arange(len(self.also))
-            positions += np.searchsorted(before, places, side="right")
+            cuts = np.searchsorted(places, before, side="left").tolist()
+            for shift, (low, high) in enumerate(itertools.pairwise([*cuts, len(positions)]), start=1):
+                positions[low:high] += shift
         return positions
 
     def after(self, division: Division, taken: Sequence[int]) -> Progress:
