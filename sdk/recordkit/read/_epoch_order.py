@@ -318,7 +318,7 @@ class Progress:
         array of the places' size, no temporary as large)."""
         if isinstance(places, slice):
             places = np.arange(places.start, places.stop, places.step or 1, dtype=np.int64)
-        positions = np.add(places, self.done, dtype=np.int64)
+        positions: np.ndarray = np.add(places, self.done, dtype=np.int64)
         if self.also:
             # The places not read before each of ``also``: those at or after it lie beyond it.
             before = np.asarray(self.also, dtype=np.int64) - self.done - np.arange(len(self.also))
