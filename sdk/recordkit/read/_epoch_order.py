@@ -275,6 +275,11 @@ class Division:
         return picked
 
 
+#: :meth:`Progress.unread_at` shifts at least this many places a run at a time (fewer: by
+#: one search for each, whose temporary is small, where a step a run of ``also`` cost more).
+_SHIFT_RUNS = 1 << 16
+
+
 @dataclasses.dataclass(frozen=True)
 class Progress:
     """What of an epoch of ``length`` items has been read: positions ``0 .. done - 1`` of
@@ -322,6 +327,9 @@ class Progress:
         if self.also:
             # The places not read before each of ``also``: those at or after it lie beyond it.
             before = np.asarray(self.also, dtype=np.int64) - self.done - np.arange(len(self.also))
+            if len(positions) < _SHIFT_RUNS:
+                positions += np.searchsorted(before, places, side="right")
+                return positions
             cuts = np.searchsorted(places, before, side="left").tolist()
             for shift, (low, high) in enumerate(itertools.pairwise([*cuts, len(positions)]), start=1):
                 positions[low:high] += shift
