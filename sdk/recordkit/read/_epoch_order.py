@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import itertools
 from collections.abc import Sequence
 from typing import Any, Protocol
 
@@ -243,15 +244,40 @@ class Division:
         return places[places < stop] if len(places) and places[-1] >= stop else places
 
     def sizes(self, count: int) -> list[int]:
-        """How many of ``count`` items each reader reads."""
-        owner, _ = self.owners(count)
-        return [int(n) for n in np.bincount(owner, minlength=self.readers)]
+        """How many of ``count`` items each reader reads: its whole blocks (one a round of
+        ``readers`` blocks, and one more for the first readers of the last, short round),
+        and the epoch's last, partial block for the reader whose turn it is."""
+        blocks, rest = divmod(int(count), self.block)
+        rounds, extra = divmod(blocks, self.readers)
+        sizes = [(rounds + (reader < extra)) * self.block for reader in range(self.readers)]
+        if rest:
+            sizes[extra] += rest
+        return sizes
 
     def read_after(self, items: np.ndarray, taken: Sequence[int]) -> np.ndarray:
-        """The items read once reader ``r`` has read the first ``taken[r]`` of its share."""
-        owner, place = self.owners(len(items))
-        read: np.ndarray = items[place < np.asarray(taken, dtype=np.int64)[owner]]
-        return read
+        """The items read once reader ``r`` has read the first ``taken[r]`` of its share: a
+        mask of the items (a byte an item, no array of each one's reader and place), each
+        reader's whole blocks set through a view of the rounds of blocks, then its partial
+        block."""
+        count, block, readers = len(items), self.block, self.readers
+        read = np.zeros(count, dtype=bool)
+        rounds = count // (block * readers)
+        grid = read[: rounds * readers * block].reshape(rounds, readers, block)
+        for reader, took in enumerate(taken[:readers]):
+            whole, part = divmod(max(int(took), 0), block)
+            grid[:whole, reader, :] = True
+            if whole > rounds:  # its block in the last, short round (cut at the end)
+                at = (rounds * readers + reader) * block
+                read[at : at + block] = True
+            at = (whole * readers + reader) * block
+            read[at : at + part] = True
+        picked: np.ndarray = items[read]
+        return picked
+
+
+#: :meth:`Progress.unread_at` shifts at least this many places a run at a time (fewer: by
+#: one search for each, whose temporary is small, where a step a run of ``also`` cost more).
+_SHIFT_RUNS = 1 << 16
 
 
 @dataclasses.dataclass(frozen=True)
@@ -290,6 +316,60 @@ class Progress:
         rest += self.done
         return rest
 
+    def unread_at(self, places: slice | np.ndarray) -> np.ndarray:
+        """The positions of the epoch's order at ``places`` (ascending) of those not yet
+        read (:meth:`remaining`, without an array of them all): each place shifted by the
+        prefix and by the ``also`` positions before it, a run of places at a time (one
+        array of the places' size, no temporary as large)."""
+        if isinstance(places, slice):
+            places = np.arange(places.start, places.stop, places.step or 1, dtype=np.int64)
+        positions: np.ndarray = np.add(places, self.done, dtype=np.int64)
+        if self.also:
+            # The places not read before each of ``also``: those at or after it lie beyond it.
+            before = np.asarray(self.also, dtype=np.int64) - self.done - np.arange(len(self.also))
+            if len(positions) < _SHIFT_RUNS:
+                positions += np.searchsorted(before, places, side="right")
+                return positions
+            cuts = np.searchsorted(places, before, side="left").tolist()
+            for shift, (low, high) in enumerate(itertools.pairwise([*cuts, len(positions)]), start=1):
+                positions[low:high] += shift
+        return positions
+
+    def after(self, division: Division, taken: Sequence[int]) -> Progress:
+        """This progress once reader ``r`` of ``division`` has read the first ``taken[r]``
+        of its share of the positions not yet read (``self.advanced(division.read_after(
+        self.remaining(), taken))``), worked out from each reader's blocks: the first
+        position a reader has not read ends the new prefix, and only the positions read
+        beyond it are laid out (the new ``also``), not the epoch's."""
+        left = self.length - self.read
+        sizes = division.sizes(left)
+        block, readers = division.block, division.readers
+        took = [min(max(int(t), 0), size) for t, size in zip(taken, sizes, strict=True)]
+        # The first place (among those not read before) each reader has not read.
+        firsts = [
+            left if t >= size else ((t // block) * readers + reader) * block + t % block
+            for reader, (t, size) in enumerate(zip(took, sizes, strict=True))
+        ]
+        stop = min(firsts, default=left)
+        if stop >= left:
+            return Progress(self.length, self.length)
+        beyond = [np.zeros(0, dtype=np.int64)]
+        stop_block = stop // block
+        for reader, t in enumerate(took):
+            # The reader's first block at or after ``stop``'s, and its first place there.
+            first_block = stop_block + (reader - stop_block) % readers
+            place = (first_block // readers) * block + (stop % block if first_block == stop_block else 0)
+            if place < t:
+                places = np.arange(place, t, dtype=np.int64)
+                beyond.append(((places // block) * readers + reader) * block + places % block)
+        extra = np.sort(np.concatenate(beyond))
+        done = int(self.unread_at(np.array([stop], dtype=np.int64))[0])
+        also = np.concatenate(
+            [np.asarray([p for p in self.also if p > done], dtype=np.int64), self.unread_at(extra)]
+        )
+        also.sort()
+        return Progress(self.length, done, tuple(also.tolist()))
+
     def advanced(self, positions: np.ndarray) -> Progress:
         """This progress with ``positions`` read too."""
         seen = np.zeros(self.length, dtype=bool)
@@ -304,19 +384,32 @@ class Progress:
 def loader_taken(sizes: Sequence[int], batch_size: int, batches: int, *, drop_last: bool) -> list[int] | None:
     """The items each of a rank's workers (with ``sizes[w]`` items each) has yielded once
     a DataLoader took ``batches`` batches of ``batch_size`` from them in turn, skipping
-    workers that have finished; None if they hold fewer batches."""
-    done = [0] * len(sizes)
-    pointer = 0
-    for _ in range(batches):
-        for step in range(len(sizes)):
-            worker = (pointer + step) % len(sizes)
-            left = sizes[worker] - done[worker]
-            if left >= batch_size or (left > 0 and not drop_last):
-                done[worker] += min(batch_size, left)
-                pointer = (worker + 1) % len(sizes)
-                break
+    workers that have finished; None if they hold fewer batches.
+
+    Taken in turn, the workers give their batches in rounds: round ``k`` takes one from
+    each worker (in order) that holds more than ``k``. So the whole rounds are the most
+    whose batches do not exceed ``batches`` (a search over the rounds, each counted in one
+    step a worker), and the first workers still holding batches give one more each: no
+    step a batch."""
+    if batches <= 0:
+        return [0] * len(sizes)
+    held = [int(size) // batch_size if drop_last else -(-int(size) // batch_size) for size in sizes]
+    if batches > sum(held):
+        return None
+    low, high = 0, max(held)
+    while low < high:
+        middle = (low + high + 1) // 2
+        if sum(min(count, middle) for count in held) <= batches:
+            low = middle
         else:
-            return None
+            high = middle - 1
+    more = batches - sum(min(count, low) for count in held)
+    done = []
+    for size, count in zip(sizes, held, strict=True):
+        took = min(count, low)
+        if count > low and more:
+            took, more = took + 1, more - 1
+        done.append(min(took * batch_size, int(size)))
     return done
 
 

@@ -203,11 +203,9 @@ class EpochStream:
         """How this epoch is divided between the ranks and ``num_workers`` DataLoader workers each."""
         return Division(self.world_size, num_workers, self.block)
 
-    def _remaining(self) -> tuple[Progress, np.ndarray]:
-        """The progress through this epoch, and the positions in its order not read yet
-        (what a state needs: not the order itself)."""
-        progress = self._progress or Progress(len(self.epochs))
-        return progress, progress.remaining()
+    def _current(self) -> Progress:
+        """The progress through this epoch (what a state needs: not the order itself)."""
+        return self._progress or Progress(len(self.epochs))
 
     # -- iterating ---------------------------------------------------------------------------
 
@@ -224,11 +222,13 @@ class EpochStream:
     def _worker_places(self, worker: int, workers: int) -> slice | np.ndarray:
         """The positions in this epoch's order that worker ``worker`` of ``workers`` reads,
         in order: a slice when they are one (see :meth:`Division.places`)."""
-        progress = self._progress or Progress(len(self.epochs))
+        progress = self._current()
         division = self.division(workers)
         reader = division.reader(self.rank, worker)
         if progress.also:
-            return division.share(progress.remaining(), reader)
+            # This reader's places among the positions not read, each shifted past the
+            # positions read: an array of its share, not of all that is left.
+            return progress.unread_at(division.places(0, progress.length - progress.read, reader))
         # What is left is one run of the order (a fresh epoch, or a resume after whole
         # global batches): this reader's places are taken from it without an array of
         # all the positions left (a view of the order, when they are a slice of it).
@@ -367,8 +367,8 @@ class EpochStream:
         records each one has yielded follow from the count of batches.
         """
         division = self.division(num_workers)
-        _, remaining = self._remaining()
-        sizes = division.sizes(len(remaining))
+        progress = self._current()
+        sizes = division.sizes(progress.length - progress.read)
         taken = [0] * division.readers
         for rank in range(self.world_size):
             readers = [division.reader(rank, w) for w in range(division.workers)]
@@ -380,8 +380,9 @@ class EpochStream:
         return self._state_after(division, taken)
 
     def _state_after(self, division: Division, taken: list[int]) -> dict[str, Any]:
-        progress, remaining = self._remaining()
-        progress = progress.advanced(division.read_after(remaining, taken))
+        """The state once reader ``r`` of ``division`` read the first ``taken[r]`` of its
+        share of what was left (:meth:`Progress.after`: no array of the epoch)."""
+        progress = self._current().after(division, taken)
         return epoch_state(self._reader_name, self.epoch, progress, self._identity())
 
     def load_state_dict(self, state: Start) -> None:

@@ -28,7 +28,7 @@ from typing import Any, Protocol, SupportsIndex
 import numpy as np
 
 from recordkit.errors import ShardingError
-from recordkit.read._epoch_order import Division, EpochItems, Progress
+from recordkit.read._epoch_order import Division, EpochItems, Progress, SplitOrder
 from recordkit.read._epoch_state import epoch_state, resumed_progress
 from recordkit.read._grain import DataSource
 from recordkit.read._mixture_order import MixtureOrder
@@ -125,7 +125,6 @@ class EpochSampler:
         if start is not None:
             saved, self.progress = resumed_progress(start, _READER, self._identity(), len(self.order))
             self.epoch = self.epoch if saved is None else saved
-        self._items = self.order.items(seed=self.seed, epoch=self.epoch, shuffle=shuffle, window=window)
         #: Grain's ``DataLoader`` given no shard options takes this attribute (its public fallback).
         self._shard_options: ShardOptions | None = shard_options
         self._share(shard_options)
@@ -135,20 +134,49 @@ class EpochSampler:
         :attr:`dropped` and the keys read."""
         self.shard_index = 0 if shard_options is None else int(shard_options.shard_index)
         self.shard_count = 1 if shard_options is None else int(shard_options.shard_count)
-        left = self.progress.remaining()
+        left = self.progress.length - self.progress.read
         #: Records at the end of what is left that no host reads (``drop_remainder=True``).
-        self.dropped = len(left) % self.shard_count
+        self.dropped = left % self.shard_count
         if self.dropped and not (shard_options is not None and shard_options.drop_remainder):
             raise ShardingError(
-                f"{len(left)} records are left of epoch {self.epoch}, which {self.shard_count} hosts "
-                f"cannot share evenly: Grain's DataLoader gives each host {len(left) // self.shard_count} "
+                f"{left} records are left of epoch {self.epoch}, which {self.shard_count} hosts "
+                f"cannot share evenly: Grain's DataLoader gives each host {left // self.shard_count} "
                 f"and would silently skip the last {self.dropped}. Use a number of hosts that divides "
-                f"{len(left)}, or pass ShardOptions(..., drop_remainder=True) to the EpochSampler to "
+                f"{left}, or pass ShardOptions(..., drop_remainder=True) to the EpochSampler to "
                 f"accept that those {self.dropped} records stay unread this time (state_after keeps them "
                 f"as not read)"
             )
-        self._positions = left[: len(left) - self.dropped]
-        self._keys = self._items[self._positions]
+        #: The records left that the hosts read together (Grain's global indices).
+        self._count = left - self.dropped
+        #: This host's records' keys: global index ``i``'s is ``_keys[i // shard_count]``.
+        self._keys = self._host_keys()
+
+    def _host_keys(self) -> np.ndarray:
+        """The keys of the records this host reads, in order: those at its global indices
+        (every ``shard_count``-th from ``shard_index``) of the positions not read yet. A
+        split's order is laid out from the host's first position to its last only
+        (:meth:`SplitOrder.items_from`), and no array of all the positions left is made."""
+        places = slice(self.shard_index, self._count, self.shard_count)
+        options: dict[str, Any] = {
+            "seed": self.seed,
+            "epoch": self.epoch,
+            "shuffle": self.shuffle,
+            "window": self.window,
+        }
+        if not isinstance(self.order, SplitOrder):
+            keys: np.ndarray = self.order.items(**options)[self.progress.unread_at(places)]
+            return keys
+        if not self.progress.also:
+            done = self.progress.done
+            run = self.order.items_from(done + self.shard_index, stop=done + self._count, **options)
+            return np.ascontiguousarray(run[:: self.shard_count])
+        positions = self.progress.unread_at(places)
+        if not len(positions):
+            return np.zeros(0, dtype=np.int64)
+        first = int(positions[0])
+        run = self.order.items_from(first, stop=int(positions[-1]) + 1, **options)
+        picked: np.ndarray = run[positions - first]
+        return picked
 
     def _identity(self) -> dict[str, Any]:
         return {"shuffle": self.shuffle, "seed": self.seed, "window": self.window, **self.order.identity()}
@@ -180,13 +208,13 @@ class EpochSampler:
                 "shard_options=ShardOptions(shard_index=..., shard_count=...) (grain.NoSharding() for one "
                 "host) to the EpochSampler and none to the DataLoader, which takes the sampler's"
             )
-        return len(self._keys)
+        return self._count
 
     def __getitem__(self, index: int) -> Any:
         from grain.python import RecordMetadata  # the extra: present when Grain calls
 
-        if not 0 <= index < len(self._keys):
-            raise IndexError(f"index {index} is past the epoch's {len(self._keys)} records left")
+        if not 0 <= index < self._count:
+            raise IndexError(f"index {index} is past the epoch's {self._count} records left")
         if index % self.shard_count != self.shard_index:
             raise ShardingError(
                 f"the DataLoader asked for global index {index}, which the EpochSampler's shard_options "
@@ -195,7 +223,7 @@ class EpochSampler:
                 "leave records unread or read twice. Give shard_options to the EpochSampler only (a "
                 "DataLoader given none takes the sampler's), or build the loader with sampler.loader(...)"
             )
-        return RecordMetadata(index=index, record_key=int(self._keys[index]))
+        return RecordMetadata(index=index, record_key=int(self._keys[index // self.shard_count]))
 
     def __repr__(self) -> str:
         # Grain checks a checkpoint against it: the same order and starting point.
@@ -215,16 +243,17 @@ class EpochSampler:
                 f"state_after(shard_count={shard_count}) differs from the sampler's shard_options "
                 f"(shard_count={self.shard_count})"
             )
-        if len(self._positions) % shard_count:
+        if self._count % shard_count:
             raise ShardingError(
-                f"{shard_count} hosts cannot share the {len(self._positions)} records this sampler "
-                f"reads evenly: Grain's DataLoader gave each {len(self._positions) // shard_count} and "
-                f"skipped the last {len(self._positions) % shard_count}. Give the sampler "
+                f"{shard_count} hosts cannot share the {self._count} records this sampler "
+                f"reads evenly: Grain's DataLoader gave each {self._count // shard_count} and "
+                f"skipped the last {self._count % shard_count}. Give the sampler "
                 f"shard_options=ShardOptions(shard_index=..., shard_count={shard_count}), which checks "
                 f"this before reading"
             )
         division = Division(shard_count, 0, 1)
-        sizes = division.sizes(len(self._positions))
-        taken = [min(records, size) for size in sizes]
-        read = division.read_after(self._positions, taken)
-        return epoch_state(_READER, self.epoch, self.progress.advanced(read), self._identity())
+        # Host h read the first ``records`` of its share of the records the hosts read
+        # together, which are the first of what is left: so the first of its share of
+        # all that is left (:meth:`Progress.after`, no array of the epoch).
+        taken = [min(records, size) for size in division.sizes(self._count)]
+        return epoch_state(_READER, self.epoch, self.progress.after(division, taken), self._identity())
