@@ -230,10 +230,19 @@ SECTION = "=== recordkit read script: "
 #: Runs each ``[name, script, argv]`` of the JSON list in ``sys.argv[1]`` as ``python -c
 #: script *argv`` would (``sys.argv`` set, a ``__main__`` namespace of its own), one after
 #: the other; a script that raises has its traceback printed and the next one runs.
+#: TensorFlow and recordkit, which every script imports, are imported first and frozen
+#: (``gc.freeze``, as conftest.py freezes the test processes' modules): the full
+#: collections during the reads no longer walk their objects each time (busy machine, 3
+#: runs each, alternating: 28.2 27.1 30.9 s of CPU a run, frozen 24.4 25.8 23.2).
 DRIVER = textwrap.dedent(
     """
     import gc, json, sys, traceback
 
+    import recordkit
+    import tensorflow
+
+    gc.collect()
+    gc.freeze()
     for name, script, argv in json.loads(sys.argv[1]):
         for stream in (sys.stdout, sys.stderr):
             print(SECTION + name, file=stream, flush=True)
