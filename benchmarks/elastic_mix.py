@@ -248,7 +248,7 @@ def _measure(args: argparse.Namespace, root: Path) -> dict[str, Any]:
         "mixture_in_order": lambda: mixture.torch_iterable(**{**options, "shuffle": False}),
         "mixture": lambda: mixture.torch_iterable(**options),
     }
-    results: dict[str, Any] = {"records": count, "workload": args.workload, "repeats": args.repeats}
+    results: dict[str, Any] = {"dataset_records": count, "workload": args.workload, "repeats": args.repeats}
     print(f"{count} {args.workload} records, {args.repeats} repetitions (wall times vary under load)")
     if not args.no_torch:
         contenders = _only(contenders, args.only, "plain")
