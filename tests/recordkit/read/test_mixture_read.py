@@ -100,3 +100,69 @@ def test_sources_of_middling_records_grow_their_fetch_less(size: int, factor: in
     assert _mixture_read.source_prefetch(middling, 64) == 64 * factor
     fetched = middling.fetch_size(64 * factor)
     assert fetched * size <= _mixture_read.GROWN_BYTES
+
+
+@pytest.mark.parametrize(("count", "sources"), [(1000, 3), (70_000, 2)])
+def test_each_place_is_laid_out_source_after_source_in_its_block(count: int, sources: int) -> None:
+    owners = np.random.default_rng(count).integers(0, sources, count)
+    blocks = list(_mixture_read._blocks(count, _mixture_read.MIXED_BLOCK))
+    bounds = np.array([begin for begin, _ in blocks] + [count])
+    positions = [np.flatnonzero(owners == source) for source in range(sources)]
+    arranged, counts = _mixture_read._arrangement(positions, count, bounds)
+    for (begin, end), wanted in zip(blocks, counts, strict=True):
+        block = owners[begin:end].tolist()
+        assert list(wanted) == [block.count(source) for source in range(sources)]
+        laid = sorted(range(end - begin), key=lambda place: (block[place], place))
+        assert [laid[index] for index in arranged[begin:end]] == list(range(end - begin))
+
+
+class _Failing:
+    """A source of a mixture that gives each place's ``(shard, number)`` as its record,
+    in lists of ``size``, and raises at its ``fails``-th record (as a stream does: the
+    list of those before it first)."""
+
+    mean_record_bytes = 10
+
+    def __init__(self, name: str, fails: int | None, size: int = 5) -> None:
+        self.name, self.fails, self.size = name, fails, size
+
+    def fetch_size(self, prefetch: int) -> int:
+        return prefetch
+
+    def stream_chunks(self, located: np.ndarray, prefetch: int) -> Any:
+        records = [f"{self.name}{int(number)}" for _, number in located]
+        for begin in range(0, len(records), self.size):
+            chunk = records[begin : begin + self.size]
+            if self.fails is not None and begin <= self.fails < begin + self.size:
+                if self.fails > begin:
+                    yield chunk[: self.fails - begin]
+                raise ValueError(f"{self.name} fails")
+            yield chunk
+
+
+@pytest.mark.parametrize(
+    "fails", [(None, None), (7, None), (None, 3), (7, 3), (2, 9), (0, 0), (20, 12), (12, 20)]
+)
+def test_when_sources_raise_the_records_before_the_earliest_failing_place_come_first(
+    fails: tuple[int | None, int | None],
+) -> None:
+    owners = np.random.default_rng(1).integers(0, 2, 60)
+    located = np.zeros((60, 2), dtype=np.int64)
+    located[:, 0] = owners  # source i's shard i
+    for source in range(2):
+        located[owners == source, 1] = np.arange(int((owners == source).sum()))
+    expected = [f"{'ab'[shard]}{number}" for shard, number in located.tolist()]
+    failing = [
+        expected.index(f"{'ab'[source]}{fail}") for source, fail in enumerate(fails) if fail is not None
+    ]
+    sources = [_Failing("a", fails[0]), _Failing("b", fails[1])]
+    chunks = _mixture_read.mixed_chunks(sources, located, ([0, 1], [0, 1]), 4)  # type: ignore[arg-type]
+    if not failing:
+        assert [record for chunk in chunks for record in chunk] == expected
+        return
+    first = min(failing)
+    taken: list[list[str]] = []
+    with pytest.raises(ValueError, match=f"{expected[first][0]} fails"):
+        taken.extend(chunks)
+    assert all(taken)  # no empty list before the error
+    assert [record for chunk in taken for record in chunk] == expected[:first]
