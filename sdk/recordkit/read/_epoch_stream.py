@@ -28,7 +28,7 @@ from recordkit.read._epoch_order import (
 )
 from recordkit.read._epoch_state import epoch_state, resumed_progress
 from recordkit.read._mixture_order import MixtureOrder
-from recordkit.read._mixture_read import mixed_chunks
+from recordkit.read._mixture_read import mixed_chunks, source_chunks
 from recordkit.read._numpy_geometry import epoch_draws
 from recordkit.read._position import Start
 from recordkit.read._random_access import RandomAccess
@@ -156,8 +156,8 @@ class EpochStream:
         this process's whole share, counted for :meth:`state_dict`. The records come in
         lists (a fetched batch's), chained in C: no Python step a record."""
         places = self._worker_places(worker, workers)
-        located = self._located(places)
-        chunks = self._read_chunks(located, self._windows(places))
+        run = self._mixed_run(places)
+        chunks = run if run is not None else self._read_chunks(self._located(places), self._windows(places))
         return itertools.chain.from_iterable(self._counted(chunks) if count else chunks)
 
     def _counted(self, chunks: Iterator[list[dict[str, Any]]]) -> Iterator[Iterator[dict[str, Any]]]:
@@ -313,6 +313,29 @@ class EpochStream:
         source raises, the records before its place are yielded first, then the error."""
         sources = cast(list[RandomAccess], self.sources)
         return mixed_chunks(sources, located, cast(MixtureOrder, self.epochs).shard_owners, self.prefetch)
+
+    def _mixed_run(self, places: slice | np.ndarray) -> Iterator[list[dict[str, Any]]] | None:
+        """A mixture's records at ``places`` when they are one run of the epoch's order (a
+        reader's whole share: one reader), each source's share of them handed straight
+        from the order (:meth:`MixtureOrder.source_pairs`,
+        :func:`~recordkit.read._mixture_read.source_chunks`); else None."""
+        if self.sources is None or not isinstance(places, slice):
+            return None
+        start, stop, step = places.indices(len(self.epochs))
+        if step != 1:
+            return None
+        order = cast(MixtureOrder, self.epochs)
+        shares = order.source_pairs(
+            start,
+            max(start, stop),
+            seed=self.seed,
+            epoch=self.epoch,
+            shuffle=self.shuffle,
+            window=self.window,
+        )
+        if shares is None:
+            return None
+        return source_chunks(self.sources, *shares, self.prefetch)
 
     def _mixed_records(self, chunk: Sequence[tuple[int, int]] | np.ndarray) -> list[dict[str, Any]]:
         """Each ``(shard, number)``'s record of a mixture, each source's fetched together."""

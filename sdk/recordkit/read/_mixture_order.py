@@ -13,7 +13,7 @@ sources, which the streaming readers divide and resume exactly as a split's
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -164,33 +164,77 @@ class MixtureOrder:
         seeds = [seed] if isinstance(seed, int) else list(seed)
         length, positions = self._positions(seeds, epoch, shuffle)
         out = np.empty(length, dtype=np.int64)
-        for i, (source, where) in enumerate(zip(self.sources, positions, strict=True)):
-            # The source's own stream: its epochs one after another, continued across the
-            # mixture's (its k-th place this epoch takes sample k after the epochs before).
-            # Taken in order, so each source epoch gives one run of its order: a slice,
-            # laid out from its first place to its last only.
-            taken, size = epoch * self.counts[i], self.sizes[i]
-            done = 0
-            while done < len(where):
-                source_epoch, position = divmod(taken + done, size)
-                step = min(len(where) - done, size - position)
-                options: dict[str, Any] = {
-                    "seed": [*seeds, i],
-                    "epoch": source_epoch,
-                    "shuffle": shuffle,
-                    "window": window,
-                }
-                stop = position + step
-                if coded:
-                    keys = source.codes_from(
-                        position, **options, stop=stop, first_shard=int(self.shard_starts[i])
-                    )
-                else:
-                    keys = source.items_from(position, **options, stop=stop)
-                    keys += self.item_starts[i]
-                out[where[done : done + step]] = keys
-                done += step
+        for i, where in enumerate(positions):
+            for begin, end, keys in self._source_runs(i, seeds, epoch, shuffle, window, 0, len(where), coded):
+                out[where[begin:end]] = keys
         return out
+
+    def _source_runs(
+        self,
+        i: int,
+        seeds: list[int],
+        epoch: int,
+        shuffle: bool,
+        window: int,
+        begin: int,
+        end: int,
+        coded: bool | None,
+    ) -> Iterator[tuple[int, int, np.ndarray]]:
+        """Source ``i``'s samples ``begin`` to ``end - 1`` of this epoch, as runs
+        ``(first, stop, keys)``: items numbered across the sources, or (``coded``) codes of
+        their shards numbered across the sources, or (``coded`` None) of the source's own."""
+        # The source's own stream: its epochs one after another, continued across the
+        # mixture's (its k-th place this epoch takes sample k after the epochs before).
+        # Taken in order, so each source epoch gives one run of its order: a slice,
+        # laid out from its first place to its last only.
+        source, taken, size = self.sources[i], epoch * self.counts[i], self.sizes[i]
+        done = begin
+        while done < end:
+            source_epoch, position = divmod(taken + done, size)
+            step = min(end - done, size - position)
+            options: dict[str, Any] = {
+                "seed": [*seeds, i],
+                "epoch": source_epoch,
+                "shuffle": shuffle,
+                "window": window,
+            }
+            stop = position + step
+            if coded is None:
+                keys = source.codes_from(position, **options, stop=stop)
+            elif coded:
+                keys = source.codes_from(
+                    position, **options, stop=stop, first_shard=int(self.shard_starts[i])
+                )
+            else:
+                keys = source.items_from(position, **options, stop=stop)
+                keys += self.item_starts[i]
+            yield done, done + step, keys
+            done += step
+
+    def source_pairs(
+        self, start: int, stop: int, *, seed: int | Sequence[int], epoch: int, shuffle: bool, window: int
+    ) -> tuple[list[np.ndarray], list[np.ndarray]] | None:
+        """Each source's places among positions ``start`` to ``stop - 1`` of epoch ``epoch``
+        (counted from ``start``), and its samples' ``(shard, number)`` there (its own
+        shards), as :meth:`pairs_at` gives them for those places, each source's share
+        straight from its order: no array of the whole epoch's samples laid out, then each
+        source's taken back out of it (:func:`~recordkit.read._mixture_read.source_chunks`).
+        None when a source's records have no codes."""
+        if not all(source.coded for source in self.sources):
+            return None
+        seeds = [seed] if isinstance(seed, int) else list(seed)
+        _, positions = self._positions(seeds, epoch, shuffle)
+        places, pairs = [], []
+        for i, where in enumerate(positions):
+            first, last = np.searchsorted(where, [start, stop]).tolist()
+            runs = [
+                keys for _, _, keys in self._source_runs(i, seeds, epoch, shuffle, window, first, last, None)
+            ]
+            places.append(where[first:last] - start)
+            pairs.append(
+                pairs_of_codes(runs[0] if len(runs) == 1 else np.concatenate(runs or [np.empty(0, np.int64)]))
+            )
+        return places, pairs
 
     def source_of(self, items: np.ndarray) -> np.ndarray:
         """Each item's source."""

@@ -26,7 +26,15 @@ import numpy as np
 
 from recordkit.read._random_access import GROWN_BYTES, RandomAccess
 
-__all__ = ["MIXED_BLOCK", "MIXED_BYTES", "SOURCE_GROWTH", "block_size", "mixed_chunks", "source_prefetch"]
+__all__ = [
+    "MIXED_BLOCK",
+    "MIXED_BYTES",
+    "SOURCE_GROWTH",
+    "block_size",
+    "mixed_chunks",
+    "source_chunks",
+    "source_prefetch",
+]
 
 #: The most places of a mixture's read put in one list ...
 MIXED_BLOCK = 256
@@ -169,18 +177,36 @@ def mixed_chunks(
     owner_of, first_shard = shard_owners
     pairs = np.asarray(located, dtype=np.int64).reshape(-1, 2)
     owners = np.asarray(owner_of, dtype=np.int64).take(pairs[:, 0])
-    held: list[_Held] = []
     positions = [np.flatnonzero(owners == source) for source in range(len(sources))]
-    for records, where, first in zip(sources, positions, first_shard, strict=True):
+    local: list[np.ndarray] = []
+    for where, first in zip(positions, first_shard, strict=True):
         # Rows taken by their numbers: a boolean mask over the rows cost four times as much.
-        local = pairs.take(where, axis=0)
-        local[:, 0] -= first
-        held.append(_Held(records.stream_chunks(local, prefetch=source_prefetch(records, prefetch))))
-    blocks = list(_blocks(len(pairs), block_size(sources)))
+        rows = pairs.take(where, axis=0)
+        rows[:, 0] -= first
+        local.append(rows)
+    yield from source_chunks(sources, positions, local, prefetch)
+
+
+def source_chunks(
+    sources: Sequence[RandomAccess],
+    positions: Sequence[np.ndarray],
+    pairs: Sequence[np.ndarray],
+    prefetch: int,
+) -> Iterator[list[dict[str, Any]]]:
+    """:func:`mixed_chunks` given each source's places in the read (in order) and its
+    records' ``(shard, number)`` there (its own shards): what a mixture's order gives
+    for a reader's whole share without laying the read out
+    (:meth:`~recordkit.read._mixture_order.MixtureOrder.source_pairs`)."""
+    count = sum(len(where) for where in positions)
+    held = [
+        _Held(records.stream_chunks(rows, prefetch=source_prefetch(records, prefetch)))
+        for records, rows in zip(sources, pairs, strict=True)
+    ]
+    blocks = list(_blocks(count, block_size(sources)))
     if not blocks:
         return
     bounds = np.array([begin for begin, _ in blocks] + [blocks[-1][1]], dtype=np.int64)
-    arranged, counts = _arrangement(positions, len(pairs), bounds)
+    arranged, counts = _arrangement(positions, count, bounds)
     # A stream fetches when its first record is asked for: a block asks only for the
     # sources of its places.
     for (begin, end), wanted in zip(blocks, counts, strict=True):

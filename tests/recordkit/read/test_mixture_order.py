@@ -98,3 +98,29 @@ def test_a_mixtures_samples_and_every_readers_pairs_are_those_of_the_frozen_orde
 def frozen_located_pairs(starts: np.ndarray, items: np.ndarray) -> np.ndarray:
     shards = np.searchsorted(starts, items, side="right") - 1
     return np.stack([shards, items - starts[shards]], axis=1).astype(np.int64).reshape(-1, 2)
+
+
+@given(
+    spec=mixtures,
+    seed=st.integers(0, 2**32 - 1),
+    epoch=st.integers(0, 6),
+    window=st.integers(1, 40),
+    shuffle=st.booleans(),
+    data=st.data(),
+)
+def test_each_sources_share_of_a_run_of_places_is_what_the_laid_out_order_gives(
+    spec: dict[str, Any], seed: int, epoch: int, window: int, shuffle: bool, data: st.DataObject
+) -> None:
+    sources = [SplitOrder(counts, [f"s{i}"]) for i, counts in enumerate(spec["sources"])]
+    mixture = MixtureOrder(sources, spec["weights"][: len(sources)], spec["samples"])
+    options: dict[str, Any] = {"seed": seed, "epoch": epoch, "shuffle": shuffle, "window": window}
+    start = data.draw(st.integers(0, len(mixture)))
+    stop = data.draw(st.integers(start, len(mixture)))
+    shares = mixture.source_pairs(start, stop, **options)
+    assert shares is not None
+    laid = frozen_located_pairs(mixture.all_starts, frozen_items(mixture, **options)[start:stop])
+    owner_of, first_shard = mixture.shard_owners
+    owners = np.asarray(owner_of, dtype=np.int64)[laid[:, 0]]
+    for source, (places, pairs) in enumerate(zip(*shares, strict=True)):
+        assert np.array_equal(places, np.flatnonzero(owners == source))
+        assert np.array_equal(pairs, laid[places] - [first_shard[source], 0])
