@@ -72,7 +72,6 @@ def _functions(module: ModuleType) -> dict[str, Any]:
     return {
         "epoch_order": module.epoch_order,
         "located_pairs": module.located_pairs,
-        "remaining": module.Progress.remaining,
         "split_pairs_at": split_pairs_at,
         "mixture_pairs_at": mixture_pairs_at,
     }
@@ -144,8 +143,7 @@ def _using(functions: dict[str, Any]) -> None:
     _epoch_order.epoch_order = functions["epoch_order"]
     _epoch_order.located_pairs = functions["located_pairs"]
     vars(_mixture_order)["located_pairs"] = functions["located_pairs"]
-    _epoch_order.Progress.remaining = functions["remaining"]  # type: ignore[method-assign]  # swapped per pass
-    _epoch_order.SplitOrder.pairs_at = functions["split_pairs_at"]  # type: ignore[method-assign]  # likewise
+    _epoch_order.SplitOrder.pairs_at = functions["split_pairs_at"]  # type: ignore[method-assign]  # swapped per pass
     _mixture_order.MixtureOrder.pairs_at = functions["mixture_pairs_at"]  # type: ignore[method-assign]  # likewise
 
 

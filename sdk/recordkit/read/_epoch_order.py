@@ -215,26 +215,11 @@ class Division:
             raise ValueError(f"worker must be in 0..{self.workers - 1}, not {worker}")
         return worker * self.world_size + rank
 
-    def owners(self, count: int) -> tuple[np.ndarray, np.ndarray]:
-        """For each of ``count`` items to divide, in order: its reader, and its place in
-        that reader's sequence."""
-        index = np.arange(count, dtype=np.int64)
-        blocks = index // self.block
-        return blocks % self.readers, (blocks // self.readers) * self.block + index % self.block
-
-    def share(self, items: np.ndarray, reader: int) -> np.ndarray:
-        """What reader ``reader`` reads of ``items`` (in their order): its blocks, every
-        ``readers``-th from its own, taken by their places (not a mask over all items)."""
-        if self.readers == 1:
-            return items
-        share: np.ndarray = items[self.places(0, len(items), reader)]
-        return share
-
     def places(self, start: int, stop: int, reader: int) -> slice | np.ndarray:
         """The places ``start`` to ``stop - 1`` (an epoch's positions not read yet, when
-        they are one run) that reader ``reader`` reads, in order: ``share`` of them
-        without an array of them all; a slice when it is one (one reader, or blocks of
-        one), so that the items are taken as a view."""
+        they are one run) that reader ``reader`` reads, in order (its blocks, every
+        ``readers``-th from its own), without an array of them all; a slice when it is
+        one (one reader, or blocks of one), so that the items are taken as a view."""
         if self.readers == 1:
             return slice(start, stop)
         if self.block == 1:
@@ -253,26 +238,6 @@ class Division:
         if rest:
             sizes[extra] += rest
         return sizes
-
-    def read_after(self, items: np.ndarray, taken: Sequence[int]) -> np.ndarray:
-        """The items read once reader ``r`` has read the first ``taken[r]`` of its share: a
-        mask of the items (a byte an item, no array of each one's reader and place), each
-        reader's whole blocks set through a view of the rounds of blocks, then its partial
-        block."""
-        count, block, readers = len(items), self.block, self.readers
-        read = np.zeros(count, dtype=bool)
-        rounds = count // (block * readers)
-        grid = read[: rounds * readers * block].reshape(rounds, readers, block)
-        for reader, took in enumerate(taken[:readers]):
-            whole, part = divmod(max(int(took), 0), block)
-            grid[:whole, reader, :] = True
-            if whole > rounds:  # its block in the last, short round (cut at the end)
-                at = (rounds * readers + reader) * block
-                read[at : at + block] = True
-            at = (whole * readers + reader) * block
-            read[at : at + part] = True
-        picked: np.ndarray = items[read]
-        return picked
 
 
 #: :meth:`Progress.unread_at` shifts at least this many places a run at a time (fewer: by
@@ -304,21 +269,9 @@ class Progress:
         """How many items of the epoch have been read."""
         return self.done + len(self.also)
 
-    def remaining(self) -> np.ndarray:
-        """The positions not yet read, in the canonical order."""
-        if not self.also:
-            return np.arange(self.done, self.length, dtype=np.int64)
-        # A mask of the positions after the prefix (no sort of them all, as a set
-        # difference would make).
-        unread = np.ones(self.length - self.done, dtype=bool)
-        unread[np.asarray(self.also, dtype=np.int64) - self.done] = False
-        rest = np.flatnonzero(unread)
-        rest += self.done
-        return rest
-
     def unread_at(self, places: slice | np.ndarray) -> np.ndarray:
         """The positions of the epoch's order at ``places`` (ascending) of those not yet
-        read (:meth:`remaining`, without an array of them all): each place shifted by the
+        read, without an array of them all: each place shifted by the
         prefix and by the ``also`` positions before it, a run of places at a time (one
         array of the places' size, no temporary as large)."""
         if isinstance(places, slice):
@@ -337,10 +290,9 @@ class Progress:
 
     def after(self, division: Division, taken: Sequence[int]) -> Progress:
         """This progress once reader ``r`` of ``division`` has read the first ``taken[r]``
-        of its share of the positions not yet read (``self.advanced(division.read_after(
-        self.remaining(), taken))``), worked out from each reader's blocks: the first
-        position a reader has not read ends the new prefix, and only the positions read
-        beyond it are laid out (the new ``also``), not the epoch's."""
+        of its share of the positions not yet read, worked out from each reader's blocks:
+        the first position a reader has not read ends the new prefix, and only the
+        positions read beyond it are laid out (the new ``also``), not the epoch's."""
         left = self.length - self.read
         sizes = division.sizes(left)
         block, readers = division.block, division.readers
@@ -369,16 +321,6 @@ class Progress:
         )
         also.sort()
         return Progress(self.length, done, tuple(also.tolist()))
-
-    def advanced(self, positions: np.ndarray) -> Progress:
-        """This progress with ``positions`` read too."""
-        seen = np.zeros(self.length, dtype=bool)
-        seen[: self.done] = True
-        seen[list(self.also)] = True
-        seen[positions] = True
-        unread = np.flatnonzero(~seen)
-        done = int(unread[0]) if len(unread) else self.length
-        return Progress(self.length, done, tuple(int(p) for p in np.flatnonzero(seen[done:]) + done))
 
 
 def loader_taken(sizes: Sequence[int], batch_size: int, batches: int, *, drop_last: bool) -> list[int] | None:

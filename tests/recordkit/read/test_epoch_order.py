@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from _epoch_reference import advanced, read_after, remaining, share
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -46,7 +47,7 @@ def test_the_readers_of_any_division_together_read_the_order_exactly_once(
 ) -> None:
     division = Division(*shape)
     order = epoch_order(COUNTS, seed=1, epoch=2, shuffle=True, window=5)
-    shares = [division.share(order, r) for r in range(division.readers)]
+    shares = [share(division, order, r) for r in range(division.readers)]
     assert sorted(np.concatenate(shares).tolist()) == sorted(order.tolist())
     assert [len(s) for s in shares] == division.sizes(len(order))
 
@@ -58,7 +59,7 @@ def test_dataloaders_taking_batches_in_turn_give_the_canonical_global_batches_fo
         division = Division(world, workers, batch)
         rank_batches = []
         for rank in range(world):
-            queues = [list(division.share(order, division.reader(rank, w))) for w in range(workers)]
+            queues = [list(share(division, order, division.reader(rank, w))) for w in range(workers)]
             batches = [[q[i : i + batch] for i in range(0, len(q), batch)] for q in queues]
             turn = [
                 b
@@ -87,16 +88,16 @@ def test_stopping_anywhere_and_resuming_with_another_division_reads_exactly_the_
     first = Division(*before)
     sizes = first.sizes(len(order))
     taken = [data.draw(st.integers(0, size)) for size in sizes]
-    read_first = first.read_after(order, taken)
-    progress = Progress(len(order)).advanced(first.read_after(np.arange(len(order)), taken))
+    read_first = read_after(first, order, taken)
+    progress = advanced(Progress(len(order)), read_after(first, np.arange(len(order)), taken))
     state = json.loads(json.dumps(epoch_state("r", 0, progress, {"seed": 9})))
     _, resumed = resumed_progress(state, "r", {"seed": 9}, len(order))
     assert resumed == progress
     assert resumed.read == sum(taken)
     second = Division(*after)
-    rest = order[resumed.remaining()]
-    read_after = np.concatenate([second.share(rest, r) for r in range(second.readers)])
-    assert sorted(np.concatenate([read_first, read_after]).tolist()) == list(range(sum(COUNTS)))
+    rest = order[remaining(resumed)]
+    read_later = np.concatenate([share(second, rest, r) for r in range(second.readers)])
+    assert sorted(np.concatenate([read_first, read_later]).tolist()) == list(range(sum(COUNTS)))
     assert rest.tolist() == [
         x for x in order.tolist() if x not in set(read_first.tolist())
     ]  # canonical order kept
@@ -112,7 +113,7 @@ def test_a_loader_that_took_every_batch_in_turn_leaves_a_prefix_of_the_order() -
         assert done is not None
         for reader, count in zip(readers, done, strict=True):
             taken[reader] = count
-    progress = Progress(37).advanced(division.read_after(np.arange(37), taken))
+    progress = advanced(Progress(37), read_after(division, np.arange(37), taken))
     assert (progress.done, progress.also) == (24, ())  # 2 batches x 3 ranks x 4 records
     assert loader_taken([4, 4], 4, 3, drop_last=False) is None
 
@@ -210,7 +211,7 @@ def test_a_readers_places_in_the_run_left_are_its_share_of_that_run(
     start = data.draw(st.integers(0, length))
     order = np.arange(1000, 1000 + length, dtype=np.int64)
     for reader in range(division.readers):
-        expected = division.share(order[start:], reader)
+        expected = share(division, order[start:], reader)
         assert np.array_equal(order[division.places(start, length, reader)], expected)
 
 
@@ -251,7 +252,8 @@ def test_the_positions_left_are_those_after_the_prefix_not_read_beyond_it(
         if done + 1 < length
         else []
     )
-    left = Progress(length, done, tuple(also)).remaining()
+    progress = Progress(length, done, tuple(also))
+    left = progress.unread_at(slice(0, length - progress.read))
     assert left.dtype == np.int64
     assert left.tolist() == [p for p in range(done, length) if p not in also]
 
@@ -364,11 +366,11 @@ def test_any_readers_pairs_after_any_progress_are_the_frozen_orders_records_at_i
     whole = frozen_order_from(counts, 0, **order)
     for reader in range(division.readers):
         places = (
-            division.share(progress.remaining(), reader)
+            share(division, remaining(progress), reader)
             if also
             else division.places(progress.done, progress.length, reader)
         )
-        expected = frozen_located_pairs(split.starts, whole[division.share(progress.remaining(), reader)])
+        expected = frozen_located_pairs(split.starts, whole[share(division, remaining(progress), reader)])
         got = split.pairs_at(places, **order)
         assert got.dtype == np.int64
         assert np.array_equal(got, expected)

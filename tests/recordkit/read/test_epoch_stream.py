@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _epoch_reference import remaining, share
 
 import recordkit as rk
 
@@ -88,8 +89,8 @@ def test_a_readers_records_are_its_share_of_the_whole_orders_rest_wherever_the_e
             division = stream.division(workers)
             for worker in range(division.workers):
                 reader = division.reader(stream.rank, worker)
-                share = division.share(Progress(N, done, also).remaining(), reader)
-                expected = stream.epochs.locate_pairs(order[share])
+                places = share(division, remaining(Progress(N, done, also)), reader)
+                expected = stream.epochs.locate_pairs(order[places])
                 assert stream.worker_pairs(worker, workers).tolist() == expected.tolist()
                 read = [r["name"] for r in stream.read_share(worker, workers, count=False)]
                 assert read == [f"n{stream.records.shards.starts[s] + n}" for s, n in expected.tolist()]

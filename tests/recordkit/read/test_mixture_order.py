@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+from _epoch_reference import remaining, share
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -88,11 +89,11 @@ def test_a_mixtures_samples_and_every_readers_pairs_are_those_of_the_frozen_orde
     progress = Progress(length, done, tuple(also))
     division = Division(*shape)
     for reader in range(division.readers):
-        share = division.share(progress.remaining(), reader)
-        places = share if also else division.places(done, length, reader)
+        unread = share(division, remaining(progress), reader)
+        places = unread if also else division.places(done, length, reader)
         got = mixture.pairs_at(places, **options)
         assert got.dtype == np.int64
-        assert np.array_equal(got, frozen_located_pairs(mixture.all_starts, expected[share]))
+        assert np.array_equal(got, frozen_located_pairs(mixture.all_starts, expected[unread]))
 
 
 def frozen_located_pairs(starts: np.ndarray, items: np.ndarray) -> np.ndarray:
