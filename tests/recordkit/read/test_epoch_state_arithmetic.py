@@ -1,8 +1,9 @@
 """A state's cost not growing with the epoch (sdk/recordkit/read/_epoch_order.py:
-``loader_taken``, ``Division.sizes``/``read_after``, ``Progress.after``/``unread_at``;
+``loader_taken``, ``Division.sizes``, ``Progress.after``/``unread_at``;
 sdk/recordkit/read/_epoch_stream.py: ``loader_state``, ``state_dict``, a resumed reader's
 places). Each is checked against a frozen copy of what it replaced (a step a batch, arrays
-of the whole epoch), kept here, over random epochs, divisions, batches and progress."""
+of the whole epoch), kept here or in tests/recordkit/_epoch_reference.py, over random
+epochs, divisions, batches and progress."""
 
 from __future__ import annotations
 
@@ -13,6 +14,10 @@ from typing import Any
 
 import numpy as np
 import pytest
+from _epoch_reference import advanced as frozen_advanced
+from _epoch_reference import owners as frozen_owners
+from _epoch_reference import read_after as frozen_read_after
+from _epoch_reference import remaining as frozen_remaining
 from _epoch_reference import share
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -42,37 +47,9 @@ def frozen_loader_taken(
     return done
 
 
-def frozen_owners(division: Division, count: int) -> tuple[np.ndarray, np.ndarray]:
-    index = np.arange(count, dtype=np.int64)
-    blocks = index // division.block
-    return blocks % division.readers, (blocks // division.readers) * division.block + index % division.block
-
-
 def frozen_sizes(division: Division, count: int) -> list[int]:
     owner, _ = frozen_owners(division, count)
     return [int(n) for n in np.bincount(owner, minlength=division.readers)]
-
-
-def frozen_read_after(division: Division, items: np.ndarray, taken: Sequence[int]) -> np.ndarray:
-    owner, place = frozen_owners(division, len(items))
-    read: np.ndarray = items[place < np.asarray(taken, dtype=np.int64)[owner]]
-    return read
-
-
-def frozen_remaining(progress: Progress) -> np.ndarray:
-    unread = np.ones(progress.length - progress.done, dtype=bool)
-    unread[np.asarray(progress.also, dtype=np.int64) - progress.done] = False
-    return np.flatnonzero(unread) + progress.done
-
-
-def frozen_advanced(progress: Progress, positions: np.ndarray) -> Progress:
-    seen = np.zeros(progress.length, dtype=bool)
-    seen[: progress.done] = True
-    seen[list(progress.also)] = True
-    seen[positions] = True
-    unread = np.flatnonzero(~seen)
-    done = int(unread[0]) if len(unread) else progress.length
-    return Progress(progress.length, done, tuple(int(p) for p in np.flatnonzero(seen[done:]) + done))
 
 
 def frozen_after(progress: Progress, division: Division, taken: Sequence[int]) -> Progress:
