@@ -177,6 +177,17 @@ def slice_windows(places: slice, window: int) -> np.ndarray:
     return np.repeat(np.arange(first, last + 1, dtype=np.int64), counts)
 
 
+def _span(places: slice | np.ndarray, length: int) -> tuple[int, int, slice | np.ndarray]:
+    """Where an order of ``length`` positions is laid out for ``places`` (a slice, or
+    positions in order): from its first to its last, and ``places`` within that run."""
+    if isinstance(places, slice):
+        begin, stop = min(places.start, length), min(places.stop, length)
+        return begin, stop, slice(places.start - begin, places.stop - begin, places.step)
+    begin = int(places[0]) if len(places) else length
+    stop = int(places[-1]) + 1 if len(places) else length
+    return begin, stop, places - begin
+
+
 def fingerprint(parts: Sequence[object]) -> str:
     """A short digest of what identifies a dataset's order (its shards' names, record
     counts and checksums): two datasets with one fingerprint have the same epochs."""
@@ -488,18 +499,22 @@ class SplitOrder:
         from the first of them to the last only (a resumed reader's places all lie after
         what was read), each record as its code (``shard << 32 | number``:
         :func:`pairs_of_codes`), so that no record is looked up in its shard."""
-        length = len(self)
-        if isinstance(places, slice):
-            begin, stop = min(places.start, length), min(places.stop, length)
-            cut: slice | np.ndarray = slice(places.start - begin, places.stop - begin, places.step)
-        else:
-            begin = int(places[0]) if len(places) else length
-            stop = int(places[-1]) + 1 if len(places) else length
-            cut = places - begin
         options: dict[str, Any] = {"seed": seed, "epoch": epoch, "shuffle": shuffle, "window": window}
         if self._codes is None:
-            return self.locate_pairs(self.items_from(begin, **options, stop=stop)[cut])
+            return self.locate_pairs(self.items_at(places, **options))
+        begin, stop, cut = _span(places, len(self))
         return pairs_of_codes(self.codes_from(begin, **options, stop=stop)[cut])
+
+    def items_at(
+        self, places: slice | np.ndarray, *, seed: int | Sequence[int], epoch: int, shuffle: bool, window: int
+    ) -> np.ndarray:
+        """The records (numbered across the shards) at ``places`` of epoch ``epoch``'s order,
+        laid out from the first of them to the last only, as :meth:`pairs_at`."""
+        begin, stop, cut = _span(places, len(self))
+        items: np.ndarray = self.items_from(
+            begin, seed=seed, epoch=epoch, shuffle=shuffle, window=window, stop=stop
+        )[cut]
+        return items
 
     @property
     def coded(self) -> bool:

@@ -155,7 +155,7 @@ class EpochSampler:
         """The keys of the records this host reads, in order: those at its global indices
         (every ``shard_count``-th from ``shard_index``) of the positions not read yet. A
         split's order is laid out from the host's first position to its last only
-        (:meth:`SplitOrder.items_from`), and no array of all the positions left is made."""
+        (:meth:`SplitOrder.items_at`), and no array of all the positions left is made."""
         places = slice(self.shard_index, self._count, self.shard_count)
         options: dict[str, Any] = {
             "seed": self.seed,
@@ -163,20 +163,17 @@ class EpochSampler:
             "shuffle": self.shuffle,
             "window": self.window,
         }
-        if not isinstance(self.order, SplitOrder):
-            keys: np.ndarray = self.order.items(**options)[self.progress.unread_at(places)]
-            return keys
-        if not self.progress.also:
-            done = self.progress.done
-            run = self.order.items_from(done + self.shard_index, stop=done + self._count, **options)
-            return np.ascontiguousarray(run[:: self.shard_count])
-        positions = self.progress.unread_at(places)
-        if not len(positions):
-            return np.zeros(0, dtype=np.int64)
-        first = int(positions[0])
-        run = self.order.items_from(first, stop=int(positions[-1]) + 1, **options)
-        picked: np.ndarray = run[positions - first]
-        return picked
+        done = self.progress.done
+        positions: slice | np.ndarray = (
+            self.progress.unread_at(places)
+            if self.progress.also
+            else slice(done + self.shard_index, done + self._count, self.shard_count)
+        )
+        if isinstance(self.order, SplitOrder):
+            keys = self.order.items_at(positions, **options)
+        else:
+            keys = self.order.items(**options)[positions]
+        return np.ascontiguousarray(keys)  # not a view holding the whole run
 
     def _identity(self) -> dict[str, Any]:
         return {"shuffle": self.shuffle, "seed": self.seed, "window": self.window, **self.order.identity()}
